@@ -1,0 +1,1 @@
+"""The scheduling core: standard library only (a test enforces it)."""

@@ -1,0 +1,367 @@
+"""The scheduling loop: lease, resubmit, claim, submit, and how long to sleep.
+
+One :meth:`Engine.tick` does the work of DESIGN §4. It never imports Celery or a database
+driver: the store, the lease manager and the submitter are injected, and only their protocols
+are known here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError, LeaseLost, StoreError
+from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
+from goatbeat_celery.core.model import (
+    Dispatch,
+    LeaseGrant,
+    PlannedClaim,
+    Schedule,
+    ScheduleSpec,
+    SyncEntry,
+    SyncReport,
+)
+from goatbeat_celery.core.observer import EngineObserver, NullObserver, OccurrenceRecord
+from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.triggers import Trigger, TriggerRegistry
+
+logger = logging.getLogger(__name__)
+
+#: A schedule whose trigger cannot be built (say a Celery schedule class this replica does not
+#: know) is looked at again after this long instead of blocking the batch.
+UNPLANNABLE_RETRY = timedelta(seconds=60)
+#: Leave this much of the local validity unused by a submission, for the bookkeeping after it.
+SUBMIT_MARGIN = 0.25
+#: Never let one submission call run longer than this, even with a long lease.
+SUBMIT_TIMEOUT_MAX = 10.0
+#: After a store error, try again this soon (bounded by the renew interval).
+STORE_RETRY = 1.0
+PRUNE_EVERY = 60.0
+TRIGGER_CACHE_SIZE = 4096
+
+
+class Engine:
+    """Hosts the scheduling loop for one replica.
+
+    Call :meth:`tick` repeatedly and sleep (or :meth:`wait`) for the seconds it returns;
+    call :meth:`close` on shutdown to release the lease so a standby takes over at once.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ScheduleStore,
+        lease: LeaseManager,
+        submitter: TaskSubmitter,
+        settings: Settings,
+        holder: str,
+        triggers: TriggerRegistry | None = None,
+        config_schedules: Sequence[ScheduleSpec] = (),
+        observer: EngineObserver | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.lease = lease
+        self.submitter = submitter
+        self.settings = settings
+        self.holder = holder
+        self.triggers = triggers or TriggerRegistry.default()
+        self.config_schedules = tuple(config_schedules)
+        self.observer: EngineObserver = observer or NullObserver()
+        self._mono = monotonic
+        self._grant: LeaseGrant | None = None
+        self._deadline = 0.0
+        self._next_renew = 0.0
+        self._backoff = settings.seconds("retry_backoff")
+        self._backoff_until = 0.0
+        self._next_prune = 0.0
+        self._closed = False
+        self._trigger_cache: OrderedDict[str, Trigger] = OrderedDict()
+        self.last_sync: SyncReport | None = None
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def grant(self) -> LeaseGrant | None:
+        """The current lease grant, if this replica believes it leads."""
+        return self._grant
+
+    def is_leader(self) -> bool:
+        """True while holding a grant and inside the local deadline (ttl - renew interval)."""
+        return self._grant is not None and self._mono() < self._deadline
+
+    # -- the loop ------------------------------------------------------------------------
+    def tick(self) -> float:
+        """Do whatever is due now; return the seconds until the next useful instant."""
+        if self._closed:
+            return self.settings.seconds("max_interval")
+        if self._mono() >= self._next_renew:
+            self._renew()
+        if not self.is_leader():
+            return self._until(self._next_renew)
+        try:
+            next_due, store_now = self._dispatch()
+        except LeaseLost:
+            self._lose("fencing token refused")
+            return 0.0
+        except StoreError as exc:
+            logger.warning("store error while dispatching: %s", exc,
+                           extra={"action": "store_error"})
+            return min(STORE_RETRY, self._until(self._next_renew))
+        return self._sleep_for(next_due, store_now)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, waking early on a store notification (edit, release)."""
+        if seconds <= 0:
+            return False
+        try:
+            return self.store.wait(seconds)
+        except StoreError as exc:
+            logger.warning("store wait failed: %s", exc, extra={"action": "store_error"})
+            time.sleep(min(seconds, STORE_RETRY))
+            return False
+
+    def close(self) -> None:
+        """Stop leading and release the lease (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        grant, self._grant = self._grant, None
+        if grant is None:
+            return
+        try:
+            released = self.lease.release(grant)
+        except GoatbeatError as exc:
+            logger.warning("could not release lease %r: %s", grant.name, exc,
+                           extra={"action": "lease_release_failed"})
+            return
+        if released:
+            logger.info("released lease %r (token %d)", grant.name, grant.token,
+                        extra={"action": "lease_released"})
+            self.observer.lease_lost(grant.name, self.holder, "released")
+
+    # -- lease ---------------------------------------------------------------------------
+    def _renew(self) -> None:
+        settings = self.settings
+        asked = self._mono()
+        try:
+            grant = self.lease.acquire(settings.lease_name, self.holder, settings.ttl)
+        except StoreError as exc:
+            logger.warning("lease %r: store unreachable: %s", settings.lease_name, exc,
+                           extra={"action": "lease_error"})
+            self._next_renew = asked + min(STORE_RETRY, settings.seconds("lease_renew_interval"))
+            if self._grant is not None and asked >= self._deadline:
+                self._lose("store unreachable past the local deadline")
+            return
+        self._next_renew = asked + settings.seconds("lease_renew_interval")
+        if grant is None:
+            if self._grant is not None:
+                self._lose("taken by another replica")
+            return
+        took_over = self._grant is None or grant.changed_holder
+        self._grant = grant
+        self._deadline = asked + settings.local_validity.total_seconds()
+        if took_over:
+            logger.info("acquired lease %r with token %d", grant.name, grant.token,
+                        extra={"action": "lease_acquired"})
+            self.observer.lease_acquired(grant)
+            self._sync_config(grant)
+
+    def _lose(self, reason: str) -> None:
+        grant, self._grant = self._grant, None
+        self._next_renew = self._mono()
+        if grant is not None:
+            logger.warning("lost lease %r (token %d): %s", grant.name, grant.token, reason,
+                           extra={"action": "lease_lost"})
+            self.observer.lease_lost(grant.name, self.holder, reason)
+
+    def _sync_config(self, grant: LeaseGrant) -> None:
+        try:
+            now = self.store.now()
+            entries = [self._sync_entry(spec, now) for spec in self.config_schedules]
+            report = self.store.sync_config(entries, lease=grant)
+        except LeaseLost:
+            self._lose("fencing token refused during config sync")
+            return
+        except StoreError as exc:
+            logger.warning("config sync failed, retrying: %s", exc,
+                           extra={"action": "config_sync_failed"})
+            self._grant = None  # take the lease "anew" on the next renew to sync again
+            return
+        self.last_sync = report
+        logger.info(
+            "config sync: %d created, %d updated, %d unchanged, %d disabled",
+            len(report.created), len(report.updated), len(report.unchanged),
+            len(report.disabled), extra={"action": "config_synced"},
+        )
+        for name in report.conflicts:
+            logger.warning("config entry %r left alone: a schedule of that name was created "
+                           "through the API", name, extra={"action": "config_conflict"})
+
+    def _sync_entry(self, spec: ScheduleSpec, now: datetime) -> SyncEntry:
+        trigger = self._trigger(spec)
+        occurrence, run = first_occurrence(trigger, now, spec.effective_offset())
+        return SyncEntry(spec=spec, next_occurrence_at=occurrence, next_run_at=run)
+
+    # -- dispatch ------------------------------------------------------------------------
+    def _dispatch(self) -> tuple[datetime | None, datetime]:
+        """Resubmit, then claim and submit batch after batch; returns the next due instant
+        and the store's clock it was read with."""
+        grant = self._grant
+        assert grant is not None
+        if self._mono() >= self._backoff_until:
+            self._resubmit_pending(grant)
+        batch_size = self.settings.batch_size
+        while True:
+            batch = self.store.due_schedules(batch_size)
+            if not batch.schedules or not self.is_leader():
+                self._prune(batch.now)
+                return batch.next_due_at, batch.now
+            claims = [self._plan(schedule, batch.now) for schedule in batch.schedules]
+            result = self.store.claim(claims, lease=grant)
+            for name in result.conflicts:
+                logger.info("schedule %r was edited while being claimed; the edit wins", name,
+                            extra={"action": "claim_conflict"})
+            if result.dispatches:
+                self.observer.claimed(result.dispatches)
+                logger.debug("claimed %d occurrences", len(result.dispatches),
+                             extra={"action": "claimed"})
+                if self._mono() >= self._backoff_until:
+                    self._submit(result.dispatches, grant)
+            if result.advanced == 0 or self._mono() >= self._next_renew:
+                # Nothing moved (rows locked elsewhere) or the lease needs renewing first.
+                return batch.now, batch.now
+
+    def _plan(self, schedule: Schedule, now: datetime) -> PlannedClaim:
+        spec = schedule.spec
+        settings = self.settings
+        try:
+            trigger = self._trigger(spec)
+        except ConfigurationError as exc:
+            logger.error("schedule %r cannot be planned here: %s", spec.name, exc,
+                         extra={"action": "unplannable"})
+            retry = now + UNPLANNABLE_RETRY
+            return PlannedClaim(
+                schedule_name=spec.name, version=schedule.version, occurrences=(), missed=0,
+                next_occurrence_at=schedule.next_occurrence_at, next_run_at=retry,
+            )
+        offset = spec.effective_offset()
+        first = schedule.next_occurrence_at
+        assert first is not None, "a due schedule always has a next occurrence"
+        plan = plan_misfires(
+            trigger=trigger,
+            first=first,
+            now=now,
+            offset=offset,
+            policy=spec.misfire_policy or settings.policy,
+            grace=spec.misfire_grace if spec.misfire_grace is not None else settings.grace,
+            max_catchup=spec.max_catchup or settings.max_catchup,
+        )
+        if plan.missed:
+            logger.warning("schedule %r missed %d occurrences (policy %s)", spec.name,
+                           plan.missed, (spec.misfire_policy or settings.policy).value,
+                           extra={"action": "missed"})
+            self.observer.missed(spec.name, plan.missed)
+        upcoming = plan.next_occurrence
+        return PlannedClaim(
+            schedule_name=spec.name,
+            version=schedule.version,
+            occurrences=tuple((point, point + offset) for point in plan.run),
+            missed=plan.missed,
+            next_occurrence_at=upcoming,
+            next_run_at=None if upcoming is None else upcoming + offset,
+        )
+
+    def _trigger(self, spec: ScheduleSpec) -> Trigger:
+        cache_key = f"{spec.name}\0{spec.spec_hash()}"
+        trigger = self._trigger_cache.get(cache_key)
+        if trigger is None:
+            trigger = self.triggers.build(spec.trigger)
+            self._trigger_cache[cache_key] = trigger
+            if len(self._trigger_cache) > TRIGGER_CACHE_SIZE:
+                self._trigger_cache.popitem(last=False)
+        else:
+            self._trigger_cache.move_to_end(cache_key)
+        return trigger
+
+    def _resubmit_pending(self, grant: LeaseGrant) -> None:
+        batch_size = self.settings.batch_size
+        while self.is_leader():
+            pending = self.store.take_pending(lease=grant, limit=batch_size)
+            if not pending:
+                return
+            logger.info("resubmitting %d claimed occurrences under their keys", len(pending),
+                        extra={"action": "resubmit"})
+            if not self._submit(pending, grant) or len(pending) < batch_size:
+                return
+
+    def _submit(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> bool:
+        """Submit and record; returns False when the broker failed (rows stay claimed)."""
+        remaining = self._deadline - self._mono() - SUBMIT_MARGIN
+        if remaining <= 0:
+            return False
+        started = self._mono()
+        accepted, failures = self.submitter.submit(
+            dispatches, token=grant.token, timeout=min(remaining, SUBMIT_TIMEOUT_MAX)
+        )
+        elapsed = timedelta(seconds=self._mono() - started)
+        if accepted:
+            self.store.mark_submitted(accepted)
+        self._report(dispatches, set(accepted), failures, elapsed)
+        if failures:
+            first_error = next(iter(failures.values()))
+            self.store.record_failure(list(failures), first_error)
+            self._backoff_until = self._mono() + self._backoff
+            logger.warning(
+                "broker refused %d of %d messages (%s); retrying in %.1fs under the same keys",
+                len(failures), len(dispatches), first_error, self._backoff,
+                extra={"action": "submit_failed"},
+            )
+            self._backoff = min(self._backoff * 2, self.settings.seconds("retry_backoff_max"))
+            return False
+        self._backoff = self.settings.seconds("retry_backoff")
+        return True
+
+    def _report(self, dispatches: Sequence[Dispatch], accepted: set[str],
+                failures: dict[str, str], elapsed: timedelta) -> None:
+        records = []
+        for dispatch in dispatches:
+            execution = dispatch.execution
+            ok = dispatch.key in accepted
+            submitted = execution.claimed_at + elapsed if ok else None
+            records.append(OccurrenceRecord(
+                key=dispatch.key, schedule_name=execution.schedule_name,
+                occurrence_at=execution.occurrence_at, due_at=execution.due_at,
+                claimed_at=execution.claimed_at, submitted_at=submitted,
+                lateness=None if submitted is None else submitted - execution.due_at,
+                missed=execution.missed, token=execution.token, attempt=execution.attempts,
+                manual=execution.manual, error=failures.get(dispatch.key),
+            ))
+        self.observer.submitted(records)
+
+    def _prune(self, now: datetime) -> None:
+        if self._mono() < self._next_prune:
+            return
+        before = now - self.settings.duration("retention")
+        deleted = self.store.prune(before=before, limit=self.settings.prune_batch)
+        # A full batch means more are waiting: come back soon rather than in a minute.
+        self._next_prune = self._mono() + (1.0 if deleted >= self.settings.prune_batch
+                                           else PRUNE_EVERY)
+        if deleted:
+            logger.info("pruned %d executions older than %s", deleted, before.isoformat(),
+                        extra={"action": "pruned"})
+
+    # -- sleeping ------------------------------------------------------------------------
+    def _until(self, instant: float) -> float:
+        return max(0.0, min(instant - self._mono(), self.settings.seconds("max_interval")))
+
+    def _sleep_for(self, next_due: datetime | None, store_now: datetime) -> float:
+        candidates = [self._until(self._next_renew)]
+        if next_due is not None:
+            candidates.append(max(0.0, (next_due - store_now).total_seconds()))
+        if self._backoff_until > self._mono():
+            candidates.append(self._until(self._backoff_until))
+        return max(0.0, min(candidates))

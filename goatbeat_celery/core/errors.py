@@ -1,0 +1,81 @@
+"""The one exception tree of goatbeat_celery.
+
+::
+
+    GoatbeatError
+    ├── ConfigurationError          settings or a schedule spec are invalid (lists every problem)
+    ├── ScheduleNotFound            no schedule of that name
+    ├── ScheduleConflict            a name is taken, or a compare-and-set lost to a concurrent edit
+    ├── LeaseError
+    │   └── LeaseLost               the fencing token is no longer current: stop claiming
+    ├── StoreError                  the store failed (driver errors are wrapped here)
+    │   ├── StoreUnavailable        the database cannot be reached right now
+    │   └── SchemaOutOfDate         the schema is behind the code: run the migrations
+    └── SubmitError                 the broker did not accept a message
+
+Adapters wrap their drivers' exceptions with ``raise ... from exc`` so that callers only ever
+catch these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class GoatbeatError(Exception):
+    """Base class of every error goatbeat_celery raises on purpose."""
+
+
+class ConfigurationError(GoatbeatError, ValueError):
+    """Invalid settings or schedule specs; ``problems`` holds every one found.
+
+    Each problem names the field and says how to fix it, so the whole list can be shown to an
+    operator at once.
+    """
+
+    def __init__(self, problems: Iterable[str], *, subject: str = "configuration") -> None:
+        self.problems: tuple[str, ...] = tuple(problems)
+        self.subject = subject
+        lines = "\n".join(f"  - {problem}" for problem in self.problems)
+        count = len(self.problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"invalid {subject} ({count} {noun}):\n{lines}")
+
+
+class ScheduleNotFound(GoatbeatError, LookupError):
+    """No schedule has the given name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no schedule named {name!r}")
+
+
+class ScheduleConflict(GoatbeatError):
+    """A schedule name is already taken, or an edit lost a compare-and-set race."""
+
+
+class LeaseError(GoatbeatError):
+    """Base class of lease problems."""
+
+
+class LeaseLost(LeaseError):
+    """The caller's fencing token is stale: another replica holds, or held, the lease since.
+
+    Nothing was changed by the refused operation.
+    """
+
+
+class StoreError(GoatbeatError):
+    """The schedule store failed; the original driver error is the ``__cause__``."""
+
+
+class StoreUnavailable(StoreError):
+    """The database could not be reached or dropped the connection; retry later."""
+
+
+class SchemaOutOfDate(StoreError):
+    """The database schema is behind this version of goatbeat_celery."""
+
+
+class SubmitError(GoatbeatError):
+    """The broker did not accept a message; the claim stays ``claimed`` for a retry."""

@@ -1,0 +1,194 @@
+"""The contracts the engine relies on. Adapters implement them; the core imports nothing else.
+
+Every store must pass ``tests/conformance``; these docstrings are the rules that suite checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from goatbeat_celery.core.model import (
+    ClaimResult,
+    Dispatch,
+    DueBatch,
+    Execution,
+    LeaseGrant,
+    LeaseInfo,
+    PlannedClaim,
+    Schedule,
+    ScheduleSource,
+    ScheduleSpec,
+    SyncEntry,
+    SyncReport,
+)
+
+
+class LeaseManager(Protocol):
+    """Elects the one replica allowed to claim, and hands it a fencing token.
+
+    Expiry is judged by the store's clock (PostgreSQL's ``now()``), never the caller's.
+    """
+
+    def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        """Take or renew lease ``name`` for ``holder`` until store-now + ``ttl``.
+
+        Succeeds when the row is absent, released, expired, or already held by ``holder``.
+        The token is kept when ``holder`` already held the lease (renewal) and incremented
+        otherwise (``changed_holder`` is then true); the first grant has token 1. Returns
+        ``None``, changing nothing, while another holder's lease is live. Raises
+        StoreUnavailable when the store cannot be reached.
+        """
+        ...
+
+    def release(self, grant: LeaseGrant) -> bool:
+        """Give the lease up so a standby can take it at once (with token + 1).
+
+        Only releases if ``grant`` is still the current holder and token; returns whether it
+        did. Wakes waiting standbys where the store can (NOTIFY on PostgreSQL).
+        """
+        ...
+
+    def inspect(self, name: str) -> LeaseInfo | None:
+        """The lease row as it stands, with the store's clock; ``None`` if never taken."""
+        ...
+
+
+class ScheduleStore(Protocol):
+    """Schedules and executions. All instants are aware and returned in UTC.
+
+    Naive datetimes are refused with ConfigurationError before anything is written.
+    Driver errors surface as StoreError (StoreUnavailable when the database is unreachable).
+    """
+
+    # -- clock and waiting ---------------------------------------------------------------
+    def now(self) -> datetime:
+        """The store's clock: PostgreSQL's ``now()``, an injectable clock elsewhere."""
+        ...
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for a change notification (a schedule edit, a manual
+        run, a lease release). Returns true when woken by one. May return early spuriously."""
+        ...
+
+    def notify(self) -> None:
+        """Wake every replica waiting in :meth:`wait` (best effort)."""
+        ...
+
+    # -- schedules -----------------------------------------------------------------------
+    def create_schedule(
+        self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
+        next_run_at: datetime | None,
+    ) -> Schedule:
+        """Insert a new schedule with version 1. Raises ScheduleConflict if the name exists."""
+        ...
+
+    def replace_schedule(
+        self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
+        next_run_at: datetime | None, expected_version: int | None = None,
+    ) -> Schedule:
+        """Overwrite a schedule's spec and next times, incrementing its version.
+
+        With ``expected_version``, only if the stored version equals it (else ScheduleConflict,
+        nothing changed). The row's ``source`` is kept. Raises ScheduleNotFound.
+        Notifies waiting replicas.
+        """
+        ...
+
+    def delete_schedule(self, name: str) -> None:
+        """Delete the schedule (its executions stay as history). Raises ScheduleNotFound."""
+        ...
+
+    def get_schedule(self, name: str) -> Schedule:
+        """The schedule named ``name``. Raises ScheduleNotFound."""
+        ...
+
+    def list_schedules(
+        self, *, enabled: bool | None = None, source: ScheduleSource | None = None,
+        prefix: str | None = None, limit: int | None = None,
+    ) -> list[Schedule]:
+        """Schedules ordered by name, filtered as asked."""
+        ...
+
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+        """Apply config entries as :func:`goatbeat_celery.core.sync.plan_config_sync` decides,
+        in one transaction fenced by ``lease`` (LeaseLost if stale, nothing changed)."""
+        ...
+
+    # -- claiming ------------------------------------------------------------------------
+    def due_schedules(self, limit: int) -> DueBatch:
+        """Up to ``limit`` enabled schedules with ``next_run_at <= now``, oldest due first,
+        the store's ``now``, and the earliest ``next_run_at`` of any enabled schedule.
+
+        Reads only; cost grows with ``limit``, never with the number of schedules."""
+        ...
+
+    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
+        """Apply planned claims in one transaction, fenced by ``lease``.
+
+        First checks that ``lease`` is still the current, unexpired grant (the lease row locked
+        so a takeover waits for this transaction); if not, raises LeaseLost and changes
+        nothing. For each claim whose schedule still has ``version`` (compare-and-set) it
+        inserts one ``claimed`` execution per occurrence with key
+        :func:`~goatbeat_celery.core.model.idempotency_key`, ``token`` = the lease token and
+        ``attempts`` = 1, skipping keys that already exist (never two executions for one key),
+        then advances the schedule's next times, run and miss counters, and version. A claim
+        whose version changed is dropped and reported in ``conflicts``; a row locked by another
+        transaction is skipped and left for a later batch.
+        """
+        ...
+
+    def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
+        """Executions left ``claimed`` (a predecessor's, or ones whose submission failed),
+        oldest first, for resubmission under the same key.
+
+        Fenced by ``lease`` (LeaseLost if stale). Each returned execution's ``attempts`` is
+        incremented and its ``token`` set to the lease's. Executions whose schedule no longer
+        exists are marked ``abandoned`` and not returned.
+        """
+        ...
+
+    def mark_submitted(self, keys: Sequence[str]) -> int:
+        """Record that the broker accepted these executions (state ``submitted``, with the
+        store's time). Idempotent; returns how many rows changed state."""
+        ...
+
+    def record_failure(self, keys: Sequence[str], error: str) -> None:
+        """Note a failed submission; the executions stay ``claimed`` to be retried."""
+        ...
+
+    def request_run(self, name: str) -> Execution:
+        """Queue an extra run of ``name`` now, under its own key (manual), as a ``claimed``
+        execution the leader submits with its pending ones. Raises ScheduleNotFound."""
+        ...
+
+    # -- history -------------------------------------------------------------------------
+    def executions(
+        self, *, schedule_name: str | None = None, limit: int = 50
+    ) -> list[Execution]:
+        """Recent executions, newest occurrence first."""
+        ...
+
+    def prune(self, *, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` executions that are not ``claimed`` and were claimed before
+        ``before``. Returns how many were deleted."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+        ...
+
+
+class TaskSubmitter(Protocol):
+    """Hands claimed occurrences to the task system (Celery)."""
+
+    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
+               timeout: float) -> tuple[list[str], dict[str, str]]:
+        """Send each dispatch with its key as the task id; return ``(accepted_keys, failures)``
+        where ``failures`` maps a key to an error message.
+
+        Must return within about ``timeout`` seconds whatever the broker does, and never raise
+        for a broker failure: a failed key is retried later under the same key.
+        """
+        ...

@@ -1,0 +1,1 @@
+"""Schedule stores: PostgreSQL (production), SQLite (one host, the default), memory (tests)."""

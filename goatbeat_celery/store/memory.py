@@ -1,0 +1,349 @@
+"""An in-memory store and lease for unit tests and single-process experiments.
+
+It runs the same contract as the database stores (the conformance suite checks it) with an
+injectable clock, so tests can move time without sleeping.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from goatbeat_celery.core.errors import LeaseLost, ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.model import (
+    UTC,
+    ClaimResult,
+    Dispatch,
+    DueBatch,
+    Execution,
+    ExecutionState,
+    LeaseGrant,
+    LeaseInfo,
+    PlannedClaim,
+    Schedule,
+    ScheduleSource,
+    ScheduleSpec,
+    SyncEntry,
+    SyncReport,
+    ensure_aware,
+    idempotency_key,
+    manual_key,
+)
+from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
+
+Clock = Callable[[], datetime]
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class MemoryStore:
+    """ScheduleStore and LeaseManager in one object, guarded by one lock."""
+
+    def __init__(self, clock: Clock = system_clock) -> None:
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._generation = 0
+        self._schedules: dict[str, Schedule] = {}
+        self._executions: dict[str, Execution] = {}
+        self._leases: dict[str, LeaseInfo] = {}
+
+    # -- clock and waiting ---------------------------------------------------------------
+    def now(self) -> datetime:
+        return ensure_aware(self._clock(), "clock()")
+
+    def wait(self, timeout: float) -> bool:
+        with self._changed:
+            seen = self._generation
+            self._changed.wait_for(lambda: self._generation != seen, timeout=timeout)
+            return self._generation != seen
+
+    def notify(self) -> None:
+        with self._changed:
+            self._generation += 1
+            self._changed.notify_all()
+
+    # -- lease ---------------------------------------------------------------------------
+    def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        with self._lock:
+            now = self.now()
+            row = self._leases.get(name)
+            expires = now + ttl
+            if row is None:
+                token, changed = 1, True
+            elif row.holder == holder:
+                token, changed = row.token, False
+            elif row.holder is None or row.expires_at is None or row.expires_at <= now:
+                token, changed = row.token + 1, True
+            else:
+                return None
+            acquired = now if changed or row is None else row.acquired_at
+            self._leases[name] = LeaseInfo(name=name, holder=holder, token=token,
+                                           acquired_at=acquired, expires_at=expires,
+                                           store_now=now)
+            return LeaseGrant(name=name, holder=holder, token=token, expires_at=expires,
+                              changed_holder=changed)
+
+    def release(self, grant: LeaseGrant) -> bool:
+        with self._lock:
+            row = self._leases.get(grant.name)
+            if row is None or row.holder != grant.holder or row.token != grant.token:
+                return False
+            self._leases[grant.name] = replace(row, holder=None, expires_at=None)
+        self.notify()
+        return True
+
+    def inspect(self, name: str) -> LeaseInfo | None:
+        with self._lock:
+            row = self._leases.get(name)
+            return None if row is None else replace(row, store_now=self.now())
+
+    def _check_fence(self, lease: LeaseGrant) -> datetime:
+        now = self.now()
+        row = self._leases.get(lease.name)
+        if (row is None or row.holder != lease.holder or row.token != lease.token
+                or row.expires_at is None or row.expires_at <= now):
+            raise LeaseLost(f"lease {lease.name!r}: token {lease.token} is no longer current")
+        return now
+
+    # -- schedules -----------------------------------------------------------------------
+    def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
+                        next_run_at: datetime | None) -> Schedule:
+        _check_times(next_occurrence_at, next_run_at)
+        with self._lock:
+            if spec.name in self._schedules:
+                raise ScheduleConflict(f"a schedule named {spec.name!r} already exists")
+            now = self.now()
+            schedule = Schedule(spec=spec, next_occurrence_at=next_occurrence_at,
+                                next_run_at=next_run_at, created_at=now, updated_at=now)
+            self._schedules[spec.name] = schedule
+        self.notify()
+        return schedule
+
+    def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
+                         next_run_at: datetime | None,
+                         expected_version: int | None = None) -> Schedule:
+        _check_times(next_occurrence_at, next_run_at)
+        with self._lock:
+            current = self.get_schedule(spec.name)
+            if expected_version is not None and current.version != expected_version:
+                raise ScheduleConflict(
+                    f"schedule {spec.name!r} is at version {current.version}, "
+                    f"not {expected_version}: reload it and retry"
+                )
+            schedule = replace(
+                current, spec=replace(spec, source=current.spec.source),
+                next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
+                version=current.version + 1, updated_at=self.now(),
+            )
+            self._schedules[spec.name] = schedule
+        self.notify()
+        return schedule
+
+    def delete_schedule(self, name: str) -> None:
+        with self._lock:
+            if self._schedules.pop(name, None) is None:
+                raise ScheduleNotFound(name)
+
+    def get_schedule(self, name: str) -> Schedule:
+        with self._lock:
+            schedule = self._schedules.get(name)
+            if schedule is None:
+                raise ScheduleNotFound(name)
+            return schedule
+
+    def list_schedules(self, *, enabled: bool | None = None,
+                       source: ScheduleSource | None = None, prefix: str | None = None,
+                       limit: int | None = None) -> list[Schedule]:
+        with self._lock:
+            rows = [
+                s for name, s in sorted(self._schedules.items())
+                if (enabled is None or s.spec.enabled == enabled)
+                and (source is None or s.spec.source is source)
+                and (prefix is None or name.startswith(prefix))
+            ]
+        return rows if limit is None else rows[:limit]
+
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+        for entry in entries:
+            _check_times(entry.next_occurrence_at, entry.next_run_at)
+        with self._lock:
+            now = self._check_fence(lease)
+            names = {e.spec.name for e in entries}
+            existing = {
+                name: StoredSummary(spec_hash=s.spec.spec_hash(), enabled=s.spec.enabled,
+                                    source=s.spec.source)
+                for name, s in self._schedules.items()
+                if name in names or s.spec.source is ScheduleSource.CONFIG
+            }
+            plan = plan_config_sync(existing, entries)
+            for entry in plan.insert:
+                self._schedules[entry.spec.name] = Schedule(
+                    spec=replace(entry.spec, source=ScheduleSource.CONFIG),
+                    next_occurrence_at=entry.next_occurrence_at, next_run_at=entry.next_run_at,
+                    created_at=now, updated_at=now,
+                )
+            for entry in plan.rewrite:
+                current = self._schedules[entry.spec.name]
+                self._schedules[entry.spec.name] = replace(
+                    current, spec=replace(entry.spec, source=ScheduleSource.CONFIG),
+                    next_occurrence_at=entry.next_occurrence_at, next_run_at=entry.next_run_at,
+                    version=current.version + 1, updated_at=now,
+                )
+            for name in plan.disable:
+                current = self._schedules[name]
+                self._schedules[name] = replace(
+                    current, spec=replace(current.spec, enabled=False),
+                    version=current.version + 1, updated_at=now,
+                )
+        return plan.report
+
+    # -- claiming ------------------------------------------------------------------------
+    def due_schedules(self, limit: int) -> DueBatch:
+        with self._lock:
+            now = self.now()
+            enabled = [s for s in self._schedules.values()
+                       if s.spec.enabled and s.next_run_at is not None]
+            enabled.sort(key=lambda s: (s.next_run_at, s.name))
+            due = tuple(s for s in enabled if s.next_run_at is not None
+                        and s.next_run_at <= now)[:limit]
+            next_due = enabled[0].next_run_at if enabled else None
+            return DueBatch(now=now, schedules=due, next_due_at=next_due)
+
+    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
+        for claim in claims:
+            _check_times(claim.next_occurrence_at, claim.next_run_at)
+            for occurrence, due in claim.occurrences:
+                _check_times(occurrence, due)
+        with self._lock:
+            now = self._check_fence(lease)
+            dispatches: list[Dispatch] = []
+            conflicts: list[str] = []
+            duplicates = missed = advanced = 0
+            for claim in claims:
+                schedule = self._schedules.get(claim.schedule_name)
+                if schedule is None or schedule.version != claim.version:
+                    conflicts.append(claim.schedule_name)
+                    continue
+                inserted = 0
+                for index, (occurrence, due) in enumerate(claim.occurrences):
+                    key = idempotency_key(claim.schedule_name, occurrence)
+                    if key in self._executions:
+                        duplicates += 1
+                        continue
+                    last = index == len(claim.occurrences) - 1
+                    execution = Execution(
+                        key=key, schedule_name=claim.schedule_name, occurrence_at=occurrence,
+                        due_at=due, token=lease.token, state=ExecutionState.CLAIMED,
+                        claimed_at=now, attempts=1, missed=claim.missed if last else 0,
+                    )
+                    self._executions[key] = execution
+                    dispatches.append(_dispatch(schedule, execution))
+                    inserted += 1
+                last_occurrence = (claim.occurrences[-1][0] if claim.occurrences
+                                   else schedule.last_occurrence_at)
+                self._schedules[claim.schedule_name] = replace(
+                    schedule, next_occurrence_at=claim.next_occurrence_at,
+                    next_run_at=claim.next_run_at, last_occurrence_at=last_occurrence,
+                    total_runs=schedule.total_runs + inserted,
+                    total_missed=schedule.total_missed + claim.missed,
+                    version=schedule.version + 1,
+                )
+                missed += claim.missed
+                advanced += 1
+            return ClaimResult(dispatches=tuple(dispatches), advanced=advanced,
+                               conflicts=tuple(conflicts), duplicates=duplicates, missed=missed)
+
+    def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
+        with self._lock:
+            self._check_fence(lease)
+            pending = sorted(
+                (e for e in self._executions.values() if e.state is ExecutionState.CLAIMED),
+                key=lambda e: (e.claimed_at, e.key),
+            )
+            taken: list[Dispatch] = []
+            for execution in pending:
+                if len(taken) >= limit:
+                    break
+                schedule = self._schedules.get(execution.schedule_name)
+                if schedule is None:
+                    self._executions[execution.key] = replace(
+                        execution, state=ExecutionState.ABANDONED)
+                    continue
+                updated = replace(execution, attempts=execution.attempts + 1, token=lease.token)
+                self._executions[execution.key] = updated
+                taken.append(_dispatch(schedule, updated))
+            return taken
+
+    def mark_submitted(self, keys: Sequence[str]) -> int:
+        with self._lock:
+            now = self.now()
+            changed = 0
+            for key in keys:
+                execution = self._executions.get(key)
+                if execution is not None and execution.state is ExecutionState.CLAIMED:
+                    self._executions[key] = replace(
+                        execution, state=ExecutionState.SUBMITTED, submitted_at=now)
+                    changed += 1
+            return changed
+
+    def record_failure(self, keys: Sequence[str], error: str) -> None:
+        with self._lock:
+            for key in keys:
+                execution = self._executions.get(key)
+                if execution is not None:
+                    self._executions[key] = replace(execution, last_error=error)
+
+    def request_run(self, name: str) -> Execution:
+        with self._lock:
+            self.get_schedule(name)  # raises ScheduleNotFound
+            now = self.now()
+            execution = Execution(
+                key=manual_key(name, now), schedule_name=name, occurrence_at=now, due_at=now,
+                token=0, state=ExecutionState.CLAIMED, claimed_at=now, attempts=0, manual=True,
+            )
+            if execution.key in self._executions:
+                raise ScheduleConflict(f"a manual run of {name!r} at {now} already exists")
+            self._executions[execution.key] = execution
+        self.notify()
+        return execution
+
+    # -- history -------------------------------------------------------------------------
+    def executions(self, *, schedule_name: str | None = None,
+                   limit: int = 50) -> list[Execution]:
+        with self._lock:
+            rows = [e for e in self._executions.values()
+                    if schedule_name is None or e.schedule_name == schedule_name]
+        rows.sort(key=lambda e: (e.occurrence_at, e.key), reverse=True)
+        return rows[:limit]
+
+    def prune(self, *, before: datetime, limit: int) -> int:
+        before = ensure_aware(before, "before")
+        with self._lock:
+            old = sorted(
+                (e for e in self._executions.values()
+                 if e.state is not ExecutionState.CLAIMED and e.claimed_at < before),
+                key=lambda e: e.claimed_at,
+            )[:limit]
+            for execution in old:
+                del self._executions[execution.key]
+            return len(old)
+
+    def close(self) -> None:
+        pass
+
+
+def _dispatch(schedule: Schedule, execution: Execution) -> Dispatch:
+    spec = schedule.spec
+    return Dispatch(execution=execution, task=spec.task, args=spec.args, kwargs=spec.kwargs,
+                    options=spec.options)
+
+
+def _check_times(*values: datetime | None) -> None:
+    for value in values:
+        if value is not None:
+            ensure_aware(value, "instant")
