@@ -24,7 +24,7 @@ Duration = Union[float, int, timedelta]
 
 JSONValue = Any
 
-_NAME_RE = re.compile(r"^[^\s:][^:]*$")
+_NAME_RE = re.compile(r"^\S(.*\S)?$", re.DOTALL)
 
 
 class MisfirePolicy(str, enum.Enum):
@@ -141,7 +141,7 @@ class ScheduleSpec:
         found: list[str] = []
         if not isinstance(self.name, str) or not self.name or not _NAME_RE.match(self.name):
             found.append(
-                f"{where}: name must be a non-empty string without ':' or leading whitespace"
+                f"{where}: name must be a non-empty string without surrounding whitespace"
             )
         if not isinstance(self.task, str) or not self.task.strip():
             found.append(f"{where}: task must be a registered task name, got {self.task!r}")
