@@ -20,6 +20,7 @@ from goatbeat_celery.core.model import (
     LeaseGrant,
     PlannedClaim,
     Schedule,
+    ScheduleSource,
     ScheduleSpec,
     SyncEntry,
     SyncReport,
@@ -62,6 +63,7 @@ class Engine:
         triggers: TriggerRegistry | None = None,
         config_schedules: Sequence[ScheduleSpec] = (),
         observer: EngineObserver | None = None,
+        task_allowed: Callable[[str], bool] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
@@ -73,6 +75,8 @@ class Engine:
         self.config_schedules = tuple(config_schedules)
         self.observer: EngineObserver = observer or NullObserver()
         self._mono = monotonic
+        # Rows written through the API (or by SQL) may only send allowed tasks.
+        self._task_allowed = task_allowed or (lambda task: True)
         self._grant: LeaseGrant | None = None
         self._deadline = 0.0
         self._next_renew = 0.0
@@ -239,6 +243,10 @@ class Engine:
         spec = schedule.spec
         settings = self.settings
         try:
+            if spec.source is not ScheduleSource.CONFIG and not self._task_allowed(spec.task):
+                raise ConfigurationError(
+                    [f"task: {spec.task!r} is not in goatbeat_allowed_tasks; add it there"]
+                )
             trigger = self._trigger(spec)
         except ConfigurationError as exc:
             logger.error("schedule %r cannot be planned here: %s", spec.name, exc,
