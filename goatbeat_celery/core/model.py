@@ -157,6 +157,11 @@ class ScheduleSpec:
             found.append(f"{where}: offset must be >= 0, got {self.offset}")
         if self.jitter is not None and self.jitter < timedelta(0):
             found.append(f"{where}: jitter must be >= 0, got {self.jitter}")
+        every = self.trigger.params.get("every") if self.trigger.kind == "interval" else None
+        if (self.offset is not None and isinstance(every, (int, float))
+                and self.offset >= timedelta(seconds=every)):
+            found.append(f"{where}: offset must be shorter than the interval "
+                         f"({self.offset} >= {timedelta(seconds=every)})")
         if self.offset is not None and self.jitter is not None:
             found.append(f"{where}: give either offset or jitter, not both")
         for label, value in (("args", list(self.args)), ("kwargs", self.kwargs),
