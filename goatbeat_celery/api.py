@@ -1,0 +1,224 @@
+"""Database schedules from application code or a shell: create, update, pause, resume, delete,
+list, get, and run now.
+
+>>> schedules = Schedules.from_app(app)
+>>> schedules.create("report", "proj.tasks.report", cron="0 7 * * mon-fri",
+...                  timezone="Europe/Paris")
+>>> schedules.run_now("report")
+
+Edits take effect on the leader within a second on PostgreSQL (NOTIFY wakes it); on SQLite the
+leader sees them at its next wake-up (``goatbeat_max_interval``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from goatbeat_celery import config as config_module
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.misfire import first_occurrence
+from goatbeat_celery.core.model import (
+    Duration,
+    Execution,
+    MisfirePolicy,
+    Schedule,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+    ensure_aware,
+    to_timedelta,
+)
+from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger, TriggerRegistry
+from goatbeat_celery.cron import CronTrigger
+from goatbeat_celery.store import open_store
+
+_UNSET: Any = object()
+_SPEC_FIELDS = (
+    "task", "args", "kwargs", "options", "misfire_policy", "misfire_grace", "max_catchup",
+    "offset", "jitter",
+)
+
+
+class Schedules:
+    """The schedules stored in goatbeat's database, with the app's settings applied."""
+
+    def __init__(self, store: ScheduleStore, *,
+                 config: config_module.GoatbeatConfig | None = None,
+                 triggers: TriggerRegistry | None = None, default_timezone: str = "UTC") -> None:
+        self.store = store
+        self.config = config or config_module.GoatbeatConfig()
+        self.triggers = triggers or config_module.base_registry()
+        self.default_timezone = default_timezone
+
+    @classmethod
+    def from_app(cls, app: Any) -> Schedules:
+        """Open the store named by ``app.conf.goatbeat_database_url``."""
+        loaded = config_module.load(app, with_schedules=False)
+        store = open_store(loaded.config.database_url,
+                           statement_timeout=loaded.config.statement_timeout)
+        return cls(store, config=loaded.config, triggers=loaded.triggers,
+                   default_timezone=config_module.default_timezone(app))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Schedules:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading -------------------------------------------------------------------------
+    def get(self, name: str) -> Schedule:
+        return self.store.get_schedule(name)
+
+    def list(self, *, enabled: bool | None = None, source: ScheduleSource | str | None = None,
+             prefix: str | None = None, limit: int | None = None) -> list[Schedule]:
+        wanted = None if source is None else ScheduleSource(source)
+        return self.store.list_schedules(enabled=enabled, source=wanted, prefix=prefix,
+                                         limit=limit)
+
+    def history(self, name: str, *, limit: int = 20) -> list[Execution]:
+        self.store.get_schedule(name)  # a clear ScheduleNotFound for a typo
+        return self.store.executions(schedule_name=name, limit=limit)
+
+    # -- writing -------------------------------------------------------------------------
+    def create(
+        self, name: str, task: str, *, every: Duration | None = None, cron: str | None = None,
+        at: datetime | None = None, timezone: str | None = None, args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
+        misfire_policy: MisfirePolicy | str | None = None, misfire_grace: Duration | None = None,
+        max_catchup: int | None = None, offset: Duration | None = None,
+        jitter: Duration | None = None, enabled: bool = True,
+    ) -> Schedule:
+        """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
+        (5 fields, in ``timezone``) or ``at`` (an aware instant). Every problem is reported at
+        once and nothing is stored."""
+        problems: list[str] = []
+        trigger = self._trigger_spec(every, cron, at, timezone, problems)
+        spec = self._spec(
+            problems, name=name, task=task, trigger=trigger, args=tuple(args),
+            kwargs=dict(kwargs or {}), options=dict(options or {}),
+            misfire_policy=misfire_policy, misfire_grace=misfire_grace,
+            max_catchup=max_catchup, offset=offset, jitter=jitter, enabled=enabled,
+        )
+        occurrence, run = self._first(spec) if spec.enabled else (None, None)
+        return self.store.create_schedule(spec, next_occurrence_at=occurrence, next_run_at=run)
+
+    def update(self, name: str, *, every: Duration | None = None, cron: str | None = None,
+               at: datetime | None = None, timezone: str | None = None,
+               **changes: Any) -> Schedule:
+        """Change some fields of a schedule (the same keywords as :meth:`create`).
+
+        A changed trigger or offset reschedules it from now; other changes keep its next run.
+        The write is a compare-and-set on the version read here: a concurrent edit raises
+        ScheduleConflict instead of being overwritten.
+        """
+        current = self.store.get_schedule(name)
+        problems: list[str] = []
+        unknown = sorted(set(changes) - set(_SPEC_FIELDS))
+        if unknown:
+            problems.append(f"{', '.join(unknown)}: unknown field; use: "
+                            f"{', '.join(('every', 'cron', 'at', 'timezone', *_SPEC_FIELDS))}")
+        trigger = current.spec.trigger
+        if any(v is not None for v in (every, cron, at)) or timezone is not None:
+            if every is None and cron is None and at is None:
+                cron = str(trigger.params.get("expression")) if trigger.kind == "cron" else None
+            trigger = self._trigger_spec(every, cron, at, timezone, problems) or trigger
+        fields = {key: getattr(current.spec, key) for key in _SPEC_FIELDS}
+        fields.update({k: v for k, v in changes.items() if k in _SPEC_FIELDS})
+        spec = self._spec(problems, name=name, trigger=trigger, enabled=current.spec.enabled,
+                          **fields)
+        if spec.spec_hash() == current.spec.spec_hash():
+            return current
+        timing_changed = (spec.trigger != current.spec.trigger
+                          or spec.effective_offset() != current.spec.effective_offset())
+        if timing_changed and spec.enabled:
+            occurrence, run = self._first(spec)
+        else:
+            occurrence, run = current.next_occurrence_at, current.next_run_at
+        return self.store.replace_schedule(spec, next_occurrence_at=occurrence, next_run_at=run,
+                                           expected_version=current.version)
+
+    def pause(self, name: str) -> Schedule:
+        """Stop a schedule from running; its history stays."""
+        current = self.store.get_schedule(name)
+        if not current.spec.enabled:
+            return current
+        return self.store.replace_schedule(
+            replace(current.spec, enabled=False), next_occurrence_at=current.next_occurrence_at,
+            next_run_at=current.next_run_at, expected_version=current.version)
+
+    def resume(self, name: str) -> Schedule:
+        """Run a paused schedule again from its next occurrence after now (no backlog)."""
+        current = self.store.get_schedule(name)
+        if current.spec.enabled:
+            return current
+        spec = replace(current.spec, enabled=True)
+        occurrence, run = self._first(spec)
+        return self.store.replace_schedule(spec, next_occurrence_at=occurrence, next_run_at=run,
+                                           expected_version=current.version)
+
+    def delete(self, name: str) -> None:
+        """Remove a schedule; its executions stay as history."""
+        self.store.delete_schedule(name)
+
+    def run_now(self, name: str) -> Execution:
+        """Queue an extra run under its own key; the leader submits it within a second or so."""
+        schedule = self.store.get_schedule(name)
+        if (schedule.spec.source is not ScheduleSource.CONFIG
+                and not self.config.task_allowed(schedule.spec.task)):
+            raise ConfigurationError([f"task: {schedule.spec.task!r} is not in "
+                                      "goatbeat_allowed_tasks"])
+        return self.store.request_run(name)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _first(self, spec: ScheduleSpec) -> tuple[datetime | None, datetime | None]:
+        trigger = self.triggers.build(spec.trigger)
+        return first_occurrence(trigger, self.store.now(), spec.effective_offset())
+
+    def _trigger_spec(self, every: Duration | None, cron: str | None, at: datetime | None,
+                      timezone: str | None, problems: list[str]) -> TriggerSpec | None:
+        given = [k for k, v in (("every", every), ("cron", cron), ("at", at)) if v is not None]
+        if len(given) != 1:
+            problems.append("trigger: give exactly one of every=, cron= or at= "
+                            f"(got {', '.join(given) or 'none'})")
+            return None
+        try:
+            if every is not None:
+                return IntervalTrigger(to_timedelta(every, "every")).to_spec()
+            if cron is not None:
+                zone = timezone or self.default_timezone
+                return CronTrigger(cron, zone).to_spec()
+            assert at is not None
+            return OnceTrigger(ensure_aware(at, "at")).to_spec()
+        except ConfigurationError as exc:
+            problems.extend(exc.problems)
+            return None
+
+    def _spec(self, problems: list[str], *, trigger: TriggerSpec | None,
+              **values: Any) -> ScheduleSpec:
+        policy = values.pop("misfire_policy")
+        if policy is not None:
+            try:
+                policy = MisfirePolicy(policy)
+            except ValueError:
+                choices = ", ".join(p.value for p in MisfirePolicy)
+                problems.append(f"misfire_policy: unknown policy {policy!r}; use one of: "
+                                f"{choices}")
+                policy = None
+        for key in ("misfire_grace", "offset", "jitter"):
+            if values[key] is not None:
+                values[key] = to_timedelta(values[key], key, problems)
+        spec = ScheduleSpec(trigger=trigger or TriggerSpec(kind="invalid"),
+                            misfire_policy=policy, source=ScheduleSource.API, **values)
+        problems.extend(spec.problems())
+        if not self.config.task_allowed(spec.task):
+            problems.append(f"task: {spec.task!r} is not in goatbeat_allowed_tasks "
+                            f"({', '.join(self.config.allowed_tasks)}); add it there")
+        if problems:
+            raise ConfigurationError(problems, subject=f"schedule {values.get('name')!r}")
+        return spec

@@ -1,0 +1,298 @@
+"""Celery configuration → goatbeat settings and schedule specs.
+
+Everything is validated before anything connects or writes: every problem of the settings and of
+every ``beat_schedule`` entry is collected and raised in one ConfigurationError.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from celery import schedules as celery_schedules
+
+from goatbeat_celery import cron
+from goatbeat_celery import schedules as generic
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import (
+    MisfirePolicy,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+    to_timedelta,
+)
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.triggers import IntervalTrigger, TriggerRegistry
+
+DEFAULT_DATABASE_URL = "sqlite:///goatbeat.sqlite3"
+PREFIX = "goatbeat_"
+
+#: ``goatbeat_<name>`` → Settings field.
+_ENGINE_KEYS = (
+    "lease_name", "lease_ttl", "lease_renew_interval", "misfire_policy", "misfire_grace",
+    "max_catchup", "batch_size", "max_interval", "retention", "prune_batch", "retry_backoff",
+    "retry_backoff_max",
+)
+_OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port")
+_ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
+_GOATBEAT_ENTRY_KEYS = {
+    "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoatbeatConfig:
+    """Everything goatbeat reads from ``app.conf``, validated."""
+
+    database_url: str = DEFAULT_DATABASE_URL
+    engine: Settings = field(default_factory=Settings)
+    allowed_tasks: tuple[str, ...] = ()
+    statement_timeout: float = 5.0
+    metrics_port: int | None = None
+
+    def task_allowed(self, task: str) -> bool:
+        """Whether an API-created schedule may send ``task`` (all tasks when no list is set)."""
+        return not self.allowed_tasks or any(
+            fnmatch.fnmatchcase(task, pattern) for pattern in self.allowed_tasks
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadedConfig:
+    """The validated config, the config schedules, and a registry that can build them."""
+
+    config: GoatbeatConfig
+    schedules: tuple[ScheduleSpec, ...]
+    triggers: TriggerRegistry
+
+
+def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
+    """Read and validate ``app.conf``; raises ConfigurationError listing every problem."""
+    problems: list[str] = []
+    config = read_settings(app.conf, problems)
+    specs: list[ScheduleSpec] = []
+    objects: dict[str, Any] = {}
+    registry = base_registry()
+    if with_schedules:
+        zone = default_timezone(app)
+        for name, entry in sorted(dict(app.conf.beat_schedule or {}).items()):
+            spec = entry_to_spec(str(name), entry, zone, problems, objects)
+            if spec is not None:
+                specs.append(spec)
+    registry = generic.register(registry, objects)
+    for spec in specs:
+        try:
+            registry.build(spec.trigger)
+        except ConfigurationError as exc:
+            problems.extend(f"beat_schedule[{spec.name!r}].{p}" for p in exc.problems)
+    if problems:
+        raise ConfigurationError(problems, subject="goatbeat configuration")
+    return LoadedConfig(config=config, schedules=tuple(specs), triggers=registry)
+
+
+def base_registry() -> TriggerRegistry:
+    """The trigger kinds every process knows: interval, once and cron."""
+    return cron.register(TriggerRegistry.default())
+
+
+def default_timezone(app: Any) -> str:
+    """The app's zone by IANA name (``timezone`` setting, else UTC)."""
+    name = app.conf.timezone
+    return str(name) if name else "UTC"
+
+
+def read_settings(conf: Mapping[str, Any], problems: list[str]) -> GoatbeatConfig:
+    """``goatbeat_*`` keys of ``conf`` → GoatbeatConfig; problems are appended, not raised."""
+    known = {PREFIX + key for key in (*_ENGINE_KEYS, *_OWN_KEYS)}
+    for key in sorted(k for k in conf.keys() if isinstance(k, str) and k.startswith(PREFIX)):
+        if key not in known:
+            hint = difflib.get_close_matches(key, sorted(known), n=1)
+            suffix = f"; did you mean {hint[0]}?" if hint else ""
+            problems.append(f"{key}: unknown setting{suffix}")
+
+    engine_values = {
+        key: conf.get(PREFIX + key) for key in _ENGINE_KEYS if conf.get(PREFIX + key) is not None
+    }
+    try:
+        engine = Settings(**engine_values)
+    except ConfigurationError as exc:
+        problems.extend(f"{PREFIX}{p}" for p in exc.problems)
+        engine = Settings()
+    except TypeError as exc:  # a value of a type the dataclass cannot even compare
+        problems.append(f"{PREFIX}settings: {exc}")
+        engine = Settings()
+
+    url = conf.get(PREFIX + "database_url") or DEFAULT_DATABASE_URL
+    if not isinstance(url, str):
+        problems.append(f"{PREFIX}database_url: expected a URL string, got {url!r}")
+        url = DEFAULT_DATABASE_URL
+
+    allowed = conf.get(PREFIX + "allowed_tasks") or ()
+    if isinstance(allowed, str):
+        allowed = (allowed,)
+    if not all(isinstance(item, str) for item in allowed):
+        problems.append(f"{PREFIX}allowed_tasks: expected task names or patterns, got {allowed!r}")
+        allowed = ()
+
+    timeout = conf.get(PREFIX + "statement_timeout")
+    statement_timeout = 5.0
+    if timeout is not None:
+        seconds = to_timedelta(timeout, PREFIX + "statement_timeout", problems).total_seconds()
+        if seconds <= 0:
+            problems.append(f"{PREFIX}statement_timeout: must be positive, got {timeout!r}")
+        elif seconds >= engine.local_validity.total_seconds():
+            problems.append(
+                f"{PREFIX}statement_timeout: {seconds}s must be below the lease's local validity "
+                f"({engine.local_validity.total_seconds()}s = ttl - renew interval)"
+            )
+        else:
+            statement_timeout = seconds
+
+    port = conf.get(PREFIX + "metrics_port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int)
+                             or not 0 <= port <= 65535):
+        problems.append(f"{PREFIX}metrics_port: expected a TCP port number, got {port!r}")
+        port = None
+
+    return GoatbeatConfig(database_url=url, engine=engine, allowed_tasks=tuple(allowed),
+                          statement_timeout=statement_timeout, metrics_port=port)
+
+
+def entry_to_spec(
+    name: str, entry: Any, default_zone: str, problems: list[str], objects: dict[str, Any]
+) -> ScheduleSpec | None:
+    """One ``beat_schedule`` entry → a config ScheduleSpec, or None with problems appended."""
+    where = f"beat_schedule[{name!r}]"
+    if not isinstance(entry, Mapping):
+        problems.append(f"{where}: expected a dict with 'task' and 'schedule', got {entry!r}")
+        return None
+    before = len(problems)
+    for key in sorted(set(entry) - _ENTRY_KEYS):
+        problems.append(f"{where}.{key}: unknown key; use one of {sorted(_ENTRY_KEYS)}")
+    own = entry.get("goatbeat") or {}
+    if not isinstance(own, Mapping):
+        problems.append(f"{where}.goatbeat: expected a dict of goatbeat options, got {own!r}")
+        own = {}
+    for key in sorted(set(own) - _GOATBEAT_ENTRY_KEYS):
+        problems.append(
+            f"{where}.goatbeat.{key}: unknown option; use one of {sorted(_GOATBEAT_ENTRY_KEYS)}"
+        )
+
+    zone = own.get("timezone", default_zone)
+    trigger = _trigger_spec(name, entry.get("schedule"), str(zone), f"{where}.schedule",
+                            problems, objects)
+    args = entry.get("args") or ()
+    if not isinstance(args, (list, tuple)):
+        problems.append(f"{where}.args: expected a list or tuple, got {type(args).__name__}")
+        args = ()
+    kwargs = entry.get("kwargs") or {}
+    if not isinstance(kwargs, Mapping):
+        problems.append(f"{where}.kwargs: expected a dict, got {type(kwargs).__name__}")
+        kwargs = {}
+    options = dict(entry.get("options") or {})
+    expires = options.get("expires")
+    if isinstance(expires, timedelta):
+        options["expires"] = expires.total_seconds()
+    elif isinstance(expires, datetime):
+        problems.append(f"{where}.options.expires: give seconds (a number or timedelta); an "
+                        "absolute datetime would expire every later run")
+
+    policy: MisfirePolicy | None = None
+    if own.get("misfire_policy") is not None:
+        try:
+            policy = MisfirePolicy(own["misfire_policy"])
+        except ValueError:
+            choices = ", ".join(p.value for p in MisfirePolicy)
+            problems.append(f"{where}.goatbeat.misfire_policy: unknown policy "
+                            f"{own['misfire_policy']!r}; use one of: {choices}")
+    enabled = own.get("enabled", True)
+    if not isinstance(enabled, bool):
+        problems.append(f"{where}.goatbeat.enabled: expected true or false, got {enabled!r}")
+        enabled = True
+
+    spec = ScheduleSpec(
+        name=name,
+        task=entry.get("task") or "",
+        trigger=trigger or TriggerSpec(kind="invalid"),
+        args=tuple(args),
+        kwargs=dict(kwargs),
+        options=options,
+        misfire_policy=policy,
+        misfire_grace=_optional_duration(own, "misfire_grace", where, problems),
+        max_catchup=own.get("max_catchup"),
+        offset=_optional_duration(own, "offset", where, problems),
+        jitter=_optional_duration(own, "jitter", where, problems),
+        enabled=enabled,
+        source=ScheduleSource.CONFIG,
+    )
+    problems.extend(_relabel(spec.problems(), name, where))
+    return spec if len(problems) == before else None
+
+
+def _relabel(found: list[str], name: str, where: str) -> list[str]:
+    prefix = f"schedule {name!r}: "
+    return [f"{where}.{p[len(prefix):]}" if p.startswith(prefix) else f"{where}: {p}"
+            for p in found]
+
+
+def _optional_duration(own: Mapping[str, Any], key: str, where: str,
+                       problems: list[str]) -> timedelta | None:
+    value = own.get(key)
+    if value is None:
+        return None
+    return to_timedelta(value, f"{where}.goatbeat.{key}", problems)
+
+
+def _trigger_spec(name: str, schedule: Any, zone: str, where: str, problems: list[str],
+                  objects: dict[str, Any]) -> TriggerSpec | None:
+    """Convert every schedule form Celery users write into a stored trigger spec."""
+    if schedule is None:
+        problems.append(f"{where}: missing; give seconds, a timedelta, schedule(), crontab() "
+                        "or another celery.schedules class")
+        return None
+    if isinstance(schedule, celery_schedules.crontab):
+        return _crontab_spec(schedule, zone, where, problems)
+    if isinstance(schedule, celery_schedules.schedule) and type(schedule) is \
+            celery_schedules.schedule:
+        return _interval_spec(schedule.run_every, where, problems)
+    if isinstance(schedule, (timedelta, numbers.Real)) and not isinstance(schedule, bool):
+        return _interval_spec(schedule, where, problems)
+    if hasattr(schedule, "remaining_estimate") and hasattr(schedule, "is_due"):
+        objects[name] = schedule
+        return generic.CelerySchedule(name, schedule).to_spec()
+    problems.append(f"{where}: unsupported schedule {schedule!r}; give seconds, a timedelta, "
+                    "schedule(), crontab() or a celery.schedules class")
+    return None
+
+
+def _interval_spec(value: Any, where: str, problems: list[str]) -> TriggerSpec | None:
+    every = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
+    if every <= timedelta(0):
+        problems.append(f"{where}: interval must be positive, got {every}")
+        return None
+    return IntervalTrigger(every).to_spec()
+
+
+def _crontab_spec(tab: Any, zone: str, where: str, problems: list[str]) -> TriggerSpec | None:
+    fields = [_cron_field(getattr(tab, f"_orig_{part}"))
+              for part in ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")]
+    expression = " ".join(fields)
+    try:
+        # Celery's crontab matches day-of-month AND day-of-week; standard cron uses OR.
+        trigger = cron.CronTrigger(expression, zone, day_or=False)
+    except ConfigurationError as exc:
+        problems.extend(f"{where}: {p}" for p in exc.problems)
+        return None
+    return trigger.to_spec()
+
+
+def _cron_field(value: Any) -> str:
+    if isinstance(value, (set, frozenset, list, tuple, range)):
+        return ",".join(str(v) for v in sorted(value))
+    return str(value).replace(" ", "")
+

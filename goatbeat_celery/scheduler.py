@@ -1,0 +1,134 @@
+"""``celery beat -S goatbeat_celery.Scheduler``: the engine hosted inside Celery's beat service."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from typing import Any
+
+from celery import beat
+from celery.schedules import crontab
+
+from goatbeat_celery import config as config_module
+from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.model import ScheduleSpec
+from goatbeat_celery.store import mask_url, open_store
+from goatbeat_celery.submitter import CelerySubmitter
+
+logger = logging.getLogger(__name__)
+
+#: Socket timeouts set on the beat process's broker connections when the app sets none, so a
+#: hung broker cannot hold the loop past the lease's local deadline.
+BROKER_SOCKET_TIMEOUT = 5.0
+
+
+def new_holder_id() -> str:
+    """A lease holder identity unique to this process: host, pid and a random suffix."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Scheduler(beat.Scheduler):  # type: ignore[misc]
+    """A drop-in beat scheduler that several replicas can run at once.
+
+    Celery builds it twice: lazily for the banner (no connection, no lease), then for real.
+    ``close()`` may be called twice on shutdown; it releases the lease so a standby takes over.
+    """
+
+    def __init__(self, app: Any, *args: Any, lazy: bool = False, **kwargs: Any) -> None:
+        self._engine: Engine | None = None
+        self._closed = False
+        try:
+            self.goatbeat = config_module.load(app)
+        except ConfigurationError as exc:
+            logger.critical("%s", exc)
+            raise SystemExit(f"goatbeat: {exc}") from exc
+        kwargs.setdefault("max_interval", self.goatbeat.config.engine.seconds("max_interval"))
+        super().__init__(app, *args, lazy=lazy, **kwargs)
+
+    # -- Celery's hooks ------------------------------------------------------------------
+    def setup_schedule(self) -> None:
+        loaded = self.goatbeat
+        config = loaded.config
+        _bound_broker_sockets(self.app)
+        try:
+            store = open_store(config.database_url, statement_timeout=config.statement_timeout)
+        except GoatbeatError as exc:
+            logger.critical("goatbeat cannot open %s: %s", mask_url(config.database_url), exc)
+            raise SystemExit(f"goatbeat: {exc}") from exc
+        holder = new_holder_id()
+        self._engine = Engine(
+            store=store,
+            lease=store,  # type: ignore[arg-type]
+            submitter=CelerySubmitter(self.app),
+            settings=config.engine,
+            holder=holder,
+            triggers=loaded.triggers,
+            config_schedules=(*loaded.schedules, *self._default_entries(loaded.schedules)),
+            task_allowed=config.task_allowed,
+        )
+        logger.info("goatbeat: replica %s on %s, lease %r", holder,
+                    mask_url(config.database_url), config.engine.lease_name,
+                    extra={"action": "started"})
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        engine = self._engine
+        if engine is None:
+            return float(self.max_interval)
+        engine.wait(engine.tick())
+        # The engine already waited (woken early by NOTIFY); Celery's loop must not sleep more.
+        return 0.0
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
+            engine.store.close()
+        super().close()
+
+    def sync(self) -> None:
+        """Nothing to persist: every claim is written when it is made."""
+
+    @property
+    def info(self) -> str:
+        config = self.goatbeat.config
+        engine = config.engine
+        return (
+            f"    . goatbeat store -> {mask_url(config.database_url)}\n"
+            f"    . goatbeat lease -> {engine.lease_name!r} ttl {engine.seconds('lease_ttl')}s, "
+            f"renew every {engine.seconds('lease_renew_interval')}s\n"
+            f"    . goatbeat misfire -> {engine.policy.value}, grace "
+            f"{engine.seconds('misfire_grace')}s, max catch-up {engine.max_catchup}\n"
+            f"    . goatbeat config schedules -> {len(self.goatbeat.schedules)}"
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine | None:
+        return self._engine
+
+    def _default_entries(self, specs: tuple[ScheduleSpec, ...]) -> list[ScheduleSpec]:
+        """Celery's own daily result cleanup, as the default scheduler would add it."""
+        if any(spec.name == "celery.backend_cleanup" for spec in specs):
+            return []
+        if not self.app.conf.result_expires or self.app.backend.supports_autoexpire:
+            return []
+        entry = {"task": "celery.backend_cleanup", "schedule": crontab("0", "4", "*"),
+                 "options": {"expires": 12 * 3600}}
+        problems: list[str] = []
+        spec = config_module.entry_to_spec(
+            "celery.backend_cleanup", entry, config_module.default_timezone(self.app),
+            problems, {})
+        return [spec] if spec is not None else []
+
+
+def _bound_broker_sockets(app: Any) -> None:
+    options = dict(app.conf.broker_transport_options or {})
+    options.setdefault("socket_timeout", BROKER_SOCKET_TIMEOUT)
+    options.setdefault("socket_connect_timeout", BROKER_SOCKET_TIMEOUT)
+    app.conf.broker_transport_options = options

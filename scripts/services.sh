@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Make sure PostgreSQL (127.0.0.1:5432, database "test") and Redis (127.0.0.1:6379) answer,
+# installing and starting them from Debian packages when they do not. Idempotent.
+set -euo pipefail
+
+log() { printf '[services] %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_for() {  # port, name
+  for _ in $(seq 1 60); do answers "$1" && return 0; sleep 0.5; done
+  log "$2 does not answer on 127.0.0.1:$1"; return 1
+}
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+start_postgres() {
+  if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+    log "installing PostgreSQL"
+    apt_install postgresql postgresql-contrib
+  fi
+  local version
+  version=$(ls /etc/postgresql | sort -V | tail -n 1)
+  log "starting PostgreSQL $version"
+  as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  wait_for 5432 PostgreSQL
+}
+
+start_redis() {
+  if ! command -v redis-server >/dev/null 2>&1; then
+    log "installing Redis"
+    apt_install redis-server
+  fi
+  log "starting Redis"
+  as_root mkdir -p /var/lib/redis /var/log/redis
+  as_root redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" \
+    --appendonly no --dir /var/lib/redis --logfile /var/log/redis/goatbeat.log
+  wait_for 6379 Redis
+}
+
+answers 5432 || start_postgres
+answers 6379 || start_redis
+
+# A password lets the same URL work with trust auth (this machine) and md5/scram (a fresh
+# Debian install); database "test" is where the tests create their own databases from.
+psql_admin() {
+  if psql -h 127.0.0.1 -U postgres -d postgres -tAc 'select 1' >/dev/null 2>&1; then
+    psql -h 127.0.0.1 -U postgres -d postgres -v ON_ERROR_STOP=1 -qtAc "$1"
+  else
+    as_root su postgres -c "psql -d postgres -v ON_ERROR_STOP=1 -qtAc \"$1\""
+  fi
+}
+if ! PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d test -tAc 'select 1' >/dev/null 2>&1; then
+  log "preparing role postgres and database test"
+  psql_admin "ALTER USER postgres PASSWORD 'postgres'"
+  psql_admin "SELECT 1 FROM pg_database WHERE datname = 'test'" | grep -q 1 \
+    || psql_admin "CREATE DATABASE test"
+fi
+PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d test -tAc 'select 1' >/dev/null
+log "PostgreSQL and Redis answer"

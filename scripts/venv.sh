@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv and install goatbeat_celery with the given extras (default: dev). Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras=${1:-dev}
+if [ ! -x .venv/bin/python ]; then
+  if ! python3 -m venv .venv 2>/dev/null; then
+    rm -rf .venv
+    if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
+    else sudo apt-get update -qq && sudo apt-get install -y -qq python3-venv >/dev/null; fi
+    python3 -m venv .venv
+  fi
+fi
+stamp=".venv/.installed-$extras"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[$extras]"
+  touch "$stamp"
+fi
