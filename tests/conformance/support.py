@@ -1,0 +1,111 @@
+"""Small builders shared by the conformance tests."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from goatbeat_celery.core.model import (
+    Dispatch,
+    LeaseGrant,
+    PlannedClaim,
+    Schedule,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+)
+from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.triggers import IntervalTrigger
+
+#: Long enough that no test step outlives it, on any backend.
+LONG_TTL = timedelta(seconds=60)
+T = TypeVar("T")
+
+
+def interval_spec(name: str, every: float = 60, **fields: Any) -> ScheduleSpec:
+    return ScheduleSpec(name=name, task="proj.tasks.tick",
+                        trigger=TriggerSpec(kind="interval", params={"every": every}), **fields)
+
+
+def grid_point_before(instant: datetime, every: float, steps_back: int = 0) -> datetime:
+    """The ``steps_back``-th interval grid point at or before ``instant``."""
+    trigger = IntervalTrigger(timedelta(seconds=every))
+    point = trigger.next_after(instant)
+    assert point is not None
+    return point - timedelta(seconds=every) * (steps_back + 1)
+
+
+def create_due(store: ScheduleStore, name: str, *, every: float = 60, steps_back: int = 0,
+               **fields: Any) -> Schedule:
+    """An interval schedule whose next occurrence is a grid point already due by the store."""
+    occurrence = grid_point_before(store.now(), every, steps_back)
+    return store.create_schedule(interval_spec(name, every, **fields),
+                                 next_occurrence_at=occurrence, next_run_at=occurrence)
+
+
+def claim_next(schedule: Schedule, every: float = 60) -> PlannedClaim:
+    """Plan the claim of a schedule's next occurrence (on time, nothing missed)."""
+    occurrence = schedule.next_occurrence_at
+    assert occurrence is not None
+    following = occurrence + timedelta(seconds=every)
+    return PlannedClaim(schedule_name=schedule.name, version=schedule.version,
+                        occurrences=((occurrence, occurrence),), missed=0,
+                        next_occurrence_at=following, next_run_at=following)
+
+
+def snapshot(schedule: Schedule) -> tuple[Any, ...]:
+    """What a refused write must leave exactly as it was."""
+    return (schedule.spec, schedule.version, schedule.next_occurrence_at, schedule.next_run_at,
+            schedule.last_occurrence_at, schedule.total_runs, schedule.total_missed)
+
+
+def run_together(*calls: Callable[[], T]) -> list[T | BaseException]:
+    """Run the calls in threads released at the same instant; results (or errors) in order."""
+    barrier = threading.Barrier(len(calls))
+    results: list[T | BaseException] = [RuntimeError("did not finish")] * len(calls)
+
+    def run(index: int, call: Callable[[], T]) -> None:
+        barrier.wait()
+        try:
+            results[index] = call()
+        except BaseException as exc:  # reported to the test, which asserts on it
+            results[index] = exc
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "a concurrent call never returned"
+    return results
+
+
+@dataclass
+class RecordingSubmitter:
+    """A TaskSubmitter that accepts everything and remembers what it was given."""
+
+    sent: list[tuple[str, int]] = field(default_factory=list)
+    dispatches: list[Dispatch] = field(default_factory=list)
+
+    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
+               timeout: float) -> tuple[list[str], dict[str, str]]:
+        self.dispatches.extend(dispatches)
+        self.sent.extend((d.key, token) for d in dispatches)
+        return [d.key for d in dispatches], {}
+
+    @property
+    def keys(self) -> list[str]:
+        return [key for key, _ in self.sent]
+
+
+def api_source(schedule: Schedule) -> bool:
+    return schedule.spec.source is ScheduleSource.API
+
+
+def assert_same_grant_holder(grant: LeaseGrant | None, holder: str, token: int) -> LeaseGrant:
+    assert grant is not None, f"{holder} was refused the lease"
+    assert (grant.holder, grant.token) == (holder, token)
+    return grant

@@ -1,0 +1,155 @@
+"""Claims: one execution per occurrence whatever races, and an edit always beats a stale plan."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from goatbeat_celery.core.model import (
+    ClaimResult,
+    ExecutionState,
+    PlannedClaim,
+    TriggerSpec,
+    idempotency_key,
+)
+
+from .conftest import Backend, Store
+from .support import (
+    LONG_TTL,
+    claim_next,
+    create_due,
+    grid_point_before,
+    interval_spec,
+    run_together,
+    snapshot,
+)
+
+
+def test_a_claim_inserts_the_occurrence_and_advances_the_schedule(store: Store) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    occurrence = grid_point_before(store.now(), 60)
+    schedule = store.create_schedule(
+        interval_spec("report", args=(1, "two", None), kwargs={"to": ["ops"], "n": 1.5},
+                      options={"queue": "reports", "priority": 3}),
+        next_occurrence_at=occurrence, next_run_at=occurrence + timedelta(seconds=5),
+    )
+    following = occurrence + timedelta(seconds=60)
+    planned = PlannedClaim(
+        schedule_name="report", version=schedule.version,
+        occurrences=((occurrence, occurrence + timedelta(seconds=5)),), missed=0,
+        next_occurrence_at=following, next_run_at=following + timedelta(seconds=5),
+    )
+    claimed_from = store.now()
+
+    result = store.claim([planned], lease=grant)
+
+    assert (result.advanced, result.conflicts, result.duplicates) == (1, (), 0)
+    (dispatch,) = result.dispatches
+    assert dispatch.key == idempotency_key("report", occurrence)
+    assert (dispatch.task, dispatch.args, dict(dispatch.kwargs), dict(dispatch.options)) == (
+        "proj.tasks.tick", (1, "two", None), {"to": ["ops"], "n": 1.5},
+        {"queue": "reports", "priority": 3},
+    )
+    execution = dispatch.execution
+    assert (execution.schedule_name, execution.occurrence_at, execution.due_at) == (
+        "report", occurrence, occurrence + timedelta(seconds=5))
+    assert (execution.token, execution.state, execution.attempts, execution.manual) == (
+        1, ExecutionState.CLAIMED, 1, False)
+    assert claimed_from <= execution.claimed_at <= store.now()
+    assert store.executions(schedule_name="report") == [execution]
+    after = store.get_schedule("report")
+    assert (after.next_occurrence_at, after.next_run_at, after.last_occurrence_at) == (
+        following, following + timedelta(seconds=5), occurrence)
+    assert (after.total_runs, after.total_missed, after.version) == (1, 0, schedule.version + 1)
+
+
+def test_two_racing_claims_of_one_occurrence_produce_one_execution(backend: Backend) -> None:
+    first, second = backend.open_peer(), backend.open_peer()
+    grant = first.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    for round_ in range(10):
+        # Both sides planned from the same read, as a leader resumed from a pause next to its
+        # own retry would; only one of them may insert.
+        schedule = create_due(first, f"report-{round_}")
+        planned = claim_next(schedule)
+
+        results = run_together(lambda: first.claim([planned], lease=grant),
+                               lambda: second.claim([planned], lease=grant))
+
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        claims = [r for r in results if isinstance(r, ClaimResult)]
+        winners = [r for r in claims if r.dispatches]
+        assert len(winners) == 1, claims
+        (loser,) = [r for r in claims if r is not winners[0]]
+        assert loser.dispatches == () and loser.advanced == 0
+        # The loser either saw the new version (a conflict) or found the row locked and left
+        # it for a later batch; it must never advance the schedule a second time.
+        assert loser.conflicts in ((schedule.name,), ())
+        assert len(backend.store.executions(schedule_name=schedule.name)) == 1
+        assert backend.store.get_schedule(schedule.name).version == schedule.version + 1
+
+
+def test_an_occurrence_claimed_again_under_a_new_version_is_a_duplicate(store: Store) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    schedule = create_due(store, "report")
+    store.claim([claim_next(schedule)], lease=grant)
+    # An edit puts the schedule back on the occurrence that was already claimed.
+    rewound = store.replace_schedule(schedule.spec, next_occurrence_at=schedule.next_occurrence_at,
+                                     next_run_at=schedule.next_run_at)
+
+    result = store.claim([claim_next(rewound)], lease=grant)
+
+    assert (result.dispatches, result.duplicates, result.advanced) == ((), 1, 1)
+    assert len(store.executions(schedule_name="report")) == 1
+    assert store.get_schedule("report").version == rewound.version + 1
+
+
+def test_an_edit_between_planning_and_claiming_wins(store: Store) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    create_due(store, "report")
+    batch = store.due_schedules(10)
+    (due,) = batch.schedules
+    planned = claim_next(due)
+    edited_spec = replace(due.spec, trigger=TriggerSpec(kind="interval", params={"every": 300}))
+    edited_next = batch.now + timedelta(hours=1)
+    edited = store.replace_schedule(edited_spec, next_occurrence_at=edited_next,
+                                    next_run_at=edited_next)
+
+    result = store.claim([planned], lease=grant)
+
+    assert result.conflicts == ("report",)
+    assert (result.dispatches, result.advanced) == ((), 0)
+    assert store.executions() == []
+    assert snapshot(store.get_schedule("report")) == snapshot(edited)
+    assert store.get_schedule("report").spec.trigger.params == {"every": 300}
+
+
+def test_a_claim_for_a_deleted_schedule_is_dropped_as_a_conflict(store: Store) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    planned = claim_next(create_due(store, "report"))
+    store.delete_schedule("report")
+
+    result = store.claim([planned], lease=grant)
+
+    assert (result.dispatches, result.conflicts, result.advanced) == ((), ("report",), 0)
+    assert store.executions() == []
+
+
+def test_a_conflict_does_not_stop_the_other_claims_of_the_batch(store: Store) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    stale = claim_next(create_due(store, "edited"))
+    fresh = claim_next(create_due(store, "kept"))
+    edited = store.get_schedule("edited")
+    store.replace_schedule(edited.spec, next_occurrence_at=edited.next_occurrence_at,
+                           next_run_at=edited.next_run_at)
+
+    result = store.claim([stale, fresh], lease=grant)
+
+    assert result.conflicts == ("edited",)
+    assert [d.execution.schedule_name for d in result.dispatches] == ["kept"]
+    assert result.advanced == 1

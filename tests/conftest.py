@@ -1,0 +1,84 @@
+"""Fixtures shared by every test layer: a throwaway PostgreSQL database for the session.
+
+PostgreSQL is required: when the server in ``GOATBEAT_TEST_PG_URL`` cannot be reached, every
+test that needs it fails with a message saying so. It is never skipped, so a CI run without a
+database cannot pass by accident.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+
+DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+#: The tables the store owns; emptied between tests instead of recreating the database.
+STORE_TABLES = ("goatbeat_execution", "goatbeat_schedule", "goatbeat_lease")
+
+
+def _admin_engine(url: URL) -> sa.Engine:
+    # CREATE/DROP DATABASE cannot run inside a transaction block.
+    return sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool,
+                            connect_args={"connect_timeout": 5})
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> URL:
+    """The PostgreSQL server the tests may use (its ``test`` database), checked reachable."""
+    raw = os.environ.get("GOATBEAT_TEST_PG_URL", DEFAULT_PG_URL)
+    url = make_url(raw)
+    engine = _admin_engine(url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+    except sa.exc.SQLAlchemyError as exc:
+        pytest.fail(
+            f"PostgreSQL is required but unreachable at "
+            f"{url.render_as_string(hide_password=True)} (set GOATBEAT_TEST_PG_URL): {exc}",
+            pytrace=False,
+        )
+    finally:
+        engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_server_url: URL) -> Iterator[str]:
+    """URL of a fresh database for this test session, migrated to the latest schema.
+
+    Created as ``goatbeat_test_<pid>`` and dropped at the end of the session.
+    """
+    from goatbeat_celery.migrations import upgrade
+
+    name = f"goatbeat_test_{os.getpid()}"
+    admin = _admin_engine(pg_server_url)
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = pg_server_url.set(database=name).render_as_string(hide_password=False)
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_tables_engine(pg_url: str) -> Iterator[sa.Engine]:
+    """A small engine on the session database, for emptying and inspecting tables."""
+    engine = sa.create_engine(pg_url, poolclass=sa.NullPool)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def pg_empty_url(pg_url: str, pg_tables_engine: sa.Engine) -> str:
+    """The session database URL with the store's tables emptied for this test."""
+    with pg_tables_engine.begin() as connection:
+        connection.execute(sa.text(f"TRUNCATE {', '.join(STORE_TABLES)}"))
+    return pg_url
