@@ -1,0 +1,282 @@
+"""Cron triggers: 5-field expressions evaluated in an IANA zone, on croniter.
+
+croniter finds the matching *wall-clock* times (it is only ever given naive datetimes); this
+module maps them to real instants itself, with :mod:`zoneinfo` and ``fold``, following Vixie
+cron / cronie across daylight-saving transitions:
+
+* a job is *wildcard* when its minute or hour field starts with ``*`` (``*/15 * * * *``,
+  ``0 * * * *``) and *fixed* otherwise (``30 2 * * *``);
+* wildcard jobs run at every real instant whose wall time matches: wall times skipped by a
+  spring-forward gap do not occur, and wall times repeated by a fall-back overlap run on both
+  passes;
+* fixed jobs run once per wall-clock match: a match inside a gap runs once, at the first
+  instant after the gap; a match inside an overlap runs on its first pass only.
+
+Several matches that land on the same instant (two matches inside one gap) run once.
+
+Day-of-month and day-of-week combine with OR when both are restricted (standard cron);
+``day_or=False`` gives Celery's ``crontab`` semantics, where they combine with AND.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+import zoneinfo
+from collections.abc import Mapping
+from datetime import datetime, timedelta, tzinfo
+from typing import cast
+
+from croniter import CroniterBadDateError, CroniterError, croniter
+
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import UTC, JSONValue, TriggerSpec, ensure_aware
+from goatbeat_celery.core.triggers import TriggerRegistry
+
+__all__ = ["CronTrigger", "register"]
+
+#: Vixie cron's macros, each standing for a 5-field expression (``@reboot`` has no meaning here).
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
+# croniter's hashed (H) and random (R) values: random ones would differ between replicas, and
+# hashed ones need an id; offset/jitter on the schedule does this job instead.
+_HASHED_OR_RANDOM = re.compile(r"^[hr](\(\d+-\d+\))?(/\d+)?$", re.IGNORECASE)
+_MINUTE = timedelta(minutes=1)
+_SECOND = timedelta(seconds=1)
+_EXAMPLE_ZONE = "Europe/Paris"
+
+
+class CronTrigger:
+    """Occurrences of a 5-field cron expression in an IANA time zone.
+
+    Immutable from the outside; the one croniter instance it reuses is guarded by a lock so the
+    trigger can be shared between threads.
+    """
+
+    kind = "cron"
+
+    def __init__(self, expression: str, timezone: str = "UTC", *, day_or: bool = True) -> None:
+        problems: list[str] = []
+        fields = _parse_fields(expression, problems)
+        zone = _load_zone(timezone, problems)
+        if not isinstance(day_or, bool):
+            problems.append(f"day_or: expected true or false, got {day_or!r}")
+        cron: croniter[datetime] | None = None
+        if fields is not None:
+            cron = _build_croniter(expression, fields, bool(day_or), problems)
+        if problems or fields is None or zone is None or cron is None:
+            raise ConfigurationError(problems, subject="cron trigger")
+        self.expression = expression
+        self.timezone = timezone
+        self.day_or = day_or
+        self.zone: tzinfo = zone
+        #: Wildcard jobs follow the real clock across DST transitions, fixed ones the wall clock.
+        self.wildcard = fields[0].startswith("*") or fields[1].startswith("*")
+        self._cron = cron
+        self._lock = threading.Lock()
+
+    # -- construction and storage ----------------------------------------------------------
+    @classmethod
+    def from_params(cls, params: Mapping[str, JSONValue]) -> CronTrigger:
+        """Build from stored parameters ``expression``, ``timezone`` (default UTC), ``day_or``."""
+        # The constructor checks types and values, reporting every problem at once.
+        return cls(
+            cast(str, params.get("expression")),
+            cast(str, params.get("timezone", "UTC")),
+            day_or=cast(bool, params.get("day_or", True)),
+        )
+
+    def to_spec(self) -> TriggerSpec:
+        return TriggerSpec(kind=self.kind, params={
+            "expression": self.expression, "timezone": self.timezone, "day_or": self.day_or,
+        })
+
+    def describe(self) -> str:
+        days = "" if self.day_or else " (day-of-month AND day-of-week)"
+        return f"cron {self.expression} {self.timezone}{days}"
+
+    def __repr__(self) -> str:
+        return (f"CronTrigger({self.expression!r}, {self.timezone!r}, "
+                f"day_or={self.day_or!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CronTrigger):
+            return NotImplemented
+        return self.to_spec() == other.to_spec()
+
+    def __hash__(self) -> int:
+        return hash((self.expression, self.timezone, self.day_or))
+
+    # -- occurrences -----------------------------------------------------------------------
+    def next_after(self, instant: datetime) -> datetime | None:
+        """The first occurrence strictly after ``instant``, in UTC (``None`` if there is none)."""
+        instant = ensure_aware(instant, "instant")
+        try:
+            return self._next_after(instant)
+        except (CroniterBadDateError, OverflowError):
+            # No match within croniter's search horizon, or past datetime.max.
+            return None
+
+    def _next_after(self, instant: datetime) -> datetime | None:
+        local = instant.astimezone(self.zone)
+        wall = local.replace(tzinfo=None, fold=0)
+        second_pass = local.fold == 1
+        overlap = self._overlap_containing(wall)
+
+        # First passes (and, for fixed jobs, gap matches) map wall times to instants
+        # monotonically, so the first match that lands after ``instant`` is the earliest.
+        cursor = wall
+        if overlap is not None and second_pass:
+            # Every first pass of this overlap is already behind us.
+            cursor = max(cursor, overlap[1] - _MINUTE)
+        earliest = self._first_pass_after(instant, cursor)
+
+        # Wildcard jobs also run on second passes; only the overlap ``instant`` is in can hold
+        # one earlier than every first pass still ahead.
+        if self.wildcard and overlap is not None:
+            start, end = overlap
+            candidate = self._next_wall(start - _MINUTE if not second_pass else wall)
+            if candidate is not None and candidate < end and (second_pass or candidate <= wall):
+                repeat = self._instant(candidate, fold=1)
+                if repeat > instant and (earliest is None or repeat < earliest):
+                    earliest = repeat
+        return earliest
+
+    def _first_pass_after(self, instant: datetime, cursor: datetime) -> datetime | None:
+        while True:
+            match = self._next_wall(cursor)
+            if match is None:
+                return None
+            first = self._instant(match, fold=0)
+            if self._local_wall(first) != match:
+                # ``match`` falls in a spring-forward gap.
+                transition = self._transition(self._instant(match, fold=1), first)
+                if not self.wildcard and transition > instant:
+                    return transition
+                cursor = max(match, self._local_wall(transition) - _MINUTE)
+                continue
+            if first > instant:
+                return first
+            cursor = match
+
+    # -- wall clock <-> real instants ------------------------------------------------------
+    def _next_wall(self, after: datetime) -> datetime | None:
+        """The first matching wall time strictly after the naive ``after``."""
+        start = after.replace(second=0, microsecond=0)
+        with self._lock:
+            result = self._cron.get_next(datetime, start)
+        return result
+
+    def _instant(self, wall: datetime, *, fold: int) -> datetime:
+        return wall.replace(tzinfo=self.zone, fold=fold).astimezone(UTC)
+
+    def _local_wall(self, instant: datetime) -> datetime:
+        return instant.astimezone(self.zone).replace(tzinfo=None, fold=0)
+
+    def _overlap_containing(self, wall: datetime) -> tuple[datetime, datetime] | None:
+        """``(start, end)`` wall times of the fall-back overlap ``wall`` lies in, if any."""
+        first, second = self._instant(wall, fold=0), self._instant(wall, fold=1)
+        if first >= second:
+            return None  # an ordinary wall time (or a gap, where fold=1 maps earlier)
+        transition = self._transition(first, second)
+        before = first.astimezone(self.zone).utcoffset()
+        after = second.astimezone(self.zone).utcoffset()
+        assert before is not None and after is not None
+        naive = transition.replace(tzinfo=None)
+        return naive + after, naive + before
+
+    def _transition(self, low: datetime, high: datetime) -> datetime:
+        """The instant in ``(low, high]`` where the zone's offset changes (one change only)."""
+        # tzdata transitions fall on whole seconds: search whole seconds from a whole second.
+        low = low.replace(microsecond=0)
+        offset = low.astimezone(self.zone).utcoffset()
+        lo, hi = 0, max(-(-(high - low) // _SECOND), 1)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if (low + mid * _SECOND).astimezone(self.zone).utcoffset() == offset:
+                lo = mid
+            else:
+                hi = mid
+        return low + hi * _SECOND
+
+
+def register(registry: TriggerRegistry) -> TriggerRegistry:
+    """A copy of ``registry`` that also builds ``cron`` triggers."""
+    return registry.with_kind("cron", CronTrigger.from_params)
+
+
+def _parse_fields(expression: object, problems: list[str]) -> tuple[str, ...] | None:
+    hint = "use 5 fields: minute hour day-of-month month day-of-week, e.g. '30 2 * * *'"
+    if not isinstance(expression, str):
+        problems.append(f"cron expression: expected a string, got {expression!r}; {hint}")
+        return None
+    text = expression.strip()
+    text = MACROS.get(text.lower(), text)
+    fields = tuple(text.split())
+    if len(fields) != 5:
+        extra = " (seconds and years are not supported)" if len(fields) in (6, 7) else ""
+        problems.append(
+            f"cron expression: {expression!r} has {len(fields)} fields{extra}; {hint}"
+        )
+        return None
+    for name, field in zip(_FIELDS, fields, strict=True):
+        if any(_HASHED_OR_RANDOM.match(part) for part in field.split(",")):
+            problems.append(
+                f"cron expression: {expression!r}: hashed or random values (H, R) in the "
+                f"{name} field are not supported; write the value, or use the schedule's "
+                "offset or jitter to spread schedules"
+            )
+            return None
+    return fields
+
+
+def _build_croniter(expression: str, fields: tuple[str, ...], day_or: bool,
+                    problems: list[str]) -> croniter[datetime] | None:
+    text = " ".join(fields)
+    try:
+        cron = croniter(text, datetime(2000, 1, 1), ret_type=datetime, day_or=day_or)
+        cron.get_next(datetime)  # an expression such as '0 0 30 2 *' never matches
+    except CroniterBadDateError:
+        problems.append(
+            f"cron expression: {expression!r} never matches a real date; check the "
+            "day-of-month against the month (and day_or)"
+        )
+        return None
+    except (CroniterError, ValueError, TypeError, KeyError) as exc:
+        problems.append(
+            f"cron expression: {expression!r} is invalid ({exc}); use 5 fields: minute hour "
+            "day-of-month month day-of-week, e.g. '30 2 * * *'"
+        )
+        return None
+    return cron
+
+
+def _load_zone(name: object, problems: list[str]) -> zoneinfo.ZoneInfo | None:
+    if not isinstance(name, str) or not name.strip():
+        problems.append(
+            f"timezone: expected an IANA zone name such as {_EXAMPLE_ZONE!r}, got {name!r}"
+        )
+        return None
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        problems.append(f"timezone: unknown zone {name!r}; use an IANA name such as "
+                        f"{_suggest_zone(name)!r}")
+        return None
+
+
+def _suggest_zone(name: str) -> str:
+    """The closest known zone name, so a typo gets its correction in the error message."""
+    known = sorted(zoneinfo.available_timezones())
+    by_lower = {zone.lower(): zone for zone in known}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[close[0]] if close else _EXAMPLE_ZONE
