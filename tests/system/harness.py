@@ -1,0 +1,213 @@
+"""Real processes for system tests: ``celery beat`` replicas, a worker, PostgreSQL and Redis.
+
+Every process is started and ended by the test, by pid. Verdicts come from the executions
+table and the worker's records, never from log text (logs are kept for diagnosis only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import redis
+import sqlalchemy as sa
+
+HERE = Path(__file__).resolve().parent
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], *, timeout: float, what: str,
+               interval: float = 0.1) -> T:
+    """Poll ``condition`` until it returns something truthy; fail naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@dataclass
+class Process:
+    """One child process and its log file."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def signal(self, signum: int) -> None:
+        if self.alive():
+            os.kill(self.pid, signum)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGTERM, then SIGKILL if it does not exit in time; returns the exit code."""
+        if self.alive():
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+        return self.popen.wait(timeout)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@dataclass
+class Cluster:
+    """A scenario's world: one database, one queue, one record list, and its processes."""
+
+    workdir: Path
+    database_url: str
+    redis_url: str
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
+    processes: list[Process] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.config_path = self.workdir / "sysproj.json"
+        self.queue = f"sys-{self.run_id}"
+        self.record_key = f"sys-records-{self.run_id}"
+        self.redis = redis.Redis.from_url(self.redis_url)
+        self.engine = sa.create_engine(self.database_url, poolclass=sa.NullPool)
+
+    # -- configuration -------------------------------------------------------------------
+    def write_config(self, *, schedules: dict[str, Any], settings: dict[str, Any] | None = None,
+                     timezone: str = "UTC") -> None:
+        self.config_path.write_text(json.dumps(
+            {"schedules": schedules, "settings": settings or {}, "timezone": timezone}))
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({
+            "PYTHONPATH": os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]),
+            "SYS_CONFIG": str(self.config_path),
+            "SYS_QUEUE": self.queue,
+            "SYS_RECORD_KEY": self.record_key,
+            "SYS_RECORD_URL": self.redis_url,
+            "SYS_BROKER_URL": f"{self.redis_url}/0",
+            "SYS_DATABASE_URL": self.database_url,
+        })
+        env.update(extra or {})
+        return env
+
+    # -- processes -----------------------------------------------------------------------
+    def start(self, name: str, args: Sequence[str], *, prefix: Sequence[str] = (),
+              env: dict[str, str] | None = None) -> Process:
+        log_path = self.workdir / f"{name}.log"
+        handle = log_path.open("ab")
+        popen = subprocess.Popen(
+            [*prefix, sys.executable, "-m", "celery", "-A", "sysproj", *args],
+            cwd=self.workdir, env=self.env(env), stdout=handle, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        handle.close()
+        process = Process(name=name, popen=popen, log_path=log_path)
+        self.processes.append(process)
+        return process
+
+    def start_beat(self, name: str, *, prefix: Sequence[str] = (),
+                   env: dict[str, str] | None = None) -> Process:
+        return self.start(name, ["beat", "-S", "goatbeat_celery.Scheduler", "--loglevel",
+                                 "INFO", "-s", str(self.workdir / f"{name}.schedule")],
+                          prefix=prefix, env=env)
+
+    def start_worker(self, name: str = "worker") -> Process:
+        return self.start(name, ["worker", "--pool", "threads", "--concurrency", "8", "-Q",
+                                 self.queue, "-n", f"{name}-{self.run_id}@%h",
+                                 "--without-heartbeat", "--without-gossip", "--without-mingle",
+                                 "--loglevel", "WARNING"])
+
+    def stop_all(self) -> None:
+        for process in reversed(self.processes):
+            try:
+                process.stop()
+            except Exception:  # keep stopping the others
+                process.popen.kill()
+        self.redis.delete(self.record_key, self.queue)
+        self.redis.close()
+        self.engine.dispose()
+
+    def logs(self) -> str:
+        return "\n".join(f"===== {p.name} (pid {p.pid}) =====\n{p.log()[-6000:]}"
+                         for p in self.processes)
+
+    # -- what happened -------------------------------------------------------------------
+    def executions(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.text(
+                "SELECT key, schedule_name, occurrence_at, due_at, token, state, claimed_at, "
+                "submitted_at, attempts, missed, manual FROM goatbeat_execution "
+                "ORDER BY occurrence_at, key"))
+            return [dict(row._mapping) for row in rows]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(item) for item in self.redis.lrange(self.record_key, 0, -1)]
+
+    def lease(self) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.text(
+                "SELECT name, holder, token, expires_at, expires_at > now() AS live "
+                "FROM goatbeat_lease")).first()
+            return None if row is None else dict(row._mapping)
+
+    def leader_pid(self) -> int | None:
+        """The pid in the live lease holder's identity (``host:pid:suffix``)."""
+        lease = self.lease()
+        if not lease or not lease["live"] or not lease["holder"]:
+            return None
+        return int(lease["holder"].split(":")[-2])
+
+    def db_now(self) -> datetime:
+        with self.engine.connect() as connection:
+            return connection.execute(sa.text("SELECT now()")).scalar_one()  # type: ignore[no-any-return]
+
+    def sql(self, statement: str, **params: Any) -> list[dict[str, Any]]:
+        with self.engine.begin() as connection:
+            result = connection.execute(sa.text(statement), params)
+            return [dict(r._mapping) for r in result] if result.returns_rows else []
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The checks every scenario makes, from the executions table and the worker's record."""
+
+    executions: int
+    keys_claimed_twice: int
+    unsubmitted: int
+    not_delivered: tuple[str, ...]
+    duplicates_delivered: int
+    foreign_deliveries: tuple[str, ...]
+
+    @classmethod
+    def of(cls, executions: list[dict[str, Any]], records: list[dict[str, Any]]) -> Verdict:
+        keys = Counter(row["key"] for row in executions)
+        delivered = Counter(record["id"] for record in records)
+        return cls(
+            executions=len(executions),
+            keys_claimed_twice=sum(1 for count in keys.values() if count > 1),
+            unsubmitted=sum(1 for row in executions if row["state"] != "submitted"),
+            not_delivered=tuple(sorted(k for k in keys if k not in delivered)),
+            duplicates_delivered=sum(count - 1 for count in delivered.values() if count > 1),
+            foreign_deliveries=tuple(sorted(k for k in delivered if k not in keys)),
+        )

@@ -1,0 +1,68 @@
+"""The Celery app the system tests run in real ``celery beat`` and ``celery worker`` processes.
+
+Everything comes from the environment and a JSON file the test writes (``SYS_CONFIG``), so one
+module serves every scenario. The ``sysproj.record`` task appends what it received (task id,
+schedule, occurrence, token, arrival time) to a Redis list the test reads afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import timedelta
+from typing import Any
+
+import redis
+from celery import Celery
+from celery.schedules import crontab
+
+with open(os.environ["SYS_CONFIG"]) as handle:
+    CONFIG: dict[str, Any] = json.load(handle)
+
+QUEUE = os.environ["SYS_QUEUE"]
+RECORD_KEY = os.environ["SYS_RECORD_KEY"]
+
+app = Celery("sysproj", broker=os.environ["SYS_BROKER_URL"])
+app.conf.update(
+    timezone=CONFIG.get("timezone", "UTC"),
+    task_default_queue=QUEUE,
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    goatbeat_database_url=os.environ["SYS_DATABASE_URL"],
+    **{f"goatbeat_{key}": value for key, value in CONFIG.get("settings", {}).items()},
+)
+
+
+def _schedule(entry: dict[str, Any]) -> Any:
+    if "every" in entry:
+        return timedelta(seconds=entry["every"])
+    if "crontab" in entry:
+        return crontab(**entry["crontab"])
+    return entry["schedule"]
+
+
+app.conf.beat_schedule = {
+    name: {
+        "task": entry.get("task", "sysproj.record"),
+        "schedule": _schedule(entry),
+        "args": entry.get("args", [name]),
+        **({"goatbeat": entry["goatbeat"]} if "goatbeat" in entry else {}),
+    }
+    for name, entry in CONFIG.get("schedules", {}).items()
+}
+
+_redis = redis.Redis.from_url(os.environ["SYS_RECORD_URL"])
+
+
+@app.task(bind=True, name="sysproj.record")
+def record(self: Any, label: str = "") -> None:
+    request = self.request
+    _redis.rpush(RECORD_KEY, json.dumps({
+        "id": request.id,
+        "label": label,
+        "schedule": getattr(request, "goatbeat_schedule", None),
+        "occurrence": getattr(request, "goatbeat_occurrence", None),
+        "token": getattr(request, "goatbeat_token", None),
+        "received_at": time.time(),
+    }))
