@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from functools import partial
 
 from goatbeat_celery.core.model import (
     ClaimResult,
@@ -74,8 +75,8 @@ def test_two_racing_claims_of_one_occurrence_produce_one_execution(backend: Back
         schedule = create_due(first, f"report-{round_}")
         planned = claim_next(schedule)
 
-        results = run_together(lambda: first.claim([planned], lease=grant),
-                               lambda: second.claim([planned], lease=grant))
+        results = run_together(partial(first.claim, [planned], lease=grant),
+                               partial(second.claim, [planned], lease=grant))
 
         assert [r for r in results if isinstance(r, BaseException)] == []
         claims = [r for r in results if isinstance(r, ClaimResult)]
