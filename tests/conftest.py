@@ -14,6 +14,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
+pytest_plugins = ("celery.contrib.pytest",)
+
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 #: The tables the store owns; emptied between tests instead of recreating the database.
 STORE_TABLES = ("goatbeat_execution", "goatbeat_schedule", "goatbeat_lease")

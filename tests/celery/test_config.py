@@ -1,0 +1,158 @@
+"""Celery config → goatbeat settings and schedule specs, every form users write."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from celery import Celery
+from celery.schedules import crontab, schedule
+
+from goatbeat_celery.config import DEFAULT_DATABASE_URL, load
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import MisfirePolicy, ScheduleSource
+
+
+def make_app(**conf: object) -> Celery:
+    app = Celery("cfg", broker="memory://", set_as_current=False)
+    app.conf.update(conf)
+    return app
+
+
+def spec_named(app: Celery, name: str):
+    return {spec.name: spec for spec in load(app).schedules}[name]
+
+
+def test_defaults_use_a_sqlite_file_in_the_working_directory():
+    loaded = load(make_app())
+    assert loaded.config.database_url == DEFAULT_DATABASE_URL
+    assert loaded.config.engine.policy is MisfirePolicy.LATEST
+    assert loaded.schedules == ()
+
+
+def test_settings_are_read_from_app_conf_with_the_goatbeat_prefix():
+    loaded = load(make_app(goatbeat_lease_ttl=9, goatbeat_lease_renew_interval=3,
+                           goatbeat_misfire_policy="skip", goatbeat_lease_name="green",
+                           goatbeat_allowed_tasks=["app.*"], goatbeat_batch_size=50))
+    engine = loaded.config.engine
+    assert engine.ttl == timedelta(seconds=9)
+    assert engine.renew_interval == timedelta(seconds=3)
+    assert engine.policy is MisfirePolicy.SKIP
+    assert engine.lease_name == "green"
+    assert engine.batch_size == 50
+    assert loaded.config.task_allowed("app.report")
+    assert not loaded.config.task_allowed("os.system")
+
+
+@pytest.mark.parametrize("value", [30, 30.0, timedelta(seconds=30), schedule(30)],
+                         ids=["int", "float", "timedelta", "schedule"])
+def test_numbers_timedeltas_and_schedule_objects_become_interval_triggers(value):
+    app = make_app(beat_schedule={"job": {"task": "t", "schedule": value}})
+    spec = spec_named(app, "job")
+    assert spec.trigger.kind == "interval"
+    assert spec.trigger.params == {"every": 30.0}
+    assert spec.source is ScheduleSource.CONFIG
+
+
+def test_crontab_becomes_a_cron_trigger_with_and_semantics_in_the_app_zone():
+    app = make_app(timezone="Europe/Paris", beat_schedule={
+        "job": {"task": "t", "schedule": crontab(minute="*/15", hour="8-18",
+                                                 day_of_week="mon-fri", day_of_month="1-7")},
+    })
+    spec = spec_named(app, "job")
+    assert spec.trigger.kind == "cron"
+    assert spec.trigger.params["expression"] == "*/15 8-18 1-7 * mon-fri"
+    assert spec.trigger.params["timezone"] == "Europe/Paris"
+    assert spec.trigger.params["day_or"] is False
+
+
+def test_an_entry_zone_overrides_the_app_zone():
+    app = make_app(timezone="Europe/Paris", beat_schedule={
+        "job": {"task": "t", "schedule": crontab(minute=0, hour=9),
+                "goatbeat": {"timezone": "America/New_York"}},
+    })
+    assert spec_named(app, "job").trigger.params["timezone"] == "America/New_York"
+
+
+def test_crontab_with_a_set_of_minutes_is_converted():
+    app = make_app(beat_schedule={"job": {"task": "t", "schedule": crontab(minute={0, 30})}})
+    assert spec_named(app, "job").trigger.params["expression"].startswith("0,30 ")
+
+
+def test_args_kwargs_options_and_goatbeat_options_are_kept():
+    app = make_app(beat_schedule={"job": {
+        "task": "t", "schedule": 10, "args": (1, "a"), "kwargs": {"k": [1, 2]},
+        "options": {"queue": "q", "routing_key": "r", "priority": 3, "headers": {"h": 1},
+                    "expires": timedelta(minutes=5)},
+        "goatbeat": {"misfire_policy": "all", "misfire_grace": 5, "max_catchup": 3,
+                     "offset": 2, "enabled": False},
+    }})
+    spec = spec_named(app, "job")
+    assert spec.args == (1, "a")
+    assert spec.kwargs == {"k": [1, 2]}
+    assert spec.options == {"queue": "q", "routing_key": "r", "priority": 3,
+                            "headers": {"h": 1}, "expires": 300.0}
+    assert spec.misfire_policy is MisfirePolicy.ALL
+    assert spec.misfire_grace == timedelta(seconds=5)
+    assert spec.max_catchup == 3
+    assert spec.offset == timedelta(seconds=2)
+    assert spec.enabled is False
+
+
+def test_add_periodic_task_entries_are_read():
+    app = make_app()
+
+    @app.task(name="cfg.ping")
+    def ping(x: int) -> int:
+        return x
+
+    app.add_periodic_task(15.0, ping.s(4), name="ping-every-15")
+    app.finalize()
+    app.loader.import_default_modules()
+    spec = spec_named(app, "ping-every-15")
+    assert spec.task == "cfg.ping"
+    assert spec.args == (4,)
+
+
+class EveryFiveSecondsFromEpoch(schedule):
+    """A user's own schedule class (not a plain interval): goes through the generic adapter."""
+
+    def __init__(self) -> None:
+        super().__init__(timedelta(seconds=5))
+
+
+def test_other_schedule_classes_go_through_the_generic_adapter():
+    app = make_app(beat_schedule={"own": {"task": "t", "schedule": EveryFiveSecondsFromEpoch()}})
+    loaded = load(app)
+    spec = {s.name: s for s in loaded.schedules}["own"]
+    assert spec.trigger.kind == "celery"
+    trigger = loaded.triggers.build(spec.trigger)
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    following = trigger.next_after(start)
+    assert following is not None and following > start
+
+
+def test_every_problem_is_reported_at_once_and_names_the_field():
+    app = make_app(
+        goatbeat_lease_ttl=-1, goatbeat_misfire_policy="often", goatbeat_lease_tll=3,
+        beat_schedule={
+            "zone": {"task": "t", "schedule": crontab(minute=0),
+                     "goatbeat": {"timezone": "Mars/Olympus"}},
+            "negative": {"task": "t", "schedule": -5},
+            "policy": {"task": "t", "schedule": 5, "goatbeat": {"misfire_policy": "sometimes",
+                                                                 "misfire_grace": -1}},
+            "unstorable": {"task": "t", "schedule": 5, "args": [object()]},
+            "no-task": {"schedule": 5},
+        },
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        load(app)
+    text = str(caught.value)
+    for needle in ("goatbeat_lease_ttl", "goatbeat_misfire_policy", "often",
+                   "goatbeat_lease_tll", "did you mean goatbeat_lease_ttl",
+                   "beat_schedule['zone']", "Mars/Olympus",
+                   "beat_schedule['negative'].schedule", "beat_schedule['policy']",
+                   "sometimes", "misfire_grace", "beat_schedule['unstorable'].args",
+                   "beat_schedule['no-task'].task"):
+        assert needle in text, f"{needle!r} missing from:\n{text}"
+    assert len(caught.value.problems) >= 9

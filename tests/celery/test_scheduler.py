@@ -1,0 +1,140 @@
+"""goatbeat_celery.Scheduler inside a Celery app, with an in-process worker
+(celery.contrib.pytest fixtures, memory broker) and the SQLite store."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from celery import Celery
+
+from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
+from goatbeat_celery.scheduler import Scheduler
+from goatbeat_celery.store import open_store
+from goatbeat_celery.submitter import CelerySubmitter
+
+
+def wait_for(condition: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    return value
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
+
+
+@pytest.fixture
+def celery_config(database_url: str) -> dict[str, Any]:
+    return {
+        "broker_url": "memory://",
+        "result_backend": "cache+memory://",
+        "goatbeat_database_url": database_url,
+        "goatbeat_lease_ttl": 3,
+        "goatbeat_lease_renew_interval": 1,
+        "goatbeat_max_interval": 0.2,
+        "beat_schedule": {"every-second": {"task": "rec.record", "schedule": 1.0,
+                                           "args": ["tick"], "options": {"priority": 5}}},
+    }
+
+
+@pytest.fixture
+def received(celery_app: Celery) -> list[dict[str, Any]]:
+    """Registers the recording task (before the worker starts) and returns what it saw."""
+    seen: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    @celery_app.task(bind=True, name="rec.record")
+    def record(self: Any, label: str) -> None:
+        with lock:
+            seen.append({"id": self.request.id, "label": label,
+                         "schedule": getattr(self.request, "goatbeat_schedule", None),
+                         "occurrence": getattr(self.request, "goatbeat_occurrence", None),
+                         "token": getattr(self.request, "goatbeat_token", None)})
+
+    return seen
+
+
+def test_the_lazy_instance_opens_no_store_and_takes_no_lease(celery_app: Celery, tmp_path: Path):
+    target = tmp_path / "never" / "created.sqlite3"
+    celery_app.conf.goatbeat_database_url = f"sqlite:///{target}"
+    scheduler = Scheduler(app=celery_app, lazy=True)
+    assert scheduler.engine is None
+    assert "goatbeat store -> sqlite:///" in scheduler.info
+    assert "ttl 3.0s" in scheduler.info
+    scheduler.close()
+    assert not target.parent.exists()
+
+
+def test_scheduler_sends_each_occurrence_with_its_key_as_task_id(
+        celery_app: Celery, received: list[dict[str, Any]], celery_worker: Any,
+        database_url: str):
+    scheduler = Scheduler(app=celery_app)
+    try:
+        def two_runs() -> bool:
+            scheduler.tick()
+            return len(received) >= 2
+        wait_for(two_runs, timeout=10, what="two runs of the interval schedule")
+    finally:
+        scheduler.close()
+    for record in received:
+        occurrence = datetime.fromisoformat(record["occurrence"])
+        assert record["id"] == idempotency_key("every-second", occurrence)
+        assert record["schedule"] == "every-second"
+        assert record["label"] == "tick"
+        assert occurrence.microsecond == 0
+    store = open_store(database_url)
+    try:
+        states = {e.key: e.state for e in store.executions(schedule_name="every-second")}
+    finally:
+        store.close()
+    assert {r["id"] for r in received} <= set(states)
+
+
+def test_close_is_idempotent_and_hands_the_lease_over_at_once(celery_app: Celery,
+                                                              database_url: str):
+    scheduler = Scheduler(app=celery_app)
+    scheduler.tick()
+    engine = scheduler.engine
+    assert engine is not None and engine.is_leader()
+    token = engine.grant.token if engine.grant else 0
+    scheduler.close()
+    scheduler.close()
+    store = open_store(database_url)
+    try:
+        grant = store.acquire("default", "standby", timedelta(seconds=3))
+    finally:
+        store.close()
+    assert grant is not None and grant.token == token + 1
+
+
+def test_a_bad_config_raises_system_exit_naming_every_problem(celery_app: Celery):
+    celery_app.conf.goatbeat_misfire_policy = "sometimes"
+    celery_app.conf.beat_schedule = {"neg": {"task": "t", "schedule": -1}}
+    with pytest.raises(SystemExit) as caught:
+        Scheduler(app=celery_app, lazy=True)
+    message = str(caught.value.code)
+    assert "goatbeat_misfire_policy" in message and "sometimes" in message
+    assert "beat_schedule['neg'].schedule" in message
+
+
+def test_submitting_to_an_unreachable_broker_fails_within_the_timeout():
+    app = Celery("down", broker="redis://127.0.0.1:1/0", set_as_current=False)
+    app.conf.broker_transport_options = {"socket_connect_timeout": 1, "socket_timeout": 1}
+    now = datetime.now(timezone.utc)
+    execution = Execution(key=idempotency_key("s", now), schedule_name="s", occurrence_at=now,
+                          due_at=now, token=1, state=ExecutionState.CLAIMED, claimed_at=now)
+    dispatch = Dispatch(execution=execution, task="t", args=(), kwargs={}, options={})
+    started = time.monotonic()
+    accepted, failures = CelerySubmitter(app).submit([dispatch], token=1, timeout=2.0)
+    elapsed = time.monotonic() - started
+    assert accepted == []
+    assert list(failures) == [dispatch.key]
+    assert elapsed < 6.0, f"submission took {elapsed:.1f}s despite a 2s budget"
