@@ -1,0 +1,64 @@
+"""The whole loop over each store: a real Engine leads and dispatches, a second one stands by
+and takes over on release without sending any occurrence twice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.misfire import first_occurrence
+from goatbeat_celery.core.model import ExecutionState, idempotency_key
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.triggers import IntervalTrigger
+
+from .conftest import Store, StoreClock
+from .support import RecordingSubmitter, interval_spec
+
+EVERY = 1.0
+#: Short enough that the loop runs in seconds on the database clock.
+SETTINGS = Settings(lease_ttl=3, lease_renew_interval=1)
+#: Give up on a loop after this long on the store's clock.
+LOOP_LIMIT = 30.0
+
+
+def drive(engines: Sequence[Engine], clock: StoreClock, until: Callable[[], bool]) -> None:
+    """Tick the engines and let the store's clock run to the earliest wake-up, until done."""
+    started = clock.monotonic()
+    while not until():
+        assert clock.monotonic() - started < LOOP_LIMIT, "the loop made no progress"
+        waits = [engine.tick() for engine in engines]
+        clock.advance(max(0.01, min(waits)))
+
+
+def test_an_engine_dispatches_and_a_standby_takes_over_on_release(
+    store: Store, clock: StoreClock
+) -> None:
+    trigger = IntervalTrigger(timedelta(seconds=EVERY))
+    first, _ = first_occurrence(trigger, store.now())
+    store.create_schedule(interval_spec("heartbeat", EVERY), next_occurrence_at=first,
+                          next_run_at=first)
+    sent_a, sent_b = RecordingSubmitter(), RecordingSubmitter()
+    leader = Engine(store=store, lease=store, submitter=sent_a, settings=SETTINGS, holder="a",
+                    monotonic=clock.monotonic)
+    standby = Engine(store=store, lease=store, submitter=sent_b, settings=SETTINGS,
+                     holder="b", monotonic=clock.monotonic)
+
+    drive([leader, standby], clock, until=lambda: len(sent_a.sent) >= 3)
+
+    assert leader.is_leader() and not standby.is_leader()
+    assert sent_b.sent == []
+    assert {token for _, token in sent_a.sent} == {1}
+    leader.close()
+    drive([standby], clock, until=lambda: len(sent_b.sent) >= 3)
+
+    assert standby.grant is not None and standby.grant.token == 2
+    assert {token for _, token in sent_b.sent} == {2}
+    keys = sent_a.keys + sent_b.keys
+    assert len(keys) == len(set(keys)), "an occurrence was dispatched twice"
+    # Nothing was lost across the change of leader: the keys follow the grid without a gap.
+    assert keys == [idempotency_key("heartbeat", first + timedelta(seconds=EVERY * i))
+                    for i in range(len(keys))]
+    executions = store.executions(schedule_name="heartbeat", limit=100)
+    assert sorted(e.key for e in executions) == sorted(keys)
+    assert all(e.state is ExecutionState.SUBMITTED for e in executions)

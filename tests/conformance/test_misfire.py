@@ -1,0 +1,65 @@
+"""Three hours of downtime, planned by a real Engine and recorded by the store, per policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+
+from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.model import ExecutionState, MisfirePolicy, idempotency_key
+from goatbeat_celery.core.settings import Settings
+
+from .conftest import Store, StoreClock
+from .support import RecordingSubmitter, grid_point_before, interval_spec
+
+EVERY = 600  # ten minutes: eighteen grid points in three hours
+DOWN_POINTS = 18
+
+
+@dataclass(frozen=True)
+class Case:
+    policy: MisfirePolicy
+    max_catchup: int | None
+    run: range  # indexes of the missed grid points that run, oldest first
+    missed: int  # recorded on the schedule
+    missed_per_run: tuple[int, ...]  # recorded on each execution: on the last one only
+
+
+CASES = {
+    "latest": Case(MisfirePolicy.LATEST, None, range(17, 18), 17, (17,)),
+    "all-with-max-catchup": Case(MisfirePolicy.ALL, 5, range(13, 18), 13, (0, 0, 0, 0, 13)),
+    "skip": Case(MisfirePolicy.SKIP, None, range(0), 18, ()),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_three_hours_of_downtime_follow_the_misfire_policy(
+    store: Store, clock: StoreClock, case: Case
+) -> None:
+    # The schedule's next occurrence is three hours behind the store's clock, as after an
+    # outage; a zero grace makes every one of those points late.
+    first = grid_point_before(store.now(), EVERY, steps_back=DOWN_POINTS - 1)
+    store.create_schedule(
+        interval_spec("report", EVERY, misfire_policy=case.policy, misfire_grace=timedelta(0),
+                      max_catchup=case.max_catchup),
+        next_occurrence_at=first, next_run_at=first,
+    )
+    submitter = RecordingSubmitter()
+    engine = Engine(store=store, lease=store, submitter=submitter, settings=Settings(),
+                    holder="a", monotonic=clock.monotonic)
+
+    engine.tick()
+
+    points = [first + timedelta(seconds=EVERY * i) for i in range(DOWN_POINTS + 1)]
+    expected_keys = [idempotency_key("report", points[i]) for i in case.run]
+    assert submitter.keys == expected_keys
+    executions = sorted(store.executions(schedule_name="report"), key=lambda e: e.occurrence_at)
+    assert [e.key for e in executions] == expected_keys
+    assert all(e.state is ExecutionState.SUBMITTED for e in executions)
+    assert tuple(e.missed for e in executions) == case.missed_per_run
+    schedule = store.get_schedule("report")
+    assert (schedule.total_runs, schedule.total_missed) == (len(case.run), case.missed)
+    assert (schedule.next_occurrence_at, schedule.next_run_at) == (points[-1], points[-1])
+    assert store.due_schedules(10).schedules == ()

@@ -1,0 +1,134 @@
+"""Schedules: stored faithfully, edited with compare-and-set, listed by name."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.model import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
+
+from .conftest import Store, StoreClock
+from .support import LONG_TTL, claim_next, create_due, interval_spec, snapshot
+
+
+def test_a_schedule_reads_back_exactly_as_created(store: Store) -> None:
+    spec = ScheduleSpec(
+        name="reports:daily", task="proj.tasks.report",
+        trigger=TriggerSpec(kind="cron", params={"expression": "30 2 * * *",
+                                                 "timezone": "Europe/Paris"}),
+        args=(1, "two", [3.5, None], {"k": True}), kwargs={"to": ["ops"], "nested": {"a": 1}},
+        options={"queue": "reports", "priority": 3, "expires": 120},
+        misfire_policy=MisfirePolicy.ALL, misfire_grace=timedelta(seconds=90.5),
+        max_catchup=7, jitter=timedelta(minutes=5), enabled=False,
+        source=ScheduleSource.CONFIG,
+    )
+    now = store.now()
+    occurrence = now + timedelta(hours=1, microseconds=123)
+
+    created = store.create_schedule(spec, next_occurrence_at=occurrence,
+                                    next_run_at=occurrence + timedelta(minutes=2))
+
+    stored = store.get_schedule("reports:daily")
+    assert stored == created
+    assert stored.spec == spec
+    assert stored.spec.spec_hash() == spec.spec_hash()
+    assert (stored.next_occurrence_at, stored.next_run_at) == (
+        occurrence, occurrence + timedelta(minutes=2))
+    assert stored.next_run_at is not None and stored.next_run_at.utcoffset() == timedelta(0)
+    assert (stored.version, stored.total_runs, stored.total_missed) == (1, 0, 0)
+    assert stored.last_occurrence_at is None
+    assert stored.created_at is not None and now <= stored.created_at <= store.now()
+
+
+def test_a_taken_name_cannot_be_created_again(store: Store) -> None:
+    original = store.create_schedule(interval_spec("report"), next_occurrence_at=None,
+                                     next_run_at=None)
+
+    with pytest.raises(ScheduleConflict):
+        store.create_schedule(interval_spec("report", every=5), next_occurrence_at=None,
+                              next_run_at=None)
+
+    assert snapshot(store.get_schedule("report")) == snapshot(original)
+
+
+def test_replace_increments_the_version_and_keeps_the_source(
+    store: Store, clock: StoreClock
+) -> None:
+    created = store.create_schedule(interval_spec("report", source=ScheduleSource.CONFIG),
+                                    next_occurrence_at=None, next_run_at=None)
+    clock.advance(0.01)
+    later = store.now() + timedelta(minutes=1)
+
+    replaced = store.replace_schedule(interval_spec("report", every=300),
+                                      next_occurrence_at=later, next_run_at=later)
+
+    stored = store.get_schedule("report")
+    assert stored == replaced
+    assert (stored.version, stored.spec.source) == (2, ScheduleSource.CONFIG)
+    assert stored.spec.trigger.params == {"every": 300}
+    assert stored.next_run_at == later
+    assert created.updated_at is not None and stored.updated_at is not None
+    assert stored.updated_at > created.updated_at
+    assert stored.created_at == created.created_at
+
+
+def test_replace_with_a_stale_version_changes_nothing(store: Store) -> None:
+    store.create_schedule(interval_spec("report"), next_occurrence_at=None, next_run_at=None)
+    current = store.replace_schedule(interval_spec("report", every=120), next_occurrence_at=None,
+                                     next_run_at=None, expected_version=1)
+
+    with pytest.raises(ScheduleConflict):
+        store.replace_schedule(interval_spec("report", every=5), next_occurrence_at=None,
+                               next_run_at=None, expected_version=1)
+
+    assert snapshot(store.get_schedule("report")) == snapshot(current)
+
+
+def test_replacing_or_deleting_a_missing_schedule_is_not_found(store: Store) -> None:
+    with pytest.raises(ScheduleNotFound):
+        store.replace_schedule(interval_spec("missing"), next_occurrence_at=None,
+                               next_run_at=None)
+    with pytest.raises(ScheduleNotFound):
+        store.delete_schedule("missing")
+    with pytest.raises(ScheduleNotFound):
+        store.get_schedule("missing")
+
+    assert store.list_schedules() == []
+
+
+def test_list_schedules_is_ordered_by_name_and_filtered(store: Store) -> None:
+    for name, enabled, source in (("b-two", True, ScheduleSource.API),
+                                  ("a-one", False, ScheduleSource.CONFIG),
+                                  ("b-one", True, ScheduleSource.CONFIG),
+                                  ("c-one", True, ScheduleSource.API)):
+        store.create_schedule(interval_spec(name, enabled=enabled, source=source),
+                              next_occurrence_at=None, next_run_at=None)
+
+    def names(**filters: object) -> list[str]:
+        return [s.name for s in store.list_schedules(**filters)]
+
+    assert names() == ["a-one", "b-one", "b-two", "c-one"]
+    assert names(enabled=False) == ["a-one"]
+    assert names(source=ScheduleSource.CONFIG) == ["a-one", "b-one"]
+    assert names(prefix="b-") == ["b-one", "b-two"]
+    assert names(enabled=True, source=ScheduleSource.API, limit=1) == ["b-two"]
+
+
+def test_a_prefix_is_matched_literally(store: Store) -> None:
+    for name in ("100%_done", "100_x", "1000"):
+        store.create_schedule(interval_spec(name), next_occurrence_at=None, next_run_at=None)
+
+    assert [s.name for s in store.list_schedules(prefix="100%_")] == ["100%_done"]
+
+
+def test_deleting_a_schedule_keeps_its_history(store: Store) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    store.claim([claim_next(create_due(store, "report"))], lease=grant)
+
+    store.delete_schedule("report")
+
+    assert store.list_schedules() == []
+    assert [e.schedule_name for e in store.executions()] == ["report"]
