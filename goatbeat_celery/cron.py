@@ -67,12 +67,12 @@ class CronTrigger:
     def __init__(self, expression: str, timezone: str = "UTC", *, day_or: bool = True) -> None:
         problems: list[str] = []
         fields = _parse_fields(expression, problems)
-        zone = _load_zone(timezone, problems)
-        if not isinstance(day_or, bool):
-            problems.append(f"day_or: expected true or false, got {day_or!r}")
         cron: croniter[datetime] | None = None
         if fields is not None:
             cron = _build_croniter(expression, fields, bool(day_or), problems)
+        zone = _load_zone(timezone, problems)
+        if not isinstance(day_or, bool):
+            problems.append(f"day_or: expected true or false, got {day_or!r}")
         if problems or fields is None or zone is None or cron is None:
             raise ConfigurationError(problems, subject="cron trigger")
         self.expression = expression
