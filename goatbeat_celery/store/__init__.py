@@ -1,1 +1,95 @@
-"""Schedule stores: PostgreSQL (production), SQLite (one host, the default), memory (tests)."""
+"""Schedule stores: PostgreSQL (production), SQLite (one host, the default), memory (tests).
+
+:func:`open_store` picks one from a database URL. The object it returns is both the
+:class:`~goatbeat_celery.core.protocols.ScheduleStore` and the
+:class:`~goatbeat_celery.core.protocols.LeaseManager`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
+from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
+
+__all__ = ["ACCEPTED_SCHEMES", "Store", "mask_url", "migration_engine", "open_store"]
+
+#: Options each backend accepts besides ``clock`` and ``create_schema``.
+_OPTIONS: dict[Backend, frozenset[str]] = {
+    Backend.MEMORY: frozenset(),
+    Backend.SQLITE: frozenset({"busy_timeout"}),
+    Backend.POSTGRES: frozenset({
+        "connect_timeout", "statement_timeout", "idle_in_transaction_timeout", "pool_size",
+        "max_overflow", "listen", "application_name",
+    }),
+}
+
+
+class Store(ScheduleStore, LeaseManager, Protocol):
+    """A schedule store that is also the lease manager, as :func:`open_store` returns."""
+
+
+def open_store(url: str, *, clock: Callable[[], datetime] | None = None,
+               create_schema: bool | None = None, **options: Any) -> Store:
+    """Open the store ``url`` names.
+
+    * ``memory://`` — in this process only (tests); ``clock`` may be injected.
+    * ``sqlite:///path/to/file.db`` — one host; ``clock`` may be injected; the schema is
+      created or brought up to date unless ``create_schema=False``.
+    * ``postgresql://``, ``postgresql+psycopg://``, ``postgres://`` — production, on the
+      database clock (``clock`` is refused); a schema behind the code raises SchemaOutOfDate
+      unless ``create_schema=True`` runs the migrations.
+
+    An unknown scheme or option raises ConfigurationError naming ``database_url``.
+    """
+    backend = backend_of(url)
+    unknown = sorted(set(options) - _OPTIONS[backend])
+    if unknown:
+        allowed = ", ".join(sorted(_OPTIONS[backend])) or "none"
+        raise ConfigurationError(
+            [f"database_url: option {name!r} does not apply to {backend.value} stores "
+             f"(accepted: {allowed})" for name in unknown]
+        )
+    if backend is Backend.MEMORY:
+        from goatbeat_celery.store.memory import MemoryStore, system_clock
+
+        return MemoryStore(clock or system_clock)
+    if backend is Backend.SQLITE:
+        from goatbeat_celery.store.sqlite import SQLiteStore
+
+        return SQLiteStore(url, clock=clock,
+                           create_schema=True if create_schema is None else create_schema,
+                           **options)
+    if clock is not None:
+        raise ConfigurationError([
+            "clock: a PostgreSQL store always uses the database clock (now()); "
+            "an injected clock is only for memory:// and sqlite:// stores"
+        ])
+    from goatbeat_celery.store.postgres import PostgresStore
+
+    return PostgresStore(url, create_schema=bool(create_schema), **options)
+
+
+def migration_engine(url: str) -> sa.Engine:
+    """An engine fit to run the migrations on ``url`` (no statement timeout on PostgreSQL:
+    a migration may rewrite a large table)."""
+    backend = backend_of(url)
+    if backend is Backend.SQLITE:
+        from goatbeat_celery.store.sqlite import create_sqlite_engine
+
+        return create_sqlite_engine(url)
+    if backend is Backend.POSTGRES:
+        from goatbeat_celery.store.postgres import create_postgres_engine
+
+        return create_postgres_engine(url, statement_timeout=None,
+                                      idle_in_transaction_timeout=None, pool_size=1,
+                                      max_overflow=0)
+    raise ConfigurationError(
+        [f"database_url: {mask_url(url)!r} has no schema to migrate (the memory store keeps "
+         "nothing)"]
+    )

@@ -1,0 +1,64 @@
+"""Driver errors mapped to goatbeat's exception tree at the store's edge."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy.exc as sa_exc
+
+from goatbeat_celery.core.errors import GoatbeatError, StoreError, StoreUnavailable
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True for errors that mean "the database cannot be used right now, retry later"."""
+    if isinstance(exc, sa_exc.DBAPIError):
+        return exc.connection_invalidated or isinstance(
+            exc, (sa_exc.OperationalError, sa_exc.InterfaceError)
+        )
+    # Waiting too long for a pooled connection, or a driver error raised outside SQLAlchemy.
+    if isinstance(exc, sa_exc.TimeoutError):
+        return True
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - SQLite-only installations
+        return False
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+@contextmanager
+def translated(what: str, where: str) -> Iterator[None]:
+    """Re-raise driver errors met while doing ``what`` on ``where`` (a masked URL) as
+    StoreUnavailable or StoreError; goatbeat's own errors pass through unchanged."""
+    try:
+        yield
+    except GoatbeatError:
+        raise
+    except sa_exc.StatementError as exc:
+        # A bind processor refusing a value (a naive datetime) arrives wrapped by SQLAlchemy.
+        if isinstance(exc.orig, GoatbeatError):
+            raise exc.orig from None
+        if is_unavailable(exc):
+            raise StoreUnavailable(f"{what}: database {where} unavailable: {_reason(exc)}") from exc
+        raise StoreError(f"{what}: database {where} failed: {_reason(exc)}") from exc
+    except _driver_errors() as exc:
+        if is_unavailable(exc):
+            raise StoreUnavailable(f"{what}: database {where} unavailable: {_reason(exc)}") from exc
+        raise StoreError(f"{what}: database {where} failed: {_reason(exc)}") from exc
+
+
+def _driver_errors() -> tuple[type[Exception], ...]:
+    errors: list[type[Exception]] = [sa_exc.SQLAlchemyError, sqlite3.Error]
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - SQLite-only installations
+        return tuple(errors)
+    errors.append(psycopg.Error)
+    return tuple(errors)
+
+
+def _reason(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,180 @@
+"""The store's tables, as SQLAlchemy Core metadata.
+
+The table names are public: operators query them. The migrations in
+:mod:`goatbeat_celery.migrations` create exactly these tables (a test compares the two).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeEngine
+
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import UTC
+
+SCHEDULE_TABLE = "goatbeat_schedule"
+EXECUTION_TABLE = "goatbeat_execution"
+LEASE_TABLE = "goatbeat_lease"
+
+#: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
+SQLITE_TIMESTAMP_WIDTH = 26
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """An instant: aware datetimes in, aware UTC datetimes out, naive ones refused.
+
+    PostgreSQL stores ``timestamptz``. SQLite has no date type, so the instant is stored as
+    fixed-width UTC text, whose string order is the order of the instants.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(sa.String(SQLITE_TIMESTAMP_WIDTH))
+        return dialect.type_descriptor(sa.DateTime(timezone=True))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise ConfigurationError([f"instant: expected a datetime, got {value!r}"])
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ConfigurationError(
+                [f"instant: naive datetime {value.isoformat()} refused; attach a zone "
+                 "(e.g. datetime(..., tzinfo=timezone.utc))"]
+            )
+        utc = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            return utc.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        return utc
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return datetime.fromisoformat(value).replace(tzinfo=UTC)
+        if value.tzinfo is None:
+            # Only reachable through a column created by hand without a zone: it holds UTC.
+            return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+        return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+
+class Seconds(sa.types.TypeDecorator[timedelta]):
+    """A duration stored as float seconds (readable by operators), read back to the microsecond."""
+
+    impl = sa.Float(precision=53)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> float | None:
+        if value is None:
+            return None
+        if not isinstance(value, timedelta):
+            raise ConfigurationError([f"duration: expected a timedelta, got {value!r}"])
+        return value.total_seconds()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> timedelta | None:
+        if value is None:
+            return None
+        return timedelta(microseconds=round(float(value) * 1_000_000))
+
+
+def _identifier() -> sa.types.TypeEngine[str]:
+    # Names and keys sort by code point everywhere ("C" collation on PostgreSQL; SQLite's
+    # default BINARY collation already does), so every backend lists them in the same order.
+    return sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+
+
+def _json() -> sa.types.TypeEngine[Any]:
+    return sa.JSON().with_variant(JSONB(), "postgresql")
+
+
+metadata = sa.MetaData()
+
+schedule_table = sa.Table(
+    SCHEDULE_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("task", sa.Text(), nullable=False),
+    sa.Column("args", _json(), nullable=False),
+    sa.Column("kwargs", _json(), nullable=False),
+    sa.Column("options", _json(), nullable=False),
+    sa.Column("trigger", _json(), nullable=False),
+    # The trigger's zone, if it has one; informational (the trigger JSON is authoritative).
+    sa.Column("timezone", sa.Text(), nullable=True),
+    sa.Column("misfire_policy", sa.String(16), nullable=True),
+    sa.Column("misfire_grace_seconds", Seconds(), nullable=True),
+    sa.Column("max_catchup", sa.Integer(), nullable=True),
+    sa.Column("offset_seconds", Seconds(), nullable=True),
+    sa.Column("jitter_seconds", Seconds(), nullable=True),
+    sa.Column("enabled", sa.Boolean(), nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),
+    sa.Column("spec_hash", sa.String(64), nullable=False),
+    sa.Column("next_occurrence_at", UTCDateTime(), nullable=True),
+    sa.Column("next_run_at", UTCDateTime(), nullable=True),
+    sa.Column("last_occurrence_at", UTCDateTime(), nullable=True),
+    sa.Column("total_runs", sa.BigInteger(), nullable=False),
+    sa.Column("total_missed", sa.BigInteger(), nullable=False),
+    sa.Column("version", sa.BigInteger(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+# Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.
+sa.Index(
+    "ix_goatbeat_schedule_due",
+    schedule_table.c.next_run_at,
+    schedule_table.c.name,
+    postgresql_where=sa.text("enabled"),
+    sqlite_where=sa.text("enabled"),
+)
+
+execution_table = sa.Table(
+    EXECUTION_TABLE,
+    metadata,
+    sa.Column("key", _identifier(), primary_key=True),
+    # No foreign key: executions outlive their schedule as history.
+    sa.Column("schedule_name", _identifier(), nullable=False),
+    sa.Column("occurrence_at", UTCDateTime(), nullable=False),
+    sa.Column("due_at", UTCDateTime(), nullable=False),
+    sa.Column("token", sa.BigInteger(), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("claimed_at", UTCDateTime(), nullable=False),
+    sa.Column("submitted_at", UTCDateTime(), nullable=True),
+    sa.Column("attempts", sa.Integer(), nullable=False),
+    sa.Column("last_error", sa.Text(), nullable=True),
+    sa.Column("missed", sa.Integer(), nullable=False),
+    sa.Column("manual", sa.Boolean(), nullable=False),
+)
+
+# Resubmission reads the few rows still claimed, oldest first.
+sa.Index(
+    "ix_goatbeat_execution_pending",
+    execution_table.c.claimed_at,
+    execution_table.c.key,
+    postgresql_where=sa.text("state = 'claimed'"),
+    sqlite_where=sa.text("state = 'claimed'"),
+)
+sa.Index(
+    "ix_goatbeat_execution_history",
+    execution_table.c.schedule_name,
+    execution_table.c.occurrence_at,
+)
+sa.Index("ix_goatbeat_execution_claimed_at", execution_table.c.claimed_at)
+
+lease_table = sa.Table(
+    LEASE_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("holder", sa.Text(), nullable=True),
+    sa.Column("token", sa.BigInteger(), nullable=False),
+    sa.Column("acquired_at", UTCDateTime(), nullable=True),
+    sa.Column("expires_at", UTCDateTime(), nullable=True),
+)

@@ -1,0 +1,715 @@
+"""The schedule store and lease manager on SQLAlchemy Core, shared by PostgreSQL and SQLite.
+
+:class:`SQLStore` implements :class:`~goatbeat_celery.core.protocols.ScheduleStore` and
+:class:`~goatbeat_celery.core.protocols.LeaseManager` with the semantics of the memory store.
+What differs between databases is asked of a few hooks, answered once by each subclass:
+
+* :meth:`SQLStore._now_sql` — the store's clock as an SQL expression (``now()`` on PostgreSQL,
+  a bound value from the injected clock on SQLite);
+* :meth:`SQLStore._insert` — the dialect's ``INSERT`` (for ``ON CONFLICT DO NOTHING``);
+* :meth:`SQLStore._in` / ``_IN_CHUNK`` — membership in a list of strings;
+* :meth:`SQLStore._announce_in` / :meth:`SQLStore._announced` — waking waiting replicas.
+
+``SELECT ... FOR SHARE / FOR UPDATE [SKIP LOCKED]`` is written unconditionally: SQLite's
+compiler leaves it out, and SQLite serialises writers with ``BEGIN IMMEDIATE`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import Insert as PGInsert
+from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
+
+from goatbeat_celery.core.errors import (
+    ConfigurationError,
+    LeaseLost,
+    ScheduleConflict,
+    ScheduleNotFound,
+)
+from goatbeat_celery.core.model import (
+    ClaimResult,
+    Dispatch,
+    DueBatch,
+    Execution,
+    ExecutionState,
+    LeaseGrant,
+    LeaseInfo,
+    MisfirePolicy,
+    PlannedClaim,
+    Schedule,
+    ScheduleSource,
+    ScheduleSpec,
+    SyncEntry,
+    SyncReport,
+    TriggerSpec,
+    ensure_aware,
+    idempotency_key,
+    manual_key,
+)
+from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
+from goatbeat_celery.store.errors import translated
+from goatbeat_celery.store.schema import execution_table, lease_table, schedule_table
+from goatbeat_celery.store.url import mask_url
+
+logger = logging.getLogger(__name__)
+
+S = schedule_table
+E = execution_table
+L = lease_table
+
+# Written as literals, not bound parameters, so that the planner can match the partial index
+# ``WHERE state = 'claimed'`` even with a generic prepared plan.
+_IS_CLAIMED = sa.text("goatbeat_execution.state = 'claimed'")
+_NOT_CLAIMED = sa.text("goatbeat_execution.state <> 'claimed'")
+
+Insert = PGInsert | SQLiteInsert
+
+
+class _Write:
+    """One write transaction; ``announce`` asks for waiting replicas to be woken on commit."""
+
+    def __init__(self, conn: sa.Connection) -> None:
+        self.conn = conn
+        self.announce = False
+
+
+class SQLStore:
+    """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
+
+    ``engine`` runs writes; ``read_engine`` (the same pool, other options) runs reads.
+    """
+
+    #: How many strings one ``IN`` test may carry.
+    _IN_CHUNK: ClassVar[int] = 500
+
+    def __init__(self, engine: sa.Engine, *, read_engine: sa.Engine | None = None) -> None:
+        self._engine = engine
+        self._reader = read_engine or engine
+        self._where = mask_url(engine.url)
+        self._closed = False
+
+    # -- dialect hooks -------------------------------------------------------------------
+    def _now_sql(self) -> sa.ColumnElement[datetime]:
+        """The store's clock as an expression, constant for the statement it is used in."""
+        raise NotImplementedError
+
+    def _insert(self, table: sa.Table) -> Insert:
+        raise NotImplementedError
+
+    def _in(self, column: sa.ColumnElement[str], values: Sequence[str]) -> sa.ColumnElement[bool]:
+        return column.in_(values)
+
+    def _announce_in(self, conn: sa.Connection) -> None:
+        """Inside a write transaction that other replicas should hear about."""
+
+    def _announced(self) -> None:
+        """After such a transaction committed."""
+
+    # -- plumbing ------------------------------------------------------------------------
+    @contextmanager
+    def _write(self, what: str) -> Iterator[_Write]:
+        with translated(what, self._where):
+            with self._engine.begin() as conn:
+                txn = _Write(conn)
+                yield txn
+                if txn.announce:
+                    self._announce_in(conn)
+            if txn.announce:
+                self._announced()
+
+    @contextmanager
+    def _read(self, what: str) -> Iterator[sa.Connection]:
+        with translated(what, self._where):
+            with self._reader.connect() as conn:
+                yield conn
+
+    def _chunks(self, values: Sequence[str]) -> Iterator[Sequence[str]]:
+        for start in range(0, len(values), self._IN_CHUNK):
+            yield values[start:start + self._IN_CHUNK]
+
+    def _fence(self, conn: sa.Connection, lease: LeaseGrant) -> datetime:
+        """Check ``lease`` is the current, unexpired grant, with the lease row share-locked so a
+        takeover waits for this transaction; return the store's clock."""
+        row = conn.execute(
+            sa.select(L.c.holder, L.c.token, L.c.expires_at, self._now_sql().label("now"))
+            .where(L.c.name == lease.name)
+            .with_for_update(read=True)
+        ).one_or_none()
+        if (row is None or row.holder != lease.holder or row.token != lease.token
+                or row.expires_at is None or row.expires_at <= row.now):
+            raise LeaseLost(f"lease {lease.name!r}: token {lease.token} is no longer current")
+        now: datetime = row.now
+        return now
+
+    # -- clock and waiting ---------------------------------------------------------------
+    def now(self) -> datetime:
+        with self._read("read the clock") as conn:
+            now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
+            return now
+
+    def wait(self, timeout: float) -> bool:
+        raise NotImplementedError
+
+    def notify(self) -> None:
+        raise NotImplementedError
+
+    # -- lease ---------------------------------------------------------------------------
+    def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        with self._write("acquire lease") as txn:
+            conn = txn.conn
+            # A placeholder row (no holder, token 0) makes the first grant token 1 and gives
+            # the row lock below something to lock.
+            conn.execute(
+                self._insert(L).values(name=name, holder=None, token=0)
+                .on_conflict_do_nothing(index_elements=[L.c.name])
+            )
+            row = conn.execute(
+                sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
+                .with_for_update()
+            ).one()
+            now: datetime = row.now
+            if row.holder == holder:
+                token, changed = row.token, False
+            elif row.holder is None or row.expires_at is None or row.expires_at <= now:
+                token, changed = row.token + 1, True
+            else:
+                return None
+            expires = now + ttl
+            conn.execute(
+                sa.update(L).where(L.c.name == name).values(
+                    holder=holder, token=token, expires_at=expires,
+                    acquired_at=now if changed else row.acquired_at,
+                )
+            )
+        return LeaseGrant(name=name, holder=holder, token=token, expires_at=expires,
+                          changed_holder=changed)
+
+    def release(self, grant: LeaseGrant) -> bool:
+        with self._write("release lease") as txn:
+            result = txn.conn.execute(
+                sa.update(L)
+                .where(L.c.name == grant.name, L.c.holder == grant.holder,
+                       L.c.token == grant.token)
+                .values(holder=None, expires_at=None)
+            )
+            released = result.rowcount == 1
+            txn.announce = released
+        return released
+
+    def inspect(self, name: str) -> LeaseInfo | None:
+        with self._read("inspect lease") as conn:
+            row = conn.execute(
+                sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
+            ).one_or_none()
+        if row is None:
+            return None
+        return LeaseInfo(name=row.name, holder=row.holder, token=row.token,
+                         acquired_at=row.acquired_at, expires_at=row.expires_at,
+                         store_now=row.now)
+
+    # -- schedules -----------------------------------------------------------------------
+    def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
+                        next_run_at: datetime | None) -> Schedule:
+        _check_times(next_occurrence_at, next_run_at)
+        values = _spec_values(spec)
+        with self._write("create schedule") as txn:
+            now = self._now_sql()
+            row = txn.conn.execute(
+                self._insert(S).values(
+                    **values, next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
+                    last_occurrence_at=None, total_runs=0, total_missed=0, version=1,
+                    created_at=now, updated_at=now,
+                )
+                .on_conflict_do_nothing(index_elements=[S.c.name])
+                .returning(*S.c)
+            ).one_or_none()
+            if row is None:
+                raise ScheduleConflict(f"a schedule named {spec.name!r} already exists")
+            txn.announce = True
+        return _schedule(row)
+
+    def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
+                         next_run_at: datetime | None,
+                         expected_version: int | None = None) -> Schedule:
+        _check_times(next_occurrence_at, next_run_at)
+        values = _spec_values(spec)
+        del values["name"], values["source"]  # the row's source is kept
+        with self._write("replace schedule") as txn:
+            conn = txn.conn
+            stmt = sa.update(S).where(S.c.name == spec.name)
+            if expected_version is not None:
+                stmt = stmt.where(S.c.version == expected_version)
+            row = conn.execute(
+                stmt.values(**values, next_occurrence_at=next_occurrence_at,
+                            next_run_at=next_run_at, version=S.c.version + 1,
+                            updated_at=self._now_sql())
+                .returning(*S.c)
+            ).one_or_none()
+            if row is None:
+                version = conn.execute(
+                    sa.select(S.c.version).where(S.c.name == spec.name)
+                ).scalar_one_or_none()
+                if version is None:
+                    raise ScheduleNotFound(spec.name)
+                raise ScheduleConflict(
+                    f"schedule {spec.name!r} is at version {version}, "
+                    f"not {expected_version}: reload it and retry"
+                )
+            txn.announce = True
+        return _schedule(row)
+
+    def delete_schedule(self, name: str) -> None:
+        with self._write("delete schedule") as txn:
+            result = txn.conn.execute(sa.delete(S).where(S.c.name == name))
+            if result.rowcount == 0:
+                raise ScheduleNotFound(name)
+            txn.announce = True
+
+    def get_schedule(self, name: str) -> Schedule:
+        with self._read("read schedule") as conn:
+            row = conn.execute(sa.select(S).where(S.c.name == name)).one_or_none()
+        if row is None:
+            raise ScheduleNotFound(name)
+        return _schedule(row)
+
+    def list_schedules(self, *, enabled: bool | None = None,
+                       source: ScheduleSource | None = None, prefix: str | None = None,
+                       limit: int | None = None) -> list[Schedule]:
+        stmt = sa.select(S).order_by(S.c.name)
+        if enabled is not None:
+            stmt = stmt.where(S.c.enabled == enabled)
+        if source is not None:
+            stmt = stmt.where(S.c.source == ScheduleSource(source).value)
+        if prefix:
+            # substr, not LIKE: LIKE ignores case on SQLite and needs escaping.
+            stmt = stmt.where(sa.func.substr(S.c.name, 1, len(prefix)) == prefix)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with self._read("list schedules") as conn:
+            return [_schedule(row) for row in conn.execute(stmt)]
+
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+        for entry in entries:
+            _check_times(entry.next_occurrence_at, entry.next_run_at)
+            _spec_values(entry.spec)  # refuse what cannot be stored before changing anything
+        names = list(dict.fromkeys(e.spec.name for e in entries))
+        with self._write("sync config") as txn:
+            conn = txn.conn
+            now = self._fence(conn, lease)
+            columns = (S.c.name, S.c.spec_hash, S.c.enabled, S.c.source)
+            rows = list(conn.execute(
+                sa.select(*columns).where(S.c.source == ScheduleSource.CONFIG.value)
+                .with_for_update()
+            ))
+            for chunk in self._chunks(names):
+                rows.extend(conn.execute(
+                    sa.select(*columns).where(self._in(S.c.name, chunk)).with_for_update()
+                ))
+            existing = {
+                row.name: StoredSummary(spec_hash=row.spec_hash, enabled=row.enabled,
+                                        source=ScheduleSource(row.source))
+                for row in rows
+            }
+            plan = plan_config_sync(existing, entries)
+            created = self._sync_insert(conn, plan.insert, now)
+            if plan.rewrite:
+                conn.execute(
+                    sa.update(S).where(S.c.name == sa.bindparam("b_name")).values(
+                        version=S.c.version + 1, updated_at=now),
+                    [{**_spec_values(replace(e.spec, source=ScheduleSource.CONFIG),
+                                     key="b_name"),
+                      "next_occurrence_at": e.next_occurrence_at,
+                      "next_run_at": e.next_run_at} for e in plan.rewrite],
+                )
+            for chunk in self._chunks(plan.disable):
+                conn.execute(
+                    sa.update(S).where(self._in(S.c.name, chunk))
+                    .values(enabled=False, version=S.c.version + 1, updated_at=now)
+                )
+        report = plan.report
+        if len(created) != len(report.created):
+            # Created through the API between our read and our insert: left alone.
+            lost = tuple(n for n in report.created if n not in created)
+            report = replace(report, created=tuple(n for n in report.created if n in created),
+                             conflicts=report.conflicts + lost)
+        return report
+
+    def _sync_insert(self, conn: sa.Connection, entries: Sequence[SyncEntry],
+                     now: datetime) -> set[str]:
+        if not entries:
+            return set()
+        rows = [
+            {**_spec_values(replace(e.spec, source=ScheduleSource.CONFIG)),
+             "next_occurrence_at": e.next_occurrence_at, "next_run_at": e.next_run_at,
+             "last_occurrence_at": None, "total_runs": 0, "total_missed": 0, "version": 1,
+             "created_at": now, "updated_at": now}
+            for e in entries
+        ]
+        stmt = (self._insert(S).on_conflict_do_nothing(index_elements=[S.c.name])
+                .returning(S.c.name))
+        return set(conn.execute(stmt, rows).scalars())
+
+    # -- claiming ------------------------------------------------------------------------
+    def due_schedules(self, limit: int) -> DueBatch:
+        now = self._now_sql()
+        due = (
+            sa.select(S)
+            .where(S.c.enabled, S.c.next_run_at <= now)
+            .order_by(S.c.next_run_at, S.c.name)
+            .limit(limit)
+            .subquery("due")
+        )
+        earliest = sa.select(sa.func.min(S.c.next_run_at)).where(S.c.enabled).scalar_subquery()
+        head = sa.select(now.label("store_now"), earliest.label("next_due")).subquery("head")
+        # One round trip: the head row always comes back, joined to the due rows if any.
+        stmt = (
+            sa.select(head, due)
+            .select_from(head.outerjoin(due, sa.true()))
+            .order_by(due.c.next_run_at, due.c.name)
+        )
+        with self._read("read due schedules") as conn:
+            rows = conn.execute(stmt).all()
+        first = rows[0]
+        schedules = tuple(_schedule(row) for row in rows if row.name is not None)
+        return DueBatch(now=first.store_now, schedules=schedules, next_due_at=first.next_due)
+
+    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
+        for claim in claims:
+            _check_times(claim.next_occurrence_at, claim.next_run_at)
+            for occurrence, due in claim.occurrences:
+                _check_times(occurrence, due)
+        with self._write("claim") as txn:
+            conn = txn.conn
+            now = self._fence(conn, lease)
+            if not claims:
+                return ClaimResult(dispatches=())
+            names = list(dict.fromkeys(c.schedule_name for c in claims))
+            rows = {}
+            for chunk in self._chunks(names):
+                for row in conn.execute(
+                    sa.select(S).where(self._in(S.c.name, chunk))
+                    .with_for_update(skip_locked=True)
+                ):
+                    rows[row.name] = row
+            locked = self._locked_elsewhere(conn, [n for n in names if n not in rows])
+            return self._apply_claims(conn, claims, rows, locked, lease.token, now)
+
+    def _locked_elsewhere(self, conn: sa.Connection, missing: Sequence[str]) -> set[str]:
+        """Of the schedules a locking read skipped, those that exist (locked by another
+        transaction, left for a later batch) rather than deleted."""
+        found: set[str] = set()
+        for chunk in self._chunks(missing):
+            found.update(conn.execute(
+                sa.select(S.c.name).where(self._in(S.c.name, chunk))
+            ).scalars())
+        return found
+
+    def _apply_claims(self, conn: sa.Connection, claims: Sequence[PlannedClaim],
+                      rows: dict[str, sa.Row[Any]], locked: set[str], token: int,
+                      now: datetime) -> ClaimResult:
+        versions = {name: row.version for name, row in rows.items()}
+        conflicts: list[str] = []
+        accepted: list[tuple[PlannedClaim, list[Execution]]] = []
+        for claim in claims:
+            name = claim.schedule_name
+            if name in locked:
+                continue
+            if versions.get(name) != claim.version:
+                conflicts.append(name)
+                continue
+            versions[name] = claim.version + 1
+            last = len(claim.occurrences) - 1
+            planned = [
+                Execution(key=idempotency_key(name, occurrence), schedule_name=name,
+                          occurrence_at=occurrence, due_at=due, token=token,
+                          state=ExecutionState.CLAIMED, claimed_at=now, attempts=1,
+                          missed=claim.missed if index == last else 0)
+                for index, (occurrence, due) in enumerate(claim.occurrences)
+            ]
+            accepted.append((claim, planned))
+
+        inserted = self._insert_executions(conn, [e for _, ex in accepted for e in ex])
+        dispatches: list[Dispatch] = []
+        updates: list[dict[str, Any]] = []
+        duplicates = missed = 0
+        specs: dict[str, ScheduleSpec] = {}
+        # Counters as they stand, so a second claim of one schedule builds on the first.
+        totals = {name: (row.total_runs, row.total_missed) for name, row in rows.items()}
+        for claim, planned in accepted:
+            name = claim.schedule_name
+            row = rows[name]
+            spec = specs.get(name) or specs.setdefault(name, _spec(row))
+            runs = 0
+            for execution in planned:
+                if execution.key in inserted:
+                    inserted.discard(execution.key)  # a key twice in one batch runs once
+                    dispatches.append(_dispatch(spec, execution))
+                    runs += 1
+                else:
+                    duplicates += 1
+            total_runs, total_missed = totals[name]
+            totals[name] = (total_runs + runs, total_missed + claim.missed)
+            updates.append({
+                "b_name": name,
+                "b_version": claim.version,
+                "next_occurrence_at": claim.next_occurrence_at,
+                "next_run_at": claim.next_run_at,
+                "last_occurrence_at": (claim.occurrences[-1][0] if claim.occurrences
+                                       else row.last_occurrence_at),
+                "total_runs": total_runs + runs,
+                "total_missed": total_missed + claim.missed,
+                "version": claim.version + 1,
+            })
+            missed += claim.missed
+        if updates:
+            conn.execute(
+                sa.update(S).where(S.c.name == sa.bindparam("b_name"),
+                                   S.c.version == sa.bindparam("b_version")),
+                updates,
+            )
+        return ClaimResult(dispatches=tuple(dispatches), advanced=len(updates),
+                           conflicts=tuple(conflicts), duplicates=duplicates, missed=missed)
+
+    def _insert_executions(self, conn: sa.Connection,
+                           executions: Sequence[Execution]) -> set[str]:
+        """Insert what is new; returns the keys inserted (an existing key inserts nothing)."""
+        if not executions:
+            return set()
+        stmt = (self._insert(E).on_conflict_do_nothing(index_elements=[E.c.key])
+                .returning(E.c.key))
+        return set(conn.execute(stmt, [_execution_values(e) for e in executions]).scalars())
+
+    def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
+        taken: list[Dispatch] = []
+        with self._write("take pending executions") as txn:
+            conn = txn.conn
+            self._fence(conn, lease)
+            while len(taken) < limit:
+                want = limit - len(taken)
+                rows = conn.execute(
+                    sa.select(E, S.c.name.label("s_name"), S.c.task, S.c.args, S.c.kwargs,
+                              S.c.options)
+                    .select_from(E.outerjoin(S, S.c.name == E.c.schedule_name))
+                    .where(_IS_CLAIMED)
+                    .order_by(E.c.claimed_at, E.c.key)
+                    .limit(want)
+                    .with_for_update(skip_locked=True, of=E)
+                ).all()
+                orphans = [row.key for row in rows if row.s_name is None]
+                live = [row for row in rows if row.s_name is not None]
+                for chunk in self._chunks(orphans):
+                    conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
+                                 .values(state=ExecutionState.ABANDONED.value))
+                for chunk in self._chunks([row.key for row in live]):
+                    conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
+                                 .values(attempts=E.c.attempts + 1, token=lease.token))
+                for row in live:
+                    execution = replace(_execution(row), attempts=row.attempts + 1,
+                                        token=lease.token)
+                    taken.append(Dispatch(execution=execution, task=row.task,
+                                          args=tuple(row.args), kwargs=row.kwargs,
+                                          options=row.options))
+                if not orphans or len(rows) < want:
+                    break
+        return taken
+
+    def mark_submitted(self, keys: Sequence[str]) -> int:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return 0
+        changed = 0
+        with self._write("mark submitted") as txn:
+            now = self._now_sql()
+            for chunk in self._chunks(keys):
+                result = txn.conn.execute(
+                    sa.update(E).where(self._in(E.c.key, chunk), _IS_CLAIMED)
+                    .values(state=ExecutionState.SUBMITTED.value, submitted_at=now)
+                )
+                changed += result.rowcount
+        return changed
+
+    def record_failure(self, keys: Sequence[str], error: str) -> None:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return
+        with self._write("record failure") as txn:
+            for chunk in self._chunks(keys):
+                txn.conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
+                                 .values(last_error=error))
+
+    def request_run(self, name: str) -> Execution:
+        with self._write("request run") as txn:
+            conn = txn.conn
+            exists = sa.select(S.c.name).where(S.c.name == name).scalar_subquery()
+            row = conn.execute(sa.select(self._now_sql().label("now"),
+                                         exists.label("found"))).one()
+            if row.found is None:
+                raise ScheduleNotFound(name)
+            now: datetime = row.now
+            execution = Execution(
+                key=manual_key(name, now), schedule_name=name, occurrence_at=now, due_at=now,
+                token=0, state=ExecutionState.CLAIMED, claimed_at=now, attempts=0, manual=True,
+            )
+            if not self._insert_executions(conn, [execution]):
+                raise ScheduleConflict(f"a manual run of {name!r} at {now} already exists")
+            txn.announce = True
+        return execution
+
+    # -- history -------------------------------------------------------------------------
+    def executions(self, *, schedule_name: str | None = None,
+                   limit: int = 50) -> list[Execution]:
+        stmt = sa.select(E).order_by(E.c.occurrence_at.desc(), E.c.key.desc()).limit(limit)
+        if schedule_name is not None:
+            stmt = stmt.where(E.c.schedule_name == schedule_name)
+        with self._read("read executions") as conn:
+            return [_execution(row) for row in conn.execute(stmt)]
+
+    def prune(self, *, before: datetime, limit: int) -> int:
+        before = ensure_aware(before, "before")
+        oldest = (sa.select(E.c.key).where(_NOT_CLAIMED, E.c.claimed_at < before)
+                  .order_by(E.c.claimed_at).limit(limit))
+        with self._write("prune executions") as txn:
+            result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
+            return result.rowcount
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._engine.dispose()
+
+
+# -- rows ⇄ model -------------------------------------------------------------------------
+def _check_times(*values: datetime | None) -> None:
+    for value in values:
+        if value is not None:
+            ensure_aware(value, "instant")
+
+
+def _storable_json(where: str, label: str, value: object) -> Any:
+    """``value`` as it will read back, refusing what JSON (or JSONB) cannot keep faithfully."""
+    problem: str | None = None
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        problem = str(exc)
+    else:
+        if "\\u0000" in text:
+            problem = "contains a NUL character"
+        elif json.loads(text) != value:
+            problem = "a value would not read back unchanged (tuples, non-string keys?)"
+    if problem:
+        raise ConfigurationError([f"{where}: {label} cannot be stored as JSON ({problem})"])
+    return value
+
+
+def _zone_of(trigger: TriggerSpec) -> str | None:
+    for key in ("timezone", "tz", "zone"):
+        value = trigger.params.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
+    """Column values of ``spec``; its name under ``key`` (a bound parameter for updates)."""
+    where = f"schedule {spec.name!r}"
+    return {
+        key: spec.name,
+        "task": spec.task,
+        "args": _storable_json(where, "args", list(spec.args)),
+        "kwargs": _storable_json(where, "kwargs", dict(spec.kwargs)),
+        "options": _storable_json(where, "options", dict(spec.options)),
+        "trigger": _storable_json(where, "trigger", spec.trigger.to_json()),
+        "timezone": _zone_of(spec.trigger),
+        "misfire_policy": spec.misfire_policy.value if spec.misfire_policy else None,
+        "misfire_grace_seconds": spec.misfire_grace,
+        "max_catchup": spec.max_catchup,
+        "offset_seconds": spec.offset,
+        "jitter_seconds": spec.jitter,
+        "enabled": spec.enabled,
+        "source": ScheduleSource(spec.source).value,
+        "spec_hash": spec.spec_hash(),
+    }
+
+
+def _spec(row: Any) -> ScheduleSpec:
+    return ScheduleSpec(
+        name=row.name,
+        task=row.task,
+        trigger=TriggerSpec.from_json(row.trigger),
+        args=tuple(row.args),
+        kwargs=row.kwargs,
+        options=row.options,
+        misfire_policy=MisfirePolicy(row.misfire_policy) if row.misfire_policy else None,
+        misfire_grace=row.misfire_grace_seconds,
+        max_catchup=row.max_catchup,
+        offset=row.offset_seconds,
+        jitter=row.jitter_seconds,
+        enabled=bool(row.enabled),
+        source=ScheduleSource(row.source),
+    )
+
+
+def _schedule(row: Any) -> Schedule:
+    return Schedule(
+        spec=_spec(row),
+        next_occurrence_at=row.next_occurrence_at,
+        next_run_at=row.next_run_at,
+        last_occurrence_at=row.last_occurrence_at,
+        total_runs=row.total_runs,
+        total_missed=row.total_missed,
+        version=row.version,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _execution(row: Any) -> Execution:
+    return Execution(
+        key=row.key,
+        schedule_name=row.schedule_name,
+        occurrence_at=row.occurrence_at,
+        due_at=row.due_at,
+        token=row.token,
+        state=ExecutionState(row.state),
+        claimed_at=row.claimed_at,
+        submitted_at=row.submitted_at,
+        attempts=row.attempts,
+        last_error=row.last_error,
+        missed=row.missed,
+        manual=bool(row.manual),
+    )
+
+
+def _execution_values(execution: Execution) -> dict[str, Any]:
+    return {
+        "key": execution.key,
+        "schedule_name": execution.schedule_name,
+        "occurrence_at": execution.occurrence_at,
+        "due_at": execution.due_at,
+        "token": execution.token,
+        "state": execution.state.value,
+        "claimed_at": execution.claimed_at,
+        "submitted_at": execution.submitted_at,
+        "attempts": execution.attempts,
+        "last_error": execution.last_error,
+        "missed": execution.missed,
+        "manual": execution.manual,
+    }
+
+
+def _dispatch(spec: ScheduleSpec, execution: Execution) -> Dispatch:
+    return Dispatch(execution=execution, task=spec.task, args=spec.args, kwargs=spec.kwargs,
+                    options=spec.options)
+
+
+__all__ = ["SQLStore"]

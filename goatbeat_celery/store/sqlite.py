@@ -1,0 +1,158 @@
+"""The SQLite store: the embedded default for replicas on one host.
+
+Several processes may share the file safely: writes run in ``BEGIN IMMEDIATE`` transactions
+(taking the write lock up front, so two claimers queue instead of deadlocking on an upgrade
+from a read lock), the journal is in WAL mode so readers never block the writer, and a busy
+timeout bounds the wait for the lock. All replicas share the host's clock, so the store's clock
+is an injectable host clock. The schema is created (or brought up to date) on open.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import URL
+
+from goatbeat_celery.core.errors import ConfigurationError, StoreError
+from goatbeat_celery.core.model import UTC, ensure_aware
+from goatbeat_celery.migrations import check_schema, current_revision, head_revision, upgrade
+from goatbeat_celery.store.schema import UTCDateTime
+from goatbeat_celery.store.sql import Insert, SQLStore
+from goatbeat_celery.store.url import normalise_url
+
+Clock = Callable[[], datetime]
+
+#: Execution option marking connections that only read (they BEGIN without taking the lock).
+READ_ONLY = "goatbeat_read_only"
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def create_sqlite_engine(url: str | URL, *, busy_timeout: float = 5.0) -> sa.Engine:
+    """An engine whose transactions take the write lock up front (``BEGIN IMMEDIATE``),
+    unless run with the ``goatbeat_read_only`` execution option."""
+    sa_url = normalise_url(url)
+    database = sa_url.database
+    if not database or database == ":memory:" or database.startswith("file::memory:"):
+        raise ConfigurationError([
+            "database_url: an in-memory SQLite database is private to one connection; use "
+            "sqlite:///path/to/file.db (shared by the processes of one host) or memory:// "
+            "(one process, for tests)"
+        ])
+    engine = sa.create_engine(
+        sa_url,
+        connect_args={"timeout": busy_timeout, "check_same_thread": False},
+    )
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, record: Any) -> None:
+        # Let SQLAlchemy's "begin" event below issue BEGIN; the driver's own transaction
+        # handling would defer it and could not take the write lock up front.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {max(0, round(busy_timeout * 1000))}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        read_only = conn.get_execution_options().get(READ_ONLY, False)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+class _Channel:
+    """Wakes the waiters of one database file in this process."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.generation = 0
+
+
+_channels: dict[str, _Channel] = {}
+_channels_lock = threading.Lock()
+
+
+def _channel(database: str) -> _Channel:
+    key = os.path.realpath(database)
+    with _channels_lock:
+        return _channels.setdefault(key, _Channel())
+
+
+class SQLiteStore(SQLStore):
+    """ScheduleStore and LeaseManager in a SQLite file.
+
+    :meth:`wait` hears the edits made through any store object of this process on the same
+    file; edits made by other processes are seen at the next tick (bounded by
+    ``max_interval``), as SQLite has no notification channel between processes.
+    """
+
+    def __init__(self, url: str | URL, *, clock: Clock | None = None,
+                 create_schema: bool = True, busy_timeout: float = 5.0) -> None:
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) \
+                or busy_timeout <= 0:
+            raise ConfigurationError(
+                [f"busy_timeout: must be a positive number of seconds, got {busy_timeout!r}"],
+                subject="SQLite store options",
+            )
+        engine = create_sqlite_engine(url, busy_timeout=busy_timeout)
+        super().__init__(engine, read_engine=engine.execution_options(**{READ_ONLY: True}))
+        self._clock = clock or system_clock
+        database = engine.url.database
+        assert database is not None
+        self._channel = _channel(database)
+        try:
+            if create_schema:
+                if current_revision(engine) != head_revision():
+                    upgrade(engine)
+            else:
+                check_schema(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+
+    # -- dialect hooks -------------------------------------------------------------------
+    def _now_sql(self) -> sa.ColumnElement[datetime]:
+        return sa.literal(self.now(), UTCDateTime())
+
+    def _insert(self, table: sa.Table) -> Insert:
+        return sqlite.insert(table)
+
+    def _announced(self) -> None:
+        self.notify()
+
+    # -- clock and waiting ---------------------------------------------------------------
+    def now(self) -> datetime:
+        return ensure_aware(self._clock(), "clock()")
+
+    def wait(self, timeout: float) -> bool:
+        if self._closed:
+            raise StoreError("wait: the store is closed")
+        channel = self._channel
+        with channel.changed:
+            seen = channel.generation
+            channel.changed.wait_for(lambda: channel.generation != seen,
+                                     timeout=max(0.0, timeout))
+            return channel.generation != seen
+
+    def notify(self) -> None:
+        channel = self._channel
+        with channel.changed:
+            channel.generation += 1
+            channel.changed.notify_all()
+
+
+__all__ = ["SQLiteStore", "create_sqlite_engine", "system_clock"]
