@@ -1,0 +1,229 @@
+"""The shipped migrations build exactly the schema the stores are written against.
+
+Each test gets a clean database: a fresh PostgreSQL database created (and dropped) for it, or a
+fresh SQLite file. PostgreSQL must be reachable; these tests fail, never skip, without it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.engine import URL
+
+from goatbeat_celery.core.errors import ConfigurationError, SchemaOutOfDate
+from goatbeat_celery.migrations import (
+    MIGRATE_COMMAND,
+    VERSION_TABLE,
+    check_schema,
+    current_revision,
+    downgrade,
+    head_revision,
+    include_object,
+    upgrade,
+)
+from goatbeat_celery.store import open_store
+from goatbeat_celery.store.schema import metadata
+
+GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease"}
+
+
+def _admin(server: URL) -> sa.Engine:
+    return sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+
+
+@pytest.fixture
+def fresh_pg_url(pg_server_url: URL) -> Iterator[str]:
+    """A database created empty for this test and dropped after it."""
+    name = f"goatbeat_mig_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin = _admin(pg_server_url)
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield pg_server_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def fresh_sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'fresh.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh_url(request: pytest.FixtureRequest) -> str:
+    fixture = "fresh_sqlite_url" if request.param == "sqlite" else "fresh_pg_url"
+    url: str = request.getfixturevalue(fixture)
+    return url
+
+
+@pytest.fixture
+def engine(fresh_url: str) -> Iterator[sa.Engine]:
+    engine = sa.create_engine(fresh_url, poolclass=sa.NullPool)
+    yield engine
+    engine.dispose()
+
+
+def differences(engine: sa.Engine) -> list[object]:
+    """What Alembic's autogenerate would change to make the database match the metadata."""
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={
+            "version_table": VERSION_TABLE,
+            "include_object": include_object,
+            "compare_type": True,
+            "compare_server_default": True,
+        })
+        found: list[object] = compare_metadata(context, metadata)
+        return found
+
+
+def table_names(engine: sa.Engine) -> set[str]:
+    return set(sa.inspect(engine).get_table_names())
+
+
+def test_migrated_clean_database_equals_the_metadata(fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(fresh_url)
+    assert table_names(engine) >= GOATBEAT_TABLES
+    assert differences(engine) == []
+
+
+def test_migration_creates_exactly_the_store_tables(fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(fresh_url)
+    assert table_names(engine) == GOATBEAT_TABLES | {VERSION_TABLE}
+
+
+def test_comparison_notices_a_schema_that_drifted(fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(fresh_url)
+    with engine.begin() as connection:
+        connection.execute(sa.text("DROP INDEX ix_goatbeat_schedule_due"))
+    found = differences(engine)
+    assert [diff[0] for diff in found if isinstance(diff, tuple)] == ["add_index"]
+
+
+def test_unmigrated_database_has_no_revision_and_is_refused(engine: sa.Engine) -> None:
+    assert current_revision(engine) is None
+    with pytest.raises(SchemaOutOfDate) as caught:
+        check_schema(engine)
+    message = str(caught.value)
+    assert f"this version needs {head_revision()}" in message
+    assert MIGRATE_COMMAND in message
+
+
+def test_migrated_database_is_at_the_head_revision(fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(fresh_url)
+    assert current_revision(engine) == head_revision()
+    check_schema(engine)  # raises if not
+
+
+def test_upgrading_twice_changes_nothing(fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(fresh_url)
+    upgrade(fresh_url)
+    assert current_revision(engine) == head_revision()
+    assert differences(engine) == []
+
+
+def test_downgrade_to_base_removes_the_tables_and_upgrade_restores_them(
+    fresh_url: str, engine: sa.Engine
+) -> None:
+    upgrade(fresh_url)
+    downgrade(fresh_url, "base")
+    assert table_names(engine) & GOATBEAT_TABLES == set()
+    assert current_revision(engine) is None
+    upgrade(fresh_url)
+    assert differences(engine) == []
+
+
+def test_an_application_alembic_history_is_left_alone(fresh_url: str, engine: sa.Engine) -> None:
+    with engine.begin() as connection:
+        connection.execute(sa.text("CREATE TABLE alembic_version (version_num VARCHAR(32))"))
+        connection.execute(sa.text("INSERT INTO alembic_version VALUES ('app_rev_42')"))
+        connection.execute(sa.text("CREATE TABLE app_orders (id INTEGER PRIMARY KEY)"))
+    upgrade(fresh_url)
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
+            ("app_rev_42",)
+        ]
+    assert {"alembic_version", "app_orders"} <= table_names(engine)
+    assert differences(engine) == []
+
+
+def test_migration_accepts_an_engine_as_well_as_a_url(engine: sa.Engine) -> None:
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+
+
+def test_postgres_store_refuses_an_unmigrated_database(fresh_pg_url: str) -> None:
+    with pytest.raises(SchemaOutOfDate, match="goatbeat migrate"):
+        open_store(fresh_pg_url)
+    probe = sa.create_engine(fresh_pg_url, poolclass=sa.NullPool)
+    try:
+        assert table_names(probe) == set(), "opening must not create the schema implicitly"
+    finally:
+        probe.dispose()
+
+
+def test_postgres_store_creates_the_schema_when_asked(fresh_pg_url: str) -> None:
+    store = open_store(fresh_pg_url, create_schema=True)
+    store.close()
+    probe = sa.create_engine(fresh_pg_url, poolclass=sa.NullPool)
+    try:
+        check_schema(probe)
+        assert differences(probe) == []
+    finally:
+        probe.dispose()
+
+
+def test_sqlite_store_creates_its_schema_on_open(fresh_sqlite_url: str) -> None:
+    store = open_store(fresh_sqlite_url)
+    store.close()
+    probe = sa.create_engine(fresh_sqlite_url, poolclass=sa.NullPool)
+    try:
+        assert current_revision(probe) == head_revision()
+        assert differences(probe) == []
+    finally:
+        probe.dispose()
+
+
+def test_sqlite_store_can_be_told_not_to_create_its_schema(fresh_sqlite_url: str) -> None:
+    with pytest.raises(SchemaOutOfDate):
+        open_store(fresh_sqlite_url, create_schema=False)
+
+
+def test_concurrent_upgrades_of_a_clean_postgres_database_both_succeed(
+    fresh_pg_url: str,
+) -> None:
+    barrier = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def migrate() -> None:
+        barrier.wait()
+        try:
+            upgrade(fresh_pg_url)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=migrate) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    probe = sa.create_engine(fresh_pg_url, poolclass=sa.NullPool)
+    try:
+        assert current_revision(probe) == head_revision()
+    finally:
+        probe.dispose()
+
+
+def test_memory_store_has_no_schema_to_migrate() -> None:
+    with pytest.raises(ConfigurationError, match="database_url"):
+        upgrade("memory://")
