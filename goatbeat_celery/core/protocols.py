@@ -163,6 +163,12 @@ class ScheduleStore(Protocol):
         execution the leader submits with its pending ones. Raises ScheduleNotFound."""
         ...
 
+    def oldest_pending(self) -> Execution | None:
+        """The execution still ``claimed`` (not yet accepted by the broker) that is due
+        earliest, or ``None``. Reads only; status displays show its lag, store-now - ``due_at``.
+        """
+        ...
+
     # -- history -------------------------------------------------------------------------
     def executions(
         self, *, schedule_name: str | None = None, limit: int = 50

@@ -312,6 +312,12 @@ class MemoryStore:
         self.notify()
         return execution
 
+    def oldest_pending(self) -> Execution | None:
+        with self._lock:
+            pending = [e for e in self._executions.values()
+                       if e.state is ExecutionState.CLAIMED]
+        return min(pending, key=lambda e: (e.due_at, e.key), default=None)
+
     # -- history -------------------------------------------------------------------------
     def executions(self, *, schedule_name: str | None = None,
                    limit: int = 50) -> list[Execution]:

@@ -563,6 +563,12 @@ class SQLStore:
             txn.announce = True
         return execution
 
+    def oldest_pending(self) -> Execution | None:
+        stmt = sa.select(E).where(_IS_CLAIMED).order_by(E.c.due_at, E.c.key).limit(1)
+        with self._read("read the oldest pending execution") as conn:
+            row = conn.execute(stmt).one_or_none()
+        return None if row is None else _execution(row)
+
     # -- history -------------------------------------------------------------------------
     def executions(self, *, schedule_name: str | None = None,
                    limit: int = 50) -> list[Execution]:
