@@ -12,6 +12,7 @@ leader sees them at its next wake-up (``goatbeat_max_interval``).
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -81,7 +82,7 @@ class Schedules:
         return self.store.list_schedules(enabled=enabled, source=wanted, prefix=prefix,
                                          limit=limit)
 
-    def history(self, name: str, *, limit: int = 20) -> list[Execution]:
+    def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
         self.store.get_schedule(name)  # a clear ScheduleNotFound for a typo
         return self.store.executions(schedule_name=name, limit=limit)
 
@@ -110,12 +111,13 @@ class Schedules:
 
     def update(self, name: str, *, every: Duration | None = None, cron: str | None = None,
                at: datetime | None = None, timezone: str | None = None,
-               **changes: Any) -> Schedule:
+               enabled: bool | None = None, **changes: Any) -> Schedule:
         """Change some fields of a schedule (the same keywords as :meth:`create`).
 
-        A changed trigger or offset reschedules it from now; other changes keep its next run.
-        The write is a compare-and-set on the version read here: a concurrent edit raises
-        ScheduleConflict instead of being overwritten.
+        A changed trigger or offset reschedules it from now, and so does ``enabled=True`` on a
+        paused schedule (as :meth:`resume`); other changes keep its next run. The write is a
+        compare-and-set on the version read here: a concurrent edit raises ScheduleConflict
+        instead of being overwritten.
         """
         current = self.store.get_schedule(name)
         problems: list[str] = []
@@ -130,13 +132,14 @@ class Schedules:
             trigger = self._trigger_spec(every, cron, at, timezone, problems) or trigger
         fields = {key: getattr(current.spec, key) for key in _SPEC_FIELDS}
         fields.update({k: v for k, v in changes.items() if k in _SPEC_FIELDS})
-        spec = self._spec(problems, name=name, trigger=trigger, enabled=current.spec.enabled,
-                          **fields)
-        if spec.spec_hash() == current.spec.spec_hash():
+        wanted = current.spec.enabled if enabled is None else enabled
+        spec = self._spec(problems, name=name, trigger=trigger, enabled=wanted, **fields)
+        if spec.spec_hash() == current.spec.spec_hash() and wanted == current.spec.enabled:
             return current
-        timing_changed = (spec.trigger != current.spec.trigger
-                          or spec.effective_offset() != current.spec.effective_offset())
-        if timing_changed and spec.enabled:
+        reschedule = (spec.trigger != current.spec.trigger
+                      or spec.effective_offset() != current.spec.effective_offset()
+                      or not current.spec.enabled)
+        if reschedule and spec.enabled:
             occurrence, run = self._first(spec)
         else:
             occurrence, run = current.next_occurrence_at, current.next_run_at
@@ -181,7 +184,7 @@ class Schedules:
         return first_occurrence(trigger, self.store.now(), spec.effective_offset())
 
     def _trigger_spec(self, every: Duration | None, cron: str | None, at: datetime | None,
-                      timezone: str | None, problems: list[str]) -> TriggerSpec | None:
+                      timezone: str | None, problems: builtins.list[str]) -> TriggerSpec | None:
         given = [k for k, v in (("every", every), ("cron", cron), ("at", at)) if v is not None]
         if len(given) != 1:
             problems.append("trigger: give exactly one of every=, cron= or at= "
@@ -199,7 +202,7 @@ class Schedules:
             problems.extend(exc.problems)
             return None
 
-    def _spec(self, problems: list[str], *, trigger: TriggerSpec | None,
+    def _spec(self, problems: builtins.list[str], *, trigger: TriggerSpec | None,
               **values: Any) -> ScheduleSpec:
         policy = values.pop("misfire_policy")
         if policy is not None:
