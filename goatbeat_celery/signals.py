@@ -1,0 +1,86 @@
+"""Signals sent by the goatbeat scheduler, in the manner of :mod:`celery.signals`.
+
+Connect a receiver the usual way::
+
+    from goatbeat_celery import signals
+
+    @signals.occurrence_submitted.connect
+    def on_submitted(sender, record, **kwargs):
+        statsd.timing("beat.lateness", record.lateness.total_seconds())
+
+Every receiver is called with ``signal`` and ``sender`` (the :class:`goatbeat_celery.Scheduler`
+instance) plus the arguments listed below, always by keyword; accept ``**kwargs`` so that
+arguments added later do not break it. Receivers run inline in the scheduling loop, while the
+replica holds the lease: keep them short. An exception raised by a receiver is logged and
+ignored; it never stops the loop.
+
+``lease_acquired``
+    This replica became the leader. ``lease`` (str, the lease name), ``holder`` (str, this
+    replica's identity), ``token`` (int, the new fencing token), ``expires_at`` (aware datetime,
+    by the database clock).
+
+``lease_lost``
+    This replica stopped leading. ``lease``, ``holder``, ``reason`` (str: ``"released"`` on
+    shutdown, or why it was lost: taken by another replica, fencing token refused, store
+    unreachable past the local deadline).
+
+``occurrence_claimed``
+    One occurrence was claimed and is about to be submitted; sent once per occurrence, never
+    for a resubmission. ``key`` (str, the idempotency key and Celery task id), ``schedule_name``
+    (str), ``task`` (str), ``occurrence_at`` (the grid point), ``due_at`` (after the offset),
+    ``claimed_at`` (database clock), ``token`` (int), ``missed`` (int, points skipped by the
+    misfire policy and recorded on this occurrence).
+
+``occurrence_missed``
+    Grid points of a schedule will never run (misfire policy). ``schedule_name`` (str),
+    ``count`` (int).
+
+``occurrence_submitted``
+    The broker accepted one submission attempt. ``key``, ``schedule_name``, ``record``
+    (:class:`~goatbeat_celery.core.observer.OccurrenceRecord`: due, claimed and submitted
+    instants, ``lateness``, ``missed``, ``token``, ``attempt``).
+
+``occurrence_submit_failed``
+    The broker refused one submission attempt; the occurrence stays claimed and is retried under
+    the same key. ``key``, ``schedule_name``, ``error`` (str), ``record`` (as above, with
+    ``submitted_at`` and ``lateness`` None).
+"""
+
+from __future__ import annotations
+
+from celery.utils.dispatch import Signal
+
+__all__ = [
+    "lease_acquired",
+    "lease_lost",
+    "occurrence_claimed",
+    "occurrence_missed",
+    "occurrence_submit_failed",
+    "occurrence_submitted",
+]
+
+lease_acquired = Signal(
+    name="goatbeat_lease_acquired",
+    providing_args={"lease", "holder", "token", "expires_at"},
+)
+lease_lost = Signal(
+    name="goatbeat_lease_lost",
+    providing_args={"lease", "holder", "reason"},
+)
+occurrence_claimed = Signal(
+    name="goatbeat_occurrence_claimed",
+    providing_args={"key", "schedule_name", "task", "occurrence_at", "due_at", "claimed_at",
+                    "token", "missed"},
+)
+occurrence_missed = Signal(
+    name="goatbeat_occurrence_missed",
+    providing_args={"schedule_name", "count"},
+)
+occurrence_submitted = Signal(
+    name="goatbeat_occurrence_submitted",
+    providing_args={"key", "schedule_name", "record"},
+)
+occurrence_submit_failed = Signal(
+    name="goatbeat_occurrence_submit_failed",
+    providing_args={"key", "schedule_name", "error", "record"},
+)
