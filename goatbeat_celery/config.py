@@ -16,7 +16,7 @@ from typing import Any
 
 from celery import schedules as celery_schedules
 
-from goatbeat_celery import cron
+from goatbeat_celery import cron, metrics, observability
 from goatbeat_celery import schedules as generic
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import (
@@ -38,7 +38,8 @@ _ENGINE_KEYS = (
     "max_catchup", "batch_size", "max_interval", "retention", "prune_batch", "retry_backoff",
     "retry_backoff_max",
 )
-_OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port")
+_OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port",
+             "occurrence_hook")
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 _GOATBEAT_ENTRY_KEYS = {
     "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
@@ -54,6 +55,7 @@ class GoatbeatConfig:
     allowed_tasks: tuple[str, ...] = ()
     statement_timeout: float = 5.0
     metrics_port: int | None = None
+    occurrence_hook: observability.OccurrenceHook | None = None
 
     def task_allowed(self, task: str) -> bool:
         """Whether an API-created schedule may send ``task`` (all tasks when no list is set)."""
@@ -158,9 +160,15 @@ def read_settings(conf: Mapping[str, Any], problems: list[str]) -> GoatbeatConfi
                              or not 0 <= port <= 65535):
         problems.append(f"{PREFIX}metrics_port: expected a TCP port number, got {port!r}")
         port = None
+    if port is not None:
+        problems.extend(metrics.client_problems())
+
+    hook = observability.load_hook(conf.get(PREFIX + "occurrence_hook"),
+                                   PREFIX + "occurrence_hook", problems)
 
     return GoatbeatConfig(database_url=url, engine=engine, allowed_tasks=tuple(allowed),
-                          statement_timeout=statement_timeout, metrics_port=port)
+                          statement_timeout=statement_timeout, metrics_port=port,
+                          occurrence_hook=hook)
 
 
 def entry_to_spec(
