@@ -12,6 +12,7 @@ from celery import beat
 from celery.schedules import crontab
 
 from goatbeat_celery import config as config_module
+from goatbeat_celery import observability
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.model import ScheduleSpec
@@ -39,6 +40,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
 
     def __init__(self, app: Any, *args: Any, lazy: bool = False, **kwargs: Any) -> None:
         self._engine: Engine | None = None
+        self._observability: observability.Observability | None = None
         self._closed = False
         try:
             self.goatbeat = config_module.load(app)
@@ -58,6 +60,13 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         except GoatbeatError as exc:
             logger.critical("goatbeat cannot open %s: %s", mask_url(config.database_url), exc)
             raise SystemExit(f"goatbeat: {exc}") from exc
+        try:
+            # Only the real (non-lazy) instance gets here: it alone serves metrics.
+            self._observability = observability.start(self, config)
+        except GoatbeatError as exc:
+            store.close()
+            logger.critical("%s", exc)
+            raise SystemExit(f"goatbeat: {exc}") from exc
         holder = new_holder_id()
         self._engine = Engine(
             store=store,
@@ -68,6 +77,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             triggers=loaded.triggers,
             config_schedules=(*loaded.schedules, *self._default_entries(loaded.schedules)),
             task_allowed=config.task_allowed,
+            observer=self._observability.observer,
         )
         logger.info("goatbeat: replica %s on %s, lease %r", holder,
                     mask_url(config.database_url), config.engine.lease_name,
@@ -89,6 +99,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         if engine is not None:
             engine.close()
             engine.store.close()
+        watch, self._observability = self._observability, None
+        if watch is not None:
+            watch.close()  # after engine.close(): the release still reaches the observers
         super().close()
 
     def sync(self) -> None:
