@@ -24,18 +24,14 @@ from typing import Protocol
 import pytest
 
 from goatbeat_celery.core.model import UTC
-from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
-from goatbeat_celery.store import open_store
+from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.store import Store, open_store
 
 #: Where injected clocks start: an arbitrary instant, off every grid a test uses, with
 #: microseconds so that stores must keep them.
 CLOCK_START = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 #: How much later than asked a database clock may be reached before a test gives up.
 CLOCK_SLACK = 10.0
-
-
-class Store(ScheduleStore, LeaseManager, Protocol):
-    """What ``open_store`` returns: a schedule store that is also the lease manager."""
 
 
 class StoreClock(Protocol):
