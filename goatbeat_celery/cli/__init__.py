@@ -1,0 +1,29 @@
+"""``celery -A proj goatbeat …``: the operator's commands.
+
+Installed through Celery's ``celery.commands`` entry point, so each command runs with the app
+given by ``-A`` and reads goatbeat's settings (``goatbeat_database_url``, …) from its
+``app.conf``::
+
+    celery -A proj goatbeat status              # who leads, until when (database clock), lag
+    celery -A proj goatbeat list --enabled       # schedules with their next and last runs
+    celery -A proj goatbeat add report proj.tasks.report --cron "0 7 * * mon-fri" \\
+        --timezone Europe/Paris
+    celery -A proj goatbeat edit report --queue reports
+    celery -A proj goatbeat run-now report       # an extra run, sent by the leader
+    celery -A proj goatbeat history report
+    celery -A proj goatbeat migrate              # bring the schema to this version
+    celery -A proj goatbeat check                # settings, beat_schedule, database, schema
+
+Tables are for people; ``--json`` gives scripts the same data, instants in ISO-8601 UTC.
+Database URLs are always shown with the password masked. Invalid input changes nothing and
+exits non-zero with every problem listed.
+
+Celery imports every command plug-in on each ``celery`` invocation (worker included), so the
+database and migration modules are imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+from goatbeat_celery.cli.commands import goatbeat
+
+__all__ = ["goatbeat"]

@@ -1,0 +1,143 @@
+"""``goatbeat check``: what a replica needs before it starts, each check reported on its own.
+
+The settings and ``beat_schedule`` are validated as beat would validate them, the database is
+reached with the configured URL, and its schema revision is compared with this version's.
+Nothing is written: a SQLite file that does not exist is reported, not created.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from goatbeat_celery.cli.views import human_duration
+from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
+
+
+class Outcome(str, enum.Enum):
+    OK = "ok"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One check's result; ``detail`` says what was found, or what is wrong and how to fix it."""
+
+    name: str
+    outcome: Outcome
+    detail: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.outcome is Outcome.OK,
+                "status": self.outcome.value, "detail": self.detail}
+
+
+def run_checks(app: Any) -> list[Check]:
+    """Every check, in order; later ones are skipped when what they need has failed."""
+    from goatbeat_celery import config as config_module
+    from goatbeat_celery.store import mask_url
+
+    checks: list[Check] = []
+    config: Any = None
+    try:
+        config = config_module.load(app, with_schedules=False).config
+        engine = config.engine
+        checks.append(Check(name="settings", outcome=Outcome.OK, detail=(
+            f"database {mask_url(config.database_url)}; lease {engine.lease_name!r} "
+            f"(ttl {human_duration(engine.ttl)}, renewed every "
+            f"{human_duration(engine.renew_interval)}); misfire {engine.policy.value} "
+            f"(grace {human_duration(engine.grace)})"
+        )))
+    except ConfigurationError as exc:
+        checks.append(Check(name="settings", outcome=Outcome.FAIL, detail=_listed(exc.problems)))
+    checks.append(_beat_schedule(app))
+    if config is None:
+        reason = "the settings are invalid"
+        checks.append(Check(name="database", outcome=Outcome.SKIP, detail=reason))
+        checks.append(Check(name="schema", outcome=Outcome.SKIP, detail=reason))
+    else:
+        checks.extend(_database(config.database_url))
+    return checks
+
+
+def _beat_schedule(app: Any) -> Check:
+    from goatbeat_celery import config as config_module
+
+    try:
+        loaded = config_module.load(app)
+    except ConfigurationError as exc:
+        entries = [p for p in exc.problems if p.startswith("beat_schedule")]
+        if entries:
+            return Check(name="beat_schedule", outcome=Outcome.FAIL, detail=_listed(entries))
+        count = len(app.conf.beat_schedule or {})
+    else:
+        count = len(loaded.schedules)
+    noun = "entry" if count == 1 else "entries"
+    return Check(name="beat_schedule", outcome=Outcome.OK, detail=f"{count} valid {noun}")
+
+
+def _database(url: str) -> list[Check]:
+    from goatbeat_celery.migrations import check_schema, current_revision, head_revision
+    from goatbeat_celery.store import mask_url, migration_engine
+    from goatbeat_celery.store.url import Backend, backend_of
+
+    unreachable = Check(name="schema", outcome=Outcome.SKIP,
+                        detail="the database cannot be reached")
+    try:
+        backend = backend_of(url)
+    except ConfigurationError as exc:
+        return [Check(name="database", outcome=Outcome.FAIL, detail=_listed(exc.problems)),
+                unreachable]
+    if backend is Backend.MEMORY:
+        return [Check(name="database", outcome=Outcome.FAIL, detail=(
+            "memory:// keeps schedules inside one process, where neither beat replicas nor "
+            "these commands can share them: set goatbeat_database_url to postgresql://… "
+            "(or sqlite:///path on one host)")), unreachable]
+    if backend is Backend.SQLITE:
+        missing = _missing_sqlite_file(url)
+        if missing is not None:
+            return [Check(name="database", outcome=Outcome.FAIL, detail=(
+                f"SQLite file {missing} does not exist (relative paths start from the "
+                "working directory): check goatbeat_database_url, or create it with "
+                "`celery -A proj goatbeat migrate`")), unreachable]
+    try:
+        engine = migration_engine(url)
+    except ConfigurationError as exc:
+        return [Check(name="database", outcome=Outcome.FAIL, detail=_listed(exc.problems)),
+                unreachable]
+    try:
+        try:
+            current = current_revision(engine)
+        except GoatbeatError as exc:
+            return [Check(name="database", outcome=Outcome.FAIL, detail=str(exc)), unreachable]
+        reached = Check(name="database", outcome=Outcome.OK,
+                        detail=f"{mask_url(url)} reachable")
+        try:
+            check_schema(engine)
+        except GoatbeatError as exc:  # SchemaOutOfDate names the command that fixes it
+            return [reached, Check(name="schema", outcome=Outcome.FAIL, detail=str(exc))]
+        return [reached, Check(name="schema", outcome=Outcome.OK,
+                               detail=f"at revision {current} (head {head_revision()})")]
+    finally:
+        engine.dispose()
+
+
+def _missing_sqlite_file(url: str) -> str | None:
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return None if Path(database).exists() else database
+
+
+def _listed(problems: Sequence[str]) -> str:
+    return "\n".join(f"- {problem}" for problem in problems)
+
+
+def failed(checks: Sequence[Check]) -> list[Check]:
+    return [check for check in checks if check.outcome is Outcome.FAIL]

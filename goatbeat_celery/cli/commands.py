@@ -1,0 +1,625 @@
+"""The ``goatbeat`` command group and its commands (see the package docstring for a tour)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import click
+from celery.bin.base import CeleryCommand
+
+from goatbeat_celery.cli import checks as checks_module
+from goatbeat_celery.cli import views
+from goatbeat_celery.core.errors import (
+    ConfigurationError,
+    GoatbeatError,
+    ScheduleConflict,
+    ScheduleNotFound,
+    StoreUnavailable,
+)
+from goatbeat_celery.core.model import MisfirePolicy, Schedule, ScheduleSource
+from goatbeat_celery.core.protocols import LeaseManager
+
+if TYPE_CHECKING:
+    from goatbeat_celery.api import Schedules
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Exit status for a database that cannot be reached, as Celery's own commands use for a broker.
+EX_UNAVAILABLE = 69
+LIST_COMMAND = "celery -A proj goatbeat list"
+
+#: Leading field names in goatbeat's problem messages → the option an operator typed.
+_OPTION_OF = {
+    "every": "--every",
+    "cron expression": "--cron",
+    "timezone": "--timezone",
+    "at": "--at",
+    "misfire_policy": "--misfire-policy",
+    "misfire_grace": "--misfire-grace",
+    "max_catchup": "--max-catchup",
+    "offset": "--offset",
+    "jitter": "--jitter",
+    "task": "TASK",
+}
+
+
+class CommandError(click.ClickException):
+    """A failure reported to the operator as one message and a non-zero exit status."""
+
+
+class DatabaseUnavailable(CommandError):
+    exit_code = EX_UNAVAILABLE
+
+
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[Any, Any]
+else:  # older click releases cannot subscript ParamType at runtime
+    _ParamType = click.ParamType
+
+
+# -- plumbing -------------------------------------------------------------------------------
+#: Field names that read unambiguously as options wherever they appear in a problem.
+_FIELD_WORDS = re.compile(r"\b(offset|jitter|misfire_policy|misfire_grace|max_catchup)\b")
+
+
+def _option_names(problem: str) -> str:
+    """``"timezone: unknown zone…"`` → ``"--timezone: unknown zone…"``; the schedule's own
+    name prefix is dropped (the error's subject already names it)."""
+    field, sep, rest = problem.partition(": ")
+    if sep and field in _OPTION_OF:
+        return f"{_OPTION_OF[field]}: {rest}"
+    if sep and field.startswith("schedule "):
+        problem = rest
+        if problem.startswith("task "):
+            problem = "TASK " + problem[len("task "):]
+    return _FIELD_WORDS.sub(lambda m: _OPTION_OF[m.group(1)], problem)
+
+
+@contextmanager
+def reported(*, as_options: bool = False) -> Iterator[None]:
+    """goatbeat's errors as click errors: a clear message and a non-zero exit status.
+
+    With ``as_options``, problems about schedule fields name the command-line options instead.
+    """
+    try:
+        yield
+    except ScheduleNotFound as exc:
+        raise CommandError(f"{exc}; `{LIST_COMMAND}` shows the schedules") from exc
+    except ConfigurationError as exc:
+        problems = [_option_names(p) for p in exc.problems] if as_options else exc.problems
+        raise CommandError(str(ConfigurationError(problems, subject=exc.subject))) from exc
+    except ScheduleConflict as exc:
+        raise CommandError(str(exc)) from exc
+    except StoreUnavailable as exc:
+        raise DatabaseUnavailable(str(exc)) from exc
+    except GoatbeatError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def celery_app(ctx: click.Context) -> Any:
+    """The app Celery's top-level command loaded from ``-A``."""
+    app = getattr(ctx.obj, "app", None)
+    if app is None:
+        raise click.UsageError("run these commands through Celery: celery -A proj goatbeat …")
+    return app
+
+
+@contextmanager
+def opened(ctx: click.Context) -> Iterator[Schedules]:
+    """The app's schedules on the database its settings name, closed afterwards."""
+    from goatbeat_celery import config as config_module
+    from goatbeat_celery.api import Schedules
+    from goatbeat_celery.store.url import Backend, backend_of
+
+    app = celery_app(ctx)
+    with reported():
+        url = config_module.load(app, with_schedules=False).config.database_url
+        if backend_of(url) is Backend.MEMORY:
+            raise CommandError(
+                "goatbeat_database_url is memory://, which lives inside one process: these "
+                "commands cannot see beat's schedules; use postgresql://… (or sqlite:///path)"
+            )
+        schedules = Schedules.from_app(app)
+        try:
+            yield schedules
+        finally:
+            schedules.close()
+
+
+def lease_manager(schedules: Schedules) -> LeaseManager:
+    # open_store returns one object that is both the schedule store and the lease manager.
+    return cast(LeaseManager, schedules.store)
+
+
+def masked_url(schedules: Schedules) -> str:
+    from goatbeat_celery.store import mask_url
+
+    return mask_url(schedules.config.database_url)
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print a JSON document (instants in ISO-8601 UTC) for scripts.")(f)
+
+
+def emit(data: Any) -> None:
+    click.echo(views.document(data))
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def warn_config_source(schedule: Schedule, consequence: str) -> None:
+    if schedule.spec.source is ScheduleSource.CONFIG:
+        warn(f"{schedule.name!r} comes from beat_schedule: the next config sync (when a replica "
+             f"becomes leader) {consequence}; change beat_schedule to make it last")
+
+
+def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
+                  headline: str | None = None) -> None:
+    defaults = schedules.config.engine
+    if as_json:
+        emit(views.schedule_json(schedule, defaults))
+        return
+    if headline:
+        click.echo(headline)
+    with reported():
+        now = schedules.store.now()
+    click.echo(views.fields(views.schedule_fields(schedule, defaults, now)))
+
+
+# -- option types ---------------------------------------------------------------------------
+class JSONParam(_ParamType):
+    """A JSON array or object given on the command line."""
+
+    def __init__(self, expected: type[list[Any]] | type[dict[str, Any]], example: str) -> None:
+        self.expected = expected
+        self.example = example
+        self.name = "json " + ("array" if expected is list else "object")
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as exc:
+            self.fail(f"{value!r} is not valid JSON ({exc.msg} at column {exc.colno}); "
+                      f"give a {self.name} such as {self.example}", param, ctx)
+        if not isinstance(parsed, self.expected):
+            self.fail(f"expected a {self.name} such as {self.example}, got "
+                      f"{type(parsed).__name__} {value!r}", param, ctx)
+        return parsed
+
+
+class InstantParam(_ParamType):
+    """An ISO-8601 instant with its zone (``Z`` allowed); naive times are refused."""
+
+    name = "instant"
+    example = "2026-12-24T18:00:00+01:00"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, datetime):
+            return value
+        text = str(value).strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO-8601 instant; give e.g. {self.example}",
+                      param, ctx)
+        if parsed.tzinfo is None or parsed.utcoffset() is None:
+            self.fail(f"{value!r} has no zone; add its offset, e.g. {text}+00:00 (or {text}Z "
+                      "for UTC)", param, ctx)
+        return parsed
+
+
+_POLICIES = [p.value for p in MisfirePolicy]
+DEFAULT_POLICY = "default"
+
+
+def spec_options(*, editing: bool) -> Callable[[F], F]:
+    """The options ``add`` and ``edit`` share; ``edit`` changes only those given."""
+    policies = [*_POLICIES, DEFAULT_POLICY] if editing else _POLICIES
+    options = [
+        click.option("--every", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+                     help="Run every SECONDS on a fixed grid counted from the Unix epoch."),
+        click.option("--cron", metavar="EXPR",
+                     help='Run on a 5-field cron expression, e.g. "0 7 * * mon-fri".'),
+        click.option("--timezone", metavar="ZONE",
+                     help="IANA zone the --cron expression is read in (default: the app's "
+                          "timezone)."),
+        click.option("--at", type=InstantParam(), metavar="ISO",
+                     help=f"Run once at this instant, with its zone, e.g. {InstantParam.example}."),
+        click.option("--args", type=JSONParam(list, '\'[1, "a"]\''), metavar="JSON",
+                     help="Positional arguments, a JSON array."),
+        click.option("--kwargs", type=JSONParam(dict, '\'{"key": 1}\''), metavar="JSON",
+                     help="Keyword arguments, a JSON object."),
+        click.option("--queue", metavar="NAME",
+                     help="Celery queue to send to" + (" (\"\" for the default)." if editing
+                                                       else ".")),
+        click.option("--misfire-policy", type=click.Choice(policies),
+                     help="Late occurrences: latest runs one for the backlog, all runs each "
+                          "(up to --max-catchup), skip runs none"
+                          + ("; default follows goatbeat_misfire_policy." if editing else ".")),
+        click.option("--misfire-grace", type=click.FloatRange(min=0), metavar="SECONDS",
+                     help="An occurrence later than this is missed."),
+        click.option("--max-catchup", type=click.IntRange(min=1), metavar="N",
+                     help="Most missed occurrences the all policy runs."),
+        click.option("--offset", type=click.FloatRange(min=0), metavar="SECONDS",
+                     help="Shift every occurrence by SECONDS (shorter than the interval)."),
+        click.option("--jitter", type=click.FloatRange(min=0), metavar="SECONDS",
+                     help="Shift every occurrence by a stable amount below SECONDS, derived "
+                          "from the name."),
+    ]
+    if editing:
+        options.insert(0, click.option("--task", metavar="TASK", help="Task to send."))
+        options.append(click.option("--paused/--enabled", "paused", default=None,
+                                    help="Pause the schedule, or run it again."))
+    else:
+        options.append(click.option("--paused", is_flag=True,
+                                    help="Store it paused; `resume` starts it."))
+
+    def apply(f: F) -> F:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
+def trigger_choice(given: Mapping[str, Any], *, required: bool,
+                   current: Schedule | None = None) -> dict[str, Any]:
+    """The trigger keywords for the API, after checking the options make one trigger."""
+    chosen = [f"--{key}" for key in ("every", "cron", "at") if given.get(key) is not None]
+    if len(chosen) > 1 or (required and not chosen):
+        raise click.UsageError("give exactly one of --every SECONDS, --cron EXPR or --at ISO "
+                               f"(got {', '.join(chosen) or 'none'})")
+    if given.get("timezone") is not None and given.get("cron") is None:
+        cron_now = current is not None and current.spec.trigger.kind == "cron"
+        if not cron_now:
+            raise click.UsageError("--timezone applies to cron schedules: give --cron EXPR "
+                                   "with it")
+    return {key: given[key] for key in ("every", "cron", "at", "timezone")
+            if given.get(key) is not None}
+
+
+def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str, Any]:
+    """The non-trigger fields the options set, as API keywords."""
+    changes: dict[str, Any] = {}
+    if given.get("task") is not None:
+        changes["task"] = given["task"]
+    if given.get("args") is not None:
+        changes["args"] = tuple(given["args"])
+    if given.get("kwargs") is not None:
+        changes["kwargs"] = dict(given["kwargs"])
+    if given.get("queue") is not None:
+        options = dict(current.spec.options) if current is not None else {}
+        if given["queue"]:
+            options["queue"] = given["queue"]
+        else:
+            options.pop("queue", None)
+        changes["options"] = options
+    policy = given.get("misfire_policy")
+    if policy is not None:
+        changes["misfire_policy"] = None if policy == DEFAULT_POLICY else policy
+    for key in ("misfire_grace", "max_catchup"):
+        if given.get(key) is not None:
+            changes[key] = given[key]
+    # An offset replaces a jitter and the other way round (a schedule has one shift).
+    if given.get("offset") is not None:
+        changes["offset"] = given["offset"]
+        if given.get("jitter") is None:
+            changes["jitter"] = None
+    if given.get("jitter") is not None:
+        changes["jitter"] = given["jitter"]
+        if given.get("offset") is None:
+            changes["offset"] = None
+    return changes
+
+
+# -- the group ------------------------------------------------------------------------------
+@click.group(name="goatbeat")
+@click.pass_context
+def goatbeat(ctx: click.Context) -> None:
+    """goatbeat: schedules, lease and database schema of goatbeat_celery.
+
+    Settings (goatbeat_database_url, …) are read from the app given with -A.
+    """
+
+
+@goatbeat.command(cls=CeleryCommand)
+@json_option
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Who leads (lease holder, token, expiry by the database clock) and submission lag."""
+    with opened(ctx) as schedules, reported():
+        lease_name = schedules.config.engine.lease_name
+        info = lease_manager(schedules).inspect(lease_name)
+        store = schedules.store
+        pending = store.oldest_pending()
+        now = store.now()
+        next_due = store.due_schedules(1).next_due_at
+        url = masked_url(schedules)
+    lag = None if pending is None else (now - pending.due_at).total_seconds()
+    lease = views.lease_json(lease_name, info)
+    if as_json:
+        emit({
+            "database": url,
+            "now": views.iso(now),
+            "lease": lease,
+            "pending": None if pending is None else {
+                "key": pending.key, "schedule": pending.schedule_name,
+                "due_at": views.iso(pending.due_at), "attempts": pending.attempts,
+                "lag_seconds": lag,
+            },
+            "next_due_at": views.iso(next_due),
+        })
+        return
+    expiry = views.NONE
+    if info is not None and info.expires_at is not None:
+        expiry = views.relative(info.expires_at, info.store_now)
+        if not info.held:
+            expiry += " expired"
+    pairs = [
+        ("database", url),
+        ("database clock", views.when(now)),
+        ("lease", lease_name),
+        ("held", "yes" if lease["held"] else "no"),
+        ("holder", lease["holder"] or views.NONE),
+        ("token", str(lease["token"])),
+        ("acquired", views.when(None if info is None else info.acquired_at)),
+        ("expires", expiry),
+        ("oldest pending", views.NONE if pending is None else
+         f"{pending.key} due {views.when(pending.due_at)}, "
+         f"{views.human_seconds(lag or 0.0)} late, {pending.attempts} attempt(s)"),
+        ("next due", views.relative(next_due, now)),
+    ]
+    if info is None:
+        pairs[3] = ("held", "no (no replica has taken this lease yet)")
+    click.echo(views.fields(pairs))
+
+
+@goatbeat.command(name="list", cls=CeleryCommand)
+@click.option("--enabled/--disabled", "enabled", default=None,
+              help="Only running (--enabled) or paused (--disabled) schedules.")
+@click.option("--source", type=click.Choice([s.value for s in ScheduleSource]),
+              help="Only schedules from beat_schedule (config) or created here or in code (api).")
+@click.option("--prefix", metavar="TEXT", help="Only names starting with TEXT.")
+@json_option
+@click.pass_context
+def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: str | None,
+          as_json: bool) -> None:
+    """The schedules, with trigger, zone, next and last run, state, source and policy."""
+    with opened(ctx) as schedules, reported():
+        found = schedules.list(enabled=enabled, source=source, prefix=prefix)
+    defaults = schedules.config.engine
+    if as_json:
+        emit([views.schedule_json(s, defaults) for s in found])
+    elif not found:
+        click.echo("no schedules match" if any(v is not None for v in (enabled, source, prefix))
+                   else "no schedules yet")
+    else:
+        click.echo(views.table(views.SCHEDULE_COLUMNS,
+                               [views.schedule_row(s, defaults) for s in found]))
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@json_option
+@click.pass_context
+def show(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Every detail of schedule NAME."""
+    with opened(ctx) as schedules, reported():
+        show_schedule(schedules, schedules.get(name), as_json)
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@click.argument("task")
+@spec_options(editing=False)
+@json_option
+@click.pass_context
+def add(ctx: click.Context, /, name: str, task: str, paused: bool, as_json: bool,
+        **given: Any) -> None:
+    """Store a new schedule NAME sending TASK (give one of --every, --cron or --at)."""
+    trigger = trigger_choice(given, required=True)
+    with opened(ctx) as schedules:
+        with reported(as_options=True):
+            try:
+                schedule = schedules.create(name, task, enabled=not paused, **trigger,
+                                            **spec_changes(given, None))
+            except ScheduleConflict as exc:
+                raise CommandError(f"{exc}; change it with `edit`") from exc
+        show_schedule(schedules, schedule, as_json, headline=f"added {name!r}")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@spec_options(editing=True)
+@json_option
+@click.pass_context
+def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
+         **given: Any) -> None:
+    """Change schedule NAME: only the options given change.
+
+    A new trigger, offset or jitter reschedules it from now; other changes keep its next run.
+    """
+    if paused is None and all(value is None for value in given.values()):
+        raise click.UsageError("nothing to change: give at least one option (see --help)")
+    with opened(ctx) as schedules:
+        with reported(as_options=True):
+            current = schedules.get(name)
+            trigger = trigger_choice(given, required=False, current=current)
+            changes = spec_changes(given, current)
+            enabled = None if paused is None else not paused
+            schedule = schedules.update(name, enabled=enabled, **trigger, **changes)
+        if schedule.version != current.version:
+            warn_config_source(schedule, "puts back the configured version")
+        show_schedule(schedules, schedule, as_json, headline=f"edited {name!r}")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@json_option
+@click.pass_context
+def pause(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Stop schedule NAME from running (its history stays)."""
+    with opened(ctx) as schedules:
+        with reported():
+            schedule = schedules.pause(name)
+        warn_config_source(schedule, "enables it again (set its goatbeat.enabled to False)")
+        show_schedule(schedules, schedule, as_json, headline=f"paused {name!r}")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@json_option
+@click.pass_context
+def resume(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Run paused schedule NAME again from its next occurrence (no backlog)."""
+    with opened(ctx) as schedules:
+        with reported():
+            schedule = schedules.resume(name)
+        show_schedule(schedules, schedule, as_json, headline=f"resumed {name!r}")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_context
+def remove(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
+    """Delete schedule NAME; its executions stay as history."""
+    with opened(ctx) as schedules:
+        with reported():
+            schedule = schedules.get(name)
+        if not yes:
+            click.confirm(f"Remove schedule {name!r} "
+                          f"({views.describe_trigger(schedule.spec.trigger)}, "
+                          f"{schedule.spec.task})?", abort=True, err=True)
+        with reported():
+            schedules.delete(name)
+        warn_config_source(schedule, "creates it again")
+    if as_json:
+        emit({"removed": name})
+    else:
+        click.echo(f"removed {name!r}")
+
+
+@goatbeat.command(name="run-now", cls=CeleryCommand)
+@click.argument("name")
+@json_option
+@click.pass_context
+def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Queue an extra run of NAME under its own key; the leader sends it."""
+    with opened(ctx) as schedules, reported():
+        execution = schedules.run_now(name)
+        lease_name = schedules.config.engine.lease_name
+        info = lease_manager(schedules).inspect(lease_name)
+    if info is None or not info.held:
+        warn(f"no replica holds lease {lease_name!r} right now: the run is sent when one "
+             "becomes leader")
+    if as_json:
+        emit(views.execution_json(execution))
+    else:
+        click.echo(f"queued {execution.key!r}; the leader sends it with task id {execution.key}")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="How many executions, newest first.")
+@json_option
+@click.pass_context
+def history(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
+    """Recent executions of NAME, newest first; lateness = submitted - due."""
+    with opened(ctx) as schedules, reported():
+        executions = schedules.history(name, limit=limit)
+    if as_json:
+        emit([views.execution_json(e) for e in executions])
+    elif not executions:
+        click.echo(f"no executions of {name!r} yet")
+    else:
+        click.echo(views.table(views.EXECUTION_COLUMNS,
+                               [views.execution_row(e) for e in executions]))
+
+
+@goatbeat.command(cls=CeleryCommand)
+@json_option
+@click.pass_context
+def migrate(ctx: click.Context, as_json: bool) -> None:
+    """Create or upgrade goatbeat's tables to this version's schema (Alembic, to head)."""
+    from goatbeat_celery import config as config_module
+    from goatbeat_celery.migrations import (
+        alembic_config,
+        current_revision,
+        head_revision,
+        upgrade,
+    )
+    from goatbeat_celery.store import mask_url, migration_engine
+
+    app = celery_app(ctx)
+    with reported():
+        url = config_module.load(app, with_schedules=False).config.database_url
+        engine = migration_engine(url)
+        try:
+            before = current_revision(engine)
+            head = head_revision()
+            if before is not None and before not in _known_revisions(alembic_config()):
+                raise CommandError(
+                    f"the database is at revision {before}, which this version of "
+                    f"goatbeat_celery does not know (its newest is {head}): it was migrated by "
+                    "a newer version; upgrade goatbeat_celery instead")
+            upgrade(engine)
+            after = current_revision(engine)
+        finally:
+            engine.dispose()
+    shown = mask_url(url)
+    if as_json:
+        emit({"database": shown, "from": before, "to": after, "head": head,
+              "upgraded": before != after})
+    elif before == after:
+        click.echo(f"{shown}: already at revision {after} (head); nothing to do")
+    else:
+        click.echo(f"{shown}: upgraded from {before or 'base (no tables)'} to {after} (head)")
+
+
+def _known_revisions(config: Any) -> set[str]:
+    from alembic.script import ScriptDirectory
+
+    return {str(rev.revision) for rev in ScriptDirectory.from_config(config).walk_revisions()}
+
+
+@goatbeat.command(cls=CeleryCommand)
+@json_option
+@click.pass_context
+def check(ctx: click.Context, as_json: bool) -> None:
+    """Check settings, beat_schedule, the database connection and the schema revision.
+
+    Exits non-zero when any check fails.
+    """
+    results = checks_module.run_checks(celery_app(ctx))
+    failures = checks_module.failed(results)
+    if as_json:
+        emit({"ok": not failures, "checks": [c.as_json() for c in results]})
+    else:
+        width = max(len(c.name) for c in results)
+        for result in results:
+            label = {"fail": "FAIL"}.get(result.outcome.value, result.outcome.value)
+            first, *rest = result.detail.splitlines() or [""]
+            click.echo(f"{label:<4}  {result.name:<{width}}  {first}")
+            for line in rest:
+                click.echo(f"{'':<4}  {'':<{width}}  {line}")
+        click.echo("all checks passed" if not failures else
+                   f"{len(failures)} check(s) failed")
+    if failures:
+        ctx.exit(1)
