@@ -1,0 +1,169 @@
+"""Run ``celery -A <app> goatbeat …`` as an operator would, against PostgreSQL.
+
+Commands go through Celery's real top-level ``celery`` command, so the ``celery.commands``
+entry point that plugs ``goatbeat`` in is exercised too. The app is a small module written to
+the test's directory; its ``app.conf`` comes from an environment variable holding JSON, and the
+module is imported afresh on every invocation, so a test can change settings between commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from celery.bin.celery import celery
+from click.testing import CliRunner, Result
+from sqlalchemy.engine import URL
+
+from goatbeat_celery.core.model import UTC, ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.store import Store, open_store
+
+CONF_VARIABLE = "GOATBEAT_CLI_TEST_CONF"
+APP_MODULE = '''\
+"""A Celery app whose configuration comes from the environment (written by tests/cli)."""
+import json
+import os
+
+from celery import Celery
+
+app = Celery("cliproj", broker="memory://", set_as_current=False)
+app.conf.update(json.loads(os.environ["{variable}"]))
+'''
+
+
+@dataclass
+class Cli:
+    """``celery -A <module> goatbeat …`` with the app's conf kept in ``conf``."""
+
+    module: str
+    directory: Path
+    monkeypatch: pytest.MonkeyPatch
+    conf: dict[str, Any] = field(default_factory=dict)
+
+    def configure(self, **values: Any) -> None:
+        """Change ``app.conf`` for the following commands."""
+        self.conf.update(values)
+        self.monkeypatch.setenv(CONF_VARIABLE, json.dumps(self.conf))
+
+    def __call__(self, *args: str, input: str | None = None) -> Result:
+        sys.modules.pop(self.module, None)  # import the app again: the conf may have changed
+        return CliRunner().invoke(celery, ["-A", self.module, "goatbeat", *args], input=input,
+                                  catch_exceptions=False)
+
+    def ok(self, *args: str, input: str | None = None) -> Result:
+        """Run a command that must succeed."""
+        result = self(*args, input=input)
+        assert result.exit_code == 0, (result.exit_code, result.output)
+        return result
+
+    def json(self, *args: str) -> Any:
+        """Run a command with ``--json`` that must succeed; its parsed output."""
+        return json.loads(self.ok(*args, "--json").stdout)
+
+    def fails(self, *args: str, exit_code: int = 1) -> Result:
+        """Run a command that must fail with ``exit_code``."""
+        result = self(*args)
+        assert result.exit_code == exit_code, (result.exit_code, result.output)
+        return result
+
+    def environment(self) -> dict[str, str]:
+        """Environment for running the same app in a subprocess."""
+        return {**os.environ, CONF_VARIABLE: json.dumps(self.conf)}
+
+
+def write_app(directory: Path) -> str:
+    module = f"cliproj_{uuid.uuid4().hex[:10]}"
+    (directory / f"{module}.py").write_text(APP_MODULE.format(variable=CONF_VARIABLE))
+    return module
+
+
+@pytest.fixture
+def cli_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Build a :class:`Cli` on a given database URL (and other conf)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    made: list[Cli] = []
+
+    def build(database_url: str, **conf: Any) -> Cli:
+        cli = Cli(module=write_app(tmp_path), directory=tmp_path, monkeypatch=monkeypatch)
+        cli.configure(goatbeat_database_url=database_url, **conf)
+        made.append(cli)
+        return cli
+
+    yield build
+    for cli in made:
+        sys.modules.pop(cli.module, None)
+
+
+@pytest.fixture
+def cli(cli_for: Any, pg_empty_url: str) -> Cli:
+    """The CLI on the migrated session database, emptied for this test."""
+    built: Cli = cli_for(pg_empty_url)
+    return built
+
+
+@pytest.fixture
+def store(pg_empty_url: str) -> Iterator[Store]:
+    """The same database as the CLI sees, opened as beat would (to arrange and to verify)."""
+    opened = open_store(pg_empty_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def fresh_database_url(pg_server_url: URL) -> Iterator[str]:
+    """An empty database of its own (no goatbeat tables), dropped afterwards."""
+    name = f"goatbeat_cli_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(pg_server_url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield pg_server_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def instant(text: str | None) -> datetime | None:
+    """An ISO-8601 instant from ``--json`` output, checked to be UTC."""
+    if text is None:
+        return None
+    parsed = datetime.fromisoformat(text)
+    assert parsed.utcoffset() == timedelta(0), f"{text} is not in UTC"
+    return parsed.astimezone(UTC)
+
+
+def config_schedule(store: Store, name: str, every: float = 60) -> None:
+    """A schedule as config sync would have stored it (source ``config``)."""
+    spec = ScheduleSpec(name=name, task="proj.tasks.tick", source=ScheduleSource.CONFIG,
+                        trigger=TriggerSpec(kind="interval", params={"every": every}))
+    next_at = store.now() + timedelta(seconds=every)
+    store.create_schedule(spec, next_occurrence_at=next_at, next_run_at=next_at)
+
+
+def table_rows(output: str) -> list[dict[str, str]]:
+    """Parse a human table: column starts come from the header line."""
+    header, *lines = [line for line in output.splitlines() if line.strip()]
+    names: list[str] = []
+    starts: list[int] = []
+    position = 0
+    for part in header.split("  "):
+        if part.strip():
+            starts.append(header.index(part.strip(), position))
+            names.append(part.strip())
+            position = starts[-1] + len(part.strip())
+    rows = []
+    for line in lines:
+        bounds = [*starts[1:], None]
+        rows.append({name: line[start:end].strip()
+                     for name, start, end in zip(names, starts, bounds, strict=True)})
+    return rows
