@@ -85,6 +85,9 @@ class Engine:
         self._next_prune = 0.0
         self._closed = False
         self._trigger_cache: OrderedDict[str, Trigger] = OrderedDict()
+        # The last store instant read and the monotonic time it was read at: a resubmission's
+        # record needs the store's "now", not its (old) claimed_at.
+        self._store_seen: tuple[datetime, float] | None = None
         self.last_sync: SyncReport | None = None
 
     # -- state ---------------------------------------------------------------------------
@@ -185,6 +188,7 @@ class Engine:
     def _sync_config(self, grant: LeaseGrant) -> None:
         try:
             now = self.store.now()
+            self._store_seen = (now, self._mono())
             entries = [self._sync_entry(spec, now) for spec in self.config_schedules]
             report = self.store.sync_config(entries, lease=grant)
         except LeaseLost:
@@ -221,6 +225,7 @@ class Engine:
         batch_size = self.settings.batch_size
         while True:
             batch = self.store.due_schedules(batch_size)
+            self._store_seen = (batch.now, self._mono())
             if not batch.schedules or not self.is_leader():
                 self._prune(batch.now)
                 return batch.next_due_at, batch.now
@@ -336,10 +341,18 @@ class Engine:
     def _report(self, dispatches: Sequence[Dispatch], accepted: set[str],
                 failures: dict[str, str], elapsed: timedelta) -> None:
         records = []
+        store_now = None
+        if self._store_seen is not None:
+            seen, at = self._store_seen
+            store_now = seen + timedelta(seconds=self._mono() - at)
         for dispatch in dispatches:
             execution = dispatch.execution
             ok = dispatch.key in accepted
-            submitted = execution.claimed_at + elapsed if ok else None
+            submitted = None
+            if ok:
+                submitted = execution.claimed_at + elapsed
+                if store_now is not None:
+                    submitted = max(submitted, store_now)
             records.append(OccurrenceRecord(
                 key=dispatch.key, schedule_name=execution.schedule_name,
                 occurrence_at=execution.occurrence_at, due_at=execution.due_at,

@@ -18,8 +18,9 @@ from goatbeat_celery.core.model import Dispatch, LeaseGrant
 class OccurrenceRecord:
     """One submission attempt of one occurrence, handed to observers once the broker answered.
 
-    ``lateness`` is ``submitted_at - due_at`` (by the store's clock at claim time plus local
-    elapsed time); ``error`` is set when the broker refused it.
+    ``lateness`` is ``submitted_at - due_at`` (by the store's clock as last read, plus local
+    elapsed time, so a retry's lateness includes the wait); ``error`` is set when the broker
+    refused it.
     """
 
     key: str
