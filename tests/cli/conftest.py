@@ -167,3 +167,13 @@ def table_rows(output: str) -> list[dict[str, str]]:
         rows.append({name: line[start:end].strip()
                      for name, start, end in zip(names, starts, bounds, strict=True)})
     return rows
+
+
+def field_lines(output: str) -> dict[str, str]:
+    """Parse ``label  value`` lines (labels may contain single spaces)."""
+    pairs = {}
+    for line in output.splitlines():
+        label, sep, value = line.partition("  ")
+        if sep:
+            pairs[label.strip()] = value.strip()
+    return pairs

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from goatbeat_celery.core.model import UTC, MisfirePolicy, ScheduleSource
 from goatbeat_celery.store import Store
 
-from .conftest import Cli, config_schedule, instant, table_rows
+from .conftest import Cli, config_schedule, field_lines, instant, table_rows
 
 
 # -- add ------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_show_lists_every_detail_for_people(cli: Cli, store: Store) -> None:
            "--queue", "reports")
     next_run = _table_instant(store.get_schedule("report").next_run_at)
 
-    lines = dict(_field_lines(cli.ok("show", "report").stdout))
+    lines = field_lines(cli.ok("show", "report").stdout)
 
     assert lines["task"] == "proj.report"
     assert lines["trigger"] == "cron 0 7 * * *"
@@ -370,11 +370,3 @@ def _table_instant(value: datetime | None) -> str:
     if value.microsecond:
         text += f".{value.microsecond // 1000:03d}"
     return text + "Z"
-
-
-def _field_lines(output: str) -> list[tuple[str, str]]:
-    pairs = []
-    for line in output.splitlines()[1:]:
-        label, _, value = line.partition("  ")
-        pairs.append((label.strip(), value.strip()))
-    return pairs

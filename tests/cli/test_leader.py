@@ -1,0 +1,228 @@
+"""status, run-now and history: what the leader is doing, read from PostgreSQL.
+
+The leader is played by the store itself (acquire, take_pending, claim, mark_submitted), exactly
+the calls a beat replica makes.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from goatbeat_celery.core.model import ExecutionState, PlannedClaim
+from goatbeat_celery.store import Store
+
+from .conftest import Cli, field_lines, instant, table_rows
+
+TTL = timedelta(seconds=30)
+
+
+# -- status ---------------------------------------------------------------------------------
+def test_status_before_any_replica_ran_shows_no_holder(cli: Cli) -> None:
+    status = cli.json("status")
+
+    assert status["lease"] == {"name": "default", "holder": None, "token": 0,
+                               "acquired_at": None, "expires_at": None, "held": False,
+                               "seconds_left": None}
+    assert status["pending"] is None and status["next_due_at"] is None
+    assert instant(status["now"]) is not None
+
+
+def test_status_shows_the_holder_token_and_expiry_by_the_database_clock(
+    cli: Cli, store: Store
+) -> None:
+    grant = store.acquire("default", "replica-a", TTL)
+    assert grant is not None
+
+    status = cli.json("status")
+
+    lease = status["lease"]
+    assert (lease["holder"], lease["token"], lease["held"]) == ("replica-a", 1, True)
+    assert instant(lease["expires_at"]) == grant.expires_at
+    now = instant(status["now"])
+    assert now is not None
+    assert 0 < lease["seconds_left"] <= TTL.total_seconds()
+    assert abs(lease["seconds_left"] - (grant.expires_at - now).total_seconds()) < 5
+
+
+def test_status_follows_the_configured_lease_name(cli: Cli, store: Store) -> None:
+    cli.configure(goatbeat_lease_name="green")
+    assert store.acquire("green", "replica-g", TTL) is not None
+    assert store.acquire("default", "replica-d", TTL) is not None
+
+    lease = cli.json("status")["lease"]
+
+    assert (lease["name"], lease["holder"]) == ("green", "replica-g")
+
+
+def test_status_after_a_release_shows_the_lease_free(cli: Cli, store: Store) -> None:
+    grant = store.acquire("default", "replica-a", TTL)
+    assert grant is not None and store.release(grant)
+
+    lease = cli.json("status")["lease"]
+
+    assert lease["held"] is False and lease["holder"] is None and lease["token"] == 1
+
+
+def test_status_for_people_lists_holder_expiry_and_masked_database(
+    cli: Cli, store: Store, pg_empty_url: str
+) -> None:
+    assert store.acquire("default", "replica-a", TTL) is not None
+
+    output = cli.ok("status").stdout
+
+    lines = field_lines(output)
+    assert lines["holder"] == "replica-a" and lines["held"] == "yes"
+    assert lines["token"] == "1"
+    assert "(in " in lines["expires"]
+    assert lines["oldest pending"] == "-"
+    assert lines["database"].endswith(pg_empty_url.rsplit("@", 1)[1])
+
+
+def test_status_measures_the_lag_of_the_oldest_unsubmitted_run(cli: Cli, store: Store) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+    queued = cli.json("run-now", "poll")
+
+    pending = cli.json("status")["pending"]
+
+    assert pending["key"] == queued["key"] and pending["schedule"] == "poll"
+    assert instant(pending["due_at"]) == instant(queued["due_at"])
+    assert pending["lag_seconds"] >= 0
+
+    grant = store.acquire("default", "replica-a", TTL)
+    assert grant is not None
+    (dispatch,) = store.take_pending(lease=grant, limit=10)
+    store.mark_submitted([dispatch.key])
+    assert cli.json("status")["pending"] is None
+
+
+def test_status_shows_when_the_next_schedule_is_due(cli: Cli, store: Store) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+
+    status = cli.json("status")
+
+    assert instant(status["next_due_at"]) == store.get_schedule("poll").next_run_at
+
+
+# -- run-now --------------------------------------------------------------------------------
+def test_run_now_queues_a_manual_run_that_the_leader_takes(cli: Cli, store: Store) -> None:
+    cli.ok("add", "report", "proj.report", "--every", "3600", "--args", "[1]")
+
+    queued = cli.json("run-now", "report")
+
+    assert queued["key"].startswith("report:manual:")
+    assert (queued["state"], queued["manual"]) == ("claimed", True)
+    grant = store.acquire("default", "replica-a", TTL)
+    assert grant is not None
+    (dispatch,) = store.take_pending(lease=grant, limit=10)
+    assert dispatch.key == queued["key"]
+    assert dispatch.execution.manual and dispatch.execution.token == grant.token
+    assert (dispatch.task, dispatch.args) == ("proj.report", (1,))
+
+
+def test_run_now_does_not_move_the_schedule(cli: Cli, store: Store) -> None:
+    cli.ok("add", "report", "proj.report", "--every", "3600")
+    before = store.get_schedule("report")
+
+    cli.ok("run-now", "report")
+
+    assert store.get_schedule("report") == before
+
+
+def test_run_now_without_a_leader_warns_that_the_run_waits(cli: Cli, store: Store) -> None:
+    cli.ok("add", "report", "proj.report", "--every", "3600")
+
+    result = cli.ok("run-now", "report")
+
+    assert "no replica holds lease 'default'" in result.stderr
+    assert "queued 'report:manual:" in result.stdout
+    assert store.acquire("default", "replica-a", TTL) is not None
+    assert "no replica holds" not in cli.ok("run-now", "report").stderr
+
+
+def test_run_now_of_a_task_no_longer_allowed_is_refused(cli: Cli, store: Store) -> None:
+    cli.ok("add", "report", "proj.report", "--every", "3600")
+    cli.configure(goatbeat_allowed_tasks=["billing.*"])
+
+    result = cli.fails("run-now", "report")
+
+    assert "goatbeat_allowed_tasks" in result.stderr
+    assert store.oldest_pending() is None
+
+
+# -- history --------------------------------------------------------------------------------
+def _claim_and_submit(store: Store, name: str, steps_back: int, missed: int = 0) -> str:
+    """Claim a past occurrence of ``name`` as a leader would, then submit it."""
+    grant = store.acquire("default", "replica-a", TTL)
+    assert grant is not None
+    schedule = store.get_schedule(name)
+    assert schedule.next_occurrence_at is not None
+    occurrence = schedule.next_occurrence_at - timedelta(seconds=60) * steps_back
+    claim = PlannedClaim(schedule_name=name, version=schedule.version,
+                         occurrences=((occurrence, occurrence),), missed=missed,
+                         next_occurrence_at=schedule.next_occurrence_at,
+                         next_run_at=schedule.next_run_at)
+    (dispatch,) = store.claim([claim], lease=grant).dispatches
+    assert store.mark_submitted([dispatch.key]) == 1
+    return dispatch.key
+
+
+def test_history_lists_executions_newest_first_with_lateness(cli: Cli, store: Store) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+    older = _claim_and_submit(store, "poll", steps_back=3, missed=2)
+    newer = _claim_and_submit(store, "poll", steps_back=2)
+
+    executions = cli.json("history", "poll")
+
+    assert [e["key"] for e in executions] == [newer, older]
+    first = executions[1]
+    assert (first["state"], first["attempts"], first["missed"], first["manual"]) == (
+        "submitted", 1, 2, False)
+    submitted, due = instant(first["submitted_at"]), instant(first["due_at"])
+    assert submitted is not None and due is not None
+    assert first["lateness_seconds"] == (submitted - due).total_seconds() > 0
+    assert instant(first["occurrence_at"]) == due
+    assert instant(first["claimed_at"]) is not None
+
+
+def test_history_limit_keeps_the_newest(cli: Cli, store: Store) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+    for steps in (4, 3, 2):
+        _claim_and_submit(store, "poll", steps_back=steps)
+
+    keys = [e["key"] for e in cli.json("history", "poll", "--limit", "2")]
+
+    assert keys == [e.key for e in store.executions(schedule_name="poll", limit=2)]
+    assert len(keys) == 2
+
+
+def test_history_shows_pending_and_submitted_runs_for_people(cli: Cli, store: Store) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+    submitted = _claim_and_submit(store, "poll", steps_back=2, missed=1)
+    manual = cli.json("run-now", "poll")["key"]
+
+    rows = {row["KEY"]: row for row in table_rows(cli.ok("history", "poll").stdout)}
+
+    assert set(rows) == {submitted, manual}
+    assert rows[manual]["STATE"] == "claimed"
+    assert (rows[manual]["SUBMITTED"], rows[manual]["LATENESS"]) == ("-", "-")
+    assert rows[submitted]["STATE"] == "submitted"
+    assert rows[submitted]["LATENESS"].endswith("s")
+    assert (rows[submitted]["ATTEMPTS"], rows[submitted]["MISSED"]) == ("1", "1")
+
+
+def test_history_of_a_schedule_that_never_ran_says_so(cli: Cli) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+
+    assert cli.ok("history", "poll").stdout.strip() == "no executions of 'poll' yet"
+    assert cli.json("history", "poll") == []
+
+
+def test_history_states_match_the_store(cli: Cli, store: Store) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+    cli.ok("run-now", "poll")
+
+    (shown,) = cli.json("history", "poll")
+
+    (stored,) = store.executions(schedule_name="poll")
+    assert stored.state is ExecutionState.CLAIMED and shown["state"] == stored.state.value
+    assert instant(shown["claimed_at"]) == stored.claimed_at
