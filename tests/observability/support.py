@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -109,3 +111,32 @@ class Replicas:
         return Engine(store=self.store, lease=self.store, submitter=self.broker,
                       settings=settings, holder=holder, observer=observer,
                       monotonic=self.clock.monotonic)
+
+
+def scrape(port: int) -> dict[str, float]:
+    """GET /metrics over HTTP; samples by name, labels written as in the exposition format."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return samples
+
+
+def refuses_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            return False
+    except ConnectionRefusedError:
+        return True
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

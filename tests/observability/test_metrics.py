@@ -1,0 +1,172 @@
+"""Prometheus metrics scraped over real HTTP from an exporter fed by a real Engine."""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+
+import pytest
+
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import MisfirePolicy
+from goatbeat_celery.metrics import MetricsExporter
+
+from .support import (
+    SETTINGS,
+    START,
+    ManualClock,
+    Replicas,
+    create_due,
+    refuses_connections,
+    scrape,
+)
+
+Exporters = Callable[[], MetricsExporter]
+
+
+@pytest.fixture
+def exporters(clock: ManualClock) -> Iterator[Exporters]:
+    """Starts exporters on free local ports, each with its own registry; closes them after."""
+    started: list[MetricsExporter] = []
+
+    def start() -> MetricsExporter:
+        exporter = MetricsExporter.start(port=0, addr="127.0.0.1", lease_ttl=SETTINGS.ttl,
+                                         monotonic=clock.monotonic)
+        started.append(exporter)
+        return exporter
+
+    yield start
+    for exporter in started:
+        exporter.close()
+
+
+def test_a_few_ticks_show_in_every_metric(
+        replicas: Replicas, clock: ManualClock, exporters: Exporters) -> None:
+    exporter = exporters()
+    engine = replicas.engine(exporter.observer)
+    replicas.broker.latency = 0.5
+    clock.advance(2)
+    create_due(replicas.store, "on-time", START)
+    # Six points due past a zero grace: "latest" runs 12:00 and records five missed.
+    create_due(replicas.store, "behind", START - timedelta(minutes=5),
+               misfire_policy=MisfirePolicy.LATEST, misfire_grace=timedelta(0))
+
+    engine.tick()  # both run 12:00, accepted at 12:00:02.5
+    first = scrape(exporter.port)
+    replicas.broker.down = True
+    clock.advance(60)
+    engine.tick()  # both claim 12:01 at 12:01:02.5; the broker refuses them
+    clock.advance(7)
+    during_outage = scrape(exporter.port)
+    replicas.broker.down = False
+    engine.tick()  # resubmitted, accepted at 12:01:10.5
+    after = scrape(exporter.port)
+
+    assert (first["goatbeat_leader"], first["goatbeat_fencing_token"]) == (1, 1)
+    assert first["goatbeat_claims_total"] == 2
+    assert first["goatbeat_submissions_total"] == 2
+    assert first["goatbeat_submit_failures_total"] == 0
+    assert first["goatbeat_missed_total"] == 5
+    assert first["goatbeat_lateness_seconds_count"] == 2
+    assert first["goatbeat_lateness_seconds_sum"] == pytest.approx(5.0)
+    assert first['goatbeat_lateness_seconds_bucket{le="1.0"}'] == 0
+    assert first['goatbeat_lateness_seconds_bucket{le="2.5"}'] == 2
+    assert first["goatbeat_oldest_unsubmitted_claim_age_seconds"] == 0
+
+    assert during_outage["goatbeat_claims_total"] == 4
+    assert during_outage["goatbeat_submissions_total"] == 2
+    assert during_outage["goatbeat_submit_failures_total"] == 2
+    assert during_outage["goatbeat_oldest_unsubmitted_claim_age_seconds"] == pytest.approx(7.5)
+
+    assert after["goatbeat_submissions_total"] == 4
+    assert after["goatbeat_submit_failures_total"] == 2
+    assert after["goatbeat_lateness_seconds_count"] == 4
+    # The retries were due at 12:01 and accepted 10.5 seconds later.
+    assert after["goatbeat_lateness_seconds_sum"] == pytest.approx(26.0)
+    assert after['goatbeat_lateness_seconds_bucket{le="5.0"}'] == 2
+    assert after['goatbeat_lateness_seconds_bucket{le="10.0"}'] == 2
+    assert after['goatbeat_lateness_seconds_bucket{le="30.0"}'] == 4
+    assert after["goatbeat_oldest_unsubmitted_claim_age_seconds"] == 0
+
+
+def test_the_oldest_claim_age_counts_a_predecessors_claim_from_its_claimed_at(
+        replicas: Replicas, clock: ManualClock, exporters: Exporters) -> None:
+    old_exporter, new_exporter = exporters(), exporters()
+    old = replicas.engine(old_exporter.observer, holder="a")
+    new = replicas.engine(new_exporter.observer, holder="b")
+    create_due(replicas.store, "report", START)
+    replicas.broker.down = True
+    old.tick()  # claimed at 12:00:00, refused
+    clock.advance(31)  # the old leader freezes; its claim stays pending
+
+    new.tick()  # takes over, resubmits the old claim, still refused
+
+    assert scrape(new_exporter.port)["goatbeat_oldest_unsubmitted_claim_age_seconds"] == 31
+
+
+def test_a_replica_that_loses_the_lease_drops_its_gauges_and_its_pending_claims(
+        replicas: Replicas, clock: ManualClock, exporters: Exporters) -> None:
+    old_exporter, new_exporter = exporters(), exporters()
+    old = replicas.engine(old_exporter.observer, holder="a")
+    new = replicas.engine(new_exporter.observer, holder="b")
+    create_due(replicas.store, "report", START)
+    replicas.broker.down = True
+    old.tick()
+    clock.advance(31)
+    new.tick()
+
+    old.tick()  # learns it was replaced
+
+    lost, leading = scrape(old_exporter.port), scrape(new_exporter.port)
+    assert (lost["goatbeat_leader"], lost["goatbeat_fencing_token"]) == (0, 0)
+    assert lost["goatbeat_oldest_unsubmitted_claim_age_seconds"] == 0
+    assert (leading["goatbeat_leader"], leading["goatbeat_fencing_token"]) == (1, 2)
+    # Separate registries: the new leader's counters hold only its own attempts.
+    assert (lost["goatbeat_claims_total"], lost["goatbeat_submit_failures_total"]) == (1, 1)
+    assert (leading["goatbeat_claims_total"],
+            leading["goatbeat_submit_failures_total"]) == (0, 1)
+
+
+def test_a_standby_reports_that_it_does_not_lead(
+        replicas: Replicas, exporters: Exporters) -> None:
+    leader_exporter, standby_exporter = exporters(), exporters()
+    replicas.engine(leader_exporter.observer, holder="a").tick()
+
+    replicas.engine(standby_exporter.observer, holder="b").tick()
+
+    assert scrape(leader_exporter.port)["goatbeat_leader"] == 1
+    assert scrape(standby_exporter.port)["goatbeat_leader"] == 0
+
+
+def test_closing_the_exporter_frees_its_port(exporters: Exporters) -> None:
+    exporter = exporters()
+    port = exporter.port
+    assert "goatbeat_leader" in scrape(port)
+
+    exporter.close()
+    exporter.close()
+
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)
+    assert refuses_connections(port)
+    again = MetricsExporter.start(port=port, addr="127.0.0.1", lease_ttl=SETTINGS.ttl)
+    try:
+        assert again.port == port
+        assert "goatbeat_leader" in scrape(port)
+    finally:
+        again.close()
+
+
+def test_a_port_in_use_is_a_configuration_error_naming_the_setting() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigurationError) as caught:
+            MetricsExporter.start(port=port, addr="127.0.0.1", lease_ttl=SETTINGS.ttl)
+    [problem] = caught.value.problems
+    assert problem.startswith("goatbeat_metrics_port:")
+    assert f"127.0.0.1:{port}" in problem
