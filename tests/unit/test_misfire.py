@@ -1,0 +1,297 @@
+"""The misfire planner: a pure function, tested by a table of cases and by properties.
+
+Times in the table are minutes (and seconds) after T0 on a one-minute grid; an occurrence ``p``
+is due when ``p + offset <= now`` and late when ``now - (p + offset) > grace``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.misfire import MisfirePlan, plan_misfires
+from goatbeat_celery.core.model import MisfirePolicy
+from goatbeat_celery.core.triggers import (
+    EPOCH,
+    IntervalTrigger,
+    OnceTrigger,
+    SeekableTrigger,
+    Trigger,
+)
+
+UTC = timezone.utc
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+LATEST, ALL, SKIP = MisfirePolicy.LATEST, MisfirePolicy.ALL, MisfirePolicy.SKIP
+
+
+def at(minutes: float = 0, seconds: float = 0, micros: int = 0) -> datetime:
+    return T0 + timedelta(minutes=minutes, seconds=seconds, microseconds=micros)
+
+
+def minutes(first: int, last: int) -> tuple[datetime, ...]:
+    return tuple(at(m) for m in range(first, last + 1))
+
+
+class Walked:
+    """Hides IntervalTrigger's points_before, so the planner walks point by point."""
+
+    def __init__(self, inner: Trigger) -> None:
+        self.inner = inner
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        return self.inner.next_after(instant)
+
+    def describe(self) -> str:
+        return f"walked {self.inner.describe()}"
+
+
+@dataclass(frozen=True)
+class Case:
+    now: datetime
+    policy: MisfirePolicy
+    run: tuple[datetime, ...]
+    missed: int
+    next: datetime | None
+    first: datetime = T0
+    grace: timedelta = timedelta(seconds=60)
+    max_catchup: int = 100
+    offset: timedelta = timedelta(0)
+    once: bool = False
+
+
+CASES = {
+    # Nothing due yet.
+    "not-due-yet": Case(now=at(seconds=59), policy=LATEST, first=at(1), run=(), missed=0,
+                        next=at(1)),
+    "due-exactly-now": Case(now=at(0), policy=LATEST, run=(at(0),), missed=0, next=at(1)),
+    "on-time-no-backlog": Case(now=at(seconds=30), policy=LATEST, run=(at(0),), missed=0,
+                               next=at(1)),
+    # Grace boundaries: exactly at the grace is still on time, a microsecond more is late.
+    "exactly-at-grace-latest": Case(now=at(1), policy=LATEST, run=(at(0), at(1)), missed=0,
+                                    next=at(2)),
+    "exactly-at-grace-skip": Case(now=at(1), policy=SKIP, run=(at(0), at(1)), missed=0,
+                                  next=at(2)),
+    "past-grace-latest": Case(now=at(1, micros=1), policy=LATEST, run=(at(1),), missed=1,
+                              next=at(2)),
+    "past-grace-all": Case(now=at(1, micros=1), policy=ALL, run=(at(0), at(1)), missed=0,
+                           next=at(2)),
+    "past-grace-skip": Case(now=at(1, micros=1), policy=SKIP, run=(at(1),), missed=1,
+                            next=at(2)),
+    "zero-grace-on-the-dot": Case(now=at(0), policy=SKIP, grace=timedelta(0), run=(at(0),),
+                                  missed=0, next=at(1)),
+    "zero-grace-a-microsecond-late": Case(now=at(0, micros=1), policy=SKIP, grace=timedelta(0),
+                                          run=(), missed=1, next=at(1)),
+    # Three hours down, back 30 s after a grid point: 180 late points and one on time.
+    "backlog-latest": Case(now=at(180, 30), policy=LATEST, run=(at(180),), missed=180,
+                           next=at(181)),
+    "backlog-all": Case(now=at(180, 30), policy=ALL, run=minutes(80, 180), missed=80,
+                        next=at(181)),
+    "backlog-all-max-catchup-3": Case(now=at(180, 30), policy=ALL, max_catchup=3,
+                                      run=minutes(177, 180), missed=177, next=at(181)),
+    "backlog-all-within-max-catchup": Case(now=at(5, 30), policy=ALL, run=minutes(0, 5),
+                                           missed=0, next=at(6)),
+    "backlog-skip": Case(now=at(180, 30), policy=SKIP, run=(at(180),), missed=180,
+                         next=at(181)),
+    # The same backlog with a 10 s grace: every due point is late.
+    "all-late-latest": Case(now=at(180, 30), policy=LATEST, grace=timedelta(seconds=10),
+                            run=(at(180),), missed=180, next=at(181)),
+    "all-late-all": Case(now=at(180, 30), policy=ALL, grace=timedelta(seconds=10),
+                         max_catchup=5, run=minutes(176, 180), missed=176, next=at(181)),
+    "all-late-max-catchup-1": Case(now=at(180, 30), policy=ALL, grace=timedelta(seconds=10),
+                                   max_catchup=1, run=(at(180),), missed=180, next=at(181)),
+    "all-late-skip": Case(now=at(180, 30), policy=SKIP, grace=timedelta(seconds=10), run=(),
+                          missed=181, next=at(181)),
+    # Offsets shift when a point is due, not the point itself.
+    "offset-not-due-yet": Case(now=at(0, 9), policy=LATEST, offset=timedelta(seconds=10),
+                               run=(), missed=0, next=at(0)),
+    "offset-due": Case(now=at(0, 10), policy=LATEST, offset=timedelta(seconds=10),
+                       run=(at(0),), missed=0, next=at(1)),
+    "offset-grace-boundary": Case(now=at(1, 10), policy=SKIP, offset=timedelta(seconds=10),
+                                  run=(at(0), at(1)), missed=0, next=at(2)),
+    "offset-past-grace": Case(now=at(1, 11), policy=LATEST, offset=timedelta(seconds=10),
+                              run=(at(1),), missed=1, next=at(2)),
+    "offset-backlog-all": Case(now=at(10, 40), policy=ALL, offset=timedelta(seconds=50),
+                               max_catchup=2, grace=timedelta(seconds=5),
+                               run=(at(8), at(9)), missed=8, next=at(10)),
+    # A once trigger: run it (late) or skip it, and then it is exhausted.
+    "once-on-time": Case(now=at(0, 30), policy=LATEST, once=True, run=(at(0),), missed=0,
+                         next=None),
+    "once-late-latest": Case(now=at(60), policy=LATEST, once=True, run=(at(0),), missed=0,
+                             next=None),
+    "once-late-all": Case(now=at(60), policy=ALL, once=True, run=(at(0),), missed=0, next=None),
+    "once-late-skip": Case(now=at(60), policy=SKIP, once=True, run=(), missed=1, next=None),
+    "once-not-due": Case(now=at(-1), policy=SKIP, once=True, run=(), missed=0, next=at(0)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_misfire_plan(case: Case) -> None:
+    trigger: Trigger = OnceTrigger(T0) if case.once else IntervalTrigger(MINUTE)
+
+    plan = plan_misfires(trigger=trigger, first=case.first, now=case.now, offset=case.offset,
+                         policy=case.policy, grace=case.grace, max_catchup=case.max_catchup)
+
+    assert plan == MisfirePlan(run=case.run, missed=case.missed, next_occurrence=case.next)
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_a_walked_trigger_plans_like_a_seekable_one(case: Case) -> None:
+    inner: Trigger = OnceTrigger(T0) if case.once else IntervalTrigger(MINUTE)
+
+    plan = plan_misfires(trigger=Walked(inner), first=case.first, now=case.now,
+                         offset=case.offset, policy=case.policy, grace=case.grace,
+                         max_catchup=case.max_catchup)
+
+    assert plan == MisfirePlan(run=case.run, missed=case.missed, next_occurrence=case.next)
+
+
+def test_the_wrapper_really_hides_seeking() -> None:
+    assert not isinstance(Walked(IntervalTrigger(MINUTE)), SeekableTrigger)
+
+
+def test_policy_may_be_given_by_its_name() -> None:
+    plan = plan_misfires(trigger=IntervalTrigger(MINUTE), first=T0, now=at(180, 30),
+                         policy="skip")  # type: ignore[arg-type]
+
+    assert plan.run == (at(180),)
+
+
+def test_a_seekable_trigger_plans_a_year_of_downtime_without_walking_it() -> None:
+    # 525,600 late points: a walk would be slow; points_before counts them.
+    plan = plan_misfires(trigger=IntervalTrigger(MINUTE), first=T0, now=at(525_600, 30),
+                         policy=ALL, max_catchup=2)
+
+    # Two late points (max_catchup) and the one within the grace.
+    assert plan.run == (at(525_598), at(525_599), at(525_600))
+    assert plan.missed == 525_598
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"grace": timedelta(seconds=-1)}, "misfire_grace"),
+    ({"max_catchup": 0}, "max_catchup"),
+], ids=["negative-grace", "zero-max-catchup"])
+def test_bad_planning_parameters_are_refused_naming_the_setting(kwargs: dict[str, object],
+                                                                field: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        plan_misfires(trigger=IntervalTrigger(MINUTE), first=T0, now=at(1),
+                      **kwargs)  # type: ignore[arg-type]
+
+    assert raised.value.problems[0].startswith(f"{field}:")
+
+
+def test_naive_instants_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="naive"):
+        plan_misfires(trigger=IntervalTrigger(MINUTE), first=T0, now=datetime(2026, 1, 1))
+
+
+# -- properties --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Scenario:
+    """One generated planning problem on an interval grid, with its due points walked naively."""
+
+    trigger: IntervalTrigger
+    first: datetime
+    now: datetime
+    offset: timedelta
+    grace: timedelta
+    policy: MisfirePolicy
+    max_catchup: int
+
+    def plan(self, *, walked: bool = False) -> MisfirePlan:
+        trigger: Trigger = Walked(self.trigger) if walked else self.trigger
+        return plan_misfires(trigger=trigger, first=self.first, now=self.now,
+                             offset=self.offset, policy=self.policy, grace=self.grace,
+                             max_catchup=self.max_catchup)
+
+    def due(self) -> list[datetime]:
+        points = []
+        cursor: datetime | None = self.first
+        while cursor is not None and cursor + self.offset <= self.now:
+            points.append(cursor)
+            cursor = self.trigger.next_after(cursor)
+        return points
+
+
+def scenario(seconds: int, index: int, elapsed: float, offset: float, grace: float,
+             policy: MisfirePolicy, max_catchup: int) -> Scenario:
+    # Durations are generated in steps of the grid, so the naive walk stays short.
+    step = timedelta(seconds=seconds)
+    first = T0 - (T0 - EPOCH) % step + index * step  # a grid point near T0
+    shift = step * offset
+    return Scenario(trigger=IntervalTrigger(step), first=first, now=first + shift + step * elapsed,
+                    offset=shift, grace=step * grace, policy=policy, max_catchup=max_catchup)
+
+
+scenarios = st.builds(
+    scenario,
+    seconds=st.integers(1, 3600),
+    index=st.integers(0, 1000),
+    elapsed=st.floats(-3, 300),
+    offset=st.floats(0, 0.999),
+    grace=st.floats(0, 100),
+    policy=st.sampled_from(list(MisfirePolicy)),
+    max_catchup=st.integers(1, 50),
+)
+
+
+@given(scenarios)
+def test_run_and_missed_account_for_every_due_point(case: Scenario) -> None:
+    plan, due = case.plan(), case.due()
+
+    assert set(plan.run) <= set(due)
+    assert len(plan.run) + plan.missed == len(due)
+
+
+@given(scenarios)
+def test_run_is_sorted_without_repeats(case: Scenario) -> None:
+    run = case.plan().run
+
+    assert list(run) == sorted(set(run))
+
+
+@given(scenarios)
+def test_the_next_occurrence_is_the_first_point_not_yet_due(case: Scenario) -> None:
+    plan, due = case.plan(), case.due()
+
+    assert plan.next_occurrence is not None
+    assert plan.next_occurrence > case.now - case.offset
+    assert plan.next_occurrence == (case.trigger.next_after(due[-1]) if due else case.first)
+
+
+@given(scenarios)
+def test_points_within_the_grace_always_run(case: Scenario) -> None:
+    plan, due = case.plan(), case.due()
+
+    on_time = [p for p in due if case.now - (p + case.offset) <= case.grace]
+
+    assert set(on_time) <= set(plan.run)
+    late_run = len(plan.run) - len(on_time)
+    if case.policy is SKIP:
+        assert late_run == 0
+    elif case.policy is LATEST:
+        assert late_run == (1 if due and not on_time else 0)
+    else:
+        assert late_run == min(case.max_catchup, len(due) - len(on_time))
+
+
+@given(scenarios)
+def test_seekable_and_walked_triggers_agree(case: Scenario) -> None:
+    assert case.plan() == case.plan(walked=True)
+
+
+@given(scenarios)
+def test_planning_again_from_the_next_occurrence_finds_nothing_due(case: Scenario) -> None:
+    plan = case.plan()
+    assert plan.next_occurrence is not None
+
+    again = plan_misfires(trigger=case.trigger, first=plan.next_occurrence, now=case.now,
+                          offset=case.offset, policy=case.policy, grace=case.grace)
+
+    assert again == MisfirePlan(run=(), missed=0, next_occurrence=plan.next_occurrence)
