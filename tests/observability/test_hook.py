@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.model import ExecutionState, LeaseGrant, MisfirePolicy, idempotency_key
+from goatbeat_celery.core.model import (
+    Dispatch,
+    ExecutionState,
+    LeaseGrant,
+    MisfirePolicy,
+    idempotency_key,
+)
 from goatbeat_celery.core.observer import OccurrenceRecord
 from goatbeat_celery.observability import CeleryObserver, MultiObserver
 
@@ -104,7 +111,17 @@ class Exploding:
     def lease_acquired(self, grant: LeaseGrant) -> None:
         raise RuntimeError("observer bug")
 
-    lease_lost = claimed = missed = submitted = lease_acquired  # type: ignore[assignment]
+    def lease_lost(self, name: str, holder: str, reason: str) -> None:
+        raise RuntimeError("observer bug")
+
+    def claimed(self, dispatches: Sequence[Dispatch]) -> None:
+        raise RuntimeError("observer bug")
+
+    def missed(self, schedule_name: str, count: int) -> None:
+        raise RuntimeError("observer bug")
+
+    def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
+        raise RuntimeError("observer bug")
 
 
 def test_an_observer_that_raises_does_not_stop_the_others_or_the_tick(
