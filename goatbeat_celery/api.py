@@ -34,7 +34,6 @@ from goatbeat_celery.core.model import (
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger, TriggerRegistry
 from goatbeat_celery.cron import CronTrigger
-from goatbeat_celery.store import open_store
 
 _UNSET: Any = object()
 _SPEC_FIELDS = (
@@ -58,8 +57,7 @@ class Schedules:
     def from_app(cls, app: Any) -> Schedules:
         """Open the store named by ``app.conf.goatbeat_database_url``."""
         loaded = config_module.load(app, with_schedules=False)
-        store = open_store(loaded.config.database_url,
-                           statement_timeout=loaded.config.statement_timeout)
+        store = loaded.config.open_store()
         return cls(store, config=loaded.config, triggers=loaded.triggers,
                    default_timezone=config_module.default_timezone(app))
 

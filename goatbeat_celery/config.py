@@ -28,6 +28,8 @@ from goatbeat_celery.core.model import (
 )
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import IntervalTrigger, TriggerRegistry
+from goatbeat_celery.store import Store, open_store
+from goatbeat_celery.store.url import Backend, backend_of
 
 DEFAULT_DATABASE_URL = "sqlite:///goatbeat.sqlite3"
 PREFIX = "goatbeat_"
@@ -56,6 +58,13 @@ class GoatbeatConfig:
     statement_timeout: float = 5.0
     metrics_port: int | None = None
     occurrence_hook: observability.OccurrenceHook | None = None
+
+    def open_store(self) -> Store:
+        """Open the configured store, with the options its backend takes."""
+        options: dict[str, Any] = {}
+        if backend_of(self.database_url) is Backend.POSTGRES:
+            options["statement_timeout"] = self.statement_timeout
+        return open_store(self.database_url, **options)
 
     def task_allowed(self, task: str) -> bool:
         """Whether an API-created schedule may send ``task`` (all tasks when no list is set)."""
@@ -117,7 +126,7 @@ def read_settings(conf: Mapping[str, Any], problems: list[str]) -> GoatbeatConfi
             suffix = f"; did you mean {hint[0]}?" if hint else ""
             problems.append(f"{key}: unknown setting{suffix}")
 
-    engine_values = {
+    engine_values: dict[str, Any] = {
         key: conf.get(PREFIX + key) for key in _ENGINE_KEYS if conf.get(PREFIX + key) is not None
     }
     try:

@@ -16,7 +16,7 @@ from goatbeat_celery import observability
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.model import ScheduleSpec
-from goatbeat_celery.store import mask_url, open_store
+from goatbeat_celery.store import mask_url
 from goatbeat_celery.submitter import CelerySubmitter
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         config = loaded.config
         _bound_broker_sockets(self.app)
         try:
-            store = open_store(config.database_url, statement_timeout=config.statement_timeout)
+            store = config.open_store()
         except GoatbeatError as exc:
             logger.critical("goatbeat cannot open %s: %s", mask_url(config.database_url), exc)
             raise SystemExit(f"goatbeat: {exc}") from exc
@@ -70,7 +70,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         holder = new_holder_id()
         self._engine = Engine(
             store=store,
-            lease=store,  # type: ignore[arg-type]
+            lease=store,
             submitter=CelerySubmitter(self.app),
             settings=config.engine,
             holder=holder,

@@ -39,9 +39,9 @@ class CelerySchedule:
         cursor = ensure_aware(instant, "instant")
         for _ in range(_MAX_NUDGES):
             # remaining_estimate(last) is "time from now until the run after `last`".
-            remaining = self.schedule.remaining_estimate(cursor)
-            candidate = ensure_aware(_now(self.schedule), "schedule.now()") + remaining
-            candidate = candidate.astimezone(UTC)
+            remaining: timedelta = self.schedule.remaining_estimate(cursor)
+            now = ensure_aware(_now(self.schedule), "schedule.now()")
+            candidate = (now + remaining).astimezone(UTC)
             if candidate > instant:
                 return candidate
             cursor = cursor + max(_STEP, instant - candidate)

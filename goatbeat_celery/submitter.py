@@ -42,7 +42,7 @@ class CelerySubmitter:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
-                    self._send(producer, dispatch, token, remaining)
+                    self._send(producer, dispatch, token)
                     accepted.append(dispatch.key)
         except Exception as exc:  # any broker or serialisation failure; never crash beat
             reason = f"{type(exc).__name__}: {exc}"
@@ -51,7 +51,7 @@ class CelerySubmitter:
         failures = {d.key: reason for d in dispatches[len(accepted):]}
         return accepted, failures
 
-    def _send(self, producer: Any, dispatch: Dispatch, token: int, remaining: float) -> None:
+    def _send(self, producer: Any, dispatch: Dispatch, token: int) -> None:
         execution = dispatch.execution
         options = dict(dispatch.options)
         headers = dict(options.pop("headers", None) or {})
@@ -69,13 +69,10 @@ class CelerySubmitter:
             task_id=dispatch.key,
             producer=producer,
             headers=headers,
+            # One quick retry rides out a dropped connection; the socket timeouts set on the
+            # beat process bound each attempt, so a dead broker fails fast and the claim waits.
             retry=True,
-            retry_policy={
-                "max_retries": 1,
-                "interval_start": 0,
-                "interval_step": 0.2,
-                "interval_max": 0.2,
-                "timeout": remaining,
-            },
+            retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
+                          "interval_max": 0.2},
             **options,
         )
