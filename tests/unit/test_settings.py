@@ -1,0 +1,104 @@
+"""Engine settings: validated as a whole, durations as seconds or timedelta, frozen."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import MisfirePolicy
+from goatbeat_celery.core.settings import Settings
+
+
+def problems(**kwargs: object) -> tuple[str, ...]:
+    with pytest.raises(ConfigurationError) as raised:
+        Settings(**kwargs)  # type: ignore[arg-type]
+    return raised.value.problems
+
+
+def test_the_defaults_are_valid_and_the_grace_covers_a_failover() -> None:
+    settings = Settings()
+
+    assert settings.ttl == timedelta(seconds=30)
+    assert settings.renew_interval == timedelta(seconds=10)
+    assert settings.local_validity == timedelta(seconds=20)
+    assert settings.grace >= settings.ttl + settings.renew_interval
+    assert settings.policy is MisfirePolicy.LATEST
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    found = problems(lease_ttl=-5, misfire_policy="sometimes", batch_size=0)
+
+    assert [p.split(":")[0] for p in found] == \
+        ["batch_size", "misfire_policy", "lease_ttl"]
+    assert "unknown policy 'sometimes'; use one of: latest, all, skip" in found[1]
+
+
+def test_a_renew_interval_not_shorter_than_the_ttl_is_reported_with_the_others() -> None:
+    found = problems(lease_ttl=30, lease_renew_interval=30, misfire_policy="never",
+                     misfire_grace=-1)
+
+    assert {p.split(":")[0] for p in found} == \
+        {"misfire_policy", "lease_renew_interval", "misfire_grace"}
+    assert any("must be shorter than lease_ttl" in p for p in found)
+
+
+def test_the_error_message_lists_every_problem() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        Settings(lease_ttl=-5, misfire_policy="sometimes",  # type: ignore[arg-type]
+                 retention=-1)
+
+    message = str(raised.value)
+    assert message.startswith("invalid goatbeat settings (3 problems):")
+    assert all(f"  - {p}" in message for p in raised.value.problems)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("lease_ttl", 0), ("lease_renew_interval", -1), ("max_interval", 0), ("retry_backoff", 0),
+    ("retry_backoff_max", timedelta(seconds=-1)), ("misfire_grace", -0.5), ("retention", -1),
+    ("max_catchup", 0), ("batch_size", -3), ("prune_batch", 1.5), ("max_catchup", True),
+    ("lease_name", ""), ("lease_name", "   "), ("lease_ttl", "30"),
+], ids=lambda value: str(value))
+def test_a_bad_value_is_reported_naming_its_field(field: str, value: object) -> None:
+    found = problems(**{field: value})
+
+    assert found[0].startswith(f"{field}:")
+
+
+def test_durations_accept_seconds_or_timedeltas() -> None:
+    from_seconds = Settings(lease_ttl=12, lease_renew_interval=2.5, misfire_grace=90)
+    from_deltas = Settings(lease_ttl=timedelta(seconds=12),
+                           lease_renew_interval=timedelta(seconds=2.5),
+                           misfire_grace=timedelta(minutes=1, seconds=30))
+
+    assert from_seconds == from_deltas
+    assert from_seconds.lease_ttl == timedelta(seconds=12)
+    assert from_seconds.seconds("lease_renew_interval") == 2.5
+    assert from_seconds.local_validity == timedelta(seconds=9.5)
+
+
+def test_the_policy_may_be_given_by_name() -> None:
+    assert Settings(misfire_policy="all").misfire_policy is MisfirePolicy.ALL
+
+
+def test_settings_are_frozen() -> None:
+    settings = Settings()
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.lease_ttl = timedelta(seconds=1)  # type: ignore[misc]
+
+
+def test_settings_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Settings("default")  # type: ignore[misc]
+
+
+def test_as_dict_gives_plain_values_for_display() -> None:
+    shown = Settings(lease_ttl=45, lease_renew_interval=15, misfire_policy="skip").as_dict()
+
+    assert shown["lease_ttl"] == 45.0
+    assert shown["lease_renew_interval"] == 15.0
+    assert shown["misfire_policy"] == "skip"
+    assert shown["batch_size"] == 500
