@@ -8,6 +8,8 @@ What differs between databases is asked of a few hooks, answered once by each su
   a bound value from the injected clock on SQLite);
 * :meth:`SQLStore._insert` — the dialect's ``INSERT`` (for ``ON CONFLICT DO NOTHING``);
 * :meth:`SQLStore._in` / ``_IN_CHUNK`` — membership in a list of strings;
+* :meth:`SQLStore._insert_claimed` / :meth:`SQLStore._advance` — the two bulk writes of a
+  claim, one statement each on PostgreSQL;
 * :meth:`SQLStore._announce_in` / :meth:`SQLStore._announced` — waking waiting replicas.
 
 ``SELECT ... FOR SHARE / FOR UPDATE [SKIP LOCKED]`` is written unconditionally: SQLite's
@@ -69,8 +71,16 @@ L = lease_table
 # ``WHERE state = 'claimed'`` even with a generic prepared plan.
 _IS_CLAIMED = sa.text("goatbeat_execution.state = 'claimed'")
 _NOT_CLAIMED = sa.text("goatbeat_execution.state <> 'claimed'")
+# The same test hidden from the planner: marking rows by key must look them up by key, not
+# scan the partial index of claimed rows (full of dead entries right after a burst of claims).
+_STILL_CLAIMED = sa.text("coalesce(goatbeat_execution.state = 'claimed', false)")
 
 Insert = PGInsert | SQLiteInsert
+
+#: What a claim reads of the rows it locks: the version to compare, the counters to advance
+#: and what a dispatch carries.
+_CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.total_runs, S.c.total_missed,
+                  S.c.last_occurrence_at, S.c.task, S.c.args, S.c.kwargs, S.c.options)
 
 
 class _Write:
@@ -392,10 +402,10 @@ class SQLStore:
             if not claims:
                 return ClaimResult(dispatches=())
             names = list(dict.fromkeys(c.schedule_name for c in claims))
-            rows = {}
+            rows: dict[str, Any] = {}
             for chunk in self._chunks(names):
                 for row in conn.execute(
-                    sa.select(S).where(self._in(S.c.name, chunk))
+                    sa.select(*_CLAIM_COLUMNS).where(self._in(S.c.name, chunk))
                     .with_for_update(skip_locked=True)
                 ):
                     rows[row.name] = row
@@ -413,7 +423,7 @@ class SQLStore:
         return found
 
     def _apply_claims(self, conn: sa.Connection, claims: Sequence[PlannedClaim],
-                      rows: dict[str, sa.Row[Any]], locked: set[str], token: int,
+                      rows: dict[str, Any], locked: set[str], token: int,
                       now: datetime) -> ClaimResult:
         versions = {name: row.version for name, row in rows.items()}
         conflicts: list[str] = []
@@ -436,22 +446,22 @@ class SQLStore:
             ]
             accepted.append((claim, planned))
 
-        inserted = self._insert_executions(conn, [e for _, ex in accepted for e in ex])
+        inserted = self._insert_claimed(conn, [e for _, ex in accepted for e in ex])
         dispatches: list[Dispatch] = []
         updates: list[dict[str, Any]] = []
         duplicates = missed = 0
-        specs: dict[str, ScheduleSpec] = {}
         # Counters as they stand, so a second claim of one schedule builds on the first.
         totals = {name: (row.total_runs, row.total_missed) for name, row in rows.items()}
         for claim, planned in accepted:
             name = claim.schedule_name
             row = rows[name]
-            spec = specs.get(name) or specs.setdefault(name, _spec(row))
             runs = 0
             for execution in planned:
                 if execution.key in inserted:
                     inserted.discard(execution.key)  # a key twice in one batch runs once
-                    dispatches.append(_dispatch(spec, execution))
+                    dispatches.append(Dispatch(execution=execution, task=row.task,
+                                               args=tuple(row.args), kwargs=row.kwargs,
+                                               options=row.options))
                     runs += 1
                 else:
                     duplicates += 1
@@ -470,13 +480,23 @@ class SQLStore:
             })
             missed += claim.missed
         if updates:
-            conn.execute(
-                sa.update(S).where(S.c.name == sa.bindparam("b_name"),
-                                   S.c.version == sa.bindparam("b_version")),
-                updates,
-            )
+            self._advance(conn, updates)
         return ClaimResult(dispatches=tuple(dispatches), advanced=len(updates),
                            conflicts=tuple(conflicts), duplicates=duplicates, missed=missed)
+
+    def _insert_claimed(self, conn: sa.Connection, executions: Sequence[Execution]) -> set[str]:
+        """Insert a claim batch's executions (all ``claimed``, one token, one ``claimed_at``,
+        first attempt); returns the keys inserted."""
+        return self._insert_executions(conn, executions)
+
+    def _advance(self, conn: sa.Connection, updates: Sequence[dict[str, Any]]) -> None:
+        """Move claimed schedules on: each update names the row (``b_name``) and the version
+        it must still have (``b_version``), and gives the new column values."""
+        conn.execute(
+            sa.update(S).where(S.c.name == sa.bindparam("b_name"),
+                               S.c.version == sa.bindparam("b_version")),
+            updates,
+        )
 
     def _insert_executions(self, conn: sa.Connection,
                            executions: Sequence[Execution]) -> set[str]:
@@ -530,7 +550,7 @@ class SQLStore:
             now = self._now_sql()
             for chunk in self._chunks(keys):
                 result = txn.conn.execute(
-                    sa.update(E).where(self._in(E.c.key, chunk), _IS_CLAIMED)
+                    sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
                     .values(state=ExecutionState.SUBMITTED.value, submitted_at=now)
                 )
                 changed += result.rowcount
@@ -596,7 +616,9 @@ class SQLStore:
 # -- rows ⇄ model -------------------------------------------------------------------------
 def _check_times(*values: datetime | None) -> None:
     for value in values:
-        if value is not None:
+        # The cheap test first: this runs for every instant of every claim.
+        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None
+                                  or value.utcoffset() is None):
             ensure_aware(value, "instant")
 
 
@@ -711,11 +733,6 @@ def _execution_values(execution: Execution) -> dict[str, Any]:
         "missed": execution.missed,
         "manual": execution.manual,
     }
-
-
-def _dispatch(spec: ScheduleSpec, execution: Execution) -> Dispatch:
-    return Dispatch(execution=execution, task=spec.task, args=spec.args, kwargs=spec.kwargs,
-                    options=spec.options)
 
 
 __all__ = ["SQLStore"]
