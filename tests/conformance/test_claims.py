@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 
+from goatbeat_celery.core.errors import ScheduleConflict
 from goatbeat_celery.core.model import (
     ClaimResult,
     ExecutionState,
@@ -154,3 +155,64 @@ def test_a_conflict_does_not_stop_the_other_claims_of_the_batch(store: Store) ->
     assert result.conflicts == ("edited",)
     assert [d.execution.schedule_name for d in result.dispatches] == ["kept"]
     assert result.advanced == 1
+
+
+def test_a_backlog_overlapping_an_earlier_claim_inserts_only_the_new_occurrences(
+    store: Store,
+) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    schedule = create_due(store, "report", steps_back=2)
+    store.claim([claim_next(schedule)], lease=grant)
+    first = schedule.next_occurrence_at
+    assert first is not None
+    points = [first + timedelta(seconds=60 * i) for i in range(3)]
+    # An edit rewinds the schedule; the catch-up plan covers the claimed point again.
+    rewound = store.replace_schedule(schedule.spec, next_occurrence_at=first,
+                                     next_run_at=first)
+    following = points[-1] + timedelta(seconds=60)
+
+    result = store.claim([PlannedClaim(
+        schedule_name="report", version=rewound.version,
+        occurrences=tuple((p, p) for p in points), missed=4,
+        next_occurrence_at=following, next_run_at=following,
+    )], lease=grant)
+
+    assert [d.execution.occurrence_at for d in result.dispatches] == points[1:]
+    assert (result.duplicates, result.missed, result.advanced) == (1, 4, 1)
+    assert [d.execution.missed for d in result.dispatches] == [0, 4]
+    stored = store.get_schedule("report")
+    assert (stored.total_runs, stored.total_missed, stored.last_occurrence_at) == (
+        3, 4, points[-1])
+    assert len(store.executions(schedule_name="report")) == 3
+
+
+def test_a_claim_racing_an_edit_never_loses_either(backend: Backend) -> None:
+    claimer, editor = backend.open_peer(), backend.open_peer()
+    grant = claimer.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    for round_ in range(10):
+        schedule = create_due(claimer, f"report-{round_}")
+        planned = claim_next(schedule)
+        later = claimer.now() + timedelta(hours=1)
+
+        claimed, edited = run_together(
+            partial(claimer.claim, [planned], lease=grant),
+            partial(editor.replace_schedule, interval_spec(schedule.name, every=300),
+                    next_occurrence_at=later, next_run_at=later,
+                    expected_version=schedule.version),
+        )
+
+        # Whichever went first, the other saw it: a claim then a refused stale edit, or an
+        # edit then a claim that inserted nothing.
+        assert isinstance(claimed, ClaimResult), claimed
+        stored = backend.store.get_schedule(schedule.name)
+        executions = backend.store.executions(schedule_name=schedule.name)
+        if isinstance(edited, ScheduleConflict):
+            assert len(claimed.dispatches) == 1 and len(executions) == 1
+            assert (stored.version, stored.next_run_at) == (schedule.version + 1,
+                                                            planned.next_run_at)
+        else:
+            assert not isinstance(edited, BaseException), edited
+            assert (claimed.dispatches, executions) == ((), [])
+            assert snapshot(stored) == snapshot(edited)

@@ -183,3 +183,18 @@ def test_leases_of_different_names_are_independent(store: Store) -> None:
 
     assert first is not None and other is not None
     assert (first.token, other.token) == (1, 1)
+
+
+def test_a_lapsed_lease_renewed_by_its_own_holder_keeps_the_token(backend: Backend) -> None:
+    store, clock, ttl = backend.store, backend.clock, backend.expiring_ttl
+    grant = store.acquire("beat", "a", ttl)
+    assert grant is not None
+    clock.move_to(grant.expires_at)
+    info = store.inspect("beat")
+    assert info is not None and not info.held
+
+    # Nobody held it in between, so no claim can have been fenced out by another holder.
+    again = store.acquire("beat", "a", ttl)
+
+    assert again is not None
+    assert (again.token, again.changed_holder) == (1, False)

@@ -126,3 +126,16 @@ def test_pending_executions_of_a_deleted_schedule_are_abandoned(store: Store) ->
 
     (stored,) = store.executions(schedule_name="gone")
     assert stored.state is ExecutionState.ABANDONED
+
+
+def test_history_lists_the_newest_occurrence_first(store: Store) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    keys = []
+    for name, steps_back in (("b-old", 3), ("a-mid", 2), ("c-new", 1)):
+        (dispatch,) = store.claim([claim_next(create_due(store, name, steps_back=steps_back))],
+                                  lease=grant).dispatches
+        keys.append(dispatch.key)
+
+    assert [e.key for e in store.executions(limit=2)] == [keys[2], keys[1]]
+    assert [e.key for e in store.executions(schedule_name="b-old")] == [keys[0]]
