@@ -10,10 +10,8 @@ from typing import Any, TypeVar
 
 from goatbeat_celery.core.model import (
     Dispatch,
-    LeaseGrant,
     PlannedClaim,
     Schedule,
-    ScheduleSource,
     ScheduleSpec,
     TriggerSpec,
 )
@@ -88,11 +86,9 @@ class RecordingSubmitter:
     """A TaskSubmitter that accepts everything and remembers what it was given."""
 
     sent: list[tuple[str, int]] = field(default_factory=list)
-    dispatches: list[Dispatch] = field(default_factory=list)
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
                timeout: float) -> tuple[list[str], dict[str, str]]:
-        self.dispatches.extend(dispatches)
         self.sent.extend((d.key, token) for d in dispatches)
         return [d.key for d in dispatches], {}
 
@@ -100,12 +96,3 @@ class RecordingSubmitter:
     def keys(self) -> list[str]:
         return [key for key, _ in self.sent]
 
-
-def api_source(schedule: Schedule) -> bool:
-    return schedule.spec.source is ScheduleSource.API
-
-
-def assert_same_grant_holder(grant: LeaseGrant | None, holder: str, token: int) -> LeaseGrant:
-    assert grant is not None, f"{holder} was refused the lease"
-    assert (grant.holder, grant.token) == (holder, token)
-    return grant
