@@ -1,0 +1,753 @@
+"""The engine loop with the memory store, injected clocks and a recording submitter.
+
+Two clocks are injected: the store's (which judges lease expiry and due-ness, like PostgreSQL's
+``now()``) and each replica's monotonic clock (which judges its local deadline). Moving them
+separately models a replica that was frozen while the rest of the world went on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from goatbeat_celery.core.engine import SUBMIT_TIMEOUT_MAX, UNPLANNABLE_RETRY, Engine
+from goatbeat_celery.core.errors import StoreUnavailable
+from goatbeat_celery.core.model import (
+    Dispatch,
+    Execution,
+    ExecutionState,
+    LeaseGrant,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+    idempotency_key,
+)
+from goatbeat_celery.core.observer import OccurrenceRecord
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.store.memory import MemoryStore
+
+UTC = timezone.utc
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+EVERY_MINUTE = TriggerSpec(kind="interval", params={"every": 60})
+
+
+def minute(n: int) -> datetime:
+    return T0 + timedelta(minutes=n)
+
+
+class Monotonic:
+    """A replica's monotonic clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.value = 5000.0
+
+    def __call__(self) -> float:
+        return self.value
+
+
+class RecordingSubmitter:
+    """Accepts everything, or refuses everything while ``failing``; remembers each call."""
+
+    def __init__(self) -> None:
+        self.failing = False
+        self.calls: list[tuple[tuple[str, ...], int, float]] = []
+        self.dispatches: list[Dispatch] = []
+
+    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
+               timeout: float) -> tuple[list[str], dict[str, str]]:
+        keys = tuple(d.key for d in dispatches)
+        self.calls.append((keys, token, timeout))
+        self.dispatches.extend(dispatches)
+        if self.failing:
+            return [], dict.fromkeys(keys, "connection refused")
+        return list(keys), {}
+
+    @property
+    def keys(self) -> list[str]:
+        return [key for keys, _, _ in self.calls for key in keys]
+
+
+@dataclass
+class RecordingObserver:
+    events: list[tuple[str, Any]] = field(default_factory=list)
+
+    def lease_acquired(self, grant: LeaseGrant) -> None:
+        self.events.append(("acquired", grant.token))
+
+    def lease_lost(self, name: str, holder: str, reason: str) -> None:
+        self.events.append(("lost", reason))
+
+    def claimed(self, dispatches: Sequence[Dispatch]) -> None:
+        self.events.append(("claimed", tuple(d.key for d in dispatches)))
+
+    def missed(self, schedule_name: str, count: int) -> None:
+        self.events.append(("missed", (schedule_name, count)))
+
+    def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
+        self.events.append(("submitted", tuple(records)))
+
+    def of(self, kind: str) -> list[Any]:
+        return [value for name, value in self.events if name == kind]
+
+
+class FlakyLease:
+    """The memory store's lease, made unreachable on demand."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.down = False
+        self.releases = 0
+
+    def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        if self.down:
+            raise StoreUnavailable("connection refused")
+        return self.store.acquire(name, holder, ttl)
+
+    def release(self, grant: LeaseGrant) -> bool:
+        self.releases += 1
+        return self.store.release(grant)
+
+    def inspect(self, name: str) -> Any:
+        return self.store.inspect(name)
+
+
+class World:
+    """One memory store, its clock, and the replicas sharing it."""
+
+    def __init__(self) -> None:
+        self.now = T0 + timedelta(seconds=30)
+        self.store = MemoryStore(clock=lambda: self.now)
+        self.replicas: dict[str, tuple[Engine, Monotonic]] = {}
+
+    def replica(self, holder: str = "a", *, settings: Settings | None = None,
+                submitter: RecordingSubmitter | None = None,
+                config: Sequence[ScheduleSpec] = (), lease: Any = None,
+                observer: RecordingObserver | None = None, **kwargs: Any) -> Engine:
+        clock = Monotonic()
+        engine = Engine(
+            store=self.store, lease=lease or self.store,
+            submitter=submitter or RecordingSubmitter(),
+            settings=settings or Settings(max_interval=60), holder=holder,
+            config_schedules=config, observer=observer, monotonic=clock, **kwargs,
+        )
+        self.replicas[holder] = (engine, clock)
+        return engine
+
+    def advance(self, seconds: float, *, frozen: Sequence[str] = (),
+                store_only: bool = False) -> None:
+        """Move the store clock, and the monotonic clock of every replica not ``frozen``."""
+        self.now += timedelta(seconds=seconds)
+        if store_only:
+            return
+        for holder, (_, clock) in self.replicas.items():
+            if holder not in frozen:
+                clock.value += seconds
+
+    def move_monotonic(self, holder: str, seconds: float) -> None:
+        self.replicas[holder][1].value += seconds
+
+    def create(self, name: str = "tick", *, trigger: TriggerSpec = EVERY_MINUTE,
+               next_at: datetime | None = None, **changes: Any) -> ScheduleSpec:
+        spec = ScheduleSpec(name=name, task="app.tick", trigger=trigger, args=(1,),
+                            kwargs={"k": "v"}, **changes)
+        first = next_at or minute(1)
+        self.store.create_schedule(spec, next_occurrence_at=first, next_run_at=first)
+        return spec
+
+    def executions(self, name: str | None = None) -> list[Execution]:
+        return sorted(self.store.executions(schedule_name=name, limit=10_000),
+                      key=lambda e: e.occurrence_at)
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+# -- leadership and config sync ----------------------------------------------------------------
+
+def test_the_first_replica_becomes_leader_and_syncs_its_config(world: World) -> None:
+    spec = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE)
+    observer = RecordingObserver()
+    engine = world.replica("a", config=[spec], observer=observer)
+
+    engine.tick()
+
+    assert engine.is_leader()
+    assert engine.grant is not None and engine.grant.token == 1
+    assert observer.of("acquired") == [1]
+    assert engine.last_sync is not None and engine.last_sync.created == ("cleanup",)
+    stored = world.store.get_schedule("cleanup")
+    assert stored.spec.source is ScheduleSource.CONFIG
+    assert stored.next_run_at == minute(1)  # the next grid point after 00:00:30
+
+
+def test_a_replica_restarting_keeps_the_schedule_where_it_was(world: World) -> None:
+    spec = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE)
+    first = world.replica("a", config=[spec])
+    first.tick()
+    first.close()
+    world.advance(20)
+
+    second = world.replica("b", config=[spec])
+    second.tick()
+
+    assert second.last_sync is not None and second.last_sync.unchanged == ("cleanup",)
+    assert world.store.get_schedule("cleanup").next_run_at == minute(1)
+
+
+def test_a_standby_waits_for_its_next_renewal(world: World) -> None:
+    leader = world.replica("a")
+    standby = world.replica("b")
+    leader.tick()
+
+    first = standby.tick()
+    world.advance(4)
+    second = standby.tick()
+
+    assert not standby.is_leader()
+    assert (first, second) == (10.0, 6.0)
+
+
+def test_a_standby_sleeps_no_longer_than_max_interval(world: World) -> None:
+    world.replica("a").tick()
+    standby = world.replica("b", settings=Settings(max_interval=3))
+
+    assert standby.tick() == 3.0
+
+
+def test_a_standby_takes_over_once_the_lease_expires_on_the_store_clock(world: World) -> None:
+    leader = world.replica("a")
+    standby = world.replica("b")
+    leader.tick()
+    standby.tick()
+
+    world.advance(30, frozen=["a"])  # the leader hangs; its lease runs out
+    standby.tick()
+
+    assert standby.is_leader()
+    assert standby.grant is not None and standby.grant.token == 2
+
+
+# -- dispatching -------------------------------------------------------------------------------
+
+def test_due_occurrences_are_submitted_under_their_idempotency_keys(world: World) -> None:
+    world.create("tick")
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+    engine.tick()
+    assert submitter.calls == []
+
+    world.advance(30)  # 00:01:00, the first occurrence
+    engine.tick()
+
+    key = idempotency_key("tick", minute(1))
+    assert key == "tick:2026-01-01T00:01:00+00:00"
+    assert submitter.keys == [key]
+    assert submitter.calls[0][1] == 1  # the fencing token
+    [execution] = world.executions("tick")
+    assert (execution.key, execution.state, execution.token) == \
+        (key, ExecutionState.SUBMITTED, 1)
+    assert world.store.get_schedule("tick").next_run_at == minute(2)
+
+
+def test_each_occurrence_is_dispatched_once(world: World) -> None:
+    world.create("tick")
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+    for _ in range(5 * 6):
+        engine.tick()
+        world.advance(10)
+
+    assert submitter.keys == [idempotency_key("tick", minute(n)) for n in range(1, 6)]
+
+
+def test_the_dispatch_carries_the_task_and_its_arguments(world: World) -> None:
+    world.create("tick", options={"queue": "q1"})
+    world.advance(30)
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+
+    engine.tick()
+
+    [dispatch] = submitter.dispatches
+    assert (dispatch.task, dispatch.args, dict(dispatch.kwargs), dict(dispatch.options)) == \
+        ("app.tick", (1,), {"k": "v"}, {"queue": "q1"})
+
+
+def test_observers_hear_of_claims_and_submissions(world: World) -> None:
+    world.create("tick")
+    world.advance(30)
+    observer = RecordingObserver()
+    engine = world.replica("a", observer=observer)
+
+    engine.tick()
+
+    key = idempotency_key("tick", minute(1))
+    assert observer.of("claimed") == [(key,)]
+    [[record]] = observer.of("submitted")
+    assert (record.key, record.occurrence_at, record.due_at, record.token, record.attempt) == \
+        (key, minute(1), minute(1), 1, 1)
+    assert record.error is None and record.lateness == timedelta(0)
+
+
+def test_an_offset_delays_the_run_but_not_the_key(world: World) -> None:
+    world.create("late", offset=timedelta(seconds=15), next_at=minute(1))
+    store = world.store
+    store.replace_schedule(store.get_schedule("late").spec, next_occurrence_at=minute(1),
+                           next_run_at=minute(1) + timedelta(seconds=15))
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+
+    world.advance(30)  # 00:01:00: the point, not yet due
+    engine.tick()
+    assert submitter.keys == []
+    world.advance(15)
+    engine.tick()
+
+    assert submitter.keys == [idempotency_key("late", minute(1))]
+    [execution] = world.executions("late")
+    assert execution.due_at == minute(1) + timedelta(seconds=15)
+
+
+def test_a_backlog_after_downtime_runs_once_and_counts_the_missed_points(world: World) -> None:
+    world.create("tick")
+    observer = RecordingObserver()
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter, observer=observer)
+
+    world.advance(60 * 60)  # 01:00:30: an hour of points, the last one on time
+    engine.tick()
+
+    assert submitter.keys == [idempotency_key("tick", minute(60))]
+    assert observer.of("missed") == [("tick", 59)]
+    assert world.store.get_schedule("tick").total_missed == 59
+    assert world.executions("tick")[0].missed == 59
+
+
+def test_tick_returns_the_seconds_until_the_next_due_instant(world: World) -> None:
+    world.create("tick")
+    engine = world.replica("a", settings=Settings(max_interval=60, lease_ttl=120,
+                                                  lease_renew_interval=40))
+
+    assert engine.tick() == 30.0  # due at 00:01:00, it is 00:00:30
+    world.advance(23.5)
+    assert engine.tick() == 6.5
+
+
+def test_tick_never_sleeps_past_the_next_lease_renewal(world: World) -> None:
+    world.create("tick", next_at=minute(10))
+    engine = world.replica("a")
+
+    assert engine.tick() == 10.0  # the renew interval, though the schedule is 9.5 min away
+    world.advance(7)
+    assert engine.tick() == 3.0
+
+
+def test_with_nothing_scheduled_tick_sleeps_until_the_renewal(world: World) -> None:
+    engine = world.replica("a")
+
+    assert engine.tick() == 10.0
+
+
+# -- the local deadline ------------------------------------------------------------------------
+
+def test_within_the_local_deadline_a_failed_renewal_keeps_claiming(world: World) -> None:
+    lease = FlakyLease(world.store)
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", lease=lease, submitter=submitter)
+    engine.tick()
+    due_at = T0 + timedelta(seconds=40)
+    world.create("tick", next_at=due_at)
+
+    lease.down = True
+    world.advance(15)  # renewal due (10 s) and failing; the deadline is at 20 s
+    engine.tick()
+
+    assert engine.is_leader()
+    assert submitter.keys == [idempotency_key("tick", due_at)]
+
+
+def test_past_the_local_deadline_nothing_is_claimed(world: World) -> None:
+    lease = FlakyLease(world.store)
+    submitter = RecordingSubmitter()
+    observer = RecordingObserver()
+    engine = world.replica("a", lease=lease, submitter=submitter, observer=observer)
+    engine.tick()
+    world.create("tick", next_at=minute(1))
+
+    lease.down = True
+    world.advance(21)  # past ttl - renew interval = 20 s since the lease was asked for
+    sleep = engine.tick()
+
+    assert not engine.is_leader()
+    assert observer.of("lost") == ["store unreachable past the local deadline"]
+    assert submitter.calls == []
+    assert world.executions() == []
+    assert sleep <= 1.0  # tries the lease again soon...
+    assert 0 < engine.tick() <= 1.0  # ...without spinning while the store is down
+
+
+def test_the_local_deadline_counts_from_when_the_lease_was_asked_for(world: World) -> None:
+    engine = world.replica("a")
+    engine.tick()
+
+    world.move_monotonic("a", 19.9)
+    assert engine.is_leader()
+    world.move_monotonic("a", 0.1)
+    assert not engine.is_leader()
+
+
+def test_a_submission_is_bounded_by_the_local_deadline(world: World) -> None:
+    world.create("tick")
+    world.advance(30)
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter,
+                           settings=Settings(lease_ttl=6, lease_renew_interval=2))
+
+    engine.tick()
+
+    [(_, _, timeout)] = submitter.calls
+    assert 0 < timeout <= 4.0  # ttl - renew interval, less a margin for bookkeeping
+
+
+def test_a_long_lease_still_caps_one_submission(world: World) -> None:
+    world.create("tick")
+    world.advance(30)
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter,
+                           settings=Settings(lease_ttl=600, lease_renew_interval=60))
+
+    engine.tick()
+
+    assert submitter.calls[0][2] == SUBMIT_TIMEOUT_MAX
+
+
+# -- broker failures ---------------------------------------------------------------------------
+
+def test_a_broker_failure_leaves_the_claim_and_resubmits_the_same_key(world: World) -> None:
+    world.create("tick")
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+    key = idempotency_key("tick", minute(1))
+
+    submitter.failing = True
+    world.advance(30)
+    sleep = engine.tick()
+
+    [execution] = world.executions("tick")
+    assert execution.state is ExecutionState.CLAIMED
+    assert execution.last_error == "connection refused"
+    assert sleep == 1.0  # the retry backoff
+
+    world.advance(0.5)
+    engine.tick()  # still backing off: no new attempt
+    assert submitter.keys == [key]
+
+    submitter.failing = False
+    world.advance(0.5)
+    engine.tick()
+
+    assert submitter.keys == [key, key]
+    [execution] = world.executions("tick")
+    assert (execution.state, execution.attempts) == (ExecutionState.SUBMITTED, 2)
+
+
+def test_repeated_broker_failures_back_off_exponentially_up_to_a_cap(world: World) -> None:
+    world.create("tick")
+    submitter = RecordingSubmitter()
+    submitter.failing = True
+    engine = world.replica("a", submitter=submitter,
+                           settings=Settings(max_interval=60, retry_backoff=1,
+                                             retry_backoff_max=4, lease_ttl=300,
+                                             lease_renew_interval=100))
+    world.advance(30)
+
+    sleeps = []
+    for _ in range(5):
+        sleep = engine.tick()
+        sleeps.append(sleep)
+        world.advance(sleep)
+
+    assert sleeps == [1.0, 2.0, 4.0, 4.0, 4.0]
+    assert len(submitter.calls) == 5
+
+
+def test_claims_made_during_a_broker_outage_wait_for_it_to_end(world: World) -> None:
+    world.create("tick")
+    world.create("other", next_at=minute(1) + timedelta(seconds=10))
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter,
+                           settings=Settings(max_interval=60, retry_backoff=30,
+                                             retry_backoff_max=30))
+    submitter.failing = True
+    world.advance(30)
+    engine.tick()  # "tick" claimed, refused
+    world.advance(10)
+    engine.tick()  # "other" claimed during the backoff: not sent
+    assert len(submitter.calls) == 1
+    assert len(world.executions()) == 2
+
+    submitter.failing = False
+    world.advance(20)
+    engine.tick()
+
+    assert submitter.calls[-1][0] == (idempotency_key("tick", minute(1)),
+                                      idempotency_key("other", minute(1) + timedelta(seconds=10)))
+    assert {e.state for e in world.executions()} == {ExecutionState.SUBMITTED}
+
+
+def test_a_new_leader_resubmits_what_its_predecessor_left_claimed(world: World) -> None:
+    world.create("tick")
+    first_submitter, second_submitter = RecordingSubmitter(), RecordingSubmitter()
+    first = world.replica("a", submitter=first_submitter)
+    second = world.replica("b", submitter=second_submitter)
+    first_submitter.failing = True
+    world.advance(30)
+    first.tick()
+    second.tick()
+
+    world.advance(31, frozen=["a"])  # the first leader dies without releasing
+    second.tick()
+
+    key = idempotency_key("tick", minute(1))
+    assert second_submitter.calls[0] == ((key,), 2, second_submitter.calls[0][2])
+    execution = next(e for e in world.executions("tick") if e.key == key)
+    assert (execution.state, execution.token, execution.attempts) == \
+        (ExecutionState.SUBMITTED, 2, 2)
+
+
+# -- fencing -----------------------------------------------------------------------------------
+
+def test_a_stale_leader_is_refused_and_steps_down(world: World) -> None:
+    world.create("tick")
+    stale_submitter = RecordingSubmitter()
+    observer = RecordingObserver()
+    stale = world.replica("a", submitter=stale_submitter, observer=observer)
+    successor = world.replica("b")
+    stale.tick()
+
+    # "a" is frozen (a suspended VM: its monotonic clock stood still for most of it) while
+    # the lease expires on the store clock and "b" takes over.
+    world.advance(31, frozen=["a"])
+    successor.tick()
+    world.move_monotonic("a", 5)
+    assert stale.is_leader()  # by its own clock it still is
+
+    sleep = stale.tick()
+
+    assert not stale.is_leader() and stale.grant is None
+    assert observer.of("lost") == ["fencing token refused"]
+    assert sleep == 0.0
+    assert stale_submitter.calls == []
+    assert all(e.token == 2 for e in world.executions())
+
+
+def test_a_stale_leaders_claim_inserts_nothing(world: World) -> None:
+    stale_submitter = RecordingSubmitter()
+    settings = Settings(max_interval=60, retry_backoff=60, retry_backoff_max=60)
+    stale = world.replica("a", submitter=stale_submitter, settings=settings)
+    stale.tick()
+    # A broker failure puts "a" in a long backoff, so its next tick goes straight to claiming
+    # (skipping the resubmission, which would be refused first).
+    world.create("first", next_at=world.now)
+    stale_submitter.failing = True
+    stale.tick()
+    assert [e.schedule_name for e in world.executions()] == ["first"]
+
+    world.advance(31, frozen=["a"])
+    world.replica("b", settings=settings).tick()
+    world.create("fresh", next_at=world.now)  # due, and "b" has not looked yet
+    world.move_monotonic("a", 5)
+    stale.tick()
+
+    assert not stale.is_leader()
+    assert world.executions("fresh") == []
+    assert world.store.get_schedule("fresh").next_run_at == world.now
+
+
+def test_a_stale_leader_becomes_a_standby(world: World) -> None:
+    stale = world.replica("a")
+    successor = world.replica("b")
+    stale.tick()
+    world.advance(31, frozen=["a"])
+    successor.tick()
+    world.move_monotonic("a", 5)
+    stale.tick()
+
+    world.move_monotonic("a", 10)
+    stale.tick()
+
+    assert not stale.is_leader()
+    assert successor.is_leader()
+
+
+# -- close -------------------------------------------------------------------------------------
+
+def test_close_releases_the_lease_so_a_standby_takes_over_at_once(world: World) -> None:
+    lease = FlakyLease(world.store)
+    observer = RecordingObserver()
+    leader = world.replica("a", lease=lease, observer=observer)
+    standby = world.replica("b")
+    leader.tick()
+    standby.tick()
+
+    leader.close()
+    world.advance(10)  # well before the 30 s ttl would have run out
+    standby.tick()
+
+    assert standby.is_leader()
+    assert observer.of("lost") == ["released"]
+
+
+def test_close_is_idempotent(world: World) -> None:
+    lease = FlakyLease(world.store)
+    leader = world.replica("a", lease=lease)
+    leader.tick()
+
+    leader.close()
+    leader.close()
+
+    assert lease.releases == 1
+    assert not leader.is_leader()
+    info = world.store.inspect("default")
+    assert info is not None and not info.held
+
+
+def test_a_closed_engine_does_nothing_more(world: World) -> None:
+    world.create("tick")
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+    engine.close()
+
+    world.advance(60)
+    engine.tick()
+
+    assert submitter.calls == []
+    assert world.store.inspect("default") is None
+
+
+def test_close_survives_an_unreachable_store(world: World) -> None:
+    class Unreachable(FlakyLease):
+        def release(self, grant: LeaseGrant) -> bool:
+            raise StoreUnavailable("gone")
+
+    leader = world.replica("a", lease=Unreachable(world.store))
+    leader.tick()
+
+    leader.close()
+
+    assert not leader.is_leader()
+
+
+# -- schedules that cannot be planned ----------------------------------------------------------
+
+def test_an_unplannable_trigger_postpones_its_schedule_only(world: World) -> None:
+    world.create("mystery", trigger=TriggerSpec(kind="solar", params={"event": "dawn"}))
+    world.create("tick")
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+
+    world.advance(30)
+    engine.tick()
+
+    assert submitter.keys == [idempotency_key("tick", minute(1))]
+    postponed = world.store.get_schedule("mystery")
+    assert postponed.next_run_at == world.now + UNPLANNABLE_RETRY
+    assert postponed.next_occurrence_at == minute(1)
+    assert world.executions("mystery") == []
+
+
+def test_an_api_schedule_sending_a_task_outside_the_allow_list_is_postponed(
+    world: World,
+) -> None:
+    world.create("rogue")
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter,
+                           task_allowed=lambda task: task.startswith("reports."))
+
+    world.advance(30)
+    engine.tick()
+
+    assert submitter.calls == []
+    assert world.store.get_schedule("rogue").next_run_at == world.now + UNPLANNABLE_RETRY
+
+
+def test_config_schedules_are_not_subject_to_the_allow_list(world: World) -> None:
+    spec = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE)
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter, config=[spec],
+                           task_allowed=lambda task: False)
+    engine.tick()
+
+    world.advance(30)
+    engine.tick()
+
+    assert submitter.keys == [idempotency_key("cleanup", minute(1))]
+
+
+# -- store errors and pruning ------------------------------------------------------------------
+
+def test_a_store_error_while_dispatching_is_retried_soon(world: World,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = world.replica("a")
+    engine.tick()
+
+    def unreachable(limit: int) -> Any:
+        raise StoreUnavailable("connection reset")
+
+    monkeypatch.setattr(world.store, "due_schedules", unreachable)
+    sleep = engine.tick()
+
+    assert 0 < sleep <= 1.0
+    assert engine.is_leader()
+
+
+def test_old_executions_are_pruned(world: World) -> None:
+    world.create("tick")
+    engine = world.replica("a", settings=Settings(retention=timedelta(days=1)))
+    world.advance(30)
+    engine.tick()
+    old_key = idempotency_key("tick", minute(1))
+    assert [e.key for e in world.executions()] == [old_key]
+
+    world.advance(2 * 24 * 3600)
+    engine.tick()
+
+    remaining = world.executions()
+    assert old_key not in [e.key for e in remaining]
+    assert remaining and all(e.claimed_at == world.now for e in remaining)
+
+
+def test_executions_still_claimed_are_never_pruned(world: World) -> None:
+    world.create("tick")
+    submitter = RecordingSubmitter()
+    submitter.failing = True
+    engine = world.replica("a", submitter=submitter,
+                           settings=Settings(retention=timedelta(days=1)))
+    world.advance(30)
+    engine.tick()
+
+    world.advance(2 * 24 * 3600)
+    engine.tick()
+
+    assert idempotency_key("tick", minute(1)) in [e.key for e in world.executions()]
+
+
+def test_manual_runs_are_submitted_with_pending_ones(world: World) -> None:
+    world.create("tick", next_at=minute(30))
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+    engine.tick()
+
+    manual = world.store.request_run("tick")
+    world.advance(1)
+    engine.tick()
+
+    assert submitter.keys == [manual.key]
+    assert manual.key.startswith("tick:manual:")
+
