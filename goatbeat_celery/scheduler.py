@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import uuid
 from typing import Any
 
@@ -42,6 +43,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._engine: Engine | None = None
         self._observability: observability.Observability | None = None
         self._closed = False
+        self._ticking_thread: int | None = None
         try:
             self.goatbeat = config_module.load(app)
         except ConfigurationError as exc:
@@ -87,11 +89,19 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         engine = self._engine
         if engine is None:
             return float(self.max_interval)
-        engine.wait(engine.tick())
+        self._ticking_thread = threading.get_ident()
+        try:
+            engine.wait(engine.tick())
+        finally:
+            self._ticking_thread = None
         # The engine already waited (woken early by NOTIFY); Celery's loop must not sleep more.
         return 0.0
 
     def close(self) -> None:
+        if self._ticking_thread == threading.get_ident():
+            # Called from a signal handler in the middle of a tick. Celery raises SystemExit
+            # next, which rolls back whatever the tick had open, and then calls close() again.
+            return
         if self._closed:
             return
         self._closed = True
