@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from goatbeat_celery import cron
 from goatbeat_celery.core.engine import SUBMIT_TIMEOUT_MAX, UNPLANNABLE_RETRY, Engine
 from goatbeat_celery.core.errors import StoreUnavailable
 from goatbeat_celery.core.model import (
@@ -28,6 +30,7 @@ from goatbeat_celery.core.model import (
 )
 from goatbeat_celery.core.observer import OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.store.memory import MemoryStore
 
 UTC = timezone.utc
@@ -751,3 +754,33 @@ def test_manual_runs_are_submitted_with_pending_ones(world: World) -> None:
     assert submitter.keys == [manual.key]
     assert manual.key.startswith("tick:manual:")
 
+
+
+# -- with cron triggers ------------------------------------------------------------------------
+
+def test_a_cron_schedule_runs_every_real_quarter_hour_through_the_autumn_overlap(
+    world: World,
+) -> None:
+    trigger = TriggerSpec(kind="cron", params={"expression": "*/15 * * * *",
+                                               "timezone": "Europe/Paris", "day_or": True})
+    world.now = datetime.fromisoformat("2026-10-25T01:50:00+02:00").astimezone(UTC)
+    world.create("quarter", trigger=trigger,
+                 next_at=datetime.fromisoformat("2026-10-25T02:00:00+02:00"))
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter,
+                           triggers=cron.register(TriggerRegistry.default()))
+
+    end = datetime.fromisoformat("2026-10-25T03:05:00+01:00")
+    while world.now < end:
+        world.advance(max(engine.tick(), 0.001))
+
+    local = [datetime.fromisoformat(key.split(":", 1)[1]).astimezone(ZoneInfo("Europe/Paris"))
+             for key in submitter.keys]
+    assert [stamp.isoformat() for stamp in local] == [
+        "2026-10-25T02:00:00+02:00", "2026-10-25T02:15:00+02:00",
+        "2026-10-25T02:30:00+02:00", "2026-10-25T02:45:00+02:00",
+        "2026-10-25T02:00:00+01:00", "2026-10-25T02:15:00+01:00",
+        "2026-10-25T02:30:00+01:00", "2026-10-25T02:45:00+01:00",
+        "2026-10-25T03:00:00+01:00",
+    ]
+    assert len(set(submitter.keys)) == 9
