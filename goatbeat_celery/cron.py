@@ -14,8 +14,9 @@ cron / cronie across daylight-saving transitions:
 
 Several matches that land on the same instant (two matches inside one gap) run once.
 
-Day-of-month and day-of-week combine with OR when both are restricted (standard cron);
-``day_or=False`` gives Celery's ``crontab`` semantics, where they combine with AND.
+Day-of-month and day-of-week combine with OR when both are restricted (standard cron; a
+stepped field such as ``*/2`` counts as restricted, unlike Vixie cron's "starts with ``*``"
+quirk); ``day_or=False`` gives Celery's ``crontab`` semantics, where they combine with AND.
 """
 
 from __future__ import annotations

@@ -173,6 +173,15 @@ def test_day_or_false_gives_celerys_and_semantics() -> None:
         "2026-02-13", "2026-03-13", "2026-11-13", "2027-08-13"]
 
 
+def test_a_stepped_day_of_month_counts_as_restricted() -> None:
+    # POSIX semantics: */10 restricts the day of month, so it is ORed with Mondays.
+    trigger = CronTrigger("0 0 */10 * 1")
+
+    assert run_dates(trigger, datetime(2026, 1, 1, tzinfo=UTC), 7) == [
+        "2026-01-05", "2026-01-11", "2026-01-12", "2026-01-19", "2026-01-21", "2026-01-26",
+        "2026-01-31"]
+
+
 @pytest.mark.parametrize("day_or", [True, False])
 def test_a_star_day_field_leaves_the_other_alone(day_or: bool) -> None:
     mondays = CronTrigger("0 0 * * 1", day_or=day_or)
