@@ -151,6 +151,11 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
 
 
 def _bound_broker_sockets(app: Any) -> None:
+    # Only the Redis transports take these options; others keep their own timeouts
+    # (broker_connection_timeout for AMQP).
+    scheme = str(app.conf.broker_url or "").split("://", 1)[0].split("+")[-1]
+    if scheme not in {"redis", "rediss", "sentinel"}:
+        return
     options = dict(app.conf.broker_transport_options or {})
     options.setdefault("socket_timeout", BROKER_SOCKET_TIMEOUT)
     options.setdefault("socket_connect_timeout", BROKER_SOCKET_TIMEOUT)
