@@ -138,3 +138,28 @@ def test_submitting_to_an_unreachable_broker_fails_within_the_timeout():
     assert accepted == []
     assert list(failures) == [dispatch.key]
     assert elapsed < 6.0, f"submission took {elapsed:.1f}s despite a 2s budget"
+
+
+# kombu's SQLAlchemy transport still uses a loader strategy SQLAlchemy 2.1 deprecates.
+@pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")
+def test_a_sqlalchemy_broker_accepts_messages_from_the_scheduler(tmp_path: Path,
+                                                                 database_url: str):
+    """Socket timeouts are only set on Redis transports; other brokers keep working."""
+    app = Celery("sqla", broker=f"sqla+sqlite:///{tmp_path / 'broker.sqlite3'}",
+                 set_as_current=False)
+    app.conf.update(goatbeat_database_url=database_url, goatbeat_lease_ttl=3,
+                    goatbeat_lease_renew_interval=1,
+                    beat_schedule={"s": {"task": "t", "schedule": 1.0}})
+    scheduler = Scheduler(app=app)
+    try:
+        store = scheduler.engine.store if scheduler.engine else None
+        assert store is not None
+
+        def submitted() -> bool:
+            scheduler.tick()
+            return any(e.state is ExecutionState.SUBMITTED
+                       for e in store.executions(schedule_name="s"))
+        wait_for(submitted, timeout=10, what="a message accepted by the sqla broker")
+        assert all(e.last_error is None for e in store.executions(schedule_name="s"))
+    finally:
+        scheduler.close()
