@@ -189,7 +189,8 @@ class Engine:
         try:
             now = self.store.now()
             self._store_seen = (now, self._mono())
-            entries = [self._sync_entry(spec, now) for spec in self.config_schedules]
+            entries = [entry for spec in self.config_schedules
+                       if (entry := self._sync_entry(spec, now)) is not None]
             report = self.store.sync_config(entries, lease=grant)
         except LeaseLost:
             self._lose("fencing token refused during config sync")
@@ -209,8 +210,14 @@ class Engine:
             logger.warning("config entry %r left alone: a schedule of that name was created "
                            "through the API", name, extra={"action": "config_conflict"})
 
-    def _sync_entry(self, spec: ScheduleSpec, now: datetime) -> SyncEntry:
-        trigger = self._trigger(spec)
+    def _sync_entry(self, spec: ScheduleSpec, now: datetime) -> SyncEntry | None:
+        try:
+            trigger = self._trigger(spec)
+        except ConfigurationError as exc:
+            # Config is validated before the engine starts; this guards embedders that skip it.
+            logger.error("config schedule %r skipped: %s", spec.name, exc,
+                         extra={"action": "config_invalid"})
+            return None
         occurrence, run = first_occurrence(trigger, now, spec.effective_offset())
         return SyncEntry(spec=spec, next_occurrence_at=occurrence, next_run_at=run)
 
