@@ -536,7 +536,7 @@ def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
 
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
               help="How many executions, newest first.")
 @json_option
 @click.pass_context
