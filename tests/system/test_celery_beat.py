@@ -155,3 +155,20 @@ def test_bad_config_makes_beat_exit_non_zero_naming_every_problem(cluster: Clust
     assert "goatbeat_lease_tll" in output and "goatbeat_lease_ttl" in output
     assert cluster.sql("SELECT count(*) AS n FROM goatbeat_schedule")[0]["n"] == 0
     assert cluster.sql("SELECT count(*) AS n FROM goatbeat_lease")[0]["n"] == 0
+
+
+def test_worker_with_embedded_beat_dispatches_and_releases_the_lease_on_stop(cluster: Cluster):
+    cluster.write_config(schedules={"embedded": {"every": 1}}, settings=FAST_LEASE)
+    worker = cluster.start("worker-b", [
+        "worker", "-B", "--scheduler", "goatbeat_celery.Scheduler", "--pool", "threads",
+        "--concurrency", "4", "-Q", cluster.queue, "-n", f"wb-{cluster.run_id}@%h",
+        "-s", str(cluster.workdir / "embedded.schedule"), "--without-heartbeat",
+        "--without-gossip", "--without-mingle", "--loglevel", "INFO"])
+    wait_until(lambda: len([r for r in cluster.records() if r["schedule"] == "embedded"]) >= 3,
+               timeout=30, what="three runs dispatched by the embedded beat")
+    assert worker.stop(timeout=20) == 0
+    lease = cluster.lease()
+    assert lease is not None and lease["holder"] is None, f"lease not released: {lease}"
+    for record in cluster.records():
+        assert record["id"] == idempotency_key(
+            "embedded", datetime.fromisoformat(record["occurrence"]))
