@@ -29,7 +29,7 @@ def by_schedule(executions: list[dict]) -> dict[str, list[datetime]]:
 
 
 def assert_contiguous(points: list[datetime], step: timedelta, name: str) -> None:
-    gaps = [(a, b) for a, b in zip(points, points[1:]) if b - a != step]
+    gaps = [(a, b) for a, b in zip(points, points[1:], strict=False) if b - a != step]
     assert not gaps, f"{name}: occurrences not contiguous on the {step} grid: {gaps[:5]}"
 
 
