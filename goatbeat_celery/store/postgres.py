@@ -23,12 +23,12 @@ from psycopg.types.json import set_json_loads
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.errors import ConfigurationError, StoreError, StoreUnavailable
-from goatbeat_celery.core.model import Execution
+from goatbeat_celery.core.errors import ConfigurationError, LeaseLost, StoreError, StoreUnavailable
+from goatbeat_celery.core.model import UTC, Execution, LeaseGrant
 from goatbeat_celery.migrations import check_schema, upgrade
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import UTCDateTime
-from goatbeat_celery.store.sql import Insert, SQLStore
+from goatbeat_celery.store.sql import Advance, Insert, SQLStore
 from goatbeat_celery.store.url import mask_url, normalise_url
 
 logger = logging.getLogger(__name__)
@@ -37,35 +37,57 @@ logger = logging.getLogger(__name__)
 CHANNEL = "goatbeat"
 
 
-# A claim batch in two statements of fixed text, whatever its size: arrays are unnested
-# server-side instead of sending one VALUES row (and a dozen parameters) per execution.
-_INSERT_CLAIMED = sa.text(
+# A claim batch in two statements of fixed text, whatever its size, with arrays unnested
+# server-side instead of one VALUES row (and a dozen parameters) per execution. The first checks
+# the fence (lease row share-locked) and locks the schedules; the second inserts the executions
+# and advances the schedules, counting the runs actually inserted.
+_LOCK_FOR_CLAIM = sa.text(
     """
-    INSERT INTO goatbeat_execution (key, schedule_name, occurrence_at, due_at, token, state,
-                                    claimed_at, submitted_at, attempts, last_error, missed, manual)
-    SELECT v.key, v.schedule_name, v.occurrence_at, v.due_at, :token, 'claimed',
-           :claimed_at, NULL, 1, NULL, v.missed, false
-    FROM unnest(CAST(:keys AS text[]), CAST(:names AS text[]),
-                CAST(:occurrences AS timestamptz[]), CAST(:dues AS timestamptz[]),
-                CAST(:missed AS integer[]))
-         AS v(key, schedule_name, occurrence_at, due_at, missed)
-    ON CONFLICT (key) DO NOTHING
-    RETURNING key
+    SELECT f.holder, f.token, f.expires_at, f.now,
+           s.name, s.version, s.task, s.args, s.kwargs, s.options
+    FROM (SELECT holder, token, expires_at, now() AS now
+          FROM goatbeat_lease WHERE name = :lease FOR SHARE) AS f
+    LEFT JOIN LATERAL (
+        SELECT name, version, task, args, kwargs, options
+        FROM goatbeat_schedule
+        WHERE name = ANY(CAST(:names AS text[]))
+        FOR UPDATE SKIP LOCKED
+    ) AS s ON true
     """
 )
-_ADVANCE = sa.text(
+_RECORD_CLAIMS = sa.text(
     """
-    UPDATE goatbeat_schedule AS s
-    SET next_occurrence_at = v.next_occurrence_at, next_run_at = v.next_run_at,
-        last_occurrence_at = v.last_occurrence_at, total_runs = v.total_runs,
-        total_missed = v.total_missed, version = v.version + 1
-    FROM unnest(CAST(:names AS text[]), CAST(:versions AS bigint[]),
-                CAST(:next_occurrences AS timestamptz[]), CAST(:next_runs AS timestamptz[]),
-                CAST(:last_occurrences AS timestamptz[]), CAST(:total_runs AS bigint[]),
-                CAST(:total_missed AS bigint[]))
-         AS v(name, version, next_occurrence_at, next_run_at, last_occurrence_at, total_runs,
-              total_missed)
-    WHERE s.name = v.name AND s.version = v.version
+    WITH inserted AS (
+        INSERT INTO goatbeat_execution (key, schedule_name, occurrence_at, due_at, token, state,
+                                        claimed_at, submitted_at, attempts, last_error, missed,
+                                        manual)
+        SELECT e.key, e.schedule_name, e.occurrence_at, e.due_at, :token, 'claimed',
+               :claimed_at, NULL, 1, NULL, e.missed, false
+        FROM unnest(CAST(:keys AS text[]), CAST(:names AS text[]),
+                    CAST(:occurrences AS timestamptz[]), CAST(:dues AS timestamptz[]),
+                    CAST(:missed AS integer[]))
+             AS e(key, schedule_name, occurrence_at, due_at, missed)
+        ON CONFLICT (key) DO NOTHING
+        RETURNING key, schedule_name
+    ), runs AS (
+        SELECT schedule_name, count(*) AS n FROM inserted GROUP BY schedule_name
+    ), advanced AS (
+        UPDATE goatbeat_schedule AS s
+        SET next_occurrence_at = a.next_occurrence_at, next_run_at = a.next_run_at,
+            last_occurrence_at = coalesce(a.last_occurrence_at, s.last_occurrence_at),
+            total_runs = s.total_runs + coalesce(r.n, 0),
+            total_missed = s.total_missed + a.missed,
+            version = s.version + 1
+        FROM unnest(CAST(:a_names AS text[]), CAST(:a_versions AS bigint[]),
+                    CAST(:a_next_occurrences AS timestamptz[]),
+                    CAST(:a_next_runs AS timestamptz[]),
+                    CAST(:a_last_occurrences AS timestamptz[]),
+                    CAST(:a_missed AS bigint[]))
+             AS a(name, version, next_occurrence_at, next_run_at, last_occurrence_at, missed)
+             LEFT JOIN runs AS r ON r.schedule_name = a.name
+        WHERE s.name = a.name AND s.version = a.version
+    )
+    SELECT key FROM inserted
     """
 )
 
@@ -191,7 +213,10 @@ class PostgresStore(SQLStore):
             idle_in_transaction_timeout=idle_in_transaction_timeout, pool_size=pool_size,
             max_overflow=max_overflow, application_name=application_name,
         )
-        super().__init__(engine)
+        # Reads and one-statement writes need no transaction: autocommit spares them the round
+        # trips of BEGIN and COMMIT.
+        autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        super().__init__(engine, read_engine=autocommit, single_engine=autocommit)
         self._connect_kwargs = connect_args(
             connect_timeout=connect_timeout, statement_timeout=statement_timeout,
             idle_in_transaction_timeout=None, application_name=f"{application_name}:listen",
@@ -225,31 +250,41 @@ class PostgresStore(SQLStore):
                         postgresql.ARRAY(sa.Text()))
         return column == sa.any_(array)
 
-    def _insert_claimed(self, conn: sa.Connection, executions: Sequence[Execution]) -> set[str]:
-        if not executions:
+    def _lock_for_claim(self, conn: sa.Connection, lease: LeaseGrant,
+                        names: Sequence[str]) -> tuple[datetime, dict[str, Any]]:
+        result = conn.execute(_LOCK_FOR_CLAIM, {"lease": lease.name,
+                                                "names": array_literal(names)})
+        found = result.all()
+        head = found[0] if found else None
+        # psycopg returns instants in the session's zone, UTC; compare them as they come.
+        if (head is None or head.holder != lease.holder or head.token != lease.token
+                or head.expires_at is None or head.expires_at <= head.now):
+            raise LeaseLost(f"lease {lease.name!r}: token {lease.token} is no longer current")
+        now: datetime = head.now.astimezone(UTC)
+        return now, {row.name: row for row in found if row.name is not None}
+
+    def _record_claims(self, conn: sa.Connection, executions: Sequence[Execution],
+                       advances: Sequence[Advance]) -> set[str]:
+        if not advances:
             return set()
-        first = executions[0]
-        result = conn.execute(_INSERT_CLAIMED, {
-            "token": first.token,
-            "claimed_at": first.claimed_at,
+        first_token = executions[0].token if executions else 0
+        claimed_at = executions[0].claimed_at if executions else None
+        result = conn.execute(_RECORD_CLAIMS, {
+            "token": first_token,
+            "claimed_at": claimed_at,
             "keys": array_literal([e.key for e in executions]),
             "names": array_literal([e.schedule_name for e in executions]),
             "occurrences": array_literal([e.occurrence_at for e in executions]),
             "dues": array_literal([e.due_at for e in executions]),
             "missed": array_literal([e.missed for e in executions]),
+            "a_names": array_literal([a.name for a in advances]),
+            "a_versions": array_literal([a.version for a in advances]),
+            "a_next_occurrences": array_literal([a.next_occurrence_at for a in advances]),
+            "a_next_runs": array_literal([a.next_run_at for a in advances]),
+            "a_last_occurrences": array_literal([a.last_occurrence_at for a in advances]),
+            "a_missed": array_literal([a.missed for a in advances]),
         })
         return set(result.scalars())
-
-    def _advance(self, conn: sa.Connection, updates: Sequence[dict[str, Any]]) -> None:
-        conn.execute(_ADVANCE, {
-            "names": array_literal([u["b_name"] for u in updates]),
-            "versions": array_literal([u["b_version"] for u in updates]),
-            "next_occurrences": array_literal([u["next_occurrence_at"] for u in updates]),
-            "next_runs": array_literal([u["next_run_at"] for u in updates]),
-            "last_occurrences": array_literal([u["last_occurrence_at"] for u in updates]),
-            "total_runs": array_literal([u["total_runs"] for u in updates]),
-            "total_missed": array_literal([u["total_missed"] for u in updates]),
-        })
 
     def _announce_in(self, conn: sa.Connection) -> None:
         # Delivered when (and only if) the transaction commits.

@@ -8,8 +8,8 @@ What differs between databases is asked of a few hooks, answered once by each su
   a bound value from the injected clock on SQLite);
 * :meth:`SQLStore._insert` — the dialect's ``INSERT`` (for ``ON CONFLICT DO NOTHING``);
 * :meth:`SQLStore._in` / ``_IN_CHUNK`` — membership in a list of strings;
-* :meth:`SQLStore._insert_claimed` / :meth:`SQLStore._advance` — the two bulk writes of a
-  claim, one statement each on PostgreSQL;
+* :meth:`SQLStore._lock_for_claim` / :meth:`SQLStore._record_claims` — the reads and writes
+  of a claim batch, one statement each on PostgreSQL;
 * :meth:`SQLStore._announce_in` / :meth:`SQLStore._announced` — waking waiting replicas.
 
 ``SELECT ... FOR SHARE / FOR UPDATE [SKIP LOCKED]`` is written unconditionally: SQLite's
@@ -22,7 +22,7 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -58,7 +58,12 @@ from goatbeat_celery.core.model import (
 )
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.store.errors import translated
-from goatbeat_celery.store.schema import execution_table, lease_table, schedule_table
+from goatbeat_celery.store.schema import (
+    UTCDateTime,
+    execution_table,
+    lease_table,
+    schedule_table,
+)
 from goatbeat_celery.store.url import mask_url
 
 logger = logging.getLogger(__name__)
@@ -77,10 +82,36 @@ _STILL_CLAIMED = sa.text("coalesce(goatbeat_execution.state = 'claimed', false)"
 
 Insert = PGInsert | SQLiteInsert
 
-#: What a claim reads of the rows it locks: the version to compare, the counters to advance
-#: and what a dispatch carries.
-_CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.total_runs, S.c.total_missed,
-                  S.c.last_occurrence_at, S.c.task, S.c.args, S.c.kwargs, S.c.options)
+#: What a claim reads of the rows it locks: the version to compare and what a dispatch carries.
+_CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.task, S.c.args, S.c.kwargs, S.c.options)
+
+# Advancing one claimed schedule: counters grow in SQL, the last occurrence is kept when the
+# claim ran none (an unplannable schedule only moves its next_run_at).
+_ADVANCE_ONE = (
+    sa.update(S)
+    .where(S.c.name == sa.bindparam("b_name"), S.c.version == sa.bindparam("b_version"))
+    .values(
+        next_occurrence_at=sa.bindparam("b_next_occurrence", type_=UTCDateTime()),
+        next_run_at=sa.bindparam("b_next_run", type_=UTCDateTime()),
+        last_occurrence_at=sa.func.coalesce(
+            sa.bindparam("b_last_occurrence", type_=UTCDateTime()), S.c.last_occurrence_at),
+        total_runs=S.c.total_runs + sa.bindparam("b_runs", type_=sa.BigInteger()),
+        total_missed=S.c.total_missed + sa.bindparam("b_missed", type_=sa.BigInteger()),
+        version=S.c.version + 1,
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """How one claim moves its schedule on (``last_occurrence_at`` None: keep the stored one)."""
+
+    name: str
+    version: int
+    next_occurrence_at: datetime | None
+    next_run_at: datetime | None
+    last_occurrence_at: datetime | None
+    missed: int
 
 
 class _Write:
@@ -94,15 +125,19 @@ class _Write:
 class SQLStore:
     """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
 
-    ``engine`` runs writes; ``read_engine`` (the same pool, other options) runs reads.
+    ``engine`` runs write transactions; ``read_engine`` runs reads and ``single_engine`` writes
+    made of one statement each (both default to ``engine``; a subclass may hand the same pool
+    with other options, say autocommit, to save the round trips of BEGIN and COMMIT).
     """
 
     #: How many strings one ``IN`` test may carry.
     _IN_CHUNK: ClassVar[int] = 500
 
-    def __init__(self, engine: sa.Engine, *, read_engine: sa.Engine | None = None) -> None:
+    def __init__(self, engine: sa.Engine, *, read_engine: sa.Engine | None = None,
+                 single_engine: sa.Engine | None = None) -> None:
         self._engine = engine
         self._reader = read_engine or engine
+        self._single = single_engine or engine
         self._where = mask_url(engine.url)
         self._closed = False
 
@@ -134,6 +169,13 @@ class SQLStore:
                     self._announce_in(conn)
             if txn.announce:
                 self._announced()
+
+    @contextmanager
+    def _write_each(self, what: str) -> Iterator[sa.Connection]:
+        """A connection for writes whose statements each stand alone (idempotent ones)."""
+        with translated(what, self._where):
+            with self._single.begin() as conn:
+                yield conn
 
     @contextmanager
     def _read(self, what: str) -> Iterator[sa.Connection]:
@@ -388,7 +430,7 @@ class SQLStore:
         with self._read("read due schedules") as conn:
             rows = conn.execute(stmt).all()
         first = rows[0]
-        schedules = tuple(_schedule(row) for row in rows if row.name is not None)
+        schedules = tuple(_schedule(row[2:]) for row in rows if row.name is not None)
         return DueBatch(now=first.store_now, schedules=schedules, next_due_at=first.next_due)
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
@@ -398,19 +440,27 @@ class SQLStore:
                 _check_times(occurrence, due)
         with self._write("claim") as txn:
             conn = txn.conn
-            now = self._fence(conn, lease)
+            names = list(dict.fromkeys(c.schedule_name for c in claims))
+            now, rows = self._lock_for_claim(conn, lease, names)
             if not claims:
                 return ClaimResult(dispatches=())
-            names = list(dict.fromkeys(c.schedule_name for c in claims))
-            rows: dict[str, Any] = {}
-            for chunk in self._chunks(names):
-                for row in conn.execute(
-                    sa.select(*_CLAIM_COLUMNS).where(self._in(S.c.name, chunk))
-                    .with_for_update(skip_locked=True)
-                ):
-                    rows[row.name] = row
             locked = self._locked_elsewhere(conn, [n for n in names if n not in rows])
             return self._apply_claims(conn, claims, rows, locked, lease.token, now)
+
+    def _lock_for_claim(self, conn: sa.Connection, lease: LeaseGrant,
+                        names: Sequence[str]) -> tuple[datetime, dict[str, Any]]:
+        """Check the fence, then lock the rows of ``names`` that no other transaction holds
+        (``FOR UPDATE SKIP LOCKED``); returns the store's clock and the rows by name, each with
+        the :data:`_CLAIM_COLUMNS`."""
+        now = self._fence(conn, lease)
+        rows: dict[str, Any] = {}
+        for chunk in self._chunks(names):
+            for row in conn.execute(
+                sa.select(*_CLAIM_COLUMNS).where(self._in(S.c.name, chunk))
+                .with_for_update(skip_locked=True)
+            ):
+                rows[row.name] = row
+        return now, rows
 
     def _locked_elsewhere(self, conn: sa.Connection, missing: Sequence[str]) -> set[str]:
         """Of the schedules a locking read skipped, those that exist (locked by another
@@ -428,6 +478,7 @@ class SQLStore:
         versions = {name: row.version for name, row in rows.items()}
         conflicts: list[str] = []
         accepted: list[tuple[PlannedClaim, list[Execution]]] = []
+        advances: list[Advance] = []
         for claim in claims:
             name = claim.schedule_name
             if name in locked:
@@ -445,58 +496,50 @@ class SQLStore:
                 for index, (occurrence, due) in enumerate(claim.occurrences)
             ]
             accepted.append((claim, planned))
+            advances.append(Advance(
+                name=name, version=claim.version,
+                next_occurrence_at=claim.next_occurrence_at, next_run_at=claim.next_run_at,
+                last_occurrence_at=claim.occurrences[-1][0] if claim.occurrences else None,
+                missed=claim.missed,
+            ))
 
-        inserted = self._insert_claimed(conn, [e for _, ex in accepted for e in ex])
+        inserted = self._record_claims(conn, [e for _, ex in accepted for e in ex], advances)
         dispatches: list[Dispatch] = []
-        updates: list[dict[str, Any]] = []
-        duplicates = missed = 0
-        # Counters as they stand, so a second claim of one schedule builds on the first.
-        totals = {name: (row.total_runs, row.total_missed) for name, row in rows.items()}
+        duplicates = 0
         for claim, planned in accepted:
-            name = claim.schedule_name
-            row = rows[name]
-            runs = 0
+            row = rows[claim.schedule_name]
             for execution in planned:
                 if execution.key in inserted:
                     inserted.discard(execution.key)  # a key twice in one batch runs once
                     dispatches.append(Dispatch(execution=execution, task=row.task,
                                                args=tuple(row.args), kwargs=row.kwargs,
                                                options=row.options))
-                    runs += 1
                 else:
                     duplicates += 1
-            total_runs, total_missed = totals[name]
-            totals[name] = (total_runs + runs, total_missed + claim.missed)
-            updates.append({
-                "b_name": name,
-                "b_version": claim.version,
-                "next_occurrence_at": claim.next_occurrence_at,
-                "next_run_at": claim.next_run_at,
-                "last_occurrence_at": (claim.occurrences[-1][0] if claim.occurrences
-                                       else row.last_occurrence_at),
-                "total_runs": total_runs + runs,
-                "total_missed": total_missed + claim.missed,
-                "version": claim.version + 1,
-            })
-            missed += claim.missed
-        if updates:
-            self._advance(conn, updates)
-        return ClaimResult(dispatches=tuple(dispatches), advanced=len(updates),
-                           conflicts=tuple(conflicts), duplicates=duplicates, missed=missed)
+        return ClaimResult(dispatches=tuple(dispatches), advanced=len(advances),
+                           conflicts=tuple(conflicts), duplicates=duplicates,
+                           missed=sum(a.missed for a in advances))
 
-    def _insert_claimed(self, conn: sa.Connection, executions: Sequence[Execution]) -> set[str]:
+    def _record_claims(self, conn: sa.Connection, executions: Sequence[Execution],
+                       advances: Sequence[Advance]) -> set[str]:
         """Insert a claim batch's executions (all ``claimed``, one token, one ``claimed_at``,
-        first attempt); returns the keys inserted."""
-        return self._insert_executions(conn, executions)
-
-    def _advance(self, conn: sa.Connection, updates: Sequence[dict[str, Any]]) -> None:
-        """Move claimed schedules on: each update names the row (``b_name``) and the version
-        it must still have (``b_version``), and gives the new column values."""
-        conn.execute(
-            sa.update(S).where(S.c.name == sa.bindparam("b_name"),
-                               S.c.version == sa.bindparam("b_version")),
-            updates,
-        )
+        first attempt) where their key is new, and advance each schedule (compare-and-set on
+        its version), adding to its run counter the executions actually inserted for it.
+        Returns the keys inserted."""
+        inserted = self._insert_executions(conn, executions)
+        runs: dict[str, int] = {}
+        for execution in executions:
+            if execution.key in inserted:
+                runs[execution.schedule_name] = runs.get(execution.schedule_name, 0) + 1
+        if advances:
+            conn.execute(_ADVANCE_ONE, [
+                {"b_name": a.name, "b_version": a.version,
+                 "b_next_occurrence": a.next_occurrence_at, "b_next_run": a.next_run_at,
+                 "b_last_occurrence": a.last_occurrence_at,
+                 "b_runs": runs.get(a.name, 0), "b_missed": a.missed}
+                for a in advances
+            ])
+        return inserted
 
     def _insert_executions(self, conn: sa.Connection,
                            executions: Sequence[Execution]) -> set[str]:
@@ -546,10 +589,10 @@ class SQLStore:
         if not keys:
             return 0
         changed = 0
-        with self._write("mark submitted") as txn:
+        with self._write_each("mark submitted") as conn:
             now = self._now_sql()
             for chunk in self._chunks(keys):
-                result = txn.conn.execute(
+                result = conn.execute(
                     sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
                     .values(state=ExecutionState.SUBMITTED.value, submitted_at=now)
                 )
@@ -560,9 +603,9 @@ class SQLStore:
         keys = list(dict.fromkeys(keys))
         if not keys:
             return
-        with self._write("record failure") as txn:
+        with self._write_each("record failure") as conn:
             for chunk in self._chunks(keys):
-                txn.conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
+                conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
                                  .values(last_error=error))
 
     def request_run(self, name: str) -> Execution:
@@ -669,35 +712,52 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
     }
 
 
-def _spec(row: Any) -> ScheduleSpec:
-    return ScheduleSpec(
-        name=row.name,
-        task=row.task,
-        trigger=TriggerSpec.from_json(row.trigger),
-        args=tuple(row.args),
-        kwargs=row.kwargs,
-        options=row.options,
-        misfire_policy=MisfirePolicy(row.misfire_policy) if row.misfire_policy else None,
-        misfire_grace=row.misfire_grace_seconds,
-        max_catchup=row.max_catchup,
-        offset=row.offset_seconds,
-        jitter=row.jitter_seconds,
-        enabled=bool(row.enabled),
-        source=ScheduleSource(row.source),
+_POLICIES = {policy.value: policy for policy in MisfirePolicy}
+_SOURCES = {source.value: source for source in ScheduleSource}
+_STATES = {state.value: state for state in ExecutionState}
+_SCHEDULE_ORDER = (
+    "name", "task", "args", "kwargs", "options", "trigger", "timezone", "misfire_policy",
+    "misfire_grace_seconds", "max_catchup", "offset_seconds", "jitter_seconds", "enabled",
+    "source", "spec_hash", "next_occurrence_at", "next_run_at", "last_occurrence_at",
+    "total_runs", "total_missed", "version", "created_at", "updated_at",
+)
+if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
+    raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
+
+
+def _schedule(row: Sequence[Any]) -> Schedule:
+    """A schedule from a row of :data:`schedule_table`'s columns, in table order."""
+    # Unpacked by position: attribute access by name costs more than building the objects.
+    (name, task, args, kwargs, options, trigger, _timezone, misfire_policy, misfire_grace,
+     max_catchup, offset, jitter, enabled, source, _spec_hash, next_occurrence_at, next_run_at,
+     last_occurrence_at, total_runs, total_missed, version, created_at, updated_at) = row
+    params = dict(trigger)
+    kind = params.pop("kind")
+    spec = ScheduleSpec(
+        name=name,
+        task=task,
+        trigger=TriggerSpec(kind=str(kind), params=params),
+        args=tuple(args),
+        kwargs=kwargs,
+        options=options,
+        misfire_policy=_POLICIES[misfire_policy] if misfire_policy else None,
+        misfire_grace=misfire_grace,
+        max_catchup=max_catchup,
+        offset=offset,
+        jitter=jitter,
+        enabled=bool(enabled),
+        source=_SOURCES[source],
     )
-
-
-def _schedule(row: Any) -> Schedule:
     return Schedule(
-        spec=_spec(row),
-        next_occurrence_at=row.next_occurrence_at,
-        next_run_at=row.next_run_at,
-        last_occurrence_at=row.last_occurrence_at,
-        total_runs=row.total_runs,
-        total_missed=row.total_missed,
-        version=row.version,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+        spec=spec,
+        next_occurrence_at=next_occurrence_at,
+        next_run_at=next_run_at,
+        last_occurrence_at=last_occurrence_at,
+        total_runs=total_runs,
+        total_missed=total_missed,
+        version=version,
+        created_at=created_at,
+        updated_at=updated_at,
     )
 
 
@@ -708,7 +768,7 @@ def _execution(row: Any) -> Execution:
         occurrence_at=row.occurrence_at,
         due_at=row.due_at,
         token=row.token,
-        state=ExecutionState(row.state),
+        state=_STATES[row.state],
         claimed_at=row.claimed_at,
         submitted_at=row.submitted_at,
         attempts=row.attempts,
