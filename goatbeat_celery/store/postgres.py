@@ -40,7 +40,8 @@ CHANNEL = "goatbeat"
 # A claim batch in two statements of fixed text, whatever its size, with arrays unnested
 # server-side instead of one VALUES row (and a dozen parameters) per execution. The first checks
 # the fence (lease row share-locked) and locks the schedules; the second inserts the executions
-# and advances the schedules, counting the runs actually inserted.
+# and advances the schedules, counting every planned run (a key that already existed is taken
+# back afterwards, see _record_claims: rare, and cheaper than joining the inserted rows back).
 _LOCK_FOR_CLAIM = sa.text(
     """
     SELECT f.holder, f.token, f.expires_at, f.now,
@@ -68,27 +69,33 @@ _RECORD_CLAIMS = sa.text(
                     CAST(:missed AS integer[]))
              AS e(key, schedule_name, occurrence_at, due_at, missed)
         ON CONFLICT (key) DO NOTHING
-        RETURNING key, schedule_name
-    ), runs AS (
-        SELECT schedule_name, count(*) AS n FROM inserted GROUP BY schedule_name
+        RETURNING key
     ), advanced AS (
         UPDATE goatbeat_schedule AS s
         SET next_occurrence_at = a.next_occurrence_at, next_run_at = a.next_run_at,
             last_occurrence_at = coalesce(a.last_occurrence_at, s.last_occurrence_at),
-            total_runs = s.total_runs + coalesce(r.n, 0),
+            total_runs = s.total_runs + a.runs,
             total_missed = s.total_missed + a.missed,
             version = s.version + 1
         FROM unnest(CAST(:a_names AS text[]), CAST(:a_versions AS bigint[]),
                     CAST(:a_next_occurrences AS timestamptz[]),
                     CAST(:a_next_runs AS timestamptz[]),
                     CAST(:a_last_occurrences AS timestamptz[]),
-                    CAST(:a_missed AS bigint[]))
-             AS a(name, version, next_occurrence_at, next_run_at, last_occurrence_at, missed)
-             LEFT JOIN runs AS r ON r.schedule_name = a.name
-        WHERE s.name = a.name AND s.version = a.version
+                    CAST(:a_runs AS bigint[]), CAST(:a_missed AS bigint[]))
+             AS a(name, version, next_occurrence_at, next_run_at, last_occurrence_at, runs,
+                  missed)
+        -- The ANY() restates the join as an index condition, so the planner probes the primary
+        -- key instead of hashing the whole table.
+        WHERE s.name = ANY(CAST(:a_names AS text[]))
+          AND s.name = a.name AND s.version = a.version
     )
     SELECT key FROM inserted
     """
+)
+
+
+_TAKE_BACK_RUNS = sa.text(
+    "UPDATE goatbeat_schedule SET total_runs = total_runs - :runs WHERE name = :name"
 )
 
 
@@ -282,9 +289,20 @@ class PostgresStore(SQLStore):
             "a_next_occurrences": array_literal([a.next_occurrence_at for a in advances]),
             "a_next_runs": array_literal([a.next_run_at for a in advances]),
             "a_last_occurrences": array_literal([a.last_occurrence_at for a in advances]),
+            "a_runs": array_literal([a.runs for a in advances]),
             "a_missed": array_literal([a.missed for a in advances]),
         })
-        return set(result.scalars())
+        inserted = set(result.scalars())
+        if len(inserted) < len(executions):
+            # Some keys existed already (claimed before a crash or by a lost race): they did
+            # not run again, so they do not count.
+            existed: dict[str, int] = {}
+            for execution in executions:
+                if execution.key not in inserted:
+                    existed[execution.schedule_name] = existed.get(execution.schedule_name, 0) + 1
+            conn.execute(_TAKE_BACK_RUNS,
+                         [{"name": name, "runs": runs} for name, runs in existed.items()])
+        return inserted
 
     def _announce_in(self, conn: sa.Connection) -> None:
         # Delivered when (and only if) the transaction commits.

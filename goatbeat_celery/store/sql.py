@@ -111,6 +111,7 @@ class Advance:
     next_occurrence_at: datetime | None
     next_run_at: datetime | None
     last_occurrence_at: datetime | None
+    runs: int  # occurrences planned; those whose key already existed do not count
     missed: int
 
 
@@ -500,7 +501,7 @@ class SQLStore:
                 name=name, version=claim.version,
                 next_occurrence_at=claim.next_occurrence_at, next_run_at=claim.next_run_at,
                 last_occurrence_at=claim.occurrences[-1][0] if claim.occurrences else None,
-                missed=claim.missed,
+                runs=len(planned), missed=claim.missed,
             ))
 
         inserted = self._record_claims(conn, [e for _, ex in accepted for e in ex], advances)
