@@ -6,6 +6,7 @@ The table names are public: operators query them. The migrations in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -57,14 +58,30 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
         return utc
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.fromisoformat(value).replace(tzinfo=UTC)
-        if value.tzinfo is None:
-            # Only reachable through a column created by hand without a zone: it holds UTC.
-            return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
-        return value.astimezone(UTC)  # type: ignore[no-any-return]
+        return _utc_from_db(value)
+
+    def result_processor(self, dialect: Dialect,
+                         coltype: Any) -> Callable[[Any], datetime | None] | None:
+        # One plain function per value instead of TypeDecorator's two nested calls: a due
+        # batch reads six instants per row. The dialect type adds no processing of its own
+        # (timestamptz on psycopg, text on SQLite); should it, keep it in front of ours.
+        inner = self.load_dialect_impl(dialect).result_processor(dialect, coltype)
+        if inner is None:
+            return _utc_from_db
+        return lambda value: _utc_from_db(inner(value))
+
+
+def _utc_from_db(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    if value.tzinfo is UTC:
+        return value  # type: ignore[no-any-return]
+    if value.tzinfo is None:
+        # Only reachable through a column created by hand without a zone: it holds UTC.
+        return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+    return value.astimezone(UTC)  # type: ignore[no-any-return]
 
 
 class Seconds(sa.types.TypeDecorator[timedelta]):

@@ -141,10 +141,11 @@ class SQLStore:
         self._single = single_engine or engine
         self._where = mask_url(engine.url)
         self._closed = False
+        self._due_stmt: sa.Select[Any] | None = None
 
     # -- dialect hooks -------------------------------------------------------------------
     def _now_sql(self) -> sa.ColumnElement[datetime]:
-        """The store's clock as an expression, constant for the statement it is used in."""
+        """The store's clock as an expression, read once for each statement it is used in."""
         raise NotImplementedError
 
     def _insert(self, table: sa.Table) -> Insert:
@@ -411,25 +412,32 @@ class SQLStore:
         return set(conn.execute(stmt, rows).scalars())
 
     # -- claiming ------------------------------------------------------------------------
+    def _due_statement(self) -> sa.Select[Any]:
+        """Built once: the clock expression is constant and the limit a parameter."""
+        if self._due_stmt is None:
+            now = self._now_sql()
+            due = (
+                sa.select(S)
+                .where(S.c.enabled, S.c.next_run_at <= now)
+                .order_by(S.c.next_run_at, S.c.name)
+                .limit(sa.bindparam("due_limit", type_=sa.Integer()))
+                .subquery("due")
+            )
+            earliest = (sa.select(sa.func.min(S.c.next_run_at)).where(S.c.enabled)
+                        .scalar_subquery())
+            head = sa.select(now.label("store_now"), earliest.label("next_due")).subquery("head")
+            # One round trip: the head row always comes back, joined to the due rows if any.
+            self._due_stmt = (
+                sa.select(head, due)
+                .select_from(head.outerjoin(due, sa.true()))
+                .order_by(due.c.next_run_at, due.c.name)
+            )
+        return self._due_stmt
+
     def due_schedules(self, limit: int) -> DueBatch:
-        now = self._now_sql()
-        due = (
-            sa.select(S)
-            .where(S.c.enabled, S.c.next_run_at <= now)
-            .order_by(S.c.next_run_at, S.c.name)
-            .limit(limit)
-            .subquery("due")
-        )
-        earliest = sa.select(sa.func.min(S.c.next_run_at)).where(S.c.enabled).scalar_subquery()
-        head = sa.select(now.label("store_now"), earliest.label("next_due")).subquery("head")
-        # One round trip: the head row always comes back, joined to the due rows if any.
-        stmt = (
-            sa.select(head, due)
-            .select_from(head.outerjoin(due, sa.true()))
-            .order_by(due.c.next_run_at, due.c.name)
-        )
+        stmt = self._due_statement()
         with self._read("read due schedules") as conn:
-            rows = conn.execute(stmt).all()
+            rows = conn.execute(stmt, {"due_limit": limit}).all()
         first = rows[0]
         schedules = tuple(_schedule(row[2:]) for row in rows if row.name is not None)
         return DueBatch(now=first.store_now, schedules=schedules, next_due_at=first.next_due)

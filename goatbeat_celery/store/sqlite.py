@@ -111,6 +111,8 @@ class SQLiteStore(SQLStore):
         engine = create_sqlite_engine(url, busy_timeout=busy_timeout)
         super().__init__(engine, read_engine=engine.execution_options(**{READ_ONLY: True}))
         self._clock = clock or system_clock
+        # Read from the clock each time a statement using it runs.
+        self._now_param = sa.bindparam("goatbeat_now", callable_=self.now, type_=UTCDateTime())
         database = engine.url.database
         assert database is not None
         self._channel = _channel(database)
@@ -126,7 +128,7 @@ class SQLiteStore(SQLStore):
 
     # -- dialect hooks -------------------------------------------------------------------
     def _now_sql(self) -> sa.ColumnElement[datetime]:
-        return sa.literal(self.now(), UTCDateTime())
+        return self._now_param
 
     def _insert(self, table: sa.Table) -> Insert:
         return sqlite.insert(table)
