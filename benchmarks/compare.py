@@ -1,0 +1,834 @@
+"""goatbeat against the beat schedulers a Celery user would pick instead, as real processes.
+
+    .venv/bin/python benchmarks/compare.py [--quick] [--reps 3] [--only goatbeat,redbeat]
+                                           [--bench dispatch,idle,lateness,edit,failover]
+
+Every scenario runs a real ``celery -A benchproj beat`` process per scheduler, alternating the
+schedulers within the run, against a Redis broker (a database number of its own, emptied at the
+end; nothing consumes the queue, messages are counted with LLEN):
+
+* ``goatbeat``  — goatbeat_celery.Scheduler on PostgreSQL;
+* ``default``   — Celery's PersistentScheduler (shelve file, schedules from ``beat_schedule``);
+* ``django``    — django-celery-beat's DatabaseScheduler on PostgreSQL;
+* ``redbeat``   — RedBeat on Redis.
+
+Scenarios (medians over ``--reps`` repetitions; see docs/performance.md):
+
+1. dispatch — N schedules all due at one instant: seconds until all N are in the broker,
+   messages per second, time from the due instant to the first message;
+2. idle — N schedules none due for an hour: RSS, start-up time, CPU seconds per idle minute,
+   and the store time of one idle tick;
+3. lateness — 10,000 schedules every minute, first runs spread over a minute: p50/p99/max of
+   (handed to the broker - due);
+4. edit — a schedule edited to be due now: seconds until its message is in the broker;
+5. failover — two replicas, SIGKILL or SIGTERM of the leader: seconds until the standby publishes.
+
+Plus the publish ceiling: a bare loop of ``send_task`` through one pooled producer.
+
+PostgreSQL databases are created for the run and dropped after it. A plain script that prints
+figures, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import psutil
+import redis
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import populate  # noqa: E402
+
+KINDS = ("goatbeat", "default", "django", "redbeat")
+LABELS = {"goatbeat": "goatbeat (PostgreSQL)", "default": "Celery default (shelve)",
+          "django": "django-celery-beat (PostgreSQL)", "redbeat": "RedBeat (Redis)"}
+SCHEDULERS = {
+    "goatbeat": "goatbeat_celery.Scheduler",
+    "default": "celery.beat:PersistentScheduler",
+    "django": "django_celery_beat.schedulers:DatabaseScheduler",
+    "redbeat": "redbeat.RedBeatScheduler",
+}
+DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+DEFAULT_REDIS = "redis://127.0.0.1:6379"
+#: Failover settings, the same for goatbeat and RedBeat: ttl 10 s, polled every 3 s.
+FAILOVER_TTL = 10
+FAILOVER_POLL = 3
+POLL = 0.002
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- processes ------------------------------------------------------------------------------
+@dataclass
+class Beat:
+    kind: str
+    popen: subprocess.Popen[bytes]
+    proc: psutil.Process
+    launched: float
+    log_path: Path
+    publish_log: Path | None = None
+
+    def cpu(self) -> float:
+        times = self.proc.cpu_times()
+        return times.user + times.system
+
+    def rss(self) -> int:
+        return self.proc.memory_info().rss
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def wait_ready(self, timeout: float, quiet: float = 0.5, busy: float = 0.03) -> float:
+        """Seconds from launch until the process first stays (almost) idle for ``quiet``
+        seconds: it has started and is sleeping in its loop. Raises on timeout or exit."""
+        deadline = self.launched + timeout
+        samples: list[tuple[float, float]] = []
+        while time.time() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"{self.kind} beat exited: {self.tail()}")
+            now, used = time.time(), self.cpu()
+            samples.append((now, used))
+            window = [s for s in samples if s[0] >= now - quiet]
+            first = window[0]
+            if now - first[0] >= quiet * 0.9 and used - first[1] < busy and now - self.launched > 1:
+                return first[0] - self.launched
+            time.sleep(0.05)
+        raise TimeoutError(f"{self.kind} beat not idle within {timeout:.0f}s")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> None:
+        if self.alive():
+            with suppress(ProcessLookupError):
+                os.kill(self.popen.pid, sig)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+    def tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def published(self) -> list[tuple[str, float]]:
+        if self.publish_log is None or not self.publish_log.exists():
+            return []
+        out = []
+        for line in self.publish_log.read_text().splitlines():
+            name, _, at = line.partition(" ")
+            with suppress(ValueError):
+                out.append((name, float(at)))
+        return out
+
+
+class World:
+    """The broker, the databases and the scratch directory of one benchmark run."""
+
+    def __init__(self, pg: URL, redis_url: str, redis_db: int) -> None:
+        self.pg = pg
+        self.run = f"{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self.broker_url = f"{redis_url}/{redis_db}"
+        self.redis = redis.Redis.from_url(self.broker_url)
+        self.workdir = Path(tempfile.mkdtemp(prefix="goatbeat-bench-"))
+        self.goatbeat_db = f"goatbeat_bench_cmp_{self.run}"
+        self.django_db = f"goatbeat_bench_dj_{self.run}"
+        self.admin = sa.create_engine(pg, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+        self.goatbeat_url = pg.set(database=self.goatbeat_db).render_as_string(
+            hide_password=False)
+        self.goatbeat_engine: sa.Engine | None = None
+        self.django_engine: sa.Engine | None = None
+        self.counter = 0
+        self._django_ready = False
+
+    # -- setup and teardown ---------------------------------------------------------------
+    def setup(self, kinds: Sequence[str]) -> None:
+        if self.redis.dbsize():
+            raise SystemExit(f"Redis database {self.broker_url} is not empty: pick another "
+                             "with --redis-db (this script only ever empties its own)")
+        with self.admin.connect() as conn:
+            for name in (self.goatbeat_db, self.django_db):
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        from goatbeat_celery.migrations import upgrade
+
+        upgrade(self.goatbeat_url)
+        self.goatbeat_engine = sa.create_engine(self.goatbeat_url, poolclass=sa.NullPool)
+        self.django_engine = sa.create_engine(
+            self.pg.set(database=self.django_db), poolclass=sa.NullPool)
+        if "django" in kinds:
+            self._setup_django()
+
+    def _setup_django(self) -> None:
+        os.environ["BENCH_DJANGO_DB"] = self.django_db
+        os.environ.update(self._pg_env())
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench_django_settings")
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        call_command("migrate", verbosity=0)
+        self._django_ready = True
+
+    def _pg_env(self) -> dict[str, str]:
+        return {"BENCH_PG_HOST": self.pg.host or "127.0.0.1",
+                "BENCH_PG_PORT": str(self.pg.port or 5432),
+                "BENCH_PG_USER": self.pg.username or "postgres",
+                "BENCH_PG_PASSWORD": self.pg.password or ""}
+
+    def teardown(self) -> None:
+        if self._django_ready:
+            from django.db import connections
+
+            connections.close_all()
+        for engine in (self.goatbeat_engine, self.django_engine):
+            if engine is not None:
+                engine.dispose()
+        with self.admin.connect() as conn:
+            for name in (self.goatbeat_db, self.django_db):
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        self.admin.dispose()
+        self.redis.flushdb()  # our own database number only
+        self.redis.close()
+
+    # -- scenarios' plumbing --------------------------------------------------------------
+    def fresh_queue(self) -> str:
+        self.counter += 1
+        return f"bench-{self.run}-{self.counter}"
+
+    def load(self, kind: str, plan: populate.Plan) -> float:
+        """Put ``plan`` into ``kind``'s store; returns seconds taken."""
+        started = time.perf_counter()
+        self.redis.flushdb()
+        if kind == "goatbeat":
+            assert self.goatbeat_engine is not None
+            populate.goatbeat(self.goatbeat_engine, plan)
+        elif kind == "django":
+            assert self.django_engine is not None
+            populate.django(self.django_engine, plan)
+        elif kind == "redbeat":
+            populate.redbeat(self.redis, self.redbeat_app(), plan)
+        else:
+            populate.default(self.workdir / "default-plan.json", plan)
+        return time.perf_counter() - started
+
+    def redbeat_app(self) -> Any:
+        from celery import Celery
+
+        app = Celery("bench-loader", broker=self.broker_url, set_as_current=False)
+        app.conf.redbeat_redis_url = self.broker_url
+        return app
+
+    def launch(self, kind: str, queue: str, *, settings: dict[str, Any] | None = None,
+               publish_log: bool = False, tag: str = "") -> Beat:
+        self.counter += 1
+        name = f"{kind}{tag}-{self.counter}"
+        env = dict(os.environ)
+        env.update(self._pg_env())
+        env.update({
+            "PYTHONPATH": os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]),
+            "BENCH_KIND": kind,
+            "BENCH_QUEUE": queue,
+            "BENCH_BROKER_URL": self.broker_url,
+            "BENCH_GOATBEAT_URL": self.goatbeat_url,
+            "BENCH_DJANGO_DB": self.django_db,
+            "BENCH_SETTINGS": json.dumps(settings or {}),
+        })
+        if kind == "default":
+            env["BENCH_DEFAULT_SCHEDULE"] = str(self.workdir / "default-plan.json")
+        publish_path = None
+        if publish_log:
+            publish_path = self.workdir / f"{name}.published"
+            env["BENCH_PUBLISH_LOG"] = str(publish_path)
+        log_path = self.workdir / f"{name}.log"
+        with log_path.open("wb") as handle:
+            launched = time.time()
+            popen = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "benchproj", "beat",
+                 "-S", SCHEDULERS[kind], "--loglevel", "WARNING",
+                 "-s", str(self.workdir / f"{name}.schedule")],
+                cwd=self.workdir, env=env, stdout=handle, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL)
+        return Beat(kind=kind, popen=popen, proc=psutil.Process(popen.pid), launched=launched,
+                    log_path=log_path, publish_log=publish_path)
+
+    def llen(self, queue: str) -> int:
+        return int(self.redis.llen(queue))
+
+
+@contextmanager
+def running(beats: list[Beat]) -> Iterator[list[Beat]]:
+    try:
+        yield beats
+    finally:
+        for beat in beats:
+            beat.stop()
+
+
+# -- results --------------------------------------------------------------------------------
+@dataclass
+class Metric:
+    """One row of the table: samples per scheduler; how to show and compare them."""
+
+    title: str
+    unit: str
+    higher_is_better: bool
+    fmt: str = "{:.2f}"
+    samples: dict[str, list[float | None]] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def add(self, kind: str, value: float | None) -> None:
+        self.samples.setdefault(kind, []).append(value)
+
+    def median(self, kind: str) -> float | None:
+        values = self.samples.get(kind)
+        if not values:
+            return None
+        if any(v is None for v in values):
+            return None
+        return statistics.median(v for v in values if v is not None)
+
+    def cell(self, kind: str) -> str:
+        if kind in self.notes:
+            return self.notes[kind]
+        value = self.median(kind)
+        if value is None:
+            return "n/a" if kind not in self.samples else "—"
+        values = [v for v in self.samples[kind] if v is not None]
+        spread = ""
+        if len(values) > 1 and value:
+            low, high = min(values), max(values)
+            spread = f" ({self.fmt.format(low)}–{self.fmt.format(high)})"
+        return self.fmt.format(value) + spread
+
+    def ratio(self, kind: str = "goatbeat") -> str:
+        """How many times better goatbeat is than the best other (> 1: goatbeat better)."""
+        mine = self.median(kind)
+        others = [m for k in KINDS if k != kind and k not in self.notes
+                  and (m := self.median(k)) is not None]
+        if mine is None or not others:
+            return "n/a"
+        best = max(others) if self.higher_is_better else min(others)
+        if self.higher_is_better:
+            return "∞" if best == 0 else f"{mine / best:.2f}×"
+        return "∞" if mine == 0 else f"{best / mine:.2f}×"
+
+
+class Report:
+    def __init__(self) -> None:
+        self.metrics: dict[str, Metric] = {}
+        self.lines: list[str] = []
+
+    def metric(self, key: str, title: str, unit: str, higher: bool,
+               fmt: str = "{:.2f}") -> Metric:
+        if key not in self.metrics:
+            self.metrics[key] = Metric(title=title, unit=unit, higher_is_better=higher, fmt=fmt)
+        return self.metrics[key]
+
+    def table(self, kinds: Sequence[str]) -> str:
+        head = ["metric", *(LABELS[k] for k in kinds), "goatbeat vs best other"]
+        rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for metric in self.metrics.values():
+            cells = [f"{metric.title} ({metric.unit})", *(metric.cell(k) for k in kinds),
+                     metric.ratio()]
+            rows.append("| " + " | ".join(cells) + " |")
+        return "\n".join(rows)
+
+    def dump(self) -> dict[str, Any]:
+        return {key: {"title": m.title, "unit": m.unit, "samples": m.samples, "notes": m.notes}
+                for key, m in self.metrics.items()}
+
+
+# -- the scenarios ----------------------------------------------------------------------------
+class Bench:
+    def __init__(self, world: World, kinds: Sequence[str], reps: int, quick: bool) -> None:
+        self.world = world
+        self.kinds = list(kinds)
+        self.reps = reps
+        self.quick = quick
+        self.report = Report()
+        #: (kind, count) -> seconds from launch to idle, to place due instants after start-up.
+        self.startup: dict[tuple[str, int], float] = {}
+        #: (kind, count) -> seconds a load took.
+        self.load_time: dict[tuple[str, int], float] = {}
+
+    def rotation(self, rep: int) -> list[str]:
+        """The schedulers in a different order each repetition (alternating, no fixed first)."""
+        shift = rep % len(self.kinds)
+        return self.kinds[shift:] + self.kinds[:shift]
+
+    # 0. the publish ceiling ------------------------------------------------------------------
+    def ceiling(self, count: int) -> None:
+        from celery import Celery
+
+        app = Celery("bench-ceiling", broker=self.world.broker_url, set_as_current=False)
+        app.conf.task_default_queue = queue = self.world.fresh_queue()
+        metric = self.report.metric("ceiling", "publish ceiling: bare send_task loop, one "
+                                    "pooled producer", "messages/s", True, "{:,.0f}")
+        for _ in range(self.reps):
+            started = time.perf_counter()
+            with app.producer_or_acquire() as producer:
+                for index in range(count):
+                    key = f"s-{index:07d}:2026-01-01T00:00:00+00:00"
+                    app.send_task("bench.noop", args=[f"s-{index:07d}"], task_id=key,
+                                  producer=producer,
+                                  headers={"goatbeat_schedule": f"s-{index:07d}",
+                                           "goatbeat_occurrence": "2026-01-01T00:00:00+00:00",
+                                           "goatbeat_token": 1})
+            elapsed = time.perf_counter() - started
+            assert self.world.llen(queue) == count
+            self.world.redis.delete(queue)
+            for kind in self.kinds:
+                metric.add(kind, count / elapsed) if kind == "goatbeat" else None
+            log(f"ceiling: {count / elapsed:,.0f}/s")
+        metric.notes.update({k: "" for k in self.kinds if k != "goatbeat"})
+
+    # 1. dispatch -------------------------------------------------------------------------------
+    def dispatch(self, count: int, cap: float) -> None:
+        label = f"{count:,} due"
+        total = self.report.metric(f"dispatch-{count}", f"dispatch {label}: all in broker",
+                                   "s after due", False)
+        rate = self.report.metric(f"rate-{count}", f"dispatch {label}: rate", "messages/s",
+                                  True, "{:,.0f}")
+        first = self.report.metric(f"first-{count}", f"dispatch {label}: first message",
+                                   "s after due", False, "{:.3f}")
+        for rep in range(self.reps):
+            for kind in self.rotation(rep):
+                outcome = self._dispatch_once(kind, count, cap)
+                if outcome is None:
+                    continue
+                t_all, r, t_first, got = outcome
+                total.add(kind, t_all)
+                rate.add(kind, r)
+                first.add(kind, t_first)
+                if t_all is None:
+                    total.notes[kind] = f"> {cap:.0f} ({got:,} sent by then)"
+
+    def _warmup(self, kind: str, count: int) -> float:
+        known = self.startup.get((kind, count))
+        return 3.0 + (2.0 * known if known is not None else 2.0 + count / 5_000)
+
+    def _dispatch_once(self, kind: str, count: int, cap: float,
+                       ) -> tuple[float | None, float, float | None, int] | None:
+        world = self.world
+        for _attempt in range(3):
+            queue = world.fresh_queue()
+            plan = self._load_due(kind, lambda due: populate.Plan(
+                count=count, every=3600, first_due=due), count)
+            due = plan.first_due
+            beat = world.launch(kind, queue)
+            with running([beat]):
+                try:
+                    ready = beat.wait_ready(timeout=max(due - time.time(), 1.0) + 60)
+                except (TimeoutError, RuntimeError) as exc:
+                    log(f"dispatch {kind} {count}: {exc}")
+                    return None
+                self.startup[(kind, count)] = max(self.startup.get((kind, count), 0), ready)
+                if beat.launched + ready > due - 0.3:
+                    log(f"dispatch {kind} {count}: started {ready:.1f}s after launch, after the "
+                        f"due instant; again with a longer warm-up")
+                    world.redis.delete(queue)
+                    continue
+                t_first = None
+                got = 0
+                while time.time() < due + cap:
+                    got = world.llen(queue)
+                    now = time.time()
+                    if got and t_first is None:
+                        t_first = now - due
+                    if got >= count:
+                        break
+                    time.sleep(POLL)
+                now = time.time()
+            world.redis.delete(queue)
+            if got >= count:
+                elapsed = now - due
+                log(f"dispatch {kind} {count}: {elapsed:.2f}s, {count / elapsed:,.0f}/s, "
+                    f"first {t_first:.3f}s")
+                return elapsed, count / elapsed, t_first, got
+            log(f"dispatch {kind} {count}: {got:,} in {cap:.0f}s")
+            return None, got / cap, t_first, got
+        return None
+
+    def _load_due(self, kind: str, make: Callable[[float], populate.Plan],
+                  count: int) -> populate.Plan:
+        """Load a plan whose first due instant leaves the scheduler time to start after the
+        load: (load time + start-up) estimated from earlier runs, checked after loading."""
+        for _attempt in range(4):
+            load_guess = self.load_time.get((kind, count), 1.0 + count / 10_000)
+            due = float(math.ceil(time.time() + load_guess + self._warmup(kind, count)))
+            plan = make(due)
+            took = self.world.load(kind, plan)
+            self.load_time[(kind, count)] = took * 1.2
+            if due - time.time() >= self._warmup(kind, count) * 0.8:
+                return plan
+        return plan
+
+    # 2. idle -----------------------------------------------------------------------------------
+    def idle(self, count: int, window: float, startup_cap: float) -> None:
+        label = f"idle {count:,}"
+        rss = self.report.metric(f"rss-{count}", f"{label}: RSS", "MB", False, "{:.0f}")
+        start = self.report.metric(f"start-{count}", f"{label}: start-up", "s", False)
+        cpu = self.report.metric(f"cpu-{count}", f"{label}: CPU per idle minute", "s/min",
+                                 False, "{:.3f}")
+        tick = self.report.metric(f"tick-{count}", f"{label}: store time of one idle tick",
+                                  "ms", False)
+        for kind in self.kinds:
+            # Loaded once per scheduler and size; every repetition is a fresh process.
+            plan = populate.Plan(count=count, every=7200, first_due=time.time() + 3600,
+                                 spread=3600)
+            seconds = self.world.load(kind, plan)
+            log(f"idle {kind} {count}: loaded in {seconds:.1f}s")
+            for _rep in range(self.reps):
+                beat = self.world.launch(kind, self.world.fresh_queue())
+                with running([beat]):
+                    try:
+                        ready = beat.wait_ready(timeout=startup_cap)
+                    except (TimeoutError, RuntimeError) as exc:
+                        log(f"idle {kind} {count}: {exc}")
+                        start.notes[kind] = f"> {startup_cap:.0f}"
+                        for metric in (rss, cpu):
+                            metric.notes[kind] = "—"
+                        break
+                    self.startup[(kind, count)] = ready
+                    time.sleep(1.0)
+                    cpu0, t0 = beat.cpu(), time.time()
+                    peak = beat.rss()
+                    while time.time() < t0 + window:
+                        time.sleep(0.5)
+                        peak = max(peak, beat.rss())
+                    used = (beat.cpu() - cpu0) * 60 / (time.time() - t0)
+                start.add(kind, ready)
+                rss.add(kind, peak / 2**20)
+                cpu.add(kind, used)
+                log(f"idle {kind} {count}: start {ready:.2f}s, RSS {peak / 2**20:.0f} MB, "
+                    f"CPU {used:.3f} s/min")
+            ms = self._idle_tick(kind)
+            if ms is None:
+                tick.notes[kind] = "n/a (no store call per tick)"
+            else:
+                tick.add(kind, ms)
+                log(f"idle {kind} {count}: store time of one idle tick {ms:.2f} ms")
+
+    def _idle_tick(self, kind: str, rounds: int = 200) -> float | None:
+        """Median milliseconds of the store calls one idle tick makes, from this process."""
+        world = self.world
+        if kind == "goatbeat":
+            from goatbeat_celery.store.postgres import PostgresStore
+
+            store = PostgresStore(world.goatbeat_url, listen=False)
+            grant = store.acquire("bench-idle", "bench", timedelta(seconds=600))
+            assert grant is not None
+
+            def call() -> None:
+                store.take_pending(lease=grant, limit=500)
+                assert not store.due_schedules(500).schedules
+
+            try:
+                return _median_ms(call, rounds)
+            finally:
+                store.release(grant)
+                store.close()
+        if kind == "django":
+            from django.db import close_old_connections, transaction
+            from django_celery_beat.models import PeriodicTasks
+
+            def call() -> None:
+                # What DatabaseScheduler.schedule_changed() runs on every tick.
+                close_old_connections()
+                with suppress(transaction.TransactionManagementError):
+                    transaction.commit()
+                PeriodicTasks.last_change()
+
+            return _median_ms(call, rounds)
+        if kind == "redbeat":
+            app = world.redbeat_app()
+            from redbeat.schedulers import ensure_conf
+
+            conf = ensure_conf(app)
+            client = world.redis
+            lock = client.lock("bench-idle-lock", timeout=60)
+            lock.acquire()
+
+            def call() -> None:
+                # What RedBeatScheduler.tick() sends when nothing is due: the lock extension
+                # and the pipeline of two range reads.
+                lock.extend(60, replace_ttl=True)
+                now = time.time()
+                with client.pipeline() as pipe:
+                    pipe.zrangebyscore(conf.schedule_key, 0, now)
+                    pipe.zrangebyscore(conf.schedule_key, f"({now}", now + 300, start=0, num=1)
+                    pipe.execute()
+
+            try:
+                return _median_ms(call, rounds)
+            finally:
+                lock.release()
+        return None
+
+    # 3. lateness ---------------------------------------------------------------------------------
+    def lateness(self, count: int) -> None:
+        label = f"lateness, {count:,} every minute"
+        metrics = {q: self.report.metric(f"late-{q}", f"{label}: {q}", "ms", False, "{:.0f}")
+                   for q in ("p50", "p99", "max")}
+        for rep in range(self.reps):
+            for kind in self.rotation(rep):
+                plan = self._load_due(kind, lambda due: populate.Plan(
+                    count=count, every=60, first_due=due, spread=60), count)
+                due = plan.first_due
+                queue = self.world.fresh_queue()
+                beat = self.world.launch(kind, queue, publish_log=True)
+                with running([beat]):
+                    try:
+                        ready = beat.wait_ready(timeout=max(due - time.time(), 1.0) + 60)
+                    except (TimeoutError, RuntimeError) as exc:
+                        log(f"lateness {kind}: {exc}")
+                        continue
+                    if beat.launched + ready > due:
+                        log(f"lateness {kind}: start-up ({ready:.1f}s) overran the first due "
+                            "instant; figures include it")
+                    end = due + 60 + 5
+                    while time.time() < end:
+                        time.sleep(0.5)
+                time.sleep(0.3)  # the flush thread writes every 0.2 s
+                firsts: dict[str, float] = {}
+                for name, at in beat.published():
+                    firsts.setdefault(name, at)
+                self.world.redis.delete(queue)
+                late = sorted((firsts[plan.name(i)] - plan.due(i)) * 1000
+                              for i in range(count) if plan.name(i) in firsts)
+                missing = count - len(late)
+                if not late:
+                    log(f"lateness {kind}: nothing published")
+                    continue
+                p50 = late[len(late) // 2]
+                p99 = late[min(len(late) - 1, math.ceil(len(late) * 0.99) - 1)]
+                worst = late[-1]
+                if missing:
+                    # Not sent within 65 s of its due instant: at least that late.
+                    p99 = p99 if missing < count * 0.01 else 65_000
+                    worst = 65_000
+                    metrics["max"].notes[kind] = f"> 65,000 ({missing:,} unsent)"
+                for q, value in (("p50", p50), ("p99", p99), ("max", worst)):
+                    metrics[q].add(kind, value)
+                log(f"lateness {kind}: p50 {p50:.0f} ms, p99 {p99:.0f} ms, max {worst:.0f} ms,"
+                    f" {missing} unsent")
+
+    # 4. edit propagation ---------------------------------------------------------------------
+    def edit(self, background: int, edits: int) -> None:
+        metric = self.report.metric("edit", "edit → message in broker", "s", False, "{:.3f}")
+        for kind in self.kinds:
+            if kind == "default":
+                metric.notes[kind] = "n/a (restart needed)"
+                continue
+            plan = populate.Plan(count=background, every=7200, first_due=time.time() + 3600,
+                                 spread=3600)
+            self.world.load(kind, plan)
+            queue = self.world.fresh_queue()
+            beat = self.world.launch(kind, queue)
+            with running([beat]):
+                try:
+                    beat.wait_ready(timeout=60)
+                except (TimeoutError, RuntimeError) as exc:
+                    log(f"edit {kind}: {exc}")
+                    continue
+                for index in range(edits):
+                    time.sleep(1.0 + 0.37 * index)  # land at different points of the loop
+                    before = self.world.llen(queue)
+                    started = time.time()
+                    self._edit_due_now(kind, plan.name(index))
+                    cap = 30.0
+                    while time.time() < started + cap and self.world.llen(queue) <= before:
+                        time.sleep(POLL)
+                    took = time.time() - started
+                    if took >= cap:
+                        metric.notes[kind] = f"> {cap:.0f}"
+                        log(f"edit {kind}: no message within {cap:.0f}s")
+                        break
+                    metric.add(kind, took)
+                    log(f"edit {kind}: {took:.3f}s")
+            self.world.redis.delete(queue)
+
+    def _edit_due_now(self, kind: str, name: str) -> None:
+        world = self.world
+        if kind == "goatbeat":
+            from goatbeat_celery.api import Schedules
+            from goatbeat_celery.store.postgres import PostgresStore
+
+            with Schedules(PostgresStore(world.goatbeat_url, listen=False)) as schedules:
+                # The client API refuses instants in the past: due 20 ms from now.
+                schedules.update(name, at=datetime.now(timezone.utc) + timedelta(seconds=0.02))
+        elif kind == "django":
+            from django_celery_beat.models import PeriodicTask
+
+            task = PeriodicTask.objects.get(name=name)
+            task.last_run_at = datetime.now(timezone.utc) - timedelta(seconds=7200)
+            task.save()  # its post_save signal marks the schedule changed
+        elif kind == "redbeat":
+            from redbeat.schedulers import RedBeatSchedulerEntry, ensure_conf
+
+            app = world.redbeat_app()
+            conf = ensure_conf(app)
+            entry = RedBeatSchedulerEntry.from_key(conf.key_prefix + name, app=app)
+            entry.reschedule(last_run_at=datetime.now(timezone.utc) - timedelta(seconds=7200))
+
+    # 5. failover --------------------------------------------------------------------------------
+    def failover(self) -> None:
+        kill = self.report.metric("failover-kill", f"failover after SIGKILL of the leader "
+                                  f"(ttl {FAILOVER_TTL} s)", "s", False)
+        term = self.report.metric("failover-term", "failover after SIGTERM of the leader",
+                                  "s", False)
+        for kind in self.kinds:
+            if kind in ("default", "django"):
+                kill.notes[kind] = term.notes[kind] = "n/a (one replica only)"
+                continue
+            settings: dict[str, Any] = (
+                {"goatbeat_lease_ttl": FAILOVER_TTL, "goatbeat_lease_renew_interval":
+                 FAILOVER_POLL} if kind == "goatbeat" else
+                {"redbeat_lock_timeout": FAILOVER_TTL, "beat_max_loop_interval": FAILOVER_POLL})
+            plan = populate.Plan(count=1, every=1, first_due=time.time(), prefix="tick-")
+            self.world.load(kind, plan)
+            queue = self.world.fresh_queue()
+            beats: list[Beat] = []
+            try:
+                leader = self.world.launch(kind, queue, settings=settings, publish_log=True,
+                                           tag="-a")
+                beats.append(leader)
+                _wait(lambda b=leader: len(b.published()) >= 2, 60, f"{kind} leader publishing")
+                for rep in range(self.reps * 2):
+                    sig = signal.SIGKILL if rep % 2 == 0 else signal.SIGTERM
+                    standby = self.world.launch(kind, queue, settings=settings,
+                                                publish_log=True, tag=f"-{rep}")
+                    beats.append(standby)
+                    standby.wait_ready(timeout=60)
+                    time.sleep(2.0)
+                    if standby.published():
+                        raise RuntimeError(f"{kind}: the standby published while the leader "
+                                           "was alive")
+                    killed_at = time.time()
+                    os.kill(leader.popen.pid, sig)
+                    _wait(lambda s=standby: s.published(), FAILOVER_TTL * 3,
+                          f"{kind} standby publishing")
+                    took = standby.published()[0][1] - killed_at
+                    (kill if sig == signal.SIGKILL else term).add(kind, took)
+                    log(f"failover {kind} {signal.Signals(sig).name}: {took:.2f}s")
+                    leader.stop()
+                    leader = standby
+            except (TimeoutError, RuntimeError) as exc:
+                log(f"failover {kind}: {exc}")
+            finally:
+                for beat in beats:
+                    beat.stop()
+                self.world.redis.delete(queue)
+
+
+def _wait(condition: Callable[[], object], timeout: float, what: str) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        if time.time() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.01)
+
+
+def _median_ms(call: Callable[[], None], rounds: int) -> float:
+    for _ in range(20):
+        call()
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+# -- the machine ------------------------------------------------------------------------------
+def machine(world: World) -> str:
+    cpu = "unknown CPU"
+    with suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with world.admin.connect() as conn:
+        pg_version = conn.execute(sa.text("SHOW server_version")).scalar_one()
+    redis_version = world.redis.info("server")["redis_version"]
+    import celery
+
+    return (f"{cpu}, {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
+            f" RAM; Linux {platform.release()}; Python {platform.python_version()}; "
+            f"PostgreSQL {pg_version}; Redis {redis_version}; Celery {celery.__version__}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--only", default=",".join(KINDS), help="schedulers, comma-separated")
+    parser.add_argument("--bench", default="ceiling,dispatch,idle,lateness,edit,failover")
+    parser.add_argument("--redis-db", type=int, default=13)
+    parser.add_argument("--json", type=Path, help="also write the raw samples here")
+    args = parser.parse_args(argv)
+
+    kinds = [k for k in KINDS if k in args.only.split(",")]
+    benches = set(args.bench.split(","))
+    pg = make_url(os.environ.get("GOATBEAT_BENCH_PG_URL", DEFAULT_PG)).set(
+        drivername="postgresql+psycopg")
+    redis_url = os.environ.get("GOATBEAT_BENCH_REDIS_URL", DEFAULT_REDIS)
+    world = World(pg, redis_url, args.redis_db)
+    world.setup(kinds)
+    bench = Bench(world, kinds, args.reps, args.quick)
+    started = time.time()
+    try:
+        description = machine(world)
+        log(description)
+        dispatch_sizes = (1_000, 5_000) if args.quick else (10_000, 100_000)
+        idle_sizes = (1_000, 10_000) if args.quick else (10_000, 100_000, 1_000_000)
+        if "ceiling" in benches and "goatbeat" in kinds:
+            bench.ceiling(dispatch_sizes[0])
+        if "idle" in benches:
+            for size in idle_sizes:
+                bench.idle(size, window=5.0 if args.quick else 20.0,
+                           startup_cap=60.0 if args.quick else 240.0)
+        if "dispatch" in benches:
+            for size in dispatch_sizes:
+                bench.dispatch(size, cap=20.0 if args.quick else 60.0)
+        if "lateness" in benches:
+            bench.lateness(1_000 if args.quick else 10_000)
+        if "edit" in benches:
+            bench.edit(background=1_000, edits=args.reps)
+        if "failover" in benches:
+            bench.failover()
+    finally:
+        world.teardown()
+    minutes = (time.time() - started) / 60
+    print(f"\nMachine: {description}")
+    print(f"Run: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {minutes:.0f} min, "
+          f"{args.reps} repetitions, medians (min–max)\n")
+    print(bench.report.table(kinds))
+    if args.json:
+        args.json.write_text(json.dumps({"machine": description, "results":
+                                         bench.report.dump()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
