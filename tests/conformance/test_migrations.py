@@ -10,6 +10,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,19 +40,26 @@ def _admin(server: URL) -> sa.Engine:
     return sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
 
 
-@pytest.fixture
-def fresh_pg_url(pg_server_url: URL) -> Iterator[str]:
-    """A database created empty for this test and dropped after it."""
+@contextmanager
+def fresh_pg_database(server: URL) -> Iterator[str]:
+    """A database created empty, dropped on exit."""
     name = f"goatbeat_mig_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = _admin(pg_server_url)
+    admin = _admin(server)
     with admin.connect() as connection:
         connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
     try:
-        yield pg_server_url.set(database=name).render_as_string(hide_password=False)
+        yield server.set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as connection:
             connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def fresh_pg_url(pg_server_url: URL) -> Iterator[str]:
+    """A database created empty for this test and dropped after it."""
+    with fresh_pg_database(pg_server_url) as url:
+        yield url
 
 
 @pytest.fixture
@@ -64,6 +72,50 @@ def fresh_url(request: pytest.FixtureRequest) -> str:
     fixture = "fresh_sqlite_url" if request.param == "sqlite" else "fresh_pg_url"
     url: str = request.getfixturevalue(fixture)
     return url
+
+
+@pytest.fixture
+def reference_url(fresh_url: str, tmp_path: Path, pg_server_url: URL) -> Iterator[str]:
+    """Another clean database of the same kind, given its tables by ``metadata.create_all``."""
+    if fresh_url.startswith("sqlite"):
+        url = f"sqlite:///{tmp_path / 'reference.db'}"
+        build(url)
+        yield url
+        return
+    with fresh_pg_database(pg_server_url) as url:
+        build(url)
+        yield url
+
+
+def build(url: str) -> None:
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    try:
+        metadata.create_all(engine)
+    finally:
+        engine.dispose()
+
+
+def described(url: str) -> dict[str, object]:
+    """Tables as the database itself reports them: columns (type, nullability, collation),
+    primary keys, and indexes with their predicates (which Alembic's comparison ignores)."""
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    try:
+        inspector = sa.inspect(engine)
+        found: dict[str, object] = {}
+        for table in sorted(GOATBEAT_TABLES):
+            columns = [(c["name"], str(c["type"]), c["nullable"], c.get("collation"))
+                       for c in inspector.get_columns(table)]
+            indexes = sorted(
+                (i["name"], tuple(i["column_names"]), bool(i["unique"]),
+                 {key: str(value) for key, value in i.get("dialect_options", {}).items()})
+                .__repr__()
+                for i in inspector.get_indexes(table)
+            )
+            found[table] = (columns, inspector.get_pk_constraint(table)["constrained_columns"],
+                            indexes)
+        return found
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture
@@ -94,6 +146,27 @@ def test_migrated_clean_database_equals_the_metadata(fresh_url: str, engine: sa.
     upgrade(fresh_url)
     assert table_names(engine) >= GOATBEAT_TABLES
     assert differences(engine) == []
+
+
+def test_migrated_tables_and_partial_indexes_equal_those_the_metadata_creates(
+    fresh_url: str, reference_url: str
+) -> None:
+    upgrade(fresh_url)
+    assert described(fresh_url) == described(reference_url)
+
+
+def test_the_description_notices_a_lost_index_predicate(fresh_url: str,
+                                                        reference_url: str) -> None:
+    upgrade(fresh_url)
+    engine = sa.create_engine(fresh_url, poolclass=sa.NullPool)
+    try:
+        with engine.begin() as connection:
+            connection.execute(sa.text("DROP INDEX ix_goatbeat_execution_pending"))
+            connection.execute(sa.text("CREATE INDEX ix_goatbeat_execution_pending "
+                                       "ON goatbeat_execution (claimed_at, key)"))
+    finally:
+        engine.dispose()
+    assert described(fresh_url) != described(reference_url)
 
 
 def test_migration_creates_exactly_the_store_tables(fresh_url: str, engine: sa.Engine) -> None:

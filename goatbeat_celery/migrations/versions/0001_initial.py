@@ -77,7 +77,11 @@ def upgrade() -> None:
     op.create_index(
         "ix_goatbeat_execution_history", "goatbeat_execution", ["schedule_name", "occurrence_at"]
     )
-    op.create_index("ix_goatbeat_execution_claimed_at", "goatbeat_execution", ["claimed_at"])
+    op.create_index(
+        "ix_goatbeat_execution_claimed_at", "goatbeat_execution", ["claimed_at"],
+        postgresql_where=sa.text("state <> 'claimed'"),
+        sqlite_where=sa.text("state <> 'claimed'"),
+    )
     op.create_table(
         "goatbeat_lease",
         sa.Column("name", IDENTIFIER, primary_key=True),
