@@ -125,11 +125,16 @@ class Engine:
         if seconds <= 0:
             return False
         try:
-            return self.store.wait(seconds)
+            woken = self.store.wait(seconds)
         except StoreError as exc:
             logger.warning("store wait failed: %s", exc, extra={"action": "store_error"})
             time.sleep(min(seconds, STORE_RETRY))
             return False
+        if woken and self._grant is None:
+            # The notification may be a release: a standby asks for the lease now rather than
+            # at its next renewal slot (up to lease_renew_interval away).
+            self._next_renew = min(self._next_renew, self._mono())
+        return woken
 
     def close(self) -> None:
         """Stop leading and release the lease (idempotent)."""
