@@ -1,11 +1,15 @@
-"""System-test fixtures: a fresh migrated PostgreSQL database and a Redis check per test."""
+"""System-test fixtures: a fresh migrated PostgreSQL database and a Redis check per test;
+private PostgreSQL and Redis servers for the scenarios that stop them; a figures report."""
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -13,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
 from tests.system.harness import Cluster
+from tests.system.services import PrivatePostgres, PrivateRedis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
 
@@ -58,11 +63,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@pytest.fixture
-def cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
-            redis_url: str) -> Iterator[Cluster]:
-    """Processes of one scenario; all are stopped at the end, logs shown if the test failed."""
-    world = Cluster(workdir=tmp_path, database_url=fresh_pg_url, redis_url=redis_url)
+@contextmanager
+def _running(request: pytest.FixtureRequest, world: Cluster) -> Iterator[Cluster]:
     try:
         yield world
     finally:
@@ -70,3 +72,85 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
         if report is not None and report.failed:
             print(world.logs())
         world.stop_all()
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
+            redis_url: str) -> Iterator[Cluster]:
+    """Processes of one scenario; all are stopped at the end, logs shown if the test failed."""
+    with _running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
+                                   redis_url=redis_url)) as world:
+        yield world
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[PrivatePostgres]:
+    """A PostgreSQL server of this test's own, migrated, that the test may stop and restart;
+    stopped (by pid) and removed at the end whatever happened."""
+    from goatbeat_celery.migrations import upgrade
+
+    server = PrivatePostgres()
+    try:
+        server.start()
+        upgrade(server.url)
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    """A Redis server of this test's own (the broker a scenario stops)."""
+    server = PrivateRedis()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_cluster(request: pytest.FixtureRequest, tmp_path: Path, private_postgres: PrivatePostgres,
+               redis_url: str) -> Iterator[Cluster]:
+    """A scenario's processes on the private PostgreSQL server (stopped before the server)."""
+    with _running(request, Cluster(workdir=tmp_path, database_url=private_postgres.url,
+                                   redis_url=redis_url)) as world:
+        yield world
+
+
+@pytest.fixture
+def broker_cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
+                   redis_url: str, private_redis: PrivateRedis) -> Iterator[Cluster]:
+    """A scenario's processes with the private Redis as their broker; the worker's records
+    stay on the shared Redis so that they outlive a broker restart."""
+    with _running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
+                                   redis_url=redis_url,
+                                   broker_url=private_redis.url)) as world:
+        yield world
+
+
+#: One line of figures per scenario, printed after the run (and appended to the file named by
+#: GOATBEAT_FAULT_FIGURES, one JSON object a line, when set).
+_FIGURES: list[str] = []
+
+
+@pytest.fixture
+def report(request: pytest.FixtureRequest) -> Iterator[Callable[..., None]]:
+    """``report(name=value, ...)``: the scenario's figures, shown in the terminal summary."""
+    figures: dict[str, Any] = {}
+    yield figures.update
+    if figures:
+        _FIGURES.append(f"{request.node.name}: "
+                        + ", ".join(f"{key}={value}" for key, value in figures.items()))
+        target = os.environ.get("GOATBEAT_FAULT_FIGURES")
+        if target:
+            with open(target, "a") as handle:
+                handle.write(json.dumps({"test": request.node.nodeid, **figures},
+                                        default=str) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _FIGURES:
+        terminalreporter.section("fault scenario figures")
+        for line in _FIGURES:
+            terminalreporter.write_line(line)

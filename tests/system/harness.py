@@ -81,10 +81,14 @@ class Cluster:
     workdir: Path
     database_url: str
     redis_url: str
+    #: The broker's Redis when it is not ``redis_url`` (a private one a scenario stops); the
+    #: worker's records always go to ``redis_url``, so they survive a broker restart.
+    broker_url: str | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
     processes: list[Process] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.broker_url = self.broker_url or self.redis_url
         self.config_path = self.workdir / "sysproj.json"
         self.queue = f"sys-{self.run_id}"
         self.record_key = f"sys-records-{self.run_id}"
@@ -105,7 +109,7 @@ class Cluster:
             "SYS_QUEUE": self.queue,
             "SYS_RECORD_KEY": self.record_key,
             "SYS_RECORD_URL": self.redis_url,
-            "SYS_BROKER_URL": f"{self.redis_url}/0",
+            "SYS_BROKER_URL": f"{self.broker_url}/0",
             "SYS_DATABASE_URL": self.database_url,
         })
         env.update(extra or {})
@@ -167,8 +171,8 @@ class Cluster:
     def lease(self) -> dict[str, Any] | None:
         with self.engine.connect() as connection:
             row = connection.execute(sa.text(
-                "SELECT name, holder, token, expires_at, expires_at > now() AS live "
-                "FROM goatbeat_lease")).first()
+                "SELECT name, holder, token, acquired_at, expires_at, "
+                "expires_at > now() AS live FROM goatbeat_lease")).first()
             return None if row is None else dict(row._mapping)
 
     def leader_pid(self) -> int | None:
@@ -177,6 +181,24 @@ class Cluster:
         if not lease or not lease["live"] or not lease["holder"]:
             return None
         return int(lease["holder"].split(":")[-2])
+
+    def listening_replicas(self) -> int:
+        """Replicas connected and waiting for notifications: each opens one LISTEN session on
+        start, so this counts the standbys ready to take over (and the leader)."""
+        rows = self.sql("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = "
+                        "current_database() AND application_name = 'goatbeat_celery:listen'")
+        return int(rows[0]["n"])
+
+    def wait_for_replicas(self, count: int, timeout: float = 30) -> None:
+        wait_until(lambda: self.listening_replicas() >= count, timeout=timeout,
+                   what=f"{count} replicas connected")
+
+    def wait_for_leader(self, timeout: float = 30) -> Process:
+        """The replica process holding the live lease."""
+        def found() -> Process | None:
+            pid = self.leader_pid()
+            return next((p for p in self.processes if p.pid == pid), None)
+        return wait_until(found, timeout=timeout, what="a leader")
 
     def db_now(self) -> datetime:
         with self.engine.connect() as connection:

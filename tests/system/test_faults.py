@@ -1,0 +1,600 @@
+"""Replicas under fault: real ``celery beat -S goatbeat_celery.Scheduler`` processes, a real
+worker, PostgreSQL and a Redis broker, with the leader killed, frozen, terminated or cut off,
+the database restarted, the broker stopped, a clock skewed and schedules edited under load.
+
+Verdicts come from the executions table and what the worker recorded, never from log text. Each
+scenario reports one line of figures (printed in the terminal summary; see docs/reliability.md).
+Faults on PostgreSQL and Redis are made on private servers of the scenario's own.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.config import GoatbeatConfig
+from goatbeat_celery.core.errors import ScheduleConflict
+from goatbeat_celery.core.model import idempotency_key
+from goatbeat_celery.store import open_store
+from tests.system.harness import Cluster, Process, wait_until
+from tests.system.outcome import Outcome, seconds
+from tests.system.services import PartitionProxy, PrivatePostgres, PrivateRedis, faketime_env
+
+pytestmark = pytest.mark.system
+
+TTL = 3.0
+RENEW = 1.0
+FAST_LEASE = {"lease_ttl": TTL, "lease_renew_interval": RENEW, "max_interval": 1}
+#: The longest a change of leader may leave an occurrence waiting after a crash: the lease runs
+#: out (ttl after the last renewal), a standby notices at its next attempt (renew interval),
+#: plus a second for starting the claim on a busy two-core machine.
+TAKEOVER_BOUND = TTL + RENEW + 1.0
+STEP = timedelta(seconds=1)
+
+
+def every_second(count: int, prefix: str = "s", **goatbeat: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"every": 1}
+    if goatbeat:
+        entry["goatbeat"] = goatbeat
+    return {f"{prefix}{i:02d}": dict(entry) for i in range(count)}
+
+
+def run_for(seconds: float) -> None:
+    """Let the scenario run this long (its duration, not a synchronisation)."""
+    time.sleep(seconds)
+
+
+def start_replicas(cluster: Cluster, count: int = 3, *,
+                   first_env: dict[str, str] | None = None) -> list[Process]:
+    """The first replica becomes the leader (waited for), then the standbys join."""
+    first = cluster.start_beat("beat-1", env=first_env)
+    leader = cluster.wait_for_leader()
+    assert leader is first
+    others = [cluster.start_beat(f"beat-{i}") for i in range(2, count + 1)]
+    cluster.wait_for_replicas(count)
+    return [first, *others]
+
+
+def wait_for_takeover(cluster: Cluster, old_token: int, timeout: float = 30) -> dict[str, Any]:
+    """The lease row once a new holder (a higher token) holds it live."""
+    def taken() -> dict[str, Any] | None:
+        lease = cluster.lease()
+        return lease if lease and lease["live"] and lease["token"] > old_token else None
+    return wait_until(taken, timeout=timeout, what="a standby to take the lease over")
+
+
+def settle(cluster: Cluster, timeout: float = 60) -> datetime:
+    """Wait until every execution due over a second ago is submitted and reached the worker;
+    returns that cut-off (later ones may still be in flight when the replicas are stopped)."""
+    def settled() -> datetime | None:
+        cutoff = cluster.db_now() - timedelta(seconds=1.5)
+        delivered = {r["id"] for r in cluster.records()}
+        late = [row for row in cluster.executions() if row["due_at"] <= cutoff
+                and (row["state"] != "submitted" or row["key"] not in delivered)]
+        return None if late else cutoff
+    return wait_until(settled, timeout=timeout, what="every due execution to reach the worker",
+                      interval=0.25)
+
+
+def finish(cluster: Cluster, replicas: list[Process]) -> Outcome:
+    """Settle, stop the replicas, and join the executions with the worker's records."""
+    cutoff = settle(cluster)
+    for replica in replicas:
+        replica.stop()
+    return Outcome.of(cluster.executions(), cluster.records(), until=cutoff)
+
+
+def assert_alive(*replicas: Process) -> None:
+    for replica in replicas:
+        assert replica.alive(), f"{replica.name} died:\n{replica.log()[-3000:]}"
+
+
+def lease_pid(lease: dict[str, Any]) -> int:
+    return int(lease["holder"].split(":")[-2])
+
+
+# -- 1. steady state ------------------------------------------------------------------------
+def test_three_replicas_for_two_minutes_claim_every_point_once_and_deliver_it_once(
+        cluster: Cluster, report: Any) -> None:
+    schedules = every_second(20)
+    cluster.write_config(schedules=schedules, settings=FAST_LEASE)
+    cluster.start_worker()
+    replicas = start_replicas(cluster)
+    first_lease = cluster.lease()
+    assert first_lease is not None
+    started = cluster.db_now()
+    run_for(120)
+    assert_alive(*replicas)
+    last_lease = cluster.lease()
+    outcome = finish(cluster, replicas)
+
+    outcome.assert_sound()
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
+    assert all(points == [] for points in missing.values()), missing
+    assert last_lease is not None and last_lease["token"] == first_lease["token"], \
+        "the lease changed hands without a fault"
+    figures = outcome.lateness_figures()
+    report(**outcome.counts(), missing=0, leader_changes=0, **figures)
+    submit = sorted(o.submit_lateness or 0 for o in outcome.scheduled)
+    assert submit[int(0.99 * len(submit))] < 1.0, figures
+
+
+# -- 2. SIGKILL -----------------------------------------------------------------------------
+def test_a_killed_leader_is_replaced_within_ttl_plus_renew_and_nothing_is_lost(
+        cluster: Cluster, report: Any) -> None:
+    schedules = every_second(20)
+    cluster.write_config(schedules=schedules, settings=FAST_LEASE)
+    cluster.start_worker()
+    replicas = start_replicas(cluster)
+    leader = replicas[0]
+    before = cluster.lease()
+    assert before is not None
+    started = cluster.db_now()
+    run_for(5)
+
+    killed_at = time.time()
+    leader.signal(signal.SIGKILL)
+    leader.popen.wait(10)
+    after = wait_for_takeover(cluster, before["token"])
+    run_for(5)
+    survivors = replicas[1:]
+    assert_alive(*survivors)
+    outcome = finish(cluster, survivors)
+
+    takeover = after["acquired_at"].timestamp() - killed_at
+    lateness = outcome.max_lateness(killed_at - 1, killed_at + 10)
+    gap = outcome.arrival_gap(killed_at - 2, killed_at + 10)
+    duplicates = outcome.duplicates()
+    report(takeover=seconds(takeover), max_lateness=seconds(lateness),
+           arrival_gap=seconds(gap), **outcome.counts(),
+           resubmitted=sum(1 for o in outcome.scheduled if o.attempts > 1))
+    outcome.assert_sound(duplicates_allowed=True)
+    assert after["token"] == before["token"] + 1
+    assert lease_pid(after) in {p.pid for p in survivors}
+    assert takeover <= TAKEOVER_BOUND
+    assert lateness <= TAKEOVER_BOUND
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
+    assert all(points == [] for points in missing.values()), missing
+    # Only what the dead leader had claimed (or sent) around its death is sent again.
+    for dup in duplicates:
+        assert killed_at - 2 <= dup.due <= killed_at + 1, dup
+
+
+# -- 3. SIGSTOP -----------------------------------------------------------------------------
+def stale_claims(outcome: Outcome, old_token: int, taken_at: datetime) -> list[str]:
+    """Executions claimed under the old token once the new holder had the lease."""
+    return [o.key for o in outcome.occurrences
+            if o.token == old_token and o.claimed_at >= taken_at]
+
+
+def test_a_leader_stopped_past_its_ttl_claims_nothing_with_its_stale_token_and_steps_down(
+        cluster: Cluster, report: Any) -> None:
+    cluster.write_config(schedules=every_second(20), settings=FAST_LEASE)
+    cluster.start_worker()
+    replicas = start_replicas(cluster)
+    leader = replicas[0]
+    before = cluster.lease()
+    assert before is not None
+    run_for(4)
+
+    stopped_at = time.time()
+    leader.signal(signal.SIGSTOP)
+    after = wait_for_takeover(cluster, before["token"])
+    run_for(max(0.0, stopped_at + TTL + 3 - time.time()))  # well past its ttl
+    continued_at = time.time()
+    leader.signal(signal.SIGCONT)
+    run_for(5)
+    assert_alive(*replicas)
+    at_end = cluster.lease()
+    outcome = finish(cluster, replicas)
+
+    takeover = after["acquired_at"].timestamp() - stopped_at
+    # What the woken replica sent: at most the submission it was frozen in, under keys it
+    # had claimed before the takeover.
+    stale_sends = [r for r in outcome.records
+                   if r["token"] == before["token"] and r["received_at"] >= continued_at]
+    by_key = {o.key: o for o in outcome.occurrences}
+    report(takeover=seconds(takeover), stale_claims=len(stale_claims(outcome, before["token"],
+                                                                       after["acquired_at"])),
+           sends_after_sigcont=len(stale_sends), **outcome.counts(),
+           max_lateness=seconds(outcome.max_lateness(stopped_at - 1, stopped_at + 10)))
+    outcome.assert_sound(duplicates_allowed=True)
+    assert stale_claims(outcome, before["token"], after["acquired_at"]) == []
+    for record in stale_sends:
+        assert by_key[record["id"]].claimed_at < after["acquired_at"], record
+    assert at_end is not None and at_end["token"] == after["token"], \
+        "the woken replica took the lease back"
+    assert lease_pid(at_end) != leader.pid
+    assert takeover <= TAKEOVER_BOUND
+    assert outcome.max_lateness(stopped_at - 1, stopped_at + 10) <= TAKEOVER_BOUND
+
+
+def test_a_leader_frozen_inside_a_claim_transaction_does_not_hold_back_the_takeover(
+        cluster: Cluster, report: Any) -> None:
+    cluster.write_config(schedules=every_second(5), settings=FAST_LEASE)
+    cluster.start_worker()
+    replicas = start_replicas(cluster)
+    leader = replicas[0]
+    before = cluster.lease()
+    assert before is not None
+    run_for(2)
+
+    # An uncommitted row with the key of an occurrence two seconds ahead makes the leader's
+    # claim of it wait inside its transaction (fence checked, lease row share-locked) ...
+    upcoming = cluster.sql("SELECT next_occurrence_at FROM goatbeat_schedule "
+                           "WHERE name = 's00'")[0]["next_occurrence_at"] + 2 * STEP
+    blocker = cluster.engine.connect()
+    try:
+        blocker.execute(sa.text(
+            "INSERT INTO goatbeat_execution (key, schedule_name, occurrence_at, due_at, token, "
+            "state, claimed_at, attempts, missed, manual) VALUES (:key, 's00', :at, :at, 0, "
+            "'claimed', now(), 0, 0, false)"),
+            {"key": idempotency_key("s00", upcoming), "at": upcoming})
+        wait_until(lambda: cluster.sql(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND "
+            "application_name = 'goatbeat_celery' AND wait_event_type = 'Lock'"),
+            timeout=10, what="the leader's claim to wait on the uncommitted row")
+        # ... where it is frozen; the wait then ends, leaving its transaction open and idle.
+        frozen_at = time.time()
+        leader.signal(signal.SIGSTOP)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    idle = wait_until(lambda: cluster.sql(
+        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND "
+        "application_name = 'goatbeat_celery' AND state = 'idle in transaction'"),
+        timeout=5, what="the frozen leader's transaction to sit idle")
+    assert idle
+    after = wait_for_takeover(cluster, before["token"])
+    run_for(max(0.0, after["acquired_at"].timestamp() + 2 - time.time()))
+    continued_at = time.time()
+    leader.signal(signal.SIGCONT)
+    run_for(4)
+    assert_alive(*replicas)
+    outcome = finish(cluster, replicas)
+
+    takeover = after["acquired_at"].timestamp() - frozen_at
+    stale_sends = [r for r in outcome.records
+                   if r["token"] == before["token"] and r["received_at"] >= continued_at]
+    report(takeover=seconds(takeover), stale_claims=len(stale_claims(outcome, before["token"],
+                                                                       after["acquired_at"])),
+           sends_after_sigcont=len(stale_sends), **outcome.counts(),
+           max_lateness=seconds(outcome.max_lateness(frozen_at - 1, frozen_at + 15)))
+    outcome.assert_sound(duplicates_allowed=True)
+    assert stale_claims(outcome, before["token"], after["acquired_at"]) == []
+    assert takeover <= TAKEOVER_BOUND, (
+        f"a leader frozen inside a transaction held the takeover back {takeover:.1f}s")
+
+
+# -- 4. SIGTERM -----------------------------------------------------------------------------
+DEFAULT_LEASE = {"lease_ttl": 30, "lease_renew_interval": 10, "max_interval": 1}
+
+
+@pytest.mark.parametrize("lease", [FAST_LEASE, DEFAULT_LEASE], ids=["ttl-3s", "ttl-30s"])
+def test_a_terminated_leader_hands_over_in_under_two_seconds(
+        cluster: Cluster, report: Any, lease: dict[str, Any]) -> None:
+    cluster.write_config(schedules=every_second(20), settings=lease)
+    cluster.start_worker()
+    replicas = start_replicas(cluster)
+    leader = replicas[0]
+    before = cluster.lease()
+    assert before is not None
+    run_for(3)
+
+    terminated_at = time.time()
+    leader.signal(signal.SIGTERM)
+    assert leader.popen.wait(15) == 0
+    after = wait_for_takeover(cluster, before["token"])
+    run_for(4)
+    survivors = replicas[1:]
+    assert_alive(*survivors)
+    outcome = finish(cluster, survivors)
+
+    handover = after["acquired_at"].timestamp() - terminated_at
+    lateness = outcome.max_lateness(terminated_at - 1, terminated_at + 6)
+    report(handover=seconds(handover), max_lateness=seconds(lateness),
+           arrival_gap=seconds(outcome.arrival_gap(terminated_at - 2, terminated_at + 6)),
+           **outcome.counts())
+    outcome.assert_sound()
+    assert handover < 2.0
+    assert lateness < 2.0
+
+
+# -- 5. PostgreSQL restart ------------------------------------------------------------------
+def test_a_postgresql_restart_leaves_the_replicas_running_and_the_gap_to_the_misfire_policy(
+        pg_cluster: Cluster, private_postgres: PrivatePostgres, report: Any) -> None:
+    cluster = pg_cluster
+    policies = ("all", "latest", "skip")
+    schedules: dict[str, Any] = {}
+    for policy in policies:
+        schedules.update(every_second(5, prefix=f"{policy}-", misfire_policy=policy,
+                                      misfire_grace=1))
+    cluster.write_config(schedules=schedules, settings=FAST_LEASE)
+    cluster.start_worker()
+    replicas = start_replicas(cluster)
+    started = cluster.db_now()
+    run_for(4)
+
+    down_at = time.time()
+    private_postgres.stop()
+    run_for(5)  # the outage
+    private_postgres.start()
+    up_at = time.time()
+
+    def resumed() -> bool:
+        latest = cluster.sql("SELECT schedule_name, max(occurrence_at) AS last "
+                             "FROM goatbeat_execution GROUP BY schedule_name")
+        return len(latest) == len(schedules) and all(
+            row["last"].timestamp() >= up_at for row in latest)
+    wait_until(resumed, timeout=30, what="every schedule to run again after the restart")
+    resumed_in = min(r["claimed_at"].timestamp() for r in cluster.executions()
+                     if r["claimed_at"].timestamp() >= up_at) - up_at
+    run_for(4)
+    assert_alive(*replicas)  # the same pids: no crash, no restart
+    outcome = finish(cluster, replicas)
+    totals = {row["name"]: row["total_missed"]
+              for row in cluster.sql("SELECT name, total_missed FROM goatbeat_schedule")}
+
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
+    lost = {policy: sum(len(missing[name]) for name in schedules if name.startswith(policy))
+            for policy in policies}
+    report(outage=seconds(up_at - down_at), resumed_after=seconds(resumed_in),
+           **{f"missed_{p}": lost[p] for p in policies}, **outcome.counts(),
+           max_lateness_all=seconds(max(o.submit_lateness or 0 for o in outcome.scheduled
+                                        if o.schedule.startswith("all-"))))
+    outcome.assert_sound(duplicates_allowed=True)
+    for name in schedules:
+        # Every grid point not run is one the policy chose to miss, and counted as missed.
+        assert len(missing[name]) == totals[name], (name, missing[name], totals[name])
+    assert lost["all"] == 0
+    assert lost["latest"] > 0 and lost["skip"] > lost["latest"]
+    backlog_runs = [o for o in outcome.scheduled if o.schedule.startswith("latest-")
+                    and o.missed > 0]
+    assert len(backlog_runs) == 5  # one coalesced run for each latest schedule's backlog
+
+
+# -- 6. broker outage -----------------------------------------------------------------------
+def test_a_broker_outage_keeps_claims_claimed_and_delivers_them_under_their_keys_after(
+        broker_cluster: Cluster, private_redis: PrivateRedis, report: Any) -> None:
+    cluster = broker_cluster
+    cluster.write_config(schedules=every_second(20), settings=FAST_LEASE)
+    worker = cluster.start_worker()
+    replicas = start_replicas(cluster)
+    run_for(4)
+
+    def quiet() -> bool:
+        # Mid-second, with everything sent so far already received: stopping Redis now drops
+        # no message it had accepted (it keeps nothing on disk).
+        if not 0.3 < time.time() % 1 < 0.7:
+            return False
+        delivered = {r["id"] for r in cluster.records()}
+        return all(row["key"] in delivered for row in cluster.executions()
+                   if row["state"] == "submitted")
+    wait_until(quiet, timeout=10, what="a quiet moment", interval=0.05)
+    down_at = time.time()
+    private_redis.stop()
+    run_for(10)  # the outage
+    during = [row for row in cluster.executions()
+              if down_at + 1 <= row["due_at"].timestamp() <= time.time() - 0.5]
+    private_redis.start()
+    up_at = time.time()
+
+    def recovered() -> bool:
+        delivered = {r["id"] for r in cluster.records()}
+        return all(row["key"] in delivered for row in cluster.executions()
+                   if row["due_at"].timestamp() <= up_at)
+    wait_until(recovered, timeout=60, what="the backlog to reach the worker", interval=0.25)
+    recovery = time.time() - up_at
+    run_for(3)
+    assert_alive(worker, *replicas)
+    outcome = finish(cluster, replicas)
+
+    by_key = {o.key: o for o in outcome.occurrences}
+    report(outage=seconds(up_at - down_at), claimed_during=len(during),
+           recovered_in=seconds(recovery), **outcome.counts(),
+           max_lateness=seconds(outcome.max_lateness()))
+    assert len(during) >= 8 * 20
+    assert all(row["state"] == "claimed" for row in during), "submitted with no broker"
+    outcome.assert_sound(duplicates_allowed=True)
+    for row in during:
+        occurrence = by_key[row["key"]]
+        assert occurrence.attempts > 1 and occurrence.arrivals  # resent under the same key
+    for record in outcome.records:
+        assert record["id"] == idempotency_key(record["schedule"],
+                                               datetime.fromisoformat(record["occurrence"]))
+
+
+# -- 7. clock skew --------------------------------------------------------------------------
+def test_a_replica_an_hour_ahead_neither_steals_the_lease_nor_claims_early(
+        cluster: Cluster, report: Any) -> None:
+    skew = faketime_env("+1h")
+    shown = subprocess.run([sys.executable, "-c", "import time; print(time.time())"],
+                           env={**os.environ, **skew}, capture_output=True, text=True,
+                           check=True)
+    assert 3590 < float(shown.stdout) - time.time() < 3610, "libfaketime did not skew the clock"
+    schedules = every_second(10)
+    cluster.write_config(schedules=schedules, settings=FAST_LEASE)
+    cluster.start_worker()
+    honest = cluster.start_beat("beat-honest")
+    assert cluster.wait_for_leader() is honest
+    before = cluster.lease()
+    assert before is not None
+    skewed = cluster.start_beat("beat-skewed", env=skew)
+    standby = cluster.start_beat("beat-standby")
+    cluster.wait_for_replicas(3)
+    run_for(8)
+    while_honest = cluster.lease()
+    assert_alive(honest, skewed, standby)
+
+    # Leave the skewed replica alone: it may lead only once the lease ran out by the db clock.
+    standby.stop()
+    honest.signal(signal.SIGKILL)
+    honest.popen.wait(10)
+    last = cluster.lease()
+    assert last is not None
+    after = wait_for_takeover(cluster, before["token"])
+    run_for(6)
+    assert_alive(skewed)
+    outcome = finish(cluster, [skewed])
+
+    early = [o.key for o in outcome.occurrences if o.claimed_at < o.due_at]
+    ahead = [o.key for o in outcome.occurrences if o.due_at > outcome.until + 2 * STEP] \
+        if outcome.until else []
+    report(lease_changes_while_honest=(while_honest or {}).get("token", 0) - before["token"],
+           skewed_took_over_after_expiry=seconds(
+               (after["acquired_at"] - last["expires_at"]).total_seconds()),
+           early_claims=len(early), **outcome.counts(),
+           max_lateness=seconds(outcome.max_lateness()))
+    assert while_honest is not None and while_honest["token"] == before["token"]
+    assert lease_pid(while_honest) == honest.pid
+    assert lease_pid(after) == skewed.pid
+    assert after["acquired_at"] >= last["expires_at"]
+    assert early == [] and ahead == []
+    outcome.assert_sound(duplicates_allowed=True)
+    skewed_runs = [o for o in outcome.scheduled if o.token == after["token"]]
+    assert len(skewed_runs) >= 4 * len(schedules)
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, before["acquired_at"] + 2 * STEP, outcome.until, schedules)
+    assert all(points == [] for points in missing.values()), missing
+
+
+# -- 8. concurrent edits --------------------------------------------------------------------
+def test_schedules_edited_through_the_api_while_claims_run_keep_every_edit(
+        cluster: Cluster, report: Any) -> None:
+    cluster.write_config(schedules={}, settings=FAST_LEASE)
+    store = open_store(cluster.database_url)
+    api = Schedules(store, config=GoatbeatConfig(database_url=cluster.database_url))
+    names = [f"e{i}" for i in range(8)]
+    # Per schedule, each edit: (label number, interval, next occurrence it set, host time
+    # before it was made). Edits alternate the interval so each one reschedules.
+    edits: dict[str, list[tuple[int, int, datetime, float]]] = defaultdict(list)
+    try:
+        for name in names:
+            made = time.time()
+            created = api.create(name, "sysproj.record", every=1, args=("edit-0",))
+            assert created.next_occurrence_at is not None
+            edits[name].append((0, 1, created.next_occurrence_at, made))
+        cluster.start_worker()
+        replicas = start_replicas(cluster)
+        conflicts = 0
+        rng = random.Random(20)
+        pace = threading.Event()
+        until = time.time() + 20
+        while time.time() < until:
+            name = rng.choice(names)
+            number = len(edits[name])
+            every = 2 if number % 2 else 1
+            made = time.time()
+            while True:
+                try:
+                    edited = api.update(name, every=every, args=(f"edit-{number}",))
+                    break
+                except ScheduleConflict:
+                    conflicts += 1  # a claim moved it between our read and write: re-read
+            assert edited.next_occurrence_at is not None
+            edits[name].append((number, every, edited.next_occurrence_at, made))
+            pace.wait(rng.uniform(0.02, 0.25))  # load pacing
+        finals = {name: api.get(name) for name in names}
+        run_for(3)
+        assert_alive(*replicas)
+        outcome = finish(cluster, replicas)
+    finally:
+        api.close()
+
+    checked = 0
+    for occurrence in outcome.scheduled:
+        label = occurrence.labels[0]
+        number = int(label.removeprefix("edit-"))
+        history = edits[occurrence.schedule]
+        _, every, first, _ = history[number]
+        following = history[number + 1][2] if number + 1 < len(history) else None
+        # Sent with edit n's args, so planned and claimed under edit n: on its grid, from the
+        # point it set and before the point the next edit set.
+        assert occurrence.occurrence_at >= first, (occurrence.key, label)
+        assert following is None or occurrence.occurrence_at < following, (occurrence.key,
+                                                                           label)
+        assert occurrence.occurrence_at.timestamp() % every == 0, (occurrence.key, label)
+        assert set(occurrence.labels) == {label}
+        checked += 1
+    # And each edit took effect: its grid points due well before the next edit all ran.
+    present = {(o.schedule, o.occurrence_at) for o in outcome.scheduled}
+    assert outcome.until is not None
+    expected = 0
+    for name, history in edits.items():
+        for index, (_, every, first, _) in enumerate(history):
+            end = (history[index + 1][3] - 1.5 if index + 1 < len(history)
+                   else outcome.until.timestamp())
+            point = first
+            while point.timestamp() <= end:
+                expected += 1
+                assert (name, point) in present, (name, point, index)
+                point += timedelta(seconds=every)
+    for name, final in finals.items():
+        number, every, _, _ = edits[name][-1]
+        assert final.spec.args == (f"edit-{number}",)
+        assert final.spec.trigger.params["every"] == every
+    report(edits=sum(len(h) - 1 for h in edits.values()), cas_conflicts_retried=conflicts,
+           occurrences_checked=checked, edit_windows_points=expected, **outcome.counts())
+    outcome.assert_sound()
+
+
+# -- 9. partition ---------------------------------------------------------------------------
+def test_a_leader_cut_off_from_postgresql_stops_dispatching_and_the_others_take_over(
+        cluster: Cluster, report: Any) -> None:
+    direct = sa.make_url(cluster.database_url)
+    assert direct.port is not None
+    proxy = PartitionProxy(direct.port, direct.host or "127.0.0.1")
+    try:
+        proxied = direct.set(port=proxy.port).render_as_string(hide_password=False)
+        cluster.write_config(schedules=every_second(10), settings=FAST_LEASE)
+        cluster.start_worker()
+        replicas = start_replicas(cluster, first_env={"SYS_DATABASE_URL": proxied})
+        cut_off = replicas[0]
+        before = cluster.lease()
+        assert before is not None
+        run_for(4)
+
+        cut_at = proxy.cut()
+        after = wait_for_takeover(cluster, before["token"])
+        run_for(max(0.0, cut_at + 8 - time.time()))  # both sides running, apart
+        proxy.heal()
+        run_for(4)  # what the cut-off replica had sent now reaches the database
+        assert_alive(*replicas)
+        at_end = cluster.lease()
+        outcome = finish(cluster, replicas)
+    finally:
+        proxy.close()
+
+    takeover = after["acquired_at"].timestamp() - cut_at
+    old_sends = [r["received_at"] for r in outcome.records if r["token"] == before["token"]]
+    last_old_send = max(old_sends) - cut_at
+    report(takeover=seconds(takeover), last_send_after_cut=seconds(last_old_send),
+           local_deadline=seconds(TTL - RENEW),
+           stale_claims=len(stale_claims(outcome, before["token"], after["acquired_at"])),
+           max_lateness=seconds(outcome.max_lateness(cut_at - 1, cut_at + 10)),
+           **outcome.counts())
+    outcome.assert_sound(duplicates_allowed=True)
+    # Arrival at the worker is after the send: the cut-off leader stopped sending before its
+    # local deadline, so before anyone else could lead.
+    assert last_old_send <= TTL - RENEW
+    assert max(old_sends) < after["acquired_at"].timestamp()
+    assert stale_claims(outcome, before["token"], after["acquired_at"]) == []
+    assert at_end is not None and at_end["token"] == after["token"]
+    assert lease_pid(at_end) != cut_off.pid
+    assert takeover <= TAKEOVER_BOUND
+    assert outcome.max_lateness(cut_at - 1, cut_at + 10) <= TAKEOVER_BOUND
