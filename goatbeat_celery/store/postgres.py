@@ -19,7 +19,8 @@ from typing import Any
 
 import psycopg
 import sqlalchemy as sa
-from psycopg.types.json import set_json_loads
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
@@ -177,16 +178,20 @@ def create_postgres_engine(
 
 
 def _on_connect(dbapi_connection: psycopg.Connection[Any], record: Any) -> None:
-    set_json_loads(_loads_json, dbapi_connection)
+    for name in ("json", "jsonb"):
+        dbapi_connection.adapters.register_loader(name, _JSONLoader)
 
 
-def _loads_json(data: bytes | str) -> Any:
-    # Most schedules have empty kwargs and options: those skip the parser.
-    if data == b"{}":
-        return {}
-    if data == b"[]":
-        return []
-    return json.loads(data.decode() if isinstance(data, bytes) else data)
+class _JSONLoader(Loader):
+    """Text-format json/jsonb values. Most schedules have empty kwargs and options: those skip
+    the parser, and the rest skip the encoding detection ``json.loads(bytes)`` does."""
+
+    def load(self, data: Buffer) -> Any:
+        if data == b"{}":
+            return {}
+        if data == b"[]":
+            return []
+        return json.loads(bytes(data).decode())
 
 
 class PostgresStore(SQLStore):
