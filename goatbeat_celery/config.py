@@ -32,6 +32,8 @@ from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of
 
 DEFAULT_DATABASE_URL = "sqlite:///goatbeat.sqlite3"
+#: The longest the server lets a session sit idle inside a transaction (seconds).
+IDLE_IN_TRANSACTION_MAX = 10.0
 PREFIX = "goatbeat_"
 
 #: ``goatbeat_<name>`` → Settings field.
@@ -64,6 +66,11 @@ class GoatbeatConfig:
         options: dict[str, Any] = {}
         if backend_of(self.database_url) is Backend.POSTGRES:
             options["statement_timeout"] = self.statement_timeout
+            # A replica frozen inside a transaction (a pause, SIGSTOP) keeps the lease row
+            # share-locked and so holds a takeover back until the server ends its session: end
+            # it within one renew interval, by the time its lease would run out anyway.
+            options["idle_in_transaction_timeout"] = min(
+                IDLE_IN_TRANSACTION_MAX, self.engine.seconds("lease_renew_interval"))
         return open_store(self.database_url, **options)
 
     def task_allowed(self, task: str) -> bool:
