@@ -28,6 +28,9 @@ Options follow ``test:``, separated by spaces:
     instead of a minimal ``proj`` module.
 ``fails``
     Every command of this console block must exit non-zero.
+``append``
+    This Python block is not run: it is added to the end of the app module ``proj.py``, as the
+    page tells readers to do, for the commands and blocks after it.
 ``roles=a,b``
     PostgreSQL roles the chain creates: each name is made unique to the run wherever it appears
     in the chain's code, and the roles are dropped afterwards.
@@ -46,7 +49,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 LANGUAGES = frozenset({"python", "console", "sql"})
-FLAGS = frozenset({"continue", "postgres", "postgres-fresh", "fails"})
+FLAGS = frozenset({"continue", "postgres", "postgres-fresh", "fails", "append"})
 VALUED = frozenset({"app", "roles"})
 APPS = frozenset({"quickstart"})
 
@@ -149,6 +152,8 @@ def page_blocks(path: Path) -> list[Block]:
         if lang not in LANGUAGES:
             raise DocsSyntaxError(f"{where}: cannot run a {lang or 'plain'!r} block; "
                                   f"use one of {sorted(LANGUAGES)}")
+        if "append" in flags and lang != "python":
+            raise DocsSyntaxError(f"{where}: only Python can be appended to proj.py")
         close = next((i for i in range(start + 1, len(lines))
                       if lines[i].strip() == fence.group("fence")), None)
         if close is None:
@@ -169,7 +174,7 @@ def chains(directory: Path = DOCS) -> list[Chain]:
             if "continue" in block.flags:
                 if not page_chains:
                     raise DocsSyntaxError(f"{block.where}: continue with nothing before it")
-                if block.flags - {"continue", "fails"} or block.values:
+                if block.flags - {"continue", "fails", "append"} or block.values:
                     raise DocsSyntaxError(f"{block.where}: a continued block takes its "
                                           "context from the first block of its chain")
                 page_chains[-1].blocks.append(block)

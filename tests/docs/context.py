@@ -156,12 +156,18 @@ class ChainRunner:
         return code
 
     def _python(self, block: Block, code: str) -> None:
+        if "append" in block.flags:
+            with (self.directory / "proj.py").open("a", encoding="utf-8") as module:
+                module.write(f"\n# docs/{block.page}:{block.line}\n{code}\n")
+            sys.modules.pop("proj", None)
+            return
         if code.lstrip().startswith(">>>"):
             test = doctest.DocTestParser().get_doctest(
                 code, self.namespace, block.where, block.where, block.line - 1)
             runner = doctest.DocTestRunner(optionflags=DOCTEST_FLAGS)
             report: list[str] = []
             runner.run(test, out=report.append, clear_globs=False)
+            self.namespace.update(test.globs)  # DocTest ran on a copy; later blocks see its names
             if runner.failures:
                 pytest.fail(f"{block.where}: doctest failed\n{''.join(report)}", pytrace=False)
             return

@@ -55,19 +55,28 @@ class AcceptingSubmitter:
 
 
 def lead(app: Any, *, seconds: float, holder: str = HOLDER) -> list[str]:
-    """Lead for ``seconds`` of store time from now on the app's SQLite store; return the keys
-    sent. The lease is left held (not released), as a running leader holds it."""
+    """Lead for ``seconds`` of store time from now on the app's SQLite store (0: just take the
+    lease and sync the config); return the keys sent. The lease is left held (not released), as
+    a running leader holds it."""
+    from goatbeat_celery.scheduler import Scheduler
+
     loaded = config_module.load(app)
+    # Celery's own cleanup entry, added the way the real scheduler adds it.
+    defaults = Scheduler(app, lazy=True)._default_entries(loaded.schedules)
     clock = SteppingClock(datetime.now(UTC))
     store = open_store(loaded.config.database_url, clock=clock)
     submitter = AcceptingSubmitter()
     engine = Engine(store=store, lease=store, submitter=submitter,
                     settings=loaded.config.engine, holder=holder, triggers=loaded.triggers,
-                    config_schedules=loaded.schedules, task_allowed=loaded.config.task_allowed,
+                    config_schedules=(*loaded.schedules, *defaults),
+                    task_allowed=loaded.config.task_allowed,
                     monotonic=clock.monotonic)
     try:
-        while clock.elapsed < seconds:
-            clock.advance(max(engine.tick(), 0.0) + LATENCY)
+        while True:
+            wait = engine.tick()  # at least one: taking the lease syncs the config
+            if clock.elapsed >= seconds:
+                break
+            clock.advance(max(wait, 0.0) + LATENCY)
     finally:
         store.close()
     return submitter.keys
