@@ -54,16 +54,17 @@ class AcceptingSubmitter:
         return keys, {}
 
 
-def lead(app: Any, *, seconds: float, holder: str = HOLDER) -> list[str]:
-    """Lead for ``seconds`` of store time from now on the app's SQLite store (0: just take the
-    lease and sync the config); return the keys sent. The lease is left held (not released), as
-    a running leader holds it."""
+def lead(app: Any, *, seconds: float, start: datetime | None = None,
+         holder: str = HOLDER) -> list[str]:
+    """Lead for ``seconds`` of store time from ``start`` (default: now) on the app's SQLite
+    store (0: one tick, which takes the lease and syncs the config); return the keys sent. The
+    lease is left held (not released), as a running leader holds it."""
     from goatbeat_celery.scheduler import Scheduler
 
     loaded = config_module.load(app)
     # Celery's own cleanup entry, added the way the real scheduler adds it.
     defaults = Scheduler(app, lazy=True)._default_entries(loaded.schedules)
-    clock = SteppingClock(datetime.now(UTC))
+    clock = SteppingClock(start or datetime.now(UTC))
     store = open_store(loaded.config.database_url, clock=clock)
     submitter = AcceptingSubmitter()
     engine = Engine(store=store, lease=store, submitter=submitter,
