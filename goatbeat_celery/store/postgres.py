@@ -24,7 +24,7 @@ from psycopg.adapt import Loader
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.errors import ConfigurationError, LeaseLost, StoreError, StoreUnavailable
+from goatbeat_celery.core.errors import ConfigurationError, LeaseLost, StoreError
 from goatbeat_celery.core.model import UTC, Execution, LeaseGrant
 from goatbeat_celery.migrations import check_schema, upgrade
 from goatbeat_celery.store.errors import translated
@@ -350,9 +350,14 @@ class PostgresStore(SQLStore):
                     return True
                 return False
             except psycopg.Error as exc:
+                # The server went away (a restart, a killed session): listen again at once.
+                # StoreUnavailable if it is still down; otherwise report a wake, since
+                # whatever was announced meanwhile went unheard.
+                logger.info("LISTEN connection to %s lost (%s); listening again",
+                            self._where, exc, extra={"action": "listen_reconnect"})
                 self._drop_listener()
-                raise StoreUnavailable(
-                    f"wait: lost the LISTEN connection to {self._where}: {exc}") from exc
+                self._listen()
+                return True
 
     def notify(self) -> None:
         try:

@@ -65,7 +65,7 @@ def normalise_url(url: str | URL) -> URL:
             raise _unknown(url, "the memory store has no database to connect to")
         try:
             parsed = make_url(url)
-        except ArgumentError as exc:
+        except (ArgumentError, ValueError) as exc:
             raise _unknown(url, str(exc)) from exc
     if parsed.get_backend_name() in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+psycopg")
@@ -78,7 +78,7 @@ def mask_url(url: str | URL) -> str:
         return url.render_as_string(hide_password=True)
     try:
         parsed = make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return _mask_by_hand(url)
     if parsed.password is None:
         return url
