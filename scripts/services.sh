@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure PostgreSQL (127.0.0.1:5432, database "test") and Redis (127.0.0.1:6379) answer,
-# installing and starting them from Debian packages when they do not. Idempotent.
+# installing and starting them from Debian packages when they do not, and that libfaketime is
+# there for the fault tests. Idempotent.
 set -euo pipefail
 
 log() { printf '[services] %s\n' "$*" >&2; }
@@ -42,6 +43,12 @@ start_redis() {
 
 answers 5432 || start_postgres
 answers 6379 || start_redis
+
+# The clock-skew fault scenario runs one replica under libfaketime.
+if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
+  log "installing faketime"
+  apt_install faketime
+fi
 
 # A password lets the same URL work with trust auth (this machine) and md5/scram (a fresh
 # Debian install); database "test" is where the tests create their own databases from.

@@ -361,11 +361,15 @@ def test_a_postgresql_restart_leaves_the_replicas_running_and_the_gap_to_the_mis
     for name in schedules:
         # Every grid point not run is one the policy chose to miss, and counted as missed.
         assert len(missing[name]) == totals[name], (name, missing[name], totals[name])
-    assert lost["all"] == 0
-    assert lost["latest"] > 0 and lost["skip"] > lost["latest"]
-    backlog_runs = [o for o in outcome.scheduled if o.schedule.startswith("latest-")
-                    and o.missed > 0]
-    assert len(backlog_runs) == 5  # one coalesced run for each latest schedule's backlog
+    assert lost["all"] == 0 and lost["latest"] > 0 and lost["skip"] > 0
+    by_policy: dict[str, list[Any]] = defaultdict(list)
+    for o in outcome.scheduled:
+        by_policy[o.schedule.split("-")[0]].append(o)
+    # all: the backlog ran late, point by point; latest: one claim per schedule ran it as one
+    # run and counted the rest as missed; skip: nothing later than the grace ever ran.
+    assert sum(1 for o in by_policy["all"] if o.claim_lateness > 1.5) >= 5 * 3
+    assert sum(1 for o in by_policy["latest"] if o.missed > 0) == 5
+    assert max(o.claim_lateness for o in by_policy["skip"]) <= 1 + 0.5
 
 
 # -- 6. broker outage -----------------------------------------------------------------------
