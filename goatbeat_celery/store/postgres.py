@@ -63,8 +63,8 @@ _RECORD_CLAIMS = sa.text(
         INSERT INTO goatbeat_execution (key, schedule_name, occurrence_at, due_at, token, state,
                                         claimed_at, submitted_at, attempts, last_error, missed,
                                         manual)
-        SELECT e.key, e.schedule_name, e.occurrence_at, e.due_at, :token, 'claimed',
-               :claimed_at, NULL, 1, NULL, e.missed, false
+        SELECT e.key, e.schedule_name, e.occurrence_at, e.due_at, CAST(:token AS bigint),
+               'claimed', CAST(:claimed_at AS timestamptz), NULL, 1, NULL, e.missed, false
         FROM unnest(CAST(:keys AS text[]), CAST(:names AS text[]),
                     CAST(:occurrences AS timestamptz[]), CAST(:dues AS timestamptz[]),
                     CAST(:missed AS integer[]))

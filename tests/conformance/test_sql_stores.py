@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from goatbeat_celery.core.errors import ConfigurationError, StoreUnavailable
-from goatbeat_celery.core.model import UTC, ScheduleSpec
+from goatbeat_celery.core.model import UTC, PlannedClaim, ScheduleSpec, idempotency_key
 from goatbeat_celery.store import mask_url, open_store
 from goatbeat_celery.store.url import normalise_url
 
@@ -297,3 +297,27 @@ def test_a_value_json_cannot_keep_is_refused_naming_the_field_and_nothing_is_wri
         sql_store.create_schedule(spec, next_occurrence_at=None, next_run_at=None)
     assert any("'report'" in problem and label in problem for problem in refused.value.problems)
     assert sql_store.list_schedules() == []
+
+
+@pytest.mark.parametrize("name", ['a"b\\c', "{x},y z", "NULL", "été:08:00"])
+def test_names_with_quotes_braces_commas_and_colons_go_through_the_claim_path(
+    sql_store: Store, name: str
+) -> None:
+    grant = sql_store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    occurrence = sql_store.now() - timedelta(minutes=1)
+    sql_store.create_schedule(interval_spec(name), next_occurrence_at=occurrence,
+                              next_run_at=occurrence)
+    (schedule,) = sql_store.due_schedules(10).schedules
+    following = occurrence + timedelta(minutes=1)
+
+    result = sql_store.claim([PlannedClaim(
+        schedule_name=name, version=schedule.version, occurrences=((occurrence, occurrence),),
+        missed=0, next_occurrence_at=following, next_run_at=following)], lease=grant)
+    sql_store.record_failure([result.dispatches[0].key], "broker down")
+    pending = sql_store.take_pending(lease=grant, limit=10)
+
+    assert [d.key for d in result.dispatches] == [idempotency_key(name, occurrence)]
+    assert [d.key for d in pending] == [idempotency_key(name, occurrence)]
+    assert sql_store.mark_submitted([pending[0].key]) == 1
+    assert sql_store.get_schedule(name).total_runs == 1
