@@ -37,7 +37,7 @@ Options follow ``test:``, separated by spaces:
 
 Block languages: ``python`` (a script; a doctest when it starts with ``>>>``), ``console``
 (``$ command`` lines, each followed by its expected output), ``sql`` (run as the database's
-superuser).
+superuser), ``text`` (in a continued chain: what the previous Python block printed).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
-LANGUAGES = frozenset({"python", "console", "sql"})
+LANGUAGES = frozenset({"python", "console", "sql", "text"})
 FLAGS = frozenset({"continue", "postgres", "postgres-fresh", "fails", "append"})
 VALUED = frozenset({"app", "roles"})
 APPS = frozenset({"quickstart"})

@@ -8,7 +8,9 @@ subprocess there, through the real ``celery`` executable.
 
 from __future__ import annotations
 
+import contextlib
 import doctest
+import io
 import os
 import re
 import shutil
@@ -79,6 +81,7 @@ class ChainRunner:
         suffix = uuid.uuid4().hex[:8]
         self.roles = {name: f"{name}_{suffix}" for name in roles if name}
         self.database_url = self._database()
+        self.printed: str | None = None  # what the last Python block printed
         self.namespace: dict[str, Any] = {
             "__name__": "__docs__",
             "docs": Docs(directory=tmp_path, database_url=self.database_url, roles=self.roles),
@@ -147,6 +150,8 @@ class ChainRunner:
                     self._python(block, code)
                 elif block.lang == "console":
                     self._console(block, code)
+                elif block.lang == "text":
+                    self._printed(block, code)
                 else:
                     self._sql(block, code)
 
@@ -173,7 +178,18 @@ class ChainRunner:
             return
         compiled = compile("\n" * (block.line - 1) + code, str(ROOT / "docs" / block.page),
                            "exec")
-        exec(compiled, self.namespace)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compiled, self.namespace)
+        self.printed = printed.getvalue()
+
+    def _printed(self, block: Block, code: str) -> None:
+        if self.printed is None:
+            pytest.fail(f"{block.where}: a text block shows what a Python block printed; "
+                        "none ran before it", pytrace=False)
+        if not output.matches(code.splitlines(), self.printed):
+            pytest.fail(f"{block.where}: the printed output differs from the page.\n--- page\n"
+                        f"{code}\n--- actual\n{self.printed}", pytrace=False)
 
     def _console(self, block: Block, code: str) -> None:
         commands = console_commands(Block(page=block.page, line=block.line, lang=block.lang,
