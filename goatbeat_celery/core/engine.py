@@ -8,6 +8,7 @@ are known here.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -43,6 +44,9 @@ SUBMIT_TIMEOUT_MAX = 10.0
 STORE_RETRY = 1.0
 PRUNE_EVERY = 60.0
 TRIGGER_CACHE_SIZE = 4096
+
+#: What the broker accepted, what it refused (key -> reason), and how long it took.
+_Sent = tuple[list[str], dict[str, str], timedelta]
 
 
 class Engine:
@@ -235,26 +239,45 @@ class Engine:
         if self._mono() >= self._backoff_until:
             self._resubmit_pending(grant)
         batch_size = self.settings.batch_size
-        while True:
-            batch = self.store.due_schedules(batch_size)
-            self._store_seen = (batch.now, self._mono())
-            if not batch.schedules or not self.is_leader():
-                self._prune(batch.now)
-                return batch.next_due_at, batch.now
-            claims = [self._plan(schedule, batch.now) for schedule in batch.schedules]
-            result = self.store.claim(claims, lease=grant)
-            for name in result.conflicts:
-                logger.info("schedule %r was edited while being claimed; the edit wins", name,
-                            extra={"action": "claim_conflict"})
-            if result.dispatches:
-                self.observer.claimed(result.dispatches)
-                logger.debug("claimed %d occurrences", len(result.dispatches),
-                             extra={"action": "claimed"})
-                if self._mono() >= self._backoff_until:
-                    self._submit(result.dispatches, grant)
-            if result.advanced == 0 or self._mono() >= self._next_renew:
-                # Nothing moved (rows locked elsewhere) or the lease needs renewing first.
-                return batch.now, batch.now
+        # One batch goes to the broker on a helper thread while the next one is claimed: the
+        # broker's round trips and the database's overlap instead of adding up.
+        inflight: _Submission | None = None
+        try:
+            while True:
+                batch = self.store.due_schedules(batch_size)
+                self._store_seen = (batch.now, self._mono())
+                if not batch.schedules or not self.is_leader():
+                    previous, inflight = inflight, None
+                    self._settle(previous)
+                    self._prune(batch.now)
+                    return batch.next_due_at, batch.now
+                claims = [self._plan(schedule, batch.now) for schedule in batch.schedules]
+                result = self.store.claim(claims, lease=grant)
+                for name in result.conflicts:
+                    logger.info("schedule %r was edited while being claimed; the edit wins",
+                                name, extra={"action": "claim_conflict"})
+                if result.dispatches:
+                    self.observer.claimed(result.dispatches)
+                    logger.debug("claimed %d occurrences", len(result.dispatches),
+                                 extra={"action": "claimed"})
+                    previous, inflight = inflight, None
+                    self._settle(previous)
+                    if self._mono() >= self._backoff_until:
+                        inflight = _Submission(self, result.dispatches, grant)
+                if result.advanced == 0 or self._mono() >= self._next_renew:
+                    # Nothing moved (rows locked elsewhere) or the lease needs renewing first.
+                    previous, inflight = inflight, None
+                    self._settle(previous)
+                    return batch.now, batch.now
+        finally:
+            if inflight is not None:
+                # Leaving on an error: still wait for the batch on the wire, but let the first
+                # error be the one reported.
+                try:
+                    self._settle(inflight)
+                except GoatbeatError as exc:
+                    logger.warning("store error after a submission: %s", exc,
+                                   extra={"action": "store_error"})
 
     def _plan(self, schedule: Schedule, now: datetime) -> PlannedClaim:
         spec = schedule.spec
@@ -325,9 +348,14 @@ class Engine:
 
     def _submit(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> bool:
         """Submit and record; returns False when the broker failed (rows stay claimed)."""
+        return self._record(dispatches, self._send(dispatches, grant))
+
+    def _send(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> _Sent | None:
+        """Hand ``dispatches`` to the broker and mark what it accepted (no observer call, no
+        engine state changed: this may run on the submission thread). None: no time left."""
         remaining = self._deadline - self._mono() - SUBMIT_MARGIN
         if remaining <= 0:
-            return False
+            return None
         started = self._mono()
         accepted, failures = self.submitter.submit(
             dispatches, token=grant.token, timeout=min(remaining, SUBMIT_TIMEOUT_MAX)
@@ -335,10 +363,23 @@ class Engine:
         elapsed = timedelta(seconds=self._mono() - started)
         if accepted:
             self.store.mark_submitted(accepted)
+        if failures:
+            self.store.record_failure(list(failures), next(iter(failures.values())))
+        return accepted, failures, elapsed
+
+    def _settle(self, submission: _Submission | None) -> bool:
+        """Wait for a batch on the submission thread, then report it as :meth:`_submit` does."""
+        if submission is None:
+            return True
+        return self._record(submission.dispatches, submission.result())
+
+    def _record(self, dispatches: Sequence[Dispatch], sent: _Sent | None) -> bool:
+        if sent is None:
+            return False
+        accepted, failures, elapsed = sent
         self._report(dispatches, set(accepted), failures, elapsed)
         if failures:
             first_error = next(iter(failures.values()))
-            self.store.record_failure(list(failures), first_error)
             self._backoff_until = self._mono() + self._backoff
             logger.warning(
                 "broker refused %d of %d messages (%s); retrying in %.1fs under the same keys",
@@ -398,3 +439,28 @@ class Engine:
         if self._backoff_until > self._mono():
             candidates.append(self._until(self._backoff_until))
         return max(0.0, min(candidates))
+
+
+class _Submission:
+    """One claimed batch handed to the broker (and marked) on a thread of its own."""
+
+    def __init__(self, engine: Engine, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> None:
+        self.dispatches = dispatches
+        self._sent: _Sent | None = None
+        self._error: BaseException | None = None
+        # A daemon thread: every broker and database call in it is bounded in time anyway.
+        self._thread = threading.Thread(target=self._run, args=(engine, grant),
+                                        name="goatbeat-submit", daemon=True)
+        self._thread.start()
+
+    def _run(self, engine: Engine, grant: LeaseGrant) -> None:
+        try:
+            self._sent = engine._send(self.dispatches, grant)
+        except BaseException as exc:  # re-raised in the loop's thread by result()
+            self._error = exc
+
+    def result(self) -> _Sent | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._sent
