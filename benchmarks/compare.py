@@ -806,11 +806,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             bench.ceiling(dispatch_sizes[0])
         if "idle" in benches:
             for size in idle_sizes:
-                bench.idle(size, window=5.0 if args.quick else 20.0,
-                           startup_cap=60.0 if args.quick else 240.0)
+                bench.idle(size, window=5.0 if args.quick else 10.0,
+                           startup_cap=60.0 if args.quick else 120.0)
         if "dispatch" in benches:
             for size in dispatch_sizes:
-                bench.dispatch(size, cap=20.0 if args.quick else 60.0)
+                bench.dispatch(size, cap=20.0 if args.quick else 30.0)
         if "lateness" in benches:
             bench.lateness(1_000 if args.quick else 10_000)
         if "edit" in benches:
