@@ -74,7 +74,7 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379"
 #: Failover settings, the same for goatbeat and RedBeat: ttl 10 s, polled every 3 s.
 FAILOVER_TTL = 10
 FAILOVER_POLL = 3
-POLL = 0.002
+POLL = 0.01
 
 
 def log(message: str) -> None:
