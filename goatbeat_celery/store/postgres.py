@@ -233,13 +233,16 @@ class PostgresStore(SQLStore):
             connect_timeout=connect_timeout, statement_timeout=statement_timeout,
             idle_in_transaction_timeout=None, application_name=f"{application_name}:listen",
         )
+        self._conninfo_url = sa_url.render_as_string(hide_password=False)
         self._conninfo = sa_url.set(drivername="postgresql").render_as_string(
             hide_password=False)
         self._listener: psycopg.Connection[Any] | None = None
         self._listen_lock = threading.Lock()
         try:
             if create_schema:
-                upgrade(engine)
+                # Through an engine without the statement timeout: a migration may rewrite a
+                # large table.
+                upgrade(self._conninfo_url)
             else:
                 check_schema(engine)
             if listen:

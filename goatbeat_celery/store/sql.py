@@ -102,7 +102,7 @@ _ADVANCE_ONE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Advance:
     """How one claim moves its schedule on (``last_occurrence_at`` None: keep the stored one)."""
 
