@@ -13,7 +13,7 @@ import re
 _REPLACEMENTS = (
     # Database URLs first: a SQLite path may contain anything an instant pattern would take.
     (re.compile(r"\b(?:sqlite|postgres(?:ql)?)(?:\+\w+)?://[^\s;'\"]*"), "<database>"),
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:\d{2})?"),
      "<instant>"),
     (re.compile(r"\((?:in [^()]*|[^()]* ago)\)"), "(<relative>)"),
     (re.compile(r"\b[\w.-]+:\d+:[0-9a-f]{8}\b"), "<holder>"),

@@ -42,23 +42,28 @@ class SteppingClock:
 
 
 class AcceptingSubmitter:
-    """A broker that accepts every message, keeping the keys it was sent."""
+    """A broker that accepts every message, keeping the keys it was sent; or, given an error,
+    a broker that refuses every message with it."""
 
-    def __init__(self) -> None:
+    def __init__(self, refuse: str | None = None) -> None:
         self.keys: list[str] = []
+        self.refuse = refuse
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
                timeout: float) -> tuple[list[str], dict[str, str]]:
         keys = [dispatch.key for dispatch in dispatches]
+        if self.refuse is not None:
+            return [], dict.fromkeys(keys, self.refuse)
         self.keys.extend(keys)
         return keys, {}
 
 
 def lead(app: Any, *, seconds: float, start: datetime | None = None,
-         holder: str = HOLDER) -> list[str]:
+         holder: str = HOLDER, refuse: str | None = None) -> list[str]:
     """Lead for ``seconds`` of store time from ``start`` (default: now) on the app's SQLite
-    store (0: one tick, which takes the lease and syncs the config); return the keys sent. The
-    lease is left held (not released), as a running leader holds it."""
+    store (0: one tick, which takes the lease and syncs the config); return the keys sent. With
+    ``refuse``, the broker refuses every message with that error. The lease is left held (not
+    released), as a running leader holds it."""
     from goatbeat_celery.scheduler import Scheduler
 
     loaded = config_module.load(app)
@@ -66,7 +71,7 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     defaults = Scheduler(app, lazy=True)._default_entries(loaded.schedules)
     clock = SteppingClock(start or datetime.now(UTC))
     store = open_store(loaded.config.database_url, clock=clock)
-    submitter = AcceptingSubmitter()
+    submitter = AcceptingSubmitter(refuse)
     engine = Engine(store=store, lease=store, submitter=submitter,
                     settings=loaded.config.engine, holder=holder, triggers=loaded.triggers,
                     config_schedules=(*loaded.schedules, *defaults),

@@ -63,7 +63,7 @@ def test_markers_find_visible_and_hidden_blocks_with_their_options(tmp_path: Pat
     assert [(b.line, b.lang, b.code, b.hidden) for b in blocks] == [
         (5, "python", "x = 1", False),
         (9, "python", "assert x == 1", True),
-        (16, "console", "$ false", False),
+        (18, "console", "$ false", False),
     ]
     found = chains(tmp_path)
     assert [len(chain.blocks) for chain in found] == [2, 1]
@@ -95,7 +95,7 @@ def test_output_matching_ignores_instants_padding_and_measured_durations() -> No
 
 
 def test_output_matching_takes_ellipsis_within_and_across_lines() -> None:
-    assert output.matches(["{", "...", '  "ok": true ...', "}"],
+    assert output.matches(["{", "...", '  "ok": true...', "}"],
                           '{\n  "a": 1,\n  "b": 2,\n  "ok": true, "c": 3\n}\n')
     assert not output.matches(["{", "...", '  "ok": true', "}"], '{\n  "ok": false\n}\n')
 

@@ -132,7 +132,7 @@ def documented_commands() -> list[tuple[str, list[str]]]:
                 argv = shlex.split(rest)
             except ValueError:  # an unbalanced quote in prose: take the words as they are
                 argv = rest.split()
-            found.append((page.name, argv))
+            found.append((page.name, [word.rstrip(",.;:") for word in argv]))
     return found
 
 
