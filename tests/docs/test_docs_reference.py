@@ -115,6 +115,17 @@ def test_the_per_entry_options_table_lists_exactly_the_options_config_accepts() 
     assert set(rows) == config_module._GOATBEAT_ENTRY_KEYS
 
 
+def test_the_guarantees_table_is_the_readme_s_word_for_word() -> None:
+    def guarantees(markdown: str) -> list[str]:
+        lines = markdown.splitlines()
+        start = lines.index("| layer | guarantee |")
+        return lines[start:start + 6]
+
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+
+    assert guarantees(text("concepts.md")) == guarantees(readme)
+
+
 # -- the command line -------------------------------------------------------------------------
 def documented_commands() -> list[tuple[str, list[str]]]:
     """``(page, argv after "goatbeat")`` of every goatbeat command written in the docs."""
