@@ -72,8 +72,10 @@ S = schedule_table
 E = execution_table
 L = lease_table
 
-# Written as literals, not bound parameters, so that the planner can match the partial index
-# ``WHERE state = 'claimed'`` even with a generic prepared plan.
+# Written exactly as the partial indexes' predicates, so that both planners match them: SQLite
+# compares the terms as written (SQLAlchemy would render ``enabled = 1`` there), and a literal
+# rather than a bound parameter lets PostgreSQL match even a generic prepared plan.
+_IS_ENABLED = sa.text("goatbeat_schedule.enabled")
 _IS_CLAIMED = sa.text("goatbeat_execution.state = 'claimed'")
 _NOT_CLAIMED = sa.text("goatbeat_execution.state <> 'claimed'")
 # The same test hidden from the planner: marking rows by key must look them up by key, not
@@ -418,12 +420,12 @@ class SQLStore:
             now = self._now_sql()
             due = (
                 sa.select(S)
-                .where(S.c.enabled, S.c.next_run_at <= now)
+                .where(_IS_ENABLED, S.c.next_run_at <= now)
                 .order_by(S.c.next_run_at, S.c.name)
                 .limit(sa.bindparam("due_limit", type_=sa.Integer()))
                 .subquery("due")
             )
-            earliest = (sa.select(sa.func.min(S.c.next_run_at)).where(S.c.enabled)
+            earliest = (sa.select(sa.func.min(S.c.next_run_at)).where(_IS_ENABLED)
                         .scalar_subquery())
             head = sa.select(now.label("store_now"), earliest.label("next_due")).subquery("head")
             # One round trip: the head row always comes back, joined to the due rows if any.
