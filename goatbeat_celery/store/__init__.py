@@ -25,7 +25,7 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
     Backend.SQLITE: frozenset({"busy_timeout"}),
     Backend.POSTGRES: frozenset({
         "connect_timeout", "statement_timeout", "idle_in_transaction_timeout", "pool_size",
-        "max_overflow", "listen", "application_name",
+        "max_overflow", "application_name",
     }),
 }
 

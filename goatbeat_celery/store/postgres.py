@@ -199,6 +199,10 @@ class PostgresStore(SQLStore):
 
     The schema must be at the current revision (SchemaOutOfDate otherwise); pass
     ``create_schema=True`` to run the migrations on open instead.
+
+    The LISTEN connection is opened by the first :meth:`wait` (a store that never waits, as
+    in a CLI command, never opens it), which then returns at once: what was announced before
+    anyone listened must be looked at. It is opened again the same way after it is lost.
     """
 
     #: Arrays carry any number of keys in one bound parameter.
@@ -207,7 +211,7 @@ class PostgresStore(SQLStore):
     def __init__(
         self, url: str | URL, *, create_schema: bool = False, connect_timeout: float = 5.0,
         statement_timeout: float = 5.0, idle_in_transaction_timeout: float = 10.0,
-        pool_size: int = 5, max_overflow: int = 5, listen: bool = True,
+        pool_size: int = 5, max_overflow: int = 5,
         application_name: str = "goatbeat_celery",
     ) -> None:
         problems = [
@@ -245,9 +249,6 @@ class PostgresStore(SQLStore):
                 upgrade(self._conninfo_url)
             else:
                 check_schema(engine)
-            if listen:
-                with self._listen_lock:
-                    self._listen()
         except BaseException:
             engine.dispose()
             raise

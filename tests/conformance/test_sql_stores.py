@@ -144,7 +144,8 @@ def test_the_store_carries_on_after_the_server_dropped_its_connections(
     try:
         store.create_schedule(interval_spec("report"), next_occurrence_at=None,
                               next_run_at=None)
-        assert _drop_connections(pg_empty_url) >= 2  # the pool's and the LISTEN connection
+        store.wait(0)  # the first wait opens the LISTEN connection
+        assert _drop_connections(pg_empty_url) >= 3  # the pools' and the LISTEN connection
 
         assert store.get_schedule("report").name == "report"
         grant = store.acquire("beat", "a", LONG_TTL)
@@ -166,9 +167,30 @@ def test_the_store_carries_on_after_the_server_dropped_its_connections(
         store.close()
 
 
+def test_a_store_that_never_waits_opens_no_listen_connection(pg_empty_url: str) -> None:
+    store = open_store(pg_empty_url)
+    try:
+        store.now()
+        assert _drop_connections(pg_empty_url) == 1  # the pool's only
+    finally:
+        store.close()
+
+
+def test_the_first_wait_returns_at_once_then_waits_for_news(pg_empty_url: str) -> None:
+    store = open_store(pg_empty_url)
+    try:
+        started = time.monotonic()
+        assert store.wait(30) is True  # nobody listened before: look again
+        assert time.monotonic() - started < 10
+        assert store.wait(0.2) is False
+    finally:
+        store.close()
+
+
 def test_close_is_idempotent_and_releases_the_connections(pg_empty_url: str) -> None:
     store = open_store(pg_empty_url)
     store.now()
+    store.wait(0)
     store.close()
     store.close()
     assert _drop_connections(pg_empty_url) == 0
