@@ -43,6 +43,8 @@ SUBMIT_TIMEOUT_MAX = 10.0
 #: After a store error, try again this soon (bounded by the renew interval).
 STORE_RETRY = 1.0
 PRUNE_EVERY = 60.0
+#: A standby asks for an expiring lease this long after its expiry on the store clock.
+EXPIRY_MARGIN = 0.01
 TRIGGER_CACHE_SIZE = 4096
 
 #: What the broker accepted, what it refused (key -> reason), and how long it took.
@@ -176,6 +178,7 @@ class Engine:
         if grant is None:
             if self._grant is not None:
                 self._lose("taken by another replica")
+            self._ask_again_at_expiry()
             return
         took_over = self._grant is None or grant.changed_holder
         self._grant = grant
@@ -185,6 +188,19 @@ class Engine:
                         extra={"action": "lease_acquired"})
             self.observer.lease_acquired(grant)
             self._sync_config(grant)
+
+    def _ask_again_at_expiry(self) -> None:
+        """Refused: ask again when the holder's lease runs out, if that comes before the next
+        renewal slot. A crashed leader is then replaced as its lease expires, not up to a
+        renew interval later."""
+        try:
+            info = self.lease.inspect(self.settings.lease_name)
+        except StoreError:
+            return  # the regular slot will do
+        if info is None or info.expires_at is None:
+            return
+        left = (info.expires_at - info.store_now).total_seconds() + EXPIRY_MARGIN
+        self._next_renew = min(self._next_renew, self._mono() + max(0.0, left))
 
     def _lose(self, reason: str) -> None:
         grant, self._grant = self._grant, None
