@@ -62,6 +62,9 @@ def create_sqlite_engine(url: str | URL, *, busy_timeout: float = 5.0) -> sa.Eng
         try:
             cursor.execute(f"PRAGMA busy_timeout = {max(0, round(busy_timeout * 1000))}")
             cursor.execute("PRAGMA journal_mode = WAL")
+            # WAL with synchronous=NORMAL survives any crash of the processes; a power cut may
+            # lose the last commits, whose occurrences are then claimed again under the same
+            # keys (dispatch stays at least once, as after any crash before bookkeeping).
             cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
