@@ -30,7 +30,7 @@ from goatbeat_celery.migrations import check_schema, upgrade
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import UTCDateTime
 from goatbeat_celery.store.sql import Advance, Insert, SQLStore
-from goatbeat_celery.store.url import mask_url, normalise_url
+from goatbeat_celery.store.url import normalise_url
 
 logger = logging.getLogger(__name__)
 
@@ -377,4 +377,4 @@ class PostgresStore(SQLStore):
         super().close()
 
 
-__all__ = ["CHANNEL", "PostgresStore", "connect_args", "create_postgres_engine", "mask_url"]
+__all__ = ["CHANNEL", "PostgresStore", "array_literal", "connect_args", "create_postgres_engine"]

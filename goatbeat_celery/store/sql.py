@@ -806,4 +806,4 @@ def _execution_values(execution: Execution) -> dict[str, Any]:
     }
 
 
-__all__ = ["SQLStore"]
+__all__ = ["Advance", "SQLStore"]
