@@ -48,6 +48,7 @@ app.conf.update(
 '''
 
 DOCTEST_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+ROLE_PASSWORD = "change-me"
 
 
 @dataclass
@@ -63,8 +64,9 @@ class Docs:
         if user is None:
             return self.database_url
         parsed: URL = make_url(self.database_url)
-        return parsed.set(username=self.roles.get(user, user), password="docs").render_as_string(
-            hide_password=False)
+        # The password the pages' CREATE ROLE statements give.
+        return parsed.set(username=self.roles.get(user, user),
+                          password=ROLE_PASSWORD).render_as_string(hide_password=False)
 
 
 class ChainRunner:
