@@ -1,9 +1,9 @@
 """Fill each scheduler's own store with generated interval schedules, in bulk.
 
 A :class:`Plan` says how many schedules, their interval and when each is first due: schedule
-``i`` is due at ``first_due + floor(spread * i / count)`` (a whole-second wall-clock epoch, UTC). Each loader writes
-the rows (or keys) the scheduler itself would have written, so the beat process starts with
-exactly that schedule:
+``i`` is due at ``first_due + floor(spread * i / count)`` (a whole-second wall-clock epoch, UTC).
+Each loader writes the rows (or keys) the scheduler itself would have written, so the beat
+process starts with exactly that schedule:
 
 * goatbeat — ``goatbeat_schedule`` rows (``source='api'``, as the client API makes them);
 * django-celery-beat — ``PeriodicTask`` rows on one ``IntervalSchedule``, ``last_run_at`` one
@@ -83,8 +83,10 @@ def django(engine: sa.Engine, plan: Plan) -> None:
     server-side), then the change marker its scheduler watches."""
     from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks
 
-    PeriodicTask.objects.all().delete()
-    IntervalSchedule.objects.all().delete()
+    with engine.begin() as conn:
+        # The ORM deletes row by row with signals: far too slow for a million rows.
+        conn.execute(sa.text(
+            f"TRUNCATE {PeriodicTask._meta.db_table}, {IntervalSchedule._meta.db_table} CASCADE"))
     interval = IntervalSchedule.objects.create(every=int(plan.every),
                                                period=IntervalSchedule.SECONDS)
     template = PeriodicTask.objects.create(name="template", task=TASK, interval=interval,
@@ -101,7 +103,8 @@ def django(engine: sa.Engine, plan: Plan) -> None:
             INSERT INTO {table} (name, args, last_run_at, {listed})
             SELECT :prefix || lpad(i::text, 7, '0'),
                    '["' || :prefix || lpad(i::text, 7, '0') || '"]',
-                   to_timestamp(:first + floor(:spread * i / :count)) - make_interval(secs => :every),
+                   to_timestamp(:first + floor(:spread * i / :count))
+                       - make_interval(secs => :every),
                    {listed}
             FROM {table} AS t, generate_series(0, :count - 1) AS i WHERE t.id = :template
             """),
