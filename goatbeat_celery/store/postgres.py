@@ -28,7 +28,13 @@ from goatbeat_celery.core.errors import ConfigurationError, LeaseLost, StoreErro
 from goatbeat_celery.core.model import UTC, Execution, LeaseGrant
 from goatbeat_celery.migrations import check_schema, upgrade
 from goatbeat_celery.store.errors import translated
-from goatbeat_celery.store.schema import UTCDateTime
+from goatbeat_celery.store.schema import (
+    Seconds,
+    UTCDateTime,
+    schedule_table,
+    seconds_to_timedelta,
+    utc_from_db,
+)
 from goatbeat_celery.store.sql import Advance, Insert, SQLStore
 from goatbeat_celery.store.url import normalise_url
 
@@ -98,6 +104,26 @@ _RECORD_CLAIMS = sa.text(
 _TAKE_BACK_RUNS = sa.text(
     "UPDATE goatbeat_schedule SET total_runs = total_runs - :runs WHERE name = :name"
 )
+
+
+# Positions, in a row of the due statement (clock, earliest due, then the schedule's columns in
+# table order), of the values SQLAlchemy's column types would convert.
+_DUE_INSTANTS = (0, 1) + tuple(
+    2 + index for index, column in enumerate(schedule_table.c)
+    if isinstance(column.type, UTCDateTime))
+_DUE_DURATIONS = tuple(
+    2 + index for index, column in enumerate(schedule_table.c) if isinstance(column.type, Seconds))
+
+
+def _converted_due_row(row: Sequence[Any]) -> list[Any]:
+    values = list(row)
+    for index in _DUE_INSTANTS:
+        values[index] = utc_from_db(values[index])
+    for index in _DUE_DURATIONS:
+        value = values[index]
+        if value is not None:
+            values[index] = seconds_to_timedelta(value)
+    return values
 
 
 def array_literal(values: Sequence[str | int | datetime | None]) -> str:
@@ -241,6 +267,7 @@ class PostgresStore(SQLStore):
         self._conninfo = sa_url.set(drivername="postgresql").render_as_string(
             hide_password=False)
         self._listener: psycopg.Connection[Any] | None = None
+        self._due_sql: str | None = None
         self._listen_lock = threading.Lock()
         try:
             if create_schema:
@@ -312,6 +339,18 @@ class PostgresStore(SQLStore):
             conn.execute(_TAKE_BACK_RUNS,
                          [{"name": name, "runs": runs} for name, runs in existed.items()])
         return inserted
+
+    def _fetch_due(self, conn: sa.Connection, limit: int) -> Sequence[Sequence[Any]]:
+        # The due read is the hottest one: run it on the driver's cursor and convert the few
+        # typed columns here, rather than through SQLAlchemy's result rows (half its cost).
+        if self._due_sql is None:
+            self._due_sql = str(self._due_statement().compile(dialect=conn.dialect))
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(self._due_sql, {"due_limit": limit})
+            return [_converted_due_row(row) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
 
     def _announce_in(self, conn: sa.Connection) -> None:
         # Delivered when (and only if) the transaction commits.

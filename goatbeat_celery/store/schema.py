@@ -58,7 +58,7 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
         return utc
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        return _utc_from_db(value)
+        return utc_from_db(value)
 
     def result_processor(self, dialect: Dialect,
                          coltype: Any) -> Callable[[Any], datetime | None] | None:
@@ -67,11 +67,12 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
         # (timestamptz on psycopg, text on SQLite); should it, keep it in front of ours.
         inner = self.load_dialect_impl(dialect).result_processor(dialect, coltype)
         if inner is None:
-            return _utc_from_db
-        return lambda value: _utc_from_db(inner(value))
+            return utc_from_db
+        return lambda value: utc_from_db(inner(value))
 
 
-def _utc_from_db(value: Any) -> datetime | None:
+def utc_from_db(value: Any) -> datetime | None:
+    """An instant as a driver returns it (aware, or SQLite's text), as an aware UTC datetime."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -98,9 +99,12 @@ class Seconds(sa.types.TypeDecorator[timedelta]):
         return value.total_seconds()
 
     def process_result_value(self, value: Any, dialect: Dialect) -> timedelta | None:
-        if value is None:
-            return None
-        return timedelta(microseconds=round(float(value) * 1_000_000))
+        return None if value is None else seconds_to_timedelta(value)
+
+
+def seconds_to_timedelta(value: float) -> timedelta:
+    """Float seconds as stored, back to the microsecond they were written with."""
+    return timedelta(microseconds=round(float(value) * 1_000_000))
 
 
 def _identifier() -> sa.types.TypeEngine[str]:

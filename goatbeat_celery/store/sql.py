@@ -437,12 +437,16 @@ class SQLStore:
         return self._due_stmt
 
     def due_schedules(self, limit: int) -> DueBatch:
-        stmt = self._due_statement()
         with self._read("read due schedules") as conn:
-            rows = conn.execute(stmt, {"due_limit": limit}).all()
-        first = rows[0]
-        schedules = tuple(_schedule(row[2:]) for row in rows if row.name is not None)
-        return DueBatch(now=first.store_now, schedules=schedules, next_due_at=first.next_due)
+            rows = self._fetch_due(conn, limit)
+        store_now, next_due = rows[0][0], rows[0][1]
+        schedules = tuple(_schedule(row[2:]) for row in rows if row[2] is not None)
+        return DueBatch(now=store_now, schedules=schedules, next_due_at=next_due)
+
+    def _fetch_due(self, conn: sa.Connection, limit: int) -> Sequence[Sequence[Any]]:
+        """Rows of the due statement, converted: the clock, the earliest due instant, then the
+        schedule's columns in table order."""
+        return conn.execute(self._due_statement(), {"due_limit": limit}).all()
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         for claim in claims:
