@@ -96,7 +96,9 @@ def test_config_change_on_restart_reschedules_only_the_changed_entry(cluster: Cl
     before = {row["name"]: row for row in rows}
     assert beat.stop() == 0
 
-    cluster.write_config(schedules={"kept": hourly, "changed": {"every": 1800}},
+    # 3599 s, not 1800: in the second half of an hour the next half-hour point is the next
+    # hour, and the changed entry's next run would look unchanged.
+    cluster.write_config(schedules={"kept": hourly, "changed": {"every": 3599}},
                          settings=FAST_LEASE)
     cluster.start_beat("beat-2")
 
@@ -107,7 +109,7 @@ def test_config_change_on_restart_reschedules_only_the_changed_entry(cluster: Cl
     after = wait_until(after_sync, timeout=20, what="the restarted replica to sync config")
     assert after["kept"]["version"] == before["kept"]["version"]
     assert after["kept"]["next_run_at"] == before["kept"]["next_run_at"]
-    assert after["changed"]["trigger"]["every"] == 1800
+    assert after["changed"]["trigger"]["every"] == 3599
     assert after["changed"]["next_run_at"] != before["changed"]["next_run_at"]
     assert after["dropped"]["enabled"] is False
     assert before["dropped"]["enabled"] is True
