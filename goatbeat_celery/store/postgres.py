@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -42,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 #: The NOTIFY channel edits, manual runs and lease releases are announced on.
 CHANNEL = "goatbeat"
+#: Longest stretch a wait holds the LISTEN connection; close() waits at most this long.
+WAIT_SLICE = 0.5
 
 
 # A claim batch in two statements of fixed text, whatever its size, with arrays unnested
@@ -380,6 +383,16 @@ class PostgresStore(SQLStore):
                 pass
 
     def wait(self, timeout: float) -> bool:
+        # Waited in slices, letting go of the connection between them, so that close() from
+        # another thread (a shutdown) never waits for a whole wait to run out.
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            woken = self._wait_slice(max(0.0, min(remaining, WAIT_SLICE)))
+            if woken or remaining <= WAIT_SLICE:
+                return woken
+
+    def _wait_slice(self, timeout: float) -> bool:
         with self._listen_lock:
             if self._closed:
                 raise StoreError("wait: the store is closed")
@@ -389,7 +402,7 @@ class PostgresStore(SQLStore):
                 # Changes made while no connection listened were not heard: look again now.
                 return True
             try:
-                for _ in conn.notifies(timeout=max(0.0, timeout), stop_after=1):
+                for _ in conn.notifies(timeout=timeout, stop_after=1):
                     return True
                 return False
             except psycopg.Error as exc:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery.core.errors import ConfigurationError, StoreUnavailable
+from goatbeat_celery.core.errors import ConfigurationError, StoreError, StoreUnavailable
 from goatbeat_celery.core.model import UTC, PlannedClaim, ScheduleSpec, idempotency_key
 from goatbeat_celery.store import mask_url, open_store
 from goatbeat_celery.store.url import normalise_url
@@ -185,6 +185,30 @@ def test_the_first_wait_returns_at_once_then_waits_for_news(pg_empty_url: str) -
         assert store.wait(0.2) is False
     finally:
         store.close()
+
+
+def test_close_does_not_wait_for_a_long_wait_in_another_thread(pg_empty_url: str) -> None:
+    store = open_store(pg_empty_url)
+    store.wait(0)  # listening from now on
+    outcome: list[object] = []
+
+    def wait() -> None:
+        try:
+            outcome.append(store.wait(60))
+        except StoreError as exc:  # closed under it: the wait ends with an error
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not store._listen_lock.locked():  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the waiter never started waiting"
+        time.sleep(0.01)
+    started = time.monotonic()
+    store.close()
+    waiter.join(10)
+    assert time.monotonic() - started < 5
+    assert not waiter.is_alive() and len(outcome) == 1
 
 
 def test_close_is_idempotent_and_releases_the_connections(pg_empty_url: str) -> None:
