@@ -152,24 +152,33 @@ def _quote(text: str) -> str:
     return '"' + text + '"'
 
 
+def split_server_options(url: URL) -> tuple[URL, str]:
+    """``url`` without its ``options`` parameter, and that parameter: the store passes its own
+    server options and appends them to the user's rather than replacing them."""
+    given = url.query.get("options", "")
+    if isinstance(given, tuple):
+        given = " ".join(given)
+    return url.difference_update_query(["options"]), given
+
+
 def connect_args(*, connect_timeout: float, statement_timeout: float | None,
                  idle_in_transaction_timeout: float | None,
-                 application_name: str) -> dict[str, Any]:
-    """libpq parameters bounding every blocking call."""
+                 application_name: str | None, server_options: str = "") -> dict[str, Any]:
+    """libpq parameters bounding every blocking call (``server_options``: the user's own)."""
     # Custom plans only: a generic plan cannot see how many keys an array parameter holds and
     # may pick a whole scan of a partial index over a precise primary-key lookup.
-    options = ["-c TimeZone=UTC", "-c plan_cache_mode=force_custom_plan"]
+    options = [server_options] if server_options else []
+    options += ["-c TimeZone=UTC", "-c plan_cache_mode=force_custom_plan"]
     if statement_timeout:
         options.append(f"-c statement_timeout={_millis(statement_timeout)}")
     if idle_in_transaction_timeout:
         options.append(
             f"-c idle_in_transaction_session_timeout={_millis(idle_in_transaction_timeout)}"
         )
-    return {
+    args: dict[str, Any] = {
         # libpq takes whole seconds (and treats 1 as 2).
         "connect_timeout": max(2, math.ceil(connect_timeout)),
         "options": " ".join(options),
-        "application_name": application_name,
         # A server that vanishes without closing the socket is noticed in about 11 s.
         "keepalives": 1,
         "keepalives_idle": 5,
@@ -177,6 +186,9 @@ def connect_args(*, connect_timeout: float, statement_timeout: float | None,
         "keepalives_count": 3,
         "tcp_user_timeout": _millis(max(connect_timeout, statement_timeout or 0) + 5),
     }
+    if application_name is not None:
+        args["application_name"] = application_name
+    return args
 
 
 def _millis(seconds: float) -> int:
@@ -189,8 +201,9 @@ def create_postgres_engine(
     application_name: str = "goatbeat_celery",
 ) -> sa.Engine:
     """An engine on psycopg 3 whose calls are all bounded in time."""
+    sa_url, server_options = split_server_options(normalise_url(url))
     engine = sa.create_engine(
-        normalise_url(url),
+        sa_url,
         # A connection killed by a server restart is replaced rather than failing a call.
         pool_pre_ping=True,
         pool_size=pool_size,
@@ -199,7 +212,9 @@ def create_postgres_engine(
         connect_args=connect_args(
             connect_timeout=connect_timeout, statement_timeout=statement_timeout,
             idle_in_transaction_timeout=idle_in_transaction_timeout,
-            application_name=application_name,
+            # An application_name given in the URL wins.
+            application_name=None if "application_name" in sa_url.query else application_name,
+            server_options=server_options,
         ),
     )
     sa.event.listen(engine, "connect", _on_connect)
@@ -262,12 +277,16 @@ class PostgresStore(SQLStore):
         # trips of BEGIN and COMMIT.
         autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         super().__init__(engine, read_engine=autocommit, single_engine=autocommit)
+        listen_url, server_options = split_server_options(sa_url)
         self._connect_kwargs = connect_args(
             connect_timeout=connect_timeout, statement_timeout=statement_timeout,
-            idle_in_transaction_timeout=None, application_name=f"{application_name}:listen",
+            idle_in_transaction_timeout=None,
+            application_name=(None if "application_name" in sa_url.query
+                              else f"{application_name}:listen"),
+            server_options=server_options,
         )
         self._conninfo_url = sa_url.render_as_string(hide_password=False)
-        self._conninfo = sa_url.set(drivername="postgresql").render_as_string(
+        self._conninfo = listen_url.set(drivername="postgresql").render_as_string(
             hide_password=False)
         self._listener: psycopg.Connection[Any] | None = None
         self._due_sql: str | None = None

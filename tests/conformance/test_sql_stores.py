@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 
 from goatbeat_celery.core.errors import ConfigurationError, StoreError, StoreUnavailable
 from goatbeat_celery.core.model import UTC, PlannedClaim, ScheduleSpec, idempotency_key
@@ -92,6 +93,31 @@ def test_a_postgres_store_refuses_an_injected_clock(pg_empty_url: str) -> None:
 
 
 # -- PostgreSQL: bounded calls and outages --------------------------------------------------
+def test_server_options_in_the_url_are_kept_beside_the_store_own(pg_empty_url: str) -> None:
+    url = make_url(pg_empty_url).update_query_dict(
+        {"options": "-c work_mem=7MB", "application_name": "nightly-beat"})
+    store = open_store(url.render_as_string(hide_password=False), statement_timeout=3)
+    try:
+        store.wait(0)  # the LISTEN connection too
+        probe = sa.create_engine(pg_empty_url, poolclass=sa.NullPool)
+        try:
+            with probe.connect() as connection:
+                names = connection.execute(sa.text(
+                    "SELECT application_name FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalars()
+                assert set(names) == {"nightly-beat"}
+        finally:
+            probe.dispose()
+        engine: sa.Engine = store._engine  # type: ignore[attr-defined]
+        with engine.connect() as connection:
+            settings = connection.execute(sa.text(
+                "SELECT current_setting('work_mem'), current_setting('statement_timeout'), "
+                "current_setting('TimeZone')")).one()
+        assert tuple(settings) == ("7MB", "3s", "UTC")
+    finally:
+        store.close()
+
+
 def test_an_unreachable_server_fails_fast_without_showing_the_password() -> None:
     started = time.monotonic()
     # Port 9 (discard) is closed on the test machine: the connection is refused at once.
