@@ -571,8 +571,12 @@ def test_schedules_edited_through_the_api_while_claims_run_keep_every_edit(
 
 
 # -- 9. partition ---------------------------------------------------------------------------
+@pytest.mark.parametrize("drop", [False, True], ids=["held", "dropped"])
 def test_a_leader_cut_off_from_postgresql_stops_dispatching_and_the_others_take_over(
-        cluster: Cluster, report: Any) -> None:
+        cluster: Cluster, report: Any, drop: bool) -> None:
+    """``held``: what the cut-off replica sent waits in the proxy and arrives on healing, as TCP
+    retransmits after a partition. ``dropped``: it is lost while the proxy keeps acknowledging,
+    as behind a middlebox that swallows traffic; the replica's connection never recovers."""
     direct = sa.make_url(cluster.database_url)
     assert direct.port is not None
     proxy = PartitionProxy(direct.port, direct.host or "127.0.0.1")
@@ -581,19 +585,34 @@ def test_a_leader_cut_off_from_postgresql_stops_dispatching_and_the_others_take_
         cluster.write_config(schedules=every_second(10), settings=FAST_LEASE)
         cluster.start_worker()
         replicas = start_replicas(cluster, first_env={"SYS_DATABASE_URL": proxied})
-        cut_off = replicas[0]
+        cut_off, others = replicas[0], replicas[1:]
         before = cluster.lease()
         assert before is not None
         run_for(4)
 
-        cut_at = proxy.cut()
+        cut_at = proxy.cut(drop=drop)
         after = wait_for_takeover(cluster, before["token"])
         run_for(max(0.0, cut_at + 8 - time.time()))  # both sides running, apart
         proxy.heal()
-        run_for(4)  # what the cut-off replica had sent now reaches the database
+        run_for(4)  # what the cut-off replica had sent now reaches the database (held)
         assert_alive(*replicas)
         at_end = cluster.lease()
-        outcome = finish(cluster, replicas)
+        assert at_end is not None
+        cutoff = settle(cluster)
+        # Alone, can the healed replica lead again?
+        alone_at = time.time()
+        for replica in others:
+            replica.stop()
+        try:
+            back = wait_for_takeover(cluster, at_end["token"], timeout=TAKEOVER_BOUND + 2)
+            came_back: float | None = back["acquired_at"].timestamp() - alone_at
+            assert lease_pid(back) == cut_off.pid
+        except AssertionError:
+            came_back = None
+        if came_back is not None:
+            settle(cluster)
+        cut_off.stop()
+        outcome = Outcome.of(cluster.executions(), cluster.records(), until=cutoff)
     finally:
         proxy.close()
 
@@ -604,14 +623,16 @@ def test_a_leader_cut_off_from_postgresql_stops_dispatching_and_the_others_take_
            local_deadline=seconds(TTL - RENEW),
            stale_claims=len(stale_claims(outcome, before["token"], after["acquired_at"])),
            max_lateness=seconds(outcome.max_lateness(cut_at - 1, cut_at + 10)),
-           **outcome.counts())
+           **outcome.counts(),
+           leads_again_after=("never" if came_back is None else seconds(came_back)))
     outcome.assert_sound(duplicates_allowed=True)
     # Arrival at the worker is after the send: the cut-off leader stopped sending before its
     # local deadline, so before anyone else could lead.
     assert last_old_send <= TTL - RENEW
     assert max(old_sends) < after["acquired_at"].timestamp()
     assert stale_claims(outcome, before["token"], after["acquired_at"]) == []
-    assert at_end is not None and at_end["token"] == after["token"]
-    assert lease_pid(at_end) != cut_off.pid
+    assert at_end["token"] == after["token"] and lease_pid(at_end) != cut_off.pid
     assert takeover <= TAKEOVER_BOUND
     assert outcome.max_lateness(cut_at - 1, cut_at + 10) <= TAKEOVER_BOUND
+    if not drop:
+        assert came_back is not None, "the healed replica never led again"
