@@ -91,13 +91,14 @@ class Schedules:
         kwargs: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
         misfire_policy: MisfirePolicy | str | None = None, misfire_grace: Duration | None = None,
         max_catchup: int | None = None, offset: Duration | None = None,
-        jitter: Duration | None = None, enabled: bool = True,
+        jitter: Duration | None = None, enabled: bool = True, day_or: bool = True,
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
-        (5 fields, in ``timezone``) or ``at`` (an aware instant). Every problem is reported at
-        once and nothing is stored."""
+        (5 fields, in ``timezone``) or ``at`` (an aware instant). A cron restricting both day of
+        month and day of week matches either (standard cron); ``day_or=False`` asks for both, as
+        Celery's ``crontab`` does. Every problem is reported at once and nothing is stored."""
         problems: list[str] = []
-        trigger = self._trigger_spec(every, cron, at, timezone, problems)
+        trigger = self._trigger_spec(every, cron, at, timezone, problems, day_or=day_or)
         spec = self._spec(
             problems, name=name, task=task, trigger=trigger, args=tuple(args),
             kwargs=dict(kwargs or {}), options=dict(options or {}),
@@ -109,7 +110,8 @@ class Schedules:
 
     def update(self, name: str, *, every: Duration | None = None, cron: str | None = None,
                at: datetime | None = None, timezone: str | None = None,
-               enabled: bool | None = None, **changes: Any) -> Schedule:
+               enabled: bool | None = None, day_or: bool | None = None,
+               **changes: Any) -> Schedule:
         """Change some fields of a schedule (the same keywords as :meth:`create`).
 
         A changed trigger or offset reschedules it from now, and so does ``enabled=True`` on a
@@ -124,10 +126,16 @@ class Schedules:
             problems.append(f"{', '.join(unknown)}: unknown field; use: "
                             f"{', '.join(('every', 'cron', 'at', 'timezone', *_SPEC_FIELDS))}")
         trigger = current.spec.trigger
-        if any(v is not None for v in (every, cron, at)) or timezone is not None:
+        if any(v is not None for v in (every, cron, at, timezone, day_or)):
+            current_cron = trigger.kind == "cron"
             if every is None and cron is None and at is None:
-                cron = str(trigger.params.get("expression")) if trigger.kind == "cron" else None
-            trigger = self._trigger_spec(every, cron, at, timezone, problems) or trigger
+                cron = str(trigger.params.get("expression")) if current_cron else None
+            if timezone is None and current_cron and cron is not None:
+                timezone = str(trigger.params.get("timezone"))
+            if day_or is None:
+                day_or = bool(trigger.params.get("day_or", True)) if current_cron else True
+            trigger = self._trigger_spec(every, cron, at, timezone, problems,
+                                         day_or=day_or) or trigger
         fields = {key: getattr(current.spec, key) for key in _SPEC_FIELDS}
         fields.update({k: v for k, v in changes.items() if k in _SPEC_FIELDS})
         wanted = current.spec.enabled if enabled is None else enabled
@@ -182,7 +190,8 @@ class Schedules:
         return first_occurrence(trigger, self.store.now(), spec.effective_offset())
 
     def _trigger_spec(self, every: Duration | None, cron: str | None, at: datetime | None,
-                      timezone: str | None, problems: builtins.list[str]) -> TriggerSpec | None:
+                      timezone: str | None, problems: builtins.list[str], *,
+                      day_or: bool = True) -> TriggerSpec | None:
         given = [k for k, v in (("every", every), ("cron", cron), ("at", at)) if v is not None]
         if len(given) != 1:
             problems.append("trigger: give exactly one of every=, cron= or at= "
@@ -193,7 +202,7 @@ class Schedules:
                 return IntervalTrigger(to_timedelta(every, "every")).to_spec()
             if cron is not None:
                 zone = timezone or self.default_timezone
-                return CronTrigger(cron, zone).to_spec()
+                return CronTrigger(cron, zone, day_or=day_or).to_spec()
             assert at is not None
             return OnceTrigger(ensure_aware(at, "at")).to_spec()
         except ConfigurationError as exc:

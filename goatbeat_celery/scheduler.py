@@ -49,7 +49,8 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         except ConfigurationError as exc:
             logger.critical("%s", exc)
             raise SystemExit(f"goatbeat: {exc}") from exc
-        kwargs.setdefault("max_interval", self.goatbeat.config.engine.seconds("max_interval"))
+        # Celery passes its own max interval (300 s by default); goatbeat's governs the loop.
+        kwargs["max_interval"] = self.goatbeat.config.engine.seconds("max_interval")
         super().__init__(app, *args, lazy=lazy, **kwargs)
 
     # -- Celery's hooks ------------------------------------------------------------------
