@@ -14,7 +14,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError, LeaseLost, StoreError
+from goatbeat_celery.core.errors import (
+    ConfigurationError,
+    GoatbeatError,
+    LeaseLost,
+    StoreError,
+    StoreUnavailable,
+)
 from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
 from goatbeat_celery.core.model import (
     Dispatch,
@@ -168,11 +174,13 @@ class Engine:
         try:
             grant = self.lease.acquire(settings.lease_name, self.holder, settings.ttl)
         except StoreError as exc:
-            logger.warning("lease %r: store unreachable: %s", settings.lease_name, exc,
+            # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
+            what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
+            logger.warning("lease %r: store %s: %s", settings.lease_name, what, exc,
                            extra={"action": "lease_error"})
             self._next_renew = asked + min(STORE_RETRY, settings.seconds("lease_renew_interval"))
             if self._grant is not None and asked >= self._deadline:
-                self._lose("store unreachable past the local deadline")
+                self._lose(f"store {what} past the local deadline")
             return
         self._next_renew = asked + settings.seconds("lease_renew_interval")
         if grant is None:
