@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime, timedelta
 
 from goatbeat_celery.core.errors import (
@@ -96,7 +96,7 @@ class Engine:
         self._backoff_until = 0.0
         self._next_prune = 0.0
         self._closed = False
-        self._trigger_cache: OrderedDict[str, Trigger] = OrderedDict()
+        self._trigger_cache: OrderedDict[Hashable, Trigger] = OrderedDict()
         # The last store instant read and the monotonic time it was read at: a resubmission's
         # record needs the store's "now", not its (old) claimed_at.
         self._store_seen: tuple[datetime, float] | None = None
@@ -348,7 +348,15 @@ class Engine:
         )
 
     def _trigger(self, spec: ScheduleSpec) -> Trigger:
-        cache_key = f"{spec.name}\0{spec.spec_hash()}"
+        # A trigger depends on its kind and parameters only, so schedules sharing them (say
+        # thousands of "every 60 s") share one object; the key is cheap to build per row.
+        params = spec.trigger.params
+        cache_key: Hashable
+        try:
+            cache_key = (spec.trigger.kind, *sorted(params.items()))
+            hash(cache_key)
+        except TypeError:  # a parameter that is a list or dict
+            cache_key = (spec.trigger.kind, repr(sorted(params.items())))
         trigger = self._trigger_cache.get(cache_key)
         if trigger is None:
             trigger = self.triggers.build(spec.trigger)
