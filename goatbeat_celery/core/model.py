@@ -72,6 +72,15 @@ def ensure_aware(value: datetime, name: str) -> datetime:
     return value.astimezone(UTC)
 
 
+def check_aware(*values: datetime | None, name: str = "instant") -> None:
+    """Refuse any naive datetime among ``values`` (``None`` passes)."""
+    for value in values:
+        # The cheap test first: stores run this for every instant of every claim.
+        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None
+                                  or value.utcoffset() is None):
+            ensure_aware(value, name)
+
+
 def to_timedelta(value: Duration, name: str, problems: list[str] | None = None) -> timedelta:
     """Convert seconds or a timedelta; bad types are reported (or raised) under ``name``."""
     if isinstance(value, timedelta):

@@ -27,6 +27,7 @@ from goatbeat_celery.core.model import (
     ScheduleSpec,
     SyncEntry,
     SyncReport,
+    check_aware,
     ensure_aware,
     idempotency_key,
     manual_key,
@@ -113,7 +114,7 @@ class MemoryStore:
     # -- schedules -----------------------------------------------------------------------
     def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
                         next_run_at: datetime | None) -> Schedule:
-        _check_times(next_occurrence_at, next_run_at)
+        check_aware(next_occurrence_at, next_run_at)
         with self._lock:
             if spec.name in self._schedules:
                 raise ScheduleConflict(f"a schedule named {spec.name!r} already exists")
@@ -127,7 +128,7 @@ class MemoryStore:
     def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
                          next_run_at: datetime | None,
                          expected_version: int | None = None) -> Schedule:
-        _check_times(next_occurrence_at, next_run_at)
+        check_aware(next_occurrence_at, next_run_at)
         with self._lock:
             current = self.get_schedule(spec.name)
             if expected_version is not None and current.version != expected_version:
@@ -170,7 +171,7 @@ class MemoryStore:
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         for entry in entries:
-            _check_times(entry.next_occurrence_at, entry.next_run_at)
+            check_aware(entry.next_occurrence_at, entry.next_run_at)
         with self._lock:
             now = self._check_fence(lease)
             names = {e.spec.name for e in entries}
@@ -216,9 +217,9 @@ class MemoryStore:
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         for claim in claims:
-            _check_times(claim.next_occurrence_at, claim.next_run_at)
+            check_aware(claim.next_occurrence_at, claim.next_run_at)
             for occurrence, due in claim.occurrences:
-                _check_times(occurrence, due)
+                check_aware(occurrence, due)
         with self._lock:
             now = self._check_fence(lease)
             dispatches: list[Dispatch] = []
@@ -347,9 +348,3 @@ def _dispatch(schedule: Schedule, execution: Execution) -> Dispatch:
     spec = schedule.spec
     return Dispatch(execution=execution, task=spec.task, args=spec.args, kwargs=spec.kwargs,
                     options=spec.options)
-
-
-def _check_times(*values: datetime | None) -> None:
-    for value in values:
-        if value is not None:
-            ensure_aware(value, "instant")

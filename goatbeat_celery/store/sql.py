@@ -52,6 +52,7 @@ from goatbeat_celery.core.model import (
     SyncEntry,
     SyncReport,
     TriggerSpec,
+    check_aware,
     ensure_aware,
     idempotency_key,
     manual_key,
@@ -274,7 +275,7 @@ class SQLStore:
     # -- schedules -----------------------------------------------------------------------
     def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
                         next_run_at: datetime | None) -> Schedule:
-        _check_times(next_occurrence_at, next_run_at)
+        check_aware(next_occurrence_at, next_run_at)
         values = _spec_values(spec)
         with self._write("create schedule") as txn:
             now = self._now_sql()
@@ -295,7 +296,7 @@ class SQLStore:
     def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
                          next_run_at: datetime | None,
                          expected_version: int | None = None) -> Schedule:
-        _check_times(next_occurrence_at, next_run_at)
+        check_aware(next_occurrence_at, next_run_at)
         values = _spec_values(spec)
         del values["name"], values["source"]  # the row's source is kept
         with self._write("replace schedule") as txn:
@@ -354,7 +355,7 @@ class SQLStore:
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         for entry in entries:
-            _check_times(entry.next_occurrence_at, entry.next_run_at)
+            check_aware(entry.next_occurrence_at, entry.next_run_at)
             _spec_values(entry.spec)  # refuse what cannot be stored before changing anything
         names = list(dict.fromkeys(e.spec.name for e in entries))
         with self._write("sync config") as txn:
@@ -450,9 +451,9 @@ class SQLStore:
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         for claim in claims:
-            _check_times(claim.next_occurrence_at, claim.next_run_at)
+            check_aware(claim.next_occurrence_at, claim.next_run_at)
             for occurrence, due in claim.occurrences:
-                _check_times(occurrence, due)
+                check_aware(occurrence, due)
         with self._write("claim") as txn:
             conn = txn.conn
             names = list(dict.fromkeys(c.schedule_name for c in claims))
@@ -672,14 +673,6 @@ class SQLStore:
 
 
 # -- rows ⇄ model -------------------------------------------------------------------------
-def _check_times(*values: datetime | None) -> None:
-    for value in values:
-        # The cheap test first: this runs for every instant of every claim.
-        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None
-                                  or value.utcoffset() is None):
-            ensure_aware(value, "instant")
-
-
 def _storable_json(where: str, label: str, value: object) -> Any:
     """``value`` as it will read back, refusing what JSON (or JSONB) cannot keep faithfully."""
     problem: str | None = None
