@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -535,7 +536,7 @@ class Bench:
         if kind == "goatbeat":
             from goatbeat_celery.store.postgres import PostgresStore
 
-            store = PostgresStore(world.goatbeat_url, listen=False)
+            store = PostgresStore(world.goatbeat_url)
             grant = store.acquire("bench-idle", "bench", timedelta(seconds=600))
             assert grant is not None
 
@@ -674,7 +675,7 @@ class Bench:
             from goatbeat_celery.api import Schedules
             from goatbeat_celery.store.postgres import PostgresStore
 
-            with Schedules(PostgresStore(world.goatbeat_url, listen=False)) as schedules:
+            with Schedules(PostgresStore(world.goatbeat_url)) as schedules:
                 # The client API refuses instants in the past: due 20 ms from now.
                 schedules.update(name, at=datetime.now(timezone.utc) + timedelta(seconds=0.02))
         elif kind == "django":
@@ -797,26 +798,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     world.setup(kinds)
     bench = Bench(world, kinds, args.reps, args.quick)
     started = time.time()
+    description = machine(world)
+    log(description)
+    dispatch_sizes = (1_000, 5_000) if args.quick else (10_000, 100_000)
+    idle_sizes = (1_000, 10_000) if args.quick else (10_000, 100_000, 1_000_000)
+    steps: list[tuple[str, Callable[[], None]]] = []
+    if "ceiling" in benches and "goatbeat" in kinds:
+        steps.append(("ceiling", lambda: bench.ceiling(dispatch_sizes[0])))
+    if "idle" in benches:
+        for size in idle_sizes:
+            steps.append(("idle", lambda n=size: bench.idle(  # type: ignore[misc]
+                n, window=5.0 if args.quick else 10.0,
+                startup_cap=60.0 if args.quick else 120.0)))
+    if "dispatch" in benches:
+        for size in dispatch_sizes:
+            steps.append(("dispatch", lambda n=size: bench.dispatch(  # type: ignore[misc]
+                n, cap=20.0 if args.quick else 30.0)))
+    if "lateness" in benches:
+        steps.append(("lateness", lambda: bench.lateness(1_000 if args.quick else 10_000)))
+    if "edit" in benches:
+        steps.append(("edit", lambda: bench.edit(background=1_000, edits=args.reps)))
+    if "failover" in benches:
+        steps.append(("failover", bench.failover))
     try:
-        description = machine(world)
-        log(description)
-        dispatch_sizes = (1_000, 5_000) if args.quick else (10_000, 100_000)
-        idle_sizes = (1_000, 10_000) if args.quick else (10_000, 100_000, 1_000_000)
-        if "ceiling" in benches and "goatbeat" in kinds:
-            bench.ceiling(dispatch_sizes[0])
-        if "idle" in benches:
-            for size in idle_sizes:
-                bench.idle(size, window=5.0 if args.quick else 10.0,
-                           startup_cap=60.0 if args.quick else 120.0)
-        if "dispatch" in benches:
-            for size in dispatch_sizes:
-                bench.dispatch(size, cap=20.0 if args.quick else 30.0)
-        if "lateness" in benches:
-            bench.lateness(1_000 if args.quick else 10_000)
-        if "edit" in benches:
-            bench.edit(background=1_000, edits=args.reps)
-        if "failover" in benches:
-            bench.failover()
+        for name, step in steps:
+            try:
+                step()
+            except Exception:  # report what was measured; say what broke
+                log(f"{name} failed:\n{traceback.format_exc()}")
+            if args.json:
+                args.json.write_text(json.dumps({"machine": description, "results":
+                                                 bench.report.dump()}, indent=1))
     finally:
         world.teardown()
     minutes = (time.time() - started) / 60
@@ -824,9 +836,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Run: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {minutes:.0f} min, "
           f"{args.reps} repetitions, medians (min–max)\n")
     print(bench.report.table(kinds))
-    if args.json:
-        args.json.write_text(json.dumps({"machine": description, "results":
-                                         bench.report.dump()}, indent=1))
     return 0
 
 
