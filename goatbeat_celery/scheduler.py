@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from celery import beat
@@ -92,7 +95,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             return float(self.max_interval)
         self._ticking_thread = threading.get_ident()
         try:
-            engine.wait(engine.tick())
+            with _stop_signals_held():
+                seconds = engine.tick()
+            engine.wait(seconds)
         finally:
             self._ticking_thread = None
         # The engine already waited (woken early by NOTIFY); Celery's loop must not sleep more.
@@ -149,6 +154,42 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             "celery.backend_cleanup", entry, config_module.default_timezone(self.app),
             problems, {})
         return [spec] if spec is not None else []
+
+
+#: Signals Celery's beat service stops on (it closes the scheduler, then raises SystemExit).
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT while a tick claims, sends and records, and hand the first one
+    to its handler when the tick is over.
+
+    Celery's handler raises SystemExit wherever the main thread is: between sending a batch and
+    marking it submitted, it left the batch ``claimed`` and the next leader sent it again (a
+    duplicate delivery on a clean stop). A tick is bounded by the lease's local deadline, so
+    the stop waits at most that long. Only the main thread can set handlers; elsewhere (or for
+    a signal without a Python handler) nothing is held.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[tuple[int, Any]] = []
+    previous: dict[int, Any] = {}
+    for stop in _STOP_SIGNALS:
+        signum = int(stop)
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            previous[signum] = handler
+            signal.signal(signum, lambda number, frame: held.append((number, frame)))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:
+            number, frame = held[0]
+            previous[number](number, frame)
 
 
 def _bound_broker_sockets(app: Any) -> None:
