@@ -23,7 +23,8 @@ Scenarios (medians over ``--reps`` repetitions; see docs/performance.md):
 4. edit — a schedule edited to be due now: seconds until its message is in the broker;
 5. failover — two replicas, SIGKILL or SIGTERM of the leader: seconds until the standby publishes.
 
-Plus the publish ceiling: a bare loop of ``send_task`` through one pooled producer.
+Plus the publish ceiling: a bare loop of ``send_task`` through one pooled producer, run right
+before each of goatbeat's dispatch runs (``--bench ceiling,dispatch``).
 
 PostgreSQL databases are created for the run and dropped after it. A plain script that prints
 figures, not a test.
@@ -372,6 +373,8 @@ class Bench:
         #: (kind, count) -> seconds a load took.
         self.load_time: dict[tuple[str, int], float] = {}
         self._api: Any = None
+        #: Measure the publish ceiling next to each of goatbeat's dispatch runs.
+        self.with_ceiling = False
 
     def rotation(self, rep: int) -> list[str]:
         """The schedulers in a different order each repetition (alternating, no fixed first)."""
@@ -380,29 +383,29 @@ class Bench:
 
     # 0. the publish ceiling ------------------------------------------------------------------
     def ceiling(self, count: int) -> None:
+        """One bare ``send_task`` loop; run inside each dispatch repetition, next to goatbeat's
+        run, so that both see the same load on the machine."""
         from celery import Celery
 
         app = Celery("bench-ceiling", broker=self.world.broker_url, set_as_current=False)
         app.conf.task_default_queue = queue = self.world.fresh_queue()
         metric = self.report.metric("ceiling", "publish ceiling: bare send_task loop, one "
                                     "pooled producer", "messages/s", True, "{:,.0f}")
-        for _ in range(self.reps):
-            started = time.perf_counter()
-            with app.producer_or_acquire() as producer:
-                for index in range(count):
-                    key = f"s-{index:07d}:2026-01-01T00:00:00+00:00"
-                    app.send_task("bench.noop", args=[f"s-{index:07d}"], task_id=key,
-                                  producer=producer,
-                                  headers={"goatbeat_schedule": f"s-{index:07d}",
-                                           "goatbeat_occurrence": "2026-01-01T00:00:00+00:00",
-                                           "goatbeat_token": 1})
-            elapsed = time.perf_counter() - started
-            assert self.world.llen(queue) == count
-            self.world.redis.delete(queue)
-            for kind in self.kinds:
-                metric.add(kind, count / elapsed) if kind == "goatbeat" else None
-            log(f"ceiling: {count / elapsed:,.0f}/s")
+        started = time.perf_counter()
+        with app.producer_or_acquire() as producer:
+            for index in range(count):
+                key = f"s-{index:07d}:2026-01-01T00:00:00+00:00"
+                app.send_task("bench.noop", args=[f"s-{index:07d}"], task_id=key,
+                              producer=producer,
+                              headers={"goatbeat_schedule": f"s-{index:07d}",
+                                       "goatbeat_occurrence": "2026-01-01T00:00:00+00:00",
+                                       "goatbeat_token": 1})
+        elapsed = time.perf_counter() - started
+        assert self.world.llen(queue) == count
+        self.world.redis.delete(queue)
+        metric.add("goatbeat", count / elapsed)
         metric.notes.update({k: "" for k in self.kinds if k != "goatbeat"})
+        log(f"ceiling: {count / elapsed:,.0f}/s")
 
     # 1. dispatch -------------------------------------------------------------------------------
     def dispatch(self, count: int, cap: float) -> None:
@@ -415,6 +418,8 @@ class Bench:
                                    "s after due", False, "{:.3f}")
         for rep in range(self.reps):
             for kind in self.rotation(rep):
+                if kind == "goatbeat" and self.with_ceiling:
+                    self.ceiling(min(count, 10_000))
                 outcome = self._dispatch_once(kind, count, cap)
                 if outcome is None:
                     continue
@@ -811,8 +816,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dispatch_sizes = (1_000, 5_000) if args.quick else (10_000, 100_000)
     idle_sizes = (1_000, 10_000) if args.quick else (10_000, 100_000, 1_000_000)
     steps: list[tuple[str, Callable[[], None]]] = []
-    if "ceiling" in benches and "goatbeat" in kinds:
-        steps.append(("ceiling", lambda: bench.ceiling(dispatch_sizes[0])))
+    bench.with_ceiling = "ceiling" in benches and "goatbeat" in kinds
     if "idle" in benches:
         for size in idle_sizes:
             steps.append(("idle", lambda n=size: bench.idle(  # type: ignore[misc]
