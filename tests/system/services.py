@@ -257,8 +257,13 @@ class PartitionProxy:
             self._close_pair(sock, other)
             return
         if not self._forwarding.is_set():
-            self.dropped += len(data)
-            return
+            if self._drop:
+                self.dropped += len(data)
+                return
+            # Read just as the cut began: held like the rest, delivered on healing.
+            self._forwarding.wait()
+            if self._stopped.is_set():
+                return
         try:
             other.sendall(data)
         except OSError:

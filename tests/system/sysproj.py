@@ -7,8 +7,10 @@ schedule, occurrence, token, arrival time) to a Redis list the test reads afterw
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import time
 from datetime import timedelta
 from typing import Any
@@ -16,6 +18,9 @@ from typing import Any
 import redis
 from celery import Celery
 from celery.schedules import crontab
+
+# `kill -USR1 <pid>` writes every thread's stack to the process's log (for diagnosis only).
+faulthandler.register(signal.SIGUSR1)
 
 with open(os.environ["SYS_CONFIG"]) as handle:
     CONFIG: dict[str, Any] = json.load(handle)

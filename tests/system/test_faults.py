@@ -609,6 +609,7 @@ def test_a_leader_cut_off_from_postgresql_stops_dispatching_and_the_others_take_
             assert lease_pid(back) == cut_off.pid
         except AssertionError:
             came_back = None
+            cut_off.signal(signal.SIGUSR1)  # its stacks, in its log, for diagnosis
         if came_back is not None:
             settle(cluster)
         cut_off.stop()
