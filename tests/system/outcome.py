@@ -117,11 +117,10 @@ class Outcome:
         return [o for o in self.checked if not o.manual]
 
     def claimed_twice(self) -> list[tuple[str, datetime]]:
-        """(schedule, occurrence) pairs with more than one execution row."""
+        """(schedule, occurrence) pairs with more than one execution row (the key is unique,
+        so this also catches two keys spelling one occurrence)."""
         pairs = Counter((o.schedule, o.occurrence_at) for o in self.occurrences if not o.manual)
-        keys = Counter(o.key for o in self.occurrences)
-        return ([pair for pair, n in pairs.items() if n > 1]
-                + [(key, datetime.min) for key, n in keys.items() if n > 1])
+        return [pair for pair, n in pairs.items() if n > 1]
 
     def not_delivered(self) -> list[str]:
         return [o.key for o in self.checked if not o.arrivals]
