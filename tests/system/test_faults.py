@@ -467,9 +467,8 @@ def test_a_replica_an_hour_ahead_neither_steals_the_lease_nor_claims_early(
     outcome = finish(cluster, [skewed])
 
     assert outcome.until is not None
+    # Claimed on its own clock, it would claim points up to an hour before they are due.
     early = [o.key for o in outcome.occurrences if o.claimed_at < o.due_at]
-    # Claimed on its own clock, it would have claimed points an hour ahead of the database.
-    ahead = [o.key for o in outcome.occurrences if o.due_at > outcome.until + 2 * STEP]
     report(lease_changes_while_honest=(while_honest or {}).get("token", 0) - before["token"],
            skewed_took_over_after_expiry=seconds(
                (after["acquired_at"] - last["expires_at"]).total_seconds()),
@@ -482,7 +481,7 @@ def test_a_replica_an_hour_ahead_neither_steals_the_lease_nor_claims_early(
     assert lease_pid(after) == skewed.pid
     assert after["acquired_at"] >= last["expires_at"]
     assert outcome.max_lateness(killed_at - 1, killed_at + 10) <= TAKEOVER_BOUND
-    assert early == [] and ahead == []
+    assert early == []
     outcome.assert_sound(duplicates_allowed=True)
     skewed_runs = [o for o in outcome.scheduled if o.token == after["token"]]
     assert len(skewed_runs) >= 4 * len(schedules)
