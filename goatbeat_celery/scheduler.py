@@ -163,25 +163,34 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 @contextmanager
 def _stop_signals_held() -> Iterator[None]:
     """Hold SIGTERM and SIGINT while a tick claims, sends and records, and hand the first one
-    to its handler when the tick is over.
+    to its handler when the tick is over; a second one is handed over at once.
 
     Celery's handler raises SystemExit wherever the main thread is: between sending a batch and
     marking it submitted, it left the batch ``claimed`` and the next leader sent it again (a
-    duplicate delivery on a clean stop). A tick is bounded by the lease's local deadline, so
-    the stop waits at most that long. Only the main thread can set handlers; elsewhere (or for
-    a signal without a Python handler) nothing is held.
+    duplicate delivery on a clean stop). A tick lasts milliseconds, and its calls are bounded
+    by the store's and the broker's timeouts; a second signal still stops a replica whose call
+    never returns (a database behind a connection that swallows traffic). Only the main thread
+    can set handlers; elsewhere (or for a signal without a Python handler) nothing is held.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     held: list[tuple[int, Any]] = []
     previous: dict[int, Any] = {}
+
+    def hold(number: int, frame: Any) -> None:
+        if held:
+            held.clear()  # handed over now, not again when the tick ends
+            previous[number](number, frame)
+            return
+        held.append((number, frame))
+
     for stop in _STOP_SIGNALS:
         signum = int(stop)
         handler = signal.getsignal(signum)
         if callable(handler):
             previous[signum] = handler
-            signal.signal(signum, lambda number, frame: held.append((number, frame)))
+            signal.signal(signum, hold)
     try:
         yield
     finally:

@@ -4,8 +4,8 @@ the next leader to send again."""
 
 from __future__ import annotations
 
-import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +13,11 @@ import pytest
 from celery import Celery
 
 from goatbeat_celery.core.model import ExecutionState
-from goatbeat_celery.scheduler import Scheduler
+from goatbeat_celery.scheduler import Scheduler, _stop_signals_held
 from goatbeat_celery.store import open_store
 
 
-def test_sigterm_right_after_a_send_is_handled_once_the_batch_is_marked_submitted(
-        tmp_path: Path) -> None:
+def beat_for(tmp_path: Path) -> tuple[Scheduler, str]:
     url = f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
     app = Celery("stop", broker="memory://", set_as_current=False)
     app.conf.update(
@@ -26,21 +25,26 @@ def test_sigterm_right_after_a_send_is_handled_once_the_batch_is_marked_submitte
         goatbeat_max_interval=0.2,
         beat_schedule={"every-second": {"task": "stop.noop", "schedule": 1.0}},
     )
-    scheduler = Scheduler(app=app)
+    return Scheduler(app=app), url
+
+
+def tick_until_stopped(scheduler: Scheduler, after_signal: list[str]) -> list[int]:
+    """Tick until a send makes the process signal itself, with a handler like the one celery
+    beat installs (close the scheduler, leave the loop); returns the signals it handled."""
     engine = scheduler.engine
     assert engine is not None
     send = engine.submitter.submit
 
     def send_then_be_told_to_stop(dispatches: Any, *, token: int, timeout: float) -> Any:
         sent = send(dispatches, token=token, timeout=timeout)
-        os.kill(os.getpid(), signal.SIGTERM)  # as an operator's `kill` landing just then
+        signal_self()
+        after_signal.append("went on sending")
         return sent
 
     engine.submitter.submit = send_then_be_told_to_stop  # type: ignore[method-assign]
     handled: list[int] = []
 
     def celery_beat_handler(signum: int, frame: Any) -> None:
-        # What celery beat installs: close the scheduler, then leave the service loop.
         scheduler.close()
         handled.append(signum)
         raise SystemExit()
@@ -53,12 +57,53 @@ def test_sigterm_right_after_a_send_is_handled_once_the_batch_is_marked_submitte
     finally:
         signal.signal(signal.SIGTERM, previous)
         scheduler.close()
+    return handled
 
-    assert handled == [signal.SIGTERM]
+
+def signal_self() -> None:
+    # As an operator's `kill` landing just then, sent to the main thread (the one that runs
+    # Python's signal handlers).
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
+
+
+def states(url: str) -> set[ExecutionState]:
     store = open_store(url)
     try:
-        executions = store.executions()
+        return {e.state for e in store.executions()}
     finally:
         store.close()
-    assert executions, "nothing was sent"
-    assert {e.state for e in executions} == {ExecutionState.SUBMITTED}
+
+
+def test_sigterm_right_after_a_send_is_handled_once_the_batch_is_marked_submitted(
+        tmp_path: Path) -> None:
+    scheduler, url = beat_for(tmp_path)
+    after: list[str] = []
+    assert tick_until_stopped(scheduler, after) == [signal.SIGTERM]
+    assert after == ["went on sending"]
+    assert states(url) == {ExecutionState.SUBMITTED}
+
+
+def test_a_second_stop_signal_while_one_is_held_is_handled_at_once() -> None:
+    # The way out for a tick stuck on a call that never returns.
+    handled: list[int] = []
+    went_on: list[int] = []
+
+    def celery_beat_handler(signum: int, frame: Any) -> None:
+        handled.append(signum)
+        raise SystemExit()
+
+    def carry_on(step: int) -> None:  # entering a function runs the handlers pending
+        went_on.append(step)
+
+    previous = signal.signal(signal.SIGTERM, celery_beat_handler)
+    try:
+        with pytest.raises(SystemExit):
+            with _stop_signals_held():
+                signal_self()
+                carry_on(1)
+                signal_self()
+                carry_on(2)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert handled == [signal.SIGTERM]
+    assert went_on == [1]
