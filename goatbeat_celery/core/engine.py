@@ -467,7 +467,12 @@ class Engine:
     def _sleep_for(self, next_due: datetime | None, store_now: datetime) -> float:
         candidates = [self._until(self._next_renew)]
         if next_due is not None:
-            candidates.append(max(0.0, (next_due - store_now).total_seconds()))
+            until_due = (next_due - store_now).total_seconds()
+            if self._store_seen is not None and self._store_seen[0] == store_now:
+                # Time spent since that clock was read (the last batch's submission, pruning)
+                # is already gone: without this the loop wakes that much late.
+                until_due -= self._mono() - self._store_seen[1]
+            candidates.append(max(0.0, until_due))
         if self._backoff_until > self._mono():
             candidates.append(self._until(self._backoff_until))
         return max(0.0, min(candidates))

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
 from goatbeat_celery.core.engine import EXPIRY_MARGIN, Engine
-from goatbeat_celery.core.model import Dispatch
+from goatbeat_celery.core.model import Dispatch, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.observer import NullObserver, OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.store.memory import MemoryStore
 
@@ -62,3 +63,31 @@ def test_a_standby_keeps_its_slot_while_the_leader_renews() -> None:
     leader.tick()
 
     assert standby.tick() == 3.0  # the lease has 10 s left: the renew interval comes first
+
+
+class SlowObserver(NullObserver):
+    """Takes ``seconds`` (of every clock) to take in each submitted batch."""
+
+    def __init__(self, clocks: Clocks, seconds: float) -> None:
+        self.clocks, self.seconds = clocks, seconds
+
+    def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
+        self.clocks.advance(self.seconds)
+
+
+def test_time_spent_after_reading_the_clock_is_taken_off_the_sleep() -> None:
+    clocks = Clocks()
+    store = MemoryStore(clock=lambda: clocks.store)
+    every_second = TriggerSpec(kind="interval", params={"every": 1})
+    store.create_schedule(ScheduleSpec(name="tick", task="app.tick", trigger=every_second),
+                          next_occurrence_at=T0, next_run_at=T0)
+    engine = Engine(store=store, lease=store, submitter=Accepting(),
+                    settings=Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60),
+                    holder="a", monotonic=lambda: clocks.mono["a"],
+                    observer=SlowObserver(clocks, 0.25))
+
+    # Submits T0's occurrence; the next is due at T0 + 1 s, and reporting the batch took 0.25 s
+    # after the loop last read the store's clock.
+    sleep = engine.tick()
+
+    assert abs(sleep - 0.75) < 1e-6
