@@ -792,12 +792,18 @@ def machine(world: World) -> str:
             f"PostgreSQL {pg_version}; Redis {redis_version}; Celery {celery.__version__}")
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(","))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--only", default=",".join(KINDS), help="schedulers, comma-separated")
     parser.add_argument("--bench", default="ceiling,dispatch,idle,lateness,edit,failover")
+    parser.add_argument("--dispatch-sizes", type=_sizes, help="e.g. 10000,100000")
+    parser.add_argument("--idle-sizes", type=_sizes, help="e.g. 10000,100000,1000000")
     parser.add_argument("--redis-db", type=int, default=13)
     parser.add_argument("--json", type=Path, help="also write the raw samples here")
     args = parser.parse_args(argv)
@@ -813,8 +819,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.time()
     description = machine(world)
     log(description)
-    dispatch_sizes = (1_000, 5_000) if args.quick else (10_000, 100_000)
-    idle_sizes = (1_000, 10_000) if args.quick else (10_000, 100_000, 1_000_000)
+    dispatch_sizes = args.dispatch_sizes or ((1_000, 5_000) if args.quick else (10_000, 100_000))
+    idle_sizes = args.idle_sizes or ((1_000, 10_000) if args.quick
+                                     else (10_000, 100_000, 1_000_000))
     steps: list[tuple[str, Callable[[], None]]] = []
     bench.with_ceiling = "ceiling" in benches and "goatbeat" in kinds
     if "idle" in benches:

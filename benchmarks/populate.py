@@ -65,8 +65,8 @@ def goatbeat(engine: sa.Engine, plan: Plan) -> None:
             SELECT :prefix || lpad(i::text, 7, '0'), :task,
                    jsonb_build_array(:prefix || lpad(i::text, 7, '0')), '{}', '{}',
                    CAST(:trigger AS jsonb), true, 'api', :hash,
-                   to_timestamp(:first + floor(:spread * i / :count)),
-                   to_timestamp(:first + floor(:spread * i / :count)),
+                   to_timestamp(:first + floor(CAST(:spread AS float8) * i / :count)),
+                   to_timestamp(:first + floor(CAST(:spread AS float8) * i / :count)),
                    0, 0, 1, now(), now()
             FROM generate_series(0, :count - 1) AS i
             """),
@@ -103,7 +103,7 @@ def django(engine: sa.Engine, plan: Plan) -> None:
             INSERT INTO {table} (name, args, last_run_at, {listed})
             SELECT :prefix || lpad(i::text, 7, '0'),
                    '["' || :prefix || lpad(i::text, 7, '0') || '"]',
-                   to_timestamp(:first + floor(:spread * i / :count))
+                   to_timestamp(:first + floor(CAST(:spread AS float8) * i / :count))
                        - make_interval(secs => :every),
                    {listed}
             FROM {table} AS t, generate_series(0, :count - 1) AS i WHERE t.id = :template
