@@ -37,6 +37,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
@@ -162,6 +163,8 @@ class World:
         self.django_engine: sa.Engine | None = None
         self.counter = 0
         self._django_ready = False
+        #: Keep the scratch directory (beat logs, publish records) after the run.
+        self.keep = False
 
     # -- setup and teardown ---------------------------------------------------------------
     def setup(self, kinds: Sequence[str]) -> None:
@@ -211,6 +214,10 @@ class World:
         self.admin.dispose()
         self.redis.flushdb()  # our own database number only
         self.redis.close()
+        if not self.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        else:
+            log(f"logs and publish records kept in {self.workdir}")
 
     # -- scenarios' plumbing --------------------------------------------------------------
     def fresh_queue(self) -> str:
@@ -806,6 +813,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle-sizes", type=_sizes, help="e.g. 10000,100000,1000000")
     parser.add_argument("--redis-db", type=int, default=13)
     parser.add_argument("--json", type=Path, help="also write the raw samples here")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the beat processes' logs and publish records")
     args = parser.parse_args(argv)
 
     kinds = [k for k in KINDS if k in args.only.split(",")]
@@ -814,6 +823,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         drivername="postgresql+psycopg")
     redis_url = os.environ.get("GOATBEAT_BENCH_REDIS_URL", DEFAULT_REDIS)
     world = World(pg, redis_url, args.redis_db)
+    world.keep = args.keep
     world.setup(kinds)
     bench = Bench(world, kinds, args.reps, args.quick)
     started = time.time()
