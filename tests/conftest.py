@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -53,14 +54,21 @@ def pg_url(pg_server_url: URL) -> Iterator[str]:
 
     Created as ``goatbeat_test_<pid>`` and dropped at the end of the session.
     """
+    with migrated_database(pg_server_url, f"goatbeat_test_{os.getpid()}") as url:
+        yield url
+
+
+@contextmanager
+def migrated_database(server_url: URL, name: str) -> Iterator[str]:
+    """Create database ``name`` (dropping a leftover of that name), migrate it to the latest
+    schema, yield its URL, and drop it afterwards."""
     from goatbeat_celery.migrations import upgrade
 
-    name = f"goatbeat_test_{os.getpid()}"
-    admin = _admin_engine(pg_server_url)
+    admin = _admin_engine(server_url)
     with admin.connect() as connection:
         connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = pg_server_url.set(database=name).render_as_string(hide_password=False)
+    url = server_url.set(database=name).render_as_string(hide_password=False)
     try:
         upgrade(url)
         yield url

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 import redis
-import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
+from tests.conftest import migrated_database
 from tests.system.harness import Cluster
 from tests.system.services import PrivatePostgres, PrivateRedis
 
@@ -40,20 +40,8 @@ def redis_url() -> str:
 @pytest.fixture
 def fresh_pg_url(pg_server_url: URL) -> Iterator[str]:
     """A new database, migrated, for one scenario; dropped afterwards."""
-    from goatbeat_celery.migrations import upgrade
-
-    name = f"goatbeat_sys_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(pg_server_url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = pg_server_url.set(database=name).render_as_string(hide_password=False)
-    try:
-        upgrade(url)
+    with migrated_database(pg_server_url, f"goatbeat_sys_{uuid.uuid4().hex[:12]}") as url:
         yield url
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
