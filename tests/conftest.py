@@ -59,23 +59,29 @@ def pg_url(pg_server_url: URL) -> Iterator[str]:
 
 
 @contextmanager
-def migrated_database(server_url: URL, name: str) -> Iterator[str]:
-    """Create database ``name`` (dropping a leftover of that name), migrate it to the latest
-    schema, yield its URL, and drop it afterwards."""
-    from goatbeat_celery.migrations import upgrade
-
+def empty_database(server_url: URL, name: str) -> Iterator[str]:
+    """Create database ``name`` (dropping a leftover of that name), yield its URL, and drop it
+    afterwards."""
     admin = _admin_engine(server_url)
     with admin.connect() as connection:
         connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = server_url.set(database=name).render_as_string(hide_password=False)
     try:
-        upgrade(url)
-        yield url
+        yield server_url.set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as connection:
             connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@contextmanager
+def migrated_database(server_url: URL, name: str) -> Iterator[str]:
+    """An :func:`empty_database` migrated to the latest schema."""
+    from goatbeat_celery.migrations import upgrade
+
+    with empty_database(server_url, name) as url:
+        upgrade(url)
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from celery.bin.celery import celery
 from click.testing import CliRunner, Result
 from sqlalchemy.engine import URL
 
 from goatbeat_celery.core.model import UTC, ScheduleSource, ScheduleSpec, TriggerSpec
 from goatbeat_celery.store import Store, open_store
+from tests.conftest import empty_database
 
 CONF_VARIABLE = "GOATBEAT_CLI_TEST_CONF"
 APP_MODULE = '''\
@@ -121,16 +121,8 @@ def store(pg_empty_url: str) -> Iterator[Store]:
 @pytest.fixture
 def fresh_database_url(pg_server_url: URL) -> Iterator[str]:
     """An empty database of its own (no goatbeat tables), dropped afterwards."""
-    name = f"goatbeat_cli_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(pg_server_url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield pg_server_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with empty_database(pg_server_url, f"goatbeat_cli_{uuid.uuid4().hex[:10]}") as url:
+        yield url
 
 
 def instant(text: str | None) -> datetime | None:

@@ -32,27 +32,16 @@ from goatbeat_celery.migrations import (
 )
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.schema import metadata
+from tests.conftest import empty_database
 
 GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease"}
-
-
-def _admin(server: URL) -> sa.Engine:
-    return sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
 
 
 @contextmanager
 def fresh_pg_database(server: URL) -> Iterator[str]:
     """A database created empty, dropped on exit."""
-    name = f"goatbeat_mig_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = _admin(server)
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with empty_database(server, f"goatbeat_mig_{os.getpid()}_{uuid.uuid4().hex[:8]}") as url:
+        yield url
 
 
 @pytest.fixture
