@@ -17,6 +17,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from kombu import compression, serialization
+
 from goatbeat_celery import config as config_module
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.misfire import first_occurrence
@@ -29,6 +31,7 @@ from goatbeat_celery.core.model import (
     ScheduleSpec,
     TriggerSpec,
     ensure_aware,
+    quoted_name,
     to_timedelta,
 )
 from goatbeat_celery.core.protocols import ScheduleStore
@@ -100,8 +103,8 @@ class Schedules:
         problems: list[str] = []
         trigger = self._trigger_spec(every, cron, at, timezone, problems, day_or=day_or)
         spec = self._spec(
-            problems, name=name, task=task, trigger=trigger, args=tuple(args),
-            kwargs=dict(kwargs or {}), options=dict(options or {}),
+            problems, name=name, task=task, trigger=trigger, args=args,
+            kwargs={} if kwargs is None else kwargs, options={} if options is None else options,
             misfire_policy=misfire_policy, misfire_grace=misfire_grace,
             max_catchup=max_catchup, offset=offset, jitter=jitter, enabled=enabled,
         )
@@ -223,12 +226,38 @@ class Schedules:
         for key in ("misfire_grace", "offset", "jitter"):
             if values[key] is not None:
                 values[key] = to_timedelta(values[key], key, problems)
+        # Kept as given when of the wrong shape (a string is not split into characters): the
+        # spec's own check names the field.
+        if isinstance(values["args"], list):
+            values["args"] = tuple(values["args"])
+        problems.extend(_message_problems(values["options"]))
         spec = ScheduleSpec(trigger=trigger or TriggerSpec(kind="invalid"),
                             misfire_policy=policy, source=ScheduleSource.API, **values)
         problems.extend(spec.problems())
         if not self.config.task_allowed(spec.task):
             problems.append(f"task: {spec.task!r} is not in goatbeat_allowed_tasks "
-                            f"({', '.join(self.config.allowed_tasks)}); add it there")
+                            f"({', '.join(self.config.allowed_tasks or ())}); add it there")
         if problems:
-            raise ConfigurationError(problems, subject=f"schedule {values.get('name')!r}")
+            raise ConfigurationError(problems,
+                                     subject=f"schedule {quoted_name(values.get('name'))}")
         return spec
+
+
+def _message_problems(options: object) -> list[str]:
+    """What only the Celery side can tell about options: whether the serializer and the
+    compression they name are known to kombu."""
+    if not isinstance(options, dict):
+        return []
+    found = []
+    serializer = options.get("serializer")
+    if isinstance(serializer, str) and serializer not in serialization.registry.name_to_type:
+        known = ", ".join(sorted(serialization.registry.name_to_type))
+        found.append(f"options.serializer: unknown serializer {serializer!r}; use one of: {known}")
+    method = options.get("compression")
+    if isinstance(method, str):
+        try:
+            compression.get_encoder(method)  # type: ignore[no-untyped-call]
+        except KeyError:
+            found.append(f"options.compression: unknown compression {method!r}; use one of: "
+                         "zlib, bzip2, lzma (or one kombu has registered)")
+    return found

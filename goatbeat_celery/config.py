@@ -24,10 +24,12 @@ from goatbeat_celery.core.model import (
     ScheduleSource,
     ScheduleSpec,
     TriggerSpec,
+    quoted_name,
     to_timedelta,
 )
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import IntervalTrigger, TriggerRegistry
+from goatbeat_celery.core.validation import MIN_EVERY, seconds_problem
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of
 
@@ -43,7 +45,9 @@ _ENGINE_KEYS = (
     "retry_backoff_max",
 )
 _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port",
-             "occurrence_hook")
+             "metrics_address", "occurrence_hook")
+#: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
+DEFAULT_METRICS_ADDRESS = "127.0.0.1"
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 _GOATBEAT_ENTRY_KEYS = {
     "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
@@ -56,9 +60,11 @@ class GoatbeatConfig:
 
     database_url: str = DEFAULT_DATABASE_URL
     engine: Settings = field(default_factory=Settings)
-    allowed_tasks: tuple[str, ...] = ()
+    #: None (left out): schedules created through the database may send any task.
+    allowed_tasks: tuple[str, ...] | None = None
     statement_timeout: float = 5.0
     metrics_port: int | None = None
+    metrics_address: str = DEFAULT_METRICS_ADDRESS
     occurrence_hook: observability.OccurrenceHook | None = None
 
     def open_store(self) -> Store:
@@ -74,8 +80,9 @@ class GoatbeatConfig:
         return open_store(self.database_url, **options)
 
     def task_allowed(self, task: str) -> bool:
-        """Whether an API-created schedule may send ``task`` (all tasks when no list is set)."""
-        return not self.allowed_tasks or any(
+        """Whether an API-created schedule may send ``task`` (all tasks when the setting is
+        left out; an empty list is refused when the settings are read)."""
+        return self.allowed_tasks is None or any(
             fnmatch.fnmatchcase(task, pattern) for pattern in self.allowed_tasks
         )
 
@@ -145,17 +152,21 @@ def read_settings(conf: Mapping[str, Any], problems: list[str]) -> GoatbeatConfi
         problems.append(f"{PREFIX}settings: {exc}")
         engine = Settings()
 
-    url = conf.get(PREFIX + "database_url") or DEFAULT_DATABASE_URL
-    if not isinstance(url, str):
-        problems.append(f"{PREFIX}database_url: expected a URL string, got {url!r}")
+    url = conf.get(PREFIX + "database_url")
+    if url is None:
+        url = DEFAULT_DATABASE_URL
+    elif not isinstance(url, str):
+        problems.append(f"{PREFIX}database_url: expected a URL string, got {type(url).__name__}")
+        url = DEFAULT_DATABASE_URL
+    elif not url.strip():
+        # Fail closed: an empty URL (an unset environment variable, say) must not quietly
+        # become a local file on every host, each one its own leader.
+        problems.append(f"{PREFIX}database_url: is empty; give the database URL (e.g. "
+                        "postgresql://user@host/db), or leave the setting out to use the "
+                        "embedded SQLite store")
         url = DEFAULT_DATABASE_URL
 
-    allowed = conf.get(PREFIX + "allowed_tasks") or ()
-    if isinstance(allowed, str):
-        allowed = (allowed,)
-    if not all(isinstance(item, str) for item in allowed):
-        problems.append(f"{PREFIX}allowed_tasks: expected task names or patterns, got {allowed!r}")
-        allowed = ()
+    allowed = _allowed_tasks(conf.get(PREFIX + "allowed_tasks"), problems)
 
     timeout = conf.get(PREFIX + "statement_timeout")
     statement_timeout = 5.0
@@ -179,12 +190,40 @@ def read_settings(conf: Mapping[str, Any], problems: list[str]) -> GoatbeatConfi
     if port is not None:
         problems.extend(metrics.client_problems())
 
+    address = conf.get(PREFIX + "metrics_address")
+    if address is None:
+        address = DEFAULT_METRICS_ADDRESS
+    elif not isinstance(address, str) or not address.strip() or any(
+            char.isspace() for char in address):
+        problems.append(f"{PREFIX}metrics_address: expected an interface address such as "
+                        f"127.0.0.1 or 0.0.0.0, got {address!r}")
+        address = DEFAULT_METRICS_ADDRESS
+
     hook = observability.load_hook(conf.get(PREFIX + "occurrence_hook"),
                                    PREFIX + "occurrence_hook", problems)
 
-    return GoatbeatConfig(database_url=url, engine=engine, allowed_tasks=tuple(allowed),
+    return GoatbeatConfig(database_url=url, engine=engine, allowed_tasks=allowed,
                           statement_timeout=statement_timeout, metrics_port=port,
-                          occurrence_hook=hook)
+                          metrics_address=address, occurrence_hook=hook)
+
+
+def _allowed_tasks(value: object, problems: list[str]) -> tuple[str, ...] | None:
+    """``goatbeat_allowed_tasks``: None (left out) allows every task; an empty list is refused
+    rather than read as "allow everything"."""
+    if value is None:
+        return None
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple, set, frozenset)) or not all(
+            isinstance(item, str) and item.strip() for item in items):
+        problems.append(f"{PREFIX}allowed_tasks: expected a list of task names or patterns "
+                        f"(e.g. ['proj.tasks.*']), got {value!r}")
+        return ()
+    if not items:
+        problems.append(f"{PREFIX}allowed_tasks: is empty, which would allow no task; list the "
+                        "task names or patterns API schedules may send (e.g. ['proj.tasks.*']), "
+                        "['*'] to allow every task, or leave the setting out")
+        return ()
+    return tuple(sorted(items)) if isinstance(items, (set, frozenset)) else tuple(items)
 
 
 def entry_to_spec(
@@ -259,7 +298,8 @@ def entry_to_spec(
 
 
 def _relabel(found: list[str], name: str, where: str) -> list[str]:
-    prefix = f"schedule {name!r}: "
+    # "schedule '<name>': field: message" -> "beat_schedule['<name>'].field: message"
+    prefix = f"schedule {quoted_name(name)}: "
     return [f"{where}.{p[len(prefix):]}" if p.startswith(prefix) else f"{where}: {p}"
             for p in found]
 
@@ -295,11 +335,12 @@ def _trigger_spec(name: str, schedule: Any, zone: str, where: str, problems: lis
 
 
 def _interval_spec(value: Any, where: str, problems: list[str]) -> TriggerSpec | None:
-    every = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
-    if every <= timedelta(0):
-        problems.append(f"{where}: interval must be positive, got {every}")
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    problem = seconds_problem(seconds, where, minimum=MIN_EVERY)
+    if problem is not None:
+        problems.append(problem)
         return None
-    return IntervalTrigger(every).to_spec()
+    return IntervalTrigger(timedelta(seconds=seconds)).to_spec()
 
 
 def _crontab_spec(tab: Any, zone: str, where: str, problems: list[str]) -> TriggerSpec | None:

@@ -110,6 +110,9 @@ class GoatbeatMetrics:
         self.submit_failures_total = client.Counter(
             "goatbeat_submit_failures", "Submission attempts refused by the broker (retried)",
             registry=reg)
+        self.set_aside_total = client.Counter(
+            "goatbeat_schedules_set_aside",
+            "Times a schedule was set aside because it cannot run as stored", registry=reg)
         self.missed_total = client.Counter(
             "goatbeat_missed", "Grid points that will never run (misfire policy)", registry=reg)
         self.lateness = client.Histogram(
@@ -149,6 +152,9 @@ class GoatbeatMetrics:
 
     def missed(self, schedule_name: str, count: int) -> None:
         self.missed_total.inc(count)
+
+    def set_aside(self, schedule_name: str, reason: str) -> None:
+        self.set_aside_total.inc()
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
         with self._lock:
@@ -193,7 +199,7 @@ class MetricsExporter:
         return self.metrics
 
     @classmethod
-    def start(cls, *, port: int, lease_ttl: timedelta, addr: str = "0.0.0.0",
+    def start(cls, *, port: int, lease_ttl: timedelta, addr: str = "127.0.0.1",
               monotonic: Callable[[], float] = time.monotonic) -> MetricsExporter:
         """Serve a fresh registry on ``addr:port`` (port 0 picks a free one: read ``.port``).
 

@@ -135,6 +135,10 @@ class CeleryObserver:
             if self.hook is not None:
                 self._call_hook(self.hook, record)
 
+    def set_aside(self, schedule_name: str, reason: str) -> None:
+        _guarded(signals.schedule_set_aside.send, sender=self.sender,
+                 schedule_name=schedule_name, reason=reason)
+
     @staticmethod
     def _call_hook(hook: OccurrenceHook, record: OccurrenceRecord) -> None:
         try:
@@ -170,6 +174,10 @@ class MultiObserver:
         for observer in self.observers:
             _guarded(observer.submitted, records)
 
+    def set_aside(self, schedule_name: str, reason: str) -> None:
+        for observer in self.observers:
+            _guarded(observer.set_aside, schedule_name, reason)
+
 
 class Observability:
     """A scheduler's observer and the metrics exporter it may run; :meth:`close` stops it."""
@@ -196,6 +204,7 @@ def start(sender: object, config: GoatbeatConfig) -> Observability:
         from goatbeat_celery.metrics import MetricsExporter
 
         exporter = MetricsExporter.start(port=config.metrics_port,
+                                         addr=config.metrics_address,
                                          lease_ttl=config.engine.ttl)
         observers.append(exporter.observer)
     return Observability(MultiObserver(observers), exporter)

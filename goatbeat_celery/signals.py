@@ -44,6 +44,11 @@ ignored; it never stops the loop.
     The broker refused one submission attempt; the occurrence stays claimed and is retried under
     the same key. ``key``, ``schedule_name``, ``error`` (str), ``record`` (as above, with
     ``submitted_at`` and ``lateness`` None).
+
+``schedule_set_aside``
+    A schedule cannot run as stored (a row edited by hand, a message that cannot be built, a
+    claim the database refuses) and was set aside; the others go on. ``schedule_name`` (str),
+    ``reason`` (str, as recorded on the row and shown by ``celery goatbeat show``).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ __all__ = [
     "occurrence_missed",
     "occurrence_submit_failed",
     "occurrence_submitted",
+    "schedule_set_aside",
 ]
 
 lease_acquired = Signal(
@@ -83,4 +89,8 @@ occurrence_submitted = Signal(
 occurrence_submit_failed = Signal(
     name="goatbeat_occurrence_submit_failed",
     providing_args={"key", "schedule_name", "error", "record"},
+)
+schedule_set_aside = Signal(
+    name="goatbeat_schedule_set_aside",
+    providing_args={"schedule_name", "reason"},
 )

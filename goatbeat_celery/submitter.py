@@ -7,7 +7,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from goatbeat_celery.core.model import Dispatch
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import Dispatch, SubmitResult
+from goatbeat_celery.core.validation import call_problems, options_problems
 
 logger = logging.getLogger(__name__)
 
@@ -22,36 +26,49 @@ class CelerySubmitter:
     """Sends dispatches through the app's producer pool and routing.
 
     One producer (one broker connection) is used for a whole batch. Every broker call is bounded
-    by the caller's ``timeout`` so a hung broker cannot outlive the lease's local deadline.
+    by the caller's ``timeout`` so a hung broker cannot outlive the lease's local deadline. A
+    broker error stops the batch (the rest wait for the next try); any other error belongs to
+    the one message that raised it, which fails alone.
     """
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> tuple[list[str], dict[str, str]]:
+               timeout: float) -> SubmitResult:
         deadline = time.monotonic() + timeout
-        accepted: list[str] = []
+        result = SubmitResult(accepted=[])
+        sent = 0
         reason = "timed out before the lease's local deadline"
         try:
             with self.app.producer_or_acquire() as producer:
+                outage = _outage_errors(producer.connection)
                 producer.connection.ensure_connection(
                     max_retries=1, timeout=max(0.1, min(timeout, 2.0)),
                 )
                 for dispatch in dispatches:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    if deadline - time.monotonic() <= 0:
                         break
-                    self._send(producer, dispatch, token)
-                    accepted.append(dispatch.key)
-        except Exception as exc:  # any broker or serialisation failure; never crash beat
-            reason = f"{type(exc).__name__}: {exc}"
-            logger.debug("submission stopped after %d of %d: %s", len(accepted),
-                         len(dispatches), reason)
-        failures = {d.key: reason for d in dispatches[len(accepted):]}
-        return accepted, failures
+                    try:
+                        self._send(producer, dispatch, token)
+                    except outage:
+                        raise
+                    except Exception as exc:  # this message only: the batch goes on
+                        result.rejected[dispatch.key] = _described(exc)
+                    else:
+                        result.accepted.append(dispatch.key)
+                    sent += 1
+        except Exception as exc:  # the broker, unreachable or failing: the batch waits
+            reason = _described(exc)
+            logger.debug("submission stopped after %d of %d: %s", sent, len(dispatches), reason)
+        result.failed.update((d.key, reason) for d in dispatches[sent:])
+        return result
 
     def _send(self, producer: Any, dispatch: Dispatch, token: int) -> None:
+        problems = [*call_problems(dispatch.args, dispatch.kwargs),
+                    *options_problems(dispatch.options)]
+        if problems:
+            raise ConfigurationError(problems, subject="message")
         execution = dispatch.execution
         options = dict(dispatch.options)
         headers = dict(options.pop("headers", None) or {})
@@ -76,3 +93,15 @@ class CelerySubmitter:
                           "interval_max": 0.2},
             **options,
         )
+
+
+def _outage_errors(connection: Any) -> tuple[type[BaseException], ...]:
+    """The exceptions that mean the broker, not the message, failed."""
+    return (OSError, TimeoutError, KombuOperationalError,
+            *connection.connection_errors, *connection.channel_errors)
+
+
+def _described(exc: BaseException) -> str:
+    if isinstance(exc, ConfigurationError):
+        return "; ".join(exc.problems)
+    return f"{type(exc).__name__}: {exc}"

@@ -12,6 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from goatbeat_celery.core.errors import (
@@ -23,12 +24,15 @@ from goatbeat_celery.core.errors import (
 )
 from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
 from goatbeat_celery.core.model import (
+    ClaimResult,
     Dispatch,
     LeaseGrant,
     PlannedClaim,
     Schedule,
     ScheduleSource,
     ScheduleSpec,
+    SetAside,
+    SubmitResult,
     SyncEntry,
     SyncReport,
 )
@@ -36,12 +40,19 @@ from goatbeat_celery.core.observer import EngineObserver, NullObserver, Occurren
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import Trigger, TriggerRegistry
+from goatbeat_celery.core.validation import reason_text
 
 logger = logging.getLogger(__name__)
 
-#: A schedule whose trigger cannot be built (say a Celery schedule class this replica does not
-#: know) is looked at again after this long instead of blocking the batch.
-UNPLANNABLE_RETRY = timedelta(seconds=60)
+#: A schedule set aside (a row that cannot be read, planned, claimed or sent) is looked at again
+#: after this long, doubled at each set-aside in a row up to SET_ASIDE_RETRY_MAX.
+SET_ASIDE_RETRY = timedelta(seconds=30)
+SET_ASIDE_RETRY_MAX = timedelta(hours=1)
+#: A message refused for itself (it cannot be built, say) is abandoned once it has been tried
+#: this many times; a broker outage never counts against it.
+MAX_SEND_ATTEMPTS = 5
+#: A batch in which nothing moved (rows locked by an edit) is read again after this pause.
+NOTHING_MOVED_PAUSE = 0.05
 #: Leave this much of the local validity unused by a submission, for the bookkeeping after it.
 SUBMIT_MARGIN = 0.25
 #: Never let one submission call run longer than this, even with a long lease.
@@ -53,8 +64,16 @@ PRUNE_EVERY = 60.0
 EXPIRY_MARGIN = 0.01
 TRIGGER_CACHE_SIZE = 4096
 
-#: What the broker accepted, what it refused (key -> reason), and how long it took.
-_Sent = tuple[list[str], dict[str, str], timedelta]
+#: What the broker did with a batch, and how long it took.
+_Sent = tuple[SubmitResult, timedelta]
+
+
+def set_aside_delay(faults: int) -> timedelta:
+    """How long a schedule set aside ``faults`` times in a row already waits before the next
+    look: SET_ASIDE_RETRY, doubling, at most SET_ASIDE_RETRY_MAX."""
+    doublings = min(max(faults, 0), 16)
+    delay: timedelta = min(SET_ASIDE_RETRY * (2 ** doublings), SET_ASIDE_RETRY_MAX)
+    return delay
 
 
 class Engine:
@@ -86,6 +105,12 @@ class Engine:
         self.triggers = triggers or TriggerRegistry.default()
         self.config_schedules = tuple(config_schedules)
         self.observer: EngineObserver = observer or NullObserver()
+        # A config row is trusted (sent without the allow-list) only while it is exactly one of
+        # this replica's entries: writing source='config' into a row must not make it so.
+        self._config_specs = {spec.name: spec for spec in self.config_schedules}
+        self._config_hashes: dict[str, str] = {}
+        # Schedules whose set-aside the store refused to record, left alone here until then.
+        self._aside_locally: dict[str, float] = {}
         self._mono = monotonic
         # Rows written through the API (or by SQL) may only send allowed tasks.
         self._task_allowed = task_allowed or (lambda task: True)
@@ -114,9 +139,20 @@ class Engine:
 
     # -- the loop ------------------------------------------------------------------------
     def tick(self) -> float:
-        """Do whatever is due now; return the seconds until the next useful instant."""
+        """Do whatever is due now; return the seconds until the next useful instant.
+
+        Never raises: one schedule's trouble sets that schedule aside, a store or broker outage
+        is waited out, and anything else is logged with its traceback and tried again."""
         if self._closed:
             return self.settings.seconds("max_interval")
+        try:
+            return self._tick()
+        except Exception:
+            logger.exception("unexpected error in the scheduling loop; retrying",
+                             extra={"action": "tick_failed"})
+            return min(STORE_RETRY, self.settings.seconds("max_interval"))
+
+    def _tick(self) -> float:
         if self._mono() >= self._next_renew:
             self._renew()
         if not self.is_leader():
@@ -138,7 +174,7 @@ class Engine:
             return False
         try:
             woken = self.store.wait(seconds)
-        except StoreError as exc:
+        except Exception as exc:  # a StoreError, or anything else: never end the loop here
             logger.warning("store wait failed: %s", exc, extra={"action": "store_error"})
             time.sleep(min(seconds, STORE_RETRY))
             return False
@@ -275,8 +311,18 @@ class Engine:
                     self._settle(previous)
                     self._prune(batch.now)
                     return batch.next_due_at, batch.now
-                claims = [self._plan(schedule, batch.now) for schedule in batch.schedules]
-                result = self.store.claim(claims, lease=grant)
+                claims: list[PlannedClaim] = []
+                asides: list[SetAside] = []
+                for schedule in batch.schedules:
+                    if self._left_alone(schedule.name):
+                        continue
+                    planned = self._plan(schedule, batch.now)
+                    if isinstance(planned, SetAside):
+                        asides.append(planned)
+                    else:
+                        claims.append(planned)
+                moved = self._set_aside(asides, grant)
+                result = self._claim(claims, grant, batch.now)
                 for name in result.conflicts:
                     logger.info("schedule %r was edited while being claimed; the edit wins",
                                 name, extra={"action": "claim_conflict"})
@@ -288,8 +334,12 @@ class Engine:
                     self._settle(previous)
                     if self._mono() >= self._backoff_until:
                         inflight = _Submission(self, result.dispatches, grant)
-                if result.advanced == 0 or self._mono() >= self._next_renew:
-                    # Nothing moved (rows locked elsewhere) or the lease needs renewing first.
+                if result.advanced + moved == 0:
+                    # Nothing moved (rows locked by an edit in progress): read again shortly.
+                    previous, inflight = inflight, None
+                    self._settle(previous)
+                    return batch.now + timedelta(seconds=NOTHING_MOVED_PAUSE), batch.now
+                if self._mono() >= self._next_renew:
                     previous, inflight = inflight, None
                     self._settle(previous)
                     return batch.now, batch.now
@@ -303,39 +353,49 @@ class Engine:
                     logger.warning("store error after a submission: %s", exc,
                                    extra={"action": "store_error"})
 
-    def _plan(self, schedule: Schedule, now: datetime) -> PlannedClaim:
+    # -- one schedule at a time ----------------------------------------------------------
+    def _plan(self, schedule: Schedule, now: datetime) -> PlannedClaim | SetAside:
+        """The claim for one due schedule, or, whatever goes wrong with this one row, the
+        record that sets it aside: a schedule is its own failure domain."""
+        try:
+            return self._plan_claim(schedule, now)
+        except Exception as exc:
+            reason = _reason(exc)
+            return SetAside(schedule_name=schedule.name, version=schedule.version,
+                            reason=reason, retry_at=now + set_aside_delay(schedule.faults))
+
+    def _plan_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
         spec = schedule.spec
         settings = self.settings
-        try:
-            if spec.source is not ScheduleSource.CONFIG and not self._task_allowed(spec.task):
-                raise ConfigurationError(
-                    [f"task: {spec.task!r} is not in goatbeat_allowed_tasks; add it there"]
-                )
-            trigger = self._trigger(spec)
-        except ConfigurationError as exc:
-            logger.error("schedule %r cannot be planned here: %s", spec.name, exc,
-                         extra={"action": "unplannable"})
-            retry = now + UNPLANNABLE_RETRY
-            return PlannedClaim(
-                schedule_name=spec.name, version=schedule.version, occurrences=(), missed=0,
-                next_occurrence_at=schedule.next_occurrence_at, next_run_at=retry,
-            )
+        problems = list(schedule.damage) or spec.problems(payload=False)
+        if problems:
+            raise ConfigurationError(problems, subject="schedule")
+        self._check_task(spec)
+        trigger = self._trigger(spec)
         offset = spec.effective_offset()
         first = schedule.next_occurrence_at
-        assert first is not None, "a due schedule always has a next occurrence"
+        if first is None:
+            # Due without a next occurrence (a row edited by hand): start again from now.
+            occurrence, run = first_occurrence(trigger, now, offset)
+            logger.warning("schedule %r had no next occurrence; starting again at %s",
+                           spec.name, None if run is None else run.isoformat(),
+                           extra={"action": "restarted"})
+            return PlannedClaim(schedule_name=spec.name, version=schedule.version,
+                                occurrences=(), missed=0, next_occurrence_at=occurrence,
+                                next_run_at=run)
+        policy = spec.misfire_policy or settings.policy
         plan = plan_misfires(
             trigger=trigger,
             first=first,
             now=now,
             offset=offset,
-            policy=spec.misfire_policy or settings.policy,
+            policy=policy,
             grace=spec.misfire_grace if spec.misfire_grace is not None else settings.grace,
             max_catchup=spec.max_catchup or settings.max_catchup,
         )
         if plan.missed:
             logger.warning("schedule %r missed %d occurrences (policy %s)", spec.name,
-                           plan.missed, (spec.misfire_policy or settings.policy).value,
-                           extra={"action": "missed"})
+                           plan.missed, policy.value, extra={"action": "missed"})
             self.observer.missed(spec.name, plan.missed)
         upcoming = plan.next_occurrence
         return PlannedClaim(
@@ -346,6 +406,101 @@ class Engine:
             next_occurrence_at=upcoming,
             next_run_at=None if upcoming is None else upcoming + offset,
         )
+
+    def _check_task(self, spec: ScheduleSpec) -> None:
+        """Refuse a task the allow-list does not cover, unless the row is one of this
+        replica's own config entries, exactly."""
+        if spec.source is ScheduleSource.CONFIG and self._is_own_entry(spec):
+            return
+        if self._task_allowed(spec.task):
+            return
+        if spec.source is ScheduleSource.CONFIG:
+            raise ConfigurationError([
+                f"source: marked 'config' but it is not this replica's beat_schedule entry "
+                f"{spec.name!r} as configured, and task {spec.task!r} is not in "
+                "goatbeat_allowed_tasks"])
+        raise ConfigurationError(
+            [f"task: {spec.task!r} is not in goatbeat_allowed_tasks; add it there"])
+
+    def _is_own_entry(self, spec: ScheduleSpec) -> bool:
+        entry = self._config_specs.get(spec.name)
+        if entry is None:
+            return False
+        if entry == replace(spec, enabled=entry.enabled):
+            return True
+        expected = self._config_hashes.get(spec.name)
+        if expected is None:
+            expected = self._config_hashes[spec.name] = entry.spec_hash()
+        return spec.spec_hash() == expected
+
+    def _left_alone(self, name: str) -> bool:
+        until = self._aside_locally.get(name)
+        if until is None:
+            return False
+        if self._mono() < until:
+            return True
+        del self._aside_locally[name]
+        return False
+
+    def _set_aside(self, entries: Sequence[SetAside], grant: LeaseGrant) -> int:
+        """Record set-asides; returns how many schedules this moved out of the due set."""
+        if not entries:
+            return 0
+        entries = [replace(entry, reason=reason_text(entry.reason)) for entry in entries]
+        try:
+            changed = set(self.store.set_aside(entries, lease=grant))
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except Exception as exc:
+            # The store refuses even to record why: leave those schedules alone here until
+            # their retry time rather than meet them at the head of every batch.
+            logger.error("could not record %d set-aside schedules: %s", len(entries),
+                         _reason(exc), extra={"action": "set_aside_failed"})
+            for entry in entries:
+                self._aside_locally[entry.schedule_name] = (
+                    self._mono() + set_aside_delay(0).total_seconds())
+            return len(entries)
+        for entry in entries:
+            if entry.schedule_name not in changed:
+                # Edited meanwhile (the edit may be the fix): read it again in a moment, not
+                # in the very next batch.
+                self._aside_locally[entry.schedule_name] = self._mono() + STORE_RETRY
+                continue
+            logger.error("schedule %r set aside until %s: %s", entry.schedule_name,
+                         entry.retry_at.isoformat(), entry.reason,
+                         extra={"action": "set_aside"})
+            self.observer.set_aside(entry.schedule_name, entry.reason)
+        return len(changed)
+
+    def _claim(self, claims: Sequence[PlannedClaim], grant: LeaseGrant,
+               now: datetime) -> ClaimResult:
+        """Claim in one transaction; if the database refuses it, claim each half apart, down to
+        the one schedule it refuses, which is set aside. Only an outage or a lost lease stops
+        the batch."""
+        if not claims:
+            return ClaimResult(dispatches=())
+        try:
+            return self.store.claim(claims, lease=grant)
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except Exception as exc:
+            if len(claims) == 1:
+                claim = claims[0]
+                moved = self._set_aside([SetAside(
+                    schedule_name=claim.schedule_name, version=claim.version,
+                    reason=f"the database refused its claim: {_reason(exc)}",
+                    retry_at=now + SET_ASIDE_RETRY)], grant)
+                return ClaimResult(dispatches=(), advanced=moved)
+            middle = len(claims) // 2
+            first = self._claim(claims[:middle], grant, now)
+            second = self._claim(claims[middle:], grant, now)
+            return ClaimResult(
+                dispatches=first.dispatches + second.dispatches,
+                advanced=first.advanced + second.advanced,
+                conflicts=first.conflicts + second.conflicts,
+                duplicates=first.duplicates + second.duplicates,
+                missed=first.missed + second.missed,
+            )
 
     def _trigger(self, spec: ScheduleSpec) -> Trigger:
         # A trigger depends on its kind and parameters only, so schedules sharing them (say
@@ -370,7 +525,15 @@ class Engine:
     def _resubmit_pending(self, grant: LeaseGrant) -> None:
         batch_size = self.settings.batch_size
         while self.is_leader():
-            pending = self.store.take_pending(lease=grant, limit=batch_size)
+            try:
+                pending = self.store.take_pending(lease=grant, limit=batch_size)
+            except (LeaseLost, StoreUnavailable):
+                raise
+            except Exception as exc:
+                # Whatever the pending rows hold, new claims still go out.
+                logger.error("could not read the executions left claimed: %s", _reason(exc),
+                             extra={"action": "resubmit_failed"})
+                return
             if not pending:
                 return
             logger.info("resubmitting %d claimed occurrences under their keys", len(pending),
@@ -380,7 +543,7 @@ class Engine:
 
     def _submit(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> bool:
         """Submit and record; returns False when the broker failed (rows stay claimed)."""
-        return self._record(dispatches, self._send(dispatches, grant))
+        return self._record(dispatches, self._send(dispatches, grant), grant)
 
     def _send(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> _Sent | None:
         """Hand ``dispatches`` to the broker and mark what it accepted (no observer call, no
@@ -389,33 +552,42 @@ class Engine:
         if remaining <= 0:
             return None
         started = self._mono()
-        accepted, failures = self.submitter.submit(
+        result = self.submitter.submit(
             dispatches, token=grant.token, timeout=min(remaining, SUBMIT_TIMEOUT_MAX)
         )
         elapsed = timedelta(seconds=self._mono() - started)
-        if accepted:
-            self.store.mark_submitted(accepted)
-        if failures:
-            self.store.record_failure(list(failures), next(iter(failures.values())))
-        return accepted, failures, elapsed
+        if result.accepted:
+            self.store.mark_submitted(result.accepted)
+        if result.failed or result.rejected:
+            attempts = {d.key: d.execution.attempts for d in dispatches}
+            self.store.record_failures(
+                {**result.failed, **result.rejected},
+                abandon=[key for key in result.rejected
+                         if attempts.get(key, 0) >= MAX_SEND_ATTEMPTS],
+            )
+        return result, elapsed
 
     def _settle(self, submission: _Submission | None) -> bool:
         """Wait for a batch on the submission thread, then report it as :meth:`_submit` does."""
         if submission is None:
             return True
-        return self._record(submission.dispatches, submission.result())
+        return self._record(submission.dispatches, submission.result(), submission.grant)
 
-    def _record(self, dispatches: Sequence[Dispatch], sent: _Sent | None) -> bool:
+    def _record(self, dispatches: Sequence[Dispatch], sent: _Sent | None,
+                grant: LeaseGrant) -> bool:
         if sent is None:
             return False
-        accepted, failures, elapsed = sent
-        self._report(dispatches, set(accepted), failures, elapsed)
-        if failures:
-            first_error = next(iter(failures.values()))
+        result, elapsed = sent
+        self._report(dispatches, set(result.accepted), {**result.failed, **result.rejected},
+                     elapsed)
+        if result.rejected:
+            self._rejected(dispatches, result.rejected, grant)
+        if result.failed:
+            first_error = next(iter(result.failed.values()))
             self._backoff_until = self._mono() + self._backoff
             logger.warning(
                 "broker refused %d of %d messages (%s); retrying in %.1fs under the same keys",
-                len(failures), len(dispatches), first_error, self._backoff,
+                len(result.failed), len(dispatches), first_error, self._backoff,
                 extra={"action": "submit_failed"},
             )
             self._backoff = min(self._backoff * 2, self.settings.seconds("retry_backoff_max"))
@@ -423,13 +595,43 @@ class Engine:
         self._backoff = self.settings.seconds("retry_backoff")
         return True
 
+    def _rejected(self, dispatches: Sequence[Dispatch], rejected: dict[str, str],
+                  grant: LeaseGrant) -> None:
+        """Messages that could not be sent for themselves: each occurrence fails alone (given
+        up after MAX_SEND_ATTEMPTS tries) and its schedule is set aside until it is fixed."""
+        now = self._store_now()
+        asides: dict[str, SetAside] = {}
+        for dispatch in dispatches:
+            error = rejected.get(dispatch.key)
+            if error is None:
+                continue
+            execution = dispatch.execution
+            given_up = execution.attempts >= MAX_SEND_ATTEMPTS
+            logger.error("occurrence %r could not be sent (attempt %d%s): %s", dispatch.key,
+                         execution.attempts, ", abandoned" if given_up else "", error,
+                         extra={"action": "submit_rejected"})
+            if now is not None and not execution.manual:
+                asides[execution.schedule_name] = SetAside(
+                    schedule_name=execution.schedule_name, version=None,
+                    reason=f"its message could not be sent: {error}",
+                    retry_at=now + SET_ASIDE_RETRY)
+        try:
+            self._set_aside(list(asides.values()), grant)
+        except GoatbeatError as exc:
+            logger.warning("could not set aside schedules whose messages were refused: %s",
+                           exc, extra={"action": "store_error"})
+
+    def _store_now(self) -> datetime | None:
+        """The store's clock as last read, moved on by the local time elapsed since."""
+        if self._store_seen is None:
+            return None
+        seen, at = self._store_seen
+        return seen + timedelta(seconds=self._mono() - at)
+
     def _report(self, dispatches: Sequence[Dispatch], accepted: set[str],
                 failures: dict[str, str], elapsed: timedelta) -> None:
         records = []
-        store_now = None
-        if self._store_seen is not None:
-            seen, at = self._store_seen
-            store_now = seen + timedelta(seconds=self._mono() - at)
+        store_now = self._store_now()
         for dispatch in dispatches:
             execution = dispatch.execution
             ok = dispatch.key in accepted
@@ -483,6 +685,7 @@ class _Submission:
 
     def __init__(self, engine: Engine, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> None:
         self.dispatches = dispatches
+        self.grant = grant
         self._sent: _Sent | None = None
         self._error: BaseException | None = None
         # A daemon thread: every broker and database call in it is bounded in time anyway.
@@ -501,3 +704,19 @@ class _Submission:
         if self._error is not None:
             raise self._error
         return self._sent
+
+
+def _reason(exc: BaseException) -> str:
+    """One line saying what went wrong, for logs and a schedule's recorded fault."""
+    if isinstance(exc, ConfigurationError):
+        return "; ".join(_unprefixed(problem) for problem in exc.problems)
+    if isinstance(exc, GoatbeatError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _unprefixed(problem: str) -> str:
+    # Problems of a spec start with "schedule '<name>': ", which the row already says.
+    if problem.startswith("schedule ") and ": " in problem:
+        return problem.split(": ", 1)[1]
+    return problem

@@ -9,12 +9,13 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-import re
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Union
 
+from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
 
 UTC = timezone.utc
@@ -24,7 +25,8 @@ Duration = Union[float, int, timedelta]
 
 JSONValue = Any
 
-_NAME_RE = re.compile(r"^\S(.*\S)?$", re.DOTALL)
+#: The longest shift (``offset`` or ``jitter``) of a schedule that is not an interval.
+MAX_SHIFT = validation.MAX_GRACE
 
 
 class MisfirePolicy(str, enum.Enum):
@@ -85,8 +87,11 @@ def to_timedelta(value: Duration, name: str, problems: list[str] | None = None) 
     """Convert seconds or a timedelta; bad types are reported (or raised) under ``name``."""
     if isinstance(value, timedelta):
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        message = f"{name}: expected seconds or a timedelta, got {value!r}"
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or abs(value) > validation.MAX_DURATION.total_seconds()):
+        message = (validation.seconds_problem(value, name, minimum=-validation.MAX_DURATION)
+                   or f"{name}: expected seconds or a timedelta, got {value!r}")
         if problems is None:
             raise ConfigurationError([message])
         problems.append(message)
@@ -100,8 +105,12 @@ def idempotency_key(schedule_name: str, occurrence: datetime) -> str:
 
 
 def manual_key(schedule_name: str, requested_at: datetime) -> str:
-    """Key of an extra run requested by hand; never collides with a grid occurrence."""
-    return f"{schedule_name}:manual:{ensure_aware(requested_at, 'requested_at').isoformat()}"
+    """``"<schedule name>:<instant in UTC, ISO-8601>:manual"``, the key of an extra run.
+
+    A grid key always ends with an instant and a manual key never does, so no name, however
+    chosen, makes one equal the other.
+    """
+    return f"{schedule_name}:{ensure_aware(requested_at, 'requested_at').isoformat()}:manual"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,41 +153,59 @@ class ScheduleSpec:
     enabled: bool = True
     source: ScheduleSource = ScheduleSource.API
 
-    def problems(self) -> list[str]:
-        """Every problem with this spec (trigger parameters are checked by the trigger)."""
-        where = f"schedule {self.name!r}"
-        found: list[str] = []
-        if not isinstance(self.name, str) or not self.name or not _NAME_RE.match(self.name):
-            found.append(
-                f"{where}: name must be a non-empty string without surrounding whitespace"
-            )
-        if not isinstance(self.task, str) or not self.task.strip():
-            found.append(f"{where}: task must be a registered task name, got {self.task!r}")
-        if self.misfire_grace is not None and self.misfire_grace < timedelta(0):
-            found.append(f"{where}: misfire_grace must be >= 0, got {self.misfire_grace}")
-        if self.max_catchup is not None and (
-            isinstance(self.max_catchup, bool)
-            or not isinstance(self.max_catchup, int)
-            or self.max_catchup < 1
-        ):
-            found.append(f"{where}: max_catchup must be an integer >= 1, got {self.max_catchup!r}")
-        if self.offset is not None and self.offset < timedelta(0):
-            found.append(f"{where}: offset must be >= 0, got {self.offset}")
-        if self.jitter is not None and self.jitter < timedelta(0):
-            found.append(f"{where}: jitter must be >= 0, got {self.jitter}")
-        every = self.trigger.params.get("every") if self.trigger.kind == "interval" else None
-        if (self.offset is not None and isinstance(every, (int, float))
-                and self.offset >= timedelta(seconds=every)):
-            found.append(f"{where}: offset must be shorter than the interval "
-                         f"({self.offset} >= {timedelta(seconds=every)})")
+    def problems(self, *, payload: bool = True) -> list[str]:
+        """Every problem with this spec, by the rules of :mod:`~goatbeat_celery.core.validation`.
+
+        ``payload=False`` skips encoding args, kwargs and options as JSON (their size and
+        faithfulness): values read from a database row are JSON already, and the engine checks
+        every row it plans.
+        """
+        found = [*validation.name_problems(self.name), *validation.task_problems(self.task)]
+        every = self._every(found)
+        if self.misfire_policy is not None and not isinstance(self.misfire_policy,
+                                                              MisfirePolicy):
+            choices = ", ".join(p.value for p in MisfirePolicy)
+            found.append(f"misfire_policy: unknown policy {self.misfire_policy!r}; use one of: "
+                         f"{choices}")
+        if self.misfire_grace is not None:
+            found.extend(_listed(validation.seconds_problem(
+                self.misfire_grace, "misfire_grace", maximum=validation.MAX_GRACE)))
+        if self.max_catchup is not None:
+            found.extend(_listed(validation.count_problem(
+                self.max_catchup, "max_catchup", minimum=1, maximum=validation.MAX_CATCHUP)))
+        shift_max = MAX_SHIFT if every is None else every
+        for label, value in (("offset", self.offset), ("jitter", self.jitter)):
+            if value is not None:
+                found.extend(_listed(validation.seconds_problem(value, label,
+                                                                maximum=shift_max)))
+        if (every is not None and isinstance(self.offset, timedelta)
+                and self.offset >= every):
+            found.append(f"offset: must be shorter than the interval ({self.offset} >= {every})")
         if self.offset is not None and self.jitter is not None:
-            found.append(f"{where}: give either offset or jitter, not both")
-        for label, value in (("args", list(self.args)), ("kwargs", self.kwargs),
-                             ("options", self.options)):
-            problem = _json_problem(value)
-            if problem:
-                found.append(f"{where}: {label} must be JSON-serialisable ({problem})")
-        return found
+            found.append("offset: give either offset or jitter, not both")
+        shapes = validation.call_problems(self.args, self.kwargs)
+        found.extend(shapes)
+        found.extend(validation.options_problems(self.options))
+        if payload and not shapes:
+            payloads: tuple[tuple[str, object], ...] = (
+                ("args", list(self.args) if isinstance(self.args, tuple) else self.args),
+                ("kwargs", self.kwargs), ("options", self.options))
+            for label, payload_value in payloads:
+                found.extend(validation.payload_problems(label, payload_value))
+        where = f"schedule {quoted_name(self.name)}"
+        return [f"{where}: {problem}" for problem in found]
+
+    def _every(self, found: list[str]) -> timedelta | None:
+        """An interval trigger's period, checked against the bounds (None for other kinds)."""
+        if self.trigger.kind != "interval":
+            return None
+        every = self.trigger.params.get("every")
+        problem = validation.seconds_problem(every, "every", minimum=validation.MIN_EVERY)
+        if problem is not None:
+            found.append(problem)
+            return None
+        assert isinstance(every, (int, float))
+        return timedelta(seconds=every)
 
     def effective_offset(self) -> timedelta:
         """The shift applied to every occurrence: ``offset``, or the stable jitter of the name."""
@@ -210,14 +237,14 @@ def _seconds(value: timedelta | None) -> float | None:
     return None if value is None else value.total_seconds()
 
 
-def _json_problem(value: object) -> str | None:
-    try:
-        round_trip = json.loads(json.dumps(value))
-    except (TypeError, ValueError) as exc:
-        return str(exc)
-    if round_trip != value:
-        return "a value would not read back unchanged (tuples, non-string keys?)"
-    return None
+def _listed(problem: str | None) -> list[str]:
+    return [] if problem is None else [problem]
+
+
+def quoted_name(name: object) -> str:
+    """A name as error messages show it: quoted, escaped, cut short."""
+    text = repr(name)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def stable_jitter(name: str, jitter: timedelta) -> timedelta:
@@ -242,10 +269,23 @@ class Schedule:
     version: int = 1
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    #: Why the leader set this schedule aside (None while it runs normally), since when, and
+    #: how many times in a row; it is looked at again at ``next_run_at``.
+    fault: str | None = None
+    fault_at: datetime | None = None
+    faults: int = 0
+    #: Columns of the stored row that could not be read as they are (edited by hand): the
+    #: spec holds harmless stand-ins for them, and the engine sets the schedule aside.
+    damage: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def set_aside(self) -> bool:
+        """True while the schedule is set aside, or unreadable as stored."""
+        return self.fault is not None or bool(self.damage)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -326,6 +366,32 @@ class ClaimResult:
     conflicts: tuple[str, ...] = ()
     duplicates: int = 0
     missed: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetAside:
+    """A schedule the leader cannot run as stored, to be looked at again at ``retry_at``.
+
+    With ``version``, applied only if the schedule still has it (an edit made meanwhile may
+    have fixed it); without, applied whatever the version (a message refused at submission).
+    """
+
+    schedule_name: str
+    version: int | None
+    reason: str
+    retry_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubmitResult:
+    """What the broker did with a batch: ``accepted`` keys; ``failed`` (key -> reason): not
+    taken because the broker is unreachable or timed out, to retry with the whole batch after
+    a backoff; ``rejected`` (key -> reason): this message could not be built or was refused for
+    itself, while the broker worked."""
+
+    accepted: list[str]
+    failed: dict[str, str] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

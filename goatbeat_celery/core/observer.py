@@ -60,6 +60,11 @@ class EngineObserver(Protocol):
         """Submission attempts finished (``record.error`` set for a failure)."""
         ...
 
+    def set_aside(self, schedule_name: str, reason: str) -> None:
+        """A schedule was set aside: it cannot run as stored (``reason``) and is looked at
+        again later; the others go on."""
+        ...
+
 
 class NullObserver:
     """An observer that ignores everything."""
@@ -77,4 +82,7 @@ class NullObserver:
         pass
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
+        pass
+
+    def set_aside(self, schedule_name: str, reason: str) -> None:
         pass

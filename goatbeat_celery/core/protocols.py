@@ -5,7 +5,7 @@ Every store must pass ``tests/conformance``; these docstrings are the rules that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -20,6 +20,8 @@ from goatbeat_celery.core.model import (
     Schedule,
     ScheduleSource,
     ScheduleSpec,
+    SetAside,
+    SubmitResult,
     SyncEntry,
     SyncReport,
 )
@@ -91,8 +93,8 @@ class ScheduleStore(Protocol):
         """Overwrite a schedule's spec and next times, incrementing its version.
 
         With ``expected_version``, only if the stored version equals it (else ScheduleConflict,
-        nothing changed). The row's ``source`` is kept. Raises ScheduleNotFound.
-        Notifies waiting replicas.
+        nothing changed). The row's ``source`` is kept and its fault cleared (an edit is the
+        operator's fix). Raises ScheduleNotFound. Notifies waiting replicas.
         """
         ...
 
@@ -101,14 +103,19 @@ class ScheduleStore(Protocol):
         ...
 
     def get_schedule(self, name: str) -> Schedule:
-        """The schedule named ``name``. Raises ScheduleNotFound."""
+        """The schedule named ``name``. Raises ScheduleNotFound.
+
+        Reading never fails on what a row holds: a column that cannot be read as stored (JSON
+        or numbers edited by hand) is replaced by a harmless stand-in and named in
+        ``Schedule.damage``, so such a row can still be listed, shown and deleted."""
         ...
 
     def list_schedules(
         self, *, enabled: bool | None = None, source: ScheduleSource | None = None,
-        prefix: str | None = None, limit: int | None = None,
+        prefix: str | None = None, limit: int | None = None, set_aside: bool | None = None,
     ) -> list[Schedule]:
-        """Schedules ordered by name, filtered as asked."""
+        """Schedules ordered by name, filtered as asked (``set_aside``: those with a fault
+        recorded, or without). Rows are read as :meth:`get_schedule` reads them."""
         ...
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
@@ -133,10 +140,19 @@ class ScheduleStore(Protocol):
         inserts one ``claimed`` execution per occurrence with key
         :func:`~goatbeat_celery.core.model.idempotency_key`, ``token`` = the lease token and
         ``attempts`` = 1, skipping keys that already exist (never two executions for one key),
-        then advances the schedule's next times, run and miss counters, and version. A claim
-        whose version changed is dropped and reported in ``conflicts``; a row locked by another
-        transaction is skipped and left for a later batch.
+        then advances the schedule's next times, run and miss counters, and version, and
+        clears its fault. A claim whose version changed is dropped and reported in
+        ``conflicts``; a row locked by another transaction is skipped and left for a later
+        batch.
         """
+        ...
+
+    def set_aside(self, entries: Sequence[SetAside], *, lease: LeaseGrant) -> list[str]:
+        """Record why each schedule cannot run, in one transaction fenced by ``lease``
+        (LeaseLost if stale, nothing changed): its ``fault`` (the reason), ``fault_at`` (kept
+        from an earlier set-aside still in force), ``faults`` + 1, ``next_run_at`` = the entry's
+        ``retry_at`` and ``version`` + 1. An entry with a ``version`` applies only while the
+        schedule still has it. ``next_occurrence_at`` is kept. Returns the names changed."""
         ...
 
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
@@ -154,8 +170,11 @@ class ScheduleStore(Protocol):
         store's time). Idempotent; returns how many rows changed state."""
         ...
 
-    def record_failure(self, keys: Sequence[str], error: str) -> None:
-        """Note a failed submission; the executions stay ``claimed`` to be retried."""
+    def record_failures(self, failures: Mapping[str, str], *,
+                        abandon: Collection[str] = ()) -> None:
+        """Note failed submissions (key -> error) in ``last_error``; the executions stay
+        ``claimed`` to be retried, except the keys in ``abandon``, which become ``abandoned``
+        (given up: never resubmitted)."""
         ...
 
     def request_run(self, name: str) -> Execution:
@@ -190,11 +209,12 @@ class TaskSubmitter(Protocol):
     """Hands claimed occurrences to the task system (Celery)."""
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> tuple[list[str], dict[str, str]]:
-        """Send each dispatch with its key as the task id; return ``(accepted_keys, failures)``
-        where ``failures`` maps a key to an error message.
+               timeout: float) -> SubmitResult:
+        """Send each dispatch with its key as the task id.
 
-        Must return within about ``timeout`` seconds whatever the broker does, and never raise
-        for a broker failure: a failed key is retried later under the same key.
+        Must return within about ``timeout`` seconds whatever the broker does, and never raise:
+        a broker that cannot be reached fails the rest of the batch (``failed``, retried later
+        under the same keys); a message that cannot be built or is refused for itself fails
+        alone (``rejected``) and the batch goes on.
         """
         ...

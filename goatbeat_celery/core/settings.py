@@ -10,14 +10,24 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any
 
+from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import Duration, MisfirePolicy, to_timedelta
 
-_DURATIONS = (
-    "lease_ttl", "lease_renew_interval", "misfire_grace", "max_interval", "retention",
-    "retry_backoff", "retry_backoff_max",
-)
-_POSITIVE_INTS = ("max_catchup", "batch_size", "prune_batch")
+_HOUR = timedelta(hours=1)
+_DAY = timedelta(days=1)
+#: Each duration field: its bounds and whether zero is allowed. Upper bounds keep every instant
+#: the engine computes from them (now + ttl, now - retention) far inside what a datetime holds.
+_DURATIONS: dict[str, tuple[timedelta, bool]] = {
+    "lease_ttl": (_HOUR, False),
+    "lease_renew_interval": (_HOUR, False),
+    "misfire_grace": (validation.MAX_GRACE, True),
+    "max_interval": (_HOUR, False),
+    "retention": (validation.MAX_DURATION, True),
+    "retry_backoff": (_HOUR, False),
+    "retry_backoff_max": (_DAY, False),
+}
+_COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 10_000, "prune_batch": 100_000}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,15 +53,20 @@ class Settings:
 
     def __post_init__(self) -> None:
         problems: list[str] = []
-        for name in _DURATIONS:
-            value = to_timedelta(getattr(self, name), name, problems)
-            object.__setattr__(self, name, value)
-        for name in _POSITIVE_INTS:
+        for name, (maximum, zero_allowed) in _DURATIONS.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                problems.append(f"{name}: must be an integer >= 1, got {value!r}")
-        if not isinstance(self.lease_name, str) or not self.lease_name.strip():
-            problems.append(f"lease_name: must be a non-empty string, got {self.lease_name!r}")
+            problem = validation.seconds_problem(value, name, maximum=maximum,
+                                                 inclusive_minimum=zero_allowed)
+            if problem is not None:
+                problems.append(problem)
+                value = timedelta(seconds=1)  # a stand-in, so the checks below still run
+            object.__setattr__(self, name, to_timedelta(value, name))
+        for name, most in _COUNTS.items():
+            problem = validation.count_problem(getattr(self, name), name, minimum=1,
+                                               maximum=most)
+            if problem is not None:
+                problems.append(problem)
+        problems.extend(validation.name_problems(self.lease_name, "lease_name"))
         try:
             object.__setattr__(self, "misfire_policy", MisfirePolicy(self.misfire_policy))
         except ValueError:
@@ -60,21 +75,12 @@ class Settings:
                 f"misfire_policy: unknown policy {self.misfire_policy!r}; use one of: {choices}"
             )
         ttl, renew = self.ttl, self.renew_interval
-        if ttl <= timedelta(0):
-            problems.append(f"lease_ttl: must be positive, got {ttl}")
-        if renew <= timedelta(0):
-            problems.append(f"lease_renew_interval: must be positive, got {renew}")
-        elif ttl > timedelta(0) and renew >= ttl:
+        if renew >= ttl and "lease_ttl" not in _named(problems) \
+                and "lease_renew_interval" not in _named(problems):
             problems.append(
                 f"lease_renew_interval: must be shorter than lease_ttl ({renew} >= {ttl}); "
                 "a third of the ttl is a good value"
             )
-        for name in ("misfire_grace", "retention"):
-            if getattr(self, name) < timedelta(0):
-                problems.append(f"{name}: must be >= 0, got {getattr(self, name)}")
-        for name in ("max_interval", "retry_backoff", "retry_backoff_max"):
-            if getattr(self, name) <= timedelta(0):
-                problems.append(f"{name}: must be positive, got {getattr(self, name)}")
         if problems:
             raise ConfigurationError(problems, subject="goatbeat settings")
 
@@ -120,3 +126,8 @@ class Settings:
                 value = value.value
             out[f.name] = value
         return out
+
+
+def _named(problems: list[str]) -> set[str]:
+    """The fields that ``problems`` are about."""
+    return {problem.split(":", 1)[0] for problem in problems}

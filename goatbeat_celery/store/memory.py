@@ -7,9 +7,10 @@ injectable clock, so tests can move time without sleeping.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from goatbeat_celery.core.errors import LeaseLost, ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.model import (
@@ -25,6 +26,7 @@ from goatbeat_celery.core.model import (
     Schedule,
     ScheduleSource,
     ScheduleSpec,
+    SetAside,
     SyncEntry,
     SyncReport,
     check_aware,
@@ -33,8 +35,12 @@ from goatbeat_celery.core.model import (
     manual_key,
 )
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
+from goatbeat_celery.core.validation import reason_text
 
 Clock = Callable[[], datetime]
+
+#: What clears a schedule's fault: a claim that went through, an edit, a config rewrite.
+_NO_FAULT: dict[str, Any] = {"fault": None, "fault_at": None, "faults": 0}
 
 
 def system_clock() -> datetime:
@@ -139,7 +145,7 @@ class MemoryStore:
             schedule = replace(
                 current, spec=replace(spec, source=current.spec.source),
                 next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
-                version=current.version + 1, updated_at=self.now(),
+                version=current.version + 1, updated_at=self.now(), **_NO_FAULT,
             )
             self._schedules[spec.name] = schedule
         self.notify()
@@ -159,11 +165,13 @@ class MemoryStore:
 
     def list_schedules(self, *, enabled: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,
-                       limit: int | None = None) -> list[Schedule]:
+                       limit: int | None = None,
+                       set_aside: bool | None = None) -> list[Schedule]:
         with self._lock:
             rows = [
                 s for name, s in sorted(self._schedules.items())
                 if (enabled is None or s.spec.enabled == enabled)
+                and (set_aside is None or (s.fault is not None) == set_aside)
                 and (source is None or s.spec.source is source)
                 and (prefix is None or name.startswith(prefix))
             ]
@@ -193,7 +201,7 @@ class MemoryStore:
                 self._schedules[entry.spec.name] = replace(
                     current, spec=replace(entry.spec, source=ScheduleSource.CONFIG),
                     next_occurrence_at=entry.next_occurrence_at, next_run_at=entry.next_run_at,
-                    version=current.version + 1, updated_at=now,
+                    version=current.version + 1, updated_at=now, **_NO_FAULT,
                 )
             for name in plan.disable:
                 current = self._schedules[name]
@@ -252,12 +260,32 @@ class MemoryStore:
                     next_run_at=claim.next_run_at, last_occurrence_at=last_occurrence,
                     total_runs=schedule.total_runs + inserted,
                     total_missed=schedule.total_missed + claim.missed,
-                    version=schedule.version + 1,
+                    version=schedule.version + 1, **_NO_FAULT,
                 )
                 missed += claim.missed
                 advanced += 1
             return ClaimResult(dispatches=tuple(dispatches), advanced=advanced,
                                conflicts=tuple(conflicts), duplicates=duplicates, missed=missed)
+
+    def set_aside(self, entries: Sequence[SetAside], *, lease: LeaseGrant) -> list[str]:
+        for entry in entries:
+            check_aware(entry.retry_at)
+        changed: list[str] = []
+        with self._lock:
+            now = self._check_fence(lease)
+            for entry in entries:
+                schedule = self._schedules.get(entry.schedule_name)
+                if schedule is None or entry.version not in (None, schedule.version):
+                    continue
+                retry_at = entry.retry_at
+                if schedule.next_run_at is not None and schedule.next_run_at > retry_at:
+                    retry_at = schedule.next_run_at
+                self._schedules[entry.schedule_name] = replace(
+                    schedule, fault=entry.reason, fault_at=schedule.fault_at or now,
+                    faults=schedule.faults + 1, next_run_at=retry_at,
+                    version=schedule.version + 1)
+                changed.append(entry.schedule_name)
+        return changed
 
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
         with self._lock:
@@ -292,12 +320,16 @@ class MemoryStore:
                     changed += 1
             return changed
 
-    def record_failure(self, keys: Sequence[str], error: str) -> None:
+    def record_failures(self, failures: Mapping[str, str], *,
+                        abandon: Collection[str] = ()) -> None:
         with self._lock:
-            for key in keys:
+            for key, error in failures.items():
                 execution = self._executions.get(key)
-                if execution is not None:
-                    self._executions[key] = replace(execution, last_error=error)
+                if execution is None or execution.state is not ExecutionState.CLAIMED:
+                    continue
+                state = ExecutionState.ABANDONED if key in abandon else execution.state
+                self._executions[key] = replace(execution, last_error=reason_text(error),
+                                                state=state)
 
     def request_run(self, name: str) -> Execution:
         with self._lock:

@@ -22,6 +22,7 @@ import psycopg
 import sqlalchemy as sa
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
+from psycopg.types.datetime import TimestamptzLoader
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
@@ -30,6 +31,7 @@ from goatbeat_celery.core.model import UTC, Execution, LeaseGrant
 from goatbeat_celery.migrations import check_schema, upgrade
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
+    UNREADABLE_INSTANT,
     Seconds,
     UTCDateTime,
     schedule_table,
@@ -86,7 +88,8 @@ _RECORD_CLAIMS = sa.text(
             last_occurrence_at = coalesce(a.last_occurrence_at, s.last_occurrence_at),
             total_runs = s.total_runs + a.runs,
             total_missed = s.total_missed + a.missed,
-            version = s.version + 1
+            version = s.version + 1,
+            fault = NULL, fault_at = NULL, faults = 0
         FROM unnest(CAST(:a_names AS text[]), CAST(:a_versions AS bigint[]),
                     CAST(:a_next_occurrences AS timestamptz[]),
                     CAST(:a_next_runs AS timestamptz[]),
@@ -224,6 +227,18 @@ def create_postgres_engine(
 def _on_connect(dbapi_connection: psycopg.Connection[Any], record: Any) -> None:
     for name in ("json", "jsonb"):
         dbapi_connection.adapters.register_loader(name, _JSONLoader)
+    dbapi_connection.adapters.register_loader("timestamptz", _InstantLoader)
+
+
+class _InstantLoader(TimestamptzLoader):
+    """``timestamptz`` values; ``infinity`` or a year Python cannot hold (written by hand) reads
+    as UNREADABLE_INSTANT instead of failing the whole result, so one row cannot stop a read."""
+
+    def load(self, data: Buffer) -> datetime:
+        try:
+            return super().load(data)
+        except psycopg.DataError:
+            return UNREADABLE_INSTANT
 
 
 class _JSONLoader(Loader):

@@ -71,18 +71,30 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
         return lambda value: utc_from_db(inner(value))
 
 
+#: Stands for a stored instant that cannot be read (text edited by hand on SQLite, PostgreSQL's
+#: ``infinity`` or a year Python cannot hold): reading a row never fails on one value.
+UNREADABLE_INSTANT = datetime.min.replace(tzinfo=UTC)
+
+
 def utc_from_db(value: Any) -> datetime | None:
-    """An instant as a driver returns it (aware, or SQLite's text), as an aware UTC datetime."""
+    """An instant as a driver returns it (aware, or SQLite's text), as an aware UTC datetime;
+    :data:`UNREADABLE_INSTANT` for anything else."""
     if value is None:
         return None
     if isinstance(value, str):
-        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return UNREADABLE_INSTANT
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    if not isinstance(value, datetime):
+        return UNREADABLE_INSTANT
     if value.tzinfo is UTC:
-        return value  # type: ignore[no-any-return]
+        return value
     if value.tzinfo is None:
         # Only reachable through a column created by hand without a zone: it holds UTC.
-        return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
-    return value.astimezone(UTC)  # type: ignore[no-any-return]
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 class Seconds(sa.types.TypeDecorator[timedelta]):
@@ -99,12 +111,18 @@ class Seconds(sa.types.TypeDecorator[timedelta]):
         return value.total_seconds()
 
     def process_result_value(self, value: Any, dialect: Dialect) -> timedelta | None:
-        return None if value is None else seconds_to_timedelta(value)
+        # Not always a timedelta: see seconds_to_timedelta.
+        return None if value is None else seconds_to_timedelta(value)  # type: ignore[return-value]
 
 
-def seconds_to_timedelta(value: float) -> timedelta:
-    """Float seconds as stored, back to the microsecond they were written with."""
-    return timedelta(microseconds=round(float(value) * 1_000_000))
+def seconds_to_timedelta(value: Any) -> timedelta | float:
+    """Float seconds as stored, back to the microsecond they were written with; a value that is
+    no duration (NaN, infinite, out of range, not a number) comes back as it is stored, for
+    the reader to name as damage."""
+    try:
+        return timedelta(microseconds=round(float(value) * 1_000_000))
+    except (TypeError, ValueError, OverflowError):
+        return value  # type: ignore[no-any-return]
 
 
 def _identifier() -> sa.types.TypeEngine[str]:
@@ -146,6 +164,11 @@ schedule_table = sa.Table(
     sa.Column("version", sa.BigInteger(), nullable=False),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
+    # Why the leader set the schedule aside (NULL while it runs), since when, how many times in
+    # a row; it is looked at again at next_run_at.
+    sa.Column("fault", sa.Text(), nullable=True),
+    sa.Column("fault_at", UTCDateTime(), nullable=True),
+    sa.Column("faults", sa.Integer(), nullable=False, server_default=sa.text("0")),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -49,6 +49,7 @@ from goatbeat_celery.core.model import (
     Schedule,
     ScheduleSource,
     ScheduleSpec,
+    SetAside,
     SyncEntry,
     SyncReport,
     TriggerSpec,
@@ -58,8 +59,10 @@ from goatbeat_celery.core.model import (
     manual_key,
 )
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
+from goatbeat_celery.core.validation import reason_text
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
+    UNREADABLE_INSTANT,
     UTCDateTime,
     execution_table,
     lease_table,
@@ -85,6 +88,9 @@ _STILL_CLAIMED = sa.text("coalesce(goatbeat_execution.state = 'claimed', false)"
 
 Insert = PGInsert | SQLiteInsert
 
+#: What clears a schedule's fault: a claim that went through, an edit, a config rewrite.
+_NO_FAULT: dict[str, Any] = {"fault": None, "fault_at": None, "faults": 0}
+
 #: What a claim reads of the rows it locks: the version to compare and what a dispatch carries.
 _CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.task, S.c.args, S.c.kwargs, S.c.options)
 
@@ -101,8 +107,19 @@ _ADVANCE_ONE = (
         total_runs=S.c.total_runs + sa.bindparam("b_runs", type_=sa.BigInteger()),
         total_missed=S.c.total_missed + sa.bindparam("b_missed", type_=sa.BigInteger()),
         version=S.c.version + 1,
+        fault=None, fault_at=None, faults=0,
     )
 )
+# A set-aside moves next_run_at to the retry time, or keeps a later one (a message refused long
+# before the schedule's next run).
+_RETRY_AT = sa.bindparam("b_retry_at", type_=UTCDateTime())
+_SET_ASIDE_VALUES = {
+    "fault": sa.bindparam("b_fault", type_=sa.Text()),
+    "fault_at": sa.func.coalesce(S.c.fault_at, sa.bindparam("b_now", type_=UTCDateTime())),
+    "faults": S.c.faults + 1,
+    "next_run_at": sa.case((S.c.next_run_at > _RETRY_AT, S.c.next_run_at), else_=_RETRY_AT),
+    "version": S.c.version + 1,
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -307,7 +324,7 @@ class SQLStore:
             row = conn.execute(
                 stmt.values(**values, next_occurrence_at=next_occurrence_at,
                             next_run_at=next_run_at, version=S.c.version + 1,
-                            updated_at=self._now_sql())
+                            updated_at=self._now_sql(), **_NO_FAULT)
                 .returning(*S.c)
             ).one_or_none()
             if row is None:
@@ -339,10 +356,13 @@ class SQLStore:
 
     def list_schedules(self, *, enabled: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,
-                       limit: int | None = None) -> list[Schedule]:
+                       limit: int | None = None,
+                       set_aside: bool | None = None) -> list[Schedule]:
         stmt = sa.select(S).order_by(S.c.name)
         if enabled is not None:
             stmt = stmt.where(S.c.enabled == enabled)
+        if set_aside is not None:
+            stmt = stmt.where(S.c.fault.is_not(None) if set_aside else S.c.fault.is_(None))
         if source is not None:
             stmt = stmt.where(S.c.source == ScheduleSource(source).value)
         if prefix:
@@ -361,26 +381,22 @@ class SQLStore:
         with self._write("sync config") as txn:
             conn = txn.conn
             now = self._fence(conn, lease)
-            columns = (S.c.name, S.c.spec_hash, S.c.enabled, S.c.source)
             rows = list(conn.execute(
-                sa.select(*columns).where(S.c.source == ScheduleSource.CONFIG.value)
+                sa.select(S).where(S.c.source == ScheduleSource.CONFIG.value)
                 .with_for_update()
             ))
             for chunk in self._chunks(names):
                 rows.extend(conn.execute(
-                    sa.select(*columns).where(self._in(S.c.name, chunk)).with_for_update()
+                    sa.select(S).where(self._in(S.c.name, chunk)).with_for_update()
                 ))
-            existing = {
-                row.name: StoredSummary(spec_hash=row.spec_hash, enabled=row.enabled,
-                                        source=ScheduleSource(row.source))
-                for row in rows
-            }
+            existing = {schedule.name: _summary(schedule)
+                        for schedule in map(_schedule, rows)}
             plan = plan_config_sync(existing, entries)
             created = self._sync_insert(conn, plan.insert, now)
             if plan.rewrite:
                 conn.execute(
                     sa.update(S).where(S.c.name == sa.bindparam("b_name")).values(
-                        version=S.c.version + 1, updated_at=now),
+                        version=S.c.version + 1, updated_at=now, **_NO_FAULT),
                     [{**_spec_values(replace(e.spec, source=ScheduleSource.CONFIG),
                                      key="b_name"),
                       "next_occurrence_at": e.next_occurrence_at,
@@ -527,9 +543,7 @@ class SQLStore:
             for execution in planned:
                 if execution.key in inserted:
                     inserted.discard(execution.key)  # a key twice in one batch runs once
-                    dispatches.append(Dispatch(execution=execution, task=row.task,
-                                               args=tuple(row.args), kwargs=row.kwargs,
-                                               options=row.options))
+                    dispatches.append(_dispatch(execution, row))
                 else:
                     duplicates += 1
         return ClaimResult(dispatches=tuple(dispatches), advanced=len(advances),
@@ -566,6 +580,25 @@ class SQLStore:
                 .returning(E.c.key))
         return set(conn.execute(stmt, [_execution_values(e) for e in executions]).scalars())
 
+    def set_aside(self, entries: Sequence[SetAside], *, lease: LeaseGrant) -> list[str]:
+        if not entries:
+            return []
+        for entry in entries:
+            check_aware(entry.retry_at)
+        changed: list[str] = []
+        with self._write("set schedules aside") as txn:
+            conn = txn.conn
+            now = self._fence(conn, lease)
+            for entry in entries:
+                stmt = sa.update(S).where(S.c.name == entry.schedule_name)
+                if entry.version is not None:
+                    stmt = stmt.where(S.c.version == entry.version)
+                result = conn.execute(stmt.values(**_SET_ASIDE_VALUES), {
+                    "b_fault": entry.reason, "b_now": now, "b_retry_at": entry.retry_at})
+                if result.rowcount:
+                    changed.append(entry.schedule_name)
+        return changed
+
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
         taken: list[Dispatch] = []
         with self._write("take pending executions") as txn:
@@ -593,9 +626,7 @@ class SQLStore:
                 for row in live:
                     execution = replace(_execution(row), attempts=row.attempts + 1,
                                         token=lease.token)
-                    taken.append(Dispatch(execution=execution, task=row.task,
-                                          args=tuple(row.args), kwargs=row.kwargs,
-                                          options=row.options))
+                    taken.append(_dispatch(execution, row))
                 if not orphans or len(rows) < want:
                     break
         return taken
@@ -615,14 +646,22 @@ class SQLStore:
                 changed += result.rowcount
         return changed
 
-    def record_failure(self, keys: Sequence[str], error: str) -> None:
-        keys = list(dict.fromkeys(keys))
-        if not keys:
+    def record_failures(self, failures: Mapping[str, str], *,
+                        abandon: Collection[str] = ()) -> None:
+        if not failures:
             return
-        with self._write_each("record failure") as conn:
-            for chunk in self._chunks(keys):
-                conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
-                                 .values(last_error=error))
+        given_up = set(abandon)
+        by_error: dict[tuple[str, bool], list[str]] = {}
+        for key, error in failures.items():
+            by_error.setdefault((reason_text(error), key in given_up), []).append(key)
+        with self._write_each("record failures") as conn:
+            for (error, gone), keys in by_error.items():
+                values: dict[str, Any] = {"last_error": error}
+                if gone:
+                    values["state"] = ExecutionState.ABANDONED.value
+                for chunk in self._chunks(keys):
+                    conn.execute(sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
+                                 .values(**values))
 
     def request_run(self, name: str) -> Execution:
         with self._write("request run") as txn:
@@ -727,60 +766,144 @@ _SCHEDULE_ORDER = (
     "name", "task", "args", "kwargs", "options", "trigger", "timezone", "misfire_policy",
     "misfire_grace_seconds", "max_catchup", "offset_seconds", "jitter_seconds", "enabled",
     "source", "spec_hash", "next_occurrence_at", "next_run_at", "last_occurrence_at",
-    "total_runs", "total_missed", "version", "created_at", "updated_at",
+    "total_runs", "total_missed", "version", "created_at", "updated_at", "fault", "fault_at",
+    "faults",
 )
 if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
     raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
 
 
 def _schedule(row: Sequence[Any]) -> Schedule:
-    """A schedule from a row of :data:`schedule_table`'s columns, in table order."""
+    """A schedule from a row of :data:`schedule_table`'s columns, in table order.
+
+    Never raises on what the row holds: a column that cannot be read as stored is named in
+    ``damage`` and replaced by a harmless stand-in (the engine then sets the row aside)."""
     # Unpacked by position: attribute access by name costs more than building the objects.
     (name, task, args, kwargs, options, trigger, _timezone, misfire_policy, misfire_grace,
      max_catchup, offset, jitter, enabled, source, _spec_hash, next_occurrence_at, next_run_at,
-     last_occurrence_at, total_runs, total_missed, version, created_at, updated_at) = row
-    params = dict(trigger)
-    kind = params.pop("kind")
+     last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
+     fault_at, faults) = row
+    damage: list[str] = []
+    # The common case first, by exact type: this runs for every due row.
+    if type(args) is list:
+        args = tuple(args)
+    else:
+        damage.append(f"args: expected a JSON array, found {_found(args)}")
+        args = ()
+    if type(kwargs) is not dict:
+        damage.append(f"kwargs: expected a JSON object, found {_found(kwargs)}")
+        kwargs = {}
+    if type(options) is not dict:
+        damage.append(f"options: expected a JSON object, found {_found(options)}")
+        options = {}
+    if type(trigger) is dict and type(trigger.get("kind")) is str:
+        params = dict(trigger)
+        kind = params.pop("kind")
+    else:
+        damage.append(f"trigger: expected a JSON object with a 'kind', found {_found(trigger)}")
+        kind, params = "invalid", {}
+    policy = _POLICIES.get(misfire_policy) if misfire_policy is not None else None
+    if misfire_policy is not None and policy is None:
+        damage.append(f"misfire_policy: unknown policy {_found(misfire_policy)}")
+    durations = []
+    for label, value in (("misfire_grace_seconds", misfire_grace), ("offset_seconds", offset),
+                         ("jitter_seconds", jitter)):
+        if value is not None and type(value) is not timedelta:
+            damage.append(f"{label}: {_found(value)} is not a duration in seconds")
+            value = None
+        durations.append(value)
+    if max_catchup is not None and type(max_catchup) is not int:
+        damage.append(f"max_catchup: {_found(max_catchup)} is not an integer")
+        max_catchup = None
+    kept_source = _SOURCES.get(source)
+    if kept_source is None:
+        # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
+        damage.append(f"source: unknown source {_found(source)}")
+        kept_source = ScheduleSource.API
+    if type(task) is not str:
+        damage.append(f"task: {_found(task)} is not a task name")
+        task = ""
+    if type(version) is not int:
+        damage.append(f"version: {_found(version)} is not an integer")
+        version = -1
     spec = ScheduleSpec(
         name=name,
         task=task,
         trigger=TriggerSpec(kind=str(kind), params=params),
-        args=tuple(args),
+        args=args,
         kwargs=kwargs,
         options=options,
-        misfire_policy=_POLICIES[misfire_policy] if misfire_policy else None,
-        misfire_grace=misfire_grace,
+        misfire_policy=policy,
+        misfire_grace=durations[0],
         max_catchup=max_catchup,
-        offset=offset,
-        jitter=jitter,
+        offset=durations[1],
+        jitter=durations[2],
         enabled=bool(enabled),
-        source=_SOURCES[source],
+        source=kept_source,
     )
     return Schedule(
         spec=spec,
-        next_occurrence_at=next_occurrence_at,
-        next_run_at=next_run_at,
-        last_occurrence_at=last_occurrence_at,
-        total_runs=total_runs,
-        total_missed=total_missed,
+        # An unreadable next occurrence reads as none: the engine starts the schedule again
+        # from the store's clock.
+        next_occurrence_at=_instant(next_occurrence_at),
+        next_run_at=_instant(next_run_at),
+        last_occurrence_at=_instant(last_occurrence_at),
+        total_runs=total_runs if type(total_runs) is int else 0,
+        total_missed=total_missed if type(total_missed) is int else 0,
         version=version,
-        created_at=created_at,
-        updated_at=updated_at,
+        created_at=_instant(created_at),
+        updated_at=_instant(updated_at),
+        fault=fault if fault is None or type(fault) is str else str(fault),
+        fault_at=_instant(fault_at),
+        faults=faults if type(faults) is int else 0,
+        damage=tuple(damage),
     )
 
 
+def _instant(value: datetime | None) -> datetime | None:
+    return None if value is UNREADABLE_INSTANT else value
+
+
+def _found(value: object) -> str:
+    text = repr(value)
+    return reason_text(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _summary(schedule: Schedule) -> StoredSummary:
+    """What config sync compares, judged from the row's content: a row whose spec_hash column
+    was kept while its task was changed by hand is a changed row, rewritten from config."""
+    spec_hash = "" if schedule.damage else schedule.spec.spec_hash()
+    return StoredSummary(spec_hash=spec_hash, enabled=schedule.spec.enabled,
+                         source=schedule.spec.source)
+
+
+def _dispatch(execution: Execution, row: Any) -> Dispatch:
+    """The dispatch of ``execution`` from a row carrying its schedule's task, args, kwargs and
+    options. Values of the wrong shape are passed as they are: the submitter refuses such a
+    message alone, and the schedule is set aside."""
+    args = row.args
+    return Dispatch(execution=execution, task=row.task,
+                    args=tuple(args) if type(args) is list else args,
+                    kwargs=row.kwargs, options=row.options)
+
+
 def _execution(row: Any) -> Execution:
+    state = _STATES.get(row.state)
+    last_error = row.last_error
+    if state is None:
+        last_error = f"unknown state {_found(row.state)} in the database"
+        state = ExecutionState.ABANDONED
     return Execution(
         key=row.key,
         schedule_name=row.schedule_name,
         occurrence_at=row.occurrence_at,
         due_at=row.due_at,
         token=row.token,
-        state=_STATES[row.state],
+        state=state,
         claimed_at=row.claimed_at,
-        submitted_at=row.submitted_at,
+        submitted_at=_instant(row.submitted_at),
         attempts=row.attempts,
-        last_error=row.last_error,
+        last_error=last_error,
         missed=row.missed,
         manual=bool(row.manual),
     )

@@ -13,6 +13,7 @@ from goatbeat_celery.core.model import (
     PlannedClaim,
     Schedule,
     ScheduleSpec,
+    SubmitResult,
     TriggerSpec,
 )
 from goatbeat_celery.core.protocols import ScheduleStore
@@ -88,9 +89,9 @@ class RecordingSubmitter:
     sent: list[tuple[str, int]] = field(default_factory=list)
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> tuple[list[str], dict[str, str]]:
+               timeout: float) -> SubmitResult:
         self.sent.extend((d.key, token) for d in dispatches)
-        return [d.key for d in dispatches], {}
+        return SubmitResult(accepted=[d.key for d in dispatches])
 
     @property
     def keys(self) -> list[str]:

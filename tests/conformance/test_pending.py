@@ -70,7 +70,7 @@ def test_a_failed_submission_stays_pending_with_its_error(store: Store) -> None:
     (dispatch,) = store.claim([claim_next(create_due(store, "report"))],
                               lease=grant).dispatches
 
-    store.record_failure([dispatch.key], "broker unreachable")
+    store.record_failures({dispatch.key: "broker unreachable"})
 
     (stored,) = store.executions()
     assert (stored.state, stored.last_error) == (ExecutionState.CLAIMED, "broker unreachable")

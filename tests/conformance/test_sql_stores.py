@@ -385,7 +385,7 @@ def test_names_with_quotes_braces_commas_and_colons_go_through_the_claim_path(
     result = sql_store.claim([PlannedClaim(
         schedule_name=name, version=schedule.version, occurrences=((occurrence, occurrence),),
         missed=0, next_occurrence_at=following, next_run_at=following)], lease=grant)
-    sql_store.record_failure([result.dispatches[0].key], "broker down")
+    sql_store.record_failures({result.dispatches[0].key: "broker down"})
     pending = sql_store.take_pending(lease=grant, limit=10)
 
     assert [d.key for d in result.dispatches] == [idempotency_key(name, occurrence)]

@@ -14,7 +14,7 @@ from typing import Any
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.model import UTC, Dispatch
+from goatbeat_celery.core.model import UTC, Dispatch, SubmitResult
 from goatbeat_celery.store import open_store
 
 #: The lease holder the pages show: host, process id and a random suffix.
@@ -50,12 +50,12 @@ class AcceptingSubmitter:
         self.refuse = refuse
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> tuple[list[str], dict[str, str]]:
+               timeout: float) -> SubmitResult:
         keys = [dispatch.key for dispatch in dispatches]
         if self.refuse is not None:
-            return [], dict.fromkeys(keys, self.refuse)
+            return SubmitResult(accepted=[], failed=dict.fromkeys(keys, self.refuse))
         self.keys.extend(keys)
-        return keys, {}
+        return SubmitResult(accepted=keys)
 
 
 def lead(app: Any, *, seconds: float, start: datetime | None = None,

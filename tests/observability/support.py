@@ -16,6 +16,7 @@ from goatbeat_celery.core.model import (
     LeaseGrant,
     Schedule,
     ScheduleSpec,
+    SubmitResult,
     TriggerSpec,
 )
 from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
@@ -56,12 +57,12 @@ class ScriptedBroker:
     sent: list[tuple[str, int]] = field(default_factory=list)
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> tuple[list[str], dict[str, str]]:
+               timeout: float) -> SubmitResult:
         self.clock.advance(self.latency)
         if self.down:
-            return [], {d.key: BROKER_DOWN for d in dispatches}
+            return SubmitResult(accepted=[], failed={d.key: BROKER_DOWN for d in dispatches})
         self.sent.extend((d.key, token) for d in dispatches)
-        return [d.key for d in dispatches], {}
+        return SubmitResult(accepted=[d.key for d in dispatches])
 
 
 @dataclass
@@ -84,6 +85,9 @@ class RecordingObserver:
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
         self.events.append(("submitted", tuple(records)))
+
+    def set_aside(self, schedule_name: str, reason: str) -> None:
+        self.events.append(("set_aside", (schedule_name, reason)))
 
 
 def interval(name: str, every: float = 60, **fields: Any) -> ScheduleSpec:

@@ -123,6 +123,9 @@ class Exploding:
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
         raise RuntimeError("observer bug")
 
+    def set_aside(self, schedule_name: str, reason: str) -> None:
+        raise RuntimeError("observer bug")
+
 
 def test_an_observer_that_raises_does_not_stop_the_others_or_the_tick(
         replicas: Replicas, caplog: pytest.LogCaptureFixture) -> None:

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from goatbeat_celery import cron
-from goatbeat_celery.core.engine import SUBMIT_TIMEOUT_MAX, UNPLANNABLE_RETRY, Engine
+from goatbeat_celery.core.engine import SET_ASIDE_RETRY, SUBMIT_TIMEOUT_MAX, Engine
 from goatbeat_celery.core.errors import StoreUnavailable
 from goatbeat_celery.core.model import (
     Dispatch,
@@ -25,6 +25,7 @@ from goatbeat_celery.core.model import (
     LeaseGrant,
     ScheduleSource,
     ScheduleSpec,
+    SubmitResult,
     TriggerSpec,
     idempotency_key,
 )
@@ -61,13 +62,13 @@ class RecordingSubmitter:
         self.dispatches: list[Dispatch] = []
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> tuple[list[str], dict[str, str]]:
+               timeout: float) -> SubmitResult:
         keys = tuple(d.key for d in dispatches)
         self.calls.append((keys, token, timeout))
         self.dispatches.extend(dispatches)
         if self.failing:
-            return [], dict.fromkeys(keys, "connection refused")
-        return list(keys), {}
+            return SubmitResult(accepted=[], failed=dict.fromkeys(keys, "connection refused"))
+        return SubmitResult(accepted=list(keys))
 
     @property
     def keys(self) -> list[str]:
@@ -92,6 +93,9 @@ class RecordingObserver:
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
         self.events.append(("submitted", tuple(records)))
+
+    def set_aside(self, schedule_name: str, reason: str) -> None:
+        self.events.append(("set_aside", (schedule_name, reason)))
 
     def of(self, kind: str) -> list[Any]:
         return [value for name, value in self.events if name == kind]
@@ -660,7 +664,7 @@ def test_an_unplannable_trigger_postpones_its_schedule_only(world: World) -> Non
 
     assert submitter.keys == [idempotency_key("tick", minute(1))]
     postponed = world.store.get_schedule("mystery")
-    assert postponed.next_run_at == world.now + UNPLANNABLE_RETRY
+    assert postponed.next_run_at == world.now + SET_ASIDE_RETRY
     assert postponed.next_occurrence_at == minute(1)
     assert world.executions("mystery") == []
 
@@ -677,7 +681,7 @@ def test_an_api_schedule_sending_a_task_outside_the_allow_list_is_postponed(
     engine.tick()
 
     assert submitter.calls == []
-    assert world.store.get_schedule("rogue").next_run_at == world.now + UNPLANNABLE_RETRY
+    assert world.store.get_schedule("rogue").next_run_at == world.now + SET_ASIDE_RETRY
 
 
 def test_config_schedules_are_not_subject_to_the_allow_list(world: World) -> None:
@@ -752,7 +756,7 @@ def test_manual_runs_are_submitted_with_pending_ones(world: World) -> None:
     engine.tick()
 
     assert submitter.keys == [manual.key]
-    assert manual.key.startswith("tick:manual:")
+    assert manual.key.startswith("tick:") and manual.key.endswith(":manual")
 
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
 from goatbeat_celery.core.engine import EXPIRY_MARGIN, Engine
-from goatbeat_celery.core.model import Dispatch, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.model import Dispatch, ScheduleSpec, SubmitResult, TriggerSpec
 from goatbeat_celery.core.observer import NullObserver, OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.store.memory import MemoryStore
@@ -30,8 +30,8 @@ class Clocks:
 
 class Accepting:
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> tuple[list[str], dict[str, str]]:
-        return [d.key for d in dispatches], {}
+               timeout: float) -> SubmitResult:
+        return SubmitResult(accepted=[d.key for d in dispatches])
 
 
 def replica(store: MemoryStore, clocks: Clocks, holder: str) -> Engine:

@@ -32,8 +32,8 @@ def test_every_problem_is_reported_at_once() -> None:
     found = problems(lease_ttl=-5, misfire_policy="sometimes", batch_size=0)
 
     assert [p.split(":")[0] for p in found] == \
-        ["batch_size", "misfire_policy", "lease_ttl"]
-    assert "unknown policy 'sometimes'; use one of: latest, all, skip" in found[1]
+        ["lease_ttl", "batch_size", "misfire_policy"]
+    assert "unknown policy 'sometimes'; use one of: latest, all, skip" in found[2]
 
 
 def test_a_renew_interval_not_shorter_than_the_ttl_is_reported_with_the_others() -> None:

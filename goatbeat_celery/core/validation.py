@@ -1,0 +1,268 @@
+"""What a schedule may hold: names, bounded durations, Celery options, args and kwargs.
+
+Every rule is written once here and used at the door (the API, the CLI, config entries) and on
+every row the engine reads, so a row written by hand is judged exactly as an API call would be.
+Each function returns problems (strings naming the field and the fix) instead of raising, so a
+caller can report all of them at once.
+
+Why the bounds:
+
+* names: at most :data:`MAX_NAME_LENGTH` characters (an idempotency key adds about 40 to the
+  name, and every key must fit a database index), printable (an operator reads them in a
+  terminal: no control or bidirectional-override characters);
+* intervals: at least :data:`MIN_EVERY` (beat sleeps and wakes; a finer grid only piles work on
+  the claim path) and at most :data:`MAX_DURATION`;
+* ``misfire_grace``: at most :data:`MAX_GRACE`, which bounds how many on-time points one plan
+  may walk;
+* every duration is finite: NaN and infinity are refused, never converted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+#: Longest schedule (or lease) name, in characters.
+MAX_NAME_LENGTH = 200
+#: Longest task name, in characters.
+MAX_TASK_LENGTH = 255
+#: The shortest interval a schedule may have.
+MIN_EVERY = timedelta(seconds=1)
+#: The longest duration anything may be set to (intervals, expiry, retention).
+MAX_DURATION = timedelta(days=3650)
+#: The longest misfire grace.
+MAX_GRACE = timedelta(days=7)
+#: The longest countdown an option may ask for.
+MAX_COUNTDOWN = timedelta(days=1)
+#: Most occurrences one late schedule may run at once (``max_catchup``).
+MAX_CATCHUP = 10_000
+#: Largest JSON encoding of args, of kwargs and of options, each (bytes).
+MAX_PAYLOAD_BYTES = 65_536
+#: Longest reason kept when a schedule is set aside (characters).
+MAX_REASON_LENGTH = 500
+
+# Control (Cc), format (Cf, including bidirectional overrides), line and paragraph separators,
+# surrogates, private-use and unassigned code points.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+# Printable ASCII without surrounding spaces: most names, checked without a per-character loop.
+_PLAIN_NAME = re.compile(r"[!-~](?:[ -~]*[!-~])?")
+
+
+def hidden_characters(text: str) -> list[str]:
+    """The characters of ``text`` that a terminal would not show as themselves (``U+202E``…)."""
+    return [f"U+{ord(char):04X}" for char in text
+            if unicodedata.category(char) in _HIDDEN_CATEGORIES]
+
+
+def name_problems(name: object, label: str = "name") -> list[str]:
+    """Problems of a schedule or lease name."""
+    if not isinstance(name, str):
+        return [f"{label}: expected a string, got {type(name).__name__}"]
+    if len(name) <= MAX_NAME_LENGTH and _PLAIN_NAME.fullmatch(name):
+        return []
+    found: list[str] = []
+    if not name.strip():
+        return [f"{label}: must not be empty"]
+    if name != name.strip():
+        found.append(f"{label}: remove the whitespace around {name.strip()[:40]!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        found.append(f"{label}: {len(name)} characters; at most {MAX_NAME_LENGTH} are allowed")
+    hidden = hidden_characters(name)
+    if hidden:
+        shown = ", ".join(dict.fromkeys(hidden[:5]))
+        found.append(f"{label}: contains control or invisible characters ({shown}); "
+                     "use printable characters only")
+    return found
+
+
+def task_problems(task: object) -> list[str]:
+    """Problems of a task name."""
+    if not isinstance(task, str) or not task.strip():
+        return [f"task: must be a registered task name, got {task!r}"]
+    if len(task) > MAX_TASK_LENGTH:
+        return [f"task: {len(task)} characters; at most {MAX_TASK_LENGTH} are allowed"]
+    if task != task.strip() or any(char.isspace() for char in task) or hidden_characters(task):
+        return [f"task: {task[:80]!r} contains spaces or control characters; give the task's "
+                "registered name"]
+    return []
+
+
+def seconds_problem(value: object, label: str, *, minimum: timedelta = timedelta(0),
+                    maximum: timedelta = MAX_DURATION, inclusive_minimum: bool = True
+                    ) -> str | None:
+    """Why ``value`` (seconds or a timedelta) is not a finite duration within the bounds."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{label}: expected seconds or a timedelta, got {value!r}"
+    else:
+        seconds = float(value)
+    if not math.isfinite(seconds):
+        return f"{label}: must be a finite number of seconds, got {value!r}"
+    low = minimum.total_seconds()
+    if seconds < low or (seconds == low and not inclusive_minimum):
+        relation = ">=" if inclusive_minimum else ">"
+        return f"{label}: must be {relation} {_plain(minimum)}, got {_plain_seconds(seconds)}"
+    if seconds > maximum.total_seconds():
+        return f"{label}: must be at most {_plain(maximum)}, got {_plain_seconds(seconds)}"
+    return None
+
+
+def count_problem(value: object, label: str, *, minimum: int, maximum: int) -> str | None:
+    """Why ``value`` is not an integer in ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        return f"{label}: must be an integer from {minimum} to {maximum}, got {value!r}"
+    return None
+
+
+def _plain(value: timedelta) -> str:
+    return _plain_seconds(value.total_seconds())
+
+
+def _plain_seconds(seconds: float) -> str:
+    if seconds >= 86_400 and seconds % 86_400 == 0:
+        return f"{seconds / 86_400:g} days"
+    return f"{seconds:g}s"
+
+
+# -- Celery options ------------------------------------------------------------------------
+def _text(value: object) -> str | None:
+    if not isinstance(value, str) or not value or len(value) > MAX_TASK_LENGTH:
+        return f"expected a non-empty string of at most {MAX_TASK_LENGTH} characters"
+    return None
+
+
+def _priority(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 255:
+        return "expected an integer from 0 to 255"
+    return None
+
+
+def _flag(value: object) -> str | None:
+    return None if isinstance(value, bool) else "expected true or false"
+
+
+def _seconds_option(maximum: timedelta, *, zero: bool) -> Any:
+    low = "0" if zero else "more than 0"
+
+    def check(value: object) -> str | None:
+        if seconds_problem(value, "", maximum=maximum, inclusive_minimum=zero) is None:
+            return None
+        return f"expected a finite number of seconds, {low} and at most {_plain(maximum)}"
+    return check
+
+
+def _headers(value: object) -> str | None:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        return "expected an object with string keys"
+    return None
+
+
+def _delivery_mode(value: object) -> str | None:
+    if value in (1, 2, "persistent", "transient") and not isinstance(value, bool):
+        return None
+    return "expected 1, 2, 'persistent' or 'transient'"
+
+
+#: The ``apply_async`` options a stored schedule may carry, each with its check.
+OPTION_CHECKS: Mapping[str, Any] = {
+    "queue": _text,
+    "exchange": _text,
+    "routing_key": _text,
+    "priority": _priority,
+    "expires": _seconds_option(MAX_DURATION, zero=False),
+    "countdown": _seconds_option(MAX_COUNTDOWN, zero=True),
+    "time_limit": _seconds_option(MAX_DURATION, zero=False),
+    "soft_time_limit": _seconds_option(MAX_DURATION, zero=False),
+    "serializer": _text,
+    "compression": _text,
+    "headers": _headers,
+    "shadow": _text,
+    "ignore_result": _flag,
+    "delivery_mode": _delivery_mode,
+}
+
+#: Options refused with the reason why (others are refused as unknown).
+REFUSED_OPTIONS: Mapping[str, str] = {
+    "task_id": "goatbeat sets the task id to each occurrence's idempotency key",
+    "retry": "goatbeat retries a refused message itself, under the same key",
+    "retry_policy": "goatbeat retries a refused message itself, under the same key",
+    "eta": "an absolute instant would apply to every run; use countdown",
+    "link": "callbacks cannot be stored with a schedule; chain them in the task",
+    "link_error": "callbacks cannot be stored with a schedule; chain them in the task",
+    "producer": "goatbeat chooses the producer",
+    "connection": "goatbeat chooses the connection",
+}
+
+
+def options_problems(options: object, label: str = "options") -> list[str]:
+    """Problems of a schedule's ``options``: only the keys listed in :data:`OPTION_CHECKS`,
+    each of its type."""
+    if not isinstance(options, Mapping):
+        return [f"{label}: expected an object of apply_async options, got "
+                f"{type(options).__name__}"]
+    found: list[str] = []
+    for key, value in options.items():
+        check = OPTION_CHECKS.get(key) if isinstance(key, str) else None
+        if check is None:
+            reason = REFUSED_OPTIONS.get(key) if isinstance(key, str) else None
+            if reason is None:
+                reason = f"unknown option; supported: {', '.join(sorted(OPTION_CHECKS))}"
+            found.append(f"{label}.{key}: {reason}")
+            continue
+        problem = check(value)
+        if problem is not None:
+            found.append(f"{label}.{key}: {problem}, got {_short(value)}")
+    return found
+
+
+# -- args and kwargs -----------------------------------------------------------------------
+def call_problems(args: object, kwargs: object) -> list[str]:
+    """Problems of the shapes of ``args`` (a list) and ``kwargs`` (an object, string keys)."""
+    found: list[str] = []
+    if not isinstance(args, (list, tuple)):
+        found.append(f"args: expected a list, got {type(args).__name__} {_short(args)}")
+    if not isinstance(kwargs, Mapping):
+        found.append(f"kwargs: expected an object, got {type(kwargs).__name__} {_short(kwargs)}")
+    elif not all(isinstance(key, str) for key in kwargs):
+        found.append("kwargs: every key must be a string")
+    return found
+
+
+def payload_problems(label: str, value: object) -> list[str]:
+    """Whether ``value`` reads back unchanged from JSON and is at most
+    :data:`MAX_PAYLOAD_BYTES` encoded (checked at the door; rows already are JSON)."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return [f"{label}: must be JSON-serialisable ({exc})"]
+    if json.loads(text) != value:
+        return [f"{label}: must be JSON-serialisable (a value would not read back unchanged: "
+                "tuples, non-string keys?)"]
+    if "\\u0000" in text:
+        return [f"{label}: contains a NUL character, which cannot be stored"]
+    size = len(text.encode())
+    if size > MAX_PAYLOAD_BYTES:
+        return [f"{label}: {size} bytes as JSON; at most {MAX_PAYLOAD_BYTES} are allowed "
+                "(pass a reference to the data instead)"]
+    return []
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def reason_text(text: str) -> str:
+    """``text`` fit to be stored and shown as a reason: control characters escaped, bounded."""
+    if hidden_characters(text):
+        text = "".join(char if unicodedata.category(char) not in _HIDDEN_CATEGORIES
+                       else f"\\u{ord(char):04x}" for char in text)
+    if len(text) > MAX_REASON_LENGTH:
+        text = text[:MAX_REASON_LENGTH - 3] + "..."
+    return text

@@ -1,0 +1,35 @@
+"""Why a schedule is set aside: its fault, since when, and how many times in a row.
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0002"
+down_revision: str | None = "0001"
+branch_labels: str | None = None
+depends_on: str | None = None
+
+# Types spelled out here (not imported from the live schema) so this revision never changes.
+INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+
+
+def upgrade() -> None:
+    # Nullable or defaulted: existing rows need no rewrite, and older replicas' inserts (which
+    # do not name these columns) still succeed during a rolling upgrade.
+    op.add_column("goatbeat_schedule", sa.Column("fault", sa.Text(), nullable=True))
+    op.add_column("goatbeat_schedule", sa.Column("fault_at", INSTANT, nullable=True))
+    op.add_column("goatbeat_schedule", sa.Column("faults", sa.Integer(), nullable=False,
+                                                 server_default=sa.text("0")))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("goatbeat_schedule") as batch:
+        batch.drop_column("faults")
+        batch.drop_column("fault_at")
+        batch.drop_column("fault")
