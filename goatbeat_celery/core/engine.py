@@ -35,6 +35,7 @@ from goatbeat_celery.core.model import (
     SubmitResult,
     SyncEntry,
     SyncReport,
+    quoted_name,
 )
 from goatbeat_celery.core.observer import EngineObserver, NullObserver, OccurrenceRecord
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
@@ -324,8 +325,8 @@ class Engine:
                 moved = self._set_aside(asides, grant)
                 result = self._claim(claims, grant, batch.now)
                 for name in result.conflicts:
-                    logger.info("schedule %r was edited while being claimed; the edit wins",
-                                name, extra={"action": "claim_conflict"})
+                    logger.info("schedule %s was edited while being claimed; the edit wins",
+                                quoted_name(name), extra={"action": "claim_conflict"})
                 if result.dispatches:
                     self.observer.claimed(result.dispatches)
                     logger.debug("claimed %d occurrences", len(result.dispatches),
@@ -377,8 +378,8 @@ class Engine:
         if first is None:
             # Due without a next occurrence (a row edited by hand): start again from now.
             occurrence, run = first_occurrence(trigger, now, offset)
-            logger.warning("schedule %r had no next occurrence; starting again at %s",
-                           spec.name, None if run is None else run.isoformat(),
+            logger.warning("schedule %s had no next occurrence; starting again at %s",
+                           quoted_name(spec.name), None if run is None else run.isoformat(),
                            extra={"action": "restarted"})
             return PlannedClaim(schedule_name=spec.name, version=schedule.version,
                                 occurrences=(), missed=0, next_occurrence_at=occurrence,
@@ -394,7 +395,7 @@ class Engine:
             max_catchup=spec.max_catchup or settings.max_catchup,
         )
         if plan.missed:
-            logger.warning("schedule %r missed %d occurrences (policy %s)", spec.name,
+            logger.warning("schedule %s missed %d occurrences (policy %s)", quoted_name(spec.name),
                            plan.missed, policy.value, extra={"action": "missed"})
             self.observer.missed(spec.name, plan.missed)
         upcoming = plan.next_occurrence
@@ -466,7 +467,7 @@ class Engine:
                 # in the very next batch.
                 self._aside_locally[entry.schedule_name] = self._mono() + STORE_RETRY
                 continue
-            logger.error("schedule %r set aside until %s: %s", entry.schedule_name,
+            logger.error("schedule %s set aside until %s: %s", quoted_name(entry.schedule_name),
                          entry.retry_at.isoformat(), entry.reason,
                          extra={"action": "set_aside"})
             self.observer.set_aside(entry.schedule_name, entry.reason)
@@ -607,7 +608,8 @@ class Engine:
                 continue
             execution = dispatch.execution
             given_up = execution.attempts >= MAX_SEND_ATTEMPTS
-            logger.error("occurrence %r could not be sent (attempt %d%s): %s", dispatch.key,
+            logger.error("occurrence %s could not be sent (attempt %d%s): %s",
+                         quoted_name(dispatch.key),
                          execution.attempts, ", abandoned" if given_up else "", error,
                          extra={"action": "submit_rejected"})
             if now is not None and not execution.manual:

@@ -10,9 +10,17 @@ import sqlalchemy.exc as sa_exc
 
 from goatbeat_celery.core.errors import GoatbeatError, StoreError, StoreUnavailable
 
+#: SQLSTATE classes that mean the database refused what was asked of it (bad data, a value
+#: too large for an index, a missing privilege), not that it is unavailable: retrying the same
+#: statement fails the same way, so the caller must not wait for the database to come back.
+_REFUSED_CLASSES = frozenset({"22", "23", "42", "54"})
+
 
 def is_unavailable(exc: BaseException) -> bool:
     """True for errors that mean "the database cannot be used right now, retry later"."""
+    sqlstate = getattr(getattr(exc, "orig", exc), "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate[:2] in _REFUSED_CLASSES:
+        return False
     if isinstance(exc, sa_exc.DBAPIError):
         return exc.connection_invalidated or isinstance(
             exc, (sa_exc.OperationalError, sa_exc.InterfaceError)

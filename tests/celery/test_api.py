@@ -9,6 +9,7 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig
+from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.store import open_store
 
 
@@ -42,3 +43,63 @@ def test_editing_a_cron_expression_keeps_its_zone_and_day_semantics(schedules: S
     assert rezoned.spec.trigger.params["expression"] == "30 8 * * mon"
     assert rezoned.spec.trigger.params["timezone"] == "Asia/Tokyo"
     assert rezoned.version == updated.version + 1
+
+
+# -- validation at the door: every problem named, nothing stored ----------------------------
+
+BAD_INPUTS = {
+    "retry-option": ({"options": {"retry": False}}, "options.retry"),
+    "countdown-text": ({"options": {"countdown": "soon"}}, "options.countdown"),
+    "unknown-serializer": ({"options": {"serializer": "nope"}}, "options.serializer"),
+    "unknown-compression": ({"options": {"compression": "nope"}}, "options.compression"),
+    "queue-number": ({"options": {"queue": 5}}, "options.queue"),
+    "task-id": ({"options": {"task_id": "mine"}}, "options.task_id"),
+    "headers-list": ({"options": {"headers": [1]}}, "options.headers"),
+    "options-list": ({"options": [1]}, "options"),
+    "args-text": ({"args": "abc"}, "args"),
+    "kwargs-list": ({"kwargs": [1]}, "kwargs"),
+    "kwargs-int-key": ({"kwargs": {1: "x"}}, "kwargs"),
+    "huge-args": ({"args": ["x" * 70_000]}, "args"),
+    "huge-grace": ({"misfire_grace": 1e12}, "misfire_grace"),
+    "nan-grace": ({"misfire_grace": float("nan")}, "misfire_grace"),
+    "tiny-every": ({"every": 1e-6}, "every"),
+    "nan-every": ({"every": float("nan")}, "every"),
+    "inf-every": ({"every": float("inf")}, "every"),
+    "huge-jitter": ({"jitter": 1e12}, "jitter"),
+    "huge-catchup": ({"max_catchup": 10**9}, "max_catchup"),
+    "long-name": ({"name": "x" * 10_000}, "name"),
+    "rtl-name": ({"name": "report\u202egnp.exe"}, "name"),
+    "newline-name": ({"name": "a\nb"}, "name"),
+    "spaced-task": ({"task": "app.t ask"}, "task"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_refused_naming_the_field_and_nothing_is_stored(schedules: Schedules,
+                                                                     case: str):
+    changes, field = BAD_INPUTS[case]
+    values = {"name": "job", "task": "app.job", "every": 60, **changes}
+    with pytest.raises(ConfigurationError) as raised:
+        schedules.create(**values)
+    assert any(f"{field}:" in problem for problem in raised.value.problems), \
+        raised.value.problems
+    assert len(str(raised.value)) < 2_000, "the message quotes a long value in full"
+    assert schedules.list() == []
+
+
+def test_every_problem_of_one_call_is_reported_at_once(schedules: Schedules):
+    with pytest.raises(ConfigurationError) as raised:
+        schedules.create("a\tb", "app.job", every=float("nan"), args="abc",
+                         options={"retry": False, "queue": 5})
+    # A problem reads "[schedule '<name>': ]<field>: <what to do>".
+    fields = {problem.removeprefix("schedule 'a\\tb': ").split(": ")[0]
+              for problem in raised.value.problems}
+    assert {"name", "every", "args", "options.retry", "options.queue"} <= fields
+
+
+def test_a_manual_run_never_shares_a_key_with_a_schedule_named_like_it(schedules: Schedules):
+    schedules.create("x", "app.job", every=60)
+    schedules.create("x:manual", "app.job", every=60)
+    manual = schedules.run_now("x")
+    assert not manual.key.startswith("x:manual:")
+    assert manual.key.endswith(":manual")

@@ -156,3 +156,75 @@ def test_every_problem_is_reported_at_once_and_names_the_field():
                    "beat_schedule['no-task'].task"):
         assert needle in text, f"{needle!r} missing from:\n{text}"
     assert len(caught.value.problems) >= 9
+
+
+# -- fail closed, bounded --------------------------------------------------------------------
+
+@pytest.mark.parametrize("url", ["", "   "], ids=["empty", "blank"])
+def test_an_empty_database_url_is_an_error_not_the_local_file(url: str):
+    with pytest.raises(ConfigurationError) as raised:
+        load(make_app(goatbeat_database_url=url))
+    assert "goatbeat_database_url: is empty" in str(raised.value)
+
+
+@pytest.mark.parametrize("allowed", [[], (), ""], ids=["list", "tuple", "string"])
+def test_an_empty_allow_list_is_an_error_not_every_task(allowed: object):
+    with pytest.raises(ConfigurationError) as raised:
+        load(make_app(goatbeat_allowed_tasks=allowed))
+    assert "goatbeat_allowed_tasks" in str(raised.value)
+
+
+def test_an_allow_list_left_out_allows_every_task_and_a_star_says_so_explicitly():
+    assert load(make_app()).config.task_allowed("any.task")
+    assert load(make_app(goatbeat_allowed_tasks=["*"])).config.task_allowed("any.task")
+    assert not load(make_app(goatbeat_allowed_tasks=["app.*"])).config.task_allowed("db.drop")
+
+
+@pytest.mark.parametrize(("setting", "value"), [
+    ("goatbeat_retention", 1e12), ("goatbeat_misfire_grace", 1e12), ("goatbeat_lease_ttl", 1e12),
+    ("goatbeat_lease_ttl", float("nan")), ("goatbeat_max_interval", float("inf")),
+    ("goatbeat_retry_backoff", float("-inf")), ("goatbeat_statement_timeout", float("nan")),
+    ("goatbeat_batch_size", 10**9),
+], ids=str)
+def test_durations_and_counts_out_of_bounds_are_problems_not_tracebacks(setting: str,
+                                                                        value: float):
+    with pytest.raises(ConfigurationError) as raised:
+        load(make_app(**{setting: value}))
+    assert setting in str(raised.value)
+
+
+def test_every_settings_problem_is_reported_at_once():
+    with pytest.raises(ConfigurationError) as raised:
+        load(make_app(goatbeat_retention=1e12, goatbeat_lease_ttl=float("nan"),
+                      goatbeat_database_url="", goatbeat_allowed_tasks=[]))
+    assert len(raised.value.problems) == 4
+
+
+def test_the_metrics_exporter_binds_loopback_unless_told_otherwise():
+    assert load(make_app()).config.metrics_address == "127.0.0.1"
+    assert load(make_app(goatbeat_metrics_address="0.0.0.0")).config.metrics_address == "0.0.0.0"
+    with pytest.raises(ConfigurationError):
+        load(make_app(goatbeat_metrics_address=""))
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"retry": False}, "options.retry"), ({"countdown": "soon"}, "options.countdown"),
+    ({"queue": 5}, "options.queue"), ({"task_id": "x"}, "options.task_id"),
+    ({"headers": [1]}, "options.headers"), ({"priority": 300}, "options.priority"),
+    ({"link": "x"}, "options.link"), ({"bogus": 1}, "options.bogus"),
+], ids=str)
+def test_config_entry_options_are_limited_to_what_apply_async_takes(options: dict[str, object],
+                                                                    field: str):
+    app = make_app(beat_schedule={"job": {"task": "app.job", "schedule": 60,
+                                          "options": options}})
+    with pytest.raises(ConfigurationError) as raised:
+        load(app)
+    assert f"beat_schedule['job'].{field}" in str(raised.value)
+
+
+@pytest.mark.parametrize("every", [float("nan"), float("inf"), 1e-6, 0.5], ids=str)
+def test_config_intervals_must_be_finite_and_at_least_a_second(every: float):
+    app = make_app(beat_schedule={"job": {"task": "app.job", "schedule": every}})
+    with pytest.raises(ConfigurationError) as raised:
+        load(app)
+    assert "beat_schedule['job'].schedule" in str(raised.value)

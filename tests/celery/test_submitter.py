@@ -1,0 +1,88 @@
+"""The Celery submitter on a real Redis broker: a message that cannot be sent fails alone."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+import redis
+from celery import Celery
+
+from goatbeat_celery.core.model import (
+    Dispatch,
+    Execution,
+    ExecutionState,
+    idempotency_key,
+)
+from goatbeat_celery.submitter import CelerySubmitter
+
+REDIS_URL = os.environ.get("GOATBEAT_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+
+
+@pytest.fixture
+def broker() -> Iterator[tuple[Celery, redis.Redis, str]]:
+    """A Celery app on the real Redis, a client to look in it, and a queue of this test's own."""
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"Redis is required but unreachable at {REDIS_URL}: {exc}", pytrace=False)
+    queue = f"goatbeat-test-{uuid.uuid4().hex}"
+    app = Celery("submit", broker=REDIS_URL, set_as_current=False)
+    app.conf.task_default_queue = queue
+    yield app, client, queue
+    client.delete(queue)
+    client.close()
+    app.close()
+
+
+def dispatch(name: str, options: dict[str, Any] | None = None, *, args: Any = (),
+             kwargs: Any = None) -> Dispatch:
+    now = datetime.now(timezone.utc)
+    execution = Execution(key=idempotency_key(name, now), schedule_name=name, occurrence_at=now,
+                          due_at=now, token=1, state=ExecutionState.CLAIMED, claimed_at=now,
+                          attempts=1)
+    return Dispatch(execution=execution, task="app.job", args=args,
+                    kwargs={} if kwargs is None else kwargs, options=options or {})
+
+
+def test_messages_that_cannot_be_sent_fail_alone_and_the_rest_reach_the_broker(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    app, client, queue = broker
+    good = [dispatch(f"good-{index}") for index in range(3)]
+    bad = [
+        dispatch("retry", {"retry": False}),
+        dispatch("countdown", {"countdown": "soon"}),
+        dispatch("serializer", {"serializer": "nope"}),
+        dispatch("queue", {"queue": 5}),
+        dispatch("task-id", {"task_id": "mine"}),
+        dispatch("headers", {"headers": [1]}),
+        dispatch("kwargs", kwargs=[1]),
+        dispatch("args", args=5),
+    ]
+    # The bad ones first: a message that fails must not stop the ones after it.
+    batch = [*bad, *good]
+
+    result = CelerySubmitter(app).submit(batch, token=1, timeout=5.0)
+
+    assert result.accepted == [d.key for d in good]
+    assert result.failed == {}, "the broker was up: nothing waits for an outage"
+    assert set(result.rejected) == {d.key for d in bad}
+    assert "options.retry" in result.rejected[bad[0].key]
+    assert client.llen(queue) == len(good)
+
+
+def test_a_serializer_unknown_to_kombu_is_rejected_by_kombu_itself(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    """A row edited by hand to a serializer the door would refuse: kombu's own error, alone."""
+    app, client, queue = broker
+    result = CelerySubmitter(app).submit([dispatch("s", {"serializer": "nope"}),
+                                          dispatch("ok")], token=1, timeout=5.0)
+
+    assert len(result.accepted) == 1 and len(result.rejected) == 1
+    assert "nope" in next(iter(result.rejected.values()))
+    assert client.llen(queue) == 1

@@ -1,0 +1,226 @@
+"""Rows broken by hand in a real database: each is read, set aside with its reason, and the
+other schedules keep running; listing, showing and deleting such a row still work.
+
+Each case writes one column of an otherwise good, due row with SQL, as an operator's typo or a
+careless migration would, then lets a leader tick once.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.errors import StoreError, StoreUnavailable
+from goatbeat_celery.core.model import PlannedClaim, idempotency_key
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.store import open_store
+from goatbeat_celery.store.url import normalise_url
+
+from .conftest import Store
+from .support import RecordingSubmitter, create_due
+
+
+@dataclass
+class Database:
+    """A store and a raw connection to the same tables."""
+
+    dialect: str
+    store: Store
+    raw: sa.Engine
+
+    def write(self, name: str, column: str, value: Any, *, json: bool = False) -> None:
+        """Overwrite one column of schedule ``name`` with ``value``, as SQL typed by hand."""
+        target = ":value"
+        if json and self.dialect == "postgres":
+            target = "CAST(:value AS jsonb)"
+        with self.raw.begin() as conn:
+            conn.execute(sa.text(f"UPDATE goatbeat_schedule SET {column} = {target} "
+                                 "WHERE name = :name"), {"value": value, "name": name})
+
+    def fault(self, name: str) -> str | None:
+        with self.raw.connect() as conn:
+            found: str | None = conn.execute(
+                sa.text("SELECT fault FROM goatbeat_schedule WHERE name = :name"),
+                {"name": name}).scalar_one()
+        return found
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest) -> Iterator[Database]:
+    if request.param == "sqlite":
+        path: Path = request.getfixturevalue("tmp_path") / "store.db"
+        url = f"sqlite:///{path}"
+    else:
+        url = request.getfixturevalue("pg_empty_url")
+    store = open_store(url)
+    raw = sa.create_engine(normalise_url(url))
+    yield Database(dialect=request.param, store=store, raw=raw)
+    raw.dispose()
+    store.close()
+
+
+def lead_once(database: Database) -> RecordingSubmitter:
+    submitter = RecordingSubmitter()
+    engine = Engine(store=database.store, lease=database.store, submitter=submitter,
+                    settings=Settings(lease_ttl=60, lease_renew_interval=20), holder="a")
+    try:
+        engine.tick()
+    finally:
+        engine.close()
+    return submitter
+
+
+#: (column, value, JSON?, a word the recorded reason must contain)
+BROKEN: dict[str, tuple[str, Any, bool, str]] = {
+    "empty-trigger": ("trigger", "{}", True, "trigger"),
+    "array-trigger": ("trigger", "[]", True, "trigger"),
+    "unknown-kind": ("trigger", '{"kind": "lunar"}', True, "lunar"),
+    "tiny-interval": ("trigger", '{"kind": "interval", "every": 1e-06}', True, "every"),
+    "text-interval": ("trigger", '{"kind": "interval", "every": "soon"}', True, "every"),
+    "huge-interval": ("trigger", '{"kind": "interval", "every": 1e300}', True, "every"),
+    "bad-cron": ("trigger", '{"kind": "cron", "expression": "nope", "timezone": "UTC"}', True,
+                 "cron"),
+    "unknown-policy": ("misfire_policy", "sometimes", False, "misfire_policy"),
+    "huge-grace": ("misfire_grace_seconds", 1e12, False, "misfire_grace"),
+    "huge-offset": ("offset_seconds", 1e300, False, "offset"),
+    "negative-catchup": ("max_catchup", -5, False, "max_catchup"),
+    "number-args": ("args", "5", True, "args"),
+    "text-args": ("args", '"abc"', True, "args"),
+    "list-kwargs": ("kwargs", "[1]", True, "kwargs"),
+    "text-options": ("options", '"x"', True, "options"),
+    "retry-option": ("options", '{"retry": false}', True, "options.retry"),
+    "queue-number": ("options", '{"queue": 5}', True, "options.queue"),
+    "headers-list": ("options", '{"headers": [1]}', True, "options.headers"),
+    "unknown-source": ("source", "bogus", False, "source"),
+    "empty-task": ("task", "", False, "task"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_row_broken_by_hand_is_set_aside_and_the_others_run(database: Database,
+                                                               case: str) -> None:
+    column, value, json, word = BROKEN[case]
+    canary = create_due(database.store, "canary", every=1)
+    create_due(database.store, "broken", every=1)
+    database.write("broken", column, value, json=json)
+
+    sent = lead_once(database)
+
+    assert canary.next_occurrence_at is not None
+    assert idempotency_key("canary", canary.next_occurrence_at) in sent.keys
+    assert not [key for key in sent.keys if key.startswith("broken:")]
+    fault = database.fault("broken")
+    assert fault is not None and word in fault, fault
+    # An operator can still see and remove it.
+    listed = {s.name: s for s in database.store.list_schedules()}
+    assert listed["broken"].set_aside
+    assert database.store.get_schedule("broken").fault == fault
+    database.store.delete_schedule("broken")
+
+
+def test_nan_durations_are_set_aside(database: Database) -> None:
+    create_due(database.store, "canary", every=1)
+    create_due(database.store, "broken", every=1)
+    database.write("broken", "misfire_grace_seconds", float("nan"))
+
+    sent = lead_once(database)
+
+    assert [key for key in sent.keys if key.startswith("canary:")]
+    if database.dialect == "postgres":
+        assert "misfire_grace_seconds" in (database.fault("broken") or "")
+    else:  # SQLite stores NaN as NULL: the default grace applies, and the row runs
+        assert [key for key in sent.keys if key.startswith("broken:")]
+
+
+def test_an_unreadable_next_occurrence_starts_the_schedule_again(database: Database) -> None:
+    broken = create_due(database.store, "broken", every=1)
+    value = "infinity" if database.dialect == "postgres" else "not a time"
+    with database.raw.begin() as conn:
+        conn.execute(sa.text(
+            f"UPDATE goatbeat_schedule SET next_occurrence_at = "
+            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
+            "WHERE name = 'broken'"), {"v": value})
+
+    lead_once(database)
+
+    restarted = database.store.get_schedule("broken")
+    assert restarted.next_occurrence_at is not None
+    assert broken.next_occurrence_at is not None
+    assert restarted.next_occurrence_at > broken.next_occurrence_at
+    assert restarted.fault is None
+
+
+def _random_name(length: int) -> str:
+    # Random letters do not compress: such a name fits the schedule's index (2704 bytes) while
+    # an execution key (the name and an instant) does not.
+    rng = random.Random(7)
+    return "".join(rng.choice(string.ascii_letters) for _ in range(length))
+
+
+def test_a_name_too_long_for_an_execution_key_is_set_aside_not_an_outage(
+        pg_empty_url: str) -> None:
+    store = open_store(pg_empty_url)
+    raw = sa.create_engine(normalise_url(pg_empty_url))
+    database = Database(dialect="postgres", store=store, raw=raw)
+    try:
+        canary = create_due(store, "canary", every=1)
+        long_name = _random_name(2680)
+        create_due(store, "placeholder", every=1)
+        database.write("placeholder", "name", long_name)
+
+        sent = lead_once(database)
+
+        assert canary.next_occurrence_at is not None
+        assert sent.keys == [idempotency_key("canary", canary.next_occurrence_at)]
+        assert "name: 2680 characters" in (database.fault(long_name) or "")
+    finally:
+        raw.dispose()
+        store.close()
+
+
+def test_a_key_the_database_refuses_is_a_refusal_not_an_outage(pg_empty_url: str) -> None:
+    """What the engine narrows a refused claim down by: the claim fails as StoreError, never
+    StoreUnavailable (which would make every replica wait for a database that is up)."""
+    store = open_store(pg_empty_url)
+    try:
+        schedule = create_due(store, "placeholder", every=1)
+        grant = store.acquire("default", "a", timedelta(seconds=60))
+        assert grant is not None and schedule.next_occurrence_at is not None
+        with sa.create_engine(normalise_url(pg_empty_url)).begin() as conn:
+            conn.execute(sa.text("UPDATE goatbeat_schedule SET name = :n"),
+                         {"n": _random_name(2680)})
+        long_schedule = store.list_schedules()[0]
+        claim = PlannedClaim(
+            schedule_name=long_schedule.name, version=long_schedule.version,
+            occurrences=((schedule.next_occurrence_at, schedule.next_occurrence_at),),
+            missed=0, next_occurrence_at=None, next_run_at=None)
+
+        with pytest.raises(StoreError) as raised:
+            store.claim([claim], lease=grant)
+
+        assert not isinstance(raised.value, StoreUnavailable)
+        assert "index row size" in str(raised.value)
+    finally:
+        store.close()
+
+
+def test_a_set_aside_row_waits_for_its_retry_time(database: Database) -> None:
+    create_due(database.store, "broken", every=1)
+    database.write("broken", "trigger", "{}", json=True)
+
+    lead_once(database)
+    lead_once(database)
+
+    schedule = database.store.get_schedule("broken")
+    assert schedule.faults == 1, "not looked at again before its retry time"
+    assert schedule.next_run_at is not None and schedule.fault_at is not None
+    assert schedule.next_run_at - schedule.fault_at >= timedelta(seconds=29)

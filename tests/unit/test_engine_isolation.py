@@ -1,0 +1,343 @@
+"""A schedule is its own failure domain: whatever one schedule holds, the others run.
+
+The memory store accepts any spec through ``create_schedule`` (it trusts its caller), which is
+how a row written by hand reaches the engine; the SQL stores' own readings of broken rows are
+covered in tests/conformance/test_bad_rows.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from goatbeat_celery.core.engine import (
+    MAX_SEND_ATTEMPTS,
+    SET_ASIDE_RETRY,
+    SET_ASIDE_RETRY_MAX,
+    set_aside_delay,
+)
+from goatbeat_celery.core.errors import StoreError
+from goatbeat_celery.core.model import (
+    ClaimResult,
+    Dispatch,
+    ExecutionState,
+    LeaseGrant,
+    PlannedClaim,
+    ScheduleSource,
+    ScheduleSpec,
+    SubmitResult,
+    TriggerSpec,
+    idempotency_key,
+)
+from goatbeat_celery.core.triggers import TriggerRegistry
+from tests.unit.test_engine import (
+    EVERY_MINUTE,
+    RecordingObserver,
+    RecordingSubmitter,
+    World,
+    minute,
+)
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def create(world: World, name: str, **changes: Any) -> None:
+    """Store a spec as a hand-written row would hold it: no validation on the way in."""
+    values: dict[str, Any] = {"task": "app.tick", "trigger": EVERY_MINUTE, **changes}
+    world.store.create_schedule(ScheduleSpec(name=name, **values),
+                                next_occurrence_at=minute(1), next_run_at=minute(1))
+
+
+def canary_keys(submitter: RecordingSubmitter) -> list[str]:
+    return [key for key in submitter.keys if key.startswith("canary:")]
+
+
+BROKEN_SPECS: dict[str, dict[str, Any]] = {
+    "tiny-interval": {"trigger": TriggerSpec(kind="interval", params={"every": 1e-6})},
+    "nan-interval": {"trigger": TriggerSpec(kind="interval", params={"every": float("nan")})},
+    "text-interval": {"trigger": TriggerSpec(kind="interval", params={"every": "soon"})},
+    "empty-trigger": {"trigger": TriggerSpec(kind="invalid", params={})},
+    "huge-grace": {"misfire_grace": timedelta(days=10_000)},
+    "negative-catchup": {"max_catchup": -5},
+    "retry-option": {"options": {"retry": False}},
+    "countdown-text": {"options": {"countdown": "soon"}},
+    "queue-number": {"options": {"queue": 5}},
+    "task-id-option": {"options": {"task_id": "mine"}},
+    "headers-list": {"options": {"headers": [1]}},
+    "kwargs-list": {"kwargs": [1]},
+    "args-text": {"args": "abc"},
+    "bad-policy": {"misfire_policy": "sometimes"},
+    "empty-task": {"task": ""},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_SPECS))
+def test_a_broken_schedule_is_set_aside_and_the_others_run(world: World, name: str) -> None:
+    world.create("canary")
+    create(world, name, **BROKEN_SPECS[name])
+    submitter = RecordingSubmitter()
+    observer = RecordingObserver()
+    engine = world.replica("a", submitter=submitter, observer=observer)
+
+    world.advance(30)
+    engine.tick()
+
+    assert canary_keys(submitter) == [idempotency_key("canary", minute(1))]
+    assert not [key for key in submitter.keys if key.startswith(f"{name}:")]
+    broken = world.store.get_schedule(name)
+    assert broken.fault, "the reason is recorded on the row"
+    assert broken.faults == 1 and broken.fault_at == world.now
+    assert broken.next_run_at == world.now + SET_ASIDE_RETRY
+    assert [n for n, _ in observer.of("set_aside")] == [name]
+
+
+def test_the_recorded_reason_names_the_offending_field(world: World) -> None:
+    world.create("rogue", options={"retry": False, "queue": 5})
+    engine = world.replica("a")
+
+    world.advance(30)
+    engine.tick()
+
+    fault = world.store.get_schedule("rogue").fault
+    assert fault is not None
+    assert "options.retry" in fault and "options.queue" in fault
+    assert not fault.startswith("schedule "), "the row already says which schedule"
+
+
+def test_a_schedule_set_aside_again_waits_twice_as_long_up_to_a_bound(world: World) -> None:
+    world.create("rogue", options={"retry": False})
+    engine = world.replica("a", settings=None)
+
+    world.advance(30)
+    engine.tick()
+    first = world.store.get_schedule("rogue")
+    world.advance((first.next_run_at - world.now).total_seconds())
+    engine.tick()
+    second = world.store.get_schedule("rogue")
+
+    assert second.faults == 2
+    assert second.fault_at == first.fault_at, "set aside since the first time"
+    assert second.next_run_at == world.now + 2 * SET_ASIDE_RETRY
+    assert set_aside_delay(50) == SET_ASIDE_RETRY_MAX
+
+
+def test_an_edit_that_fixes_a_schedule_clears_its_fault_and_it_runs(world: World) -> None:
+    spec = world.create("rogue", options={"retry": False})
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+    world.advance(30)
+    engine.tick()
+    current = world.store.get_schedule("rogue")
+
+    world.store.replace_schedule(
+        ScheduleSpec(name=spec.name, task=spec.task, trigger=spec.trigger),
+        next_occurrence_at=minute(2), next_run_at=minute(2), expected_version=current.version)
+    fixed = world.store.get_schedule("rogue")
+    world.advance(60)
+    engine.tick()
+
+    assert fixed.fault is None and fixed.faults == 0
+    assert idempotency_key("rogue", minute(2)) in submitter.keys
+
+
+def test_a_trigger_that_raises_anything_sets_only_its_schedule_aside(world: World) -> None:
+    def explode(params: Any) -> Any:
+        raise RuntimeError("this replica's code has a bug")
+
+    world.create("canary")
+    world.create("buggy", trigger=TriggerSpec(kind="buggy", params={}))
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter,
+                           triggers=TriggerRegistry.default().with_kind("buggy", explode))
+
+    world.advance(30)
+    engine.tick()
+
+    assert canary_keys(submitter) == [idempotency_key("canary", minute(1))]
+    assert "RuntimeError: this replica's code has a bug" in (
+        world.store.get_schedule("buggy").fault or "")
+
+
+def test_a_due_schedule_without_a_next_occurrence_starts_again_from_now(world: World) -> None:
+    world.create("lost", next_at=minute(1))
+    current = world.store.get_schedule("lost")
+    world.store.replace_schedule(current.spec, next_occurrence_at=None,
+                                 next_run_at=minute(1), expected_version=current.version)
+    engine = world.replica("a")
+
+    world.advance(30)
+    engine.tick()
+
+    restarted = world.store.get_schedule("lost")
+    assert restarted.next_occurrence_at == minute(2)
+    assert restarted.fault is None
+
+
+# -- the claim path ----------------------------------------------------------------------------
+
+class RefusingStore:
+    """The memory store, except that the database refuses any claim naming ``poison``."""
+
+    def __init__(self, world: World, poison: str) -> None:
+        self._store = world.store
+        self.poison = poison
+        self.claims: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
+        self.claims.append(len(claims))
+        if any(claim.schedule_name == self.poison for claim in claims):
+            raise StoreError("claim: index row size 2750 exceeds btree maximum 2704")
+        return self._store.claim(claims, lease=lease)
+
+
+def test_a_claim_the_database_refuses_is_narrowed_to_the_one_schedule(world: World) -> None:
+    for index in range(7):
+        world.create(f"ok-{index}")
+    world.create("poison")
+    store = RefusingStore(world, "poison")
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+    engine.store = store  # type: ignore[assignment]
+
+    world.advance(30)
+    engine.tick()
+
+    assert sorted(submitter.keys) == sorted(
+        idempotency_key(f"ok-{index}", minute(1)) for index in range(7))
+    fault = world.store.get_schedule("poison").fault or ""
+    assert "the database refused its claim" in fault and "index row size" in fault
+    assert max(store.claims) == 8 and min(store.claims) == 1
+
+
+def test_a_store_error_outside_any_schedule_never_escapes_the_tick(
+        world: World, caplog: pytest.LogCaptureFixture) -> None:
+    world.create("canary")
+    engine = world.replica("a")
+    engine.tick()
+
+    def broken(limit: int) -> Any:
+        raise ZeroDivisionError("a bug")
+
+    engine.store.due_schedules = broken  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.core.engine"):
+        seconds = engine.tick()
+
+    assert 0 < seconds <= 1.0
+    assert any(getattr(r, "action", None) == "tick_failed" for r in caplog.records)
+
+
+# -- messages that cannot be sent --------------------------------------------------------------
+
+class RejectingSubmitter(RecordingSubmitter):
+    """Accepts every message except those of ``schedule``, which it rejects for themselves."""
+
+    def __init__(self, schedule: str) -> None:
+        super().__init__()
+        self.schedule = schedule
+
+    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
+               timeout: float) -> SubmitResult:
+        result = super().submit(dispatches, token=token, timeout=timeout)
+        rejected = {k: "EncodeError: cannot serialise" for k in result.accepted
+                    if k.startswith(f"{self.schedule}:")}
+        return SubmitResult(accepted=[k for k in result.accepted if k not in rejected],
+                            rejected=rejected)
+
+
+def test_a_message_refused_for_itself_fails_alone_without_a_broker_backoff(
+        world: World) -> None:
+    world.create("canary")
+    world.create("unsendable")
+    submitter = RejectingSubmitter("unsendable")
+    engine = world.replica("a", submitter=submitter)
+
+    world.advance(30)
+    engine.tick()
+    world.advance(60)
+    engine.tick()
+
+    canary = world.executions("canary")
+    assert [e.state for e in canary] == [ExecutionState.SUBMITTED] * 2
+    held = world.executions("unsendable")
+    assert held[0].state is ExecutionState.CLAIMED
+    assert held[0].last_error == "EncodeError: cannot serialise"
+    schedule = world.store.get_schedule("unsendable")
+    assert "its message could not be sent: EncodeError" in (schedule.fault or "")
+
+
+def test_an_unsendable_occurrence_is_abandoned_after_the_last_attempt(world: World) -> None:
+    world.create("unsendable")
+    submitter = RejectingSubmitter("unsendable")
+    engine = world.replica("a", submitter=submitter)
+    key = idempotency_key("unsendable", minute(1))
+
+    world.advance(30)
+    for _ in range(MAX_SEND_ATTEMPTS + 2):
+        engine.tick()
+        world.advance(1)
+
+    assert submitter.keys.count(key) == MAX_SEND_ATTEMPTS
+    [execution] = world.executions("unsendable")
+    assert execution.state is ExecutionState.ABANDONED
+    assert execution.attempts == MAX_SEND_ATTEMPTS
+
+
+# -- config rows cannot be forged ----------------------------------------------------------------
+
+def test_a_config_row_whose_task_was_changed_by_hand_is_held_to_the_allow_list(
+        world: World) -> None:
+    entry = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE)
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter, config=[entry],
+                           task_allowed=lambda task: task.startswith("app."))
+    engine.tick()
+    current = world.store.get_schedule("cleanup")
+    forged = ScheduleSpec(name="cleanup", task="db.drop_everything", trigger=EVERY_MINUTE,
+                          source=ScheduleSource.CONFIG)
+    world.store.replace_schedule(forged, next_occurrence_at=current.next_occurrence_at,
+                                 next_run_at=current.next_run_at)
+
+    world.advance(30)
+    engine.tick()
+
+    assert submitter.keys == []
+    fault = world.store.get_schedule("cleanup").fault or ""
+    assert "not this replica's beat_schedule entry" in fault and "db.drop_everything" in fault
+
+
+def test_a_row_marked_config_that_no_entry_matches_is_held_to_the_allow_list(
+        world: World) -> None:
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter, task_allowed=lambda task: False)
+    engine.tick()  # leads and syncs its (empty) config first
+    world.create("smuggled", source=ScheduleSource.CONFIG)
+
+    world.advance(30)
+    engine.tick()
+
+    assert submitter.keys == []
+    assert world.store.get_schedule("smuggled").fault
+
+
+def test_a_config_row_equal_to_the_entry_is_sent_whatever_the_allow_list(world: World) -> None:
+    entry = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE,
+                         args=(1, [2]), kwargs={"a": {"b": 1}}, options={"queue": "low"})
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter, config=[entry],
+                           task_allowed=lambda task: False)
+    engine.tick()
+
+    world.advance(30)
+    engine.tick()
+
+    assert submitter.keys == [idempotency_key("cleanup", minute(1))]
