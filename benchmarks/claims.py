@@ -38,6 +38,7 @@ from goatbeat_celery.core.model import (
     LeaseGrant,
     PlannedClaim,
     ScheduleSpec,
+    SubmitResult,
     TriggerSpec,
 )
 from goatbeat_celery.core.settings import Settings
@@ -58,9 +59,9 @@ class NoopSubmitter:
         self.sent = 0
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> tuple[list[str], dict[str, str]]:
+               timeout: float) -> SubmitResult:
         self.sent += len(dispatches)
-        return [d.key for d in dispatches], {}
+        return SubmitResult(accepted=[d.key for d in dispatches])
 
 
 def load(engine: sa.Engine, count: int, *, next_run_at: datetime, spread: timedelta) -> float:

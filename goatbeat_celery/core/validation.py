@@ -51,6 +51,8 @@ MAX_REASON_LENGTH = 500
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 # Printable ASCII without surrounding spaces: most names, checked without a per-character loop.
 _PLAIN_NAME = re.compile(r"[!-~](?:[ -~]*[!-~])?")
+# Printable ASCII without any space: most task names.
+_PLAIN_TASK = re.compile(r"[!-~]+")
 
 
 def hidden_characters(text: str) -> list[str]:
@@ -82,6 +84,8 @@ def name_problems(name: object, label: str = "name") -> list[str]:
 
 def task_problems(task: object) -> list[str]:
     """Problems of a task name."""
+    if isinstance(task, str) and len(task) <= MAX_TASK_LENGTH and _PLAIN_TASK.fullmatch(task):
+        return []
     if not isinstance(task, str) or not task.strip():
         return [f"task: must be a registered task name, got {task!r}"]
     if len(task) > MAX_TASK_LENGTH:

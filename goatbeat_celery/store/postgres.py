@@ -22,7 +22,6 @@ import psycopg
 import sqlalchemy as sa
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
-from psycopg.types.datetime import TimestamptzLoader
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
@@ -230,13 +229,25 @@ def _on_connect(dbapi_connection: psycopg.Connection[Any], record: Any) -> None:
     dbapi_connection.adapters.register_loader("timestamptz", _InstantLoader)
 
 
-class _InstantLoader(TimestamptzLoader):
-    """``timestamptz`` values; ``infinity`` or a year Python cannot hold (written by hand) reads
-    as UNREADABLE_INSTANT instead of failing the whole result, so one row cannot stop a read."""
+#: The driver's own (compiled, where available) loader of text ``timestamptz`` values.
+_TIMESTAMPTZ_LOADER: type[Loader] = psycopg.adapters.get_loader(  # type: ignore[assignment]
+    psycopg.postgres.types["timestamptz"].oid, psycopg.pq.Format.TEXT)
 
-    def load(self, data: Buffer) -> datetime:
+
+class _InstantLoader(Loader):
+    """``timestamptz`` values; ``infinity`` or a year Python cannot hold (written by hand) reads
+    as UNREADABLE_INSTANT instead of failing the whole result, so one row cannot stop a read.
+
+    Wraps the driver's loader (compiled classes cannot be subclassed) and pays one Python call
+    per value only."""
+
+    def __init__(self, oid: int, context: Any = None) -> None:
+        super().__init__(oid, context)
+        self._load = _TIMESTAMPTZ_LOADER(oid, context).load
+
+    def load(self, data: Buffer) -> datetime | Any:
         try:
-            return super().load(data)
+            return self._load(data)
         except psycopg.DataError:
             return UNREADABLE_INSTANT
 
