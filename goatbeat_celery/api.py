@@ -124,6 +124,9 @@ class Schedules:
         """
         current = self.store.get_schedule(name)
         problems: list[str] = []
+        given = {key for key, value in (("every", every), ("cron", cron), ("at", at))
+                 if value is not None} | set(changes)
+        _require_repair(current, given)
         unknown = sorted(set(changes) - set(_SPEC_FIELDS))
         if unknown:
             problems.append(f"{', '.join(unknown)}: unknown field; use: "
@@ -158,6 +161,7 @@ class Schedules:
     def pause(self, name: str) -> Schedule:
         """Stop a schedule from running; its history stays."""
         current = self.store.get_schedule(name)
+        _require_repair(current, set())
         if not current.spec.enabled:
             return current
         return self.store.replace_schedule(
@@ -167,6 +171,7 @@ class Schedules:
     def resume(self, name: str) -> Schedule:
         """Run a paused schedule again from its next occurrence after now (no backlog)."""
         current = self.store.get_schedule(name)
+        _require_repair(current, set())
         if current.spec.enabled:
             return current
         spec = replace(current.spec, enabled=True)
@@ -181,6 +186,7 @@ class Schedules:
     def run_now(self, name: str) -> Execution:
         """Queue an extra run under its own key; the leader submits it within a second or so."""
         schedule = self.store.get_schedule(name)
+        _require_repair(schedule, set())
         if (schedule.spec.source is not ScheduleSource.CONFIG
                 and not self.config.task_allowed(schedule.spec.task)):
             raise ConfigurationError([f"task: {schedule.spec.task!r} is not in "
@@ -261,3 +267,31 @@ def _message_problems(options: object) -> list[str]:
             found.append(f"options.compression: unknown compression {method!r}; use one of: "
                          "zlib, bzip2, lzma (or one kombu has registered)")
     return found
+
+
+#: Which arguments of :meth:`Schedules.update` rewrite each column a damaged row may name.
+_REPAIRED_BY = {
+    "trigger": {"every", "cron", "at"},
+    "misfire_grace_seconds": {"misfire_grace"},
+    "offset_seconds": {"offset"},
+    "jitter_seconds": {"jitter"},
+    **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
+                                    "max_catchup")},
+}
+
+
+def _require_repair(schedule: Schedule, given: set[str]) -> None:
+    """Refuse a write that would store the stand-ins of a damaged row's unreadable columns in
+    place of what is there: only an edit giving each of them anew (or a delete) may touch it."""
+    missing = []
+    for damage in schedule.damage:
+        column = damage.split(":", 1)[0]
+        if not _REPAIRED_BY.get(column, set()) & given:
+            missing.append(damage)
+    if missing:
+        fixes = sorted({arg for d in missing for arg in _REPAIRED_BY.get(d.split(":", 1)[0], ())})
+        how = (f"edit it giving {', '.join(fixes)} anew, or delete it" if fixes
+               else "delete it and create it again")
+        raise ConfigurationError(
+            [*missing, f"schedule {quoted_name(schedule.name)} cannot be read as stored; {how}"],
+            subject=f"schedule {quoted_name(schedule.name)}")

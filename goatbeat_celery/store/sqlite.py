@@ -9,6 +9,7 @@ is an injectable host clock. The schema is created (or brought up to date) on op
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -37,6 +38,16 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def _json_or_text(text: str) -> Any:
+    """A JSON column's value; text that is not JSON (SQLite does not check what it is given)
+    comes back as the text itself, for the reader to name as damage, instead of failing the
+    whole read."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def create_sqlite_engine(url: str | URL, *, busy_timeout: float = 5.0) -> sa.Engine:
     """An engine whose transactions take the write lock up front (``BEGIN IMMEDIATE``),
     unless run with the ``goatbeat_read_only`` execution option."""
@@ -51,6 +62,7 @@ def create_sqlite_engine(url: str | URL, *, busy_timeout: float = 5.0) -> sa.Eng
     engine = sa.create_engine(
         sa_url,
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
+        json_deserializer=_json_or_text,
     )
 
     @sa.event.listens_for(engine, "connect")

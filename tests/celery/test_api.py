@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -103,3 +104,56 @@ def test_a_manual_run_never_shares_a_key_with_a_schedule_named_like_it(schedules
     manual = schedules.run_now("x")
     assert not manual.key.startswith("x:manual:")
     assert manual.key.endswith(":manual")
+
+
+# -- rows damaged by hand ----------------------------------------------------------------------
+
+def _corrupt(path: Path, column: str, value: str) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE goatbeat_schedule SET {column} = ? WHERE name = 'job'", (value,))
+
+
+def test_a_damaged_row_is_listed_and_shown_with_what_cannot_be_read(schedules: Schedules,
+                                                                    tmp_path: Path):
+    schedules.create("job", "app.job", every=60)
+    _corrupt(tmp_path / "api.sqlite3", "trigger", "{}")
+
+    [listed] = schedules.list()
+    shown = schedules.get("job")
+
+    assert listed.damage == shown.damage
+    assert shown.damage and shown.damage[0].startswith("trigger:")
+
+
+def test_a_damaged_row_is_not_paused_over_its_unreadable_columns(schedules: Schedules,
+                                                                 tmp_path: Path):
+    schedules.create("job", "app.job", every=60, args=(1, 2))
+    _corrupt(tmp_path / "api.sqlite3", "trigger", "{}")
+
+    for write in (schedules.pause, schedules.resume, schedules.run_now):
+        with pytest.raises(ConfigurationError) as raised:
+            write("job")
+        assert "edit it giving at, cron, every anew, or delete it" in str(raised.value)
+    with pytest.raises(ConfigurationError):
+        schedules.update("job", args=(3,))
+
+
+def test_an_edit_giving_the_damaged_columns_anew_repairs_the_row(schedules: Schedules,
+                                                                 tmp_path: Path):
+    schedules.create("job", "app.job", every=60, args=(1, 2))
+    _corrupt(tmp_path / "api.sqlite3", "trigger", "{}")
+
+    repaired = schedules.update("job", every=30)
+
+    assert repaired.damage == () and repaired.fault is None
+    assert repaired.spec.args == (1, 2), "the readable columns are kept"
+    assert repaired.next_run_at is not None
+
+
+def test_a_damaged_row_can_be_deleted(schedules: Schedules, tmp_path: Path):
+    schedules.create("job", "app.job", every=60)
+    _corrupt(tmp_path / "api.sqlite3", "options", "not json at all")
+
+    schedules.delete("job")
+
+    assert schedules.list() == []
