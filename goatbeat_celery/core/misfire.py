@@ -45,8 +45,12 @@ def plan_misfires(
     """Plan the due occurrences of one schedule.
 
     ``first`` is the schedule's next occurrence (a grid point of ``trigger``); an occurrence
-    ``p`` is due when ``p + offset <= now`` and *late* (misfired) when ``now - (p + offset)``
-    exceeds ``grace``. Occurrences within the grace always run; late ones follow ``policy``.
+    ``p`` is due when ``p + offset <= now``. The grace decides whether a due point may run at
+    all: one later than ``grace`` (``now - (p + offset) > grace``) is missed under every
+    policy. Of the points within the grace, ``latest`` runs the most recent one (the others are
+    coalesced into it), ``all`` runs each (the ``max_catchup`` most recent), and ``skip`` runs
+    one only when it is the only point due (a schedule that fell behind does not catch up).
+    Every due point that does not run is counted in ``missed``.
     """
     first = ensure_aware(first, "first")
     now = ensure_aware(now, "now")
@@ -60,42 +64,41 @@ def plan_misfires(
     if first > due_limit:
         return MisfirePlan(run=(), missed=0, next_occurrence=first)
 
-    late_bound = due_limit - grace  # points strictly before this are late
-    keep = {MisfirePolicy.LATEST: 1, MisfirePolicy.ALL: max_catchup, MisfirePolicy.SKIP: 0}[policy]
-    late_count, late_tail, cursor = _late_points(trigger, first, late_bound, keep)
+    # Points strictly before the bound are later than the grace: missed whatever the policy.
+    beyond, _, cursor = _points_before(trigger, first, due_limit - grace, keep=0)
+    keep = max_catchup if policy is MisfirePolicy.ALL else 1
+    within: tuple[int, list[datetime], datetime | None] = (0, [], cursor)
+    if cursor is not None:
+        within = _points_before(trigger, cursor, due_limit + _MICROSECOND, keep=keep)
+    count, tail, upcoming = within
 
-    on_time: list[datetime] = []
-    walked = 0
-    while cursor is not None and cursor <= due_limit:
-        on_time.append(cursor)
-        cursor = trigger.next_after(cursor)
-        walked += 1
-        if walked > MAX_WALK:
-            raise ConfigurationError(
-                [f"misfire_grace: more than {MAX_WALK} occurrences fall within the grace; "
-                 "lower the grace or lengthen the schedule"]
-            )
-
-    if policy is MisfirePolicy.ALL:
-        run = [*late_tail, *on_time]
-    elif policy is MisfirePolicy.LATEST and not on_time:
-        run = late_tail[-1:]
+    if policy is MisfirePolicy.SKIP and (beyond or count > 1):
+        run: list[datetime] = []
     else:
-        run = on_time
-    ran_late = len(run) - len(on_time)
-    return MisfirePlan(run=tuple(run), missed=late_count - ran_late, next_occurrence=cursor)
+        run = tail
+    return MisfirePlan(run=tuple(run), missed=beyond + count - len(run),
+                       next_occurrence=upcoming)
 
 
-def _late_points(
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _points_before(
     trigger: Trigger, first: datetime, bound: datetime, keep: int
 ) -> tuple[int, list[datetime], datetime | None]:
     """Count points in ``[first, bound)``, keep the last ``keep``, and return the next point."""
     if first >= bound:
         return 0, [], first
     if isinstance(trigger, SeekableTrigger):
-        count, tail = trigger.points_before(first, bound, max(keep, 1))
-        after = trigger.next_after(tail[-1]) if tail else first
-        return count, tail[-keep:] if keep else [], after
+        # ``first`` counts as it is (a row may hold an instant off the grid); seeking starts
+        # from the grid point after it.
+        second = trigger.next_after(first)
+        if second is None or second >= bound:
+            return 1, [first] if keep else [], second
+        count, tail = trigger.points_before(second, bound, max(keep, 1))
+        after = trigger.next_after(tail[-1])
+        tail = [first, *tail] if count < keep else tail
+        return count + 1, tail[-keep:] if keep else [], after
     tail_queue: deque[datetime] = deque(maxlen=keep)
     count = 0
     cursor: datetime | None = first
@@ -105,7 +108,7 @@ def _late_points(
             tail_queue.append(cursor)
         if count > MAX_WALK:
             raise ConfigurationError(
-                [f"trigger: more than {MAX_WALK} missed occurrences to walk; "
+                [f"trigger: more than {MAX_WALK} due occurrences to walk; "
                  "the schedule is too frequent for its downtime"]
             )
         cursor = trigger.next_after(cursor)

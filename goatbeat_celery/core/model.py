@@ -30,13 +30,15 @@ MAX_SHIFT = validation.MAX_GRACE
 
 
 class MisfirePolicy(str, enum.Enum):
-    """What to do with occurrences that are later than ``misfire_grace``.
+    """Which of a schedule's due occurrences run when it is planned late.
 
-    * ``latest`` runs one occurrence for the whole backlog (Celery's behaviour);
-    * ``all`` runs each missed occurrence, at most ``max_catchup`` of them (the most recent);
-    * ``skip`` runs none of them.
+    ``misfire_grace`` decides whether a late occurrence may run at all: one later than the
+    grace is missed under every policy. Of those within the grace:
 
-    Occurrences within the grace always run.
+    * ``latest`` runs the most recent one, the others coalesced into it (Celery's behaviour);
+    * ``all`` runs each, at most ``max_catchup`` of them (the most recent);
+    * ``skip`` runs one only when it is the only one due: a schedule that fell behind does not
+      catch up.
     """
 
     LATEST = "latest"

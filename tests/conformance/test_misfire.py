@@ -39,14 +39,15 @@ def test_three_hours_of_downtime_follow_the_misfire_policy(
     store: Store, clock: StoreClock, case: Case
 ) -> None:
     # The schedule's next occurrence is three hours behind the store's clock, as after an
-    # outage; a zero grace makes every one of those points late. A grid point about to pass
+    # outage; a grace of one hour keeps the last six points within it. A grid point about to pass
     # would add a nineteenth point mid-test, so start just after it instead.
     upcoming = grid_point_before(store.now(), EVERY, steps_back=-1)
     if upcoming - store.now() < timedelta(seconds=5):
         clock.move_to(upcoming + timedelta(milliseconds=1))
     first = grid_point_before(store.now(), EVERY, steps_back=DOWN_POINTS - 1)
     store.create_schedule(
-        interval_spec("report", EVERY, misfire_policy=case.policy, misfire_grace=timedelta(0),
+        interval_spec("report", EVERY, misfire_policy=case.policy,
+                      misfire_grace=timedelta(hours=1),
                       max_catchup=case.max_catchup),
         next_occurrence_at=first, next_run_at=first,
     )

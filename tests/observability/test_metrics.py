@@ -50,9 +50,9 @@ def test_a_few_ticks_show_in_every_metric(
     replicas.broker.latency = 0.5
     clock.advance(2)
     create_due(replicas.store, "on-time", START)
-    # Six points due past a zero grace: "latest" runs 12:00 and records five missed.
+    # Six points due, five past a 30 s grace: "latest" runs 12:00 and records five missed.
     create_due(replicas.store, "behind", START - timedelta(minutes=5),
-               misfire_policy=MisfirePolicy.LATEST, misfire_grace=timedelta(0))
+               misfire_policy=MisfirePolicy.LATEST, misfire_grace=timedelta(seconds=30))
 
     engine.tick()  # both run 12:00, accepted at 12:00:02.5
     first = scrape(exporter.port)

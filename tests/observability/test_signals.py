@@ -115,10 +115,10 @@ def test_a_due_occurrence_is_claimed_then_submitted_under_its_key(
 
 def test_missed_grid_points_send_occurrence_missed_with_the_count(
         replicas: Replicas, clock: ManualClock, sent: list[Sent]) -> None:
-    # Six points are due (12:00 … 12:05) and all are past a zero grace: "latest" runs one.
+    # Six points are due (12:00 … 12:05), five past a 30 s grace: "latest" runs one.
     clock.advance(5 * 60 + 1)
     create_due(replicas.store, "report", START, misfire_policy=MisfirePolicy.LATEST,
-               misfire_grace=timedelta(0))
+               misfire_grace=timedelta(seconds=30))
     engine = replicas.engine(CeleryObserver(sender=SENDER))
 
     engine.tick()

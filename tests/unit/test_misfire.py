@@ -72,39 +72,43 @@ CASES = {
     "due-exactly-now": Case(now=at(0), policy=LATEST, run=(at(0),), missed=0, next=at(1)),
     "on-time-no-backlog": Case(now=at(seconds=30), policy=LATEST, run=(at(0),), missed=0,
                                next=at(1)),
-    # Grace boundaries: exactly at the grace is still on time, a microsecond more is late.
-    "exactly-at-grace-latest": Case(now=at(1), policy=LATEST, run=(at(0), at(1)), missed=0,
+    # Within the grace, latest coalesces, all runs each, skip runs nothing once behind.
+    "exactly-at-grace-latest": Case(now=at(1), policy=LATEST, run=(at(1),), missed=1,
                                     next=at(2)),
-    "exactly-at-grace-skip": Case(now=at(1), policy=SKIP, run=(at(0), at(1)), missed=0,
-                                  next=at(2)),
+    "exactly-at-grace-all": Case(now=at(1), policy=ALL, run=(at(0), at(1)), missed=0,
+                                 next=at(2)),
+    "exactly-at-grace-skip": Case(now=at(1), policy=SKIP, run=(), missed=2, next=at(2)),
+    # A microsecond past the grace, a point is missed under every policy.
     "past-grace-latest": Case(now=at(1, micros=1), policy=LATEST, run=(at(1),), missed=1,
                               next=at(2)),
-    "past-grace-all": Case(now=at(1, micros=1), policy=ALL, run=(at(0), at(1)), missed=0,
+    "past-grace-all": Case(now=at(1, micros=1), policy=ALL, run=(at(1),), missed=1,
                            next=at(2)),
-    "past-grace-skip": Case(now=at(1, micros=1), policy=SKIP, run=(at(1),), missed=1,
-                            next=at(2)),
+    "past-grace-skip": Case(now=at(1, micros=1), policy=SKIP, run=(), missed=2, next=at(2)),
     "zero-grace-on-the-dot": Case(now=at(0), policy=SKIP, grace=timedelta(0), run=(at(0),),
                                   missed=0, next=at(1)),
     "zero-grace-a-microsecond-late": Case(now=at(0, micros=1), policy=SKIP, grace=timedelta(0),
                                           run=(), missed=1, next=at(1)),
-    # Three hours down, back 30 s after a grid point: 180 late points and one on time.
+    # Three hours down, back 30 s after a grid point: 180 points past the grace, one within.
     "backlog-latest": Case(now=at(180, 30), policy=LATEST, run=(at(180),), missed=180,
                            next=at(181)),
-    "backlog-all": Case(now=at(180, 30), policy=ALL, run=minutes(80, 180), missed=80,
+    "backlog-all": Case(now=at(180, 30), policy=ALL, run=(at(180),), missed=180,
                         next=at(181)),
-    "backlog-all-max-catchup-3": Case(now=at(180, 30), policy=ALL, max_catchup=3,
-                                      run=minutes(177, 180), missed=177, next=at(181)),
-    "backlog-all-within-max-catchup": Case(now=at(5, 30), policy=ALL, run=minutes(0, 5),
-                                           missed=0, next=at(6)),
-    "backlog-skip": Case(now=at(180, 30), policy=SKIP, run=(at(180),), missed=180,
-                         next=at(181)),
-    # The same backlog with a 10 s grace: every due point is late.
+    "backlog-skip": Case(now=at(180, 30), policy=SKIP, run=(), missed=181, next=at(181)),
+    # A grace of ten minutes covers the last ten points.
+    "long-grace-latest": Case(now=at(180, 30), policy=LATEST, grace=timedelta(minutes=10),
+                              run=(at(180),), missed=180, next=at(181)),
+    "long-grace-all": Case(now=at(180, 30), policy=ALL, grace=timedelta(minutes=10),
+                           run=minutes(171, 180), missed=171, next=at(181)),
+    "long-grace-all-max-catchup-3": Case(now=at(180, 30), policy=ALL,
+                                         grace=timedelta(minutes=10), max_catchup=3,
+                                         run=minutes(178, 180), missed=178, next=at(181)),
+    "long-grace-skip": Case(now=at(180, 30), policy=SKIP, grace=timedelta(minutes=10),
+                            run=(), missed=181, next=at(181)),
+    # The same backlog with a 10 s grace: every due point is past it.
     "all-late-latest": Case(now=at(180, 30), policy=LATEST, grace=timedelta(seconds=10),
-                            run=(at(180),), missed=180, next=at(181)),
+                            run=(), missed=181, next=at(181)),
     "all-late-all": Case(now=at(180, 30), policy=ALL, grace=timedelta(seconds=10),
-                         max_catchup=5, run=minutes(176, 180), missed=176, next=at(181)),
-    "all-late-max-catchup-1": Case(now=at(180, 30), policy=ALL, grace=timedelta(seconds=10),
-                                   max_catchup=1, run=(at(180),), missed=180, next=at(181)),
+                         max_catchup=5, run=(), missed=181, next=at(181)),
     "all-late-skip": Case(now=at(180, 30), policy=SKIP, grace=timedelta(seconds=10), run=(),
                           missed=181, next=at(181)),
     # Offsets shift when a point is due, not the point itself.
@@ -112,20 +116,22 @@ CASES = {
                                run=(), missed=0, next=at(0)),
     "offset-due": Case(now=at(0, 10), policy=LATEST, offset=timedelta(seconds=10),
                        run=(at(0),), missed=0, next=at(1)),
-    "offset-grace-boundary": Case(now=at(1, 10), policy=SKIP, offset=timedelta(seconds=10),
+    "offset-grace-boundary": Case(now=at(1, 10), policy=ALL, offset=timedelta(seconds=10),
                                   run=(at(0), at(1)), missed=0, next=at(2)),
-    "offset-past-grace": Case(now=at(1, 11), policy=LATEST, offset=timedelta(seconds=10),
+    "offset-past-grace": Case(now=at(1, 11), policy=ALL, offset=timedelta(seconds=10),
                               run=(at(1),), missed=1, next=at(2)),
     "offset-backlog-all": Case(now=at(10, 40), policy=ALL, offset=timedelta(seconds=50),
-                               max_catchup=2, grace=timedelta(seconds=5),
+                               max_catchup=2, grace=timedelta(minutes=2),
                                run=(at(8), at(9)), missed=8, next=at(10)),
-    # A once trigger: run it (late) or skip it, and then it is exhausted.
+    # A once trigger runs within the grace and is missed past it; then it is exhausted.
     "once-on-time": Case(now=at(0, 30), policy=LATEST, once=True, run=(at(0),), missed=0,
                          next=None),
-    "once-late-latest": Case(now=at(60), policy=LATEST, once=True, run=(at(0),), missed=0,
+    "once-late-latest": Case(now=at(60), policy=LATEST, once=True, run=(), missed=1,
                              next=None),
-    "once-late-all": Case(now=at(60), policy=ALL, once=True, run=(at(0),), missed=0, next=None),
-    "once-late-skip": Case(now=at(60), policy=SKIP, once=True, run=(), missed=1, next=None),
+    "once-late-with-grace": Case(now=at(60), policy=LATEST, once=True,
+                                 grace=timedelta(hours=1), run=(at(0),), missed=0, next=None),
+    "once-on-time-skip": Case(now=at(0, 30), policy=SKIP, once=True, run=(at(0),), missed=0,
+                              next=None),
     "once-not-due": Case(now=at(-1), policy=SKIP, once=True, run=(), missed=0, next=at(0)),
 }
 
@@ -159,17 +165,28 @@ def test_policy_may_be_given_by_its_name() -> None:
     plan = plan_misfires(trigger=IntervalTrigger(MINUTE), first=T0, now=at(180, 30),
                          policy="skip")  # type: ignore[arg-type]
 
-    assert plan.run == (at(180),)
+    assert plan.run == ()
 
 
 def test_a_seekable_trigger_plans_a_year_of_downtime_without_walking_it() -> None:
-    # 525,600 late points: a walk would be slow; points_before counts them.
+    # 525,601 due points: a walk would be slow; points_before counts them, past the grace and
+    # within it.
     plan = plan_misfires(trigger=IntervalTrigger(MINUTE), first=T0, now=at(525_600, 30),
-                         policy=ALL, max_catchup=2)
+                         policy=ALL, max_catchup=2, grace=timedelta(days=400))
 
-    # Two late points (max_catchup) and the one within the grace.
-    assert plan.run == (at(525_598), at(525_599), at(525_600))
-    assert plan.missed == 525_598
+    assert plan.run == (at(525_599), at(525_600))
+    assert plan.missed == 525_599
+
+
+def test_thirty_points_of_a_two_second_schedule_within_the_grace_run_once_under_latest(
+        ) -> None:
+    every = timedelta(seconds=2)
+    first = T0
+    plan = plan_misfires(trigger=IntervalTrigger(every), first=first, now=at(1),
+                         policy=LATEST, grace=timedelta(seconds=60))
+
+    assert plan.run == (at(1),)
+    assert plan.missed == 30
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
@@ -266,19 +283,18 @@ def test_the_next_occurrence_is_the_first_point_not_yet_due(case: Scenario) -> N
 
 
 @given(scenarios)
-def test_points_within_the_grace_always_run(case: Scenario) -> None:
+def test_the_grace_decides_and_the_policy_chooses_among_the_points_within_it(
+        case: Scenario) -> None:
     plan, due = case.plan(), case.due()
 
-    on_time = [p for p in due if case.now - (p + case.offset) <= case.grace]
-
-    assert set(on_time) <= set(plan.run)
-    late_run = len(plan.run) - len(on_time)
-    if case.policy is SKIP:
-        assert late_run == 0
-    elif case.policy is LATEST:
-        assert late_run == (1 if due and not on_time else 0)
+    within = [p for p in due if case.now - (p + case.offset) <= case.grace]
+    if case.policy is LATEST:
+        expected = within[-1:]
+    elif case.policy is ALL:
+        expected = within[-case.max_catchup:]
     else:
-        assert late_run == min(case.max_catchup, len(due) - len(on_time))
+        expected = within if len(due) == 1 else []
+    assert list(plan.run) == expected
 
 
 @given(scenarios)
