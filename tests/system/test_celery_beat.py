@@ -35,7 +35,8 @@ def assert_contiguous(points: list[datetime], step: timedelta, name: str) -> Non
 
 def test_one_replica_dispatches_interval_and_cron_with_keys_as_task_ids(cluster: Cluster):
     cluster.write_config(
-        schedules={"every-second": {"every": 1}, "each-minute": {"crontab": {"minute": "*"}}},
+        schedules={"every-second": {"every": 1, "goatbeat": {"misfire_policy": "all"}},
+                   "each-minute": {"crontab": {"minute": "*"}}},
         settings=FAST_LEASE,
     )
     cluster.start_worker()
@@ -62,7 +63,8 @@ def test_one_replica_dispatches_interval_and_cron_with_keys_as_task_ids(cluster:
 
 def test_two_replicas_for_a_minute_claim_nothing_twice_and_lose_nothing(cluster: Cluster):
     names = [f"s{i}" for i in range(5)]
-    cluster.write_config(schedules={n: {"every": 1} for n in names}, settings=FAST_LEASE)
+    cluster.write_config(schedules={n: {"every": 1, "goatbeat": {"misfire_policy": "all"}}
+                                    for n in names}, settings=FAST_LEASE)
     cluster.start_worker()
     replicas = [cluster.start_beat("beat-1"), cluster.start_beat("beat-2")]
     wait_until(cluster.leader_pid, timeout=20, what="a leader")

@@ -45,9 +45,10 @@ STEP = timedelta(seconds=1)
 
 
 def every_second(count: int, prefix: str = "s", **goatbeat: Any) -> dict[str, Any]:
-    entry: dict[str, Any] = {"every": 1}
-    if goatbeat:
-        entry["goatbeat"] = goatbeat
+    """``count`` schedules every second. Policy ``all`` unless told otherwise: the suite checks
+    that no point is lost, and ``all`` runs every point within the grace (60 s, longer than any
+    failover here), where ``latest`` would coalesce a second-schedule's points into one run."""
+    entry: dict[str, Any] = {"every": 1, "goatbeat": {"misfire_policy": "all", **goatbeat}}
     return {f"{prefix}{i:02d}": dict(entry) for i in range(count)}
 
 
@@ -330,8 +331,9 @@ def test_a_postgresql_restart_leaves_the_replicas_running_and_the_gap_to_the_mis
     policies = ("all", "latest", "skip")
     schedules: dict[str, Any] = {}
     for policy in policies:
+        # A grace longer than the outage: the grace lets the backlog run, the policy picks.
         schedules.update(every_second(5, prefix=f"{policy}-", misfire_policy=policy,
-                                      misfire_grace=1))
+                                      misfire_grace=30))
     cluster.write_config(schedules=schedules, settings=FAST_LEASE)
     cluster.start_worker()
     replicas = start_replicas(cluster)
@@ -375,9 +377,10 @@ def test_a_postgresql_restart_leaves_the_replicas_running_and_the_gap_to_the_mis
     for o in outcome.scheduled:
         by_policy[o.schedule.split("-")[0]].append(o)
     # all: the backlog ran late, point by point; latest: one claim per schedule ran it as one
-    # run and counted the rest as missed; skip: nothing later than the grace ever ran.
+    # run and counted the rest as missed; skip: a schedule that fell behind did not catch up,
+    # so only points alone in their claim ran, each less than a period (+0.5 s) late.
     assert sum(1 for o in by_policy["all"] if o.claim_lateness > 1.5) >= 5 * 3
-    assert sum(1 for o in by_policy["latest"] if o.missed > 0) == 5
+    assert sum(1 for o in by_policy["latest"] if o.missed > 0) >= 5
     assert max(o.claim_lateness for o in by_policy["skip"]) <= 1 + 0.5
 
 
