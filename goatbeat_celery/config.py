@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,7 +31,7 @@ from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import IntervalTrigger, TriggerRegistry
 from goatbeat_celery.core.validation import MIN_EVERY, seconds_problem
 from goatbeat_celery.store import Store, open_store
-from goatbeat_celery.store.url import Backend, backend_of
+from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
 DEFAULT_DATABASE_URL = "sqlite:///goatbeat.sqlite3"
 #: The longest the server lets a session sit idle inside a transaction (seconds).
@@ -48,6 +48,7 @@ _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port
              "metrics_address", "occurrence_hook")
 #: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
 DEFAULT_METRICS_ADDRESS = "127.0.0.1"
+_KNOWN = frozenset(PREFIX + key for key in (*_ENGINE_KEYS, *_OWN_KEYS))
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 _GOATBEAT_ENTRY_KEYS = {
     "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
@@ -79,6 +80,18 @@ class GoatbeatConfig:
                 IDLE_IN_TRANSACTION_MAX, self.engine.seconds("lease_renew_interval"))
         return open_store(self.database_url, **options)
 
+    def store_warning(self) -> str | None:
+        """Why this store does not coordinate replicas on several hosts, if it does not."""
+        if backend_of(self.database_url) is not Backend.SQLITE:
+            return None
+        left_out = ("goatbeat_database_url is not set: "
+                    if self.database_url == DEFAULT_DATABASE_URL else "")
+        path = sqlite_path(self.database_url)
+        return (f"{left_out}schedules and the lease are kept in the SQLite file {path}, which "
+                "coordinates the replicas of this host only: replicas on other hosts would "
+                "each lead and send every task again. Set goatbeat_database_url to a "
+                "PostgreSQL URL to run beat on several hosts.")
+
     def task_allowed(self, task: str) -> bool:
         """Whether an API-created schedule may send ``task`` (all tasks when the setting is
         left out; an empty list is refused when the settings are read)."""
@@ -99,7 +112,7 @@ class LoadedConfig:
 def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
     """Read and validate ``app.conf``; raises ConfigurationError listing every problem."""
     problems: list[str] = []
-    config = read_settings(app.conf, problems)
+    config = read_settings(app.conf, problems, namespace=getattr(app, "namespace", None))
     specs: list[ScheduleSpec] = []
     objects: dict[str, Any] = {}
     registry = base_registry()
@@ -131,14 +144,13 @@ def default_timezone(app: Any) -> str:
     return str(name) if name else "UTC"
 
 
-def read_settings(conf: Mapping[str, Any], problems: list[str]) -> GoatbeatConfig:
-    """``goatbeat_*`` keys of ``conf`` → GoatbeatConfig; problems are appended, not raised."""
-    known = {PREFIX + key for key in (*_ENGINE_KEYS, *_OWN_KEYS)}
-    for key in sorted(k for k in conf.keys() if isinstance(k, str) and k.startswith(PREFIX)):
-        if key not in known:
-            hint = difflib.get_close_matches(key, sorted(known), n=1)
-            suffix = f"; did you mean {hint[0]}?" if hint else ""
-            problems.append(f"{key}: unknown setting{suffix}")
+def read_settings(conf: Mapping[str, Any], problems: list[str], *,
+                  namespace: str | None = None) -> GoatbeatConfig:
+    """``goatbeat_*`` keys of ``conf`` → GoatbeatConfig; problems are appended, not raised.
+
+    ``namespace`` is the app's config namespace (``CELERY`` in a Django project), under which
+    the settings are also read as ``CELERY_GOATBEAT_<NAME>``."""
+    problems.extend(stray_settings(conf.keys(), namespace))
 
     engine_values: dict[str, Any] = {
         key: conf.get(PREFIX + key) for key in _ENGINE_KEYS if conf.get(PREFIX + key) is not None
@@ -205,6 +217,39 @@ def read_settings(conf: Mapping[str, Any], problems: list[str]) -> GoatbeatConfi
     return GoatbeatConfig(database_url=url, engine=engine, allowed_tasks=allowed,
                           statement_timeout=statement_timeout, metrics_port=port,
                           metrics_address=address, occurrence_hook=hook)
+
+
+def stray_settings(keys: Iterable[object], namespace: str | None) -> list[str]:
+    """A problem for every goatbeat-looking setting that goatbeat would not read, naming the
+    spelling that it reads: a database URL set under a name nobody reads would otherwise leave
+    every host on a local file of its own, each one leading.
+
+    Read are ``goatbeat_<name>`` and, with a namespace, ``<NAMESPACE>_GOATBEAT_<NAME>``
+    (``CELERY_GOATBEAT_DATABASE_URL`` next to ``config_from_object(..., namespace="CELERY")``).
+    """
+    names = sorted(key[len(PREFIX):] for key in _KNOWN)
+    upper_prefix = f"{namespace.upper()}_{PREFIX.upper()}" if namespace else None
+    found = []
+    for key in sorted(k for k in keys if isinstance(k, str) and "goatbeat" in k.lower()):
+        if key in _KNOWN or (upper_prefix and key.startswith(upper_prefix)
+                             and key[len(upper_prefix):].lower() in names
+                             and key == key.upper()):
+            continue
+        # What the key would mean with its namespace, prefix and case set aside.
+        bare = key.lower()
+        if namespace and bare.startswith(namespace.lower() + "_"):
+            bare = bare[len(namespace) + 1:]
+        bare = bare[bare.index("goatbeat") + len("goatbeat"):].lstrip("_")
+        match = bare if bare in names else next(
+            iter(difflib.get_close_matches(bare, names, n=1)), None)
+        if match is None:
+            found.append(f"{key}: unknown setting; the goatbeat settings are listed in "
+                         "docs/configuration.md")
+            continue
+        lower = key.startswith(PREFIX) or not upper_prefix
+        spelling = PREFIX + match if lower else f"{upper_prefix}{match.upper()}"
+        found.append(f"{key}: unknown setting; did you mean {spelling}?")
+    return found
 
 
 def _allowed_tasks(value: object, problems: list[str]) -> tuple[str, ...] | None:

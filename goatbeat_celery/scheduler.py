@@ -88,6 +88,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         logger.info("goatbeat: replica %s on %s, lease %r", holder,
                     mask_url(config.database_url), config.engine.lease_name,
                     extra={"action": "started"})
+        warning = config.store_warning()
+        if warning is not None:
+            logger.warning("goatbeat: %s", warning, extra={"action": "one_host_store"})
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         engine = self._engine
@@ -127,8 +130,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
     def info(self) -> str:
         config = self.goatbeat.config
         engine = config.engine
+        scope = " (one host only)" if config.store_warning() else ""
         return (
-            f"    . goatbeat store -> {mask_url(config.database_url)}\n"
+            f"    . goatbeat store -> {mask_url(config.database_url)}{scope}\n"
             f"    . goatbeat lease -> {engine.lease_name!r} ttl {engine.seconds('lease_ttl')}s, "
             f"renew every {engine.seconds('lease_renew_interval')}s\n"
             f"    . goatbeat misfire -> {engine.policy.value}, grace "

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import enum
+import os
+import re
+from urllib.parse import unquote_plus
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -73,25 +76,58 @@ def normalise_url(url: str | URL) -> URL:
 
 
 def mask_url(url: str | URL) -> str:
-    """``url`` with its password replaced by ``***``, for banners, logs and errors."""
+    """``url`` with every password replaced by ``***``, for banners, logs and errors.
+
+    Both places a password can be given are masked: before the host (``user:secret@host``) and
+    as a query parameter (``?password=secret``, any position, any case). The text is masked as
+    written, so a URL that does not parse is masked too, and nothing else in it changes.
+    """
     if isinstance(url, URL):
-        return url.render_as_string(hide_password=True)
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
-        return _mask_by_hand(url)
-    if parsed.password is None:
-        return url
-    return parsed.render_as_string(hide_password=True)
+        return _mask_query(url.render_as_string(hide_password=True))
+    return _mask_query(_mask_userinfo(url))
 
 
-def _mask_by_hand(url: str) -> str:
-    # Unparseable URLs still must not leak a password in an error message.
-    scheme, sep, rest = url.partition("://")
-    if not sep:
+#: Query parameters that carry a secret (libpq's ``password`` and ``sslpassword``).
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+
+# ``scheme://user:password@rest``, read as SQLAlchemy reads it: the user name stops at ``:`` or
+# ``/``, the password runs to the first ``@``.
+_USERINFO = re.compile(r"(?P<head>[^:/?#]+://[^:/]*:)(?P<password>[^@]*)@(?P<rest>.*)", re.S)
+# Where the host ends, for a password whose own ``@`` was not percent-encoded.
+_HOST_END = re.compile(r"[/?]")
+# One ``key=value`` of a query; ``;`` is split on too, so masking errs on the side of more.
+_QUERY_PARAMETER = re.compile(r"(?P<lead>[?&;])(?P<key>[^=&;]*)=(?P<value>[^&;]*)")
+
+
+def _mask_userinfo(url: str) -> str:
+    match = _USERINFO.match(url)
+    if match is None:
         return url
-    credentials, at, host = rest.rpartition("@")
-    if not at or ":" not in credentials:
+    rest = match["rest"]
+    # SQLAlchemy ends the password at its first "@"; an unencoded "@" in the password leaves
+    # the remainder in front of the host, so mask up to the host's own "@".
+    host_end = _HOST_END.search(rest)
+    host = rest if host_end is None else rest[:host_end.start()]
+    if "@" in host:
+        rest = rest[host.rindex("@") + 1:]
+    return f"{match['head']}***@{rest}"
+
+
+def _mask_query(url: str) -> str:
+    def masked(match: re.Match[str]) -> str:
+        # Keys are compared as the driver receives them: decoded, whatever their case.
+        if unquote_plus(match["key"]).strip().lower() in _SECRET_PARAMETERS:
+            return f"{match['lead']}{match['key']}=***"
+        return match[0]
+
+    if "?" not in url:
         return url
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}"
+    head, sep, query = url.partition("?")
+    return head + _QUERY_PARAMETER.sub(masked, sep + query)
+
+
+def sqlite_path(url: str) -> str:
+    """The absolute path of a SQLite URL's file (a relative one starts from the working
+    directory), for messages that tell an operator which file is used."""
+    database = make_url(url).database or ""
+    return os.path.abspath(database)

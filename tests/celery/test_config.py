@@ -228,3 +228,45 @@ def test_config_intervals_must_be_finite_and_at_least_a_second(every: float):
     with pytest.raises(ConfigurationError) as raised:
         load(app)
     assert "beat_schedule['job'].schedule" in str(raised.value)
+
+
+# -- settings under names goatbeat does not read -------------------------------------------
+
+class DjangoSettings:
+    """What a Django project's settings module holds, read with namespace="CELERY"."""
+
+    CELERY_BROKER_URL = "memory://"
+
+
+def django_app(**settings: object) -> Celery:
+    source = type("Settings", (DjangoSettings,), settings)
+    app = Celery("django", set_as_current=False)
+    app.config_from_object(source, namespace="CELERY")
+    return app
+
+
+def test_the_namespaced_spelling_is_read_in_a_django_project():
+    loaded = load(django_app(CELERY_GOATBEAT_DATABASE_URL="sqlite:///django.db",
+                             CELERY_GOATBEAT_LEASE_TTL=9, CELERY_GOATBEAT_LEASE_RENEW_INTERVAL=3))
+    assert loaded.config.database_url == "sqlite:///django.db"
+    assert loaded.config.engine.ttl == timedelta(seconds=9)
+
+
+@pytest.mark.parametrize(("key", "spelling"), [
+    ("GOATBEAT_DATABASE_URL", "CELERY_GOATBEAT_DATABASE_URL"),
+    ("CELERY_GOATBEAT_DATABSE_URL", "CELERY_GOATBEAT_DATABASE_URL"),
+    ("CELERY_goatbeat_database_url", "CELERY_GOATBEAT_DATABASE_URL"),
+    ("goatbeat_databse_url", "goatbeat_database_url"),
+], ids=str)
+def test_a_goatbeat_setting_that_is_not_read_is_an_error_naming_the_spelling_read(
+        key: str, spelling: str):
+    with pytest.raises(ConfigurationError) as raised:
+        load(django_app(**{key: "postgresql://db/app"}))
+    assert f"{key}: unknown setting; did you mean {spelling}?" in raised.value.problems
+
+
+def test_an_uppercase_setting_outside_any_namespace_is_an_error():
+    with pytest.raises(ConfigurationError) as raised:
+        load(make_app(GOATBEAT_DATABASE_URL="postgresql://db/app"))
+    assert raised.value.problems == (
+        "GOATBEAT_DATABASE_URL: unknown setting; did you mean goatbeat_database_url?",)

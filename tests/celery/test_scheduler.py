@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from celery import Celery
 
+from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
 from goatbeat_celery.scheduler import Scheduler
 from goatbeat_celery.store import open_store
@@ -163,3 +164,27 @@ def test_a_sqlalchemy_broker_accepts_messages_from_the_scheduler(tmp_path: Path,
         assert all(e.last_error is None for e in store.executions(schedule_name="s"))
     finally:
         scheduler.close()
+
+
+def test_a_sqlite_store_says_at_start_and_in_the_banner_that_it_serves_one_host(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)  # the default file is made in the working directory
+    app = Celery("onehost", broker="memory://", set_as_current=False)
+    with caplog.at_level("WARNING", logger="goatbeat_celery.scheduler"):
+        scheduler = Scheduler(app)
+        try:
+            banner = scheduler.info
+        finally:
+            scheduler.close()
+
+    [warning] = [r for r in caplog.records if getattr(r, "action", None) == "one_host_store"]
+    message = warning.getMessage()
+    assert "goatbeat_database_url is not set" in message
+    assert str(tmp_path / "goatbeat.sqlite3") in message
+    assert "(one host only)" in banner
+
+
+def test_a_postgresql_store_gives_no_one_host_warning(pg_url: str) -> None:
+    assert GoatbeatConfig(database_url=pg_url).store_warning() is None
+    assert "several hosts" in (GoatbeatConfig(database_url="sqlite:///x.db").store_warning()
+                               or "")
