@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -51,6 +51,10 @@ _OPTION_OF = {
 class CommandError(click.ClickException):
     """A failure reported to the operator as one message and a non-zero exit status."""
 
+    def __init__(self, message: str) -> None:
+        # Messages quote names and driver errors: escaped like all text output.
+        super().__init__(views.shown(message, keep_newlines=True))
+
 
 class DatabaseUnavailable(CommandError):
     exit_code = EX_UNAVAILABLE
@@ -80,18 +84,39 @@ def _option_names(problem: str) -> str:
     return _FIELD_WORDS.sub(lambda m: _OPTION_OF[m.group(1)], problem)
 
 
+#: Keywords of ``Schedules.update`` → the option of ``edit`` that sets each.
+_EDIT_OPTION = {
+    "every": "--every", "cron": "--cron", "at": "--at", "task": "--task", "args": "--args",
+    "kwargs": "--kwargs", "options": "--queue", "misfire_policy": "--misfire-policy",
+    "misfire_grace": "--misfire-grace", "max_catchup": "--max-catchup", "offset": "--offset",
+    "jitter": "--jitter",
+}
+#: The API's advice for a damaged row: "edit it giving args, misfire_policy anew".
+_REPAIR_HINT = re.compile(r"(?<=\bgiving )[a-z_]+(?:, [a-z_]+)*(?= anew\b)")
+
+
+def _edit_options(problem: str) -> str:
+    """The API's repair advice in the options an operator types (``args`` → ``--args``)."""
+    return _REPAIR_HINT.sub(lambda m: ", ".join(_EDIT_OPTION.get(word, word)
+                                                for word in m[0].split(", ")), problem)
+
+
 @contextmanager
-def reported(*, as_options: bool = False) -> Iterator[None]:
+def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Iterator[None]:
     """goatbeat's errors as click errors: a clear message and a non-zero exit status.
 
-    With ``as_options``, problems about schedule fields name the command-line options instead.
+    With ``as_options``, problems about schedule fields name the command-line options instead,
+    except those in ``stored``: the damage of the row being edited, which describes what the
+    database holds, not what was typed.
     """
     try:
         yield
     except ScheduleNotFound as exc:
         raise CommandError(f"{exc}; `{LIST_COMMAND}` shows the schedules") from exc
     except ConfigurationError as exc:
-        problems = [_option_names(p) for p in exc.problems] if as_options else exc.problems
+        problems = [_edit_options(p) for p in exc.problems]
+        if as_options:
+            problems = [p if p in stored else _option_names(p) for p in problems]
         raise CommandError(str(ConfigurationError(problems, subject=exc.subject))) from exc
     except ScheduleConflict as exc:
         raise CommandError(str(exc)) from exc
@@ -151,8 +176,13 @@ def emit(data: Any) -> None:
     click.echo(views.document(data))
 
 
+def say(text: str) -> None:
+    """Print one line for people, user data in it escaped."""
+    click.echo(views.shown(text))
+
+
 def warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    click.echo(f"warning: {views.shown(message)}", err=True)
 
 
 def warn_config_source(schedule: Schedule, consequence: str) -> None:
@@ -168,7 +198,7 @@ def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
         emit(views.schedule_json(schedule, defaults))
         return
     if headline:
-        click.echo(headline)
+        say(headline)
     with reported():
         now = schedules.store.now()
     click.echo(views.fields(views.schedule_fields(schedule, defaults, now)))
@@ -340,7 +370,8 @@ def goatbeat(ctx: click.Context) -> None:
 @json_option
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Who leads (lease holder, token, expiry by the database clock) and submission lag."""
+    """Who leads (lease holder, token, expiry by the database clock), submission lag, and the
+    schedules the leader has set aside."""
     with opened(ctx) as schedules, reported():
         lease_name = schedules.config.engine.lease_name
         info = lease_manager(schedules).inspect(lease_name)
@@ -348,6 +379,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         pending = store.oldest_pending()
         now = store.now()
         next_due = store.due_schedules(1).next_due_at
+        set_aside = store.list_schedules(set_aside=True)
         url = masked_url(schedules)
     lag = None if pending is None else (now - pending.due_at).total_seconds()
     lease = views.lease_json(lease_name, info)
@@ -362,6 +394,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
                 "lag_seconds": lag,
             },
             "next_due_at": views.iso(next_due),
+            "set_aside": views.set_aside_json(set_aside),
         })
         return
     expiry = views.NONE
@@ -369,7 +402,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         expiry = views.relative(info.expires_at, info.store_now)
         if not info.held:
             expiry += " expired"
-    pairs = [
+    pairs: list[tuple[str, views.Value]] = [
         ("database", url),
         ("database clock", views.when(now)),
         ("lease", lease_name),
@@ -382,6 +415,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
          f"{pending.key} due {views.when(pending.due_at)}, "
          f"{views.human_seconds(lag or 0.0)} late, {pending.attempts} attempt(s)"),
         ("next due", views.relative(next_due, now)),
+        ("set aside", views.set_aside_lines(set_aside, LIST_COMMAND)),
     ]
     if info is None:
         pairs[3] = ("held", "no (no replica has taken this lease yet)")
@@ -394,19 +428,24 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--source", type=click.Choice([s.value for s in ScheduleSource]),
               help="Only schedules from beat_schedule (config) or created here or in code (api).")
 @click.option("--prefix", metavar="TEXT", help="Only names starting with TEXT.")
+@click.option("--set-aside", "set_aside", is_flag=True,
+              help="Only schedules the leader set aside, or that cannot be read as stored.")
 @json_option
 @click.pass_context
 def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: str | None,
-          as_json: bool) -> None:
+          set_aside: bool, as_json: bool) -> None:
     """The schedules, with trigger, zone, next and last run, state, source and policy."""
     with opened(ctx) as schedules, reported():
         found = schedules.list(enabled=enabled, source=source, prefix=prefix)
+    if set_aside:
+        # Judged on the rows read, so a damaged row the leader has not yet seen is listed too.
+        found = [s for s in found if s.set_aside]
     defaults = schedules.config.engine
     if as_json:
         emit([views.schedule_json(s, defaults) for s in found])
     elif not found:
-        click.echo("no schedules match" if any(v is not None for v in (enabled, source, prefix))
-                   else "no schedules yet")
+        filtered = set_aside or any(v is not None for v in (enabled, source, prefix))
+        click.echo("no schedules match" if filtered else "no schedules yet")
     else:
         click.echo(views.table(views.SCHEDULE_COLUMNS,
                                [views.schedule_row(s, defaults) for s in found]))
@@ -456,8 +495,9 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
     if paused is None and all(value is None for value in given.values()):
         raise click.UsageError("nothing to change: give at least one option (see --help)")
     with opened(ctx) as schedules:
-        with reported(as_options=True):
+        with reported():
             current = schedules.get(name)
+        with reported(as_options=True, stored=current.damage):
             trigger = trigger_choice(given, required=False, current=current)
             changes = spec_changes(given, current)
             enabled = None if paused is None else not paused
@@ -503,16 +543,16 @@ def remove(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
         with reported():
             schedule = schedules.get(name)
         if not yes:
-            click.confirm(f"Remove schedule {name!r} "
-                          f"({views.describe_trigger(schedule.spec.trigger)}, "
-                          f"{schedule.spec.task})?", abort=True, err=True)
+            click.confirm(views.shown(f"Remove schedule {name!r} "
+                                      f"({views.describe_trigger(schedule.spec.trigger)}, "
+                                      f"{schedule.spec.task})?"), abort=True, err=True)
         with reported():
             schedules.delete(name)
         warn_config_source(schedule, "creates it again")
     if as_json:
         emit({"removed": name})
     else:
-        click.echo(f"removed {name!r}")
+        say(f"removed {name!r}")
 
 
 @goatbeat.command(name="run-now", cls=CeleryCommand)
@@ -531,7 +571,7 @@ def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
     if as_json:
         emit(views.execution_json(execution))
     else:
-        click.echo(f"queued {execution.key!r}; the leader sends it with task id {execution.key}")
+        say(f"queued {execution.key!r}; the leader sends it with task id {execution.key}")
 
 
 @goatbeat.command(cls=CeleryCommand)
@@ -547,7 +587,7 @@ def history(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
     if as_json:
         emit([views.execution_json(e) for e in executions])
     elif not executions:
-        click.echo(f"no executions of {name!r} yet")
+        say(f"no executions of {name!r} yet")
     else:
         click.echo(views.table(views.EXECUTION_COLUMNS,
                                [views.execution_row(e) for e in executions]))
@@ -588,9 +628,9 @@ def migrate(ctx: click.Context, as_json: bool) -> None:
         emit({"database": shown, "from": before, "to": after, "head": head,
               "upgraded": before != after})
     elif before == after:
-        click.echo(f"{shown}: already at revision {after} (head); nothing to do")
+        say(f"{shown}: already at revision {after} (head); nothing to do")
     else:
-        click.echo(f"{shown}: upgraded from {before or 'base (no tables)'} to {after} (head)")
+        say(f"{shown}: upgraded from {before or 'base (no tables)'} to {after} (head)")
 
 
 def _known_revisions(config: Any) -> set[str]:
@@ -615,10 +655,11 @@ def check(ctx: click.Context, as_json: bool) -> None:
         width = max(len(c.name) for c in results)
         for result in results:
             label = {"fail": "FAIL"}.get(result.outcome.value, result.outcome.value)
-            first, *rest = result.detail.splitlines() or [""]
-            click.echo(f"{label:<4}  {result.name:<{width}}  {first}")
+            # Details are lines joined here; what they quote (entry names, errors) is escaped.
+            first, *rest = result.detail.split("\n")
+            say(f"{label:<4}  {result.name:<{width}}  {first}")
             for line in rest:
-                click.echo(f"{'':<4}  {'':<{width}}  {line}")
+                say(f"{'':<4}  {'':<{width}}  {line}")
         click.echo("all checks passed" if not failures else
                    f"{len(failures)} check(s) failed")
     if failures:

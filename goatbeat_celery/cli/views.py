@@ -2,19 +2,59 @@
 
 Instants are shown in UTC: ``2026-11-29T21:40:02Z`` in tables, full ISO-8601 in JSON.
 Durations are seconds in JSON and ``1h30m`` / ``2.5s`` in tables.
+
+Names, tasks, reasons and errors are data a user chose (or a row edited by hand): text output
+passes every one of them through :func:`shown`, so a control or bidirectional character can
+neither move the cursor nor reorder what the operator reads. JSON output keeps the data exact,
+with every character outside ASCII escaped.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard, Union
 
 from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, TriggerSpec
 from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.validation import hidden_characters
 
 NONE = "-"
+
+#: A value in :func:`fields`: one line, or several (each shown on its own line).
+Value = Union[str, tuple[str, ...]]
+
+#: Most set-aside schedules ``status`` names.
+SET_ASIDE_SHOWN = 10
+
+
+# -- escaping ---------------------------------------------------------------------------------
+_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def shown(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` fit for a terminal: each character it would not show as itself (control,
+    format and bidirectional characters such as ``U+202E``, line separators) written as a Python
+    escape (``\\n``, ``\\x1b``, ``\\u202e``). With ``keep_newlines``, ``\\n`` still breaks the
+    line (for multi-line messages built here, never for user data)."""
+    if text.isprintable():  # the common case: no such character at all
+        return text
+    if keep_newlines:
+        return "\n".join(shown(line) for line in text.split("\n"))
+    return "".join(_escape(char) if hidden_characters(char) else char for char in text)
 
 
 # -- scalars ----------------------------------------------------------------------------------
@@ -40,6 +80,8 @@ def seconds(value: timedelta | None) -> float | None:
 
 def human_seconds(value: float) -> str:
     """``90`` → ``1m30s``, ``0.25`` → ``0.25s``, ``86400`` → ``1d``."""
+    if not math.isfinite(value):  # a hand-edited row may hold NaN or infinity
+        return f"{value}s"
     if value < 0:
         return "-" + human_seconds(-value)
     whole = int(value)
@@ -69,42 +111,74 @@ def relative(instant: datetime | None, now: datetime) -> str:
 
 
 def compact_json(value: Any) -> str:
-    return json.dumps(value, separators=(", ", ": "), sort_keys=True, ensure_ascii=False)
+    """``value`` as one line of JSON for a table (``repr`` for what JSON cannot hold)."""
+    try:
+        return json.dumps(value, separators=(", ", ": "), sort_keys=True, ensure_ascii=False,
+                          default=repr)
+    except (TypeError, ValueError):  # keys that do not sort, or a value that holds itself
+        return repr(value)
 
 
 def document(value: Any) -> str:
-    """A ``--json`` document."""
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """A ``--json`` document: the exact data, ASCII only (``\\u202e``, never the character);
+    ``repr`` for a value JSON cannot hold (none comes from a store)."""
+    return json.dumps(value, indent=2, ensure_ascii=True, default=repr)
 
 
 # -- triggers ---------------------------------------------------------------------------------
 def describe_trigger(trigger: TriggerSpec) -> str:
     """A short description from the stored parameters (no trigger object needed, so schedules
-    whose trigger only a beat replica can build are still shown)."""
-    params = trigger.params
+    whose trigger only a beat replica can build are still shown).
+
+    Never raises: parameters of unexpected types, and the stand-in for a trigger that could not
+    be read (kind ``invalid``), are shown as stored."""
+    kind, params = trigger.kind, _params(trigger)
     every = params.get("every")
-    if trigger.kind == "interval" and isinstance(every, (int, float)):
+    if kind == "interval" and _finite_number(every):
         return f"every {human_seconds(float(every))}"
-    if trigger.kind == "cron":
-        text = f"cron {params.get('expression')}"
+    expression = params.get("expression")
+    if kind == "cron" and isinstance(expression, str):
+        text = f"cron {expression}"
         if params.get("day_or") is False:
             text += " (day of month and day of week)"
         return text
-    if trigger.kind == "once":
-        at = params.get("at")
-        try:
-            return f"once at {when(datetime.fromisoformat(str(at)))}"
-        except ValueError:
-            return f"once at {at}"
-    if trigger.kind == "celery":
+    at = params.get("at")
+    if kind == "once" and isinstance(at, str):
+        return f"once at {_instant_text(at)}"
+    if kind == "celery" and ("repr" in params or "entry" in params):
         return f"celery {params.get('repr', params.get('entry'))}"
-    return f"{trigger.kind} {compact_json(dict(params))}"
+    return f"{kind} {compact_json(dict(params))}"
+
+
+def _params(trigger: TriggerSpec) -> Mapping[str, Any]:
+    # A TriggerSpec built by hand may hold anything; the stores only ever give a mapping.
+    params: object = trigger.params
+    return params if isinstance(params, Mapping) else {}
+
+
+def _finite_number(value: object) -> TypeGuard[int | float]:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _instant_text(text: str) -> str:
+    """An ISO-8601 instant as tables show it, or the text as stored if it is none."""
+    try:
+        instant = datetime.fromisoformat(text)
+        return when(instant) if instant.tzinfo is not None else text
+    except (ValueError, OverflowError):  # not an instant, or beyond year 1..9999 in UTC
+        return text
 
 
 def zone_of(trigger: TriggerSpec) -> str | None:
     """The zone a trigger is evaluated in; intervals and instants have none."""
-    zone = trigger.params.get("timezone") if trigger.kind == "cron" else None
+    zone = _params(trigger).get("timezone") if trigger.kind == "cron" else None
     return None if zone is None else str(zone)
+
+
+def trigger_json(trigger: TriggerSpec) -> dict[str, Any]:
+    """The trigger as stored: its kind and parameters."""
+    return {"kind": trigger.kind, **_params(trigger)}
 
 
 # -- schedules --------------------------------------------------------------------------------
@@ -114,7 +188,7 @@ def schedule_json(schedule: Schedule, defaults: Settings) -> dict[str, Any]:
     return {
         "name": spec.name,
         "task": spec.task,
-        "trigger": spec.trigger.to_json(),
+        "trigger": trigger_json(spec.trigger),
         "description": describe_trigger(spec.trigger),
         "timezone": zone_of(spec.trigger),
         "args": list(spec.args),
@@ -139,6 +213,11 @@ def schedule_json(schedule: Schedule, defaults: Settings) -> dict[str, Any]:
         "version": schedule.version,
         "created_at": iso(schedule.created_at),
         "updated_at": iso(schedule.updated_at),
+        "set_aside": schedule.set_aside,
+        "fault": schedule.fault,
+        "fault_at": iso(schedule.fault_at),
+        "faults": schedule.faults,
+        "damage": list(schedule.damage),
     }
 
 
@@ -155,7 +234,15 @@ def misfire_text(schedule: Schedule, defaults: Settings) -> str:
     return policy.value if policy is not None else f"default ({defaults.policy.value})"
 
 
-SCHEDULE_COLUMNS = ("NAME", "TASK", "TRIGGER", "ZONE", "NEXT RUN", "LAST RUN", "ENABLED",
+def state_text(schedule: Schedule) -> str:
+    """``enabled``, ``paused`` or ``set aside`` (enabled, but not run until its fault clears);
+    a paused row that cannot be read as stored is ``paused, damaged``."""
+    if not schedule.spec.enabled:
+        return "paused, damaged" if schedule.damage else "paused"
+    return "set aside" if schedule.set_aside else "enabled"
+
+
+SCHEDULE_COLUMNS = ("NAME", "TASK", "TRIGGER", "ZONE", "NEXT RUN", "LAST RUN", "STATE",
                     "SOURCE", "MISFIRE")
 
 
@@ -163,12 +250,11 @@ def schedule_row(schedule: Schedule, defaults: Settings) -> tuple[str, ...]:
     spec = schedule.spec
     return (spec.name, spec.task, describe_trigger(spec.trigger), zone_of(spec.trigger) or NONE,
             when(schedule.next_run_at), when(schedule.last_occurrence_at),
-            "yes" if spec.enabled else "paused", spec.source.value,
-            misfire_text(schedule, defaults))
+            state_text(schedule), spec.source.value, misfire_text(schedule, defaults))
 
 
 def schedule_fields(schedule: Schedule, defaults: Settings,
-                    now: datetime | None) -> list[tuple[str, str]]:
+                    now: datetime | None) -> list[tuple[str, Value]]:
     """Every detail of one schedule, as ``(label, value)`` lines for :func:`fields`."""
     spec = schedule.spec
     shift = NONE
@@ -192,6 +278,7 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         ("kwargs", compact_json(dict(spec.kwargs))),
         ("options", compact_json(dict(spec.options))),
         ("enabled", "yes" if spec.enabled else "no (paused)"),
+        *fault_fields(schedule, at),
         ("source", spec.source.value),
         ("misfire policy", misfire_text(schedule, defaults)),
         ("misfire grace", grace if spec.misfire_grace is not None else f"default ({grace})"),
@@ -207,6 +294,48 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         ("created", when(schedule.created_at)),
         ("updated", when(schedule.updated_at)),
     ]
+
+
+def fault_fields(schedule: Schedule,
+                 at: Callable[[datetime | None], str]) -> list[tuple[str, Value]]:
+    """Why a schedule is set aside, since when, how many times in a row and when the leader
+    looks at it again; and which stored columns could not be read. None for a healthy one."""
+    pairs: list[tuple[str, Value]] = []
+    if schedule.fault is not None:
+        pairs += [
+            ("set aside", schedule.fault),
+            ("set aside since", at(schedule.fault_at)),
+            ("times in a row", str(schedule.faults)),
+            ("retry at", at(schedule.next_run_at)),
+        ]
+    elif schedule.damage and schedule.spec.enabled:
+        pairs.append(("set aside", "not yet: the leader sets it aside when it next reads it"))
+    if schedule.damage:
+        pairs.append(("damage", tuple(schedule.damage)))
+    return pairs
+
+
+def set_aside_json(schedules: Sequence[Schedule]) -> dict[str, Any]:
+    """How many schedules are set aside, and the first :data:`SET_ASIDE_SHOWN` of them."""
+    return {"count": len(schedules), "schedules": [
+        {"name": s.name, "fault": s.fault, "fault_at": iso(s.fault_at), "faults": s.faults,
+         "retry_at": iso(s.next_run_at), "damage": list(s.damage)}
+        for s in schedules[:SET_ASIDE_SHOWN]
+    ]}
+
+
+def set_aside_lines(schedules: Sequence[Schedule], list_command: str) -> Value:
+    """The ``set aside`` value of ``status``: a count, then one ``name: reason`` line each."""
+    if not schedules:
+        return "none"
+    noun = "schedule" if len(schedules) == 1 else "schedules"
+    lines = [f"{len(schedules)} {noun}"]
+    lines.extend(f"{s.name}: {s.fault or ', '.join(s.damage)}"
+                 for s in schedules[:SET_ASIDE_SHOWN])
+    more = len(schedules) - SET_ASIDE_SHOWN
+    if more > 0:
+        lines.append(f"and {more} more: `{list_command} --set-aside` lists them all")
+    return tuple(lines)
 
 
 # -- executions -------------------------------------------------------------------------------
@@ -261,21 +390,23 @@ def lease_json(name: str, info: LeaseInfo | None) -> dict[str, Any]:
 
 # -- layout -----------------------------------------------------------------------------------
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns two spaces apart; no trailing spaces."""
-    widths = [max([len(header), *(len(row[i]) for row in rows)])
-              for i, header in enumerate(headers)]
+    """Left-aligned columns two spaces apart; no trailing spaces; every cell :func:`shown`."""
+    lines = [[shown(cell) for cell in line] for line in (headers, *rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in (headers, *rows)
+        for line in lines
     )
 
 
-def fields(pairs: Sequence[tuple[str, str]]) -> str:
-    """``label  value`` lines with the values aligned; later lines of a value are indented."""
-    width = max(len(label) for label, _ in pairs)
+def fields(pairs: Sequence[tuple[str, Value]]) -> str:
+    """``label  value`` lines with the values aligned, each :func:`shown` (a newline in a value
+    is escaped); a value given as a tuple is one line per item, the later ones indented."""
+    width = max(len(shown(label)) for label, _ in pairs)
     lines: list[str] = []
     for label, value in pairs:
-        first, *rest = value.splitlines() or [""]
-        lines.append(f"{label.ljust(width)}  {first}".rstrip())
+        first, *rest = [shown(line) for line in
+                        ((value,) if isinstance(value, str) else value)] or [""]
+        lines.append(f"{shown(label).ljust(width)}  {first}".rstrip())
         lines.extend(f"{'':{width}}  {line}".rstrip() for line in rest)
     return "\n".join(lines)

@@ -19,12 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from celery.bin.celery import celery
 from click.testing import CliRunner, Result
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.model import UTC, ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.model import (
+    UTC,
+    LeaseGrant,
+    ScheduleSource,
+    ScheduleSpec,
+    SetAside,
+    TriggerSpec,
+)
 from goatbeat_celery.store import Store, open_store
+from goatbeat_celery.store.schema import SCHEDULE_TABLE
 from tests.conftest import empty_database
 
 CONF_VARIABLE = "GOATBEAT_CLI_TEST_CONF"
@@ -169,3 +178,66 @@ def field_lines(output: str) -> dict[str, str]:
         if sep:
             pairs[label.strip()] = value.strip()
     return pairs
+
+
+def field_values(output: str) -> dict[str, list[str]]:
+    """Parse ``label  value`` lines, a value's continuation lines (indented) joining its list."""
+    pairs: dict[str, list[str]] = {}
+    label = ""
+    for line in output.splitlines():
+        head, sep, value = line.partition("  ")
+        if not sep:
+            continue
+        if head.strip():
+            label = head.strip()
+            pairs[label] = [value.strip()]
+        else:
+            pairs[label].append(value.strip())
+    return pairs
+
+
+#: Column values of a valid row, as the text PostgreSQL reads for each column's type.
+_ROW_DEFAULTS: dict[str, Any] = {
+    "task": "proj.tasks.tick", "args": "[]", "kwargs": "{}", "options": "{}",
+    "trigger": '{"kind": "interval", "every": 60}', "timezone": None, "misfire_policy": None,
+    "misfire_grace_seconds": None, "max_catchup": None, "offset_seconds": None,
+    "jitter_seconds": None, "enabled": True, "source": "api", "spec_hash": "written by hand",
+    "total_runs": 0, "total_missed": 0, "version": 1,
+}
+_ROW_CASTS = {"args": "jsonb", "kwargs": "jsonb", "options": "jsonb", "trigger": "jsonb",
+              "misfire_grace_seconds": "double precision", "offset_seconds": "double precision",
+              "jitter_seconds": "double precision"}
+
+
+def insert_row(engine: sa.Engine, name: str, **columns: Any) -> None:
+    """A schedule row written with raw SQL, as an operator editing the table by hand would:
+    ``columns`` replace a valid row's values, given as text cast to the column's type (so
+    ``args="5"`` stores the JSON number 5 and ``misfire_grace_seconds="NaN"`` a NaN). Its next
+    run is a minute away."""
+    values = {**_ROW_DEFAULTS, **columns, "name": name}
+    names = list(values)
+    placeholders = [f"CAST(:{column} AS {_ROW_CASTS[column]})" if column in _ROW_CASTS
+                    else f":{column}" for column in names]
+    with engine.begin() as connection:
+        connection.execute(sa.text(
+            f"INSERT INTO {SCHEDULE_TABLE} ({', '.join(names)}, next_occurrence_at, "
+            f"next_run_at, created_at, updated_at) VALUES ({', '.join(placeholders)}, "
+            "now() + interval '60 seconds', now() + interval '60 seconds', now(), now())"
+        ), values)
+
+
+def leader(store: Store) -> LeaseGrant:
+    """The default lease, taken as a beat replica takes it."""
+    grant = store.acquire("default", "replica-a", timedelta(seconds=30))
+    assert grant is not None
+    return grant
+
+
+def set_aside(store: Store, name: str, reason: str, *, retry_in: float = 30,
+              times: int = 1) -> None:
+    """Set ``name`` aside ``times`` times in a row, as the leader does."""
+    grant = leader(store)
+    for _ in range(times):
+        retry_at = store.now() + timedelta(seconds=retry_in)
+        entry = SetAside(schedule_name=name, version=None, reason=reason, retry_at=retry_at)
+        assert store.set_aside([entry], lease=grant) == [name]

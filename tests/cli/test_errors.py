@@ -87,7 +87,7 @@ def test_an_invalid_edit_changes_nothing(cli: Cli, store: Store) -> None:
 
     result = cli.fails("edit", "poll", "--every", "30", "--offset", "45")
 
-    assert "--offset must be shorter than the interval" in result.stderr
+    assert "--offset: must be shorter than the interval" in result.stderr
     assert store.get_schedule("poll") == before
 
 

@@ -130,10 +130,10 @@ def test_list_shows_each_schedule_with_trigger_zone_runs_state_source_and_policy
     report = rows["report"]
     assert (report["TASK"], report["TRIGGER"], report["ZONE"]) == (
         "proj.report", "cron 0 7 * * *", "Europe/Paris")
-    assert (report["ENABLED"], report["SOURCE"], report["MISFIRE"]) == ("yes", "api", "skip")
+    assert (report["STATE"], report["SOURCE"], report["MISFIRE"]) == ("enabled", "api", "skip")
     assert report["NEXT RUN"] == _table_instant(store.get_schedule("report").next_run_at)
     assert report["LAST RUN"] == "-"
-    assert (rows["poll"]["ENABLED"], rows["poll"]["NEXT RUN"]) == ("paused", "-")
+    assert (rows["poll"]["STATE"], rows["poll"]["NEXT RUN"]) == ("paused", "-")
     assert rows["poll"]["MISFIRE"] == "default (latest)"
     assert rows["from-config"]["SOURCE"] == "config"
 
