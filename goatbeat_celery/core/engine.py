@@ -537,8 +537,14 @@ class Engine:
                 return
             if not pending:
                 return
-            logger.info("resubmitting %d claimed occurrences under their keys", len(pending),
-                        extra={"action": "resubmit"})
+            # A manual run is queued as a claim for the leader to send: its first send is no
+            # resubmission after a crash.
+            manual = sum(1 for d in pending if d.execution.manual and d.execution.attempts <= 1)
+            if manual:
+                logger.info("sending %d manual runs", manual, extra={"action": "manual_run"})
+            if len(pending) > manual:
+                logger.info("resubmitting %d claimed occurrences under their keys",
+                            len(pending) - manual, extra={"action": "resubmit"})
             if not self._submit(pending, grant) or len(pending) < batch_size:
                 return
 

@@ -12,6 +12,9 @@ application keeps in the same database, and only goatbeat's tables are ever look
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,8 @@ from goatbeat_celery.core.errors import SchemaOutOfDate
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import metadata
 from goatbeat_celery.store.url import mask_url
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "MIGRATE_COMMAND",
@@ -84,17 +89,35 @@ def _run(url_or_engine: str | sa.Engine, action: str, revision: str) -> None:
     engine, owned = _engine(url_or_engine)
     try:
         with translated(f"migrate ({action} {revision})", mask_url(engine.url)):
-            with engine.begin() as connection:
+            with engine.begin() as connection, _alembic_quiet():
                 if connection.dialect.name == "postgresql":
                     connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_ADVISORY_LOCK_ID)))
+                before = _read_revision(connection)
                 config = alembic_config(connection)
                 if action == "upgrade":
                     command.upgrade(config, revision)
                 else:
                     command.downgrade(config, revision)
+                after = _read_revision(connection)
+        if before != after:
+            logger.info("goatbeat schema of %s: %s -> %s", mask_url(engine.url),
+                        before or "base", after or "base", extra={"action": "migrated"})
     finally:
         if owned:
             engine.dispose()
+
+
+@contextmanager
+def _alembic_quiet() -> Iterator[None]:
+    """Keep Alembic's own INFO lines ("Context impl …", "Running upgrade …") out of the
+    application's log: one line of ours says what changed."""
+    alembic_logger = logging.getLogger("alembic")
+    level = alembic_logger.level
+    alembic_logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        alembic_logger.setLevel(level)
 
 
 def upgrade(url_or_engine: str | sa.Engine, revision: str = "head") -> None:

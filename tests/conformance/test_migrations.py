@@ -6,6 +6,7 @@ fresh SQLite file. PostgreSQL must be reachable; these tests fail, never skip, w
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import uuid
@@ -289,3 +290,15 @@ def test_concurrent_upgrades_of_a_clean_postgres_database_both_succeed(
 def test_memory_store_has_no_schema_to_migrate() -> None:
     with pytest.raises(ConfigurationError, match="database_url"):
         upgrade("memory://")
+
+
+def test_a_migration_logs_one_line_of_its_own_and_none_of_alembics(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    url = f"sqlite:///{tmp_path / 'quiet.db'}"
+    with caplog.at_level(logging.DEBUG):
+        upgrade(url)
+        upgrade(url)  # already at head: nothing to say
+
+    assert [r.name for r in caplog.records if r.name.startswith("alembic")] == []
+    [line] = [r for r in caplog.records if getattr(r, "action", None) == "migrated"]
+    assert line.getMessage().endswith(f"base -> {head_revision()}")

@@ -341,3 +341,17 @@ def test_a_config_row_equal_to_the_entry_is_sent_whatever_the_allow_list(world: 
     engine.tick()
 
     assert submitter.keys == [idempotency_key("cleanup", minute(1))]
+
+
+def test_a_manual_run_is_logged_as_one_not_as_a_resubmission(
+        world: World, caplog: pytest.LogCaptureFixture) -> None:
+    world.create("report", next_at=minute(60))
+    engine = world.replica("a")
+    engine.tick()
+    world.store.request_run("report")
+
+    with caplog.at_level(logging.INFO, logger="goatbeat_celery.core.engine"):
+        engine.tick()
+
+    actions = [getattr(r, "action", None) for r in caplog.records]
+    assert "manual_run" in actions and "resubmit" not in actions
