@@ -170,3 +170,17 @@ def test_a_port_in_use_is_a_configuration_error_naming_the_setting() -> None:
     [problem] = caught.value.problems
     assert problem.startswith("goatbeat_metrics_port:")
     assert f"127.0.0.1:{port}" in problem
+
+
+def test_a_schedule_set_aside_is_counted(
+        replicas: Replicas, clock: ManualClock, exporters: Exporters) -> None:
+    exporter = exporters()
+    engine = replicas.engine(exporter.observer)
+    create_due(replicas.store, "report", START)
+    create_due(replicas.store, "rogue", START, options={"retry": False})
+
+    engine.tick()
+
+    samples = scrape(exporter.port)
+    assert samples["goatbeat_schedules_set_aside_total"] == 1
+    assert samples["goatbeat_claims_total"] == 1

@@ -16,8 +16,7 @@ from goatbeat_celery.observability import CeleryObserver
 
 from .support import BROKER_DOWN, START, ManualClock, Replicas, create_due
 
-ALL = (signals.lease_acquired, signals.lease_lost, signals.occurrence_claimed,
-       signals.occurrence_missed, signals.occurrence_submitted, signals.occurrence_submit_failed)
+ALL = tuple(getattr(signals, name) for name in signals.__all__)
 
 
 @dataclass(frozen=True)
@@ -195,3 +194,15 @@ def test_a_raising_receiver_is_logged_and_does_not_break_the_tick(
     assert [s.name for s in sent] == ["lease_acquired", "occurrence_claimed",
                                       "occurrence_submitted"]
     assert sum("receiver bug" in r.getMessage() for r in caplog.records) == 3
+
+
+def test_a_schedule_set_aside_sends_schedule_set_aside_with_the_reason(
+        replicas: Replicas, clock: ManualClock, sent: list[Sent]) -> None:
+    create_due(replicas.store, "rogue", START, options={"queue": 5})
+    engine = replicas.engine(CeleryObserver(sender=SENDER))
+
+    engine.tick()
+
+    [aside] = named(sent, "schedule_set_aside")
+    assert aside.kwargs["schedule_name"] == "rogue"
+    assert "options.queue" in aside.kwargs["reason"]
