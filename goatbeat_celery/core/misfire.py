@@ -13,8 +13,11 @@ from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import MisfirePolicy, ensure_aware
 from goatbeat_celery.core.triggers import SeekableTrigger, Trigger
 
-#: A trigger that is not seekable is walked point by point; past this many points it is refused
-#: rather than letting one schedule stall the claim transaction.
+#: A trigger that is not seekable (cron, other Celery schedules) is walked point by point.
+#: Points past the grace are only counted, and past MAX_COUNTED the walk jumps to the end (the
+#: missed count is then a lower bound); points within the grace are walked in full, and more
+#: than MAX_WALK of them is refused rather than letting one schedule stall the claim path.
+MAX_COUNTED = 10_000
 MAX_WALK = 1_000_000
 
 
@@ -106,10 +109,15 @@ def _points_before(
         count += 1
         if keep:
             tail_queue.append(cursor)
+        elif count >= MAX_COUNTED:
+            # Only the count is wanted, and a long backlog (a next occurrence years behind,
+            # written by hand) must not hold the claim path: jump to the first point at or
+            # after the bound, and let the count stand as a lower bound.
+            return count, [], trigger.next_after(bound - _MICROSECOND)
         if count > MAX_WALK:
             raise ConfigurationError(
                 [f"trigger: more than {MAX_WALK} due occurrences to walk; "
-                 "the schedule is too frequent for its downtime"]
+                 "the schedule is too frequent for its grace"]
             )
         cursor = trigger.next_after(cursor)
     return count, list(tail_queue), cursor

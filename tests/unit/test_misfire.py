@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.misfire import MisfirePlan, plan_misfires
+from goatbeat_celery.core.misfire import MAX_COUNTED, MisfirePlan, plan_misfires
 from goatbeat_celery.core.model import MisfirePolicy
 from goatbeat_celery.core.triggers import (
     EPOCH,
@@ -311,3 +311,16 @@ def test_planning_again_from_the_next_occurrence_finds_nothing_due(case: Scenari
                           offset=case.offset, policy=case.policy, grace=case.grace)
 
     assert again == MisfirePlan(run=(), missed=0, next_occurrence=plan.next_occurrence)
+
+
+def test_a_walked_backlog_of_decades_is_jumped_not_walked() -> None:
+    # A next occurrence fifty years behind (a row edited by hand) on a trigger that cannot
+    # seek: planning must stay quick, so the count past MAX_COUNTED is a lower bound.
+    trigger = Walked(IntervalTrigger(MINUTE))
+    first = T0 - timedelta(days=365 * 50)
+
+    plan = plan_misfires(trigger=trigger, first=first, now=at(0, 30), policy=LATEST)
+
+    assert plan.run == (at(0),)
+    assert plan.next_occurrence == at(1)
+    assert MAX_COUNTED <= plan.missed < 365 * 50 * 24 * 60
