@@ -17,7 +17,7 @@ from goatbeat_celery.core.triggers import SeekableTrigger, Trigger
 #: Points past the grace are only counted, and past MAX_COUNTED the walk jumps to the end (the
 #: missed count is then a lower bound); points within the grace are walked in full, and more
 #: than MAX_WALK of them is refused rather than letting one schedule stall the claim path.
-MAX_COUNTED = 10_000
+MAX_COUNTED = 1_000
 MAX_WALK = 1_000_000
 
 
