@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 import redis
-from celery import Celery
+from celery import Celery, Task
 
 from goatbeat_celery.core.model import (
     Dispatch,
@@ -86,3 +87,51 @@ def test_a_serializer_unknown_to_kombu_is_rejected_by_kombu_itself(
     assert len(result.accepted) == 1 and len(result.rejected) == 1
     assert "nope" in next(iter(result.rejected.values()))
     assert client.llen(queue) == 1
+
+
+def test_a_registered_task_is_sent_through_its_own_apply_async_as_celery_beat_does(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    app, client, queue = broker
+    calls: list[str] = []
+
+    class Locked(Task):  # type: ignore[misc]
+        def apply_async(self, *args: Any, **options: Any) -> Any:
+            calls.append(options["task_id"])  # where celery-once would take its lock
+            return super().apply_async(*args, **options)
+
+    special = f"{queue}-special"
+    app.conf.task_routes = {"app.locked": {"queue": special}}
+
+    @app.task(base=Locked, name="app.locked", shared=False)
+    def locked(x: int, a: int) -> None:  # pragma: no cover - never run here
+        pass
+
+    one = dispatch("locked-schedule")
+    one = Dispatch(execution=one.execution, task="app.locked", args=(1,), kwargs={"a": 2},
+                   options={})
+    try:
+        result = CelerySubmitter(app).submit([one], token=7, timeout=5.0)
+
+        assert result.accepted == [one.key]
+        assert calls == [one.key], "apply_async called once, with the key as the task id"
+        [raw] = client.lrange(special, 0, -1)
+        message = json.loads(raw)
+        headers = message["headers"]
+        assert headers["id"] == one.key and headers["task"] == "app.locked"
+        assert headers["celery_beat_task"] is True
+        assert headers["goatbeat_schedule"] == "locked-schedule"
+        assert headers["goatbeat_token"] == 7
+    finally:
+        client.delete(special)
+
+
+def test_an_unregistered_task_name_goes_through_send_task_with_the_same_headers(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    app, client, queue = broker
+
+    result = CelerySubmitter(app).submit([dispatch("remote")], token=1, timeout=5.0)
+
+    assert len(result.accepted) == 1
+    [raw] = client.lrange(queue, 0, -1)
+    headers = json.loads(raw)["headers"]
+    assert headers["task"] == "app.job" and headers["celery_beat_task"] is True
