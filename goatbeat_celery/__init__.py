@@ -1,7 +1,8 @@
 """goatbeat_celery: a Celery beat scheduler that several replicas can run at once, safely.
 
 ``celery -A proj beat -S goatbeat_celery.Scheduler`` on every replica; manage database
-schedules with :class:`Schedules`.
+schedules with :class:`Schedules`; inside a task, :func:`occurrence_of` tells which schedule and
+which occurrence a run is for.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from goatbeat_celery.core.errors import (
     SubmitError,
 )
 from goatbeat_celery.core.model import MisfirePolicy
+from goatbeat_celery.occurrence import Occurrence, occurrence_of
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
@@ -30,6 +32,7 @@ __all__ = [
     "GoatbeatError",
     "LeaseLost",
     "MisfirePolicy",
+    "Occurrence",
     "ScheduleConflict",
     "ScheduleNotFound",
     "Scheduler",
@@ -38,6 +41,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "SubmitError",
+    "occurrence_of",
 ]
 
 

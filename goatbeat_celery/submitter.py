@@ -9,6 +9,7 @@ from typing import Any
 
 from kombu.exceptions import OperationalError as KombuOperationalError
 
+from goatbeat_celery import headers
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import Dispatch, SubmitResult
 from goatbeat_celery.core.validation import call_problems, options_problems
@@ -16,12 +17,11 @@ from goatbeat_celery.core.validation import call_problems, options_problems
 logger = logging.getLogger(__name__)
 
 #: Message headers that tell a worker which occurrence a task run belongs to.
-HEADER_SCHEDULE = "goatbeat_schedule"
-HEADER_OCCURRENCE = "goatbeat_occurrence"
-HEADER_TOKEN = "goatbeat_token"
-HEADER_MANUAL = "goatbeat_manual"
-#: The header Celery's own beat puts on every message it sends.
-HEADER_CELERY_BEAT = "celery_beat_task"
+HEADER_SCHEDULE = headers.SCHEDULE
+HEADER_OCCURRENCE = headers.OCCURRENCE
+HEADER_TOKEN = headers.TOKEN
+HEADER_MANUAL = headers.MANUAL
+HEADER_CELERY_BEAT = headers.CELERY_BEAT
 RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
 
@@ -74,19 +74,19 @@ class CelerySubmitter:
             raise ConfigurationError(problems, subject="message")
         execution = dispatch.execution
         options = dict(dispatch.options)
-        headers = dict(options.pop("headers", None) or {})
-        headers[HEADER_CELERY_BEAT] = True
-        headers.update({
+        sent_headers = dict(options.pop("headers", None) or {})
+        sent_headers[HEADER_CELERY_BEAT] = True
+        sent_headers.update({
             HEADER_SCHEDULE: execution.schedule_name,
             HEADER_OCCURRENCE: execution.occurrence_at.isoformat(),
             HEADER_TOKEN: token,
         })
         if execution.manual:
-            headers[HEADER_MANUAL] = True
+            sent_headers[HEADER_MANUAL] = True
         call = {
             "task_id": dispatch.key,
             "producer": producer,
-            "headers": headers,
+            "headers": sent_headers,
             # One quick retry rides out a dropped connection; the socket timeouts set on the
             # beat process bound each attempt, so a dead broker fails fast and the claim waits.
             "retry": True,

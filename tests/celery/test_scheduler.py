@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from celery import Celery
 
+from goatbeat_celery import occurrence_of
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
 from goatbeat_celery.scheduler import Scheduler
@@ -58,7 +59,8 @@ def received(celery_app: Celery) -> list[dict[str, Any]]:
             seen.append({"id": self.request.id, "label": label,
                          "schedule": getattr(self.request, "goatbeat_schedule", None),
                          "occurrence": getattr(self.request, "goatbeat_occurrence", None),
-                         "token": getattr(self.request, "goatbeat_token", None)})
+                         "token": getattr(self.request, "goatbeat_token", None),
+                         "run": occurrence_of(self)})
 
     return seen
 
@@ -91,6 +93,10 @@ def test_scheduler_sends_each_occurrence_with_its_key_as_task_id(
         assert record["schedule"] == "every-second"
         assert record["label"] == "tick"
         assert occurrence.microsecond == 0
+        run = record["run"]
+        assert (run.key, run.schedule, run.at, run.manual) == (
+            record["id"], "every-second", occurrence, False)
+        assert run.token == record["token"] and isinstance(run.token, int)
     store = open_store(database_url)
     try:
         states = {e.key: e.state for e in store.executions(schedule_name="every-second")}

@@ -1,0 +1,15 @@
+"""The message headers goatbeat puts on every run it sends (read back by
+:func:`goatbeat_celery.occurrence_of` on the worker)."""
+
+from __future__ import annotations
+
+#: The schedule's name.
+SCHEDULE = "goatbeat_schedule"
+#: The occurrence instant, ISO-8601 in UTC (the grid point, before any offset).
+OCCURRENCE = "goatbeat_occurrence"
+#: The fencing token of the leader that sent it.
+TOKEN = "goatbeat_token"
+#: Present (true) on an extra run asked for by hand.
+MANUAL = "goatbeat_manual"
+#: The header Celery's own beat puts on every message it sends.
+CELERY_BEAT = "celery_beat_task"
