@@ -17,8 +17,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from kombu import compression, serialization
-
 from goatbeat_celery import config as config_module
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.misfire import first_occurrence
@@ -146,7 +144,9 @@ class Schedules:
         fields.update({k: v for k, v in changes.items() if k in _SPEC_FIELDS})
         wanted = current.spec.enabled if enabled is None else enabled
         spec = self._spec(problems, name=name, trigger=trigger, enabled=wanted, **fields)
-        if spec.spec_hash() == current.spec.spec_hash() and wanted == current.spec.enabled:
+        # A damaged row's spec holds stand-ins: an edit equal to them still rewrites the row.
+        if (not current.damage and spec.spec_hash() == current.spec.spec_hash()
+                and wanted == current.spec.enabled):
             return current
         reschedule = (spec.trigger != current.spec.trigger
                       or spec.effective_offset() != current.spec.effective_offset()
@@ -236,7 +236,7 @@ class Schedules:
         # spec's own check names the field.
         if isinstance(values["args"], list):
             values["args"] = tuple(values["args"])
-        problems.extend(_message_problems(values["options"]))
+        problems.extend(config_module.kombu_problems(values["options"]))
         spec = ScheduleSpec(trigger=trigger or TriggerSpec(kind="invalid"),
                             misfire_policy=policy, source=ScheduleSource.API, **values)
         problems.extend(spec.problems())
@@ -247,26 +247,6 @@ class Schedules:
             raise ConfigurationError(problems,
                                      subject=f"schedule {quoted_name(values.get('name'))}")
         return spec
-
-
-def _message_problems(options: object) -> list[str]:
-    """What only the Celery side can tell about options: whether the serializer and the
-    compression they name are known to kombu."""
-    if not isinstance(options, dict):
-        return []
-    found = []
-    serializer = options.get("serializer")
-    if isinstance(serializer, str) and serializer not in serialization.registry.name_to_type:
-        known = ", ".join(sorted(serialization.registry.name_to_type))
-        found.append(f"options.serializer: unknown serializer {serializer!r}; use one of: {known}")
-    method = options.get("compression")
-    if isinstance(method, str):
-        try:
-            compression.get_encoder(method)  # type: ignore[no-untyped-call]
-        except KeyError:
-            found.append(f"options.compression: unknown compression {method!r}; use one of: "
-                         "zlib, bzip2, lzma (or one kombu has registered)")
-    return found
 
 
 #: Which arguments of :meth:`Schedules.update` rewrite each column a damaged row may name.

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from celery import schedules as celery_schedules
+from kombu import compression, serialization
 
 from goatbeat_celery import cron, metrics, observability
 from goatbeat_celery import schedules as generic
@@ -339,7 +340,29 @@ def entry_to_spec(
         source=ScheduleSource.CONFIG,
     )
     problems.extend(_relabel(spec.problems(), name, where))
+    problems.extend(kombu_problems(options, f"{where}.options"))
     return spec if len(problems) == before else None
+
+
+def kombu_problems(options: object, label: str = "options") -> list[str]:
+    """What only kombu can tell about a schedule's options: whether the serializer and the
+    compression they name are known to it."""
+    if not isinstance(options, Mapping):
+        return []
+    found = []
+    serializer = options.get("serializer")
+    if isinstance(serializer, str) and serializer not in serialization.registry.name_to_type:
+        known = ", ".join(sorted(serialization.registry.name_to_type))
+        found.append(f"{label}.serializer: unknown serializer {serializer!r}; use one of: "
+                     f"{known}")
+    method = options.get("compression")
+    if isinstance(method, str):
+        try:
+            compression.get_encoder(method)  # type: ignore[no-untyped-call]
+        except KeyError:
+            found.append(f"{label}.compression: unknown compression {method!r}; use one of: "
+                         "zlib, bzip2, lzma (or one registered with kombu)")
+    return found
 
 
 def _relabel(found: list[str], name: str, where: str) -> list[str]:

@@ -159,7 +159,8 @@ class GoatbeatMetrics:
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
         with self._lock:
             for record in records:
-                if record.error is None:
+                if record.error is None or record.abandoned:
+                    # Accepted, or given up: either way no longer owed to the broker.
                     self._pending.pop(record.key, None)
                 else:
                     # A predecessor's claim is first seen here, when resubmitting it fails.

@@ -36,6 +36,7 @@ from goatbeat_celery.core.model import (
     SyncEntry,
     SyncReport,
     quoted_name,
+    set_aside_delay,
 )
 from goatbeat_celery.core.observer import EngineObserver, NullObserver, OccurrenceRecord
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
@@ -45,10 +46,6 @@ from goatbeat_celery.core.validation import reason_text
 
 logger = logging.getLogger(__name__)
 
-#: A schedule set aside (a row that cannot be read, planned, claimed or sent) is looked at again
-#: after this long, doubled at each set-aside in a row up to SET_ASIDE_RETRY_MAX.
-SET_ASIDE_RETRY = timedelta(seconds=30)
-SET_ASIDE_RETRY_MAX = timedelta(hours=1)
 #: A message refused for itself (it cannot be built, say) is abandoned once it has been tried
 #: this many times; a broker outage never counts against it.
 MAX_SEND_ATTEMPTS = 5
@@ -67,14 +64,6 @@ TRIGGER_CACHE_SIZE = 4096
 
 #: What the broker did with a batch, and how long it took.
 _Sent = tuple[SubmitResult, timedelta]
-
-
-def set_aside_delay(faults: int) -> timedelta:
-    """How long a schedule set aside ``faults`` times in a row already waits before the next
-    look: SET_ASIDE_RETRY, doubling, at most SET_ASIDE_RETRY_MAX."""
-    doublings = min(max(faults, 0), 16)
-    delay: timedelta = min(SET_ASIDE_RETRY * (2 ** doublings), SET_ASIDE_RETRY_MAX)
-    return delay
 
 
 class Engine:
@@ -363,7 +352,7 @@ class Engine:
         except Exception as exc:
             reason = _reason(exc)
             return SetAside(schedule_name=schedule.name, version=schedule.version,
-                            reason=reason, retry_at=now + set_aside_delay(schedule.faults))
+                            reason=reason)
 
     def _plan_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
         spec = schedule.spec
@@ -449,7 +438,7 @@ class Engine:
             return 0
         entries = [replace(entry, reason=reason_text(entry.reason)) for entry in entries]
         try:
-            changed = set(self.store.set_aside(entries, lease=grant))
+            changed = self.store.set_aside(entries, lease=grant)
         except (LeaseLost, StoreUnavailable):
             raise
         except Exception as exc:
@@ -462,14 +451,14 @@ class Engine:
                     self._mono() + set_aside_delay(0).total_seconds())
             return len(entries)
         for entry in entries:
-            if entry.schedule_name not in changed:
+            retry_at = changed.get(entry.schedule_name)
+            if retry_at is None:
                 # Edited meanwhile (the edit may be the fix): read it again in a moment, not
                 # in the very next batch.
                 self._aside_locally[entry.schedule_name] = self._mono() + STORE_RETRY
                 continue
             logger.error("schedule %s set aside until %s: %s", quoted_name(entry.schedule_name),
-                         entry.retry_at.isoformat(), entry.reason,
-                         extra={"action": "set_aside"})
+                         retry_at.isoformat(), entry.reason, extra={"action": "set_aside"})
             self.observer.set_aside(entry.schedule_name, entry.reason)
         return len(changed)
 
@@ -489,8 +478,7 @@ class Engine:
                 claim = claims[0]
                 moved = self._set_aside([SetAside(
                     schedule_name=claim.schedule_name, version=claim.version,
-                    reason=f"the database refused its claim: {_reason(exc)}",
-                    retry_at=now + SET_ASIDE_RETRY)], grant)
+                    reason=f"the database refused its claim: {_reason(exc)}")], grant)
                 return ClaimResult(dispatches=(), advanced=moved)
             middle = len(claims) // 2
             first = self._claim(claims[:middle], grant, now)
@@ -585,8 +573,10 @@ class Engine:
         if sent is None:
             return False
         result, elapsed = sent
+        abandoned = {d.key for d in dispatches
+                     if d.key in result.rejected and d.execution.attempts >= MAX_SEND_ATTEMPTS}
         self._report(dispatches, set(result.accepted), {**result.failed, **result.rejected},
-                     elapsed)
+                     elapsed, abandoned)
         if result.rejected:
             self._rejected(dispatches, result.rejected, grant)
         if result.failed:
@@ -606,7 +596,6 @@ class Engine:
                   grant: LeaseGrant) -> None:
         """Messages that could not be sent for themselves: each occurrence fails alone (given
         up after MAX_SEND_ATTEMPTS tries) and its schedule is set aside until it is fixed."""
-        now = self._store_now()
         asides: dict[str, SetAside] = {}
         for dispatch in dispatches:
             error = rejected.get(dispatch.key)
@@ -615,14 +604,13 @@ class Engine:
             execution = dispatch.execution
             given_up = execution.attempts >= MAX_SEND_ATTEMPTS
             logger.error("occurrence %s could not be sent (attempt %d%s): %s",
-                         quoted_name(dispatch.key),
-                         execution.attempts, ", abandoned" if given_up else "", error,
+                         quoted_name(dispatch.key), execution.attempts,
+                         ", abandoned" if given_up else "", error,
                          extra={"action": "submit_rejected"})
-            if now is not None and not execution.manual:
+            if not execution.manual:
                 asides[execution.schedule_name] = SetAside(
                     schedule_name=execution.schedule_name, version=None,
-                    reason=f"its message could not be sent: {error}",
-                    retry_at=now + SET_ASIDE_RETRY)
+                    reason=f"its message could not be sent: {error}")
         try:
             self._set_aside(list(asides.values()), grant)
         except GoatbeatError as exc:
@@ -637,7 +625,8 @@ class Engine:
         return seen + timedelta(seconds=self._mono() - at)
 
     def _report(self, dispatches: Sequence[Dispatch], accepted: set[str],
-                failures: dict[str, str], elapsed: timedelta) -> None:
+                failures: dict[str, str], elapsed: timedelta,
+                abandoned: set[str] | None = None) -> None:
         records = []
         store_now = self._store_now()
         for dispatch in dispatches:
@@ -655,6 +644,7 @@ class Engine:
                 lateness=None if submitted is None else submitted - execution.due_at,
                 missed=execution.missed, token=execution.token, attempt=execution.attempts,
                 manual=execution.manual, error=failures.get(dispatch.key),
+                abandoned=dispatch.key in (abandoned or ()),
             ))
         self.observer.submitted(records)
 

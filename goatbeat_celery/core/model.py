@@ -85,20 +85,68 @@ def check_aware(*values: datetime | None, name: str = "instant") -> None:
             ensure_aware(value, name)
 
 
-def to_timedelta(value: Duration, name: str, problems: list[str] | None = None) -> timedelta:
-    """Convert seconds or a timedelta; bad types are reported (or raised) under ``name``."""
+#: The ways a duration may be written, as error messages list them.
+DURATION_FORMS = "seconds (60, 0.5) or amounts with units d, h, m, s (90s, 1m, 1h30m, 2d, 1.5h)"
+_DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from a duration as the CLI prints it or a user types it: plain seconds (``60``,
+    ``0.5``) or amounts with units, largest first (``90s``, ``1m``, ``1h30m``, ``2d``,
+    ``1.5h``). ValueError says why ``text`` is refused: unreadable, not finite, or negative."""
+    stripped = text.strip()
+    try:
+        seconds = float(stripped)  # plain seconds, as always accepted
+    except ValueError:
+        seconds = _seconds_with_units(stripped, text)
+    if not math.isfinite(seconds):
+        raise ValueError(f"must be a finite duration, got {text!r}")
+    if seconds < 0:
+        raise ValueError(f"must not be negative, got {text!r}")
+    return seconds
+
+
+def _seconds_with_units(text: str, given: str) -> float:
+    unreadable = ValueError(f"cannot read {given!r} as a duration; give {DURATION_FORMS}")
+    sign, rest = (-1.0, text[1:]) if text.startswith("-") else (1.0, text)
+    total, found = 0.0, False
+    for unit, size in _DURATION_UNITS:
+        amount, has_unit, after = rest.partition(unit)
+        if not has_unit:
+            continue
+        amount = amount.strip()
+        if not (amount.isascii() and amount.replace(".", "", 1).isdigit()):
+            raise unreadable
+        total, found, rest = total + float(amount) * size, True, after
+    if not found or rest.strip():
+        raise unreadable
+    return sign * total
+
+
+def to_timedelta(value: Duration | str, name: str,
+                 problems: list[str] | None = None) -> timedelta:
+    """Convert seconds, a duration string (see :func:`parse_duration`) or a timedelta; bad
+    values are reported (or raised) under ``name``."""
     if isinstance(value, timedelta):
         return value
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or abs(value) > validation.MAX_DURATION.total_seconds()):
-        message = (validation.seconds_problem(value, name, minimum=-validation.MAX_DURATION)
-                   or f"{name}: expected seconds or a timedelta, got {value!r}")
+    try:
+        seconds = _seconds_of(parse_duration(value) if isinstance(value, str) else value)
+    except ValueError as exc:
         if problems is None:
-            raise ConfigurationError([message])
-        problems.append(message)
+            raise ConfigurationError([f"{name}: {exc}"]) from None
+        problems.append(f"{name}: {exc}")
         return timedelta(0)
-    return timedelta(seconds=value)
+    return timedelta(seconds=seconds)
+
+
+def _seconds_of(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected seconds, a duration such as '1m30s' or a timedelta, got "
+                         f"{value!r}")
+    problem = validation.seconds_problem(value, "", minimum=-validation.MAX_DURATION)
+    if problem is not None:  # not finite, or beyond what a datetime can be shifted by
+        raise ValueError(problem.removeprefix(": "))
+    return float(value)
 
 
 def idempotency_key(schedule_name: str, occurrence: datetime) -> str:
@@ -372,16 +420,43 @@ class ClaimResult:
 
 @dataclass(frozen=True, kw_only=True)
 class SetAside:
-    """A schedule the leader cannot run as stored, to be looked at again at ``retry_at``.
+    """A schedule the leader cannot run as stored, to be looked at again later.
 
     With ``version``, applied only if the schedule still has it (an edit made meanwhile may
     have fixed it); without, applied whatever the version (a message refused at submission).
+    ``retry_at`` None (the usual case) lets the store apply :func:`set_aside_delay` to the
+    times the schedule was set aside already.
     """
 
     schedule_name: str
     version: int | None
     reason: str
-    retry_at: datetime
+    retry_at: datetime | None = None
+
+
+#: A schedule set aside is looked at again after this long, doubled for each time it was set
+#: aside before (since it was last edited), up to SET_ASIDE_RETRY_MAX.
+SET_ASIDE_RETRY = timedelta(seconds=30)
+SET_ASIDE_RETRY_MAX = timedelta(hours=1)
+
+
+def set_aside_delay(faults: int) -> timedelta:
+    """How long a schedule already set aside ``faults`` times waits before the next look."""
+    doublings = min(max(faults, 0), 16)
+    delay: timedelta = min(SET_ASIDE_RETRY * (2 ** doublings), SET_ASIDE_RETRY_MAX)
+    return delay
+
+
+def retry_time(entry: SetAside, faults: int, next_run_at: datetime | None,
+               now: datetime) -> datetime:
+    """When a schedule set aside by ``entry`` is looked at again: ``entry.retry_at``, or
+    ``now`` + the delay for the ``faults`` it had; never earlier than the ``next_run_at`` it
+    had (a message refused long before the schedule's next run does not bring that run
+    forward)."""
+    retry_at = entry.retry_at or now + set_aside_delay(faults)
+    if next_run_at is not None and next_run_at > retry_at:
+        return next_run_at
+    return retry_at
 
 
 @dataclass(frozen=True, kw_only=True)

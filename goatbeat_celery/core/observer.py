@@ -35,6 +35,8 @@ class OccurrenceRecord:
     attempt: int
     manual: bool
     error: str | None = None
+    #: True when this failed attempt was the last: the occurrence is abandoned, not retried.
+    abandoned: bool = False
 
 
 class EngineObserver(Protocol):

@@ -93,8 +93,8 @@ class ScheduleStore(Protocol):
         """Overwrite a schedule's spec and next times, incrementing its version.
 
         With ``expected_version``, only if the stored version equals it (else ScheduleConflict,
-        nothing changed). The row's ``source`` is kept and its fault cleared (an edit is the
-        operator's fix). Raises ScheduleNotFound. Notifies waiting replicas.
+        nothing changed). The row's ``source`` is kept and its fault, fault_at and faults
+        cleared (an edit is the operator's fix). Raises ScheduleNotFound. Notifies waiting replicas.
         """
         ...
 
@@ -141,18 +141,23 @@ class ScheduleStore(Protocol):
         :func:`~goatbeat_celery.core.model.idempotency_key`, ``token`` = the lease token and
         ``attempts`` = 1, skipping keys that already exist (never two executions for one key),
         then advances the schedule's next times, run and miss counters, and version, and
-        clears its fault. A claim whose version changed is dropped and reported in
-        ``conflicts``; a row locked by another transaction is skipped and left for a later
-        batch.
+        clears its fault and fault_at (``faults`` is kept until an edit, so a schedule whose
+        messages keep being refused waits longer each time). A claim whose version changed
+        is dropped and reported in ``conflicts``; a row locked by another transaction is
+        skipped and left for a later batch.
         """
         ...
 
-    def set_aside(self, entries: Sequence[SetAside], *, lease: LeaseGrant) -> list[str]:
+    def set_aside(self, entries: Sequence[SetAside], *,
+                  lease: LeaseGrant) -> dict[str, datetime]:
         """Record why each schedule cannot run, in one transaction fenced by ``lease``
         (LeaseLost if stale, nothing changed): its ``fault`` (the reason), ``fault_at`` (kept
-        from an earlier set-aside still in force), ``faults`` + 1, ``next_run_at`` = the entry's
-        ``retry_at`` and ``version`` + 1. An entry with a ``version`` applies only while the
-        schedule still has it. ``next_occurrence_at`` is kept. Returns the names changed."""
+        from an earlier set-aside still in force), ``faults`` + 1 and ``version`` + 1, and
+        ``next_run_at`` moved to the retry time: the entry's ``retry_at``, or else store-now +
+        :func:`~goatbeat_celery.core.model.set_aside_delay` of the ``faults`` it had, and never
+        earlier than the ``next_run_at`` it had. An entry with a ``version`` applies only while
+        the schedule still has it. ``next_occurrence_at`` is kept. Returns the retry time of
+        each schedule changed, by name."""
         ...
 
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:

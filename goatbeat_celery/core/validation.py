@@ -130,7 +130,8 @@ def _plain(value: timedelta) -> str:
 
 def _plain_seconds(seconds: float) -> str:
     if seconds >= 86_400 and seconds % 86_400 == 0:
-        return f"{seconds / 86_400:g} days"
+        days = seconds / 86_400
+        return f"{days:g} day" if days == 1 else f"{days:g} days"
     return f"{seconds:g}s"
 
 

@@ -33,6 +33,7 @@ from goatbeat_celery.core.model import (
     ensure_aware,
     idempotency_key,
     manual_key,
+    retry_time,
 )
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import reason_text
@@ -260,31 +261,30 @@ class MemoryStore:
                     next_run_at=claim.next_run_at, last_occurrence_at=last_occurrence,
                     total_runs=schedule.total_runs + inserted,
                     total_missed=schedule.total_missed + claim.missed,
-                    version=schedule.version + 1, **_NO_FAULT,
+                    version=schedule.version + 1, fault=None, fault_at=None,
                 )
                 missed += claim.missed
                 advanced += 1
             return ClaimResult(dispatches=tuple(dispatches), advanced=advanced,
                                conflicts=tuple(conflicts), duplicates=duplicates, missed=missed)
 
-    def set_aside(self, entries: Sequence[SetAside], *, lease: LeaseGrant) -> list[str]:
+    def set_aside(self, entries: Sequence[SetAside], *,
+                  lease: LeaseGrant) -> dict[str, datetime]:
         for entry in entries:
             check_aware(entry.retry_at)
-        changed: list[str] = []
+        changed: dict[str, datetime] = {}
         with self._lock:
             now = self._check_fence(lease)
             for entry in entries:
                 schedule = self._schedules.get(entry.schedule_name)
                 if schedule is None or entry.version not in (None, schedule.version):
                     continue
-                retry_at = entry.retry_at
-                if schedule.next_run_at is not None and schedule.next_run_at > retry_at:
-                    retry_at = schedule.next_run_at
+                retry_at = retry_time(entry, schedule.faults, schedule.next_run_at, now)
                 self._schedules[entry.schedule_name] = replace(
                     schedule, fault=entry.reason, fault_at=schedule.fault_at or now,
                     faults=schedule.faults + 1, next_run_at=retry_at,
                     version=schedule.version + 1)
-                changed.append(entry.schedule_name)
+                changed[entry.schedule_name] = retry_at
         return changed
 
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:

@@ -88,7 +88,7 @@ _RECORD_CLAIMS = sa.text(
             total_runs = s.total_runs + a.runs,
             total_missed = s.total_missed + a.missed,
             version = s.version + 1,
-            fault = NULL, fault_at = NULL, faults = 0
+            fault = NULL, fault_at = NULL
         FROM unnest(CAST(:a_names AS text[]), CAST(:a_versions AS bigint[]),
                     CAST(:a_next_occurrences AS timestamptz[]),
                     CAST(:a_next_runs AS timestamptz[]),

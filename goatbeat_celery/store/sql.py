@@ -57,6 +57,7 @@ from goatbeat_celery.core.model import (
     ensure_aware,
     idempotency_key,
     manual_key,
+    retry_time,
 )
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import reason_text
@@ -107,19 +108,18 @@ _ADVANCE_ONE = (
         total_runs=S.c.total_runs + sa.bindparam("b_runs", type_=sa.BigInteger()),
         total_missed=S.c.total_missed + sa.bindparam("b_missed", type_=sa.BigInteger()),
         version=S.c.version + 1,
-        fault=None, fault_at=None, faults=0,
+        fault=None, fault_at=None,
     )
 )
-# A set-aside moves next_run_at to the retry time, or keeps a later one (a message refused long
-# before the schedule's next run).
-_RETRY_AT = sa.bindparam("b_retry_at", type_=UTCDateTime())
-_SET_ASIDE_VALUES = {
-    "fault": sa.bindparam("b_fault", type_=sa.Text()),
-    "fault_at": sa.func.coalesce(S.c.fault_at, sa.bindparam("b_now", type_=UTCDateTime())),
-    "faults": S.c.faults + 1,
-    "next_run_at": sa.case((S.c.next_run_at > _RETRY_AT, S.c.next_run_at), else_=_RETRY_AT),
-    "version": S.c.version + 1,
-}
+_SET_ASIDE = (
+    sa.update(S)
+    .where(S.c.name == sa.bindparam("b_name"))
+    .values(fault=sa.bindparam("b_fault", type_=sa.Text()),
+            fault_at=sa.func.coalesce(S.c.fault_at, sa.bindparam("b_now", type_=UTCDateTime())),
+            faults=S.c.faults + 1,
+            next_run_at=sa.bindparam("b_retry_at", type_=UTCDateTime()),
+            version=S.c.version + 1)
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -580,23 +580,29 @@ class SQLStore:
                 .returning(E.c.key))
         return set(conn.execute(stmt, [_execution_values(e) for e in executions]).scalars())
 
-    def set_aside(self, entries: Sequence[SetAside], *, lease: LeaseGrant) -> list[str]:
+    def set_aside(self, entries: Sequence[SetAside], *,
+                  lease: LeaseGrant) -> dict[str, datetime]:
         if not entries:
-            return []
+            return {}
         for entry in entries:
             check_aware(entry.retry_at)
-        changed: list[str] = []
+        changed: dict[str, datetime] = {}
         with self._write("set schedules aside") as txn:
             conn = txn.conn
             now = self._fence(conn, lease)
             for entry in entries:
-                stmt = sa.update(S).where(S.c.name == entry.schedule_name)
+                found = sa.select(S.c.faults, S.c.next_run_at).where(
+                    S.c.name == entry.schedule_name)
                 if entry.version is not None:
-                    stmt = stmt.where(S.c.version == entry.version)
-                result = conn.execute(stmt.values(**_SET_ASIDE_VALUES), {
-                    "b_fault": entry.reason, "b_now": now, "b_retry_at": entry.retry_at})
-                if result.rowcount:
-                    changed.append(entry.schedule_name)
+                    found = found.where(S.c.version == entry.version)
+                row = conn.execute(found.with_for_update()).one_or_none()
+                if row is None:
+                    continue
+                faults = row.faults if type(row.faults) is int else 0
+                retry_at = retry_time(entry, faults, _instant(row.next_run_at), now)
+                conn.execute(_SET_ASIDE, {"b_name": entry.schedule_name, "b_fault": entry.reason,
+                                          "b_now": now, "b_retry_at": retry_at})
+                changed[entry.schedule_name] = retry_at
         return changed
 
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:

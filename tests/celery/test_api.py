@@ -157,3 +157,14 @@ def test_a_damaged_row_can_be_deleted(schedules: Schedules, tmp_path: Path):
     schedules.delete("job")
 
     assert schedules.list() == []
+
+
+def test_an_edit_equal_to_a_damaged_columns_stand_in_still_rewrites_it(schedules: Schedules,
+                                                                      tmp_path: Path):
+    schedules.create("job", "app.job", every=60, args=(1,))
+    _corrupt(tmp_path / "api.sqlite3", "args", "5")
+
+    repaired = schedules.update("job", args=())
+
+    assert repaired.damage == ()
+    assert schedules.get("job").damage == ()

@@ -270,3 +270,16 @@ def test_an_uppercase_setting_outside_any_namespace_is_an_error():
         load(make_app(GOATBEAT_DATABASE_URL="postgresql://db/app"))
     assert raised.value.problems == (
         "GOATBEAT_DATABASE_URL: unknown setting; did you mean goatbeat_database_url?",)
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"serializer": "nope"}, "options.serializer"),
+    ({"compression": "nope"}, "options.compression"),
+], ids=str)
+def test_config_entry_serializer_and_compression_are_checked_against_kombu_at_start(
+        options: dict[str, object], field: str):
+    app = make_app(beat_schedule={"job": {"task": "app.job", "schedule": 60,
+                                          "options": options}})
+    with pytest.raises(ConfigurationError) as raised:
+        load(app)
+    assert f"beat_schedule['job'].{field}" in str(raised.value)

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery.core.engine import SET_ASIDE_RETRY, Engine
+from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import StoreError, StoreUnavailable
-from goatbeat_celery.core.model import PlannedClaim
+from goatbeat_celery.core.model import SET_ASIDE_RETRY, PlannedClaim
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.url import normalise_url

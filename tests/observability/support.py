@@ -48,12 +48,14 @@ class ManualClock:
 
 @dataclass
 class ScriptedBroker:
-    """A TaskSubmitter: accepts everything unless ``down``; each call takes ``latency`` seconds
-    of the manual clock, as a real broker round trip would."""
+    """A TaskSubmitter: accepts everything unless ``down``, and rejects the messages of the
+    schedules in ``rejecting`` for themselves; each call takes ``latency`` seconds of the
+    manual clock, as a real broker round trip would."""
 
     clock: ManualClock
     latency: float = 0.0
     down: bool = False
+    rejecting: set[str] = field(default_factory=set)
     sent: list[tuple[str, int]] = field(default_factory=list)
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
@@ -61,8 +63,11 @@ class ScriptedBroker:
         self.clock.advance(self.latency)
         if self.down:
             return SubmitResult(accepted=[], failed={d.key: BROKER_DOWN for d in dispatches})
-        self.sent.extend((d.key, token) for d in dispatches)
-        return SubmitResult(accepted=[d.key for d in dispatches])
+        rejected = {d.key: "EncodeError: cannot serialise" for d in dispatches
+                    if d.execution.schedule_name in self.rejecting}
+        taken = [d for d in dispatches if d.key not in rejected]
+        self.sent.extend((d.key, token) for d in taken)
+        return SubmitResult(accepted=[d.key for d in taken], rejected=rejected)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 
+from goatbeat_celery.core.engine import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import MisfirePolicy
 from goatbeat_celery.metrics import MetricsExporter
@@ -184,3 +185,17 @@ def test_a_schedule_set_aside_is_counted(
     samples = scrape(exporter.port)
     assert samples["goatbeat_schedules_set_aside_total"] == 1
     assert samples["goatbeat_claims_total"] == 1
+
+
+def test_an_abandoned_occurrence_is_no_longer_owed_to_the_broker(
+        replicas: Replicas, clock: ManualClock, exporters: Exporters) -> None:
+    exporter = exporters()
+    engine = replicas.engine(exporter.observer)
+    create_due(replicas.store, "report", START)
+    replicas.broker.rejecting = {"report"}
+
+    for _ in range(MAX_SEND_ATTEMPTS + 1):
+        engine.tick()
+        clock.advance(1)
+
+    assert scrape(exporter.port)["goatbeat_oldest_unsubmitted_claim_age_seconds"] == 0

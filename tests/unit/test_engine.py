@@ -16,9 +16,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from goatbeat_celery import cron
-from goatbeat_celery.core.engine import SET_ASIDE_RETRY, SUBMIT_TIMEOUT_MAX, Engine
+from goatbeat_celery.core.engine import SUBMIT_TIMEOUT_MAX, Engine
 from goatbeat_celery.core.errors import StoreUnavailable
 from goatbeat_celery.core.model import (
+    SET_ASIDE_RETRY,
     Dispatch,
     Execution,
     ExecutionState,

@@ -14,14 +14,11 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.engine import (
-    MAX_SEND_ATTEMPTS,
-    SET_ASIDE_RETRY,
-    SET_ASIDE_RETRY_MAX,
-    set_aside_delay,
-)
+from goatbeat_celery.core.engine import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.errors import StoreError
 from goatbeat_celery.core.model import (
+    SET_ASIDE_RETRY,
+    SET_ASIDE_RETRY_MAX,
     ClaimResult,
     Dispatch,
     ExecutionState,
@@ -32,10 +29,12 @@ from goatbeat_celery.core.model import (
     SubmitResult,
     TriggerSpec,
     idempotency_key,
+    set_aside_delay,
 )
 from goatbeat_celery.core.triggers import TriggerRegistry
 from tests.unit.test_engine import (
     EVERY_MINUTE,
+    T0,
     RecordingObserver,
     RecordingSubmitter,
     World,
@@ -355,3 +354,22 @@ def test_a_manual_run_is_logged_as_one_not_as_a_resubmission(
 
     actions = [getattr(r, "action", None) for r in caplog.records]
     assert "manual_run" in actions and "resubmit" not in actions
+
+
+def test_a_schedule_whose_messages_keep_being_refused_waits_longer_each_time(
+        world: World) -> None:
+    world.create("unsendable", trigger=TriggerSpec(kind="interval", params={"every": 10}),
+                 next_at=T0 + timedelta(seconds=30))
+    engine = world.replica("a", submitter=RejectingSubmitter("unsendable"))
+    waits = []
+    for _ in range(3):
+        schedule = world.store.get_schedule("unsendable")
+        assert schedule.next_run_at is not None
+        world.advance(max(0.0, (schedule.next_run_at - world.now).total_seconds()))
+        engine.tick()
+        after = world.store.get_schedule("unsendable")
+        assert after.next_run_at is not None
+        waits.append(after.next_run_at - world.now)
+
+    assert waits == [SET_ASIDE_RETRY, 2 * SET_ASIDE_RETRY, 4 * SET_ASIDE_RETRY]
+    assert world.store.get_schedule("unsendable").faults == 3

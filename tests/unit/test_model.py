@@ -183,8 +183,9 @@ def test_to_timedelta_accepts_seconds_and_reports_bad_types() -> None:
 
     assert to_timedelta(1.5, "x") == timedelta(seconds=1.5)
     assert to_timedelta(timedelta(minutes=1), "x") == timedelta(minutes=1)
-    assert to_timedelta("5", "wait", problems) == timedelta(0)
-    assert problems == ["wait: expected seconds or a timedelta, got '5'"]
+    assert to_timedelta([5], "wait", problems) == timedelta(0)
+    assert problems == ["wait: expected seconds, a duration such as '1m30s' or a timedelta, "
+                        "got [5]"]
     with pytest.raises(ConfigurationError):
         to_timedelta(True, "flag")
 
