@@ -240,7 +240,7 @@ class Schedules:
         spec = ScheduleSpec(trigger=trigger or TriggerSpec(kind="invalid"),
                             misfire_policy=policy, source=ScheduleSource.API, **values)
         problems.extend(spec.problems())
-        if not self.config.task_allowed(spec.task):
+        if isinstance(spec.task, str) and not self.config.task_allowed(spec.task):
             problems.append(f"task: {spec.task!r} is not in goatbeat_allowed_tasks "
                             f"({', '.join(self.config.allowed_tasks or ())}); add it there")
         if problems:

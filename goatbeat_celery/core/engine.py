@@ -350,9 +350,10 @@ class Engine:
         try:
             return self._plan_claim(schedule, now)
         except Exception as exc:
-            reason = _reason(exc)
-            return SetAside(schedule_name=schedule.name, version=schedule.version,
-                            reason=reason)
+            # A version that could not be read (stand-in -1) cannot be compared: set aside
+            # whatever the version.
+            version = schedule.version if schedule.version >= 0 else None
+            return SetAside(schedule_name=schedule.name, version=version, reason=_reason(exc))
 
     def _plan_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
         spec = schedule.spec
@@ -442,14 +443,17 @@ class Engine:
         except (LeaseLost, StoreUnavailable):
             raise
         except Exception as exc:
-            # The store refuses even to record why: leave those schedules alone here until
-            # their retry time rather than meet them at the head of every batch.
-            logger.error("could not record %d set-aside schedules: %s", len(entries),
-                         _reason(exc), extra={"action": "set_aside_failed"})
-            for entry in entries:
-                self._aside_locally[entry.schedule_name] = (
-                    self._mono() + set_aside_delay(0).total_seconds())
-            return len(entries)
+            if len(entries) > 1:
+                # One row the database refuses must not keep the others' reasons unrecorded.
+                return sum(self._set_aside([entry], grant) for entry in entries)
+            # The store refuses even to record why: leave that schedule alone here until its
+            # retry time rather than meet it at the head of every batch.
+            logger.error("could not record why schedule %s is set aside: %s",
+                         quoted_name(entries[0].schedule_name), _reason(exc),
+                         extra={"action": "set_aside_failed"})
+            self._aside_locally[entries[0].schedule_name] = (
+                self._mono() + set_aside_delay(0).total_seconds())
+            return 1
         for entry in entries:
             retry_at = changed.get(entry.schedule_name)
             if retry_at is None:

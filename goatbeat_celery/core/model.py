@@ -73,7 +73,12 @@ def ensure_aware(value: datetime, name: str) -> datetime:
             [f"{name}: naive datetime {value.isoformat()} refused; attach a zone "
              "(e.g. datetime(..., tzinfo=timezone.utc))"]
         )
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:
+        raise ConfigurationError(
+            [f"{name}: {value.isoformat()} is outside the years a datetime holds in UTC"]
+        ) from exc
 
 
 def check_aware(*values: datetime | None, name: str = "instant") -> None:
@@ -211,6 +216,8 @@ class ScheduleSpec:
         every row it plans.
         """
         found = [*validation.name_problems(self.name), *validation.task_problems(self.task)]
+        if not isinstance(self.enabled, bool):
+            found.append(f"enabled: expected true or false, got {self.enabled!r}")
         every = self._every(found)
         if self.misfire_policy is not None and not isinstance(self.misfire_policy,
                                                               MisfirePolicy):

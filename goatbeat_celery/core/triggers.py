@@ -15,6 +15,10 @@ from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import UTC, JSONValue, TriggerSpec, ensure_aware
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: A one-time instant must lie in this range: far enough from datetime's limits that adding an
+#: offset or a grace can never overflow.
+ONCE_EARLIEST = EPOCH
+ONCE_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 
 
@@ -112,6 +116,10 @@ class OnceTrigger:
 
     def __init__(self, at: datetime) -> None:
         self.at = ensure_aware(at, "at")
+        if not ONCE_EARLIEST <= self.at <= ONCE_LATEST:
+            raise ConfigurationError(
+                [f"at: {self.at.isoformat()} is out of range; give an instant between "
+                 f"{ONCE_EARLIEST.year} and {ONCE_LATEST.year}"])
 
     @classmethod
     def from_params(cls, params: Mapping[str, JSONValue]) -> OnceTrigger:

@@ -244,11 +244,17 @@ def payload_problems(label: str, value: object) -> list[str]:
     :data:`MAX_PAYLOAD_BYTES` encoded (checked at the door; rows already are JSON)."""
     try:
         text = json.dumps(value, allow_nan=False)
+    except RecursionError:
+        return [f"{label}: nested too deeply to be stored"]
     except (TypeError, ValueError) as exc:
         return [f"{label}: must be JSON-serialisable ({exc})"]
     if json.loads(text) != value:
         return [f"{label}: must be JSON-serialisable (a value would not read back unchanged: "
                 "tuples, non-string keys?)"]
+    changed = _unfaithful_number(value)
+    if changed is not None:
+        return [f"{label}: {changed!r} would not read back unchanged from the database; "
+                "give it as an integer, or as a float the database keeps exactly"]
     if "\\u0000" in text:
         return [f"{label}: contains a NUL character, which cannot be stored"]
     size = len(text.encode())
@@ -256,6 +262,23 @@ def payload_problems(label: str, value: object) -> list[str]:
         return [f"{label}: {size} bytes as JSON; at most {MAX_PAYLOAD_BYTES} are allowed "
                 "(pass a reference to the data instead)"]
     return []
+
+
+def _unfaithful_number(value: object) -> float | None:
+    """A float that a database's JSON number type would not give back as the same float:
+    -0.0 (read back as 0) and integral floats beyond 2**53 (read back as integers)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if (item == 0 and math.copysign(1.0, item) < 0) or (
+                    item.is_integer() and abs(item) >= 2 ** 53):
+                return item
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
 
 
 def _short(value: object) -> str:

@@ -282,7 +282,7 @@ class MemoryStore:
                 retry_at = retry_time(entry, schedule.faults, schedule.next_run_at, now)
                 self._schedules[entry.schedule_name] = replace(
                     schedule, fault=entry.reason, fault_at=schedule.fault_at or now,
-                    faults=schedule.faults + 1, next_run_at=retry_at,
+                    faults=min(schedule.faults + 1, 1_000_000), next_run_at=retry_at,
                     version=schedule.version + 1)
                 changed[entry.schedule_name] = retry_at
         return changed

@@ -261,7 +261,14 @@ class _JSONLoader(Loader):
             return {}
         if data == b"[]":
             return []
-        return json.loads(bytes(data).decode())
+        text = bytes(data).decode()
+        try:
+            return json.loads(text)
+        except (RecursionError, ValueError):
+            # Valid JSONB that Python will not read (nested too deeply, an integer of thousands
+            # of digits): the text itself, which the reader names as damage, rather than a
+            # failed read of every row.
+            return text
 
 
 class PostgresStore(SQLStore):

@@ -84,9 +84,10 @@ def utc_from_db(value: Any) -> datetime | None:
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
-        except ValueError:
+            return (parsed.replace(tzinfo=UTC) if parsed.tzinfo is None
+                    else parsed.astimezone(UTC))
+        except (ValueError, OverflowError):
             return UNREADABLE_INSTANT
-        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
     if not isinstance(value, datetime):
         return UNREADABLE_INSTANT
     if value.tzinfo is UTC:

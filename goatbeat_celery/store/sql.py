@@ -116,10 +116,13 @@ _SET_ASIDE = (
     .where(S.c.name == sa.bindparam("b_name"))
     .values(fault=sa.bindparam("b_fault", type_=sa.Text()),
             fault_at=sa.func.coalesce(S.c.fault_at, sa.bindparam("b_now", type_=UTCDateTime())),
-            faults=S.c.faults + 1,
+            faults=sa.bindparam("b_faults", type_=sa.Integer()),
             next_run_at=sa.bindparam("b_retry_at", type_=UTCDateTime()),
-            version=S.c.version + 1)
+            version=sa.bindparam("b_version", type_=sa.BigInteger()))
 )
+#: Counters written by hand near their column's limit start again rather than overflow it.
+_FAULTS_MAX = 1_000_000
+_VERSION_MAX = 2 ** 62
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -591,7 +594,7 @@ class SQLStore:
             conn = txn.conn
             now = self._fence(conn, lease)
             for entry in entries:
-                found = sa.select(S.c.faults, S.c.next_run_at).where(
+                found = sa.select(S.c.faults, S.c.next_run_at, S.c.version).where(
                     S.c.name == entry.schedule_name)
                 if entry.version is not None:
                     found = found.where(S.c.version == entry.version)
@@ -599,9 +602,12 @@ class SQLStore:
                 if row is None:
                     continue
                 faults = row.faults if type(row.faults) is int else 0
+                version = row.version if type(row.version) is int else 0
                 retry_at = retry_time(entry, faults, _instant(row.next_run_at), now)
-                conn.execute(_SET_ASIDE, {"b_name": entry.schedule_name, "b_fault": entry.reason,
-                                          "b_now": now, "b_retry_at": retry_at})
+                conn.execute(_SET_ASIDE, {
+                    "b_name": entry.schedule_name, "b_fault": entry.reason, "b_now": now,
+                    "b_retry_at": retry_at, "b_faults": min(max(faults, 0) + 1, _FAULTS_MAX),
+                    "b_version": version + 1 if 0 <= version < _VERSION_MAX else 1})
                 changed[entry.schedule_name] = retry_at
         return changed
 

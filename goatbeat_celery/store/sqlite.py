@@ -44,7 +44,7 @@ def _json_or_text(text: str) -> Any:
     whole read."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (RecursionError, ValueError):
         return text
 
 
