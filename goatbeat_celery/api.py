@@ -39,7 +39,7 @@ from goatbeat_celery.cron import CronTrigger
 _UNSET: Any = object()
 _SPEC_FIELDS = (
     "task", "args", "kwargs", "options", "misfire_policy", "misfire_grace", "max_catchup",
-    "offset", "jitter",
+    "offset", "jitter", "starting_deadline",
 )
 
 
@@ -92,7 +92,8 @@ class Schedules:
         kwargs: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
         misfire_policy: MisfirePolicy | str | None = None, misfire_grace: Duration | None = None,
         max_catchup: int | None = None, offset: Duration | None = None,
-        jitter: Duration | None = None, enabled: bool = True, day_or: bool = True,
+        jitter: Duration | None = None, starting_deadline: Duration | None = None,
+        enabled: bool = True, day_or: bool = True,
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
         (5 fields, in ``timezone``) or ``at`` (an aware instant). A cron restricting both day of
@@ -104,7 +105,8 @@ class Schedules:
             problems, name=name, task=task, trigger=trigger, args=args,
             kwargs={} if kwargs is None else kwargs, options={} if options is None else options,
             misfire_policy=misfire_policy, misfire_grace=misfire_grace,
-            max_catchup=max_catchup, offset=offset, jitter=jitter, enabled=enabled,
+            max_catchup=max_catchup, offset=offset, jitter=jitter,
+            starting_deadline=starting_deadline, enabled=enabled,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
         return self.store.create_schedule(spec, next_occurrence_at=occurrence, next_run_at=run)
@@ -229,7 +231,7 @@ class Schedules:
                 problems.append(f"misfire_policy: unknown policy {policy!r}; use one of: "
                                 f"{choices}")
                 policy = None
-        for key in ("misfire_grace", "offset", "jitter"):
+        for key in ("misfire_grace", "offset", "jitter", "starting_deadline"):
             if values[key] is not None:
                 values[key] = to_timedelta(values[key], key, problems)
         # Kept as given when of the wrong shape (a string is not split into characters): the
@@ -255,6 +257,7 @@ _REPAIRED_BY = {
     "misfire_grace_seconds": {"misfire_grace"},
     "offset_seconds": {"offset"},
     "jitter_seconds": {"jitter"},
+    "starting_deadline_seconds": {"starting_deadline"},
     **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
                                     "max_catchup")},
 }

@@ -43,7 +43,7 @@ PREFIX = "goatbeat_"
 _ENGINE_KEYS = (
     "lease_name", "lease_ttl", "lease_renew_interval", "misfire_policy", "misfire_grace",
     "max_catchup", "batch_size", "max_interval", "retention", "prune_batch", "retry_backoff",
-    "retry_backoff_max",
+    "retry_backoff_max", "starting_deadline",
 )
 _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port",
              "metrics_address", "occurrence_hook")
@@ -53,6 +53,7 @@ _KNOWN = frozenset(PREFIX + key for key in (*_ENGINE_KEYS, *_OWN_KEYS))
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 _GOATBEAT_ENTRY_KEYS = {
     "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
+    "starting_deadline",
 }
 
 
@@ -336,6 +337,7 @@ def entry_to_spec(
         max_catchup=own.get("max_catchup"),
         offset=_optional_duration(own, "offset", where, problems),
         jitter=_optional_duration(own, "jitter", where, problems),
+        starting_deadline=_optional_duration(own, "starting_deadline", where, problems),
         enabled=enabled,
         source=ScheduleSource.CONFIG,
     )

@@ -253,12 +253,82 @@ def _build_croniter(expression: str, fields: tuple[str, ...], day_or: bool,
         )
         return None
     except (CroniterError, ValueError, TypeError, KeyError) as exc:
+        fields_hint = "minute hour day-of-month month day-of-week, e.g. '30 2 * * *'"
+        faults = "; ".join(_field_faults(fields))
         problems.append(
-            f"cron expression: {expression!r} is invalid ({exc}); use 5 fields: minute hour "
-            "day-of-month month day-of-week, e.g. '30 2 * * *'"
-        )
+            f"cron expression: {expression!r}: {faults}; fields in order: {fields_hint}"
+            if faults else
+            f"cron expression: {expression!r} is invalid ({exc}); use 5 fields: {fields_hint}")
         return None
     return cron
+
+
+#: Each field's numbers, and the names it also takes (numbered from the field's first value).
+_FIELD_VALUES: dict[str, tuple[int, int, tuple[str, ...]]] = {
+    "minute": (0, 59, ()),
+    "hour": (0, 23, ()),
+    "day-of-month": (1, 31, ()),
+    "month": (1, 12, ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                      "nov", "dec")),
+    "day-of-week": (0, 7, ("sun", "mon", "tue", "wed", "thu", "fri", "sat")),
+}
+
+
+def _field_faults(fields: tuple[str, ...]) -> list[str]:
+    """What is wrong with each field croniter refuses, in our words and naming the field.
+
+    croniter decides what is valid (each field is tried alone, the others ``*``); this only
+    explains a refusal, so an expression croniter takes is never refused here."""
+    faults = []
+    for index, (name, field) in enumerate(zip(_FIELDS, fields, strict=True)):
+        alone = ["*"] * len(_FIELDS)
+        alone[index] = field
+        try:
+            croniter(" ".join(alone), datetime(2000, 1, 1), ret_type=datetime)
+        except CroniterBadDateError:
+            continue  # a valid field that matches no date with the others: not this field
+        except (CroniterError, ValueError, TypeError, KeyError):
+            faults.append(_field_fault(name, field))
+    return faults
+
+
+def _field_fault(name: str, field: str) -> str:
+    low, high, names = _FIELD_VALUES[name]
+    allowed = f"{low}-{high}" + (f" or {names[0]}-{names[-1]}" if names else "")
+    where = f"{name} field {field!r}"
+
+    def value_in_field(value: str, shown: str) -> str:
+        # "minute field '61'" for the whole field, "minute field '1-61': 61" for a part of it
+        return where if value == field.lower() else f"{where}: {shown}"
+
+    for part in field.lower().split(","):
+        if not part:
+            return f"{where} has an empty item (a comma with nothing on one side)"
+        values, slash, step = part.partition("/")
+        if slash and not (step.isascii() and step.isdigit()):
+            return f"{where}: the step {step!r} is not a whole number"
+        if slash and not step.strip("0"):
+            return f"{where}: the step must be at least 1"
+        if name == "day-of-week" and "#" in values:
+            values, _, nth = values.partition("#")
+            if nth not in ("1", "2", "3", "4", "5"):
+                return (f"{where}: #{nth} must be #1 to #5 (the first to fifth such day of the "
+                        "month)")
+        if values in ("*", "?", "l"):
+            continue
+        negative = values.startswith("-")
+        for value in values.lstrip("-").split("-", 1):
+            if value.isascii() and value.isdigit():
+                number = "-" + value if negative else value
+                negative = False
+                # Compared as text first: int() refuses numbers of thousands of digits.
+                if len(value.lstrip("0")) > 2 or not low <= int(number) <= high:
+                    return f"{value_in_field(number, number)} is out of range {low}-{high}"
+            elif value not in names:
+                kind = {"month": "a month", "day-of-week": "a day"}.get(name, "a number")
+                return f"{value_in_field(value, repr(value))} is not {kind} ({allowed})"
+    return (f"{where} is not valid (values {allowed}, ranges such as 1-5, lists such as 1,15, "
+            "steps such as */10)")
 
 
 def _load_zone(name: object, problems: list[str]) -> zoneinfo.ZoneInfo | None:

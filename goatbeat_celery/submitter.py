@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -83,6 +84,14 @@ class CelerySubmitter:
         })
         if execution.manual:
             sent_headers[HEADER_MANUAL] = True
+        if execution.expires_at is not None:
+            # The starting deadline, as an absolute instant; an expires of the schedule's own
+            # (seconds from sending) still applies when it comes first.
+            expires = execution.expires_at
+            relative = options.pop("expires", None)
+            if isinstance(relative, (int, float)):
+                expires = min(expires, datetime.now(timezone.utc) + timedelta(seconds=relative))
+            options["expires"] = expires
         call = {
             "task_id": dispatch.key,
             "producer": producer,

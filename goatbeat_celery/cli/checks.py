@@ -2,7 +2,8 @@
 
 The settings and ``beat_schedule`` are validated as beat would validate them, the database is
 reached with the configured URL, and its schema revision is compared with this version's.
-Nothing is written: a SQLite file that does not exist is reported, not created.
+Nothing is written: a SQLite file that does not exist is reported, not created. A SQLite store
+is a warning, not a failure: it coordinates the replicas of one host only.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from goatbeat_celery.cli.views import human_duration
+from goatbeat_celery.cli.views import command_line, human_duration, with_migrate_command
 from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
 
 
 class Outcome(str, enum.Enum):
     OK = "ok"
+    #: Works, with a limit the operator should know about (not a failure).
+    WARN = "warn"
     FAIL = "fail"
     SKIP = "skip"
 
@@ -32,12 +35,15 @@ class Check:
     detail: str
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.outcome is Outcome.OK,
+        return {"name": self.name, "ok": self.outcome in (Outcome.OK, Outcome.WARN),
                 "status": self.outcome.value, "detail": self.detail}
 
 
-def run_checks(app: Any) -> list[Check]:
-    """Every check, in order; later ones are skipped when what they need has failed."""
+def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
+    """Every check, in order; later ones are skipped when what they need has failed.
+
+    ``app_given`` is the ``-A`` value (None without one), for the commands messages suggest.
+    """
     from goatbeat_celery import config as config_module
     from goatbeat_celery.store import mask_url
 
@@ -60,7 +66,10 @@ def run_checks(app: Any) -> list[Check]:
         checks.append(Check(name="database", outcome=Outcome.SKIP, detail=reason))
         checks.append(Check(name="schema", outcome=Outcome.SKIP, detail=reason))
     else:
-        checks.extend(_database(config.database_url))
+        checks.extend(_database(config.database_url, app_given))
+        warning = config.store_warning()
+        if warning is not None:
+            checks.append(Check(name="replicas", outcome=Outcome.WARN, detail=warning))
     return checks
 
 
@@ -80,7 +89,7 @@ def _beat_schedule(app: Any) -> Check:
     return Check(name="beat_schedule", outcome=Outcome.OK, detail=f"{count} valid {noun}")
 
 
-def _database(url: str) -> list[Check]:
+def _database(url: str, app_given: str | None) -> list[Check]:
     from goatbeat_celery.migrations import check_schema, current_revision, head_revision
     from goatbeat_celery.store import mask_url, migration_engine
     from goatbeat_celery.store.url import Backend, backend_of
@@ -98,12 +107,9 @@ def _database(url: str) -> list[Check]:
             "these commands can share them: set goatbeat_database_url to postgresql://… "
             "(or sqlite:///path on one host)")), unreachable]
     if backend is Backend.SQLITE:
-        missing = _missing_sqlite_file(url)
+        missing = missing_sqlite_problem(url, app_given)
         if missing is not None:
-            return [Check(name="database", outcome=Outcome.FAIL, detail=(
-                f"SQLite file {missing} does not exist (relative paths start from the "
-                "working directory): check goatbeat_database_url, or create it with "
-                "`celery -A proj goatbeat migrate`")), unreachable]
+            return [Check(name="database", outcome=Outcome.FAIL, detail=missing), unreachable]
     try:
         engine = migration_engine(url)
     except ConfigurationError as exc:
@@ -119,11 +125,45 @@ def _database(url: str) -> list[Check]:
         try:
             check_schema(engine)
         except GoatbeatError as exc:  # SchemaOutOfDate names the command that fixes it
-            return [reached, Check(name="schema", outcome=Outcome.FAIL, detail=str(exc))]
+            detail = with_migrate_command(str(exc), app_given)
+            return [reached, Check(name="schema", outcome=Outcome.FAIL, detail=detail)]
         return [reached, Check(name="schema", outcome=Outcome.OK,
                                detail=f"at revision {current} (head {head_revision()})")]
     finally:
         engine.dispose()
+
+
+def missing_sqlite_problem(url: str, app_given: str | None) -> str | None:
+    """Why the SQLite file ``url`` names cannot be used because it does not exist (None when
+    it exists, or the URL names no file): which app's setting named it, and what to do.
+
+    Opening a SQLite store creates its file, so commands that must not create one ask this
+    first; only ``migrate`` creates a database.
+    """
+    from goatbeat_celery.config import DEFAULT_DATABASE_URL
+    from goatbeat_celery.store import mask_url
+    from goatbeat_celery.store.url import Backend, backend_of
+
+    missing = _missing_sqlite_file(url) if backend_of(url) is Backend.SQLITE else None
+    if missing is None:
+        return None
+    migrate_command = command_line(app_given, "migrate")
+    unset = url == DEFAULT_DATABASE_URL
+    if app_given is None:
+        source = ("no -A given: Celery's default app sets no goatbeat_database_url, so the "
+                  f"default {url} is used" if unset else
+                  f"no -A given: Celery's default app has goatbeat_database_url {mask_url(url)}")
+    else:
+        source = (f"app {app_given!r} sets no goatbeat_database_url, so the default {url} is "
+                  "used" if unset else
+                  f"app {app_given!r} has goatbeat_database_url {mask_url(url)}")
+    where = "" if Path(missing).is_absolute() else f" in {Path.cwd()}"
+    advice = (f"pass your app with -A (`{command_line(None, '…')}`), and create its database "
+              f"with `{migrate_command}` if it has none yet" if app_given is None else
+              "check goatbeat_database_url (a relative path starts from the working "
+              f"directory), or create the database with `{migrate_command}`")
+    return (f"{source}, and the SQLite file {missing} does not exist{where}; nothing was "
+            f"created: {advice}")
 
 
 def _missing_sqlite_file(url: str) -> str | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+import shlex
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -21,7 +23,12 @@ from goatbeat_celery.core.errors import (
     ScheduleNotFound,
     StoreUnavailable,
 )
-from goatbeat_celery.core.model import MisfirePolicy, Schedule, ScheduleSource
+from goatbeat_celery.core.model import (
+    MisfirePolicy,
+    Schedule,
+    ScheduleSource,
+    parse_duration,
+)
 from goatbeat_celery.core.protocols import LeaseManager
 
 if TYPE_CHECKING:
@@ -31,7 +38,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Exit status for a database that cannot be reached, as Celery's own commands use for a broker.
 EX_UNAVAILABLE = 69
-LIST_COMMAND = "celery -A proj goatbeat list"
 
 #: Leading field names in goatbeat's problem messages → the option an operator typed.
 _OPTION_OF = {
@@ -44,6 +50,7 @@ _OPTION_OF = {
     "max_catchup": "--max-catchup",
     "offset": "--offset",
     "jitter": "--jitter",
+    "starting_deadline": "--starting-deadline",
     "task": "TASK",
 }
 
@@ -68,7 +75,8 @@ else:  # older click releases cannot subscript ParamType at runtime
 
 # -- plumbing -------------------------------------------------------------------------------
 #: Field names that read unambiguously as options wherever they appear in a problem.
-_FIELD_WORDS = re.compile(r"\b(offset|jitter|misfire_policy|misfire_grace|max_catchup)\b")
+_FIELD_WORDS = re.compile(
+    r"\b(offset|jitter|misfire_policy|misfire_grace|max_catchup|starting_deadline)\b")
 
 
 def _option_names(problem: str) -> str:
@@ -89,7 +97,7 @@ _EDIT_OPTION = {
     "every": "--every", "cron": "--cron", "at": "--at", "task": "--task", "args": "--args",
     "kwargs": "--kwargs", "options": "--queue", "misfire_policy": "--misfire-policy",
     "misfire_grace": "--misfire-grace", "max_catchup": "--max-catchup", "offset": "--offset",
-    "jitter": "--jitter",
+    "jitter": "--jitter", "starting_deadline": "--starting-deadline",
 }
 #: The API's advice for a damaged row: "edit it giving args, misfire_policy anew".
 _REPAIR_HINT = re.compile(r"(?<=\bgiving )[a-z_]+(?:, [a-z_]+)*(?= anew\b)")
@@ -112,7 +120,7 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
     try:
         yield
     except ScheduleNotFound as exc:
-        raise CommandError(f"{exc}; `{LIST_COMMAND}` shows the schedules") from exc
+        raise CommandError(f"{exc}; `{app_command('list')}` shows the schedules") from exc
     except ConfigurationError as exc:
         problems = [_edit_options(p) for p in exc.problems]
         if as_options:
@@ -122,15 +130,40 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
         raise CommandError(str(exc)) from exc
     except StoreUnavailable as exc:
         raise DatabaseUnavailable(str(exc)) from exc
-    except GoatbeatError as exc:
-        raise CommandError(str(exc)) from exc
+    except GoatbeatError as exc:  # SchemaOutOfDate names the migrate command
+        raise CommandError(views.with_migrate_command(str(exc), app_given())) from exc
+
+
+def app_given(ctx: click.Context | None = None) -> str | None:
+    """What ``-A`` named (the app's import path), or None when no -A was given."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    value = ctx.find_root().params.get("app")
+    if isinstance(value, str):
+        return value.strip() or None
+    # An app object, when Celery's command is invoked from Python with one.
+    main = getattr(value, "main", None)
+    return main if isinstance(main, str) and main else None
+
+
+def app_command(words: str) -> str:
+    """``celery -A <the app given> goatbeat <words>``, for messages that suggest a command."""
+    return views.command_line(app_given(), words)
+
+
+def app_label() -> str:
+    """The app as warnings name it."""
+    given = app_given()
+    return "Celery's default app (no -A given)" if given is None else f"app {given!r}"
 
 
 def celery_app(ctx: click.Context) -> Any:
     """The app Celery's top-level command loaded from ``-A``."""
     app = getattr(ctx.obj, "app", None)
     if app is None:
-        raise click.UsageError("run these commands through Celery: celery -A proj goatbeat …")
+        raise click.UsageError("run these commands through Celery: "
+                               f"{views.command_line(None, '…')}")
     return app
 
 
@@ -149,6 +182,10 @@ def opened(ctx: click.Context) -> Iterator[Schedules]:
                 "goatbeat_database_url is memory://, which lives inside one process: these "
                 "commands cannot see beat's schedules; use postgresql://… (or sqlite:///path)"
             )
+        # Opening a SQLite store creates its file: only `migrate` may create a database.
+        missing = checks_module.missing_sqlite_problem(url, app_given(ctx))
+        if missing is not None:
+            raise CommandError(missing)
         schedules = Schedules.from_app(app)
         try:
             yield schedules
@@ -189,6 +226,44 @@ def warn_config_source(schedule: Schedule, consequence: str) -> None:
     if schedule.spec.source is ScheduleSource.CONFIG:
         warn(f"{schedule.name!r} comes from beat_schedule: the next config sync (when a replica "
              f"becomes leader) {consequence}; change beat_schedule to make it last")
+
+
+def warn_unknown_task(ctx: click.Context, task: str) -> None:
+    """Warn (never refuse: beat may not import every task module) when ``task`` is not among
+    the app's tasks once its task modules are imported as a worker imports them."""
+    app = celery_app(ctx)
+    try:
+        app.loader.import_default_modules()  # `imports`, `include` and autodiscovery
+        known = sorted(str(name) for name in app.tasks)
+    except Exception as exc:  # the app's own modules failed to import: nothing to compare
+        warn(f"could not check task {task!r}: importing the task modules of {app_label()} "
+             f"failed ({type(exc).__name__}: {exc})")
+        return
+    if task in known:
+        return
+    close = difflib.get_close_matches(task, [n for n in known if not n.startswith("celery.")],
+                                      n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    warn(f"task {task!r} is not registered in {app_label()}{hint}: stored anyway, as beat "
+         "sends tasks by name, but a worker that does not know it rejects every run")
+
+
+def warn_past_at(schedules: Schedules, schedule: Schedule, at: datetime | None) -> None:
+    """A one-time schedule whose instant has passed is stored, and never runs: say so."""
+    if at is None or schedule.spec.trigger.kind != "once":
+        return
+    with reported():
+        now = schedules.store.now()
+    start = at + schedule.spec.effective_offset()
+    if start > now:
+        return
+    ago = views.human_seconds(round((now - start).total_seconds()))
+    name = shlex.quote(schedule.name)
+    warn(f"--at {views.when(at)} is {ago} in the past by the database clock: "
+         f"{schedule.name!r} is stored, but a one-time schedule runs only at an instant still "
+         "ahead, so it will never run, not even late within the misfire grace; "
+         f"`{app_command('run-now ' + name)}` runs it now, "
+         f"`{app_command('edit ' + name + ' --at ISO')}` sets a later instant")
 
 
 def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
@@ -252,6 +327,28 @@ class InstantParam(_ParamType):
         return parsed
 
 
+class DurationParam(_ParamType):
+    """A duration as tables print it (``90s``, ``1m``, ``1h30m``, ``2d``, ``1.5h``) or plain
+    seconds (``60``, ``0.5``), read by the core's one parser; given on as seconds."""
+
+    name = "duration"
+
+    def __init__(self, *, positive: bool = False) -> None:
+        self.positive = positive
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        try:
+            seconds = parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        if self.positive and seconds == 0:
+            self.fail(f"must be more than zero, got {value!r}", param, ctx)
+        return seconds
+
+
 _POLICIES = [p.value for p in MisfirePolicy]
 DEFAULT_POLICY = "default"
 
@@ -260,8 +357,9 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
     """The options ``add`` and ``edit`` share; ``edit`` changes only those given."""
     policies = [*_POLICIES, DEFAULT_POLICY] if editing else _POLICIES
     options = [
-        click.option("--every", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-                     help="Run every SECONDS on a fixed grid counted from the Unix epoch."),
+        click.option("--every", type=DurationParam(positive=True), metavar="DURATION",
+                     help="Run every DURATION (60, 90s, 1h30m, 2d) on a fixed grid counted "
+                          "from the Unix epoch."),
         click.option("--cron", metavar="EXPR",
                      help='Run on a 5-field cron expression, e.g. "0 7 * * mon-fri".'),
         click.option("--timezone", metavar="ZONE",
@@ -280,15 +378,18 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
                      help="Late occurrences: latest runs one for the backlog, all runs each "
                           "(up to --max-catchup), skip runs none"
                           + ("; default follows goatbeat_misfire_policy." if editing else ".")),
-        click.option("--misfire-grace", type=click.FloatRange(min=0), metavar="SECONDS",
-                     help="An occurrence later than this is missed."),
+        click.option("--misfire-grace", type=DurationParam(), metavar="DURATION",
+                     help="An occurrence later than this is missed (e.g. 5m)."),
         click.option("--max-catchup", type=click.IntRange(min=1), metavar="N",
                      help="Most missed occurrences the all policy runs."),
-        click.option("--offset", type=click.FloatRange(min=0), metavar="SECONDS",
-                     help="Shift every occurrence by SECONDS (shorter than the interval)."),
-        click.option("--jitter", type=click.FloatRange(min=0), metavar="SECONDS",
-                     help="Shift every occurrence by a stable amount below SECONDS, derived "
+        click.option("--offset", type=DurationParam(), metavar="DURATION",
+                     help="Shift every occurrence by DURATION (shorter than the interval)."),
+        click.option("--jitter", type=DurationParam(), metavar="DURATION",
+                     help="Shift every occurrence by a stable amount below DURATION, derived "
                           "from the name."),
+        click.option("--starting-deadline", type=DurationParam(), metavar="DURATION",
+                     help="Drop a run not started DURATION after it was due (the message "
+                          "expires then)."),
     ]
     if editing:
         options.insert(0, click.option("--task", metavar="TASK", help="Task to send."))
@@ -311,7 +412,7 @@ def trigger_choice(given: Mapping[str, Any], *, required: bool,
     """The trigger keywords for the API, after checking the options make one trigger."""
     chosen = [f"--{key}" for key in ("every", "cron", "at") if given.get(key) is not None]
     if len(chosen) > 1 or (required and not chosen):
-        raise click.UsageError("give exactly one of --every SECONDS, --cron EXPR or --at ISO "
+        raise click.UsageError("give exactly one of --every DURATION, --cron EXPR or --at ISO "
                                f"(got {', '.join(chosen) or 'none'})")
     if given.get("timezone") is not None and given.get("cron") is None:
         cron_now = current is not None and current.spec.trigger.kind == "cron"
@@ -341,7 +442,7 @@ def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str
     policy = given.get("misfire_policy")
     if policy is not None:
         changes["misfire_policy"] = None if policy == DEFAULT_POLICY else policy
-    for key in ("misfire_grace", "max_catchup"):
+    for key in ("misfire_grace", "max_catchup", "starting_deadline"):
         if given.get(key) is not None:
             changes[key] = given[key]
     # An offset replaces a jitter and the other way round (a schedule has one shift).
@@ -415,7 +516,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
          f"{pending.key} due {views.when(pending.due_at)}, "
          f"{views.human_seconds(lag or 0.0)} late, {pending.attempts} attempt(s)"),
         ("next due", views.relative(next_due, now)),
-        ("set aside", views.set_aside_lines(set_aside, LIST_COMMAND)),
+        ("set aside", views.set_aside_lines(set_aside, app_command("list"))),
     ]
     if info is None:
         pairs[3] = ("held", "no (no replica has taken this lease yet)")
@@ -430,10 +531,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--prefix", metavar="TEXT", help="Only names starting with TEXT.")
 @click.option("--set-aside", "set_aside", is_flag=True,
               help="Only schedules the leader set aside, or that cannot be read as stored.")
+@click.option("--wide", is_flag=True,
+              help=f"Show names, tasks and triggers whole. On a terminal they are otherwise "
+                   f"cut short (with {views.ELLIPSIS}) to fit its width, at least "
+                   f"{views.LIST_WIDTH} columns; a pipe or a file gets them whole.")
 @json_option
 @click.pass_context
 def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: str | None,
-          set_aside: bool, as_json: bool) -> None:
+          set_aside: bool, wide: bool, as_json: bool) -> None:
     """The schedules, with trigger, zone, next and last run, state, source and policy."""
     with opened(ctx) as schedules, reported():
         found = schedules.list(enabled=enabled, source=source, prefix=prefix)
@@ -448,7 +553,9 @@ def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: 
         click.echo("no schedules match" if filtered else "no schedules yet")
     else:
         click.echo(views.table(views.SCHEDULE_COLUMNS,
-                               [views.schedule_row(s, defaults) for s in found]))
+                               [views.schedule_row(s, defaults) for s in found],
+                               width=None if wide else views.list_width(),
+                               clipped=views.SCHEDULE_CLIPPED))
 
 
 @goatbeat.command(cls=CeleryCommand)
@@ -478,6 +585,8 @@ def add(ctx: click.Context, /, name: str, task: str, paused: bool, as_json: bool
                                             **spec_changes(given, None))
             except ScheduleConflict as exc:
                 raise CommandError(f"{exc}; change it with `edit`") from exc
+        warn_unknown_task(ctx, task)
+        warn_past_at(schedules, schedule, given.get("at"))
         show_schedule(schedules, schedule, as_json, headline=f"added {name!r}")
 
 
@@ -504,6 +613,9 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
             schedule = schedules.update(name, enabled=enabled, **trigger, **changes)
         if schedule.version != current.version:
             warn_config_source(schedule, "puts back the configured version")
+        if given.get("task") is not None:
+            warn_unknown_task(ctx, given["task"])
+        warn_past_at(schedules, schedule, given.get("at"))
         show_schedule(schedules, schedule, as_json, headline=f"edited {name!r}")
 
 
@@ -610,6 +722,9 @@ def migrate(ctx: click.Context, as_json: bool) -> None:
     app = celery_app(ctx)
     with reported():
         url = config_module.load(app, with_schedules=False).config.database_url
+        if app_given(ctx) is None:
+            warn(f"no -A given: migrating the database of Celery's default app ({mask_url(url)});"
+                 f" `{app_command('migrate')}` migrates your app's")
         engine = migration_engine(url)
         try:
             before = current_revision(engine)
@@ -647,8 +762,9 @@ def check(ctx: click.Context, as_json: bool) -> None:
 
     Exits non-zero when any check fails.
     """
-    results = checks_module.run_checks(celery_app(ctx))
+    results = checks_module.run_checks(celery_app(ctx), app_given=app_given(ctx))
     failures = checks_module.failed(results)
+    warnings = [c for c in results if c.outcome is checks_module.Outcome.WARN]
     if as_json:
         emit({"ok": not failures, "checks": [c.as_json() for c in results]})
     else:
@@ -660,7 +776,8 @@ def check(ctx: click.Context, as_json: bool) -> None:
             say(f"{label:<4}  {result.name:<{width}}  {first}")
             for line in rest:
                 say(f"{'':<4}  {'':<{width}}  {line}")
-        click.echo("all checks passed" if not failures else
+        noted = f" ({len(warnings)} warning{'s' if len(warnings) > 1 else ''})" if warnings else ""
+        click.echo(f"all checks passed{noted}" if not failures else
                    f"{len(failures)} check(s) failed")
     if failures:
         ctx.exit(1)

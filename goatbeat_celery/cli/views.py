@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+import os
+import shlex
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeGuard, Union
 
@@ -55,6 +58,26 @@ def shown(text: str, *, keep_newlines: bool = False) -> str:
     if keep_newlines:
         return "\n".join(shown(line) for line in text.split("\n"))
     return "".join(_escape(char) if hidden_characters(char) else char for char in text)
+
+
+# -- commands ---------------------------------------------------------------------------------
+#: What a suggested command says for the app when no -A was given.
+ANY_APP = "<your app>"
+
+
+def command_line(app_given: str | None, words: str) -> str:
+    """``celery -A <app> goatbeat <words>`` for the app given with -A, as a suggestion to run
+    (``<your app>`` when none was given)."""
+    app = ANY_APP if app_given is None else shlex.quote(app_given)
+    return f"celery -A {app} goatbeat {words}"
+
+
+def with_migrate_command(message: str, app_given: str | None) -> str:
+    """``message`` from :mod:`goatbeat_celery.migrations`, its migrate command naming the app
+    given rather than the placeholder app there."""
+    from goatbeat_celery.migrations import MIGRATE_COMMAND
+
+    return message.replace(MIGRATE_COMMAND, command_line(app_given, "migrate"))
 
 
 # -- scalars ----------------------------------------------------------------------------------
@@ -205,6 +228,7 @@ def schedule_json(schedule: Schedule, defaults: Settings) -> dict[str, Any]:
         "offset": seconds(spec.offset),
         "jitter": seconds(spec.jitter),
         "effective_offset": seconds(spec.effective_offset()),
+        "starting_deadline": seconds(spec.starting_deadline),
         "next_run_at": iso(schedule.next_run_at),
         "next_occurrence_at": iso(schedule.next_occurrence_at),
         "last_occurrence_at": iso(schedule.last_occurrence_at),
@@ -285,6 +309,8 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         ("max catch-up", str(catchup) if spec.max_catchup is not None
          else f"default ({catchup})"),
         ("offset", shift),
+        *([("starting deadline", human_duration(spec.starting_deadline))]
+          if spec.starting_deadline is not None else []),
         ("next run", at(schedule.next_run_at)),
         ("next occurrence", when(schedule.next_occurrence_at)),
         ("last occurrence", when(schedule.last_occurrence_at)),
@@ -361,6 +387,7 @@ def execution_json(execution: Execution) -> dict[str, Any]:
         "missed": execution.missed,
         "token": execution.token,
         "last_error": execution.last_error,
+        "expires_at": iso(execution.expires_at),
     }
 
 
@@ -389,14 +416,93 @@ def lease_json(name: str, info: LeaseInfo | None) -> dict[str, Any]:
 
 
 # -- layout -----------------------------------------------------------------------------------
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns two spaces apart; no trailing spaces; every cell :func:`shown`."""
+#: The narrowest terminal ``list`` fits (a wider one is filled; ``--wide`` cuts nothing).
+LIST_WIDTH = 120
+#: The columns of ``list`` cut short to fit a terminal, and where each is cut: a name or a
+#: trigger keeps its start, a task its start and its end (``proj.tas…report``).
+SCHEDULE_CLIPPED = {"NAME": "end", "TASK": "middle", "TRIGGER": "end"}
+#: The narrowest a column is cut to, even when the line then exceeds the terminal.
+CLIPPED_MIN = 10
+ELLIPSIS = "\u2026"
+
+
+def _terminal_columns() -> int | None:
+    """The width of the terminal standard output is, or None when it is none (a pipe, a file)."""
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError, AttributeError):  # a stream without a file descriptor
+        pass
+    return None
+
+
+def list_width() -> int | None:
+    """How wide ``list`` may be: a terminal's width, and at least :data:`LIST_WIDTH`; None (cut
+    nothing) when the output goes to a pipe or a file, where scripts read whole values."""
+    columns = _terminal_columns()
+    return None if columns is None else max(LIST_WIDTH, columns)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int | None = None,
+          clipped: Mapping[str, str] | None = None) -> str:
+    """Left-aligned columns two spaces apart; no trailing spaces; every cell :func:`shown`.
+
+    With ``width``, the columns named in ``clipped`` are cut short with an ellipsis (at their
+    ``"end"`` or in the ``"middle"``) so each line fits in ``width``, as far as the other
+    columns leave room: a cut column keeps at least :data:`CLIPPED_MIN` characters."""
     lines = [[shown(cell) for cell in line] for line in (headers, *rows)]
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    if width is not None and clipped:
+        flexible = [i for i, name in enumerate(headers) if name in clipped]
+        limits = _fitted(widths, flexible, width)
+        lines = [[_clip(raw, cell, limits.get(i), clipped.get(headers[i], "end"))
+                  for i, (raw, cell) in enumerate(zip(line, shown_line, strict=True))]
+                 for line, shown_line in zip((headers, *rows), lines, strict=True)]
+        widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
     return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        "  ".join(cell.ljust(size) for cell, size in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def _fitted(widths: Sequence[int], flexible: Sequence[int], width: int) -> dict[int, int]:
+    """How wide each flexible column may be so the line fits in ``width``: the narrow ones keep
+    their width, the others share what is left equally."""
+    fixed = sum(w for i, w in enumerate(widths) if i not in flexible) + 2 * (len(widths) - 1)
+    room = width - fixed
+    limits: dict[int, int] = {}
+    order = sorted(flexible, key=lambda i: widths[i])
+    for done, index in enumerate(order):
+        share = room // (len(order) - done)
+        limits[index] = min(widths[index], max(share, CLIPPED_MIN))
+        room -= limits[index]
+    return limits
+
+
+def _clip(raw: str, cell: str, limit: int | None, where: str = "end") -> str:
+    """``cell`` (``raw`` as :func:`shown`) cut to ``limit`` characters with an ellipsis at its
+    end or in its middle; an escape is kept whole or left out, never cut."""
+    if limit is None or len(cell) <= limit:
+        return cell
+    room = limit - len(ELLIPSIS)
+    if where == "middle":
+        tail = "".join(reversed(_kept(reversed(raw), room // 2)))
+        return "".join(_kept(iter(raw), room - len(tail))) + ELLIPSIS + tail
+    return "".join(_kept(iter(raw), room)) + ELLIPSIS
+
+
+def _kept(chars: Iterator[str], room: int) -> list[str]:
+    """The characters taken from ``chars``, each as :func:`shown`, while they fit in
+    ``room``."""
+    pieces: list[str] = []
+    used = 0
+    for char in chars:
+        piece = shown(char)
+        if used + len(piece) > room:
+            break
+        pieces.append(piece)
+        used += len(piece)
+    return pieces
 
 
 def fields(pairs: Sequence[tuple[str, Value]]) -> str:

@@ -322,8 +322,9 @@ class Engine:
                                  extra={"action": "claimed"})
                     previous, inflight = inflight, None
                     self._settle(previous)
-                    if self._mono() >= self._backoff_until:
-                        inflight = _Submission(self, result.dispatches, grant)
+                    fresh = self._drop_expired(result.dispatches)
+                    if fresh and self._mono() >= self._backoff_until:
+                        inflight = _Submission(self, fresh, grant)
                 if result.advanced + moved == 0:
                     # Nothing moved (rows locked by an edit in progress): read again shortly.
                     previous, inflight = inflight, None
@@ -396,6 +397,7 @@ class Engine:
             missed=plan.missed,
             next_occurrence_at=upcoming,
             next_run_at=None if upcoming is None else upcoming + offset,
+            expires_after=spec.starting_deadline or settings.deadline,
         )
 
     def _check_task(self, spec: ScheduleSpec) -> None:
@@ -537,8 +539,27 @@ class Engine:
             if len(pending) > manual:
                 logger.info("resubmitting %d claimed occurrences under their keys",
                             len(pending) - manual, extra={"action": "resubmit"})
-            if not self._submit(pending, grant) or len(pending) < batch_size:
+            fresh = self._drop_expired(pending)
+            if (fresh and not self._submit(fresh, grant)) or len(pending) < batch_size:
                 return
+
+    def _drop_expired(self, dispatches: Sequence[Dispatch]) -> list[Dispatch]:
+        """Those of ``dispatches`` still within their starting deadline; the others are
+        recorded ``expired`` and never sent (a worker would drop them anyway, and an outage's
+        backlog must not be replayed)."""
+        now = self._store_now()
+        if now is None:
+            return list(dispatches)
+        stale = [d.key for d in dispatches
+                 if d.execution.expires_at is not None and d.execution.expires_at <= now]
+        if not stale:
+            return list(dispatches)
+        self.store.mark_expired(stale)
+        logger.warning("%d occurrences passed their starting deadline before they could be "
+                       "sent; dropped (e.g. %s)", len(stale), quoted_name(stale[0]),
+                       extra={"action": "expired"})
+        dropped = set(stale)
+        return [d for d in dispatches if d.key not in dropped]
 
     def _submit(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> bool:
         """Submit and record; returns False when the broker failed (rows stay claimed)."""

@@ -49,12 +49,15 @@ class MisfirePolicy(str, enum.Enum):
 class ExecutionState(str, enum.Enum):
     """Life of one claimed occurrence: ``claimed`` then ``submitted``.
 
-    ``abandoned`` marks a claim whose schedule was deleted before it could be submitted.
+    ``abandoned`` marks a claim given up before the broker took it: its schedule was deleted,
+    or its message could not be sent after the last attempt. ``expired`` marks a claim whose
+    starting deadline passed before the broker took it: it is never sent.
     """
 
     CLAIMED = "claimed"
     SUBMITTED = "submitted"
     ABANDONED = "abandoned"
+    EXPIRED = "expired"
 
 
 class ScheduleSource(str, enum.Enum):
@@ -205,6 +208,9 @@ class ScheduleSpec:
     max_catchup: int | None = None
     offset: timedelta | None = None
     jitter: timedelta | None = None
+    #: A run not started by its due instant plus this long is dropped: the message carries it
+    #: as an absolute ``expires``, and goatbeat never sends it later. None: the global setting.
+    starting_deadline: timedelta | None = None
     enabled: bool = True
     source: ScheduleSource = ScheduleSource.API
 
@@ -227,6 +233,9 @@ class ScheduleSpec:
         if self.misfire_grace is not None:
             found.extend(_listed(validation.seconds_problem(
                 self.misfire_grace, "misfire_grace", maximum=validation.MAX_GRACE)))
+        if self.starting_deadline is not None:
+            found.extend(_listed(validation.seconds_problem(
+                self.starting_deadline, "starting_deadline", inclusive_minimum=False)))
         if self.max_catchup is not None:
             found.extend(_listed(validation.count_problem(
                 self.max_catchup, "max_catchup", minimum=1, maximum=validation.MAX_CATCHUP)))
@@ -286,6 +295,9 @@ class ScheduleSpec:
             "offset": _seconds(self.offset),
             "jitter": _seconds(self.jitter),
         }
+        if self.starting_deadline is not None:
+            # Only when set, so that the specs stored before the field existed keep their hash.
+            payload["starting_deadline"] = _seconds(self.starting_deadline)
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -361,6 +373,8 @@ class Execution:
     last_error: str | None = None
     missed: int = 0
     manual: bool = False
+    #: The starting deadline: not sent once past, and carried as the message's ``expires``.
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -406,6 +420,8 @@ class PlannedClaim:
     missed: int
     next_occurrence_at: datetime | None
     next_run_at: datetime | None
+    #: Each execution expires this long after its due instant (None: never).
+    expires_after: timedelta | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

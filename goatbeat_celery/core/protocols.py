@@ -175,6 +175,12 @@ class ScheduleStore(Protocol):
         store's time). Idempotent; returns how many rows changed state."""
         ...
 
+    def mark_expired(self, keys: Sequence[str]) -> int:
+        """Record that these executions passed their starting deadline (``expires_at``) before
+        the broker took them: state ``expired``, never sent. Only executions still ``claimed``
+        change; returns how many did."""
+        ...
+
     def record_failures(self, failures: Mapping[str, str], *,
                         abandon: Collection[str] = ()) -> None:
         """Note failed submissions (key -> error) in ``last_error``; the executions stay

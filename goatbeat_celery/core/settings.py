@@ -50,17 +50,40 @@ class Settings:
     prune_batch: int = 1000
     retry_backoff: Duration = timedelta(seconds=1)
     retry_backoff_max: Duration = timedelta(seconds=30)
+    #: Drop a run not started this long after its due instant (None: never); a schedule's own
+    #: ``starting_deadline`` wins.
+    starting_deadline: Duration | None = None
 
     def __post_init__(self) -> None:
         problems: list[str] = []
         for name, (maximum, zero_allowed) in _DURATIONS.items():
             value = getattr(self, name)
+            if isinstance(value, str):
+                # "30s", "1m": read as printed; an unreadable one is reported by to_timedelta.
+                before = len(problems)
+                value = to_timedelta(value, name, problems)
+                if len(problems) > before:
+                    object.__setattr__(self, name, timedelta(seconds=1))
+                    continue
             problem = validation.seconds_problem(value, name, maximum=maximum,
                                                  inclusive_minimum=zero_allowed)
             if problem is not None:
                 problems.append(problem)
                 value = timedelta(seconds=1)  # a stand-in, so the checks below still run
             object.__setattr__(self, name, to_timedelta(value, name))
+        if isinstance(self.starting_deadline, str):
+            object.__setattr__(self, "starting_deadline",
+                               to_timedelta(self.starting_deadline, "starting_deadline", problems))
+        if self.starting_deadline is not None:
+            problem = validation.seconds_problem(self.starting_deadline, "starting_deadline",
+                                                 maximum=validation.MAX_DURATION,
+                                                 inclusive_minimum=False)
+            if problem is not None:
+                problems.append(problem)
+                object.__setattr__(self, "starting_deadline", None)
+            else:
+                object.__setattr__(self, "starting_deadline",
+                                   to_timedelta(self.starting_deadline, "starting_deadline"))
         for name, most in _COUNTS.items():
             problem = validation.count_problem(getattr(self, name), name, minimum=1,
                                                maximum=most)
@@ -96,6 +119,12 @@ class Settings:
     @property
     def grace(self) -> timedelta:
         return self.duration("misfire_grace")
+
+    @property
+    def deadline(self) -> timedelta | None:
+        """``starting_deadline`` as a timedelta, or None."""
+        value = self.starting_deadline
+        return value if value is None or isinstance(value, timedelta) else timedelta(seconds=value)
 
     @property
     def policy(self) -> MisfirePolicy:

@@ -250,6 +250,8 @@ class MemoryStore:
                         key=key, schedule_name=claim.schedule_name, occurrence_at=occurrence,
                         due_at=due, token=lease.token, state=ExecutionState.CLAIMED,
                         claimed_at=now, attempts=1, missed=claim.missed if last else 0,
+                        expires_at=(None if claim.expires_after is None
+                                    else due + claim.expires_after),
                     )
                     self._executions[key] = execution
                     dispatches.append(_dispatch(schedule, execution))
@@ -319,6 +321,16 @@ class MemoryStore:
                         execution, state=ExecutionState.SUBMITTED, submitted_at=now)
                     changed += 1
             return changed
+
+    def mark_expired(self, keys: Sequence[str]) -> int:
+        changed = 0
+        with self._lock:
+            for key in keys:
+                execution = self._executions.get(key)
+                if execution is not None and execution.state is ExecutionState.CLAIMED:
+                    self._executions[key] = replace(execution, state=ExecutionState.EXPIRED)
+                    changed += 1
+        return changed
 
     def record_failures(self, failures: Mapping[str, str], *,
                         abandon: Collection[str] = ()) -> None:

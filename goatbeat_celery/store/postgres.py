@@ -72,13 +72,14 @@ _RECORD_CLAIMS = sa.text(
     WITH inserted AS (
         INSERT INTO goatbeat_execution (key, schedule_name, occurrence_at, due_at, token, state,
                                         claimed_at, submitted_at, attempts, last_error, missed,
-                                        manual)
+                                        manual, expires_at)
         SELECT e.key, e.schedule_name, e.occurrence_at, e.due_at, CAST(:token AS bigint),
-               'claimed', CAST(:claimed_at AS timestamptz), NULL, 1, NULL, e.missed, false
+               'claimed', CAST(:claimed_at AS timestamptz), NULL, 1, NULL, e.missed, false,
+               e.expires_at
         FROM unnest(CAST(:keys AS text[]), CAST(:names AS text[]),
                     CAST(:occurrences AS timestamptz[]), CAST(:dues AS timestamptz[]),
-                    CAST(:missed AS integer[]))
-             AS e(key, schedule_name, occurrence_at, due_at, missed)
+                    CAST(:missed AS integer[]), CAST(:expires AS timestamptz[]))
+             AS e(key, schedule_name, occurrence_at, due_at, missed, expires_at)
         ON CONFLICT (key) DO NOTHING
         RETURNING key
     ), advanced AS (
@@ -375,6 +376,7 @@ class PostgresStore(SQLStore):
             "occurrences": array_literal([e.occurrence_at for e in executions]),
             "dues": array_literal([e.due_at for e in executions]),
             "missed": array_literal([e.missed for e in executions]),
+            "expires": array_literal([e.expires_at for e in executions]),
             "a_names": array_literal([a.name for a in advances]),
             "a_versions": array_literal([a.version for a in advances]),
             "a_next_occurrences": array_literal([a.next_occurrence_at for a in advances]),

@@ -170,6 +170,8 @@ schedule_table = sa.Table(
     sa.Column("fault", sa.Text(), nullable=True),
     sa.Column("fault_at", UTCDateTime(), nullable=True),
     sa.Column("faults", sa.Integer(), nullable=False, server_default=sa.text("0")),
+    # Drop a run not started this long after its due instant (NULL: the global setting).
+    sa.Column("starting_deadline_seconds", Seconds(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.
@@ -197,6 +199,8 @@ execution_table = sa.Table(
     sa.Column("last_error", sa.Text(), nullable=True),
     sa.Column("missed", sa.Integer(), nullable=False),
     sa.Column("manual", sa.Boolean(), nullable=False),
+    # The starting deadline: never sent once past, and the message's absolute expires.
+    sa.Column("expires_at", UTCDateTime(), nullable=True),
 )
 
 # Resubmission reads the few rows still claimed, oldest first.

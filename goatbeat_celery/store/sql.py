@@ -523,11 +523,13 @@ class SQLStore:
                 continue
             versions[name] = claim.version + 1
             last = len(claim.occurrences) - 1
+            after = claim.expires_after
             planned = [
                 Execution(key=idempotency_key(name, occurrence), schedule_name=name,
                           occurrence_at=occurrence, due_at=due, token=token,
                           state=ExecutionState.CLAIMED, claimed_at=now, attempts=1,
-                          missed=claim.missed if index == last else 0)
+                          missed=claim.missed if index == last else 0,
+                          expires_at=None if after is None else due + after)
                 for index, (occurrence, due) in enumerate(claim.occurrences)
             ]
             accepted.append((claim, planned))
@@ -658,6 +660,17 @@ class SQLStore:
                 changed += result.rowcount
         return changed
 
+    def mark_expired(self, keys: Sequence[str]) -> int:
+        keys = list(dict.fromkeys(keys))
+        changed = 0
+        with self._write_each("mark expired") as conn:
+            for chunk in self._chunks(keys):
+                changed += conn.execute(
+                    sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
+                    .values(state=ExecutionState.EXPIRED.value)
+                ).rowcount
+        return changed
+
     def record_failures(self, failures: Mapping[str, str], *,
                         abandon: Collection[str] = ()) -> None:
         if not failures:
@@ -765,6 +778,7 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
         "max_catchup": spec.max_catchup,
         "offset_seconds": spec.offset,
         "jitter_seconds": spec.jitter,
+        "starting_deadline_seconds": spec.starting_deadline,
         "enabled": spec.enabled,
         "source": ScheduleSource(spec.source).value,
         "spec_hash": spec.spec_hash(),
@@ -779,7 +793,7 @@ _SCHEDULE_ORDER = (
     "misfire_grace_seconds", "max_catchup", "offset_seconds", "jitter_seconds", "enabled",
     "source", "spec_hash", "next_occurrence_at", "next_run_at", "last_occurrence_at",
     "total_runs", "total_missed", "version", "created_at", "updated_at", "fault", "fault_at",
-    "faults",
+    "faults", "starting_deadline_seconds",
 )
 if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
     raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
@@ -794,7 +808,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     (name, task, args, kwargs, options, trigger, _timezone, misfire_policy, misfire_grace,
      max_catchup, offset, jitter, enabled, source, _spec_hash, next_occurrence_at, next_run_at,
      last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
-     fault_at, faults) = row
+     fault_at, faults, deadline) = row
     damage: list[str] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:
@@ -819,7 +833,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         damage.append(f"misfire_policy: unknown policy {_found(misfire_policy)}")
     durations = []
     for label, value in (("misfire_grace_seconds", misfire_grace), ("offset_seconds", offset),
-                         ("jitter_seconds", jitter)):
+                         ("jitter_seconds", jitter), ("starting_deadline_seconds", deadline)):
         if value is not None and type(value) is not timedelta:
             damage.append(f"{label}: {_found(value)} is not a duration in seconds")
             value = None
@@ -850,6 +864,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         max_catchup=max_catchup,
         offset=durations[1],
         jitter=durations[2],
+        starting_deadline=durations[3],
         enabled=bool(enabled),
         source=kept_source,
     )
@@ -918,6 +933,7 @@ def _execution(row: Any) -> Execution:
         last_error=last_error,
         missed=row.missed,
         manual=bool(row.manual),
+        expires_at=_instant(row.expires_at),
     )
 
 
@@ -935,6 +951,7 @@ def _execution_values(execution: Execution) -> dict[str, Any]:
         "last_error": execution.last_error,
         "missed": execution.missed,
         "manual": execution.manual,
+        "expires_at": execution.expires_at,
     }
 
 

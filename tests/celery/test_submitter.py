@@ -6,7 +6,8 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -135,3 +136,19 @@ def test_an_unregistered_task_name_goes_through_send_task_with_the_same_headers(
     [raw] = client.lrange(queue, 0, -1)
     headers = json.loads(raw)["headers"]
     assert headers["task"] == "app.job" and headers["celery_beat_task"] is True
+
+
+def test_a_starting_deadline_is_sent_as_the_messages_absolute_expires(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    app, client, queue = broker
+    one = dispatch("deadline")
+    deadline = one.execution.due_at + timedelta(minutes=5)
+    one = Dispatch(execution=replace(one.execution, expires_at=deadline), task="app.job",
+                   args=(), kwargs={}, options={"expires": 3600})
+
+    result = CelerySubmitter(app).submit([one], token=1, timeout=5.0)
+
+    assert result.accepted == [one.key]
+    [raw] = client.lrange(queue, 0, -1)
+    expires = datetime.fromisoformat(json.loads(raw)["headers"]["expires"])
+    assert expires == deadline, "the earlier of the deadline and the schedule's own expires"

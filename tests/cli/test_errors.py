@@ -112,7 +112,7 @@ def test_an_at_without_a_zone_or_not_iso_is_refused(
 def test_add_needs_exactly_one_trigger(cli: Cli, store: Store, options: tuple[str, ...]) -> None:
     result = cli.fails("add", "poll", "feeds.poll", *options, exit_code=USAGE)
 
-    assert "give exactly one of --every SECONDS, --cron EXPR or --at ISO" in result.stderr
+    assert "give exactly one of --every DURATION, --cron EXPR or --at ISO" in result.stderr
     assert store.list_schedules() == []
 
 
@@ -197,3 +197,11 @@ def test_an_unreachable_database_fails_with_its_url_masked(cli: Cli) -> None:
 
     assert "beat:***@127.0.0.1:1/app unavailable" in result.stderr
     assert "hunter2" not in result.output
+
+
+def test_an_out_of_range_cron_field_is_named_with_its_range(cli: Cli, store: Store) -> None:
+    result = cli.fails("add", "report", "proj.report", "--cron", "0 25 * * *")
+
+    assert "--cron: '0 25 * * *': hour field '25' is out of range 0-23" in result.stderr
+    assert "not acceptable" not in result.stderr
+    assert store.list_schedules() == []

@@ -42,7 +42,8 @@ def test_the_group_outside_celery_asks_to_be_run_through_celery() -> None:
     result = CliRunner().invoke(goatbeat, ["list"])
 
     assert result.exit_code == 2
-    assert "celery -A proj goatbeat" in result.stderr
+    assert "celery -A <your app> goatbeat" in result.stderr
+    assert "-A proj" not in result.stderr
 
 
 def test_list_json_in_a_real_celery_process(cli: Cli, store: Store) -> None:

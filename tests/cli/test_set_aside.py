@@ -159,7 +159,8 @@ def test_status_names_at_most_ten_set_aside_schedules(cli: Cli, store: Store) ->
 
     assert lines[0] == "12 schedules"
     assert lines[1:11] == [f"{name}: {REASON}" for name in names[:10]]
-    assert lines[11] == "and 2 more: `celery -A proj goatbeat list --set-aside` lists them all"
+    assert lines[11] == (f"and 2 more: `celery -A {cli.module} goatbeat list --set-aside` lists "
+                         "them all")
     assert len(lines) == 12
     assert status["count"] == 12
     assert [s["name"] for s in status["schedules"]] == names[:10]

@@ -31,6 +31,7 @@ from goatbeat_celery.core.model import (
     idempotency_key,
     set_aside_delay,
 )
+from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import TriggerRegistry
 from tests.unit.test_engine import (
     EVERY_MINUTE,
@@ -373,3 +374,41 @@ def test_a_schedule_whose_messages_keep_being_refused_waits_longer_each_time(
 
     assert waits == [SET_ASIDE_RETRY, 2 * SET_ASIDE_RETRY, 4 * SET_ASIDE_RETRY]
     assert world.store.get_schedule("unsendable").faults == 3
+
+
+# -- starting deadlines ------------------------------------------------------------------------
+
+def test_a_run_past_its_starting_deadline_is_never_sent_and_says_so(world: World) -> None:
+    create(world, "report", starting_deadline=timedelta(seconds=20))
+    create(world, "patient")
+    submitter = RecordingSubmitter()
+    engine = world.replica("a", submitter=submitter)
+    submitter.failing = True  # the broker is down when both fall due
+
+    world.advance(30)
+    engine.tick()
+    submitter.failing = False
+    world.advance(25)  # the broker is back after the 20 s deadline
+    engine.tick()
+
+    [report] = world.executions("report")
+    assert report.state is ExecutionState.EXPIRED
+    assert report.expires_at == minute(1) + timedelta(seconds=20)
+    [patient] = world.executions("patient")
+    assert patient.state is ExecutionState.SUBMITTED and patient.expires_at is None
+    assert submitter.keys.count(report.key) == 1, "tried once while down, never after"
+
+
+def test_the_global_starting_deadline_applies_unless_a_schedule_has_its_own(
+        world: World) -> None:
+    create(world, "own", starting_deadline=timedelta(minutes=5))
+    create(world, "global")
+    engine = world.replica("a", settings=Settings(max_interval=60, starting_deadline=30))
+
+    world.advance(30)
+    engine.tick()
+
+    [own] = world.executions("own")
+    [shared] = world.executions("global")
+    assert own.expires_at == own.due_at + timedelta(minutes=5)
+    assert shared.expires_at == shared.due_at + timedelta(seconds=30)

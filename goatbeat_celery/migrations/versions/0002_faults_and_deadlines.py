@@ -1,4 +1,5 @@
-"""Why a schedule is set aside: its fault, since when, and how many times in a row.
+"""Why a schedule is set aside (its fault, since when, how many times), and starting deadlines
+(a schedule's own, and the instant each execution expires).
 
 Revision ID: 0002
 Revises: 0001
@@ -17,6 +18,7 @@ depends_on: str | None = None
 
 # Types spelled out here (not imported from the live schema) so this revision never changes.
 INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+SECONDS = sa.Float(precision=53)
 
 
 def upgrade() -> None:
@@ -26,10 +28,16 @@ def upgrade() -> None:
     op.add_column("goatbeat_schedule", sa.Column("fault_at", INSTANT, nullable=True))
     op.add_column("goatbeat_schedule", sa.Column("faults", sa.Integer(), nullable=False,
                                                  server_default=sa.text("0")))
+    op.add_column("goatbeat_schedule",
+                  sa.Column("starting_deadline_seconds", SECONDS, nullable=True))
+    op.add_column("goatbeat_execution", sa.Column("expires_at", INSTANT, nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("goatbeat_execution") as batch:
+        batch.drop_column("expires_at")
     with op.batch_alter_table("goatbeat_schedule") as batch:
+        batch.drop_column("starting_deadline_seconds")
         batch.drop_column("faults")
         batch.drop_column("fault_at")
         batch.drop_column("fault")

@@ -1,0 +1,48 @@
+"""``check`` on a SQLite store warns, without failing, that it coordinates one host only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .conftest import Cli, field_lines
+
+
+def test_check_on_sqlite_warns_that_it_serves_one_host(cli_for: Any, tmp_path: Path) -> None:
+    path = tmp_path / "beat.db"
+    cli: Cli = cli_for(f"sqlite:///{path}")
+    cli.ok("migrate")
+
+    result = cli.ok("check")
+    document = json.loads(cli.ok("check", "--json").stdout)
+
+    lines = field_lines(result.stdout)
+    assert lines["warn"].startswith("replicas")
+    assert f"SQLite file {path}, which coordinates the replicas of this host only" \
+        in result.stdout
+    assert result.stdout.rstrip().endswith("all checks passed (1 warning)")
+    replicas = document["checks"][-1]
+    assert (replicas["name"], replicas["status"], replicas["ok"]) == ("replicas", "warn", True)
+    assert "PostgreSQL URL to run beat on several hosts" in replicas["detail"]
+    assert document["ok"] is True
+
+
+def test_check_on_sqlite_with_no_url_set_says_so(cli_for: Any, tmp_path: Path,
+                                                  monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    cli: Cli = cli_for("unused")
+    cli.conf.pop("goatbeat_database_url")
+    cli.configure()
+    cli.ok("migrate")
+
+    detail = json.loads(cli.ok("check", "--json").stdout)["checks"][-1]["detail"]
+
+    assert detail.startswith("goatbeat_database_url is not set: ")
+
+
+def test_check_on_postgresql_has_no_such_warning(cli: Cli) -> None:
+    result = cli.ok("check")
+
+    assert "warn" not in result.stdout and "replicas" not in result.stdout
+    assert result.stdout.rstrip().endswith("all checks passed")
