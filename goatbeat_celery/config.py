@@ -120,6 +120,9 @@ def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
     registry = base_registry()
     if with_schedules:
         zone = default_timezone(app)
+        # The app's zone is where every crontab entry without a zone of its own runs: an
+        # unknown one is reported whether or not an entry needs it yet.
+        problems.extend(cron.zone_problems(zone, "timezone"))
         for name, entry in sorted(dict(app.conf.beat_schedule or {}).items()):
             spec = entry_to_spec(str(name), entry, zone, problems, objects)
             if spec is not None:
@@ -294,6 +297,12 @@ def entry_to_spec(
         )
 
     zone = own.get("timezone", default_zone)
+    if "timezone" in own and not isinstance(entry.get("schedule"), celery_schedules.crontab):
+        # A crontab reports its zone's problems when it is built; any other schedule has no
+        # use for one, and a zone given there is a mistake worth naming.
+        problems.extend(cron.zone_problems(own["timezone"], f"{where}.goatbeat.timezone"))
+        problems.append(f"{where}.goatbeat.timezone: has no meaning for this schedule (a "
+                        "zone applies to crontab schedules only); remove it")
     trigger = _trigger_spec(name, entry.get("schedule"), str(zone), f"{where}.schedule",
                             problems, objects)
     args = entry.get("args") or ()

@@ -331,6 +331,13 @@ def _field_fault(name: str, field: str) -> str:
             "steps such as */10)")
 
 
+def zone_problems(name: object, label: str = "timezone") -> list[str]:
+    """Problems of an IANA zone name (none when it is known)."""
+    problems: list[str] = []
+    _load_zone(name, problems)
+    return [f"{label}:{problem.split(':', 1)[1]}" for problem in problems]
+
+
 def _load_zone(name: object, problems: list[str]) -> zoneinfo.ZoneInfo | None:
     if not isinstance(name, str) or not name.strip():
         problems.append(

@@ -283,3 +283,22 @@ def test_config_entry_serializer_and_compression_are_checked_against_kombu_at_st
     with pytest.raises(ConfigurationError) as raised:
         load(app)
     assert f"beat_schedule['job'].{field}" in str(raised.value)
+
+
+def test_settings_and_every_entry_are_reported_together_with_zones_checked_everywhere():
+    app = make_app(
+        goatbeat_misfire_policy="sometimes", timezone="Mars/Base",
+        beat_schedule={
+            "negative": {"task": "app.job", "schedule": -1},
+            "zoned-interval": {"task": "app.job", "schedule": 60,
+                               "goatbeat": {"timezone": "Europe/Paris"}},
+            "bad-zone": {"task": "app.job", "schedule": crontab(minute=0),
+                         "goatbeat": {"timezone": "Europe/Pariss"}},
+        })
+    with pytest.raises(ConfigurationError) as raised:
+        load(app)
+    fields = [problem.split(":")[0] for problem in raised.value.problems]
+    assert fields == [
+        "goatbeat_misfire_policy", "timezone", "beat_schedule['bad-zone'].schedule",
+        "beat_schedule['negative'].schedule", "beat_schedule['zoned-interval'].goatbeat.timezone"]
+    assert "'Europe/Paris'" in raised.value.problems[2], "the closest zone is suggested"
