@@ -6,9 +6,10 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,6 +18,7 @@ from celery.schedules import crontab
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery import observability
+from goatbeat_celery.cli.views import with_migrate_command
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.model import ScheduleSpec
@@ -28,6 +30,18 @@ logger = logging.getLogger(__name__)
 #: Socket timeouts set on the beat process's broker connections when the app sets none, so a
 #: hung broker cannot hold the loop past the lease's local deadline.
 BROKER_SOCKET_TIMEOUT = 5.0
+
+
+def app_given(argv: Sequence[str]) -> str | None:
+    """The app named with ``-A``/``--app`` on a celery command line, if any."""
+    for index, word in enumerate(argv):
+        if word in ("-A", "--app") and index + 1 < len(argv):
+            return argv[index + 1]
+        if word.startswith("--app="):
+            return word[len("--app="):]
+        if word.startswith("-A") and len(word) > 2:
+            return word[2:]
+    return None
 
 
 def new_holder_id() -> str:
@@ -64,8 +78,11 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         try:
             store = config.open_store()
         except GoatbeatError as exc:
-            logger.critical("goatbeat cannot open %s: %s", mask_url(config.database_url), exc)
-            raise SystemExit(f"goatbeat: {exc}") from exc
+            # A hint to migrate names the app this beat was started with.
+            message = with_migrate_command(str(exc), app_given(sys.argv))
+            logger.critical("goatbeat cannot open %s: %s", mask_url(config.database_url),
+                            message)
+            raise SystemExit(f"goatbeat: {message}") from exc
         try:
             # Only the real (non-lazy) instance gets here: it alone serves metrics.
             self._observability = observability.start(self, config)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -15,9 +16,10 @@ from celery import Celery
 from goatbeat_celery import occurrence_of
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
-from goatbeat_celery.scheduler import Scheduler
+from goatbeat_celery.scheduler import Scheduler, app_given
 from goatbeat_celery.store import open_store
 from goatbeat_celery.submitter import CelerySubmitter
+from tests.conftest import empty_database
 
 
 def wait_for(condition: Any, timeout: float, what: str) -> Any:
@@ -194,3 +196,26 @@ def test_a_postgresql_store_gives_no_one_host_warning(pg_url: str) -> None:
     assert GoatbeatConfig(database_url=pg_url).store_warning() is None
     assert "several hosts" in (GoatbeatConfig(database_url="sqlite:///x.db").store_warning()
                                or "")
+
+
+@pytest.mark.parametrize(("argv", "app"), [
+    (["celery", "-A", "myproj.celery", "beat"], "myproj.celery"),
+    (["celery", "--app", "pkg:app", "beat"], "pkg:app"),
+    (["celery", "--app=pkg", "beat"], "pkg"),
+    (["celery", "-Apkg", "beat"], "pkg"),
+    (["celery", "beat"], None),
+], ids=str)
+def test_the_app_given_on_the_command_line_is_found(argv: list[str], app: str | None):
+    assert app_given(argv) == app
+
+
+def test_beat_on_an_unmigrated_database_names_its_own_app_in_the_migrate_hint(
+        pg_server_url: Any, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("sys.argv", ["celery", "-A", "shop.tasks", "beat"])
+    with empty_database(pg_server_url, f"goatbeat_unmigrated_{os.getpid()}") as url:
+        app = Celery("shop", broker="memory://", set_as_current=False)
+        app.conf.goatbeat_database_url = url
+        with pytest.raises(SystemExit) as raised:
+            Scheduler(app)
+    assert "`celery -A shop.tasks goatbeat migrate`" in str(raised.value)
+    assert "-A proj" not in str(raised.value)
