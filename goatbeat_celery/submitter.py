@@ -47,8 +47,11 @@ class CelerySubmitter:
         try:
             with self.app.producer_or_acquire() as producer:
                 outage = _outage_errors(producer.connection)
+                # One immediate retry: kombu's default waits 2 s before it, and the claim loop
+                # waits for this batch, so a refusing broker would hold every claim that long.
                 producer.connection.ensure_connection(
-                    max_retries=1, timeout=max(0.1, min(timeout, 2.0)),
+                    max_retries=1, interval_start=0, interval_step=0.2, interval_max=0.2,
+                    timeout=max(0.1, min(timeout, 2.0)),
                 )
                 for dispatch in dispatches:
                     if deadline - time.monotonic() <= 0:

@@ -219,3 +219,23 @@ def test_beat_on_an_unmigrated_database_names_its_own_app_in_the_migrate_hint(
             Scheduler(app)
     assert "`celery -A shop.tasks goatbeat migrate`" in str(raised.value)
     assert "-A proj" not in str(raised.value)
+
+
+def test_a_broker_refusing_connections_fails_a_batch_at_once_not_after_a_back_off():
+    """The claim loop waits for each batch it hands to the broker: kombu's default retry waits
+    2 s first, which held every claim that long at each try during an outage. A refused
+    connection is answered at once, so a second is a wide margin on a busy machine."""
+    app = Celery("refused", broker="redis://127.0.0.1:1/0", set_as_current=False)
+    now = datetime.now(timezone.utc)
+    execution = Execution(key=idempotency_key("s", now), schedule_name="s", occurrence_at=now,
+                          due_at=now, token=1, state=ExecutionState.CLAIMED, claimed_at=now)
+    dispatch = Dispatch(execution=execution, task="t", args=(), kwargs={}, options={})
+    submitter = CelerySubmitter(app)
+    submitter.submit([dispatch], token=1, timeout=5.0)  # the first try opens the pool
+
+    started = time.monotonic()
+    result = submitter.submit([dispatch], token=1, timeout=5.0)
+    elapsed = time.monotonic() - started
+
+    assert list(result.failed) == [dispatch.key]
+    assert elapsed < 1.0, f"a refused connection held the batch {elapsed:.1f}s"
