@@ -108,6 +108,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         warning = config.store_warning()
         if warning is not None:
             logger.warning("goatbeat: %s", warning, extra={"action": "one_host_store"})
+        unconfirmed = broker_warning(self.app)
+        if unconfirmed is not None:
+            logger.warning("goatbeat: %s", unconfirmed, extra={"action": "unconfirmed_broker"})
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         engine = self._engine
@@ -223,12 +226,38 @@ def _stop_signals_held() -> Iterator[None]:
 
 
 def _bound_broker_sockets(app: Any) -> None:
-    # Only the Redis transports take these options; others keep their own timeouts
-    # (broker_connection_timeout for AMQP).
-    scheme = str(app.conf.broker_url or "").split("://", 1)[0].split("+")[-1]
-    if scheme not in {"redis", "rediss", "sentinel"}:
-        return
+    """Options on the beat process's own broker connections: bounded socket timeouts on Redis,
+    publisher confirms on AMQP (see :func:`broker_warning`)."""
+    scheme = broker_scheme(app)
     options = dict(app.conf.broker_transport_options or {})
-    options.setdefault("socket_timeout", BROKER_SOCKET_TIMEOUT)
-    options.setdefault("socket_connect_timeout", BROKER_SOCKET_TIMEOUT)
+    if scheme in REDIS_SCHEMES:
+        # Only the Redis transports take these; AMQP keeps broker_connection_timeout.
+        options.setdefault("socket_timeout", BROKER_SOCKET_TIMEOUT)
+        options.setdefault("socket_connect_timeout", BROKER_SOCKET_TIMEOUT)
+    elif scheme in AMQP_SCHEMES:
+        # Without confirms a publish returns once the bytes are written: a RabbitMQ that dies
+        # then loses a run goatbeat has marked submitted. With them, "accepted" means RabbitMQ
+        # took responsibility for the message.
+        options.setdefault("confirm_publish", True)
+    else:
+        return
     app.conf.broker_transport_options = options
+
+
+REDIS_SCHEMES = frozenset({"redis", "rediss", "sentinel"})
+AMQP_SCHEMES = frozenset({"amqp", "amqps", "pyamqp"})
+
+
+def broker_scheme(app: Any) -> str:
+    """The transport of the app's broker URL (``redis``, ``amqp``, …)."""
+    return str(app.conf.broker_url or "").split("://", 1)[0].split("+")[-1].lower()
+
+
+def broker_warning(app: Any) -> str | None:
+    """Why the broker cannot confirm what goatbeat marks submitted, if it cannot."""
+    options = app.conf.broker_transport_options or {}
+    if broker_scheme(app) in AMQP_SCHEMES and options.get("confirm_publish", True) is False:
+        return ("broker_transport_options sets confirm_publish=False: an AMQP publish then "
+                "counts as sent once written to the socket, and a RabbitMQ that fails at that "
+                "moment loses a run goatbeat has marked submitted; remove the option")
+    return None

@@ -70,6 +70,11 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
         warning = config.store_warning()
         if warning is not None:
             checks.append(Check(name="replicas", outcome=Outcome.WARN, detail=warning))
+    from goatbeat_celery.scheduler import broker_warning
+
+    unconfirmed = broker_warning(app)
+    if unconfirmed is not None:
+        checks.append(Check(name="broker", outcome=Outcome.WARN, detail=unconfirmed))
     return checks
 
 

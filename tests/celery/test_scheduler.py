@@ -16,7 +16,7 @@ from celery import Celery
 from goatbeat_celery import occurrence_of
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
-from goatbeat_celery.scheduler import Scheduler, app_given
+from goatbeat_celery.scheduler import Scheduler, _bound_broker_sockets, app_given, broker_warning
 from goatbeat_celery.store import open_store
 from goatbeat_celery.submitter import CelerySubmitter
 from tests.conftest import empty_database
@@ -239,3 +239,25 @@ def test_a_broker_refusing_connections_fails_a_batch_at_once_not_after_a_back_of
 
     assert list(result.failed) == [dispatch.key]
     assert elapsed < 1.0, f"a refused connection held the batch {elapsed:.1f}s"
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("amqp://guest:guest@127.0.0.1:5672//", {"confirm_publish": True}),
+    ("pyamqp://127.0.0.1//", {"confirm_publish": True}),
+    ("redis://127.0.0.1:6379/0", {"socket_timeout": 5.0, "socket_connect_timeout": 5.0}),
+    ("memory://", {}),
+], ids=str)
+def test_beat_asks_an_amqp_broker_to_confirm_every_publish(url: str,
+                                                          expected: dict[str, Any]):
+    app = Celery("confirms", broker=url, set_as_current=False)
+    _bound_broker_sockets(app)
+    assert dict(app.conf.broker_transport_options or {}) == expected
+    assert broker_warning(app) is None
+
+
+def test_confirms_turned_off_by_the_user_are_kept_and_warned_about():
+    app = Celery("unconfirmed", broker="amqp://127.0.0.1//", set_as_current=False)
+    app.conf.broker_transport_options = {"confirm_publish": False}
+    _bound_broker_sockets(app)
+    assert app.conf.broker_transport_options["confirm_publish"] is False
+    assert "confirm_publish=False" in (broker_warning(app) or "")

@@ -46,3 +46,15 @@ def test_check_on_postgresql_has_no_such_warning(cli: Cli) -> None:
 
     assert "warn" not in result.stdout and "replicas" not in result.stdout
     assert result.stdout.rstrip().endswith("all checks passed")
+
+
+def test_check_warns_when_an_amqp_broker_is_told_not_to_confirm(cli: Cli) -> None:
+    cli.conf["broker_url"] = "amqp://guest:guest@127.0.0.1:5672//"
+    cli.conf["broker_transport_options"] = {"confirm_publish": False}
+    cli.configure()
+
+    document = json.loads(cli.ok("check", "--json").stdout)
+
+    broker = document["checks"][-1]
+    assert (broker["name"], broker["status"], broker["ok"]) == ("broker", "warn", True)
+    assert "confirm_publish=False" in broker["detail"]
