@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from celery import schedules as celery_schedules
+from celery.beat import BeatLazyFunc
 from kombu import compression, serialization
 
 from goatbeat_celery import cron, metrics, observability
@@ -109,6 +110,9 @@ class LoadedConfig:
     config: GoatbeatConfig
     schedules: tuple[ScheduleSpec, ...]
     triggers: TriggerRegistry
+    #: Celery ``BeatLazyFunc`` arguments of config entries, by entry name and position
+    #: (``args.0``, ``kwargs.key``): stored as placeholders, called when a run is sent.
+    lazy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
@@ -117,6 +121,7 @@ def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
     config = read_settings(app.conf, problems, namespace=getattr(app, "namespace", None))
     specs: list[ScheduleSpec] = []
     objects: dict[str, Any] = {}
+    lazy: dict[str, dict[str, Any]] = {}
     registry = base_registry()
     if with_schedules:
         zone = default_timezone(app)
@@ -124,7 +129,7 @@ def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
         # unknown one is reported whether or not an entry needs it yet.
         problems.extend(cron.zone_problems(zone, "timezone"))
         for name, entry in sorted(dict(app.conf.beat_schedule or {}).items()):
-            spec = entry_to_spec(str(name), entry, zone, problems, objects)
+            spec = entry_to_spec(str(name), entry, zone, problems, objects, lazy)
             if spec is not None:
                 specs.append(spec)
     registry = generic.register(registry, objects)
@@ -135,7 +140,7 @@ def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
             problems.extend(f"beat_schedule[{spec.name!r}].{p}" for p in exc.problems)
     if problems:
         raise ConfigurationError(problems, subject="goatbeat configuration")
-    return LoadedConfig(config=config, schedules=tuple(specs), triggers=registry)
+    return LoadedConfig(config=config, schedules=tuple(specs), triggers=registry, lazy=lazy)
 
 
 def base_registry() -> TriggerRegistry:
@@ -277,7 +282,8 @@ def _allowed_tasks(value: object, problems: list[str]) -> tuple[str, ...] | None
 
 
 def entry_to_spec(
-    name: str, entry: Any, default_zone: str, problems: list[str], objects: dict[str, Any]
+    name: str, entry: Any, default_zone: str, problems: list[str], objects: dict[str, Any],
+    lazy: dict[str, dict[str, Any]] | None = None,
 ) -> ScheduleSpec | None:
     """One ``beat_schedule`` entry → a config ScheduleSpec, or None with problems appended."""
     where = f"beat_schedule[{name!r}]"
@@ -313,6 +319,7 @@ def entry_to_spec(
     if not isinstance(kwargs, Mapping):
         problems.append(f"{where}.kwargs: expected a dict, got {type(kwargs).__name__}")
         kwargs = {}
+    args, kwargs = lazy_placeholders(name, args, kwargs, {} if lazy is None else lazy)
     options = dict(entry.get("options") or {})
     expires = options.get("expires")
     if isinstance(expires, timedelta):
@@ -353,6 +360,32 @@ def entry_to_spec(
     problems.extend(_relabel(spec.problems(), name, where))
     problems.extend(kombu_problems(options, f"{where}.options"))
     return spec if len(problems) == before else None
+
+
+#: The key of the JSON object stored in place of a lazy argument.
+LAZY_MARKER = "__goatbeat_lazy__"
+
+
+def lazy_placeholders(name: str, args: Any, kwargs: Any, lazy: dict[str, dict[str, Any]]
+                      ) -> tuple[Any, Any]:
+    """``args`` and ``kwargs`` with each top-level ``BeatLazyFunc`` (evaluated by Celery's beat
+    just before sending) replaced by a placeholder, the functions kept in ``lazy``."""
+    found: dict[str, Any] = {}
+    if isinstance(args, (list, tuple)):
+        args = [_placeholder(found, f"args.{index}", value) for index, value in enumerate(args)]
+    if isinstance(kwargs, Mapping):
+        kwargs = {key: _placeholder(found, f"kwargs.{key}", value)
+                  for key, value in kwargs.items()}
+    if found:
+        lazy[name] = found
+    return args, kwargs
+
+
+def _placeholder(found: dict[str, Any], where: str, value: Any) -> Any:
+    if isinstance(value, BeatLazyFunc):
+        found[where] = value
+        return {LAZY_MARKER: where}
+    return value
 
 
 def kombu_problems(options: object, label: str = "options") -> list[str]:

@@ -94,7 +94,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._engine = Engine(
             store=store,
             lease=store,
-            submitter=CelerySubmitter(self.app),
+            submitter=CelerySubmitter(self.app, lazy=loaded.lazy),
             settings=config.engine,
             holder=holder,
             triggers=loaded.triggers,

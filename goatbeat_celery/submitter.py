@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from goatbeat_celery import headers
+from goatbeat_celery.config import LAZY_MARKER
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import Dispatch, SubmitResult
 from goatbeat_celery.core.validation import call_problems, options_problems
@@ -35,8 +36,10 @@ class CelerySubmitter:
     the one message that raised it, which fails alone.
     """
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, *, lazy: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.app = app
+        # Lazy arguments of this replica's config entries, called as each run is sent.
+        self.lazy = lazy or {}
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
                timeout: float) -> SubmitResult:
@@ -76,6 +79,8 @@ class CelerySubmitter:
                     *options_problems(dispatch.options)]
         if problems:
             raise ConfigurationError(problems, subject="message")
+        args, kwargs = _evaluated(self.lazy.get(dispatch.execution.schedule_name, {}),
+                                  list(dispatch.args), dict(dispatch.kwargs))
         execution = dispatch.execution
         options = dict(dispatch.options)
         sent_headers = dict(options.pop("headers", None) or {})
@@ -110,9 +115,25 @@ class CelerySubmitter:
         # decorator's options apply); any other name through send_task.
         task = self.app.tasks.get(dispatch.task)
         if task is not None:
-            task.apply_async(list(dispatch.args), dict(dispatch.kwargs), **call)
+            task.apply_async(args, kwargs, **call)
         else:
-            self.app.send_task(dispatch.task, list(dispatch.args), dict(dispatch.kwargs), **call)
+            self.app.send_task(dispatch.task, args, kwargs, **call)
+
+
+def _evaluated(funcs: Mapping[str, Any], args: list[Any],
+               kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """Args and kwargs with each lazy placeholder replaced by its function's value now, as
+    Celery's beat evaluates a BeatLazyFunc just before sending."""
+    def value(where: str, given: Any) -> Any:
+        if not (isinstance(given, dict) and set(given) == {LAZY_MARKER}):
+            return given
+        func = funcs.get(given[LAZY_MARKER])
+        if func is None:
+            raise ConfigurationError([f"{where}: a lazy argument this replica's beat_schedule "
+                                      "does not define"], subject="message")
+        return func()
+    return ([value(f"args.{i}", v) for i, v in enumerate(args)],
+            {k: value(f"kwargs.{k}", v) for k, v in kwargs.items()})
 
 
 def _outage_errors(connection: Any) -> tuple[type[BaseException], ...]:

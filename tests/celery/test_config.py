@@ -302,3 +302,17 @@ def test_settings_and_every_entry_are_reported_together_with_zones_checked_every
         "goatbeat_misfire_policy", "timezone", "beat_schedule['bad-zone'].schedule",
         "beat_schedule['negative'].schedule", "beat_schedule['zoned-interval'].goatbeat.timezone"]
     assert "'Europe/Paris'" in raised.value.problems[2], "the closest zone is suggested"
+
+
+def test_lazy_arguments_are_stored_as_placeholders_and_kept_to_be_called_at_send():
+    from celery.beat import BeatLazyFunc
+
+    stamp = BeatLazyFunc(lambda: "now")
+    app = make_app(beat_schedule={"job": {"task": "app.job", "schedule": 60,
+                                          "args": [1, stamp], "kwargs": {"at": stamp}}})
+    loaded = load(app)
+
+    spec = spec_named(app, "job")
+    assert spec.args == (1, {"__goatbeat_lazy__": "args.1"})
+    assert spec.kwargs == {"at": {"__goatbeat_lazy__": "kwargs.at"}}
+    assert loaded.lazy == {"job": {"args.1": stamp, "kwargs.at": stamp}}

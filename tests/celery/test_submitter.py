@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import uuid
@@ -13,7 +14,9 @@ from typing import Any
 import pytest
 import redis
 from celery import Celery, Task
+from celery.beat import BeatLazyFunc
 
+from goatbeat_celery.config import LAZY_MARKER
 from goatbeat_celery.core.model import (
     Dispatch,
     Execution,
@@ -152,3 +155,41 @@ def test_a_starting_deadline_is_sent_as_the_messages_absolute_expires(
     [raw] = client.lrange(queue, 0, -1)
     expires = datetime.fromisoformat(json.loads(raw)["headers"]["expires"])
     assert expires == deadline, "the earlier of the deadline and the schedule's own expires"
+
+
+def test_lazy_arguments_are_called_as_each_run_is_sent(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    app, client, queue = broker
+    calls: list[int] = []
+
+    def counter() -> int:
+        calls.append(1)
+        return len(calls)
+
+    funcs = {"lazy": {"args.0": BeatLazyFunc(counter), "kwargs.n": BeatLazyFunc(counter)}}
+    first, second = dispatch("lazy"), dispatch("lazy")
+    placeholder = {LAZY_MARKER: "args.0"}
+    first, second = (Dispatch(execution=d.execution, task="app.job", args=(placeholder,),
+                              kwargs={"n": {LAZY_MARKER: "kwargs.n"}}, options={})
+                     for d in (first, second))
+
+    result = CelerySubmitter(app, lazy=funcs).submit([first, second], token=1, timeout=5.0)
+
+    assert len(result.accepted) == 2
+    bodies = [json.loads(base64.b64decode(json.loads(raw)["body"]))
+              for raw in reversed(client.lrange(queue, 0, -1))]
+    assert [(body[0], body[1]) for body in bodies] == [([1], {"n": 2}), ([3], {"n": 4})]
+
+
+def test_a_lazy_argument_this_replica_does_not_know_fails_its_message_alone(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    app, _, _ = broker
+    unknown = dispatch("other")
+    unknown = Dispatch(execution=unknown.execution, task="app.job",
+                       args=({LAZY_MARKER: "args.0"},), kwargs={}, options={})
+
+    result = CelerySubmitter(app, lazy={"other": {}}).submit([unknown, dispatch("ok")],
+                                                             token=1, timeout=5.0)
+
+    assert len(result.accepted) == 1
+    assert "lazy argument" in result.rejected[unknown.key]
