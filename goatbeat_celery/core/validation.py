@@ -39,8 +39,9 @@ MAX_DURATION = timedelta(days=3650)
 MAX_GRACE = timedelta(days=7)
 #: The longest countdown an option may ask for.
 MAX_COUNTDOWN = timedelta(days=1)
-#: Most occurrences one late schedule may run at once (``max_catchup``).
-MAX_CATCHUP = 10_000
+#: Most occurrences one late schedule may run at once (``max_catchup``): a backlog bigger than
+#: a second or so of sending would hold every other schedule's runs behind it.
+MAX_CATCHUP = 1_000
 #: Largest JSON encoding of args, of kwargs and of options, each (bytes).
 MAX_PAYLOAD_BYTES = 65_536
 #: Longest reason kept when a schedule is set aside (characters).

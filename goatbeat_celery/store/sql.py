@@ -122,6 +122,7 @@ _SET_ASIDE = (
 )
 #: Counters written by hand near their column's limit start again rather than overflow it.
 _FAULTS_MAX = 1_000_000
+_ATTEMPTS_MAX = 1_000_000_000
 _VERSION_MAX = 2 ** 62
 
 
@@ -256,7 +257,9 @@ class SQLStore:
             if row.holder == holder:
                 token, changed = row.token, False
             elif row.holder is None or row.expires_at is None or row.expires_at <= now:
-                token, changed = row.token + 1, True
+                # A token written by hand at the column's limit starts again: the fence
+                # compares tokens for equality, so a fresh one only has to differ.
+                token, changed = (row.token + 1 if row.token < _VERSION_MAX else 1), True
             else:
                 return None
             expires = now + ttl
@@ -636,9 +639,13 @@ class SQLStore:
                                  .values(state=ExecutionState.ABANDONED.value))
                 for chunk in self._chunks([row.key for row in live]):
                     conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
-                                 .values(attempts=E.c.attempts + 1, token=lease.token))
+                                 .values(attempts=sa.case((E.c.attempts < _ATTEMPTS_MAX,
+                                                           E.c.attempts + 1),
+                                                          else_=E.c.attempts),
+                                         token=lease.token))
                 for row in live:
-                    execution = replace(_execution(row), attempts=row.attempts + 1,
+                    execution = replace(_execution(row),
+                                        attempts=min(row.attempts + 1, _ATTEMPTS_MAX),
                                         token=lease.token)
                     taken.append(_dispatch(execution, row))
                 if not orphans or len(rows) < want:
