@@ -505,7 +505,10 @@ def test_schedules_edited_through_the_api_while_claims_run_keep_every_edit(
     try:
         for name in names:
             made = time.time()
-            created = api.create(name, "sysproj.record", every=1, args=("edit-0",))
+            # Policy all: every point within the grace runs, so the replicas starting a few
+            # seconds after these are created do not coalesce the first points.
+            created = api.create(name, "sysproj.record", every=1, args=("edit-0",),
+                                 misfire_policy="all")
             assert created.next_occurrence_at is not None
             edits[name].append((0, 1, created.next_occurrence_at, made))
         cluster.start_worker()
