@@ -312,7 +312,7 @@ class Engine:
                     else:
                         claims.append(planned)
                 moved = self._set_aside(asides, grant)
-                result = self._claim(claims, grant, batch.now)
+                result = self._claim(claims, grant)
                 for name in result.conflicts:
                     logger.info("schedule %s was edited while being claimed; the edit wins",
                                 quoted_name(name), extra={"action": "claim_conflict"})
@@ -468,8 +468,7 @@ class Engine:
             self.observer.set_aside(entry.schedule_name, entry.reason)
         return len(changed)
 
-    def _claim(self, claims: Sequence[PlannedClaim], grant: LeaseGrant,
-               now: datetime) -> ClaimResult:
+    def _claim(self, claims: Sequence[PlannedClaim], grant: LeaseGrant) -> ClaimResult:
         """Claim in one transaction; if the database refuses it, claim each half apart, down to
         the one schedule it refuses, which is set aside. Only an outage or a lost lease stops
         the batch."""
@@ -487,8 +486,8 @@ class Engine:
                     reason=f"the database refused its claim: {_reason(exc)}")], grant)
                 return ClaimResult(dispatches=(), advanced=moved)
             middle = len(claims) // 2
-            first = self._claim(claims[:middle], grant, now)
-            second = self._claim(claims[middle:], grant, now)
+            first = self._claim(claims[:middle], grant)
+            second = self._claim(claims[middle:], grant)
             return ClaimResult(
                 dispatches=first.dispatches + second.dispatches,
                 advanced=first.advanced + second.advanced,
