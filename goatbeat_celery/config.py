@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import numbers
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -176,7 +177,7 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
 
     url = conf.get(PREFIX + "database_url")
     if url is None:
-        url = DEFAULT_DATABASE_URL
+        url = _django_database_url(problems) or DEFAULT_DATABASE_URL
     elif not isinstance(url, str):
         problems.append(f"{PREFIX}database_url: expected a URL string, got {type(url).__name__}")
         url = DEFAULT_DATABASE_URL
@@ -227,6 +228,16 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
     return GoatbeatConfig(database_url=url, engine=engine, allowed_tasks=allowed,
                           statement_timeout=statement_timeout, metrics_port=port,
                           metrics_address=address, occurrence_hook=hook)
+
+
+def _django_database_url(problems: list[str]) -> str | None:
+    """Django's default database, when goatbeat's Django app is installed (see
+    goatbeat_celery.contrib.django); None in any process that has not loaded Django."""
+    if "django" not in sys.modules:
+        return None
+    from goatbeat_celery.contrib.django.databases import default_database_url
+
+    return default_database_url(problems)
 
 
 def stray_settings(keys: Iterable[object], namespace: str | None) -> list[str]:

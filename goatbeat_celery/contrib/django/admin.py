@@ -1,0 +1,269 @@
+"""The admin pages for goatbeat: schedules (listed, searched, filtered, edited, paused, resumed,
+run now) and their executions (history, read only).
+
+Lists come from goatbeat's tables through unmanaged models, read from the ``DATABASES`` alias
+that names goatbeat's database; every change goes through
+:class:`~goatbeat_celery.api.Schedules`. Schedules from ``beat_schedule`` are shown read-only:
+config is their source of truth (they can still be run now).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from goatbeat_celery.contrib.django import integration
+from goatbeat_celery.contrib.django.forms import ScheduleForm
+from goatbeat_celery.contrib.django.models import Execution, Schedule
+from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.model import TriggerSpec
+
+CONFIG_READ_ONLY = "comes from beat_schedule: change it in the Celery config"
+
+
+class GoatbeatReadMixin:
+    """Reads from the alias of goatbeat's database (the default one unless it is elsewhere)."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)  # type: ignore[misc]
+        alias = integration.database_alias()
+        if alias is None:
+            messages.error(request, "goatbeat's database is none of DATABASES: add it there "
+                           "so the admin can read it (`manage.py check --database default`).")
+            return queryset.none()
+        return queryset.using(alias)
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("enabled", "enabled"), ("paused", "paused"), ("set_aside", "set aside")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value == "enabled":
+            return queryset.filter(enabled=True, fault__isnull=True)
+        if value == "paused":
+            return queryset.filter(enabled=False)
+        if value == "set_aside":
+            return queryset.filter(fault__isnull=False)
+        return queryset
+
+
+def describe_trigger(row: Schedule) -> str:
+    """The trigger as goatbeat describes it (``every 0:05:00``, ``cron 0 7 * * * UTC``)."""
+    from goatbeat_celery import config as config_module
+
+    try:
+        spec = TriggerSpec.from_json(dict(row.trigger or {}))
+        text = config_module.base_registry().build(spec).describe()
+    except (ConfigurationError, KeyError, TypeError, ValueError):
+        return f"{row.trigger!r} (not readable)"
+    if spec.kind == "cron" and spec.params.get("day_or") is False:
+        text += " (day of month AND day of week)"
+    return text
+
+
+def state_of(row: Schedule) -> str:
+    if row.fault is not None:
+        return f"set aside: {row.fault}"
+    if row.enabled:
+        return "enabled"
+    return "disabled" if row.is_config else "paused"
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
+    form = ScheduleForm
+    list_display = ("name", "task", "runs", "next_run", "last_run", "state", "source_shown")
+    list_filter = (StateFilter, "source")
+    search_fields = ("name", "task")
+    actions = ("pause_schedules", "resume_schedules", "run_now", "delete_schedules")
+    list_per_page = 100
+    save_as = False
+    fieldsets = (
+        (None, {"fields": ("name", "task", "enabled", "version")}),
+        ("When", {"fields": ("kind", "every", "cron", "timezone", "day_or", "at")}),
+        ("Call", {"fields": ("args", "kwargs")}),
+        ("Message options", {"fields": ("queue", "exchange", "routing_key", "priority",
+                                        "expires", "headers")}),
+        ("Lateness", {"classes": ("collapse",), "fields": (
+            "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter",
+            "starting_deadline")}),
+    )
+    readonly_shown = ("name", "task", "runs", "next_run", "last_run", "state", "source_shown",
+                      "args", "kwargs", "options", "misfire_policy", "misfire_grace_seconds",
+                      "max_catchup", "offset_seconds", "jitter_seconds",
+                      "starting_deadline_seconds", "total_runs", "total_missed",
+                      "created_at", "updated_at")
+
+    # -- columns -------------------------------------------------------------------------
+    @admin.display(description="runs")
+    def runs(self, row: Schedule) -> str:
+        return describe_trigger(row)
+
+    @admin.display(description="next run", ordering="next_run_at")
+    def next_run(self, row: Schedule) -> Any:
+        return row.next_run_at if row.enabled else None
+
+    @admin.display(description="last run", ordering="last_occurrence_at")
+    def last_run(self, row: Schedule) -> Any:
+        return row.last_occurrence_at
+
+    @admin.display(description="state")
+    def state(self, row: Schedule) -> str:
+        text = state_of(row)
+        if row.fault is not None:
+            return str(format_html('<span style="color:#ba2121">{}</span>', text))
+        return text
+
+    @admin.display(description="source", ordering="source")
+    def source_shown(self, row: Schedule) -> str:
+        return "config (beat_schedule)" if row.is_config else "database"
+
+    # -- permissions: config rows are read-only ------------------------------------------
+    def has_change_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
+        if obj is not None and obj.is_config:
+            return False
+        return bool(super().has_change_permission(request, obj))
+
+    def has_delete_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
+        if obj is not None and obj.is_config:
+            return False
+        return bool(super().has_delete_permission(request, obj))
+
+    def get_fieldsets(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
+        if obj is not None and not self.has_change_permission(request, obj):
+            return ((None, {"fields": self.readonly_shown}),)
+        return super().get_fieldsets(request, obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
+        if obj is not None and not self.has_change_permission(request, obj):
+            return self.readonly_shown
+        return ()
+
+    def get_actions(self, request: HttpRequest) -> Any:
+        actions = super().get_actions(request)
+        # Deleting goes through the API, as delete_schedules does.
+        actions.pop("delete_selected", None)
+        return actions
+
+    # -- writing: the form wrote through the API already ---------------------------------
+    def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
+        obj.pk = form.saved.name if form.saved is not None else obj.pk
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any,
+                     change: bool) -> None:
+        pass
+
+    def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
+        with integration.schedules() as api:
+            api.delete(obj.name)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self._each(request, queryset, "deleted", lambda api, row: api.delete(row.name))
+
+    # -- actions -------------------------------------------------------------------------
+    @admin.action(description="Pause selected schedules", permissions=["change"])
+    def pause_schedules(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self._each(request, queryset, "paused", lambda api, row: api.pause(row.name))
+
+    @admin.action(description="Resume selected schedules", permissions=["change"])
+    def resume_schedules(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self._each(request, queryset, "resumed", lambda api, row: api.resume(row.name))
+
+    @admin.action(description="Run selected schedules now", permissions=["change"])
+    def run_now(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self._each(request, queryset, "queued to run now",
+                   lambda api, row: api.run_now(row.name), config_too=True)
+
+    @admin.action(description="Delete selected schedules", permissions=["delete"])
+    def delete_schedules(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self.delete_queryset(request, queryset)
+
+    def _each(self, request: HttpRequest, rows: Iterable[Schedule], done: str,
+              change: Callable[[Any, Schedule], Any], *, config_too: bool = False) -> None:
+        """Apply ``change`` to each row through the API; one message for those it was applied
+        to, and one per row refused, with the reason."""
+        changed: list[str] = []
+        try:
+            with integration.schedules() as api:
+                for row in rows:
+                    if row.is_config and not config_too:
+                        messages.warning(request, f"{row.name!r} was not {done}: it "
+                                         f"{CONFIG_READ_ONLY}.")
+                        continue
+                    try:
+                        change(api, row)
+                    except ConfigurationError as exc:
+                        messages.error(request, f"{row.name!r} was not {done}: "
+                                       + "; ".join(exc.problems))
+                    except GoatbeatError as exc:
+                        messages.error(request, f"{row.name!r} was not {done}: {exc}")
+                    else:
+                        changed.append(row.name)
+        except GoatbeatError as exc:
+            messages.error(request, f"goatbeat's database could not be reached: {exc}")
+        if changed:
+            shown = ", ".join(repr(name) for name in changed[:10])
+            more = f" and {len(changed) - 10} more" if len(changed) > 10 else ""
+            noun = "schedule" if len(changed) == 1 else "schedules"
+            messages.success(request, f"{len(changed)} {noun} {done}: {shown}{more}.")
+
+
+class ScheduleNameFilter(admin.SimpleListFilter):
+    """Executions of one schedule; the choices are the schedules that exist now (searching by
+    name finds the history of deleted ones)."""
+
+    title = "schedule"
+    parameter_name = "schedule"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        alias = integration.database_alias()
+        if alias is None:
+            return []
+        names = Schedule.objects.using(alias).order_by("name").values_list("name", flat=True)
+        return [(name, name) for name in names[:200]]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(schedule_name=value) if value else queryset
+
+
+@admin.register(Execution)
+class ExecutionAdmin(GoatbeatReadMixin, admin.ModelAdmin):
+    list_display = ("key", "schedule_name", "occurrence_at", "state", "attempts", "manual",
+                    "submitted_at", "error")
+    list_filter = (ScheduleNameFilter, "state", "manual")
+    search_fields = ("schedule_name", "key")
+    date_hierarchy = "occurrence_at"
+    list_per_page = 100
+    show_full_result_count = False
+    readonly_fields = ("key", "schedule_name", "occurrence_at", "due_at", "state", "claimed_at",
+                       "submitted_at", "attempts", "last_error", "missed", "manual",
+                       "expires_at", "token")
+    fields = readonly_fields
+
+    @admin.display(description="last error")
+    def error(self, row: Execution) -> str:
+        text = row.last_error or ""
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+__all__ = ["ExecutionAdmin", "ScheduleAdmin"]

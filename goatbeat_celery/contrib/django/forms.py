@@ -1,0 +1,258 @@
+"""The admin's schedule form: fields a person fills in, validated and saved by
+:class:`~goatbeat_celery.api.Schedules`, whose problems are shown on the fields they name."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from django import forms
+
+from goatbeat_celery.contrib.django import integration
+from goatbeat_celery.contrib.django.models import Schedule
+from goatbeat_celery.core.errors import (
+    ConfigurationError,
+    GoatbeatError,
+    ScheduleConflict,
+    ScheduleNotFound,
+)
+from goatbeat_celery.core.model import DURATION_FORMS, MisfirePolicy, parse_duration
+
+KINDS = (("every", "every (interval)"), ("cron", "cron expression"), ("at", "once, at"))
+#: Message options with a field of their own; other options a schedule holds are kept as they are.
+OPTION_FIELDS = ("queue", "exchange", "routing_key", "priority", "expires", "headers")
+DURATION_FIELDS = ("misfire_grace", "offset", "jitter", "starting_deadline")
+_SUBJECT = re.compile(r"^schedule '(?:[^'\\]|\\.)*'(?:\.\.\.)?: ")
+#: A problem's leading name (``options.queue``, ``cron expression``) → the form field showing it.
+_FIELD_OF = {"trigger": "kind", "cron expression": "cron", "cron": "cron", "every": "every",
+             "at": "at", "timezone": "timezone", "name": "name", "task": "task",
+             "args": "args", "kwargs": "kwargs", "options": "options",
+             "misfire_policy": "misfire_policy", "max_catchup": "max_catchup",
+             "enabled": "enabled", **{name: name for name in DURATION_FIELDS}}
+
+
+def duration_field(label: str, help_text: str = "") -> forms.CharField:
+    return forms.CharField(label=label, required=False, help_text=help_text or DURATION_FORMS)
+
+
+class ScheduleForm(forms.ModelForm):
+    """Create or edit a database schedule. :meth:`clean` hands the values to
+    ``Schedules.create``/``update``: the API alone decides what is valid, and the write happens
+    there, so that its problems land on the fields (there is no separate dry run)."""
+
+    name = forms.CharField(max_length=200)
+    task = forms.CharField(help_text="the registered task name, e.g. proj.tasks.report")
+    kind = forms.ChoiceField(label="runs", choices=KINDS, widget=forms.RadioSelect,
+                             initial="every")
+    every = duration_field("every", f"the interval: {DURATION_FORMS}")
+    cron = forms.CharField(required=False, label="cron",
+                           help_text="5 fields: minute hour day-of-month month day-of-week")
+    timezone = forms.CharField(required=False, help_text="IANA zone of the cron expression "
+                               "(empty: the app's timezone)")
+    day_or = forms.BooleanField(
+        required=False, initial=True, label="day of month OR day of week",
+        help_text="ticked: either restricted day field matches (standard cron); unticked: "
+                  "both must match (Celery's crontab)")
+    at = forms.DateTimeField(required=False, label="at",
+                             help_text="the one instant it runs (in the site's time zone)")
+    args = forms.JSONField(required=False, initial=list, help_text='a JSON list, e.g. [1, "a"]')
+    kwargs = forms.JSONField(required=False, initial=dict,
+                             help_text='a JSON object, e.g. {"limit": 50}')
+    queue = forms.CharField(required=False)
+    exchange = forms.CharField(required=False)
+    routing_key = forms.CharField(required=False)
+    priority = forms.IntegerField(required=False)
+    expires = duration_field("expires", "a message not started this long after it is sent is "
+                             "dropped by the worker")
+    headers = forms.JSONField(required=False, help_text="a JSON object of message headers")
+    misfire_policy = forms.ChoiceField(
+        required=False, label="misfire policy",
+        choices=[("", "the global setting"), *((p.value, p.value) for p in MisfirePolicy)])
+    misfire_grace = duration_field("misfire grace")
+    max_catchup = forms.IntegerField(required=False, label="max catch-up")
+    offset = duration_field("offset")
+    jitter = duration_field("jitter")
+    starting_deadline = duration_field("starting deadline")
+    enabled = forms.BooleanField(required=False, initial=True)
+    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    class Meta:
+        model = Schedule
+        fields: tuple[str, ...] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.saved: Any = None
+        if self.editing:
+            if "name" in self.fields:
+                self.fields["name"].disabled = True  # the API renames nothing
+            for key, value in initial_values(self.instance).items():
+                self.initial.setdefault(key, value)
+
+    @property
+    def editing(self) -> bool:
+        """Whether the form edits a stored schedule (rather than adding one)."""
+        return not self.instance._state.adding
+
+    def validate_unique(self) -> None:
+        """Uniqueness is the API's to judge (ScheduleConflict), in goatbeat's database."""
+
+    def _post_clean(self) -> None:
+        # The model instance is a read-only row: nothing of the form is copied onto it.
+        pass
+
+    def clean(self) -> dict[str, Any]:
+        data: dict[str, Any] = super().clean()
+        if self.errors:
+            return data
+        values = self.api_values(data)
+        if self.errors:
+            return data
+        adding = not self.editing
+        try:
+            with integration.schedules() as api:
+                if adding:
+                    self.saved = api.create(data["name"], data["task"], **values)
+                else:
+                    current = api.get(self.instance.pk)
+                    if data.get("version") is not None and current.version != data["version"]:
+                        raise ScheduleConflict("changed since this page was opened")
+                    self.saved = api.update(self.instance.pk, task=data["task"], **values)
+        except ConfigurationError as exc:
+            for problem in exc.problems:
+                self.add_problem(problem)
+        except ScheduleConflict as exc:
+            if adding:
+                self.add_error("name", "a schedule of this name already exists")
+            else:
+                self.add_error(None, f"This schedule was {exc}; reload it and edit again.")
+        except ScheduleNotFound:
+            self.add_error(None, "This schedule no longer exists.")
+        except GoatbeatError as exc:
+            self.add_error(None, f"goatbeat's database could not be written: {exc}")
+        return data
+
+    def api_values(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The keywords for Schedules.create/update: every field, so an edit replaces them all."""
+        kind = data.get("kind")
+        values: dict[str, Any] = {
+            "every": None, "cron": None, "at": None, "timezone": None,
+            "args": tuple(data["args"]) if isinstance(data.get("args"), list)
+            else (data.get("args") if data.get("args") is not None else ()),
+            "kwargs": data.get("kwargs") if data.get("kwargs") is not None else {},
+            "options": self.options(data),
+            "misfire_policy": data.get("misfire_policy") or None,
+            "max_catchup": data.get("max_catchup"),
+            "enabled": bool(data.get("enabled")),
+        }
+        if kind == "every":
+            values["every"] = self.duration("every", data.get("every"), required=True)
+        elif kind == "cron":
+            if not data.get("cron"):
+                self.add_error("cron", "give a cron expression")
+            values["cron"] = data.get("cron") or None
+            values["timezone"] = data.get("timezone") or None
+            values["day_or"] = bool(data.get("day_or"))
+        elif kind == "at":
+            if data.get("at") is None:
+                self.add_error("at", "give the instant it runs")
+            values["at"] = data.get("at")
+        for key in DURATION_FIELDS:
+            values[key] = self.duration(key, data.get(key))
+        return values
+
+    def options(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        kept = {key: value for key, value in (self.instance.options or {}).items()
+                if key not in OPTION_FIELDS} if self.editing else {}
+        for key in ("queue", "exchange", "routing_key"):
+            if data.get(key):
+                kept[key] = data[key]
+        if data.get("priority") is not None:
+            kept["priority"] = data["priority"]
+        expires = self.duration("expires", data.get("expires"))
+        if expires is not None:
+            kept["expires"] = expires.total_seconds()
+        if data.get("headers") not in (None, {}, ""):
+            kept["headers"] = data["headers"]
+        return kept
+
+    def duration(self, key: str, text: Any, *, required: bool = False) -> timedelta | None:
+        if text in (None, ""):
+            if required:
+                self.add_error(key, f"give the interval: {DURATION_FORMS}")
+            return None
+        try:
+            return timedelta(seconds=parse_duration(str(text)))
+        except ValueError as exc:
+            self.add_error(key, str(exc))
+            return None
+
+    def add_problem(self, problem: str) -> None:
+        """Show one of the API's problems on the field it names, without the field's name."""
+        text = _SUBJECT.sub("", problem)
+        head, sep, rest = text.partition(": ")
+        target = field_for(head, self.cleaned_data.get("kind")) if sep else None
+        if target == "options" and "." in head:
+            option = head.split(".", 1)[1].split("[", 1)[0].split(".", 1)[0]
+            if option in OPTION_FIELDS and option in self.fields:
+                self.add_error(option, rest)
+                return
+        if target is None or target not in self.fields:
+            self.add_error(None, text)
+        else:
+            self.add_error(target, rest)
+
+
+def field_for(head: str, kind: Any) -> str | None:
+    """The field a problem's leading name belongs to (``options.queue`` → ``options``)."""
+    if head in _FIELD_OF:
+        target = _FIELD_OF[head]
+    else:
+        base = re.split(r"[.\[]", head, maxsplit=1)[0]
+        target = _FIELD_OF.get(base) or ""
+        if not target:
+            return None
+        if target == "options":
+            return "options"
+    if target == "kind" and kind in ("every", "cron", "at"):
+        return str(kind)
+    return target
+
+
+def initial_values(row: Schedule) -> dict[str, Any]:
+    """A stored row as the form's initial values."""
+    trigger = dict(row.trigger or {})
+    options = dict(row.options or {})
+    kind = {"interval": "every", "cron": "cron", "once": "at"}.get(str(trigger.get("kind")))
+    values: dict[str, Any] = {
+        "name": row.name, "task": row.task, "kind": kind or "every",
+        "args": list(row.args or []), "kwargs": dict(row.kwargs or {}),
+        "misfire_policy": row.misfire_policy or "", "max_catchup": row.max_catchup,
+        "enabled": row.enabled, "version": row.version,
+        "misfire_grace": seconds_text(row.misfire_grace_seconds),
+        "offset": seconds_text(row.offset_seconds), "jitter": seconds_text(row.jitter_seconds),
+        "starting_deadline": seconds_text(row.starting_deadline_seconds),
+        "queue": options.get("queue", ""), "exchange": options.get("exchange", ""),
+        "routing_key": options.get("routing_key", ""), "priority": options.get("priority"),
+        "expires": seconds_text(options.get("expires")), "headers": options.get("headers"),
+    }
+    if kind == "every":
+        values["every"] = seconds_text(trigger.get("every"))
+    elif kind == "cron":
+        values["cron"] = trigger.get("expression", "")
+        values["timezone"] = trigger.get("timezone", "")
+        values["day_or"] = bool(trigger.get("day_or", True))
+    elif kind == "at":
+        try:
+            values["at"] = datetime.fromisoformat(str(trigger.get("at")))
+        except ValueError:
+            values["at"] = None
+    return values
+
+
+def seconds_text(value: Any) -> str:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return ""
+    return str(int(value)) if float(value).is_integer() else str(value)

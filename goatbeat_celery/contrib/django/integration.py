@@ -1,0 +1,60 @@
+"""The Celery app, settings and :class:`~goatbeat_celery.api.Schedules` the Django app uses.
+
+goatbeat's settings are read from Django's settings the way Celery's Django guide has the
+project's app read them (``config_from_object("django.conf:settings", namespace="CELERY")``):
+through an app of our own, since a web process need not have imported the project's, and
+Celery's current app is kept per thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from celery import Celery
+
+from goatbeat_celery import config as config_module
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.contrib.django import databases
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.store.url import mask_url
+
+NAMESPACE = "CELERY"
+
+
+def celery_app() -> Any:
+    """A Celery app configured from Django's settings under the ``CELERY_`` namespace."""
+    app = Celery("goatbeat_django", set_as_current=False, fixups=[])
+    app.config_from_object("django.conf:settings", namespace=NAMESPACE)
+    return app
+
+
+def goatbeat_config() -> config_module.LoadedConfig:
+    """goatbeat's validated settings; raises ConfigurationError listing every problem."""
+    return config_module.load(celery_app(), with_schedules=False)
+
+
+@contextmanager
+def schedules() -> Iterator[Schedules]:
+    """The Schedules API on goatbeat's database, closed afterwards."""
+    app = celery_app()
+    with Schedules.from_app(app) as opened:
+        yield opened
+
+
+def database_alias() -> str | None:
+    """The ``DATABASES`` alias of goatbeat's database, which the admin reads its lists from;
+    None when goatbeat's database is none of them (or its settings are invalid)."""
+    from django.conf import settings
+
+    try:
+        url = goatbeat_config().config.database_url
+    except ConfigurationError:
+        return None
+    return databases.alias_for(url, settings.DATABASES)
+
+
+def masked_database_url() -> str:
+    """goatbeat's database URL with the password hidden, for messages."""
+    return mask_url(goatbeat_config().config.database_url)

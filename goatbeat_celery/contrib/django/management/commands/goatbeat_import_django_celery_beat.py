@@ -1,0 +1,228 @@
+"""``manage.py goatbeat_import_django_celery_beat [--dry-run]``: copy django-celery-beat's
+periodic tasks into goatbeat's database through :meth:`Schedules.create
+<goatbeat_celery.api.Schedules.create>`.
+
+Every periodic task gets one line: created (or, with ``--dry-run``, would be created after the
+same validation, on a throwaway in-memory store), skipped (its name is already in goatbeat, or
+it is ``celery.backend_cleanup``, which goatbeat adds itself), or refused with the reason (a
+solar schedule, an absolute ``expires``, a ``start_time`` still to come, JSON that does not
+parse, a schedule goatbeat finds invalid). Nothing is left out without a line saying so, and
+running it again skips what it copied before.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.errors import (
+    ConfigurationError,
+    GoatbeatError,
+    ScheduleConflict,
+    ScheduleNotFound,
+)
+from goatbeat_celery.cron import CronTrigger
+from goatbeat_celery.store import open_store
+
+#: Added by Celery to every beat; goatbeat adds it itself.
+BACKEND_CLEANUP = "celery.backend_cleanup"
+
+
+class Refused(Exception):
+    """A periodic task goatbeat cannot reproduce; the message says why."""
+
+
+@dataclass
+class Report:
+    created: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+class Command(BaseCommand):
+    help = ("Copy django-celery-beat's periodic tasks into goatbeat's database, one line per "
+            "task saying what was done.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dry-run", action="store_true",
+                            help="validate and report every task, write nothing")
+        parser.add_argument("--database", default="default",
+                            help="the Django database holding django-celery-beat's tables")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from django.apps import apps
+
+        if not apps.is_installed("django_celery_beat"):
+            raise CommandError("django_celery_beat is not in INSTALLED_APPS: there is nothing "
+                               "to import from")
+        from django_celery_beat.models import PeriodicTask
+
+        from goatbeat_celery.contrib.django import integration
+
+        dry_run = bool(options["dry_run"])
+        tasks = (PeriodicTask.objects.using(options["database"])
+                 .select_related("interval", "crontab", "solar", "clocked").order_by("name"))
+        try:
+            with integration.schedules() as target:
+                report = self.copy(list(tasks), target, dry_run=dry_run)
+        except GoatbeatError as exc:
+            raise CommandError(str(exc)) from exc
+        done = "would be created" if dry_run else "created"
+        self.stdout.write(f"{len(report.created)} {done}, {len(report.skipped)} skipped, "
+                          f"{len(report.refused)} refused"
+                          + (" (dry run: nothing written)" if dry_run else ""))
+
+    def copy(self, tasks: list[Any], target: Schedules, *, dry_run: bool) -> Report:
+        report = Report()
+        # A dry run validates each task as create() would, on a store that is thrown away.
+        writer = (Schedules(open_store("memory://"), config=target.config,
+                            triggers=target.triggers,
+                            default_timezone=target.default_timezone)
+                  if dry_run else target)
+        try:
+            for task in tasks:
+                self.copy_one(task, target, writer, report, dry_run=dry_run)
+        finally:
+            if writer is not target:
+                writer.close()
+        return report
+
+    def copy_one(self, task: Any, target: Schedules, writer: Schedules, report: Report, *,
+                 dry_run: bool) -> None:
+        name = str(task.name)
+        if task.task == BACKEND_CLEANUP:
+            self.line(report.skipped, "skipped", name, "celery.backend_cleanup is added by "
+                      "goatbeat itself")
+            return
+        try:
+            target.get(name)
+        except ScheduleNotFound:
+            pass
+        else:
+            self.line(report.skipped, "skipped", name, "a schedule of that name is already "
+                      "in goatbeat")
+            return
+        now = writer.store.now()
+        try:
+            arguments = create_arguments(task, now)
+            schedule = writer.create(name, str(task.task), **arguments)
+        except Refused as exc:
+            self.line(report.refused, "refused", name, str(exc), error=True)
+            return
+        except ScheduleConflict:
+            self.line(report.skipped, "skipped", name, "a schedule of that name is already "
+                      "in goatbeat")
+            return
+        except ConfigurationError as exc:
+            self.line(report.refused, "refused", name, "; ".join(exc.problems), error=True)
+            return
+        detail = describe(arguments)
+        if "at" in arguments and arguments["at"] <= now:
+            detail += ", already past: it will not run"
+        if not schedule.spec.enabled:
+            detail += ", paused (disabled in django-celery-beat)"
+        self.line(report.created, "would create" if dry_run else "created", name, detail)
+
+    def line(self, bucket: list[str], verb: str, name: str, detail: str, *,
+             error: bool = False) -> None:
+        bucket.append(name)
+        text = f"{verb} {name!r}: {detail}"
+        self.stdout.write(self.style.WARNING(text) if error else text)
+
+
+def create_arguments(task: Any, now: datetime) -> dict[str, Any]:
+    """The keywords of Schedules.create for one PeriodicTask; Refused when goatbeat has none."""
+    if task.solar_id is not None:
+        raise Refused(f"solar schedule ({task.solar.event} at {task.solar.latitude}, "
+                      f"{task.solar.longitude}) has no database form in goatbeat: put it in "
+                      "beat_schedule as solar(...)")
+    if task.expires is not None:
+        raise Refused(f"expires={task.expires.isoformat()} (an absolute end) has no goatbeat "
+                      "equivalent; expire_seconds is copied, expires is not")
+    start = aware(task.start_time) if task.start_time is not None else None
+    if start is not None and start > now and not task.one_off:
+        raise Refused(f"start_time={start.isoformat()} is still to come and goatbeat has no "
+                      "start time: create it then, or give it an at= one-off")
+    arguments: dict[str, Any] = {
+        **trigger_arguments(task, max(now, start) if start is not None else now),
+        "args": tuple(json_field(task, "args", list, "[]")),
+        "kwargs": json_field(task, "kwargs", dict, "{}"),
+        "options": message_options(task),
+        "enabled": bool(task.enabled),
+    }
+    return arguments
+
+
+def trigger_arguments(task: Any, start: datetime) -> dict[str, Any]:
+    """every=, cron= (Celery's day-of-month AND day-of-week) or at=; a one-off interval or
+    crontab becomes at= its first occurrence, which is when django-celery-beat would run it."""
+    if task.clocked_id is not None:
+        return {"at": aware(task.clocked.clocked_time)}
+    if task.interval_id is not None:
+        every = timedelta(**{str(task.interval.period): int(task.interval.every)})
+        return {"at": start + every} if task.one_off else {"every": every}
+    if task.crontab_id is not None:
+        tab = task.crontab
+        expression = " ".join(str(part).replace(" ", "") for part in (
+            tab.minute, tab.hour, tab.day_of_month, tab.month_of_year, tab.day_of_week))
+        zone = str(tab.timezone)
+        if not task.one_off:
+            return {"cron": expression, "timezone": zone, "day_or": False}
+        try:
+            first = CronTrigger(expression, zone, day_or=False).next_after(start)
+        except ConfigurationError as exc:
+            raise Refused("; ".join(exc.problems)) from exc
+        if first is None:
+            raise Refused(f"one-off crontab {expression!r} never occurs again")
+        return {"at": first}
+    raise Refused("it has no schedule (no interval, crontab, clocked or solar)")
+
+
+def message_options(task: Any) -> dict[str, Any]:
+    """queue, exchange, routing_key, priority, expires (from expire_seconds) and headers."""
+    found: dict[str, Any] = {
+        "queue": task.queue or None, "exchange": task.exchange or None,
+        "routing_key": task.routing_key or None, "priority": task.priority,
+        "expires": task.expire_seconds,
+    }
+    headers = json_field(task, "headers", dict, "{}")
+    if headers:
+        found["headers"] = headers
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def json_field(task: Any, name: str, kind: type[Any], empty: str) -> Any:
+    text = getattr(task, name, None) or empty
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise Refused(f"{name}: {text!r} is not JSON ({exc})") from exc
+    if not isinstance(value, kind):
+        raise Refused(f"{name}: expected a JSON {'list' if kind is list else 'object'}, got "
+                      f"{text!r}")
+    return value
+
+
+def aware(value: datetime) -> datetime:
+    """A datetime from Django: naive ones (USE_TZ = False) are in Django's zone."""
+    from django.utils import timezone
+
+    return value if timezone.is_aware(value) else timezone.make_aware(value)
+
+
+def describe(arguments: dict[str, Any]) -> str:
+    if "every" in arguments:
+        text = f"every {arguments['every']}"
+    elif "cron" in arguments:
+        text = (f"cron {arguments['cron']!r} in {arguments['timezone']} (day of month and day "
+                "of week both matched, as Celery's crontab)")
+    else:
+        text = f"once at {arguments['at'].isoformat()}"
+    if arguments["options"]:
+        text += f", options {json.dumps(arguments['options'], sort_keys=True)}"
+    return text

@@ -1,0 +1,105 @@
+"""goatbeat's tables as unmanaged models, for the admin's lists, filters and search.
+
+Read only: every change goes through :class:`~goatbeat_celery.api.Schedules`, which validates
+it, keeps the schedule's next run and version right and wakes the leader. Django never creates,
+alters or writes these tables (``managed = False``); goatbeat's migrations own them
+(``celery -A proj goatbeat migrate``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from goatbeat_celery.store.schema import EXECUTION_TABLE, SCHEDULE_TABLE
+
+
+class ReadOnlyModel(models.Model):
+    """A row of goatbeat's: saving or deleting it through Django is refused."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(f"{type(self).__name__} rows are written through "
+                        "goatbeat_celery.Schedules, never by Django")
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise TypeError(f"{type(self).__name__} rows are deleted through "
+                        "goatbeat_celery.Schedules, never by Django")
+
+
+class Schedule(ReadOnlyModel):
+    """A row of ``goatbeat_schedule``."""
+
+    SOURCES = (("config", "config"), ("api", "database"))
+
+    name = models.TextField(primary_key=True)
+    task = models.TextField()
+    args = models.JSONField()
+    kwargs = models.JSONField()
+    options = models.JSONField()
+    trigger = models.JSONField()
+    timezone = models.TextField(null=True)
+    misfire_policy = models.CharField(max_length=16, null=True)
+    misfire_grace_seconds = models.FloatField(null=True)
+    max_catchup = models.IntegerField(null=True)
+    offset_seconds = models.FloatField(null=True)
+    jitter_seconds = models.FloatField(null=True)
+    enabled = models.BooleanField()
+    source = models.CharField(max_length=16, choices=SOURCES)
+    spec_hash = models.CharField(max_length=64)
+    next_occurrence_at = models.DateTimeField(null=True)
+    next_run_at = models.DateTimeField("next run", null=True)
+    last_occurrence_at = models.DateTimeField("last run", null=True)
+    total_runs = models.BigIntegerField()
+    total_missed = models.BigIntegerField()
+    version = models.BigIntegerField()
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    fault = models.TextField(null=True)
+    fault_at = models.DateTimeField(null=True)
+    faults = models.IntegerField()
+    starting_deadline_seconds = models.FloatField(null=True)
+
+    class Meta:
+        managed = False
+        db_table = SCHEDULE_TABLE
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return str(self.name)
+
+    @property
+    def is_config(self) -> bool:
+        return bool(self.source == "config")
+
+
+class Execution(ReadOnlyModel):
+    """A row of ``goatbeat_execution``: one claimed occurrence."""
+
+    STATES = (("claimed", "claimed"), ("submitted", "submitted"),
+              ("abandoned", "abandoned"), ("expired", "expired"))
+
+    key = models.TextField(primary_key=True)
+    schedule_name = models.TextField("schedule")
+    occurrence_at = models.DateTimeField("occurrence")
+    due_at = models.DateTimeField("due")
+    token = models.BigIntegerField()
+    state = models.CharField(max_length=16, choices=STATES)
+    claimed_at = models.DateTimeField("claimed")
+    submitted_at = models.DateTimeField("submitted", null=True)
+    attempts = models.IntegerField()
+    last_error = models.TextField(null=True)
+    missed = models.IntegerField()
+    manual = models.BooleanField("run now")
+    expires_at = models.DateTimeField(null=True)
+
+    class Meta:
+        managed = False
+        db_table = EXECUTION_TABLE
+        ordering = ["-occurrence_at", "key"]
+
+    def __str__(self) -> str:
+        return str(self.key)

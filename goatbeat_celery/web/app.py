@@ -1,0 +1,547 @@
+"""The dashboard: a Starlette application rendering Jinja pages (autoescaped) from the
+:class:`~goatbeat_celery.api.Schedules` API and the store's lease inspection.
+
+Every read and write goes through ``Schedules`` (and its store's read methods, as the
+``status`` command reads them); the tables are never written here. Database calls are
+synchronous: each request makes them in Starlette's thread pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from goatbeat_celery.cli import views
+from goatbeat_celery.core.errors import (
+    ConfigurationError,
+    GoatbeatError,
+    ScheduleConflict,
+    ScheduleNotFound,
+    StoreUnavailable,
+)
+from goatbeat_celery.core.model import Execution, LeaseInfo, Schedule, ScheduleSource
+from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.store.url import mask_url
+from goatbeat_celery.web import forms
+from goatbeat_celery.web.chart import Chart, lateness_chart
+from goatbeat_celery.web.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    SESSION_COOKIE,
+    WebSettings,
+    authenticated,
+    new_csrf_token,
+    same_secret,
+    session_value,
+)
+
+if TYPE_CHECKING:
+    from goatbeat_celery.api import Schedules
+
+HERE = Path(__file__).parent
+#: Schedules per page of the list.
+PAGE_SIZE = 50
+#: Counts on the overview stop here (the store has no count query; see docs).
+COUNT_CAP = 1000
+#: Executions read for the overview's chart, newest first.
+CHART_EXECUTIONS = 500
+HISTORY_SHOWN = 50
+NEXT_RUNS_SHOWN = 5
+STATES = ("enabled", "paused", "set-aside")
+
+#: Sent with every page: nothing but the package's own stylesheet may load, no script runs.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
+                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+#: Messages shown after an action redirects back (by code, so no text travels in the URL).
+NOTICES = {
+    "paused": "Paused.", "resumed": "Resumed from its next occurrence.",
+    "queued": "Run queued: the leader sends it within a second or so.",
+    "saved": "Saved.", "created": "Created.", "removed": "Removed; its history stays.",
+}
+
+Handler = Callable[..., Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class _Context:
+    schedules: Schedules
+    settings: WebSettings
+    lease_name: str
+    templates: Jinja2Templates
+    supports_after: bool
+
+
+def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
+               close_on_shutdown: bool = False) -> Starlette:
+    """The dashboard as an ASGI application over ``schedules``.
+
+    Mount it inside another Starlette or FastAPI application (``Mount("/beat", app=...)``):
+    links and cookies follow the mount path. ``settings`` guard it (token, read-only); with no
+    token, serve it on loopback only. ``close_on_shutdown`` closes ``schedules`` when the
+    application shuts down (the ``web`` command passes it; an embedding application that owns
+    ``schedules`` leaves it False).
+    """
+    settings = settings or WebSettings()
+    problems = settings.problems()
+    if problems:
+        raise ConfigurationError(problems, subject="goatbeat web")
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    environment.globals["when"] = views.when
+    environment.globals["describe_trigger"] = views.describe_trigger
+    environment.globals["zone_of"] = views.zone_of
+    environment.globals["state_text"] = views.state_text
+    environment.globals["compact_json"] = views.compact_json
+    environment.globals["human_seconds"] = views.human_seconds
+    environment.globals["lateness"] = views.lateness
+    context = _Context(
+        schedules=schedules, settings=settings,
+        lease_name=schedules.config.engine.lease_name,
+        templates=Jinja2Templates(env=environment),
+        supports_after="after" in inspect.signature(schedules.store.list_schedules).parameters,
+    )
+
+    def route(path: str, handler: Handler, name: str, methods: list[str]) -> Route:
+        return Route(path, _guarded(context, handler), name=name, methods=methods)
+
+    routes = [
+        route("/", _overview, "overview", ["GET"]),
+        route("/schedules", _schedule_list, "schedules", ["GET"]),
+        route("/schedule", _schedule_page, "schedule", ["GET"]),
+        route("/schedule/pause", _pause, "pause", ["POST"]),
+        route("/schedule/resume", _resume, "resume", ["POST"]),
+        route("/schedule/run", _run_now, "run_now", ["POST"]),
+        route("/schedule/edit", _edit, "edit", ["POST"]),
+        route("/schedule/delete", _delete, "delete", ["POST"]),
+        route("/new", _new_page, "new", ["GET"]),
+        route("/new", _create, "create", ["POST"]),
+        Route("/login", _login_page(context), name="login", methods=["GET", "POST"]),
+        route("/logout", _logout, "logout", ["POST"]),
+        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if close_on_shutdown:
+            schedules.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.goatbeat = context
+    return app
+
+
+# -- plumbing ---------------------------------------------------------------------------------
+def _link(request: Request, route: str, /, **query: Any) -> str:
+    url = str(request.url_for(route))
+    kept = {k: v for k, v in query.items() if v not in (None, "")}
+    return f"{url}?{urlencode(kept)}" if kept else url
+
+
+def _cookie_path(request: Request) -> str:
+    return str(request.scope.get("root_path") or "") + "/"
+
+
+def _csrf(request: Request) -> str:
+    token = getattr(request.state, "csrf", None)
+    if token is None:
+        token = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+        request.state.csrf = token
+    return cast(str, token)
+
+
+def _finish(request: Request, context: _Context, response: Response) -> Response:
+    if request.cookies.get(CSRF_COOKIE) != getattr(request.state, "csrf", None) and \
+            getattr(request.state, "csrf", None) is not None:
+        response.set_cookie(CSRF_COOKIE, _csrf(request), httponly=True, samesite="strict",
+                            path=_cookie_path(request), secure=context.settings.secure_cookies)
+    for header, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(header, value)
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+def _render(request: Request, context: _Context, template: str, status_code: int = 200,
+            **values: Any) -> Response:
+    values.update(
+        request=request, csrf_field=CSRF_FIELD, csrf_token=_csrf(request),
+        read_only=context.settings.read_only, link=lambda route, /, **q: _link(request, route, **q),
+        signed_in=(context.settings.token is not None
+                   and getattr(request.state, "signed_in", False)),
+        static=str(request.url_for("static", path="style.css")),
+    )
+    return context.templates.TemplateResponse(request, template, values,
+                                              status_code=status_code)
+
+
+def _refusal(request: Request, context: _Context, status: int, title: str,
+             message: str) -> Response:
+    return _render(request, context, "error.html", status_code=status, title=title,
+                   message=message)
+
+
+def _guarded(context: _Context, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Authentication, CSRF and read-only checks, then ``handler``, then the cookies and
+    security headers every response carries."""
+
+    async def endpoint(request: Request) -> Response:
+        settings = context.settings
+        signed_in = authenticated(settings.token,
+                                  authorization=request.headers.get("authorization"),
+                                  session=request.cookies.get(SESSION_COOKIE))
+        request.state.signed_in = signed_in
+        if not signed_in:
+            if request.method == "GET":
+                here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                target = _link(request, "login", next=here)
+                return _finish(request, context, RedirectResponse(target, status_code=303))
+            return _finish(request, context, _refusal(
+                request, context, 401, "Sign in first",
+                "This dashboard needs its token; sign in and try again."))
+        try:
+            if request.method == "POST":
+                form = await request.form()
+                if not same_secret(_text(form, CSRF_FIELD), request.cookies.get(CSRF_COOKIE)):
+                    return _finish(request, context, _refusal(
+                        request, context, 403, "Form expired",
+                        "The form's security token is missing or does not match this "
+                        "browser's; reload the page and submit it again. Nothing was changed."))
+                if settings.read_only and handler is not _logout:
+                    return _finish(request, context, _refusal(
+                        request, context, 403, "Read-only",
+                        "This dashboard was started read-only; nothing was changed."))
+                response = await handler(request, context, form)
+            else:
+                response = await handler(request, context)
+        except ScheduleNotFound as exc:
+            response = _refusal(request, context, 404, "No such schedule", str(exc))
+        except StoreUnavailable as exc:
+            response = _refusal(request, context, 503, "Database unavailable",
+                                mask_url(str(exc)))
+        except GoatbeatError as exc:
+            response = _refusal(request, context, 500, "goatbeat error", mask_url(str(exc)))
+        return _finish(request, context, response)
+
+    return endpoint
+
+
+def _text(form: FormData | Mapping[str, Any], name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
+    return run_in_threadpool(function, *args, **kwargs)
+
+
+def _lease_manager(schedules: Schedules) -> LeaseManager:
+    # open_store returns one object that is both the schedule store and the lease manager.
+    return cast(LeaseManager, schedules.store)
+
+
+# -- pages ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Overview:
+    lease: LeaseInfo | None
+    now: datetime
+    pending: Execution | None
+    set_aside: list[Schedule]
+    counts: dict[str, int]
+    chart: Chart
+
+
+def _read_overview(context: _Context) -> _Overview:
+    schedules = context.schedules
+    store = schedules.store
+    info = _lease_manager(schedules).inspect(context.lease_name)
+    now = store.now()
+
+    def count(**filters: Any) -> int:
+        return len(store.list_schedules(limit=COUNT_CAP + 1, **filters))
+
+    counts = {"all": count(), "paused": count(enabled=False),
+              "config": count(source=ScheduleSource.CONFIG),
+              "api": count(source=ScheduleSource.API)}
+    set_aside = store.list_schedules(set_aside=True, limit=COUNT_CAP + 1)
+    recent = store.executions(limit=CHART_EXECUTIONS)
+    return _Overview(info, now, store.oldest_pending(), set_aside, counts,
+                     lateness_chart(recent, now))
+
+
+async def _overview(request: Request, context: _Context) -> Response:
+    data = await _call(_read_overview, context)
+    info = data.lease
+    return _render(
+        request, context, "overview.html", data=data, lease_name=context.lease_name,
+        lease=info, held=info is not None and info.held,
+        expires=(views.NONE if info is None or info.expires_at is None
+                 else views.relative(info.expires_at, info.store_now)),
+        database=mask_url(context.schedules.config.database_url),
+        count_cap=COUNT_CAP, shown=views.SET_ASIDE_SHOWN,
+        pending_lag=(None if data.pending is None
+                     else views.human_seconds((data.now - data.pending.due_at).total_seconds())),
+    )
+
+
+def _list_page(context: _Context, prefix: str, source: ScheduleSource | None, state: str,
+               after: str, page: int) -> tuple[list[Schedule], bool]:
+    """One page of schedules sorted by name, after the name ``after`` (keyset paging)."""
+    store = context.schedules.store
+    filters: dict[str, Any] = {"prefix": prefix or None, "source": source}
+    if state == "enabled":
+        filters.update(enabled=True, set_aside=False)
+    elif state == "paused":
+        filters["enabled"] = False
+    elif state == "set-aside":
+        filters["set_aside"] = True
+    if context.supports_after or not after:
+        if after:
+            filters["after"] = after
+        found = store.list_schedules(limit=PAGE_SIZE + 1, **filters)
+    else:
+        # No "after name" filter in this store: read up to the page and skip what precedes it.
+        found = store.list_schedules(limit=(page + 1) * PAGE_SIZE + 1, **filters)
+        found = [s for s in found if s.name > after]
+    return found[:PAGE_SIZE], len(found) > PAGE_SIZE
+
+
+async def _schedule_list(request: Request, context: _Context) -> Response:
+    query = request.query_params
+    prefix = query.get("q", "")
+    source_text = query.get("source", "")
+    source = ScheduleSource(source_text) if source_text in ("config", "api") else None
+    state = query.get("state", "")
+    state = state if state in STATES else ""
+    after = query.get("after", "")
+    page = int(query["page"]) if query.get("page", "").isdigit() else 0
+    found, more = await _call(_list_page, context, prefix, source, state, after, page)
+    filters = {"q": prefix, "source": source.value if source else "", "state": state}
+    return _render(
+        request, context, "schedules.html", found=found, filters=filters, states=STATES,
+        first=_link(request, "schedules", **filters) if after else None,
+        next=(_link(request, "schedules", **filters, after=found[-1].name, page=page + 1)
+              if more and found else None),
+        page=page, page_size=PAGE_SIZE,
+    )
+
+
+@dataclass(frozen=True)
+class _Detail:
+    schedule: Schedule
+    history: list[Execution]
+    now: datetime
+    upcoming: list[datetime]
+    upcoming_problem: str | None
+    chart: Chart
+
+
+def _upcoming(context: _Context, schedule: Schedule) -> tuple[list[datetime], str | None]:
+    """The next runs (occurrence + the schedule's offset), from its next occurrence on."""
+    if not schedule.spec.enabled or schedule.next_occurrence_at is None or schedule.damage:
+        return [], None
+    try:
+        trigger = context.schedules.triggers.build(schedule.spec.trigger)
+        shift = schedule.spec.effective_offset()
+        runs: list[datetime] = []
+        occurrence: datetime | None = schedule.next_occurrence_at
+        while occurrence is not None and len(runs) < NEXT_RUNS_SHOWN:
+            runs.append(occurrence + shift)
+            occurrence = trigger.next_after(occurrence)
+    # A schedule is a failure domain: a trigger only beat can build is shown without its runs.
+    except Exception as exc:  # noqa: BLE001
+        return [], f"cannot compute ({type(exc).__name__}: {exc})"
+    return runs, None
+
+
+def _read_detail(context: _Context, name: str) -> _Detail:
+    schedule = context.schedules.get(name)
+    history = context.schedules.history(name, limit=HISTORY_SHOWN)
+    now = context.schedules.store.now()
+    runs, problem = _upcoming(context, schedule)
+    return _Detail(schedule, history, now, runs, problem, lateness_chart(history, now))
+
+
+def _read_only_reason(schedule: Schedule) -> str | None:
+    if schedule.spec.source is ScheduleSource.CONFIG:
+        return ("This schedule comes from the app's beat_schedule: the next config sync (when "
+                "a replica becomes leader) puts back the configured version, so it is "
+                "changed there, not here. Pause, resume and run now still work.")
+    return None
+
+
+async def _schedule_page(request: Request, context: _Context, *,
+                         state: forms.FormState | None = None,
+                         status_code: int = 200) -> Response:
+    name = request.query_params.get("name", "")
+    if state is not None:
+        name = state.values["name"]
+    detail = await _call(_read_detail, context, name)
+    schedule = detail.schedule
+    if state is None:
+        state = forms.FormState(forms.stored_values(schedule, context.schedules.default_timezone))
+    notice = NOTICES.get(request.query_params.get("notice", ""))
+    return _render(
+        request, context, "schedule.html", status_code=status_code, s=schedule,
+        detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
+        fields=views.schedule_fields(schedule, context.schedules.config.engine, detail.now),
+        kinds=forms.KINDS,
+    )
+
+
+def _back_to(request: Request, name: str, notice: str) -> Response:
+    return RedirectResponse(_link(request, "schedule", name=name, notice=notice),
+                            status_code=303)
+
+
+async def _action(request: Request, context: _Context, form: FormData,
+                  method: Callable[[str], Any], notice: str) -> Response:
+    name = _text(form, "name")
+    try:
+        await _call(method, name)
+    except (ConfigurationError, ScheduleConflict) as exc:
+        problems = exc.problems if isinstance(exc, ConfigurationError) else (str(exc),)
+        state = forms.FormState(forms.stored_values(
+            await _call(context.schedules.get, name), context.schedules.default_timezone))
+        state.add_problems(list(problems))
+        request.scope["query_string"] = urlencode({"name": name}).encode()
+        return await _schedule_page(request, context, state=state, status_code=422)
+    return _back_to(request, name, notice)
+
+
+async def _pause(request: Request, context: _Context, form: FormData) -> Response:
+    return await _action(request, context, form, context.schedules.pause, "paused")
+
+
+async def _resume(request: Request, context: _Context, form: FormData) -> Response:
+    return await _action(request, context, form, context.schedules.resume, "resumed")
+
+
+async def _run_now(request: Request, context: _Context, form: FormData) -> Response:
+    return await _action(request, context, form, context.schedules.run_now, "queued")
+
+
+async def _edit(request: Request, context: _Context, form: FormData) -> Response:
+    name = _text(form, "name")
+    current = await _call(context.schedules.get, name)
+    state = forms.FormState({**forms.stored_values(current, context.schedules.default_timezone),
+                             **forms.typed_values(form), "name": name})
+    locked = _read_only_reason(current)
+    if locked:
+        state.add(forms.GENERAL, locked)
+        return await _schedule_page(request, context, state=state, status_code=422)
+    trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
+    options = forms.options_with_queue(dict(current.spec.options), state.values["queue"])
+    if not state.errors:
+        try:
+            await _call(context.schedules.update, name, options=options, **trigger)
+        except (ConfigurationError, ScheduleConflict) as exc:
+            state.add_problems(list(exc.problems) if isinstance(exc, ConfigurationError)
+                               else [str(exc)])
+    if state.errors:
+        return await _schedule_page(request, context, state=state, status_code=422)
+    return _back_to(request, name, "saved")
+
+
+async def _delete(request: Request, context: _Context, form: FormData) -> Response:
+    name = _text(form, "name")
+    current = await _call(context.schedules.get, name)
+    locked = _read_only_reason(current)
+    if locked:
+        state = forms.FormState(forms.stored_values(current, context.schedules.default_timezone))
+        state.add(forms.GENERAL, locked)
+        return await _schedule_page(request, context, state=state, status_code=422)
+    await _call(context.schedules.delete, name)
+    return RedirectResponse(_link(request, "schedules", notice="removed"), status_code=303)
+
+
+async def _new_page(request: Request, context: _Context, *,
+                    state: forms.FormState | None = None, status_code: int = 200) -> Response:
+    if state is None:
+        state = forms.FormState({**dict.fromkeys(forms.FIELDS, ""), "kind": "every",
+                                 "timezone": context.schedules.default_timezone,
+                                 "args": "[]", "kwargs": "{}"})
+    return _render(request, context, "new.html", status_code=status_code, form=state,
+                   kinds=forms.KINDS)
+
+
+async def _create(request: Request, context: _Context, form: FormData) -> Response:
+    state = forms.FormState(forms.typed_values(form))
+    values = state.values
+    trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
+    args = forms.json_value(state, "args", list)
+    kwargs = forms.json_value(state, "kwargs", dict)
+    if not state.errors:
+        try:
+            await _call(context.schedules.create, values["name"], values["task"], **trigger,
+                        args=tuple(args), kwargs=kwargs,
+                        options=forms.options_with_queue({}, values["queue"]),
+                        enabled=form.get("paused") is None)
+        except ConfigurationError as exc:
+            state.add_problems(list(exc.problems))
+        except ScheduleConflict as exc:
+            state.add("name", str(exc))
+    if state.errors:
+        return await _new_page(request, context, state=state, status_code=422)
+    return _back_to(request, values["name"], "created")
+
+
+# -- signing in -------------------------------------------------------------------------------
+def _login_page(context: _Context) -> Callable[[Request], Awaitable[Response]]:
+    async def login(request: Request) -> Response:
+        token = context.settings.token
+        target = request.query_params.get("next", "")
+        # Only a path of this application: never an address elsewhere.
+        if not target.startswith("/") or target.startswith("//"):
+            target = ""
+        error = None
+        if request.method == "POST":
+            form = await request.form()
+            if not same_secret(_text(form, CSRF_FIELD), request.cookies.get(CSRF_COOKIE)):
+                return _finish(request, context, _refusal(
+                    request, context, 403, "Form expired",
+                    "The form's security token is missing or does not match this browser's; "
+                    "reload the page and submit it again."))
+            if token is not None and same_secret(_text(form, "token"), token):
+                response = RedirectResponse(target or _link(request, "overview"),
+                                            status_code=303)
+                response.set_cookie(SESSION_COOKIE, session_value(token), httponly=True,
+                                    samesite="strict", path=_cookie_path(request),
+                                    secure=context.settings.secure_cookies)
+                return _finish(request, context, response)
+            error = "That is not the token this dashboard was started with."
+        return _finish(request, context, _render(
+            request, context, "login.html", status_code=401 if error else 200, error=error,
+            next=target, needs_token=token is not None))
+
+    return login
+
+
+async def _logout(request: Request, context: _Context, form: FormData) -> Response:
+    response = RedirectResponse(_link(request, "login"), status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path=_cookie_path(request))
+    return response
+

@@ -1,0 +1,116 @@
+"""``manage.py goatbeat_import_django_celery_beat`` against periodic tasks stored through
+django-celery-beat's own models on PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from goatbeat_celery import ScheduleNotFound
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.store import open_store
+
+LATER = datetime.now(timezone.utc) + timedelta(days=30)
+
+
+@pytest.fixture(scope="module")
+def periodic_tasks(django_db: str) -> None:
+    from django_celery_beat.models import (
+        ClockedSchedule,
+        CrontabSchedule,
+        IntervalSchedule,
+        PeriodicTask,
+        SolarSchedule,
+    )
+
+    every_15 = IntervalSchedule.objects.create(every=15, period=IntervalSchedule.MINUTES)
+    PeriodicTask.objects.create(name="refresh-cache", task="proj.refresh", interval=every_15,
+                                args='["all"]', queue="cache", priority=5,
+                                exchange="tasks", routing_key="cache.refresh",
+                                headers='{"tenant": "acme"}')
+    payday = CrontabSchedule.objects.create(minute="0", hour="9", day_of_month="1",
+                                            day_of_week="fri", timezone="Europe/Paris")
+    PeriodicTask.objects.create(name="first-friday", task="pay.run", crontab=payday,
+                                kwargs='{"limit": 50}', expire_seconds=3600)
+    launch = ClockedSchedule.objects.create(clocked_time=LATER)
+    PeriodicTask.objects.create(name="launch", task="shop.open_sales", clocked=launch,
+                                one_off=True)
+    PeriodicTask.objects.create(name="once-soon", task="shop.ping", interval=every_15,
+                                one_off=True)
+    dawn = SolarSchedule.objects.create(event="sunrise", latitude=48.85, longitude=2.35)
+    PeriodicTask.objects.create(name="lights-off", task="garden.lights_off", solar=dawn)
+    PeriodicTask.objects.create(name="paused-sync", task="shop.sync", interval=every_15,
+                                enabled=False)
+    PeriodicTask.objects.create(name="bad-args", task="shop.sync", interval=every_15,
+                                args="not json")
+    PeriodicTask.objects.create(name="ends", task="shop.sync", interval=every_15,
+                                expires=LATER)
+    PeriodicTask.objects.create(name="celery.backend_cleanup", task="celery.backend_cleanup",
+                                crontab=CrontabSchedule.objects.create(minute="0", hour="4"))
+
+
+@pytest.fixture
+def api(django_db: str, periodic_tasks: None) -> Iterator[Schedules]:
+    with Schedules(open_store(django_db)) as schedules:
+        yield schedules
+
+
+def run(*args: str) -> str:
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("goatbeat_import_django_celery_beat", *args, stdout=out, no_color=True)
+    return out.getvalue()
+
+
+def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None:
+    output = run("--dry-run")
+    assert "would create 'refresh-cache'" in output
+    assert "refused 'lights-off': solar schedule" in output
+    assert "refused 'bad-args': args" in output
+    assert "refused 'ends': expires=" in output
+    assert "skipped 'celery.backend_cleanup'" in output
+    assert "5 would be created, 1 skipped, 3 refused (dry run: nothing written)" in output
+    assert api.list() == []
+
+
+def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -> None:
+    output = run()
+    assert "5 created, 1 skipped, 3 refused" in output, output
+
+    refresh = api.get("refresh-cache").spec
+    assert refresh.trigger.params["every"] == 900.0
+    assert refresh.args == ("all",)
+    assert dict(refresh.options) == {"queue": "cache", "priority": 5, "exchange": "tasks",
+                                     "routing_key": "cache.refresh",
+                                     "headers": {"tenant": "acme"}}
+
+    payday = api.get("first-friday").spec
+    assert payday.trigger.kind == "cron"
+    assert payday.trigger.params["expression"] == "0 9 1 * fri"
+    assert payday.trigger.params["timezone"] == "Europe/Paris"
+    assert payday.trigger.params["day_or"] is False  # Celery's AND of the two day fields
+    assert dict(payday.kwargs) == {"limit": 50}
+    assert dict(payday.options) == {"expires": 3600}
+
+    launch = api.get("launch").spec
+    assert launch.trigger.kind == "once"
+    assert datetime.fromisoformat(str(launch.trigger.params["at"])) == LATER
+
+    soon = api.get("once-soon")
+    assert soon.spec.trigger.kind == "once"  # a one-off interval runs once, every from now
+    assert soon.next_occurrence_at is not None
+
+    assert api.get("paused-sync").spec.enabled is False
+    for name in ("lights-off", "bad-args", "ends", "celery.backend_cleanup"):
+        with pytest.raises(ScheduleNotFound):
+            api.get(name)
+
+
+def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
+    output = run()
+    assert "0 created, 6 skipped, 3 refused" in output, output
+    assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output

@@ -1,0 +1,154 @@
+"""Pause, resume, run now, edit, create and remove through the forms; invalid input changes
+nothing and is shown next to its field."""
+
+from __future__ import annotations
+
+import html as html_module
+import re
+
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.model import ScheduleSource
+from tests.cli.conftest import config_schedule
+from tests.web.conftest import Browser
+
+
+def error_of(html: str, field: str) -> str:
+    found = re.search(rf'<p class="field-error" id="{field}-error">([^<]*)</p>', html)
+    assert found, f"no error under {field}"
+    return html_module.unescape(found.group(1))
+
+
+def test_pause_and_resume_go_through_the_api(client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+
+    paused = client.submit("/schedule/pause", name="tick")
+    assert paused.status_code == 303
+    assert not schedules.get("tick").spec.enabled
+    page = client.get(paused.headers["location"]).text
+    assert "Paused." in page and 'id="resume"' in page
+
+    assert client.submit("/schedule/resume", name="tick").status_code == 303
+    assert schedules.get("tick").spec.enabled
+
+
+def test_run_now_queues_a_run_seen_in_history(client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+
+    response = client.submit("/schedule/run", name="tick")
+
+    assert response.status_code == 303
+    [execution] = schedules.history("tick")
+    assert execution.manual
+    assert execution.key in client.get(response.headers["location"]).text
+
+
+def test_editing_the_trigger_and_queue(client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+
+    response = client.submit("/schedule/edit", name="tick", kind="cron", cron="*/5 * * * *",
+                             timezone="America/New_York", queue="slow")
+
+    assert response.status_code == 303, response.text
+    spec = schedules.get("tick").spec
+    assert spec.trigger.kind == "cron"
+    assert spec.trigger.params["expression"] == "*/5 * * * *"
+    assert spec.trigger.params["timezone"] == "America/New_York"
+    assert spec.options == {"queue": "slow"}
+
+
+def test_an_invalid_cron_is_shown_next_to_its_field_and_changes_nothing(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    before = schedules.get("tick")
+
+    response = client.submit("/schedule/edit", name="tick", kind="cron", cron="61 * * * *",
+                             timezone="Europe/Paris", queue="")
+
+    assert response.status_code == 422
+    assert "minute field" in error_of(response.text, "cron")
+    assert 'value="61 * * * *"' in response.text  # what was typed stays in the field
+    assert schedules.get("tick") == before
+
+
+def test_every_problem_is_shown_under_its_own_field(client: Browser,
+                                                    schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    response = client.submit("/schedule/edit", name="tick", kind="cron", cron="* * *",
+                             timezone="Mars/Olympus", queue="")
+    assert response.status_code == 422
+    assert "5 fields" in error_of(response.text, "cron")
+    assert "unknown zone" in error_of(response.text, "timezone")
+
+    response = client.submit("/schedule/edit", name="tick", kind="every", every="soon",
+                             queue="")
+    assert "cannot read 'soon' as a duration" in error_of(response.text, "every")
+    assert schedules.get("tick").spec.trigger.params == {"every": 60.0}
+
+
+def test_a_one_time_instant_without_offset_is_read_in_the_zone_given(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("once", "proj.tasks.tick", every=60)
+    response = client.submit("/schedule/edit", name="once", kind="at", at="2099-12-24T18:00",
+                             timezone="Europe/Paris", queue="")
+    assert response.status_code == 303, response.text
+    assert schedules.get("once").spec.trigger.params["at"] == "2099-12-24T17:00:00+00:00"
+
+
+def test_creating_and_removing_an_api_schedule(client: Browser, schedules: Schedules) -> None:
+    response = client.submit("/new", name="fresh", task="proj.tasks.tick", kind="every",
+                             every="5m", timezone="UTC", queue="q1", args="[1, \"a\"]",
+                             kwargs='{"k": true}')
+    assert response.status_code == 303, response.text
+    created = schedules.get("fresh")
+    assert created.spec.source is ScheduleSource.API
+    assert created.spec.trigger.params == {"every": 300.0}
+    assert created.spec.args == (1, "a") and created.spec.kwargs == {"k": True}
+    assert created.spec.options == {"queue": "q1"}
+
+    removed = client.submit("/schedule/delete", name="fresh")
+    assert removed.status_code == 303
+    assert schedules.list() == []
+    assert "Removed" in client.get(removed.headers["location"]).text
+
+
+def test_creating_with_problems_shows_each_and_stores_nothing(
+        client: Browser, schedules: Schedules) -> None:
+    response = client.submit("/new", name="", task="", kind="cron", cron="nope",
+                             timezone="UTC", queue="", args="{", kwargs="[]")
+    assert response.status_code == 422
+    assert "not valid JSON" in error_of(response.text, "args")
+    assert "JSON object" in error_of(response.text, "kwargs")
+    assert schedules.list() == []
+
+    response = client.submit("/new", name="", task="", kind="cron", cron="nope",
+                             timezone="UTC", queue="", args="[]", kwargs="{}")
+    assert "must not be empty" in error_of(response.text, "name")
+    assert "task" in error_of(response.text, "task")
+    assert error_of(response.text, "cron")
+    assert schedules.list() == []
+
+
+def test_a_taken_name_is_shown_under_the_name(client: Browser, schedules: Schedules) -> None:
+    schedules.create("taken", "proj.tasks.tick", every=60)
+    response = client.submit("/new", name="taken", task="proj.tasks.tick", kind="every",
+                             every="60", timezone="UTC", queue="", args="", kwargs="")
+    assert response.status_code == 422
+    assert "already exists" in error_of(response.text, "name")
+
+
+def test_config_schedules_cannot_be_edited_or_removed_here(
+        client: Browser, schedules: Schedules) -> None:
+    config_schedule(schedules.store, "from-config")
+    before = schedules.get("from-config")
+
+    for path, fields in (("/schedule/edit", {"kind": "every", "every": "5", "queue": ""}),
+                         ("/schedule/delete", {})):
+        response = client.submit(path, name="from-config", **fields)
+        assert response.status_code == 422
+        assert "beat_schedule" in response.text
+
+    assert schedules.get("from-config") == before
+
+
+def test_an_action_on_a_missing_schedule_is_a_404(client: Browser) -> None:
+    assert client.submit("/schedule/pause", name="ghost").status_code == 404

@@ -1,0 +1,64 @@
+"""``celery -A proj goatbeat web``: where it may listen, and that it serves the dashboard."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from typing import Any
+
+import httpx2
+
+from tests.web.conftest import TOKEN, free_port
+
+
+def test_a_reachable_address_without_a_token_is_refused(cli_for: Any, pg_empty_url: str,
+                                                        monkeypatch: Any) -> None:
+    monkeypatch.delenv("GOATBEAT_WEB_TOKEN", raising=False)
+    result = cli_for(pg_empty_url).fails("web", "--bind", "0.0.0.0:8765")
+    assert "refusing to listen on 0.0.0.0" in result.output
+    assert "GOATBEAT_WEB_TOKEN" in result.output
+
+
+def test_a_short_token_is_refused(cli_for: Any, pg_empty_url: str, monkeypatch: Any) -> None:
+    monkeypatch.setenv("GOATBEAT_WEB_TOKEN", "short")
+    result = cli_for(pg_empty_url).fails("web", "--bind", "0.0.0.0:8765")
+    assert "at least 16 characters" in result.output
+
+
+def test_an_unreadable_bind_is_a_usage_error(cli_for: Any, pg_empty_url: str) -> None:
+    result = cli_for(pg_empty_url).fails("web", "--bind", "127.0.0.1:http", exit_code=2)
+    assert "--bind" in result.output
+
+
+def test_the_command_serves_the_dashboard_with_its_token(cli_for: Any,
+                                                         pg_empty_url: str) -> None:
+    cli = cli_for(pg_empty_url)
+    cli.ok("add", "tick", "proj.tasks.tick", "--every", "60")
+    port = free_port()
+    environment = {**cli.environment(), "GOATBEAT_WEB_TOKEN": TOKEN}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", cli.module, "goatbeat", "web", "--bind",
+         f"127.0.0.1:{port}"], cwd=cli.directory, env=environment,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # Celery and uvicorn start in a second or two; 20 s covers a busy 2-core machine.
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                response = httpx2.get(f"http://127.0.0.1:{port}/schedules",
+                                      headers={"Authorization": f"Bearer {TOKEN}"})
+                break
+            except httpx2.TransportError:
+                assert process.poll() is None, process.communicate()[0]
+                assert time.monotonic() < deadline, "the web command did not answer"
+                time.sleep(0.2)
+        assert response.status_code == 200
+        assert "tick" in response.text
+        unauthenticated = httpx2.get(f"http://127.0.0.1:{port}/", follow_redirects=False)
+        assert unauthenticated.status_code == 303
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=20)[0]
+    assert "goatbeat web on http://127.0.0.1:" in output
+    assert "token required" in output

@@ -1,0 +1,177 @@
+"""The pages, rendered through HTTP on a real PostgreSQL store."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
+
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.web import create_app
+from goatbeat_celery.web.app import PAGE_SIZE
+from tests.cli.conftest import config_schedule, insert_row, set_aside
+from tests.web.conftest import Browser
+
+
+def names_on(html: str) -> list[str]:
+    return re.findall(r'<a href="[^"]*schedule\?name=[^"]*">([^<]*)</a>', html)
+
+
+def test_the_overview_shows_the_lease_by_the_database_clock(
+        client: Browser, schedules: Schedules) -> None:
+    grant = schedules.store.acquire("default", "replica-a:4242", timedelta(seconds=30))
+    assert grant is not None
+
+    html = client.get("/").text
+
+    lease = html[html.index('id="lease"'):html.index("</dl>", html.index('id="lease"'))]
+    assert "replica-a:4242" in lease
+    assert f"<dd>{grant.token}</dd>" in lease
+    assert ">yes<" in lease
+    assert "(in 2" in lease or "(in 30s)" in lease  # expiry relative to the database clock
+
+
+def test_the_overview_says_so_when_no_replica_has_taken_the_lease(client: Browser) -> None:
+    assert "no replica has taken this lease yet" in client.get("/").text
+
+
+def test_the_overview_never_shows_the_database_password(schedules: Schedules) -> None:
+    secret = "hunter2-do-not-show"
+    url = make_url(schedules.config.database_url).set(password=secret).set(
+        query={"sslpassword": secret})
+    shown = Schedules(schedules.store, config=replace(
+        schedules.config, database_url=url.render_as_string(hide_password=False)))
+    with TestClient(create_app(shown), base_url="http://127.0.0.1") as client:
+        html = client.get("/").text
+    assert secret not in html
+    assert ":***@127.0.0.1" in html
+
+
+def test_the_overview_lists_set_aside_schedules_with_their_reason_and_counts(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("healthy", "proj.tasks.tick", every=60)
+    schedules.create("broken", "proj.tasks.tick", every=60)
+    schedules.create("resting", "proj.tasks.tick", every=60, enabled=False)
+    config_schedule(schedules.store, "from-config")
+    set_aside(schedules.store, "broken", "trigger raised ValueError: boom", times=3)
+
+    html = client.get("/").text
+
+    table = html[html.index('id="set-aside"'):]
+    assert "broken" in table and "trigger raised ValueError: boom" in table
+    assert "<td>3</td>" in table
+    counts = html[html.index('id="counts"'):html.index("</dl>", html.index('id="counts"'))]
+    assert re.search(r"all</dt><dd><a [^>]*>4<", counts)
+    assert re.search(r"paused</dt><dd><a [^>]*>1<", counts)
+    assert re.search(r"set aside</dt><dd><a [^>]*>1<", counts)
+    assert re.search(r"from config</dt><dd><a [^>]*>1<", counts)
+
+
+def test_the_schedules_page_searches_by_name_prefix_and_filters(
+        client: Browser, schedules: Schedules) -> None:
+    for name in ("report-daily", "report-weekly", "cleanup"):
+        schedules.create(name, "proj.tasks.tick", every=60)
+    schedules.pause("report-weekly")
+    config_schedule(schedules.store, "report-config")
+
+    assert names_on(client.get("/schedules", params={"q": "report-"}).text) == [
+        "report-config", "report-daily", "report-weekly"]
+    assert names_on(client.get("/schedules", params={"q": "report-", "state": "paused"}).text) \
+        == ["report-weekly"]
+    assert names_on(client.get("/schedules", params={"state": "enabled", "source": "api"}).text) \
+        == ["cleanup", "report-daily"]
+    assert names_on(client.get("/schedules", params={"source": "config"}).text) \
+        == ["report-config"]
+    assert "No schedules match." in client.get("/schedules", params={"q": "zzz"}).text
+
+
+def test_the_schedules_page_pages_by_name_without_gaps_or_repeats(
+        client: Browser, schedules: Schedules, tables: sa.Engine) -> None:
+    total = PAGE_SIZE * 2 + 7
+    for number in range(total):
+        insert_row(tables, f"job-{number:04d}")
+
+    seen: list[str] = []
+    url: str | None = "/schedules"
+    pages = 0
+    while url is not None:
+        html = client.get(url).text
+        seen.extend(names_on(html))
+        found = re.search(r'<a href="([^"]+)" rel="next">', html)
+        url = None if found is None else found.group(1).replace("&amp;", "&")
+        pages += 1
+
+    assert pages == 3
+    assert seen == [f"job-{number:04d}" for number in range(total)]
+
+
+def test_a_schedule_page_shows_spec_next_runs_and_history_with_lateness(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("nightly", "proj.tasks.report", cron="30 2 * * *",
+                     timezone="Europe/Paris", options={"queue": "reports"})
+    execution = schedules.run_now("nightly")
+    schedules.store.mark_submitted([execution.key])
+
+    html = client.get("/schedule", params={"name": "nightly"}).text
+
+    assert "cron 30 2 * * *" in html and "Europe/Paris" in html
+    assert "proj.tasks.report" in html
+    assert len(re.findall(r"<li>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ</li>", html)) == 5
+    history = html[html.index('id="history"'):]
+    assert execution.key in history and "submitted" in history
+    assert "1 submission" in html  # the chart of the last hour
+    assert 'value="reports"' in html  # the queue, in the edit form
+
+
+def test_an_unknown_schedule_is_a_404_naming_it(client: Browser) -> None:
+    response = client.get("/schedule", params={"name": "nope"})
+    assert response.status_code == 404
+    assert "nope" in response.text
+
+
+def test_a_damaged_row_is_shown_with_what_cannot_be_read(
+        client: Browser, tables: sa.Engine) -> None:
+    insert_row(tables, "mangled", args="5")
+
+    html = client.get("/schedule", params={"name": "mangled"}).text
+
+    assert "args" in html and "damage" in html
+
+
+def test_config_schedules_are_read_only_with_the_reason(
+        client: Browser, schedules: Schedules) -> None:
+    config_schedule(schedules.store, "from-config")
+
+    html = client.get("/schedule", params={"name": "from-config"}).text
+
+    assert 'id="read-only-reason"' in html and "beat_schedule" in html
+    assert 'id="edit-form"' not in html and 'id="remove"' not in html
+    assert 'id="pause"' in html and 'id="run-now"' in html
+
+
+def test_the_dashboard_mounts_inside_another_application(schedules: Schedules) -> None:
+    outer = Starlette(routes=[Mount("/beat", app=create_app(schedules))])
+    schedules.create("mounted", "proj.tasks.tick", every=60)
+    with TestClient(outer, base_url="http://127.0.0.1") as client:
+        html = client.get("/beat/schedules").text
+        assert 'href="http://127.0.0.1/beat/schedule?name=mounted"' in html
+        assert 'href="http://127.0.0.1/beat/static/style.css"' in html
+        assert client.get("/beat/static/style.css").status_code == 200
+
+
+def test_pages_load_nothing_from_elsewhere_and_run_no_script(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("plain", "proj.tasks.tick", every=60)
+    for path in ("/", "/schedules", "/schedule?name=plain", "/new", "/login"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert "<script" not in response.text
+        assert not re.search(r'(src|href)="(https?:)?//(?!127\.0\.0\.1)', response.text), path
+        policy = response.headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "script" not in policy

@@ -1,0 +1,170 @@
+"""Authentication, CSRF, read-only mode and where the server may listen."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.web import WebSettings, create_app
+from goatbeat_celery.web.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    authenticated,
+    bind_problem,
+    is_loopback,
+    parse_bind,
+)
+from tests.web.conftest import TOKEN, Browser, form_token
+
+
+def test_a_post_without_the_csrf_field_is_refused_and_changes_nothing(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    client.get("/")  # the browser has its CSRF cookie
+
+    response = client.post("/schedule/pause", data={"name": "tick"}, follow_redirects=False)
+
+    assert response.status_code == 403
+    assert schedules.get("tick").spec.enabled
+
+
+def test_a_post_whose_field_does_not_match_its_cookie_is_refused(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    client.get("/")
+
+    response = client.post("/schedule/pause", data={"name": "tick", CSRF_FIELD: "forged"},
+                           follow_redirects=False)
+
+    assert response.status_code == 403
+    assert schedules.get("tick").spec.enabled
+
+
+def test_a_post_from_a_browser_without_the_cookie_is_refused(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    token = form_token(client.get("/schedule", params={"name": "tick"}).text)
+    client.cookies.clear()  # another site's form: it cannot send our cookie
+
+    response = client.post("/schedule/run", data={"name": "tick", CSRF_FIELD: token},
+                           follow_redirects=False)
+
+    assert response.status_code == 403
+    assert schedules.history("tick") == []
+
+
+def test_every_form_carries_the_csrf_token_of_its_cookie(client: Browser,
+                                                         schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    html = client.get("/schedule", params={"name": "tick"}).text
+    cookie = client.cookies[CSRF_COOKIE]
+    assert html.count('method="post"') == html.count(f'name="{CSRF_FIELD}" value="{cookie}"')
+    assert html.count('method="post"') >= 4
+
+
+def test_csrf_cookie_is_strict_and_http_only(client: Browser) -> None:
+    header = client.get("/").headers["set-cookie"]
+    assert "HttpOnly" in header and "SameSite=strict" in header.replace("Strict", "strict")
+
+
+def test_with_a_token_pages_redirect_to_sign_in(make_client: object,
+                                                schedules: Schedules) -> None:
+    client = make_client(WebSettings(token=TOKEN))  # type: ignore[operator]
+    response = client.get("/schedules?q=a", follow_redirects=False)
+    assert response.status_code == 303
+    assert "/login?next=%2Fschedules%3Fq%3Da" in response.headers["location"]
+
+
+def test_with_a_token_an_unauthenticated_post_is_refused(make_client: object,
+                                                         schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    client = make_client(WebSettings(token=TOKEN))  # type: ignore[operator]
+    response = client.submit("/schedule/pause", name="tick")
+    assert response.status_code == 401
+    assert schedules.get("tick").spec.enabled
+
+
+def test_bearer_and_basic_auth_with_the_token_are_accepted(make_client: object) -> None:
+    client = make_client(WebSettings(token=TOKEN))  # type: ignore[operator]
+    bearer = client.get("/", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert bearer.status_code == 200
+    basic = base64.b64encode(f"ops:{TOKEN}".encode()).decode()
+    assert client.get("/", headers={"Authorization": f"Basic {basic}"}).status_code == 200
+    wrong = client.get("/", headers={"Authorization": "Bearer nope"}, follow_redirects=False)
+    assert wrong.status_code == 303
+
+
+def test_signing_in_sets_a_session_cookie_that_is_not_the_token(make_client: object) -> None:
+    client = make_client(WebSettings(token=TOKEN))  # type: ignore[operator]
+    refused = client.submit("/login", token="wrong-token-wrong-token")
+    assert refused.status_code == 401
+    assert "not the token" in refused.text
+
+    accepted = client.post("/login?next=/schedules",
+                           data={CSRF_FIELD: client.csrf(), "token": TOKEN},
+                           follow_redirects=False)
+    assert accepted.status_code == 303
+    assert accepted.headers["location"] == "/schedules"
+    assert TOKEN not in accepted.headers["set-cookie"]
+    assert client.get("/", follow_redirects=False).status_code == 200
+
+    client.submit("/logout")
+    assert client.get("/", follow_redirects=False).status_code == 303
+
+
+def test_sign_in_never_redirects_to_another_site(make_client: object) -> None:
+    client = make_client(WebSettings(token=TOKEN))  # type: ignore[operator]
+    response = client.post("/login?next=//evil.example/x",
+                           data={CSRF_FIELD: client.csrf(), "token": TOKEN},
+                           follow_redirects=False)
+    assert response.headers["location"].endswith("/")
+    assert "evil" not in response.headers["location"]
+
+
+def test_read_only_shows_no_forms_and_refuses_posts(make_client: object,
+                                                    schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    client = make_client(WebSettings(read_only=True))  # type: ignore[operator]
+    html = client.get("/schedule", params={"name": "tick"}).text
+    assert "read-only" in html
+    assert 'id="pause"' not in html and 'id="edit-form"' not in html
+
+    response = client.submit("/schedule/pause", name="tick")
+    assert response.status_code == 403
+    assert schedules.get("tick").spec.enabled
+
+
+def test_a_short_token_is_refused(schedules: Schedules) -> None:
+    with pytest.raises(ConfigurationError, match="at least 16"):
+        create_app(schedules, WebSettings(token="short"))
+
+
+def test_only_loopback_may_be_bound_without_a_token() -> None:
+    open_settings = WebSettings()
+    assert bind_problem("127.0.0.1", open_settings) is None
+    assert bind_problem("::1", open_settings) is None
+    assert bind_problem("localhost", open_settings) is None
+    assert "refusing" in (bind_problem("0.0.0.0", open_settings) or "")
+    assert "refusing" in (bind_problem("192.0.2.10", open_settings) or "")
+    assert bind_problem("0.0.0.0", WebSettings(token=TOKEN)) is None
+    assert not is_loopback("203.0.113.7")
+
+
+def test_bind_addresses_are_read_with_their_port() -> None:
+    assert parse_bind("0.0.0.0:9000", 8765) == ("0.0.0.0", 9000)
+    assert parse_bind("127.0.0.1", 8765) == ("127.0.0.1", 8765)
+    assert parse_bind("[::1]:9001", 8765) == ("::1", 9001)
+    assert parse_bind(":9002", 8765) == ("127.0.0.1", 9002)
+    with pytest.raises(ValueError, match="port"):
+        parse_bind("127.0.0.1:http", 8765)
+
+
+def test_credentials_are_compared_whole() -> None:
+    assert authenticated(None, authorization=None, session=None)
+    assert not authenticated(TOKEN, authorization=None, session=None)
+    assert not authenticated(TOKEN, authorization=f"Bearer {TOKEN[:-1]}", session=None)
+    assert not authenticated(TOKEN, authorization="Basic !!!", session=None)
+    assert not authenticated(TOKEN, authorization=None, session=TOKEN)
