@@ -76,10 +76,12 @@ class Schedules:
         return self.store.get_schedule(name)
 
     def list(self, *, enabled: bool | None = None, source: ScheduleSource | str | None = None,
-             prefix: str | None = None, limit: int | None = None) -> list[Schedule]:
+             prefix: str | None = None, limit: int | None = None,
+             set_aside: bool | None = None, after: str | None = None) -> list[Schedule]:
+        """Schedules by name; ``after`` pages on from the last name of the previous page."""
         wanted = None if source is None else ScheduleSource(source)
         return self.store.list_schedules(enabled=enabled, source=wanted, prefix=prefix,
-                                         limit=limit)
+                                         limit=limit, set_aside=set_aside, after=after)
 
     def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
         self.store.get_schedule(name)  # a clear ScheduleNotFound for a typo

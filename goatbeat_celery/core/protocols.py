@@ -113,9 +113,12 @@ class ScheduleStore(Protocol):
     def list_schedules(
         self, *, enabled: bool | None = None, source: ScheduleSource | None = None,
         prefix: str | None = None, limit: int | None = None, set_aside: bool | None = None,
+        after: str | None = None,
     ) -> list[Schedule]:
         """Schedules ordered by name, filtered as asked (``set_aside``: those with a fault
-        recorded, or without). Rows are read as :meth:`get_schedule` reads them."""
+        recorded, or without; ``after``: names sorting after it, for paging by name). Cost
+        grows with ``limit`` and what the filters skip, not with the rows before ``after``.
+        Rows are read as :meth:`get_schedule` reads them."""
         ...
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:

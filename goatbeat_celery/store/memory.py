@@ -166,12 +166,13 @@ class MemoryStore:
 
     def list_schedules(self, *, enabled: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,
-                       limit: int | None = None,
-                       set_aside: bool | None = None) -> list[Schedule]:
+                       limit: int | None = None, set_aside: bool | None = None,
+                       after: str | None = None) -> list[Schedule]:
         with self._lock:
             rows = [
                 s for name, s in sorted(self._schedules.items())
                 if (enabled is None or s.spec.enabled == enabled)
+                and (after is None or name > after)
                 and (set_aside is None or (s.fault is not None) == set_aside)
                 and (source is None or s.spec.source is source)
                 and (prefix is None or name.startswith(prefix))

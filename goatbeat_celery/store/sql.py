@@ -362,9 +362,11 @@ class SQLStore:
 
     def list_schedules(self, *, enabled: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,
-                       limit: int | None = None,
-                       set_aside: bool | None = None) -> list[Schedule]:
+                       limit: int | None = None, set_aside: bool | None = None,
+                       after: str | None = None) -> list[Schedule]:
         stmt = sa.select(S).order_by(S.c.name)
+        if after is not None:
+            stmt = stmt.where(S.c.name > after)
         if enabled is not None:
             stmt = stmt.where(S.c.enabled == enabled)
         if set_aside is not None:
@@ -372,8 +374,12 @@ class SQLStore:
         if source is not None:
             stmt = stmt.where(S.c.source == ScheduleSource(source).value)
         if prefix:
-            # substr, not LIKE: LIKE ignores case on SQLite and needs escaping.
-            stmt = stmt.where(sa.func.substr(S.c.name, 1, len(prefix)) == prefix)
+            # substr, not LIKE: LIKE ignores case on SQLite and needs escaping. The range beside
+            # it lets the primary key find the rows (names sort by code point on every backend).
+            stmt = stmt.where(sa.func.substr(S.c.name, 1, len(prefix)) == prefix,
+                              S.c.name >= prefix)
+            if ord(prefix[-1]) < 0x10FFFF:
+                stmt = stmt.where(S.c.name < prefix[:-1] + chr(ord(prefix[-1]) + 1))
         if limit is not None:
             stmt = stmt.limit(limit)
         with self._read("list schedules") as conn:

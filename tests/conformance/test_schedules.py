@@ -132,3 +132,15 @@ def test_deleting_a_schedule_keeps_its_history(store: Store) -> None:
 
     assert store.list_schedules() == []
     assert [e.schedule_name for e in store.executions()] == ["report"]
+
+
+def test_schedules_page_by_name_after_the_last_one_seen(store: Store) -> None:
+    for name in ("b", "a", "d", "c", "ab"):
+        store.create_schedule(interval_spec(name), next_occurrence_at=None, next_run_at=None)
+
+    first = [s.name for s in store.list_schedules(limit=2)]
+    second = [s.name for s in store.list_schedules(limit=2, after=first[-1])]
+    rest = [s.name for s in store.list_schedules(after=second[-1])]
+
+    assert (first, second, rest) == (["a", "ab"], ["b", "c"], ["d"])
+    assert [s.name for s in store.list_schedules(prefix="a", after="a")] == ["ab"]
