@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
@@ -133,7 +133,9 @@ def _identifier() -> sa.types.TypeEngine[str]:
 
 
 def _json() -> sa.types.TypeEngine[Any]:
-    return sa.JSON().with_variant(JSONB(), "postgresql")
+    # PostgreSQL's json (text), not jsonb: jsonb reorders object keys, and a task must receive
+    # its kwargs in the order they were written, as under Celery's own beat.
+    return sa.JSON().with_variant(postgresql.JSON(), "postgresql")
 
 
 metadata = sa.MetaData()

@@ -144,3 +144,18 @@ def test_schedules_page_by_name_after_the_last_one_seen(store: Store) -> None:
 
     assert (first, second, rest) == (["a", "ab"], ["b", "c"], ["d"])
     assert [s.name for s in store.list_schedules(prefix="a", after="a")] == ["ab"]
+
+
+def test_args_kwargs_and_options_keep_the_order_of_their_keys(store: Store) -> None:
+    """A task gets its kwargs in the order written, as under Celery's own beat (PostgreSQL's
+    jsonb would sort them)."""
+    spec = interval_spec("ordered", args=({"second": 2, "first": 1},),
+                         kwargs={"zeta": 1, "a": {"y": 0, "b": 1}},
+                         options={"queue": "q", "expires": 60})
+    store.create_schedule(spec, next_occurrence_at=None, next_run_at=None)
+
+    stored = store.get_schedule("ordered").spec
+
+    assert list(stored.args[0]) == ["second", "first"]
+    assert list(stored.kwargs) == ["zeta", "a"] and list(stored.kwargs["a"]) == ["y", "b"]
+    assert list(stored.options) == ["queue", "expires"]

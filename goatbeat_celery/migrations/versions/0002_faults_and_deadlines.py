@@ -1,5 +1,6 @@
-"""Why a schedule is set aside (its fault, since when, how many times), and starting deadlines
-(a schedule's own, and the instant each execution expires).
+"""Why a schedule is set aside (its fault, since when, how many times), starting deadlines
+(a schedule's own, and the instant each execution expires), and JSON columns that keep the
+order of object keys on PostgreSQL (json rather than jsonb).
 
 Revision ID: 0002
 Revises: 0001
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = "0002"
 down_revision: str | None = "0001"
@@ -19,6 +21,7 @@ depends_on: str | None = None
 # Types spelled out here (not imported from the live schema) so this revision never changes.
 INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
 SECONDS = sa.Float(precision=53)
+JSON_COLUMNS = ("args", "kwargs", "options", "trigger")
 
 
 def upgrade() -> None:
@@ -31,9 +34,21 @@ def upgrade() -> None:
     op.add_column("goatbeat_schedule",
                   sa.Column("starting_deadline_seconds", SECONDS, nullable=True))
     op.add_column("goatbeat_execution", sa.Column("expires_at", INSTANT, nullable=True))
+    if op.get_bind().dialect.name == "postgresql":
+        # jsonb keeps object keys sorted its own way; json keeps the text as written, so a task
+        # receives its kwargs in their order (rows written before keep the order jsonb gave).
+        for column in JSON_COLUMNS:
+            op.alter_column("goatbeat_schedule", column, type_=postgresql.JSON(),
+                            existing_type=postgresql.JSONB(), existing_nullable=False,
+                            postgresql_using=f"{column}::text::json")
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        for column in JSON_COLUMNS:
+            op.alter_column("goatbeat_schedule", column, type_=postgresql.JSONB(),
+                            existing_type=postgresql.JSON(), existing_nullable=False,
+                            postgresql_using=f"{column}::jsonb")
     with op.batch_alter_table("goatbeat_execution") as batch:
         batch.drop_column("expires_at")
     with op.batch_alter_table("goatbeat_schedule") as batch:
