@@ -239,6 +239,10 @@ def _bound_broker_sockets(app: Any) -> None:
         # then loses a run goatbeat has marked submitted. With them, "accepted" means RabbitMQ
         # took responsibility for the message.
         options.setdefault("confirm_publish", True)
+        # A node that stops answering without closing the connection must not hold a read
+        # (a channel opening, a confirm) past the lease's local deadline.
+        options.setdefault("read_timeout", BROKER_SOCKET_TIMEOUT)
+        options.setdefault("write_timeout", BROKER_SOCKET_TIMEOUT)
     else:
         return
     app.conf.broker_transport_options = options

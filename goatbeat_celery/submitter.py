@@ -57,11 +57,16 @@ class CelerySubmitter:
                     timeout=max(0.1, min(timeout, 2.0)),
                 )
                 for dispatch in dispatches:
-                    if deadline - time.monotonic() <= 0:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
                         break
                     try:
-                        self._send(producer, dispatch, token)
+                        self._send(producer, dispatch, token, remaining)
                     except outage:
+                        # Drop the connection without its closing handshake: a broker that
+                        # stopped answering would hold each closing step for a read timeout.
+                        # The pool connects anew next time.
+                        producer.connection.collect()
                         raise
                     except Exception as exc:  # this message only: the batch goes on
                         result.rejected[dispatch.key] = _described(exc)
@@ -74,7 +79,7 @@ class CelerySubmitter:
         result.failed.update((d.key, reason) for d in dispatches[sent:])
         return result
 
-    def _send(self, producer: Any, dispatch: Dispatch, token: int) -> None:
+    def _send(self, producer: Any, dispatch: Dispatch, token: int, remaining: float) -> None:
         problems = [*call_problems(dispatch.args, dispatch.kwargs),
                     *options_problems(dispatch.options)]
         if problems:
@@ -104,10 +109,17 @@ class CelerySubmitter:
             "task_id": dispatch.key,
             "producer": producer,
             "headers": sent_headers,
-            # One quick retry rides out a dropped connection; the socket timeouts set on the
-            # beat process bound each attempt, so a dead broker fails fast and the claim waits.
-            "retry": True,
+            # One quick retry rides out a dropped Redis connection; the socket timeouts set on
+            # the beat process bound each attempt, so a dead broker fails fast and the claim
+            # waits. On AMQP a retry reconnects, and a node that stopped answering would hold
+            # that handshake for the connect timeout: the batch fails at once instead.
+            "retry": not _is_amqp(producer.connection),
             "retry_policy": RETRY_POLICY,
+            # A broker that stops answering without closing the connection (a frozen node, a
+            # memory alarm) must not hold the publish, or the wait for its confirm, past the
+            # time this batch has.
+            "timeout": remaining,
+            "confirm_timeout": remaining,
             **options,
         }
         # As Celery's beat does: a task this process knows goes through its own apply_async
@@ -134,6 +146,10 @@ def _evaluated(funcs: Mapping[str, Any], args: list[Any],
         return func()
     return ([value(f"args.{i}", v) for i, v in enumerate(args)],
             {k: value(f"kwargs.{k}", v) for k, v in kwargs.items()})
+
+
+def _is_amqp(connection: Any) -> bool:
+    return getattr(getattr(connection, "transport", None), "driver_type", None) == "amqp"
 
 
 def _outage_errors(connection: Any) -> tuple[type[BaseException], ...]:

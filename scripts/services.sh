@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Make sure PostgreSQL (127.0.0.1:5432, database "test") and Redis (127.0.0.1:6379) answer,
-# installing and starting them from Debian packages when they do not, and that libfaketime is
-# there for the fault tests. Idempotent.
+# Make sure PostgreSQL (127.0.0.1:5432, database "test"), Redis (127.0.0.1:6379) and RabbitMQ
+# (127.0.0.1:5672, guest/guest) answer, installing and starting them from Debian packages when
+# they do not, and that libfaketime is there for the fault tests. Idempotent. (The RabbitMQ
+# fault tests start private nodes of their own with the installed rabbitmq-server; the shared
+# one serves benchmarks/submit.py --broker amqp.)
 set -euo pipefail
 
 log() { printf '[services] %s\n' "$*" >&2; }
@@ -41,8 +43,27 @@ start_redis() {
   wait_for 6379 Redis
 }
 
+start_rabbitmq() {
+  if ! command -v rabbitmq-server >/dev/null 2>&1; then
+    log "installing RabbitMQ"
+    # The package's post-install may start the server itself (not in a container without an
+    # init system); either way it is started below if it does not answer.
+    apt_install rabbitmq-server
+  fi
+  if answers 5672; then return 0; fi
+  log "starting RabbitMQ"
+  # -detached: the server outlives this script. The Debian wrapper runs it as the rabbitmq
+  # user, with that user's Erlang cookie (/var/lib/rabbitmq/.erlang.cookie), which rabbitmqctl
+  # run as root uses too. Booting takes a few seconds, longer on a busy machine.
+  as_root rabbitmq-server -detached
+  for _ in $(seq 1 120); do answers 5672 && break; sleep 0.5; done
+  wait_for 5672 RabbitMQ
+  as_root rabbitmqctl await_startup --timeout 60 >/dev/null
+}
+
 answers 5432 || start_postgres
 answers 6379 || start_redis
+answers 5672 || start_rabbitmq
 
 # The clock-skew fault scenario runs one replica under libfaketime.
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then
@@ -66,4 +87,4 @@ if ! PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d test -tAc 'select 1' >
     || psql_admin "CREATE DATABASE test"
 fi
 PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d test -tAc 'select 1' >/dev/null
-log "PostgreSQL and Redis answer"
+log "PostgreSQL, Redis and RabbitMQ answer"

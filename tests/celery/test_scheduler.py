@@ -242,8 +242,10 @@ def test_a_broker_refusing_connections_fails_a_batch_at_once_not_after_a_back_of
 
 
 @pytest.mark.parametrize(("url", "expected"), [
-    ("amqp://guest:guest@127.0.0.1:5672//", {"confirm_publish": True}),
-    ("pyamqp://127.0.0.1//", {"confirm_publish": True}),
+    ("amqp://guest:guest@127.0.0.1:5672//", {"confirm_publish": True, "read_timeout": 5.0,
+                                             "write_timeout": 5.0}),
+    ("pyamqp://127.0.0.1//", {"confirm_publish": True, "read_timeout": 5.0,
+                              "write_timeout": 5.0}),
     ("redis://127.0.0.1:6379/0", {"socket_timeout": 5.0, "socket_connect_timeout": 5.0}),
     ("memory://", {}),
 ], ids=str)

@@ -1,5 +1,6 @@
 """System-test fixtures: a fresh migrated PostgreSQL database and a Redis check per test;
-private PostgreSQL and Redis servers for the scenarios that stop them; a figures report."""
+private PostgreSQL, Redis and RabbitMQ servers for the scenarios that stop them; a figures
+report."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from sqlalchemy.engine import URL
 
 from tests.conftest import migrated_database
 from tests.system.harness import Cluster
-from tests.system.services import PrivatePostgres, PrivateRedis
+from tests.system.services import PrivatePostgres, PrivateRabbitMQ, PrivateRedis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
 
@@ -116,6 +117,33 @@ def broker_cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url:
                                    broker_url=private_redis.url)) as world:
         yield world
 
+
+
+@pytest.fixture
+def private_rabbitmq() -> Iterator[PrivateRabbitMQ]:
+    """A RabbitMQ node of this test's own (the broker a scenario stops or kills), restarted
+    in place on demand; stopped, killed if need be, and removed at the end. Fails, never
+    skips, when RabbitMQ is not installed."""
+    try:
+        server = PrivateRabbitMQ()
+    except AssertionError as exc:
+        pytest.fail(f"RabbitMQ is required: {exc}", pytrace=False)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def rabbitmq_cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
+                     redis_url: str, private_rabbitmq: PrivateRabbitMQ) -> Iterator[Cluster]:
+    """A scenario's processes with the private RabbitMQ as their broker (stopped before it);
+    the worker's records stay on the shared Redis, so they outlive a broker restart."""
+    with _running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
+                                   redis_url=redis_url,
+                                   broker_url=private_rabbitmq.url)) as world:
+        yield world
 
 #: One line of figures per scenario, printed after the run (and appended to the file named by
 #: GOATBEAT_FAULT_FIGURES, one JSON object a line, when set).

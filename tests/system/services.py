@@ -285,3 +285,192 @@ def faketime_env(offset: str) -> dict[str, str]:
                              "scripts/services.sh does it)")
     return {"LD_PRELOAD": found[0], "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1",
             "FAKETIME_NO_CACHE": "1"}
+
+
+class PrivateRabbitMQ:
+    """A RabbitMQ node of the scenario's own: its own node name, AMQP and distribution ports,
+    data and log directories, config file and (empty) plugin list, so stopping or killing it
+    never touches the machine's shared broker.
+
+    The server is the Debian package's ``rabbitmq-server`` run in the foreground as a child of
+    the test (not ``-detached``), by the ``rabbitmq`` system user when the test runs as root,
+    as the package runs it; its Erlang VM writes its pid to a file, so :meth:`kill` can SIGKILL
+    ``beam.smp`` itself. :meth:`stop` is a graceful ``rabbitmqctl stop``; :meth:`start` again
+    reuses the same node name and data directory, so durable queues and the persistent
+    messages in them survive either. The Erlang cookie is that user's own
+    (``/var/lib/rabbitmq/.erlang.cookie`` for ``rabbitmq``), read by the server and by
+    ``rabbitmqctl`` alike since both run as that user with the same ``HOME``.
+
+    The node has a virtual host ``0`` besides ``/``: the system harness appends ``/0`` (a
+    Redis database number) to the broker URL, which AMQP reads as the virtual host.
+    """
+
+    SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
+    CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
+    #: Seconds a node may take to boot on a busy two-core machine (it takes 3-6 s idle).
+    START_TIMEOUT = 60.0
+
+    def __init__(self) -> None:
+        for program in (self.SERVER, self.CTL):
+            if not os.access(program, os.X_OK):
+                raise AssertionError(f"{program} is not installed (run scripts/services.sh)")
+        self.root = Path(tempfile.mkdtemp(prefix="goatbeat-rabbitmq-"))
+        self.port = free_port()
+        self.dist_port = free_port()
+        while self.dist_port == self.port:
+            self.dist_port = free_port()
+        self.node = f"goatbeat-{os.getpid()}-{self.port}@localhost"
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.beam_pid: int | None = None
+        #: Wall-clock instant the last start first accepted a TCP connection on the AMQP port.
+        self.answering_since: float | None = None
+        self._vhost_made = False
+        self._user: dict[str, Any] = {}
+        home = os.environ.get("HOME", str(self.root))
+        if os.geteuid() == 0:
+            account = pwd.getpwnam("rabbitmq")
+            home = account.pw_dir
+            self._user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+        (self.root / "rabbitmq.conf").write_text(
+            f"listeners.tcp.1 = 127.0.0.1:{self.port}\n"
+            # A test broker on a shared machine: a nearly full disk must not block publishers.
+            "disk_free_limit.absolute = 1MB\n")
+        (self.root / "enabled_plugins").write_text("[].\n")
+        (self.root / "rabbitmq-env.conf").write_text("")  # not the package's (rabbit@localhost)
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("RABBITMQ_", "ERL_"))},
+            "HOME": home,
+            "RABBITMQ_NODENAME": self.node,
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_CONF_ENV_FILE": str(self.root / "rabbitmq-env.conf"),
+            "RABBITMQ_CONFIG_FILE": str(self.root / "rabbitmq.conf"),
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(self.root / "advanced.config"),  # absent
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(self.root / "enabled_plugins"),
+            "RABBITMQ_MNESIA_BASE": str(self.root / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(self.root / "log"),
+            "RABBITMQ_PID_FILE": str(self.root / "beam.pid"),
+            "ERL_EPMD_ADDRESS": "127.0.0.1",
+        }
+        if self._user:
+            for path in (self.root, *self.root.iterdir()):
+                os.chown(path, self._user["user"], self._user["group"])
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}"
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def ctl(self, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+        """``rabbitmqctl -n <node> ...``, as the server's user (the same cookie)."""
+        return subprocess.run([self.CTL, "-n", self.node, *args], env=self.env,
+                              cwd=self.root, capture_output=True, text=True, timeout=timeout,
+                              check=False, **self._user)
+
+    def start(self) -> None:
+        """Boot the node (the same one, on the same data, after a stop or a kill) and wait,
+        with a deadline, until it accepts AMQP connections on its port."""
+        started = time.monotonic()
+        pid_file = self.root / "beam.pid"
+        pid_file.unlink(missing_ok=True)
+        self.beam_pid = None
+        with (self.root / "server.log").open("ab") as log:
+            self.popen = subprocess.Popen(
+                [self.SERVER], env=self.env, cwd=self.root, stdout=log,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **self._user)
+        def remaining() -> float:
+            return max(1.0, self.START_TIMEOUT - (time.monotonic() - started))
+
+        def listening() -> bool:
+            return self._port_open() and pid_file.exists() and bool(pid_file.read_text().strip())
+
+        wait_until(listening, timeout=remaining(),
+                   what=f"private RabbitMQ {self.node} listening on port {self.port}",
+                   interval=0.2)
+        self.answering_since = time.time()
+        self.beam_pid = int(pid_file.read_text().strip())
+        done = self.ctl("await_startup", "--timeout", str(int(remaining())),
+                        timeout=remaining() + 5)
+        if done.returncode != 0:
+            raise AssertionError(f"private RabbitMQ {self.node} did not start: "
+                                 f"{done.stdout}{done.stderr}\n{self.log()[-3000:]}")
+        if not self._vhost_made:  # kept in the node's data across restarts
+            for step in (("add_vhost", "0"),
+                         ("set_permissions", "-p", "0", "guest", ".*", ".*", ".*")):
+                done = self.ctl(*step)
+                if done.returncode != 0:
+                    raise AssertionError(f"rabbitmqctl {' '.join(step)}: "
+                                         f"{done.stdout}{done.stderr}")
+            self._vhost_made = True
+
+    def _port_open(self) -> bool:
+        if not self.alive():
+            raise AssertionError(f"private RabbitMQ exited:\n{self.log()[-3000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Graceful: ``rabbitmqctl stop`` (queues and persistent messages are flushed), then
+        wait for the server to exit (SIGKILL if it does not, after 30 s)."""
+        if not self.alive():
+            return
+        self.ctl("stop", timeout=60)
+        assert self.popen is not None
+        _stop_pid(self.popen, signal.SIGTERM, 30)
+        self._reap_beam()
+
+    def kill(self) -> None:
+        """SIGKILL the Erlang VM (``beam.smp``): no flush, no goodbye to clients."""
+        assert self.beam_pid is not None, "the node was never started"
+        try:
+            os.kill(self.beam_pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        assert self.popen is not None
+        try:
+            self.popen.wait(30)  # the shell that ran beam.smp exits with it
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(10)
+        self._reap_beam()
+
+    def _reap_beam(self) -> None:
+        """Wait until beam.smp is gone, so the next start can take the same ports."""
+        pid = self.beam_pid
+        if pid is None:
+            return
+        def gone() -> bool:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+        try:
+            wait_until(gone, timeout=30, what=f"RabbitMQ's beam.smp (pid {pid}) to exit")
+        except AssertionError:
+            os.kill(pid, signal.SIGKILL)
+            raise
+
+    def log(self) -> str:
+        parts = []
+        for path in (self.root / "server.log", *sorted((self.root / "log").glob("*.log"))):
+            if path.exists():
+                parts.append(f"--- {path.name}\n{path.read_text(errors='replace')}")
+        return "\n".join(parts)
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        finally:
+            if self.beam_pid is not None:
+                try:
+                    os.kill(self.beam_pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            shutil.rmtree(self.root, ignore_errors=True)
