@@ -23,9 +23,25 @@ Options follow ``test:``, separated by spaces:
     The context's store is the session's PostgreSQL database, emptied (``postgres``), or a new
     database without goatbeat's tables (``postgres-fresh``); SQLite in a temporary directory
     otherwise.
-``app=quickstart``
+``app=quickstart`` / ``app=none``
     The app module is ``examples/quickstart/proj.py`` (its files in the temporary directory)
-    instead of a minimal ``proj`` module.
+    instead of a minimal ``proj`` module; or there is none, for a page that writes its own
+    files (``file=``).
+``file=PATH``
+    This Python block is not run: it is written to ``PATH`` in the chain's directory (a file
+    the page tells readers to create, such as ``proj.py`` or ``proj/settings.py``), replacing
+    any file there, for the commands and blocks after it. With ``append``, it is added to the
+    end of that file instead.
+``background``
+    This console block's commands are started together and left running (a worker, beat);
+    the output shown after each must appear in what it prints, in order, within
+    :data:`~tests.docs.context.BACKGROUND_TIMEOUT`. Then they are stopped with SIGTERM, as
+    Ctrl-C would, and the chain goes on.
+``install``
+    This console block installs goatbeat (``pip install goatbeat_celery…``): it is run only by
+    the test that installs a built wheel (``tests/docs/test_installed_wheel.py``), with the
+    wheel in place of the package's name, and skipped by the others, which run on the
+    repository's own environment.
 ``fails``
     Every command of this console block must exit non-zero.
 ``append``
@@ -38,6 +54,9 @@ Options follow ``test:``, separated by spaces:
 Block languages: ``python`` (a script; a doctest when it starts with ``>>>``), ``console``
 (``$ command`` lines, each followed by its expected output), ``sql`` (run as the database's
 superuser), ``text`` (in a continued chain: what the previous Python block printed).
+
+A chain may run on another environment than this process's: see
+:class:`~tests.docs.context.ChainRunner`'s ``bin`` and ``isolated``.
 """
 
 from __future__ import annotations
@@ -49,9 +68,13 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 LANGUAGES = frozenset({"python", "console", "sql", "text"})
-FLAGS = frozenset({"continue", "postgres", "postgres-fresh", "fails", "append"})
-VALUED = frozenset({"app", "roles"})
-APPS = frozenset({"quickstart"})
+FLAGS = frozenset({"continue", "postgres", "postgres-fresh", "fails", "append", "background",
+                   "install"})
+VALUED = frozenset({"app", "roles", "file"})
+APPS = frozenset({"quickstart", "none"})
+#: What a continued block may carry: everything that concerns the block alone.
+BLOCK_FLAGS = frozenset({"continue", "fails", "append", "background", "install"})
+BLOCK_VALUES = frozenset({"file"})
 
 _MARKER = re.compile(r"^<!--\s*test(?::(?P<options>.*?))?\s*(?P<end>-->)?\s*$")
 _FENCE = re.compile(r"^(?P<fence>```+)\s*(?P<lang>[\w-]*)")
@@ -97,6 +120,10 @@ class Chain:
 
     def value(self, name: str) -> str | None:
         return self.first.values.get(name)
+
+    def has(self, flag: str) -> bool:
+        """Whether any block of the chain carries ``flag``."""
+        return any(flag in block.flags for block in self.blocks)
 
 
 def parse_options(text: str, where: str) -> tuple[frozenset[str], dict[str, str]]:
@@ -154,6 +181,12 @@ def page_blocks(path: Path) -> list[Block]:
                                   f"use one of {sorted(LANGUAGES)}")
         if "append" in flags and lang != "python":
             raise DocsSyntaxError(f"{where}: only Python can be appended to proj.py")
+        if "file" in values and lang != "python":
+            raise DocsSyntaxError(f"{where}: file= writes a Python block")
+        if {"background", "install"} & flags and lang != "console":
+            raise DocsSyntaxError(f"{where}: background and install are for console blocks")
+        if "file" in values and (values["file"].startswith("/") or ".." in values["file"]):
+            raise DocsSyntaxError(f"{where}: file= takes a path inside the chain's directory")
         close = next((i for i in range(start + 1, len(lines))
                       if lines[i].strip() == fence.group("fence")), None)
         if close is None:
@@ -174,7 +207,7 @@ def chains(directory: Path = DOCS) -> list[Chain]:
             if "continue" in block.flags:
                 if not page_chains:
                     raise DocsSyntaxError(f"{block.where}: continue with nothing before it")
-                if block.flags - {"continue", "fails", "append"} or block.values:
+                if block.flags - BLOCK_FLAGS or set(block.values) - BLOCK_VALUES:
                     raise DocsSyntaxError(f"{block.where}: a continued block takes its "
                                           "context from the first block of its chain")
                 page_chains[-1].blocks.append(block)

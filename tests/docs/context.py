@@ -4,20 +4,31 @@ Every chain gets a fresh temporary directory holding ``proj.py`` (the app the pa
 ``proj``) and, unless it runs on PostgreSQL, the SQLite file its store lives in. Python blocks
 run in this process with that directory as the working directory; console commands run in a
 subprocess there, through the real ``celery`` executable.
+
+Pages write the chain's directory as :data:`SHOWN_DIRECTORY`: what commands print is compared
+with that directory's path written so.
+
+The same chains can run on another environment, such as a virtual environment where a built
+wheel was installed: ``bin`` names its executables, and ``isolated`` runs Python blocks with its
+interpreter in a subprocess instead of in this process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import doctest
+import functools
 import io
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +45,10 @@ ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "proj.py"
 BIN = Path(sys.executable).parent
 COMMAND_TIMEOUT = 120
+#: How long the commands of a background block have to print what the page shows.
+BACKGROUND_TIMEOUT = 60
+#: How long a background command has to exit after SIGTERM before it is killed.
+STOP_TIMEOUT = 20
 
 #: The app the pages call ``proj`` when no example app is named.
 APP_MODULE = '''\
@@ -47,6 +62,9 @@ app.conf.update(
 )
 '''
 
+#: How pages write the directory a chain runs in (the reader's project directory).
+SHOWN_DIRECTORY = "/home/you/proj"
+
 DOCTEST_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 ROLE_PASSWORD = "change-me"
 
@@ -58,6 +76,8 @@ class Docs:
     directory: Path
     database_url: str
     roles: dict[str, str] = field(default_factory=dict)
+    #: Environment variables given to the chain's commands (a hidden block may add some).
+    env: dict[str, str] = field(default_factory=dict)
 
     def url(self, user: str | None = None) -> str:
         """The database URL, connecting as ``user`` (a role the chain created) if given."""
@@ -69,25 +89,47 @@ class Docs:
                           password=ROLE_PASSWORD).render_as_string(hide_password=False)
 
 
+#: Installs goatbeat for an ``install`` block; returns the directory of the executables of the
+#: environment it installed into, where the chain's commands run from then on.
+Installer = Callable[[Block, Path, dict[str, str]], Path]
+
+
 class ChainRunner:
-    """Runs one chain's blocks in order, failing the test at the first that does not hold."""
+    """Runs one chain's blocks in order, failing the test at the first that does not hold.
+
+    ``bin`` is the directory of the ``celery`` and ``python`` executables the commands use (this
+    process's environment by default). With ``isolated``, Python blocks run in a subprocess of
+    that ``python`` rather than in this process, and hidden blocks and doctests, which need
+    this process, are refused. ``installer`` runs ``install`` blocks; without one they are
+    skipped.
+    """
 
     def __init__(self, chain: Chain, request: pytest.FixtureRequest, tmp_path: Path,
-                 monkeypatch: pytest.MonkeyPatch) -> None:
+                 monkeypatch: pytest.MonkeyPatch, *, bin: Path = BIN, isolated: bool = False,
+                 installer: Installer | None = None) -> None:
         self.chain = chain
         self.request = request
         self.directory = tmp_path
         self.monkeypatch = monkeypatch
-        self.env = {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        self.isolated = isolated
+        self.installer = installer
+        self.env: dict[str, str] = {}
+        self._use_bin(bin)
         roles = (chain.value("roles") or "").split(",")
         suffix = uuid.uuid4().hex[:8]
         self.roles = {name: f"{name}_{suffix}" for name in roles if name}
         self.database_url = self._database()
         self.printed: str | None = None  # what the last Python block printed
+        self.background: list[subprocess.Popen[bytes]] = []
         self.namespace: dict[str, Any] = {
             "__name__": "__docs__",
-            "docs": Docs(directory=tmp_path, database_url=self.database_url, roles=self.roles),
+            "docs": Docs(directory=tmp_path, database_url=self.database_url, roles=self.roles,
+                         env=self.env),
         }
+
+    def _use_bin(self, bin: Path) -> None:
+        self.bin = bin
+        self.env["PATH"] = f"{bin}{os.pathsep}{os.environ.get('PATH', '')}"
 
     # -- setting up ------------------------------------------------------------------------
     def _database(self) -> str:
@@ -117,6 +159,8 @@ class ChainRunner:
 
     def _write_app(self) -> None:
         target = self.directory / "proj.py"
+        if self.chain.value("app") == "none":
+            return
         if self.chain.value("app") == "quickstart":
             shutil.copy(QUICKSTART, target)
             state = str(self.directory / "var")
@@ -133,11 +177,11 @@ class ChainRunner:
         previous_current = _state.get_current_app()
         self.monkeypatch.chdir(self.directory)
         self.monkeypatch.syspath_prepend(str(self.directory))
-        sys.modules.pop("proj", None)
+        _forget_proj()
         try:
             yield
         finally:
-            sys.modules.pop("proj", None)
+            _forget_proj()
             # proj's app made itself Celery's current app; give it back.
             _state.default_app = previous_app
             _state._set_current_app(previous_current)
@@ -146,23 +190,46 @@ class ChainRunner:
     def run(self) -> None:
         self._write_app()
         with self._in_directory():
-            for block in self.chain.blocks:
-                code = self._rename_roles(block.code)
-                if block.lang == "python":
-                    self._python(block, code)
-                elif block.lang == "console":
-                    self._console(block, code)
-                elif block.lang == "text":
-                    self._printed(block, code)
-                else:
-                    self._sql(block, code)
+            try:
+                for block in self.chain.blocks:
+                    code = self._rename_roles(block.code)
+                    if "install" in block.flags:
+                        self._install(block)
+                    elif "file" in block.values:
+                        self._file(block, code, append="append" in block.flags)
+                    elif block.lang == "python":
+                        self._python(block, code)
+                    elif "background" in block.flags:
+                        self._background(block, code)
+                    elif block.lang == "console":
+                        self._console(block, code)
+                    elif block.lang == "text":
+                        self._printed(block, code)
+                    else:
+                        self._sql(block, code)
+            finally:
+                self._stop_background()
 
     def _rename_roles(self, code: str) -> str:
         for name, unique in self.roles.items():
             code = re.sub(rf"\b{re.escape(name)}\b", unique, code)
         return code
 
+    def _install(self, block: Block) -> None:
+        if self.installer is not None:
+            self._use_bin(self.installer(block, self.directory, dict(self.env)))
+
+    def _file(self, block: Block, code: str, *, append: bool = False) -> None:
+        target = self.directory / block.values["file"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a" if append else "w", encoding="utf-8") as file:
+            file.write(("\n" if append else "") + code + "\n")
+        _forget_proj()
+
     def _python(self, block: Block, code: str) -> None:
+        if self.isolated:
+            self._python_elsewhere(block, code)
+            return
         if "append" in block.flags:
             with (self.directory / "proj.py").open("a", encoding="utf-8") as module:
                 module.write(f"\n# docs/{block.page}:{block.line}\n{code}\n")
@@ -185,18 +252,49 @@ class ChainRunner:
             exec(compiled, self.namespace)
         self.printed = printed.getvalue()
 
+    def _python_elsewhere(self, block: Block, code: str) -> None:
+        """A Python block run by the chain's own interpreter, as a reader would run it."""
+        if "append" in block.flags:
+            with (self.directory / "proj.py").open("a", encoding="utf-8") as module:
+                module.write(f"\n{code}\n")
+            return
+        if block.hidden or code.lstrip().startswith(">>>"):
+            pytest.fail(f"{block.where}: a chain run on another environment takes visible "
+                        "scripts only, not hidden blocks or doctests", pytrace=False)
+        result = subprocess.run(
+            [str(self.bin / "python"), "-"], input=code, cwd=self.directory,
+            env=self._command_env(), capture_output=True, text=True,
+            timeout=COMMAND_TIMEOUT, check=False,
+        )
+        if result.returncode != 0:
+            pytest.fail(f"{block.where}: exit status {result.returncode}:\n{result.stdout}"
+                        f"{result.stderr}", pytrace=False)
+        self.printed = result.stdout
+
+    def _as_shown(self, text: str) -> str:
+        """``text`` with the chain's directory written as the pages write it."""
+        return text.replace(str(self.directory), SHOWN_DIRECTORY)
+
+    def _command_env(self) -> dict[str, str]:
+        env = {**os.environ, **self.env}
+        if self.isolated:
+            # Only what the environment itself installed: nothing of this checkout.
+            env.pop("PYTHONPATH", None)
+            env["VIRTUAL_ENV"] = str(self.bin.parent)
+        return env
+
     def _printed(self, block: Block, code: str) -> None:
         if self.printed is None:
             pytest.fail(f"{block.where}: a text block shows what a Python block printed; "
                         "none ran before it", pytrace=False)
-        if not output.matches(code.splitlines(), self.printed):
+        if not output.matches(code.splitlines(), self._as_shown(self.printed)):
             pytest.fail(f"{block.where}: the printed output differs from the page.\n--- page\n"
                         f"{code}\n--- actual\n{self.printed}", pytrace=False)
 
     def _console(self, block: Block, code: str) -> None:
         commands = console_commands(Block(page=block.page, line=block.line, lang=block.lang,
                                           code=code))
-        env = {**os.environ, **self.env}
+        env = self._command_env()
         for command in commands:
             where = f"docs/{block.page}:{command.line}"
             result = subprocess.run(
@@ -210,10 +308,67 @@ class ChainRunner:
                             f"{shown}", pytrace=False)
             if "fails" not in block.flags and result.returncode != 0:
                 pytest.fail(f"{where}: exit status {result.returncode}:\n{shown}", pytrace=False)
-            if command.expected and not output.matches(command.expected, result.stdout):
+            if command.expected and not output.matches(command.expected,
+                                                       self._as_shown(result.stdout)):
                 pytest.fail(f"{where}: the output differs from the page.\n--- page\n"
                             + "\n".join(command.expected) + f"\n--- actual\n{shown}",
                             pytrace=False)
+
+    def _background(self, block: Block, code: str) -> None:
+        """Start every command of the block, wait until each has printed what the page shows
+        after it, then stop them all with SIGTERM."""
+        commands = console_commands(Block(page=block.page, line=block.line, lang=block.lang,
+                                          code=code))
+        started: list[tuple[Any, subprocess.Popen[bytes], Path]] = []
+        for command in commands:
+            log = Path(tempfile.mkstemp(prefix="docs-background-", suffix=".log")[1])
+            self.request.addfinalizer(functools.partial(log.unlink, missing_ok=True))
+            with log.open("wb") as sink:
+                process = subprocess.Popen(
+                    ["bash", "-c", f"exec {command.text}"], cwd=self.directory,
+                    env=self._command_env(), stdout=sink, stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            self.background.append(process)
+            started.append((command, process, log))
+        deadline = time.monotonic() + BACKGROUND_TIMEOUT
+        waiting = list(started)
+        while waiting and time.monotonic() < deadline:
+            time.sleep(0.25)
+            for entry in list(waiting):
+                command, process, log = entry
+                printed = log.read_text(encoding="utf-8", errors="replace")
+                if output.contains(command.expected, self._as_shown(printed)):
+                    waiting.remove(entry)
+                elif process.poll() is not None:
+                    pytest.fail(f"docs/{block.page}:{command.line}: exited with status "
+                                f"{process.returncode} before printing what the page shows:\n"
+                                f"$ {command.text}\n{printed}", pytrace=False)
+        self._stop_background()
+        if waiting:
+            shown = "\n".join(
+                f"--- docs/{block.page}:{command.line}, page\n" + "\n".join(command.expected)
+                + f"\n--- printed in {BACKGROUND_TIMEOUT}s\n$ {command.text}\n"
+                + log.read_text(encoding="utf-8", errors="replace")
+                for command, _, log in waiting)
+            pytest.fail(f"background commands did not print what the page shows:\n{shown}",
+                        pytrace=False)
+
+    def _stop_background(self) -> None:
+        """SIGTERM to each background command's process group, as Ctrl-C in its terminal
+        would; SIGKILL for one still running after :data:`STOP_TIMEOUT`."""
+        running, self.background = self.background, []
+        for process in running:
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+        for process in running:
+            try:
+                process.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
 
     def _sql(self, block: Block, code: str) -> None:
         if not self.database_url.startswith("postgresql"):
@@ -227,6 +382,13 @@ class ChainRunner:
                     connection.exec_driver_sql(statement)
         finally:
             engine.dispose()
+
+
+def _forget_proj() -> None:
+    """Drop the ``proj`` module (or package and its modules) this process imported, so the
+    next import reads the chain's files."""
+    for name in [name for name in sys.modules if name == "proj" or name.startswith("proj.")]:
+        del sys.modules[name]
 
 
 def sql_statements(code: str) -> list[str]:

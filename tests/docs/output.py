@@ -55,6 +55,12 @@ def matches(expected: list[str] | tuple[str, ...], actual: str) -> bool:
     return _match(patterns, got)
 
 
+def contains(expected: list[str] | tuple[str, ...], actual: str) -> bool:
+    """Whether the ``expected`` lines appear, one after the other, somewhere in ``actual``
+    (what a process still running has printed so far)."""
+    return matches([ANY_LINES, *_trimmed(list(expected)), ANY_LINES], actual)
+
+
 def _match(patterns: list[re.Pattern[str] | None], lines: list[str]) -> bool:
     # Backtracking over "..." lines; pages show a few dozen lines at most.
     if not patterns:

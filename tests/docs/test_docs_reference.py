@@ -1,8 +1,8 @@
 """The docs name only what exists, and document everything an operator can set or type.
 
-- every ``goatbeat_*`` name in ``docs/*.md`` is a setting, or a table, header, metric or signal
-  the code really has; every setting has a row in the configuration table, with its real
-  default;
+- every ``goatbeat_*`` name in ``docs/*.md`` is a setting, or a table, header, metric, signal or
+  Django management command the code really has; every setting has a row in the configuration
+  table, with its real default;
 - every ``celery -A … goatbeat …`` command written anywhere in the docs exists with the options
   it is given, and the command reference covers every command and option;
 - links between pages lead to pages and headings that exist.
@@ -21,7 +21,8 @@ import pytest
 from celery import Celery
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery import signals, submitter
+from goatbeat_celery import headers as header_names
+from goatbeat_celery import signals
 from goatbeat_celery.cli import goatbeat
 from goatbeat_celery.metrics import GoatbeatMetrics
 from goatbeat_celery.migrations import VERSION_TABLE
@@ -63,10 +64,21 @@ def code_names() -> set[str]:
                               registry=prometheus_client.CollectorRegistry())
     samples = {sample.name for family in metrics.registry.collect() for sample in family.samples}
     families = {family.name for family in metrics.registry.collect()}
-    headers = {value for name, value in vars(submitter).items() if name.startswith("HEADER_")}
+    headers = {value for name, value in vars(header_names).items()
+               if name.isupper() and isinstance(value, str)}
     signal_names = {getattr(signals, name).name for name in signals.__all__}
     return ({*metadata.tables, VERSION_TABLE, "goatbeat_celery"} | samples | families | headers
-            | signal_names)
+            | signal_names | management_commands())
+
+
+def management_commands() -> set[str]:
+    """The ``manage.py`` commands of goatbeat's Django app, by their file names (Django itself
+    need not be importable to list them)."""
+    import goatbeat_celery
+
+    commands = (Path(goatbeat_celery.__file__).parent / "contrib" / "django" / "management"
+                / "commands")
+    return {path.stem for path in commands.glob("goatbeat_*.py")}
 
 
 def section(page: str, heading: str) -> str:
