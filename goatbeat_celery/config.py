@@ -192,7 +192,9 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
     allowed = _allowed_tasks(conf.get(PREFIX + "allowed_tasks"), problems)
 
     timeout = conf.get(PREFIX + "statement_timeout")
-    statement_timeout = 5.0
+    # Left out: 5 s, or half the lease's local validity when that is shorter, so that no
+    # statement can outlive the local deadline with a short lease either.
+    statement_timeout = min(5.0, engine.local_validity.total_seconds() / 2)
     if timeout is not None:
         seconds = to_timedelta(timeout, PREFIX + "statement_timeout", problems).total_seconds()
         if seconds <= 0:

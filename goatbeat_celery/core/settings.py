@@ -72,8 +72,9 @@ class Settings:
                 value = timedelta(seconds=1)  # a stand-in, so the checks below still run
             object.__setattr__(self, name, to_timedelta(value, name))
         if isinstance(self.starting_deadline, str):
-            object.__setattr__(self, "starting_deadline",
-                               to_timedelta(self.starting_deadline, "starting_deadline", problems))
+            before = len(problems)
+            read = to_timedelta(self.starting_deadline, "starting_deadline", problems)
+            object.__setattr__(self, "starting_deadline", None if len(problems) > before else read)
         if self.starting_deadline is not None:
             problem = validation.seconds_problem(self.starting_deadline, "starting_deadline",
                                                  maximum=validation.MAX_DURATION,

@@ -20,15 +20,25 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 
 from goatbeat_celery.core.errors import SchemaOutOfDate
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import metadata
 from goatbeat_celery.store.url import mask_url
+
+# Alembic announces each of its plugins at INFO as it is imported: beat's start-up log is no
+# place for that.
+_alembic_logger = logging.getLogger("alembic")
+_alembic_level = _alembic_logger.level
+_alembic_logger.setLevel(logging.WARNING)
+try:
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+finally:
+    _alembic_logger.setLevel(_alembic_level)
+
 
 logger = logging.getLogger(__name__)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -316,3 +318,25 @@ def test_lazy_arguments_are_stored_as_placeholders_and_kept_to_be_called_at_send
     assert spec.args == (1, {"__goatbeat_lazy__": "args.1"})
     assert spec.kwargs == {"at": {"__goatbeat_lazy__": "kwargs.at"}}
     assert loaded.lazy == {"job": {"args.1": stamp, "kwargs.at": stamp}}
+
+
+def test_the_default_statement_timeout_stays_inside_a_short_leases_local_deadline():
+    # ttl 6 s, renewed every 2 s: a leader trusts its lease for 4 s; 5 s would outlive it.
+    loaded = load(make_app(goatbeat_lease_ttl=6, goatbeat_lease_renew_interval=2))
+    assert loaded.config.statement_timeout == 2.0
+    assert load(make_app()).config.statement_timeout == 5.0
+
+
+def test_an_unreadable_starting_deadline_is_one_problem():
+    with pytest.raises(ConfigurationError) as raised:
+        load(make_app(goatbeat_starting_deadline="soon"))
+    assert [p.split(":")[0] for p in raised.value.problems] == ["goatbeat_starting_deadline"]
+
+
+def test_importing_the_migrations_says_nothing_at_info():
+    # A process of its own: Alembic announces its plugins once, when it is first imported.
+    code = ("import logging; logging.basicConfig(level=logging.INFO, format='%(name)s'); "
+            "import goatbeat_celery.migrations")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert "alembic" not in done.stderr
