@@ -64,7 +64,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         try:
             self.goatbeat = config_module.load(app)
         except ConfigurationError as exc:
-            logger.critical("%s", exc)
+            # The exit message is the report (printed once, every problem listed).
             raise SystemExit(f"goatbeat: {exc}") from exc
         # Celery passes its own max interval (300 s by default); goatbeat's governs the loop.
         kwargs["max_interval"] = self.goatbeat.config.engine.seconds("max_interval")
@@ -80,15 +80,13 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         except GoatbeatError as exc:
             # A hint to migrate names the app this beat was started with.
             message = with_migrate_command(str(exc), app_given(sys.argv))
-            logger.critical("goatbeat cannot open %s: %s", mask_url(config.database_url),
-                            message)
-            raise SystemExit(f"goatbeat: {message}") from exc
+            raise SystemExit(f"goatbeat: cannot open {mask_url(config.database_url)}: "
+                             f"{message}") from exc
         try:
             # Only the real (non-lazy) instance gets here: it alone serves metrics.
             self._observability = observability.start(self, config)
         except GoatbeatError as exc:
             store.close()
-            logger.critical("%s", exc)
             raise SystemExit(f"goatbeat: {exc}") from exc
         holder = new_holder_id()
         self._engine = Engine(
