@@ -30,6 +30,16 @@ class ReadOnlyModel(models.Model):
                         "goatbeat_celery.Schedules, never by Django")
 
 
+class StoredJSON(models.JSONField):
+    """A JSON column of goatbeat's: on PostgreSQL it is ``json`` (which keeps key order), whose
+    values the driver already decodes, where Django's JSONField expects text."""
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        if value is None or isinstance(value, (str, bytes, bytearray)):
+            return super().from_db_value(value, expression, connection)
+        return value
+
+
 class Schedule(ReadOnlyModel):
     """A row of ``goatbeat_schedule``."""
 
@@ -37,10 +47,10 @@ class Schedule(ReadOnlyModel):
 
     name = models.TextField(primary_key=True)
     task = models.TextField()
-    args = models.JSONField()
-    kwargs = models.JSONField()
-    options = models.JSONField()
-    trigger = models.JSONField()
+    args = StoredJSON()
+    kwargs = StoredJSON()
+    options = StoredJSON()
+    trigger = StoredJSON()
     timezone = models.TextField(null=True)
     misfire_policy = models.CharField(max_length=16, null=True)
     misfire_grace_seconds = models.FloatField(null=True)

@@ -3,6 +3,8 @@ writes them (goatbeat's own migrations do)."""
 
 from django.db import migrations, models
 
+import goatbeat_celery.contrib.django.models
+
 
 class Migration(migrations.Migration):
     initial = True
@@ -49,10 +51,10 @@ class Migration(migrations.Migration):
             fields=[
                 ("name", models.TextField(primary_key=True, serialize=False)),
                 ("task", models.TextField()),
-                ("args", models.JSONField()),
-                ("kwargs", models.JSONField()),
-                ("options", models.JSONField()),
-                ("trigger", models.JSONField()),
+                ("args", goatbeat_celery.contrib.django.models.StoredJSON()),
+                ("kwargs", goatbeat_celery.contrib.django.models.StoredJSON()),
+                ("options", goatbeat_celery.contrib.django.models.StoredJSON()),
+                ("trigger", goatbeat_celery.contrib.django.models.StoredJSON()),
                 ("timezone", models.TextField(null=True)),
                 ("misfire_policy", models.CharField(max_length=16, null=True)),
                 ("misfire_grace_seconds", models.FloatField(null=True)),
