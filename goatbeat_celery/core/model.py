@@ -312,8 +312,7 @@ def _listed(problem: str | None) -> list[str]:
 
 def quoted_name(name: object) -> str:
     """A name as error messages show it: quoted, escaped, cut short."""
-    text = repr(name)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return validation.shown_value(name, 80)
 
 
 def stable_jitter(name: str, jitter: timedelta) -> timedelta:

@@ -223,7 +223,7 @@ def options_problems(options: object, label: str = "options") -> list[str]:
             continue
         problem = check(value)
         if problem is not None:
-            found.append(f"{label}.{key}: {problem}, got {_short(value)}")
+            found.append(f"{label}.{key}: {problem}, got {shown_value(value)}")
     return found
 
 
@@ -232,9 +232,10 @@ def call_problems(args: object, kwargs: object) -> list[str]:
     """Problems of the shapes of ``args`` (a list) and ``kwargs`` (an object, string keys)."""
     found: list[str] = []
     if not isinstance(args, (list, tuple)):
-        found.append(f"args: expected a list, got {type(args).__name__} {_short(args)}")
+        found.append(f"args: expected a list, got {type(args).__name__} {shown_value(args)}")
     if not isinstance(kwargs, Mapping):
-        found.append(f"kwargs: expected an object, got {type(kwargs).__name__} {_short(kwargs)}")
+        found.append(f"kwargs: expected an object, got {type(kwargs).__name__} "
+                     f"{shown_value(kwargs)}")
     elif not all(isinstance(key, str) for key in kwargs):
         found.append("kwargs: every key must be a string")
     return found
@@ -282,9 +283,10 @@ def _unfaithful_number(value: object) -> float | None:
     return None
 
 
-def _short(value: object) -> str:
+def shown_value(value: object, width: int = 60) -> str:
+    """``value`` as messages quote it: its repr (quoted and escaped), cut to ``width``."""
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def reason_text(text: str) -> str:

@@ -60,7 +60,7 @@ from goatbeat_celery.core.model import (
     retry_time,
 )
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
-from goatbeat_celery.core.validation import reason_text
+from goatbeat_celery.core.validation import reason_text, shown_value
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
     UNREADABLE_INSTANT,
@@ -905,8 +905,7 @@ def _instant(value: datetime | None) -> datetime | None:
 
 
 def _found(value: object) -> str:
-    text = repr(value)
-    return reason_text(text if len(text) <= 60 else text[:57] + "...")
+    return reason_text(shown_value(value))
 
 
 def _summary(schedule: Schedule) -> StoredSummary:
