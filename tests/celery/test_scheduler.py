@@ -146,7 +146,9 @@ def test_submitting_to_an_unreachable_broker_fails_within_the_timeout():
     elapsed = time.monotonic() - started
     assert result.accepted == [] and result.rejected == {}
     assert list(result.failed) == [dispatch.key]
-    assert elapsed < 6.0, f"submission took {elapsed:.1f}s despite a 2s budget"
+    # The batch's budget is 2 s; one connect attempt may start just before it runs out and
+    # take its own 1 s connect timeout. 6 s is twice that sum, for a busy two-core machine.
+    assert elapsed < 2 * (2.0 + 1.0), f"submission took {elapsed:.1f}s despite a 2s budget"
 
 
 # kombu's SQLAlchemy transport still uses a loader strategy SQLAlchemy 2.1 deprecates.

@@ -80,7 +80,11 @@ def test_two_replicas_for_a_minute_claim_nothing_twice_and_lose_nothing(cluster:
     grouped = by_schedule(executions)
     assert sorted(grouped) == names
     for name, points in grouped.items():
-        assert len(points) >= 55, f"{name}: only {len(points)} runs in a minute"
+        # Sixty seconds pass between the leader's start and the stop; the first claim waits for
+        # the first whole second after the lease, and the last seconds before the stop may
+        # still be unclaimed: five points are left to those edges on a busy machine. The
+        # points in between are checked one by one (contiguous, each once).
+        assert len(points) >= 60 - 5, f"{name}: only {len(points)} runs in a minute"
         assert_contiguous(points, timedelta(seconds=1), name)
     assert verdict.keys_claimed_twice == 0
     assert verdict.duplicates_delivered == 0

@@ -41,6 +41,16 @@ FAST_LEASE = {"lease_ttl": TTL, "lease_renew_interval": RENEW, "max_interval": 1
 #: out (ttl after the last renewal), a standby notices at its next attempt (renew interval),
 #: plus a second for starting the claim on a busy two-core machine.
 TAKEOVER_BOUND = TTL + RENEW + 1.0
+#: A stopped leader releases its lease and NOTIFY wakes a standby at once: a handover costs a
+#: round trip and a claim, whatever the ttl. Two seconds leave the rest to a busy machine.
+HANDOVER_BOUND = 2.0
+#: How late a healthy leader may send: it sleeps until the next due instant (never longer than
+#: max_interval = 1 s) and sends one batch of 20; a second covers a busy two-core machine at p99.
+SEND_BOUND = 1.0
+#: How long after its due instant a claim is in the table when nothing is wrong: the leader
+#: wakes at the due instant, claims in one round trip (well under 0.1 s here), and a busy
+#: two-core machine may delay the wake-up; 1.5 s is fifteen such round trips.
+CLAIM_SLACK = 1.5
 STEP = timedelta(seconds=1)
 
 
@@ -130,7 +140,7 @@ def test_three_replicas_for_two_minutes_claim_every_point_once_and_deliver_it_on
     figures = outcome.lateness_figures()
     report(**outcome.counts(), missing=0, leader_changes=0, **figures)
     submit = sorted(o.submit_lateness or 0 for o in outcome.scheduled)
-    assert submit[int(0.99 * len(submit))] < 1.0, figures
+    assert submit[int(0.99 * len(submit))] < SEND_BOUND, figures
 
 
 # -- 2. SIGKILL -----------------------------------------------------------------------------
@@ -320,8 +330,8 @@ def test_a_terminated_leader_hands_over_in_under_two_seconds(
            arrival_gap=seconds(outcome.arrival_gap(terminated_at - 2, terminated_at + 6)),
            **outcome.counts())
     outcome.assert_sound()
-    assert handover < 2.0
-    assert lateness < 2.0
+    assert handover < HANDOVER_BOUND
+    assert lateness < HANDOVER_BOUND
 
 
 # -- 5. PostgreSQL restart ------------------------------------------------------------------
@@ -405,8 +415,12 @@ def test_a_broker_outage_keeps_claims_claimed_and_delivers_them_under_their_keys
     down_at = time.time()
     private_redis.stop()
     run_for(10)  # the outage
+    # Claims go on while the broker is down: every grid point from a second into the outage
+    # to CLAIM_SLACK before now is in the table (the schedules run every whole second).
+    read_at = time.time()
+    window = range(int(down_at + 1) + 1, int(read_at - CLAIM_SLACK) + 1)
     during = [row for row in cluster.executions()
-              if down_at + 1 <= row["due_at"].timestamp() <= time.time() - 0.5]
+              if window.start <= row["due_at"].timestamp() < window.stop]
     private_redis.start()
     up_at = time.time()
 
@@ -424,7 +438,8 @@ def test_a_broker_outage_keeps_claims_claimed_and_delivers_them_under_their_keys
     report(outage=seconds(up_at - down_at), claimed_during=len(during),
            recovered_in=seconds(recovery), **outcome.counts(),
            max_lateness=seconds(outcome.max_lateness()))
-    assert len(during) >= 8 * 20
+    assert len(window) >= 7, "the outage was too short to judge"
+    assert len(during) == len(window) * 20, (len(during), len(window))
     assert all(row["state"] == "claimed" for row in during), "submitted with no broker"
     outcome.assert_sound(duplicates_allowed=True)
     for row in during:
