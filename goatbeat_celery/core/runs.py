@@ -1,0 +1,430 @@
+"""Run tracking: what workers report about each goatbeat occurrence, and the one rule that turns
+those reports into the run columns of its execution.
+
+Beat's dispatch state (``claimed`` → ``submitted``) says whether the broker took a run; the run
+columns say what a worker did with it. They are written by different processes and never
+overlap: beat writes ``state``, workers (through :class:`RunLog`) write the ``run_*`` columns,
+and the leader marks silent runs lost.
+
+A worker reports :class:`RunEvent` s keyed by the task id, which is the idempotency key. Reports
+reach the database late (they are batched off the task's thread, held through an outage), out
+of order between workers (a retry started on worker B before worker A's report of the retry
+arrived) and sometimes twice (a batch replayed after its reply was lost). :func:`apply_event`
+decides what each report changes, given the row as it stands, so that all three are harmless:
+
+* every attempt carries an id of its own (``run``) chosen by the worker that ran it: a report
+  of the attempt the row already shows is a replay, never a new attempt; a report of an older
+  attempt than the one shown is a late one and changes nothing;
+* a run's start and end instants come from the worker's monotonic clock as ages ("this happened
+  2.1 s before the write"), turned into instants with the store's clock when written: the core
+  never trusts a worker's wall clock;
+* ``running`` always expires (:func:`lost_verdict`): a running row whose worker stopped sending
+  heartbeats, or a submitted run that never started, is marked ``lost`` by the leader. ``lost``
+  is a verdict, not an end: the attempt's own report, should its worker come back, replaces it.
+
+Stores only execute this rule (they read the run columns, call :func:`apply_events` or
+:func:`lost_verdict`, and write back what changed, compare-and-set on the columns read).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, fields, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from goatbeat_celery.core import validation
+from goatbeat_celery.core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from goatbeat_celery.core.model import Execution
+
+__all__ = [
+    "CAS_COLUMNS",
+    "DEFAULT_HEARTBEAT_INTERVAL",
+    "DEFAULT_LOST_AFTER",
+    "DEFAULT_START_TIMEOUT",
+    "LOST_AFTER_HEARTBEATS",
+    "MAX_ATTEMPTS",
+    "MAX_ERROR_LENGTH",
+    "RUN_COLUMNS",
+    "RunEvent",
+    "RunEventKind",
+    "RunLog",
+    "RunOutcome",
+    "RunRecord",
+    "RunState",
+    "RunTimes",
+    "apply_event",
+    "apply_events",
+    "error_summary",
+    "lost_verdict",
+    "run_times_problems",
+    "seconds_text",
+]
+
+#: A run error is cut to this many characters (``ExcType: message``).
+MAX_ERROR_LENGTH = 300
+#: Attempts written by hand at the column's limit stop growing instead of overflowing it.
+MAX_ATTEMPTS = 1_000_000_000
+
+DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=10)
+DEFAULT_LOST_AFTER = timedelta(seconds=60)
+DEFAULT_START_TIMEOUT = timedelta(minutes=10)
+#: ``lost_after`` must cover this many heartbeat intervals: a run is declared lost only after
+#: several heartbeats in a row went missing, never for one late write.
+LOST_AFTER_HEARTBEATS = 3
+
+
+class RunState(str, enum.Enum):
+    """What a worker did with a run (the ``run_state`` column; NULL: not started).
+
+    ``running`` and ``retrying`` are the live states: the occurrence is not over. ``retrying``
+    means an attempt ended by asking Celery for a retry (``self.retry()``), whose message has not
+    started yet. The others are ends; ``lost`` is presumed (the worker went silent, or the run
+    never started) and yields to a later report of the same run.
+    """
+
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REVOKED = "revoked"
+    REJECTED = "rejected"
+    LOST = "lost"
+
+    @property
+    def live(self) -> bool:
+        """True while the occurrence is not over (running, or waiting for its retry)."""
+        return self in _LIVE
+
+
+_LIVE = frozenset({RunState.RUNNING, RunState.RETRYING})
+
+
+class RunOutcome(str, enum.Enum):
+    """How a worker saw a run end; each is also the :class:`RunState` it leaves."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REVOKED = "revoked"
+    REJECTED = "rejected"
+
+    @property
+    def state(self) -> RunState:
+        return RunState(self.value)
+
+
+class RunEventKind(str, enum.Enum):
+    STARTED = "started"
+    RETRIED = "retried"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunEvent:
+    """One report from a worker about the run of ``key`` (the task id = the idempotency key).
+
+    ``run`` identifies the attempt: chosen by the process that ran it, ``None`` when the report
+    comes from a process that did not run it (the worker's main process announcing a message it
+    revoked, rejected, or whose pool process died). ``age`` is how long before the write the
+    event happened, and ``started_age`` how long before the write the attempt had started
+    (``None`` if it never started in that process), both on the worker's monotonic clock.
+    ``runtime`` is the attempt's duration on that clock; ``error`` a short summary
+    (:func:`error_summary`). Build them with :meth:`started`, :meth:`retried`, :meth:`finished`.
+    """
+
+    key: str
+    kind: RunEventKind
+    run: str | None
+    worker: str
+    age: timedelta
+    outcome: RunOutcome | None = None
+    runtime: timedelta | None = None
+    error: str | None = None
+    started_age: timedelta | None = None
+
+    @classmethod
+    def started(cls, key: str, *, run: str, worker: str, age: timedelta) -> RunEvent:
+        return cls(key=key, kind=RunEventKind.STARTED, run=run, worker=worker, age=age)
+
+    @classmethod
+    def retried(cls, key: str, *, run: str | None, worker: str, age: timedelta,
+                runtime: timedelta | None = None, error: str | None = None,
+                started_age: timedelta | None = None) -> RunEvent:
+        return cls(key=key, kind=RunEventKind.RETRIED, run=run, worker=worker, age=age,
+                   runtime=runtime, error=error, started_age=started_age)
+
+    @classmethod
+    def finished(cls, key: str, *, run: str | None, worker: str, age: timedelta,
+                 outcome: RunOutcome, runtime: timedelta | None = None,
+                 error: str | None = None, started_age: timedelta | None = None) -> RunEvent:
+        return cls(key=key, kind=RunEventKind.FINISHED, run=run, worker=worker, age=age,
+                   outcome=outcome, runtime=runtime, error=error, started_age=started_age)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecord:
+    """The run columns of one execution, named as the columns are (and as the fields of
+    :class:`~goatbeat_celery.core.model.Execution`)."""
+
+    run_state: RunState | None = None
+    run_id: str | None = None
+    worker: str | None = None
+    run_attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    runtime: timedelta | None = None
+    run_error: str | None = None
+
+    @classmethod
+    def of(cls, row: Any) -> RunRecord:
+        """The run columns of an Execution, or of any row with attributes of those names."""
+        return cls(**{name: getattr(row, name) for name in RUN_COLUMNS})
+
+    def values(self) -> dict[str, Any]:
+        """Column name → value, e.g. for ``dataclasses.replace(execution, **record.values())``."""
+        return {name: getattr(self, name) for name in RUN_COLUMNS}
+
+
+#: The run columns of ``goatbeat_execution``, in table order.
+RUN_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(RunRecord))
+#: What a store compares before writing a decision back: a decision made on a row that another
+#: writer changed since (a report, a heartbeat, the leader's verdict) is made again.
+CAS_COLUMNS: tuple[str, ...] = ("run_state", "run_id", "run_attempts", "heartbeat_at")
+
+
+# -- reports ---------------------------------------------------------------------------------
+def apply_events(record: RunRecord, events: Iterable[RunEvent], now: datetime) -> RunRecord:
+    """``record`` after ``events`` (all of one key), in order, written at store-time ``now``."""
+    for event in events:
+        record = apply_event(record, event, now)
+    return record
+
+
+def apply_event(record: RunRecord, event: RunEvent, now: datetime) -> RunRecord:
+    """What one report changes in the run columns, written at store-time ``now``.
+
+    Returns ``record`` itself when the report changes nothing (a replay, or a late report of an
+    attempt that a later one replaced).
+
+    * ``started``: a new attempt (``run_attempts`` + 1) becomes ``running`` on ``worker``, with
+      ``started_at`` = now - age and ``heartbeat_at`` = now; its end fields are cleared. A
+      replay (the row already shows this ``run``) changes nothing; a start older than the
+      attempt the row shows is counted but changes nothing else.
+    * ``retried`` / ``finished`` of the attempt the row shows: the row becomes ``retrying`` or
+      the outcome, with ``finished_at`` = now - age, the runtime and the error (``retrying``
+      also sets ``heartbeat_at`` to that instant: the wait for the retry to start is bounded
+      from there). This also applies to a row marked ``lost``: the report is better evidence.
+    * ``retried`` / ``finished`` of another attempt that started in its process: applied as that
+      attempt's start and end together when it started after the attempt the row shows (its
+      start report was dropped, or never written); ignored when it started before.
+    * ``finished`` reported by a process that did not run it (``run`` None: the worker's main
+      process revoked or rejected the message, or its pool process died): applied when the row
+      shows no start, a retry, a lost run, or a run of that same worker; never over an end.
+    """
+    at = now - event.age
+    if event.kind is RunEventKind.STARTED:
+        if record.run_id == event.run:
+            return record
+        attempts = _next_attempt(record.run_attempts)
+        if record.started_at is not None and record.started_at > at:
+            return replace(record, run_attempts=attempts)
+        return RunRecord(run_state=RunState.RUNNING, run_id=event.run, worker=event.worker,
+                         run_attempts=attempts, started_at=at, heartbeat_at=now)
+    if event.run is None:
+        if not _ends_unknown_attempt(record, event):
+            return record
+    elif record.run_id != event.run:
+        if event.started_age is None:
+            return record
+        started_at = now - event.started_age
+        if record.started_at is not None and record.started_at >= started_at:
+            return record
+        record = RunRecord(run_id=event.run, worker=event.worker,
+                           run_attempts=_next_attempt(record.run_attempts),
+                           started_at=started_at, heartbeat_at=record.heartbeat_at)
+    if event.kind is RunEventKind.RETRIED:
+        return replace(record, run_state=RunState.RETRYING, finished_at=at, heartbeat_at=at,
+                       runtime=event.runtime, run_error=event.error)
+    assert event.outcome is not None, "a finished report carries its outcome"
+    return replace(record, run_state=event.outcome.state, finished_at=at,
+                   runtime=event.runtime, run_error=event.error)
+
+
+def _ends_unknown_attempt(record: RunRecord, event: RunEvent) -> bool:
+    """Whether a report of no particular attempt may end the run the row shows."""
+    state = record.run_state
+    if state is RunState.RUNNING:
+        return record.worker == event.worker
+    if event.kind is RunEventKind.RETRIED:
+        return False
+    return state is None or state is RunState.RETRYING or state is RunState.LOST
+
+
+def _next_attempt(attempts: int) -> int:
+    return attempts + 1 if 0 <= attempts < MAX_ATTEMPTS else attempts
+
+
+# -- expiry ----------------------------------------------------------------------------------
+def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: datetime,
+                 silent_for: timedelta, unstarted_for: timedelta) -> RunRecord | None:
+    """The row marked ``lost`` if its run must count as lost at store-time ``now``, else None.
+
+    ``dispatched_at`` is when the broker took the run (``submitted_at`` of a ``submitted``
+    execution; None while beat has not sent it). Lost are:
+
+    * a ``running`` run whose last heartbeat (or, without one, its start) is older than
+      ``silent_for``: its worker went silent (killed, frozen, cut off);
+    * a ``retrying`` run whose retry has not started ``unstarted_for`` after it was asked for;
+    * a run never started ``unstarted_for`` after the broker took it (no worker consumes its
+      queue, the message was lost, or the workers do not track runs).
+
+    Older means strictly older: at exactly ``silent_for`` the run is not lost yet. The verdict
+    sets ``finished_at`` to ``now`` and ``run_error`` to the reason; the rest is kept.
+    """
+    state = record.run_state
+    if state is RunState.RUNNING:
+        last = record.heartbeat_at or record.started_at
+        if last is None or now - last > silent_for:
+            return _lost(record, now, f"worker silent for {seconds_text(silent_for)}")
+    elif state is RunState.RETRYING:
+        asked = record.heartbeat_at or record.finished_at
+        if asked is None or now - asked > unstarted_for:
+            return _lost(record, now, f"retry never started within {seconds_text(unstarted_for)}")
+    elif state is None and dispatched_at is not None and now - dispatched_at > unstarted_for:
+        return _lost(record, now, f"never started within {seconds_text(unstarted_for)}")
+    return None
+
+
+def _lost(record: RunRecord, now: datetime, reason: str) -> RunRecord:
+    return replace(record, run_state=RunState.LOST, finished_at=now, run_error=reason)
+
+
+def seconds_text(value: timedelta) -> str:
+    """A duration as run errors show it: ``60s``, ``0.5s``, ``600s``."""
+    return f"{value.total_seconds():g}s"
+
+
+def error_summary(error: BaseException | str | None) -> str | None:
+    """``ExcType: message`` on one line, control characters escaped, at most
+    :data:`MAX_ERROR_LENGTH` characters; a string is kept as given (cleaned and cut alike)."""
+    if error is None:
+        return None
+    if isinstance(error, BaseException):
+        try:
+            message = str(error)
+        except Exception:  # a __str__ that fails must not fail the report
+            message = ""
+        name = type(error).__name__
+        text = f"{name}: {message}" if message else name
+    else:
+        text = str(error)
+    text = " ".join(text.split())
+    text = validation.reason_text(text[:MAX_ERROR_LENGTH + 1])
+    if len(text) > MAX_ERROR_LENGTH:
+        text = text[:MAX_ERROR_LENGTH - 3] + "..."
+    return text
+
+
+# -- settings --------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class RunTimes:
+    """How long a run may go without news before it counts as lost.
+
+    * ``heartbeat_interval`` (10 s): each worker process running goatbeat tasks writes one
+      heartbeat for all of them this often; the leader looks for lost runs this often too.
+    * ``lost_after`` (60 s): a running run whose last heartbeat is older is lost. At least
+      three heartbeat intervals, so that one slow write never condemns a live run.
+    * ``start_timeout`` (10 min): a run the broker took but no worker started within this long
+      is lost (a queue without workers, workers without tracking, a message lost); so is a
+      retry that has not started within this long after it was asked for.
+
+    Settings read from configuration are converted to timedeltas at the edge; every problem is
+    reported at once, as ConfigurationError.
+    """
+
+    heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL
+    lost_after: timedelta = DEFAULT_LOST_AFTER
+    start_timeout: timedelta = DEFAULT_START_TIMEOUT
+
+    def __post_init__(self) -> None:
+        problems = run_times_problems(self.heartbeat_interval, self.lost_after,
+                                      self.start_timeout)
+        if problems:
+            raise ConfigurationError(problems, subject="goatbeat run tracking settings")
+
+
+#: Bounds of each duration: heartbeats at most hourly, verdicts within a week.
+_RUN_TIME_MAXIMA = {"heartbeat_interval": timedelta(hours=1),
+                    "lost_after": validation.MAX_GRACE,
+                    "start_timeout": validation.MAX_GRACE}
+
+
+def run_times_problems(heartbeat_interval: object, lost_after: object,
+                       start_timeout: object, *, prefix: str = "") -> list[str]:
+    """Every problem with these durations (timedeltas or seconds), each named ``prefix`` +
+    the field's name."""
+    found: list[str] = []
+    given = {"heartbeat_interval": heartbeat_interval, "lost_after": lost_after,
+             "start_timeout": start_timeout}
+    for name, value in given.items():
+        problem = validation.seconds_problem(value, prefix + name,
+                                             maximum=_RUN_TIME_MAXIMA[name],
+                                             inclusive_minimum=False)
+        if problem is not None:
+            found.append(problem)
+    if found:
+        return found
+    beat, lost = _as_timedelta(heartbeat_interval), _as_timedelta(lost_after)
+    if lost < beat * LOST_AFTER_HEARTBEATS:
+        found.append(
+            f"{prefix}lost_after: {seconds_text(lost)} must be at least "
+            f"{LOST_AFTER_HEARTBEATS} heartbeat intervals "
+            f"({seconds_text(beat * LOST_AFTER_HEARTBEATS)}), so that one late heartbeat "
+            "never marks a live run lost")
+    return found
+
+
+def _as_timedelta(value: object) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    assert isinstance(value, (int, float))
+    return timedelta(seconds=value)
+
+
+# -- the store's side ------------------------------------------------------------------------
+class RunLog(Protocol):
+    """Where workers' reports land: the run columns of the executions table.
+
+    Reports never change beat's dispatch columns (``state``, ``submitted_at``, ``attempts``,
+    ``last_error``), and beat's writes never change the run columns. Instants are the store's
+    clock. Driver errors surface as StoreError (StoreUnavailable when unreachable).
+    """
+
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        """Apply ``events`` in order, each as :func:`apply_event` decides on the row as it
+        stands, with the store's clock at the time of writing as ``now``.
+
+        Idempotent enough to retry: a batch replayed after its reply was lost changes nothing
+        more (no attempt counted twice). Decisions are compare-and-set on the run columns they
+        read, made again if another writer changed the row meanwhile. Returns how many events
+        named no execution (ignored: a pruned row, or a task id that only looks like a key).
+        """
+        ...
+
+    def heartbeat(self, keys: Collection[str]) -> int:
+        """In one statement, set ``heartbeat_at`` to the store's now on those of ``keys`` whose
+        run is ``running``; returns how many rows that was. Other keys are left alone."""
+        ...
+
+    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  limit: int = 1000) -> list[Execution]:
+        """Mark ``lost`` up to ``limit`` runs that :func:`lost_verdict` condemns at the store's
+        now (oldest news first), and return those executions as written.
+
+        A row changed by a report or a heartbeat while it was judged is left for the next call.
+        Rows past ``limit`` are left for later calls."""
+        ...
