@@ -7,7 +7,7 @@ drops it at the end, and prints:
 
 1. occurrences claimed and submitted per second, for ``--due`` due interval schedules claimed in
    batches of 500 through the engine's real path (due_schedules → misfire planning → claim →
-   submit to a no-op submitter → mark_submitted); target >= 10,000/s;
+   submit to a submitter that accepts at once → mark_submitted); target >= 10,000/s;
    (measured twice: driving the store directly, planning with ``plan_misfires``, and through
    ``Engine.tick()``, which adds the engine's own work);
 2. with ``--idle`` schedules of which none is due, the cost of one idle leader tick: the store
@@ -32,36 +32,17 @@ from sqlalchemy.engine import make_url
 
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.misfire import plan_misfires
-from goatbeat_celery.core.model import (
-    UTC,
-    Dispatch,
-    LeaseGrant,
-    PlannedClaim,
-    ScheduleSpec,
-    SubmitResult,
-    TriggerSpec,
-)
+from goatbeat_celery.core.model import UTC, LeaseGrant, PlannedClaim, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.migrations import upgrade
 from goatbeat_celery.store.postgres import PostgresStore
+from goatbeat_celery.testing import RecordingSubmitter
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 EVERY = 3600.0
 BATCH = 500
 HOLDER = "bench"
-
-
-class NoopSubmitter:
-    """Accepts every message at once: measures the store, not a broker."""
-
-    def __init__(self) -> None:
-        self.sent = 0
-
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
-        self.sent += len(dispatches)
-        return SubmitResult(accepted=[d.key for d in dispatches])
 
 
 def load(engine: sa.Engine, count: int, *, next_run_at: datetime, spread: timedelta) -> float:
@@ -99,7 +80,7 @@ def load(engine: sa.Engine, count: int, *, next_run_at: datetime, spread: timede
     return time.perf_counter() - started
 
 
-def engine_for(store: PostgresStore, submitter: NoopSubmitter) -> Engine:
+def engine_for(store: PostgresStore, submitter: RecordingSubmitter) -> Engine:
     settings = Settings(batch_size=BATCH, misfire_grace=timedelta(hours=1),
                         lease_ttl=timedelta(seconds=60), lease_renew_interval=timedelta(seconds=20))
     return Engine(store=store, lease=store, submitter=submitter, settings=settings,
@@ -166,12 +147,13 @@ def drive_store(store: PostgresStore, count: int) -> None:
 
 
 def drive_engine(store: PostgresStore, count: int) -> None:
-    """The whole leader loop: lease, planning with the engine's caches, observers, submission."""
-    submitter = NoopSubmitter()
+    """The whole leader loop: lease, planning with the engine's caches, observers, submission
+    to a broker that accepts every message at once (the store is measured, not a broker)."""
+    submitter = RecordingSubmitter()
     loop = engine_for(store, submitter)
     while True:
         loop.tick()
-        if submitter.sent >= count or not store.due_schedules(1).schedules:
+        if len(submitter.sent) >= count or not store.due_schedules(1).schedules:
             break
     loop.close()
 
@@ -216,7 +198,7 @@ def bench_idle(store: PostgresStore, engine: sa.Engine, count: int, rounds: int)
         batch = store.due_schedules(BATCH)
         assert not batch.schedules
 
-    submitter = NoopSubmitter()
+    submitter = RecordingSubmitter()
     loop = engine_for(store, submitter)
     loop.tick()  # become leader (and sync nothing) before timing
     assert loop.is_leader()

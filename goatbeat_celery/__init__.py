@@ -2,12 +2,13 @@
 
 ``celery -A proj beat -S goatbeat_celery.Scheduler`` on every replica; manage database
 schedules with :class:`Schedules`; inside a task, :func:`occurrence_of` tells which schedule and
-which occurrence a run is for.
+which occurrence a run is for. :mod:`goatbeat_celery.testing` has the test doubles (a manual
+clock, a recording broker and observer, the in-memory store) for an application's own tests.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
 
 from goatbeat_celery.core.errors import (
     ConfigurationError,
@@ -18,12 +19,11 @@ from goatbeat_celery.core.errors import (
     SchemaOutOfDate,
     StoreError,
     StoreUnavailable,
-    SubmitError,
 )
 from goatbeat_celery.core.model import MisfirePolicy
 from goatbeat_celery.occurrence import Occurrence, occurrence_of
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
     from goatbeat_celery.scheduler import Scheduler
 
@@ -40,12 +40,11 @@ __all__ = [
     "SchemaOutOfDate",
     "StoreError",
     "StoreUnavailable",
-    "SubmitError",
     "occurrence_of",
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     # Celery and SQLAlchemy load only when the scheduler or the API is used.
     if name == "Scheduler":
         from goatbeat_celery.scheduler import Scheduler

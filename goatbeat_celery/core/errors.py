@@ -6,15 +6,15 @@
     ├── ConfigurationError          settings or a schedule spec are invalid (lists every problem)
     ├── ScheduleNotFound            no schedule of that name
     ├── ScheduleConflict            a name is taken, or a compare-and-set lost to a concurrent edit
-    ├── LeaseError
-    │   └── LeaseLost               the fencing token is no longer current: stop claiming
-    ├── StoreError                  the store failed (driver errors are wrapped here)
-    │   ├── StoreUnavailable        the database cannot be reached right now
-    │   └── SchemaOutOfDate         the schema is behind the code: run the migrations
-    └── SubmitError                 the broker did not accept a message
+    ├── LeaseLost                   the fencing token is no longer current: stop claiming
+    └── StoreError                  the store failed (driver errors are wrapped here)
+        ├── StoreUnavailable        the database cannot be reached right now
+        └── SchemaOutOfDate         the schema is behind the code: run the migrations
 
 Adapters wrap their drivers' exceptions with ``raise ... from exc`` so that callers only ever
-catch these.
+catch these. A broker's refusal is not among them: a submitter reports it in its
+:class:`~goatbeat_celery.core.model.SubmitResult` and never raises, and the engine keeps the
+occurrence claimed to send it again.
 """
 
 from __future__ import annotations
@@ -54,11 +54,7 @@ class ScheduleConflict(GoatbeatError):
     """A schedule name is already taken, or an edit lost a compare-and-set race."""
 
 
-class LeaseError(GoatbeatError):
-    """Base class of lease problems."""
-
-
-class LeaseLost(LeaseError):
+class LeaseLost(GoatbeatError):
     """The caller's fencing token is stale: another replica holds, or held, the lease since.
 
     Nothing was changed by the refused operation.
@@ -76,6 +72,3 @@ class StoreUnavailable(StoreError):
 class SchemaOutOfDate(StoreError):
     """The database schema is behind this version of goatbeat_celery."""
 
-
-class SubmitError(GoatbeatError):
-    """The broker did not accept a message; the claim stays ``claimed`` for a retry."""

@@ -26,6 +26,7 @@ import pytest
 from goatbeat_celery.core.model import UTC
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.store import Store, open_store
+from goatbeat_celery.testing import ManualClock
 
 #: Where injected clocks start: an arbitrary instant, off every grid a test uses, with
 #: microseconds so that stores must keep them.
@@ -48,31 +49,6 @@ class StoreClock(Protocol):
 
     def monotonic(self) -> float:
         """A monotonic clock in seconds that moves with the store's clock, for an Engine."""
-
-
-class ManualClock:
-    """An injected clock: time moves only when a test moves it."""
-
-    def __init__(self, start: datetime = CLOCK_START) -> None:
-        self.current = start
-        self._start = start
-
-    def __call__(self) -> datetime:
-        return self.current
-
-    def advance(self, seconds: float) -> None:
-        assert seconds >= 0, "clocks only move forward"
-        self.current += timedelta(seconds=seconds)
-
-    def move_to(self, instant: datetime) -> None:
-        assert instant >= self.current, "clocks only move forward"
-        self.current = instant
-
-    def move_just_before(self, instant: datetime) -> None:
-        self.move_to(instant - timedelta(microseconds=1))
-
-    def monotonic(self) -> float:
-        return (self.current - self._start).total_seconds()
 
 
 class DatabaseClock:
@@ -126,14 +102,14 @@ class Backend:
 
 
 def _memory(request: pytest.FixtureRequest) -> Backend:
-    clock = ManualClock()
+    clock = ManualClock(CLOCK_START)
     store = open_store("memory://", clock=clock)
     return Backend(name="memory", store=store, clock=clock, expiring_ttl=timedelta(seconds=30),
                    _open_peer=lambda: store)
 
 
 def _sqlite(request: pytest.FixtureRequest) -> Backend:
-    clock = ManualClock()
+    clock = ManualClock(CLOCK_START)
     path = request.getfixturevalue("tmp_path") / "goatbeat.db"
     url = f"sqlite:///{path}"
     store = open_store(url, clock=clock)

@@ -1,23 +1,17 @@
-"""Small builders shared by the conformance tests."""
+"""Small builders shared by the conformance tests; the package's recording broker is imported
+from here too."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from goatbeat_celery.core.model import (
-    Dispatch,
-    PlannedClaim,
-    Schedule,
-    ScheduleSpec,
-    SubmitResult,
-    TriggerSpec,
-)
+from goatbeat_celery.core.model import PlannedClaim, Schedule, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.triggers import IntervalTrigger
+from goatbeat_celery.testing import RecordingSubmitter as RecordingSubmitter
 
 #: Long enough that no test step outlives it, on any backend.
 LONG_TTL = timedelta(seconds=60)
@@ -80,20 +74,4 @@ def run_together(*calls: Callable[[], T]) -> list[T | BaseException]:
         thread.join(timeout=60)
         assert not thread.is_alive(), "a concurrent call never returned"
     return results
-
-
-@dataclass
-class RecordingSubmitter:
-    """A TaskSubmitter that accepts everything and remembers what it was given."""
-
-    sent: list[tuple[str, int]] = field(default_factory=list)
-
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
-        self.sent.extend((d.key, token) for d in dispatches)
-        return SubmitResult(accepted=[d.key for d in dispatches])
-
-    @property
-    def keys(self) -> list[str]:
-        return [key for key, _ in self.sent]
 

@@ -3,59 +3,27 @@
 :func:`lead` runs the real engine with the app's settings and schedules on a SQLite store whose
 clock steps forward, so "beat ran for a minute and a half" takes a fraction of a second. The
 broker is replaced by a submitter that accepts everything: the pages show what goatbeat records,
-not what a worker does.
+not what a worker does. Clock and submitter are the package's own test doubles
+(:mod:`goatbeat_celery.testing`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.model import UTC, Dispatch, SubmitResult
+from goatbeat_celery.core.model import UTC
 from goatbeat_celery.store import open_store
+from goatbeat_celery.testing import ManualClock, RecordingSubmitter
 
 #: The lease holder the pages show: host, process id and a random suffix.
 HOLDER = "web-1:4242:9f8e7d6c"
 #: How late the leader wakes after each wait, as a real one does by a few milliseconds.
 LATENCY = 0.012
-
-
-class SteppingClock:
-    """A store clock and a monotonic clock that move only when told to."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-        self.elapsed = 0.0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.elapsed
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-        self.elapsed += seconds
-
-
-class AcceptingSubmitter:
-    """A broker that accepts every message, keeping the keys it was sent; or, given an error,
-    a broker that refuses every message with it."""
-
-    def __init__(self, refuse: str | None = None) -> None:
-        self.keys: list[str] = []
-        self.refuse = refuse
-
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
-        keys = [dispatch.key for dispatch in dispatches]
-        if self.refuse is not None:
-            return SubmitResult(accepted=[], failed=dict.fromkeys(keys, self.refuse))
-        self.keys.extend(keys)
-        return SubmitResult(accepted=keys)
+#: The broker the pages' hidden blocks drive an engine with (docs/deploying.md).
+AcceptingSubmitter = RecordingSubmitter
 
 
 def lead(app: Any, *, seconds: float, start: datetime | None = None,
@@ -69,9 +37,9 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     loaded = config_module.load(app)
     # Celery's own cleanup entry, added the way the real scheduler adds it.
     defaults = Scheduler(app, lazy=True)._default_entries(loaded.schedules)
-    clock = SteppingClock(start or datetime.now(UTC))
+    clock = ManualClock(start or datetime.now(UTC))
     store = open_store(loaded.config.database_url, clock=clock)
-    submitter = AcceptingSubmitter(refuse)
+    submitter = RecordingSubmitter(failing=refuse is not None, failure=refuse)
     engine = Engine(store=store, lease=store, submitter=submitter,
                     settings=loaded.config.engine, holder=holder, triggers=loaded.triggers,
                     config_schedules=(*loaded.schedules, *defaults),
@@ -80,9 +48,9 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     try:
         while True:
             wait = engine.tick()  # at least one: taking the lease syncs the config
-            if clock.elapsed >= seconds:
+            if clock.monotonic() >= seconds:
                 break
             clock.advance(max(wait, 0.0) + LATENCY)
     finally:
         store.close()
-    return submitter.keys
+    return [key for key, _ in submitter.sent]

@@ -1,98 +1,51 @@
-"""A moving clock, a scripted broker and a recording observer for driving a real Engine."""
+"""A moving clock, a scripted broker and a recording observer for driving a real Engine.
+
+The clock and the observer are the package's own (:mod:`goatbeat_celery.testing`); the broker
+is its recording one, made slow on demand.
+"""
 
 from __future__ import annotations
 
 import socket
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.model import (
-    UTC,
-    Dispatch,
-    LeaseGrant,
-    Schedule,
-    ScheduleSpec,
-    SubmitResult,
-    TriggerSpec,
-)
-from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
+from goatbeat_celery.core.model import Dispatch, Schedule, ScheduleSpec, SubmitResult, TriggerSpec
+from goatbeat_celery.core.observer import EngineObserver
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.store.memory import MemoryStore
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import RecordingObserver as RecordingObserver
 
 #: On a minute boundary, so interval grid points are easy to write down.
-START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+START = ManualClock.DEFAULT_START
 SETTINGS = Settings(lease_ttl=30, lease_renew_interval=10, retry_backoff=1)
-BROKER_DOWN = "ConnectionRefusedError: [Errno 111] Connection refused"
+BROKER_DOWN = RecordingSubmitter.failure
 
 
-class ManualClock:
-    """Store clock and engine monotonic clock in one: time moves only when a test moves it."""
+class ScriptedBroker(RecordingSubmitter):
+    """The recording broker, unreachable while ``down``, whose every call takes ``latency``
+    seconds of the manual clock, as a real broker round trip would."""
 
-    def __init__(self, start: datetime = START) -> None:
-        self.start = start
-        self.current = start
+    def __init__(self, clock: ManualClock, latency: float = 0.0) -> None:
+        super().__init__()
+        self.clock = clock
+        self.latency = latency
 
-    def __call__(self) -> datetime:
-        return self.current
+    @property
+    def down(self) -> bool:
+        return self.failing
 
-    def advance(self, seconds: float) -> None:
-        self.current += timedelta(seconds=seconds)
+    @down.setter
+    def down(self, down: bool) -> None:
+        self.failing = down
 
-    def monotonic(self) -> float:
-        return (self.current - self.start).total_seconds()
-
-
-@dataclass
-class ScriptedBroker:
-    """A TaskSubmitter: accepts everything unless ``down``, and rejects the messages of the
-    schedules in ``rejecting`` for themselves; each call takes ``latency`` seconds of the
-    manual clock, as a real broker round trip would."""
-
-    clock: ManualClock
-    latency: float = 0.0
-    down: bool = False
-    rejecting: set[str] = field(default_factory=set)
-    sent: list[tuple[str, int]] = field(default_factory=list)
-
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
+    def answer(self, dispatches: Sequence[Dispatch]) -> SubmitResult:
         self.clock.advance(self.latency)
-        if self.down:
-            return SubmitResult(accepted=[], failed={d.key: BROKER_DOWN for d in dispatches})
-        rejected = {d.key: "EncodeError: cannot serialise" for d in dispatches
-                    if d.execution.schedule_name in self.rejecting}
-        taken = [d for d in dispatches if d.key not in rejected]
-        self.sent.extend((d.key, token) for d in taken)
-        return SubmitResult(accepted=[d.key for d in taken], rejected=rejected)
-
-
-@dataclass
-class RecordingObserver:
-    """An EngineObserver that writes down every call, in order."""
-
-    events: list[tuple[str, Any]] = field(default_factory=list)
-
-    def lease_acquired(self, grant: LeaseGrant) -> None:
-        self.events.append(("lease_acquired", grant))
-
-    def lease_lost(self, name: str, holder: str, reason: str) -> None:
-        self.events.append(("lease_lost", (name, holder, reason)))
-
-    def claimed(self, dispatches: Sequence[Dispatch]) -> None:
-        self.events.append(("claimed", tuple(d.key for d in dispatches)))
-
-    def missed(self, schedule_name: str, count: int) -> None:
-        self.events.append(("missed", (schedule_name, count)))
-
-    def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
-        self.events.append(("submitted", tuple(records)))
-
-    def set_aside(self, schedule_name: str, reason: str) -> None:
-        self.events.append(("set_aside", (schedule_name, reason)))
+        return super().answer(dispatches)
 
 
 def interval(name: str, every: float = 60, **fields: Any) -> ScheduleSpec:

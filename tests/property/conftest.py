@@ -24,15 +24,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
 from goatbeat_celery.store import Store, open_store
-from tests.conformance.conftest import CLOCK_START, ManualClock
+from goatbeat_celery.testing import ManualClock
+from tests.conformance.conftest import CLOCK_START
 from tests.conftest import STORE_TABLES, migrated_database
-
-
-class RestartableClock(ManualClock):
-    """A manual clock that each Hypothesis example starts again from CLOCK_START."""
-
-    def restart(self) -> None:
-        self.current = self._start = CLOCK_START
 
 
 @dataclass
@@ -43,8 +37,9 @@ class Rig:
     url: str
     store: Store
     raw: sa.Engine
-    #: The injected clock (SQLite); None on PostgreSQL, whose clock is the database's.
-    clock: RestartableClock | None
+    #: The injected clock (SQLite), which each example starts again from CLOCK_START; None on
+    #: PostgreSQL, whose clock is the database's.
+    clock: ManualClock | None
 
     @property
     def monotonic(self) -> Callable[[], float]:
@@ -64,7 +59,7 @@ class Rig:
                 for table in STORE_TABLES:
                     connection.execute(sa.text(f"DELETE FROM {table}"))
         if self.clock is not None:
-            self.clock.restart()
+            self.clock.reset()
 
     def close(self) -> None:
         self.store.close()
@@ -72,7 +67,7 @@ class Rig:
 
 
 def _sqlite(tmp_path: Path) -> Iterator[Rig]:
-    clock = RestartableClock()
+    clock = ManualClock(CLOCK_START)
     url = f"sqlite:///{tmp_path / 'goatbeat.db'}"
     rig = Rig(name="sqlite", url=url, store=open_store(url, clock=clock),
               raw=sa.create_engine(url, poolclass=sa.NullPool), clock=clock)

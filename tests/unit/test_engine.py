@@ -8,32 +8,28 @@ separately models a replica that was frozen while the rest of the world went on.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from goatbeat_celery import cron
+from goatbeat_celery import cron, testing
 from goatbeat_celery.core.engine import SUBMIT_TIMEOUT_MAX, Engine
 from goatbeat_celery.core.errors import StoreUnavailable
 from goatbeat_celery.core.model import (
     SET_ASIDE_RETRY,
-    Dispatch,
     Execution,
     ExecutionState,
     LeaseGrant,
     ScheduleSource,
     ScheduleSpec,
-    SubmitResult,
     TriggerSpec,
     idempotency_key,
 )
-from goatbeat_celery.core.observer import OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import TriggerRegistry
-from goatbeat_celery.store.memory import MemoryStore
+from goatbeat_celery.testing import ManualClock, MemoryStore
 
 UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -44,62 +40,21 @@ def minute(n: int) -> datetime:
     return T0 + timedelta(minutes=n)
 
 
-class Monotonic:
-    """A replica's monotonic clock, moved by hand."""
+class RecordingSubmitter(testing.RecordingSubmitter):
+    """The package's recording broker; an unreachable one fails with "connection refused"."""
 
-    def __init__(self) -> None:
-        self.value = 5000.0
-
-    def __call__(self) -> float:
-        return self.value
+    failure = "connection refused"
 
 
-class RecordingSubmitter:
-    """Accepts everything, or refuses everything while ``failing``; remembers each call."""
-
-    def __init__(self) -> None:
-        self.failing = False
-        self.calls: list[tuple[tuple[str, ...], int, float]] = []
-        self.dispatches: list[Dispatch] = []
-
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
-        keys = tuple(d.key for d in dispatches)
-        self.calls.append((keys, token, timeout))
-        self.dispatches.extend(dispatches)
-        if self.failing:
-            return SubmitResult(accepted=[], failed=dict.fromkeys(keys, "connection refused"))
-        return SubmitResult(accepted=list(keys))
-
-    @property
-    def keys(self) -> list[str]:
-        return [key for keys, _, _ in self.calls for key in keys]
-
-
-@dataclass
-class RecordingObserver:
-    events: list[tuple[str, Any]] = field(default_factory=list)
+class RecordingObserver(testing.RecordingObserver):
+    """The package's recording observer, keeping of a lease only what these tests compare:
+    the token it was acquired with (``acquired``), the reason it was lost (``lost``)."""
 
     def lease_acquired(self, grant: LeaseGrant) -> None:
         self.events.append(("acquired", grant.token))
 
     def lease_lost(self, name: str, holder: str, reason: str) -> None:
         self.events.append(("lost", reason))
-
-    def claimed(self, dispatches: Sequence[Dispatch]) -> None:
-        self.events.append(("claimed", tuple(d.key for d in dispatches)))
-
-    def missed(self, schedule_name: str, count: int) -> None:
-        self.events.append(("missed", (schedule_name, count)))
-
-    def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
-        self.events.append(("submitted", tuple(records)))
-
-    def set_aside(self, schedule_name: str, reason: str) -> None:
-        self.events.append(("set_aside", (schedule_name, reason)))
-
-    def of(self, kind: str) -> list[Any]:
-        return [value for name, value in self.events if name == kind]
 
 
 class FlakyLease:
@@ -127,36 +82,41 @@ class World:
     """One memory store, its clock, and the replicas sharing it."""
 
     def __init__(self) -> None:
-        self.now = T0 + timedelta(seconds=30)
-        self.store = MemoryStore(clock=lambda: self.now)
-        self.replicas: dict[str, tuple[Engine, Monotonic]] = {}
+        self.clock = ManualClock(T0 + timedelta(seconds=30))
+        self.store = MemoryStore(self.clock)
+        self.replicas: dict[str, Engine] = {}
+
+    @property
+    def now(self) -> datetime:
+        """The store's clock."""
+        return self.clock.current
+
+    @now.setter
+    def now(self, instant: datetime) -> None:
+        """Move the store's clock alone to ``instant``."""
+        self.clock.move_to(instant, frozen=self.replicas)
 
     def replica(self, holder: str = "a", *, settings: Settings | None = None,
                 submitter: RecordingSubmitter | None = None,
                 config: Sequence[ScheduleSpec] = (), lease: Any = None,
                 observer: RecordingObserver | None = None, **kwargs: Any) -> Engine:
-        clock = Monotonic()
         engine = Engine(
             store=self.store, lease=lease or self.store,
             submitter=submitter or RecordingSubmitter(),
             settings=settings or Settings(max_interval=60), holder=holder,
-            config_schedules=config, observer=observer, monotonic=clock, **kwargs,
+            config_schedules=config, observer=observer,
+            monotonic=self.clock.monotonic_for(holder), **kwargs,
         )
-        self.replicas[holder] = (engine, clock)
+        self.replicas[holder] = engine
         return engine
 
     def advance(self, seconds: float, *, frozen: Sequence[str] = (),
                 store_only: bool = False) -> None:
         """Move the store clock, and the monotonic clock of every replica not ``frozen``."""
-        self.now += timedelta(seconds=seconds)
-        if store_only:
-            return
-        for holder, (_, clock) in self.replicas.items():
-            if holder not in frozen:
-                clock.value += seconds
+        self.clock.advance(seconds, frozen=self.replicas if store_only else frozen)
 
     def move_monotonic(self, holder: str, seconds: float) -> None:
-        self.replicas[holder][1].value += seconds
+        self.clock.advance_replica(holder, seconds)
 
     def create(self, name: str = "tick", *, trigger: TriggerSpec = EVERY_MINUTE,
                next_at: datetime | None = None, **changes: Any) -> ScheduleSpec:

@@ -20,13 +20,11 @@ from goatbeat_celery.core.model import (
     SET_ASIDE_RETRY,
     SET_ASIDE_RETRY_MAX,
     ClaimResult,
-    Dispatch,
     ExecutionState,
     LeaseGrant,
     PlannedClaim,
     ScheduleSource,
     ScheduleSpec,
-    SubmitResult,
     TriggerSpec,
     idempotency_key,
     set_aside_delay,
@@ -239,19 +237,11 @@ def test_a_store_error_outside_any_schedule_never_escapes_the_tick(
 # -- messages that cannot be sent --------------------------------------------------------------
 
 class RejectingSubmitter(RecordingSubmitter):
-    """Accepts every message except those of ``schedule``, which it rejects for themselves."""
+    """Accepts every message except those of ``schedule``, which it rejects for themselves
+    (with "EncodeError: cannot serialise")."""
 
     def __init__(self, schedule: str) -> None:
-        super().__init__()
-        self.schedule = schedule
-
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
-        result = super().submit(dispatches, token=token, timeout=timeout)
-        rejected = {k: "EncodeError: cannot serialise" for k in result.accepted
-                    if k.startswith(f"{self.schedule}:")}
-        return SubmitResult(accepted=[k for k in result.accepted if k not in rejected],
-                            rejected=rejected)
+        super().__init__(rejecting={schedule})
 
 
 def test_a_message_refused_for_itself_fails_alone_without_a_broker_backoff(
