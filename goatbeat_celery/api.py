@@ -226,13 +226,7 @@ class Schedules:
               **values: Any) -> ScheduleSpec:
         policy = values.pop("misfire_policy")
         if policy is not None:
-            try:
-                policy = MisfirePolicy(policy)
-            except ValueError:
-                choices = ", ".join(p.value for p in MisfirePolicy)
-                problems.append(f"misfire_policy: unknown policy {policy!r}; use one of: "
-                                f"{choices}")
-                policy = None
+            policy = MisfirePolicy.read(policy, "misfire_policy", problems)
         for key in ("misfire_grace", "offset", "jitter", "starting_deadline"):
             if values[key] is not None:
                 values[key] = to_timedelta(values[key], key, problems)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import importlib
 import numbers
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,7 +20,7 @@ from celery import schedules as celery_schedules
 from celery.beat import BeatLazyFunc
 from kombu import compression, serialization
 
-from goatbeat_celery import cron, metrics, observability
+from goatbeat_celery import cron, metrics
 from goatbeat_celery import schedules as generic
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import (
@@ -30,6 +31,7 @@ from goatbeat_celery.core.model import (
     quoted_name,
     to_timedelta,
 )
+from goatbeat_celery.core.observer import OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import IntervalTrigger, TriggerRegistry
 from goatbeat_celery.core.validation import MIN_EVERY, seconds_problem
@@ -58,19 +60,23 @@ _GOATBEAT_ENTRY_KEYS = {
     "starting_deadline",
 }
 
+#: ``goatbeat_occurrence_hook``: called with every submission attempt, its return value ignored.
+OccurrenceHook = Callable[[OccurrenceRecord], object]
+
 
 @dataclass(frozen=True, kw_only=True)
 class GoatbeatConfig:
     """Everything goatbeat reads from ``app.conf``, validated."""
 
     database_url: str = DEFAULT_DATABASE_URL
-    engine: Settings = field(default_factory=Settings)
+    #: How the engine behaves (``goatbeat_lease_ttl``, ``goatbeat_misfire_policy``, ...).
+    settings: Settings = field(default_factory=Settings)
     #: None (left out): schedules created through the database may send any task.
     allowed_tasks: tuple[str, ...] | None = None
     statement_timeout: float = 5.0
     metrics_port: int | None = None
     metrics_address: str = DEFAULT_METRICS_ADDRESS
-    occurrence_hook: observability.OccurrenceHook | None = None
+    occurrence_hook: OccurrenceHook | None = None
 
     def open_store(self) -> Store:
         """Open the configured store, with the options its backend takes."""
@@ -81,7 +87,7 @@ class GoatbeatConfig:
             # share-locked and so holds a takeover back until the server ends its session: end
             # it within one renew interval, by the time its lease would run out anyway.
             options["idle_in_transaction_timeout"] = min(
-                IDLE_IN_TRANSACTION_MAX, self.engine.seconds("lease_renew_interval"))
+                IDLE_IN_TRANSACTION_MAX, self.settings.lease_renew_interval.total_seconds())
         return open_store(self.database_url, **options)
 
     def store_warning(self) -> str | None:
@@ -167,13 +173,13 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
         key: conf.get(PREFIX + key) for key in _ENGINE_KEYS if conf.get(PREFIX + key) is not None
     }
     try:
-        engine = Settings(**engine_values)
+        settings = Settings(**engine_values)
     except ConfigurationError as exc:
         problems.extend(f"{PREFIX}{p}" for p in exc.problems)
-        engine = Settings()
+        settings = Settings()
     except TypeError as exc:  # a value of a type the dataclass cannot even compare
         problems.append(f"{PREFIX}settings: {exc}")
-        engine = Settings()
+        settings = Settings()
 
     url = conf.get(PREFIX + "database_url")
     if url is None:
@@ -194,15 +200,16 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
     timeout = conf.get(PREFIX + "statement_timeout")
     # Left out: 5 s, or half the lease's local validity when that is shorter, so that no
     # statement can outlive the local deadline with a short lease either.
-    statement_timeout = min(5.0, engine.local_validity.total_seconds() / 2)
+    validity = settings.local_validity.total_seconds()
+    statement_timeout = min(5.0, validity / 2)
     if timeout is not None:
         seconds = to_timedelta(timeout, PREFIX + "statement_timeout", problems).total_seconds()
         if seconds <= 0:
             problems.append(f"{PREFIX}statement_timeout: must be positive, got {timeout!r}")
-        elif seconds >= engine.local_validity.total_seconds():
+        elif seconds >= validity:
             problems.append(
                 f"{PREFIX}statement_timeout: {seconds}s must be below the lease's local validity "
-                f"({engine.local_validity.total_seconds()}s = ttl - renew interval)"
+                f"({validity}s = ttl - renew interval)"
             )
         else:
             statement_timeout = seconds
@@ -224,12 +231,52 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
                         f"127.0.0.1 or 0.0.0.0, got {address!r}")
         address = DEFAULT_METRICS_ADDRESS
 
-    hook = observability.load_hook(conf.get(PREFIX + "occurrence_hook"),
-                                   PREFIX + "occurrence_hook", problems)
+    hook = load_hook(conf.get(PREFIX + "occurrence_hook"), PREFIX + "occurrence_hook", problems)
 
-    return GoatbeatConfig(database_url=url, engine=engine, allowed_tasks=allowed,
+    return GoatbeatConfig(database_url=url, settings=settings, allowed_tasks=allowed,
                           statement_timeout=statement_timeout, metrics_port=port,
                           metrics_address=address, occurrence_hook=hook)
+
+
+def load_hook(value: object, setting: str, problems: list[str]) -> OccurrenceHook | None:
+    """A hook given as a callable or as ``"pkg.module:function"`` (or ``"pkg.module.function"``).
+
+    Returns None and appends a problem naming ``setting`` when it cannot be loaded, so that it is
+    reported with every other configuration problem.
+    """
+    if value is None:
+        return None
+    if callable(value):
+        return value
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"{setting}: expected a callable or a 'package.module:function' path, "
+                        f"got {value!r}")
+        return None
+    path = value.strip()
+    module_name, sep, attribute = path.partition(":")
+    if not sep:
+        module_name, _, attribute = path.rpartition(".")
+    if not module_name or not attribute:
+        problems.append(f"{setting}: {path!r} is not a 'package.module:function' path")
+        return None
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any import-time failure of the user's module is a config problem
+        problems.append(f"{setting}: cannot import {module_name!r} for {path!r}: "
+                        f"{type(exc).__name__}: {exc}")
+        return None
+    target: Any = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            problems.append(f"{setting}: module {module_name!r} has no attribute {attribute!r}")
+            return None
+    if not callable(target):
+        problems.append(f"{setting}: {path!r} is a {type(target).__name__}, not a callable")
+        return None
+    hook: OccurrenceHook = target
+    return hook
 
 
 def _django_database_url(problems: list[str]) -> str | None:
@@ -343,12 +390,8 @@ def entry_to_spec(
 
     policy: MisfirePolicy | None = None
     if own.get("misfire_policy") is not None:
-        try:
-            policy = MisfirePolicy(own["misfire_policy"])
-        except ValueError:
-            choices = ", ".join(p.value for p in MisfirePolicy)
-            problems.append(f"{where}.goatbeat.misfire_policy: unknown policy "
-                            f"{own['misfire_policy']!r}; use one of: {choices}")
+        policy = MisfirePolicy.read(own["misfire_policy"], f"{where}.goatbeat.misfire_policy",
+                                    problems)
     enabled = own.get("enabled", True)
     if not isinstance(enabled, bool):
         problems.append(f"{where}.goatbeat.enabled: expected true or false, got {enabled!r}")

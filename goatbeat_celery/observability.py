@@ -11,73 +11,25 @@ raises is logged and ignored: observability must never stop a replica from dispa
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from goatbeat_celery import signals
+from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
 from goatbeat_celery.core.model import Dispatch, LeaseGrant
 from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
-
-if TYPE_CHECKING:
-    from goatbeat_celery.config import GoatbeatConfig
-    from goatbeat_celery.metrics import MetricsExporter
+from goatbeat_celery.metrics import MetricsExporter
 
 logger = logging.getLogger(__name__)
-
-#: ``goatbeat_occurrence_hook``: called with every submission attempt, its return value ignored.
-OccurrenceHook = Callable[[OccurrenceRecord], object]
 
 __all__ = [
     "CeleryObserver",
     "MultiObserver",
     "Observability",
     "OccurrenceHook",
-    "load_hook",
     "start",
 ]
-
-
-def load_hook(value: object, setting: str, problems: list[str]) -> OccurrenceHook | None:
-    """A hook given as a callable or as ``"pkg.module:function"`` (or ``"pkg.module.function"``).
-
-    Returns None and appends a problem naming ``setting`` when it cannot be loaded, so that it is
-    reported with every other configuration problem.
-    """
-    if value is None:
-        return None
-    if callable(value):
-        return value
-    if not isinstance(value, str) or not value.strip():
-        problems.append(f"{setting}: expected a callable or a 'package.module:function' path, "
-                        f"got {value!r}")
-        return None
-    path = value.strip()
-    module_name, sep, attribute = path.partition(":")
-    if not sep:
-        module_name, _, attribute = path.rpartition(".")
-    if not module_name or not attribute:
-        problems.append(f"{setting}: {path!r} is not a 'package.module:function' path")
-        return None
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import-time failure of the user's module is a config problem
-        problems.append(f"{setting}: cannot import {module_name!r} for {path!r}: "
-                        f"{type(exc).__name__}: {exc}")
-        return None
-    target: Any = module
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            problems.append(f"{setting}: module {module_name!r} has no attribute {attribute!r}")
-            return None
-    if not callable(target):
-        problems.append(f"{setting}: {path!r} is a {type(target).__name__}, not a callable")
-        return None
-    hook: OccurrenceHook = target
-    return hook
 
 
 def _guarded(call: Callable[..., object], *args: Any, **kwargs: Any) -> None:
@@ -201,10 +153,8 @@ def start(sender: object, config: GoatbeatConfig) -> Observability:
     observers: list[EngineObserver] = [CeleryObserver(sender=sender, hook=config.occurrence_hook)]
     exporter = None
     if config.metrics_port is not None:
-        from goatbeat_celery.metrics import MetricsExporter
-
         exporter = MetricsExporter.start(port=config.metrics_port,
                                          addr=config.metrics_address,
-                                         lease_ttl=config.engine.ttl)
+                                         lease_ttl=config.settings.lease_ttl)
         observers.append(exporter.observer)
     return Observability(MultiObserver(observers), exporter)

@@ -67,7 +67,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             # The exit message is the report (printed once, every problem listed).
             raise SystemExit(f"goatbeat: {exc}") from exc
         # Celery passes its own max interval (300 s by default); goatbeat's governs the loop.
-        kwargs["max_interval"] = self.goatbeat.config.engine.seconds("max_interval")
+        kwargs["max_interval"] = self.goatbeat.config.settings.max_interval.total_seconds()
         super().__init__(app, *args, lazy=lazy, **kwargs)
 
     # -- Celery's hooks ------------------------------------------------------------------
@@ -93,7 +93,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             store=store,
             lease=store,
             submitter=CelerySubmitter(self.app, lazy=loaded.lazy),
-            settings=config.engine,
+            settings=config.settings,
             holder=holder,
             triggers=loaded.triggers,
             config_schedules=(*loaded.schedules, *self._default_entries(loaded.schedules)),
@@ -101,7 +101,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             observer=self._observability.observer,
         )
         logger.info("goatbeat: replica %s on %s, lease %r", holder,
-                    mask_url(config.database_url), config.engine.lease_name,
+                    mask_url(config.database_url), config.settings.lease_name,
                     extra={"action": "started"})
         warning = config.store_warning()
         if warning is not None:
@@ -147,14 +147,15 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
     @property
     def info(self) -> str:
         config = self.goatbeat.config
-        engine = config.engine
+        settings = config.settings
         scope = " (one host only)" if config.store_warning() else ""
         return (
             f"    . goatbeat store -> {mask_url(config.database_url)}{scope}\n"
-            f"    . goatbeat lease -> {engine.lease_name!r} ttl {engine.seconds('lease_ttl')}s, "
-            f"renew every {engine.seconds('lease_renew_interval')}s\n"
-            f"    . goatbeat misfire -> {engine.policy.value}, grace "
-            f"{engine.seconds('misfire_grace')}s, max catch-up {engine.max_catchup}\n"
+            f"    . goatbeat lease -> {settings.lease_name!r} ttl "
+            f"{settings.lease_ttl.total_seconds()}s, "
+            f"renew every {settings.lease_renew_interval.total_seconds()}s\n"
+            f"    . goatbeat misfire -> {settings.misfire_policy.value}, grace "
+            f"{settings.misfire_grace.total_seconds()}s, max catch-up {settings.max_catchup}\n"
             f"    . goatbeat config schedules -> {len(self.goatbeat.schedules)}"
         )
 

@@ -51,12 +51,12 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
     config: Any = None
     try:
         config = config_module.load(app, with_schedules=False).config
-        engine = config.engine
+        settings = config.settings
         checks.append(Check(name="settings", outcome=Outcome.OK, detail=(
-            f"database {mask_url(config.database_url)}; lease {engine.lease_name!r} "
-            f"(ttl {human_duration(engine.ttl)}, renewed every "
-            f"{human_duration(engine.renew_interval)}); misfire {engine.policy.value} "
-            f"(grace {human_duration(engine.grace)})"
+            f"database {mask_url(config.database_url)}; lease {settings.lease_name!r} "
+            f"(ttl {human_duration(settings.lease_ttl)}, renewed every "
+            f"{human_duration(settings.lease_renew_interval)}); misfire "
+            f"{settings.misfire_policy.value} (grace {human_duration(settings.misfire_grace)})"
         )))
     except ConfigurationError as exc:
         checks.append(Check(name="settings", outcome=Outcome.FAIL, detail=_listed(exc.problems)))

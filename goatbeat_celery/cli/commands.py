@@ -268,7 +268,7 @@ def warn_past_at(schedules: Schedules, schedule: Schedule, at: datetime | None) 
 
 def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
                   headline: str | None = None) -> None:
-    defaults = schedules.config.engine
+    defaults = schedules.config.settings
     if as_json:
         emit(views.schedule_json(schedule, defaults))
         return
@@ -474,7 +474,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Who leads (lease holder, token, expiry by the database clock), submission lag, and the
     schedules the leader has set aside."""
     with opened(ctx) as schedules, reported():
-        lease_name = schedules.config.engine.lease_name
+        lease_name = schedules.config.settings.lease_name
         info = lease_manager(schedules).inspect(lease_name)
         store = schedules.store
         pending = store.oldest_pending()
@@ -545,7 +545,7 @@ def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: 
     if set_aside:
         # Judged on the rows read, so a damaged row the leader has not yet seen is listed too.
         found = [s for s in found if s.set_aside]
-    defaults = schedules.config.engine
+    defaults = schedules.config.settings
     if as_json:
         emit([views.schedule_json(s, defaults) for s in found])
     elif not found:
@@ -675,7 +675,7 @@ def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
     """Queue an extra run of NAME under its own key; the leader sends it."""
     with opened(ctx) as schedules, reported():
         execution = schedules.run_now(name)
-        lease_name = schedules.config.engine.lease_name
+        lease_name = schedules.config.settings.lease_name
         info = lease_manager(schedules).inspect(lease_name)
     if info is None or not info.held:
         warn(f"no replica holds lease {lease_name!r} right now: the run is sent when one "

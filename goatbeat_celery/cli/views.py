@@ -220,7 +220,7 @@ def schedule_json(schedule: Schedule, defaults: Settings) -> dict[str, Any]:
         "enabled": spec.enabled,
         "source": spec.source.value,
         "misfire_policy": None if spec.misfire_policy is None else spec.misfire_policy.value,
-        "effective_misfire_policy": (spec.misfire_policy or defaults.policy).value,
+        "effective_misfire_policy": (spec.misfire_policy or defaults.misfire_policy).value,
         "misfire_grace": seconds(spec.misfire_grace),
         "effective_misfire_grace": seconds(_grace(spec.misfire_grace, defaults)),
         "max_catchup": spec.max_catchup,
@@ -246,7 +246,7 @@ def schedule_json(schedule: Schedule, defaults: Settings) -> dict[str, Any]:
 
 
 def _grace(value: timedelta | None, defaults: Settings) -> timedelta:
-    return defaults.grace if value is None else value
+    return defaults.misfire_grace if value is None else value
 
 
 def _catchup(value: int | None, defaults: Settings) -> int:
@@ -255,7 +255,7 @@ def _catchup(value: int | None, defaults: Settings) -> int:
 
 def misfire_text(schedule: Schedule, defaults: Settings) -> str:
     policy = schedule.spec.misfire_policy
-    return policy.value if policy is not None else f"default ({defaults.policy.value})"
+    return policy.value if policy is not None else f"default ({defaults.misfire_policy.value})"
 
 
 def state_text(schedule: Schedule) -> str:

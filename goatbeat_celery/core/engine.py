@@ -107,7 +107,7 @@ class Engine:
         self._grant: LeaseGrant | None = None
         self._deadline = 0.0
         self._next_renew = 0.0
-        self._backoff = settings.seconds("retry_backoff")
+        self._backoff = settings.retry_backoff.total_seconds()
         self._backoff_until = 0.0
         self._next_prune = 0.0
         self._closed = False
@@ -134,13 +134,13 @@ class Engine:
         Never raises: one schedule's trouble sets that schedule aside, a store or broker outage
         is waited out, and anything else is logged with its traceback and tried again."""
         if self._closed:
-            return self.settings.seconds("max_interval")
+            return self.settings.max_interval.total_seconds()
         try:
             return self._tick()
         except Exception:
             logger.exception("unexpected error in the scheduling loop; retrying",
                              extra={"action": "tick_failed"})
-            return min(STORE_RETRY, self.settings.seconds("max_interval"))
+            return min(STORE_RETRY, self.settings.max_interval.total_seconds())
 
     def _tick(self) -> float:
         if self._mono() >= self._next_renew:
@@ -196,19 +196,20 @@ class Engine:
     # -- lease ---------------------------------------------------------------------------
     def _renew(self) -> None:
         settings = self.settings
+        renew_interval = settings.lease_renew_interval.total_seconds()
         asked = self._mono()
         try:
-            grant = self.lease.acquire(settings.lease_name, self.holder, settings.ttl)
+            grant = self.lease.acquire(settings.lease_name, self.holder, settings.lease_ttl)
         except StoreError as exc:
             # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
             logger.warning("lease %r: store %s: %s", settings.lease_name, what, exc,
                            extra={"action": "lease_error"})
-            self._next_renew = asked + min(STORE_RETRY, settings.seconds("lease_renew_interval"))
+            self._next_renew = asked + min(STORE_RETRY, renew_interval)
             if self._grant is not None and asked >= self._deadline:
                 self._lose(f"store {what} past the local deadline")
             return
-        self._next_renew = asked + settings.seconds("lease_renew_interval")
+        self._next_renew = asked + renew_interval
         if grant is None:
             if self._grant is not None:
                 self._lose("taken by another replica")
@@ -375,14 +376,15 @@ class Engine:
             return PlannedClaim(schedule_name=spec.name, version=schedule.version,
                                 occurrences=(), missed=0, next_occurrence_at=occurrence,
                                 next_run_at=run)
-        policy = spec.misfire_policy or settings.policy
+        policy = spec.misfire_policy or settings.misfire_policy
         plan = plan_misfires(
             trigger=trigger,
             first=first,
             now=now,
             offset=offset,
             policy=policy,
-            grace=spec.misfire_grace if spec.misfire_grace is not None else settings.grace,
+            grace=(spec.misfire_grace if spec.misfire_grace is not None
+                   else settings.misfire_grace),
             max_catchup=spec.max_catchup or settings.max_catchup,
         )
         if plan.missed:
@@ -397,7 +399,7 @@ class Engine:
             missed=plan.missed,
             next_occurrence_at=upcoming,
             next_run_at=None if upcoming is None else upcoming + offset,
-            expires_after=spec.starting_deadline or settings.deadline,
+            expires_after=spec.starting_deadline or settings.starting_deadline,
         )
 
     def _check_task(self, spec: ScheduleSpec) -> None:
@@ -611,9 +613,10 @@ class Engine:
                 len(result.failed), len(dispatches), first_error, self._backoff,
                 extra={"action": "submit_failed"},
             )
-            self._backoff = min(self._backoff * 2, self.settings.seconds("retry_backoff_max"))
+            self._backoff = min(self._backoff * 2,
+                                self.settings.retry_backoff_max.total_seconds())
             return False
-        self._backoff = self.settings.seconds("retry_backoff")
+        self._backoff = self.settings.retry_backoff.total_seconds()
         return True
 
     def _rejected(self, dispatches: Sequence[Dispatch], rejected: dict[str, str],
@@ -675,7 +678,7 @@ class Engine:
     def _prune(self, now: datetime) -> None:
         if self._mono() < self._next_prune:
             return
-        before = now - self.settings.duration("retention")
+        before = now - self.settings.retention
         deleted = self.store.prune(before=before, limit=self.settings.prune_batch)
         # A full batch means more are waiting: come back soon rather than in a minute.
         self._next_prune = self._mono() + (1.0 if deleted >= self.settings.prune_batch
@@ -686,7 +689,7 @@ class Engine:
 
     # -- sleeping ------------------------------------------------------------------------
     def _until(self, instant: float) -> float:
-        return max(0.0, min(instant - self._mono(), self.settings.seconds("max_interval")))
+        return max(0.0, min(instant - self._mono(), self.settings.max_interval.total_seconds()))
 
     def _sleep_for(self, next_due: datetime | None, store_now: datetime) -> float:
         candidates = [self._until(self._next_renew)]

@@ -45,6 +45,22 @@ class MisfirePolicy(str, enum.Enum):
     ALL = "all"
     SKIP = "skip"
 
+    @classmethod
+    def read(cls, value: object, label: str, problems: list[str]) -> MisfirePolicy | None:
+        """``value`` (a policy or its name) as a policy: settings, config entries and the API
+        all read it here. None, with a problem naming ``label`` appended, for anything else."""
+        try:
+            return cls(value)
+        except ValueError:
+            problems.append(cls.unknown(value, label))
+            return None
+
+    @classmethod
+    def unknown(cls, value: object, label: str) -> str:
+        """The problem of a ``label`` that names no policy."""
+        choices = ", ".join(policy.value for policy in cls)
+        return f"{label}: unknown policy {value!r}; use one of: {choices}"
+
 
 class ExecutionState(str, enum.Enum):
     """Life of one claimed occurrence: ``claimed`` then ``submitted``.
@@ -227,9 +243,7 @@ class ScheduleSpec:
         every = self._every(found)
         if self.misfire_policy is not None and not isinstance(self.misfire_policy,
                                                               MisfirePolicy):
-            choices = ", ".join(p.value for p in MisfirePolicy)
-            found.append(f"misfire_policy: unknown policy {self.misfire_policy!r}; use one of: "
-                         f"{choices}")
+            found.append(MisfirePolicy.unknown(self.misfire_policy, "misfire_policy"))
         if self.misfire_grace is not None:
             found.extend(_listed(validation.seconds_problem(
                 self.misfire_grace, "misfire_grace", maximum=validation.MAX_GRACE)))

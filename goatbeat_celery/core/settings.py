@@ -1,14 +1,17 @@
 """Engine settings: a frozen, keyword-only dataclass validated as a whole.
 
-Durations accept seconds or :class:`~datetime.timedelta`. Every problem is collected and raised
-at once in one :class:`~goatbeat_celery.core.errors.ConfigurationError`.
+Durations are given as seconds, a :class:`~datetime.timedelta` or a printed duration (``"30s"``)
+and the misfire policy as a :class:`~goatbeat_celery.core.model.MisfirePolicy` or its name; each
+is converted once, when the settings are made, and read back typed: a duration as a timedelta,
+the policy as the enum. Every problem is collected and raised at once in one
+:class:`~goatbeat_celery.core.errors.ConfigurationError`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar, Union
 
 from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
@@ -29,6 +32,33 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
 }
 _COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 10_000, "prune_batch": 100_000}
 
+_Read = TypeVar("_Read")
+_Given = TypeVar("_Given")
+
+
+class _Typed(Generic[_Read, _Given]):
+    """A field given as ``_Given`` and read as ``_Read``: ``Settings.__post_init__`` stores the
+    typed value in place of the given one, so that no reader converts it again."""
+
+    def __init__(self, default: _Read) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> _Read:
+        if instance is None:
+            return self.default  # the dataclass asks the class for the field's default
+        value: _Read = vars(instance)[self.name]
+        return value
+
+    def __set__(self, instance: object, value: _Given) -> None:
+        vars(instance)[self.name] = value
+
+
+#: A duration: given as seconds, a timedelta or a printed duration, read as a timedelta.
+_Duration = _Typed[timedelta, Union[Duration, str]]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
@@ -39,66 +69,43 @@ class Settings:
     """
 
     lease_name: str = "default"
-    lease_ttl: Duration = timedelta(seconds=30)
-    lease_renew_interval: Duration = timedelta(seconds=10)
-    misfire_policy: MisfirePolicy | str = MisfirePolicy.LATEST
-    misfire_grace: Duration = timedelta(seconds=60)
+    lease_ttl: _Duration = _Duration(timedelta(seconds=30))
+    lease_renew_interval: _Duration = _Duration(timedelta(seconds=10))
+    misfire_policy: _Typed[MisfirePolicy, Union[MisfirePolicy, str]] = _Typed(
+        MisfirePolicy.LATEST)
+    misfire_grace: _Duration = _Duration(timedelta(seconds=60))
     max_catchup: int = 100
     batch_size: int = 500
-    max_interval: Duration = timedelta(seconds=5)
-    retention: Duration = timedelta(days=7)
+    max_interval: _Duration = _Duration(timedelta(seconds=5))
+    retention: _Duration = _Duration(timedelta(days=7))
     prune_batch: int = 1000
-    retry_backoff: Duration = timedelta(seconds=1)
-    retry_backoff_max: Duration = timedelta(seconds=30)
+    retry_backoff: _Duration = _Duration(timedelta(seconds=1))
+    retry_backoff_max: _Duration = _Duration(timedelta(seconds=30))
     #: Drop a run not started this long after its due instant (None: never); a schedule's own
     #: ``starting_deadline`` wins.
-    starting_deadline: Duration | None = None
+    starting_deadline: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
+        given = dict(vars(self))
         for name, (maximum, zero_allowed) in _DURATIONS.items():
-            value = getattr(self, name)
-            if isinstance(value, str):
-                # "30s", "1m": read as printed; an unreadable one is reported by to_timedelta.
-                before = len(problems)
-                value = to_timedelta(value, name, problems)
-                if len(problems) > before:
-                    object.__setattr__(self, name, timedelta(seconds=1))
-                    continue
-            problem = validation.seconds_problem(value, name, maximum=maximum,
-                                                 inclusive_minimum=zero_allowed)
-            if problem is not None:
-                problems.append(problem)
-                value = timedelta(seconds=1)  # a stand-in, so the checks below still run
-            object.__setattr__(self, name, to_timedelta(value, name))
-        if isinstance(self.starting_deadline, str):
-            before = len(problems)
-            read = to_timedelta(self.starting_deadline, "starting_deadline", problems)
-            object.__setattr__(self, "starting_deadline", None if len(problems) > before else read)
-        if self.starting_deadline is not None:
-            problem = validation.seconds_problem(self.starting_deadline, "starting_deadline",
-                                                 maximum=validation.MAX_DURATION,
-                                                 inclusive_minimum=False)
-            if problem is not None:
-                problems.append(problem)
-                object.__setattr__(self, "starting_deadline", None)
-            else:
-                object.__setattr__(self, "starting_deadline",
-                                   to_timedelta(self.starting_deadline, "starting_deadline"))
+            value = _duration(given[name], name, problems, maximum=maximum,
+                              zero_allowed=zero_allowed)
+            # An invalid one is replaced by a stand-in, so that the checks below still run.
+            object.__setattr__(self, name, timedelta(seconds=1) if value is None else value)
+        if given["starting_deadline"] is not None:
+            object.__setattr__(self, "starting_deadline", _duration(
+                given["starting_deadline"], "starting_deadline", problems,
+                maximum=validation.MAX_DURATION, zero_allowed=False))
         for name, most in _COUNTS.items():
             problem = validation.count_problem(getattr(self, name), name, minimum=1,
                                                maximum=most)
             if problem is not None:
                 problems.append(problem)
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
-        try:
-            object.__setattr__(self, "misfire_policy", MisfirePolicy(self.misfire_policy))
-        except ValueError:
-            choices = ", ".join(p.value for p in MisfirePolicy)
-            problems.append(
-                f"misfire_policy: unknown policy {self.misfire_policy!r}; use one of: {choices}"
-            )
-        ttl, renew = self.ttl, self.renew_interval
+        policy = MisfirePolicy.read(given["misfire_policy"], "misfire_policy", problems)
+        object.__setattr__(self, "misfire_policy", policy or MisfirePolicy.LATEST)
+        ttl, renew = self.lease_ttl, self.lease_renew_interval
         if renew >= ttl and "lease_ttl" not in _named(problems) \
                 and "lease_renew_interval" not in _named(problems):
             problems.append(
@@ -108,42 +115,10 @@ class Settings:
         if problems:
             raise ConfigurationError(problems, subject="goatbeat settings")
 
-    # Typed views of the normalised fields (the dataclass accepts seconds too).
-    @property
-    def ttl(self) -> timedelta:
-        return self.duration("lease_ttl")
-
-    @property
-    def renew_interval(self) -> timedelta:
-        return self.duration("lease_renew_interval")
-
-    @property
-    def grace(self) -> timedelta:
-        return self.duration("misfire_grace")
-
-    @property
-    def deadline(self) -> timedelta | None:
-        """``starting_deadline`` as a timedelta, or None."""
-        value = self.starting_deadline
-        return value if value is None or isinstance(value, timedelta) else timedelta(seconds=value)
-
-    @property
-    def policy(self) -> MisfirePolicy:
-        return MisfirePolicy(self.misfire_policy)
-
     @property
     def local_validity(self) -> timedelta:
         """How long a leader trusts its lease after asking for it: ttl - renew interval."""
-        return self.ttl - self.renew_interval
-
-    def seconds(self, name: str) -> float:
-        """A duration field in seconds."""
-        return self.duration(name).total_seconds()
-
-    def duration(self, name: str) -> timedelta:
-        """A duration field as a timedelta."""
-        value = getattr(self, name)
-        return value if isinstance(value, timedelta) else timedelta(seconds=value)
+        return self.lease_ttl - self.lease_renew_interval
 
     def as_dict(self) -> dict[str, Any]:
         """Field values with durations in seconds, for banners and ``--json`` output."""
@@ -156,6 +131,24 @@ class Settings:
                 value = value.value
             out[f.name] = value
         return out
+
+
+def _duration(value: object, name: str, problems: list[str], *, maximum: timedelta,
+              zero_allowed: bool) -> timedelta | None:
+    """``value`` as a timedelta within the bounds; None with a problem appended otherwise."""
+    if isinstance(value, str):
+        # "30s", "1m": read as printed; an unreadable one is reported by to_timedelta.
+        before = len(problems)
+        value = to_timedelta(value, name, problems)
+        if len(problems) > before:
+            return None
+    problem = validation.seconds_problem(value, name, maximum=maximum,
+                                         inclusive_minimum=zero_allowed)
+    if problem is not None:
+        problems.append(problem)
+        return None
+    assert isinstance(value, (int, float, timedelta))  # seconds_problem refused anything else
+    return to_timedelta(value, name)
 
 
 def _named(problems: list[str]) -> set[str]:

@@ -120,7 +120,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     environment.globals["lateness"] = views.lateness
     context = _Context(
         schedules=schedules, settings=settings,
-        lease_name=schedules.config.engine.lease_name,
+        lease_name=schedules.config.settings.lease_name,
         templates=Jinja2Templates(env=environment),
         supports_after="after" in inspect.signature(schedules.store.list_schedules).parameters,
     )
@@ -407,7 +407,7 @@ async def _schedule_page(request: Request, context: _Context, *,
     return _render(
         request, context, "schedule.html", status_code=status_code, s=schedule,
         detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
-        fields=views.schedule_fields(schedule, context.schedules.config.engine, detail.now),
+        fields=views.schedule_fields(schedule, context.schedules.config.settings, detail.now),
         kinds=forms.KINDS,
     )
 

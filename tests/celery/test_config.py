@@ -28,7 +28,7 @@ def spec_named(app: Celery, name: str):
 def test_defaults_use_a_sqlite_file_in_the_working_directory():
     loaded = load(make_app())
     assert loaded.config.database_url == DEFAULT_DATABASE_URL
-    assert loaded.config.engine.policy is MisfirePolicy.LATEST
+    assert loaded.config.settings.misfire_policy is MisfirePolicy.LATEST
     assert loaded.schedules == ()
 
 
@@ -36,12 +36,12 @@ def test_settings_are_read_from_app_conf_with_the_goatbeat_prefix():
     loaded = load(make_app(goatbeat_lease_ttl=9, goatbeat_lease_renew_interval=3,
                            goatbeat_misfire_policy="skip", goatbeat_lease_name="green",
                            goatbeat_allowed_tasks=["app.*"], goatbeat_batch_size=50))
-    engine = loaded.config.engine
-    assert engine.ttl == timedelta(seconds=9)
-    assert engine.renew_interval == timedelta(seconds=3)
-    assert engine.policy is MisfirePolicy.SKIP
-    assert engine.lease_name == "green"
-    assert engine.batch_size == 50
+    settings = loaded.config.settings
+    assert settings.lease_ttl == timedelta(seconds=9)
+    assert settings.lease_renew_interval == timedelta(seconds=3)
+    assert settings.misfire_policy is MisfirePolicy.SKIP
+    assert settings.lease_name == "green"
+    assert settings.batch_size == 50
     assert loaded.config.task_allowed("app.report")
     assert not loaded.config.task_allowed("os.system")
 
@@ -251,7 +251,7 @@ def test_the_namespaced_spelling_is_read_in_a_django_project():
     loaded = load(django_app(CELERY_GOATBEAT_DATABASE_URL="sqlite:///django.db",
                              CELERY_GOATBEAT_LEASE_TTL=9, CELERY_GOATBEAT_LEASE_RENEW_INTERVAL=3))
     assert loaded.config.database_url == "sqlite:///django.db"
-    assert loaded.config.engine.ttl == timedelta(seconds=9)
+    assert loaded.config.settings.lease_ttl == timedelta(seconds=9)
 
 
 @pytest.mark.parametrize(("key", "spelling"), [

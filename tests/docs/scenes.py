@@ -41,7 +41,7 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     store = open_store(loaded.config.database_url, clock=clock)
     submitter = RecordingSubmitter(failing=refuse is not None, failure=refuse)
     engine = Engine(store=store, lease=store, submitter=submitter,
-                    settings=loaded.config.engine, holder=holder, triggers=loaded.triggers,
+                    settings=loaded.config.settings, holder=holder, triggers=loaded.triggers,
                     config_schedules=(*loaded.schedules, *defaults),
                     task_allowed=loaded.config.task_allowed,
                     monotonic=clock.monotonic)

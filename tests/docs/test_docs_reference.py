@@ -50,7 +50,7 @@ def default_of(setting: str) -> Any:
     loaded = config_module.load(Celery("defaults", set_as_current=False)).config
     key = setting.removeprefix(config_module.PREFIX)
     if key in config_module._ENGINE_KEYS:
-        return loaded.engine.as_dict()[key]
+        return loaded.settings.as_dict()[key]
     return getattr(loaded, key)
 
 

@@ -34,7 +34,7 @@ def exporters(clock: ManualClock) -> Iterator[Exporters]:
     started: list[MetricsExporter] = []
 
     def start() -> MetricsExporter:
-        exporter = MetricsExporter.start(port=0, addr="127.0.0.1", lease_ttl=SETTINGS.ttl,
+        exporter = MetricsExporter.start(port=0, addr="127.0.0.1", lease_ttl=SETTINGS.lease_ttl,
                                          monotonic=clock.monotonic)
         started.append(exporter)
         return exporter
@@ -153,7 +153,7 @@ def test_closing_the_exporter_frees_its_port(exporters: Exporters) -> None:
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)
     assert refuses_connections(port)
-    again = MetricsExporter.start(port=port, addr="127.0.0.1", lease_ttl=SETTINGS.ttl)
+    again = MetricsExporter.start(port=port, addr="127.0.0.1", lease_ttl=SETTINGS.lease_ttl)
     try:
         assert again.port == port
         assert "goatbeat_leader" in scrape(port)
@@ -167,7 +167,7 @@ def test_a_port_in_use_is_a_configuration_error_naming_the_setting() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(ConfigurationError) as caught:
-            MetricsExporter.start(port=port, addr="127.0.0.1", lease_ttl=SETTINGS.ttl)
+            MetricsExporter.start(port=port, addr="127.0.0.1", lease_ttl=SETTINGS.lease_ttl)
     [problem] = caught.value.problems
     assert problem.startswith("goatbeat_metrics_port:")
     assert f"127.0.0.1:{port}" in problem

@@ -21,11 +21,11 @@ def problems(**kwargs: object) -> tuple[str, ...]:
 def test_the_defaults_are_valid_and_the_grace_covers_a_failover() -> None:
     settings = Settings()
 
-    assert settings.ttl == timedelta(seconds=30)
-    assert settings.renew_interval == timedelta(seconds=10)
+    assert settings.lease_ttl == timedelta(seconds=30)
+    assert settings.lease_renew_interval == timedelta(seconds=10)
     assert settings.local_validity == timedelta(seconds=20)
-    assert settings.grace >= settings.ttl + settings.renew_interval
-    assert settings.policy is MisfirePolicy.LATEST
+    assert settings.misfire_grace >= settings.lease_ttl + settings.lease_renew_interval
+    assert settings.misfire_policy is MisfirePolicy.LATEST
 
 
 def test_every_problem_is_reported_at_once() -> None:
@@ -75,7 +75,7 @@ def test_durations_accept_seconds_or_timedeltas() -> None:
 
     assert from_seconds == from_deltas
     assert from_seconds.lease_ttl == timedelta(seconds=12)
-    assert from_seconds.seconds("lease_renew_interval") == 2.5
+    assert from_seconds.lease_renew_interval == timedelta(seconds=2.5)
     assert from_seconds.local_validity == timedelta(seconds=9.5)
 
 
