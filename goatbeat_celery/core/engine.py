@@ -2,16 +2,17 @@
 
 One :meth:`Engine.tick` does the work of DESIGN §4. It never imports Celery or a database
 driver: the store, the lease manager and the submitter are injected, and only their protocols
-are known here.
+are known here. The engine plans, claims, prunes and decides how long to sleep; it leaves the
+lease to :mod:`~goatbeat_celery.core.leadership`, the broker to
+:mod:`~goatbeat_celery.core.submission` and building triggers to
+:mod:`~goatbeat_celery.core.trigger_cache`.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -22,6 +23,7 @@ from goatbeat_celery.core.errors import (
     StoreError,
     StoreUnavailable,
 )
+from goatbeat_celery.core.leadership import STORE_RETRY, Leadership
 from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
 from goatbeat_celery.core.model import (
     ClaimResult,
@@ -32,38 +34,32 @@ from goatbeat_celery.core.model import (
     ScheduleSource,
     ScheduleSpec,
     SetAside,
-    SubmitResult,
     SyncEntry,
     SyncReport,
     quoted_name,
     set_aside_delay,
 )
-from goatbeat_celery.core.observer import EngineObserver, NullObserver, OccurrenceRecord
+from goatbeat_celery.core.observer import EngineObserver, NullObserver
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.triggers import Trigger, TriggerRegistry
+from goatbeat_celery.core.submission import (
+    MAX_SEND_ATTEMPTS,
+    SUBMIT_TIMEOUT_MAX,
+    Submission,
+    SubmissionPipeline,
+)
+from goatbeat_celery.core.trigger_cache import TriggerCache
+from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.core.validation import reason_text
+
+# The submission limits bound what a tick does with a batch; they are read from here too.
+__all__ = ["MAX_SEND_ATTEMPTS", "SUBMIT_TIMEOUT_MAX", "Engine"]
 
 logger = logging.getLogger(__name__)
 
-#: A message refused for itself (it cannot be built, say) is abandoned once it has been tried
-#: this many times; a broker outage never counts against it.
-MAX_SEND_ATTEMPTS = 5
 #: A batch in which nothing moved (rows locked by an edit) is read again after this pause.
 NOTHING_MOVED_PAUSE = 0.05
-#: Leave this much of the local validity unused by a submission, for the bookkeeping after it.
-SUBMIT_MARGIN = 0.25
-#: Never let one submission call run longer than this, even with a long lease.
-SUBMIT_TIMEOUT_MAX = 10.0
-#: After a store error, try again this soon (bounded by the renew interval).
-STORE_RETRY = 1.0
 PRUNE_EVERY = 60.0
-#: A standby asks for an expiring lease this long after its expiry on the store clock.
-EXPIRY_MARGIN = 0.01
-TRIGGER_CACHE_SIZE = 4096
-
-#: What the broker did with a batch, and how long it took.
-_Sent = tuple[SubmitResult, timedelta]
 
 
 class Engine:
@@ -104,28 +100,31 @@ class Engine:
         self._mono = monotonic
         # Rows written through the API (or by SQL) may only send allowed tasks.
         self._task_allowed = task_allowed or (lambda task: True)
-        self._grant: LeaseGrant | None = None
-        self._deadline = 0.0
-        self._next_renew = 0.0
-        self._backoff = settings.retry_backoff.total_seconds()
-        self._backoff_until = 0.0
         self._next_prune = 0.0
         self._closed = False
-        self._trigger_cache: OrderedDict[Hashable, Trigger] = OrderedDict()
         # The last store instant read and the monotonic time it was read at: a resubmission's
         # record needs the store's "now", not its (old) claimed_at.
         self._store_seen: tuple[datetime, float] | None = None
         self.last_sync: SyncReport | None = None
+        self._leadership = Leadership(lease=lease, settings=settings, holder=holder,
+                                      observer=self.observer, monotonic=monotonic)
+        self._submissions = SubmissionPipeline(
+            store=store, submitter=submitter, settings=settings, observer=self.observer,
+            time_left=self._leadership.time_left, store_now=self._store_now,
+            set_aside=self._set_aside, monotonic=monotonic)
+        self._trigger_cache = TriggerCache(self.triggers)
 
     # -- state ---------------------------------------------------------------------------
     @property
     def grant(self) -> LeaseGrant | None:
-        """The current lease grant, if this replica believes it leads."""
-        return self._grant
+        """The lease grant this replica holds, if any; it leads once its config is synced
+        under it too (:meth:`is_leader`)."""
+        return self._leadership.grant
 
     def is_leader(self) -> bool:
-        """True while holding a grant and inside the local deadline (ttl - renew interval)."""
-        return self._grant is not None and self._mono() < self._deadline
+        """True while holding a grant inside the local deadline (ttl - renew interval), with the
+        config schedules synced under it."""
+        return self._leadership.leads()
 
     # -- the loop ------------------------------------------------------------------------
     def tick(self) -> float:
@@ -143,19 +142,22 @@ class Engine:
             return min(STORE_RETRY, self.settings.max_interval.total_seconds())
 
     def _tick(self) -> float:
-        if self._mono() >= self._next_renew:
-            self._renew()
+        leadership = self._leadership
+        if leadership.renew_due():
+            unsynced = leadership.renew()
+            if unsynced is not None:
+                self._sync_config(unsynced)
         if not self.is_leader():
-            return self._until(self._next_renew)
+            return self._until(leadership.next_renew)
         try:
             next_due, store_now = self._dispatch()
         except LeaseLost:
-            self._lose("fencing token refused")
+            leadership.lose("fencing token refused")
             return 0.0
         except StoreError as exc:
             logger.warning("store error while dispatching: %s", exc,
                            extra={"action": "store_error"})
-            return min(STORE_RETRY, self._until(self._next_renew))
+            return min(STORE_RETRY, self._until(leadership.next_renew))
         return self._sleep_for(next_due, store_now)
 
     def wait(self, seconds: float) -> bool:
@@ -168,10 +170,8 @@ class Engine:
             logger.warning("store wait failed: %s", exc, extra={"action": "store_error"})
             time.sleep(min(seconds, STORE_RETRY))
             return False
-        if woken and self._grant is None:
-            # The notification may be a release: a standby asks for the lease now rather than
-            # at its next renewal slot (up to lease_renew_interval away).
-            self._next_renew = min(self._next_renew, self._mono())
+        if woken:
+            self._leadership.ask_soon()
         return woken
 
     def close(self) -> None:
@@ -179,72 +179,9 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        grant, self._grant = self._grant, None
-        if grant is None:
-            return
-        try:
-            released = self.lease.release(grant)
-        except GoatbeatError as exc:
-            logger.warning("could not release lease %r: %s", grant.name, exc,
-                           extra={"action": "lease_release_failed"})
-            return
-        if released:
-            logger.info("released lease %r (token %d)", grant.name, grant.token,
-                        extra={"action": "lease_released"})
-            self.observer.lease_lost(grant.name, self.holder, "released")
+        self._leadership.release()
 
-    # -- lease ---------------------------------------------------------------------------
-    def _renew(self) -> None:
-        settings = self.settings
-        renew_interval = settings.lease_renew_interval.total_seconds()
-        asked = self._mono()
-        try:
-            grant = self.lease.acquire(settings.lease_name, self.holder, settings.lease_ttl)
-        except StoreError as exc:
-            # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
-            what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
-            logger.warning("lease %r: store %s: %s", settings.lease_name, what, exc,
-                           extra={"action": "lease_error"})
-            self._next_renew = asked + min(STORE_RETRY, renew_interval)
-            if self._grant is not None and asked >= self._deadline:
-                self._lose(f"store {what} past the local deadline")
-            return
-        self._next_renew = asked + renew_interval
-        if grant is None:
-            if self._grant is not None:
-                self._lose("taken by another replica")
-            self._ask_again_at_expiry()
-            return
-        took_over = self._grant is None or grant.changed_holder
-        self._grant = grant
-        self._deadline = asked + settings.local_validity.total_seconds()
-        if took_over:
-            logger.info("acquired lease %r with token %d", grant.name, grant.token,
-                        extra={"action": "lease_acquired"})
-            self.observer.lease_acquired(grant)
-            self._sync_config(grant)
-
-    def _ask_again_at_expiry(self) -> None:
-        """Refused: ask again when the holder's lease runs out, if that comes before the next
-        renewal slot. A crashed leader is then replaced as its lease expires, not up to a
-        renew interval later."""
-        try:
-            info = self.lease.inspect(self.settings.lease_name)
-        except StoreError:
-            return  # the regular slot will do
-        if info is None or info.expires_at is None:
-            return
-        left = (info.expires_at - info.store_now).total_seconds() + EXPIRY_MARGIN
-        self._next_renew = min(self._next_renew, self._mono() + max(0.0, left))
-
-    def _lose(self, reason: str) -> None:
-        grant, self._grant = self._grant, None
-        self._next_renew = self._mono()
-        if grant is not None:
-            logger.warning("lost lease %r (token %d): %s", grant.name, grant.token, reason,
-                           extra={"action": "lease_lost"})
-            self.observer.lease_lost(grant.name, self.holder, reason)
-
+    # -- config sync ---------------------------------------------------------------------
     def _sync_config(self, grant: LeaseGrant) -> None:
         try:
             now = self.store.now()
@@ -253,13 +190,14 @@ class Engine:
                        if (entry := self._sync_entry(spec, now)) is not None]
             report = self.store.sync_config(entries, lease=grant)
         except LeaseLost:
-            self._lose("fencing token refused during config sync")
+            self._leadership.lose("fencing token refused during config sync")
             return
         except StoreError as exc:
+            # Still holding the lease, config pending: synced again after the next renewal.
             logger.warning("config sync failed, retrying: %s", exc,
                            extra={"action": "config_sync_failed"})
-            self._grant = None  # take the lease "anew" on the next renew to sync again
             return
+        self._leadership.config_synced()
         self.last_sync = report
         logger.info(
             "config sync: %d created, %d updated, %d unchanged, %d disabled",
@@ -272,7 +210,7 @@ class Engine:
 
     def _sync_entry(self, spec: ScheduleSpec, now: datetime) -> SyncEntry | None:
         try:
-            trigger = self._trigger(spec)
+            trigger = self._trigger_cache.get(spec.trigger)
         except ConfigurationError as exc:
             # Config is validated before the engine starts; this guards embedders that skip it.
             logger.error("config schedule %r skipped: %s", spec.name, exc,
@@ -285,21 +223,22 @@ class Engine:
     def _dispatch(self) -> tuple[datetime | None, datetime]:
         """Resubmit, then claim and submit batch after batch; returns the next due instant
         and the store's clock it was read with."""
-        grant = self._grant
+        grant = self._leadership.grant
         assert grant is not None
-        if self._mono() >= self._backoff_until:
+        submissions = self._submissions
+        if not submissions.backing_off():
             self._resubmit_pending(grant)
         batch_size = self.settings.batch_size
         # One batch goes to the broker on a helper thread while the next one is claimed: the
         # broker's round trips and the database's overlap instead of adding up.
-        inflight: _Submission | None = None
+        inflight: Submission | None = None
         try:
             while True:
                 batch = self.store.due_schedules(batch_size)
                 self._store_seen = (batch.now, self._mono())
                 if not batch.schedules or not self.is_leader():
                     previous, inflight = inflight, None
-                    self._settle(previous)
+                    submissions.settle(previous)
                     self._prune(batch.now)
                     return batch.next_due_at, batch.now
                 claims: list[PlannedClaim] = []
@@ -322,25 +261,25 @@ class Engine:
                     logger.debug("claimed %d occurrences", len(result.dispatches),
                                  extra={"action": "claimed"})
                     previous, inflight = inflight, None
-                    self._settle(previous)
+                    submissions.settle(previous)
                     fresh = self._drop_expired(result.dispatches)
-                    if fresh and self._mono() >= self._backoff_until:
-                        inflight = _Submission(self, fresh, grant)
+                    if fresh and not submissions.backing_off():
+                        inflight = submissions.start(fresh, grant)
                 if result.advanced + moved == 0:
                     # Nothing moved (rows locked by an edit in progress): read again shortly.
                     previous, inflight = inflight, None
-                    self._settle(previous)
+                    submissions.settle(previous)
                     return batch.now + timedelta(seconds=NOTHING_MOVED_PAUSE), batch.now
-                if self._mono() >= self._next_renew:
+                if self._leadership.renew_due():
                     previous, inflight = inflight, None
-                    self._settle(previous)
+                    submissions.settle(previous)
                     return batch.now, batch.now
         finally:
             if inflight is not None:
                 # Leaving on an error: still wait for the batch on the wire, but let the first
                 # error be the one reported.
                 try:
-                    self._settle(inflight)
+                    submissions.settle(inflight)
                 except GoatbeatError as exc:
                     logger.warning("store error after a submission: %s", exc,
                                    extra={"action": "store_error"})
@@ -364,7 +303,7 @@ class Engine:
         if problems:
             raise ConfigurationError(problems, subject="schedule")
         self._check_task(spec)
-        trigger = self._trigger(spec)
+        trigger = self._trigger_cache.get(spec.trigger)
         offset = spec.effective_offset()
         first = schedule.next_occurrence_at
         if first is None:
@@ -498,26 +437,6 @@ class Engine:
                 missed=first.missed + second.missed,
             )
 
-    def _trigger(self, spec: ScheduleSpec) -> Trigger:
-        # A trigger depends on its kind and parameters only, so schedules sharing them (say
-        # thousands of "every 60 s") share one object; the key is cheap to build per row.
-        params = spec.trigger.params
-        cache_key: Hashable
-        try:
-            cache_key = (spec.trigger.kind, *sorted(params.items()))
-            hash(cache_key)
-        except TypeError:  # a parameter that is a list or dict
-            cache_key = (spec.trigger.kind, repr(sorted(params.items())))
-        trigger = self._trigger_cache.get(cache_key)
-        if trigger is None:
-            trigger = self.triggers.build(spec.trigger)
-            self._trigger_cache[cache_key] = trigger
-            if len(self._trigger_cache) > TRIGGER_CACHE_SIZE:
-                self._trigger_cache.popitem(last=False)
-        else:
-            self._trigger_cache.move_to_end(cache_key)
-        return trigger
-
     def _resubmit_pending(self, grant: LeaseGrant) -> None:
         batch_size = self.settings.batch_size
         while self.is_leader():
@@ -541,7 +460,8 @@ class Engine:
                 logger.info("resubmitting %d claimed occurrences under their keys",
                             len(pending) - manual, extra={"action": "resubmit"})
             fresh = self._drop_expired(pending)
-            if (fresh and not self._submit(fresh, grant)) or len(pending) < batch_size:
+            if (fresh and not self._submissions.submit(fresh, grant)) \
+                    or len(pending) < batch_size:
                 return
 
     def _drop_expired(self, dispatches: Sequence[Dispatch]) -> list[Dispatch]:
@@ -562,118 +482,12 @@ class Engine:
         dropped = set(stale)
         return [d for d in dispatches if d.key not in dropped]
 
-    def _submit(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> bool:
-        """Submit and record; returns False when the broker failed (rows stay claimed)."""
-        return self._record(dispatches, self._send(dispatches, grant), grant)
-
-    def _send(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> _Sent | None:
-        """Hand ``dispatches`` to the broker and mark what it accepted (no observer call, no
-        engine state changed: this may run on the submission thread). None: no time left."""
-        remaining = self._deadline - self._mono() - SUBMIT_MARGIN
-        if remaining <= 0:
-            return None
-        started = self._mono()
-        result = self.submitter.submit(
-            dispatches, token=grant.token, timeout=min(remaining, SUBMIT_TIMEOUT_MAX)
-        )
-        elapsed = timedelta(seconds=self._mono() - started)
-        if result.accepted:
-            self.store.mark_submitted(result.accepted)
-        if result.failed or result.rejected:
-            attempts = {d.key: d.execution.attempts for d in dispatches}
-            self.store.record_failures(
-                {**result.failed, **result.rejected},
-                abandon=[key for key in result.rejected
-                         if attempts.get(key, 0) >= MAX_SEND_ATTEMPTS],
-            )
-        return result, elapsed
-
-    def _settle(self, submission: _Submission | None) -> bool:
-        """Wait for a batch on the submission thread, then report it as :meth:`_submit` does."""
-        if submission is None:
-            return True
-        return self._record(submission.dispatches, submission.result(), submission.grant)
-
-    def _record(self, dispatches: Sequence[Dispatch], sent: _Sent | None,
-                grant: LeaseGrant) -> bool:
-        if sent is None:
-            return False
-        result, elapsed = sent
-        abandoned = {d.key for d in dispatches
-                     if d.key in result.rejected and d.execution.attempts >= MAX_SEND_ATTEMPTS}
-        self._report(dispatches, set(result.accepted), {**result.failed, **result.rejected},
-                     elapsed, abandoned)
-        if result.rejected:
-            self._rejected(dispatches, result.rejected, grant)
-        if result.failed:
-            first_error = next(iter(result.failed.values()))
-            self._backoff_until = self._mono() + self._backoff
-            logger.warning(
-                "broker refused %d of %d messages (%s); retrying in %.1fs under the same keys",
-                len(result.failed), len(dispatches), first_error, self._backoff,
-                extra={"action": "submit_failed"},
-            )
-            self._backoff = min(self._backoff * 2,
-                                self.settings.retry_backoff_max.total_seconds())
-            return False
-        self._backoff = self.settings.retry_backoff.total_seconds()
-        return True
-
-    def _rejected(self, dispatches: Sequence[Dispatch], rejected: dict[str, str],
-                  grant: LeaseGrant) -> None:
-        """Messages that could not be sent for themselves: each occurrence fails alone (given
-        up after MAX_SEND_ATTEMPTS tries) and its schedule is set aside until it is fixed."""
-        asides: dict[str, SetAside] = {}
-        for dispatch in dispatches:
-            error = rejected.get(dispatch.key)
-            if error is None:
-                continue
-            execution = dispatch.execution
-            given_up = execution.attempts >= MAX_SEND_ATTEMPTS
-            logger.error("occurrence %s could not be sent (attempt %d%s): %s",
-                         quoted_name(dispatch.key), execution.attempts,
-                         ", abandoned" if given_up else "", error,
-                         extra={"action": "submit_rejected"})
-            if not execution.manual:
-                asides[execution.schedule_name] = SetAside(
-                    schedule_name=execution.schedule_name, version=None,
-                    reason=f"its message could not be sent: {error}")
-        try:
-            self._set_aside(list(asides.values()), grant)
-        except GoatbeatError as exc:
-            logger.warning("could not set aside schedules whose messages were refused: %s",
-                           exc, extra={"action": "store_error"})
-
     def _store_now(self) -> datetime | None:
         """The store's clock as last read, moved on by the local time elapsed since."""
         if self._store_seen is None:
             return None
         seen, at = self._store_seen
         return seen + timedelta(seconds=self._mono() - at)
-
-    def _report(self, dispatches: Sequence[Dispatch], accepted: set[str],
-                failures: dict[str, str], elapsed: timedelta,
-                abandoned: set[str] | None = None) -> None:
-        records = []
-        store_now = self._store_now()
-        for dispatch in dispatches:
-            execution = dispatch.execution
-            ok = dispatch.key in accepted
-            submitted = None
-            if ok:
-                submitted = execution.claimed_at + elapsed
-                if store_now is not None:
-                    submitted = max(submitted, store_now)
-            records.append(OccurrenceRecord(
-                key=dispatch.key, schedule_name=execution.schedule_name,
-                occurrence_at=execution.occurrence_at, due_at=execution.due_at,
-                claimed_at=execution.claimed_at, submitted_at=submitted,
-                lateness=None if submitted is None else submitted - execution.due_at,
-                missed=execution.missed, token=execution.token, attempt=execution.attempts,
-                manual=execution.manual, error=failures.get(dispatch.key),
-                abandoned=dispatch.key in (abandoned or ()),
-            ))
-        self.observer.submitted(records)
 
     def _prune(self, now: datetime) -> None:
         if self._mono() < self._next_prune:
@@ -692,7 +506,7 @@ class Engine:
         return max(0.0, min(instant - self._mono(), self.settings.max_interval.total_seconds()))
 
     def _sleep_for(self, next_due: datetime | None, store_now: datetime) -> float:
-        candidates = [self._until(self._next_renew)]
+        candidates = [self._until(self._leadership.next_renew)]
         if next_due is not None:
             until_due = (next_due - store_now).total_seconds()
             if self._store_seen is not None and self._store_seen[0] == store_now:
@@ -700,35 +514,9 @@ class Engine:
                 # is already gone: without this the loop wakes that much late.
                 until_due -= self._mono() - self._store_seen[1]
             candidates.append(max(0.0, until_due))
-        if self._backoff_until > self._mono():
-            candidates.append(self._until(self._backoff_until))
+        if self._submissions.backing_off():
+            candidates.append(self._until(self._submissions.backoff_until))
         return max(0.0, min(candidates))
-
-
-class _Submission:
-    """One claimed batch handed to the broker (and marked) on a thread of its own."""
-
-    def __init__(self, engine: Engine, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> None:
-        self.dispatches = dispatches
-        self.grant = grant
-        self._sent: _Sent | None = None
-        self._error: BaseException | None = None
-        # A daemon thread: every broker and database call in it is bounded in time anyway.
-        self._thread = threading.Thread(target=self._run, args=(engine, grant),
-                                        name="goatbeat-submit", daemon=True)
-        self._thread.start()
-
-    def _run(self, engine: Engine, grant: LeaseGrant) -> None:
-        try:
-            self._sent = engine._send(self.dispatches, grant)
-        except BaseException as exc:  # re-raised in the loop's thread by result()
-            self._error = exc
-
-    def result(self) -> _Sent | None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._sent
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,12 +1,24 @@
-"""A standby's takeover timing: it asks for the lease when the holder's lease runs out."""
+"""A standby's takeover timing: it asks for the lease when the holder's lease runs out; and a
+leader whose config sync failed keeps its lease, told to observers once, and syncs again."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
-from goatbeat_celery.core.engine import EXPIRY_MARGIN, Engine
-from goatbeat_celery.core.model import Dispatch, ScheduleSpec, SubmitResult, TriggerSpec
+from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.errors import StoreUnavailable
+from goatbeat_celery.core.leadership import EXPIRY_MARGIN
+from goatbeat_celery.core.model import (
+    Dispatch,
+    LeaseGrant,
+    ScheduleSpec,
+    SubmitResult,
+    SyncEntry,
+    SyncReport,
+    TriggerSpec,
+)
 from goatbeat_celery.core.observer import NullObserver, OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.store.memory import MemoryStore
@@ -91,3 +103,124 @@ def test_time_spent_after_reading_the_clock_is_taken_off_the_sleep() -> None:
     sleep = engine.tick()
 
     assert abs(sleep - 0.75) < 1e-6
+
+
+# -- a config sync that fails ------------------------------------------------------------------
+
+class SyncFailing:
+    """The memory store, whose config sync fails ``failures`` times before it works again."""
+
+    def __init__(self, store: MemoryStore, failures: int) -> None:
+        self._store = store
+        self.failures = failures
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+        if self.failures:
+            self.failures -= 1
+            raise StoreUnavailable("connection reset during the config sync")
+        return self._store.sync_config(entries, lease=lease)
+
+
+class LeaseEvents(NullObserver):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, object]] = []
+
+    def lease_acquired(self, grant: LeaseGrant) -> None:
+        self.events.append(("acquired", grant.token))
+
+    def lease_lost(self, name: str, holder: str, reason: str) -> None:
+        self.events.append(("lost", reason))
+
+
+class Recording(Accepting):
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
+               timeout: float) -> SubmitResult:
+        self.keys.extend(d.key for d in dispatches)
+        return super().submit(dispatches, token=token, timeout=timeout)
+
+
+CLEANUP = ScheduleSpec(name="cleanup", task="app.cleanup",
+                       trigger=TriggerSpec(kind="interval", params={"every": 1}))
+
+
+class Syncing:
+    """A memory store on hand-moved clocks, shared by replicas whose config sync fails at first;
+    ``observer`` and ``submitter`` are replica a's."""
+
+    def __init__(self) -> None:
+        self.clocks = Clocks()
+        self.memory = MemoryStore(clock=lambda: self.clocks.store)
+        self.observer = LeaseEvents()
+        self.submitter = Recording()
+
+    def replica(self, holder: str = "a", *, failures: int) -> Engine:
+        mono = self.clocks.mono
+        return Engine(store=SyncFailing(self.memory, failures), lease=self.memory,
+                      submitter=self.submitter if holder == "a" else Recording(),
+                      settings=Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60),
+                      holder=holder, monotonic=lambda: mono[holder],
+                      config_schedules=[CLEANUP],
+                      observer=self.observer if holder == "a" else None)
+
+    def holder(self) -> str | None:
+        lease = self.memory.inspect("default")
+        assert lease is not None
+        return lease.holder
+
+
+def test_a_failed_config_sync_keeps_the_lease_and_syncs_again_after_the_next_renewal() -> None:
+    world = Syncing()
+    world.memory.create_schedule(
+        ScheduleSpec(name="tick", task="app.tick", trigger=CLEANUP.trigger),
+        next_occurrence_at=T0, next_run_at=T0)
+    engine = world.replica(failures=1)
+
+    sleep = engine.tick()
+
+    # Holding the lease with the config not synced: nothing is sent, and no standby takes over.
+    assert engine.grant is not None and not engine.is_leader()
+    assert sleep == 3.0  # the renew interval
+    assert world.submitter.keys == []
+    assert world.holder() == "a"
+
+    world.clocks.advance(sleep)
+    engine.tick()
+
+    assert engine.is_leader()
+    assert engine.last_sync is not None and engine.last_sync.created == ("cleanup",)
+    assert world.submitter.keys
+    # One acquisition, told once: the sync that failed was no loss and its retry no new lease.
+    assert world.observer.events == [("acquired", 1)]
+
+
+def test_a_replica_whose_config_sync_is_pending_releases_the_lease_on_close() -> None:
+    world = Syncing()
+    engine = world.replica(failures=1)
+    engine.tick()
+
+    engine.close()
+
+    assert world.holder() is None  # a standby takes over at once
+    assert world.observer.events == [("acquired", 1), ("lost", "released")]
+
+
+def test_a_replica_whose_config_sync_is_pending_is_told_when_the_lease_is_taken() -> None:
+    world = Syncing()
+    pending = world.replica(failures=10)
+    pending.tick()
+    world.clocks.advance(10.5, frozen=["a"])  # it hangs past its lease's expiry
+    standby = world.replica("b", failures=0)
+    standby.tick()
+    assert standby.is_leader()
+
+    world.clocks.advance(3)  # its renewal slot: refused
+    pending.tick()
+
+    assert pending.grant is None
+    assert world.observer.events == [("acquired", 1), ("lost", "taken by another replica")]
