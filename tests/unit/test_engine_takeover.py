@@ -4,57 +4,29 @@ leader whose config sync failed keeps its lease, told to observers once, and syn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import StoreUnavailable
 from goatbeat_celery.core.leadership import EXPIRY_MARGIN
-from goatbeat_celery.core.model import (
-    Dispatch,
-    LeaseGrant,
-    ScheduleSpec,
-    SubmitResult,
-    SyncEntry,
-    SyncReport,
-    TriggerSpec,
-)
+from goatbeat_celery.core.model import LeaseGrant, ScheduleSpec, SyncEntry, SyncReport, TriggerSpec
 from goatbeat_celery.core.observer import NullObserver, OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.store.memory import MemoryStore
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-class Clocks:
-    """The store's clock and one monotonic clock per replica, moved together by hand."""
-
-    def __init__(self) -> None:
-        self.store = T0
-        self.mono = {"a": 100.0, "b": 100.0}
-
-    def advance(self, seconds: float, *, frozen: Sequence[str] = ()) -> None:
-        self.store += timedelta(seconds=seconds)
-        for holder in self.mono:
-            if holder not in frozen:
-                self.mono[holder] += seconds
-
-
-class Accepting:
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
-        return SubmitResult(accepted=[d.key for d in dispatches])
-
-
-def replica(store: MemoryStore, clocks: Clocks, holder: str) -> Engine:
-    return Engine(store=store, lease=store, submitter=Accepting(),
+def replica(store: MemoryStore, clocks: ManualClock, holder: str) -> Engine:
+    return Engine(store=store, lease=store, submitter=RecordingSubmitter(),
                   settings=Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60),
-                  holder=holder, monotonic=lambda: clocks.mono[holder])
+                  holder=holder, monotonic=clocks.monotonic_for(holder))
 
 
 def test_a_standby_asks_again_when_a_frozen_leaders_lease_expires() -> None:
-    clocks = Clocks()
-    store = MemoryStore(clock=lambda: clocks.store)
+    clocks = ManualClock(T0)
+    store = MemoryStore(clocks)
     leader, standby = replica(store, clocks, "a"), replica(store, clocks, "b")
     leader.tick()  # lease until T0 + 10 s
     clocks.advance(8.5, frozen=["a"])
@@ -69,8 +41,8 @@ def test_a_standby_asks_again_when_a_frozen_leaders_lease_expires() -> None:
 
 
 def test_a_standby_keeps_its_slot_while_the_leader_renews() -> None:
-    clocks = Clocks()
-    store = MemoryStore(clock=lambda: clocks.store)
+    clocks = ManualClock(T0)
+    store = MemoryStore(clocks)
     leader, standby = replica(store, clocks, "a"), replica(store, clocks, "b")
     leader.tick()
 
@@ -80,7 +52,7 @@ def test_a_standby_keeps_its_slot_while_the_leader_renews() -> None:
 class SlowObserver(NullObserver):
     """Takes ``seconds`` (of every clock) to take in each submitted batch."""
 
-    def __init__(self, clocks: Clocks, seconds: float) -> None:
+    def __init__(self, clocks: ManualClock, seconds: float) -> None:
         self.clocks, self.seconds = clocks, seconds
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
@@ -88,14 +60,14 @@ class SlowObserver(NullObserver):
 
 
 def test_time_spent_after_reading_the_clock_is_taken_off_the_sleep() -> None:
-    clocks = Clocks()
-    store = MemoryStore(clock=lambda: clocks.store)
+    clocks = ManualClock(T0)
+    store = MemoryStore(clocks)
     every_second = TriggerSpec(kind="interval", params={"every": 1})
     store.create_schedule(ScheduleSpec(name="tick", task="app.tick", trigger=every_second),
                           next_occurrence_at=T0, next_run_at=T0)
-    engine = Engine(store=store, lease=store, submitter=Accepting(),
+    engine = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
                     settings=Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60),
-                    holder="a", monotonic=lambda: clocks.mono["a"],
+                    holder="a", monotonic=clocks.monotonic_for("a"),
                     observer=SlowObserver(clocks, 0.25))
 
     # Submits T0's occurrence; the next is due at T0 + 1 s, and reporting the batch took 0.25 s
@@ -135,16 +107,6 @@ class LeaseEvents(NullObserver):
         self.events.append(("lost", reason))
 
 
-class Recording(Accepting):
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
-        self.keys.extend(d.key for d in dispatches)
-        return super().submit(dispatches, token=token, timeout=timeout)
-
-
 CLEANUP = ScheduleSpec(name="cleanup", task="app.cleanup",
                        trigger=TriggerSpec(kind="interval", params={"every": 1}))
 
@@ -154,17 +116,16 @@ class Syncing:
     ``observer`` and ``submitter`` are replica a's."""
 
     def __init__(self) -> None:
-        self.clocks = Clocks()
-        self.memory = MemoryStore(clock=lambda: self.clocks.store)
+        self.clocks = ManualClock(T0)
+        self.memory = MemoryStore(self.clocks)
         self.observer = LeaseEvents()
-        self.submitter = Recording()
+        self.submitter = RecordingSubmitter()
 
     def replica(self, holder: str = "a", *, failures: int) -> Engine:
-        mono = self.clocks.mono
         return Engine(store=SyncFailing(self.memory, failures), lease=self.memory,
-                      submitter=self.submitter if holder == "a" else Recording(),
+                      submitter=self.submitter if holder == "a" else RecordingSubmitter(),
                       settings=Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60),
-                      holder=holder, monotonic=lambda: mono[holder],
+                      holder=holder, monotonic=self.clocks.monotonic_for(holder),
                       config_schedules=[CLEANUP],
                       observer=self.observer if holder == "a" else None)
 
