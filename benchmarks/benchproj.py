@@ -1,11 +1,14 @@
 """The Celery app every benchmarked ``celery beat`` process runs, whichever scheduler it uses.
 
-Configured entirely from the environment by ``compare.py``:
+Configured entirely from the environment by ``compare.py`` (the scheduler's own part from its
+adapter in ``schedulers/``):
 
 * ``BENCH_BROKER_URL``, ``BENCH_QUEUE`` — the Redis broker (a database number of its own) and
   the queue every message goes to; no worker consumes it.
 * ``BENCH_KIND`` — ``goatbeat``, ``default`` (Celery's PersistentScheduler), ``django``
   (django-celery-beat) or ``redbeat``.
+* ``BENCH_GOATBEAT_URL`` — for ``goatbeat``, its database; ``BENCH_DJANGO_DB`` and
+  ``BENCH_PG_*`` — for ``django``, read by ``bench_django_settings``.
 * ``BENCH_DEFAULT_SCHEDULE`` — for ``default`` only, a JSON file describing the entries:
   Celery's default scheduler reads its schedules from ``beat_schedule``, so they are built here.
 * ``BENCH_SETTINGS`` — JSON of extra Celery settings (lease ttl, lock timeout, loop interval).

@@ -12,6 +12,10 @@ end; nothing consumes the queue, messages are counted with LLEN):
 * ``django``    — django-celery-beat's DatabaseScheduler on PostgreSQL;
 * ``redbeat``   — RedBeat on Redis.
 
+Each is an adapter in ``schedulers/`` (its store, how schedules are loaded and edited, what its
+beat process needs, what it cannot do); this script is the command line and the measurements,
+and talks to the schedulers only through the adapters.
+
 Scenarios (medians over ``--reps`` repetitions; see docs/performance.md):
 
 1. dispatch — N schedules all due at one instant: seconds until all N are in the broker,
@@ -37,51 +41,37 @@ import json
 import math
 import os
 import platform
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import psutil
-import redis
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import make_url
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import populate  # noqa: E402
+from schedulers import ADAPTERS, KINDS, Adapter, World, log  # noqa: E402
 
-KINDS = ("goatbeat", "default", "django", "redbeat")
-LABELS = {"goatbeat": "goatbeat (PostgreSQL)", "default": "Celery default (shelve)",
-          "django": "django-celery-beat (PostgreSQL)", "redbeat": "RedBeat (Redis)"}
-SCHEDULERS = {
-    "goatbeat": "goatbeat_celery.Scheduler",
-    "default": "celery.beat:PersistentScheduler",
-    "django": "django_celery_beat.schedulers:DatabaseScheduler",
-    "redbeat": "redbeat.RedBeatScheduler",
-}
+#: The scheduler the table compares with the best of the others, and the publish ceiling's.
+SUBJECT = "goatbeat"
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS = "redis://127.0.0.1:6379"
 #: Failover settings, the same for goatbeat and RedBeat: ttl 10 s, polled every 3 s.
 FAILOVER_TTL = 10
 FAILOVER_POLL = 3
 POLL = 0.01
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # -- processes ------------------------------------------------------------------------------
@@ -145,145 +135,6 @@ class Beat:
         return out
 
 
-class World:
-    """The broker, the databases and the scratch directory of one benchmark run."""
-
-    def __init__(self, pg: URL, redis_url: str, redis_db: int) -> None:
-        self.pg = pg
-        self.run = f"{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        self.broker_url = f"{redis_url}/{redis_db}"
-        self.redis = redis.Redis.from_url(self.broker_url)
-        self.workdir = Path(tempfile.mkdtemp(prefix="goatbeat-bench-"))
-        self.goatbeat_db = f"goatbeat_bench_cmp_{self.run}"
-        self.django_db = f"goatbeat_bench_dj_{self.run}"
-        self.admin = sa.create_engine(pg, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-        self.goatbeat_url = pg.set(database=self.goatbeat_db).render_as_string(
-            hide_password=False)
-        self.goatbeat_engine: sa.Engine | None = None
-        self.django_engine: sa.Engine | None = None
-        self.counter = 0
-        self._django_ready = False
-        #: Keep the scratch directory (beat logs, publish records) after the run.
-        self.keep = False
-
-    # -- setup and teardown ---------------------------------------------------------------
-    def setup(self, kinds: Sequence[str]) -> None:
-        if self.redis.dbsize():
-            raise SystemExit(f"Redis database {self.broker_url} is not empty: pick another "
-                             "with --redis-db (this script only ever empties its own)")
-        with self.admin.connect() as conn:
-            for name in (self.goatbeat_db, self.django_db):
-                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        from goatbeat_celery.migrations import upgrade
-
-        upgrade(self.goatbeat_url)
-        self.goatbeat_engine = sa.create_engine(self.goatbeat_url, poolclass=sa.NullPool)
-        self.django_engine = sa.create_engine(
-            self.pg.set(database=self.django_db), poolclass=sa.NullPool)
-        if "django" in kinds:
-            self._setup_django()
-
-    def _setup_django(self) -> None:
-        os.environ["BENCH_DJANGO_DB"] = self.django_db
-        os.environ.update(self._pg_env())
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench_django_settings")
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        call_command("migrate", verbosity=0)
-        self._django_ready = True
-
-    def _pg_env(self) -> dict[str, str]:
-        return {"BENCH_PG_HOST": self.pg.host or "127.0.0.1",
-                "BENCH_PG_PORT": str(self.pg.port or 5432),
-                "BENCH_PG_USER": self.pg.username or "postgres",
-                "BENCH_PG_PASSWORD": self.pg.password or ""}
-
-    def teardown(self) -> None:
-        if self._django_ready:
-            from django.db import connections
-
-            connections.close_all()
-        for engine in (self.goatbeat_engine, self.django_engine):
-            if engine is not None:
-                engine.dispose()
-        with self.admin.connect() as conn:
-            for name in (self.goatbeat_db, self.django_db):
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        self.admin.dispose()
-        self.redis.flushdb()  # our own database number only
-        self.redis.close()
-        if not self.keep:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        else:
-            log(f"logs and publish records kept in {self.workdir}")
-
-    # -- scenarios' plumbing --------------------------------------------------------------
-    def fresh_queue(self) -> str:
-        self.counter += 1
-        return f"bench-{self.run}-{self.counter}"
-
-    def load(self, kind: str, plan: populate.Plan) -> float:
-        """Put ``plan`` into ``kind``'s store; returns seconds taken."""
-        started = time.perf_counter()
-        self.redis.flushdb()
-        if kind == "goatbeat":
-            assert self.goatbeat_engine is not None
-            populate.goatbeat(self.goatbeat_engine, plan)
-        elif kind == "django":
-            assert self.django_engine is not None
-            populate.django(self.django_engine, plan)
-        elif kind == "redbeat":
-            populate.redbeat(self.redis, self.redbeat_app(), plan)
-        else:
-            populate.default(self.workdir / "default-plan.json", plan)
-        return time.perf_counter() - started
-
-    def redbeat_app(self) -> Any:
-        from celery import Celery
-
-        app = Celery("bench-loader", broker=self.broker_url, set_as_current=False)
-        app.conf.redbeat_redis_url = self.broker_url
-        return app
-
-    def launch(self, kind: str, queue: str, *, settings: dict[str, Any] | None = None,
-               publish_log: bool = False, tag: str = "") -> Beat:
-        self.counter += 1
-        name = f"{kind}{tag}-{self.counter}"
-        env = dict(os.environ)
-        env.update(self._pg_env())
-        env.update({
-            "PYTHONPATH": os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]),
-            "BENCH_KIND": kind,
-            "BENCH_QUEUE": queue,
-            "BENCH_BROKER_URL": self.broker_url,
-            "BENCH_GOATBEAT_URL": self.goatbeat_url,
-            "BENCH_DJANGO_DB": self.django_db,
-            "BENCH_SETTINGS": json.dumps(settings or {}),
-        })
-        if kind == "default":
-            env["BENCH_DEFAULT_SCHEDULE"] = str(self.workdir / "default-plan.json")
-        publish_path = None
-        if publish_log:
-            publish_path = self.workdir / f"{name}.published"
-            env["BENCH_PUBLISH_LOG"] = str(publish_path)
-        log_path = self.workdir / f"{name}.log"
-        with log_path.open("wb") as handle:
-            launched = time.time()
-            popen = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "benchproj", "beat",
-                 "-S", SCHEDULERS[kind], "--loglevel", "WARNING",
-                 "-s", str(self.workdir / f"{name}.schedule")],
-                cwd=self.workdir, env=env, stdout=handle, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL)
-        return Beat(kind=kind, popen=popen, proc=psutil.Process(popen.pid), launched=launched,
-                    log_path=log_path, publish_log=publish_path)
-
-    def llen(self, queue: str) -> int:
-        return int(self.redis.llen(queue))
-
-
 @contextmanager
 def running(beats: list[Beat]) -> Iterator[list[Beat]]:
     try:
@@ -329,7 +180,7 @@ class Metric:
             spread = f" ({self.fmt.format(low)}–{self.fmt.format(high)})"
         return self.fmt.format(value) + spread
 
-    def ratio(self, kind: str = "goatbeat") -> str:
+    def ratio(self, kind: str = SUBJECT) -> str:
         """How many times better goatbeat is than the best other (> 1: goatbeat better)."""
         mine = self.median(kind)
         others = [m for k in KINDS if k != kind and k not in self.notes
@@ -353,8 +204,9 @@ class Report:
             self.metrics[key] = Metric(title=title, unit=unit, higher_is_better=higher, fmt=fmt)
         return self.metrics[key]
 
-    def table(self, kinds: Sequence[str]) -> str:
-        head = ["metric", *(LABELS[k] for k in kinds), "goatbeat vs best other"]
+    def table(self, adapters: Sequence[Adapter]) -> str:
+        kinds = [adapter.kind for adapter in adapters]
+        head = ["metric", *(adapter.label for adapter in adapters), f"{SUBJECT} vs best other"]
         rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for metric in self.metrics.values():
             cells = [f"{metric.title} ({metric.unit})", *(metric.cell(k) for k in kinds),
@@ -369,9 +221,11 @@ class Report:
 
 # -- the scenarios ----------------------------------------------------------------------------
 class Bench:
-    def __init__(self, world: World, kinds: Sequence[str], reps: int, quick: bool) -> None:
+    def __init__(self, world: World, adapters: Sequence[Adapter], reps: int, quick: bool,
+                 ) -> None:
         self.world = world
-        self.kinds = list(kinds)
+        self.adapters = {adapter.kind: adapter for adapter in adapters}
+        self.kinds = list(self.adapters)
         self.reps = reps
         self.quick = quick
         self.report = Report()
@@ -379,9 +233,46 @@ class Bench:
         self.startup: dict[tuple[str, int], float] = {}
         #: (kind, count) -> seconds a load took.
         self.load_time: dict[tuple[str, int], float] = {}
-        self._api: Any = None
         #: Measure the publish ceiling next to each of goatbeat's dispatch runs.
         self.with_ceiling = False
+
+    def load(self, kind: str, plan: populate.Plan) -> float:
+        """Put ``plan`` into ``kind``'s store, on an empty broker; returns seconds taken."""
+        started = time.perf_counter()
+        self.world.redis.flushdb()
+        self.adapters[kind].load(plan)
+        return time.perf_counter() - started
+
+    def launch(self, kind: str, queue: str, *, settings: dict[str, Any] | None = None,
+               publish_log: bool = False, tag: str = "") -> Beat:
+        """``celery -A benchproj beat`` with ``kind``'s scheduler, publishing to ``queue``."""
+        world, adapter = self.world, self.adapters[kind]
+        world.counter += 1
+        name = f"{kind}{tag}-{world.counter}"
+        env = dict(os.environ)
+        env.update({
+            "PYTHONPATH": os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]),
+            "BENCH_KIND": kind,
+            "BENCH_QUEUE": queue,
+            "BENCH_BROKER_URL": world.broker_url,
+            "BENCH_SETTINGS": json.dumps(settings or {}),
+        })
+        env.update(adapter.env())
+        publish_path = None
+        if publish_log:
+            publish_path = world.workdir / f"{name}.published"
+            env["BENCH_PUBLISH_LOG"] = str(publish_path)
+        log_path = world.workdir / f"{name}.log"
+        with log_path.open("wb") as handle:
+            launched = time.time()
+            popen = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "benchproj", "beat",
+                 "-S", adapter.scheduler, "--loglevel", "WARNING",
+                 "-s", str(world.workdir / f"{name}.schedule")],
+                cwd=world.workdir, env=env, stdout=handle, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL)
+        return Beat(kind=kind, popen=popen, proc=psutil.Process(popen.pid), launched=launched,
+                    log_path=log_path, publish_log=publish_path)
 
     def rotation(self, rep: int) -> list[str]:
         """The schedulers in a different order each repetition (alternating, no fixed first)."""
@@ -410,8 +301,8 @@ class Bench:
         elapsed = time.perf_counter() - started
         assert self.world.llen(queue) == count
         self.world.redis.delete(queue)
-        metric.add("goatbeat", count / elapsed)
-        metric.notes.update({k: "" for k in self.kinds if k != "goatbeat"})
+        metric.add(SUBJECT, count / elapsed)
+        metric.notes.update({k: "" for k in self.kinds if k != SUBJECT})
         log(f"ceiling: {count / elapsed:,.0f}/s")
 
     # 1. dispatch -------------------------------------------------------------------------------
@@ -425,7 +316,7 @@ class Bench:
                                    "s after due", False, "{:.3f}")
         for rep in range(self.reps):
             for kind in self.rotation(rep):
-                if kind == "goatbeat" and self.with_ceiling:
+                if kind == SUBJECT and self.with_ceiling:
                     self.ceiling(min(count, 10_000))
                 outcome = self._dispatch_once(kind, count, cap)
                 if outcome is None:
@@ -449,7 +340,7 @@ class Bench:
             plan = self._load_due(kind, lambda due: populate.Plan(
                 count=count, every=3600, first_due=due), count)
             due = plan.first_due
-            beat = world.launch(kind, queue)
+            beat = self.launch(kind, queue)
             with running([beat]):
                 try:
                     ready = beat.wait_ready(timeout=max(due - time.time(), 1.0) + 60)
@@ -491,7 +382,7 @@ class Bench:
             load_guess = self.load_time.get((kind, count), 1.0 + count / 10_000)
             due = float(math.ceil(time.time() + load_guess + self._warmup(kind, count)))
             plan = make(due)
-            took = self.world.load(kind, plan)
+            took = self.load(kind, plan)
             self.load_time[(kind, count)] = took * 1.2
             if due - time.time() >= self._warmup(kind, count) * 0.8:
                 return plan
@@ -510,10 +401,10 @@ class Bench:
             # Loaded once per scheduler and size; every repetition is a fresh process.
             plan = populate.Plan(count=count, every=7200, first_due=time.time() + 3600,
                                  spread=3600)
-            seconds = self.world.load(kind, plan)
+            seconds = self.load(kind, plan)
             log(f"idle {kind} {count}: loaded in {seconds:.1f}s")
             for _rep in range(self.reps):
-                beat = self.world.launch(kind, self.world.fresh_queue())
+                beat = self.launch(kind, self.world.fresh_queue())
                 with running([beat]):
                     try:
                         ready = beat.wait_ready(timeout=startup_cap)
@@ -536,68 +427,14 @@ class Bench:
                 cpu.add(kind, used)
                 log(f"idle {kind} {count}: start {ready:.2f}s, RSS {peak / 2**20:.0f} MB, "
                     f"CPU {used:.3f} s/min")
-            ms = self._idle_tick(kind)
-            if ms is None:
-                tick.notes[kind] = "n/a (no store call per tick)"
-            else:
-                tick.add(kind, ms)
-                log(f"idle {kind} {count}: store time of one idle tick {ms:.2f} ms")
-
-    def _idle_tick(self, kind: str, rounds: int = 200) -> float | None:
-        """Median milliseconds of the store calls one idle tick makes, from this process."""
-        world = self.world
-        if kind == "goatbeat":
-            from goatbeat_celery.store.postgres import PostgresStore
-
-            store = PostgresStore(world.goatbeat_url)
-            grant = store.acquire("bench-idle", "bench", timedelta(seconds=600))
-            assert grant is not None
-
-            def call() -> None:
-                store.take_pending(lease=grant, limit=500)
-                assert not store.due_schedules(500).schedules
-
-            try:
-                return _median_ms(call, rounds)
-            finally:
-                store.release(grant)
-                store.close()
-        if kind == "django":
-            from django.db import close_old_connections, transaction
-            from django_celery_beat.models import PeriodicTasks
-
-            def call() -> None:
-                # What DatabaseScheduler.schedule_changed() runs on every tick.
-                close_old_connections()
-                with suppress(transaction.TransactionManagementError):
-                    transaction.commit()
-                PeriodicTasks.last_change()
-
-            return _median_ms(call, rounds)
-        if kind == "redbeat":
-            app = world.redbeat_app()
-            from redbeat.schedulers import ensure_conf
-
-            conf = ensure_conf(app)
-            client = world.redis
-            lock = client.lock("bench-idle-lock", timeout=60)
-            lock.acquire()
-
-            def call() -> None:
-                # What RedBeatScheduler.tick() sends when nothing is due: the lock extension
-                # and the pipeline of two range reads.
-                lock.extend(60, replace_ttl=True)
-                now = time.time()
-                with client.pipeline() as pipe:
-                    pipe.zrangebyscore(conf.schedule_key, 0, now)
-                    pipe.zrangebyscore(conf.schedule_key, f"({now}", now + 300, start=0, num=1)
-                    pipe.execute()
-
-            try:
-                return _median_ms(call, rounds)
-            finally:
-                lock.release()
-        return None
+            adapter = self.adapters[kind]
+            if adapter.no_idle_tick is not None:
+                tick.notes[kind] = adapter.no_idle_tick
+                continue
+            with adapter.idle_tick() as call:
+                ms = _median_ms(call, rounds=200)
+            tick.add(kind, ms)
+            log(f"idle {kind} {count}: store time of one idle tick {ms:.2f} ms")
 
     # 3. lateness ---------------------------------------------------------------------------------
     def lateness(self, count: int) -> None:
@@ -610,7 +447,7 @@ class Bench:
                     count=count, every=60, first_due=due, spread=60), count)
                 due = plan.first_due
                 queue = self.world.fresh_queue()
-                beat = self.world.launch(kind, queue, publish_log=True)
+                beat = self.launch(kind, queue, publish_log=True)
                 with running([beat]):
                     try:
                         ready = beat.wait_ready(timeout=max(due - time.time(), 1.0) + 60)
@@ -651,14 +488,15 @@ class Bench:
     def edit(self, background: int, edits: int) -> None:
         metric = self.report.metric("edit", "edit → message in broker", "s", False, "{:.3f}")
         for kind in self.kinds:
-            if kind == "default":
-                metric.notes[kind] = "n/a (restart needed)"
+            adapter = self.adapters[kind]
+            if adapter.no_edit is not None:
+                metric.notes[kind] = adapter.no_edit
                 continue
             plan = populate.Plan(count=background, every=7200, first_due=time.time() + 3600,
                                  spread=3600)
-            self.world.load(kind, plan)
+            self.load(kind, plan)
             queue = self.world.fresh_queue()
-            beat = self.world.launch(kind, queue)
+            beat = self.launch(kind, queue)
             with running([beat]):
                 try:
                     beat.wait_ready(timeout=60)
@@ -669,7 +507,7 @@ class Bench:
                     time.sleep(1.0 + 0.37 * index)  # land at different points of the loop
                     before = self.world.llen(queue)
                     started = time.time()
-                    self._edit_due_now(kind, plan.name(index))
+                    adapter.edit_due_now(plan.name(index))
                     cap = 30.0
                     while time.time() < started + cap and self.world.llen(queue) <= before:
                         time.sleep(POLL)
@@ -682,36 +520,6 @@ class Bench:
                     log(f"edit {kind}: {took:.3f}s")
             self.world.redis.delete(queue)
 
-    def _edit_due_now(self, kind: str, name: str) -> None:
-        world = self.world
-        if kind == "goatbeat":
-            # The client API refuses instants in the past: due 20 ms from now.
-            self._goatbeat_api().update(
-                name, at=datetime.now(timezone.utc) + timedelta(seconds=0.02))
-        elif kind == "django":
-            from django_celery_beat.models import PeriodicTask
-
-            task = PeriodicTask.objects.get(name=name)
-            task.last_run_at = datetime.now(timezone.utc) - timedelta(seconds=7200)
-            task.save()  # its post_save signal marks the schedule changed
-        elif kind == "redbeat":
-            from redbeat.schedulers import RedBeatSchedulerEntry, ensure_conf
-
-            app = world.redbeat_app()
-            conf = ensure_conf(app)
-            entry = RedBeatSchedulerEntry.from_key(conf.key_prefix + name, app=app)
-            entry.reschedule(last_run_at=datetime.now(timezone.utc) - timedelta(seconds=7200))
-
-    def _goatbeat_api(self) -> Any:
-        """The client API on an open store (opened once, as an application would)."""
-        if self._api is None:
-            from goatbeat_celery.api import Schedules
-            from goatbeat_celery.store.postgres import PostgresStore
-
-            self._api = Schedules(PostgresStore(self.world.goatbeat_url))
-            self._api.list(limit=1)  # connect before anything is timed
-        return self._api
-
     # 5. failover --------------------------------------------------------------------------------
     def failover(self) -> None:
         kill = self.report.metric("failover-kill", f"failover after SIGKILL of the leader "
@@ -719,25 +527,23 @@ class Bench:
         term = self.report.metric("failover-term", "failover after SIGTERM of the leader",
                                   "s", False)
         for kind in self.kinds:
-            if kind in ("default", "django"):
-                kill.notes[kind] = term.notes[kind] = "n/a (one replica only)"
+            adapter = self.adapters[kind]
+            if adapter.no_failover is not None:
+                kill.notes[kind] = term.notes[kind] = adapter.no_failover
                 continue
-            settings: dict[str, Any] = (
-                {"goatbeat_lease_ttl": FAILOVER_TTL, "goatbeat_lease_renew_interval":
-                 FAILOVER_POLL} if kind == "goatbeat" else
-                {"redbeat_lock_timeout": FAILOVER_TTL, "beat_max_loop_interval": FAILOVER_POLL})
+            settings = adapter.failover_settings(FAILOVER_TTL, FAILOVER_POLL)
             plan = populate.Plan(count=1, every=1, first_due=time.time(), prefix="tick-")
-            self.world.load(kind, plan)
+            self.load(kind, plan)
             queue = self.world.fresh_queue()
             beats: list[Beat] = []
             try:
-                leader = self.world.launch(kind, queue, settings=settings, publish_log=True,
+                leader = self.launch(kind, queue, settings=settings, publish_log=True,
                                            tag="-a")
                 beats.append(leader)
                 _wait(lambda b=leader: len(b.published()) >= 2, 60, f"{kind} leader publishing")
                 for rep in range(self.reps * 2):
                     sig = signal.SIGKILL if rep % 2 == 0 else signal.SIGTERM
-                    standby = self.world.launch(kind, queue, settings=settings,
+                    standby = self.launch(kind, queue, settings=settings,
                                                 publish_log=True, tag=f"-{rep}")
                     beats.append(standby)
                     standby.wait_ready(timeout=60)
@@ -817,39 +623,47 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="keep the beat processes' logs and publish records")
     args = parser.parse_args(argv)
 
-    kinds = [k for k in KINDS if k in args.only.split(",")]
+    only = args.only.split(",")
     benches = set(args.bench.split(","))
     pg = make_url(os.environ.get("GOATBEAT_BENCH_PG_URL", DEFAULT_PG)).set(
         drivername="postgresql+psycopg")
     redis_url = os.environ.get("GOATBEAT_BENCH_REDIS_URL", DEFAULT_REDIS)
     world = World(pg, redis_url, args.redis_db)
     world.keep = args.keep
-    world.setup(kinds)
-    bench = Bench(world, kinds, args.reps, args.quick)
-    started = time.time()
-    description = machine(world)
-    log(description)
-    dispatch_sizes = args.dispatch_sizes or ((1_000, 5_000) if args.quick else (10_000, 100_000))
-    idle_sizes = args.idle_sizes or ((1_000, 10_000) if args.quick
-                                     else (10_000, 100_000, 1_000_000))
-    steps: list[tuple[str, Callable[[], None]]] = []
-    bench.with_ceiling = "ceiling" in benches and "goatbeat" in kinds
-    if "idle" in benches:
-        for size in idle_sizes:
-            steps.append(("idle", lambda n=size: bench.idle(  # type: ignore[misc]
-                n, window=5.0 if args.quick else 10.0,
-                startup_cap=60.0 if args.quick else 120.0)))
-    if "dispatch" in benches:
-        for size in dispatch_sizes:
-            steps.append(("dispatch", lambda n=size: bench.dispatch(  # type: ignore[misc]
-                n, cap=20.0 if args.quick else 30.0)))
-    if "lateness" in benches:
-        steps.append(("lateness", lambda: bench.lateness(1_000 if args.quick else 10_000)))
-    if "edit" in benches:
-        steps.append(("edit", lambda: bench.edit(background=1_000, edits=args.reps)))
-    if "failover" in benches:
-        steps.append(("failover", bench.failover))
-    try:
+    with ExitStack() as cleanup:  # whatever was set up is closed, last first
+        cleanup.callback(world.close)
+        adapters: list[Adapter] = []
+        for adapter_class in ADAPTERS:
+            if adapter_class.kind in only:
+                adapter = adapter_class(world)
+                adapter.setup()
+                cleanup.callback(adapter.teardown)
+                adapters.append(adapter)
+        bench = Bench(world, adapters, args.reps, args.quick)
+        started = time.time()
+        description = machine(world)
+        log(description)
+        dispatch_sizes = args.dispatch_sizes or ((1_000, 5_000) if args.quick
+                                                 else (10_000, 100_000))
+        idle_sizes = args.idle_sizes or ((1_000, 10_000) if args.quick
+                                         else (10_000, 100_000, 1_000_000))
+        steps: list[tuple[str, Callable[[], None]]] = []
+        bench.with_ceiling = "ceiling" in benches and SUBJECT in bench.kinds
+        if "idle" in benches:
+            for size in idle_sizes:
+                steps.append(("idle", lambda n=size: bench.idle(  # type: ignore[misc]
+                    n, window=5.0 if args.quick else 10.0,
+                    startup_cap=60.0 if args.quick else 120.0)))
+        if "dispatch" in benches:
+            for size in dispatch_sizes:
+                steps.append(("dispatch", lambda n=size: bench.dispatch(  # type: ignore[misc]
+                    n, cap=20.0 if args.quick else 30.0)))
+        if "lateness" in benches:
+            steps.append(("lateness", lambda: bench.lateness(1_000 if args.quick else 10_000)))
+        if "edit" in benches:
+            steps.append(("edit", lambda: bench.edit(background=1_000, edits=args.reps)))
+        if "failover" in benches:
+            steps.append(("failover", bench.failover))
         for name, step in steps:
             try:
                 step()
@@ -858,15 +672,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.json:
                 args.json.write_text(json.dumps({"machine": description, "results":
                                                  bench.report.dump()}, indent=1))
-    finally:
-        if bench._api is not None:
-            bench._api.close()
-        world.teardown()
     minutes = (time.time() - started) / 60
     print(f"\nMachine: {description}")
     print(f"Run: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {minutes:.0f} min, "
           f"{args.reps} repetitions, medians (min–max)\n")
-    print(bench.report.table(kinds))
+    print(bench.report.table(adapters))
     return 0
 
 

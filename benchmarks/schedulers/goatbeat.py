@@ -1,0 +1,74 @@
+"""goatbeat_celery.Scheduler on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import populate
+import sqlalchemy as sa
+
+from .base import Adapter
+
+
+class Goatbeat(Adapter):
+    kind = "goatbeat"
+    label = "goatbeat (PostgreSQL)"
+    scheduler = "goatbeat_celery.Scheduler"
+
+    def setup(self) -> None:
+        from goatbeat_celery.migrations import upgrade
+
+        self.url = self.world.create_database("goatbeat_bench_cmp").render_as_string(
+            hide_password=False)
+        upgrade(self.url)
+        self.engine = sa.create_engine(self.url, poolclass=sa.NullPool)
+        self._api: Any = None
+
+    def teardown(self) -> None:
+        if self._api is not None:
+            self._api.close()
+        self.engine.dispose()
+
+    def load(self, plan: populate.Plan) -> None:
+        populate.goatbeat(self.engine, plan)
+
+    def env(self) -> dict[str, str]:
+        return {"BENCH_GOATBEAT_URL": self.url}
+
+    def failover_settings(self, ttl: int, poll: int) -> dict[str, Any]:
+        return {"goatbeat_lease_ttl": ttl, "goatbeat_lease_renew_interval": poll}
+
+    def edit_due_now(self, name: str) -> None:
+        # The client API refuses instants in the past: due 20 ms from now.
+        self._client().update(name, at=datetime.now(timezone.utc) + timedelta(seconds=0.02))
+
+    def _client(self) -> Any:
+        """The client API on an open store (opened once, as an application would)."""
+        if self._api is None:
+            from goatbeat_celery.api import Schedules
+            from goatbeat_celery.store.postgres import PostgresStore
+
+            self._api = Schedules(PostgresStore(self.url))
+            self._api.list(limit=1)  # connect before anything is timed
+        return self._api
+
+    @contextmanager
+    def idle_tick(self) -> Iterator[Callable[[], None]]:
+        from goatbeat_celery.store.postgres import PostgresStore
+
+        store = PostgresStore(self.url)
+        grant = store.acquire("bench-idle", "bench", timedelta(seconds=600))
+        assert grant is not None
+
+        def call() -> None:
+            store.take_pending(lease=grant, limit=500)
+            assert not store.due_schedules(500).schedules
+
+        try:
+            yield call
+        finally:
+            store.release(grant)
+            store.close()
