@@ -35,7 +35,7 @@ from goatbeat_celery.core.misfire import plan_misfires
 from goatbeat_celery.core.model import UTC, LeaseGrant, PlannedClaim, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import TriggerRegistry
-from goatbeat_celery.migrations import upgrade
+from goatbeat_celery.store import upgrade_schema
 from goatbeat_celery.store.postgres import PostgresStore
 from goatbeat_celery.testing import RecordingSubmitter
 
@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"benchmark database {server.set(database=name).render_as_string()} "
           f"at {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
     try:
-        upgrade(url)
+        upgrade_schema(url)
         raw = sa.create_engine(url, poolclass=sa.NullPool)
         store = PostgresStore(url)
         try:

@@ -77,10 +77,10 @@ def empty_database(server_url: URL, name: str) -> Iterator[str]:
 @contextmanager
 def migrated_database(server_url: URL, name: str) -> Iterator[str]:
     """An :func:`empty_database` migrated to the latest schema."""
-    from goatbeat_celery.migrations import upgrade
+    from goatbeat_celery.store import upgrade_schema
 
     with empty_database(server_url, name) as url:
-        upgrade(url)
+        upgrade_schema(url)
         yield url
 
 

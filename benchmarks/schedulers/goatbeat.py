@@ -19,11 +19,11 @@ class Goatbeat(Adapter):
     scheduler = "goatbeat_celery.Scheduler"
 
     def setup(self) -> None:
-        from goatbeat_celery.migrations import upgrade
+        from goatbeat_celery.store import upgrade_schema
 
         self.url = self.world.create_database("goatbeat_bench_cmp").render_as_string(
             hide_password=False)
-        upgrade(self.url)
+        upgrade_schema(self.url)
         self.engine = sa.create_engine(self.url, poolclass=sa.NullPool)
         self._api: Any = None
 

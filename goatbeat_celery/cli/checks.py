@@ -95,8 +95,9 @@ def _beat_schedule(app: Any) -> Check:
 
 
 def _database(url: str, app_given: str | None) -> list[Check]:
-    from goatbeat_celery.migrations import check_schema, current_revision, head_revision
+    from goatbeat_celery.migrations import head_revision
     from goatbeat_celery.store import mask_url, migration_engine
+    from goatbeat_celery.store.migrate import check_schema, current_revision
     from goatbeat_celery.store.url import Backend, backend_of
 
     unreachable = Check(name="schema", outcome=Outcome.SKIP,

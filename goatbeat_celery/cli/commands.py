@@ -711,13 +711,9 @@ def history(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
 def migrate(ctx: click.Context, as_json: bool) -> None:
     """Create or upgrade goatbeat's tables to this version's schema (Alembic, to head)."""
     from goatbeat_celery import config as config_module
-    from goatbeat_celery.migrations import (
-        alembic_config,
-        current_revision,
-        head_revision,
-        upgrade,
-    )
+    from goatbeat_celery.migrations import alembic_config, head_revision
     from goatbeat_celery.store import mask_url, migration_engine
+    from goatbeat_celery.store.migrate import current_revision, upgrade
 
     app = celery_app(ctx)
     with reported():

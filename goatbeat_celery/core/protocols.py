@@ -62,6 +62,21 @@ class ScheduleStore(Protocol):
 
     Naive datetimes are refused with ConfigurationError before anything is written.
     Driver errors surface as StoreError (StoreUnavailable when the database is unreachable).
+
+    What a write decides is decided in the core, so that no two stores can disagree: a claim's
+    rows by :mod:`goatbeat_celery.core.claims`, the lease fence and grants by
+    :mod:`goatbeat_celery.core.fence`, a set-aside and what clears a fault by
+    :mod:`goatbeat_celery.core.faults`, a config sync by :mod:`goatbeat_celery.core.sync`.
+    A store reads, asks, and writes what it is told.
+
+    Notifications: the writes an operator makes, and a lease given up, wake the replicas
+    waiting in :meth:`wait` once committed (never when they fail or change nothing):
+    :meth:`create_schedule`, :meth:`replace_schedule` (an edit, a pause, a resume),
+    :meth:`delete_schedule`, :meth:`request_run`, and :meth:`LeaseManager.release` (a standby
+    may take the lease at once). The writes of the leader's own loop (:meth:`sync_config`,
+    :meth:`claim`, :meth:`set_aside`, :meth:`take_pending`, :meth:`mark_submitted`,
+    :meth:`mark_expired`, :meth:`record_failures`, :meth:`prune`) notify no one: the leader
+    knows what it wrote, and a standby has nothing to do until it leads.
     """
 
     # -- clock and waiting ---------------------------------------------------------------
@@ -83,7 +98,8 @@ class ScheduleStore(Protocol):
         self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
         next_run_at: datetime | None,
     ) -> Schedule:
-        """Insert a new schedule with version 1. Raises ScheduleConflict if the name exists."""
+        """Insert a new schedule with version 1. Raises ScheduleConflict if the name exists.
+        Notifies waiting replicas."""
         ...
 
     def replace_schedule(
@@ -99,7 +115,8 @@ class ScheduleStore(Protocol):
         ...
 
     def delete_schedule(self, name: str) -> None:
-        """Delete the schedule (its executions stay as history). Raises ScheduleNotFound."""
+        """Delete the schedule (its executions stay as history). Raises ScheduleNotFound.
+        Notifies waiting replicas."""
         ...
 
     def get_schedule(self, name: str) -> Schedule:
@@ -123,7 +140,8 @@ class ScheduleStore(Protocol):
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         """Apply config entries as :func:`goatbeat_celery.core.sync.plan_config_sync` decides,
-        in one transaction fenced by ``lease`` (LeaseLost if stale, nothing changed)."""
+        in one transaction fenced by ``lease`` (:func:`goatbeat_celery.core.fence.check_fence`:
+        LeaseLost if stale, nothing changed)."""
         ...
 
     # -- claiming ------------------------------------------------------------------------
@@ -137,30 +155,34 @@ class ScheduleStore(Protocol):
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         """Apply planned claims in one transaction, fenced by ``lease``.
 
-        First checks that ``lease`` is still the current, unexpired grant (the lease row locked
-        so a takeover waits for this transaction); if not, raises LeaseLost and changes
-        nothing. For each claim whose schedule still has ``version`` (compare-and-set) it
-        inserts one ``claimed`` execution per occurrence with key
-        :func:`~goatbeat_celery.core.model.idempotency_key`, ``token`` = the lease token and
-        ``attempts`` = 1, skipping keys that already exist (never two executions for one key),
-        then advances the schedule's next times, run and miss counters, and version, and
-        clears its fault and fault_at (``faults`` is kept until an edit, so a schedule whose
-        messages keep being refused waits longer each time). A claim whose version changed
-        is dropped and reported in ``conflicts``; a row locked by another transaction is
-        skipped and left for a later batch.
+        First checks that ``lease`` is still the current, unexpired grant
+        (:func:`goatbeat_celery.core.fence.check_fence`, with the lease row locked so a
+        takeover waits for this transaction); if not, raises LeaseLost and changes nothing.
+        Then writes what :func:`goatbeat_celery.core.claims.plan_claims` decides from the
+        versions of the schedules it locked: for each claim whose schedule still has
+        ``version`` (compare-and-set), one ``claimed`` execution per occurrence with key
+        :func:`~goatbeat_celery.core.model.idempotency_key`, ``token`` = the lease token,
+        ``attempts`` = 1, the missed count on the last and ``expires_at`` = due +
+        ``expires_after``, skipping keys that already exist (never two executions for one key);
+        then advances the schedule's next times, run counter (by the executions inserted) and
+        miss counter, and version, and clears its fault and fault_at (``faults`` is kept until
+        an edit, so a schedule whose messages keep being refused waits longer each time). A
+        claim whose version changed is dropped and reported in ``conflicts``; a row locked by
+        another transaction is skipped and left for a later batch.
         """
         ...
 
     def set_aside(self, entries: Sequence[SetAside], *,
                   lease: LeaseGrant) -> dict[str, datetime]:
         """Record why each schedule cannot run, in one transaction fenced by ``lease``
-        (LeaseLost if stale, nothing changed): its ``fault`` (the reason), ``fault_at`` (kept
-        from an earlier set-aside still in force), ``faults`` + 1 and ``version`` + 1, and
-        ``next_run_at`` moved to the retry time: the entry's ``retry_at``, or else store-now +
-        :func:`~goatbeat_celery.core.model.set_aside_delay` of the ``faults`` it had, and never
-        earlier than the ``next_run_at`` it had. An entry with a ``version`` applies only while
-        the schedule still has it. ``next_occurrence_at`` is kept. Returns the retry time of
-        each schedule changed, by name."""
+        (LeaseLost if stale, nothing changed), as
+        :func:`goatbeat_celery.core.faults.plan_set_aside` decides: its ``fault`` (the
+        reason), ``fault_at`` (kept from an earlier set-aside still in force), ``faults`` + 1
+        and ``version`` + 1, and ``next_run_at`` moved to the retry time: the entry's
+        ``retry_at``, or else store-now + :func:`~goatbeat_celery.core.model.set_aside_delay`
+        of the ``faults`` it had, and never earlier than the ``next_run_at`` it had. An entry
+        with a ``version`` applies only while the schedule still has it. ``next_occurrence_at``
+        is kept. Returns the retry time of each schedule changed, by name."""
         ...
 
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
@@ -193,7 +215,8 @@ class ScheduleStore(Protocol):
 
     def request_run(self, name: str) -> Execution:
         """Queue an extra run of ``name`` now, under its own key (manual), as a ``claimed``
-        execution the leader submits with its pending ones. Raises ScheduleNotFound."""
+        execution the leader submits with its pending ones. Raises ScheduleNotFound.
+        Notifies waiting replicas."""
         ...
 
     def oldest_pending(self) -> Execution | None:

@@ -1,10 +1,17 @@
 """The database schema's migrations, shipped in the package (no ``alembic.ini`` needed).
 
-::
+Every function here is handed an engine or a connection; this package knows nothing of URLs
+or stores and imports neither (the stores import it). Through a store, with the engine it
+makes for a URL, driver errors mapped and one log line saying what changed::
+
+    from goatbeat_celery.store import upgrade_schema
+    upgrade_schema("postgresql://beat@db/app")   # what `celery -A proj goatbeat migrate` runs
+
+and directly, on an engine of your own::
 
     from goatbeat_celery.migrations import upgrade, check_schema
-    upgrade("postgresql://beat@db/app")      # what `celery -A proj goatbeat migrate` runs
-    check_schema(engine)                     # SchemaOutOfDate if the schema is behind
+    upgrade(engine)
+    check_schema(engine)                          # SchemaOutOfDate if the schema is behind
 
 The revision is kept in ``goatbeat_alembic_version``, apart from any Alembic history the
 application keeps in the same database, and only goatbeat's tables are ever looked at.
@@ -22,9 +29,6 @@ from typing import Any
 import sqlalchemy as sa
 
 from goatbeat_celery.core.errors import SchemaOutOfDate
-from goatbeat_celery.store.errors import translated
-from goatbeat_celery.store.schema import metadata
-from goatbeat_celery.store.url import mask_url
 
 # Alembic announces each of its plugins at INFO as it is imported: beat's start-up log is no
 # place for that.
@@ -39,12 +43,10 @@ try:
 finally:
     _alembic_logger.setLevel(_alembic_level)
 
-
-logger = logging.getLogger(__name__)
-
 __all__ = [
     "MIGRATE_COMMAND",
     "VERSION_TABLE",
+    "Bind",
     "alembic_config",
     "check_schema",
     "current_revision",
@@ -59,22 +61,29 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent
 #: Concurrent upgrades on PostgreSQL queue on this advisory lock instead of racing.
 _ADVISORY_LOCK_ID = 0x60A7BEA7
 
+#: What the migrations run on: an engine, or a connection (used inside its transaction if one
+#: is open, and the caller commits; else in a transaction of its own).
+Bind = sa.Engine | sa.Connection
+
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool,
                    compare_to: Any) -> bool:
-    """Look only at goatbeat's tables (and what belongs to them) when comparing schemas."""
-    if type_ == "table":
-        return name in metadata.tables
-    table = getattr(obj, "table", None)
-    return table is None or table.name in metadata.tables
+    """Look only at goatbeat's tables when comparing a database with goatbeat's metadata: a
+    table the database has and the metadata does not is the application's, left alone."""
+    return not (type_ == "table" and reflected and compare_to is None)
 
 
-def alembic_config(connection: sa.Connection | None = None) -> Config:
-    """An Alembic configuration pointing at the migrations inside the installed package."""
+def alembic_config(connection: sa.Connection | None = None, *,
+                   target_metadata: sa.MetaData | None = None) -> Config:
+    """An Alembic configuration pointing at the migrations inside the installed package;
+    ``target_metadata`` (goatbeat_celery.store.schema.metadata) is only needed to compare or
+    autogenerate."""
     config = Config()
     config.set_main_option("script_location", str(SCRIPT_LOCATION))
     if connection is not None:
         config.attributes["connection"] = connection
+    if target_metadata is not None:
+        config.attributes["target_metadata"] = target_metadata
     return config
 
 
@@ -86,35 +95,29 @@ def head_revision() -> str:
     return str(head)
 
 
-def _engine(url_or_engine: str | sa.Engine) -> tuple[sa.Engine, bool]:
-    """The engine to migrate with, and whether it was made here (and must be disposed)."""
-    if isinstance(url_or_engine, sa.Engine):
-        return url_or_engine, False
-    from goatbeat_celery.store import migration_engine  # the store package imports us
+@contextmanager
+def _transaction(bind: Bind) -> Iterator[sa.Connection]:
+    if isinstance(bind, sa.Engine):
+        with bind.begin() as connection:
+            yield connection
+    elif bind.in_transaction():
+        yield bind
+    else:
+        with bind.begin():
+            yield bind
 
-    return migration_engine(url_or_engine), True
 
-
-def _run(url_or_engine: str | sa.Engine, action: str, revision: str) -> None:
-    engine, owned = _engine(url_or_engine)
-    try:
-        with translated(f"migrate ({action} {revision})", mask_url(engine.url)):
-            with engine.begin() as connection, _alembic_quiet():
-                if connection.dialect.name == "postgresql":
-                    connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_ADVISORY_LOCK_ID)))
-                before = _read_revision(connection)
-                config = alembic_config(connection)
-                if action == "upgrade":
-                    command.upgrade(config, revision)
-                else:
-                    command.downgrade(config, revision)
-                after = _read_revision(connection)
-        if before != after:
-            logger.info("goatbeat schema of %s: %s -> %s", mask_url(engine.url),
-                        before or "base", after or "base", extra={"action": "migrated"})
-    finally:
-        if owned:
-            engine.dispose()
+def _run(bind: Bind, action: str, revision: str) -> tuple[str | None, str | None]:
+    with _transaction(bind) as connection, _alembic_quiet():
+        if connection.dialect.name == "postgresql":
+            connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_ADVISORY_LOCK_ID)))
+        before = _read_revision(connection)
+        config = alembic_config(connection)
+        if action == "upgrade":
+            command.upgrade(config, revision)
+        else:
+            command.downgrade(config, revision)
+        return before, _read_revision(connection)
 
 
 @contextmanager
@@ -130,24 +133,25 @@ def _alembic_quiet() -> Iterator[None]:
         alembic_logger.setLevel(level)
 
 
-def upgrade(url_or_engine: str | sa.Engine, revision: str = "head") -> None:
+def upgrade(bind: Bind, revision: str = "head") -> tuple[str | None, str | None]:
     """Bring the schema up to ``revision`` in one transaction (DDL is transactional on both
-    PostgreSQL and SQLite); concurrent callers wait for each other rather than collide."""
-    _run(url_or_engine, "upgrade", revision)
+    PostgreSQL and SQLite); concurrent callers wait for each other rather than collide.
+    Returns the revisions before and after (``None``: base)."""
+    return _run(bind, "upgrade", revision)
 
 
-def downgrade(url_or_engine: str | sa.Engine, revision: str) -> None:
-    """Take the schema back to ``revision`` (``"base"`` drops goatbeat's tables and history)."""
-    _run(url_or_engine, "downgrade", revision)
+def downgrade(bind: Bind, revision: str) -> tuple[str | None, str | None]:
+    """Take the schema back to ``revision`` (``"base"`` drops goatbeat's tables and history).
+    Returns the revisions before and after (``None``: base)."""
+    return _run(bind, "downgrade", revision)
 
 
-def current_revision(engine: sa.Engine | sa.Connection) -> str | None:
+def current_revision(bind: Bind) -> str | None:
     """The revision the database is at, or ``None`` when it was never migrated."""
-    with translated("read the schema revision", mask_url(engine.engine.url)):
-        if isinstance(engine, sa.Connection):
-            return _read_revision(engine)
-        with engine.connect() as connection:
-            return _read_revision(connection)
+    if isinstance(bind, sa.Connection):
+        return _read_revision(bind)
+    with bind.connect() as connection:
+        return _read_revision(connection)
 
 
 def _read_revision(connection: sa.Connection) -> str | None:
@@ -156,9 +160,9 @@ def _read_revision(connection: sa.Connection) -> str | None:
     return None if current is None else str(current)
 
 
-def check_schema(engine: sa.Engine | sa.Connection) -> None:
+def check_schema(bind: Bind) -> None:
     """Raise SchemaOutOfDate unless the database is exactly at :func:`head_revision`."""
-    current = current_revision(engine)
+    current = current_revision(bind)
     head = head_revision()
     if current == head:
         return

@@ -1,9 +1,13 @@
 """Alembic environment of goatbeat_celery's own tables.
 
 Run through :mod:`goatbeat_celery.migrations` (``upgrade()``, ``celery goatbeat migrate``), which
-hands over a connection already inside a transaction; plain ``alembic -x url=...`` works too.
-The version is kept in its own table so that an application's Alembic history in the same
-database is left alone.
+hands over a connection already inside a transaction; plain ``alembic -x url=...`` works too,
+given a URL SQLAlchemy opens as written (``postgresql+psycopg://…``, ``sqlite:///…``). The
+version is kept in its own table so that an application's Alembic history in the same database
+is left alone.
+
+Like the rest of the package it imports no store: the tables' metadata, needed only to compare
+or autogenerate, is handed in as ``config.attributes["target_metadata"]``.
 """
 
 from __future__ import annotations
@@ -12,14 +16,12 @@ import sqlalchemy as sa
 from alembic import context
 
 from goatbeat_celery.migrations import VERSION_TABLE, include_object
-from goatbeat_celery.store.schema import metadata
-from goatbeat_celery.store.url import normalise_url
 
 
 def _configure(connection: sa.Connection) -> None:
     context.configure(
         connection=connection,
-        target_metadata=metadata,
+        target_metadata=context.config.attributes.get("target_metadata"),
         version_table=VERSION_TABLE,
         include_object=include_object,
     )
@@ -38,7 +40,7 @@ def run_migrations_online() -> None:
     )
     if not url:
         raise RuntimeError("no database: pass -x url=... or use goatbeat_celery.migrations")
-    engine = sa.create_engine(normalise_url(url), poolclass=sa.NullPool)
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
     try:
         with engine.connect() as connection:
             _configure(connection)
@@ -53,8 +55,8 @@ def run_migrations_offline() -> None:
         "sqlalchemy.url"
     )
     context.configure(
-        url=normalise_url(url).render_as_string(hide_password=False) if url else None,
-        target_metadata=metadata,
+        url=url or None,
+        target_metadata=context.config.attributes.get("target_metadata"),
         version_table=VERSION_TABLE,
         literal_binds=True,
     )

@@ -17,7 +17,8 @@ from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
 
-__all__ = ["ACCEPTED_SCHEMES", "Store", "mask_url", "migration_engine", "open_store"]
+__all__ = ["ACCEPTED_SCHEMES", "Store", "downgrade_schema", "mask_url", "migration_engine",
+           "open_store", "upgrade_schema"]
 
 #: Options each backend accepts besides ``clock`` and ``create_schema``.
 _OPTIONS: dict[Backend, frozenset[str]] = {
@@ -84,12 +85,34 @@ def migration_engine(url: str) -> sa.Engine:
 
         return create_sqlite_engine(url)
     if backend is Backend.POSTGRES:
-        from goatbeat_celery.store.postgres import create_postgres_engine
+        from goatbeat_celery.store.postgres import create_migration_engine
 
-        return create_postgres_engine(url, statement_timeout=None,
-                                      idle_in_transaction_timeout=None, pool_size=1,
-                                      max_overflow=0)
+        return create_migration_engine(url)
     raise ConfigurationError(
         [f"database_url: {mask_url(url)!r} has no schema to migrate (the memory store keeps "
          "nothing)"]
     )
+
+
+def upgrade_schema(url: str, revision: str = "head") -> None:
+    """Bring the schema of the database ``url`` names up to ``revision`` (what
+    ``celery -A proj goatbeat migrate`` runs), through a :func:`migration_engine`."""
+    from goatbeat_celery.store.migrate import upgrade
+
+    engine = migration_engine(url)
+    try:
+        upgrade(engine, revision)
+    finally:
+        engine.dispose()
+
+
+def downgrade_schema(url: str, revision: str) -> None:
+    """Take the schema of the database ``url`` names back to ``revision`` (``"base"`` drops
+    goatbeat's tables), through a :func:`migration_engine`."""
+    from goatbeat_celery.store.migrate import downgrade
+
+    engine = migration_engine(url)
+    try:
+        downgrade(engine, revision)
+    finally:
+        engine.dispose()

@@ -10,9 +10,16 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
-from goatbeat_celery.core.errors import LeaseLost, ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.claims import (
+    manual_execution,
+    manual_run_exists,
+    next_attempt,
+    plan_claims,
+)
+from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.faults import CLAIM_CLEARS, EDIT_CLEARS, plan_set_aside
+from goatbeat_celery.core.fence import check_fence, grant_lease
 from goatbeat_celery.core.model import (
     UTC,
     ClaimResult,
@@ -31,17 +38,11 @@ from goatbeat_celery.core.model import (
     SyncReport,
     check_aware,
     ensure_aware,
-    idempotency_key,
-    manual_key,
-    retry_time,
 )
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import reason_text
 
 Clock = Callable[[], datetime]
-
-#: What clears a schedule's fault: a claim that went through, an edit, a config rewrite.
-_NO_FAULT: dict[str, Any] = {"fault": None, "fault_at": None, "faults": 0}
 
 
 def system_clock() -> datetime:
@@ -80,21 +81,14 @@ class MemoryStore:
         with self._lock:
             now = self.now()
             row = self._leases.get(name)
-            expires = now + ttl
-            if row is None:
-                token, changed = 1, True
-            elif row.holder == holder:
-                token, changed = row.token, False
-            elif row.holder is None or row.expires_at is None or row.expires_at <= now:
-                token, changed = row.token + 1, True
-            else:
+            write = grant_lease(name, holder, ttl, row=row, now=now)
+            if write is None:
                 return None
-            acquired = now if changed or row is None else row.acquired_at
-            self._leases[name] = LeaseInfo(name=name, holder=holder, token=token,
-                                           acquired_at=acquired, expires_at=expires,
-                                           store_now=now)
-            return LeaseGrant(name=name, holder=holder, token=token, expires_at=expires,
-                              changed_holder=changed)
+            grant = write.grant
+            self._leases[name] = LeaseInfo(name=name, holder=holder, token=grant.token,
+                                           acquired_at=write.acquired_at,
+                                           expires_at=grant.expires_at, store_now=now)
+            return grant
 
     def release(self, grant: LeaseGrant) -> bool:
         with self._lock:
@@ -112,10 +106,7 @@ class MemoryStore:
 
     def _check_fence(self, lease: LeaseGrant) -> datetime:
         now = self.now()
-        row = self._leases.get(lease.name)
-        if (row is None or row.holder != lease.holder or row.token != lease.token
-                or row.expires_at is None or row.expires_at <= now):
-            raise LeaseLost(f"lease {lease.name!r}: token {lease.token} is no longer current")
+        check_fence(lease, self._leases.get(lease.name), now)
         return now
 
     # -- schedules -----------------------------------------------------------------------
@@ -146,7 +137,7 @@ class MemoryStore:
             schedule = replace(
                 current, spec=replace(spec, source=current.spec.source),
                 next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
-                version=current.version + 1, updated_at=self.now(), **_NO_FAULT,
+                version=current.version + 1, updated_at=self.now(), **EDIT_CLEARS,
             )
             self._schedules[spec.name] = schedule
         self.notify()
@@ -156,6 +147,7 @@ class MemoryStore:
         with self._lock:
             if self._schedules.pop(name, None) is None:
                 raise ScheduleNotFound(name)
+        self.notify()
 
     def get_schedule(self, name: str) -> Schedule:
         with self._lock:
@@ -203,7 +195,7 @@ class MemoryStore:
                 self._schedules[entry.spec.name] = replace(
                     current, spec=replace(entry.spec, source=ScheduleSource.CONFIG),
                     next_occurrence_at=entry.next_occurrence_at, next_run_at=entry.next_run_at,
-                    version=current.version + 1, updated_at=now, **_NO_FAULT,
+                    version=current.version + 1, updated_at=now, **EDIT_CLEARS,
                 )
             for name in plan.disable:
                 current = self._schedules[name]
@@ -232,44 +224,26 @@ class MemoryStore:
                 check_aware(occurrence, due)
         with self._lock:
             now = self._check_fence(lease)
-            dispatches: list[Dispatch] = []
-            conflicts: list[str] = []
-            duplicates = missed = advanced = 0
-            for claim in claims:
-                schedule = self._schedules.get(claim.schedule_name)
-                if schedule is None or schedule.version != claim.version:
-                    conflicts.append(claim.schedule_name)
-                    continue
-                inserted = 0
-                for index, (occurrence, due) in enumerate(claim.occurrences):
-                    key = idempotency_key(claim.schedule_name, occurrence)
-                    if key in self._executions:
-                        duplicates += 1
-                        continue
-                    last = index == len(claim.occurrences) - 1
-                    execution = Execution(
-                        key=key, schedule_name=claim.schedule_name, occurrence_at=occurrence,
-                        due_at=due, token=lease.token, state=ExecutionState.CLAIMED,
-                        claimed_at=now, attempts=1, missed=claim.missed if last else 0,
-                        expires_at=(None if claim.expires_after is None
-                                    else due + claim.expires_after),
-                    )
-                    self._executions[key] = execution
-                    dispatches.append(_dispatch(schedule, execution))
-                    inserted += 1
-                last_occurrence = (claim.occurrences[-1][0] if claim.occurrences
-                                   else schedule.last_occurrence_at)
-                self._schedules[claim.schedule_name] = replace(
-                    schedule, next_occurrence_at=claim.next_occurrence_at,
-                    next_run_at=claim.next_run_at, last_occurrence_at=last_occurrence,
-                    total_runs=schedule.total_runs + inserted,
-                    total_missed=schedule.total_missed + claim.missed,
-                    version=schedule.version + 1, fault=None, fault_at=None,
+            versions = {c.schedule_name: s.version for c in claims
+                        if (s := self._schedules.get(c.schedule_name)) is not None}
+            plan = plan_claims(claims, versions, token=lease.token, now=now)
+            inserted: set[str] = set()
+            for execution in plan.executions:
+                if execution.key not in self._executions:
+                    self._executions[execution.key] = execution
+                    inserted.add(execution.key)
+            for advance in plan.counted(inserted):
+                schedule = self._schedules[advance.name]
+                last = advance.last_occurrence_at
+                self._schedules[advance.name] = replace(
+                    schedule, next_occurrence_at=advance.next_occurrence_at,
+                    next_run_at=advance.next_run_at,
+                    last_occurrence_at=schedule.last_occurrence_at if last is None else last,
+                    total_runs=schedule.total_runs + advance.runs,
+                    total_missed=schedule.total_missed + advance.missed,
+                    version=schedule.version + 1, **CLAIM_CLEARS,
                 )
-                missed += claim.missed
-                advanced += 1
-            return ClaimResult(dispatches=tuple(dispatches), advanced=advanced,
-                               conflicts=tuple(conflicts), duplicates=duplicates, missed=missed)
+            return plan.result(inserted, lambda e: _dispatch(self._schedules[e.schedule_name], e))
 
     def set_aside(self, entries: Sequence[SetAside], *,
                   lease: LeaseGrant) -> dict[str, datetime]:
@@ -280,14 +254,17 @@ class MemoryStore:
             now = self._check_fence(lease)
             for entry in entries:
                 schedule = self._schedules.get(entry.schedule_name)
-                if schedule is None or entry.version not in (None, schedule.version):
+                if schedule is None:
                     continue
-                retry_at = retry_time(entry, schedule.faults, schedule.next_run_at, now)
-                self._schedules[entry.schedule_name] = replace(
-                    schedule, fault=entry.reason, fault_at=schedule.fault_at or now,
-                    faults=min(schedule.faults + 1, 1_000_000), next_run_at=retry_at,
-                    version=schedule.version + 1)
-                changed[entry.schedule_name] = retry_at
+                write = plan_set_aside(entry, version=schedule.version, faults=schedule.faults,
+                                       fault_at=schedule.fault_at,
+                                       next_run_at=schedule.next_run_at, now=now)
+                if write is None:
+                    continue
+                self._schedules[write.name] = replace(
+                    schedule, fault=write.fault, fault_at=write.fault_at, faults=write.faults,
+                    next_run_at=write.next_run_at, version=write.version)
+                changed[write.name] = write.next_run_at
         return changed
 
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
@@ -306,7 +283,8 @@ class MemoryStore:
                     self._executions[execution.key] = replace(
                         execution, state=ExecutionState.ABANDONED)
                     continue
-                updated = replace(execution, attempts=execution.attempts + 1, token=lease.token)
+                updated = replace(execution, attempts=next_attempt(execution.attempts),
+                                  token=lease.token)
                 self._executions[execution.key] = updated
                 taken.append(_dispatch(schedule, updated))
             return taken
@@ -347,13 +325,9 @@ class MemoryStore:
     def request_run(self, name: str) -> Execution:
         with self._lock:
             self.get_schedule(name)  # raises ScheduleNotFound
-            now = self.now()
-            execution = Execution(
-                key=manual_key(name, now), schedule_name=name, occurrence_at=now, due_at=now,
-                token=0, state=ExecutionState.CLAIMED, claimed_at=now, attempts=0, manual=True,
-            )
+            execution = manual_execution(name, self.now())
             if execution.key in self._executions:
-                raise ScheduleConflict(f"a manual run of {name!r} at {now} already exists")
+                raise manual_run_exists(execution)
             self._executions[execution.key] = execution
         self.notify()
         return execution

@@ -25,10 +25,12 @@ from psycopg.adapt import Loader
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.errors import ConfigurationError, LeaseLost, StoreError
-from goatbeat_celery.core.model import UTC, Execution, LeaseGrant
-from goatbeat_celery.migrations import check_schema, upgrade
+from goatbeat_celery.core.claims import ClaimPlan
+from goatbeat_celery.core.errors import ConfigurationError, StoreError
+from goatbeat_celery.core.fence import check_fence, lease_lost
+from goatbeat_celery.core.model import UTC, LeaseGrant
 from goatbeat_celery.store.errors import translated
+from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import (
     UNREADABLE_INSTANT,
     Seconds,
@@ -37,7 +39,7 @@ from goatbeat_celery.store.schema import (
     seconds_to_timedelta,
     utc_from_db,
 )
-from goatbeat_celery.store.sql import Advance, Insert, SQLStore
+from goatbeat_celery.store.sql import Insert, SQLStore
 from goatbeat_celery.store.url import normalise_url
 
 logger = logging.getLogger(__name__)
@@ -224,6 +226,13 @@ def create_postgres_engine(
     return engine
 
 
+def create_migration_engine(url: str | URL) -> sa.Engine:
+    """An engine fit to run the migrations: one connection, and no statement or idle timeout
+    (a migration may rewrite a large table)."""
+    return create_postgres_engine(url, statement_timeout=None, idle_in_transaction_timeout=None,
+                                  pool_size=1, max_overflow=0)
+
+
 def _on_connect(dbapi_connection: psycopg.Connection[Any], record: Any) -> None:
     for name in ("json", "jsonb"):
         dbapi_connection.adapters.register_loader(name, _JSONLoader)
@@ -319,19 +328,14 @@ class PostgresStore(SQLStore):
                               else f"{application_name}:listen"),
             server_options=server_options,
         )
-        self._conninfo_url = sa_url.render_as_string(hide_password=False)
         self._conninfo = listen_url.set(drivername="postgresql").render_as_string(
             hide_password=False)
         self._listener: psycopg.Connection[Any] | None = None
         self._due_sql: str | None = None
         self._listen_lock = threading.Lock()
         try:
-            if create_schema:
-                # Through an engine without the statement timeout: a migration may rewrite a
-                # large table.
-                upgrade(self._conninfo_url)
-            else:
-                check_schema(engine)
+            prepare_schema(engine, create=create_schema,
+                           migration_engine=lambda: create_migration_engine(sa_url))
         except BaseException:
             engine.dispose()
             raise
@@ -354,18 +358,19 @@ class PostgresStore(SQLStore):
         result = conn.execute(_LOCK_FOR_CLAIM, {"lease": lease.name,
                                                 "names": array_literal(names)})
         found = result.all()
-        head = found[0] if found else None
+        if not found:
+            raise lease_lost(lease)  # no row, no grant: the clock is not needed to say so
+        head = found[0]
         # psycopg returns instants in the session's zone, UTC; compare them as they come.
-        if (head is None or head.holder != lease.holder or head.token != lease.token
-                or head.expires_at is None or head.expires_at <= head.now):
-            raise LeaseLost(f"lease {lease.name!r}: token {lease.token} is no longer current")
+        check_fence(lease, head, head.now)
         now: datetime = head.now.astimezone(UTC)
         return now, {row.name: row for row in found if row.name is not None}
 
-    def _record_claims(self, conn: sa.Connection, executions: Sequence[Execution],
-                       advances: Sequence[Advance]) -> set[str]:
+    def _record_claims(self, conn: sa.Connection, plan: ClaimPlan) -> set[str]:
+        advances = plan.advances
         if not advances:
             return set()
+        executions = plan.executions
         first_token = executions[0].token if executions else 0
         claimed_at = executions[0].claimed_at if executions else None
         result = conn.execute(_RECORD_CLAIMS, {
@@ -387,12 +392,12 @@ class PostgresStore(SQLStore):
         })
         inserted = set(result.scalars())
         if len(inserted) < len(executions):
-            # Some keys existed already (claimed before a crash or by a lost race): they did
-            # not run again, so they do not count.
+            # Some keys existed already: take back the runs ClaimPlan.counted does not count.
             existed: dict[str, int] = {}
-            for execution in executions:
-                if execution.key not in inserted:
-                    existed[execution.schedule_name] = existed.get(execution.schedule_name, 0) + 1
+            for planned, counted in zip(advances, plan.counted(inserted), strict=True):
+                if planned.runs != counted.runs:
+                    existed[planned.name] = (existed.get(planned.name, 0)
+                                             + planned.runs - counted.runs)
             conn.execute(_TAKE_BACK_RUNS,
                          [{"name": name, "runs": runs} for name, runs in existed.items()])
         return inserted
@@ -483,4 +488,5 @@ class PostgresStore(SQLStore):
         super().close()
 
 
-__all__ = ["CHANNEL", "PostgresStore", "array_literal", "connect_args", "create_postgres_engine"]
+__all__ = ["CHANNEL", "PostgresStore", "array_literal", "connect_args", "create_migration_engine",
+           "create_postgres_engine"]

@@ -18,11 +18,10 @@ compiler leaves it out, and SQLite serialises writers with ``BEGIN IMMEDIATE`` i
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -30,12 +29,17 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import Insert as PGInsert
 from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
-from goatbeat_celery.core.errors import (
-    ConfigurationError,
-    LeaseLost,
-    ScheduleConflict,
-    ScheduleNotFound,
+from goatbeat_celery.core.claims import (
+    ATTEMPTS_MAX,
+    ClaimPlan,
+    manual_execution,
+    manual_run_exists,
+    next_attempt,
+    plan_claims,
 )
+from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.faults import EDIT_CLEARS, plan_set_aside
+from goatbeat_celery.core.fence import check_fence, grant_lease, lease_lost
 from goatbeat_celery.core.model import (
     ClaimResult,
     Dispatch,
@@ -55,12 +59,9 @@ from goatbeat_celery.core.model import (
     TriggerSpec,
     check_aware,
     ensure_aware,
-    idempotency_key,
-    manual_key,
-    retry_time,
 )
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
-from goatbeat_celery.core.validation import reason_text, shown_value
+from goatbeat_celery.core.validation import payload_problems, reason_text, shown_value
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
     UNREADABLE_INSTANT,
@@ -89,14 +90,11 @@ _STILL_CLAIMED = sa.text("coalesce(goatbeat_execution.state = 'claimed', false)"
 
 Insert = PGInsert | SQLiteInsert
 
-#: What clears a schedule's fault: a claim that went through, an edit, a config rewrite.
-_NO_FAULT: dict[str, Any] = {"fault": None, "fault_at": None, "faults": 0}
-
 #: What a claim reads of the rows it locks: the version to compare and what a dispatch carries.
 _CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.task, S.c.args, S.c.kwargs, S.c.options)
 
-# Advancing one claimed schedule: counters grow in SQL, the last occurrence is kept when the
-# claim ran none (an unplannable schedule only moves its next_run_at).
+# Advancing one claimed schedule as core.claims.Advance says: counters grow in SQL, the last
+# occurrence is kept when the claim ran none (an unplannable schedule only moves its next_run_at).
 _ADVANCE_ONE = (
     sa.update(S)
     .where(S.c.name == sa.bindparam("b_name"), S.c.version == sa.bindparam("b_version"))
@@ -115,29 +113,11 @@ _SET_ASIDE = (
     sa.update(S)
     .where(S.c.name == sa.bindparam("b_name"))
     .values(fault=sa.bindparam("b_fault", type_=sa.Text()),
-            fault_at=sa.func.coalesce(S.c.fault_at, sa.bindparam("b_now", type_=UTCDateTime())),
+            fault_at=sa.bindparam("b_fault_at", type_=UTCDateTime()),
             faults=sa.bindparam("b_faults", type_=sa.Integer()),
             next_run_at=sa.bindparam("b_retry_at", type_=UTCDateTime()),
             version=sa.bindparam("b_version", type_=sa.BigInteger()))
 )
-#: Counters written by hand near their column's limit start again rather than overflow it.
-_FAULTS_MAX = 1_000_000
-_ATTEMPTS_MAX = 1_000_000_000
-_VERSION_MAX = 2 ** 62
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Advance:
-    """How one claim moves its schedule on (``last_occurrence_at`` None: keep the stored one)."""
-
-    name: str
-    version: int
-    next_occurrence_at: datetime | None
-    next_run_at: datetime | None
-    last_occurrence_at: datetime | None
-    runs: int  # occurrences planned; those whose key already existed do not count
-    missed: int
-
 
 class _Write:
     """One write transaction; ``announce`` asks for waiting replicas to be woken on commit."""
@@ -221,10 +201,10 @@ class SQLStore:
             .where(L.c.name == lease.name)
             .with_for_update(read=True)
         ).one_or_none()
-        if (row is None or row.holder != lease.holder or row.token != lease.token
-                or row.expires_at is None or row.expires_at <= row.now):
-            raise LeaseLost(f"lease {lease.name!r}: token {lease.token} is no longer current")
+        if row is None:
+            raise lease_lost(lease)  # no row, no grant: the clock is not needed to say so
         now: datetime = row.now
+        check_fence(lease, row, now)
         return now
 
     # -- clock and waiting ---------------------------------------------------------------
@@ -253,24 +233,17 @@ class SQLStore:
                 sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
                 .with_for_update()
             ).one()
-            now: datetime = row.now
-            if row.holder == holder:
-                token, changed = row.token, False
-            elif row.holder is None or row.expires_at is None or row.expires_at <= now:
-                # A token written by hand at the column's limit starts again: the fence
-                # compares tokens for equality, so a fresh one only has to differ.
-                token, changed = (row.token + 1 if row.token < _VERSION_MAX else 1), True
-            else:
+            write = grant_lease(name, holder, ttl, row=row, now=row.now)
+            if write is None:
                 return None
-            expires = now + ttl
+            grant = write.grant
             conn.execute(
                 sa.update(L).where(L.c.name == name).values(
-                    holder=holder, token=token, expires_at=expires,
-                    acquired_at=now if changed else row.acquired_at,
+                    holder=holder, token=grant.token, expires_at=grant.expires_at,
+                    acquired_at=write.acquired_at,
                 )
             )
-        return LeaseGrant(name=name, holder=holder, token=token, expires_at=expires,
-                          changed_holder=changed)
+        return grant
 
     def release(self, grant: LeaseGrant) -> bool:
         with self._write("release lease") as txn:
@@ -330,7 +303,7 @@ class SQLStore:
             row = conn.execute(
                 stmt.values(**values, next_occurrence_at=next_occurrence_at,
                             next_run_at=next_run_at, version=S.c.version + 1,
-                            updated_at=self._now_sql(), **_NO_FAULT)
+                            updated_at=self._now_sql(), **EDIT_CLEARS)
                 .returning(*S.c)
             ).one_or_none()
             if row is None:
@@ -408,7 +381,7 @@ class SQLStore:
             if plan.rewrite:
                 conn.execute(
                     sa.update(S).where(S.c.name == sa.bindparam("b_name")).values(
-                        version=S.c.version + 1, updated_at=now, **_NO_FAULT),
+                        version=S.c.version + 1, updated_at=now, **EDIT_CLEARS),
                     [{**_spec_values(replace(e.spec, source=ScheduleSource.CONFIG),
                                      key="b_name"),
                       "next_occurrence_at": e.next_occurrence_at,
@@ -519,68 +492,23 @@ class SQLStore:
     def _apply_claims(self, conn: sa.Connection, claims: Sequence[PlannedClaim],
                       rows: dict[str, Any], locked: set[str], token: int,
                       now: datetime) -> ClaimResult:
-        versions = {name: row.version for name, row in rows.items()}
-        conflicts: list[str] = []
-        accepted: list[tuple[PlannedClaim, list[Execution]]] = []
-        advances: list[Advance] = []
-        for claim in claims:
-            name = claim.schedule_name
-            if name in locked:
-                continue
-            if versions.get(name) != claim.version:
-                conflicts.append(name)
-                continue
-            versions[name] = claim.version + 1
-            last = len(claim.occurrences) - 1
-            after = claim.expires_after
-            planned = [
-                Execution(key=idempotency_key(name, occurrence), schedule_name=name,
-                          occurrence_at=occurrence, due_at=due, token=token,
-                          state=ExecutionState.CLAIMED, claimed_at=now, attempts=1,
-                          missed=claim.missed if index == last else 0,
-                          expires_at=None if after is None else due + after)
-                for index, (occurrence, due) in enumerate(claim.occurrences)
-            ]
-            accepted.append((claim, planned))
-            advances.append(Advance(
-                name=name, version=claim.version,
-                next_occurrence_at=claim.next_occurrence_at, next_run_at=claim.next_run_at,
-                last_occurrence_at=claim.occurrences[-1][0] if claim.occurrences else None,
-                runs=len(planned), missed=claim.missed,
-            ))
+        plan = plan_claims(claims, {name: row.version for name, row in rows.items()},
+                           token=token, now=now, skip=locked)
+        inserted = self._record_claims(conn, plan)
+        return plan.result(inserted, lambda e: _dispatch(e, rows[e.schedule_name]))
 
-        inserted = self._record_claims(conn, [e for _, ex in accepted for e in ex], advances)
-        dispatches: list[Dispatch] = []
-        duplicates = 0
-        for claim, planned in accepted:
-            row = rows[claim.schedule_name]
-            for execution in planned:
-                if execution.key in inserted:
-                    inserted.discard(execution.key)  # a key twice in one batch runs once
-                    dispatches.append(_dispatch(execution, row))
-                else:
-                    duplicates += 1
-        return ClaimResult(dispatches=tuple(dispatches), advanced=len(advances),
-                           conflicts=tuple(conflicts), duplicates=duplicates,
-                           missed=sum(a.missed for a in advances))
-
-    def _record_claims(self, conn: sa.Connection, executions: Sequence[Execution],
-                       advances: Sequence[Advance]) -> set[str]:
-        """Insert a claim batch's executions (all ``claimed``, one token, one ``claimed_at``,
-        first attempt) where their key is new, and advance each schedule (compare-and-set on
-        its version), adding to its run counter the executions actually inserted for it.
-        Returns the keys inserted."""
-        inserted = self._insert_executions(conn, executions)
-        runs: dict[str, int] = {}
-        for execution in executions:
-            if execution.key in inserted:
-                runs[execution.schedule_name] = runs.get(execution.schedule_name, 0) + 1
+    def _record_claims(self, conn: sa.Connection, plan: ClaimPlan) -> set[str]:
+        """Insert the plan's executions where their key is new, and advance its schedules
+        (compare-and-set on the version) by :meth:`ClaimPlan.counted`. Returns the keys
+        inserted."""
+        inserted = self._insert_executions(conn, plan.executions)
+        advances = plan.counted(inserted)
         if advances:
             conn.execute(_ADVANCE_ONE, [
                 {"b_name": a.name, "b_version": a.version,
                  "b_next_occurrence": a.next_occurrence_at, "b_next_run": a.next_run_at,
                  "b_last_occurrence": a.last_occurrence_at,
-                 "b_runs": runs.get(a.name, 0), "b_missed": a.missed}
+                 "b_runs": a.runs, "b_missed": a.missed}
                 for a in advances
             ])
         return inserted
@@ -605,21 +533,22 @@ class SQLStore:
             conn = txn.conn
             now = self._fence(conn, lease)
             for entry in entries:
-                found = sa.select(S.c.faults, S.c.next_run_at, S.c.version).where(
-                    S.c.name == entry.schedule_name)
-                if entry.version is not None:
-                    found = found.where(S.c.version == entry.version)
-                row = conn.execute(found.with_for_update()).one_or_none()
+                row = conn.execute(
+                    sa.select(S.c.faults, S.c.fault_at, S.c.next_run_at, S.c.version)
+                    .where(S.c.name == entry.schedule_name).with_for_update()
+                ).one_or_none()
                 if row is None:
                     continue
-                faults = row.faults if type(row.faults) is int else 0
-                version = row.version if type(row.version) is int else 0
-                retry_at = retry_time(entry, faults, _instant(row.next_run_at), now)
+                write = plan_set_aside(entry, version=row.version, faults=row.faults,
+                                       fault_at=_instant(row.fault_at),
+                                       next_run_at=_instant(row.next_run_at), now=now)
+                if write is None:
+                    continue
                 conn.execute(_SET_ASIDE, {
-                    "b_name": entry.schedule_name, "b_fault": entry.reason, "b_now": now,
-                    "b_retry_at": retry_at, "b_faults": min(max(faults, 0) + 1, _FAULTS_MAX),
-                    "b_version": version + 1 if 0 <= version < _VERSION_MAX else 1})
-                changed[entry.schedule_name] = retry_at
+                    "b_name": write.name, "b_fault": write.fault, "b_fault_at": write.fault_at,
+                    "b_retry_at": write.next_run_at, "b_faults": write.faults,
+                    "b_version": write.version})
+                changed[write.name] = write.next_run_at
         return changed
 
     def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
@@ -645,13 +574,13 @@ class SQLStore:
                                  .values(state=ExecutionState.ABANDONED.value))
                 for chunk in self._chunks([row.key for row in live]):
                     conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
-                                 .values(attempts=sa.case((E.c.attempts < _ATTEMPTS_MAX,
+                                 # next_attempt, in SQL
+                                 .values(attempts=sa.case((E.c.attempts < ATTEMPTS_MAX,
                                                            E.c.attempts + 1),
                                                           else_=E.c.attempts),
                                          token=lease.token))
                 for row in live:
-                    execution = replace(_execution(row),
-                                        attempts=min(row.attempts + 1, _ATTEMPTS_MAX),
+                    execution = replace(_execution(row), attempts=next_attempt(row.attempts),
                                         token=lease.token)
                     taken.append(_dispatch(execution, row))
                 if not orphans or len(rows) < want:
@@ -709,13 +638,9 @@ class SQLStore:
                                          exists.label("found"))).one()
             if row.found is None:
                 raise ScheduleNotFound(name)
-            now: datetime = row.now
-            execution = Execution(
-                key=manual_key(name, now), schedule_name=name, occurrence_at=now, due_at=now,
-                token=0, state=ExecutionState.CLAIMED, claimed_at=now, attempts=0, manual=True,
-            )
+            execution = manual_execution(name, row.now)
             if not self._insert_executions(conn, [execution]):
-                raise ScheduleConflict(f"a manual run of {name!r} at {now} already exists")
+                raise manual_run_exists(execution)
             txn.announce = True
         return execution
 
@@ -750,23 +675,6 @@ class SQLStore:
 
 
 # -- rows ⇄ model -------------------------------------------------------------------------
-def _storable_json(where: str, label: str, value: object) -> Any:
-    """``value`` as it will read back, refusing what JSON (or JSONB) cannot keep faithfully."""
-    problem: str | None = None
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        problem = str(exc)
-    else:
-        if "\\u0000" in text:
-            problem = "contains a NUL character"
-        elif json.loads(text) != value:
-            problem = "a value would not read back unchanged (tuples, non-string keys?)"
-    if problem:
-        raise ConfigurationError([f"{where}: {label} cannot be stored as JSON ({problem})"])
-    return value
-
-
 def _zone_of(trigger: TriggerSpec) -> str | None:
     for key in ("timezone", "tz", "zone"):
         value = trigger.params.get(key)
@@ -776,15 +684,23 @@ def _zone_of(trigger: TriggerSpec) -> str | None:
 
 
 def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
-    """Column values of ``spec``; its name under ``key`` (a bound parameter for updates)."""
+    """Column values of ``spec``; its name under ``key`` (a bound parameter for updates).
+
+    Raises ConfigurationError, before anything is written, for JSON values that would not
+    read back unchanged, by the rule the schedules API applies at the door."""
     where = f"schedule {spec.name!r}"
+    payloads: dict[str, Any] = {
+        "args": list(spec.args), "kwargs": dict(spec.kwargs), "options": dict(spec.options),
+        "trigger": spec.trigger.to_json(),
+    }
+    problems = [problem for label, value in payloads.items()
+                for problem in payload_problems(f"{where}: {label}", value)]
+    if problems:
+        raise ConfigurationError(problems)
     return {
         key: spec.name,
         "task": spec.task,
-        "args": _storable_json(where, "args", list(spec.args)),
-        "kwargs": _storable_json(where, "kwargs", dict(spec.kwargs)),
-        "options": _storable_json(where, "options", dict(spec.options)),
-        "trigger": _storable_json(where, "trigger", spec.trigger.to_json()),
+        **payloads,
         "timezone": _zone_of(spec.trigger),
         "misfire_policy": spec.misfire_policy.value if spec.misfire_policy else None,
         "misfire_grace_seconds": spec.misfire_grace,
@@ -967,4 +883,4 @@ def _execution_values(execution: Execution) -> dict[str, Any]:
     }
 
 
-__all__ = ["Advance", "SQLStore"]
+__all__ = ["SQLStore"]

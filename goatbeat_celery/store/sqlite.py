@@ -23,7 +23,7 @@ from sqlalchemy.engine import URL
 
 from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.model import UTC, ensure_aware
-from goatbeat_celery.migrations import check_schema, current_revision, head_revision, upgrade
+from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import UTCDateTime
 from goatbeat_celery.store.sql import Insert, SQLStore
 from goatbeat_celery.store.url import normalise_url
@@ -132,11 +132,7 @@ class SQLiteStore(SQLStore):
         assert database is not None
         self._channel = _channel(database)
         try:
-            if create_schema:
-                if current_revision(engine) != head_revision():
-                    upgrade(engine)
-            else:
-                check_schema(engine)
+            prepare_schema(engine, create=create_schema)
         except BaseException:
             engine.dispose()
             raise

@@ -20,18 +20,18 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.errors import ConfigurationError, SchemaOutOfDate
+from goatbeat_celery.core.errors import ConfigurationError, SchemaOutOfDate, StoreUnavailable
 from goatbeat_celery.migrations import (
     MIGRATE_COMMAND,
     VERSION_TABLE,
     check_schema,
     current_revision,
-    downgrade,
     head_revision,
     include_object,
     upgrade,
 )
-from goatbeat_celery.store import open_store
+from goatbeat_celery.store import downgrade_schema, open_store, upgrade_schema
+from goatbeat_celery.store import migrate as store_migrate
 from goatbeat_celery.store.schema import metadata
 from tests.conftest import empty_database
 
@@ -133,7 +133,7 @@ def table_names(engine: sa.Engine) -> set[str]:
 
 
 def test_migrated_clean_database_equals_the_metadata(fresh_url: str, engine: sa.Engine) -> None:
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
     assert table_names(engine) >= GOATBEAT_TABLES
     assert differences(engine) == []
 
@@ -141,13 +141,13 @@ def test_migrated_clean_database_equals_the_metadata(fresh_url: str, engine: sa.
 def test_migrated_tables_and_partial_indexes_equal_those_the_metadata_creates(
     fresh_url: str, reference_url: str
 ) -> None:
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
     assert described(fresh_url) == described(reference_url)
 
 
 def test_the_description_notices_a_lost_index_predicate(fresh_url: str,
                                                         reference_url: str) -> None:
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
     engine = sa.create_engine(fresh_url, poolclass=sa.NullPool)
     try:
         with engine.begin() as connection:
@@ -160,12 +160,12 @@ def test_the_description_notices_a_lost_index_predicate(fresh_url: str,
 
 
 def test_migration_creates_exactly_the_store_tables(fresh_url: str, engine: sa.Engine) -> None:
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
     assert table_names(engine) == GOATBEAT_TABLES | {VERSION_TABLE}
 
 
 def test_comparison_notices_a_schema_that_drifted(fresh_url: str, engine: sa.Engine) -> None:
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
     with engine.begin() as connection:
         connection.execute(sa.text("DROP INDEX ix_goatbeat_schedule_due"))
     found = differences(engine)
@@ -182,14 +182,14 @@ def test_unmigrated_database_has_no_revision_and_is_refused(engine: sa.Engine) -
 
 
 def test_migrated_database_is_at_the_head_revision(fresh_url: str, engine: sa.Engine) -> None:
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
     assert current_revision(engine) == head_revision()
     check_schema(engine)  # raises if not
 
 
 def test_upgrading_twice_changes_nothing(fresh_url: str, engine: sa.Engine) -> None:
-    upgrade(fresh_url)
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
+    upgrade_schema(fresh_url)
     assert current_revision(engine) == head_revision()
     assert differences(engine) == []
 
@@ -197,11 +197,11 @@ def test_upgrading_twice_changes_nothing(fresh_url: str, engine: sa.Engine) -> N
 def test_downgrade_to_base_removes_the_tables_and_upgrade_restores_them(
     fresh_url: str, engine: sa.Engine
 ) -> None:
-    upgrade(fresh_url)
-    downgrade(fresh_url, "base")
+    upgrade_schema(fresh_url)
+    downgrade_schema(fresh_url, "base")
     assert table_names(engine) & GOATBEAT_TABLES == set()
     assert current_revision(engine) is None
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
     assert differences(engine) == []
 
 
@@ -210,7 +210,7 @@ def test_an_application_alembic_history_is_left_alone(fresh_url: str, engine: sa
         connection.execute(sa.text("CREATE TABLE alembic_version (version_num VARCHAR(32))"))
         connection.execute(sa.text("INSERT INTO alembic_version VALUES ('app_rev_42')"))
         connection.execute(sa.text("CREATE TABLE app_orders (id INTEGER PRIMARY KEY)"))
-    upgrade(fresh_url)
+    upgrade_schema(fresh_url)
     with engine.connect() as connection:
         assert connection.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
             ("app_rev_42",)
@@ -219,9 +219,35 @@ def test_an_application_alembic_history_is_left_alone(fresh_url: str, engine: sa
     assert differences(engine) == []
 
 
-def test_migration_accepts_an_engine_as_well_as_a_url(engine: sa.Engine) -> None:
-    upgrade(engine)
+def test_the_migrations_run_on_an_engine_they_are_handed(engine: sa.Engine) -> None:
+    assert upgrade(engine) == (None, head_revision())
     assert current_revision(engine) == head_revision()
+    assert upgrade(engine) == (head_revision(), head_revision())
+
+
+def test_the_migrations_run_on_a_connection_inside_the_callers_transaction(
+        engine: sa.Engine) -> None:
+    with engine.connect() as connection:
+        connection.execute(sa.text("SELECT 1"))  # a transaction is now open
+        upgrade(connection)
+        assert current_revision(connection) == head_revision()
+        connection.rollback()
+    # The caller's transaction was rolled back, and the migration with it (DDL is
+    # transactional on both databases).
+    assert current_revision(engine) is None
+
+
+def test_through_a_store_an_unreachable_database_is_store_unavailable(
+        tmp_path: Path) -> None:
+    missing = sa.create_engine(f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}",
+                               poolclass=sa.NullPool)
+    try:
+        with pytest.raises(StoreUnavailable, match="read the schema revision"):
+            store_migrate.current_revision(missing)
+        with pytest.raises(StoreUnavailable, match="migrate"):
+            store_migrate.upgrade(missing)
+    finally:
+        missing.dispose()
 
 
 def test_postgres_store_refuses_an_unmigrated_database(fresh_pg_url: str) -> None:
@@ -270,7 +296,7 @@ def test_concurrent_upgrades_of_a_clean_postgres_database_both_succeed(
     def migrate() -> None:
         barrier.wait()
         try:
-            upgrade(fresh_pg_url)
+            upgrade_schema(fresh_pg_url)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -289,15 +315,15 @@ def test_concurrent_upgrades_of_a_clean_postgres_database_both_succeed(
 
 def test_memory_store_has_no_schema_to_migrate() -> None:
     with pytest.raises(ConfigurationError, match="database_url"):
-        upgrade("memory://")
+        upgrade_schema("memory://")
 
 
 def test_a_migration_logs_one_line_of_its_own_and_none_of_alembics(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     url = f"sqlite:///{tmp_path / 'quiet.db'}"
     with caplog.at_level(logging.DEBUG):
-        upgrade(url)
-        upgrade(url)  # already at head: nothing to say
+        upgrade_schema(url)
+        upgrade_schema(url)  # already at head: nothing to say
 
     assert [r.name for r in caplog.records if r.name.startswith("alembic")] == []
     [line] = [r for r in caplog.records if getattr(r, "action", None) == "migrated"]

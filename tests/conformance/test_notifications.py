@@ -1,18 +1,49 @@
-"""wait/notify: an edit, a manual run or a lease release wakes a replica waiting on the store."""
+"""wait/notify: what the ScheduleStore contract says notifies (a schedule created, edited,
+paused, resumed or deleted, a manual run, a lease release) wakes a replica waiting on the
+store."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
 
 import pytest
 
+from goatbeat_celery.api import Schedules
+
 from .conftest import Backend
 from .support import LONG_TTL, interval_spec
 
 #: A waiter that hears nothing for this long has missed the change.
 WAIT_LIMIT = 20.0
+#: Changes are made every POLL seconds until the waiter hears one: at most this many.
+POLL = 0.2
+MOST_CHANGES = int(WAIT_LIMIT / POLL) + 1
+
+
+def _nothing(backend: Backend) -> None:
+    pass
+
+
+def _create(backend: Backend) -> None:
+    backend.store.create_schedule(interval_spec(f"new-{next(_created)}"),
+                                  next_occurrence_at=None, next_run_at=None)
+
+
+_created = itertools.count()
+
+
+def _prepare_deletes(backend: Backend) -> None:
+    # Created before the waiter listens, so that only the deletes can wake it.
+    for index in range(MOST_CHANGES):
+        backend.store.create_schedule(interval_spec(f"doomed-{index}"),
+                                      next_occurrence_at=None, next_run_at=None)
+
+
+def _delete(backend: Backend) -> None:
+    backend.store.delete_schedule(backend.store.list_schedules(prefix="doomed-", limit=1)[0].name)
 
 
 def _edit(backend: Backend) -> None:
@@ -32,19 +63,32 @@ def _release(backend: Backend) -> None:
     assert grant is not None and backend.store.release(grant)
 
 
-CHANGES: dict[str, Callable[[Backend], None]] = {
-    "edit": _edit,
-    "manual-run": _manual_run,
-    "lease-release": _release,
+def _pause_or_resume(backend: Backend) -> None:
+    schedules = Schedules(backend.store)
+    if schedules.get("report").spec.enabled:
+        schedules.pause("report")
+    else:
+        schedules.resume("report")
+
+
+#: Each change by id: what prepares it (before anyone waits), and the change itself.
+CHANGES: dict[str, tuple[Callable[[Backend], None], Callable[[Backend], None]]] = {
+    "create": (_nothing, _create),
+    "edit": (_nothing, _edit),
+    "pause-resume": (_nothing, _pause_or_resume),
+    "delete": (_prepare_deletes, _delete),
+    "manual-run": (_nothing, _manual_run),
+    "lease-release": (_nothing, _release),
 }
 
 
-@pytest.mark.parametrize("change", list(CHANGES.values()), ids=list(CHANGES))
+@pytest.mark.parametrize("prepare,change", list(CHANGES.values()), ids=list(CHANGES))
 def test_a_change_wakes_a_replica_waiting_on_the_store(
-    backend: Backend, change: Callable[[Backend], None]
+    backend: Backend, prepare: Callable[[Backend], None], change: Callable[[Backend], None]
 ) -> None:
     store = backend.store
     store.create_schedule(interval_spec("report"), next_occurrence_at=None, next_run_at=None)
+    prepare(backend)
     waiter = backend.open_peer()
     waiter.wait(0)  # forget anything announced before this replica started waiting
     assert waiter.wait(0.1) is False, "woken although nothing changed"
@@ -60,7 +104,7 @@ def test_a_change_wakes_a_replica_waiting_on_the_store(
     thread.start()
     # The waiter may not be listening yet when the first change lands: change again until it
     # hears one (each change is real, and one is enough).
-    while not woken.wait(0.2):
+    while not woken.wait(POLL):
         assert time.monotonic() - started < WAIT_LIMIT
         change(backend)
     thread.join()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 
-from goatbeat_celery.migrations import downgrade, head_revision
+from goatbeat_celery.migrations import head_revision
+from goatbeat_celery.store import downgrade_schema, upgrade_schema
 
 
 def messages() -> list[str]:
@@ -17,7 +18,7 @@ def messages() -> list[str]:
 def test_a_schema_behind_is_reported_and_goatbeat_migrate_fixes_it(django_db: str) -> None:
     from django.core.management import call_command
 
-    downgrade(django_db, "base")
+    downgrade_schema(django_db, "base")
     [warning] = messages()
     assert warning.startswith("goatbeat.W001: goatbeat's schema is not created yet")
     assert "celery -A <your app> goatbeat migrate" in warning
@@ -31,13 +32,11 @@ def test_a_schema_behind_is_reported_and_goatbeat_migrate_fixes_it(django_db: st
 def test_the_checks_run_only_when_databases_are_checked(django_db: str) -> None:
     from goatbeat_celery.contrib.django.checks import goatbeat_checks
 
-    downgrade(django_db, "base")
+    downgrade_schema(django_db, "base")
     try:
         assert goatbeat_checks(databases=None) == []
     finally:
-        from goatbeat_celery.migrations import upgrade
-
-        upgrade(django_db)
+        upgrade_schema(django_db)
 
 
 def test_a_goatbeat_database_outside_databases_is_reported(django_db: str, tmp_path) -> None:

@@ -76,12 +76,12 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
 def private_postgres() -> Iterator[PrivatePostgres]:
     """A PostgreSQL server of this test's own, migrated, that the test may stop and restart;
     stopped (by pid) and removed at the end whatever happened."""
-    from goatbeat_celery.migrations import upgrade
+    from goatbeat_celery.store import upgrade_schema
 
     server = PrivatePostgres()
     try:
         server.start()
-        upgrade(server.url)
+        upgrade_schema(server.url)
         yield server
     finally:
         server.close()

@@ -48,8 +48,9 @@ def goatbeat_checks(app_configs: Any = None, databases: Any = None,
 
 def schema_messages(url: str) -> list[checks.CheckMessage]:
     """A warning when goatbeat's schema is not at this version's revision."""
-    from goatbeat_celery.migrations import current_revision, head_revision
+    from goatbeat_celery.migrations import head_revision
     from goatbeat_celery.store import migration_engine
+    from goatbeat_celery.store.migrate import current_revision
     from goatbeat_celery.store.url import Backend, backend_of
 
     if backend_of(url) is Backend.MEMORY:

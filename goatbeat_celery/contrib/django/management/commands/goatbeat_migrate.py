@@ -15,8 +15,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         from goatbeat_celery.contrib.django import integration
-        from goatbeat_celery.migrations import current_revision, head_revision, upgrade
+        from goatbeat_celery.migrations import head_revision
         from goatbeat_celery.store import migration_engine
+        from goatbeat_celery.store.migrate import current_revision, upgrade
 
         try:
             url = integration.goatbeat_config().config.database_url

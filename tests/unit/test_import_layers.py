@@ -1,0 +1,117 @@
+"""Lower layers never import upper ones, not even inside a function: the migrations are handed an
+engine and import no store; the stores import the migrations, and no import cycle runs through
+either."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import goatbeat_celery
+
+PACKAGE = Path(goatbeat_celery.__file__).parent
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package under its own name)."""
+    found: dict[str, Path] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imported(module: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """The package's modules that ``module`` imports anywhere in it (inside functions too).
+
+    ``from a import b`` names module ``a.b`` when there is one, else ``a``; ``import a.b.c``
+    names the deepest module that exists."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".")
+                if path.name != "__init__.py":
+                    package.pop()
+                package = package[:len(package) - (node.level - 1)]
+                base = ".".join([*package, *([node.module] if node.module else [])])
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                     for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name not in modules and "." in name:
+                name = name.rsplit(".", 1)[0]
+            if name in modules and name != module:
+                yield name
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = module_files()
+    return {name: set(imported(name, path, modules)) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or not (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group: list[str] = []
+            while not group or group[-1] != node:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_graph_reader_sees_imports_inside_functions() -> None:
+    graph = import_graph()
+
+    # open_store imports its backends when asked for one.
+    assert "goatbeat_celery.store.postgres" in graph["goatbeat_celery.store"]
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_deferred_import() -> None:
+    graph = {"store": {"migrations"}, "migrations": {"store.url"}, "store.url": {"store"}}
+
+    assert cycles(graph) == [["migrations", "store", "store.url"]]
+
+
+def test_the_migrations_import_nothing_of_the_package_but_the_core() -> None:
+    graph = import_graph()
+    outside = {
+        (name, target)
+        for name, targets in graph.items() if name.startswith("goatbeat_celery.migrations")
+        for target in targets
+        if not target.startswith(("goatbeat_celery.migrations", "goatbeat_celery.core"))
+    }
+
+    assert outside == set()
+
+
+def test_no_import_cycle_runs_through_the_stores_or_the_migrations() -> None:
+    layers = ("goatbeat_celery.store", "goatbeat_celery.migrations")
+
+    assert [group for group in cycles(import_graph())
+            if any(name.startswith(layers) for name in group)] == []
