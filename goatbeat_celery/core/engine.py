@@ -516,6 +516,9 @@ class Engine:
             candidates.append(max(0.0, until_due))
         if self._submissions.backing_off():
             candidates.append(self._until(self._submissions.backoff_until))
+        if self._submissions.resend_now:
+            self._submissions.resend_now = False
+            candidates.append(0.0)
         return max(0.0, min(candidates))
 
 

@@ -65,6 +65,9 @@ class SubmissionPipeline:
         self._backoff = settings.retry_backoff.total_seconds()
         #: Monotonic instant before which nothing is sent (the broker failed last time).
         self.backoff_until = 0.0
+        #: A batch was cut short by its time while the broker took the rest: send again at
+        #: once instead of sleeping (the engine reads and clears it).
+        self.resend_now = False
 
     def backing_off(self) -> bool:
         return self._mono() < self.backoff_until
@@ -116,6 +119,18 @@ class SubmissionPipeline:
                      elapsed, abandoned)
         if result.rejected:
             self._rejected(dispatches, result.rejected, grant)
+        if result.failed and result.accepted:
+            # The broker took part of the batch, so it is up: the rest ran out of the batch's
+            # time (a backlog after an outage on a busy machine). Backing off here would let
+            # the backlog grow behind a wait; the rest goes at once, on the next tick.
+            self.resend_now = True
+            self._backoff = self.settings.retry_backoff.total_seconds()
+            logger.info(
+                "broker took %d of %d messages before the batch's time ran out; the other %d "
+                "are sent next under the same keys", len(result.accepted), len(dispatches),
+                len(result.failed), extra={"action": "submit_partial"},
+            )
+            return False
         if result.failed:
             first_error = next(iter(result.failed.values()))
             self.backoff_until = self._mono() + self._backoff

@@ -19,11 +19,13 @@ from goatbeat_celery.core.engine import SUBMIT_TIMEOUT_MAX, Engine
 from goatbeat_celery.core.errors import StoreUnavailable
 from goatbeat_celery.core.model import (
     SET_ASIDE_RETRY,
+    Dispatch,
     Execution,
     ExecutionState,
     LeaseGrant,
     ScheduleSource,
     ScheduleSpec,
+    SubmitResult,
     TriggerSpec,
     idempotency_key,
 )
@@ -443,6 +445,40 @@ def test_repeated_broker_failures_back_off_exponentially_up_to_a_cap(world: Worl
 
     assert sleeps == [1.0, 2.0, 4.0, 4.0, 4.0]
     assert len(submitter.calls) == 5
+
+
+class SlowBroker(RecordingSubmitter):
+    """Takes only the first ``room`` messages of a batch before the batch's time runs out."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def answer(self, dispatches: Sequence[Dispatch]) -> SubmitResult:
+        taken, late = dispatches[:self.room], dispatches[self.room:]
+        return SubmitResult(accepted=[d.key for d in taken],
+                            failed={d.key: "timed out before the lease's local deadline"
+                                    for d in late})
+
+
+def test_a_batch_cut_short_by_its_time_sends_the_rest_at_once_without_backing_off(
+        world: World) -> None:
+    for name in ("a", "b", "c"):
+        world.create(name)
+    submitter = SlowBroker(room=2)
+    engine = world.replica("r", submitter=submitter,
+                           settings=Settings(max_interval=60, retry_backoff=30,
+                                             retry_backoff_max=30))
+    world.advance(30)
+
+    sleep = engine.tick()
+
+    # The broker took two of three: it is up, so the third goes at once, not in 30 s.
+    assert sleep == 0.0
+    assert len(submitter.sent) == 2
+    engine.tick()
+    assert len(submitter.calls) == 2 and len(submitter.calls[1].keys) == 1
+    assert {e.state for e in world.executions()} == {ExecutionState.SUBMITTED}
 
 
 def test_claims_made_during_a_broker_outage_wait_for_it_to_end(world: World) -> None:
