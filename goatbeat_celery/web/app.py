@@ -64,6 +64,8 @@ CHART_EXECUTIONS = 500
 HISTORY_SHOWN = 50
 NEXT_RUNS_SHOWN = 5
 STATES = ("enabled", "paused", "set-aside")
+#: Methods that change nothing: every other one is checked for its CSRF token.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 #: Sent with every page: nothing but the package's own stylesheet may load, no script runs.
 SECURITY_HEADERS = {
@@ -125,9 +127,13 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         supports_after="after" in inspect.signature(schedules.store.list_schedules).parameters,
     )
 
-    def route(path: str, handler: Handler, name: str, methods: list[str]) -> Route:
-        return Route(path, _guarded(context, handler), name=name, methods=methods)
+    def route(path: str, handler: Handler, name: str, methods: list[str], *,
+              public: bool = False, read_only_too: bool = False) -> Route:
+        return Route(path, _guarded(context, handler, public=public,
+                                    read_only_too=read_only_too),
+                     name=name, methods=methods)
 
+    # Every page and action goes through _guarded: none is served without its checks.
     routes = [
         route("/", _overview, "overview", ["GET"]),
         route("/schedules", _schedule_list, "schedules", ["GET"]),
@@ -139,8 +145,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/schedule/delete", _delete, "delete", ["POST"]),
         route("/new", _new_page, "new", ["GET"]),
         route("/new", _create, "create", ["POST"]),
-        Route("/login", _login_page(context), name="login", methods=["GET", "POST"]),
-        route("/logout", _logout, "logout", ["POST"]),
+        route("/login", _login, "login", ["GET", "POST"], public=True, read_only_too=True),
+        route("/logout", _logout, "logout", ["POST"], read_only_too=True),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
 
@@ -204,9 +210,18 @@ def _refusal(request: Request, context: _Context, status: int, title: str,
                    message=message)
 
 
-def _guarded(context: _Context, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """Authentication, CSRF and read-only checks, then ``handler``, then the cookies and
-    security headers every response carries."""
+def _guarded(context: _Context, handler: Handler, *, public: bool = False,
+             read_only_too: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` behind the dashboard's checks, in this order, then the cookies and security
+    headers every response carries:
+
+    1. authentication, unless ``public`` (the sign-in page);
+    2. for every state-changing request (any method but GET, HEAD and OPTIONS): the CSRF token
+       of its form must match its cookie (:func:`_csrf_refusal`), and a read-only dashboard
+       refuses it unless ``read_only_too`` (signing in and out).
+
+    A state-changing handler is called with the form read here; a safe one without it.
+    """
 
     async def endpoint(request: Request) -> Response:
         settings = context.settings
@@ -214,8 +229,8 @@ def _guarded(context: _Context, handler: Handler) -> Callable[[Request], Awaitab
                                   authorization=request.headers.get("authorization"),
                                   session=request.cookies.get(SESSION_COOKIE))
         request.state.signed_in = signed_in
-        if not signed_in:
-            if request.method == "GET":
+        if not signed_in and not public:
+            if request.method in SAFE_METHODS:
                 here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 target = _link(request, "login", next=here)
                 return _finish(request, context, RedirectResponse(target, status_code=303))
@@ -223,20 +238,16 @@ def _guarded(context: _Context, handler: Handler) -> Callable[[Request], Awaitab
                 request, context, 401, "Sign in first",
                 "This dashboard needs its token; sign in and try again."))
         try:
-            if request.method == "POST":
-                form = await request.form()
-                if not same_secret(_text(form, CSRF_FIELD), request.cookies.get(CSRF_COOKIE)):
-                    return _finish(request, context, _refusal(
-                        request, context, 403, "Form expired",
-                        "The form's security token is missing or does not match this "
-                        "browser's; reload the page and submit it again. Nothing was changed."))
-                if settings.read_only and handler is not _logout:
-                    return _finish(request, context, _refusal(
-                        request, context, 403, "Read-only",
-                        "This dashboard was started read-only; nothing was changed."))
-                response = await handler(request, context, form)
-            else:
+            if request.method in SAFE_METHODS:
                 response = await handler(request, context)
+            else:
+                form = await request.form()
+                refused = _csrf_refusal(request, context, form)
+                if refused is None and settings.read_only and not read_only_too:
+                    refused = _refusal(
+                        request, context, 403, "Read-only",
+                        "This dashboard was started read-only; nothing was changed.")
+                response = refused or await handler(request, context, form)
         except ScheduleNotFound as exc:
             response = _refusal(request, context, 404, "No such schedule", str(exc))
         except StoreUnavailable as exc:
@@ -247,6 +258,17 @@ def _guarded(context: _Context, handler: Handler) -> Callable[[Request], Awaitab
         return _finish(request, context, response)
 
     return endpoint
+
+
+def _csrf_refusal(request: Request, context: _Context, form: FormData) -> Response | None:
+    """The one CSRF check (double submit): the form's token must be the one in this browser's
+    cookie, which another site can neither read nor send (``SameSite=Strict``). Every
+    state-changing request passes here before its handler reads or writes anything."""
+    if same_secret(_text(form, CSRF_FIELD), request.cookies.get(CSRF_COOKIE)):
+        return None
+    return _refusal(request, context, 403, "Form expired",
+                    "The form's security token is missing or does not match this browser's; "
+                    "reload the page and submit it again. Nothing was changed.")
 
 
 def _text(form: FormData | Mapping[str, Any], name: str) -> str:
@@ -454,10 +476,10 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
         state.add(forms.GENERAL, locked)
         return await _schedule_page(request, context, state=state, status_code=422)
     trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
-    options = forms.options_with_queue(dict(current.spec.options), state.values["queue"])
+    call = forms.call_keywords(state)
     if not state.errors:
         try:
-            await _call(context.schedules.update, name, options=options, **trigger)
+            await _call(context.schedules.update, name, **trigger, **call)
         except (ConfigurationError, ScheduleConflict) as exc:
             state.add_problems(list(exc.problems) if isinstance(exc, ConfigurationError)
                                else [str(exc)])
@@ -481,25 +503,26 @@ async def _delete(request: Request, context: _Context, form: FormData) -> Respon
 async def _new_page(request: Request, context: _Context, *,
                     state: forms.FormState | None = None, status_code: int = 200) -> Response:
     if state is None:
-        state = forms.FormState({**dict.fromkeys(forms.FIELDS, ""), "kind": "every",
-                                 "timezone": context.schedules.default_timezone,
-                                 "args": "[]", "kwargs": "{}"})
+        state = forms.FormState(_blank_values(context))
     return _render(request, context, "new.html", status_code=status_code, form=state,
                    kinds=forms.KINDS)
 
 
+def _blank_values(context: _Context) -> dict[str, str]:
+    return {**dict.fromkeys(forms.FIELDS, ""), "kind": "every",
+            "timezone": context.schedules.default_timezone, "args": "[]", "kwargs": "{}",
+            "options": "{}"}
+
+
 async def _create(request: Request, context: _Context, form: FormData) -> Response:
-    state = forms.FormState(forms.typed_values(form))
+    state = forms.FormState({**_blank_values(context), **forms.typed_values(form)})
     values = state.values
     trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
-    args = forms.json_value(state, "args", list)
-    kwargs = forms.json_value(state, "kwargs", dict)
+    call = forms.call_keywords(state)
     if not state.errors:
         try:
             await _call(context.schedules.create, values["name"], values["task"], **trigger,
-                        args=tuple(args), kwargs=kwargs,
-                        options=forms.options_with_queue({}, values["queue"]),
-                        enabled=form.get("paused") is None)
+                        **call, enabled=form.get("paused") is None)
         except ConfigurationError as exc:
             state.add_problems(list(exc.problems))
         except ScheduleConflict as exc:
@@ -510,34 +533,24 @@ async def _create(request: Request, context: _Context, form: FormData) -> Respon
 
 
 # -- signing in -------------------------------------------------------------------------------
-def _login_page(context: _Context) -> Callable[[Request], Awaitable[Response]]:
-    async def login(request: Request) -> Response:
-        token = context.settings.token
-        target = request.query_params.get("next", "")
-        # Only a path of this application: never an address elsewhere.
-        if not target.startswith("/") or target.startswith("//"):
-            target = ""
-        error = None
-        if request.method == "POST":
-            form = await request.form()
-            if not same_secret(_text(form, CSRF_FIELD), request.cookies.get(CSRF_COOKIE)):
-                return _finish(request, context, _refusal(
-                    request, context, 403, "Form expired",
-                    "The form's security token is missing or does not match this browser's; "
-                    "reload the page and submit it again."))
-            if token is not None and same_secret(_text(form, "token"), token):
-                response = RedirectResponse(target or _link(request, "overview"),
-                                            status_code=303)
-                response.set_cookie(SESSION_COOKIE, session_value(token), httponly=True,
-                                    samesite="strict", path=_cookie_path(request),
-                                    secure=context.settings.secure_cookies)
-                return _finish(request, context, response)
-            error = "That is not the token this dashboard was started with."
-        return _finish(request, context, _render(
-            request, context, "login.html", status_code=401 if error else 200, error=error,
-            next=target, needs_token=token is not None))
-
-    return login
+async def _login(request: Request, context: _Context,
+                 form: FormData | None = None) -> Response:
+    token = context.settings.token
+    target = request.query_params.get("next", "")
+    # Only a path of this application: never an address elsewhere.
+    if not target.startswith("/") or target.startswith("//"):
+        target = ""
+    error = None
+    if form is not None:
+        if token is not None and same_secret(_text(form, "token"), token):
+            response = RedirectResponse(target or _link(request, "overview"), status_code=303)
+            response.set_cookie(SESSION_COOKIE, session_value(token), httponly=True,
+                                samesite="strict", path=_cookie_path(request),
+                                secure=context.settings.secure_cookies)
+            return response
+        error = "That is not the token this dashboard was started with."
+    return _render(request, context, "login.html", status_code=401 if error else 200,
+                   error=error, next=target, needs_token=token is not None)
 
 
 async def _logout(request: Request, context: _Context, form: FormData) -> Response:

@@ -3,11 +3,16 @@ and the API's problems → the field each names, so the page shows it next to th
 
 Nothing is checked here that the API checks: a form only reads text into values (a duration,
 an instant, JSON), and reports the text it cannot read under its field as the API would.
+
+A schedule's ``options`` are shown in four fields: ``queue``, ``priority`` and ``expires``,
+the ones most often changed, each in its own, and every other option as a JSON object
+(``options``). Submitting the form sets the options to exactly what the four say.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,15 +23,19 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from goatbeat_celery.core.model import Schedule, parse_duration
 
 KINDS = ("every", "cron", "at")
+#: Options with a field of their own; the others are edited as JSON in ``options``.
+OPTION_FIELDS = ("queue", "priority", "expires")
 #: Form fields, in page order; problems naming none of them are shown above the form.
-FIELDS = ("name", "task", "kind", "every", "cron", "at", "timezone", "queue", "args", "kwargs")
+FIELDS = ("name", "task", "kind", "every", "cron", "at", "timezone", *OPTION_FIELDS, "args",
+          "kwargs", "options")
 GENERAL = "_form"
 
 #: The leading word of an API problem → the form field it is about.
 _FIELD_OF = {
     "name": "name", "task": "task", "trigger": "kind", "every": "every",
     "cron expression": "cron", "cron": "cron", "at": "at", "timezone": "timezone",
-    "options.queue": "queue", "queue": "queue", "args": "args", "kwargs": "kwargs",
+    "queue": "queue", "args": "args", "kwargs": "kwargs", "options": "options",
+    **{f"options.{key}": key for key in OPTION_FIELDS},
 }
 _SUBJECT = re.compile(r"^schedule (?:'[^']*'|\"[^\"]*\"|\S+): ")
 
@@ -53,6 +62,8 @@ def field_of(problem: str) -> tuple[str, str]:
     head, sep, _ = text.partition(":")
     if sep and head in _FIELD_OF:
         return _FIELD_OF[head], text
+    if sep and head.startswith("options."):  # an option without a field of its own
+        return "options", text
     return GENERAL, text
 
 
@@ -62,20 +73,53 @@ def stored_values(schedule: Schedule, default_timezone: str) -> dict[str, str]:
     params = spec.trigger.params if isinstance(spec.trigger.params, Mapping) else {}
     kind = {"interval": "every", "cron": "cron", "once": "at"}.get(spec.trigger.kind, "")
     every = params.get("every")
-    queue = spec.options.get("queue") if isinstance(spec.options, Mapping) else None
     return {
         "name": spec.name, "task": str(spec.task), "kind": kind,
         "every": f"{every:g}" if isinstance(every, (int, float)) and kind == "every" else "",
         "cron": str(params.get("expression", "")) if kind == "cron" else "",
         "at": str(params.get("at", "")) if kind == "at" else "",
         "timezone": str(params.get("timezone", "")) if kind == "cron" else default_timezone,
-        "queue": queue if isinstance(queue, str) else "",
-        "args": json.dumps(list(spec.args)), "kwargs": json.dumps(dict(spec.kwargs)),
+        **option_values(spec.options),
+        "args": _json_text(list(spec.args) if isinstance(spec.args, (list, tuple)) else []),
+        "kwargs": _json_text(dict(spec.kwargs) if isinstance(spec.kwargs, Mapping) else {}),
     }
 
 
+def option_values(options: object) -> dict[str, str]:
+    """``options`` as the four fields show them: an option goes to its own field when that
+    field can show it as stored (a text queue, an integer priority, seconds to expire), to the
+    JSON of the others otherwise, so that saving the form unchanged changes nothing."""
+    rest = dict(options) if isinstance(options, Mapping) else {}
+    shown = dict.fromkeys(OPTION_FIELDS, "")
+    queue = rest.get("queue")
+    if isinstance(queue, str) and queue:
+        shown["queue"] = rest.pop("queue")
+    priority = rest.get("priority")
+    if isinstance(priority, int) and not isinstance(priority, bool):
+        shown["priority"] = str(rest.pop("priority"))
+    expires = rest.get("expires")
+    if (isinstance(expires, (int, float)) and not isinstance(expires, bool)
+            and math.isfinite(expires)):
+        shown["expires"] = _number_text(rest.pop("expires"))
+    shown["options"] = _json_text(rest)
+    return shown
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):  # keys that do not sort
+        return json.dumps(value, ensure_ascii=False)
+
+
 def typed_values(form: Mapping[str, Any]) -> dict[str, str]:
-    return {name: str(form.get(name, "")).strip() for name in FIELDS}
+    """The fields the form sent, as typed (a field it did not send is left out, so that an edit
+    keeps what is stored there)."""
+    return {name: str(form[name]).strip() for name in FIELDS if name in form}
 
 
 def trigger_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
@@ -137,9 +181,40 @@ def json_value(state: FormState, name: str, expected: type) -> Any:
     return value
 
 
-def options_with_queue(options: Mapping[str, Any], queue: str) -> dict[str, Any]:
-    """A schedule's options with its queue set to ``queue`` (removed when empty)."""
-    changed = {k: v for k, v in options.items() if k != "queue"}
-    if queue:
-        changed["queue"] = queue
-    return changed
+def call_keywords(state: FormState) -> dict[str, Any]:
+    """``args=``, ``kwargs=`` and ``options=`` from the form; text that cannot be read is
+    reported under its field (and the keywords are then not to be used)."""
+    args = json_value(state, "args", list)
+    kwargs = json_value(state, "kwargs", dict)
+    options = options_value(state)
+    return {"args": tuple(args or ()), "kwargs": kwargs or {}, "options": options}
+
+
+def options_value(state: FormState) -> dict[str, Any]:
+    """The options the four option fields give: the JSON object of ``options`` with
+    ``queue``, ``priority`` and ``expires`` set from their fields when filled in."""
+    given = json_value(state, "options", dict)
+    options: dict[str, Any] = dict(given or {})
+    for key in OPTION_FIELDS:
+        text = state.values.get(key, "")
+        if not text:
+            continue
+        if key in options:
+            state.add(key, f"options.{key}: also given in the other options; give it in one "
+                           "place")
+            continue
+        if key == "priority":
+            # A number is read as one; other text goes as typed, for the API to refuse.
+            options[key] = int(text) if re.fullmatch(r"[+-]?\d+", text) else text
+        elif key == "expires":
+            try:
+                options[key] = _plain_number(parse_duration(text))
+            except ValueError as exc:
+                state.add(key, f"options.expires: {exc}")
+        else:
+            options[key] = text
+    return options
+
+
+def _plain_number(seconds: float) -> int | float:
+    return int(seconds) if seconds.is_integer() else seconds

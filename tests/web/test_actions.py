@@ -152,3 +152,101 @@ def test_config_schedules_cannot_be_edited_or_removed_here(
 
 def test_an_action_on_a_missing_schedule_is_a_404(client: Browser) -> None:
     assert client.submit("/schedule/pause", name="ghost").status_code == 404
+
+
+def test_editing_args_kwargs_and_options(client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60, args=(1,), kwargs={"a": 1},
+                     options={"queue": "old", "countdown": 5})
+    before = schedules.get("tick")
+
+    response = client.submit(
+        "/schedule/edit", name="tick", kind="every", every="60", queue="fast", priority="7",
+        expires="5m", options='{"routing_key": "r.tick", "headers": {"team": "ops"}}',
+        args='[2, "zwei", null]', kwargs='{"dry_run": true, "label": "été"}')
+
+    assert response.status_code == 303, response.text
+    after = schedules.get("tick")
+    assert after.spec.args == (2, "zwei", None)
+    assert after.spec.kwargs == {"dry_run": True, "label": "été"}
+    assert after.spec.options == {"queue": "fast", "priority": 7, "expires": 300,
+                                  "routing_key": "r.tick", "headers": {"team": "ops"}}
+    # Not a trigger change: the schedule keeps its next run.
+    assert after.next_run_at == before.next_run_at
+
+
+def test_the_edit_form_shows_what_is_stored_and_saving_it_unchanged_changes_nothing(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", cron="*/5 * * * *", timezone="Asia/Tokyo",
+                     args=("a", 2.5), kwargs={"k": ["v", "é"]},
+                     options={"queue": "q", "priority": 3, "expires": 90.5, "countdown": 2})
+    before = schedules.get("tick")
+    html = client.get("/schedule", params={"name": "tick"}).text
+
+    fields = {name: html_module.unescape(value) for name, value in re.findall(
+        r'<input id="(\w+)" name="\w+" type="text" value="([^"]*)"', html)}
+
+    assert fields["queue"] == "q" and fields["priority"] == "3" and fields["expires"] == "90.5"
+    assert fields["options"] == '{"countdown": 2}'
+    assert fields["args"] == '["a", 2.5]' and fields["kwargs"] == '{"k": ["v", "é"]}'
+    response = client.submit("/schedule/edit", name="tick", kind="cron", **{
+        key: fields[key] for key in ("cron", "timezone", "queue", "priority", "expires",
+                                     "options", "args", "kwargs")})
+    assert response.status_code == 303, response.text
+    assert schedules.get("tick") == before
+
+
+def test_a_field_the_form_did_not_send_keeps_what_is_stored(client: Browser,
+                                                            schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60, args=(1,), options={"priority": 1})
+
+    response = client.submit("/schedule/edit", name="tick", kind="every", every="120")
+
+    assert response.status_code == 303, response.text
+    spec = schedules.get("tick").spec
+    assert spec.trigger.params == {"every": 120.0}
+    assert spec.args == (1,) and spec.options == {"priority": 1}
+
+
+def test_invalid_args_kwargs_and_options_are_shown_under_their_fields_and_change_nothing(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60, args=(1,), kwargs={"a": 1},
+                     options={"queue": "q"})
+    before = schedules.get("tick")
+
+    unreadable = client.submit("/schedule/edit", name="tick", kind="every", every="60",
+                               args="[1,", kwargs='["not", "an", "object"]', options="nope",
+                               expires="soon", queue="q", priority="")
+    assert unreadable.status_code == 422
+    assert "not valid JSON" in error_of(unreadable.text, "args")
+    assert "JSON object" in error_of(unreadable.text, "kwargs")
+    assert "not valid JSON" in error_of(unreadable.text, "options")
+    assert "cannot read 'soon' as a duration" in error_of(unreadable.text, "expires")
+    assert 'value="[1,"' in unreadable.text  # what was typed stays in its field
+
+    refused = client.submit("/schedule/edit", name="tick", kind="every", every="60",
+                            args="[]", kwargs="{}", queue="q", priority="300", expires="0",
+                            options='{"retry": true, "serializer": "nope"}')
+    assert refused.status_code == 422
+    assert "integer from 0 to 255" in error_of(refused.text, "priority")
+    assert "more than 0" in error_of(refused.text, "expires")
+    options_errors = re.findall(r'<p class="field-error" id="options-error">([^<]*)</p>',
+                                refused.text)
+    assert any("retries a refused message" in e for e in options_errors)
+    assert any("unknown serializer" in e for e in options_errors)
+
+    twice = client.submit("/schedule/edit", name="tick", kind="every", every="60",
+                          args="[]", kwargs="{}", queue="q", priority="", expires="",
+                          options='{"queue": "other"}')
+    assert twice.status_code == 422
+    assert "give it in one place" in error_of(twice.text, "queue")
+
+    assert schedules.get("tick") == before
+
+
+def test_creating_with_options(client: Browser, schedules: Schedules) -> None:
+    response = client.submit("/new", name="opts", task="proj.tasks.tick", kind="every",
+                             every="60", timezone="UTC", queue="", priority="9",
+                             expires="1h", options='{"time_limit": 30}', args="", kwargs="")
+    assert response.status_code == 303, response.text
+    assert schedules.get("opts").spec.options == {"priority": 9, "expires": 3600,
+                                                  "time_limit": 30}

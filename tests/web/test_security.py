@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.web import WebSettings, create_app
+from goatbeat_celery.web.app import SAFE_METHODS
 from goatbeat_celery.web.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
+    SESSION_COOKIE,
     authenticated,
     bind_problem,
     is_loopback,
@@ -168,3 +172,50 @@ def test_credentials_are_compared_whole() -> None:
     assert not authenticated(TOKEN, authorization=f"Bearer {TOKEN[:-1]}", session=None)
     assert not authenticated(TOKEN, authorization="Basic !!!", session=None)
     assert not authenticated(TOKEN, authorization=None, session=TOKEN)
+
+
+def state_changing_routes(app: Starlette) -> list[str]:
+    return sorted({route.path for route in app.routes
+                   if isinstance(route, Route) and (route.methods or set()) - SAFE_METHODS})
+
+
+def test_every_state_changing_route_checks_the_csrf_token(schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    before = schedules.get("tick")
+    for settings in (WebSettings(), WebSettings(token=TOKEN), WebSettings(read_only=True)):
+        app = create_app(schedules, settings)
+        paths = state_changing_routes(app)
+        assert {"/login", "/logout", "/new", "/schedule/edit", "/schedule/pause"} <= set(paths)
+        with Browser(app, base_url="http://127.0.0.1") as client:
+            client.get("/login")  # the browser has its CSRF cookie, and signs in if need be
+            client.headers["Authorization"] = f"Bearer {TOKEN}"
+            for path in paths:
+                fields = {"name": "tick", "task": "proj.tasks.other", "kind": "every",
+                          "every": "5", "token": TOKEN}
+                for sent in (fields, {**fields, CSRF_FIELD: "forged"}):
+                    response = client.post(path, data=sent, follow_redirects=False)
+                    assert response.status_code == 403, (settings, path)
+                    assert "Form expired" in response.text
+                    assert SESSION_COOKIE not in response.headers.get("set-cookie", "")
+    assert schedules.list() == [before]
+    assert schedules.history("tick") == []
+
+
+def test_the_csrf_check_comes_before_reading_or_writing(client: Browser,
+                                                        schedules: Schedules) -> None:
+    # A forged delete of a schedule that does not exist is refused as forged, not as missing:
+    # nothing is looked up for a request that fails the check.
+    client.get("/")
+    response = client.post("/schedule/delete", data={"name": "ghost"}, follow_redirects=False)
+    assert response.status_code == 403
+
+
+def test_in_read_only_mode_signing_in_still_works(make_client: object,
+                                                  schedules: Schedules) -> None:
+    client = make_client(WebSettings(token=TOKEN, read_only=True))  # type: ignore[operator]
+    response = client.submit("/login", token=TOKEN)
+    assert response.status_code == 303
+    assert client.get("/", follow_redirects=False).status_code == 200
+    assert client.submit("/new", name="x", task="proj.tasks.x", kind="every",
+                         every="60").status_code == 403
+    assert schedules.list() == []
