@@ -6,16 +6,23 @@ A missing chromium fails these tests (scripts/browser.sh installs it): they are 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.web import WebSettings, create_app
 from tests.cli.conftest import config_schedule, set_aside
-from tests.web.conftest import TOKEN, Server
+from tests.web.conftest import TOKEN, Server, serve
 
 CHROMIUM = os.environ.get("GOATBEAT_TEST_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -137,3 +144,138 @@ def test_a_post_without_the_csrf_token_is_refused(page: Page, server: Server) ->
                                  max_redirects=0)
     assert response.status == 403
     assert server.schedules.get("tick").spec.enabled
+
+
+# -- with beat running ------------------------------------------------------------------------
+@dataclass
+class Beat:
+    """The dashboard and a leader on one in-memory store, on a clock the test moves."""
+
+    url: str
+    schedules: Schedules
+    clock: ManualClock
+    leader: Engine
+    broker: RecordingSubmitter
+
+    def run_for(self, seconds: int, step: int = 60) -> None:
+        """Let beat run for ``seconds``: the clock moves by ``step`` and the leader ticks."""
+        for _ in range(seconds // step):
+            self.clock.advance(step)
+            self.leader.tick()
+
+    def sent(self, name: str) -> list[str]:
+        return [d.key for d in self.broker.dispatches if d.execution.schedule_name == name]
+
+
+@pytest.fixture
+def beat() -> Iterator[Beat]:
+    clock = ManualClock()
+    store = MemoryStore(clock)
+    schedules = Schedules(store, default_timezone="UTC")
+    broker = RecordingSubmitter()
+    leader = Engine(store=store, lease=store, submitter=broker, settings=Settings(),
+                    holder="replica-a", monotonic=clock.monotonic)
+    for url in serve(create_app(schedules, WebSettings(token=TOKEN))):
+        yield Beat(url, schedules, clock, leader, broker)
+    leader.close()
+
+
+def test_pausing_in_the_dashboard_stops_beat_and_run_now_is_sent(page: Page,
+                                                                beat: Beat) -> None:
+    beat.schedules.create("reports.hourly", "proj.tasks.report", every=60)
+    beat.schedules.create("cleanup", "proj.tasks.cleanup", every=60)
+    beat.leader.tick()  # takes the lease
+    beat.run_for(120)
+    sent_before = beat.sent("reports.hourly")
+    assert len(sent_before) == 2
+
+    sign_in(page, Server(beat.url, beat.schedules))
+    page.click("nav >> text=Schedules")
+    page.fill("#q", "reports")
+    page.click("form.filters button[type=submit]")
+    page.click("#schedules >> text=reports.hourly")
+    history = page.locator("#history tbody tr")
+    expect(history).to_have_count(2)
+    expect(history.first).to_contain_text("submitted")
+
+    page.click("#pause")
+    expect(page.locator(".notice")).to_have_text("Paused.")
+    beat.run_for(300)
+    assert beat.sent("reports.hourly") == sent_before, "beat sent a paused schedule"
+    assert len(beat.sent("cleanup")) == 7, "the other schedule ran on"
+
+    page.click("#run-now")
+    expect(page.locator(".notice")).to_contain_text("Run queued")
+    beat.leader.tick()
+    [manual] = [key for key in beat.sent("reports.hourly") if key not in sent_before]
+    page.reload()
+    row = page.locator("#history tbody tr", has_text=manual)
+    expect(row).to_contain_text("run now")
+    expect(row.locator("td.state")).to_have_text("submitted")
+
+    page.click("#resume")
+    expect(page.locator(".notice")).to_contain_text("Resumed")
+    beat.run_for(60)
+    assert len(beat.sent("reports.hourly")) == 4, "resumed: sent again from its next run"
+
+
+# -- hostile names ----------------------------------------------------------------------------
+HOSTILE = ('<script>alert("name")</script>', '"><img src=x onerror=alert(2)>',
+           "'><svg onload=alert(3)>", "</title><b>bold</b>&amp;?q=1#frag/../x")
+
+
+def test_names_and_args_crafted_to_break_html_are_shown_as_text(page: Page,
+                                                                server: Server) -> None:
+    dialogs: list[str] = []
+
+    def dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
+    for payload in HOSTILE:
+        server.schedules.create(payload, "proj.tasks.tick", every=60, args=(payload,),
+                                kwargs={payload: payload}, options={"queue": payload})
+        server.schedules.run_now(payload)
+    set_aside(server.schedules.store, HOSTILE[0], f"reason {HOSTILE[1]}")
+
+    def assert_nothing_injected() -> None:
+        for tag in ("script", "img", "b", "[onerror]", "[onload]"):
+            assert page.locator(f"main {tag}").count() == 0, tag
+        assert page.locator("main svg").count() == page.locator("main figure.chart svg").count()
+
+    sign_in(page, server)
+    expect(page.locator("#set-aside")).to_contain_text(f"reason {HOSTILE[1]}")
+    page.click("nav >> text=Schedules")
+    for payload in HOSTILE:
+        # Found by the link the list shows, whatever the name holds (&, ?, #, /, quotes).
+        page.goto(server.url + "/schedules")
+        page.locator("#schedules a", has_text=payload).click()
+        expect(page.locator("h1.name")).to_have_text(payload)
+        expect(page).to_have_title(f"{payload} · goatbeat")
+        expect(page.locator("#args")).to_have_value(json.dumps([payload], ensure_ascii=False))
+        expect(page.locator("#kwargs")).to_have_value(json.dumps({payload: payload},
+                                                                 ensure_ascii=False))
+        expect(page.locator("#queue")).to_have_value(payload)
+        expect(page.locator("#history tbody tr")).to_have_count(1)
+        assert_nothing_injected()
+
+    # Typed into a form, refused, and shown back: still text.
+    page.click("nav >> text=New schedule")
+    page.fill("#name", HOSTILE[1])
+    page.fill("#task", HOSTILE[2])
+    page.check("input[name=kind][value=cron]")
+    page.fill("#cron", HOSTILE[0])
+    page.fill("#args", HOSTILE[3])
+    page.click("#create")
+    expect(page.locator("#args-error")).to_contain_text("not valid JSON")
+    expect(page.locator("#name")).to_have_value(HOSTILE[1])
+    expect(page.locator("#cron")).to_have_value(HOSTILE[0])
+    expect(page.locator("#args")).to_have_value(HOSTILE[3])
+    assert_nothing_injected()
+    assert server.schedules.get(HOSTILE[1]).spec.task == "proj.tasks.tick"
+
+    page.goto(server.url + "/schedules?" + urlencode({"q": HOSTILE[0]}))
+    expect(page.locator("#q")).to_have_value(HOSTILE[0])
+    expect(page.locator("#schedules tbody tr")).to_have_count(1)
+    assert dialogs == [], "a script ran"
