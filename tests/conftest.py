@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -98,3 +99,27 @@ def pg_empty_url(pg_url: str, pg_tables_engine: sa.Engine) -> str:
     with pg_tables_engine.begin() as connection:
         connection.execute(sa.text(f"TRUNCATE {', '.join(STORE_TABLES)}"))
     return pg_url
+
+
+#: Debian's chromium, which the browser tests drive through Playwright (scripts/browser.sh
+#: installs it; Playwright cannot download a browser of its own here).
+CHROMIUM = os.environ.get("GOATBEAT_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """A headless chromium driven by Playwright (a ``playwright.sync_api.Browser``). A missing
+    chromium fails the test: browser tests are never skipped."""
+    from playwright.sync_api import sync_playwright
+
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"chromium is required at {CHROMIUM} for the browser tests; "
+                    "run scripts/browser.sh to install it", pytrace=False)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import URL
 
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.model import (
+    ScheduleSource,
+    ScheduleSpec,
+    SetAside,
+    SyncEntry,
+    TriggerSpec,
+)
+from goatbeat_celery.store import open_store
 from tests.conftest import migrated_database
 
 
@@ -102,3 +112,54 @@ def client(superuser: Any) -> Any:
     client = Client()
     client.force_login(superuser)
     return client
+
+
+@pytest.fixture
+def api(django_db: str) -> Iterator[Schedules]:
+    """The API on the module's database, with its schedules and history emptied first."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(django_db, poolclass=sa.NullPool)
+    with engine.begin() as connection:
+        connection.execute(sa.text("TRUNCATE goatbeat_schedule, goatbeat_execution, "
+                                   "goatbeat_lease"))
+    engine.dispose()
+    with Schedules(open_store(django_db)) as schedules:
+        yield schedules
+
+
+def add_config_schedule(api: Schedules, name: str, task: str) -> None:
+    """A schedule as beat's config sync stores it."""
+    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
+    spec = ScheduleSpec(name=name, task=task, source=ScheduleSource.CONFIG,
+                        trigger=TriggerSpec(kind="interval", params={"every": 60.0}))
+    now = api.store.now()
+    api.store.sync_config([SyncEntry(spec=spec, next_occurrence_at=now, next_run_at=now)],
+                          lease=grant)
+
+
+def set_aside(api: Schedules, name: str, reason: str) -> None:
+    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
+    api.store.set_aside([SetAside(schedule_name=name, version=None, reason=reason)],
+                        lease=grant)
+
+
+@pytest.fixture(scope="module")
+def live_server(django_db: str) -> Iterator[str]:
+    """The test project served on a loopback port, static files included, as Django's
+    ``StaticLiveServerTestCase`` serves it; its URL. Requests are handled in threads of this
+    process, on the module's database."""
+    from django.contrib.staticfiles.handlers import StaticFilesHandler
+    from django.test.testcases import LiveServerThread
+
+    thread = LiveServerThread("127.0.0.1", StaticFilesHandler)
+    thread.daemon = True
+    thread.start()
+    # Binding takes milliseconds; 10 s covers a busy 2-core CI machine.
+    assert thread.is_ready.wait(timeout=10), "the live server did not start"
+    if thread.error is not None:
+        raise thread.error
+    try:
+        yield f"http://127.0.0.1:{thread.port}"
+    finally:
+        thread.terminate()

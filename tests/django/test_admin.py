@@ -3,22 +3,14 @@ PostgreSQL database: every change they make is checked through the Schedules API
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.model import (
-    ScheduleSource,
-    ScheduleSpec,
-    SetAside,
-    SyncEntry,
-    TriggerSpec,
-)
-from goatbeat_celery.store import open_store
+from goatbeat_celery.core.model import ScheduleSource
+from tests.django.conftest import add_config_schedule, set_aside
 
 CHANGELIST = "/admin/goatbeat/schedule/"
 ADD = "/admin/goatbeat/schedule/add/"
@@ -29,36 +21,6 @@ def change_url(name: str) -> str:
     from django.contrib.admin.utils import quote
 
     return f"/admin/goatbeat/schedule/{quote(name)}/change/"
-
-
-@pytest.fixture
-def api(django_db: str) -> Iterator[Schedules]:
-    """The API on the module's database, with its schedules and history emptied first."""
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(django_db, poolclass=sa.NullPool)
-    with engine.begin() as connection:
-        connection.execute(sa.text("TRUNCATE goatbeat_schedule, goatbeat_execution, "
-                                   "goatbeat_lease"))
-    engine.dispose()
-    with Schedules(open_store(django_db)) as schedules:
-        yield schedules
-
-
-def add_config_schedule(api: Schedules, name: str, task: str) -> None:
-    """A schedule as beat's config sync stores it."""
-    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
-    spec = ScheduleSpec(name=name, task=task, source=ScheduleSource.CONFIG,
-                        trigger=TriggerSpec(kind="interval", params={"every": 60.0}))
-    now = api.store.now()
-    api.store.sync_config([SyncEntry(spec=spec, next_occurrence_at=now, next_run_at=now)],
-                          lease=grant)
-
-
-def set_aside(api: Schedules, name: str, reason: str) -> None:
-    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
-    api.store.set_aside([SetAside(schedule_name=name, version=None, reason=reason)],
-                        lease=grant)
 
 
 def form_data(**values: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ _server = make_url(os.environ.get("GOATBEAT_TEST_PG_URL",
 
 SECRET_KEY = "goatbeat-tests-only"
 DEBUG = False
-ALLOWED_HOSTS = ["testserver", "localhost"]
+ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1"]
 USE_TZ = True
 TIME_ZONE = "UTC"
 ROOT_URLCONF = "tests.django.testproj.urls"
@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.staticfiles",
     "django_celery_beat",
     "goatbeat_celery.contrib.django",
 ]
@@ -43,6 +44,8 @@ TEMPLATES = [{
         "django.contrib.messages.context_processors.messages",
     ]},
 }]
+# The admin's CSS and JavaScript, served by the live server of the browser tests.
+STATIC_URL = "static/"
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",

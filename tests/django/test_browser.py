@@ -1,0 +1,152 @@
+"""The admin pages in a real browser: Debian's chromium, headless, driven by Playwright, against
+the test project served on a loopback port (Django's live server), on a fresh PostgreSQL
+database. What the pages did is checked through the Schedules API.
+
+A missing chromium fails these tests (scripts/browser.sh installs it): they are never skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from goatbeat_celery.api import Schedules
+from tests.django.conftest import add_config_schedule, set_aside
+
+#: Names written to break out of an attribute or a text node if a page forgot to escape them.
+SCRIPT_NAME = "<script>window.pwned='name'</script>"
+ATTRIBUTE_NAME = "\"><img src=x onerror=\"window.pwned='attribute'\">"
+TASK = "feeds.poll"
+REASON = "<b onmouseover=\"window.pwned='reason'\">refused</b> & gone"
+
+
+@pytest.fixture
+def page(superuser: Any, live_server: str, chromium: Any) -> Iterator[Page]:
+    # Django's database work comes first: Playwright's sync API keeps an event loop running in
+    # this thread, where Django then refuses to touch its connections.
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(10_000)  # an admin page renders in well under a second
+    yield opened
+    context.close()
+
+
+def log_in(page: Page, live_server: str) -> None:
+    page.goto(live_server + "/admin/login/?next=/admin/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "pw")
+    page.click("input[type=submit]")
+    expect(page.locator("#site-name")).to_be_visible()
+    expect(page.locator("body")).to_contain_text("Site administration")
+
+
+def row(page: Page, name: str) -> Any:
+    """The changelist row whose link is ``name``."""
+    return page.locator("#result_list tbody tr").filter(
+        has=page.get_by_role("link", name=name, exact=True))
+
+
+def not_pwned(page: Page) -> None:
+    assert page.evaluate("window.pwned") is None, "a crafted name ran as script"
+
+
+def test_find_pause_an_invalid_cron_config_read_only_and_escaped_names(
+        page: Page, live_server: str, api: Schedules) -> None:
+    api.create("digest", "mail.digest", cron="0 7 * * mon-fri", timezone="Europe/Paris")
+    api.create("poll", TASK, every=30)
+    api.create(SCRIPT_NAME, TASK, every=60)
+    api.create(ATTRIBUTE_NAME, TASK, every=60)
+    set_aside(api, ATTRIBUTE_NAME, REASON)
+    add_config_schedule(api, "heartbeat", "proj.heartbeat")
+    api.run_now(SCRIPT_NAME)
+
+    log_in(page, live_server)
+    page.get_by_role("link", name="Schedules").click()
+    expect(page.locator("#result_list")).to_be_visible()
+    headers = page.locator("#result_list thead")
+    expect(headers).to_contain_text("next run", ignore_case=True)
+    expect(headers).to_contain_text("last run", ignore_case=True)
+
+    # Find a schedule through the search box.
+    page.fill("#searchbar", "dig")
+    page.press("#searchbar", "Enter")
+    expect(page.locator("#result_list tbody tr")).to_have_count(1)
+    expect(row(page, "digest")).to_contain_text("cron 0 7 * * mon-fri Europe/Paris")
+
+    # Pause it with the admin action.
+    row(page, "digest").locator("input.action-select").check()
+    page.select_option("select[name=action]", "pause_schedules")
+    page.locator("button[name=index]").click()
+    expect(page.locator(".messagelist")).to_contain_text("1 schedule paused: 'digest'")
+    expect(row(page, "digest")).to_contain_text("paused")
+    assert api.get("digest").spec.enabled is False
+
+    # An invalid cron on the change form: the error is next to the field, nothing is saved.
+    version = api.get("digest").version
+    row(page, "digest").get_by_role("link", name="digest", exact=True).click()
+    expect(page.locator("#id_cron")).to_have_value("0 7 * * mon-fri")
+    page.fill("#id_cron", "61 7 * * mon-fri")
+    page.click("input[name=_save]")
+    expect(page.locator(".errornote")).to_be_visible()
+    expect(page.locator(".field-cron .errorlist")).to_contain_text("out of range")
+    expect(page.locator("#id_cron")).to_have_value("61 7 * * mon-fri")
+    stored = api.get("digest")
+    assert stored.spec.trigger.params["expression"] == "0 7 * * mon-fri"
+    assert stored.version == version
+
+    # A valid one is saved through the API.
+    page.fill("#id_cron", "30 7 * * mon-fri")
+    page.click("input[name=_save]")
+    expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+    assert api.get("digest").spec.trigger.params["expression"] == "30 7 * * mon-fri"
+
+    # A config schedule is shown read-only: no inputs, no save button.
+    page.fill("#searchbar", "")
+    page.press("#searchbar", "Enter")
+    row(page, "heartbeat").get_by_role("link", name="heartbeat", exact=True).click()
+    expect(page.locator("h1")).to_contain_text("View schedule")
+    expect(page.locator(".field-task .readonly")).to_have_text("proj.heartbeat")
+    expect(page.locator("form input[name=task], form input[name=_save]")).to_have_count(0)
+    expect(page.locator("body")).to_contain_text("config (beat_schedule)")
+
+    # Crafted names and reasons are shown as text wherever they appear.
+    page.goto(live_server + "/admin/goatbeat/schedule/")
+    expect(row(page, SCRIPT_NAME)).to_have_count(1)
+    expect(row(page, ATTRIBUTE_NAME)).to_contain_text(
+        "set aside: <b onmouseover=\"window.pwned='reason'\">refused</b> & gone")
+    not_pwned(page)
+    row(page, SCRIPT_NAME).locator("input.action-select").check()
+    row(page, ATTRIBUTE_NAME).locator("input.action-select").check()
+    page.select_option("select[name=action]", "pause_schedules")
+    page.locator("button[name=index]").click()
+    expect(page.locator(".messagelist")).to_contain_text("2 schedules paused")
+    expect(page.locator(".messagelist")).to_contain_text(SCRIPT_NAME)
+    not_pwned(page)
+    assert not api.get(SCRIPT_NAME).spec.enabled and not api.get(ATTRIBUTE_NAME).spec.enabled
+
+    row(page, ATTRIBUTE_NAME).get_by_role("link", name=ATTRIBUTE_NAME, exact=True).click()
+    expect(page.locator("#id_name")).to_have_value(ATTRIBUTE_NAME)
+    not_pwned(page)
+
+    # The executions: read-only, filtered by schedule (the crafted name among the choices).
+    page.goto(live_server + "/admin/goatbeat/execution/")
+    expect(page.locator("#result_list tbody tr")).to_have_count(1)
+    expect(page.locator("#result_list")).to_contain_text(SCRIPT_NAME)
+    page.locator("#changelist-filter").get_by_role("link", name=SCRIPT_NAME,
+                                                   exact=True).click()
+    expect(page.locator("#result_list tbody tr")).to_have_count(1)
+    assert re.search(r"[?&]schedule=", page.url)
+    page.locator("#changelist-filter").get_by_role("link", name="claimed",
+                                                   exact=True).click()
+    expect(page.locator("#result_list tbody tr")).to_have_count(1)
+    assert re.search(r"[?&]state__exact=claimed", page.url)
+    expect(page.locator(".object-tools a.addlink")).to_have_count(0)
+    expect(page.locator("select[name=action]")).to_have_count(0)
+    page.locator("#result_list tbody tr a").first.click()
+    expect(page.locator("h1")).to_contain_text("View execution")
+    expect(page.locator("form input[name=_save]")).to_have_count(0)
+    not_pwned(page)
