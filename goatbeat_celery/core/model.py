@@ -17,6 +17,7 @@ from typing import Any, Union
 
 from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.runs import RunState
 
 UTC = timezone.utc
 
@@ -388,6 +389,18 @@ class Execution:
     manual: bool = False
     #: The starting deadline: not sent once past, and carried as the message's ``expires``.
     expires_at: datetime | None = None
+    #: What workers did with it (run tracking, :mod:`goatbeat_celery.core.runs`): written by
+    #: workers and the leader's lost-run verdicts, never by beat's dispatch. ``run_state`` None:
+    #: not started (yet).
+    run_state: RunState | None = None
+    run_id: str | None = None
+    worker: str | None = None
+    run_attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    runtime: timedelta | None = None
+    run_error: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -59,6 +59,7 @@ __all__ = [
     "apply_event",
     "apply_events",
     "error_summary",
+    "last_news",
     "lost_verdict",
     "run_times_problems",
     "seconds_text",
@@ -297,6 +298,12 @@ def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: date
     elif state is None and dispatched_at is not None and now - dispatched_at > unstarted_for:
         return _lost(record, now, f"never started within {seconds_text(unstarted_for)}")
     return None
+
+
+def last_news(record: RunRecord, *, dispatched_at: datetime | None) -> datetime | None:
+    """When a run was last heard of: its last heartbeat, else its end, its start, or when the
+    broker took it. :meth:`RunLog.mark_lost` judges the runs with the oldest news first."""
+    return record.heartbeat_at or record.finished_at or record.started_at or dispatched_at
 
 
 def _lost(record: RunRecord, now: datetime, reason: str) -> RunRecord:

@@ -1,8 +1,9 @@
 """Schedule stores: PostgreSQL (production), SQLite (one host, the default), memory (tests).
 
-:func:`open_store` picks one from a database URL. The object it returns is both the
-:class:`~goatbeat_celery.core.protocols.ScheduleStore` and the
-:class:`~goatbeat_celery.core.protocols.LeaseManager`.
+:func:`open_store` picks one from a database URL. The object it returns is the
+:class:`~goatbeat_celery.core.protocols.ScheduleStore`, the
+:class:`~goatbeat_celery.core.protocols.LeaseManager` and the
+:class:`~goatbeat_celery.core.runs.RunLog`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
+from goatbeat_celery.core.runs import RunLog
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
 
 __all__ = ["ACCEPTED_SCHEMES", "Store", "downgrade_schema", "mask_url", "migration_engine",
@@ -31,8 +33,9 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
 }
 
 
-class Store(ScheduleStore, LeaseManager, Protocol):
-    """A schedule store that is also the lease manager, as :func:`open_store` returns."""
+class Store(ScheduleStore, LeaseManager, RunLog, Protocol):
+    """A schedule store that is also the lease manager and the run log (where workers' run
+    reports land), as :func:`open_store` returns."""
 
 
 def open_store(url: str, *, clock: Callable[[], datetime] | None = None,

@@ -39,6 +39,14 @@ from goatbeat_celery.core.model import (
     check_aware,
     ensure_aware,
 )
+from goatbeat_celery.core.runs import (
+    RunEvent,
+    RunRecord,
+    RunState,
+    apply_event,
+    last_news,
+    lost_verdict,
+)
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import reason_text
 
@@ -50,7 +58,7 @@ def system_clock() -> datetime:
 
 
 class MemoryStore:
-    """ScheduleStore and LeaseManager in one object, guarded by one lock."""
+    """ScheduleStore, LeaseManager and RunLog in one object, guarded by one lock."""
 
     def __init__(self, clock: Clock = system_clock) -> None:
         self._clock = clock
@@ -359,6 +367,50 @@ class MemoryStore:
                 del self._executions[execution.key]
             return len(old)
 
+    # -- run tracking ------------------------------------------------------------------------
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        unknown = 0
+        with self._lock:
+            now = self.now()
+            for event in events:
+                execution = self._executions.get(event.key)
+                if execution is None:
+                    unknown += 1
+                    continue
+                record = RunRecord.of(execution)
+                after = apply_event(record, event, now)
+                if after is not record:
+                    self._executions[event.key] = replace(execution, **after.values())
+        return unknown
+
+    def heartbeat(self, keys: Collection[str]) -> int:
+        beaten = 0
+        with self._lock:
+            now = self.now()
+            for key in set(keys):
+                execution = self._executions.get(key)
+                if execution is not None and execution.run_state is RunState.RUNNING:
+                    self._executions[key] = replace(execution, heartbeat_at=now)
+                    beaten += 1
+        return beaten
+
+    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  limit: int = 1000) -> list[Execution]:
+        with self._lock:
+            now = self.now()
+            judged: list[tuple[datetime, Execution]] = []
+            for execution in self._executions.values():
+                record = RunRecord.of(execution)
+                lost = lost_verdict(record, dispatched_at=_dispatched_at(execution), now=now,
+                                    silent_for=silent_for, unstarted_for=unstarted_for)
+                if lost is not None:
+                    judged.append((_news(execution), replace(execution, **lost.values())))
+            judged.sort(key=lambda pair: (pair[0], pair[1].key))
+            marked = [execution for _, execution in judged[:limit]]
+            for execution in marked:
+                self._executions[execution.key] = execution
+        return marked
+
     def close(self) -> None:
         pass
 
@@ -367,3 +419,13 @@ def _dispatch(schedule: Schedule, execution: Execution) -> Dispatch:
     spec = schedule.spec
     return Dispatch(execution=execution, task=spec.task, args=spec.args, kwargs=spec.kwargs,
                     options=spec.options)
+
+
+def _dispatched_at(execution: Execution) -> datetime | None:
+    """When the broker took the run, for the start timeout (None until it did)."""
+    return execution.submitted_at if execution.state is ExecutionState.SUBMITTED else None
+
+
+def _news(execution: Execution) -> datetime:
+    news = last_news(RunRecord.of(execution), dispatched_at=_dispatched_at(execution))
+    return news or execution.claimed_at

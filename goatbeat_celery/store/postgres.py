@@ -39,7 +39,7 @@ from goatbeat_celery.store.schema import (
     seconds_to_timedelta,
     utc_from_db,
 )
-from goatbeat_celery.store.sql import Insert, SQLStore
+from goatbeat_celery.store.sql import Insert, RunChange, SQLStore
 from goatbeat_celery.store.url import normalise_url
 
 logger = logging.getLogger(__name__)
@@ -105,6 +105,33 @@ _RECORD_CLAIMS = sa.text(
           AND s.name = a.name AND s.version = a.version
     )
     SELECT key FROM inserted
+    """
+)
+
+
+# Run decisions (core.runs) written back in one statement whatever their number, each only
+# where the row still holds the run columns it was decided on (compare-and-set); returns the
+# keys written. Rows are locked in key order, as the keys come sorted.
+_WRITE_RUNS = sa.text(
+    """
+    UPDATE goatbeat_execution AS e
+    SET run_state = u.run_state, run_id = u.run_id, worker = u.worker,
+        run_attempts = u.run_attempts, started_at = u.started_at, finished_at = u.finished_at,
+        heartbeat_at = u.heartbeat_at, runtime = u.runtime, run_error = u.run_error
+    FROM unnest(CAST(:keys AS text[]), CAST(:old_states AS text[]), CAST(:old_runs AS text[]),
+                CAST(:old_attempts AS integer[]), CAST(:old_heartbeats AS timestamptz[]),
+                CAST(:states AS text[]), CAST(:runs AS text[]), CAST(:workers AS text[]),
+                CAST(:attempts AS integer[]), CAST(:started AS timestamptz[]),
+                CAST(:finished AS timestamptz[]), CAST(:heartbeats AS timestamptz[]),
+                CAST(:runtimes AS double precision[]), CAST(:errors AS text[]))
+         AS u(key, old_state, old_run, old_attempts, old_heartbeat, run_state, run_id, worker,
+              run_attempts, started_at, finished_at, heartbeat_at, runtime, run_error)
+    WHERE e.key = ANY(CAST(:keys AS text[])) AND e.key = u.key
+      AND e.run_state IS NOT DISTINCT FROM u.old_state
+      AND e.run_id IS NOT DISTINCT FROM u.old_run
+      AND e.run_attempts = u.old_attempts
+      AND e.heartbeat_at IS NOT DISTINCT FROM u.old_heartbeat
+    RETURNING e.key
     """
 )
 
@@ -401,6 +428,32 @@ class PostgresStore(SQLStore):
             conn.execute(_TAKE_BACK_RUNS,
                          [{"name": name, "runs": runs} for name, runs in existed.items()])
         return inserted
+
+    def _write_runs(self, conn: sa.Connection, changes: Sequence[RunChange]) -> set[str]:
+        if not changes:
+            return set()
+        ordered = sorted(changes, key=lambda change: change.key)
+        decided = [change.decided for change in ordered]
+        result = conn.execute(_WRITE_RUNS, {
+            "keys": array_literal([c.key for c in ordered]),
+            "old_states": array_literal([c.read["run_state"] for c in ordered]),
+            "old_runs": array_literal([c.read["run_id"] for c in ordered]),
+            "old_attempts": array_literal([c.read["run_attempts"] for c in ordered]),
+            "old_heartbeats": array_literal([c.read["heartbeat_at"] for c in ordered]),
+            "states": array_literal([None if d.run_state is None else d.run_state.value
+                                     for d in decided]),
+            "runs": array_literal([d.run_id for d in decided]),
+            "workers": array_literal([d.worker for d in decided]),
+            "attempts": array_literal([d.run_attempts for d in decided]),
+            "started": array_literal([d.started_at for d in decided]),
+            "finished": array_literal([d.finished_at for d in decided]),
+            "heartbeats": array_literal([d.heartbeat_at for d in decided]),
+            # Seconds as text: the array literal is parsed by the server, exactly.
+            "runtimes": array_literal([None if d.runtime is None
+                                       else repr(d.runtime.total_seconds()) for d in decided]),
+            "errors": array_literal([d.run_error for d in decided]),
+        })
+        return set(result.scalars())
 
     def _fetch_due(self, conn: sa.Connection, limit: int) -> Sequence[Sequence[Any]]:
         # The due read is the hottest one: run it on the driver's cursor and convert the few

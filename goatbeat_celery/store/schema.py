@@ -203,6 +203,17 @@ execution_table = sa.Table(
     sa.Column("manual", sa.Boolean(), nullable=False),
     # The starting deadline: never sent once past, and the message's absolute expires.
     sa.Column("expires_at", UTCDateTime(), nullable=True),
+    # Run tracking (core.runs): what workers did with the run, written by workers and by the
+    # leader's lost-run verdicts, never by dispatch. run_state NULL: not started (yet).
+    sa.Column("run_state", sa.String(16), nullable=True),
+    sa.Column("run_id", sa.Text(), nullable=True),
+    sa.Column("worker", sa.Text(), nullable=True),
+    sa.Column("run_attempts", sa.Integer(), nullable=False, server_default=sa.text("0")),
+    sa.Column("started_at", UTCDateTime(), nullable=True),
+    sa.Column("finished_at", UTCDateTime(), nullable=True),
+    sa.Column("heartbeat_at", UTCDateTime(), nullable=True),
+    sa.Column("runtime", Seconds(), nullable=True),
+    sa.Column("run_error", sa.Text(), nullable=True),
 )
 
 # Resubmission reads the few rows still claimed, oldest first.
@@ -225,6 +236,24 @@ sa.Index(
     execution_table.c.claimed_at,
     postgresql_where=sa.text("state <> 'claimed'"),
     sqlite_where=sa.text("state <> 'claimed'"),
+)
+
+#: The predicates of the two indexes the leader's search for lost runs reads (the store's
+#: queries repeat them as written, for SQLite's planner): runs in progress by last heartbeat,
+#: and runs the broker took that no worker has started, by submission.
+RUNNING_PREDICATE = "run_state IN ('running', 'retrying')"
+UNSTARTED_PREDICATE = "state = 'submitted' AND run_state IS NULL"
+sa.Index(
+    "ix_goatbeat_execution_running",
+    execution_table.c.heartbeat_at,
+    postgresql_where=sa.text(RUNNING_PREDICATE),
+    sqlite_where=sa.text(RUNNING_PREDICATE),
+)
+sa.Index(
+    "ix_goatbeat_execution_unstarted",
+    execution_table.c.submitted_at,
+    postgresql_where=sa.text(UNSTARTED_PREDICATE),
+    sqlite_where=sa.text(UNSTARTED_PREDICATE),
 )
 
 lease_table = sa.Table(

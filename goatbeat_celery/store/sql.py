@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -37,7 +37,12 @@ from goatbeat_celery.core.claims import (
     next_attempt,
     plan_claims,
 )
-from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.errors import (
+    ConfigurationError,
+    ScheduleConflict,
+    ScheduleNotFound,
+    StoreError,
+)
 from goatbeat_celery.core.faults import EDIT_CLEARS, plan_set_aside
 from goatbeat_celery.core.fence import check_fence, grant_lease, lease_lost
 from goatbeat_celery.core.model import (
@@ -60,11 +65,23 @@ from goatbeat_celery.core.model import (
     check_aware,
     ensure_aware,
 )
+from goatbeat_celery.core.runs import (
+    CAS_COLUMNS,
+    RUN_COLUMNS,
+    RunEvent,
+    RunRecord,
+    RunState,
+    apply_events,
+    last_news,
+    lost_verdict,
+)
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import payload_problems, reason_text, shown_value
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
+    RUNNING_PREDICATE,
     UNREADABLE_INSTANT,
+    UNSTARTED_PREDICATE,
     UTCDateTime,
     execution_table,
     lease_table,
@@ -87,6 +104,9 @@ _NOT_CLAIMED = sa.text("goatbeat_execution.state <> 'claimed'")
 # The same test hidden from the planner: marking rows by key must look them up by key, not
 # scan the partial index of claimed rows (full of dead entries right after a burst of claims).
 _STILL_CLAIMED = sa.text("coalesce(goatbeat_execution.state = 'claimed', false)")
+
+_IS_RUNNING = sa.text(RUNNING_PREDICATE)
+_IS_UNSTARTED = sa.text(UNSTARTED_PREDICATE)
 
 Insert = PGInsert | SQLiteInsert
 
@@ -118,6 +138,40 @@ _SET_ASIDE = (
             next_run_at=sa.bindparam("b_retry_at", type_=UTCDateTime()),
             version=sa.bindparam("b_version", type_=sa.BigInteger()))
 )
+
+# Writing one run decision back (core.runs): the run columns, compare-and-set on those the
+# decision was made on, so that a row another writer changed meanwhile is judged again.
+_WRITE_RUN = (
+    sa.update(E)
+    .where(E.c.key == sa.bindparam("b_key"),
+           *[E.c[name].is_not_distinct_from(sa.bindparam(f"old_{name}", type_=E.c[name].type))
+             for name in CAS_COLUMNS])
+    .values({E.c[name]: sa.bindparam(f"new_{name}", type_=E.c[name].type)
+             for name in RUN_COLUMNS})
+)
+#: How many times a batch of reports is judged again when other writers keep changing its rows.
+_RUN_ROUNDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class RunChange:
+    """A run decision to write back: the row's key, the run columns as read (``read``: raw
+    values of :data:`~goatbeat_celery.core.runs.CAS_COLUMNS`) and as decided."""
+
+    key: str
+    read: Mapping[str, Any]
+    decided: RunRecord
+
+    def params(self) -> dict[str, Any]:
+        """The bound values of :data:`_WRITE_RUN`."""
+        values = self.decided
+        params: dict[str, Any] = {"b_key": self.key}
+        params.update((f"old_{name}", value) for name, value in self.read.items())
+        params.update((f"new_{name}", getattr(values, name)) for name in RUN_COLUMNS)
+        state = values.run_state
+        params["new_run_state"] = None if state is None else state.value
+        return params
+
 
 class _Write:
     """One write transaction; ``announce`` asks for waiting replicas to be woken on commit."""
@@ -667,6 +721,109 @@ class SQLStore:
             result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
             return result.rowcount
 
+    # -- run tracking ----------------------------------------------------------------------
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        by_key: dict[str, list[RunEvent]] = {}
+        for event in events:
+            by_key.setdefault(event.key, []).append(event)
+        unknown = 0
+        pending = sorted(by_key)  # rows are written in key order, as every writer does
+        for _ in range(_RUN_ROUNDS):
+            if not pending:
+                return unknown
+            with self._write_each("record runs") as conn:
+                now, found = self._read_runs(conn, pending)
+                changes: list[RunChange] = []
+                for key in pending:
+                    row = found.get(key)
+                    if row is None or now is None:
+                        unknown += len(by_key[key])
+                        continue
+                    read, record = row
+                    decided = apply_events(record, by_key[key], now)
+                    if decided != record:
+                        changes.append(RunChange(key, read, decided))
+                applied = self._write_runs(conn, changes) if changes else set()
+            pending = [change.key for change in changes if change.key not in applied]
+        if pending:
+            raise StoreError(f"record runs: {len(pending)} rows kept changing while their "
+                             f"reports were written, on {self._where}")
+        return unknown
+
+    def _read_runs(self, conn: sa.Connection, keys: Sequence[str]
+                   ) -> tuple[datetime | None, dict[str, tuple[dict[str, Any], RunRecord]]]:
+        """The run columns of the executions of ``keys`` that exist (raw, for the
+        compare-and-set, and as a RunRecord) and the store's clock as they were read (None
+        when none exists)."""
+        now: datetime | None = None
+        found: dict[str, tuple[dict[str, Any], RunRecord]] = {}
+        for chunk in self._chunks(keys):
+            rows = conn.execute(
+                sa.select(self._now_sql().label("now"), E.c.key,
+                          *[E.c[name] for name in RUN_COLUMNS])
+                .where(self._in(E.c.key, chunk))
+            )
+            for row in rows:
+                now = now or row.now
+                found[row.key] = (_cas_values(row), _run_record(row))
+        return now, found
+
+    def _write_runs(self, conn: sa.Connection, changes: Sequence[RunChange]) -> set[str]:
+        """Write run decisions, each only where the row still holds what it was decided on;
+        returns the keys written."""
+        written: set[str] = set()
+        for change in changes:
+            if conn.execute(_WRITE_RUN, change.params()).rowcount == 1:
+                written.add(change.key)
+        return written
+
+    def heartbeat(self, keys: Collection[str]) -> int:
+        wanted = sorted(set(keys))
+        beaten = 0
+        if not wanted:
+            return 0
+        with self._write_each("record heartbeats") as conn:
+            now = self._now_sql()
+            for chunk in self._chunks(wanted):
+                beaten += conn.execute(
+                    sa.update(E).where(self._in(E.c.key, chunk),
+                                       E.c.run_state == RunState.RUNNING.value)
+                    .values(heartbeat_at=now)
+                ).rowcount
+        return beaten
+
+    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  limit: int = 1000) -> list[Execution]:
+        with self._write_each("mark lost runs") as conn:
+            now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
+            # Candidates through the two partial indexes; core.runs.lost_verdict decides.
+            quiet_since = now - min(silent_for, unstarted_for)
+            rows = [
+                *conn.execute(
+                    sa.select(E).where(_IS_RUNNING, sa.or_(E.c.heartbeat_at.is_(None),
+                                                           E.c.heartbeat_at < quiet_since))
+                    .order_by(E.c.heartbeat_at, E.c.key).limit(limit)),
+                *conn.execute(
+                    sa.select(E).where(_IS_UNSTARTED, E.c.submitted_at < now - unstarted_for)
+                    .order_by(E.c.submitted_at, E.c.key).limit(limit)),
+            ]
+            judged: list[tuple[datetime, Execution, RunChange]] = []
+            for row in rows:
+                execution = _execution(row)
+                record = _run_record(row)
+                dispatched = _dispatched_at(execution)
+                lost = lost_verdict(record, dispatched_at=dispatched, now=now,
+                                    silent_for=silent_for, unstarted_for=unstarted_for)
+                if lost is not None:
+                    news = last_news(record, dispatched_at=dispatched) or execution.claimed_at
+                    judged.append((news, replace(execution, **lost.values()),
+                                   RunChange(execution.key, _cas_values(row), lost)))
+            judged.sort(key=lambda item: (item[0], item[1].key))
+            judged = judged[:limit]
+            written = self._write_runs(conn, sorted((c for _, _, c in judged),
+                                                    key=lambda c: c.key))
+        return [execution for _, execution, _ in judged if execution.key in written]
+
     def close(self) -> None:
         if self._closed:
             return
@@ -842,6 +999,36 @@ def _dispatch(execution: Execution, row: Any) -> Dispatch:
                     kwargs=row.kwargs, options=row.options)
 
 
+_RUN_STATES = {state.value: state for state in RunState}
+
+
+def _run_record(row: Any) -> RunRecord:
+    """The run columns of a row, read as the rest of the row is: a value that cannot be read
+    as stored (edited by hand) reads as none."""
+    attempts, runtime = row.run_attempts, row.runtime
+    return RunRecord(
+        run_state=None if row.run_state is None else _RUN_STATES.get(row.run_state),
+        run_id=row.run_id,
+        worker=row.worker,
+        run_attempts=attempts if type(attempts) is int else 0,
+        started_at=_instant(row.started_at),
+        finished_at=_instant(row.finished_at),
+        heartbeat_at=_instant(row.heartbeat_at),
+        runtime=runtime if type(runtime) is timedelta else None,
+        run_error=row.run_error,
+    )
+
+
+def _cas_values(row: Any) -> dict[str, Any]:
+    """The compare-and-set columns of a row, as stored."""
+    return {name: getattr(row, name) for name in CAS_COLUMNS}
+
+
+def _dispatched_at(execution: Execution) -> datetime | None:
+    """When the broker took the run, for the start timeout (None until it did)."""
+    return execution.submitted_at if execution.state is ExecutionState.SUBMITTED else None
+
+
 def _execution(row: Any) -> Execution:
     state = _STATES.get(row.state)
     last_error = row.last_error
@@ -849,6 +1036,7 @@ def _execution(row: Any) -> Execution:
         last_error = f"unknown state {_found(row.state)} in the database"
         state = ExecutionState.ABANDONED
     return Execution(
+        **_run_record(row).values(),
         key=row.key,
         schedule_name=row.schedule_name,
         occurrence_at=row.occurrence_at,
@@ -883,4 +1071,4 @@ def _execution_values(execution: Execution) -> dict[str, Any]:
     }
 
 
-__all__ = ["SQLStore"]
+__all__ = ["RunChange", "SQLStore"]
