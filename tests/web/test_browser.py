@@ -103,6 +103,24 @@ def test_dashboard_find_pause_run_now_and_an_invalid_cron(page: Page, server: Se
     [execution] = server.schedules.history("reports.daily")
     expect(page.locator("#history")).to_contain_text(execution.key)
 
+    page.fill("#priority", "7")
+    page.fill("#expires", "10m")
+    page.fill("#options", '{"routing_key": "reports"}')
+    page.fill("#kwargs", '{"format": "pdf"}')
+    page.click("#save")
+    expect(page.locator(".notice")).to_have_text("Saved.")
+    expect(page.locator("#spec")).to_contain_text('"priority": 7')
+    saved = server.schedules.get("reports.daily").spec
+    assert saved.options == {"priority": 7, "expires": 600, "routing_key": "reports"}
+    assert saved.kwargs == {"format": "pdf"}
+
+    page.fill("#priority", "high")
+    page.click("#save")
+    expect(page.locator("#priority-error")).to_contain_text("integer from 0 to 255")
+    expect(page.locator("#priority")).to_have_value("high")
+    assert server.schedules.get("reports.daily").spec == saved
+
+    page.fill("#priority", "7")
     page.check("input[name=kind][value=cron]")
     page.fill("#cron", "61 * * * *")
     page.click("#save")
