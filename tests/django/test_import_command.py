@@ -30,7 +30,7 @@ def periodic_tasks(django_db: str) -> None:
     PeriodicTask.objects.create(name="refresh-cache", task="proj.refresh", interval=every_15,
                                 args='["all"]', queue="cache", priority=5,
                                 exchange="tasks", routing_key="cache.refresh",
-                                headers='{"tenant": "acme"}')
+                                headers='{"tenant": "acme"}', description="warms the cache")
     payday = CrontabSchedule.objects.create(minute="0", hour="9", day_of_month="1",
                                             day_of_week="fri", timezone="Europe/Paris")
     PeriodicTask.objects.create(name="first-friday", task="pay.run", crontab=payday,
@@ -69,7 +69,10 @@ def run(*args: str) -> str:
 def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None:
     output = run("--dry-run")
     assert "would create 'refresh-cache'" in output
-    assert "refused 'lights-off': solar schedule" in output
+    assert "refused 'lights-off': solar schedule (sunrise at 48.85, 2.35)" in output
+    assert ("'refresh-cache': every 0:15:00, options {\"exchange\": \"tasks\", "
+            "\"headers\": {\"tenant\": \"acme\"}, \"priority\": 5, \"queue\": \"cache\", "
+            "\"routing_key\": \"cache.refresh\"}; its description is not copied") in output
     assert "refused 'bad-args': args" in output
     assert "refused 'ends': expires=" in output
     assert "skipped 'celery.backend_cleanup'" in output
@@ -114,3 +117,23 @@ def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
     output = run()
     assert "0 created, 6 skipped, 3 refused" in output, output
     assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output
+
+
+def test_entries_of_beat_schedule_are_left_to_the_config_sync(api: Schedules) -> None:
+    """django-celery-beat's scheduler stores beat_schedule's entries as periodic tasks; copied,
+    they would stand in the way of goatbeat's config schedules of the same names."""
+    from django.test import override_settings
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    every_15 = IntervalSchedule.objects.get(every=15, period=IntervalSchedule.MINUTES)
+    PeriodicTask.objects.create(name="from-config", task="proj.heartbeat", interval=every_15)
+    beat_schedule = {"from-config": {"task": "proj.heartbeat", "schedule": 900}}
+    try:
+        with override_settings(CELERY_BEAT_SCHEDULE=beat_schedule):
+            output = run()
+        assert ("skipped 'from-config': an entry of beat_schedule, which goatbeat's beat "
+                "syncs from the config itself") in output, output
+        with pytest.raises(ScheduleNotFound):
+            api.get("from-config")
+    finally:
+        PeriodicTask.objects.filter(name="from-config").delete()

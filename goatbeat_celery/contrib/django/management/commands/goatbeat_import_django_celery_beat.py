@@ -3,8 +3,10 @@ periodic tasks into goatbeat's database through :meth:`Schedules.create
 <goatbeat_celery.api.Schedules.create>`.
 
 Every periodic task gets one line: created (or, with ``--dry-run``, would be created after the
-same validation, on a throwaway in-memory store), skipped (its name is already in goatbeat, or
-it is ``celery.backend_cleanup``, which goatbeat adds itself), or refused with the reason (a
+same validation, on a throwaway in-memory store), skipped (its name is already in goatbeat, it
+is an entry of ``beat_schedule``, which django-celery-beat's scheduler stores as a periodic
+task and goatbeat syncs from the config, or it is ``celery.backend_cleanup``, which goatbeat
+adds itself), or refused with the reason (a
 solar schedule, an absolute ``expires``, a ``start_time`` still to come, JSON that does not
 parse, a schedule goatbeat finds invalid). Nothing is left out without a line saying so, and
 running it again skips what it copied before.
@@ -67,9 +69,13 @@ class Command(BaseCommand):
         dry_run = bool(options["dry_run"])
         tasks = (PeriodicTask.objects.using(options["database"])
                  .select_related("interval", "crontab", "solar", "clocked").order_by("name"))
+        # django-celery-beat's scheduler stores the entries of beat_schedule as periodic tasks
+        # too; goatbeat syncs those from the config itself, as config schedules.
+        config_names = frozenset(integration.celery_app().conf.beat_schedule or {})
         try:
             with integration.schedules() as target:
-                report = self.copy(list(tasks), target, dry_run=dry_run)
+                report = self.copy(list(tasks), target, dry_run=dry_run,
+                                   config_names=config_names)
         except GoatbeatError as exc:
             raise CommandError(str(exc)) from exc
         done = "would be created" if dry_run else "created"
@@ -77,7 +83,8 @@ class Command(BaseCommand):
                           f"{len(report.refused)} refused"
                           + (" (dry run: nothing written)" if dry_run else ""))
 
-    def copy(self, tasks: list[Any], target: Schedules, *, dry_run: bool) -> Report:
+    def copy(self, tasks: list[Any], target: Schedules, *, dry_run: bool,
+             config_names: frozenset[str] = frozenset()) -> Report:
         report = Report()
         # A dry run validates each task as create() would, on a store that is thrown away.
         writer = (Schedules(open_store("memory://"), config=target.config,
@@ -86,18 +93,23 @@ class Command(BaseCommand):
                   if dry_run else target)
         try:
             for task in tasks:
-                self.copy_one(task, target, writer, report, dry_run=dry_run)
+                self.copy_one(task, target, writer, report, dry_run=dry_run,
+                              config_names=config_names)
         finally:
             if writer is not target:
                 writer.close()
         return report
 
     def copy_one(self, task: Any, target: Schedules, writer: Schedules, report: Report, *,
-                 dry_run: bool) -> None:
+                 dry_run: bool, config_names: frozenset[str] = frozenset()) -> None:
         name = str(task.name)
         if task.task == BACKEND_CLEANUP:
             self.line(report.skipped, "skipped", name, "celery.backend_cleanup is added by "
                       "goatbeat itself")
+            return
+        if name in config_names:
+            self.line(report.skipped, "skipped", name, "an entry of beat_schedule, which "
+                      "goatbeat's beat syncs from the config itself")
             return
         try:
             target.get(name)
@@ -126,6 +138,8 @@ class Command(BaseCommand):
             detail += ", already past: it will not run"
         if not schedule.spec.enabled:
             detail += ", paused (disabled in django-celery-beat)"
+        if str(task.description or "").strip():
+            detail += "; its description is not copied (goatbeat schedules have none)"
         self.line(report.created, "would create" if dry_run else "created", name, detail)
 
     def line(self, bucket: list[str], verb: str, name: str, detail: str, *,
@@ -138,9 +152,9 @@ class Command(BaseCommand):
 def create_arguments(task: Any, now: datetime) -> dict[str, Any]:
     """The keywords of Schedules.create for one PeriodicTask; Refused when goatbeat has none."""
     if task.solar_id is not None:
-        raise Refused(f"solar schedule ({task.solar.event} at {task.solar.latitude}, "
-                      f"{task.solar.longitude}) has no database form in goatbeat: put it in "
-                      "beat_schedule as solar(...)")
+        raise Refused(f"solar schedule ({task.solar.event} at {float(task.solar.latitude):g}, "
+                      f"{float(task.solar.longitude):g}) has no database form in goatbeat: put "
+                      "it in beat_schedule as solar(...)")
     if task.expires is not None:
         raise Refused(f"expires={task.expires.isoformat()} (an absolute end) has no goatbeat "
                       "equivalent; expire_seconds is copied, expires is not")
@@ -222,7 +236,7 @@ def describe(arguments: dict[str, Any]) -> str:
         text = (f"cron {arguments['cron']!r} in {arguments['timezone']} (day of month and day "
                 "of week both matched, as Celery's crontab)")
     else:
-        text = f"once at {arguments['at'].isoformat()}"
+        text = f"once at {arguments['at'].isoformat(timespec='seconds')}"
     if arguments["options"]:
         text += f", options {json.dumps(arguments['options'], sort_keys=True)}"
     return text
