@@ -302,13 +302,22 @@ def _read_overview(context: _Context) -> _Overview:
     info = _lease_manager(schedules).inspect(context.lease_name)
     now = store.now()
 
-    def count(**filters: Any) -> int:
-        return len(store.list_schedules(limit=COUNT_CAP + 1, **filters))
+    every = store.list_schedules(limit=COUNT_CAP + 1)
+    if len(every) <= COUNT_CAP:
+        # All of them in hand: the other counts need no query of their own.
+        counts = {"all": len(every),
+                  "paused": sum(not s.spec.enabled for s in every),
+                  "config": sum(s.spec.source is ScheduleSource.CONFIG for s in every),
+                  "api": sum(s.spec.source is ScheduleSource.API for s in every)}
+        set_aside = [s for s in every if s.fault is not None]
+    else:
+        def count(**filters: Any) -> int:
+            return len(store.list_schedules(limit=COUNT_CAP + 1, **filters))
 
-    counts = {"all": count(), "paused": count(enabled=False),
-              "config": count(source=ScheduleSource.CONFIG),
-              "api": count(source=ScheduleSource.API)}
-    set_aside = store.list_schedules(set_aside=True, limit=COUNT_CAP + 1)
+        counts = {"all": len(every), "paused": count(enabled=False),
+                  "config": count(source=ScheduleSource.CONFIG),
+                  "api": count(source=ScheduleSource.API)}
+        set_aside = store.list_schedules(set_aside=True, limit=COUNT_CAP + 1)
     recent = store.executions(limit=CHART_EXECUTIONS)
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
                      lateness_chart(recent, now))

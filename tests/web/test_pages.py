@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from datetime import timedelta
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
@@ -13,6 +14,7 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.web import app as web_app
 from goatbeat_celery.web import create_app
 from goatbeat_celery.web.app import PAGE_SIZE
 from tests.cli.conftest import config_schedule, insert_row, set_aside
@@ -175,3 +177,32 @@ def test_pages_load_nothing_from_elsewhere_and_run_no_script(
         assert not re.search(r'(src|href)="(https?:)?//(?!127\.0\.0\.1)', response.text), path
         policy = response.headers["content-security-policy"]
         assert "default-src 'none'" in policy and "script" not in policy
+
+
+def test_the_overview_counts_up_to_its_cap_both_ways(client: Browser, schedules: Schedules,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(web_app, "COUNT_CAP", 3)
+    for name in ("a", "b", "c"):
+        schedules.create(name, "proj.tasks.tick", every=60)
+    schedules.pause("a")
+    config_schedule(schedules.store, "from-config")
+    set_aside(schedules.store, "b", "boom")
+
+    def counts() -> str:
+        html = client.get("/").text
+        return html[html.index('id="counts"'):html.index("</dl>", html.index('id="counts"'))]
+
+    over = counts()  # 4 schedules: more than the cap, each count read on its own
+    assert re.search(r"all</dt><dd><a [^>]*>more than 3<", over)
+    assert re.search(r"paused</dt><dd><a [^>]*>1<", over)
+    assert re.search(r"set aside</dt><dd><a [^>]*>1<", over)
+    assert re.search(r"from config</dt><dd><a [^>]*>1<", over)
+    assert re.search(r"from the API</dt><dd><a [^>]*>3<", over)
+
+    schedules.delete("c")
+    within = counts()  # 3: counted from the one list
+    assert re.search(r"all</dt><dd><a [^>]*>3<", within)
+    assert re.search(r"paused</dt><dd><a [^>]*>1<", within)
+    assert re.search(r"set aside</dt><dd><a [^>]*>1<", within)
+    assert re.search(r"from config</dt><dd><a [^>]*>1<", within)
+    assert re.search(r"from the API</dt><dd><a [^>]*>2<", within)
