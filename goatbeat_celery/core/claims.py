@@ -25,9 +25,11 @@ from goatbeat_celery.core.model import (
     idempotency_key,
     manual_key,
 )
+from goatbeat_celery.core.policies import OverlapAction, OverlapPolicy, overlap_decision
 
 #: Resubmissions stop counting here rather than overflow the column (a count written by hand).
 ATTEMPTS_MAX = 1_000_000_000
+_EMPTY: Mapping[str, InFlight] = {}
 
 
 def next_attempt(attempts: int) -> int:
@@ -51,6 +53,9 @@ class Advance:
     runs: int  # executions planned; see ClaimPlan.counted for those actually inserted
     missed: int
     keys: tuple[str, ...] = ()  # the keys of the executions planned for this claim
+    #: Occurrences recorded ``skipped`` (added to ``total_skipped``), and their keys.
+    skipped: int = 0
+    skipped_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,19 +77,37 @@ class ClaimPlan:
         """The advances with ``runs`` = the executions of each that were ``inserted``: an
         occurrence whose key existed already (claimed before a crash, or by a lost race) did
         not run again, so it does not count."""
-        return tuple(replace(a, runs=sum(1 for key in a.keys if key in inserted))
+        return tuple(replace(a, runs=sum(1 for key in a.keys if key in inserted),
+                             skipped=sum(1 for key in a.skipped_keys if key in inserted))
                      for a in self.advances)
 
     def result(self, inserted: Collection[str],
                dispatch: Callable[[Execution], Dispatch]) -> ClaimResult:
         """What the batch did, once the store inserted the keys ``inserted``; ``dispatch``
         pairs an inserted execution with its schedule's task and arguments."""
-        dispatches = tuple(dispatch(e) for e in self.executions if e.key in inserted)
+        written = [e for e in self.executions if e.key in inserted]
+        dispatches = tuple(dispatch(e) for e in written if e.state is ExecutionState.CLAIMED)
         return ClaimResult(
             dispatches=dispatches, advanced=len(self.advances), conflicts=self.conflicts,
-            duplicates=self.repeated + len(self.executions) - len(dispatches),
+            duplicates=self.repeated + len(self.executions) - len(written),
             missed=sum(a.missed for a in self.advances),
+            skipped=tuple(e for e in written if e.state is ExecutionState.SKIPPED),
+            held=tuple(e for e in written if e.state is ExecutionState.HELD),
         )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InFlight:
+    """What a claim of a schedule with a run policy must know of its runs, read by the store
+    in the claim's transaction: the key of a run that has not finished (``claimed``,
+    ``submitted`` or ``held`` execution whose ``run_state`` is none, ``running`` or
+    ``retrying``; the oldest) and of a claim ``held`` back waiting for it (None: none)."""
+
+    unfinished: str | None = None
+    waiting: str | None = None
+
+
+_NOTHING_IN_FLIGHT = InFlight()
 
 
 def claim_executions(claim: PlannedClaim, *, token: int, now: datetime) -> list[Execution]:
@@ -100,16 +123,58 @@ def claim_executions(claim: PlannedClaim, *, token: int, now: datetime) -> list[
                   occurrence_at=occurrence, due_at=due, token=token,
                   state=ExecutionState.CLAIMED, claimed_at=now, attempts=1,
                   missed=claim.missed if index == last else 0,
-                  expires_at=None if after is None else due + after)
+                  expires_at=None if after is None else due + after,
+                  settled=False if claim.settle else None)
         for index, (occurrence, due) in enumerate(claim.occurrences)
     ]
 
 
+def apply_overlap(claim: PlannedClaim, planned: Sequence[Execution],
+                  in_flight: InFlight) -> list[Execution]:
+    """The executions of ``claim`` after its overlap policy, in order: each due occurrence is
+    claimed, held (``held``, no attempt yet) or skipped (``skipped``, no attempt, the reason in
+    ``last_error``) as :func:`~goatbeat_celery.core.policies.overlap_decision` decides, given
+    the runs in flight and those claimed before it in the same claim."""
+    if claim.overlap is OverlapPolicy.ALLOW:
+        return list(planned)
+    unfinished, waiting = in_flight.unfinished, in_flight.waiting
+    decided: list[Execution] = []
+    for execution in planned:
+        decision = overlap_decision(claim.overlap, unfinished=unfinished, waiting=waiting)
+        if decision.action is OverlapAction.CLAIM:
+            decided.append(execution)
+            unfinished = execution.key
+        elif decision.action is OverlapAction.HOLD:
+            decided.append(replace(execution, state=ExecutionState.HELD, attempts=0))
+            waiting = execution.key
+        else:
+            decided.append(replace(execution, state=ExecutionState.SKIPPED, attempts=0,
+                                   last_error=decision.reason, settled=None))
+    return decided
+
+
+def postponed(claim: PlannedClaim, now: datetime) -> PlannedClaim | None:
+    """A fixed-delay claim whose previous run has not finished, postponed: no occurrence,
+    the schedule looked at again one delay from store-time ``now`` (the run's end, once
+    settled, sets the exact time). None for other claims."""
+    if claim.delay is None or claim.next_run_at is None:
+        return None
+    again = now + claim.delay
+    return replace(claim, occurrences=(), missed=0, next_occurrence_at=again,
+                   next_run_at=again)
+
+
 def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, token: int,
-                now: datetime, skip: Collection[str] = ()) -> ClaimPlan:
+                now: datetime, skip: Collection[str] = (),
+                in_flight: Mapping[str, InFlight] = _EMPTY) -> ClaimPlan:
     """Decide what ``claims`` write, given the stored ``versions`` of the schedules the store
     locked (a schedule absent from it is gone, or locked elsewhere when named in ``skip``:
-    left for a later batch, neither claimed nor a conflict)."""
+    left for a later batch, neither claimed nor a conflict) and, for the claims that
+    :attr:`~goatbeat_celery.core.model.PlannedClaim.waits_for_runs`, their runs ``in_flight``
+    (by schedule name; absent: none).
+
+    A fixed-delay claim with a run in flight is postponed (:func:`postponed`); any other
+    claim's occurrences go through its overlap policy (:func:`apply_overlap`)."""
     current = dict(versions)
     executions: list[Execution] = []
     advances: list[Advance] = []
@@ -124,16 +189,24 @@ def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, 
             conflicts.append(name)
             continue
         current[name] = claim.version + 1
+        flight = in_flight.get(name, _NOTHING_IN_FLIGHT)
+        if flight.unfinished is not None or flight.waiting is not None:
+            claim = postponed(claim, now) or claim
         planned = claim_executions(claim, token=token, now=now)
+        if claim.waits_for_runs:
+            planned = apply_overlap(claim, planned, flight)
         fresh = [e for e in planned if e.key not in seen]
         seen.update(e.key for e in fresh)
         repeated += len(planned) - len(fresh)
         executions.extend(fresh)
+        ran = [e for e in fresh if e.state is not ExecutionState.SKIPPED]
+        skipped = [e for e in fresh if e.state is ExecutionState.SKIPPED]
         advances.append(Advance(
             name=name, version=claim.version,
             next_occurrence_at=claim.next_occurrence_at, next_run_at=claim.next_run_at,
             last_occurrence_at=claim.occurrences[-1][0] if claim.occurrences else None,
-            runs=len(fresh), missed=claim.missed, keys=tuple(e.key for e in fresh),
+            runs=len(ran), missed=claim.missed, keys=tuple(e.key for e in ran),
+            skipped=len(skipped), skipped_keys=tuple(e.key for e in skipped),
         ))
     return ClaimPlan(executions=tuple(executions), advances=tuple(advances),
                      conflicts=tuple(conflicts), repeated=repeated)
@@ -154,5 +227,6 @@ def manual_run_exists(execution: Execution) -> ScheduleConflict:
                             f"{execution.occurrence_at} already exists")
 
 
-__all__ = ["ATTEMPTS_MAX", "Advance", "ClaimPlan", "claim_executions", "manual_execution",
-           "manual_run_exists", "next_attempt", "plan_claims"]
+__all__ = ["ATTEMPTS_MAX", "Advance", "ClaimPlan", "InFlight", "apply_overlap",
+           "claim_executions", "manual_execution", "manual_run_exists", "next_attempt",
+           "plan_claims", "postponed"]

@@ -17,6 +17,13 @@ from typing import Any, Union
 
 from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.policies import (
+    MAX_PAUSE_AFTER,
+    FailureBackoff,
+    OverlapPolicy,
+    ScheduleMode,
+    backoff_problems,
+)
 from goatbeat_celery.core.runs import RunState
 
 UTC = timezone.utc
@@ -69,12 +76,19 @@ class ExecutionState(str, enum.Enum):
     ``abandoned`` marks a claim given up before the broker took it: its schedule was deleted,
     or its message could not be sent after the last attempt. ``expired`` marks a claim whose
     starting deadline passed before the broker took it: it is never sent.
+
+    The overlap policy (:class:`~goatbeat_celery.core.policies.OverlapPolicy`) adds two:
+    ``held``, a claim that waits for the run before it to finish and then becomes ``claimed``
+    (``buffer_one``), and ``skipped``, an occurrence recorded but never sent because the run
+    before it had not finished (``skip``), its reason in ``last_error``.
     """
 
     CLAIMED = "claimed"
     SUBMITTED = "submitted"
     ABANDONED = "abandoned"
     EXPIRED = "expired"
+    HELD = "held"
+    SKIPPED = "skipped"
 
 
 class ScheduleSource(str, enum.Enum):
@@ -228,6 +242,17 @@ class ScheduleSpec:
     #: A run not started by its due instant plus this long is dropped: the message carries it
     #: as an absolute ``expires``, and goatbeat never sends it later. None: the global setting.
     starting_deadline: timedelta | None = None
+    #: Run policies (:mod:`goatbeat_celery.core.policies`; they need run tracking to learn when
+    #: a run finished): what a due occurrence does while the previous run has not finished
+    #: (None: the global ``overlap_policy``), fixed rate or fixed delay (interval schedules:
+    #: ``every`` is the delay), the backoff after failed runs (None: off) and the failures in a
+    #: row after which the schedule pauses itself (None: never).
+    overlap: OverlapPolicy | None = None
+    mode: ScheduleMode = ScheduleMode.FIXED_RATE
+    failure_backoff: timedelta | None = None
+    failure_backoff_factor: float | None = None
+    failure_backoff_max: timedelta | None = None
+    pause_after_failures: int | None = None
     enabled: bool = True
     source: ScheduleSource = ScheduleSource.API
 
@@ -264,6 +289,7 @@ class ScheduleSpec:
             found.append(f"offset: must be shorter than the interval ({self.offset} >= {every})")
         if self.offset is not None and self.jitter is not None:
             found.append("offset: give either offset or jitter, not both")
+        found.extend(self._policy_problems())
         shapes = validation.call_problems(self.args, self.kwargs)
         found.extend(shapes)
         found.extend(validation.options_problems(self.options))
@@ -286,6 +312,43 @@ class ScheduleSpec:
             found.append(problem)
             return None
         assert isinstance(every, (int, float))
+        return timedelta(seconds=every)
+
+    def _policy_problems(self) -> list[str]:
+        """Problems of the run policies, one rule each."""
+        found: list[str] = []
+        if self.overlap is not None and not isinstance(self.overlap, OverlapPolicy):
+            found.append(OverlapPolicy.unknown(self.overlap, "overlap"))
+        if not isinstance(self.mode, ScheduleMode):
+            found.append(ScheduleMode.unknown(self.mode, "mode"))
+        elif self.mode is ScheduleMode.FIXED_DELAY and self.trigger.kind != "interval":
+            found.append("mode: fixed_delay needs an interval schedule (every = the delay), "
+                         f"not a {self.trigger.kind} one")
+        found.extend(backoff_problems(self.failure_backoff, self.failure_backoff_factor,
+                                      self.failure_backoff_max))
+        if self.pause_after_failures is not None:
+            found.extend(_listed(validation.count_problem(
+                self.pause_after_failures, "pause_after_failures", minimum=1,
+                maximum=MAX_PAUSE_AFTER)))
+        return found
+
+    def backoff(self) -> FailureBackoff | None:
+        """The failure backoff, None when off."""
+        if self.failure_backoff is None:
+            return None
+        return FailureBackoff(base=self.failure_backoff,
+                              factor=(self.failure_backoff_factor
+                                      if self.failure_backoff_factor is not None
+                                      else FailureBackoff.factor),
+                              maximum=self.failure_backoff_max)
+
+    def delay(self) -> timedelta | None:
+        """The fixed delay (the interval of a ``fixed_delay`` schedule), else None."""
+        if self.mode is not ScheduleMode.FIXED_DELAY or self.trigger.kind != "interval":
+            return None
+        every = self.trigger.params.get("every")
+        if isinstance(every, bool) or not isinstance(every, (int, float)):
+            return None
         return timedelta(seconds=every)
 
     def effective_offset(self) -> timedelta:
@@ -313,6 +376,17 @@ class ScheduleSpec:
         if self.starting_deadline is not None:
             # Only when set, so that the specs stored before the field existed keep their hash.
             payload["starting_deadline"] = _seconds(self.starting_deadline)
+        # The run policies, likewise only when not the default.
+        policies: dict[str, str | float | None] = {
+            "overlap": None if self.overlap is None else self.overlap.value,
+            "mode": (None if self.mode is ScheduleMode.FIXED_RATE
+                     else getattr(self.mode, "value", self.mode)),
+            "failure_backoff": _seconds(self.failure_backoff),
+            "failure_backoff_factor": self.failure_backoff_factor,
+            "failure_backoff_max": _seconds(self.failure_backoff_max),
+            "pause_after_failures": self.pause_after_failures,
+        }
+        payload.update((key, value) for key, value in policies.items() if value is not None)
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -357,6 +431,12 @@ class Schedule:
     fault: str | None = None
     fault_at: datetime | None = None
     faults: int = 0
+    #: What the run policies keep (:mod:`goatbeat_celery.core.policies`): failed runs in a row
+    #: (reset by a success), why the schedule paused itself (None unless it did; ``resume``
+    #: clears it) and how many occurrences the overlap policy skipped.
+    consecutive_failures: int = 0
+    paused_reason: str | None = None
+    total_skipped: int = 0
     #: Columns of the stored row that could not be read as they are (edited by hand): the
     #: spec holds harmless stand-ins for them, and the engine sets the schedule aside.
     damage: tuple[str, ...] = ()
@@ -401,6 +481,10 @@ class Execution:
     heartbeat_at: datetime | None = None
     runtime: timedelta | None = None
     run_error: str | None = None
+    #: Whether its end has been applied to its schedule by the run policies
+    #: (:func:`~goatbeat_celery.core.policies.settle`): None when its schedule had no policy
+    #: waiting for it when it was claimed, False until it ends and is settled, then True.
+    settled: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -448,6 +532,18 @@ class PlannedClaim:
     next_run_at: datetime | None
     #: Each execution expires this long after its due instant (None: never).
     expires_after: timedelta | None = None
+    #: The run policies the claim applies (:mod:`goatbeat_celery.core.policies`), with the
+    #: global default resolved: what an occurrence does while a run of the schedule has not
+    #: finished, the fixed delay (an unfinished run postpones the claim by it instead), and
+    #: whether the runs wait to be settled when they end.
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    delay: timedelta | None = None
+    settle: bool = False
+
+    @property
+    def waits_for_runs(self) -> bool:
+        """Whether the store must look at the schedule's unfinished runs to apply it."""
+        return self.overlap is not OverlapPolicy.ALLOW or self.delay is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -465,6 +561,39 @@ class ClaimResult:
     conflicts: tuple[str, ...] = ()
     duplicates: int = 0
     missed: int = 0
+    #: Occurrences the overlap policy recorded as ``skipped`` (reason in ``last_error``) or
+    #: ``held`` back, as inserted.
+    skipped: tuple[Execution, ...] = ()
+    held: tuple[Execution, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinishedRun:
+    """A run that ended and waits to be settled (its ``settled`` is False), with its schedule
+    as stored (None: deleted since)."""
+
+    execution: Execution
+    schedule: Schedule | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettlement:
+    """What the end of run ``key`` writes on its schedule
+    (:func:`~goatbeat_celery.core.settlement.settlement_of`), applied only while the schedule
+    still has ``version`` (None: the schedule is gone, only the run is marked settled).
+
+    ``paused_reason`` set: the schedule pauses itself (``enabled`` false) with that reason.
+    """
+
+    key: str
+    schedule_name: str
+    version: int | None
+    consecutive_failures: int = 0
+    next_occurrence_at: datetime | None = None
+    next_run_at: datetime | None = None
+    paused_reason: str | None = None
+    #: The pause a failure's backoff imposed from the run's end (zero: none); not written.
+    backoff: timedelta = timedelta(0)
 
 
 @dataclass(frozen=True, kw_only=True)
