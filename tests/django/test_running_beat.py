@@ -1,0 +1,120 @@
+"""Edits made in the admin reach a running beat: ``celery beat -S goatbeat_celery.Scheduler``
+of the test project, in a subprocess on the module's database (its broker is Celery's in-memory
+transport, inside that process), while the admin is driven through Django's test client.
+
+Verdicts come from the executions beat records, read through the Schedules API.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.model import Execution, ExecutionState
+from tests.django.test_admin import ADD, CHANGELIST, change_url, form_data
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Beat imports Celery and Django and takes the lease in a few seconds; 60 s covers a busy
+#: 2-core machine.
+START_TIMEOUT = 60
+#: An edit wakes the leader at once (LISTEN/NOTIFY); a run is sent within a second or two.
+REACH_TIMEOUT = 20
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], what: str, timeout: float = REACH_TIMEOUT) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def beat(django_db: str, api: Schedules, tmp_path: Path) -> Iterator[Path]:
+    """A beat replica of the test project; yields its log file."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.django.testproj.settings",
+           # The project's settings take their database from this URL.
+           "GOATBEAT_TEST_PG_URL": django_db,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                       os.environ.get("PYTHONPATH")]))}
+    log = tmp_path / "beat.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "tests.django.testproj.celery", "beat",
+             "-S", "goatbeat_celery.Scheduler", "--loglevel", "INFO"],
+            cwd=tmp_path, env=env, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: process.poll() is not None or "acquired lease" in log.read_text(),
+                   "beat to take the lease", START_TIMEOUT)
+        assert process.poll() is None, f"beat exited:\n{log.read_text()}"
+        yield log
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def sent(api: Schedules, name: str, *, manual: bool = False) -> list[Execution]:
+    return [execution for execution in api.history(name, limit=200)
+            if execution.state is ExecutionState.SUBMITTED and execution.manual is manual]
+
+
+def act(client: Any, action: str, *names: str) -> str:
+    response = client.post(CHANGELIST, {"action": action, "_selected_action": list(names)},
+                           follow=True)
+    assert response.status_code == 200
+    return str(response.content.decode())
+
+
+def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
+        client: Any, api: Schedules, beat: Path) -> None:
+    # Added in the admin: beat runs it every second.
+    response = client.post(ADD, form_data(name="poll", every="1"))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    wait_until(lambda: len(sent(api, "poll")) >= 2, "beat to send poll's runs")
+
+    # Paused in the admin: beat stops sending it (a run it had claimed may still go).
+    assert "1 schedule paused" in act(client, "pause_schedules", "poll")
+    time.sleep(1.5)
+    settled = len(sent(api, "poll"))
+    time.sleep(3)
+    assert len(sent(api, "poll")) == settled, beat.read_text()
+
+    # Run now from the admin, while paused: beat sends that one run.
+    assert "queued to run now" in act(client, "run_now", "poll")
+    wait_until(lambda: sent(api, "poll", manual=True), "beat to send the run now")
+    assert len(sent(api, "poll")) == settled
+
+    # Edited and resumed through the change form: beat runs it on the new interval.
+    version = client.get(change_url("poll")).context["adminform"].form.initial["version"]
+    response = client.post(change_url("poll"), form_data(every="2", version=str(version)))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert api.get("poll").spec.trigger.params["every"] == 2.0
+    edited_at = api.get("poll").updated_at
+    assert edited_at is not None
+
+    def sent_since_the_edit() -> list[Execution] | None:
+        found = [execution for execution in sent(api, "poll")
+                 if execution.claimed_at > edited_at]
+        return found if len(found) >= 2 else None
+
+    new = wait_until(sent_since_the_edit, "beat to send poll on its new interval")
+    # On a 2-second grid counted from the epoch.
+    assert all(int(execution.occurrence_at.timestamp()) % 2 == 0 for execution in new), new
