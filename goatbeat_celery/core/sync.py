@@ -2,7 +2,8 @@
 
 Config entries are upserted by name: an unchanged spec keeps its ``next_run_at`` (a restart never
 resets or re-fires a schedule), a changed one is rescheduled, an entry gone from config is
-disabled (not deleted), and rows created through the API are never touched.
+disabled (not deleted), and rows created through the API are never touched. A schedule that
+paused itself after failed runs stays paused while its entry is unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ class StoredSummary:
     spec_hash: str
     enabled: bool
     source: ScheduleSource
+    #: The schedule paused itself after failed runs in a row (``paused_reason`` is set): an
+    #: unchanged entry leaves it paused; a changed one (the fix) runs it again.
+    paused: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +57,8 @@ def plan_config_sync(
             insert.append(entry)
         elif row.source is not ScheduleSource.CONFIG:
             conflicts.append(name)
-        elif row.spec_hash == entry.spec.spec_hash() and row.enabled == entry.spec.enabled:
+        elif row.spec_hash == entry.spec.spec_hash() and (
+                row.enabled == entry.spec.enabled or (row.paused and not row.enabled)):
             unchanged.append(name)
         else:
             rewrite.append(entry)

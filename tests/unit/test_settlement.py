@@ -13,12 +13,15 @@ from goatbeat_celery.core.model import (
     ExecutionState,
     FinishedRun,
     Schedule,
+    ScheduleSource,
     ScheduleSpec,
+    SyncEntry,
     TriggerSpec,
 )
 from goatbeat_celery.core.policies import ScheduleMode
 from goatbeat_celery.core.runs import RunState
 from goatbeat_celery.core.settlement import held_to_release, settlement_of
+from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.triggers import IntervalTrigger
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -97,3 +100,36 @@ def test_a_held_claim_is_released_once_nothing_runs_before_it() -> None:
     assert held_to_release(InFlight(unfinished="report:a", waiting="report:b")) is None
     assert held_to_release(InFlight(unfinished="report:a")) is None
     assert held_to_release(InFlight()) is None
+
+
+# -- config sync of a schedule that paused itself ----------------------------------------------
+def sync_entry(spec: ScheduleSpec) -> SyncEntry:
+    return SyncEntry(spec=spec, next_occurrence_at=T0, next_run_at=T0)
+
+
+def summary(spec: ScheduleSpec, *, enabled: bool, paused: bool) -> StoredSummary:
+    return StoredSummary(spec_hash=spec.spec_hash(), enabled=enabled,
+                         source=ScheduleSource.CONFIG, paused=paused)
+
+
+def test_config_sync_leaves_a_schedule_that_paused_itself_paused_while_its_entry_is_unchanged(
+) -> None:
+    spec = schedule(pause_after_failures=3, source=ScheduleSource.CONFIG).spec
+    plan = plan_config_sync({"report": summary(spec, enabled=False, paused=True)},
+                            [sync_entry(spec)])
+    assert plan.report.unchanged == ("report",)
+
+
+def test_config_sync_runs_a_schedule_that_paused_itself_again_once_its_entry_changed() -> None:
+    spec = schedule(pause_after_failures=3, source=ScheduleSource.CONFIG).spec
+    fixed = replace(spec, kwargs={"retries": 1})
+    plan = plan_config_sync({"report": summary(spec, enabled=False, paused=True)},
+                            [sync_entry(fixed)])
+    assert plan.report.updated == ("report",)
+
+
+def test_config_sync_still_enables_a_schedule_paused_by_hand() -> None:
+    spec = schedule(source=ScheduleSource.CONFIG).spec
+    plan = plan_config_sync({"report": summary(spec, enabled=False, paused=False)},
+                            [sync_entry(spec)])
+    assert plan.report.updated == ("report",)
