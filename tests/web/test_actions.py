@@ -6,9 +6,11 @@ from __future__ import annotations
 import html as html_module
 import re
 
+import sqlalchemy as sa
+
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.model import ScheduleSource
-from tests.cli.conftest import config_schedule
+from tests.cli.conftest import config_schedule, insert_row
 from tests.web.conftest import Browser
 
 
@@ -250,3 +252,19 @@ def test_creating_with_options(client: Browser, schedules: Schedules) -> None:
     assert response.status_code == 303, response.text
     assert schedules.get("opts").spec.options == {"priority": 9, "expires": 3600,
                                                   "time_limit": 30}
+
+
+def test_a_row_with_unreadable_args_is_repaired_by_saving_its_form(
+        client: Browser, schedules: Schedules, tables: sa.Engine) -> None:
+    insert_row(tables, "mangled", args="5")
+    assert schedules.get("mangled").damage
+
+    refused = client.submit("/schedule/pause", name="mangled")
+    assert refused.status_code == 422
+    assert "cannot be read as stored" in refused.text
+
+    response = client.submit("/schedule/edit", name="mangled", kind="every", every="60",
+                             args='["fixed"]')
+    assert response.status_code == 303, response.text
+    repaired = schedules.get("mangled")
+    assert not repaired.damage and repaired.spec.args == ("fixed",)
