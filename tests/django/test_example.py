@@ -1,0 +1,100 @@
+"""examples/django works as its README says: a copy of it, on its SQLite database, migrated
+(Django's tables, then goatbeat's), checked by Django and by goatbeat, its beat syncing
+``CELERY_BEAT_SCHEDULE``, its admin listing those schedules and one added through the API.
+Every command runs in a subprocess of the copy, as a reader would run it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "django"
+BIN = Path(sys.executable).parent
+TIMEOUT = 120
+#: Beat starts, takes the lease and syncs the config in a few seconds; 60 s covers a busy
+#: 2-core machine.
+BEAT_TIMEOUT = 60
+
+ADMIN = """
+from django.contrib.auth.models import User
+from django.test import Client
+
+from goatbeat_celery import Schedules
+from proj.celery import app
+
+with Schedules.from_app(app) as schedules:
+    schedules.create("report", "proj.heartbeat", cron="0 7 * * mon-fri")
+
+client = Client(HTTP_HOST="localhost")
+client.force_login(User.objects.create_superuser("admin", "admin@example.com", "pw"))
+page = client.get("/admin/goatbeat/schedule/")
+assert page.status_code == 200, page.status_code
+text = page.content.decode()
+for expected in ("heartbeat", "nightly-heartbeat", "report", "config (beat_schedule)"):
+    assert expected in text, expected
+print("admin ok")
+"""
+
+
+def environment() -> dict[str, str]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           # The example's settings read the broker from here: Celery's in-process transport.
+           "CELERY_BROKER_URL": "memory://"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.pop("PYTHONPATH", None)  # the copy's proj package, not this checkout's tests
+    return env
+
+
+def run(directory: Path, *command: str, stdin: str | None = None) -> str:
+    result = subprocess.run(list(command), cwd=directory, env=environment(), input=stdin,
+                            text=True, capture_output=True, timeout=TIMEOUT, check=False)
+    assert result.returncode == 0, f"$ {' '.join(command)}\n{result.stdout}{result.stderr}"
+    return result.stdout
+
+
+def beat_until(directory: Path, printed: str) -> str:
+    """Run ``celery -A proj beat`` until it prints ``printed``, then stop it as Ctrl-C would;
+    what it printed."""
+    log = directory / "beat.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen([str(BIN / "celery"), "-A", "proj", "beat", "-l", "INFO"],
+                                   cwd=directory, env=environment(), stdout=sink,
+                                   stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + BEAT_TIMEOUT
+        while printed not in log.read_text() and process.poll() is None:
+            assert time.monotonic() < deadline, f"beat did not print {printed!r}:\n" + \
+                log.read_text()
+            time.sleep(0.2)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    text = log.read_text()
+    assert printed in text, text
+    return text
+
+
+def test_the_example_project_migrates_checks_and_shows_its_schedules(tmp_path: Path) -> None:
+    project = tmp_path / "example"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("db.sqlite3",
+                                                                     "__pycache__"))
+    python = str(BIN / "python")
+
+    run(project, python, "manage.py", "migrate", "--verbosity", "0")
+    assert "upgraded from base" in run(project, str(BIN / "celery"), "-A", "proj",
+                                       "goatbeat", "migrate")
+    assert "no issues" in run(project, python, "manage.py", "check", "--database", "default")
+    checked = run(project, str(BIN / "celery"), "-A", "proj", "goatbeat", "check")
+    assert "2 valid entries" in checked and "all checks passed" in checked, checked
+    beat_until(project, "config sync: 3 created")
+    assert "admin ok" in run(project, python, "manage.py", "shell", stdin=ADMIN)
