@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import Dispatch, LeaseGrant
+from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
 from goatbeat_celery.core.observer import OccurrenceRecord
 
 if TYPE_CHECKING:
@@ -115,6 +115,13 @@ class GoatbeatMetrics:
             "Times a schedule was set aside because it cannot run as stored", registry=reg)
         self.missed_total = client.Counter(
             "goatbeat_missed", "Grid points that will never run (misfire policy)", registry=reg)
+        self.skipped_total = client.Counter(
+            "goatbeat_skipped",
+            "Occurrences recorded as skipped because their previous run had not finished "
+            "(overlap policy skip or buffer_one)", registry=reg)
+        self.pauses_total = client.Counter(
+            "goatbeat_schedule_pauses",
+            "Times a schedule paused itself after failed runs in a row", registry=reg)
         self.lateness = client.Histogram(
             "goatbeat_lateness_seconds",
             "Seconds from an occurrence's due instant to the broker accepting it",
@@ -155,6 +162,12 @@ class GoatbeatMetrics:
 
     def set_aside(self, schedule_name: str, reason: str) -> None:
         self.set_aside_total.inc()
+
+    def skipped(self, executions: Sequence[Execution]) -> None:
+        self.skipped_total.inc(len(executions))
+
+    def paused(self, schedule_name: str, reason: str) -> None:
+        self.pauses_total.inc()
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
         with self._lock:

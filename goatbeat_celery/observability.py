@@ -17,7 +17,7 @@ from typing import Any
 
 from goatbeat_celery import signals
 from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
-from goatbeat_celery.core.model import Dispatch, LeaseGrant
+from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
 from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
 from goatbeat_celery.metrics import MetricsExporter
 
@@ -91,6 +91,16 @@ class CeleryObserver:
         _guarded(signals.schedule_set_aside.send, sender=self.sender,
                  schedule_name=schedule_name, reason=reason)
 
+    def skipped(self, executions: Sequence[Execution]) -> None:
+        for execution in executions:
+            _guarded(signals.occurrence_skipped.send, sender=self.sender, key=execution.key,
+                     schedule_name=execution.schedule_name,
+                     occurrence_at=execution.occurrence_at, reason=execution.last_error)
+
+    def paused(self, schedule_name: str, reason: str) -> None:
+        _guarded(signals.schedule_paused.send, sender=self.sender,
+                 schedule_name=schedule_name, reason=reason)
+
     @staticmethod
     def _call_hook(hook: OccurrenceHook, record: OccurrenceRecord) -> None:
         try:
@@ -129,6 +139,14 @@ class MultiObserver:
     def set_aside(self, schedule_name: str, reason: str) -> None:
         for observer in self.observers:
             _guarded(observer.set_aside, schedule_name, reason)
+
+    def skipped(self, executions: Sequence[Execution]) -> None:
+        for observer in self.observers:
+            _guarded(observer.skipped, executions)
+
+    def paused(self, schedule_name: str, reason: str) -> None:
+        for observer in self.observers:
+            _guarded(observer.paused, schedule_name, reason)
 
 
 class Observability:

@@ -49,6 +49,16 @@ ignored; it never stops the loop.
     A schedule cannot run as stored (a row edited by hand, a message that cannot be built, a
     claim the database refuses) and was set aside; the others go on. ``schedule_name`` (str),
     ``reason`` (str, as recorded on the row and shown by ``celery goatbeat show``).
+
+``occurrence_skipped``
+    An occurrence was recorded as skipped by its schedule's overlap policy (``skip``, or a
+    second one behind ``buffer_one``'s): the run before it had not finished; it is never sent.
+    ``key``, ``schedule_name``, ``occurrence_at``, ``reason`` (str, as recorded on the row).
+
+``schedule_paused``
+    A schedule paused itself after ``pause_after_failures`` failed runs in a row;
+    ``celery goatbeat resume`` starts it again. ``schedule_name`` (str), ``reason`` (str, as
+    recorded on the row and shown by ``celery goatbeat show``).
 """
 
 from __future__ import annotations
@@ -60,8 +70,10 @@ __all__ = [
     "lease_lost",
     "occurrence_claimed",
     "occurrence_missed",
+    "occurrence_skipped",
     "occurrence_submit_failed",
     "occurrence_submitted",
+    "schedule_paused",
     "schedule_set_aside",
 ]
 
@@ -89,6 +101,14 @@ occurrence_submitted = Signal(
 occurrence_submit_failed = Signal(
     name="goatbeat_occurrence_submit_failed",
     providing_args={"key", "schedule_name", "error", "record"},
+)
+occurrence_skipped = Signal(
+    name="goatbeat_occurrence_skipped",
+    providing_args={"key", "schedule_name", "occurrence_at", "reason"},
+)
+schedule_paused = Signal(
+    name="goatbeat_schedule_paused",
+    providing_args={"schedule_name", "reason"},
 )
 schedule_set_aside = Signal(
     name="goatbeat_schedule_set_aside",

@@ -29,6 +29,7 @@ from goatbeat_celery.core.model import (
     UTC,
     Dispatch,
     Duration,
+    Execution,
     LeaseGrant,
     SubmitResult,
     ensure_aware,
@@ -203,7 +204,8 @@ class RecordingObserver(EngineObserver):
     ``what`` is the grant for ``lease_acquired``; ``(name, holder, reason)`` for
     ``lease_lost``; the tuple of keys for ``claimed``; ``(schedule_name, count)`` for
     ``missed``; the tuple of :class:`~goatbeat_celery.core.observer.OccurrenceRecord` for
-    ``submitted``; ``(schedule_name, reason)`` for ``set_aside``.
+    ``submitted``; ``(schedule_name, reason)`` for ``set_aside`` and ``paused``; the tuple
+    of ``(key, reason)`` for ``skipped``.
     """
 
     def __init__(self) -> None:
@@ -230,3 +232,9 @@ class RecordingObserver(EngineObserver):
 
     def set_aside(self, schedule_name: str, reason: str) -> None:
         self.events.append(("set_aside", (schedule_name, reason)))
+
+    def skipped(self, executions: Sequence[Execution]) -> None:
+        self.events.append(("skipped", tuple((e.key, e.last_error) for e in executions)))
+
+    def paused(self, schedule_name: str, reason: str) -> None:
+        self.events.append(("paused", (schedule_name, reason)))

@@ -580,7 +580,8 @@ class FinishedRun:
 class RunSettlement:
     """What the end of run ``key`` writes on its schedule
     (:func:`~goatbeat_celery.core.settlement.settlement_of`), applied only while the schedule
-    still has ``version`` (None: the schedule is gone, only the run is marked settled).
+    still has ``version`` (None: nothing to write on the schedule, which is gone, paused or
+    unchanged by this end; only the run is marked settled).
 
     ``paused_reason`` set: the schedule pauses itself (``enabled`` false) with that reason.
     """
@@ -594,6 +595,17 @@ class RunSettlement:
     paused_reason: str | None = None
     #: The pause a failure's backoff imposed from the run's end (zero: none); not written.
     backoff: timedelta = timedelta(0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettleReport:
+    """What :meth:`~goatbeat_celery.core.protocols.ScheduleStore.settle_runs` wrote: the runs
+    marked settled, the schedules that paused themselves (name, reason), and the held claims
+    released (now ``claimed``, to be sent with the pending ones)."""
+
+    settled: tuple[str, ...] = ()
+    paused: tuple[tuple[str, str], ...] = ()
+    released: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

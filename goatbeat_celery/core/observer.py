@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from goatbeat_celery.core.model import Dispatch, LeaseGrant
+from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +67,16 @@ class EngineObserver(Protocol):
         again later; the others go on."""
         ...
 
+    def skipped(self, executions: Sequence[Execution]) -> None:
+        """Occurrences were recorded ``skipped`` by their overlap policy, never to be sent
+        (each one's reason in ``last_error``)."""
+        ...
+
+    def paused(self, schedule_name: str, reason: str) -> None:
+        """A schedule paused itself after failed runs in a row (``reason``); ``resume``
+        starts it again."""
+        ...
+
 
 class NullObserver:
     """An observer that ignores everything."""
@@ -87,4 +97,10 @@ class NullObserver:
         pass
 
     def set_aside(self, schedule_name: str, reason: str) -> None:
+        pass
+
+    def skipped(self, executions: Sequence[Execution]) -> None:
+        pass
+
+    def paused(self, schedule_name: str, reason: str) -> None:
         pass

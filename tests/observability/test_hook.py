@@ -10,6 +10,7 @@ import pytest
 
 from goatbeat_celery.core.model import (
     Dispatch,
+    Execution,
     ExecutionState,
     LeaseGrant,
     MisfirePolicy,
@@ -124,6 +125,12 @@ class Exploding:
         raise RuntimeError("observer bug")
 
     def set_aside(self, schedule_name: str, reason: str) -> None:
+        raise RuntimeError("observer bug")
+
+    def skipped(self, executions: Sequence[Execution]) -> None:
+        raise RuntimeError("observer bug")
+
+    def paused(self, schedule_name: str, reason: str) -> None:
         raise RuntimeError("observer bug")
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+
+import pytest
 
 from goatbeat_celery.core.claims import InFlight
 from goatbeat_celery.core.misfire import first_occurrence
@@ -12,17 +16,27 @@ from goatbeat_celery.core.model import (
     Execution,
     ExecutionState,
     FinishedRun,
+    LeaseGrant,
+    RunSettlement,
     Schedule,
     ScheduleSource,
     ScheduleSpec,
+    SettleReport,
     SyncEntry,
     TriggerSpec,
 )
-from goatbeat_celery.core.policies import ScheduleMode
+from goatbeat_celery.core.policies import GridAfter, OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.runs import RunState
-from goatbeat_celery.core.settlement import held_to_release, settlement_of
+from goatbeat_celery.core.settlement import (
+    RunSettler,
+    claim_policies,
+    fixed_delay_claim,
+    held_to_release,
+    settlement_of,
+)
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.triggers import IntervalTrigger
+from goatbeat_celery.testing import RecordingObserver
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
@@ -74,10 +88,12 @@ def test_a_fixed_delay_counts_from_the_reported_end() -> None:
 
 
 def test_a_run_never_sent_ends_the_wait_from_its_claim() -> None:
-    settled = settlement_of(FinishedRun(execution=run(None, exec_state=ExecutionState.EXPIRED),
+    expired = replace(run(None, exec_state=ExecutionState.EXPIRED), claimed_at=T0 + 10 * S,
+                      submitted_at=None)
+    settled = settlement_of(FinishedRun(execution=expired,
                                         schedule=schedule(mode=ScheduleMode.FIXED_DELAY)),
                             grid_after)
-    assert settled.next_run_at == T0 + 60 * S
+    assert settled.next_run_at == T0 + 70 * S
     assert settled.consecutive_failures == 1  # neither a success nor a failure
 
 
@@ -87,12 +103,18 @@ def test_a_run_of_a_deleted_schedule_is_only_marked_settled() -> None:
     assert (settled.version, settled.schedule_name) == (None, "report")
 
 
-def test_a_paused_schedule_keeps_its_times_and_count() -> None:
+def test_a_run_of_a_paused_schedule_is_only_marked_settled() -> None:
     stored = schedule(enabled=False, failure_backoff=60 * S, pause_after_failures=1)
     settled = settlement_of(FinishedRun(execution=run(RunState.FAILED), schedule=stored),
                             grid_after)
-    assert (settled.consecutive_failures, settled.next_run_at, settled.paused_reason) == (
-        1, stored.next_run_at, None)
+    assert (settled.version, settled.paused_reason) == (None, None)
+
+
+def test_an_end_that_changes_nothing_on_its_schedule_is_only_marked_settled() -> None:
+    # Fixed rate without a backoff, one failure in a row already, a lost run: nothing moves.
+    settled = settlement_of(FinishedRun(execution=run(RunState.LOST), schedule=schedule()),
+                            grid_after)
+    assert settled.version is None
 
 
 def test_a_held_claim_is_released_once_nothing_runs_before_it() -> None:
@@ -133,3 +155,86 @@ def test_config_sync_still_enables_a_schedule_paused_by_hand() -> None:
     plan = plan_config_sync({"report": summary(spec, enabled=False, paused=False)},
                             [sync_entry(spec)])
     assert plan.report.updated == ("report",)
+
+
+# -- the engine's side -------------------------------------------------------------------------
+class SettlingDouble:
+    """A store's two settle operations, recording what it is asked to write."""
+
+    def __init__(self, runs: list[FinishedRun]) -> None:
+        self.runs = runs
+        self.written: list[RunSettlement] = []
+
+    def finished_runs(self, limit: int) -> list[FinishedRun]:
+        return self.runs[:limit]
+
+    def settle_runs(self, settlements: Sequence[RunSettlement], *,
+                    lease: LeaseGrant) -> SettleReport:
+        self.written.extend(settlements)
+        paused = tuple((s.schedule_name, s.paused_reason) for s in settlements
+                       if s.paused_reason is not None)
+        return SettleReport(settled=tuple(s.key for s in settlements), paused=paused)
+
+
+LEASE = LeaseGrant(name="default", holder="a", token=1, expires_at=T0 + 30 * S)
+
+
+def test_a_settle_pass_reports_a_pause_with_a_stable_action_and_to_the_observer(
+        caplog: pytest.LogCaptureFixture) -> None:
+    store = SettlingDouble([FinishedRun(execution=run(RunState.FAILED),
+                                        schedule=schedule(pause_after_failures=2))])
+    observer = RecordingObserver()
+    settler = RunSettler(store=store, grid_after=lambda s: grid_after, observer=observer,
+                         batch_size=10)
+    with caplog.at_level(logging.INFO):
+        settler.settle(LEASE)
+    assert observer.of("paused") == [("report", "paused after 2 failed runs in a row; "
+                                                "last error: ValueError: no")]
+    assert [r.action for r in caplog.records] == ["schedule_paused"]  # type: ignore[attr-defined]
+
+
+def test_a_settle_pass_logs_a_backoff(caplog: pytest.LogCaptureFixture) -> None:
+    store = SettlingDouble([FinishedRun(execution=run(RunState.FAILED),
+                                        schedule=schedule(failure_backoff=60 * S))])
+    settler = RunSettler(store=store, grid_after=lambda s: grid_after,
+                         observer=RecordingObserver(), batch_size=10)
+    with caplog.at_level(logging.INFO):
+        settler.settle(LEASE)
+    assert [r.action for r in caplog.records] == ["run_backoff"]  # type: ignore[attr-defined]
+
+
+def test_a_run_whose_schedule_cannot_build_its_grid_is_still_settled() -> None:
+    def broken(schedule: Schedule) -> GridAfter:
+        raise ValueError("unknown trigger")
+
+    store = SettlingDouble([FinishedRun(execution=run(RunState.FAILED),
+                                        schedule=schedule(failure_backoff=60 * S))])
+    RunSettler(store=store, grid_after=broken, observer=RecordingObserver(),
+               batch_size=10).settle(LEASE)
+    assert [(s.key, s.version) for s in store.written] == [("report:x", None)]
+
+
+def test_an_idle_settle_pass_writes_nothing() -> None:
+    store = SettlingDouble([])
+    assert RunSettler(store=store, grid_after=lambda s: grid_after,
+                      observer=RecordingObserver(), batch_size=10).settle(LEASE) \
+        == SettleReport()
+    assert store.written == []
+
+
+def test_claim_policies_resolve_the_global_overlap_and_which_runs_wait_to_be_settled() -> None:
+    default = OverlapPolicy.SKIP
+    assert claim_policies(schedule().spec, default) == {
+        "overlap": OverlapPolicy.SKIP, "delay": None, "settle": False}
+    assert claim_policies(schedule(overlap=OverlapPolicy.BUFFER_ONE).spec, default)["settle"]
+    assert claim_policies(schedule(pause_after_failures=1).spec, default)["settle"]
+    assert claim_policies(schedule(mode=ScheduleMode.FIXED_DELAY).spec, default) == {
+        "overlap": OverlapPolicy.SKIP, "delay": 60 * S, "settle": True}
+
+
+def test_a_late_fixed_delay_claim_runs_once_and_looks_again_one_delay_after_now() -> None:
+    stored = schedule(mode=ScheduleMode.FIXED_DELAY)
+    claim = fixed_delay_claim(stored, T0 + 3600 * S, expires_after=None,
+                              default_overlap=OverlapPolicy.ALLOW)
+    assert claim.occurrences == ((T0 + 60 * S, T0 + 60 * S),)
+    assert (claim.missed, claim.next_run_at, claim.delay) == (0, T0 + 3660 * S, 60 * S)
