@@ -7,14 +7,13 @@ A missing chromium fails these tests (scripts/browser.sh installs it): they are 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Dialog, Page, expect
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.engine import Engine
@@ -24,25 +23,12 @@ from goatbeat_celery.web import WebSettings, create_app
 from tests.cli.conftest import config_schedule, set_aside
 from tests.web.conftest import TOKEN, Server, serve
 
-CHROMIUM = os.environ.get("GOATBEAT_TEST_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"chromium is required at {CHROMIUM} for the browser tests; "
-                    "run scripts/browser.sh to install it", pytrace=False)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
 def page(chromium: Browser) -> Iterator[Page]:
+    # chromium: tests/conftest.py's, shared with the Django admin's browser tests.
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     opened = context.new_page()
     opened.set_default_timeout(10_000)  # a page renders in well under a second
