@@ -11,7 +11,7 @@ the planned executions whose key is new, advances the schedules by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -108,6 +108,29 @@ class InFlight:
 
 
 _NOTHING_IN_FLIGHT = InFlight()
+
+#: What a store reads to know a schedule's runs in flight (as :func:`in_flight` takes them):
+#: executions in these states whose ``run_state`` is none or one of :data:`LIVE_RUN_STATES`.
+IN_FLIGHT_STATES = ("claimed", "submitted", "held")
+LIVE_RUN_STATES = ("running", "retrying")
+
+
+def in_flight(rows: Iterable[tuple[str, str, str | None]]) -> InFlight:
+    """A schedule's runs in flight from its executions as ``(key, state, run_state)``, oldest
+    claim first (a store may pass only those :data:`IN_FLIGHT_STATES` and
+    :data:`LIVE_RUN_STATES` select): the oldest unfinished run that is not held, and the
+    oldest held claim."""
+    unfinished: str | None = None
+    waiting: str | None = None
+    for key, state, run_state in rows:
+        if state not in IN_FLIGHT_STATES or (run_state is not None
+                                             and run_state not in LIVE_RUN_STATES):
+            continue
+        if state == "held":
+            waiting = waiting or key
+        else:
+            unfinished = unfinished or key
+    return InFlight(unfinished=unfinished, waiting=waiting)
 
 
 def claim_executions(claim: PlannedClaim, *, token: int, now: datetime) -> list[Execution]:
@@ -227,6 +250,7 @@ def manual_run_exists(execution: Execution) -> ScheduleConflict:
                             f"{execution.occurrence_at} already exists")
 
 
-__all__ = ["ATTEMPTS_MAX", "Advance", "ClaimPlan", "InFlight", "apply_overlap",
+__all__ = ["ATTEMPTS_MAX", "IN_FLIGHT_STATES", "LIVE_RUN_STATES", "Advance", "ClaimPlan",
+           "InFlight", "apply_overlap", "in_flight",
            "claim_executions", "manual_execution", "manual_run_exists", "next_attempt",
            "plan_claims", "postponed"]

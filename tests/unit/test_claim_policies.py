@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.claims import InFlight, plan_claims
+import pytest
+
+from goatbeat_celery.core.claims import InFlight, in_flight, plan_claims
 from goatbeat_celery.core.model import (
     UTC,
     Dispatch,
@@ -138,3 +140,19 @@ def test_claims_without_a_policy_ignore_what_is_in_flight() -> None:
     plan = plan_claims([planned], {"report": 3}, token=7, now=NOW,
                        in_flight={"report": RUNNING})
     assert [(e.state, e.settled) for e in plan.executions] == [(CLAIMED, None)] * 2
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    ([], InFlight()),
+    ([("a", "submitted", None)], InFlight(unfinished="a")),
+    ([("a", "claimed", None)], InFlight(unfinished="a")),  # not sent yet: it will run
+    ([("a", "submitted", "running"), ("b", "held", None)], InFlight(unfinished="a",
+                                                                     waiting="b")),
+    ([("a", "submitted", "retrying")], InFlight(unfinished="a")),
+    ([("a", "submitted", "succeeded"), ("b", "held", None)], InFlight(waiting="b")),
+    ([("a", "submitted", "lost")], InFlight()),  # lost ends the wait
+    ([("a", "expired", None), ("b", "skipped", None)], InFlight()),
+    ([("a", "submitted", None), ("b", "submitted", "running")], InFlight(unfinished="a")),
+])
+def test_in_flight_table(rows: list[tuple[str, str, str | None]], expected: InFlight) -> None:
+    assert in_flight(rows) == expected
