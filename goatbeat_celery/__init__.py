@@ -2,7 +2,9 @@
 
 ``celery -A proj beat -S goatbeat_celery.Scheduler`` on every replica; manage database
 schedules with :class:`Schedules`; inside a task, :func:`occurrence_of` tells which schedule and
-which occurrence a run is for. :mod:`goatbeat_celery.testing` has the test doubles (a manual
+which occurrence a run is for; ``track_runs(app)`` in the app module makes every worker record
+what it did with each run (:mod:`goatbeat_celery.tracking`). :mod:`goatbeat_celery.testing`
+has the test doubles (a manual
 clock, a recording broker and observer, the in-memory store) for an application's own tests.
 """
 
@@ -26,6 +28,7 @@ from goatbeat_celery.occurrence import Occurrence, occurrence_of
 if typing.TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
     from goatbeat_celery.scheduler import Scheduler
+    from goatbeat_celery.tracking import track_runs
 
 __all__ = [
     "ConfigurationError",
@@ -41,11 +44,12 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "occurrence_of",
+    "track_runs",
 ]
 
 
 def __getattr__(name: str) -> typing.Any:
-    # Celery and SQLAlchemy load only when the scheduler or the API is used.
+    # Celery and SQLAlchemy load only when the scheduler, the API or tracking is used.
     if name == "Scheduler":
         from goatbeat_celery.scheduler import Scheduler
 
@@ -54,4 +58,8 @@ def __getattr__(name: str) -> typing.Any:
         from goatbeat_celery.api import Schedules
 
         return Schedules
+    if name == "track_runs":
+        from goatbeat_celery.tracking import track_runs
+
+        return track_runs
     raise AttributeError(f"module 'goatbeat_celery' has no attribute {name!r}")

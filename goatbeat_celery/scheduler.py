@@ -99,6 +99,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             config_schedules=(*loaded.schedules, *self._default_entries(loaded.schedules)),
             task_allowed=config.task_allowed,
             observer=self._observability.observer,
+            runs=store,
         )
         logger.info("goatbeat: replica %s on %s, lease %r", holder,
                     mask_url(config.database_url), config.settings.lease_name,

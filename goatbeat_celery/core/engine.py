@@ -41,6 +41,7 @@ from goatbeat_celery.core.model import (
 )
 from goatbeat_celery.core.observer import EngineObserver, NullObserver
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
+from goatbeat_celery.core.runs import RunLog
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.submission import (
     MAX_SEND_ATTEMPTS,
@@ -60,6 +61,8 @@ logger = logging.getLogger(__name__)
 #: A batch in which nothing moved (rows locked by an edit) is read again after this pause.
 NOTHING_MOVED_PAUSE = 0.05
 PRUNE_EVERY = 60.0
+#: Runs marked lost in one look at most; a full look comes back soon for the rest.
+LOST_BATCH = 1000
 
 
 class Engine:
@@ -82,8 +85,12 @@ class Engine:
         observer: EngineObserver | None = None,
         task_allowed: Callable[[str], bool] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        runs: RunLog | None = None,
     ) -> None:
         self.store = store
+        #: Where workers record runs (the store, in practice): the leader marks the silent
+        #: and never-started ones lost there. None: runs are not judged.
+        self.runs = runs
         self.lease = lease
         self.submitter = submitter
         self.settings = settings
@@ -101,6 +108,7 @@ class Engine:
         # Rows written through the API (or by SQL) may only send allowed tasks.
         self._task_allowed = task_allowed or (lambda task: True)
         self._next_prune = 0.0
+        self._next_lost_look = 0.0
         self._closed = False
         # The last store instant read and the monotonic time it was read at: a resubmission's
         # record needs the store's "now", not its (old) claimed_at.
@@ -240,6 +248,7 @@ class Engine:
                     previous, inflight = inflight, None
                     submissions.settle(previous)
                     self._prune(batch.now)
+                    self._mark_lost()
                     return batch.next_due_at, batch.now
                 claims: list[PlannedClaim] = []
                 asides: list[SetAside] = []
@@ -500,6 +509,25 @@ class Engine:
         if deleted:
             logger.info("pruned %d executions older than %s", deleted, before.isoformat(),
                         extra={"action": "pruned"})
+
+    def _mark_lost(self) -> None:
+        """Once per heartbeat interval, mark lost the runs whose worker went silent or that
+        never started (core.runs.lost_verdict), so that nothing waits on them forever."""
+        if self.runs is None or self._mono() < self._next_lost_look:
+            return
+        settings = self.settings
+        lost = self.runs.mark_lost(silent_for=settings.run_lost_after,
+                                   unstarted_for=settings.run_start_timeout, limit=LOST_BATCH)
+        self._next_lost_look = self._mono() + (
+            1.0 if len(lost) >= LOST_BATCH else settings.heartbeat_interval.total_seconds())
+        if lost:
+            first = lost[0]
+            logger.warning("marked %d runs lost (%s: %s%s)", len(lost), first.key,
+                           first.run_error, ", ..." if len(lost) > 1 else "",
+                           extra={"action": "run_lost", "count": len(lost)})
+            for execution in lost:
+                logger.debug("run %s lost: %s", execution.key, execution.run_error,
+                             extra={"action": "run_lost", "key": execution.key})
 
     # -- sleeping ------------------------------------------------------------------------
     def _until(self, instant: float) -> float:

@@ -49,6 +49,7 @@ __all__ = [
     "MAX_ATTEMPTS",
     "MAX_ERROR_LENGTH",
     "RUN_COLUMNS",
+    "RUN_TIME_MAXIMA",
     "RunEvent",
     "RunEventKind",
     "RunLog",
@@ -60,8 +61,8 @@ __all__ = [
     "apply_events",
     "error_summary",
     "last_news",
+    "lost_after_problem",
     "lost_verdict",
-    "run_times_problems",
     "seconds_text",
 ]
 
@@ -73,7 +74,7 @@ MAX_ATTEMPTS = 1_000_000_000
 DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=10)
 DEFAULT_LOST_AFTER = timedelta(seconds=60)
 DEFAULT_START_TIMEOUT = timedelta(minutes=10)
-#: ``lost_after`` must cover this many heartbeat intervals: a run is declared lost only after
+#: ``run_lost_after`` must cover this many heartbeat intervals: a run is declared lost only after
 #: several heartbeats in a row went missing, never for one late write.
 LOST_AFTER_HEARTBEATS = 3
 
@@ -339,67 +340,57 @@ def error_summary(error: BaseException | str | None) -> str | None:
 # -- settings --------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class RunTimes:
-    """How long a run may go without news before it counts as lost.
+    """How long a run may go without news before it counts as lost (the settings
+    ``goatbeat_heartbeat_interval``, ``goatbeat_run_lost_after`` and
+    ``goatbeat_run_start_timeout``, which :class:`~goatbeat_celery.core.settings.Settings`
+    reads and validates; ``Settings.run_times`` gives them as this).
 
     * ``heartbeat_interval`` (10 s): each worker process running goatbeat tasks writes one
       heartbeat for all of them this often; the leader looks for lost runs this often too.
-    * ``lost_after`` (60 s): a running run whose last heartbeat is older is lost. At least
+    * ``run_lost_after`` (60 s): a running run whose last heartbeat is older is lost. At least
       three heartbeat intervals, so that one slow write never condemns a live run.
-    * ``start_timeout`` (10 min): a run the broker took but no worker started within this long
-      is lost (a queue without workers, workers without tracking, a message lost); so is a
+    * ``run_start_timeout`` (10 min): a run the broker took but no worker started within this
+      long is lost (a queue without workers, workers without tracking, a message lost); so is a
       retry that has not started within this long after it was asked for.
 
-    Settings read from configuration are converted to timedeltas at the edge; every problem is
-    reported at once, as ConfigurationError.
+    Every problem is reported at once, as ConfigurationError.
     """
 
     heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL
-    lost_after: timedelta = DEFAULT_LOST_AFTER
-    start_timeout: timedelta = DEFAULT_START_TIMEOUT
+    run_lost_after: timedelta = DEFAULT_LOST_AFTER
+    run_start_timeout: timedelta = DEFAULT_START_TIMEOUT
 
     def __post_init__(self) -> None:
-        problems = run_times_problems(self.heartbeat_interval, self.lost_after,
-                                      self.start_timeout)
+        problems = [
+            problem for name, maximum in RUN_TIME_MAXIMA.items()
+            if (problem := validation.seconds_problem(getattr(self, name), name,
+                                                      maximum=maximum,
+                                                      inclusive_minimum=False)) is not None]
+        if not problems:
+            problems.extend(_listed(lost_after_problem(self.heartbeat_interval,
+                                                       self.run_lost_after)))
         if problems:
             raise ConfigurationError(problems, subject="goatbeat run tracking settings")
 
 
-#: Bounds of each duration: heartbeats at most hourly, verdicts within a week.
-_RUN_TIME_MAXIMA = {"heartbeat_interval": timedelta(hours=1),
-                    "lost_after": validation.MAX_GRACE,
-                    "start_timeout": validation.MAX_GRACE}
+#: The upper bound of each duration: heartbeats at least hourly, verdicts within a week.
+RUN_TIME_MAXIMA = {"heartbeat_interval": timedelta(hours=1),
+                   "run_lost_after": validation.MAX_GRACE,
+                   "run_start_timeout": validation.MAX_GRACE}
 
 
-def run_times_problems(heartbeat_interval: object, lost_after: object,
-                       start_timeout: object, *, prefix: str = "") -> list[str]:
-    """Every problem with these durations (timedeltas or seconds), each named ``prefix`` +
-    the field's name."""
-    found: list[str] = []
-    given = {"heartbeat_interval": heartbeat_interval, "lost_after": lost_after,
-             "start_timeout": start_timeout}
-    for name, value in given.items():
-        problem = validation.seconds_problem(value, prefix + name,
-                                             maximum=_RUN_TIME_MAXIMA[name],
-                                             inclusive_minimum=False)
-        if problem is not None:
-            found.append(problem)
-    if found:
-        return found
-    beat, lost = _as_timedelta(heartbeat_interval), _as_timedelta(lost_after)
-    if lost < beat * LOST_AFTER_HEARTBEATS:
-        found.append(
-            f"{prefix}lost_after: {seconds_text(lost)} must be at least "
-            f"{LOST_AFTER_HEARTBEATS} heartbeat intervals "
-            f"({seconds_text(beat * LOST_AFTER_HEARTBEATS)}), so that one late heartbeat "
-            "never marks a live run lost")
-    return found
+def lost_after_problem(heartbeat_interval: timedelta, run_lost_after: timedelta) -> str | None:
+    """Why ``run_lost_after`` is too short for ``heartbeat_interval``, if it is."""
+    least = heartbeat_interval * LOST_AFTER_HEARTBEATS
+    if run_lost_after >= least:
+        return None
+    return (f"run_lost_after: {seconds_text(run_lost_after)} must be at least "
+            f"{LOST_AFTER_HEARTBEATS} heartbeat intervals ({seconds_text(least)}), so that one "
+            "late heartbeat never marks a live run lost")
 
 
-def _as_timedelta(value: object) -> timedelta:
-    if isinstance(value, timedelta):
-        return value
-    assert isinstance(value, (int, float))
-    return timedelta(seconds=value)
+def _listed(problem: str | None) -> list[str]:
+    return [] if problem is None else [problem]
 
 
 # -- the store's side ------------------------------------------------------------------------

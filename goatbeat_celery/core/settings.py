@@ -16,6 +16,14 @@ from typing import Any, Generic, TypeVar, Union
 from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import Duration, MisfirePolicy, to_timedelta
+from goatbeat_celery.core.runs import (
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_LOST_AFTER,
+    DEFAULT_START_TIMEOUT,
+    RUN_TIME_MAXIMA,
+    RunTimes,
+    lost_after_problem,
+)
 
 _HOUR = timedelta(hours=1)
 _DAY = timedelta(days=1)
@@ -29,6 +37,7 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "retention": (validation.MAX_DURATION, True),
     "retry_backoff": (_HOUR, False),
     "retry_backoff_max": (_DAY, False),
+    **{name: (maximum, False) for name, maximum in RUN_TIME_MAXIMA.items()},
 }
 _COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 10_000, "prune_batch": 100_000}
 
@@ -81,6 +90,12 @@ class Settings:
     prune_batch: int = 1000
     retry_backoff: _Duration = _Duration(timedelta(seconds=1))
     retry_backoff_max: _Duration = _Duration(timedelta(seconds=30))
+    #: Run tracking (core.runs): each worker process writes a heartbeat this often for the runs
+    #: it is running, and the leader looks for lost runs this often; a running run silent for
+    #: run_lost_after, or one sent and not started within run_start_timeout, is marked lost.
+    heartbeat_interval: _Duration = _Duration(DEFAULT_HEARTBEAT_INTERVAL)
+    run_lost_after: _Duration = _Duration(DEFAULT_LOST_AFTER)
+    run_start_timeout: _Duration = _Duration(DEFAULT_START_TIMEOUT)
     #: Drop a run not started this long after its due instant (None: never); a schedule's own
     #: ``starting_deadline`` wins.
     starting_deadline: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
@@ -112,6 +127,10 @@ class Settings:
                 f"lease_renew_interval: must be shorter than lease_ttl ({renew} >= {ttl}); "
                 "a third of the ttl is a good value"
             )
+        if not {"heartbeat_interval", "run_lost_after"} & _named(problems):
+            lost = lost_after_problem(self.heartbeat_interval, self.run_lost_after)
+            if lost is not None:
+                problems.append(lost)
         if problems:
             raise ConfigurationError(problems, subject="goatbeat settings")
 
@@ -119,6 +138,13 @@ class Settings:
     def local_validity(self) -> timedelta:
         """How long a leader trusts its lease after asking for it: ttl - renew interval."""
         return self.lease_ttl - self.lease_renew_interval
+
+    @property
+    def run_times(self) -> RunTimes:
+        """The run-tracking durations, as workers and the leader's lost-run search use them."""
+        return RunTimes(heartbeat_interval=self.heartbeat_interval,
+                        run_lost_after=self.run_lost_after,
+                        run_start_timeout=self.run_start_timeout)
 
     def as_dict(self) -> dict[str, Any]:
         """Field values with durations in seconds, for banners and ``--json`` output."""

@@ -29,6 +29,7 @@ EXPECTED = [
     "StoreError",
     "StoreUnavailable",
     "occurrence_of",
+    "track_runs",
 ]
 EXPECTED_TESTING = [
     "ManualClock",
@@ -58,16 +59,19 @@ def test_every_exported_name_exists() -> None:
 
 
 def test_every_public_name_of_the_package_is_exported() -> None:
-    # Scheduler and Schedules are loaded on first use, so they are not in vars() until then.
+    # Scheduler, Schedules and track_runs are loaded on first use, so they are not in vars()
+    # until then.
     assert public_names(goatbeat_celery) <= set(goatbeat_celery.__all__)
 
 
 def test_the_lazily_loaded_names_are_the_classes_they_name() -> None:
     from goatbeat_celery.api import Schedules
     from goatbeat_celery.scheduler import Scheduler
+    from goatbeat_celery.tracking import track_runs
 
     assert goatbeat_celery.Scheduler is Scheduler
     assert goatbeat_celery.Schedules is Schedules
+    assert goatbeat_celery.track_runs is track_runs
 
 
 def test_the_testing_module_exports_its_doubles_and_the_memory_store() -> None:

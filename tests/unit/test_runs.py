@@ -21,9 +21,10 @@ from goatbeat_celery.core.runs import (
     apply_event,
     apply_events,
     error_summary,
+    lost_after_problem,
     lost_verdict,
-    run_times_problems,
 )
+from goatbeat_celery.core.settings import Settings
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 KEY = "report:2026-03-01T12:00:00+00:00"
@@ -318,23 +319,46 @@ def test_the_run_columns_are_named_as_the_record_fields() -> None:
 def test_run_times_default_to_ten_seconds_a_minute_and_ten_minutes() -> None:
     times = RunTimes()
 
-    assert (times.heartbeat_interval, times.lost_after, times.start_timeout) == \
+    assert (times.heartbeat_interval, times.run_lost_after, times.run_start_timeout) == \
         (s(10), s(60), s(600))
 
 
 def test_run_times_report_every_problem_at_once() -> None:
-    assert run_times_problems(0, -1, "soon", prefix="goatbeat_") == [
-        "goatbeat_heartbeat_interval: must be > 0s, got 0s",
-        "goatbeat_lost_after: must be > 0s, got -1s",
-        "goatbeat_start_timeout: expected seconds or a timedelta, got 'soon'",
-    ]
-
-
-def test_lost_after_must_cover_three_heartbeats() -> None:
     with pytest.raises(ConfigurationError) as raised:
-        RunTimes(heartbeat_interval=s(10), lost_after=s(29))
+        RunTimes(heartbeat_interval=s(0), run_lost_after=s(-1), run_start_timeout=s(8 * 86400))
 
     assert raised.value.problems == (
-        "lost_after: 29s must be at least 3 heartbeat intervals (30s), so that one late "
+        "heartbeat_interval: must be > 0s, got 0s",
+        "run_lost_after: must be > 0s, got -1s",
+        "run_start_timeout: must be at most 7 days, got 8 days",
+    )
+
+
+def test_run_lost_after_must_cover_three_heartbeats() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        RunTimes(heartbeat_interval=s(10), run_lost_after=s(29))
+
+    assert raised.value.problems == (
+        "run_lost_after: 29s must be at least 3 heartbeat intervals (30s), so that one late "
         "heartbeat never marks a live run lost",)
-    assert RunTimes(heartbeat_interval=s(1), lost_after=s(3)).lost_after == s(3)
+    assert RunTimes(heartbeat_interval=s(1), run_lost_after=s(3)).run_lost_after == s(3)
+    assert lost_after_problem(s(1), s(3)) is None
+
+
+def test_the_engine_settings_carry_the_run_times_as_given_or_printed() -> None:
+    settings = Settings(heartbeat_interval="5s", run_lost_after=15, run_start_timeout="1h")
+
+    assert settings.run_times == RunTimes(heartbeat_interval=s(5), run_lost_after=s(15),
+                                          run_start_timeout=s(3600))
+    assert Settings().run_times == RunTimes()
+
+
+def test_the_engine_settings_refuse_a_lost_after_shorter_than_three_heartbeats() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        Settings(heartbeat_interval=30, run_start_timeout=0)
+
+    assert raised.value.problems == (
+        "run_start_timeout: must be > 0s, got 0s",
+        "run_lost_after: 60s must be at least 3 heartbeat intervals (90s), so that one late "
+        "heartbeat never marks a live run lost",
+    )

@@ -1,0 +1,85 @@
+"""Run logs for the writer's tests: one that records what it is asked, and switches that make
+it fail (an outage), refuse (a bad batch) or hang (a partition) on demand."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from goatbeat_celery.core.errors import StoreError, StoreUnavailable
+from goatbeat_celery.core.model import Execution
+from goatbeat_celery.core.runs import RunEvent
+
+T = TypeVar("T")
+
+
+class RecordingLog:
+    """A RunLog that keeps every batch and heartbeat it was given, in order.
+
+    ``down`` makes every call raise StoreUnavailable; ``refusing`` makes record_runs raise a
+    plain StoreError; ``hang`` (an Event) makes calls block until it is set. ``unknown`` keys
+    are counted as naming no execution."""
+
+    def __init__(self, *, unknown: Collection[str] = ()) -> None:
+        self.batches: list[list[RunEvent]] = []
+        self.heartbeats: list[tuple[str, ...]] = []
+        self.calls = 0
+        self.down = False
+        self.refusing = False
+        self.hang: threading.Event | None = None
+        self.unknown = set(unknown)
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.calls += 1
+        hang = self.hang
+        if hang is not None:
+            hang.wait(30)
+        if self.down:
+            raise StoreUnavailable("record runs: database unavailable: connection refused")
+
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        self._enter()
+        if self.refusing:
+            raise StoreError("record runs: database failed: value too long")
+        with self._lock:
+            self.batches.append(list(events))
+        return sum(1 for event in events if event.key in self.unknown)
+
+    def heartbeat(self, keys: Collection[str]) -> int:
+        self._enter()
+        with self._lock:
+            self.heartbeats.append(tuple(keys))
+        return len(keys)
+
+    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  limit: int = 1000) -> list[Execution]:
+        return []
+
+    def close(self) -> None:
+        self.closed = True
+
+    @property
+    def events(self) -> list[RunEvent]:
+        with self._lock:
+            return [event for batch in self.batches for event in batch]
+
+
+def wait_for(condition: Callable[[], T], *, timeout: float, what: str) -> T:
+    """Poll ``condition`` until truthy; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
+        time.sleep(0.01)
+
+
+def constant(value: Any) -> Callable[[], Any]:
+    return lambda: value

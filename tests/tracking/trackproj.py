@@ -1,0 +1,42 @@
+"""The system tests' Celery app (tests/system/sysproj.py) with run tracking turned on, and a
+task whose duration and outcome the scenario chooses.
+
+``trackproj.work(label, seconds=0, fail=False)`` sleeps ``seconds``, appends what it saw to the
+scenario's Redis list (task id, schedule, when it started by the wall clock, how long its body
+took by its own monotonic clock) and then raises ValueError("boom") when ``fail``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from sysproj import RECORD_KEY, _redis, app
+
+from goatbeat_celery import track_runs
+
+__all__ = ["app"]
+
+track_runs(app)
+
+
+@app.task(bind=True, name="trackproj.work")
+def work(self: Any, label: str = "", seconds: float = 0.0, fail: bool = False) -> str:
+    began_wall, began = time.time(), time.monotonic()
+    time.sleep(seconds)
+    request = self.request
+    _redis.rpush(RECORD_KEY, json.dumps({
+        "id": request.id,
+        "label": label,
+        "schedule": getattr(request, "goatbeat_schedule", None),
+        "occurrence": getattr(request, "goatbeat_occurrence", None),
+        "token": getattr(request, "goatbeat_token", None),
+        "received_at": began_wall,
+        "body_seconds": time.monotonic() - began,
+        "pid": os.getpid(),
+    }))
+    if fail:
+        raise ValueError("boom")
+    return label

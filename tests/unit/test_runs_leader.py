@@ -1,0 +1,133 @@
+"""The leader's part in run tracking: it marks lost the runs whose worker went silent and those
+never started, looking once per heartbeat interval, on the memory store and a manual clock."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import timedelta
+
+import pytest
+
+from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.runs import RunEvent, RunState
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+
+EVERY_HOUR = TriggerSpec(kind="interval", params={"every": 3600})
+SETTINGS = Settings(heartbeat_interval=10, run_lost_after=60, run_start_timeout=600,
+                    max_interval=5)
+
+
+class CountingLog:
+    """The memory store's run log, counting the leader's looks for lost runs."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.looks: list[tuple[timedelta, timedelta]] = []
+
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        return self.store.record_runs(events)
+
+    def heartbeat(self, keys: Collection[str]) -> int:
+        return self.store.heartbeat(keys)
+
+    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  limit: int = 1000) -> list[Execution]:
+        self.looks.append((silent_for, unstarted_for))
+        return self.store.mark_lost(silent_for=silent_for, unstarted_for=unstarted_for,
+                                    limit=limit)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def store(clock: ManualClock) -> MemoryStore:
+    return MemoryStore(clock)
+
+
+@pytest.fixture
+def log(store: MemoryStore) -> CountingLog:
+    return CountingLog(store)
+
+
+@pytest.fixture
+def engine(store: MemoryStore, clock: ManualClock, log: CountingLog) -> Engine:
+    return Engine(store=store, lease=store, submitter=RecordingSubmitter(), settings=SETTINGS,
+                  holder="leader", monotonic=clock.monotonic, runs=log,
+                  config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
+                                                 trigger=EVERY_HOUR)])
+
+
+def sent_key(engine: Engine, store: MemoryStore) -> str:
+    """The key of a run the leader sent: an extra run of the hourly schedule, asked for once
+    the leader had written its config."""
+    engine.tick()
+    key = store.request_run("hourly").key
+    engine.tick()
+    (execution,) = store.executions()
+    assert execution.key == key and execution.submitted_at is not None
+    return key
+
+
+def test_the_leader_marks_a_silent_run_lost_within_lost_after_plus_its_look_interval(
+        engine: Engine, store: MemoryStore, clock: ManualClock) -> None:
+    key = sent_key(engine, store)
+    store.record_runs([RunEvent.started(key, run="r1", worker="celery@a",
+                                        age=timedelta(0))])
+    silent_since = clock.current
+
+    # Ticking as the loop does (every max_interval at most), the run is lost once its
+    # heartbeat is older than run_lost_after, at the leader's next look.
+    while store.executions()[0].run_state is RunState.RUNNING:
+        clock.advance(SETTINGS.max_interval)
+        engine.tick()
+        assert clock.current - silent_since <= \
+            SETTINGS.run_lost_after + SETTINGS.heartbeat_interval + SETTINGS.max_interval
+
+    lost = store.executions()[0]
+    assert (lost.run_state, lost.run_error) == (RunState.LOST, "worker silent for 60s")
+    assert clock.current - silent_since > SETTINGS.run_lost_after
+
+
+def test_a_run_nobody_starts_is_lost_after_the_start_timeout(
+        engine: Engine, store: MemoryStore, clock: ManualClock) -> None:
+    sent_key(engine, store)
+
+    clock.advance(SETTINGS.run_start_timeout + SETTINGS.heartbeat_interval
+                  + SETTINGS.max_interval)
+    engine.tick()
+
+    run = store.executions()[0]
+    assert (run.run_state, run.run_error) == (RunState.LOST, "never started within 600s")
+
+
+def test_the_leader_looks_once_per_heartbeat_interval_with_the_settings(
+        engine: Engine, store: MemoryStore, clock: ManualClock, log: CountingLog) -> None:
+    sent_key(engine, store)
+    assert log.looks == [(timedelta(seconds=60), timedelta(seconds=600))]
+
+    for _ in range(9):  # a tick a second: none looks again before 10 s
+        clock.advance(1)
+        engine.tick()
+    assert len(log.looks) == 1
+    clock.advance(1)
+    engine.tick()
+
+    assert len(log.looks) == 2
+
+
+def test_a_standby_does_not_judge_runs(store: MemoryStore, clock: ManualClock,
+                                       engine: Engine, log: CountingLog) -> None:
+    engine.tick()
+    standby = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
+                     settings=SETTINGS, holder="standby", monotonic=clock.monotonic,
+                     runs=log)
+    looks = len(log.looks)
+
+    standby.tick()
+
+    assert not standby.is_leader() and len(log.looks) == looks
