@@ -1,9 +1,10 @@
 """The system tests' Celery app (tests/system/sysproj.py) with run tracking turned on, and a
 task whose duration and outcome the scenario chooses.
 
-``trackproj.work(label, seconds=0, fail=False)`` sleeps ``seconds``, appends what it saw to the
-scenario's Redis list (task id, schedule, when it started by the wall clock, how long its body
-took by its own monotonic clock) and then raises ValueError("boom") when ``fail``.
+``trackproj.work(label, seconds=0, fail=False)`` notes its process id under its task id (in the
+hash ``<record key>:pids``), sleeps ``seconds``, appends what it saw to the scenario's Redis
+list (task id, schedule, when it started by the wall clock, how long its body took by its own
+monotonic clock) and then raises ValueError("boom") when ``fail``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ track_runs(app)
 @app.task(bind=True, name="trackproj.work")
 def work(self: Any, label: str = "", seconds: float = 0.0, fail: bool = False) -> str:
     began_wall, began = time.time(), time.monotonic()
-    time.sleep(seconds)
     request = self.request
+    # Which process runs it, while it runs: a scenario may kill that pool process.
+    _redis.hset(f"{RECORD_KEY}:pids", request.id, os.getpid())
+    time.sleep(seconds)
     _redis.rpush(RECORD_KEY, json.dumps({
         "id": request.id,
         "label": label,
