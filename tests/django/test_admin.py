@@ -3,6 +3,7 @@ PostgreSQL database: every change they make is checked through the Schedules API
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.model import ScheduleSource
+from goatbeat_celery.core.runs import RunEvent, RunOutcome
 from tests.django.conftest import add_config_schedule, set_aside
 
 CHANGELIST = "/admin/goatbeat/schedule/"
@@ -186,7 +188,7 @@ def test_executions_are_listed_read_only_with_filters(client: Any, api: Schedule
     api.create("poll", "feeds.poll", every=30)
     api.create("digest", "mail.digest", every=3600)
     first = api.run_now("poll")
-    api.run_now("digest")
+    second = api.run_now("digest")
     api.store.mark_submitted([first.key])
 
     def keys(query: str) -> set[str]:
@@ -198,6 +200,19 @@ def test_executions_are_listed_read_only_with_filters(client: Any, api: Schedule
     assert keys("?schedule=poll") == {first.key}
     assert keys("?state__exact=submitted") == {first.key}
     assert keys("?state__exact=claimed&schedule=poll") == set()
+
+    # What a worker reported of the run (run tracking), shown and filtered on.
+    api.store.record_runs([
+        RunEvent.started(first.key, run="attempt-1", worker="celery@w1",
+                         age=timedelta(seconds=2)),
+        RunEvent.finished(first.key, run="attempt-1", worker="celery@w1", age=timedelta(0),
+                          outcome=RunOutcome.FAILED, runtime=timedelta(seconds=1.5),
+                          error="ValueError: <b>boom</b>")])
+    assert keys("?run_state__exact=failed") == {first.key}
+    assert keys("?run_state__isnull=True") == {second.key}
+    text = client.get(EXECUTIONS).content.decode()
+    assert "failed: ValueError: &lt;b&gt;boom&lt;/b&gt;" in text
+    assert "celery@w1" in text and "1.500s" in text
     page = client.get(f"/admin/goatbeat/execution/{first.key}/change/".replace(":", "_3A"))
     assert page.status_code == 200
     assert page.context["has_change_permission"] is False

@@ -240,21 +240,35 @@ class ScheduleNameFilter(admin.SimpleListFilter):
 @admin.register(Execution)
 class ExecutionAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     list_display = ("key", "schedule_name", "occurrence_at", "state", "attempts", "manual",
-                    "submitted_at", "error")
-    list_filter = (ScheduleNameFilter, "state", "manual")
+                    "submitted_at", "error", "run", "worker", "runtime_shown")
+    list_filter = (ScheduleNameFilter, "state", "run_state", "manual")
     search_fields = ("schedule_name", "key")
     date_hierarchy = "occurrence_at"
     list_per_page = 100
     show_full_result_count = False
     readonly_fields = ("key", "schedule_name", "occurrence_at", "due_at", "state", "claimed_at",
                        "submitted_at", "attempts", "last_error", "missed", "manual",
-                       "expires_at", "token")
+                       "expires_at", "token", "run_state", "run_id", "worker", "run_attempts",
+                       "started_at", "finished_at", "heartbeat_at", "runtime", "run_error")
     fields = readonly_fields
 
     @admin.display(description="last error")
     def error(self, row: Execution) -> str:
-        text = row.last_error or ""
-        return text if len(text) <= 80 else text[:77] + "..."
+        return shortened(row.last_error)
+
+    @admin.display(description="run", ordering="run_state")
+    def run(self, row: Execution) -> str:
+        """What workers did with it, with the worker's error after a failure; empty until a
+        worker reports it started (and always, where workers do not track runs)."""
+        if row.run_state is None:
+            return ""
+        if row.run_error:
+            return f"{row.run_state}: {shortened(row.run_error)}"
+        return str(row.run_state)
+
+    @admin.display(description="runtime", ordering="runtime")
+    def runtime_shown(self, row: Execution) -> str:
+        return "" if row.runtime is None else f"{row.runtime:.3f}s"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -264,6 +278,11 @@ class ExecutionAdmin(GoatbeatReadMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+def shortened(text: str | None, limit: int = 80) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 __all__ = ["ExecutionAdmin", "ScheduleAdmin"]

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import models
 
+from goatbeat_celery.core.runs import RunState
 from goatbeat_celery.store.schema import EXECUTION_TABLE, SCHEDULE_TABLE
 
 
@@ -91,6 +92,8 @@ class Execution(ReadOnlyModel):
 
     STATES = (("claimed", "claimed"), ("submitted", "submitted"),
               ("abandoned", "abandoned"), ("expired", "expired"))
+    #: What workers did with the run (run tracking); NULL: not started, or not tracked.
+    RUN_STATES = tuple((state.value, state.value) for state in RunState)
 
     key = models.TextField(primary_key=True)
     schedule_name = models.TextField("schedule")
@@ -105,6 +108,15 @@ class Execution(ReadOnlyModel):
     missed = models.IntegerField()
     manual = models.BooleanField("run now")
     expires_at = models.DateTimeField(null=True)
+    run_state = models.CharField("run", max_length=16, choices=RUN_STATES, null=True)
+    run_id = models.TextField(null=True)
+    worker = models.TextField(null=True)
+    run_attempts = models.IntegerField("run attempts")
+    started_at = models.DateTimeField("started", null=True)
+    finished_at = models.DateTimeField("finished", null=True)
+    heartbeat_at = models.DateTimeField("last heartbeat", null=True)
+    runtime = models.FloatField("runtime (s)", null=True)
+    run_error = models.TextField("run error", null=True)
 
     class Meta:
         managed = False
