@@ -13,6 +13,7 @@ import pytest
 
 from goatbeat_celery.core.errors import LeaseLost
 from goatbeat_celery.core.model import (
+    Execution,
     ExecutionState,
     LeaseGrant,
     PlannedClaim,
@@ -58,6 +59,18 @@ def report(store: Store, key: str, outcome: RunOutcome | None = RunOutcome.SUCCE
         events.append(RunEvent.finished(key, run="r", worker="w", age=timedelta(0),
                                         outcome=outcome))
     store.record_runs(events)
+
+
+def failed_run(store: Store) -> tuple[LeaseGrant, Execution, Schedule]:
+    """A run of a schedule with a policy that failed, as finished_runs lists it: the lease,
+    the run and its schedule as read with it."""
+    grant = lease(store)
+    schedule = create_due(store, "job")
+    (dispatch,) = store.claim([claim(schedule, settle=True)], lease=grant).dispatches
+    report(store, dispatch.key, RunOutcome.FAILED)
+    (ended,) = store.finished_runs(10)
+    assert ended.schedule is not None and ended.execution.key == dispatch.key
+    return grant, ended.execution, ended.schedule
 
 
 def test_the_policy_columns_round_trip(store: Store) -> None:
@@ -148,34 +161,24 @@ def test_runs_of_schedules_without_policies_are_never_listed(store: Store) -> No
 
 
 def test_settling_writes_the_schedule_and_lists_the_run_no_more(store: Store) -> None:
-    grant = lease(store)
-    schedule = create_due(store, "job")
-    (run,) = store.claim([claim(schedule, settle=True)], lease=grant).dispatches
-    report(store, run.key, RunOutcome.FAILED)
-    (ended,) = store.finished_runs(10)
-    assert ended.schedule is not None
+    grant, run, ended = failed_run(store)
     later = store.now() + timedelta(hours=1)
     written = store.settle_runs([RunSettlement(
-        key=run.key, schedule_name="job", version=ended.schedule.version,
+        key=run.key, schedule_name="job", version=ended.version,
         consecutive_failures=1, next_occurrence_at=later, next_run_at=later)], lease=grant)
     assert written.settled == (run.key,)
     stored = store.get_schedule("job")
     assert (stored.consecutive_failures, stored.next_run_at, stored.version) == (
-        1, later, ended.schedule.version + 1)
+        1, later, ended.version + 1)
     assert store.finished_runs(10) == []
 
 
 def test_a_settlement_on_a_stale_version_leaves_the_run_for_later(store: Store) -> None:
-    grant = lease(store)
-    schedule = create_due(store, "job")
-    (run,) = store.claim([claim(schedule, settle=True)], lease=grant).dispatches
-    report(store, run.key, RunOutcome.FAILED)
-    (ended,) = store.finished_runs(10)
-    assert ended.schedule is not None
-    store.replace_schedule(replace(ended.schedule.spec, args=(2,)), next_occurrence_at=None,
+    grant, run, ended = failed_run(store)
+    store.replace_schedule(replace(ended.spec, args=(2,)), next_occurrence_at=None,
                            next_run_at=None)
     written = store.settle_runs([RunSettlement(
-        key=run.key, schedule_name="job", version=ended.schedule.version,
+        key=run.key, schedule_name="job", version=ended.version,
         consecutive_failures=1)], lease=grant)
     assert written.settled == ()
     assert store.get_schedule("job").consecutive_failures == 0
@@ -183,30 +186,20 @@ def test_a_settlement_on_a_stale_version_leaves_the_run_for_later(store: Store) 
 
 
 def test_a_settlement_may_pause_the_schedule_with_its_reason(store: Store) -> None:
-    grant = lease(store)
-    schedule = create_due(store, "job")
-    (run,) = store.claim([claim(schedule, settle=True)], lease=grant).dispatches
-    report(store, run.key, RunOutcome.FAILED)
-    (ended,) = store.finished_runs(10)
-    assert ended.schedule is not None
+    grant, run, ended = failed_run(store)
     written = store.settle_runs([RunSettlement(
-        key=run.key, schedule_name="job", version=ended.schedule.version,
-        consecutive_failures=3, next_occurrence_at=ended.schedule.next_occurrence_at,
-        next_run_at=ended.schedule.next_run_at, paused_reason="paused after 3")], lease=grant)
+        key=run.key, schedule_name="job", version=ended.version,
+        consecutive_failures=3, next_occurrence_at=ended.next_occurrence_at,
+        next_run_at=ended.next_run_at, paused_reason="paused after 3")], lease=grant)
     assert written.paused == (("job", "paused after 3"),)
     stored = store.get_schedule("job")
     assert (stored.spec.enabled, stored.paused_reason) == (False, "paused after 3")
 
 
 def test_resume_clears_the_pause_and_the_failures(store: Store) -> None:
-    grant = lease(store)
-    schedule = create_due(store, "job")
-    (run,) = store.claim([claim(schedule, settle=True)], lease=grant).dispatches
-    report(store, run.key, RunOutcome.FAILED)
-    (ended,) = store.finished_runs(10)
-    assert ended.schedule is not None
+    grant, run, ended = failed_run(store)
     store.settle_runs([RunSettlement(key=run.key, schedule_name="job",
-                                     version=ended.schedule.version, consecutive_failures=3,
+                                     version=ended.version, consecutive_failures=3,
                                      paused_reason="paused after 3")], lease=grant)
     paused = store.get_schedule("job")
     resumed = store.replace_schedule(replace(paused.spec, enabled=True),
