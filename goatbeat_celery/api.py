@@ -276,8 +276,11 @@ _REPAIRED_BY = {
     "offset_seconds": {"offset"},
     "jitter_seconds": {"jitter"},
     "starting_deadline_seconds": {"starting_deadline"},
+    "failure_backoff_seconds": {"failure_backoff"},
+    "failure_backoff_max_seconds": {"failure_backoff_max"},
     **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
-                                    "max_catchup")},
+                                    "max_catchup", "overlap", "mode", "failure_backoff_factor",
+                                    "pause_after_failures")},
 }
 
 
