@@ -32,6 +32,7 @@ from goatbeat_celery.core.model import (
     quoted_name,
     to_timedelta,
 )
+from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger, TriggerRegistry
 from goatbeat_celery.cron import CronTrigger
@@ -39,7 +40,8 @@ from goatbeat_celery.cron import CronTrigger
 _UNSET: Any = object()
 _SPEC_FIELDS = (
     "task", "args", "kwargs", "options", "misfire_policy", "misfire_grace", "max_catchup",
-    "offset", "jitter", "starting_deadline",
+    "offset", "jitter", "starting_deadline", "overlap", "mode", "failure_backoff",
+    "failure_backoff_factor", "failure_backoff_max", "pause_after_failures",
 )
 
 
@@ -96,11 +98,23 @@ class Schedules:
         max_catchup: int | None = None, offset: Duration | None = None,
         jitter: Duration | None = None, starting_deadline: Duration | None = None,
         enabled: bool = True, day_or: bool = True,
+        overlap: OverlapPolicy | str | None = None,
+        mode: ScheduleMode | str = ScheduleMode.FIXED_RATE,
+        failure_backoff: Duration | None = None, failure_backoff_factor: float | None = None,
+        failure_backoff_max: Duration | None = None, pause_after_failures: int | None = None,
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
         (5 fields, in ``timezone``) or ``at`` (an aware instant). A cron restricting both day of
         month and day of week matches either (standard cron); ``day_or=False`` asks for both, as
-        Celery's ``crontab`` does. Every problem is reported at once and nothing is stored."""
+        Celery's ``crontab`` does. Every problem is reported at once and nothing is stored.
+
+        The run policies (they need run tracking, see ``docs/run-tracking.md``): ``overlap``
+        (``allow``, ``skip``, ``buffer_one``; None: the global ``goatbeat_overlap_policy``),
+        ``mode="fixed_delay"`` (with ``every``: the next run ``every`` after the previous one
+        finished), ``failure_backoff`` (the pause after a failed run, times
+        ``failure_backoff_factor`` (2) for each further failure in a row, at most
+        ``failure_backoff_max``) and ``pause_after_failures`` (the schedule pauses itself after
+        that many failed runs in a row, until resumed)."""
         problems: list[str] = []
         trigger = self._trigger_spec(every, cron, at, timezone, problems, day_or=day_or)
         spec = self._spec(
@@ -108,7 +122,9 @@ class Schedules:
             kwargs={} if kwargs is None else kwargs, options={} if options is None else options,
             misfire_policy=misfire_policy, misfire_grace=misfire_grace,
             max_catchup=max_catchup, offset=offset, jitter=jitter,
-            starting_deadline=starting_deadline, enabled=enabled,
+            starting_deadline=starting_deadline, enabled=enabled, overlap=overlap, mode=mode,
+            failure_backoff=failure_backoff, failure_backoff_factor=failure_backoff_factor,
+            failure_backoff_max=failure_backoff_max, pause_after_failures=pause_after_failures,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
         return self.store.create_schedule(spec, next_occurrence_at=occurrence, next_run_at=run)
@@ -227,7 +243,13 @@ class Schedules:
         policy = values.pop("misfire_policy")
         if policy is not None:
             policy = MisfirePolicy.read(policy, "misfire_policy", problems)
-        for key in ("misfire_grace", "offset", "jitter", "starting_deadline"):
+        if values["overlap"] is not None:
+            values["overlap"] = OverlapPolicy.read(values["overlap"], "overlap", problems)
+        if values["mode"] is not None:
+            values["mode"] = ScheduleMode.read(values["mode"], "mode", problems)
+        values["mode"] = values["mode"] or ScheduleMode.FIXED_RATE
+        for key in ("misfire_grace", "offset", "jitter", "starting_deadline", "failure_backoff",
+                    "failure_backoff_max"):
             if values[key] is not None:
                 values[key] = to_timedelta(values[key], key, problems)
         # Kept as given when of the wrong shape (a string is not split into characters): the
@@ -254,8 +276,11 @@ _REPAIRED_BY = {
     "offset_seconds": {"offset"},
     "jitter_seconds": {"jitter"},
     "starting_deadline_seconds": {"starting_deadline"},
+    "failure_backoff_seconds": {"failure_backoff"},
+    "failure_backoff_max_seconds": {"failure_backoff_max"},
     **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
-                                    "max_catchup")},
+                                    "max_catchup", "overlap", "mode", "failure_backoff_factor",
+                                    "pause_after_failures")},
 }
 
 

@@ -32,6 +32,7 @@ from goatbeat_celery.core.model import (
     to_timedelta,
 )
 from goatbeat_celery.core.observer import OccurrenceRecord
+from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import IntervalTrigger, TriggerRegistry
 from goatbeat_celery.core.validation import MIN_EVERY, seconds_problem
@@ -47,7 +48,7 @@ PREFIX = "goatbeat_"
 _ENGINE_KEYS = (
     "lease_name", "lease_ttl", "lease_renew_interval", "misfire_policy", "misfire_grace",
     "max_catchup", "batch_size", "max_interval", "retention", "prune_batch", "retry_backoff",
-    "retry_backoff_max", "starting_deadline",
+    "retry_backoff_max", "starting_deadline", "overlap_policy",
     "heartbeat_interval", "run_lost_after", "run_start_timeout",
 )
 _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port",
@@ -55,10 +56,13 @@ _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port
 #: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
 DEFAULT_METRICS_ADDRESS = "127.0.0.1"
 _KNOWN = frozenset(PREFIX + key for key in (*_ENGINE_KEYS, *_OWN_KEYS))
+#: The run policies a config entry may give under its ``goatbeat`` key (see core.policies).
+POLICY_OPTIONS = ("overlap", "mode", "failure_backoff", "failure_backoff_factor",
+                  "failure_backoff_max", "pause_after_failures")
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 _GOATBEAT_ENTRY_KEYS = {
     "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
-    "starting_deadline",
+    "starting_deadline", *POLICY_OPTIONS,
 }
 
 #: ``goatbeat_occurrence_hook``: called with every submission attempt, its return value ignored.
@@ -411,12 +415,59 @@ def entry_to_spec(
         offset=_optional_duration(own, "offset", where, problems),
         jitter=_optional_duration(own, "jitter", where, problems),
         starting_deadline=_optional_duration(own, "starting_deadline", where, problems),
+        **_policy_options(own, where, problems),
         enabled=enabled,
         source=ScheduleSource.CONFIG,
     )
     problems.extend(_relabel(spec.problems(), name, where))
     problems.extend(kombu_problems(options, f"{where}.options"))
     return spec if len(problems) == before else None
+
+
+def _policy_options(own: Mapping[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
+    """The run policies of a config entry's ``goatbeat`` options, as spec fields; the names
+    are read here, the rest is judged by the spec's own rules."""
+    found: dict[str, Any] = {}
+    if own.get("overlap") is not None:
+        found["overlap"] = OverlapPolicy.read(own["overlap"], f"{where}.goatbeat.overlap",
+                                              problems)
+    if own.get("mode") is not None:
+        found["mode"] = ScheduleMode.read(own["mode"], f"{where}.goatbeat.mode", problems) \
+            or ScheduleMode.FIXED_RATE
+    for key in ("failure_backoff", "failure_backoff_max"):
+        before = len(problems)
+        value = _optional_duration(own, key, where, problems)
+        # An unreadable one is one problem, not also a zero the spec would refuse.
+        found[key] = value if len(problems) == before else None
+    for key in ("failure_backoff_factor", "pause_after_failures"):
+        found[key] = own.get(key)
+    return found
+
+
+def policy_warnings(schedules: Iterable[ScheduleSpec], settings: Settings,
+                    start_timeout: timedelta) -> list[str]:
+    """Config schedules whose run policies wait for runs to finish (an overlap policy but
+    ``allow``, fixed delay) while a run no worker reports on counts as unfinished for longer
+    than their interval: ``start_timeout``, until the leader marks it lost. Without run
+    tracking on the workers, such a schedule runs about once per ``start_timeout``."""
+    found = []
+    for spec in schedules:
+        waits = [label for label, used in (
+            (f"overlap {(spec.overlap or settings.overlap_policy).value}",
+             (spec.overlap or settings.overlap_policy) is not OverlapPolicy.ALLOW),
+            ("fixed delay", spec.mode is ScheduleMode.FIXED_DELAY)) if used]
+        if not waits or not spec.enabled:
+            continue
+        every = spec.trigger.params.get("every") if spec.trigger.kind == "interval" else None
+        if isinstance(every, (int, float)) and timedelta(seconds=every) >= start_timeout:
+            continue
+        found.append(
+            f"schedule {quoted_name(spec.name)} uses {' and '.join(waits)}, which needs run "
+            f"tracking on the workers (goatbeat_celery.track_runs): without it each run counts "
+            f"as unfinished until it is marked lost, {start_timeout.total_seconds():g}s "
+            f"(goatbeat_run_start_timeout) after it was sent, and the schedule runs at most "
+            "that often")
+    return found
 
 
 #: The key of the JSON object stored in place of a lazy argument.

@@ -110,6 +110,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         unconfirmed = broker_warning(self.app)
         if unconfirmed is not None:
             logger.warning("goatbeat: %s", unconfirmed, extra={"action": "unconfirmed_broker"})
+        for warning in config_module.policy_warnings(
+                loaded.schedules, config.settings, config.settings.run_start_timeout):
+            logger.warning("goatbeat: %s", warning, extra={"action": "needs_run_tracking"})
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         engine = self._engine

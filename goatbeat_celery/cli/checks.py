@@ -90,6 +90,12 @@ def _beat_schedule(app: Any) -> Check:
         count = len(app.conf.beat_schedule or {})
     else:
         count = len(loaded.schedules)
+        settings = loaded.config.settings
+        warnings = config_module.policy_warnings(loaded.schedules, settings,
+                                                 settings.run_start_timeout)
+        if warnings:
+            return Check(name="beat_schedule", outcome=Outcome.WARN,
+                         detail=_listed(warnings))
     noun = "entry" if count == 1 else "entries"
     return Check(name="beat_schedule", outcome=Outcome.OK, detail=f"{count} valid {noun}")
 

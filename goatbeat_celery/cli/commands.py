@@ -29,6 +29,7 @@ from goatbeat_celery.core.model import (
     ScheduleSource,
     parse_duration,
 )
+from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.protocols import LeaseManager
 
 if TYPE_CHECKING:
@@ -51,6 +52,12 @@ _OPTION_OF = {
     "offset": "--offset",
     "jitter": "--jitter",
     "starting_deadline": "--starting-deadline",
+    "overlap": "--overlap",
+    "mode": "--fixed-delay",
+    "failure_backoff": "--failure-backoff",
+    "failure_backoff_factor": "--failure-backoff-factor",
+    "failure_backoff_max": "--failure-backoff-max",
+    "pause_after_failures": "--pause-after-failures",
     "task": "TASK",
 }
 
@@ -76,7 +83,8 @@ else:  # older click releases cannot subscript ParamType at runtime
 # -- plumbing -------------------------------------------------------------------------------
 #: Field names that read unambiguously as options wherever they appear in a problem.
 _FIELD_WORDS = re.compile(
-    r"\b(offset|jitter|misfire_policy|misfire_grace|max_catchup|starting_deadline)\b")
+    r"\b(offset|jitter|misfire_policy|misfire_grace|max_catchup|starting_deadline|overlap|"
+    r"failure_backoff_factor|failure_backoff_max|failure_backoff|pause_after_failures)\b")
 
 
 def _option_names(problem: str) -> str:
@@ -97,7 +105,11 @@ _EDIT_OPTION = {
     "every": "--every", "cron": "--cron", "at": "--at", "task": "--task", "args": "--args",
     "kwargs": "--kwargs", "options": "--queue", "misfire_policy": "--misfire-policy",
     "misfire_grace": "--misfire-grace", "max_catchup": "--max-catchup", "offset": "--offset",
-    "jitter": "--jitter", "starting_deadline": "--starting-deadline",
+    "jitter": "--jitter", "starting_deadline": "--starting-deadline", "overlap": "--overlap",
+    "mode": "--fixed-delay/--fixed-rate", "failure_backoff": "--failure-backoff",
+    "failure_backoff_factor": "--failure-backoff-factor",
+    "failure_backoff_max": "--failure-backoff-max",
+    "pause_after_failures": "--pause-after-failures",
 }
 #: The API's advice for a damaged row: "edit it giving args, misfire_policy anew".
 _REPAIR_HINT = re.compile(r"(?<=\bgiving )[a-z_]+(?:, [a-z_]+)*(?= anew\b)")
@@ -350,12 +362,14 @@ class DurationParam(_ParamType):
 
 
 _POLICIES = [p.value for p in MisfirePolicy]
+_OVERLAPS = [p.value for p in OverlapPolicy]
 DEFAULT_POLICY = "default"
 
 
 def spec_options(*, editing: bool) -> Callable[[F], F]:
     """The options ``add`` and ``edit`` share; ``edit`` changes only those given."""
     policies = [*_POLICIES, DEFAULT_POLICY] if editing else _POLICIES
+    overlaps = [*_OVERLAPS, DEFAULT_POLICY] if editing else _OVERLAPS
     options = [
         click.option("--every", type=DurationParam(positive=True), metavar="DURATION",
                      help="Run every DURATION (60, 90s, 1h30m, 2d) on a fixed grid counted "
@@ -390,6 +404,28 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
         click.option("--starting-deadline", type=DurationParam(), metavar="DURATION",
                      help="Drop a run not started DURATION after it was due (the message "
                           "expires then)."),
+        # The run policies need run tracking on the workers (docs/run-tracking.md).
+        click.option("--overlap", type=click.Choice(overlaps),
+                     help="A due run while the previous one has not finished: allow sends it, "
+                          "skip records it as skipped, buffer_one holds one until the previous "
+                          "finishes (needs run tracking)"
+                          + ("; default follows goatbeat_overlap_policy." if editing else ".")),
+        click.option("--fixed-delay/--fixed-rate", "fixed_delay", default=None,
+                     help="With --every: the next run is due DURATION after the previous one "
+                          "finished (needs run tracking), instead of on the grid."),
+        click.option("--failure-backoff", type=DurationParam(), metavar="DURATION",
+                     help="After a failed run, wait at least DURATION before the next, "
+                          "multiplied for each further failure in a row"
+                          + ("; 0 turns it off." if editing else ".")),
+        click.option("--failure-backoff-factor", type=click.FloatRange(min=1, max=100),
+                     metavar="FACTOR", help="How much each further failure multiplies the "
+                                            "backoff (default 2)."),
+        click.option("--failure-backoff-max", type=DurationParam(), metavar="DURATION",
+                     help="The longest backoff."),
+        click.option("--pause-after-failures", type=click.IntRange(min=0 if editing else 1),
+                     metavar="N", help="Pause the schedule after N failed runs in a row, with "
+                                       "the reason shown; resume clears it"
+                                       + (" (0 turns it off)." if editing else ".")),
     ]
     if editing:
         options.insert(0, click.option("--task", metavar="TASK", help="Task to send."))
@@ -445,6 +481,7 @@ def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str
     for key in ("misfire_grace", "max_catchup", "starting_deadline"):
         if given.get(key) is not None:
             changes[key] = given[key]
+    changes.update(_policy_changes(given))
     # An offset replaces a jitter and the other way round (a schedule has one shift).
     if given.get("offset") is not None:
         changes["offset"] = given["offset"]
@@ -454,6 +491,30 @@ def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str
         changes["jitter"] = given["jitter"]
         if given.get("offset") is None:
             changes["offset"] = None
+    return changes
+
+
+def _policy_changes(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The run policies the options set, as API keywords (on ``edit``, ``default`` and 0 turn
+    a policy back to the default)."""
+    changes: dict[str, Any] = {}
+    overlap = given.get("overlap")
+    if overlap is not None:
+        changes["overlap"] = None if overlap == DEFAULT_POLICY else overlap
+    if given.get("fixed_delay") is not None:
+        changes["mode"] = (ScheduleMode.FIXED_DELAY if given["fixed_delay"]
+                           else ScheduleMode.FIXED_RATE)
+    backoff = given.get("failure_backoff")
+    if backoff is not None:
+        changes["failure_backoff"] = backoff or None
+        if not backoff:  # off: its shape goes with it
+            changes["failure_backoff_factor"] = changes["failure_backoff_max"] = None
+    for key in ("failure_backoff_factor", "failure_backoff_max"):
+        if given.get(key) is not None:
+            changes[key] = given[key]
+    pause_after = given.get("pause_after_failures")
+    if pause_after is not None:
+        changes["pause_after_failures"] = pause_after or None
     return changes
 
 

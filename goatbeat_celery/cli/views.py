@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeGuard, Union
 
 from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, TriggerSpec
+from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.validation import hidden_characters
 
@@ -229,6 +230,16 @@ def schedule_json(schedule: Schedule, defaults: Settings) -> dict[str, Any]:
         "jitter": seconds(spec.jitter),
         "effective_offset": seconds(spec.effective_offset()),
         "starting_deadline": seconds(spec.starting_deadline),
+        "overlap": None if spec.overlap is None else spec.overlap.value,
+        "effective_overlap": (spec.overlap or defaults.overlap_policy).value,
+        "mode": spec.mode.value,
+        "failure_backoff": seconds(spec.failure_backoff),
+        "failure_backoff_factor": spec.failure_backoff_factor,
+        "failure_backoff_max": seconds(spec.failure_backoff_max),
+        "pause_after_failures": spec.pause_after_failures,
+        "consecutive_failures": schedule.consecutive_failures,
+        "paused_reason": schedule.paused_reason,
+        "total_skipped": schedule.total_skipped,
         "next_run_at": iso(schedule.next_run_at),
         "next_occurrence_at": iso(schedule.next_occurrence_at),
         "last_occurrence_at": iso(schedule.last_occurrence_at),
@@ -302,6 +313,8 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         ("kwargs", compact_json(dict(spec.kwargs))),
         ("options", compact_json(dict(spec.options))),
         ("enabled", "yes" if spec.enabled else "no (paused)"),
+        *([("paused because", schedule.paused_reason)]
+          if schedule.paused_reason is not None else []),
         *fault_fields(schedule, at),
         ("source", spec.source.value),
         ("misfire policy", misfire_text(schedule, defaults)),
@@ -311,15 +324,41 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         ("offset", shift),
         *([("starting deadline", human_duration(spec.starting_deadline))]
           if spec.starting_deadline is not None else []),
+        *policy_fields(schedule, defaults),
         ("next run", at(schedule.next_run_at)),
         ("next occurrence", when(schedule.next_occurrence_at)),
         ("last occurrence", when(schedule.last_occurrence_at)),
         ("runs", str(schedule.total_runs)),
         ("missed", str(schedule.total_missed)),
+        *([("skipped", str(schedule.total_skipped))] if schedule.total_skipped else []),
         ("version", str(schedule.version)),
         ("created", when(schedule.created_at)),
         ("updated", when(schedule.updated_at)),
     ]
+
+
+def policy_fields(schedule: Schedule, defaults: Settings) -> list[tuple[str, Value]]:
+    """The run policies that differ from the defaults, and the failures in a row."""
+    spec = schedule.spec
+    pairs: list[tuple[str, Value]] = []
+    if spec.overlap is not None:
+        pairs.append(("overlap", spec.overlap.value))
+    elif defaults.overlap_policy is not OverlapPolicy.ALLOW:
+        pairs.append(("overlap", f"default ({defaults.overlap_policy.value})"))
+    if spec.mode is ScheduleMode.FIXED_DELAY:
+        delay = spec.delay()
+        pairs.append(("mode", "fixed delay" + ("" if delay is None
+                                               else f" ({human_duration(delay)} after each run)")))
+    backoff = spec.backoff()
+    if backoff is not None:
+        cap = "" if backoff.maximum is None else f", at most {human_duration(backoff.maximum)}"
+        pairs.append(("failure backoff",
+                      f"{human_duration(backoff.base)} × {backoff.factor:g} per failure{cap}"))
+    if spec.pause_after_failures is not None:
+        pairs.append(("pause after", f"{spec.pause_after_failures} failed runs in a row"))
+    if schedule.consecutive_failures:
+        pairs.append(("failures in a row", str(schedule.consecutive_failures)))
+    return pairs
 
 
 def fault_fields(schedule: Schedule,

@@ -28,6 +28,7 @@ from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
 from goatbeat_celery.core.model import (
     ClaimResult,
     Dispatch,
+    Execution,
     LeaseGrant,
     PlannedClaim,
     Schedule,
@@ -40,9 +41,11 @@ from goatbeat_celery.core.model import (
     set_aside_delay,
 )
 from goatbeat_celery.core.observer import EngineObserver, NullObserver
+from goatbeat_celery.core.policies import GridAfter, ScheduleMode
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
 from goatbeat_celery.core.runs import RunLog
 from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.settlement import RunSettler, claim_policies, fixed_delay_claim
 from goatbeat_celery.core.submission import (
     MAX_SEND_ATTEMPTS,
     SUBMIT_TIMEOUT_MAX,
@@ -121,6 +124,8 @@ class Engine:
             time_left=self._leadership.time_left, store_now=self._store_now,
             set_aside=self._set_aside, monotonic=monotonic)
         self._trigger_cache = TriggerCache(self.triggers)
+        self._settler = RunSettler(store=store, grid_after=self._grid_after,
+                                   observer=self.observer, batch_size=settings.batch_size)
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -234,6 +239,9 @@ class Engine:
         grant = self._leadership.grant
         assert grant is not None
         submissions = self._submissions
+        # Ends first: a fixed delay or a backoff moves a schedule before it is claimed, and a
+        # held run released here goes out with the pending ones.
+        self._settle_runs(grant)
         if not submissions.backing_off():
             self._resubmit_pending(grant)
         batch_size = self.settings.batch_size
@@ -265,6 +273,8 @@ class Engine:
                 for name in result.conflicts:
                     logger.info("schedule %s was edited while being claimed; the edit wins",
                                 quoted_name(name), extra={"action": "claim_conflict"})
+                if result.skipped:
+                    self._skipped(result.skipped)
                 if result.dispatches:
                     self.observer.claimed(result.dispatches)
                     logger.debug("claimed %d occurrences", len(result.dispatches),
@@ -324,6 +334,10 @@ class Engine:
             return PlannedClaim(schedule_name=spec.name, version=schedule.version,
                                 occurrences=(), missed=0, next_occurrence_at=occurrence,
                                 next_run_at=run)
+        expires_after = spec.starting_deadline or settings.starting_deadline
+        if spec.mode is ScheduleMode.FIXED_DELAY:
+            return fixed_delay_claim(schedule, now, expires_after=expires_after,
+                                     default_overlap=settings.overlap_policy)
         policy = spec.misfire_policy or settings.misfire_policy
         plan = plan_misfires(
             trigger=trigger,
@@ -347,8 +361,33 @@ class Engine:
             missed=plan.missed,
             next_occurrence_at=upcoming,
             next_run_at=None if upcoming is None else upcoming + offset,
-            expires_after=spec.starting_deadline or settings.starting_deadline,
+            expires_after=expires_after,
+            **claim_policies(spec, settings.overlap_policy),
         )
+
+    # -- run policies ----------------------------------------------------------------------
+    def _settle_runs(self, grant: LeaseGrant) -> None:
+        """Apply the ends of runs to their schedules (core.settlement); whatever one pass
+        meets, new claims still go out."""
+        try:
+            self._settler.settle(grant)
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except Exception as exc:
+            logger.error("could not apply the ends of runs to their schedules: %s",
+                         _reason(exc), extra={"action": "settle_failed"})
+
+    def _grid_after(self, schedule: Schedule) -> GridAfter:
+        trigger = self._trigger_cache.get(schedule.spec.trigger)
+        offset = schedule.spec.effective_offset()
+        return lambda instant: first_occurrence(trigger, instant, offset)
+
+    def _skipped(self, executions: Sequence[Execution]) -> None:
+        for execution in executions:
+            logger.info("occurrence %s of schedule %s skipped: %s", execution.key,
+                        quoted_name(execution.schedule_name), execution.last_error,
+                        extra={"action": "occurrence_skipped"})
+        self.observer.skipped(executions)
 
     def _check_task(self, spec: ScheduleSpec) -> None:
         """Refuse a task the allow-list does not cover, unless the row is one of this

@@ -14,13 +14,16 @@ from goatbeat_celery.core.model import (
     Dispatch,
     DueBatch,
     Execution,
+    FinishedRun,
     LeaseGrant,
     LeaseInfo,
     PlannedClaim,
+    RunSettlement,
     Schedule,
     ScheduleSource,
     ScheduleSpec,
     SetAside,
+    SettleReport,
     SubmitResult,
     SyncEntry,
     SyncReport,
@@ -110,7 +113,9 @@ class ScheduleStore(Protocol):
 
         With ``expected_version``, only if the stored version equals it (else ScheduleConflict,
         nothing changed). The row's ``source`` is kept and its fault, fault_at and faults
-        cleared (an edit is the operator's fix). Raises ScheduleNotFound. Notifies waiting replicas.
+        cleared (an edit is the operator's fix); a spec that is enabled also clears
+        :data:`~goatbeat_celery.core.settlement.RESUME_CLEARS` (the reason a schedule paused
+        itself, its failures in a row). Raises ScheduleNotFound. Notifies waiting replicas.
         """
         ...
 
@@ -169,7 +174,34 @@ class ScheduleStore(Protocol):
         an edit, so a schedule whose messages keep being refused waits longer each time). A
         claim whose version changed is dropped and reported in ``conflicts``; a row locked by
         another transaction is skipped and left for a later batch.
+
+        A claim under a run policy (:attr:`PlannedClaim.waits_for_runs`) is decided with its
+        schedule's runs in flight, read in the same transaction as
+        :func:`goatbeat_celery.core.claims.in_flight` says: its occurrences may be inserted
+        ``held`` or ``skipped`` (counted in ``total_skipped``, not in ``total_runs``), and a
+        fixed-delay claim may be postponed; executions carry the claim's ``settled`` (False
+        when its runs wait to be settled). Only ``claimed`` rows are dispatched.
         """
+        ...
+
+    def finished_runs(self, limit: int) -> list[FinishedRun]:
+        """Up to ``limit`` runs whose end waits to be applied to their schedule: ``settled``
+        False, and ended as :func:`goatbeat_celery.core.policies.execution_end` says (a
+        worker's end, a lost verdict, or never sent), earliest end first, each with its
+        schedule as :meth:`get_schedule` reads it (None if deleted). Reads only; cost grows
+        with ``limit`` and the unsettled runs, never with the schedules."""
+        ...
+
+    def settle_runs(self, settlements: Sequence[RunSettlement], *,
+                    lease: LeaseGrant) -> SettleReport:
+        """Apply the ends of runs to their schedules, in one transaction fenced by ``lease``
+        (LeaseLost if stale, nothing changed). For each settlement whose run is still
+        unsettled: with a ``version``, only while the schedule still has it (else the run is
+        left for a later pass), write ``consecutive_failures`` and the next times, and with a
+        ``paused_reason`` disable the schedule and record the reason, version + 1; then mark
+        the run settled. Last, for every schedule named, turn the claim it holds back
+        (``held``) into ``claimed`` when :func:`goatbeat_celery.core.settlement.held_to_release`
+        says so. Returns what it wrote."""
         ...
 
     def set_aside(self, entries: Sequence[SetAside], *,
@@ -233,8 +265,8 @@ class ScheduleStore(Protocol):
         ...
 
     def prune(self, *, before: datetime, limit: int) -> int:
-        """Delete up to ``limit`` executions that are not ``claimed`` and were claimed before
-        ``before``. Returns how many were deleted."""
+        """Delete up to ``limit`` executions that are neither ``claimed`` nor ``held`` and were
+        claimed before ``before``. Returns how many were deleted."""
         ...
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar, Union
 from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import Duration, MisfirePolicy, to_timedelta
+from goatbeat_celery.core.policies import OverlapPolicy
 from goatbeat_celery.core.runs import (
     DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_LOST_AFTER,
@@ -99,6 +100,10 @@ class Settings:
     #: Drop a run not started this long after its due instant (None: never); a schedule's own
     #: ``starting_deadline`` wins.
     starting_deadline: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
+    #: What a due occurrence does while its schedule's previous run has not finished, for the
+    #: schedules that do not say (needs run tracking; see core.policies).
+    overlap_policy: _Typed[OverlapPolicy, Union[OverlapPolicy, str]] = _Typed(
+        OverlapPolicy.ALLOW)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -120,6 +125,8 @@ class Settings:
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
         policy = MisfirePolicy.read(given["misfire_policy"], "misfire_policy", problems)
         object.__setattr__(self, "misfire_policy", policy or MisfirePolicy.LATEST)
+        overlap = OverlapPolicy.read(given["overlap_policy"], "overlap_policy", problems)
+        object.__setattr__(self, "overlap_policy", overlap or OverlapPolicy.ALLOW)
         ttl, renew = self.lease_ttl, self.lease_renew_interval
         if renew >= ttl and "lease_ttl" not in _named(problems) \
                 and "lease_renew_interval" not in _named(problems):
@@ -153,7 +160,7 @@ class Settings:
             value = getattr(self, f.name)
             if isinstance(value, timedelta):
                 value = value.total_seconds()
-            elif isinstance(value, MisfirePolicy):
+            elif isinstance(value, (MisfirePolicy, OverlapPolicy)):
                 value = value.value
             out[f.name] = value
         return out

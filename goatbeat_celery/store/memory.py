@@ -12,6 +12,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from goatbeat_celery.core.claims import (
+    InFlight,
+    in_flight,
     manual_execution,
     manual_run_exists,
     next_attempt,
@@ -27,18 +29,22 @@ from goatbeat_celery.core.model import (
     DueBatch,
     Execution,
     ExecutionState,
+    FinishedRun,
     LeaseGrant,
     LeaseInfo,
     PlannedClaim,
+    RunSettlement,
     Schedule,
     ScheduleSource,
     ScheduleSpec,
     SetAside,
+    SettleReport,
     SyncEntry,
     SyncReport,
     check_aware,
     ensure_aware,
 )
+from goatbeat_celery.core.policies import execution_end
 from goatbeat_celery.core.runs import (
     RunEvent,
     RunRecord,
@@ -47,6 +53,7 @@ from goatbeat_celery.core.runs import (
     last_news,
     lost_verdict,
 )
+from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import reason_text
 
@@ -146,6 +153,7 @@ class MemoryStore:
                 current, spec=replace(spec, source=current.spec.source),
                 next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
                 version=current.version + 1, updated_at=self.now(), **EDIT_CLEARS,
+                **(RESUME_CLEARS if spec.enabled else {}),
             )
             self._schedules[spec.name] = schedule
         self.notify()
@@ -187,7 +195,7 @@ class MemoryStore:
             names = {e.spec.name for e in entries}
             existing = {
                 name: StoredSummary(spec_hash=s.spec.spec_hash(), enabled=s.spec.enabled,
-                                    source=s.spec.source)
+                                    source=s.spec.source, paused=s.paused_reason is not None)
                 for name, s in self._schedules.items()
                 if name in names or s.spec.source is ScheduleSource.CONFIG
             }
@@ -204,6 +212,7 @@ class MemoryStore:
                     current, spec=replace(entry.spec, source=ScheduleSource.CONFIG),
                     next_occurrence_at=entry.next_occurrence_at, next_run_at=entry.next_run_at,
                     version=current.version + 1, updated_at=now, **EDIT_CLEARS,
+                    **(RESUME_CLEARS if entry.spec.enabled else {}),
                 )
             for name in plan.disable:
                 current = self._schedules[name]
@@ -234,7 +243,9 @@ class MemoryStore:
             now = self._check_fence(lease)
             versions = {c.schedule_name: s.version for c in claims
                         if (s := self._schedules.get(c.schedule_name)) is not None}
-            plan = plan_claims(claims, versions, token=lease.token, now=now)
+            flights = self._in_flight({c.schedule_name for c in claims if c.waits_for_runs})
+            plan = plan_claims(claims, versions, token=lease.token, now=now,
+                               in_flight=flights)
             inserted: set[str] = set()
             for execution in plan.executions:
                 if execution.key not in self._executions:
@@ -249,6 +260,7 @@ class MemoryStore:
                     last_occurrence_at=schedule.last_occurrence_at if last is None else last,
                     total_runs=schedule.total_runs + advance.runs,
                     total_missed=schedule.total_missed + advance.missed,
+                    total_skipped=schedule.total_skipped + advance.skipped,
                     version=schedule.version + 1, **CLAIM_CLEARS,
                 )
             return plan.result(inserted, lambda e: _dispatch(self._schedules[e.schedule_name], e))
@@ -360,12 +372,72 @@ class MemoryStore:
         with self._lock:
             old = sorted(
                 (e for e in self._executions.values()
-                 if e.state is not ExecutionState.CLAIMED and e.claimed_at < before),
+                 if e.state not in _NEVER_PRUNED and e.claimed_at < before),
                 key=lambda e: e.claimed_at,
             )[:limit]
             for execution in old:
                 del self._executions[execution.key]
             return len(old)
+
+    # -- run policies ----------------------------------------------------------------------
+    def _in_flight(self, names: Collection[str]) -> dict[str, InFlight]:
+        if not names:
+            return {}
+        rows: dict[str, list[tuple[str, str, str | None]]] = {name: [] for name in names}
+        for e in sorted(self._executions.values(), key=lambda e: (e.claimed_at, e.key)):
+            if e.schedule_name in rows:
+                rows[e.schedule_name].append(
+                    (e.key, e.state.value, None if e.run_state is None else e.run_state.value))
+        return {name: in_flight(found) for name, found in rows.items()}
+
+    def finished_runs(self, limit: int) -> list[FinishedRun]:
+        with self._lock:
+            ended = [e for e in self._executions.values()
+                     if e.settled is False and execution_end(e) is not None]
+            ended.sort(key=lambda e: (e.finished_at or e.claimed_at, e.key))
+            return [FinishedRun(execution=e, schedule=self._schedules.get(e.schedule_name))
+                    for e in ended[:limit]]
+
+    def settle_runs(self, settlements: Sequence[RunSettlement], *,
+                    lease: LeaseGrant) -> SettleReport:
+        for settlement in settlements:
+            check_aware(settlement.next_occurrence_at, settlement.next_run_at)
+        settled: list[str] = []
+        paused: list[tuple[str, str]] = []
+        with self._lock:
+            self._check_fence(lease)
+            for settlement in settlements:
+                execution = self._executions.get(settlement.key)
+                if execution is None or execution.settled is not False:
+                    continue
+                if settlement.version is not None:
+                    schedule = self._schedules.get(settlement.schedule_name)
+                    if schedule is None or schedule.version != settlement.version:
+                        continue  # edited meanwhile: judged again on the new version
+                    reason = settlement.paused_reason
+                    self._schedules[schedule.name] = replace(
+                        schedule,
+                        spec=schedule.spec if reason is None
+                        else replace(schedule.spec, enabled=False),
+                        consecutive_failures=settlement.consecutive_failures,
+                        next_occurrence_at=settlement.next_occurrence_at,
+                        next_run_at=settlement.next_run_at,
+                        paused_reason=schedule.paused_reason if reason is None else reason,
+                        version=schedule.version + 1)
+                    if reason is not None:
+                        paused.append((schedule.name, reason))
+                self._executions[settlement.key] = replace(execution, settled=True)
+                settled.append(settlement.key)
+            released: list[str] = []
+            names = {s.schedule_name for s in settlements}
+            for flight in self._in_flight(names).values():
+                key = held_to_release(flight)
+                if key is not None:
+                    self._executions[key] = replace(self._executions[key],
+                                                    state=ExecutionState.CLAIMED)
+                    released.append(key)
+        return SettleReport(settled=tuple(settled), paused=tuple(paused),
+                            released=tuple(sorted(released)))
 
     # -- run tracking ------------------------------------------------------------------------
     def record_runs(self, events: Sequence[RunEvent]) -> int:
@@ -413,6 +485,10 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+
+#: Never pruned: claims not yet sent, and claims held back for their turn.
+_NEVER_PRUNED = frozenset({ExecutionState.CLAIMED, ExecutionState.HELD})
 
 
 def _dispatch(schedule: Schedule, execution: Execution) -> Dispatch:

@@ -28,7 +28,7 @@ from sqlalchemy.engine import URL
 from goatbeat_celery.core.claims import ClaimPlan
 from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.fence import check_fence, lease_lost
-from goatbeat_celery.core.model import UTC, LeaseGrant
+from goatbeat_celery.core.model import UTC, ExecutionState, LeaseGrant
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import (
@@ -397,6 +397,10 @@ class PostgresStore(SQLStore):
         advances = plan.advances
         if not advances:
             return set()
+        if any(e.state is not ExecutionState.CLAIMED or e.settled is not None
+               for e in plan.executions):
+            # Claims under a run policy (held, skipped, to be settled): the general path.
+            return super()._record_claims(conn, plan)
         executions = plan.executions
         first_token = executions[0].token if executions else 0
         claimed_at = executions[0].claimed_at if executions else None

@@ -174,6 +174,21 @@ schedule_table = sa.Table(
     sa.Column("faults", sa.Integer(), nullable=False, server_default=sa.text("0")),
     # Drop a run not started this long after its due instant (NULL: the global setting).
     sa.Column("starting_deadline_seconds", Seconds(), nullable=True),
+    # -- run policies (core.policies) --------------------------------------------------------
+    # What a due run does while the previous one is unfinished (NULL: the global setting),
+    # fixed_rate or fixed_delay (NULL: fixed_rate), the failure backoff (NULL: off) and the
+    # failures in a row after which the schedule pauses itself (NULL: never).
+    sa.Column("overlap", sa.String(16), nullable=True),
+    sa.Column("mode", sa.String(16), nullable=True),
+    sa.Column("failure_backoff_seconds", Seconds(), nullable=True),
+    sa.Column("failure_backoff_factor", sa.Float(precision=53), nullable=True),
+    sa.Column("failure_backoff_max_seconds", Seconds(), nullable=True),
+    sa.Column("pause_after_failures", sa.Integer(), nullable=True),
+    # What they keep: failed runs in a row (reset by a success or a resume), why the schedule
+    # paused itself (NULL unless it did), the occurrences the overlap policy skipped.
+    sa.Column("consecutive_failures", sa.Integer(), nullable=False, server_default=sa.text("0")),
+    sa.Column("paused_reason", sa.Text(), nullable=True),
+    sa.Column("total_skipped", sa.BigInteger(), nullable=False, server_default=sa.text("0")),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.
@@ -214,6 +229,9 @@ execution_table = sa.Table(
     sa.Column("heartbeat_at", UTCDateTime(), nullable=True),
     sa.Column("runtime", Seconds(), nullable=True),
     sa.Column("run_error", sa.Text(), nullable=True),
+    # Run policies (core.settlement): NULL when no policy of its schedule waited for this run's
+    # end, false until its end is applied to the schedule, then true.
+    sa.Column("settled", sa.Boolean(), nullable=True),
 )
 
 # Resubmission reads the few rows still claimed, oldest first.
@@ -254,6 +272,26 @@ sa.Index(
     execution_table.c.submitted_at,
     postgresql_where=sa.text(UNSTARTED_PREDICATE),
     sqlite_where=sa.text(UNSTARTED_PREDICATE),
+)
+
+#: The predicates of the indexes the run policies read (repeated as written by the store's
+#: queries, for SQLite's planner): a schedule's runs in flight, by claim; the runs whose end
+#: waits to be applied to their schedule.
+IN_FLIGHT_PREDICATE = ("state IN ('claimed', 'submitted', 'held') "
+                       "AND (run_state IS NULL OR run_state IN ('running', 'retrying'))")
+UNSETTLED_PREDICATE = "NOT settled"
+sa.Index(
+    "ix_goatbeat_execution_in_flight",
+    execution_table.c.schedule_name,
+    execution_table.c.claimed_at,
+    postgresql_where=sa.text(IN_FLIGHT_PREDICATE),
+    sqlite_where=sa.text(IN_FLIGHT_PREDICATE),
+)
+sa.Index(
+    "ix_goatbeat_execution_unsettled",
+    execution_table.c.key,
+    postgresql_where=sa.text(UNSETTLED_PREDICATE),
+    sqlite_where=sa.text(UNSETTLED_PREDICATE),
 )
 
 lease_table = sa.Table(

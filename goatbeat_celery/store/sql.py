@@ -32,6 +32,8 @@ from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 from goatbeat_celery.core.claims import (
     ATTEMPTS_MAX,
     ClaimPlan,
+    InFlight,
+    in_flight,
     manual_execution,
     manual_run_exists,
     next_attempt,
@@ -51,19 +53,28 @@ from goatbeat_celery.core.model import (
     DueBatch,
     Execution,
     ExecutionState,
+    FinishedRun,
     LeaseGrant,
     LeaseInfo,
     MisfirePolicy,
     PlannedClaim,
+    RunSettlement,
     Schedule,
     ScheduleSource,
     ScheduleSpec,
     SetAside,
+    SettleReport,
     SyncEntry,
     SyncReport,
     TriggerSpec,
     check_aware,
     ensure_aware,
+)
+from goatbeat_celery.core.policies import (
+    PENDING_STATES,
+    OverlapPolicy,
+    ScheduleMode,
+    execution_end,
 )
 from goatbeat_celery.core.runs import (
     CAS_COLUMNS,
@@ -75,12 +86,15 @@ from goatbeat_celery.core.runs import (
     last_news,
     lost_verdict,
 )
+from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import payload_problems, reason_text, shown_value
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
+    IN_FLIGHT_PREDICATE,
     RUNNING_PREDICATE,
     UNREADABLE_INSTANT,
+    UNSETTLED_PREDICATE,
     UNSTARTED_PREDICATE,
     UTCDateTime,
     execution_table,
@@ -105,6 +119,14 @@ _NOT_CLAIMED = sa.text("goatbeat_execution.state <> 'claimed'")
 # scan the partial index of claimed rows (full of dead entries right after a burst of claims).
 _STILL_CLAIMED = sa.text("coalesce(goatbeat_execution.state = 'claimed', false)")
 
+_IS_IN_FLIGHT = sa.text(IN_FLIGHT_PREDICATE)
+_IS_UNSETTLED = sa.text(UNSETTLED_PREDICATE)
+# A run whose end may wait to be applied: a worker's end or a lost verdict, or never sent.
+_ENDED_RUN_STATES = tuple(state.value for state in RunState if not state.live)
+_NEVER_SENT_STATES = tuple(state.value for state in ExecutionState
+                           if state.value not in PENDING_STATES)
+#: Never pruned: claims not yet sent, and claims held back for their turn.
+_PRUNABLE = sa.and_(_NOT_CLAIMED, sa.text("goatbeat_execution.state <> 'held'"))
 _IS_RUNNING = sa.text(RUNNING_PREDICATE)
 _IS_UNSTARTED = sa.text(UNSTARTED_PREDICATE)
 
@@ -125,6 +147,7 @@ _ADVANCE_ONE = (
             sa.bindparam("b_last_occurrence", type_=UTCDateTime()), S.c.last_occurrence_at),
         total_runs=S.c.total_runs + sa.bindparam("b_runs", type_=sa.BigInteger()),
         total_missed=S.c.total_missed + sa.bindparam("b_missed", type_=sa.BigInteger()),
+        total_skipped=S.c.total_skipped + sa.bindparam("b_skipped", type_=sa.BigInteger()),
         version=S.c.version + 1,
         fault=None, fault_at=None,
     )
@@ -357,7 +380,8 @@ class SQLStore:
             row = conn.execute(
                 stmt.values(**values, next_occurrence_at=next_occurrence_at,
                             next_run_at=next_run_at, version=S.c.version + 1,
-                            updated_at=self._now_sql(), **EDIT_CLEARS)
+                            updated_at=self._now_sql(), **EDIT_CLEARS,
+                            **(RESUME_CLEARS if spec.enabled else {}))
                 .returning(*S.c)
             ).one_or_none()
             if row is None:
@@ -432,14 +456,18 @@ class SQLStore:
                         for schedule in map(_schedule, rows)}
             plan = plan_config_sync(existing, entries)
             created = self._sync_insert(conn, plan.insert, now)
-            if plan.rewrite:
+            for enabled in (True, False):
+                rewrite = [e for e in plan.rewrite if e.spec.enabled is enabled]
+                if not rewrite:
+                    continue
                 conn.execute(
                     sa.update(S).where(S.c.name == sa.bindparam("b_name")).values(
-                        version=S.c.version + 1, updated_at=now, **EDIT_CLEARS),
+                        version=S.c.version + 1, updated_at=now, **EDIT_CLEARS,
+                        **(RESUME_CLEARS if enabled else {})),
                     [{**_spec_values(replace(e.spec, source=ScheduleSource.CONFIG),
                                      key="b_name"),
                       "next_occurrence_at": e.next_occurrence_at,
-                      "next_run_at": e.next_run_at} for e in plan.rewrite],
+                      "next_run_at": e.next_run_at} for e in rewrite],
                 )
             for chunk in self._chunks(plan.disable):
                 conn.execute(
@@ -546,8 +574,10 @@ class SQLStore:
     def _apply_claims(self, conn: sa.Connection, claims: Sequence[PlannedClaim],
                       rows: dict[str, Any], locked: set[str], token: int,
                       now: datetime) -> ClaimResult:
+        flights = self._in_flight(conn, [c.schedule_name for c in claims
+                                         if c.waits_for_runs and c.schedule_name in rows])
         plan = plan_claims(claims, {name: row.version for name, row in rows.items()},
-                           token=token, now=now, skip=locked)
+                           token=token, now=now, skip=locked, in_flight=flights)
         inserted = self._record_claims(conn, plan)
         return plan.result(inserted, lambda e: _dispatch(e, rows[e.schedule_name]))
 
@@ -562,7 +592,7 @@ class SQLStore:
                 {"b_name": a.name, "b_version": a.version,
                  "b_next_occurrence": a.next_occurrence_at, "b_next_run": a.next_run_at,
                  "b_last_occurrence": a.last_occurrence_at,
-                 "b_runs": a.runs, "b_missed": a.missed}
+                 "b_runs": a.runs, "b_missed": a.missed, "b_skipped": a.skipped}
                 for a in advances
             ])
         return inserted
@@ -715,11 +745,93 @@ class SQLStore:
 
     def prune(self, *, before: datetime, limit: int) -> int:
         before = ensure_aware(before, "before")
-        oldest = (sa.select(E.c.key).where(_NOT_CLAIMED, E.c.claimed_at < before)
+        oldest = (sa.select(E.c.key).where(_PRUNABLE, E.c.claimed_at < before)
                   .order_by(E.c.claimed_at).limit(limit))
         with self._write("prune executions") as txn:
             result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
             return result.rowcount
+
+    # -- run policies ----------------------------------------------------------------------
+    def _in_flight(self, conn: sa.Connection, names: Sequence[str]) -> dict[str, InFlight]:
+        """The runs in flight of the schedules ``names`` (core.claims.in_flight decides which),
+        read through their partial index."""
+        rows: dict[str, list[tuple[str, str, str | None]]] = {name: [] for name in names}
+        for chunk in self._chunks(sorted(rows)):
+            for row in conn.execute(
+                sa.select(E.c.schedule_name, E.c.key, E.c.state, E.c.run_state)
+                .where(self._in(E.c.schedule_name, chunk), _IS_IN_FLIGHT)
+                .order_by(E.c.claimed_at, E.c.key)
+            ):
+                rows[row.schedule_name].append((row.key, row.state, row.run_state))
+        return {name: in_flight(found) for name, found in rows.items()}
+
+    def finished_runs(self, limit: int) -> list[FinishedRun]:
+        with self._read("read finished runs") as conn:
+            ended = [_execution(row) for row in conn.execute(
+                sa.select(E).where(_IS_UNSETTLED, sa.or_(E.c.run_state.in_(_ENDED_RUN_STATES),
+                                                         E.c.state.in_(_NEVER_SENT_STATES)))
+                .order_by(sa.func.coalesce(E.c.finished_at, E.c.claimed_at), E.c.key)
+                .limit(limit))]
+            ended = [e for e in ended if execution_end(e) is not None]
+            schedules: dict[str, Schedule] = {}
+            for chunk in self._chunks(sorted({e.schedule_name for e in ended})):
+                for row in conn.execute(sa.select(S).where(self._in(S.c.name, chunk))):
+                    schedule = _schedule(row)
+                    schedules[schedule.name] = schedule
+        return [FinishedRun(execution=e, schedule=schedules.get(e.schedule_name)) for e in ended]
+
+    def settle_runs(self, settlements: Sequence[RunSettlement], *,
+                    lease: LeaseGrant) -> SettleReport:
+        for settlement in settlements:
+            check_aware(settlement.next_occurrence_at, settlement.next_run_at)
+        settled: list[str] = []
+        paused: list[tuple[str, str]] = []
+        with self._write("settle runs") as txn:
+            conn = txn.conn
+            self._fence(conn, lease)
+            unsettled: set[str] = set()
+            for chunk in self._chunks(sorted({s.key for s in settlements})):
+                unsettled.update(conn.execute(
+                    sa.select(E.c.key).where(self._in(E.c.key, chunk), _IS_UNSETTLED)
+                    .order_by(E.c.key).with_for_update()).scalars())
+            versions: dict[str, Any] = {}
+            named = sorted({s.schedule_name for s in settlements
+                            if s.version is not None and s.key in unsettled})
+            for chunk in self._chunks(named):
+                for row in conn.execute(sa.select(S.c.name, S.c.version)
+                                        .where(self._in(S.c.name, chunk))
+                                        .order_by(S.c.name).with_for_update()):
+                    versions[row.name] = row.version
+            for settlement in settlements:
+                if settlement.key not in unsettled:
+                    continue
+                if settlement.version is not None:
+                    name = settlement.schedule_name
+                    if versions.get(name) != settlement.version:
+                        continue  # edited meanwhile: judged again on the new version
+                    reason = settlement.paused_reason
+                    values: dict[str, Any] = {
+                        "consecutive_failures": settlement.consecutive_failures,
+                        "next_occurrence_at": settlement.next_occurrence_at,
+                        "next_run_at": settlement.next_run_at, "version": S.c.version + 1}
+                    if reason is not None:
+                        values.update(enabled=False, paused_reason=reason)
+                        paused.append((name, reason))
+                    conn.execute(sa.update(S).where(S.c.name == name).values(**values))
+                    versions[name] = settlement.version + 1
+                unsettled.discard(settlement.key)
+                settled.append(settlement.key)
+            for chunk in self._chunks(sorted(settled)):
+                conn.execute(sa.update(E).where(self._in(E.c.key, chunk)).values(settled=True))
+            flights = self._in_flight(conn, sorted({s.schedule_name for s in settlements}))
+            released = sorted(key for flight in flights.values()
+                              if (key := held_to_release(flight)) is not None)
+            for chunk in self._chunks(released):
+                conn.execute(sa.update(E).where(self._in(E.c.key, chunk),
+                                                E.c.state == ExecutionState.HELD.value)
+                             .values(state=ExecutionState.CLAIMED.value))
+        return SettleReport(settled=tuple(settled), paused=tuple(paused),
+                            released=tuple(released))
 
     # -- run tracking ----------------------------------------------------------------------
     def record_runs(self, events: Sequence[RunEvent]) -> int:
@@ -865,6 +977,12 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
         "offset_seconds": spec.offset,
         "jitter_seconds": spec.jitter,
         "starting_deadline_seconds": spec.starting_deadline,
+        "overlap": None if spec.overlap is None else spec.overlap.value,
+        "mode": None if spec.mode is ScheduleMode.FIXED_RATE else spec.mode.value,
+        "failure_backoff_seconds": spec.failure_backoff,
+        "failure_backoff_factor": spec.failure_backoff_factor,
+        "failure_backoff_max_seconds": spec.failure_backoff_max,
+        "pause_after_failures": spec.pause_after_failures,
         "enabled": spec.enabled,
         "source": ScheduleSource(spec.source).value,
         "spec_hash": spec.spec_hash(),
@@ -879,7 +997,9 @@ _SCHEDULE_ORDER = (
     "misfire_grace_seconds", "max_catchup", "offset_seconds", "jitter_seconds", "enabled",
     "source", "spec_hash", "next_occurrence_at", "next_run_at", "last_occurrence_at",
     "total_runs", "total_missed", "version", "created_at", "updated_at", "fault", "fault_at",
-    "faults", "starting_deadline_seconds",
+    "faults", "starting_deadline_seconds", "overlap", "mode", "failure_backoff_seconds",
+    "failure_backoff_factor", "failure_backoff_max_seconds", "pause_after_failures",
+    "consecutive_failures", "paused_reason", "total_skipped",
 )
 if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
     raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
@@ -894,7 +1014,8 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     (name, task, args, kwargs, options, trigger, _timezone, misfire_policy, misfire_grace,
      max_catchup, offset, jitter, enabled, source, _spec_hash, next_occurrence_at, next_run_at,
      last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
-     fault_at, faults, deadline) = row
+     fault_at, faults, deadline, overlap, mode, backoff, backoff_factor, backoff_max,
+     pause_after, consecutive_failures, paused_reason, total_skipped) = row
     damage: list[str] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:
@@ -919,7 +1040,9 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         damage.append(f"misfire_policy: unknown policy {_found(misfire_policy)}")
     durations = []
     for label, value in (("misfire_grace_seconds", misfire_grace), ("offset_seconds", offset),
-                         ("jitter_seconds", jitter), ("starting_deadline_seconds", deadline)):
+                         ("jitter_seconds", jitter), ("starting_deadline_seconds", deadline),
+                         ("failure_backoff_seconds", backoff),
+                         ("failure_backoff_max_seconds", backoff_max)):
         if value is not None and type(value) is not timedelta:
             damage.append(f"{label}: {_found(value)} is not a duration in seconds")
             value = None
@@ -927,6 +1050,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     if max_catchup is not None and type(max_catchup) is not int:
         damage.append(f"max_catchup: {_found(max_catchup)} is not an integer")
         max_catchup = None
+    policies = _policies(overlap, mode, backoff_factor, pause_after, damage)
     kept_source = _SOURCES.get(source)
     if kept_source is None:
         # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
@@ -951,6 +1075,9 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         offset=durations[1],
         jitter=durations[2],
         starting_deadline=durations[3],
+        failure_backoff=durations[4],
+        failure_backoff_max=durations[5],
+        **policies,
         enabled=bool(enabled),
         source=kept_source,
     )
@@ -969,8 +1096,43 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         fault=fault if fault is None or type(fault) is str else str(fault),
         fault_at=_instant(fault_at),
         faults=faults if type(faults) is int else 0,
+        consecutive_failures=consecutive_failures if type(consecutive_failures) is int else 0,
+        paused_reason=(paused_reason if paused_reason is None or type(paused_reason) is str
+                       else str(paused_reason)),
+        total_skipped=total_skipped if type(total_skipped) is int else 0,
         damage=tuple(damage),
     )
+
+
+_OVERLAPS = {policy.value: policy for policy in OverlapPolicy}
+_MODES = {mode.value: mode for mode in ScheduleMode}
+
+
+def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
+              damage: list[str]) -> dict[str, Any]:
+    """The run-policy fields of a row that are not durations, each unreadable one named in
+    ``damage`` and read as the default."""
+    found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE,
+                             "failure_backoff_factor": None, "pause_after_failures": None}
+    if overlap is not None:
+        found["overlap"] = _OVERLAPS.get(overlap)
+        if found["overlap"] is None:
+            damage.append(f"overlap: unknown policy {_found(overlap)}")
+    if mode is not None:
+        found["mode"] = _MODES.get(mode, ScheduleMode.FIXED_RATE)
+        if mode not in _MODES:
+            damage.append(f"mode: unknown mode {_found(mode)}")
+    if factor is not None:
+        if type(factor) is float:
+            found["failure_backoff_factor"] = factor
+        else:
+            damage.append(f"failure_backoff_factor: {_found(factor)} is not a number")
+    if pause_after is not None:
+        if type(pause_after) is int:
+            found["pause_after_failures"] = pause_after
+        else:
+            damage.append(f"pause_after_failures: {_found(pause_after)} is not an integer")
+    return found
 
 
 def _instant(value: datetime | None) -> datetime | None:
@@ -986,7 +1148,8 @@ def _summary(schedule: Schedule) -> StoredSummary:
     was kept while its task was changed by hand is a changed row, rewritten from config."""
     spec_hash = "" if schedule.damage else schedule.spec.spec_hash()
     return StoredSummary(spec_hash=spec_hash, enabled=schedule.spec.enabled,
-                         source=schedule.spec.source)
+                         source=schedule.spec.source,
+                         paused=schedule.paused_reason is not None)
 
 
 def _dispatch(execution: Execution, row: Any) -> Dispatch:
@@ -1050,6 +1213,7 @@ def _execution(row: Any) -> Execution:
         missed=row.missed,
         manual=bool(row.manual),
         expires_at=_instant(row.expires_at),
+        settled=None if row.settled is None else bool(row.settled),
     )
 
 
@@ -1068,6 +1232,7 @@ def _execution_values(execution: Execution) -> dict[str, Any]:
         "missed": execution.missed,
         "manual": execution.manual,
         "expires_at": execution.expires_at,
+        "settled": execution.settled,
     }
 
 

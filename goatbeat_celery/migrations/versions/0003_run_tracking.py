@@ -1,5 +1,7 @@
 """Run tracking: what workers did with each execution (``run_*`` columns beside beat's dispatch
-``state``), and the partial indexes the leader's search for lost runs reads.
+``state``), and the partial indexes the leader's search for lost runs reads. Run policies: each
+schedule's overlap, mode, failure backoff and pause (and what they keep), whether a run's end
+was applied to its schedule, and the indexes of runs in flight and of ends to apply.
 
 Revision ID: 0003
 Revises: 0002
@@ -21,6 +23,9 @@ INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
 SECONDS = sa.Float(precision=53)
 RUNNING = "run_state IN ('running', 'retrying')"
 UNSTARTED = "state = 'submitted' AND run_state IS NULL"
+IN_FLIGHT = ("state IN ('claimed', 'submitted', 'held') "
+             "AND (run_state IS NULL OR run_state IN ('running', 'retrying'))")
+UNSETTLED = "NOT settled"
 
 
 def upgrade() -> None:
@@ -47,9 +52,51 @@ def upgrade() -> None:
         "ix_goatbeat_execution_unstarted", "goatbeat_execution", ["submitted_at"],
         postgresql_where=sa.text(UNSTARTED), sqlite_where=sa.text(UNSTARTED),
     )
+    _upgrade_run_policies()
+
+
+def _upgrade_run_policies() -> None:
+    """The run policies (core.policies): nullable or defaulted columns, as above."""
+    schedule_columns: list[sa.Column[object]] = [
+        sa.Column("overlap", sa.String(16), nullable=True),
+        sa.Column("mode", sa.String(16), nullable=True),
+        sa.Column("failure_backoff_seconds", SECONDS, nullable=True),
+        sa.Column("failure_backoff_factor", SECONDS, nullable=True),
+        sa.Column("failure_backoff_max_seconds", SECONDS, nullable=True),
+        sa.Column("pause_after_failures", sa.Integer(), nullable=True),
+        sa.Column("consecutive_failures", sa.Integer(), nullable=False,
+                  server_default=sa.text("0")),
+        sa.Column("paused_reason", sa.Text(), nullable=True),
+        sa.Column("total_skipped", sa.BigInteger(), nullable=False,
+                  server_default=sa.text("0")),
+    ]
+    for column in schedule_columns:
+        op.add_column("goatbeat_schedule", column)
+    op.add_column("goatbeat_execution", sa.Column("settled", sa.Boolean(), nullable=True))
+    op.create_index(
+        "ix_goatbeat_execution_in_flight", "goatbeat_execution", ["schedule_name", "claimed_at"],
+        postgresql_where=sa.text(IN_FLIGHT), sqlite_where=sa.text(IN_FLIGHT),
+    )
+    op.create_index(
+        "ix_goatbeat_execution_unsettled", "goatbeat_execution", ["key"],
+        postgresql_where=sa.text(UNSETTLED), sqlite_where=sa.text(UNSETTLED),
+    )
+
+
+def _downgrade_run_policies() -> None:
+    op.drop_index("ix_goatbeat_execution_unsettled", table_name="goatbeat_execution")
+    op.drop_index("ix_goatbeat_execution_in_flight", table_name="goatbeat_execution")
+    with op.batch_alter_table("goatbeat_execution") as batch:
+        batch.drop_column("settled")
+    with op.batch_alter_table("goatbeat_schedule") as batch:
+        for name in ("total_skipped", "paused_reason", "consecutive_failures",
+                     "pause_after_failures", "failure_backoff_max_seconds",
+                     "failure_backoff_factor", "failure_backoff_seconds", "mode", "overlap"):
+            batch.drop_column(name)
 
 
 def downgrade() -> None:
+    _downgrade_run_policies()
     op.drop_index("ix_goatbeat_execution_unstarted", table_name="goatbeat_execution")
     op.drop_index("ix_goatbeat_execution_running", table_name="goatbeat_execution")
     with op.batch_alter_table("goatbeat_execution") as batch:

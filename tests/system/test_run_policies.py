@@ -1,0 +1,256 @@
+"""Run policies with real processes: ``celery beat -S goatbeat_celery.Scheduler``, a ``celery
+worker`` with run tracking, PostgreSQL and Redis.
+
+What beat decided is read from the executions and schedule tables; what the tasks saw (when
+each started, how long its body took) from the Redis list they append to. Timing bounds are
+derived from the settings below.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.system.harness import Cluster, Process, wait_until
+
+pytestmark = pytest.mark.system
+
+TRACKING_DIR = Path(__file__).resolve().parent.parent / "tracking"
+
+HEARTBEAT = 1.0
+LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
+START_TIMEOUT = 30.0
+MAX_INTERVAL = 1.0
+SETTINGS = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": MAX_INTERVAL,
+            "heartbeat_interval": HEARTBEAT, "run_lost_after": LOST_AFTER,
+            "run_start_timeout": START_TIMEOUT}
+#: A run's end reaches the table within the writer's flush interval (0.25 s); the leader applies
+#: it at its next tick, at most max_interval later, and sends a released run in that tick.
+SETTLE_BOUND = 0.25 + MAX_INTERVAL
+#: For a busy two-core machine running beat, a worker and PostgreSQL: a tick woken late, a
+#: report written late.
+MARGIN = 2.0
+#: Once the worker is silent, its run is lost after lost_after; the leader looks every heartbeat
+#: interval, from a tick that runs at least every max_interval.
+LOST_BOUND = LOST_AFTER + HEARTBEAT + MAX_INTERVAL
+
+
+def write_config(cluster: Cluster, schedules: dict[str, Any]) -> None:
+    cluster.config_path.write_text(json.dumps({"schedules": schedules, "settings": SETTINGS,
+                                               "timezone": "UTC"}))
+
+
+def start(cluster: Cluster, name: str, args: list[str]) -> Process:
+    """A celery process of ``policyproj`` (sysproj with run tracking and a flaky task)."""
+    extra = {"PYTHONPATH": os.pathsep.join([str(TRACKING_DIR), cluster.env()["PYTHONPATH"]])}
+    log_path = cluster.workdir / f"{name}.log"
+    with log_path.open("ab") as handle:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "policyproj", *args],
+            cwd=cluster.workdir, env=cluster.env(extra), stdout=handle,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    process = Process(name=name, popen=popen, log_path=log_path)
+    cluster.processes.append(process)
+    return process
+
+
+def start_worker(cluster: Cluster, name: str = "worker") -> Process:
+    return start(cluster, name, [
+        "worker", "--pool", "threads", "--concurrency", "4", "-Q", cluster.queue,
+        "-n", f"{name}-{cluster.run_id}@%h", "--without-heartbeat", "--without-gossip",
+        "--without-mingle", "--loglevel", "INFO"])
+
+
+def start_beat(cluster: Cluster) -> Process:
+    beat = start(cluster, "beat", ["beat", "-S", "goatbeat_celery.Scheduler", "--loglevel",
+                                   "INFO", "-s", str(cluster.workdir / "beat.schedule")])
+    cluster.wait_for_leader()
+    return beat
+
+
+def rows(cluster: Cluster, where: str = "true", **params: Any) -> list[dict[str, Any]]:
+    return cluster.sql(
+        "SELECT key, state, due_at, claimed_at, submitted_at, attempts, last_error, run_state, "
+        f"started_at, finished_at, run_error FROM goatbeat_execution WHERE {where} "
+        "ORDER BY due_at, key", **params)
+
+
+def schedule(cluster: Cluster, name: str) -> dict[str, Any]:
+    (row,) = cluster.sql("SELECT enabled, total_runs, total_skipped, consecutive_failures, "
+                         "paused_reason, next_run_at FROM goatbeat_schedule WHERE name = :name",
+                         name=name)
+    return row
+
+
+def assert_never_overlapped(runs: list[dict[str, Any]]) -> None:
+    """Each run started after the one before it finished, by the database's instants."""
+    ran = sorted((r for r in runs if r["started_at"] is not None), key=lambda r: r["started_at"])
+    for before, after in itertools.pairwise(ran):
+        assert before["finished_at"] is not None, before
+        assert after["started_at"] >= before["finished_at"], (before, after)
+
+
+def assert_bodies_never_overlapped(cluster: Cluster, label: str) -> int:
+    """What the tasks saw: no body started before the previous one ended (wall clock of the one
+    host); returns how many ran."""
+    seen = sorted((r for r in cluster.records() if r["label"] == label),
+                  key=lambda r: r["received_at"])
+    for before, after in itertools.pairwise(seen):
+        # 10 ms for the gap between the body's end and its record being written.
+        assert after["received_at"] >= before["received_at"] + before["body_seconds"] - 0.01, \
+            (before, after)
+    return len(seen)
+
+
+# -- overlap ---------------------------------------------------------------------------------
+def test_skip_never_overlaps_a_slow_task_and_records_what_it_skipped(cluster: Cluster) -> None:
+    write_config(cluster, {"slow": {"every": 1, "task": "trackproj.work",
+                                    "args": ["slow", 2.5], "goatbeat": {"overlap": "skip"}}})
+    start_worker(cluster)
+    start_beat(cluster)
+
+    # Three runs of 2.5 s, each followed by up to SETTLE_BOUND before the next is claimed.
+    wait_until(lambda: len(rows(cluster, "run_state = 'succeeded'")) >= 3,
+               timeout=3 * (2.5 + SETTLE_BOUND + 1) + 2 * MARGIN, what="three finished runs")
+
+    found = rows(cluster)
+    assert_never_overlapped(found)
+    assert assert_bodies_never_overlapped(cluster, "slow") >= 3
+    skipped = [r for r in found if r["state"] == "skipped"]
+    assert len(skipped) >= 3, found
+    ran = {r["key"] for r in found if r["state"] != "skipped"}
+    for row in skipped:
+        assert row["run_state"] is None and row["attempts"] == 0, row
+        blocking = row["last_error"].removeprefix("run ").removesuffix(" had not finished")
+        assert blocking in ran, row
+    stored = schedule(cluster, "slow")
+    counted = len(rows(cluster, "state = 'skipped'"))
+    assert stored["total_skipped"] in (counted, counted - 1)  # one may land between the reads
+
+
+def test_buffer_one_holds_exactly_one_and_sends_it_when_the_previous_run_ends(
+        cluster: Cluster) -> None:
+    write_config(cluster, {"slow": {"every": 1, "task": "trackproj.work",
+                                    "args": ["slow", 2.5], "goatbeat": {"overlap": "buffer_one"}}})
+    start_worker(cluster)
+    start_beat(cluster)
+
+    most_held = 0
+
+    def three_ran() -> bool:
+        nonlocal most_held
+        (held,) = cluster.sql("SELECT count(*) AS n FROM goatbeat_execution "
+                              "WHERE state = 'held'")
+        most_held = max(most_held, held["n"])
+        return len(rows(cluster, "run_state = 'succeeded'")) >= 3
+
+    wait_until(three_ran, timeout=3 * (2.5 + SETTLE_BOUND + 1) + 2 * MARGIN,
+               what="three finished runs", interval=0.05)
+
+    assert most_held == 1
+    found = rows(cluster)
+    assert_never_overlapped(found)
+    assert_bodies_never_overlapped(cluster, "slow")
+    ran = [r for r in found if r["state"] == "submitted" and r["started_at"] is not None]
+    for before, after in itertools.pairwise(ran):
+        if before["finished_at"] is None:
+            continue
+        # Held while the run before it ran: sent within the settle bound of that run's end.
+        wait = (after["submitted_at"] - before["finished_at"]).total_seconds()
+        assert wait <= SETTLE_BOUND + MARGIN, (before, after)
+
+
+# -- a worker killed mid-run -------------------------------------------------------------------
+def kill(process: Process) -> None:
+    process.popen.kill()
+    process.popen.wait(10)
+
+
+@pytest.mark.parametrize("goatbeat", [{"overlap": "skip"}, {"mode": "fixed_delay"}],
+                         ids=["skip", "fixed_delay"])
+def test_a_run_whose_worker_is_killed_is_lost_and_the_schedule_goes_on(
+        cluster: Cluster, goatbeat: dict[str, str], report: Any) -> None:
+    write_config(cluster, {"long": {"every": 2, "task": "trackproj.work",
+                                    "args": ["long", 600], "goatbeat": goatbeat}})
+    worker = start_worker(cluster)
+    start_beat(cluster)
+    (first,) = wait_until(lambda: rows(cluster, "run_state = 'running'"),
+                          timeout=2 + SETTLE_BOUND + MARGIN + 2 * HEARTBEAT,
+                          what="a run running")
+    start_worker(cluster, "second")  # the schedule's next run needs a worker
+    killed_at = cluster.db_now()
+    kill(worker)
+
+    (lost,) = wait_until(lambda: rows(cluster, "key = :key AND run_state = 'lost'",
+                                      key=first["key"]),
+                         timeout=LOST_BOUND + MARGIN, what="the run marked lost")
+    took = (lost["finished_at"] - killed_at).total_seconds()
+    assert took <= LOST_BOUND + MARGIN
+
+    def next_run() -> list[dict[str, Any]]:
+        return rows(cluster, "due_at > :due AND state IN ('claimed', 'submitted')",
+                    due=first["due_at"])
+
+    # The next grid point (2 s) or the delay after the verdict (2 s), claimed at a tick.
+    (following, *_) = wait_until(next_run, timeout=2 + SETTLE_BOUND + MARGIN,
+                                 what="the schedule's next run")
+    report(policy=next(iter(goatbeat.values())), lost_after_kill=f"{took:.2f}s")
+    if goatbeat.get("mode") == "fixed_delay":
+        # Due one delay after the run's end, which the verdict set.
+        assert following["due_at"] == lost["finished_at"] + timedelta(seconds=2)
+        assert rows(cluster, "state = 'skipped'") == []
+    else:
+        assert following["due_at"] >= lost["finished_at"] - timedelta(seconds=2)
+
+
+# -- failures ----------------------------------------------------------------------------------
+def test_a_task_failing_n_times_in_a_row_pauses_its_schedule(cluster: Cluster) -> None:
+    write_config(cluster, {"bad": {"every": 1, "task": "trackproj.work",
+                                   "args": ["bad", 0, True],
+                                   "goatbeat": {"pause_after_failures": 3}}})
+    start_worker(cluster)
+    beat = start_beat(cluster)
+
+    # Three runs a second apart, then the third's end applied within the settle bound.
+    paused = wait_until(lambda: (row := schedule(cluster, "bad")) and not row["enabled"] and row,
+                        timeout=3 + SETTLE_BOUND + 2 * MARGIN, what="the schedule paused")
+
+    assert paused["paused_reason"] == ("paused after 3 failed runs in a row; last error: "
+                                       "ValueError: boom")
+    assert paused["consecutive_failures"] == 3
+    sent = rows(cluster)
+    # A fourth may have been claimed while the third's end was still on its way (a report
+    # written late on a busy machine), never more.
+    assert 3 <= len(sent) <= 4, sent
+    assert all(r["run_state"] in ("failed", None, "running") for r in sent), sent
+    assert "schedule 'bad' paused itself: paused after 3 failed runs" in beat.log()
+
+
+def test_a_failure_backs_off_and_a_success_resets_the_backoff(cluster: Cluster) -> None:
+    write_config(cluster, {"flaky": {"every": 1, "task": "policyproj.flaky",
+                                     "args": ["flaky", 2],
+                                     "goatbeat": {"failure_backoff": 2}}})
+    start_worker(cluster)
+    start_beat(cluster)
+
+    # Fails, 2 s pause; fails, 4 s pause; succeeds; then on the grid again.
+    found = wait_until(lambda: (found := rows(cluster, "run_state IS NOT NULL")) and
+                       len(found) >= 4 and found,
+                       timeout=2 + 4 + 3 + 4 * (SETTLE_BOUND + 1) + 2 * MARGIN,
+                       what="four runs")
+    first, second, third, fourth = found[:4]
+    assert [r["run_state"] for r in (first, second, third)] == ["failed", "failed", "succeeded"]
+    assert second["due_at"] >= first["finished_at"] + timedelta(seconds=2), (first, second)
+    assert third["due_at"] >= second["finished_at"] + timedelta(seconds=4), (second, third)
+    # The success reset the backoff: the next grid point, one interval after the third.
+    assert fourth["due_at"] == third["due_at"] + timedelta(seconds=1), (third, fourth)
+    wait_until(lambda: schedule(cluster, "flaky")["consecutive_failures"] == 0,
+               timeout=SETTLE_BOUND + MARGIN, what="the failures in a row reset")

@@ -1,0 +1,234 @@
+"""The run policies in the engine loop, on the memory store with a manual clock: overlap (skip,
+buffer_one), fixed delay, failure backoff and pause, with workers' reports written to the store
+as run tracking writes them, and lost runs ending every wait."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.model import (
+    ExecutionState,
+    ScheduleSpec,
+    TriggerSpec,
+    idempotency_key,
+)
+from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.testing import (
+    ManualClock,
+    MemoryStore,
+    RecordingObserver,
+    RecordingSubmitter,
+)
+
+EVERY_MINUTE = TriggerSpec(kind="interval", params={"every": 60})
+S = timedelta(seconds=1)
+
+
+class World:
+    def __init__(self, **settings: Any) -> None:
+        self.clock = ManualClock()
+        self.store = MemoryStore(self.clock)
+        self.submitter = RecordingSubmitter()
+        self.observer = RecordingObserver()
+        self.engine = Engine(store=self.store, lease=self.store, submitter=self.submitter,
+                             settings=Settings(max_interval=60, **settings), holder="a",
+                             observer=self.observer, monotonic=self.clock.monotonic)
+
+    @property
+    def t0(self) -> datetime:
+        return self.clock.start
+
+    def minute(self, n: float) -> datetime:
+        return self.t0 + timedelta(minutes=n)
+
+    def create(self, **changes: Any) -> None:
+        spec = ScheduleSpec(name="job", task="app.job", trigger=EVERY_MINUTE, **changes)
+        first = self.minute(1)
+        self.store.create_schedule(spec, next_occurrence_at=first, next_run_at=first)
+
+    def at(self, instant: datetime) -> None:
+        """Move to ``instant`` and tick."""
+        self.clock.advance((instant - self.clock()).total_seconds())
+        self.engine.tick()
+
+    def key(self, minute: float) -> str:
+        return idempotency_key("job", self.minute(minute))
+
+    def state(self, minute: float) -> ExecutionState | None:
+        found = [e for e in self.store.executions(schedule_name="job", limit=1000)
+                 if e.key == self.key(minute)]
+        return found[0].state if found else None
+
+    def start(self, key: str, run: str = "r1") -> None:
+        self.store.record_runs([RunEvent.started(key, run=run, worker="w1", age=timedelta(0))])
+
+    def finish(self, key: str, outcome: RunOutcome = RunOutcome.SUCCEEDED, run: str = "r1",
+               error: str | None = None) -> None:
+        self.store.record_runs([RunEvent.finished(key, run=run, worker="w1", age=timedelta(0),
+                                                  outcome=outcome, error=error)])
+
+    def run(self, key: str, outcome: RunOutcome = RunOutcome.SUCCEEDED,
+            error: str | None = None) -> None:
+        self.start(key, run=f"run-of-{key}")
+        self.finish(key, outcome, run=f"run-of-{key}", error=error)
+
+    @property
+    def sent(self) -> list[str]:
+        return [key for key, _ in self.submitter.sent]
+
+
+# -- overlap ---------------------------------------------------------------------------------
+def test_skip_records_an_occurrence_whose_previous_run_has_not_finished(
+        caplog: pytest.LogCaptureFixture) -> None:
+    world = World()
+    world.create(overlap=OverlapPolicy.SKIP)
+    world.at(world.minute(1))
+    world.start(world.key(1))
+    with caplog.at_level(logging.INFO):
+        world.at(world.minute(2))
+    assert world.sent == [world.key(1)]
+    assert world.state(2) is ExecutionState.SKIPPED
+    skipped = [e for e in world.store.executions(limit=10) if e.key == world.key(2)][0]
+    assert skipped.last_error == f"run {world.key(1)} had not finished"
+    assert world.store.get_schedule("job").total_skipped == 1
+    assert world.observer.of("skipped") == [((world.key(2), skipped.last_error),)]
+    assert "occurrence_skipped" in [getattr(r, "action", None) for r in caplog.records]
+
+
+def test_skip_claims_again_once_the_previous_run_finished() -> None:
+    world = World()
+    world.create(overlap=OverlapPolicy.SKIP)
+    world.at(world.minute(1))
+    world.run(world.key(1))
+    world.at(world.minute(2))
+    assert world.sent == [world.key(1), world.key(2)]
+
+
+def test_the_global_overlap_policy_applies_to_schedules_that_give_none() -> None:
+    world = World(overlap_policy="skip")
+    world.create()
+    world.at(world.minute(1))
+    world.at(world.minute(2))
+    assert world.state(2) is ExecutionState.SKIPPED
+
+
+def test_buffer_one_holds_exactly_one_and_sends_it_when_the_previous_run_ends() -> None:
+    world = World()
+    world.create(overlap=OverlapPolicy.BUFFER_ONE)
+    world.at(world.minute(1))
+    world.start(world.key(1))
+    world.at(world.minute(2))
+    world.at(world.minute(3))
+    assert [world.state(n) for n in (1, 2, 3)] == [
+        ExecutionState.SUBMITTED, ExecutionState.HELD, ExecutionState.SKIPPED]
+    assert world.sent == [world.key(1)]
+    world.finish(world.key(1))
+    world.at(world.minute(3.5))
+    assert world.sent == [world.key(1), world.key(2)]
+    assert world.state(2) is ExecutionState.SUBMITTED
+
+
+def test_a_lost_run_ends_the_wait_of_a_skip_schedule() -> None:
+    world = World()
+    world.create(overlap=OverlapPolicy.SKIP)
+    world.at(world.minute(1))
+    world.at(world.minute(2))
+    assert world.state(2) is ExecutionState.SKIPPED
+    # No worker tracks runs: the run is lost once the start timeout (10 min) has passed.
+    world.clock.advance(11 * 60)
+    lost = world.store.mark_lost(silent_for=60 * S, unstarted_for=600 * S)
+    assert [e.key for e in lost] == [world.key(1)]
+    world.at(world.minute(14))
+    assert world.state(14) is ExecutionState.SUBMITTED
+
+
+# -- fixed delay -----------------------------------------------------------------------------
+def test_fixed_delay_counts_the_next_run_from_the_previous_end() -> None:
+    world = World()
+    world.create(mode=ScheduleMode.FIXED_DELAY)
+    world.at(world.minute(1))
+    world.clock.advance(90)  # the run takes 90 s
+    world.run(world.key(1))
+    world.at(world.minute(2.6))  # a tick after the end: the end is applied
+    schedule = world.store.get_schedule("job")
+    assert schedule.next_run_at == world.minute(2.5) + timedelta(minutes=1)
+    world.at(world.minute(3.5))
+    assert world.sent == [world.key(1), idempotency_key("job", world.minute(3.5))]
+
+
+def test_fixed_delay_never_overlaps_a_run_that_has_not_finished() -> None:
+    world = World()
+    world.create(mode=ScheduleMode.FIXED_DELAY)
+    world.at(world.minute(1))
+    world.start(world.key(1))
+    world.at(world.minute(2))
+    world.at(world.minute(3))
+    assert world.sent == [world.key(1)]
+    assert world.store.get_schedule("job").total_skipped == 0  # postponed, not skipped
+
+
+# -- backoff and pause -----------------------------------------------------------------------
+def test_a_failure_backs_the_next_run_off_and_a_success_resets_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    world = World()
+    world.create(failure_backoff=90 * S)
+    world.at(world.minute(1))
+    world.run(world.key(1), RunOutcome.FAILED, error="ValueError: x")
+    with caplog.at_level(logging.INFO):
+        world.at(world.minute(1.1))
+    schedule = world.store.get_schedule("job")
+    # 90 s from the end, 00:01:00, is 00:02:30: the next grid point is 00:03; 00:02 is held
+    # back.
+    assert schedule.next_run_at == world.minute(3)
+    assert schedule.consecutive_failures == 1
+    assert "run_backoff" in [getattr(r, "action", None) for r in caplog.records]
+    world.at(world.minute(3))
+    world.run(world.key(3), RunOutcome.FAILED)
+    world.at(world.minute(3.1))
+    # The second failure in a row: 180 s from 00:03:00 is exactly the grid point 00:06.
+    assert world.store.get_schedule("job").next_run_at == world.minute(6)
+    world.at(world.minute(6))
+    world.run(world.key(6))
+    world.at(world.minute(6.1))
+    schedule = world.store.get_schedule("job")
+    assert (schedule.consecutive_failures, schedule.next_run_at) == (0, world.minute(7))
+    assert world.sent == [world.key(1), world.key(3), world.key(6)]
+
+
+def test_failures_in_a_row_pause_the_schedule_until_resumed() -> None:
+    world = World()
+    world.create(pause_after_failures=2)
+    for minute in (1, 2):
+        world.at(world.minute(minute))
+        world.run(world.key(minute), RunOutcome.FAILED, error="ValueError: x")
+    world.at(world.minute(2.5))
+    schedule = world.store.get_schedule("job")
+    assert not schedule.spec.enabled
+    reason = "paused after 2 failed runs in a row; last error: ValueError: x"
+    assert schedule.paused_reason == reason
+    assert world.observer.of("paused") == [("job", reason)]
+    world.at(world.minute(4))
+    assert world.sent == [world.key(1), world.key(2)]
+    resumed = Schedules(world.store).resume("job")
+    assert (resumed.paused_reason, resumed.consecutive_failures) == (None, 0)
+
+
+def test_lost_runs_never_pause_a_schedule() -> None:
+    world = World()
+    world.create(pause_after_failures=1)
+    world.at(world.minute(1))
+    world.clock.advance(11 * 60)
+    world.store.mark_lost(silent_for=60 * S, unstarted_for=600 * S)
+    world.at(world.minute(12.5))
+    schedule = world.store.get_schedule("job")
+    assert schedule.spec.enabled and schedule.consecutive_failures == 0
+    lost = [e for e in world.store.executions(limit=100) if e.key == world.key(1)][0]
+    assert (lost.run_state, lost.settled) == (RunState.LOST, True)
