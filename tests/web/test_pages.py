@@ -5,15 +5,18 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any, cast
 
 import pytest
 import sqlalchemy as sa
+from markupsafe import escape
 from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.runs import RunEvent, RunOutcome
 from goatbeat_celery.web import app as web_app
 from goatbeat_celery.web import create_app
 from goatbeat_celery.web.app import PAGE_SIZE
@@ -206,3 +209,39 @@ def test_the_overview_counts_up_to_its_cap_both_ways(client: Browser, schedules:
     assert re.search(r"set aside</dt><dd><a [^>]*>1<", within)
     assert re.search(r"from config</dt><dd><a [^>]*>1<", within)
     assert re.search(r"from the API</dt><dd><a [^>]*>2<", within)
+
+
+def test_the_history_shows_run_outcomes_runtimes_workers_and_attempts(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("nightly", "proj.tasks.report", every=60)
+    ok = schedules.run_now("nightly")
+    schedules.store.mark_submitted([ok.key])
+    hostile_worker = '<img src=x onerror=alert(1)>@host'
+    store = cast(Any, schedules.store)
+    store.record_runs([
+        RunEvent.started(ok.key, run="r1", worker="celery@w1", age=timedelta(seconds=2)),
+        RunEvent.finished(ok.key, run="r1", worker="celery@w1", age=timedelta(0),
+                          outcome=RunOutcome.SUCCEEDED, runtime=timedelta(seconds=1.5)),
+    ])
+    bad = schedules.run_now("nightly")  # a second manual run: its own key
+    schedules.store.mark_submitted([bad.key])
+    store.record_runs([
+        RunEvent.finished(bad.key, run="r2", worker=hostile_worker, age=timedelta(0),
+                          outcome=RunOutcome.FAILED, runtime=timedelta(seconds=90),
+                          error="ValueError: <b>no</b>", started_age=timedelta(seconds=90)),
+    ])
+    untracked = schedules.run_now("nightly")
+
+    html = client.get("/schedule", params={"name": "nightly"}).text
+
+    rows = {key: row for row in re.findall(r"<tr>(.*?)</tr>", html, re.S)
+            for key in (ok.key, bad.key, untracked.key) if key in row}
+    assert 'class="outcome succeeded">succeeded<' in rows[ok.key]
+    assert "<td>1.5s</td>" in rows[ok.key] and "<td>celery@w1</td>" in rows[ok.key]
+    assert 'class="outcome failed">failed<' in rows[bad.key]
+    assert "<td>1m30s</td>" in rows[bad.key]
+    assert str(escape(hostile_worker)) in rows[bad.key]
+    assert "ValueError: &lt;b&gt;no&lt;/b&gt;" in rows[bad.key]
+    assert "<img" not in html and "<b>no" not in html
+    assert 'class="outcome untracked">-<' in rows[untracked.key]
+    assert rows[untracked.key].count("<td>-</td>") >= 3  # runtime, worker, run attempts
