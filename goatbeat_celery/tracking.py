@@ -61,7 +61,7 @@ __all__ = ["BATCH_SIZE", "FLUSH_INTERVAL", "MAX_EVENTS", "RunTracker", "RunWrite
 #: oldest are dropped (counted, and logged with ``action=run_events_dropped``).
 MAX_EVENTS = 10_000
 #: Events wait at most this long (seconds) before being written, or until BATCH_SIZE wait.
-FLUSH_INTERVAL = 0.25
+FLUSH_INTERVAL = 0.5
 #: Events written in one batch at most.
 BATCH_SIZE = 500
 #: After a failed write the writer waits FLUSH_INTERVAL, doubled after each failure up to this.
@@ -199,8 +199,9 @@ class RunWriter:
     # -- the writer thread -----------------------------------------------------------------
     def _run(self) -> None:
         backoff = 0.0  # the wait after a failed write; 0 while writes succeed
-        write_at = self._monotonic()
-        next_beat = write_at + self._heartbeat_interval
+        started = self._monotonic()
+        write_at = started + self._flush_interval
+        next_beat = started + self._heartbeat_interval
         try:
             while True:
                 self._sleep(min(write_at, next_beat) - self._monotonic(),
@@ -243,21 +244,33 @@ class RunWriter:
         """The last writes of a stopping process: a few tries within the stop timeout."""
         deadline = self._monotonic() + STOP_TIMEOUT
         delay = self._flush_interval
-        while not self._write_all() and self._monotonic() + delay < deadline:
+        while True:
+            if self._write_all():
+                if not self.pending or self._monotonic() >= deadline:
+                    break
+                continue  # noted while the last ones were written
+            if self._monotonic() + delay >= deadline:
+                break
             time.sleep(delay)
             delay = min(delay * 2, self._backoff_max)
         self._report_drops(force=True)
 
     def _write_all(self) -> bool:
-        """Write every event held, batch by batch; False when a write failed (the batch is
-        put back, oldest first, and the buffer trimmed to its bound)."""
+        """Write the events held when called, batch by batch; False when a write failed (the
+        batch is put back, oldest first, and the buffer trimmed to its bound). Events noted
+        meanwhile wait for the next flush: writing them at once would turn a busy worker's
+        reports into a stream of small writes."""
+        with self._lock:
+            left = len(self._events)
         while True:
             with self._lock:
                 events = self._events
-                if not events:
-                    self._idle.notify_all()
+                if not events or left <= 0:
+                    if not events:
+                        self._idle.notify_all()
                     return True
-                count = min(self._batch_size, len(events))
+                count = min(self._batch_size, len(events), left)
+                left -= count
                 batch = [events.popleft() for _ in range(count)]
                 self._in_flight = count
             try:
@@ -287,7 +300,13 @@ class RunWriter:
         if log is None:
             log = self._log = self._open_log()
         now = self._monotonic()
-        return log.record_runs([_event(noted, now) for noted in batch])
+        # A run that started and ended within the batch is sent as its end alone, which
+        # carries its start (core.runs.apply_event): one report per task instead of two.
+        ended = {noted.run for noted in batch
+                 if noted.kind is not RunEventKind.STARTED and noted.started is not None}
+        return log.record_runs([_event(noted, now) for noted in batch
+                                if noted.kind is not RunEventKind.STARTED
+                                or noted.run not in ended])
 
     def _failed(self, exc: Exception) -> bool:
         """Note a failed write; returns whether to keep its batch for another try."""
@@ -375,23 +394,20 @@ class RunWriter:
 
 def _event(noted: _Noted, now: float) -> RunEvent:
     """A noted event as written at monotonic instant ``now``: its instants become ages."""
+    kind, key, run, worker, at, outcome, runtime, error, started = noted
     return RunEvent(
-        key=noted.key, kind=noted.kind, run=noted.run, worker=noted.worker,
-        age=timedelta(seconds=max(0.0, now - noted.at)), outcome=noted.outcome,
-        runtime=None if noted.runtime is None else timedelta(seconds=max(0.0, noted.runtime)),
-        error=noted.error,
-        started_age=(None if noted.started is None
-                     else timedelta(seconds=max(0.0, now - noted.started))),
+        key=key, kind=kind, run=run, worker=worker,
+        age=timedelta(seconds=now - at if now > at else 0.0), outcome=outcome,
+        runtime=None if runtime is None else timedelta(seconds=runtime), error=error,
+        started_age=(None if started is None
+                     else timedelta(seconds=now - started if now > started else 0.0)),
     )
 
 
 # -- Celery ------------------------------------------------------------------------------------
 def _sent_by_goatbeat(request: Any) -> bool:
-    """Whether a task request (or a message's headers) carries goatbeat's headers."""
-    if request is None:
-        return False
-    if isinstance(request, Mapping):
-        return isinstance(request.get(SCHEDULE), str) and isinstance(request.get(OCCURRENCE), str)
+    """Whether a task request carries goatbeat's headers (as attributes, or in its
+    ``headers``)."""
     schedule = getattr(request, SCHEDULE, None)
     occurrence = getattr(request, OCCURRENCE, None)
     if schedule is None or occurrence is None:
@@ -400,6 +416,12 @@ def _sent_by_goatbeat(request: Any) -> bool:
             schedule = headers.get(SCHEDULE, schedule)
             occurrence = headers.get(OCCURRENCE, occurrence)
     return isinstance(schedule, str) and isinstance(occurrence, str)
+
+
+def _headers_sent_by_goatbeat(headers: Any) -> bool:
+    """Whether a message's headers are goatbeat's."""
+    return (isinstance(headers, Mapping) and isinstance(headers.get(SCHEDULE), str)
+            and isinstance(headers.get(OCCURRENCE), str))
 
 
 _OUTCOMES = {
@@ -537,7 +559,7 @@ class RunTracker:
     # -- noting ----------------------------------------------------------------------------
     def _note(self, noted: _Noted) -> None:
         if not self._disabled:
-            self.writer.put(noted)
+            (self._writer or self.writer).put(noted)
 
     def _worker_of(self, request: Any) -> str:
         """The worker's node name (``celery@host``), as its main process and its pool
@@ -561,8 +583,8 @@ class RunTracker:
             run = self._run_ids.next()
             now = self._monotonic()
             self._running[(task_id, threading.get_ident())] = (run, now)
-            self._note(_Noted(RunEventKind.STARTED, task_id, run, self._worker_of(request),
-                              now))
+            self._note(_Noted(RunEventKind.STARTED, task_id, run,
+                              self._hostname or self._worker_of(request), now))
         except Exception as exc:
             _handler_failed("task_prerun", exc)
 
@@ -576,7 +598,7 @@ class RunTracker:
                 return
             run, started = entry
             now = self._monotonic()
-            worker = self._worker_of(getattr(task, "request", None))
+            worker = self._hostname or self._worker_of(getattr(task, "request", None))
             if state == celery_states.RETRY:
                 self._note(_Noted(RunEventKind.RETRIED, task_id, run, worker, now,
                                   runtime=now - started, error=error_summary(_exception(retval)),
@@ -631,7 +653,7 @@ class RunTracker:
         try:
             headers = getattr(message, "headers", None)
             task_id = headers.get("id") if isinstance(headers, Mapping) else None
-            if not isinstance(task_id, str) or not _sent_by_goatbeat(headers):
+            if not isinstance(task_id, str) or not _headers_sent_by_goatbeat(headers):
                 return
             self._note(_Noted(RunEventKind.FINISHED, task_id, None, self._worker_of(sender),
                               self._monotonic(), RunOutcome.REJECTED,
@@ -644,7 +666,7 @@ class RunTracker:
                     id: str | None = None, **_: Any) -> None:
         try:
             headers = getattr(message, "headers", None)
-            if not isinstance(id, str) or not _sent_by_goatbeat(headers):
+            if not isinstance(id, str) or not _headers_sent_by_goatbeat(headers):
                 return
             self._note(_Noted(RunEventKind.FINISHED, id, None, self._worker_of(sender),
                               self._monotonic(), RunOutcome.REJECTED,
@@ -664,7 +686,9 @@ class RunTracker:
             hostname = getattr(sender, "hostname", None)
             if isinstance(hostname, str) and hostname:
                 self._hostname = hostname
-            self._load_config()
+            config = self._load_config()
+            if config is not None:
+                _load_store_code(config.database_url)
         except Exception as exc:
             _handler_failed("worker_init", exc)
 
@@ -675,6 +699,23 @@ class RunTracker:
 
     def _on_worker_shutdown(self, **_: Any) -> None:
         self.stop()
+
+
+def _load_store_code(database_url: str) -> None:
+    """Load what opening the store needs (its driver and the schema's head revision, which
+    Alembic finds by reading every migration script) once, in the worker's main process, so
+    that the pool processes it forks inherit it instead of each paying for it on its first
+    write."""
+    from goatbeat_celery import migrations
+    from goatbeat_celery.store.url import Backend, backend_of
+
+    backend = backend_of(database_url)
+    if backend is Backend.POSTGRES:
+        import goatbeat_celery.store.postgres  # noqa: F401
+    elif backend is Backend.SQLITE:
+        import goatbeat_celery.store.sqlite  # noqa: F401
+    if backend is not Backend.MEMORY:
+        migrations.head_revision()
 
 
 def _exception(retval: Any) -> BaseException | str | None:

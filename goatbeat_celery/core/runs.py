@@ -115,7 +115,10 @@ class RunOutcome(str, enum.Enum):
 
     @property
     def state(self) -> RunState:
-        return RunState(self.value)
+        return _OUTCOME_STATES[self]
+
+
+_OUTCOME_STATES = {outcome: RunState(outcome.value) for outcome in RunOutcome}
 
 
 class RunEventKind(str, enum.Enum):
@@ -220,40 +223,64 @@ def apply_event(record: RunRecord, event: RunEvent, now: datetime) -> RunRecord:
       the outcome, with ``finished_at`` = now - age, the runtime and the error (``retrying``
       also sets ``heartbeat_at`` to that instant: the wait for the retry to start is bounded
       from there). This also applies to a row marked ``lost``: the report is better evidence.
-    * ``retried`` / ``finished`` of another attempt that started in its process: applied as that
-      attempt's start and end together when it started after the attempt the row shows (its
-      start report was dropped, or never written); ignored when it started before.
+    * ``retried`` / ``finished`` of another attempt that started in its process
+      (``started_age``): when it started after the attempt the row shows, its start (as a
+      ``started`` report says) then its end; ignored when it started before. A writer may
+      therefore send the end alone when it holds both (one report per run instead of two;
+      only an attempt older than the one shown then goes uncounted), and an end whose start
+      report was dropped still records its attempt.
     * ``finished`` reported by a process that did not run it (``run`` None: the worker's main
       process revoked or rejected the message, or its pool process died): applied when the row
       shows no start, a retry, a lost run, or a run of that same worker; never over an end.
     """
     at = now - event.age
-    if event.kind is RunEventKind.STARTED:
-        if record.run_id == event.run:
-            return record
-        attempts = _next_attempt(record.run_attempts)
-        if record.started_at is not None and record.started_at > at:
-            return replace(record, run_attempts=attempts)
-        return RunRecord(run_state=RunState.RUNNING, run_id=event.run, worker=event.worker,
-                         run_attempts=attempts, started_at=at, heartbeat_at=now)
+    kind = event.kind
+    if kind is RunEventKind.STARTED:
+        return _started(record, event.run, event.worker, at, now)
     if event.run is None:
         if not _ends_unknown_attempt(record, event):
             return record
     elif record.run_id != event.run:
-        if event.started_age is None:
-            return record
-        started_at = now - event.started_age
-        if record.started_at is not None and record.started_at >= started_at:
-            return record
-        record = RunRecord(run_id=event.run, worker=event.worker,
-                           run_attempts=_next_attempt(record.run_attempts),
-                           started_at=started_at, heartbeat_at=record.heartbeat_at)
-    if event.kind is RunEventKind.RETRIED:
-        return replace(record, run_state=RunState.RETRYING, finished_at=at, heartbeat_at=at,
-                       runtime=event.runtime, run_error=event.error)
+        started_at = None if event.started_age is None else now - event.started_age
+        if started_at is None or (record.started_at is not None
+                                  and record.started_at > started_at):
+            return record  # a later attempt is shown (or this one's start is unknown)
+        # Its start then its end, in one step: the common report of a quick task.
+        retried = kind is RunEventKind.RETRIED
+        outcome = event.outcome
+        assert retried or outcome is not None, "a finished report carries its outcome"
+        return RunRecord(
+            run_state=(RunState.RETRYING if retried or outcome is None
+                       else _OUTCOME_STATES[outcome]),
+            run_id=event.run, worker=event.worker,
+            run_attempts=_next_attempt(record.run_attempts), started_at=started_at,
+            finished_at=at, heartbeat_at=at if retried else now, runtime=event.runtime,
+            run_error=event.error)
+    if kind is RunEventKind.RETRIED:
+        return _ended(record, RunState.RETRYING, at, event, heartbeat_at=at)
     assert event.outcome is not None, "a finished report carries its outcome"
-    return replace(record, run_state=event.outcome.state, finished_at=at,
-                   runtime=event.runtime, run_error=event.error)
+    return _ended(record, event.outcome.state, at, event, heartbeat_at=record.heartbeat_at)
+
+
+def _started(record: RunRecord, run: str | None, worker: str, at: datetime,
+             now: datetime) -> RunRecord:
+    """``record`` once attempt ``run`` started at ``at`` (see :func:`apply_event`)."""
+    if record.run_id == run:
+        return record
+    attempts = _next_attempt(record.run_attempts)
+    if record.started_at is not None and record.started_at > at:
+        return replace(record, run_attempts=attempts)
+    return RunRecord(run_state=RunState.RUNNING, run_id=run, worker=worker,
+                     run_attempts=attempts, started_at=at, heartbeat_at=now)
+
+
+def _ended(record: RunRecord, state: RunState, at: datetime, event: RunEvent, *,
+           heartbeat_at: datetime | None) -> RunRecord:
+    # Built whole rather than with dataclasses.replace: this runs for every report.
+    return RunRecord(run_state=state, run_id=record.run_id, worker=record.worker,
+                     run_attempts=record.run_attempts, started_at=record.started_at,
+                     finished_at=at, heartbeat_at=heartbeat_at, runtime=event.runtime,
+                     run_error=event.error)
 
 
 def _ends_unknown_attempt(record: RunRecord, event: RunEvent) -> bool:

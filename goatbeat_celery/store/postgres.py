@@ -29,6 +29,7 @@ from goatbeat_celery.core.claims import ClaimPlan
 from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.fence import check_fence, lease_lost
 from goatbeat_celery.core.model import UTC, ExecutionState, LeaseGrant
+from goatbeat_celery.core.runs import RunRecord
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import (
@@ -39,7 +40,7 @@ from goatbeat_celery.store.schema import (
     seconds_to_timedelta,
     utc_from_db,
 )
-from goatbeat_celery.store.sql import Insert, RunChange, SQLStore
+from goatbeat_celery.store.sql import Insert, RunChange, SQLStore, run_values
 from goatbeat_celery.store.url import normalise_url
 
 logger = logging.getLogger(__name__)
@@ -111,22 +112,24 @@ _RECORD_CLAIMS = sa.text(
 
 # Run decisions (core.runs) written back in one statement whatever their number, each only
 # where the row still holds the run columns it was decided on (compare-and-set); returns the
-# keys written. Rows are locked in key order, as the keys come sorted.
-_WRITE_RUNS = sa.text(
+# keys written. Rows are locked in key order, as the keys come sorted. Run on the driver's
+# cursor, as the read before it.
+_WRITE_RUNS = (
     """
     UPDATE goatbeat_execution AS e
     SET run_state = u.run_state, run_id = u.run_id, worker = u.worker,
         run_attempts = u.run_attempts, started_at = u.started_at, finished_at = u.finished_at,
         heartbeat_at = u.heartbeat_at, runtime = u.runtime, run_error = u.run_error
-    FROM unnest(CAST(:keys AS text[]), CAST(:old_states AS text[]), CAST(:old_runs AS text[]),
-                CAST(:old_attempts AS integer[]), CAST(:old_heartbeats AS timestamptz[]),
-                CAST(:states AS text[]), CAST(:runs AS text[]), CAST(:workers AS text[]),
-                CAST(:attempts AS integer[]), CAST(:started AS timestamptz[]),
-                CAST(:finished AS timestamptz[]), CAST(:heartbeats AS timestamptz[]),
-                CAST(:runtimes AS double precision[]), CAST(:errors AS text[]))
+    FROM unnest(CAST(%(keys)s AS text[]), CAST(%(old_states)s AS text[]),
+                CAST(%(old_runs)s AS text[]), CAST(%(old_attempts)s AS integer[]),
+                CAST(%(old_heartbeats)s AS timestamptz[]), CAST(%(states)s AS text[]),
+                CAST(%(runs)s AS text[]), CAST(%(workers)s AS text[]),
+                CAST(%(attempts)s AS integer[]), CAST(%(started)s AS timestamptz[]),
+                CAST(%(finished)s AS timestamptz[]), CAST(%(heartbeats)s AS timestamptz[]),
+                CAST(%(runtimes)s AS double precision[]), CAST(%(errors)s AS text[]))
          AS u(key, old_state, old_run, old_attempts, old_heartbeat, run_state, run_id, worker,
               run_attempts, started_at, finished_at, heartbeat_at, runtime, run_error)
-    WHERE e.key = ANY(CAST(:keys AS text[])) AND e.key = u.key
+    WHERE e.key = ANY(CAST(%(keys)s AS text[])) AND e.key = u.key
       AND e.run_state IS NOT DISTINCT FROM u.old_state
       AND e.run_id IS NOT DISTINCT FROM u.old_run
       AND e.run_attempts = u.old_attempts
@@ -134,6 +137,20 @@ _WRITE_RUNS = sa.text(
     RETURNING e.key
     """
 )
+
+
+# The run columns of a batch's rows, read on the driver's cursor (as the due read is): reports
+# are read by the hundred, and SQLAlchemy's result rows would cost more than the rest.
+_READ_RUNS = (
+    "SELECT now(), key, run_state, run_id, worker, run_attempts, started_at, finished_at, "
+    "heartbeat_at, runtime, run_error FROM goatbeat_execution "
+    "WHERE key = ANY(CAST(%(keys)s AS text[]))"
+)
+
+#: The array parameters of _WRITE_RUNS, in the order of its unnest.
+_WRITE_RUNS_ARRAYS = ("keys", "old_states", "old_runs", "old_attempts", "old_heartbeats",
+                      "states", "runs", "workers", "attempts", "started", "finished",
+                      "heartbeats", "runtimes", "errors")
 
 
 _TAKE_BACK_RUNS = sa.text(
@@ -375,8 +392,11 @@ class PostgresStore(SQLStore):
         return postgresql.insert(table)
 
     def _in(self, column: sa.ColumnElement[str], values: Sequence[str]) -> sa.ColumnElement[bool]:
-        # One array parameter: the same statement text whatever the number of keys.
-        array = sa.cast(sa.bindparam(None, array_literal(values), type_=sa.Text()),
+        # One array parameter: the same statement text whatever the number of keys. Bound
+        # untyped, so that the server reads it as text[] at once: a text parameter cast to
+        # text[] is parsed again for every row a sequential scan reads (a thousand keys against
+        # a few thousand rows took a second).
+        array = sa.cast(sa.bindparam(None, array_literal(values), type_=sa.types.NullType()),
                         postgresql.ARRAY(sa.Text()))
         return column == sa.any_(array)
 
@@ -433,31 +453,56 @@ class PostgresStore(SQLStore):
                          [{"name": name, "runs": runs} for name, runs in existed.items()])
         return inserted
 
+    def _read_runs(self, conn: sa.Connection, keys: Sequence[str]
+                   ) -> tuple[datetime | None, dict[str, tuple[dict[str, Any], RunRecord]]]:
+        now: datetime | None = None
+        found: dict[str, tuple[dict[str, Any], RunRecord]] = {}
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            for chunk in self._chunks(keys):
+                cursor.execute(_READ_RUNS, {"keys": array_literal(chunk)})
+                for (read_at, key, state, run_id, worker, attempts, started_at, finished_at,
+                     heartbeat_at, runtime, error) in cursor.fetchall():
+                    now = now or utc_from_db(read_at)
+                    found[key] = run_values((
+                        state, run_id, worker, attempts, utc_from_db(started_at),
+                        utc_from_db(finished_at), utc_from_db(heartbeat_at),
+                        None if runtime is None else seconds_to_timedelta(runtime), error))
+        finally:
+            cursor.close()
+        return now, found
+
     def _write_runs(self, conn: sa.Connection, changes: Sequence[RunChange]) -> set[str]:
         if not changes:
             return set()
-        ordered = sorted(changes, key=lambda change: change.key)
-        decided = [change.decided for change in ordered]
-        result = conn.execute(_WRITE_RUNS, {
-            "keys": array_literal([c.key for c in ordered]),
-            "old_states": array_literal([c.read["run_state"] for c in ordered]),
-            "old_runs": array_literal([c.read["run_id"] for c in ordered]),
-            "old_attempts": array_literal([c.read["run_attempts"] for c in ordered]),
-            "old_heartbeats": array_literal([c.read["heartbeat_at"] for c in ordered]),
-            "states": array_literal([None if d.run_state is None else d.run_state.value
-                                     for d in decided]),
-            "runs": array_literal([d.run_id for d in decided]),
-            "workers": array_literal([d.worker for d in decided]),
-            "attempts": array_literal([d.run_attempts for d in decided]),
-            "started": array_literal([d.started_at for d in decided]),
-            "finished": array_literal([d.finished_at for d in decided]),
-            "heartbeats": array_literal([d.heartbeat_at for d in decided]),
+        columns: tuple[list[Any], ...] = tuple([] for _ in _WRITE_RUNS_ARRAYS)
+        (keys, old_states, old_runs, old_attempts, old_heartbeats, states, runs, workers,
+         attempts, started, finished, heartbeats, runtimes, errors) = columns
+        for change in sorted(changes, key=lambda change: change.key):
+            read, decided = change.read, change.decided
+            keys.append(change.key)
+            old_states.append(read["run_state"])
+            old_runs.append(read["run_id"])
+            old_attempts.append(read["run_attempts"])
+            old_heartbeats.append(read["heartbeat_at"])
+            states.append(None if decided.run_state is None else decided.run_state.value)
+            runs.append(decided.run_id)
+            workers.append(decided.worker)
+            attempts.append(decided.run_attempts)
+            started.append(decided.started_at)
+            finished.append(decided.finished_at)
+            heartbeats.append(decided.heartbeat_at)
             # Seconds as text: the array literal is parsed by the server, exactly.
-            "runtimes": array_literal([None if d.runtime is None
-                                       else repr(d.runtime.total_seconds()) for d in decided]),
-            "errors": array_literal([d.run_error for d in decided]),
-        })
-        return set(result.scalars())
+            runtimes.append(None if decided.runtime is None
+                            else repr(decided.runtime.total_seconds()))
+            errors.append(decided.run_error)
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(_WRITE_RUNS, {name: array_literal(values) for name, values
+                                         in zip(_WRITE_RUNS_ARRAYS, columns, strict=True)})
+            return {key for (key,) in cursor.fetchall()}
+        finally:
+            cursor.close()
 
     def _fetch_due(self, conn: sa.Connection, limit: int) -> Sequence[Sequence[Any]]:
         # The due read is the hottest one: run it on the driver's cursor and convert the few

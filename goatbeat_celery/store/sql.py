@@ -21,9 +21,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import Insert as PGInsert
@@ -174,10 +174,11 @@ _WRITE_RUN = (
 )
 #: How many times a batch of reports is judged again when other writers keep changing its rows.
 _RUN_ROUNDS = 5
+#: The run columns, in RUN_COLUMNS order.
+_RUN_READ = tuple(E.c[name] for name in RUN_COLUMNS)
 
 
-@dataclass(frozen=True, slots=True)
-class RunChange:
+class RunChange(NamedTuple):
     """A run decision to write back: the row's key, the run columns as read (``read``: raw
     values of :data:`~goatbeat_celery.core.runs.CAS_COLUMNS`) and as decided."""
 
@@ -871,13 +872,12 @@ class SQLStore:
         found: dict[str, tuple[dict[str, Any], RunRecord]] = {}
         for chunk in self._chunks(keys):
             rows = conn.execute(
-                sa.select(self._now_sql().label("now"), E.c.key,
-                          *[E.c[name] for name in RUN_COLUMNS])
+                sa.select(self._now_sql().label("now"), E.c.key, *_RUN_READ)
                 .where(self._in(E.c.key, chunk))
             )
             for row in rows:
-                now = now or row.now
-                found[row.key] = (_cas_values(row), _run_record(row))
+                now = now or row[0]
+                found[row[1]] = run_values(row[2:])
         return now, found
 
     def _write_runs(self, conn: sa.Connection, changes: Sequence[RunChange]) -> set[str]:
@@ -1165,26 +1165,41 @@ def _dispatch(execution: Execution, row: Any) -> Dispatch:
 _RUN_STATES = {state.value: state for state in RunState}
 
 
-def _run_record(row: Any) -> RunRecord:
-    """The run columns of a row, read as the rest of the row is: a value that cannot be read
-    as stored (edited by hand) reads as none."""
-    attempts, runtime = row.run_attempts, row.runtime
-    return RunRecord(
-        run_state=None if row.run_state is None else _RUN_STATES.get(row.run_state),
-        run_id=row.run_id,
-        worker=row.worker,
+def run_values(values: Sequence[Any]) -> tuple[dict[str, Any], RunRecord]:
+    """The run columns of a row, converted by their column types and in RUN_COLUMNS order:
+    the compare-and-set columns as stored, and the RunRecord they read as (a value that cannot
+    be read as stored, edited by hand, reads as none)."""
+    (state, run_id, worker, attempts, started_at, finished_at, heartbeat_at, runtime,
+     error) = values
+    # Unpacked by position, as _schedule does: reports are read by the hundred.
+    read = {"run_state": state, "run_id": run_id, "run_attempts": attempts,
+            "heartbeat_at": heartbeat_at}
+    return read, RunRecord(
+        run_state=None if state is None else _RUN_STATES.get(state),
+        run_id=run_id,
+        worker=worker,
         run_attempts=attempts if type(attempts) is int else 0,
-        started_at=_instant(row.started_at),
-        finished_at=_instant(row.finished_at),
-        heartbeat_at=_instant(row.heartbeat_at),
+        started_at=None if started_at is UNREADABLE_INSTANT else started_at,
+        finished_at=None if finished_at is UNREADABLE_INSTANT else finished_at,
+        heartbeat_at=None if heartbeat_at is UNREADABLE_INSTANT else heartbeat_at,
         runtime=runtime if type(runtime) is timedelta else None,
-        run_error=row.run_error,
+        run_error=error,
     )
 
 
+if tuple(name for name in CAS_COLUMNS) != ("run_state", "run_id", "run_attempts",
+                                            "heartbeat_at"):  # pragma: no cover - a guard
+    raise ImportError("core.runs.CAS_COLUMNS changed: update run_values() to match")
+
+
+def _run_record(row: Any) -> RunRecord:
+    """The run columns of a whole execution row."""
+    return run_values([getattr(row, name) for name in RUN_COLUMNS])[1]
+
+
 def _cas_values(row: Any) -> dict[str, Any]:
-    """The compare-and-set columns of a row, as stored."""
-    return {name: getattr(row, name) for name in CAS_COLUMNS}
+    """The compare-and-set columns of a whole execution row, as stored."""
+    return run_values([getattr(row, name) for name in RUN_COLUMNS])[0]
 
 
 def _dispatched_at(execution: Execution) -> datetime | None:
@@ -1236,4 +1251,4 @@ def _execution_values(execution: Execution) -> dict[str, Any]:
     }
 
 
-__all__ = ["RunChange", "SQLStore"]
+__all__ = ["RunChange", "SQLStore", "run_values"]

@@ -11,19 +11,21 @@ from typing import Any, TypeVar
 
 from goatbeat_celery.core.errors import StoreError, StoreUnavailable
 from goatbeat_celery.core.model import Execution
-from goatbeat_celery.core.runs import RunEvent
+from goatbeat_celery.core.runs import RunEvent, RunLog
 
 T = TypeVar("T")
 
 
 class RecordingLog:
-    """A RunLog that keeps every batch and heartbeat it was given, in order.
+    """A RunLog that keeps every batch and heartbeat it was given, in order, and hands them on
+    to ``store`` when given one (the memory store, say).
 
     ``down`` makes every call raise StoreUnavailable; ``refusing`` makes record_runs raise a
-    plain StoreError; ``hang`` (an Event) makes calls block until it is set. ``unknown`` keys
-    are counted as naming no execution."""
+    plain StoreError; ``hang`` (an Event) makes calls block until it is set. Without a store,
+    ``unknown`` keys are counted as naming no execution."""
 
-    def __init__(self, *, unknown: Collection[str] = ()) -> None:
+    def __init__(self, *, unknown: Collection[str] = (), store: RunLog | None = None) -> None:
+        self.store = store
         self.batches: list[list[RunEvent]] = []
         self.heartbeats: list[tuple[str, ...]] = []
         self.calls = 0
@@ -49,12 +51,16 @@ class RecordingLog:
             raise StoreError("record runs: database failed: value too long")
         with self._lock:
             self.batches.append(list(events))
+        if self.store is not None:
+            return self.store.record_runs(events)
         return sum(1 for event in events if event.key in self.unknown)
 
     def heartbeat(self, keys: Collection[str]) -> int:
         self._enter()
         with self._lock:
             self.heartbeats.append(tuple(keys))
+        if self.store is not None:
+            return self.store.heartbeat(keys)
         return len(keys)
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,

@@ -1,6 +1,6 @@
 """The tracker's Celery signal handlers, in a real in-process worker (memory broker, solo and
-threads pools): which reports each kind of run produces, and that tasks goatbeat did not send
-are left alone."""
+threads pools), writing to the memory store: what each kind of run leaves in its execution's
+run columns, and that tasks goatbeat did not send are left alone."""
 
 from __future__ import annotations
 
@@ -8,22 +8,24 @@ import itertools
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from celery import Celery
 from celery.exceptions import Reject
 
-from goatbeat_celery.core.model import idempotency_key
-from goatbeat_celery.core.runs import RunEvent, RunEventKind, RunOutcome, RunTimes
+from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.runs import RunEventKind, RunState, RunTimes
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
+from goatbeat_celery.testing import MemoryStore
 from goatbeat_celery.tracking import RunTracker, _Noted, track_runs
 from tests.tracking.support import RecordingLog, constant, wait_for
 
 #: The in-process worker runs a task within milliseconds of its sending, and the writer writes
 #: within a flush interval (20 ms here); ten seconds is for a busy two-core machine.
 SETTLE = 10.0
+HEARTBEAT = timedelta(seconds=0.05)
 
 
 @pytest.fixture(params=["solo", "threads"])
@@ -38,15 +40,20 @@ def celery_config(tmp_path: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def log() -> RecordingLog:
-    return RecordingLog()
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def log(store: MemoryStore) -> RecordingLog:
+    return RecordingLog(store=store)
 
 
 @pytest.fixture
 def tracker(celery_app: Celery, log: RecordingLog) -> Iterator[RunTracker]:
     made = RunTracker(celery_app, open_log=constant(log), flush_interval=0.02,
-                      times=RunTimes(heartbeat_interval=timedelta(seconds=0.05),
-                                     run_lost_after=timedelta(seconds=1)))
+                      times=RunTimes(heartbeat_interval=HEARTBEAT,
+                                     run_lost_after=HEARTBEAT * 3))
     made.connect()
     yield made
     made.disconnect()
@@ -89,122 +96,135 @@ def tasks(celery_app: Celery) -> Tasks:
     return Tasks(celery_app)  # registered before the worker starts
 
 
-def goatbeat_send(task: Any, **options: Any) -> str:
-    """Send ``task`` as goatbeat does: its key as task id, goatbeat's headers. Each key is new:
-    the worker's revoked ids and the memory broker outlive a test."""
-    schedule, occurrence = unique_occurrence()
-    key = idempotency_key(schedule, occurrence)
-    task.apply_async(task_id=key, headers={SCHEDULE: schedule,
-                                           OCCURRENCE: occurrence.isoformat()}, **options)
-    return key
-
-
-def unique_occurrence() -> tuple[str, datetime]:
-    return f"nightly-{next(_names)}", datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-
-
 _names = itertools.count()
 
 
-def reports(log: RecordingLog, count: int) -> list[RunEvent]:
-    return wait_for(lambda: log.events if len(log.events) >= count else None,
-                    timeout=SETTLE, what=f"{count} run reports")
+def goatbeat_send(store: MemoryStore, task: Any, **options: Any) -> str:
+    """Send ``task`` as goatbeat does, for a new execution the broker took: its key as the task
+    id, goatbeat's headers. Each key is new: the worker's revoked ids and the memory broker
+    outlive a test."""
+    name = f"nightly-{next(_names)}"
+    store.create_schedule(ScheduleSpec(name=name, task=str(task.name),
+                                       trigger=TriggerSpec(kind="interval",
+                                                           params={"every": 3600})),
+                          next_occurrence_at=None, next_run_at=None)
+    execution = store.request_run(name)
+    store.mark_submitted([execution.key])
+    task.apply_async(task_id=execution.key, headers={
+        SCHEDULE: name, OCCURRENCE: execution.occurrence_at.isoformat()}, **options)
+    return execution.key
 
 
-def test_a_run_that_succeeds_reports_its_start_and_its_end_with_the_worker_and_runtime(
-        tracker: RunTracker, tasks: Tasks, celery_worker: Any, log: RecordingLog) -> None:
-    key = goatbeat_send(tasks.ok, args=(0.05,))
-
-    start, end = reports(log, 2)
-
-    assert (start.key, start.kind, end.key, end.kind, end.outcome) == \
-        (key, RunEventKind.STARTED, key, RunEventKind.FINISHED, RunOutcome.SUCCEEDED)
-    assert start.run is not None and end.run == start.run
-    assert start.worker == end.worker == celery_worker.hostname
-    assert end.runtime is not None and end.runtime >= timedelta(seconds=0.05)
-    assert end.error is None
+def run_of(store: MemoryStore, key: str) -> Execution:
+    return next(e for e in store.executions(limit=1000) if e.key == key)
 
 
-def test_a_failed_run_reports_the_exception_in_one_short_line(
-        tracker: RunTracker, tasks: Tasks, celery_worker: Any, log: RecordingLog) -> None:
-    goatbeat_send(tasks.fail)
-
-    _, end = reports(log, 2)
-
-    assert (end.outcome, end.error) == (RunOutcome.FAILED, "ValueError: boom")
-
-
-def test_a_run_that_rejects_its_message_reports_rejected(
-        tracker: RunTracker, tasks: Tasks, celery_worker: Any, log: RecordingLog) -> None:
-    goatbeat_send(tasks.reject)
-
-    _, end = reports(log, 2)
-
-    assert end.outcome is RunOutcome.REJECTED
-    assert end.error is not None and end.error.startswith("Reject")
+def ended(store: MemoryStore, key: str) -> Execution:
+    """The execution once its run ended (any state but running or retrying)."""
+    def done() -> Execution | None:
+        run = run_of(store, key)
+        return run if run.run_state is not None and not run.run_state.live else None
+    return wait_for(done, timeout=SETTLE, what=f"the run of {key} to end")
 
 
-def test_a_retry_reports_the_attempt_retried_then_the_next_attempt_under_the_same_key(
-        tracker: RunTracker, tasks: Tasks, celery_worker: Any, log: RecordingLog) -> None:
-    key = goatbeat_send(tasks.flaky)
+def test_a_run_that_succeeds_is_recorded_with_the_worker_and_runtime(
+        tracker: RunTracker, tasks: Tasks, celery_worker: Any, store: MemoryStore) -> None:
+    key = goatbeat_send(store, tasks.ok, args=(0.05,))
 
-    first, retried, second, end = reports(log, 4)
+    run = ended(store, key)
 
-    assert [e.kind for e in (first, retried, second, end)] == [
-        RunEventKind.STARTED, RunEventKind.RETRIED, RunEventKind.STARTED,
-        RunEventKind.FINISHED]
-    assert {e.key for e in (first, retried, second, end)} == {key}
-    assert retried.run == first.run and end.run == second.run != first.run
-    assert retried.error is not None and "try again" in retried.error
-    assert end.outcome is RunOutcome.SUCCEEDED
+    assert (run.run_state, run.worker, run.run_attempts, run.run_error) == \
+        (RunState.SUCCEEDED, celery_worker.hostname, 1, None)
+    assert run.runtime is not None and run.runtime >= timedelta(seconds=0.05)
+    assert run.started_at is not None and run.finished_at is not None
+    assert run.finished_at - run.started_at >= timedelta(seconds=0.05)
 
 
-def test_a_message_that_expired_before_it_started_is_reported_revoked_by_the_worker(
-        tracker: RunTracker, tasks: Tasks, celery_worker: Any, log: RecordingLog) -> None:
-    key = goatbeat_send(tasks.ok, expires=datetime.now(timezone.utc) - timedelta(seconds=1))
+def test_a_failed_run_is_recorded_with_the_exception_in_one_short_line(
+        tracker: RunTracker, tasks: Tasks, celery_worker: Any, store: MemoryStore) -> None:
+    key = goatbeat_send(store, tasks.fail)
 
-    (end,) = reports(log, 1)
+    run = ended(store, key)
 
-    assert (end.key, end.kind, end.run, end.outcome, end.error) == \
-        (key, RunEventKind.FINISHED, None, RunOutcome.REVOKED, "expired before it started")
+    assert (run.run_state, run.run_error, run.run_attempts) == \
+        (RunState.FAILED, "ValueError: boom", 1)
 
 
-def test_a_task_the_worker_does_not_know_is_reported_rejected(
-        tracker: RunTracker, celery_app: Celery, celery_worker: Any,
+def test_a_run_that_rejects_its_message_is_recorded_rejected(
+        tracker: RunTracker, tasks: Tasks, celery_worker: Any, store: MemoryStore) -> None:
+    key = goatbeat_send(store, tasks.reject)
+
+    run = ended(store, key)
+
+    assert run.run_state is RunState.REJECTED
+    assert run.run_error is not None and run.run_error.startswith("Reject")
+
+
+def test_a_retry_is_another_attempt_of_the_same_key(
+        tracker: RunTracker, tasks: Tasks, celery_worker: Any, store: MemoryStore,
         log: RecordingLog) -> None:
-    schedule, occurrence = unique_occurrence()
-    key = idempotency_key(schedule, occurrence)
-    celery_app.send_task("t.missing", task_id=key,
-                         headers={SCHEDULE: schedule, OCCURRENCE: occurrence.isoformat()})
+    key = goatbeat_send(store, tasks.flaky)
 
-    (end,) = reports(log, 1)
+    run = ended(store, key)
 
-    assert (end.key, end.run, end.outcome, end.error) == \
-        (key, None, RunOutcome.REJECTED, "unregistered task 't.missing'")
+    assert (run.run_state, run.run_attempts, run.run_error) == (RunState.SUCCEEDED, 2, None)
+    ends = [e for e in log.events if e.kind is not RunEventKind.STARTED]
+    assert [e.kind for e in ends] == [RunEventKind.RETRIED, RunEventKind.FINISHED]
+    assert ends[0].run != ends[1].run == run.run_id
+    assert ends[0].error is not None and "try again" in ends[0].error
+
+
+def test_a_message_that_expired_before_it_started_is_recorded_revoked_by_the_worker(
+        tracker: RunTracker, tasks: Tasks, celery_worker: Any, store: MemoryStore,
+        log: RecordingLog) -> None:
+    key = goatbeat_send(store, tasks.ok, expires=-1.0)
+
+    run = ended(store, key)
+
+    assert (run.run_state, run.run_error, run.run_attempts, run.started_at) == \
+        (RunState.REVOKED, "expired before it started", 0, None)
+    assert [e.run for e in log.events] == [None]  # reported by the process that received it
+
+
+def test_a_task_the_worker_does_not_know_is_recorded_rejected(
+        tracker: RunTracker, celery_app: Celery, celery_worker: Any,
+        store: MemoryStore) -> None:
+    missing = celery_app.signature("t.missing")
+    key = goatbeat_send(store, missing)
+
+    run = ended(store, key)
+
+    assert (run.run_state, run.run_error) == (RunState.REJECTED,
+                                              "unregistered task 't.missing'")
 
 
 def test_tasks_goatbeat_did_not_send_are_left_alone(
-        tracker: RunTracker, tasks: Tasks, celery_worker: Any, log: RecordingLog) -> None:
+        tracker: RunTracker, tasks: Tasks, celery_worker: Any, store: MemoryStore,
+        log: RecordingLog) -> None:
     tasks.ok.apply_async(task_id="plain-1")
     tasks.fail.apply_async(task_id="plain-2", headers={"other": "x"})
-    key = goatbeat_send(tasks.ok)  # a marker: once its reports are in, the others would be
+    key = goatbeat_send(store, tasks.ok)  # a marker: once it ended, the others ran too
 
-    events = reports(log, 2)
+    ended(store, key)
 
-    assert {event.key for event in events} == {key}
-    assert tracker.writer.stats.written == 2
+    assert {event.key for event in log.events} == {key}
 
 
 def test_a_running_run_is_in_its_process_heartbeat_until_it_ends(
-        tracker: RunTracker, tasks: Tasks, celery_worker: Any, log: RecordingLog) -> None:
-    key = goatbeat_send(tasks.hold)
+        tracker: RunTracker, tasks: Tasks, celery_worker: Any, store: MemoryStore,
+        log: RecordingLog) -> None:
+    key = goatbeat_send(store, tasks.hold)
     wait_for(lambda: log.heartbeats, timeout=SETTLE, what="a heartbeat")
     assert tracker.running_keys() == [key]
     assert set(log.heartbeats) == {(key,)}
+    running = run_of(store, key)
+    assert running.run_state is RunState.RUNNING
+    wait_for(lambda: run_of(store, key).heartbeat_at != running.heartbeat_at,
+             timeout=SETTLE, what="the heartbeat to move heartbeat_at on")
 
     tasks.release.set()
 
-    reports(log, 2)
+    assert ended(store, key).run_state is RunState.SUCCEEDED
     assert tracker.running_keys() == []
 
 

@@ -86,6 +86,25 @@ def test_events_are_written_in_order_in_batches_by_the_writer_thread(
     assert (writer.stats.written, writer.stats.dropped) == (25, 0)
 
 
+def test_a_run_that_starts_and_ends_within_a_batch_is_sent_as_its_end_alone(
+        make_writer: Callable[..., RunWriter], log: RecordingLog) -> None:
+    writer = make_writer(flush_interval=60)  # everything goes in the stop's one batch
+    now = time.monotonic()
+    writer.put(_Noted(RunEventKind.STARTED, "quick", "r1", "celery@a", now - 1))
+    writer.put(_Noted(RunEventKind.STARTED, "slow", "r2", "celery@a", now - 1))
+    writer.put(_Noted(RunEventKind.FINISHED, "quick", "r1", "celery@a", now,
+                      RunOutcome.SUCCEEDED, 1.0, None, now - 1))
+    writer.put(_Noted(RunEventKind.FINISHED, "gone", None, "celery@a", now,
+                      RunOutcome.REVOKED, None, "expired before it started", None))
+
+    assert writer.stop(timeout=CATCH_UP)
+
+    assert [(e.key, e.kind) for e in log.events] == [
+        ("slow", RunEventKind.STARTED), ("quick", RunEventKind.FINISHED),
+        ("gone", RunEventKind.FINISHED)]
+    assert log.events[1].started_age is not None  # the end carries its start
+
+
 def test_a_noted_event_becomes_ages_measured_when_it_is_written() -> None:
     noted = _Noted(RunEventKind.FINISHED, "k", "r", "celery@a", at=100.0,
                    outcome=RunOutcome.FAILED, runtime=1.25, error="ValueError: x",

@@ -166,7 +166,31 @@ def test_an_end_whose_start_was_dropped_counts_as_its_start_and_end() -> None:
 
     assert after == RunRecord(run_state=RunState.SUCCEEDED, run_id="r1", worker=A,
                               run_attempts=1, started_at=NOW - s(5), finished_at=NOW - s(1),
-                              runtime=s(4))
+                              heartbeat_at=NOW, runtime=s(4))
+
+
+@pytest.mark.parametrize("before", [
+    RunRecord(),
+    RunRecord(run_state=RunState.FAILED, run_id="r0", worker=B, run_attempts=1,
+              started_at=NOW - s(60), finished_at=NOW - s(59), heartbeat_at=NOW - s(59)),
+    running(run="r0", worker=B, started_before=30),
+    running(run="later", worker=B, started_before=1),
+], ids=["not-started", "older-ended", "older-running", "later-running"])
+@pytest.mark.parametrize("end", [
+    finished(age=1, runtime=4, started_age=5, outcome=RunOutcome.FAILED, error="E: x"),
+    retried(age=1, started_age=5),
+], ids=["finished", "retried"])
+def test_an_end_carrying_its_start_is_its_start_then_its_end(before: RunRecord,
+                                                             end: RunEvent) -> None:
+    # What lets a writer send the end of a run alone when it holds its start too.
+    alone = apply_event(before, end, NOW)
+    both = apply_events(before, [started(age=5), end], NOW)
+
+    if before.run_id == "later":
+        assert alone is before  # only the count of an older attempt differs
+        assert both == RunRecord(**{**before.values(), "run_attempts": 2})
+    else:
+        assert alone == both
 
 
 def test_an_end_whose_start_was_dropped_replaces_an_older_attempt() -> None:
