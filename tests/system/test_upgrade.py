@@ -78,6 +78,11 @@ def test_the_previous_release_and_this_one_share_a_database_through_an_upgrade(
     assert outcome.until is not None
     missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
     assert all(points == [] for points in missing.values()), missing
+    # Rows written before and after the migration, by either release, read as runs not
+    # started (the worker here does not track runs, and none has waited run_start_timeout).
+    (runs,) = cluster.sql("SELECT count(*) AS n, count(*) FILTER (WHERE run_state IS NULL "
+                          "AND run_attempts = 0) AS untouched FROM goatbeat_execution")
+    assert runs["n"] == runs["untouched"] >= outcome.counts()["executions"] > 0, runs
     # The previous release refuses to start on the migrated schema (it checks the revision):
     # replicas are replaced, never restarted on the old code, after the migration.
     late = cluster.start_beat("beat-previous-again", env=old_env)
