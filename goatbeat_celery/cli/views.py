@@ -427,19 +427,31 @@ def execution_json(execution: Execution) -> dict[str, Any]:
         "token": execution.token,
         "last_error": execution.last_error,
         "expires_at": iso(execution.expires_at),
+        # What the workers reported (run tracking); null where nothing was.
+        "run_state": None if execution.run_state is None else execution.run_state.value,
+        "worker": execution.worker,
+        "run_attempts": execution.run_attempts,
+        "started_at": iso(execution.started_at),
+        "finished_at": iso(execution.finished_at),
+        "heartbeat_at": iso(execution.heartbeat_at),
+        "runtime_seconds": seconds(execution.runtime),
+        "run_error": execution.run_error,
     }
 
 
 EXECUTION_COLUMNS = ("KEY", "STATE", "OCCURRENCE", "DUE", "CLAIMED", "SUBMITTED", "LATENESS",
-                     "ATTEMPTS", "MISSED")
+                     "ATTEMPTS", "MISSED", "RUN", "RUNTIME")
 
 
 def execution_row(execution: Execution) -> tuple[str, ...]:
     late = lateness(execution)
+    runtime = seconds(execution.runtime)
     return (execution.key, execution.state.value, when(execution.occurrence_at),
             when(execution.due_at), when(execution.claimed_at), when(execution.submitted_at),
             NONE if late is None else human_seconds(late), str(execution.attempts),
-            str(execution.missed))
+            str(execution.missed),
+            NONE if execution.run_state is None else execution.run_state.value,
+            NONE if runtime is None else human_seconds(runtime))
 
 
 # -- lease ------------------------------------------------------------------------------------
