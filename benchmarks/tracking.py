@@ -1,0 +1,352 @@
+"""What run tracking costs a worker: throughput of a no-op task with and without
+``track_runs``, prefork and threads pools, on a real Redis broker and PostgreSQL.
+
+    .venv/bin/python benchmarks/tracking.py [--tasks 5000] [--reps 3] [--pools prefork,threads]
+
+Each measurement fills the queue with ``--tasks`` messages sent the way goatbeat sends them
+(task id = idempotency key, goatbeat's headers), each with its ``submitted`` execution row, then
+starts ``celery worker`` on it and, once a tenth of them ran (the steady state), times the rest
+of the drain and the CPU time the worker's processes used meanwhile (all their threads, from
+/proc). The variants alternate within the run, so that both see the same machine; the CPU time
+per task is the steadier figure on a shared machine. With tracking it also measures the CPU of
+the worker's PostgreSQL sessions, counts the statements the worker sent (each a round trip:
+the store writes outside transactions, and the pool's connection check is one statement too),
+checks that every run was recorded ``succeeded``, and prints statements per task.
+
+It needs Redis (``GOATBEAT_BENCH_REDIS_URL``, default redis://127.0.0.1:6379/13, flushed) and
+PostgreSQL (``GOATBEAT_BENCH_PG_URL``, else ``GOATBEAT_TEST_PG_URL``; a database
+``goatbeat_bench_tracking`` is created on it and dropped afterwards). A plain script that
+prints figures, not a test.
+
+The same file is the worker's Celery app (``celery -A tracking``), configured from the
+environment by the driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TASK = "bench.track.noop"
+QUEUE = "bench-tracking"
+DATABASE = "goatbeat_bench_tracking"
+STATS_KEY = "bench-tracking-stats"
+
+# -- the worker's side ------------------------------------------------------------------------
+if os.environ.get("BENCH_TRACK_BROKER_URL"):
+    import redis
+    from celery import Celery
+    from celery.signals import worker_process_shutdown, worker_shutdown
+
+    app = Celery("bench_tracking", broker=os.environ["BENCH_TRACK_BROKER_URL"])
+    app.conf.update(task_default_queue=QUEUE, broker_connection_retry_on_startup=True,
+                    result_backend=None, worker_hijack_root_logger=False,
+                    goatbeat_database_url=os.environ["BENCH_TRACK_DATABASE_URL"])
+
+    @app.task(name=TASK)
+    def noop() -> None:
+        """Nothing: what is measured is what the worker does around it."""
+
+    # No task signal receivers of the benchmark's own: without tracking, Celery then sends no
+    # task_prerun or task_postrun at all, and what sending them costs is counted as tracking's.
+    _statements = [0]
+    #: CPU seconds this process spent in tracking's code: its signal handlers, on the tasks'
+    #: threads, and its writer thread's whole life.
+    _tracking_cpu = [0.0]
+
+    if os.environ.get("BENCH_TRACK_ON") == "1":
+        import psycopg
+
+        import goatbeat_celery.tracking as tracking_module
+        from goatbeat_celery import track_runs
+
+        def _timed(method: Any) -> Any:
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                began = time.thread_time()
+                try:
+                    return method(*args, **kwargs)
+                finally:
+                    _tracking_cpu[0] += time.thread_time() - began
+            return timed
+
+        # Wrapped before track_runs connects the handlers.
+        for _name in ("_on_prerun", "_on_postrun"):
+            setattr(tracking_module.RunTracker, _name,
+                    _timed(getattr(tracking_module.RunTracker, _name)))
+        tracking_module.RunWriter._run = _timed(  # type: ignore[method-assign]
+            tracking_module.RunWriter._run)
+
+        # Count what reaches the server: every statement (the store's, and the pool's
+        # connection check), the BEGIN psycopg sends before a statement outside autocommit,
+        # and every commit or rollback of an open transaction.
+        _IDLE = psycopg.pq.TransactionStatus.IDLE
+
+        def _counting(method: Any) -> Any:
+            def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+                connection = self.connection
+                if not connection.autocommit and connection.info.transaction_status == _IDLE:
+                    _statements[0] += 1
+                _statements[0] += 1
+                return method(self, *args, **kwargs)
+            return counted
+
+        psycopg.Cursor.execute = _counting(psycopg.Cursor.execute)  # type: ignore[method-assign]
+        psycopg.Cursor.executemany = _counting(  # type: ignore[method-assign]
+            psycopg.Cursor.executemany)
+
+        def _ending(method: Any) -> Any:
+            def ended(self: Any) -> Any:
+                if self.info.transaction_status != _IDLE:
+                    _statements[0] += 1
+                return method(self)
+            return ended
+
+        psycopg.Connection.commit = _ending(psycopg.Connection.commit)  # type: ignore[method-assign]
+        psycopg.Connection.rollback = _ending(  # type: ignore[method-assign]
+            psycopg.Connection.rollback)
+        track_runs(app)
+
+    _reported = [False]
+
+    def _report(**_: Any) -> None:
+        if _reported[0]:
+            return
+        _reported[0] = True
+        client = redis.Redis.from_url(os.environ["BENCH_TRACK_BROKER_URL"])
+        client.rpush(STATS_KEY, json.dumps({"pid": os.getpid(),
+                                            "statements": _statements[0],
+                                            "tracking_cpu": _tracking_cpu[0]}))
+        client.close()
+
+    # After track_runs connected its own shutdown handlers: its last writes are counted.
+    worker_process_shutdown.connect(_report, weak=False)
+    worker_shutdown.connect(_report, weak=False)
+    atexit.register(_report)
+
+
+# -- the driver -------------------------------------------------------------------------------
+def cpu_seconds(root: int) -> float:
+    """User + system CPU time of process ``root`` and its descendants so far (from /proc)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = fields
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        fields = stats.get(pid)
+        if fields is not None:
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+        todo.extend(children.get(pid, []))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def backend_cpu(engine: Any) -> float:
+    """CPU time of the PostgreSQL sessions the store opens (application_name goatbeat_celery)."""
+    import sqlalchemy as sa
+
+    with engine.connect() as connection:
+        pids = connection.execute(sa.text(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'goatbeat_celery'"
+        )).scalars().all()
+    return sum(cpu_seconds(pid) for pid in pids)
+
+
+def _pg_url() -> str:
+    url = os.environ.get("GOATBEAT_BENCH_PG_URL") or os.environ.get(
+        "GOATBEAT_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    return url
+
+
+class Bench:
+    def __init__(self, redis_url: str, pg_url: str, workdir: Path) -> None:
+        import redis
+        import sqlalchemy as sa
+        from celery import Celery
+
+        from goatbeat_celery.store import upgrade_schema
+
+        self.redis_url = redis_url
+        self.redis = redis.Redis.from_url(redis_url)
+        self.redis.flushdb()
+        server = sa.make_url(pg_url)
+        self.admin = sa.create_engine(server, isolation_level="AUTOCOMMIT",
+                                      poolclass=sa.NullPool)
+        with self.admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)'))
+            connection.execute(sa.text(f'CREATE DATABASE "{DATABASE}"'))
+        self.database_url = server.set(database=DATABASE).render_as_string(hide_password=False)
+        upgrade_schema(self.database_url)
+        self.engine = sa.create_engine(self.database_url, poolclass=sa.NullPool)
+        self.app = Celery("bench_tracking_driver", broker=redis_url, set_as_current=False)
+        self.app.conf.task_default_queue = QUEUE
+        self.workdir = workdir
+        self.round = 0
+
+    def close(self) -> None:
+        import sqlalchemy as sa
+
+        self.engine.dispose()
+        with self.admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)'))
+        self.admin.dispose()
+        self.redis.flushdb()
+        self.redis.close()
+
+    def fill(self, count: int) -> list[str]:
+        """``count`` submitted executions, and their messages in the queue."""
+        import sqlalchemy as sa
+
+        from goatbeat_celery.core.model import idempotency_key
+        from goatbeat_celery.headers import CELERY_BEAT, OCCURRENCE, SCHEDULE, TOKEN
+
+        self.round += 1
+        start = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(days=self.round)
+        points = [start + timedelta(seconds=index) for index in range(count)]
+        keys = [idempotency_key("bench", at) for at in points]
+        with self.engine.begin() as connection:
+            connection.execute(sa.text("TRUNCATE goatbeat_execution"))
+            connection.execute(sa.text(
+                "INSERT INTO goatbeat_execution (key, schedule_name, occurrence_at, due_at, "
+                "token, state, claimed_at, submitted_at, attempts, missed, manual) "
+                "SELECT k, 'bench', o, o, 1, 'submitted', now(), now(), 1, 0, false "
+                "FROM unnest(CAST(:keys AS text[]), CAST(:points AS timestamptz[])) AS u(k, o)"),
+                {"keys": keys, "points": points})
+        self.redis.delete(QUEUE, STATS_KEY, "unacked", "unacked_index")
+        with self.app.producer_or_acquire() as producer:
+            for key, at in zip(keys, points, strict=True):
+                self.app.send_task(TASK, task_id=key, producer=producer, headers={
+                    SCHEDULE: "bench", OCCURRENCE: at.isoformat(), TOKEN: 1,
+                    CELERY_BEAT: True})
+        assert self.redis.llen(QUEUE) == count
+        return keys
+
+    def run(self, *, pool: str, concurrency: int, tracking: bool, count: int) -> dict[str, float]:
+        import sqlalchemy as sa
+
+        self.fill(count)
+        env = {**os.environ, "BENCH_TRACK_BROKER_URL": self.redis_url,
+               "BENCH_TRACK_DATABASE_URL": self.database_url,
+               "BENCH_TRACK_ON": "1" if tracking else "0",
+               "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT),
+                                              os.environ.get("PYTHONPATH", "")])}
+        log = (self.workdir / f"worker-{pool}-{int(tracking)}-{self.round}.log").open("wb")
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "tracking", "worker", "--pool", pool,
+             "--concurrency", str(concurrency), "-Q", QUEUE, "--without-heartbeat",
+             "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
+             "-n", f"bench-{self.round}@%h"],
+            cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 600
+            # Timed once a tenth of the tasks ran: the steady state, without what the worker
+            # and its pool processes do once as they start (connections, the store's opening).
+            warm = count - count // 10
+            while self.redis.llen(QUEUE) > warm:
+                if time.monotonic() > deadline or worker.poll() is not None:
+                    raise RuntimeError(f"the worker did not start (see {log.name})")
+                time.sleep(0.005)
+            cpu_before = cpu_seconds(worker.pid)
+            timed_from, left = time.monotonic(), self.redis.llen(QUEUE)
+            while self.redis.llen(QUEUE) or self.redis.hlen("unacked"):
+                if time.monotonic() > deadline or worker.poll() is not None:
+                    raise RuntimeError(f"the worker did not drain the queue (see {log.name})")
+                time.sleep(0.02)
+            cpu = cpu_seconds(worker.pid) - cpu_before
+            elapsed = time.monotonic() - timed_from
+            database_cpu = backend_cpu(self.engine) if tracking else 0.0
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(60)
+            log.close()
+        stats = [json.loads(item) for item in self.redis.lrange(STATS_KEY, 0, -1)]
+        figures = {"rate": left / elapsed, "elapsed": elapsed,
+                   "cpu_per_task": cpu / left, "db_cpu_per_task": database_cpu / left}
+        if tracking:
+            figures["statements_per_task"] = sum(s["statements"] for s in stats) / count
+            figures["tracking_cpu_per_task"] = sum(s["tracking_cpu"] for s in stats) / count
+            with self.engine.connect() as connection:
+                recorded = connection.execute(sa.text(
+                    "SELECT count(*) FROM goatbeat_execution WHERE run_state = 'succeeded' "
+                    "AND run_attempts = 1")).scalar_one()
+            figures["recorded"] = recorded / count
+        return figures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=5000)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--pools", default="prefork,threads")
+    parser.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args(argv)
+    redis_url = os.environ.get("GOATBEAT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+    with tempfile.TemporaryDirectory(prefix="bench-tracking-") as workdir:
+        bench = Bench(redis_url, _pg_url(), Path(workdir))
+        try:
+            results: dict[tuple[str, bool], list[dict[str, float]]] = {}
+            for rep in range(args.reps):
+                for pool in args.pools.split(","):
+                    # Alternate which variant goes first, so neither always runs on a warmer
+                    # machine.
+                    order = (False, True) if rep % 2 == 0 else (True, False)
+                    for tracking in order:
+                        figures = bench.run(pool=pool, concurrency=args.concurrency,
+                                            tracking=tracking, count=args.tasks)
+                        results.setdefault((pool, tracking), []).append(figures)
+                        print(f"rep {rep + 1} {pool:8s} tracking={'on ' if tracking else 'off'}"
+                              f" {figures['rate']:8.0f} tasks/s, worker CPU "
+                              f"{1e6 * figures['cpu_per_task']:6.0f} us/task"
+                              + (f", of which tracking's own "
+                                 f"{1e6 * figures['tracking_cpu_per_task']:4.0f} us/task; "
+                                 f"{figures['statements_per_task']:.3f} statements/task, "
+                                 f"{figures['recorded']:.0%} recorded" if tracking else ""),
+                              flush=True)
+        finally:
+            bench.close()
+    print(f"\n{args.tasks} no-op tasks per run, concurrency {args.concurrency}, median of "
+          f"{args.reps}:")
+    for pool in args.pools.split(","):
+        off = statistics.median(f["rate"] for f in results[(pool, False)])
+        on = statistics.median(f["rate"] for f in results[(pool, True)])
+        trips = statistics.median(f["statements_per_task"] for f in results[(pool, True)])
+        cpu_off = statistics.median(f["cpu_per_task"] for f in results[(pool, False)])
+        cpu_on = statistics.median(f["cpu_per_task"] for f in results[(pool, True)])
+        db_cpu = statistics.median(f["db_cpu_per_task"] for f in results[(pool, True)])
+        own = statistics.median(f["tracking_cpu_per_task"] for f in results[(pool, True)])
+        print(f"  {pool}:\n"
+              f"    throughput       without {off:6.0f} tasks/s, with {on:6.0f} tasks/s "
+              f"({100 * (off - on) / off:+.1f}%)\n"
+              f"    worker CPU       without {1e6 * cpu_off:6.0f} us/task, with "
+              f"{1e6 * cpu_on:6.0f} us/task ({100 * (cpu_on - cpu_off) / cpu_off:+.1f}%)\n"
+              f"    tracking's code  {1e6 * own:6.0f} us/task = {100 * own / cpu_off:.1f}% of "
+              f"the worker's CPU without tracking\n"
+              f"    database         {1e6 * db_cpu:6.0f} us/task of session CPU, "
+              f"{trips:.3f} round trips/task")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
