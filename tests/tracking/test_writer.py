@@ -60,6 +60,13 @@ def keys(log: RecordingLog) -> list[str]:
     return [event.key for event in log.events]
 
 
+@pytest.fixture(autouse=True)
+def _tracking_logs(caplog: pytest.LogCaptureFixture) -> None:
+    # The writer's log lines are part of what these tests check: capture them whatever level
+    # an earlier test left on the root logger (an in-process Celery worker sets ERROR).
+    caplog.set_level(logging.INFO, logger="goatbeat_celery.tracking")
+
+
 def actions(caplog: pytest.LogCaptureFixture, action: str) -> list[logging.LogRecord]:
     return [r for r in caplog.records if getattr(r, "action", None) == action]
 
@@ -171,7 +178,6 @@ def test_noting_never_waits_for_a_hung_database(make_writer: Callable[..., RunWr
 def test_an_outage_holds_events_and_writes_them_in_order_once_the_database_is_back(
         make_writer: Callable[..., RunWriter], log: RecordingLog,
         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="goatbeat_celery.tracking")
     log.down = True
     writer = make_writer(batch_size=8)
     for index in range(30):
