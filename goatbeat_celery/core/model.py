@@ -19,6 +19,7 @@ from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.policies import (
     MAX_PAUSE_AFTER,
+    Choice,
     FailureBackoff,
     OverlapPolicy,
     ScheduleMode,
@@ -37,7 +38,7 @@ JSONValue = Any
 MAX_SHIFT = validation.MAX_GRACE
 
 
-class MisfirePolicy(str, enum.Enum):
+class MisfirePolicy(Choice):
     """Which of a schedule's due occurrences run when it is planned late.
 
     ``misfire_grace`` decides whether a late occurrence may run at all: one later than the
@@ -54,20 +55,8 @@ class MisfirePolicy(str, enum.Enum):
     SKIP = "skip"
 
     @classmethod
-    def read(cls, value: object, label: str, problems: list[str]) -> MisfirePolicy | None:
-        """``value`` (a policy or its name) as a policy: settings, config entries and the API
-        all read it here. None, with a problem naming ``label`` appended, for anything else."""
-        try:
-            return cls(value)
-        except ValueError:
-            problems.append(cls.unknown(value, label))
-            return None
-
-    @classmethod
-    def unknown(cls, value: object, label: str) -> str:
-        """The problem of a ``label`` that names no policy."""
-        choices = ", ".join(policy.value for policy in cls)
-        return f"{label}: unknown policy {value!r}; use one of: {choices}"
+    def _noun(cls) -> str:
+        return "policy"
 
 
 class ExecutionState(str, enum.Enum):

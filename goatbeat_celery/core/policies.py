@@ -43,6 +43,7 @@ __all__ = [
     "MAX_BACKOFF_FACTOR",
     "MAX_PAUSE_AFTER",
     "PENDING_STATES",
+    "Choice",
     "FailureBackoff",
     "GridAfter",
     "OverlapAction",
@@ -66,11 +67,16 @@ MAX_BACKOFF_FACTOR = 100.0
 MAX_PAUSE_AFTER = 1_000_000
 
 
-_E = TypeVar("_E", bound="_Named")
+_E = TypeVar("_E", bound="Choice")
 
 
-class _Named(str, enum.Enum):
+class Choice(str, enum.Enum):
     """A setting given as an enum member or its name (settings, config entries, API, CLI)."""
+
+    @classmethod
+    def _noun(cls) -> str:
+        """What a member is called in the problem naming an unknown one."""
+        return "value"
 
     @classmethod
     def read(cls: type[_E], value: object, label: str, problems: list[str]) -> _E | None:
@@ -86,10 +92,10 @@ class _Named(str, enum.Enum):
     def unknown(cls, value: object, label: str) -> str:
         """The problem of a ``label`` that names no member."""
         choices = ", ".join(member.value for member in cls)
-        return f"{label}: unknown value {value!r}; use one of: {choices}"
+        return f"{label}: unknown {cls._noun()} {value!r}; use one of: {choices}"
 
 
-class OverlapPolicy(_Named):
+class OverlapPolicy(Choice):
     """What a due occurrence does while its schedule's previous run has not finished.
 
     * ``allow`` claims and sends it at once (every run is independent; Celery's behaviour);
@@ -104,7 +110,7 @@ class OverlapPolicy(_Named):
     BUFFER_ONE = "buffer_one"
 
 
-class ScheduleMode(_Named):
+class ScheduleMode(Choice):
     """How an interval schedule's runs follow each other.
 
     * ``fixed_rate`` (the default): on the grid ``k × every`` from the Unix epoch, however long
