@@ -102,6 +102,11 @@ BROKEN: dict[str, tuple[str, Any, bool, str]] = {
     "headers-list": ("options", '{"headers": [1]}', True, "options.headers"),
     "unknown-source": ("source", "bogus", False, "source"),
     "empty-task": ("task", "", False, "task"),
+    "unknown-overlap": ("overlap", "sometimes", False, "overlap"),
+    "unknown-mode": ("mode", "lunar", False, "mode"),
+    "negative-failure-backoff": ("failure_backoff_seconds", -5, False, "failure_backoff"),
+    "shrinking-backoff-factor": ("failure_backoff_factor", 0.5, False, "failure_backoff_factor"),
+    "negative-pause-after": ("pause_after_failures", -1, False, "pause_after_failures"),
 }
 
 
