@@ -23,6 +23,23 @@ DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 STORE_TABLES = ("goatbeat_execution", "goatbeat_schedule", "goatbeat_lease")
 
 
+@pytest.fixture(autouse=True)
+def _shared_tasks_kept_to_their_test() -> Iterator[None]:
+    """Tasks a test defines stay with that test.
+
+    ``@app.task`` shares each task with every app finalized later in the process, so a task a
+    docs example names ``reports.build`` would reach the next test's app, and an app that
+    already has another task under that name warns (an error here). Celery keeps those
+    registrations in one private set; each test gets it back as it found it.
+    """
+    from celery import _state
+    from celery.contrib.testing import tasks  # noqa: F401  (celery.ping, shared by design)
+
+    before = set(_state._on_app_finalizers)
+    yield
+    _state._on_app_finalizers.intersection_update(before)
+
+
 def _admin_engine(url: URL) -> sa.Engine:
     # CREATE/DROP DATABASE cannot run inside a transaction block.
     return sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool,
