@@ -51,6 +51,10 @@ _FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
 # croniter's hashed (H) and random (R) values: random ones would differ between replicas, and
 # hashed ones need an id; offset/jitter on the schedule does this job instead.
 _HASHED_OR_RANDOM = re.compile(r"^[hr](\(\d+-\d+\))?(/\d+)?$", re.IGNORECASE)
+# Quartz writes the last Friday of the month 5L (croniter: L5); names are written as numbers
+# for croniter, which takes L only before a number.
+_LAST_DAY_OF_WEEK = re.compile(r"^(?P<day>[0-7]|sun|mon|tue|wed|thu|fri|sat)l$", re.IGNORECASE)
+_DAY_NUMBERS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
 _MINUTE = timedelta(minutes=1)
 _SECOND = timedelta(seconds=1)
 _EXAMPLE_ZONE = "Europe/Paris"
@@ -237,12 +241,31 @@ def _parse_fields(expression: object, problems: list[str]) -> tuple[str, ...] | 
                 "offset or jitter to spread schedules"
             )
             return None
+    if fields[2].lower() == "lw":
+        problems.append(
+            f"cron expression: {expression!r}: LW (the last weekday of the month) in the "
+            "day-of-month field is not supported; use L for the last day of the month, or a "
+            "day of week such as 5L for the last Friday")
+        return None
     return fields
+
+
+def _croniter_text(fields: tuple[str, ...]) -> str:
+    """The fields as croniter reads them: each ``5L`` or ``friL`` day of week as ``L5``."""
+    def croniter_form(part: str) -> str:
+        match = _LAST_DAY_OF_WEEK.match(part)
+        if match is None:
+            return part
+        day = match["day"].lower()
+        return f"L{_DAY_NUMBERS.get(day, day)}"
+
+    days = ",".join(croniter_form(part) for part in fields[4].split(","))
+    return " ".join((*fields[:4], days))
 
 
 def _build_croniter(expression: str, fields: tuple[str, ...], day_or: bool,
                     problems: list[str]) -> croniter[datetime] | None:
-    text = " ".join(fields)
+    text = _croniter_text(fields)
     try:
         cron = croniter(text, datetime(2000, 1, 1), ret_type=datetime, day_or=day_or)
         cron.get_next(datetime)  # an expression such as '0 0 30 2 *' never matches
@@ -284,7 +307,7 @@ def _field_faults(fields: tuple[str, ...]) -> list[str]:
         alone = ["*"] * len(_FIELDS)
         alone[index] = field
         try:
-            croniter(" ".join(alone), datetime(2000, 1, 1), ret_type=datetime)
+            croniter(_croniter_text(tuple(alone)), datetime(2000, 1, 1), ret_type=datetime)
         except CroniterBadDateError:
             continue  # a valid field that matches no date with the others: not this field
         except (CroniterError, ValueError, TypeError, KeyError):
@@ -314,6 +337,13 @@ def _field_fault(name: str, field: str) -> str:
             if nth not in ("1", "2", "3", "4", "5"):
                 return (f"{where}: #{nth} must be #1 to #5 (the first to fifth such day of the "
                         "month)")
+        if name == "day-of-month" and values.endswith("w"):
+            if len(field.split(",")) > 1 or "-" in values:
+                return (f"{where}: W takes one day (15W: the weekday nearest the 15th), not a "
+                        "list or range")
+            values = values[:-1]
+        if name == "day-of-week" and len(values) > 1 and "l" in (values[0], values[-1]):
+            values = values.strip("l")  # 5L (or L5): the last such day of the month
         if values in ("*", "?", "l"):
             continue
         negative = values.startswith("-")
@@ -327,6 +357,9 @@ def _field_fault(name: str, field: str) -> str:
             elif value not in names:
                 kind = {"month": "a month", "day-of-week": "a day"}.get(name, "a number")
                 return f"{value_in_field(value, repr(value))} is not {kind} ({allowed})"
+    if name == "day-of-week" and re.search(r"[#l]", field.lower()):
+        return (f"{where} mixes a last or nth day (5L, 5#2) with other days, which croniter "
+                "cannot combine; write one such day per schedule")
     return (f"{where} is not valid (values {allowed}, ranges such as 1-5, lists such as 1,15, "
             "steps such as */10)")
 

@@ -467,3 +467,43 @@ def test_next_after_any_instant_near_a_transition_is_the_first_later_occurrence(
         assert following == expected[0]
     else:
         assert following is None or following > start + timedelta(hours=8)
+
+
+# -- last, nearest-weekday and nth days across transitions -------------------------------------
+def test_paris_last_sunday_job_meets_both_transitions_as_any_fixed_job() -> None:
+    # Europe's clocks change on the last Sunday of March and October, at the job's hour.
+    trigger = cron("30 2 * * 7L", "Europe/Paris")
+    assert occurrences(trigger, "2026-03-01T00:00:00+01:00", "2026-11-01T00:00:00+01:00")[::7] == [
+        "2026-03-29T03:00:00+02:00",  # 02:30 is in the gap: the first instant after it
+        "2026-10-25T02:30:00+02:00",  # 02:30 comes twice: the first pass only
+    ]
+
+
+@pytest.mark.parametrize("expression", ["30 2 * * 0L", "30 2 * * sunL", "30 2 * * L0"])
+def test_the_last_sunday_reads_the_same_in_each_spelling(expression: str) -> None:
+    assert occurrences(cron(expression, "Europe/Paris"), "2026-10-01T00:00:00+02:00",
+                       "2026-12-01T00:00:00+01:00") == [
+        "2026-10-25T02:30:00+02:00", "2026-11-29T02:30:00+01:00"]
+
+
+def test_new_york_first_sunday_fixed_job_runs_once_in_the_november_overlap() -> None:
+    trigger = cron("30 1 * * 0#1", "America/New_York")
+    assert occurrences(trigger, "2026-10-15T00:00:00-04:00", "2026-12-31T00:00:00-05:00") == [
+        "2026-11-01T01:30:00-04:00", "2026-12-06T01:30:00-05:00"]
+
+
+def test_new_york_first_sunday_wildcard_job_runs_on_both_passes() -> None:
+    trigger = cron("*/30 1 * * sun#1", "America/New_York")
+    assert occurrences(trigger, "2026-10-31T00:00:00-04:00", "2026-11-02T00:00:00-05:00") == [
+        "2026-11-01T01:00:00-04:00", "2026-11-01T01:30:00-04:00",
+        "2026-11-01T01:00:00-05:00", "2026-11-01T01:30:00-05:00"]
+
+
+def test_the_last_day_and_the_nearest_weekday_are_days_of_the_zone_not_of_utc() -> None:
+    # 00:30 in Auckland is the previous day in UTC; 15 March 2026 is a Sunday.
+    assert occurrences(cron("30 0 L * *", "Pacific/Auckland"), "2026-01-15T00:00:00+13:00",
+                       "2026-04-01T00:00:00+13:00") == [
+        "2026-01-31T00:30:00+13:00", "2026-02-28T00:30:00+13:00", "2026-03-31T00:30:00+13:00"]
+    assert occurrences(cron("0 9 15W * *", "Pacific/Auckland"), "2026-03-01T00:00:00+13:00",
+                       "2026-05-01T00:00:00+12:00") == [
+        "2026-03-16T09:00:00+13:00", "2026-04-15T09:00:00+12:00"]
