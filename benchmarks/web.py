@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 import warnings
+from urllib.parse import urlencode
 
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
@@ -33,7 +34,8 @@ def fill(url: str, count: int) -> None:
             "SELECT 'sched-' || lpad(n::text, 6, '0'), 'proj.tasks.tick', '[]', '{}', '{}',"
             " '{\"kind\": \"interval\", \"every\": 60}', n % 10 <> 0,"
             " CASE WHEN n % 3 = 0 THEN 'config' ELSE 'api' END, 'bench', 0, 0, 1,"
-            " now() + interval '60 seconds', now() + interval '60 seconds', now(), now() "
+            " now() + make_interval(secs => 60 + n % 3600),"
+            " now() + make_interval(secs => 60 + n % 3600), now(), now() "
             "FROM generate_series(1, :count) AS n"), {"count": count})
         connection.execute(sa.text("ANALYZE goatbeat_schedule"))
     engine.dispose()
@@ -73,6 +75,8 @@ def main() -> int:
         app.conf.update(goatbeat_database_url=url)
         schedules = Schedules.from_app(app)
         middle = f"sched-{options.schedules // 2:06d}"
+        middle_run = schedules.get(middle).next_run_at
+        assert middle_run is not None
         pages = {
             "schedules, first page": "/schedules",
             "schedules, name prefix": "/schedules?q=sched-0500",
@@ -81,6 +85,10 @@ def main() -> int:
             "schedules, page 2 (after a name)": "/schedules?after=sched-000050&page=1",
             f"schedules, a deep page (after {middle})":
                 f"/schedules?after={middle}&page={options.schedules // 100}",
+            "schedules by next run, first page": "/schedules?sort=next_run",
+            f"schedules by next run, a deep page (after {middle})":
+                "/schedules?" + urlencode({"sort": "next_run", "after": middle,
+                                           "after_run": middle_run.isoformat(), "page": 1000}),
             "overview": "/",
             "one schedule": f"/schedule?name={middle}",
         }

@@ -24,7 +24,10 @@ from goatbeat_celery.core.model import (
     Duration,
     Execution,
     MisfirePolicy,
+    RunOrderCursor,
     Schedule,
+    ScheduleCounts,
+    ScheduleOrder,
     ScheduleSource,
     ScheduleSpec,
     TriggerSpec,
@@ -79,11 +82,19 @@ class Schedules:
 
     def list(self, *, enabled: bool | None = None, source: ScheduleSource | str | None = None,
              prefix: str | None = None, limit: int | None = None,
-             set_aside: bool | None = None, after: str | None = None) -> list[Schedule]:
-        """Schedules by name; ``after`` pages on from the last name of the previous page."""
+             set_aside: bool | None = None, after: str | RunOrderCursor | None = None,
+             order: ScheduleOrder | str = ScheduleOrder.NAME) -> list[Schedule]:
+        """Schedules by name, or by next run (``order="next_run"``, those with none last);
+        ``after`` pages on from the last of the previous page: its name, or by next run a
+        :class:`RunOrderCursor` of its next run and name."""
         wanted = None if source is None else ScheduleSource(source)
         return self.store.list_schedules(enabled=enabled, source=wanted, prefix=prefix,
-                                         limit=limit, set_aside=set_aside, after=after)
+                                         limit=limit, set_aside=set_aside, after=after,
+                                         order=ScheduleOrder(order))
+
+    def counts(self) -> ScheduleCounts:
+        """How many schedules there are, in all, paused, set aside and by source."""
+        return self.store.count_schedules()
 
     def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
         self.store.get_schedule(name)  # a clear ScheduleNotFound for a typo

@@ -18,8 +18,11 @@ from goatbeat_celery.core.model import (
     LeaseGrant,
     LeaseInfo,
     PlannedClaim,
+    RunOrderCursor,
     RunSettlement,
     Schedule,
+    ScheduleCounts,
+    ScheduleOrder,
     ScheduleSource,
     ScheduleSpec,
     SetAside,
@@ -135,12 +138,18 @@ class ScheduleStore(Protocol):
     def list_schedules(
         self, *, enabled: bool | None = None, source: ScheduleSource | None = None,
         prefix: str | None = None, limit: int | None = None, set_aside: bool | None = None,
-        after: str | None = None,
+        after: str | RunOrderCursor | None = None, order: ScheduleOrder = ScheduleOrder.NAME,
     ) -> list[Schedule]:
-        """Schedules ordered by name, filtered as asked (``set_aside``: those with a fault
-        recorded, or without; ``after``: names sorting after it, for paging by name). Cost
-        grows with ``limit`` and what the filters skip, not with the rows before ``after``.
-        Rows are read as :meth:`get_schedule` reads them."""
+        """Schedules filtered as asked (``set_aside``: those with a fault recorded, or
+        without) in ``order``. ``after`` pages on: a name with :attr:`ScheduleOrder.NAME`, a
+        :class:`RunOrderCursor` with :attr:`ScheduleOrder.NEXT_RUN` (either other way round is
+        a ``TypeError``). Cost grows with ``limit`` and what the filters skip, not with the
+        rows before ``after``. Rows are read as :meth:`get_schedule` reads them."""
+        ...
+
+    def count_schedules(self) -> ScheduleCounts:
+        """How many schedules there are, in all, paused, set aside and by source, in one
+        read."""
         ...
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from goatbeat_celery.core.claims import (
     InFlight,
@@ -33,8 +34,11 @@ from goatbeat_celery.core.model import (
     LeaseGrant,
     LeaseInfo,
     PlannedClaim,
+    RunOrderCursor,
     RunSettlement,
     Schedule,
+    ScheduleCounts,
+    ScheduleOrder,
     ScheduleSource,
     ScheduleSpec,
     SetAside,
@@ -43,6 +47,8 @@ from goatbeat_celery.core.model import (
     SyncReport,
     check_aware,
     ensure_aware,
+    list_order,
+    run_order_key,
 )
 from goatbeat_celery.core.policies import execution_end
 from goatbeat_celery.core.runs import (
@@ -175,17 +181,36 @@ class MemoryStore:
     def list_schedules(self, *, enabled: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,
                        limit: int | None = None, set_aside: bool | None = None,
-                       after: str | None = None) -> list[Schedule]:
+                       after: str | RunOrderCursor | None = None,
+                       order: ScheduleOrder = ScheduleOrder.NAME) -> list[Schedule]:
+        order = list_order(order, after)
+
+        def key(schedule: Schedule) -> tuple[Any, ...]:
+            if order is ScheduleOrder.NAME:
+                return (schedule.name,)
+            return run_order_key(schedule.next_run_at, schedule.name)
+
+        start = (None if after is None else (after,) if isinstance(after, str)
+                 else run_order_key(after.next_run_at, after.name))
         with self._lock:
             rows = [
-                s for name, s in sorted(self._schedules.items())
+                s for s in sorted(self._schedules.values(), key=key)
                 if (enabled is None or s.spec.enabled == enabled)
-                and (after is None or name > after)
+                and (start is None or key(s) > start)
                 and (set_aside is None or (s.fault is not None) == set_aside)
                 and (source is None or s.spec.source is source)
-                and (prefix is None or name.startswith(prefix))
+                and (prefix is None or s.name.startswith(prefix))
             ]
         return rows if limit is None else rows[:limit]
+
+    def count_schedules(self) -> ScheduleCounts:
+        with self._lock:
+            every = list(self._schedules.values())
+        return ScheduleCounts(
+            total=len(every), paused=sum(not s.spec.enabled for s in every),
+            set_aside=sum(s.fault is not None for s in every),
+            config=sum(s.spec.source is ScheduleSource.CONFIG for s in every),
+            api=sum(s.spec.source is ScheduleSource.API for s in every))
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         for entry in entries:

@@ -58,8 +58,11 @@ from goatbeat_celery.core.model import (
     LeaseInfo,
     MisfirePolicy,
     PlannedClaim,
+    RunOrderCursor,
     RunSettlement,
     Schedule,
+    ScheduleCounts,
+    ScheduleOrder,
     ScheduleSource,
     ScheduleSpec,
     SetAside,
@@ -69,6 +72,7 @@ from goatbeat_celery.core.model import (
     TriggerSpec,
     check_aware,
     ensure_aware,
+    list_order,
 )
 from goatbeat_celery.core.policies import (
     PENDING_STATES,
@@ -415,10 +419,18 @@ class SQLStore:
     def list_schedules(self, *, enabled: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,
                        limit: int | None = None, set_aside: bool | None = None,
-                       after: str | None = None) -> list[Schedule]:
-        stmt = sa.select(S).order_by(S.c.name)
-        if after is not None:
-            stmt = stmt.where(S.c.name > after)
+                       after: str | RunOrderCursor | None = None,
+                       order: ScheduleOrder = ScheduleOrder.NAME) -> list[Schedule]:
+        if list_order(order, after) is ScheduleOrder.NEXT_RUN:
+            # NULLS LAST is PostgreSQL's default for an ascending index, so the due index
+            # (next_run_at, name) serves this order when only enabled rows are asked for.
+            stmt = sa.select(S).order_by(S.c.next_run_at.asc().nulls_last(), S.c.name)
+            if isinstance(after, RunOrderCursor):
+                stmt = stmt.where(_after_in_run_order(after))
+        else:
+            stmt = sa.select(S).order_by(S.c.name)
+            if isinstance(after, str):
+                stmt = stmt.where(S.c.name > after)
         if enabled is not None:
             stmt = stmt.where(S.c.enabled == enabled)
         if set_aside is not None:
@@ -436,6 +448,19 @@ class SQLStore:
             stmt = stmt.limit(limit)
         with self._read("list schedules") as conn:
             return [_schedule(row) for row in conn.execute(stmt)]
+
+    def count_schedules(self) -> ScheduleCounts:
+        def count(condition: sa.ColumnElement[bool]) -> sa.ColumnElement[int]:
+            return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
+
+        stmt = sa.select(
+            sa.func.count(), count(S.c.enabled.is_(False)), count(S.c.fault.is_not(None)),
+            count(S.c.source == ScheduleSource.CONFIG.value),
+            count(S.c.source == ScheduleSource.API.value))
+        with self._read("count schedules") as conn:
+            total, paused, set_aside, config, api = conn.execute(stmt).one()
+        return ScheduleCounts(total=total, paused=paused, set_aside=set_aside, config=config,
+                              api=api)
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         for entry in entries:
@@ -1003,6 +1028,16 @@ _SCHEDULE_ORDER = (
 )
 if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
     raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
+
+
+
+def _after_in_run_order(cursor: RunOrderCursor) -> sa.ColumnElement[bool]:
+    """Rows after ``cursor`` in (next_run_at, name) order, those with no next run last."""
+    if cursor.next_run_at is None:
+        return sa.and_(S.c.next_run_at.is_(None), S.c.name > cursor.name)
+    at = ensure_aware(cursor.next_run_at, "after.next_run_at")
+    return sa.or_(S.c.next_run_at > at, sa.and_(S.c.next_run_at == at, S.c.name > cursor.name),
+                  S.c.next_run_at.is_(None))
 
 
 def _schedule(row: Sequence[Any]) -> Schedule:

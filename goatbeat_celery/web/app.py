@@ -9,7 +9,6 @@ synchronous: each request makes them in Starlette's thread pool.
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,7 +34,15 @@ from goatbeat_celery.core.errors import (
     ScheduleNotFound,
     StoreUnavailable,
 )
-from goatbeat_celery.core.model import Execution, LeaseInfo, Schedule, ScheduleSource
+from goatbeat_celery.core.model import (
+    Execution,
+    LeaseInfo,
+    RunOrderCursor,
+    Schedule,
+    ScheduleCounts,
+    ScheduleOrder,
+    ScheduleSource,
+)
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import forms
@@ -57,8 +64,6 @@ if TYPE_CHECKING:
 HERE = Path(__file__).parent
 #: Schedules per page of the list.
 PAGE_SIZE = 50
-#: Counts on the overview stop here (the store has no count query; see docs).
-COUNT_CAP = 1000
 #: Executions read for the overview's chart, newest first.
 CHART_EXECUTIONS = 500
 HISTORY_SHOWN = 50
@@ -92,7 +97,6 @@ class _Context:
     settings: WebSettings
     lease_name: str
     templates: Jinja2Templates
-    supports_after: bool
 
 
 def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
@@ -124,7 +128,6 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         schedules=schedules, settings=settings,
         lease_name=schedules.config.settings.lease_name,
         templates=Jinja2Templates(env=environment),
-        supports_after="after" in inspect.signature(schedules.store.list_schedules).parameters,
     )
 
     def route(path: str, handler: Handler, name: str, methods: list[str], *,
@@ -292,7 +295,7 @@ class _Overview:
     now: datetime
     pending: Execution | None
     set_aside: list[Schedule]
-    counts: dict[str, int]
+    counts: ScheduleCounts
     chart: Chart
 
 
@@ -302,22 +305,8 @@ def _read_overview(context: _Context) -> _Overview:
     info = _lease_manager(schedules).inspect(context.lease_name)
     now = store.now()
 
-    every = store.list_schedules(limit=COUNT_CAP + 1)
-    if len(every) <= COUNT_CAP:
-        # All of them in hand: the other counts need no query of their own.
-        counts = {"all": len(every),
-                  "paused": sum(not s.spec.enabled for s in every),
-                  "config": sum(s.spec.source is ScheduleSource.CONFIG for s in every),
-                  "api": sum(s.spec.source is ScheduleSource.API for s in every)}
-        set_aside = [s for s in every if s.fault is not None]
-    else:
-        def count(**filters: Any) -> int:
-            return len(store.list_schedules(limit=COUNT_CAP + 1, **filters))
-
-        counts = {"all": len(every), "paused": count(enabled=False),
-                  "config": count(source=ScheduleSource.CONFIG),
-                  "api": count(source=ScheduleSource.API)}
-        set_aside = store.list_schedules(set_aside=True, limit=COUNT_CAP + 1)
+    counts = store.count_schedules()
+    set_aside = store.list_schedules(set_aside=True, limit=views.SET_ASIDE_SHOWN + 1)
     recent = store.executions(limit=CHART_EXECUTIONS)
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
                      lateness_chart(recent, now))
@@ -332,16 +321,17 @@ async def _overview(request: Request, context: _Context) -> Response:
         expires=(views.NONE if info is None or info.expires_at is None
                  else views.relative(info.expires_at, info.store_now)),
         database=mask_url(context.schedules.config.database_url),
-        count_cap=COUNT_CAP, shown=views.SET_ASIDE_SHOWN,
+        shown=views.SET_ASIDE_SHOWN,
         pending_lag=(None if data.pending is None
                      else views.human_seconds((data.now - data.pending.due_at).total_seconds())),
     )
 
 
 def _list_page(context: _Context, prefix: str, source: ScheduleSource | None, state: str,
-               after: str, page: int) -> tuple[list[Schedule], bool]:
-    """One page of schedules sorted by name, after the name ``after`` (keyset paging)."""
-    store = context.schedules.store
+               order: ScheduleOrder, after: str | RunOrderCursor | None,
+               ) -> tuple[list[Schedule], bool]:
+    """One page of schedules in ``order``, after the last one of the previous page (keyset
+    paging: as fast on the last page as on the first)."""
     filters: dict[str, Any] = {"prefix": prefix or None, "source": source}
     if state == "enabled":
         filters.update(enabled=True, set_aside=False)
@@ -349,15 +339,32 @@ def _list_page(context: _Context, prefix: str, source: ScheduleSource | None, st
         filters["enabled"] = False
     elif state == "set-aside":
         filters["set_aside"] = True
-    if context.supports_after or not after:
-        if after:
-            filters["after"] = after
-        found = store.list_schedules(limit=PAGE_SIZE + 1, **filters)
-    else:
-        # No "after name" filter in this store: read up to the page and skip what precedes it.
-        found = store.list_schedules(limit=(page + 1) * PAGE_SIZE + 1, **filters)
-        found = [s for s in found if s.name > after]
+    found = context.schedules.store.list_schedules(limit=PAGE_SIZE + 1, order=order,
+                                                   after=after, **filters)
     return found[:PAGE_SIZE], len(found) > PAGE_SIZE
+
+
+def _cursor(order: ScheduleOrder, query: Mapping[str, str]) -> str | RunOrderCursor | None:
+    """Where the previous page ended, from the link to this one (none when unreadable)."""
+    name = query.get("after", "")
+    if not name:
+        return None
+    if order is ScheduleOrder.NAME:
+        return name
+    at = query.get("after_run", "")
+    try:
+        return RunOrderCursor(next_run_at=datetime.fromisoformat(at) if at else None,
+                              name=name)
+    except ValueError:
+        return None
+
+
+def _next_link(request: Request, filters: Mapping[str, str], order: ScheduleOrder,
+               last: Schedule, page: int) -> str:
+    cursor: dict[str, str] = {"after": last.name}
+    if order is ScheduleOrder.NEXT_RUN:
+        cursor["after_run"] = "" if last.next_run_at is None else last.next_run_at.isoformat()
+    return _link(request, "schedules", **filters, **cursor, page=page + 1)
 
 
 async def _schedule_list(request: Request, context: _Context) -> Response:
@@ -367,15 +374,18 @@ async def _schedule_list(request: Request, context: _Context) -> Response:
     source = ScheduleSource(source_text) if source_text in ("config", "api") else None
     state = query.get("state", "")
     state = state if state in STATES else ""
-    after = query.get("after", "")
-    page = int(query["page"]) if query.get("page", "").isdigit() else 0
-    found, more = await _call(_list_page, context, prefix, source, state, after, page)
-    filters = {"q": prefix, "source": source.value if source else "", "state": state}
+    order = (ScheduleOrder.NEXT_RUN if query.get("sort") == ScheduleOrder.NEXT_RUN.value
+             else ScheduleOrder.NAME)
+    after = _cursor(order, query)
+    page = int(query["page"]) if query.get("page", "").isdigit() and after else 0
+    found, more = await _call(_list_page, context, prefix, source, state, order, after)
+    filters = {"q": prefix, "source": source.value if source else "", "state": state,
+               "sort": order.value}
     return _render(
         request, context, "schedules.html", found=found, filters=filters, states=STATES,
         first=_link(request, "schedules", **filters) if after else None,
-        next=(_link(request, "schedules", **filters, after=found[-1].name, page=page + 1)
-              if more and found else None),
+        next=(_next_link(request, filters, order, found[-1], page) if more and found
+              else None),
         page=page, page_size=PAGE_SIZE,
     )
 

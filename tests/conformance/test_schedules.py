@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
-from goatbeat_celery.core.model import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.model import (
+    MisfirePolicy,
+    RunOrderCursor,
+    Schedule,
+    ScheduleCounts,
+    ScheduleOrder,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+)
 
 from .conftest import Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, interval_spec, snapshot
@@ -144,6 +154,50 @@ def test_schedules_page_by_name_after_the_last_one_seen(store: Store) -> None:
 
     assert (first, second, rest) == (["a", "ab"], ["b", "c"], ["d"])
     assert [s.name for s in store.list_schedules(prefix="a", after="a")] == ["ab"]
+
+
+def test_schedules_page_by_next_run_with_those_without_one_last(store: Store) -> None:
+    now = store.now()
+    runs = {"late": now + timedelta(minutes=5), "soon": now + timedelta(seconds=1),
+            "tie-b": now + timedelta(minutes=1), "tie-a": now + timedelta(minutes=1),
+            "never-b": None, "never-a": None, "paused": now + timedelta(seconds=30)}
+    for name, at in runs.items():
+        store.create_schedule(interval_spec(name, enabled=name != "paused"),
+                              next_occurrence_at=at, next_run_at=at)
+    by_run = ScheduleOrder.NEXT_RUN
+
+    def page(after: RunOrderCursor | None, **filters: Any) -> list[Schedule]:
+        return store.list_schedules(order=by_run, after=after, limit=2, **filters)
+
+    seen: list[str] = []
+    cursor: RunOrderCursor | None = None
+    while found := page(cursor):
+        seen += [s.name for s in found]
+        cursor = RunOrderCursor(next_run_at=found[-1].next_run_at, name=found[-1].name)
+
+    assert seen == ["soon", "paused", "tie-a", "tie-b", "late", "never-a", "never-b"]
+    assert [s.name for s in page(None, enabled=True)] == ["soon", "tie-a"]
+    assert [s.name for s in store.list_schedules(order=by_run, prefix="never")] == [
+        "never-a", "never-b"]
+    with pytest.raises(TypeError, match="after"):
+        store.list_schedules(order=by_run, after="soon")
+    with pytest.raises(TypeError, match="after"):
+        store.list_schedules(after=RunOrderCursor(next_run_at=None, name="soon"))
+
+
+def test_counts_say_how_many_schedules_in_all_and_by_state_and_source(store: Store) -> None:
+    assert store.count_schedules() == ScheduleCounts(total=0, paused=0, set_aside=0, config=0,
+                                                     api=0)
+    for name, enabled, source in (("a", True, ScheduleSource.API),
+                                  ("b", False, ScheduleSource.API),
+                                  ("c", False, ScheduleSource.CONFIG),
+                                  ("d", True, ScheduleSource.CONFIG),
+                                  ("e", True, ScheduleSource.CONFIG)):
+        store.create_schedule(interval_spec(name, enabled=enabled, source=source),
+                              next_occurrence_at=None, next_run_at=None)
+
+    assert store.count_schedules() == ScheduleCounts(total=5, paused=2, set_aside=0, config=3,
+                                                     api=2)
 
 
 def test_args_kwargs_and_options_keep_the_order_of_their_keys(store: Store) -> None:

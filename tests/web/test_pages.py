@@ -7,7 +7,6 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, cast
 
-import pytest
 import sqlalchemy as sa
 from markupsafe import escape
 from sqlalchemy.engine import make_url
@@ -17,7 +16,6 @@ from starlette.testclient import TestClient
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.runs import RunEvent, RunOutcome
-from goatbeat_celery.web import app as web_app
 from goatbeat_celery.web import create_app
 from goatbeat_celery.web.app import PAGE_SIZE
 from tests.cli.conftest import config_schedule, insert_row, set_aside
@@ -182,10 +180,9 @@ def test_pages_load_nothing_from_elsewhere_and_run_no_script(
         assert "default-src 'none'" in policy and "script" not in policy
 
 
-def test_the_overview_counts_up_to_its_cap_both_ways(client: Browser, schedules: Schedules,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(web_app, "COUNT_CAP", 3)
-    for name in ("a", "b", "c"):
+def test_the_overview_counts_every_schedule_by_state_and_source(
+        client: Browser, schedules: Schedules) -> None:
+    for name in ("a", "b", "c", "d"):
         schedules.create(name, "proj.tasks.tick", every=60)
     schedules.pause("a")
     config_schedule(schedules.store, "from-config")
@@ -195,20 +192,36 @@ def test_the_overview_counts_up_to_its_cap_both_ways(client: Browser, schedules:
         html = client.get("/").text
         return html[html.index('id="counts"'):html.index("</dl>", html.index('id="counts"'))]
 
-    over = counts()  # 4 schedules: more than the cap, each count read on its own
-    assert re.search(r"all</dt><dd><a [^>]*>more than 3<", over)
-    assert re.search(r"paused</dt><dd><a [^>]*>1<", over)
-    assert re.search(r"set aside</dt><dd><a [^>]*>1<", over)
-    assert re.search(r"from config</dt><dd><a [^>]*>1<", over)
-    assert re.search(r"from the API</dt><dd><a [^>]*>3<", over)
+    shown = counts()
+    assert re.search(r"all</dt><dd><a [^>]*>5<", shown)
+    assert re.search(r"paused</dt><dd><a [^>]*>1<", shown)
+    assert re.search(r"set aside</dt><dd><a [^>]*>1<", shown)
+    assert re.search(r"from config</dt><dd><a [^>]*>1<", shown)
+    assert re.search(r"from the API</dt><dd><a [^>]*>4<", shown)
 
-    schedules.delete("c")
-    within = counts()  # 3: counted from the one list
-    assert re.search(r"all</dt><dd><a [^>]*>3<", within)
-    assert re.search(r"paused</dt><dd><a [^>]*>1<", within)
-    assert re.search(r"set aside</dt><dd><a [^>]*>1<", within)
-    assert re.search(r"from config</dt><dd><a [^>]*>1<", within)
-    assert re.search(r"from the API</dt><dd><a [^>]*>2<", within)
+
+def test_the_schedules_page_pages_by_next_run_without_gaps_or_repeats(
+        client: Browser, schedules: Schedules) -> None:
+    now = schedules.store.now()
+    total = PAGE_SIZE * 2 + 3
+    runs = {}
+    for number in range(total):
+        # Runs a few minutes apart, many at the same instant, so the name breaks ties.
+        at = now + timedelta(hours=1, minutes=(number * 7) % 13)
+        runs[f"job-{number:04d}"] = at
+        schedules.create(f"job-{number:04d}", "proj.tasks.tick", at=at)
+    schedules.create("done", "proj.tasks.tick", at=now - timedelta(hours=1))  # no next run
+
+    seen: list[str] = []
+    url: str | None = "/schedules?sort=next_run"
+    while url is not None:
+        html = client.get(url).text
+        assert "sorted by next run" in html
+        seen.extend(names_on(html))
+        found = re.search(r'<a href="([^"]+)" rel="next">', html)
+        url = None if found is None else found.group(1).replace("&amp;", "&")
+
+    assert seen == [*sorted(runs, key=lambda name: (runs[name], name)), "done"]
 
 
 def test_the_history_shows_run_outcomes_runtimes_workers_and_attempts(
