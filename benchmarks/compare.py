@@ -1,7 +1,7 @@
 """goatbeat against the beat schedulers a Celery user would pick instead, as real processes.
 
     .venv/bin/python benchmarks/compare.py [--quick] [--reps 3] [--only goatbeat,redbeat]
-                                           [--bench dispatch,idle,lateness,edit,failover]
+                                           [--bench dispatch,idle,lateness,burst,edit,failover]
 
 Every scenario runs a real ``celery -A benchproj beat`` process per scheduler, alternating the
 schedulers within the run, against a Redis broker (a database number of its own, emptied at the
@@ -23,7 +23,8 @@ Scenarios (medians over ``--reps`` repetitions; see docs/performance.md):
 2. idle — N schedules none due for an hour: RSS, start-up time, CPU seconds per idle minute,
    and the store time of one idle tick;
 3. lateness — 10,000 schedules every minute, first runs spread over a minute: p50/p99/max of
-   (handed to the broker - due);
+   (handed to the broker - due); and a burst: 10,000 sharing one instant, seconds until the
+   last is in the broker and that rate against the publish ceiling (``--bench burst``);
 4. edit — a schedule edited to be due now: seconds until its message is in the broker;
 5. failover — two replicas, SIGKILL or SIGTERM of the leader: seconds until the standby publishes.
 
@@ -280,7 +281,7 @@ class Bench:
         return self.kinds[shift:] + self.kinds[:shift]
 
     # 0. the publish ceiling ------------------------------------------------------------------
-    def ceiling(self, count: int) -> None:
+    def ceiling(self, count: int) -> float:
         """One bare ``send_task`` loop; run inside each dispatch repetition, next to goatbeat's
         run, so that both see the same load on the machine."""
         from celery import Celery
@@ -304,6 +305,7 @@ class Bench:
         metric.add(SUBJECT, count / elapsed)
         metric.notes.update({k: "" for k in self.kinds if k != SUBJECT})
         log(f"ceiling: {count / elapsed:,.0f}/s")
+        return count / elapsed
 
     # 1. dispatch -------------------------------------------------------------------------------
     def dispatch(self, count: int, cap: float) -> None:
@@ -484,6 +486,44 @@ class Bench:
                 log(f"lateness {kind}: p50 {p50:.0f} ms, p99 {p99:.0f} ms, max {worst:.0f} ms,"
                     f" {missing} unsent")
 
+    def burst(self, count: int) -> None:
+        """``count`` schedules sharing one instant (no offset): how long until the last of
+        them is in the broker, and that rate against the publish ceiling of the same run."""
+        label = f"burst, {count:,} due at one instant"
+        took = self.report.metric(f"burst-{count}", f"{label}: last message", "s after due",
+                                  False)
+        share = self.report.metric(f"burst-share-{count}", f"{label}: rate / publish ceiling",
+                                   "%", True, "{:.0f}")
+        for rep in range(self.reps):
+            for kind in self.rotation(rep):
+                ceiling = self.ceiling(count) if kind == SUBJECT and self.with_ceiling else None
+                plan = self._load_due(kind, lambda due: populate.Plan(
+                    count=count, every=3600, first_due=due), count)
+                queue = self.world.fresh_queue()
+                beat = self.launch(kind, queue, publish_log=True)
+                with running([beat]):
+                    try:
+                        beat.wait_ready(timeout=max(plan.first_due - time.time(), 1.0) + 60)
+                    except (TimeoutError, RuntimeError) as exc:
+                        log(f"burst {kind}: {exc}")
+                        continue
+                    end = plan.first_due + 65
+                    while time.time() < end and self.world.llen(queue) < count:
+                        time.sleep(0.2)
+                time.sleep(0.3)  # the flush thread writes every 0.2 s
+                published = [at for _name, at in beat.published()]
+                self.world.redis.delete(queue)
+                if len(published) < count:
+                    took.notes[kind] = f"> 65 ({count - len(published):,} unsent)"
+                    log(f"burst {kind}: {count - len(published):,} unsent after 65 s")
+                    continue
+                last = max(published) - plan.first_due
+                took.add(kind, last)
+                if ceiling is not None:
+                    share.add(kind, 100 * count / last / ceiling)
+                log(f"burst {kind}: last message {last:.2f} s after due ({count / last:,.0f}/s"
+                    + ("" if ceiling is None else f", ceiling {ceiling:,.0f}/s") + ")")
+
     # 4. edit propagation ---------------------------------------------------------------------
     def edit(self, background: int, edits: int) -> None:
         metric = self.report.metric("edit", "edit → message in broker", "s", False, "{:.3f}")
@@ -614,7 +654,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--only", default=",".join(KINDS), help="schedulers, comma-separated")
-    parser.add_argument("--bench", default="ceiling,dispatch,idle,lateness,edit,failover")
+    parser.add_argument("--bench",
+                        default="ceiling,dispatch,idle,lateness,burst,edit,failover")
     parser.add_argument("--dispatch-sizes", type=_sizes, help="e.g. 10000,100000")
     parser.add_argument("--idle-sizes", type=_sizes, help="e.g. 10000,100000,1000000")
     parser.add_argument("--redis-db", type=int, default=13)
@@ -660,6 +701,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     n, cap=20.0 if args.quick else 30.0)))
         if "lateness" in benches:
             steps.append(("lateness", lambda: bench.lateness(1_000 if args.quick else 10_000)))
+        if "burst" in benches:
+            steps.append(("burst", lambda: bench.burst(1_000 if args.quick else 10_000)))
         if "edit" in benches:
             steps.append(("edit", lambda: bench.edit(background=1_000, edits=args.reps)))
         if "failover" in benches:

@@ -5,7 +5,9 @@ A :class:`Plan` says how many schedules, their interval and when each is first d
 Each loader writes the rows (or keys) the scheduler itself would have written, so the beat
 process starts with exactly that schedule:
 
-* goatbeat — ``goatbeat_schedule`` rows (``source='api'``, as the client API makes them);
+* goatbeat — ``goatbeat_schedule`` rows (``source='api'``), as ``Schedules.create(...,
+  offset=...)`` makes them: the occurrence on the ``every`` grid and the offset that puts the
+  run at the due instant, so later runs keep their place in the interval as under the others;
 * django-celery-beat — ``PeriodicTask`` rows on one ``IntervalSchedule``, ``last_run_at`` one
   interval before the due instant;
 * RedBeat — one hash per entry and the ``schedule`` sorted set, scored by due instant;
@@ -56,23 +58,26 @@ def goatbeat(engine: sa.Engine, plan: Plan) -> None:
     with engine.begin() as conn:
         conn.execute(sa.text(
             "TRUNCATE goatbeat_schedule, goatbeat_execution, goatbeat_lease"))
+        # due = occurrence (a multiple of every, counted from the epoch) + offset.
         conn.execute(sa.text(
             """
             INSERT INTO goatbeat_schedule (
                 name, task, args, kwargs, options, trigger, enabled, source, spec_hash,
-                next_occurrence_at, next_run_at, total_runs, total_missed, version,
-                created_at, updated_at)
+                offset_seconds, next_occurrence_at, next_run_at, total_runs, total_missed,
+                version, created_at, updated_at)
             SELECT :prefix || lpad(i::text, 7, '0'), :task,
                    jsonb_build_array(:prefix || lpad(i::text, 7, '0')), '{}', '{}',
                    CAST(:trigger AS jsonb), true, 'api', :hash,
-                   to_timestamp(:first + floor(CAST(:spread AS float8) * i / :count)),
-                   to_timestamp(:first + floor(CAST(:spread AS float8) * i / :count)),
+                   due - floor(due / :every) * :every,
+                   to_timestamp(floor(due / :every) * :every), to_timestamp(due),
                    0, 0, 1, now(), now()
-            FROM generate_series(0, :count - 1) AS i
+            FROM generate_series(0, :count - 1) AS i,
+                 LATERAL (SELECT :first + floor(CAST(:spread AS float8) * i / :count)
+                          AS due) AS d
             """),
             {"prefix": plan.prefix, "task": TASK, "trigger": json.dumps(trigger.to_json()),
              "hash": spec.spec_hash(), "first": plan.first_due, "spread": plan.spread,
-             "count": plan.count})
+             "count": plan.count, "every": plan.every})
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(sa.text("VACUUM ANALYZE goatbeat_schedule"))
         conn.execute(sa.text("VACUUM ANALYZE goatbeat_execution"))
