@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict
 from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import (
     Duration,
@@ -143,15 +143,20 @@ class Schedules:
     def update(self, name: str, *, every: Duration | None = None, cron: str | None = None,
                at: datetime | None = None, timezone: str | None = None,
                enabled: bool | None = None, day_or: bool | None = None,
-               **changes: Any) -> Schedule:
+               expected_version: int | None = None, **changes: Any) -> Schedule:
         """Change some fields of a schedule (the same keywords as :meth:`create`).
 
         A changed trigger or offset reschedules it from now, and so does ``enabled=True`` on a
         paused schedule (as :meth:`resume`); other changes keep its next run. The write is a
-        compare-and-set on the version read here: a concurrent edit raises ScheduleConflict
-        instead of being overwritten.
+        compare-and-set on the version read here, or on ``expected_version`` (the version the
+        caller showed to whoever asked for the change, as a form does): a concurrent edit
+        raises ScheduleConflict instead of being overwritten.
         """
         current = self.store.get_schedule(name)
+        if expected_version is not None and current.version != expected_version:
+            raise ScheduleConflict(
+                f"schedule {name!r} changed since it was read: it is at version "
+                f"{current.version}, not {expected_version}; read it again and redo the change")
         problems: list[str] = []
         given = {key for key, value in (("every", every), ("cron", cron), ("at", at))
                  if value is not None} | set(changes)

@@ -496,9 +496,11 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
         return await _schedule_page(request, context, state=state, status_code=422)
     trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
     call = forms.call_keywords(state)
+    version = _text(form, "version")
     if not state.errors:
         try:
-            await _call(context.schedules.update, name, **trigger, **call)
+            await _call(context.schedules.update, name, **trigger, **call,
+                        expected_version=int(version) if version.isdigit() else None)
         except (ConfigurationError, ScheduleConflict) as exc:
             state.add_problems(list(exc.problems) if isinstance(exc, ConfigurationError)
                                else [str(exc)])

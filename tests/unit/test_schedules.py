@@ -189,6 +189,19 @@ def test_a_write_that_lost_a_race_with_another_edit_is_refused_and_the_other_edi
     assert stored.next_run_at == at("12:01:00")
 
 
+def test_an_edit_made_against_an_older_version_is_refused_and_changes_nothing(
+        store: MemoryStore, schedules: Schedules, poll: Schedule) -> None:
+    shown = poll.version
+    schedules.update("poll", args=(2,))  # someone else's edit, after ours was shown
+
+    with pytest.raises(ScheduleConflict, match=f"not {shown}; read it again"):
+        schedules.update("poll", args=(3,), expected_version=shown)
+
+    assert store.get_schedule("poll").spec.args == (2,)
+    updated = schedules.update("poll", args=(3,), expected_version=shown + 1)
+    assert updated.spec.args == (3,) and updated.version == shown + 2
+
+
 # -- pause and resume -------------------------------------------------------------------------
 
 def test_a_paused_schedule_keeps_its_next_times_and_is_not_due(

@@ -58,6 +58,22 @@ def test_editing_the_trigger_and_queue(client: Browser, schedules: Schedules) ->
     assert spec.options == {"queue": "slow"}
 
 
+def test_an_edit_of_a_page_that_went_stale_is_refused_and_keeps_the_other_edit(
+        client: Browser, schedules: Schedules) -> None:
+    shown = schedules.create("tick", "proj.tasks.tick", every=60)
+    page = client.get("/schedule?name=tick").text
+    assert f'name="version" value="{shown.version}"' in page
+    schedules.update("tick", options={"queue": "theirs"})  # another operator, meanwhile
+
+    refused = client.submit("/schedule/edit", name="tick", version=str(shown.version),
+                            kind="every", every="60", queue="mine")
+
+    assert refused.status_code == 422
+    assert "changed since it was read" in refused.text
+    assert schedules.get("tick").spec.options == {"queue": "theirs"}
+    assert f'name="version" value="{shown.version + 1}"' in refused.text  # save again: allowed
+
+
 def test_an_invalid_cron_is_shown_next_to_its_field_and_changes_nothing(
         client: Browser, schedules: Schedules) -> None:
     schedules.create("tick", "proj.tasks.tick", every=60)

@@ -116,18 +116,17 @@ class ScheduleForm(forms.ModelForm):
                 if adding:
                     self.saved = api.create(data["name"], data["task"], **values)
                 else:
-                    current = api.get(self.instance.pk)
-                    if data.get("version") is not None and current.version != data["version"]:
-                        raise ScheduleConflict("changed since this page was opened")
-                    self.saved = api.update(self.instance.pk, task=data["task"], **values)
+                    self.saved = api.update(self.instance.pk, task=data["task"],
+                                            expected_version=data.get("version"), **values)
         except ConfigurationError as exc:
             for problem in exc.problems:
                 self.add_problem(problem)
-        except ScheduleConflict as exc:
+        except ScheduleConflict:
             if adding:
                 self.add_error("name", "a schedule of this name already exists")
             else:
-                self.add_error(None, f"This schedule was {exc}; reload it and edit again.")
+                self.add_error(None, "This schedule was changed since this page was opened; "
+                                     "reload it and edit again.")
         except ScheduleNotFound:
             self.add_error(None, "This schedule no longer exists.")
         except GoatbeatError as exc:
