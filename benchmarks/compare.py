@@ -658,6 +658,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         default="ceiling,dispatch,idle,lateness,burst,edit,failover")
     parser.add_argument("--dispatch-sizes", type=_sizes, help="e.g. 10000,100000")
     parser.add_argument("--idle-sizes", type=_sizes, help="e.g. 10000,100000,1000000")
+    parser.add_argument("--idle-window", type=float,
+                        help="seconds of idle CPU measured (default 10; the kernel counts CPU "
+                             "time in 10 ms steps, so a longer window resolves a quieter one)")
     parser.add_argument("--redis-db", type=int, default=13)
     parser.add_argument("--json", type=Path, help="also write the raw samples here")
     parser.add_argument("--keep", action="store_true",
@@ -693,7 +696,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "idle" in benches:
             for size in idle_sizes:
                 steps.append(("idle", lambda n=size: bench.idle(  # type: ignore[misc]
-                    n, window=5.0 if args.quick else 10.0,
+                    n, window=args.idle_window or (5.0 if args.quick else 10.0),
                     startup_cap=60.0 if args.quick else 120.0)))
         if "dispatch" in benches:
             for size in dispatch_sizes:

@@ -64,6 +64,9 @@ logger = logging.getLogger(__name__)
 #: A batch in which nothing moved (rows locked by an edit) is read again after this pause.
 NOTHING_MOVED_PAUSE = 0.05
 PRUNE_EVERY = 60.0
+#: A periodic look (pruning, lost runs) due this soon is taken with the wake at hand rather
+#: than with a wake of its own a moment later.
+TIMER_SLACK = 0.5
 #: Runs marked lost in one look at most; a full look comes back soon for the rest.
 LOST_BATCH = 1000
 
@@ -538,7 +541,7 @@ class Engine:
         return seen + timedelta(seconds=self._mono() - at)
 
     def _prune(self, now: datetime) -> None:
-        if self._mono() < self._next_prune:
+        if self._mono() < self._next_prune - TIMER_SLACK:
             return
         before = now - self.settings.retention
         deleted = self.store.prune(before=before, limit=self.settings.prune_batch)
@@ -552,7 +555,7 @@ class Engine:
     def _mark_lost(self) -> None:
         """Once per heartbeat interval, mark lost the runs whose worker went silent or that
         never started (core.runs.lost_verdict), so that nothing waits on them forever."""
-        if self.runs is None or self._mono() < self._next_lost_look:
+        if self.runs is None or self._mono() < self._next_lost_look - TIMER_SLACK:
             return
         settings = self.settings
         lost = self.runs.mark_lost(silent_for=settings.run_lost_after,
@@ -569,11 +572,21 @@ class Engine:
                              extra={"action": "run_lost", "key": execution.key})
 
     # -- sleeping ------------------------------------------------------------------------
-    def _until(self, instant: float) -> float:
-        return max(0.0, min(instant - self._mono(), self.settings.max_interval.total_seconds()))
+    def _until(self, instant: float, *, capped: bool = True) -> float:
+        left = instant - self._mono()
+        if capped:
+            left = min(left, self.settings.max_interval.total_seconds())
+        return max(0.0, left)
 
     def _sleep_for(self, next_due: datetime | None, store_now: datetime) -> float:
-        candidates = [self._until(self._leadership.next_renew)]
+        """The leader's sleep: until the next thing it knows of. A store that wakes it on every
+        change it must act on spares it the max_interval look for what it could not hear, so
+        an idle leader wakes only to renew its lease (and for its periodic looks)."""
+        capped = not self.store.wakes_on_every_change
+        candidates = [self._until(self._leadership.next_renew, capped=capped),
+                      self._until(self._next_prune, capped=capped)]
+        if self.runs is not None:
+            candidates.append(self._until(self._next_lost_look, capped=capped))
         if next_due is not None:
             until_due = (next_due - store_now).total_seconds()
             if self._store_seen is not None and self._store_seen[0] == store_now:

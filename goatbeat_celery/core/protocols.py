@@ -83,7 +83,15 @@ class ScheduleStore(Protocol):
     :meth:`claim`, :meth:`set_aside`, :meth:`take_pending`, :meth:`mark_submitted`,
     :meth:`mark_expired`, :meth:`record_failures`, :meth:`prune`) notify no one: the leader
     knows what it wrote, and a standby has nothing to do until it leads.
+
+    ``wakes_on_every_change``: true when :meth:`wait` is woken by those writes from any
+    process, and by the end of a run that a schedule's run policy waits on (a worker's report
+    through :class:`goatbeat_celery.core.runs.RunLog`). The leader then sleeps until the next
+    thing it knows of (a due run, a lease renewal); when false, it also looks again every
+    ``max_interval`` for what it could not hear.
     """
+
+    wakes_on_every_change: bool
 
     # -- clock and waiting ---------------------------------------------------------------
     def now(self) -> datetime:

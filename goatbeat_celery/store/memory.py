@@ -73,6 +73,9 @@ def system_clock() -> datetime:
 class MemoryStore:
     """ScheduleStore, LeaseManager and RunLog in one object, guarded by one lock."""
 
+    #: Run reports do not wake a waiting leader here.
+    wakes_on_every_change = False
+
     def __init__(self, clock: Clock = system_clock) -> None:
         self._clock = clock
         self._lock = threading.RLock()

@@ -29,7 +29,7 @@ from goatbeat_celery.core.claims import ClaimPlan
 from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.fence import check_fence, lease_lost
 from goatbeat_celery.core.model import UTC, ExecutionState, LeaseGrant
-from goatbeat_celery.core.runs import RunRecord
+from goatbeat_celery.core.runs import RunRecord, RunState
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import (
@@ -134,7 +134,7 @@ _WRITE_RUNS = (
       AND e.run_id IS NOT DISTINCT FROM u.old_run
       AND e.run_attempts = u.old_attempts
       AND e.heartbeat_at IS NOT DISTINCT FROM u.old_heartbeat
-    RETURNING e.key
+    RETURNING e.key, e.run_state, e.settled
     """
 )
 
@@ -146,6 +146,9 @@ _READ_RUNS = (
     "heartbeat_at, runtime, run_error FROM goatbeat_execution "
     "WHERE key = ANY(CAST(%(keys)s AS text[]))"
 )
+
+#: The run states that end a run, as stored.
+_ENDED_STATES = frozenset(state.value for state in RunState if not state.live)
 
 #: The array parameters of _WRITE_RUNS, in the order of its unnest.
 _WRITE_RUNS_ARRAYS = ("keys", "old_states", "old_runs", "old_attempts", "old_heartbeats",
@@ -336,6 +339,11 @@ class PostgresStore(SQLStore):
     anyone listened must be looked at. It is opened again the same way after it is lost.
     """
 
+    #: NOTIFY reaches every replica, from any process: edits, releases, and the run reports
+    #: that end a run some schedule's policy waits on (:meth:`_write_runs`).
+    wakes_on_every_change = True
+
+
     #: Arrays carry any number of keys in one bound parameter.
     _IN_CHUNK = 10_000
 
@@ -500,9 +508,13 @@ class PostgresStore(SQLStore):
         try:
             cursor.execute(_WRITE_RUNS, {name: array_literal(values) for name, values
                                          in zip(_WRITE_RUNS_ARRAYS, columns, strict=True)})
-            return {key for (key,) in cursor.fetchall()}
+            written = cursor.fetchall()
         finally:
             cursor.close()
+        if any(settled is False and state in _ENDED_STATES for _key, state, settled in written):
+            # A run policy waits on this end (a fixed delay, a held run): wake the leader.
+            self._announce_in(conn)
+        return {key for key, _state, _settled in written}
 
     def _fetch_due(self, conn: sa.Connection, limit: int) -> Sequence[Sequence[Any]]:
         # The due read is the hottest one: run it on the driver's cursor and convert the few

@@ -115,6 +115,8 @@ class SQLiteStore(SQLStore):
     ``max_interval``), as SQLite has no notification channel between processes.
     """
 
+    wakes_on_every_change = False
+
     def __init__(self, url: str | URL, *, clock: Clock | None = None,
                  create_schema: bool = True, busy_timeout: float = 5.0) -> None:
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) \

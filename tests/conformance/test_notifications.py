@@ -14,7 +14,7 @@ import pytest
 from goatbeat_celery.api import Schedules
 
 from .conftest import Backend
-from .support import LONG_TTL, interval_spec
+from .support import LONG_TTL, create_due, interval_spec
 
 #: A waiter that hears nothing for this long has missed the change.
 WAIT_LIMIT = 20.0
@@ -109,5 +109,49 @@ def test_a_change_wakes_a_replica_waiting_on_the_store(
         change(backend)
     thread.join()
 
+    assert outcome == [True]
+    assert time.monotonic() - started < WAIT_LIMIT / 2
+
+
+def test_the_end_of_a_run_a_policy_waits_on_wakes_a_store_that_hears_every_change(
+        backend: Backend) -> None:
+    from .test_run_policies import claim, lease, report
+
+    store = backend.store
+    if not store.wakes_on_every_change:
+        # Its leader looks every max_interval instead (tests/unit/test_engine.py pins that).
+        assert backend.name in ("memory", "sqlite")
+        return
+    grant = lease(store)
+    awaited = [create_due(store, f"awaited-{index}") for index in range(MOST_CHANGES)]
+    keys = []
+    for schedule in awaited:
+        (run,) = store.claim([claim(schedule, settle=True)], lease=grant).dispatches
+        keys.append(run.key)
+    store.mark_submitted(keys)
+    plain = create_due(store, "plain")
+    (unawaited,) = store.claim([claim(plain)], lease=grant).dispatches
+    store.mark_submitted([unawaited.key])
+    waiter = backend.open_peer()
+    waiter.wait(0)
+
+    report(store, unawaited.key)  # no policy waits on this one: nobody is woken
+    assert waiter.wait(0.5) is False, "woken by the end of a run nothing waits on"
+
+    woken = threading.Event()
+    outcome: list[bool] = []
+
+    def wait() -> None:
+        outcome.append(waiter.wait(WAIT_LIMIT))
+        woken.set()
+
+    thread = threading.Thread(target=wait)
+    started = time.monotonic()
+    thread.start()
+    for key in keys:  # one end is enough once the waiter listens
+        report(store, key)
+        if woken.wait(POLL):
+            break
+    thread.join()
     assert outcome == [True]
     assert time.monotonic() - started < WAIT_LIMIT / 2

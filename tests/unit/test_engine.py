@@ -324,6 +324,34 @@ def test_with_nothing_scheduled_tick_sleeps_until_the_renewal(world: World) -> N
     assert engine.tick() == 10.0
 
 
+def test_a_leader_that_hears_every_change_sleeps_past_max_interval_until_the_renewal(
+        world: World) -> None:
+    world.create("tick", next_at=minute(10))
+    engine = world.replica("a", settings=Settings(max_interval=5), runs=world.store)
+    assert engine.tick() == 5.0  # this store hears no other process: it looks every 5 s
+
+    world.store.wakes_on_every_change = True  # as PostgreSQL's NOTIFY does
+    world.advance(5)
+    assert engine.tick() == 5.0  # the renewal, 10 s after the first tick
+    world.advance(5)
+    assert engine.tick() == 10.0  # renewed: nothing to do before the next renewal
+
+
+def test_a_leader_that_hears_every_change_still_wakes_for_its_periodic_looks(
+        world: World) -> None:
+    world.store.wakes_on_every_change = True
+    engine = world.replica("a", settings=Settings(max_interval=5, lease_ttl=300,
+                                                  lease_renew_interval=100,
+                                                  heartbeat_interval=7, run_lost_after=60),
+                           runs=world.store)
+
+    assert engine.tick() == 7.0  # the next look for lost runs
+    world.advance(7)
+    assert engine.tick() == 7.0
+    world.advance(7 * 8)  # past the minute: pruning, looked at with this wake
+    assert engine.tick() == pytest.approx(7.0)
+
+
 # -- the local deadline ------------------------------------------------------------------------
 
 def test_within_the_local_deadline_a_failed_renewal_keeps_claiming(world: World) -> None:
