@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.controls import bound_claim, bounded_first
 from goatbeat_celery.core.errors import (
     ConfigurationError,
     GoatbeatError,
@@ -229,7 +230,9 @@ class Engine:
             logger.error("config schedule %r skipped: %s", spec.name, exc,
                          extra={"action": "config_invalid"})
             return None
-        occurrence, run = first_occurrence(trigger, now, spec.effective_offset())
+        offset = spec.effective_offset()
+        occurrence, run = bounded_first(
+            lambda instant: first_occurrence(trigger, instant, offset), now, spec)
         return SyncEntry(spec=spec, next_occurrence_at=occurrence, next_run_at=run)
 
     # -- dispatch ------------------------------------------------------------------------
@@ -316,6 +319,17 @@ class Engine:
             return SetAside(schedule_name=schedule.name, version=version, reason=_reason(exc))
 
     def _plan_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
+        claim = self._unbounded_claim(schedule, now)
+        spec = schedule.spec
+        if (spec.start_at is not None or spec.end_at is not None
+                or schedule.paused_until is not None):
+            claim = bound_claim(claim, schedule, self._grid_after(schedule))
+        if spec.max_runs is not None:
+            # Checked and counted by the store, in the claim's transaction.
+            claim = replace(claim, max_runs=spec.max_runs)
+        return claim
+
+    def _unbounded_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
         spec = schedule.spec
         settings = self.settings
         problems = list(schedule.damage) or spec.problems(payload=False)
