@@ -802,8 +802,7 @@ def next_(ctx: click.Context, name: str, count: int, as_json: bool) -> None:
     elif not runs:
         say(f"{name!r} has no next run (paused, ended, or out of runs)")
     else:
-        click.echo("\n".join(f"{views.when(instant)}  ({views.relative(instant, now)})"
-                             for instant in runs))
+        click.echo("\n".join(views.relative(instant, now) for instant in runs))
 
 
 @goatbeat.command(cls=CeleryCommand)
