@@ -323,10 +323,19 @@ class Engine:
         spec = schedule.spec
         if (spec.start_at is not None or spec.end_at is not None
                 or schedule.paused_until is not None):
-            claim = bound_claim(claim, schedule, self._grid_after(schedule))
+            bounded = bound_claim(claim, schedule, self._grid_after(schedule))
+            if bounded.next_run_at is None and claim.next_run_at is not None:
+                logger.info("schedule %s ends: its next run would fall after its end_at %s",
+                            quoted_name(spec.name), _iso(spec.end_at),
+                            extra={"action": "schedule_ended"})
+            claim = bounded
         if spec.max_runs is not None:
             # Checked and counted by the store, in the claim's transaction.
             claim = replace(claim, max_runs=spec.max_runs)
+            if schedule.total_runs + len(claim.occurrences) >= spec.max_runs:
+                logger.info("schedule %s ends: this claim reaches its max_runs (%d)",
+                            quoted_name(spec.name), spec.max_runs,
+                            extra={"action": "schedule_ended"})
         return claim
 
     def _unbounded_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
@@ -601,6 +610,10 @@ class Engine:
             self._submissions.resend_now = False
             candidates.append(0.0)
         return max(0.0, min(candidates))
+
+
+def _iso(instant: datetime | None) -> str | None:
+    return None if instant is None else instant.isoformat()
 
 
 def _reason(exc: BaseException) -> str:

@@ -304,3 +304,18 @@ def test_naive_bounds_are_refused_naming_the_field(world: World) -> None:
 def test_tags_of_the_wrong_shape_are_refused(world: World, tags: Any) -> None:
     with pytest.raises(ConfigurationError, match="tags: "):
         world.api.create("job", "app.job", every=60, tags=tags)
+
+
+# -- logging -------------------------------------------------------------------------------
+def test_the_end_of_a_schedule_is_logged_once(world: World,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    world.api.create("job", "app.job", every=60, max_runs=2)
+    world.api.create("window", "app.job", every=60, end_at=T0 + 2 * M + 30 * S)
+    with caplog.at_level("INFO", logger="goatbeat_celery.core.engine"):
+        world.run_until(T0 + 10 * M)
+    ended = [r for r in caplog.records if getattr(r, "action", None) == "schedule_ended"]
+    assert sorted(r.getMessage() for r in ended) == [
+        "schedule 'job' ends: this claim reaches its max_runs (2)",
+        "schedule 'window' ends: its next run would fall after its end_at "
+        "2026-01-01T00:02:30+00:00",
+    ]
