@@ -216,7 +216,8 @@ class Schedules:
         if spec.enabled and current.paused_at(self.store.now()) and current.spec.enabled:
             pause = PauseNote(reason=current.paused_reason, until=current.paused_until)
         if reschedule and spec.enabled:
-            occurrence, run = self._first(spec, None if pause is None else pause.until)
+            occurrence, run = self._first(spec, None if pause is None else pause.until,
+                                          runs=current.total_runs)
         else:
             occurrence, run = current.next_occurrence_at, current.next_run_at
         return self.store.replace_schedule(spec, next_occurrence_at=occurrence, next_run_at=run,
@@ -260,7 +261,7 @@ class Schedules:
                 pause=PauseNote(reason=(current.paused_reason if note is None
                                         and not current.spec.enabled else note)))
         spec = replace(current.spec, enabled=True)
-        occurrence, run = self._first(spec, until)
+        occurrence, run = self._first(spec, until, runs=current.total_runs)
         return self.store.replace_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,
             expected_version=current.version, pause=PauseNote(reason=note, until=until))
@@ -274,7 +275,7 @@ class Schedules:
         if not current.paused_at(self.store.now()):
             return current
         spec = replace(current.spec, enabled=True)
-        occurrence, run = self._first(spec)
+        occurrence, run = self._first(spec, runs=current.total_runs)
         return self.store.replace_schedule(spec, next_occurrence_at=occurrence, next_run_at=run,
                                            expected_version=current.version)
 
@@ -293,10 +294,13 @@ class Schedules:
         return self.store.request_run(name)
 
     # -- helpers -------------------------------------------------------------------------
-    def _first(self, spec: ScheduleSpec, paused_until: datetime | None = None
-               ) -> tuple[datetime | None, datetime | None]:
+    def _first(self, spec: ScheduleSpec, paused_until: datetime | None = None, *,
+               runs: int = 0) -> tuple[datetime | None, datetime | None]:
         """Where ``spec`` starts from now: within its bounds, after a pause until
-        ``paused_until``, and nowhere once ``max_runs`` left none (checked by the claim)."""
+        ``paused_until``, and nowhere once its ``max_runs`` are used up by the ``runs`` it
+        made (the claim checks it again, against the count it locks)."""
+        if spec.max_runs is not None and runs >= spec.max_runs:
+            return None, None
         trigger = self.triggers.build(spec.trigger)
         offset = spec.effective_offset()
         return bounded_first(lambda instant: first_occurrence(trigger, instant, offset),

@@ -319,3 +319,12 @@ def test_the_end_of_a_schedule_is_logged_once(world: World,
         "schedule 'window' ends: its next run would fall after its end_at "
         "2026-01-01T00:02:30+00:00",
     ]
+
+
+def test_a_schedule_out_of_runs_gets_no_next_run_from_a_resume_or_an_edit(world: World) -> None:
+    world.api.create("job", "app.job", every=60, max_runs=1)
+    world.run_until(T0 + 2 * M)
+    world.api.pause("job")
+    assert world.api.resume("job").next_run_at is None
+    assert world.api.update("job", every=120).next_run_at is None
+    assert world.api.pause("job", until=T0 + 10 * M).next_run_at is None
