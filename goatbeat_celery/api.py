@@ -172,8 +172,10 @@ class Schedules:
                **changes: Any) -> Schedule:
         """Change some fields of a schedule (the same keywords as :meth:`create`).
 
-        A changed trigger or offset reschedules it from now, and so does ``enabled=True`` on a
-        paused schedule (as :meth:`resume`); other changes keep its next run. The write is a
+        A changed trigger, offset, ``start_at``, ``end_at`` or ``max_runs`` reschedules it from
+        now (within its bounds, after a pause with an end, which an edit keeps), and so does
+        ``enabled=True`` on a paused schedule (as :meth:`resume`); other changes keep its next
+        run. The write is a
         compare-and-set on the version read here: a concurrent edit raises ScheduleConflict
         instead of being overwritten.
         """

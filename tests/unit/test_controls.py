@@ -328,3 +328,32 @@ def test_a_schedule_out_of_runs_gets_no_next_run_from_a_resume_or_an_edit(world:
     assert world.api.resume("job").next_run_at is None
     assert world.api.update("job", every=120).next_run_at is None
     assert world.api.pause("job", until=T0 + 10 * M).next_run_at is None
+
+
+def test_a_failover_never_runs_a_limited_schedule_past_its_limit() -> None:
+    clocks = ManualClock(T0)
+    store = MemoryStore(clocks)
+    submitters = {holder: RecordingSubmitter() for holder in ("a", "b")}
+    replicas = {holder: Engine(store=store, lease=store, submitter=submitters[holder],
+                               settings=Settings(lease_ttl=10, lease_renew_interval=3,
+                                                 max_interval=60, misfire_policy="all",
+                                                 misfire_grace=3600),
+                               holder=holder, monotonic=clocks.monotonic_for(holder))
+                for holder in ("a", "b")}
+    Schedules(store).create("job", "app.job", every=1, max_runs=5)
+    replicas["a"].tick()
+    clocks.advance(3)
+    replicas["a"].tick()  # claims the points at T0 + 1, 2, 3 s
+    # The leader freezes; the standby takes over with the runs it finds due by then.
+    clocks.advance(20, frozen=["a"])
+    for _ in range(3):
+        replicas["b"].tick()
+    # The old leader wakes with its stale lease and tries again.
+    replicas["a"].tick()
+    clocks.advance(10)
+    for engine in replicas.values():
+        engine.tick()
+    sent = [key for submitter in submitters.values() for key in submitter.keys]
+    assert len(set(sent)) == 5
+    job = store.get_schedule("job")
+    assert (job.total_runs, job.next_run_at) == (5, None)
