@@ -154,6 +154,23 @@ def test_an_end_written_before_the_start_is_set_aside(database: Database) -> Non
     assert "end_at" in (database.fault("broken") or "")
 
 
+def test_an_unreadable_start_is_set_aside_naming_it(database: Database) -> None:
+    create_due(database.store, "canary", every=1)
+    create_due(database.store, "broken", every=1)
+    value = "infinity" if database.dialect == "postgres" else "not a time"
+    with database.raw.begin() as conn:
+        conn.execute(sa.text(
+            f"UPDATE goatbeat_schedule SET start_at = "
+            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
+            "WHERE name = 'broken'"), {"v": value})
+
+    sent = lead_once(database)
+
+    assert [key for key in sent.keys if key.startswith("canary:")]
+    assert not [key for key in sent.keys if key.startswith("broken:")]
+    assert "start_at: the stored instant cannot be read" in (database.fault("broken") or "")
+
+
 def test_nan_durations_are_set_aside(database: Database) -> None:
     create_due(database.store, "canary", every=1)
     create_due(database.store, "broken", every=1)
