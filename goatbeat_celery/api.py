@@ -18,12 +18,14 @@ from datetime import datetime
 from typing import Any
 
 from goatbeat_celery import config as config_module
+from goatbeat_celery.core.controls import MAX_PREVIEW, bounded_first, upcoming_runs
 from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict
 from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import (
     Duration,
     Execution,
     MisfirePolicy,
+    PauseNote,
     RunOrderCursor,
     Schedule,
     ScheduleCounts,
@@ -38,6 +40,7 @@ from goatbeat_celery.core.model import (
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger, TriggerRegistry
+from goatbeat_celery.core.validation import MAX_REASON_LENGTH, description_problem
 from goatbeat_celery.cron import CronTrigger
 
 _UNSET: Any = object()
@@ -45,7 +48,10 @@ _SPEC_FIELDS = (
     "task", "args", "kwargs", "options", "misfire_policy", "misfire_grace", "max_catchup",
     "offset", "jitter", "starting_deadline", "overlap", "mode", "failure_backoff",
     "failure_backoff_factor", "failure_backoff_max", "pause_after_failures",
+    "start_at", "end_at", "max_runs", "description", "tags",
 )
+#: Fields whose change moves the next run (recomputed from now, within the bounds).
+_RESCHEDULING = ("start_at", "end_at", "max_runs")
 
 
 class Schedules:
@@ -83,18 +89,39 @@ class Schedules:
     def list(self, *, enabled: bool | None = None, source: ScheduleSource | str | None = None,
              prefix: str | None = None, limit: int | None = None,
              set_aside: bool | None = None, after: str | RunOrderCursor | None = None,
-             order: ScheduleOrder | str = ScheduleOrder.NAME) -> list[Schedule]:
+             order: ScheduleOrder | str = ScheduleOrder.NAME,
+             tags: builtins.list[str] | tuple[str, ...] = ()) -> builtins.list[Schedule]:
         """Schedules by name, or by next run (``order="next_run"``, those with none last);
         ``after`` pages on from the last of the previous page: its name, or by next run a
-        :class:`RunOrderCursor` of its next run and name."""
+        :class:`RunOrderCursor` of its next run and name; ``tags``: only those carrying every
+        one of them."""
         wanted = None if source is None else ScheduleSource(source)
+        if isinstance(tags, str):
+            tags = (tags,)  # one tag given bare is still one tag, not its characters
         return self.store.list_schedules(enabled=enabled, source=wanted, prefix=prefix,
                                          limit=limit, set_aside=set_aside, after=after,
-                                         order=ScheduleOrder(order))
+                                         order=ScheduleOrder(order), tags=tuple(tags))
 
     def counts(self) -> ScheduleCounts:
         """How many schedules there are, in all, paused, set aside and by source."""
         return self.store.count_schedules()
+
+    def next_runs(self, name: str, count: int = 5) -> builtins.list[datetime]:
+        """The instants (UTC) the schedule's next ``count`` runs are due, as the leader will
+        send them when on time: after its offset or jitter, within ``start_at``, ``end_at``
+        and a pause with an end, no more than the runs ``max_runs`` leaves. Empty for a paused
+        or ended schedule. A fixed-delay schedule's are estimates: each run is taken to end at
+        once."""
+        problem = _count_problem(count)
+        if problem is not None:
+            raise ConfigurationError([problem])
+        schedule = self.store.get_schedule(name)
+        _require_repair(schedule, set())
+        spec = schedule.spec
+        trigger = self.triggers.build(spec.trigger)
+        offset = spec.effective_offset()
+        return upcoming_runs(schedule, lambda instant: first_occurrence(trigger, instant, offset),
+                             count, delay=spec.delay())
 
     def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
         self.store.get_schedule(name)  # a clear ScheduleNotFound for a typo
@@ -113,6 +140,9 @@ class Schedules:
         mode: ScheduleMode | str = ScheduleMode.FIXED_RATE,
         failure_backoff: Duration | None = None, failure_backoff_factor: float | None = None,
         failure_backoff_max: Duration | None = None, pause_after_failures: int | None = None,
+        start_at: datetime | None = None, end_at: datetime | None = None,
+        max_runs: int | None = None, description: str | None = None,
+        tags: builtins.list[str] | tuple[str, ...] = (),
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
         (5 fields, in ``timezone``) or ``at`` (an aware instant). A cron restricting both day of
@@ -125,7 +155,11 @@ class Schedules:
         finished), ``failure_backoff`` (the pause after a failed run, times
         ``failure_backoff_factor`` (2) for each further failure in a row, at most
         ``failure_backoff_max``) and ``pause_after_failures`` (the schedule pauses itself after
-        that many failed runs in a row, until resumed)."""
+        that many failed runs in a row, until resumed).
+
+        The controls (``docs/controls.md``): no run due before ``start_at`` or after
+        ``end_at`` (aware datetimes), at most ``max_runs`` runs (manual runs do not count),
+        a free ``description`` and ``tags`` (short labels to filter :meth:`list` by)."""
         problems: list[str] = []
         trigger = self._trigger_spec(every, cron, at, timezone, problems, day_or=day_or)
         spec = self._spec(
@@ -136,6 +170,8 @@ class Schedules:
             starting_deadline=starting_deadline, enabled=enabled, overlap=overlap, mode=mode,
             failure_backoff=failure_backoff, failure_backoff_factor=failure_backoff_factor,
             failure_backoff_max=failure_backoff_max, pause_after_failures=pause_after_failures,
+            start_at=start_at, end_at=end_at, max_runs=max_runs, description=description,
+            tags=tags,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
         return self.store.create_schedule(spec, next_occurrence_at=occurrence, next_run_at=run)
@@ -146,11 +182,12 @@ class Schedules:
                expected_version: int | None = None, **changes: Any) -> Schedule:
         """Change some fields of a schedule (the same keywords as :meth:`create`).
 
-        A changed trigger or offset reschedules it from now, and so does ``enabled=True`` on a
-        paused schedule (as :meth:`resume`); other changes keep its next run. The write is a
-        compare-and-set on the version read here, or on ``expected_version`` (the version the
-        caller showed to whoever asked for the change, as a form does): a concurrent edit
-        raises ScheduleConflict instead of being overwritten.
+        A changed trigger, offset, ``start_at``, ``end_at`` or ``max_runs`` reschedules it from
+        now (within its bounds, after a pause with an end, which an edit keeps), and so does
+        ``enabled=True`` on a paused schedule (as :meth:`resume`); other changes keep its next
+        run. The write is a compare-and-set on the version read here, or on
+        ``expected_version`` (the version the caller showed to whoever asked for the change, as
+        a form does): a concurrent edit raises ScheduleConflict instead of being overwritten.
         """
         current = self.store.get_schedule(name)
         if expected_version is not None and current.version != expected_version:
@@ -186,32 +223,75 @@ class Schedules:
             return current
         reschedule = (spec.trigger != current.spec.trigger
                       or spec.effective_offset() != current.spec.effective_offset()
-                      or not current.spec.enabled)
+                      or not current.spec.enabled
+                      or any(getattr(spec, key) != getattr(current.spec, key)
+                             for key in _RESCHEDULING))
+        # An edit during a pause with an end keeps the pause (any other edit of an enabled
+        # schedule clears a pause's note, as resume does).
+        pause = None
+        if spec.enabled and current.paused_at(self.store.now()) and current.spec.enabled:
+            pause = PauseNote(reason=current.paused_reason, until=current.paused_until)
         if reschedule and spec.enabled:
-            occurrence, run = self._first(spec)
+            occurrence, run = self._first(spec, None if pause is None else pause.until,
+                                          runs=current.total_runs)
         else:
             occurrence, run = current.next_occurrence_at, current.next_run_at
         return self.store.replace_schedule(spec, next_occurrence_at=occurrence, next_run_at=run,
-                                           expected_version=current.version)
+                                           expected_version=current.version, pause=pause)
 
-    def pause(self, name: str) -> Schedule:
-        """Stop a schedule from running; its history stays."""
+    def pause(self, name: str, *, note: str | None = None,
+              until: datetime | None = None) -> Schedule:
+        """Stop a schedule from running; its history stays. ``note`` says why (shown with the
+        schedule). With ``until`` (an aware instant after now) the pause ends by itself: the
+        schedule stays enabled and its next run is its first occurrence at or after ``until``
+        (the occurrences inside the pause never run and are not counted missed); without, it
+        lasts until :meth:`resume`."""
+        problems: builtins.list[str] = []
+        if note is not None:
+            problem = description_problem(note, "note")
+            if problem is None and len(note) > MAX_REASON_LENGTH:
+                problem = (f"note: {len(note)} characters; at most {MAX_REASON_LENGTH} are "
+                           "allowed")
+            problems.extend([] if problem is None else [problem])
+        now = self.store.now()
+        if until is not None:
+            try:
+                until = ensure_aware(until, "until")
+            except ConfigurationError as exc:
+                problems.extend(exc.problems)
+            else:
+                if until <= now:
+                    problems.append(f"until: {until.isoformat()} is not after now "
+                                    f"({now.isoformat()}); give a later instant, or resume")
+        if problems:
+            raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
         current = self.store.get_schedule(name)
         _require_repair(current, set())
-        if not current.spec.enabled:
-            return current
+        if until is None:
+            if not current.spec.enabled and (note is None or note == current.paused_reason):
+                return current
+            return self.store.replace_schedule(
+                replace(current.spec, enabled=False),
+                next_occurrence_at=current.next_occurrence_at,
+                next_run_at=current.next_run_at, expected_version=current.version,
+                pause=PauseNote(reason=(current.paused_reason if note is None
+                                        and not current.spec.enabled else note)))
+        spec = replace(current.spec, enabled=True)
+        occurrence, run = self._first(spec, until, runs=current.total_runs)
         return self.store.replace_schedule(
-            replace(current.spec, enabled=False), next_occurrence_at=current.next_occurrence_at,
-            next_run_at=current.next_run_at, expected_version=current.version)
+            spec, next_occurrence_at=occurrence, next_run_at=run,
+            expected_version=current.version, pause=PauseNote(reason=note, until=until))
 
     def resume(self, name: str) -> Schedule:
-        """Run a paused schedule again from its next occurrence after now (no backlog)."""
+        """Run a paused schedule again from its next occurrence after now: the occurrences
+        that fell inside the pause are not run (no backlog) and not counted missed. Ends a
+        pause with an end at once, too."""
         current = self.store.get_schedule(name)
         _require_repair(current, set())
-        if current.spec.enabled:
+        if not current.paused_at(self.store.now()):
             return current
         spec = replace(current.spec, enabled=True)
-        occurrence, run = self._first(spec)
+        occurrence, run = self._first(spec, runs=current.total_runs)
         return self.store.replace_schedule(spec, next_occurrence_at=occurrence, next_run_at=run,
                                            expected_version=current.version)
 
@@ -230,9 +310,17 @@ class Schedules:
         return self.store.request_run(name)
 
     # -- helpers -------------------------------------------------------------------------
-    def _first(self, spec: ScheduleSpec) -> tuple[datetime | None, datetime | None]:
+    def _first(self, spec: ScheduleSpec, paused_until: datetime | None = None, *,
+               runs: int = 0) -> tuple[datetime | None, datetime | None]:
+        """Where ``spec`` starts from now: within its bounds, after a pause until
+        ``paused_until``, and nowhere once its ``max_runs`` are used up by the ``runs`` it
+        made (the claim checks it again, against the count it locks)."""
+        if spec.max_runs is not None and runs >= spec.max_runs:
+            return None, None
         trigger = self.triggers.build(spec.trigger)
-        return first_occurrence(trigger, self.store.now(), spec.effective_offset())
+        offset = spec.effective_offset()
+        return bounded_first(lambda instant: first_occurrence(trigger, instant, offset),
+                             self.store.now(), spec, paused_until)
 
     def _trigger_spec(self, every: Duration | None, cron: str | None, at: datetime | None,
                       timezone: str | None, problems: builtins.list[str], *,
@@ -268,6 +356,17 @@ class Schedules:
                     "failure_backoff_max"):
             if values[key] is not None:
                 values[key] = to_timedelta(values[key], key, problems)
+        for key in ("start_at", "end_at"):
+            if values[key] is not None:
+                try:
+                    values[key] = ensure_aware(values[key], key)
+                except ConfigurationError as exc:
+                    problems.extend(exc.problems)
+                    values[key] = None  # reported; the spec's own check would repeat it
+        if isinstance(values["tags"], list):
+            values["tags"] = tuple(values["tags"])
+        if values["tags"] is None:
+            values["tags"] = ()
         # Kept as given when of the wrong shape (a string is not split into characters): the
         # spec's own check names the field.
         if isinstance(values["args"], list):
@@ -296,8 +395,15 @@ _REPAIRED_BY = {
     "failure_backoff_max_seconds": {"failure_backoff_max"},
     **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
                                     "max_catchup", "overlap", "mode", "failure_backoff_factor",
-                                    "pause_after_failures")},
+                                    "pause_after_failures", "start_at", "end_at",
+                                    "max_runs", "description", "tags")},
 }
+
+
+def _count_problem(count: object) -> str | None:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PREVIEW:
+        return f"count: must be an integer from 1 to {MAX_PREVIEW}, got {count!r}"
+    return None
 
 
 def _require_repair(schedule: Schedule, given: set[str]) -> None:

@@ -28,6 +28,7 @@ from goatbeat_celery.core.model import (
     ScheduleSource,
     ScheduleSpec,
     TriggerSpec,
+    ensure_aware,
     quoted_name,
     to_timedelta,
 )
@@ -59,10 +60,12 @@ _KNOWN = frozenset(PREFIX + key for key in (*_ENGINE_KEYS, *_OWN_KEYS))
 #: The run policies a config entry may give under its ``goatbeat`` key (see core.policies).
 POLICY_OPTIONS = ("overlap", "mode", "failure_backoff", "failure_backoff_factor",
                   "failure_backoff_max", "pause_after_failures")
+#: The controls a config entry may give under its ``goatbeat`` key (see core.controls).
+CONTROL_OPTIONS = ("start_at", "end_at", "max_runs", "description", "tags")
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 _GOATBEAT_ENTRY_KEYS = {
     "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
-    "starting_deadline", *POLICY_OPTIONS,
+    "starting_deadline", *POLICY_OPTIONS, *CONTROL_OPTIONS,
 }
 
 #: ``goatbeat_occurrence_hook``: called with every submission attempt, its return value ignored.
@@ -416,6 +419,7 @@ def entry_to_spec(
         jitter=_optional_duration(own, "jitter", where, problems),
         starting_deadline=_optional_duration(own, "starting_deadline", where, problems),
         **_policy_options(own, where, problems),
+        **_control_options(own, where, problems),
         enabled=enabled,
         source=ScheduleSource.CONFIG,
     )
@@ -441,6 +445,35 @@ def _policy_options(own: Mapping[str, Any], where: str, problems: list[str]) -> 
         found[key] = value if len(problems) == before else None
     for key in ("failure_backoff_factor", "pause_after_failures"):
         found[key] = own.get(key)
+    return found
+
+
+def _control_options(own: Mapping[str, Any], where: str, problems: list[str]
+                     ) -> dict[str, Any]:
+    """The controls of a config entry's ``goatbeat`` options, as spec fields: bounds given as
+    aware datetimes or ISO-8601 text with an offset (``"2030-01-01T00:00:00+00:00"``), tags
+    as a list; the rest is judged by the spec's own rules."""
+    found: dict[str, Any] = {}
+    for key in ("start_at", "end_at"):
+        value = own.get(key)
+        if value is None:
+            continue
+        label = f"{where}.goatbeat.{key}"
+        if isinstance(value, str):
+            try:
+                value = datetime.fromisoformat(value)
+            except ValueError:
+                problems.append(f"{label}: cannot read {value!r} as an ISO-8601 instant; give "
+                                "e.g. '2030-01-01T09:00:00+01:00' or an aware datetime")
+                continue
+        try:
+            found[key] = ensure_aware(value, label)
+        except ConfigurationError as exc:
+            problems.extend(exc.problems)
+    for key in ("max_runs", "description"):
+        found[key] = own.get(key)
+    tags = own.get("tags")
+    found["tags"] = tuple(tags) if isinstance(tags, list) else (() if tags is None else tags)
     return found
 
 

@@ -58,6 +58,14 @@ _OPTION_OF = {
     "failure_backoff_factor": "--failure-backoff-factor",
     "failure_backoff_max": "--failure-backoff-max",
     "pause_after_failures": "--pause-after-failures",
+    "start_at": "--start-at",
+    "end_at": "--end-at",
+    "max_runs": "--max-runs",
+    "description": "--description",
+    "tags": "--tag",
+    "note": "--note",
+    "until": "--until",
+    "count": "--count",
     "task": "TASK",
 }
 
@@ -84,7 +92,13 @@ else:  # older click releases cannot subscript ParamType at runtime
 #: Field names that read unambiguously as options wherever they appear in a problem.
 _FIELD_WORDS = re.compile(
     r"\b(offset|jitter|misfire_policy|misfire_grace|max_catchup|starting_deadline|overlap|"
-    r"failure_backoff_factor|failure_backoff_max|failure_backoff|pause_after_failures)\b")
+    r"failure_backoff_factor|failure_backoff_max|failure_backoff|pause_after_failures|"
+    r"start_at|end_at|max_runs)\b")
+
+
+#: Leading field names of a spec's own problems that are read as options only there (a word
+#: such as "tags" may appear in other text).
+_SPEC_OPTION_WORDS = frozenset({"tags", "description"})
 
 
 def _option_names(problem: str) -> str:
@@ -97,6 +111,9 @@ def _option_names(problem: str) -> str:
         problem = rest
         if problem.startswith("task "):
             problem = "TASK " + problem[len("task "):]
+        inner, sep, rest = problem.partition(": ")
+        if sep and inner in _SPEC_OPTION_WORDS:
+            return f"{_OPTION_OF[inner]}: {rest}"
     return _FIELD_WORDS.sub(lambda m: _OPTION_OF[m.group(1)], problem)
 
 
@@ -109,7 +126,9 @@ _EDIT_OPTION = {
     "mode": "--fixed-delay/--fixed-rate", "failure_backoff": "--failure-backoff",
     "failure_backoff_factor": "--failure-backoff-factor",
     "failure_backoff_max": "--failure-backoff-max",
-    "pause_after_failures": "--pause-after-failures",
+    "pause_after_failures": "--pause-after-failures", "start_at": "--start-at",
+    "end_at": "--end-at", "max_runs": "--max-runs", "description": "--description",
+    "tags": "--tag",
 }
 #: The API's advice for a damaged row: "edit it giving args, misfire_policy anew".
 _REPAIR_HINT = re.compile(r"(?<=\bgiving )[a-z_]+(?:, [a-z_]+)*(?= anew\b)")
@@ -281,13 +300,13 @@ def warn_past_at(schedules: Schedules, schedule: Schedule, at: datetime | None) 
 def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
                   headline: str | None = None) -> None:
     defaults = schedules.config.settings
+    with reported():
+        now = schedules.store.now()
     if as_json:
-        emit(views.schedule_json(schedule, defaults))
+        emit(views.schedule_json(schedule, defaults, now))
         return
     if headline:
         say(headline)
-    with reported():
-        now = schedules.store.now()
     click.echo(views.fields(views.schedule_fields(schedule, defaults, now)))
 
 
@@ -337,6 +356,20 @@ class InstantParam(_ParamType):
             self.fail(f"{value!r} has no zone; add its offset, e.g. {text}+00:00 (or {text}Z "
                       "for UTC)", param, ctx)
         return parsed
+
+
+class ClearableInstantParam(InstantParam):
+    """An instant, or ``none`` to remove one (``edit``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.strip().lower() == NO_VALUE:
+            return NO_VALUE
+        return super().convert(value, param, ctx)
+
+
+#: What ``edit --start-at`` and ``--end-at`` take to remove a bound.
+NO_VALUE = "none"
 
 
 class DurationParam(_ParamType):
@@ -426,6 +459,23 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
                      metavar="N", help="Pause the schedule after N failed runs in a row, with "
                                        "the reason shown; resume clears it"
                                        + (" (0 turns it off)." if editing else ".")),
+        # The controls (docs/controls.md).
+        click.option("--start-at", type=ClearableInstantParam() if editing else InstantParam(),
+                     metavar="ISO", help="No run due before this instant"
+                                         + (" (none removes it)." if editing else ".")),
+        click.option("--end-at", type=ClearableInstantParam() if editing else InstantParam(),
+                     metavar="ISO", help="No run due after this instant; then it has no next "
+                                         "run" + (" (none removes it)." if editing else ".")),
+        click.option("--max-runs", type=click.IntRange(min=0 if editing else 1), metavar="N",
+                     help="Run at most N times in all (run-now does not count)"
+                          + ("; 0 removes the limit." if editing else ".")),
+        click.option("--description", metavar="TEXT",
+                     help="What the schedule is for, shown with it"
+                          + (" (\"\" removes it)." if editing else ".")),
+        click.option("--tag", "tags", multiple=True, metavar="TAG",
+                     help="A label to filter `list --tag` by; repeat for several"
+                          + (" (replaces the tags; --tag \"\" removes them all)." if editing
+                             else ".")),
     ]
     if editing:
         options.insert(0, click.option("--task", metavar="TASK", help="Task to send."))
@@ -482,6 +532,7 @@ def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str
         if given.get(key) is not None:
             changes[key] = given[key]
     changes.update(_policy_changes(given))
+    changes.update(_control_changes(given))
     # An offset replaces a jitter and the other way round (a schedule has one shift).
     if given.get("offset") is not None:
         changes["offset"] = given["offset"]
@@ -491,6 +542,23 @@ def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str
         changes["jitter"] = given["jitter"]
         if given.get("offset") is None:
             changes["offset"] = None
+    return changes
+
+
+def _control_changes(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The controls the options set, as API keywords (on ``edit``, ``none``, 0 and "" remove
+    one)."""
+    changes: dict[str, Any] = {}
+    for key in ("start_at", "end_at"):
+        if given.get(key) is not None:
+            changes[key] = None if given[key] == NO_VALUE else given[key]
+    if given.get("max_runs") is not None:
+        changes["max_runs"] = given["max_runs"] or None
+    if given.get("description") is not None:
+        changes["description"] = given["description"] or None
+    if given.get("tags"):
+        changes["tags"] = [tag for tag in given["tags"] if tag] if given["tags"] != ("",) \
+            else []
     return changes
 
 
@@ -592,6 +660,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--prefix", metavar="TEXT", help="Only names starting with TEXT.")
 @click.option("--set-aside", "set_aside", is_flag=True,
               help="Only schedules the leader set aside, or that cannot be read as stored.")
+@click.option("--tag", "tags", multiple=True, metavar="TAG",
+              help="Only schedules carrying TAG; repeat it: each one must match.")
 @click.option("--wide", is_flag=True,
               help=f"Show names, tasks and triggers whole. On a terminal they are otherwise "
                    f"cut short (with {views.ELLIPSIS}) to fit its width, at least "
@@ -599,22 +669,24 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: str | None,
-          set_aside: bool, wide: bool, as_json: bool) -> None:
+          set_aside: bool, tags: tuple[str, ...], wide: bool, as_json: bool) -> None:
     """The schedules, with trigger, zone, next and last run, state, source and policy."""
     with opened(ctx) as schedules, reported():
-        found = schedules.list(enabled=enabled, source=source, prefix=prefix)
+        found = schedules.list(enabled=enabled, source=source, prefix=prefix, tags=tags)
+        now = schedules.store.now()
     if set_aside:
         # Judged on the rows read, so a damaged row the leader has not yet seen is listed too.
         found = [s for s in found if s.set_aside]
     defaults = schedules.config.settings
     if as_json:
-        emit([views.schedule_json(s, defaults) for s in found])
+        emit([views.schedule_json(s, defaults, now) for s in found])
     elif not found:
-        filtered = set_aside or any(v is not None for v in (enabled, source, prefix))
+        filtered = set_aside or bool(tags) or any(v is not None
+                                                  for v in (enabled, source, prefix))
         click.echo("no schedules match" if filtered else "no schedules yet")
     else:
         click.echo(views.table(views.SCHEDULE_COLUMNS,
-                               [views.schedule_row(s, defaults) for s in found],
+                               [views.schedule_row(s, defaults, now) for s in found],
                                width=None if wide else views.list_width(),
                                clipped=views.SCHEDULE_CLIPPED))
 
@@ -662,7 +734,7 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
 
     A new trigger, offset or jitter reschedules it from now; other changes keep its next run.
     """
-    if paused is None and all(value is None for value in given.values()):
+    if paused is None and all(value is None or value == () for value in given.values()):
         raise click.UsageError("nothing to change: give at least one option (see --help)")
     with opened(ctx) as schedules:
         with reported():
@@ -682,13 +754,21 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
 
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
+@click.option("--note", metavar="TEXT", help="Why it is paused, shown with the schedule.")
+@click.option("--until", type=InstantParam(), metavar="ISO",
+              help="End the pause by itself at this instant: the schedule then runs from its "
+                   "first occurrence at or after it.")
 @json_option
 @click.pass_context
-def pause(ctx: click.Context, name: str, as_json: bool) -> None:
-    """Stop schedule NAME from running (its history stays)."""
+def pause(ctx: click.Context, name: str, note: str | None, until: datetime | None,
+          as_json: bool) -> None:
+    """Stop schedule NAME from running (its history stays), until resumed or --until."""
     with opened(ctx) as schedules:
         with reported():
-            schedule = schedules.pause(name)
+            current = schedules.get(name)
+        # The note and the end are named as typed; a damaged row's columns as stored.
+        with reported(as_options=True, stored=current.damage):
+            schedule = schedules.pause(name, note=note, until=until)
         warn_config_source(schedule, "enables it again (set its goatbeat.enabled to False)")
         show_schedule(schedules, schedule, as_json, headline=f"paused {name!r}")
 
@@ -703,6 +783,26 @@ def resume(ctx: click.Context, name: str, as_json: bool) -> None:
         with reported():
             schedule = schedules.resume(name)
         show_schedule(schedules, schedule, as_json, headline=f"resumed {name!r}")
+
+
+@goatbeat.command(name="next", cls=CeleryCommand)
+@click.argument("name")
+@click.option("--count", type=int, default=5, show_default=True, metavar="N",
+              help="How many runs to list (at most 1000).")
+@json_option
+@click.pass_context
+def next_(ctx: click.Context, name: str, count: int, as_json: bool) -> None:
+    """When NAME's next N runs are due: after its offset or jitter, within its start, end and
+    pause, no more than its max runs leave."""
+    with opened(ctx) as schedules, reported(as_options=True):
+        runs = schedules.next_runs(name, count)
+        now = schedules.store.now()
+    if as_json:
+        emit([views.iso(instant) for instant in runs])
+    elif not runs:
+        say(f"{name!r} has no next run (paused, ended, or out of runs)")
+    else:
+        click.echo("\n".join(views.relative(instant, now) for instant in runs))
 
 
 @goatbeat.command(cls=CeleryCommand)

@@ -206,8 +206,13 @@ def trigger_json(trigger: TriggerSpec) -> dict[str, Any]:
 
 
 # -- schedules --------------------------------------------------------------------------------
-def schedule_json(schedule: Schedule, defaults: Settings) -> dict[str, Any]:
-    """A schedule for ``--json``: stored values, with ``effective_*`` for inherited defaults."""
+def schedule_json(schedule: Schedule, defaults: Settings,
+                  now: datetime | None = None) -> dict[str, Any]:
+    """A schedule for ``--json``: stored values, with ``effective_*`` for inherited defaults.
+
+    ``description`` describes the trigger (as it always has); the free text given with the
+    schedule is ``schedule_description``. ``state`` is judged at ``now`` (a pause with an end
+    is over once it passed)."""
     spec = schedule.spec
     return {
         "name": spec.name,
@@ -240,6 +245,14 @@ def schedule_json(schedule: Schedule, defaults: Settings) -> dict[str, Any]:
         "consecutive_failures": schedule.consecutive_failures,
         "paused_reason": schedule.paused_reason,
         "total_skipped": schedule.total_skipped,
+        "state": state_text(schedule, now),
+        "paused_until": iso(schedule.paused_until),
+        "start_at": iso(spec.start_at),
+        "end_at": iso(spec.end_at),
+        "max_runs": spec.max_runs,
+        "runs_left": schedule.runs_left,
+        "schedule_description": spec.description,
+        "tags": list(spec.tags),
         "next_run_at": iso(schedule.next_run_at),
         "next_occurrence_at": iso(schedule.next_occurrence_at),
         "last_occurrence_at": iso(schedule.last_occurrence_at),
@@ -269,23 +282,37 @@ def misfire_text(schedule: Schedule, defaults: Settings) -> str:
     return policy.value if policy is not None else f"default ({defaults.misfire_policy.value})"
 
 
-def state_text(schedule: Schedule) -> str:
+def state_text(schedule: Schedule, now: datetime | None = None) -> str:
     """``enabled``, ``paused`` or ``set aside`` (enabled, but not run until its fault clears);
-    a paused row that cannot be read as stored is ``paused, damaged``."""
+    a paused row that cannot be read as stored is ``paused, damaged``. Given ``now``, a
+    schedule within a pause with an end is ``paused until <instant>``, and one whose
+    ``max_runs`` are used up or whose ``end_at`` passed is ``ended``."""
     if not schedule.spec.enabled:
         return "paused, damaged" if schedule.damage else "paused"
-    return "set aside" if schedule.set_aside else "enabled"
+    if now is not None and schedule.paused_until is not None and schedule.paused_until > now:
+        return f"paused until {when(schedule.paused_until)}"
+    if schedule.set_aside:
+        return "set aside"
+    if now is not None and schedule.next_run_at is None and _ended(schedule, now):
+        return "ended"
+    return "enabled"
+
+
+def _ended(schedule: Schedule, now: datetime) -> bool:
+    spec = schedule.spec
+    return schedule.runs_left == 0 or (spec.end_at is not None and spec.end_at <= now)
 
 
 SCHEDULE_COLUMNS = ("NAME", "TASK", "TRIGGER", "ZONE", "NEXT RUN", "LAST RUN", "STATE",
                     "SOURCE", "MISFIRE")
 
 
-def schedule_row(schedule: Schedule, defaults: Settings) -> tuple[str, ...]:
+def schedule_row(schedule: Schedule, defaults: Settings,
+                 now: datetime | None = None) -> tuple[str, ...]:
     spec = schedule.spec
     return (spec.name, spec.task, describe_trigger(spec.trigger), zone_of(spec.trigger) or NONE,
             when(schedule.next_run_at), when(schedule.last_occurrence_at),
-            state_text(schedule), spec.source.value, misfire_text(schedule, defaults))
+            state_text(schedule, now), spec.source.value, misfire_text(schedule, defaults))
 
 
 def schedule_fields(schedule: Schedule, defaults: Settings,
@@ -312,9 +339,10 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         ("args", compact_json(list(spec.args))),
         ("kwargs", compact_json(dict(spec.kwargs))),
         ("options", compact_json(dict(spec.options))),
+        *([("description", spec.description)] if spec.description is not None else []),
+        *([("tags", ", ".join(spec.tags))] if spec.tags else []),
         ("enabled", "yes" if spec.enabled else "no (paused)"),
-        *([("paused because", schedule.paused_reason)]
-          if schedule.paused_reason is not None else []),
+        *pause_fields(schedule, now, at),
         *fault_fields(schedule, at),
         ("source", spec.source.value),
         ("misfire policy", misfire_text(schedule, defaults)),
@@ -325,6 +353,7 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         *([("starting deadline", human_duration(spec.starting_deadline))]
           if spec.starting_deadline is not None else []),
         *policy_fields(schedule, defaults),
+        *control_fields(schedule),
         ("next run", at(schedule.next_run_at)),
         ("next occurrence", when(schedule.next_occurrence_at)),
         ("last occurrence", when(schedule.last_occurrence_at)),
@@ -335,6 +364,33 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         ("created", when(schedule.created_at)),
         ("updated", when(schedule.updated_at)),
     ]
+
+
+def pause_fields(schedule: Schedule, now: datetime | None,
+                 at: Callable[[datetime | None], str]) -> list[tuple[str, Value]]:
+    """Why the schedule is paused and until when, while it is (a pause with an end is over
+    once it passed: its note is no longer shown)."""
+    until = schedule.paused_until
+    pausing = until is not None and (now is None or until > now)
+    pairs: list[tuple[str, Value]] = []
+    if pausing:
+        pairs.append(("paused until", at(until)))
+    if schedule.paused_reason is not None and (pausing or not schedule.spec.enabled):
+        pairs.append(("paused because", schedule.paused_reason))
+    return pairs
+
+
+def control_fields(schedule: Schedule) -> list[tuple[str, Value]]:
+    """The bounds and the run limit, when set."""
+    spec = schedule.spec
+    pairs: list[tuple[str, Value]] = []
+    if spec.start_at is not None:
+        pairs.append(("starts", when(spec.start_at)))
+    if spec.end_at is not None:
+        pairs.append(("ends", when(spec.end_at)))
+    if spec.max_runs is not None:
+        pairs.append(("max runs", f"{spec.max_runs} ({schedule.runs_left} left)"))
+    return pairs
 
 
 def policy_fields(schedule: Schedule, defaults: Settings) -> list[tuple[str, Value]]:

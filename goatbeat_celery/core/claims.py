@@ -187,9 +187,32 @@ def postponed(claim: PlannedClaim, now: datetime) -> PlannedClaim | None:
                    next_run_at=again)
 
 
+def limit_runs(claim: PlannedClaim, planned: Sequence[Execution],
+               runs: int) -> tuple[PlannedClaim, list[Execution]]:
+    """``claim`` and its ``planned`` executions within the schedule's ``max_runs``, given the
+    ``runs`` it has made (``total_runs`` as locked in the claim's transaction): the earliest
+    occurrences that fit are kept (occurrences ``skipped`` by the overlap policy are no runs and
+    always kept), and once the limit is reached the schedule has no next run."""
+    if claim.max_runs is None:
+        return claim, list(planned)
+    left = max(0, claim.max_runs - runs)
+    kept: list[Execution] = []
+    counted = 0
+    for execution in planned:
+        if execution.state is not ExecutionState.SKIPPED:
+            if counted >= left:
+                continue
+            counted += 1
+        kept.append(execution)
+    if counted >= left:
+        claim = replace(claim, next_occurrence_at=None, next_run_at=None)
+    return claim, kept
+
+
 def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, token: int,
                 now: datetime, skip: Collection[str] = (),
-                in_flight: Mapping[str, InFlight] = _EMPTY) -> ClaimPlan:
+                in_flight: Mapping[str, InFlight] = _EMPTY,
+                runs: Mapping[str, int] | None = None) -> ClaimPlan:
     """Decide what ``claims`` write, given the stored ``versions`` of the schedules the store
     locked (a schedule absent from it is gone, or locked elsewhere when named in ``skip``:
     left for a later batch, neither claimed nor a conflict) and, for the claims that
@@ -197,7 +220,11 @@ def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, 
     (by schedule name; absent: none).
 
     A fixed-delay claim with a run in flight is postponed (:func:`postponed`); any other
-    claim's occurrences go through its overlap policy (:func:`apply_overlap`)."""
+    claim's occurrences go through its overlap policy (:func:`apply_overlap`). A claim with a
+    run limit is then held to it (:func:`limit_runs`) by the schedules' ``runs`` as the store
+    locked them (by name; the store must pass them for every claim with ``max_runs``): the
+    lock and the count's increment in the same transaction keep two leaders, one after the
+    other, from ever exceeding it."""
     current = dict(versions)
     executions: list[Execution] = []
     advances: list[Advance] = []
@@ -218,6 +245,8 @@ def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, 
         planned = claim_executions(claim, token=token, now=now)
         if claim.waits_for_runs:
             planned = apply_overlap(claim, planned, flight)
+        if claim.max_runs is not None:
+            claim, planned = limit_runs(claim, planned, (runs or {}).get(name, 0))
         fresh = [e for e in planned if e.key not in seen]
         seen.update(e.key for e in fresh)
         repeated += len(planned) - len(fresh)
@@ -227,7 +256,7 @@ def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, 
         advances.append(Advance(
             name=name, version=claim.version,
             next_occurrence_at=claim.next_occurrence_at, next_run_at=claim.next_run_at,
-            last_occurrence_at=claim.occurrences[-1][0] if claim.occurrences else None,
+            last_occurrence_at=planned[-1].occurrence_at if planned else None,
             runs=len(ran), missed=claim.missed, keys=tuple(e.key for e in ran),
             skipped=len(skipped), skipped_keys=tuple(e.key for e in skipped),
         ))
@@ -251,6 +280,5 @@ def manual_run_exists(execution: Execution) -> ScheduleConflict:
 
 
 __all__ = ["ATTEMPTS_MAX", "IN_FLIGHT_STATES", "LIVE_RUN_STATES", "Advance", "ClaimPlan",
-           "InFlight", "apply_overlap", "in_flight",
-           "claim_executions", "manual_execution", "manual_run_exists", "next_attempt",
-           "plan_claims", "postponed"]
+           "InFlight", "apply_overlap", "in_flight", "claim_executions", "limit_runs",
+           "manual_execution", "manual_run_exists", "next_attempt", "plan_claims", "postponed"]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.controls import bound_claim, bounded_first
 from goatbeat_celery.core.errors import (
     ConfigurationError,
     GoatbeatError,
@@ -232,7 +233,9 @@ class Engine:
             logger.error("config schedule %r skipped: %s", spec.name, exc,
                          extra={"action": "config_invalid"})
             return None
-        occurrence, run = first_occurrence(trigger, now, spec.effective_offset())
+        offset = spec.effective_offset()
+        occurrence, run = bounded_first(
+            lambda instant: first_occurrence(trigger, instant, offset), now, spec)
         return SyncEntry(spec=spec, next_occurrence_at=occurrence, next_run_at=run)
 
     # -- dispatch ------------------------------------------------------------------------
@@ -319,6 +322,26 @@ class Engine:
             return SetAside(schedule_name=schedule.name, version=version, reason=_reason(exc))
 
     def _plan_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
+        claim = self._unbounded_claim(schedule, now)
+        spec = schedule.spec
+        if (spec.start_at is not None or spec.end_at is not None
+                or schedule.paused_until is not None):
+            bounded = bound_claim(claim, schedule, self._grid_after(schedule))
+            if bounded.next_run_at is None and claim.next_run_at is not None:
+                logger.info("schedule %s ends: its next run would fall after its end_at %s",
+                            quoted_name(spec.name), _iso(spec.end_at),
+                            extra={"action": "schedule_ended"})
+            claim = bounded
+        if spec.max_runs is not None:
+            # Checked and counted by the store, in the claim's transaction.
+            claim = replace(claim, max_runs=spec.max_runs)
+            if schedule.total_runs + len(claim.occurrences) >= spec.max_runs:
+                logger.info("schedule %s ends: this claim reaches its max_runs (%d)",
+                            quoted_name(spec.name), spec.max_runs,
+                            extra={"action": "schedule_ended"})
+        return claim
+
+    def _unbounded_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
         spec = schedule.spec
         settings = self.settings
         problems = list(schedule.damage) or spec.problems(payload=False)
@@ -600,6 +623,10 @@ class Engine:
             self._submissions.resend_now = False
             candidates.append(0.0)
         return max(0.0, min(candidates))
+
+
+def _iso(instant: datetime | None) -> str | None:
+    return None if instant is None else instant.isoformat()
 
 
 def _reason(exc: BaseException) -> str:

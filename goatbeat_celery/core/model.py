@@ -242,6 +242,15 @@ class ScheduleSpec:
     failure_backoff_factor: float | None = None
     failure_backoff_max: timedelta | None = None
     pause_after_failures: int | None = None
+    #: Controls (:mod:`goatbeat_celery.core.controls`): no run due before ``start_at`` or
+    #: after ``end_at`` (aware instants, None: unbounded), at most ``max_runs`` runs in all
+    #: (the schedule's ``total_runs``; manual runs do not count; None: no limit), and a free
+    #: ``description`` and ``tags`` (labels to filter by) that change nothing about running.
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    max_runs: int | None = None
+    description: str | None = None
+    tags: tuple[str, ...] = ()
     enabled: bool = True
     source: ScheduleSource = ScheduleSource.API
 
@@ -279,6 +288,7 @@ class ScheduleSpec:
         if self.offset is not None and self.jitter is not None:
             found.append("offset: give either offset or jitter, not both")
         found.extend(self._policy_problems())
+        found.extend(self._control_problems())
         shapes = validation.call_problems(self.args, self.kwargs)
         found.extend(shapes)
         found.extend(validation.options_problems(self.options))
@@ -319,6 +329,31 @@ class ScheduleSpec:
             found.extend(_listed(validation.count_problem(
                 self.pause_after_failures, "pause_after_failures", minimum=1,
                 maximum=MAX_PAUSE_AFTER)))
+        return found
+
+    def _control_problems(self) -> list[str]:
+        """Problems of the bounds, the run limit, the description and the tags."""
+        found: list[str] = []
+        bounds: list[datetime] = []
+        for label, value in (("start_at", self.start_at), ("end_at", self.end_at)):
+            if value is None:
+                continue
+            if (not isinstance(value, datetime) or value.tzinfo is None
+                    or value.utcoffset() is None):
+                found.append(f"{label}: expected an aware datetime (with a zone), got "
+                             f"{validation.shown_value(value)}")
+            else:
+                bounds.append(value)
+        if len(bounds) == 2 and bounds[1] < bounds[0]:
+            found.append(f"end_at: {bounds[1].isoformat()} is before start_at "
+                         f"{bounds[0].isoformat()}; give an end at or after the start")
+        if self.max_runs is not None:
+            found.extend(_listed(validation.count_problem(
+                self.max_runs, "max_runs", minimum=1, maximum=validation.MAX_RUNS)))
+        if self.description is not None:
+            found.extend(_listed(validation.description_problem(self.description)))
+        if self.tags != ():
+            found.extend(validation.tags_problems(self.tags))
         return found
 
     def backoff(self) -> FailureBackoff | None:
@@ -376,12 +411,26 @@ class ScheduleSpec:
             "pause_after_failures": self.pause_after_failures,
         }
         payload.update((key, value) for key, value in policies.items() if value is not None)
+        # The controls, likewise; the description and tags too, so that a config entry whose
+        # description changed is written again.
+        controls: dict[str, Any] = {
+            "start_at": _instant_text(self.start_at), "end_at": _instant_text(self.end_at),
+            "max_runs": self.max_runs, "description": self.description,
+            "tags": list(self.tags) if self.tags else None,
+        }
+        payload.update((key, value) for key, value in controls.items() if value is not None)
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _seconds(value: timedelta | None) -> float | None:
     return None if value is None else value.total_seconds()
+
+
+def _instant_text(value: object) -> str | None:
+    if isinstance(value, datetime) and value.utcoffset() is not None:
+        return value.astimezone(UTC).isoformat()
+    return None if value is None else repr(value)
 
 
 def _listed(problem: str | None) -> list[str]:
@@ -426,6 +475,10 @@ class Schedule:
     consecutive_failures: int = 0
     paused_reason: str | None = None
     total_skipped: int = 0
+    #: The end of a pause with an end (``Schedules.pause(until=...)``): the schedule stays
+    #: enabled, its next run at or after this instant; None: no such pause. ``paused_reason``
+    #: then holds the note given with the pause.
+    paused_until: datetime | None = None
     #: Columns of the stored row that could not be read as they are (edited by hand): the
     #: spec holds harmless stand-ins for them, and the engine sets the schedule aside.
     damage: tuple[str, ...] = ()
@@ -438,6 +491,18 @@ class Schedule:
     def set_aside(self) -> bool:
         """True while the schedule is set aside, or unreadable as stored."""
         return self.fault is not None or bool(self.damage)
+
+    def paused_at(self, now: datetime) -> bool:
+        """Whether the schedule is paused at ``now``: disabled, or within a pause with an end."""
+        return not self.spec.enabled or (self.paused_until is not None
+                                         and self.paused_until > now)
+
+    @property
+    def runs_left(self) -> int | None:
+        """Runs left before ``max_runs`` is reached (None: no limit)."""
+        if self.spec.max_runs is None:
+            return None
+        return max(0, self.spec.max_runs - self.total_runs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -528,6 +593,9 @@ class PlannedClaim:
     overlap: OverlapPolicy = OverlapPolicy.ALLOW
     delay: timedelta | None = None
     settle: bool = False
+    #: The schedule's run limit: the store checks it against ``total_runs`` as locked in the
+    #: claim's transaction and claims no run past it (None: no limit).
+    max_runs: int | None = None
 
     @property
     def waits_for_runs(self) -> bool:
@@ -563,6 +631,15 @@ class FinishedRun:
 
     execution: Execution
     schedule: Schedule | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PauseNote:
+    """What a pause writes beside ``enabled``: the operator's note (``paused_reason``) and
+    the instant the pause ends by itself (``paused_until``; None: until resumed)."""
+
+    reason: str | None = None
+    until: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

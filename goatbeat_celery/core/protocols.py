@@ -17,6 +17,7 @@ from goatbeat_celery.core.model import (
     FinishedRun,
     LeaseGrant,
     LeaseInfo,
+    PauseNote,
     PlannedClaim,
     RunOrderCursor,
     RunSettlement,
@@ -119,6 +120,7 @@ class ScheduleStore(Protocol):
     def replace_schedule(
         self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
         next_run_at: datetime | None, expected_version: int | None = None,
+        pause: PauseNote | None = None,
     ) -> Schedule:
         """Overwrite a schedule's spec and next times, incrementing its version.
 
@@ -126,7 +128,9 @@ class ScheduleStore(Protocol):
         nothing changed). The row's ``source`` is kept and its fault, fault_at and faults
         cleared (an edit is the operator's fix); a spec that is enabled also clears
         :data:`~goatbeat_celery.core.settlement.RESUME_CLEARS` (the reason a schedule paused
-        itself, its failures in a row). Raises ScheduleNotFound. Notifies waiting replicas.
+        itself, its end, its failures in a row). With ``pause``, its reason and end are then
+        written in ``paused_reason`` and ``paused_until`` (a pause, or an edit during one).
+        Raises ScheduleNotFound. Notifies waiting replicas.
         """
         ...
 
@@ -147,12 +151,15 @@ class ScheduleStore(Protocol):
         self, *, enabled: bool | None = None, source: ScheduleSource | None = None,
         prefix: str | None = None, limit: int | None = None, set_aside: bool | None = None,
         after: str | RunOrderCursor | None = None, order: ScheduleOrder = ScheduleOrder.NAME,
+        tags: Sequence[str] = (),
     ) -> list[Schedule]:
         """Schedules filtered as asked (``set_aside``: those with a fault recorded, or
-        without) in ``order``. ``after`` pages on: a name with :attr:`ScheduleOrder.NAME`, a
-        :class:`RunOrderCursor` with :attr:`ScheduleOrder.NEXT_RUN` (either other way round is
-        a ``TypeError``). Cost grows with ``limit`` and what the filters skip, not with the
-        rows before ``after``. Rows are read as :meth:`get_schedule` reads them."""
+        without; ``tags``: those carrying every one of them,
+        :func:`~goatbeat_celery.core.controls.has_tags`) in ``order``. ``after`` pages on: a
+        name with :attr:`ScheduleOrder.NAME`, a :class:`RunOrderCursor` with
+        :attr:`ScheduleOrder.NEXT_RUN` (either other way round is a ``TypeError``). Cost grows
+        with ``limit`` and what the filters skip, not with the rows before ``after``. Rows are
+        read as :meth:`get_schedule` reads them."""
         ...
 
     def count_schedules(self) -> ScheduleCounts:

@@ -43,9 +43,9 @@ __all__ = ["RESUME_CLEARS", "RunSettler", "SettlingStore", "claim_policies",
 logger = logging.getLogger(__name__)
 
 #: What a write that leaves a schedule enabled (``resume``, an edit of a running schedule)
-#: writes: the pause's reason and the failures in a row are the operator's to clear.
+#: writes: the pause's reason, its end and the failures in a row are the operator's to clear.
 RESUME_CLEARS: Mapping[str, Any] = MappingProxyType(
-    {"paused_reason": None, "consecutive_failures": 0})
+    {"paused_reason": None, "paused_until": None, "consecutive_failures": 0})
 
 
 def settlement_of(run: FinishedRun, grid_after: GridAfter) -> RunSettlement:

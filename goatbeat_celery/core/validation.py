@@ -46,6 +46,14 @@ MAX_CATCHUP = 1_000
 MAX_PAYLOAD_BYTES = 65_536
 #: Longest reason kept when a schedule is set aside (characters).
 MAX_REASON_LENGTH = 500
+#: Most tags a schedule may carry, and the longest tag (characters): tags are labels to filter
+#: by, shown in a table column, not a place for data.
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 64
+#: Longest description (characters); it is shown beside the schedule, not parsed.
+MAX_DESCRIPTION_LENGTH = 2_000
+#: Largest ``max_runs``: what the column holds on every backend (a 32-bit integer).
+MAX_RUNS = 2_000_000_000
 
 # Control (Cc), format (Cf, including bidirectional overrides), line and paragraph separators,
 # surrogates, private-use and unassigned code points.
@@ -122,6 +130,56 @@ def count_problem(value: object, label: str, *, minimum: int, maximum: int) -> s
     """Why ``value`` is not an integer in ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         return f"{label}: must be an integer from {minimum} to {maximum}, got {value!r}"
+    return None
+
+
+def tags_problems(tags: object, label: str = "tags") -> list[str]:
+    """Problems of a schedule's tags: a list (or tuple) of at most :data:`MAX_TAGS` distinct,
+    non-empty strings of at most :data:`MAX_TAG_LENGTH` printable characters, without
+    whitespace or commas (the CLI and the web page list them separated by commas)."""
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
+        return [f"{label}: expected a list of strings, got {shown_value(tags)}; "
+                "give e.g. ['billing', 'nightly']"]
+    found: list[str] = []
+    if len(tags) > MAX_TAGS:
+        found.append(f"{label}: {len(tags)} tags; at most {MAX_TAGS} are allowed")
+    for tag in tags:
+        problem = _tag_problem(tag)
+        if problem is not None:
+            found.append(f"{label}: {shown_value(tag)} {problem}")
+    repeated = sorted({tag for tag in tags if isinstance(tag, str) and tags.count(tag) > 1})
+    if repeated:
+        found.append(f"{label}: {', '.join(map(repr, repeated))} given more than once; "
+                     "give each tag once")
+    return found
+
+
+def _tag_problem(tag: object) -> str | None:
+    if not isinstance(tag, str):
+        return "is not a string; give each tag as text"
+    if not tag:
+        return "is empty; give each tag at least one character"
+    if len(tag) > MAX_TAG_LENGTH:
+        return f"has {len(tag)} characters; at most {MAX_TAG_LENGTH} are allowed"
+    if any(char.isspace() or char == "," for char in tag):
+        return "contains whitespace or a comma; use letters, digits, '-', '_', ':' or '.'"
+    if hidden_characters(tag):
+        return "contains control or invisible characters; use printable characters only"
+    return None
+
+
+def description_problem(text: object, label: str = "description") -> str | None:
+    """Why ``text`` is not a description: not a string, longer than
+    :data:`MAX_DESCRIPTION_LENGTH`, or holding control characters other than line breaks and
+    tabs (a terminal would act on them)."""
+    if not isinstance(text, str):
+        return f"{label}: expected text, got {shown_value(text)}"
+    if len(text) > MAX_DESCRIPTION_LENGTH:
+        return (f"{label}: {len(text)} characters; at most {MAX_DESCRIPTION_LENGTH} are "
+                "allowed")
+    if hidden_characters(text.replace("\n", "").replace("\t", "")):
+        return (f"{label}: contains control or invisible characters; use printable text "
+                "(line breaks and tabs are fine)")
     return None
 
 

@@ -20,6 +20,7 @@ from goatbeat_celery.core.claims import (
     next_attempt,
     plan_claims,
 )
+from goatbeat_celery.core.controls import has_tags
 from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.faults import CLAIM_CLEARS, EDIT_CLEARS, plan_set_aside
 from goatbeat_celery.core.fence import check_fence, grant_lease
@@ -33,6 +34,7 @@ from goatbeat_celery.core.model import (
     FinishedRun,
     LeaseGrant,
     LeaseInfo,
+    PauseNote,
     PlannedClaim,
     RunOrderCursor,
     RunSettlement,
@@ -148,9 +150,13 @@ class MemoryStore:
         return schedule
 
     def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
-                         next_run_at: datetime | None,
-                         expected_version: int | None = None) -> Schedule:
+                         next_run_at: datetime | None, expected_version: int | None = None,
+                         pause: PauseNote | None = None) -> Schedule:
         check_aware(next_occurrence_at, next_run_at)
+        if pause is not None:
+            check_aware(pause.until)
+        paused = {} if pause is None else {"paused_reason": pause.reason,
+                                           "paused_until": pause.until}
         with self._lock:
             current = self.get_schedule(spec.name)
             if expected_version is not None and current.version != expected_version:
@@ -162,7 +168,7 @@ class MemoryStore:
                 current, spec=replace(spec, source=current.spec.source),
                 next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
                 version=current.version + 1, updated_at=self.now(), **EDIT_CLEARS,
-                **(RESUME_CLEARS if spec.enabled else {}),
+                **{**(RESUME_CLEARS if spec.enabled else {}), **paused},
             )
             self._schedules[spec.name] = schedule
         self.notify()
@@ -185,7 +191,8 @@ class MemoryStore:
                        source: ScheduleSource | None = None, prefix: str | None = None,
                        limit: int | None = None, set_aside: bool | None = None,
                        after: str | RunOrderCursor | None = None,
-                       order: ScheduleOrder = ScheduleOrder.NAME) -> list[Schedule]:
+                       order: ScheduleOrder = ScheduleOrder.NAME,
+                       tags: Sequence[str] = ()) -> list[Schedule]:
         order = list_order(order, after)
 
         def key(schedule: Schedule) -> tuple[Any, ...]:
@@ -203,6 +210,7 @@ class MemoryStore:
                 and (set_aside is None or (s.fault is not None) == set_aside)
                 and (source is None or s.spec.source is source)
                 and (prefix is None or s.name.startswith(prefix))
+                and has_tags(s.spec.tags, tags)
             ]
         return rows if limit is None else rows[:limit]
 
@@ -272,8 +280,10 @@ class MemoryStore:
             versions = {c.schedule_name: s.version for c in claims
                         if (s := self._schedules.get(c.schedule_name)) is not None}
             flights = self._in_flight({c.schedule_name for c in claims if c.waits_for_runs})
+            runs = {c.schedule_name: s.total_runs for c in claims
+                    if (s := self._schedules.get(c.schedule_name)) is not None}
             plan = plan_claims(claims, versions, token=lease.token, now=now,
-                               in_flight=flights)
+                               in_flight=flights, runs=runs)
             inserted: set[str] = set()
             for execution in plan.executions:
                 if execution.key not in self._executions:

@@ -189,6 +189,16 @@ schedule_table = sa.Table(
     sa.Column("consecutive_failures", sa.Integer(), nullable=False, server_default=sa.text("0")),
     sa.Column("paused_reason", sa.Text(), nullable=True),
     sa.Column("total_skipped", sa.BigInteger(), nullable=False, server_default=sa.text("0")),
+    # -- controls (core.controls) ------------------------------------------------------------
+    # No run due before start_at or after end_at (NULL: unbounded), at most max_runs runs
+    # counted in total_runs (NULL: no limit), the end of a pause with an end (its note in
+    # paused_reason), and a free description and tags (a JSON array of strings; NULL: none).
+    sa.Column("start_at", UTCDateTime(), nullable=True),
+    sa.Column("end_at", UTCDateTime(), nullable=True),
+    sa.Column("max_runs", sa.Integer(), nullable=True),
+    sa.Column("paused_until", UTCDateTime(), nullable=True),
+    sa.Column("description", sa.Text(), nullable=True),
+    sa.Column("tags", _json(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.

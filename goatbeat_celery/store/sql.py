@@ -39,6 +39,7 @@ from goatbeat_celery.core.claims import (
     next_attempt,
     plan_claims,
 )
+from goatbeat_celery.core.controls import has_tags
 from goatbeat_celery.core.errors import (
     ConfigurationError,
     ScheduleConflict,
@@ -57,6 +58,7 @@ from goatbeat_celery.core.model import (
     LeaseGrant,
     LeaseInfo,
     MisfirePolicy,
+    PauseNote,
     PlannedClaim,
     RunOrderCursor,
     RunSettlement,
@@ -109,6 +111,9 @@ from goatbeat_celery.store.url import mask_url
 
 logger = logging.getLogger(__name__)
 
+#: Rows read per page when listing by tag.
+_TAG_PAGE = 500
+
 S = schedule_table
 E = execution_table
 L = lease_table
@@ -137,7 +142,9 @@ _IS_UNSTARTED = sa.text(UNSTARTED_PREDICATE)
 Insert = PGInsert | SQLiteInsert
 
 #: What a claim reads of the rows it locks: the version to compare and what a dispatch carries.
-_CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.task, S.c.args, S.c.kwargs, S.c.options)
+#: ``total_runs`` too: a run limit is checked against the count locked with the row.
+_CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.task, S.c.args, S.c.kwargs, S.c.options,
+                  S.c.total_runs)
 
 # Advancing one claimed schedule as core.claims.Advance says: counters grow in SQL, the last
 # occurrence is kept when the claim ran none (an unplannable schedule only moves its next_run_at).
@@ -372,9 +379,11 @@ class SQLStore:
         return _schedule(row)
 
     def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
-                         next_run_at: datetime | None,
-                         expected_version: int | None = None) -> Schedule:
+                         next_run_at: datetime | None, expected_version: int | None = None,
+                         pause: PauseNote | None = None) -> Schedule:
         check_aware(next_occurrence_at, next_run_at)
+        paused = {} if pause is None else {"paused_reason": pause.reason,
+                                           "paused_until": pause.until}
         values = _spec_values(spec)
         del values["name"], values["source"]  # the row's source is kept
         with self._write("replace schedule") as txn:
@@ -386,7 +395,7 @@ class SQLStore:
                 stmt.values(**values, next_occurrence_at=next_occurrence_at,
                             next_run_at=next_run_at, version=S.c.version + 1,
                             updated_at=self._now_sql(), **EDIT_CLEARS,
-                            **(RESUME_CLEARS if spec.enabled else {}))
+                            **{**(RESUME_CLEARS if spec.enabled else {}), **paused})
                 .returning(*S.c)
             ).one_or_none()
             if row is None:
@@ -420,7 +429,11 @@ class SQLStore:
                        source: ScheduleSource | None = None, prefix: str | None = None,
                        limit: int | None = None, set_aside: bool | None = None,
                        after: str | RunOrderCursor | None = None,
-                       order: ScheduleOrder = ScheduleOrder.NAME) -> list[Schedule]:
+                       order: ScheduleOrder = ScheduleOrder.NAME,
+                       tags: Sequence[str] = ()) -> list[Schedule]:
+        if tags:
+            return self._list_tagged(tags, enabled=enabled, source=source, prefix=prefix,
+                                     limit=limit, set_aside=set_aside, after=after, order=order)
         if list_order(order, after) is ScheduleOrder.NEXT_RUN:
             # NULLS LAST is PostgreSQL's default for an ascending index, so the due index
             # (next_run_at, name) serves this order when only enabled rows are asked for.
@@ -461,6 +474,24 @@ class SQLStore:
             total, paused, set_aside, config, api = conn.execute(stmt).one()
         return ScheduleCounts(total=total, paused=paused, set_aside=set_aside, config=config,
                               api=api)
+
+    def _list_tagged(self, tags: Sequence[str], *, limit: int | None,
+                     after: str | RunOrderCursor | None, order: ScheduleOrder,
+                     **filters: Any) -> list[Schedule]:
+        """Schedules carrying every one of ``tags``, page by page: JSON arrays are matched in
+        Python, the same way on every backend, rather than by each dialect's JSON operators."""
+        found: list[Schedule] = []
+        page = max(limit or 0, _TAG_PAGE)
+        by_run = list_order(order, after) is ScheduleOrder.NEXT_RUN
+        while limit is None or len(found) < limit:
+            rows = self.list_schedules(limit=page, after=after, order=order, **filters)
+            found.extend(s for s in rows if has_tags(s.spec.tags, tags))
+            if len(rows) < page:
+                break
+            last = rows[-1]
+            after = (RunOrderCursor(next_run_at=last.next_run_at, name=last.name) if by_run
+                     else last.name)
+        return found if limit is None else found[:limit]
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         for entry in entries:
@@ -603,7 +634,8 @@ class SQLStore:
         flights = self._in_flight(conn, [c.schedule_name for c in claims
                                          if c.waits_for_runs and c.schedule_name in rows])
         plan = plan_claims(claims, {name: row.version for name, row in rows.items()},
-                           token=token, now=now, skip=locked, in_flight=flights)
+                           token=token, now=now, skip=locked, in_flight=flights,
+                           runs={name: row.total_runs for name, row in rows.items()})
         inserted = self._record_claims(conn, plan)
         return plan.result(inserted, lambda e: _dispatch(e, rows[e.schedule_name]))
 
@@ -1008,6 +1040,12 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
         "failure_backoff_factor": spec.failure_backoff_factor,
         "failure_backoff_max_seconds": spec.failure_backoff_max,
         "pause_after_failures": spec.pause_after_failures,
+        "start_at": spec.start_at,
+        "end_at": spec.end_at,
+        "max_runs": spec.max_runs,
+        "description": spec.description,
+        # NULL rather than [] for none: rows written before the column existed look the same.
+        "tags": list(spec.tags) if spec.tags else None,
         "enabled": spec.enabled,
         "source": ScheduleSource(spec.source).value,
         "spec_hash": spec.spec_hash(),
@@ -1024,7 +1062,8 @@ _SCHEDULE_ORDER = (
     "total_runs", "total_missed", "version", "created_at", "updated_at", "fault", "fault_at",
     "faults", "starting_deadline_seconds", "overlap", "mode", "failure_backoff_seconds",
     "failure_backoff_factor", "failure_backoff_max_seconds", "pause_after_failures",
-    "consecutive_failures", "paused_reason", "total_skipped",
+    "consecutive_failures", "paused_reason", "total_skipped", "start_at", "end_at",
+    "max_runs", "paused_until", "description", "tags",
 )
 if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
     raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
@@ -1050,7 +1089,8 @@ def _schedule(row: Sequence[Any]) -> Schedule:
      max_catchup, offset, jitter, enabled, source, _spec_hash, next_occurrence_at, next_run_at,
      last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
      fault_at, faults, deadline, overlap, mode, backoff, backoff_factor, backoff_max,
-     pause_after, consecutive_failures, paused_reason, total_skipped) = row
+     pause_after, consecutive_failures, paused_reason, total_skipped, start_at, end_at,
+     max_runs, paused_until, description, tags) = row
     damage: list[str] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:
@@ -1086,6 +1126,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         damage.append(f"max_catchup: {_found(max_catchup)} is not an integer")
         max_catchup = None
     policies = _policies(overlap, mode, backoff_factor, pause_after, damage)
+    controls = _controls(start_at, end_at, max_runs, description, tags, damage)
     kept_source = _SOURCES.get(source)
     if kept_source is None:
         # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
@@ -1113,6 +1154,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         failure_backoff=durations[4],
         failure_backoff_max=durations[5],
         **policies,
+        **controls,
         enabled=bool(enabled),
         source=kept_source,
     )
@@ -1135,6 +1177,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         paused_reason=(paused_reason if paused_reason is None or type(paused_reason) is str
                        else str(paused_reason)),
         total_skipped=total_skipped if type(total_skipped) is int else 0,
+        paused_until=_instant(paused_until),
         damage=tuple(damage),
     )
 
@@ -1167,6 +1210,35 @@ def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
             found["pause_after_failures"] = pause_after
         else:
             damage.append(f"pause_after_failures: {_found(pause_after)} is not an integer")
+    return found
+
+
+def _controls(start_at: Any, end_at: Any, max_runs: Any, description: Any, tags: Any,
+              damage: list[str]) -> dict[str, Any]:
+    """The control fields of a row, each unreadable one named in ``damage`` and read as unset
+    (the values' own rules, end before start or a negative limit, are the spec's to judge)."""
+    found: dict[str, Any] = {"start_at": None, "end_at": None, "max_runs": None,
+                             "description": None, "tags": ()}
+    for label, value in (("start_at", start_at), ("end_at", end_at)):
+        if value is UNREADABLE_INSTANT:
+            damage.append(f"{label}: the stored instant cannot be read")
+        else:
+            found[label] = value
+    if max_runs is not None:
+        if type(max_runs) is int:
+            found["max_runs"] = max_runs
+        else:
+            damage.append(f"max_runs: {_found(max_runs)} is not an integer")
+    if description is not None:
+        if type(description) is str:
+            found["description"] = description
+        else:
+            damage.append(f"description: {_found(description)} is not text")
+    if tags is not None:
+        if type(tags) is list and all(type(tag) is str for tag in tags):
+            found["tags"] = tuple(tags)
+        else:
+            damage.append(f"tags: expected a JSON array of strings, found {_found(tags)}")
     return found
 
 

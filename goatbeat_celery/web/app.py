@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from goatbeat_celery.cli import views
+from goatbeat_celery.core.controls import upcoming_runs
 from goatbeat_celery.core.errors import (
     ConfigurationError,
     GoatbeatError,
@@ -34,6 +35,7 @@ from goatbeat_celery.core.errors import (
     ScheduleNotFound,
     StoreUnavailable,
 )
+from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import (
     Execution,
     LeaseInfo,
@@ -379,6 +381,8 @@ async def _schedule_list(request: Request, context: _Context) -> Response:
     after = _cursor(order, query)
     page = int(query["page"]) if query.get("page", "").isdigit() and after else 0
     found, more = await _call(_list_page, context, prefix, source, state, order, after)
+    # The state of a pause with an end depends on the time: judged by the database clock.
+    now = await _call(context.schedules.store.now)
     filters = {"q": prefix, "source": source.value if source else "", "state": state,
                "sort": order.value}
     return _render(
@@ -386,7 +390,7 @@ async def _schedule_list(request: Request, context: _Context) -> Response:
         first=_link(request, "schedules", **filters) if after else None,
         next=(_next_link(request, filters, order, found[-1], page) if more and found
               else None),
-        page=page, page_size=PAGE_SIZE,
+        page=page, page_size=PAGE_SIZE, now=now,
     )
 
 
@@ -401,17 +405,16 @@ class _Detail:
 
 
 def _upcoming(context: _Context, schedule: Schedule) -> tuple[list[datetime], str | None]:
-    """The next runs (occurrence + the schedule's offset), from its next occurrence on."""
+    """The next runs, as ``celery goatbeat next`` lists them (core.controls.upcoming_runs:
+    after the offset, within the bounds and a pause with an end, within ``max_runs``)."""
     if not schedule.spec.enabled or schedule.next_occurrence_at is None or schedule.damage:
         return [], None
     try:
         trigger = context.schedules.triggers.build(schedule.spec.trigger)
         shift = schedule.spec.effective_offset()
-        runs: list[datetime] = []
-        occurrence: datetime | None = schedule.next_occurrence_at
-        while occurrence is not None and len(runs) < NEXT_RUNS_SHOWN:
-            runs.append(occurrence + shift)
-            occurrence = trigger.next_after(occurrence)
+        runs = upcoming_runs(schedule,
+                             lambda instant: first_occurrence(trigger, instant, shift),
+                             NEXT_RUNS_SHOWN, delay=schedule.spec.delay())
     # A schedule is a failure domain: a trigger only beat can build is shown without its runs.
     except Exception as exc:  # noqa: BLE001
         return [], f"cannot compute ({type(exc).__name__}: {exc})"

@@ -107,6 +107,12 @@ BROKEN: dict[str, tuple[str, Any, bool, str]] = {
     "negative-failure-backoff": ("failure_backoff_seconds", -5, False, "failure_backoff"),
     "shrinking-backoff-factor": ("failure_backoff_factor", 0.5, False, "failure_backoff_factor"),
     "negative-pause-after": ("pause_after_failures", -1, False, "pause_after_failures"),
+    "negative-max-runs": ("max_runs", -1, False, "max_runs"),
+    "zero-max-runs": ("max_runs", 0, False, "max_runs"),
+    "text-tags": ("tags", '"billing"', True, "tags"),
+    "object-tags": ("tags", '{"a": 1}', True, "tags"),
+    "number-tag": ("tags", "[1]", True, "tags"),
+    "spaced-tag": ("tags", '["two words"]', True, "tags"),
 }
 
 
@@ -129,6 +135,40 @@ def test_a_row_broken_by_hand_is_set_aside_and_the_others_run(database: Database
     assert listed["broken"].set_aside
     assert database.store.get_schedule("broken").fault == fault
     database.store.delete_schedule("broken")
+
+
+def test_an_end_written_before_the_start_is_set_aside(database: Database) -> None:
+    create_due(database.store, "canary", every=1)
+    start = database.store.now() - timedelta(days=1)
+    create_due(database.store, "broken", every=1, start_at=start)
+    end = start - timedelta(hours=1)
+    value: Any = end
+    if database.dialect == "sqlite":  # stored as fixed-width UTC text there
+        value = end.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+    database.write("broken", "end_at", value)
+
+    sent = lead_once(database)
+
+    assert [key for key in sent.keys if key.startswith("canary:")]
+    assert not [key for key in sent.keys if key.startswith("broken:")]
+    assert "end_at" in (database.fault("broken") or "")
+
+
+def test_an_unreadable_start_is_set_aside_naming_it(database: Database) -> None:
+    create_due(database.store, "canary", every=1)
+    create_due(database.store, "broken", every=1)
+    value = "infinity" if database.dialect == "postgres" else "not a time"
+    with database.raw.begin() as conn:
+        conn.execute(sa.text(
+            f"UPDATE goatbeat_schedule SET start_at = "
+            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
+            "WHERE name = 'broken'"), {"v": value})
+
+    sent = lead_once(database)
+
+    assert [key for key in sent.keys if key.startswith("canary:")]
+    assert not [key for key in sent.keys if key.startswith("broken:")]
+    assert "start_at: the stored instant cannot be read" in (database.fault("broken") or "")
 
 
 def test_nan_durations_are_set_aside(database: Database) -> None:

@@ -12,6 +12,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -21,18 +22,21 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import URL
 
 from goatbeat_celery.core.errors import ConfigurationError, SchemaOutOfDate, StoreUnavailable
+from goatbeat_celery.core.model import ScheduleSpec, TriggerSpec
 from goatbeat_celery.migrations import (
     MIGRATE_COMMAND,
     VERSION_TABLE,
     check_schema,
     current_revision,
+    downgrade,
     head_revision,
     include_object,
     upgrade,
 )
 from goatbeat_celery.store import downgrade_schema, open_store, upgrade_schema
 from goatbeat_celery.store import migrate as store_migrate
-from goatbeat_celery.store.schema import metadata
+from goatbeat_celery.store.schema import metadata, schedule_table
+from goatbeat_celery.store.sql import _spec_values
 from tests.conftest import empty_database
 
 GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease"}
@@ -202,6 +206,52 @@ def test_downgrade_to_base_removes_the_tables_and_upgrade_restores_them(
     assert table_names(engine) & GOATBEAT_TABLES == set()
     assert current_revision(engine) is None
     upgrade_schema(fresh_url)
+    assert differences(engine) == []
+
+
+#: The schedule columns migration 0004 adds; a row written at 0003 names none of them.
+CONTROL_COLUMNS = ("start_at", "end_at", "max_runs", "paused_until", "description", "tags")
+
+
+def test_upgrading_0003_rows_to_the_controls_keeps_them_running_unbounded(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine, "0003")
+    spec = ScheduleSpec(name="nightly", task="proj.tasks.report",
+                        trigger=TriggerSpec(kind="interval", params={"every": 60}),
+                        args=(1, "a"), kwargs={"b": 2})
+    values = {key: value for key, value in _spec_values(spec).items()
+              if key not in CONTROL_COLUMNS}
+    due = datetime(2030, 1, 1, 8, 0, tzinfo=timezone.utc)
+    with engine.begin() as connection:
+        connection.execute(sa.insert(schedule_table).values(
+            **values, next_occurrence_at=due, next_run_at=due, last_occurrence_at=None,
+            total_runs=12, total_missed=1, version=5, created_at=due, updated_at=due,
+            paused_reason="paused after 3 failed runs in a row"))
+    upgrade(engine)
+    assert differences(engine) == []
+    store = open_store(fresh_url)
+    try:
+        read = store.get_schedule("nightly")
+    finally:
+        store.close()
+    assert read.damage == ()
+    assert read.spec == spec
+    assert (read.spec.start_at, read.spec.end_at, read.spec.max_runs, read.spec.description,
+            read.spec.tags, read.paused_until) == (None, None, None, None, (), None)
+    assert (read.total_runs, read.version, read.next_run_at, read.paused_reason) == (
+        12, 5, due, "paused after 3 failed runs in a row")
+    # Its spec hash is the one written before the upgrade: config sync leaves it alone.
+    assert read.spec.spec_hash() == values["spec_hash"]
+
+
+def test_downgrading_from_the_controls_drops_only_their_columns(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine)
+    downgrade(engine, "0003")
+    columns = {c["name"] for c in sa.inspect(engine).get_columns("goatbeat_schedule")}
+    assert not columns & set(CONTROL_COLUMNS)
+    assert "paused_reason" in columns
+    upgrade(engine)
     assert differences(engine) == []
 
 

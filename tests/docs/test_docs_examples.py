@@ -45,7 +45,7 @@ def test_every_page_but_the_map_has_a_runnable_example() -> None:
     # The pages written by other hands (reliability, performance) carry their own checks.
     pages = {"getting-started.md", "concepts.md", "configuration.md", "scheduling.md",
              "deploying.md", "upgrading.md", "migrating.md", "django.md", "troubleshooting.md",
-             "cli.md", "web.md"}
+             "cli.md", "web.md", "controls.md"}
     with_examples = {chain.first.page for chain in CHAINS}
     assert pages - with_examples == set()
 

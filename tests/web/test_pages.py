@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -258,3 +258,21 @@ def test_the_history_shows_run_outcomes_runtimes_workers_and_attempts(
     assert "<img" not in html and "<b>no" not in html
     assert 'class="outcome untracked">-<' in rows[untracked.key]
     assert rows[untracked.key].count("<td>-</td>") >= 3  # runtime, worker, run attempts
+
+
+def test_a_schedule_page_shows_its_controls_and_previews_within_them(
+        client: Browser, schedules: Schedules) -> None:
+    start = datetime(2030, 3, 1, 8, 0, tzinfo=timezone.utc)
+    schedules.create("limited", "proj.tasks.report", every="1h", start_at=start, max_runs=3,
+                     description="Runs <three> times.", tags=["reports", "eu"])
+    schedules.pause("limited", note="waiting for data", until=start + timedelta(minutes=30))
+
+    html = client.get("/schedule", params={"name": "limited"}).text
+
+    assert re.findall(r"<li>(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)</li>", html) == [
+        "2030-03-01T09:00:00Z", "2030-03-01T10:00:00Z", "2030-03-01T11:00:00Z"]
+    assert "Runs &lt;three&gt; times." in html
+    assert "reports, eu" in html and "3 (3 left)" in html
+    assert "waiting for data" in html and "2030-03-01T08:30:00Z" in html
+    listed = client.get("/schedules").text
+    assert "paused until 2030-03-01T08:30:00Z" in listed
