@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
 from goatbeat_celery.core.observer import OccurrenceRecord
+from goatbeat_celery.core.runs import ENDED_STATE_VALUES
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -47,6 +48,9 @@ INSTALL_HINT = "install the 'metrics' extra: pip install 'goatbeat_celery[metric
 #: From a few milliseconds (a healthy tick) to an hour (catch-up after downtime).
 LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
                     3600.0)
+#: From a no-op task (milliseconds) to a long batch job (hours).
+RUNTIME_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
+                   3600.0, 4 * 3600.0, 12 * 3600.0)
 #: How long close() waits for the exporter's thread to finish.
 STOP_TIMEOUT = 5.0
 
@@ -126,6 +130,17 @@ class GoatbeatMetrics:
             "goatbeat_lateness_seconds",
             "Seconds from an occurrence's due instant to the broker accepting it",
             buckets=LATENESS_BUCKETS, registry=reg)
+        self.runs_total = client.Counter(
+            "goatbeat_runs",
+            "Runs that ended, by outcome (succeeded, failed, revoked, rejected, lost), as the "
+            "leader settled them (each run once across the cluster's leaders)",
+            ["outcome"], registry=reg)
+        for outcome in ENDED_STATE_VALUES:
+            self.runs_total.labels(outcome=outcome)  # every series exists from the start, at 0
+        self.runtime = client.Histogram(
+            "goatbeat_run_runtime_seconds",
+            "Seconds a run ran on its worker, from its start to its end (runs with a runtime)",
+            buckets=RUNTIME_BUCKETS, registry=reg)
         self.oldest_claim_age = client.Gauge(
             "goatbeat_oldest_unsubmitted_claim_age_seconds",
             "Age of the oldest claim this leader has not yet had accepted by the broker",
@@ -168,6 +183,14 @@ class GoatbeatMetrics:
 
     def paused(self, schedule_name: str, reason: str) -> None:
         self.pauses_total.inc()
+
+    def runs_ended(self, executions: Sequence[Execution]) -> None:
+        for execution in executions:
+            if execution.run_state is None:
+                continue
+            self.runs_total.labels(outcome=execution.run_state.value).inc()
+            if execution.runtime is not None:
+                self.runtime.observe(execution.runtime.total_seconds())
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
         with self._lock:

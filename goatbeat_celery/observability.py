@@ -101,6 +101,16 @@ class CeleryObserver:
         _guarded(signals.schedule_paused.send, sender=self.sender,
                  schedule_name=schedule_name, reason=reason)
 
+    def runs_ended(self, executions: Sequence[Execution]) -> None:
+        if not signals.run_ended.receivers and self.hook is None:
+            return
+        for execution in executions:
+            record = OccurrenceRecord.of_run(execution)
+            _guarded(signals.run_ended.send, sender=self.sender, key=record.key,
+                     schedule_name=record.schedule_name, outcome=record.outcome, record=record)
+            if self.hook is not None:
+                self._call_hook(self.hook, record)
+
     @staticmethod
     def _call_hook(hook: OccurrenceHook, record: OccurrenceRecord) -> None:
         try:
@@ -147,6 +157,10 @@ class MultiObserver:
     def paused(self, schedule_name: str, reason: str) -> None:
         for observer in self.observers:
             _guarded(observer.paused, schedule_name, reason)
+
+    def runs_ended(self, executions: Sequence[Execution]) -> None:
+        for observer in self.observers:
+            _guarded(observer.runs_ended, executions)
 
 
 class Observability:

@@ -55,6 +55,14 @@ ignored; it never stops the loop.
     second one behind ``buffer_one``'s): the run before it had not finished; it is never sent.
     ``key``, ``schedule_name``, ``occurrence_at``, ``reason`` (str, as recorded on the row).
 
+``run_ended``
+    A run ended, as a worker tracking runs reported it (:func:`goatbeat_celery.track_runs`), or
+    was marked lost by the leader; sent once per run, by the leader that settles it, within a
+    tick of the report reaching the database. ``key``, ``schedule_name``, ``outcome`` (str:
+    ``succeeded``, ``failed``, ``revoked``, ``rejected`` or ``lost``), ``record``
+    (:class:`~goatbeat_celery.core.observer.OccurrenceRecord` with ``outcome``, ``runtime``,
+    ``worker`` and ``run_error`` set).
+
 ``schedule_paused``
     A schedule paused itself after ``pause_after_failures`` failed runs in a row;
     ``celery goatbeat resume`` starts it again. ``schedule_name`` (str), ``reason`` (str, as
@@ -73,6 +81,7 @@ __all__ = [
     "occurrence_skipped",
     "occurrence_submit_failed",
     "occurrence_submitted",
+    "run_ended",
     "schedule_paused",
     "schedule_set_aside",
 ]
@@ -109,6 +118,10 @@ occurrence_skipped = Signal(
 schedule_paused = Signal(
     name="goatbeat_schedule_paused",
     providing_args={"schedule_name", "reason"},
+)
+run_ended = Signal(
+    name="goatbeat_run_ended",
+    providing_args={"key", "schedule_name", "outcome", "record"},
 )
 schedule_set_aside = Signal(
     name="goatbeat_schedule_set_aside",

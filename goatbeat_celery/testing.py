@@ -238,3 +238,6 @@ class RecordingObserver(EngineObserver):
 
     def paused(self, schedule_name: str, reason: str) -> None:
         self.events.append(("paused", (schedule_name, reason)))
+
+    def runs_ended(self, executions: Sequence[Execution]) -> None:
+        self.events.append(("runs_ended", [(e.key, e.run_state) for e in executions]))

@@ -37,6 +37,27 @@ class OccurrenceRecord:
     error: str | None = None
     #: True when this failed attempt was the last: the occurrence is abandoned, not retried.
     abandoned: bool = False
+    #: Set when the record reports how the run ended (:meth:`EngineObserver.runs_ended`): the
+    #: run's end state (``succeeded``, ``failed``, ``revoked``, ``rejected`` or ``lost``), its
+    #: runtime, the worker and the error summary; None on a submission's record.
+    outcome: str | None = None
+    runtime: timedelta | None = None
+    worker: str | None = None
+    run_error: str | None = None
+
+    @classmethod
+    def of_run(cls, execution: Execution) -> OccurrenceRecord:
+        """The record of a run that ended, from its execution row."""
+        submitted = execution.submitted_at
+        return cls(
+            key=execution.key, schedule_name=execution.schedule_name,
+            occurrence_at=execution.occurrence_at, due_at=execution.due_at,
+            claimed_at=execution.claimed_at, submitted_at=submitted,
+            lateness=None if submitted is None else submitted - execution.due_at,
+            missed=execution.missed, token=execution.token, attempt=execution.attempts,
+            manual=execution.manual,
+            outcome=None if execution.run_state is None else execution.run_state.value,
+            runtime=execution.runtime, worker=execution.worker, run_error=execution.run_error)
 
 
 class EngineObserver(Protocol):
@@ -77,6 +98,12 @@ class EngineObserver(Protocol):
         starts it again."""
         ...
 
+    def runs_ended(self, executions: Sequence[Execution]) -> None:
+        """Runs ended, as workers reported them (or lost, as the leader judged): each reported
+        once, by the leader that settled it (``run_state``, ``runtime``, ``worker`` and
+        ``run_error`` on each row)."""
+        ...
+
 
 class NullObserver:
     """An observer that ignores everything."""
@@ -103,4 +130,7 @@ class NullObserver:
         pass
 
     def paused(self, schedule_name: str, reason: str) -> None:
+        pass
+
+    def runs_ended(self, executions: Sequence[Execution]) -> None:
         pass

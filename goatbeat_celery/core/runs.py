@@ -338,6 +338,21 @@ def _lost(record: RunRecord, now: datetime, reason: str) -> RunRecord:
     return replace(record, run_state=RunState.LOST, finished_at=now, run_error=reason)
 
 
+def settled_after_report(settled: bool | None, run_state: RunState | None) -> bool | None:
+    """The execution's ``settled`` once its run columns say ``run_state``: a run nothing waited
+    on (``None``) turns unsettled (``False``) as it ends, so that the leader reports its end
+    once (:meth:`~goatbeat_celery.core.observer.EngineObserver.runs_ended`) and counts it in
+    its schedule's failures in a row; a run already unsettled or settled keeps its flag.
+    Stores write this as they write a report or a lost verdict."""
+    if settled is None and run_state is not None and not run_state.live:
+        return False
+    return settled
+
+
+#: The ``run_state`` values that end a run, as stored.
+ENDED_STATE_VALUES = tuple(state.value for state in RunState if not state.live)
+
+
 def seconds_text(value: timedelta) -> str:
     """A duration as run errors show it: ``60s``, ``0.5s``, ``600s``."""
     return f"{value.total_seconds():g}s"

@@ -156,6 +156,11 @@ class RunSettler:
         decided = [self._decide(run) for run in runs]
         report = self.store.settle_runs(decided, lease=lease)
         written = set(report.settled)
+        ended = [run.execution for run in runs if run.execution.key in written
+                 and run.execution.run_state is not None and not run.execution.run_state.live]
+        if ended:
+            # Settled once, by the leader that holds the lease: each end is reported once.
+            self.observer.runs_ended(ended)
         for settlement in decided:
             if settlement.backoff and settlement.key in written \
                     and settlement.next_run_at is not None:

@@ -60,6 +60,7 @@ from goatbeat_celery.core.runs import (
     apply_event,
     last_news,
     lost_verdict,
+    settled_after_report,
 )
 from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
@@ -490,7 +491,9 @@ class MemoryStore:
                 record = RunRecord.of(execution)
                 after = apply_event(record, event, now)
                 if after is not record:
-                    self._executions[event.key] = replace(execution, **after.values())
+                    self._executions[event.key] = replace(
+                        execution, **after.values(),
+                        settled=settled_after_report(execution.settled, after.run_state))
         return unknown
 
     def heartbeat(self, keys: Collection[str]) -> int:
@@ -514,7 +517,9 @@ class MemoryStore:
                 lost = lost_verdict(record, dispatched_at=_dispatched_at(execution), now=now,
                                     silent_for=silent_for, unstarted_for=unstarted_for)
                 if lost is not None:
-                    judged.append((_news(execution), replace(execution, **lost.values())))
+                    judged.append((_news(execution), replace(
+                        execution, **lost.values(),
+                        settled=settled_after_report(execution.settled, lost.run_state))))
             judged.sort(key=lambda pair: (pair[0], pair[1].key))
             marked = [execution for _, execution in judged[:limit]]
             for execution in marked:

@@ -29,7 +29,7 @@ from goatbeat_celery.core.claims import ClaimPlan
 from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.fence import check_fence, lease_lost
 from goatbeat_celery.core.model import UTC, ExecutionState, LeaseGrant
-from goatbeat_celery.core.runs import RunRecord, RunState
+from goatbeat_celery.core.runs import ENDED_STATE_VALUES, RunRecord
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import (
@@ -115,12 +115,19 @@ _RECORD_CLAIMS = sa.text(
 # keys written. Rows are locked in key order, as the keys come sorted. Run on the driver's
 # cursor, as the read before it.
 _WRITE_RUNS = (
+    # ``old`` reads the rows as they were (a CTE sees the snapshot before the UPDATE): whether
+    # a policy waited on the run already (``settled`` false before this report).
     """
+    WITH old AS (SELECT key, settled FROM goatbeat_execution
+                 WHERE key = ANY(CAST(%(keys)s AS text[])))
     UPDATE goatbeat_execution AS e
     SET run_state = u.run_state, run_id = u.run_id, worker = u.worker,
         run_attempts = u.run_attempts, started_at = u.started_at, finished_at = u.finished_at,
-        heartbeat_at = u.heartbeat_at, runtime = u.runtime, run_error = u.run_error
-    FROM unnest(CAST(%(keys)s AS text[]), CAST(%(old_states)s AS text[]),
+        heartbeat_at = u.heartbeat_at, runtime = u.runtime, run_error = u.run_error,
+        -- core.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
+        settled = CASE WHEN e.settled IS NULL AND u.run_state IN ({ended}) THEN false
+                       ELSE e.settled END
+    FROM old, unnest(CAST(%(keys)s AS text[]), CAST(%(old_states)s AS text[]),
                 CAST(%(old_runs)s AS text[]), CAST(%(old_attempts)s AS integer[]),
                 CAST(%(old_heartbeats)s AS timestamptz[]), CAST(%(states)s AS text[]),
                 CAST(%(runs)s AS text[]), CAST(%(workers)s AS text[]),
@@ -129,13 +136,13 @@ _WRITE_RUNS = (
                 CAST(%(runtimes)s AS double precision[]), CAST(%(errors)s AS text[]))
          AS u(key, old_state, old_run, old_attempts, old_heartbeat, run_state, run_id, worker,
               run_attempts, started_at, finished_at, heartbeat_at, runtime, run_error)
-    WHERE e.key = ANY(CAST(%(keys)s AS text[])) AND e.key = u.key
+    WHERE e.key = ANY(CAST(%(keys)s AS text[])) AND e.key = u.key AND old.key = e.key
       AND e.run_state IS NOT DISTINCT FROM u.old_state
       AND e.run_id IS NOT DISTINCT FROM u.old_run
       AND e.run_attempts = u.old_attempts
       AND e.heartbeat_at IS NOT DISTINCT FROM u.old_heartbeat
-    RETURNING e.key, e.run_state, e.settled
-    """
+    RETURNING e.key, e.run_state, old.settled
+    """.format(ended=", ".join(f"'{state}'" for state in ENDED_STATE_VALUES))
 )
 
 
@@ -146,9 +153,6 @@ _READ_RUNS = (
     "heartbeat_at, runtime, run_error FROM goatbeat_execution "
     "WHERE key = ANY(CAST(%(keys)s AS text[]))"
 )
-
-#: The run states that end a run, as stored.
-_ENDED_STATES = frozenset(state.value for state in RunState if not state.live)
 
 #: The array parameters of _WRITE_RUNS, in the order of its unnest.
 _WRITE_RUNS_ARRAYS = ("keys", "old_states", "old_runs", "old_attempts", "old_heartbeats",
@@ -511,7 +515,8 @@ class PostgresStore(SQLStore):
             written = cursor.fetchall()
         finally:
             cursor.close()
-        if any(settled is False and state in _ENDED_STATES for _key, state, settled in written):
+        if any(settled is False and state in ENDED_STATE_VALUES
+               for _key, state, settled in written):
             # A run policy waits on this end (a fixed delay, a held run): wake the leader.
             self._announce_in(conn)
         return {key for key, _state, _settled in written}

@@ -84,6 +84,7 @@ from goatbeat_celery.core.policies import (
 )
 from goatbeat_celery.core.runs import (
     CAS_COLUMNS,
+    ENDED_STATE_VALUES,
     RUN_COLUMNS,
     RunEvent,
     RunRecord,
@@ -91,6 +92,7 @@ from goatbeat_celery.core.runs import (
     apply_events,
     last_news,
     lost_verdict,
+    settled_after_report,
 )
 from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
@@ -131,7 +133,7 @@ _STILL_CLAIMED = sa.text("coalesce(goatbeat_execution.state = 'claimed', false)"
 _IS_IN_FLIGHT = sa.text(IN_FLIGHT_PREDICATE)
 _IS_UNSETTLED = sa.text(UNSETTLED_PREDICATE)
 # A run whose end may wait to be applied: a worker's end or a lost verdict, or never sent.
-_ENDED_RUN_STATES = tuple(state.value for state in RunState if not state.live)
+_ENDED_RUN_STATES = ENDED_STATE_VALUES
 _NEVER_SENT_STATES = tuple(state.value for state in ExecutionState
                            if state.value not in PENDING_STATES)
 #: Never pruned: claims not yet sent, and claims held back for their turn.
@@ -180,8 +182,15 @@ _WRITE_RUN = (
     .where(E.c.key == sa.bindparam("b_key"),
            *[E.c[name].is_not_distinct_from(sa.bindparam(f"old_{name}", type_=E.c[name].type))
              for name in CAS_COLUMNS])
-    .values({E.c[name]: sa.bindparam(f"new_{name}", type_=E.c[name].type)
-             for name in RUN_COLUMNS})
+    .values({
+        **{E.c[name]: sa.bindparam(f"new_{name}", type_=E.c[name].type)
+           for name in RUN_COLUMNS},
+        # core.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
+        E.c.settled: sa.case((sa.and_(E.c.settled.is_(None),
+                                      sa.bindparam("new_run_state", type_=E.c.run_state.type)
+                                      .in_(ENDED_STATE_VALUES)), sa.false()),
+                             else_=E.c.settled),
+    })
 )
 #: How many times a batch of reports is judged again when other writers keep changing its rows.
 _RUN_ROUNDS = 5
@@ -985,7 +994,9 @@ class SQLStore:
                                     silent_for=silent_for, unstarted_for=unstarted_for)
                 if lost is not None:
                     news = last_news(record, dispatched_at=dispatched) or execution.claimed_at
-                    judged.append((news, replace(execution, **lost.values()),
+                    judged.append((news, replace(execution, **lost.values(),
+                                                 settled=settled_after_report(
+                                                     execution.settled, lost.run_state)),
                                    RunChange(execution.key, _cas_values(row), lost)))
             judged.sort(key=lambda item: (item[0], item[1].key))
             judged = judged[:limit]

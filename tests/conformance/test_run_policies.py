@@ -152,11 +152,20 @@ def test_finished_runs_lists_ended_unsettled_runs_once_they_end(store: Store) ->
     assert ended.schedule.name == "job"
 
 
-def test_runs_of_schedules_without_policies_are_never_listed(store: Store) -> None:
+def test_runs_of_schedules_without_policies_are_listed_once_they_end(store: Store) -> None:
+    """Nothing waits on them, but their end is still reported once: listed until settled."""
     grant = lease(store)
     schedule = create_due(store, "job")
     (run,) = store.claim([claim(schedule)], lease=grant).dispatches
+    store.mark_submitted([run.key])
+    assert [e.settled for e in store.executions(schedule_name="job")] == [None]
+    report(store, run.key, None)
+    assert store.finished_runs(10) == []  # running: not over
     report(store, run.key)
+    (ended,) = store.finished_runs(10)
+    assert ended.execution.key == run.key and ended.execution.settled is False
+    store.settle_runs([RunSettlement(key=run.key, schedule_name="job", version=None)],
+                      lease=grant)
     assert store.finished_runs(10) == []
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from goatbeat_celery.core.engine import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import MisfirePolicy
+from goatbeat_celery.core.model import MisfirePolicy, idempotency_key
+from goatbeat_celery.core.runs import RunEvent, RunOutcome
 from goatbeat_celery.metrics import MetricsExporter
 
 from .support import (
@@ -199,3 +200,33 @@ def test_an_abandoned_occurrence_is_no_longer_owed_to_the_broker(
         clock.advance(1)
 
     assert scrape(exporter.port)["goatbeat_oldest_unsubmitted_claim_age_seconds"] == 0
+
+
+def test_runs_are_counted_by_outcome_with_their_runtimes(
+        replicas: Replicas, clock: ManualClock, exporters: Exporters) -> None:
+    exporter = exporters()
+    engine = replicas.engine(exporter.observer)
+    for name in ("ok", "bad", "slow"):
+        create_due(replicas.store, name, START)
+    engine.tick()
+    keys = {name: idempotency_key(name, START) for name in ("ok", "bad", "slow")}
+    ran = {"ok": (RunOutcome.SUCCEEDED, 0.2), "bad": (RunOutcome.FAILED, 3.0),
+           "slow": (RunOutcome.SUCCEEDED, 40.0)}
+    for name, (outcome, seconds) in ran.items():
+        replicas.store.record_runs([
+            RunEvent.started(keys[name], run="r", worker="w", age=timedelta(seconds=seconds)),
+            RunEvent.finished(keys[name], run="r", worker="w", age=timedelta(0),
+                              outcome=outcome, runtime=timedelta(seconds=seconds))])
+    clock.advance(1)
+    engine.tick()
+    clock.advance(1)
+    engine.tick()  # nothing new: nothing counted twice
+    samples = scrape(exporter.port)
+
+    assert samples['goatbeat_runs_total{outcome="succeeded"}'] == 2
+    assert samples['goatbeat_runs_total{outcome="failed"}'] == 1
+    assert samples["goatbeat_run_runtime_seconds_count"] == 3
+    assert samples["goatbeat_run_runtime_seconds_sum"] == pytest.approx(43.2)
+    assert samples['goatbeat_run_runtime_seconds_bucket{le="1.0"}'] == 1
+    assert samples['goatbeat_run_runtime_seconds_bucket{le="5.0"}'] == 2
+    assert samples['goatbeat_run_runtime_seconds_bucket{le="60.0"}'] == 3

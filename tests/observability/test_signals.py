@@ -12,6 +12,7 @@ import pytest
 
 from goatbeat_celery import signals
 from goatbeat_celery.core.model import ExecutionState, MisfirePolicy, idempotency_key
+from goatbeat_celery.core.runs import RunEvent, RunOutcome
 from goatbeat_celery.observability import CeleryObserver
 
 from .support import BROKER_DOWN, START, ManualClock, Replicas, create_due
@@ -206,3 +207,31 @@ def test_a_schedule_set_aside_sends_schedule_set_aside_with_the_reason(
     [aside] = named(sent, "schedule_set_aside")
     assert aside.kwargs["schedule_name"] == "rogue"
     assert "options.queue" in aside.kwargs["reason"]
+
+
+def test_a_run_that_ended_sends_run_ended_once_with_its_outcome_and_calls_the_hook(
+        replicas: Replicas, clock: ManualClock, sent: list[Sent]) -> None:
+    records: list[Any] = []
+    engine = replicas.engine(CeleryObserver(sender=SENDER, hook=records.append))
+    create_due(replicas.store, "report", START)
+    engine.tick()
+    key = idempotency_key("report", START)
+    replicas.store.record_runs([
+        RunEvent.started(key, run="r", worker="celery@w1", age=timedelta(seconds=2)),
+        RunEvent.finished(key, run="r", worker="celery@w1", age=timedelta(0),
+                          outcome=RunOutcome.FAILED, error="KeyError: 'x'",
+                          runtime=timedelta(seconds=2))])
+    clock.advance(1)
+    engine.tick()
+    clock.advance(1)
+    engine.tick()
+
+    [ended] = named(sent, "run_ended")
+    assert ended.sender is SENDER
+    assert (ended.kwargs["key"], ended.kwargs["schedule_name"], ended.kwargs["outcome"]) == (
+        key, "report", "failed")
+    record = ended.kwargs["record"]
+    assert (record.outcome, record.worker, record.run_error) == (
+        "failed", "celery@w1", "KeyError: 'x'")
+    assert record.runtime == timedelta(seconds=2)
+    assert [r.outcome for r in records] == [None, "failed"]  # the submission, then the end

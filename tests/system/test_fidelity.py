@@ -290,6 +290,10 @@ def described(diffs: dict[str, dict[str, dict[str, Any]]]) -> str:
                      for task, fields in diffs.items() for name, d in fields.items())
 
 
+#: How Celery's PersistentScheduler reports a shutdown that read its store after closing it.
+CLOSED_SHELF = "invalid operation on closed shelf"
+
+
 def instant(text: str) -> datetime:
     value = datetime.fromisoformat(text)
     assert value.tzinfo is not None, f"{text!r} has no offset"
@@ -311,7 +315,11 @@ def test_goatbeat_sends_the_messages_celery_beat_sends(world: FidWorld, report: 
     wait_until(every_task_sent, timeout=STARTUP + CRON_PERIOD + INTERVAL,
                what="a message of every task from both schedulers", interval=0.5)
     waited = (datetime.now(timezone.utc) - started_at).total_seconds()
-    assert celery_beat.stop() == 0
+    stopped = celery_beat.stop()
+    # Celery's own PersistentScheduler (5.7) can fail its shutdown with "invalid operation on
+    # closed shelf" when SIGTERM closes its shelve store before the service's last sync reads
+    # it. The reference's exit status is not what this test compares; any other failure is.
+    assert stopped == 0 or CLOSED_SHELF in celery_beat.log(), celery_beat.log()[-2000:]
     assert goatbeat.stop() == 0
     read_at = datetime.now(timezone.utc)
 

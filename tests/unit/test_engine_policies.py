@@ -232,3 +232,49 @@ def test_lost_runs_never_pause_a_schedule() -> None:
     assert schedule.spec.enabled and schedule.consecutive_failures == 0
     lost = [e for e in world.store.executions(limit=100) if e.key == world.key(1)][0]
     assert (lost.run_state, lost.settled) == (RunState.LOST, True)
+
+
+# -- reporting how runs end ------------------------------------------------------------------
+def test_every_run_end_is_reported_once_and_counted_in_its_schedules_failures() -> None:
+    world = World()
+    world.create()  # no policy waits on its runs
+    world.at(world.minute(1))
+    world.run(world.key(1), RunOutcome.FAILED, error="ValueError: boom")
+    world.at(world.minute(2))
+    world.run(world.key(2))
+    world.at(world.minute(3))
+    world.at(world.minute(3) + 5 * S)
+
+    assert world.observer.of("runs_ended") == [
+        [(world.key(1), RunState.FAILED)], [(world.key(2), RunState.SUCCEEDED)]]
+    job = world.store.get_schedule("job")
+    assert job.consecutive_failures == 0 and job.spec.enabled
+
+
+def test_failures_in_a_row_are_counted_for_a_schedule_without_policies() -> None:
+    world = World()
+    world.create()
+    for minute in (1, 2):
+        world.at(world.minute(minute))
+        world.run(world.key(minute), RunOutcome.FAILED)
+    world.at(world.minute(3))
+    job = world.store.get_schedule("job")
+    assert job.consecutive_failures == 2
+    assert job.next_run_at == world.minute(4)  # no policy: the grid is kept
+
+
+def test_a_new_leader_does_not_report_again_what_the_last_one_reported() -> None:
+    world = World()
+    world.create()
+    world.at(world.minute(1))
+    world.run(world.key(1))
+    world.at(world.minute(1) + 5 * S)
+    assert len(world.observer.of("runs_ended")) == 1
+    world.engine.close()
+
+    successor = RecordingObserver()
+    world.engine = Engine(store=world.store, lease=world.store, submitter=world.submitter,
+                          settings=Settings(max_interval=60), holder="b", observer=successor,
+                          monotonic=world.clock.monotonic)
+    world.at(world.minute(1) + 10 * S)
+    assert successor.of("runs_ended") == []
