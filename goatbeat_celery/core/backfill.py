@@ -322,7 +322,7 @@ def request_problems(request: BackfillRequest, now: datetime) -> list[str]:
 
 def stored_problems(backfill: Backfill) -> list[str]:
     """Every problem with a backfill as read from its row (edited by hand)."""
-    found = [f"{column}: cannot be read as stored" for column in backfill.damage]
+    found = [_unreadable(entry) for entry in backfill.damage]
     if found:
         return found
     if backfill.start > backfill.end:
@@ -335,6 +335,11 @@ def stored_problems(backfill: Backfill) -> list[str]:
     if backfill.examined < 0 or backfill.claimed < 0:
         found.append("examined, claimed: must not be negative")
     return found
+
+
+def _unreadable(damage: str) -> str:
+    column, _, value = damage.partition(":")
+    return f"{column}: cannot be read as stored" + (f" ({value.strip()})" if value else "")
 
 
 __all__ = ["BACKFILLS_PER_TICK", "MAX_BACKFILL_OCCURRENCES", "MAX_PER_TICK", "Backfill",
