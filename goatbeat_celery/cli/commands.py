@@ -16,7 +16,9 @@ from celery.bin.base import CeleryCommand
 
 from goatbeat_celery.cli import checks as checks_module
 from goatbeat_celery.cli import views
+from goatbeat_celery.core.backfill import MAX_PER_TICK, BackfillMode
 from goatbeat_celery.core.errors import (
+    BackfillNotFound,
     ConfigurationError,
     GoatbeatError,
     ScheduleConflict,
@@ -159,6 +161,8 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
         raise CommandError(str(ConfigurationError(problems, subject=exc.subject))) from exc
     except ScheduleConflict as exc:
         raise CommandError(str(exc)) from exc
+    except BackfillNotFound as exc:
+        raise CommandError(f"{exc}; `{app_command('backfills')}` shows the backfills") from exc
     except StoreUnavailable as exc:
         raise DatabaseUnavailable(str(exc)) from exc
     except GoatbeatError as exc:  # SchemaOutOfDate names the migrate command
@@ -845,6 +849,87 @@ def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
         emit(views.execution_json(execution))
     else:
         say(f"queued {execution.key!r}; the leader sends it with task id {execution.key}")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@click.option("--from", "start", type=InstantParam(), required=True, metavar="ISO",
+              help="The first instant of the range (with its zone).")
+@click.option("--to", "end", type=InstantParam(), required=True, metavar="ISO",
+              help="The last instant of the range, not in the future.")
+@click.option("--mode", type=click.Choice([m.value for m in BackfillMode]),
+              default=BackfillMode.MISSING.value, show_default=True,
+              help="missing: occurrences with no execution; failed: those that failed, were "
+                   "lost or never sent; all: every one.")
+@click.option("--newest-first", is_flag=True, help="Run the end of the range first.")
+@click.option("--per-tick", type=click.IntRange(min=1, max=MAX_PER_TICK), metavar="N",
+              help="Occurrences the leader claims a tick (default: goatbeat_backfill_per_tick).")
+@click.option("--dry-run", is_flag=True, help="List what would run; store nothing.")
+@json_option
+@click.pass_context
+def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode: str,
+             newest_first: bool, per_tick: int | None, dry_run: bool, as_json: bool) -> None:
+    """Run NAME's occurrences between --from and --to that --mode selects, without moving its
+    next run; the leader sends them after the live schedules, a few each tick."""
+    with opened(ctx) as schedules, reported():
+        if dry_run:
+            preview = schedules.backfill(name, start, end, mode=mode, newest_first=newest_first,
+                                         per_tick=per_tick, dry_run=True)
+        else:
+            created = schedules.backfill(name, start, end, mode=mode,
+                                         newest_first=newest_first, per_tick=per_tick)
+    if dry_run:
+        if as_json:
+            emit(views.backfill_preview_json(preview))
+            return
+        say(f"{len(preview.runs)} of {preview.total} occurrences of {name!r} would run "
+            f"(mode {preview.mode.value})")
+        if preview.runs:
+            click.echo(views.table(views.PREVIEW_COLUMNS, views.backfill_preview_rows(preview)))
+        return
+    if as_json:
+        emit(views.backfill_json(created))
+    else:
+        say(f"backfill {created.id} of {name!r} queued: {created.total} occurrences to look "
+            f"at (mode {created.mode.value}); `{app_command('backfills')}` shows its progress")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.option("--schedule", "name", metavar="NAME", help="Only the backfills of NAME.")
+@click.option("--active/--finished", "active", default=None,
+              help="Only active backfills, or only finished ones (done, cancelled, failed).")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
+              metavar="N", help="How many, newest first.")
+@json_option
+@click.pass_context
+def backfills(ctx: click.Context, name: str | None, active: bool | None, limit: int,
+              as_json: bool) -> None:
+    """Backfills and their progress, newest first."""
+    with opened(ctx) as schedules, reported():
+        found = schedules.backfills(name=name, active=active, limit=limit)
+    if as_json:
+        emit([views.backfill_json(b) for b in found])
+    elif not found:
+        say("no backfills")
+    else:
+        click.echo(views.table(views.BACKFILL_COLUMNS, [views.backfill_row(b) for b in found]))
+        for failed in (b for b in found if b.error is not None):
+            say(f"backfill {failed.id}: {failed.error}")
+
+
+@goatbeat.command(name="backfill-cancel", cls=CeleryCommand)
+@click.argument("backfill_id", type=click.IntRange(min=1), metavar="ID")
+@json_option
+@click.pass_context
+def backfill_cancel(ctx: click.Context, backfill_id: int, as_json: bool) -> None:
+    """Stop backfill ID: nothing more is claimed for it; what it claimed is still sent."""
+    with opened(ctx) as schedules, reported():
+        cancelled = schedules.cancel_backfill(backfill_id)
+    if as_json:
+        emit(views.backfill_json(cancelled))
+    else:
+        say(f"backfill {cancelled.id} is {cancelled.state.value} "
+            f"({cancelled.claimed} occurrences claimed)")
 
 
 @goatbeat.command(cls=CeleryCommand)

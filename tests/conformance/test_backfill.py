@@ -51,7 +51,8 @@ def request(store: Store, minutes: int = 5, **fields: object) -> BackfillRequest
 def step(backfill_id: int, points: list[datetime], *, before: int = 0,
          done: bool = False, keys: list[str] | None = None) -> BackfillStep:
     runs = tuple(BackfillRun(occurrence_at=p, key=k, reason="no execution")
-                 for p, k in zip(points, keys or [idempotency_key("job", p) for p in points]))
+                 for p, k in zip(points, keys or [idempotency_key("job", p) for p in points],
+                                 strict=True))
     return BackfillStep(backfill_id=backfill_id, schedule_name="job", examined_before=before,
                         examined=len(points), cursor=points[-1] if points else None,
                         runs=runs, done=done)
