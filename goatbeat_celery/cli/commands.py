@@ -878,6 +878,11 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
         else:
             created = schedules.backfill(name, start, end, mode=mode,
                                          newest_first=newest_first, per_tick=per_tick)
+            lease_name = schedules.config.settings.lease_name
+            info = lease_manager(schedules).inspect(lease_name)
+            if info is None or not info.held:
+                warn(f"no replica holds lease {lease_name!r} right now: the backfill runs "
+                     "when one becomes leader")
     if dry_run:
         if as_json:
             emit(views.backfill_preview_json(preview))
