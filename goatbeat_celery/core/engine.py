@@ -328,9 +328,10 @@ class Engine:
 
     # -- backfills -----------------------------------------------------------------------
     def _drain_backfills(self, grant: LeaseGrant) -> bool:
-        """One step of each active backfill (oldest first); returns whether any has
-        occurrences left. A backfill that cannot be worked on is set aside with its reason;
-        the others, and the live schedules, go on."""
+        """One step of each active backfill, oldest first, until the tick has sent the
+        ``backfill_per_tick`` setting's worth (the first step always goes, its size its own
+        ``per_tick``); returns whether any has occurrences left. A backfill that cannot be
+        worked on is set aside with its reason; the others, and the live schedules, go on."""
         submissions = self._submissions
         if submissions.backing_off():
             return False  # the broker is down: live claims wait too
@@ -343,8 +344,10 @@ class Engine:
                          extra={"action": "backfill_failed"})
             return False
         more = False
+        sent = 0
         for backfill in active:
-            if not self.is_leader() or submissions.backing_off():
+            if (not self.is_leader() or submissions.backing_off()
+                    or sent >= self.settings.backfill_per_tick):
                 return True
             try:
                 step = self._backfill_step(backfill)
@@ -360,6 +363,7 @@ class Engine:
                             extra={"action": "backfill_done"})
             else:
                 more = True
+            sent += len(result.dispatches)
             if result.dispatches:
                 self.observer.claimed(result.dispatches)
                 logger.info("backfill %d of schedule %s: sending %d occurrences", backfill.id,

@@ -181,6 +181,32 @@ def test_the_setting_sets_per_tick_when_the_request_does_not() -> None:
     assert len(world.backfilled()) == 7
 
 
+def test_backfills_share_the_setting_of_a_tick_oldest_first() -> None:
+    world = World(backfill_per_tick=10)
+    past_job(world)
+    first = world.api.backfill("job", T0 + M, T0 + 30 * M)
+    second = world.api.backfill("job", T0 + 31 * M, T0 + 40 * M)
+    world.engine.tick()
+    assert len(world.backfilled()) == 10
+    assert (world.api.get_backfill(first.id).claimed,
+            world.api.get_backfill(second.id).claimed) == (10, 0)
+
+
+def test_a_backfill_whose_range_ran_already_lets_the_next_one_go() -> None:
+    world = World(backfill_per_tick=10)
+    past_job(world)
+    first = world.api.backfill("job", T0 + M, T0 + 10 * M)
+    world.engine.tick()
+    again = world.api.backfill("job", T0 + M, T0 + 10 * M)  # nothing missing now
+    other = world.api.backfill("job", T0 + 11 * M, T0 + 12 * M)
+    world.clock.advance(0.1)
+    world.engine.tick()
+    assert world.api.get_backfill(first.id).claimed == 10
+    assert (world.api.get_backfill(again.id).state, world.api.get_backfill(again.id).claimed) \
+        == (BackfillState.DONE, 0)
+    assert world.api.get_backfill(other.id).claimed == 2
+
+
 def test_live_schedules_are_sent_before_the_backfill_of_the_tick(world: World) -> None:
     world.api.create("job", "app.job", every=60)
     world.api.create("live", "app.live", every=60)
