@@ -871,7 +871,7 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
              newest_first: bool, per_tick: int | None, dry_run: bool, as_json: bool) -> None:
     """Run NAME's occurrences between --from and --to that --mode selects, without moving its
     next run; the leader sends them after the live schedules, a few each tick."""
-    with opened(ctx) as schedules, reported():
+    with opened(ctx) as schedules, reported(), _backfill_options():
         if dry_run:
             preview = schedules.backfill(name, start, end, mode=mode, newest_first=newest_first,
                                          per_tick=per_tick, dry_run=True)
@@ -897,6 +897,27 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
     else:
         say(f"backfill {created.id} of {name!r} queued: {created.total} occurrences to look "
             f"at (mode {created.mode.value}); `{app_command('backfills')}` shows its progress")
+
+
+#: Fields of a backfill request → the options of ``backfill`` that give them.
+_BACKFILL_OPTION = {"start": "--from", "end": "--to", "mode": "--mode",
+                    "per_tick": "--per-tick", "range": "--from/--to"}
+
+
+@contextmanager
+def _backfill_options() -> Iterator[None]:
+    """A refused backfill's problems, each named by the option that gave the field."""
+    try:
+        yield
+    except ConfigurationError as exc:
+        if exc.subject != "backfill":
+            raise
+        problems = []
+        for problem in exc.problems:
+            field, sep, rest = problem.partition(": ")
+            option = _BACKFILL_OPTION.get(field) if sep else None
+            problems.append(problem if option is None else f"{option}: {rest}")
+        raise ConfigurationError(problems, subject="backfill") from exc
 
 
 @goatbeat.command(cls=CeleryCommand)

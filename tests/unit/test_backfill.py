@@ -30,6 +30,7 @@ from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
 T0 = ManualClock.DEFAULT_START
 M = timedelta(minutes=1)
 H = timedelta(hours=1)
+S = timedelta(seconds=1)
 
 
 class World:
@@ -389,3 +390,30 @@ def test_an_unknown_backfill_is_not_found(world: World) -> None:
         world.api.get_backfill(42)
     with pytest.raises(BackfillNotFound):
         world.api.cancel_backfill(42)
+
+
+def test_a_ten_thousand_occurrence_backfill_leaves_the_live_runs_on_time() -> None:
+    world = World()
+    world.api.create("job", "app.job", every=1)
+    world.clock.advance(3 * 3600)
+    world.api.create("live", "app.live", every=1)
+    backfill = world.api.backfill("job", T0 + timedelta(seconds=1), T0 + 10_000 * S)
+    assert backfill.total == 10_000
+    start = world.clock()
+    end = start + timedelta(seconds=30)
+    while world.clock() < end:
+        wait = world.engine.tick()
+        world.clock.advance(max(min(wait, (end - world.clock()).total_seconds()), 0.001))
+    world.engine.tick()
+    live = [d.execution for d in world.submitter.dispatches
+            if d.execution.schedule_name == "live"]
+    # Every live second sent, each at its due instant (the clock moves only between ticks).
+    assert [e.due_at for e in live] == [start + k * S for k in range(1, 31)]
+    assert all(e.claimed_at == e.due_at for e in live)
+    # Meanwhile the backfill went on, 100 a tick, with no key sent twice.
+    done = world.api.get_backfill(backfill.id)
+    assert done.state is BackfillState.DONE and done.claimed == 10_000
+    keys = world.backfilled()
+    assert len(keys) == len(set(keys)) == 10_000
+    assert max(len([k for k in call.keys if k in set(keys)])
+               for call in world.submitter.calls) <= 100
