@@ -22,6 +22,8 @@ SCHEDULE_TABLE = "goatbeat_schedule"
 EXECUTION_TABLE = "goatbeat_execution"
 LEASE_TABLE = "goatbeat_lease"
 BACKFILL_TABLE = "goatbeat_backfill"
+#: The sequence PostgreSQL numbers backfills with (the beat role needs USAGE on it).
+BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
