@@ -15,15 +15,18 @@ import pytest
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import base_registry
 from goatbeat_celery.core.backfill import (
+    Backfill,
     BackfillMode,
     BackfillState,
     backfill_key,
+    choose_runs,
+    failed_execution,
     next_window,
 )
 from goatbeat_celery.core.engine import BACKFILL_PAUSE, Engine
 from goatbeat_celery.core.errors import BackfillNotFound, ConfigurationError
-from goatbeat_celery.core.model import ExecutionState, idempotency_key
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.model import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
 
@@ -248,7 +251,6 @@ def test_newest_first_window_finds_points_on_an_uneven_grid() -> None:
             minutes += 1
         return T0 + minutes * M
 
-    from goatbeat_celery.core.backfill import Backfill
     backfill = Backfill(id=1, schedule_name="job", start=T0, end=T0 + 200 * M,
                         mode=BackfillMode.ALL, newest_first=True, total=58)
     seen: list[datetime] = []
@@ -417,3 +419,47 @@ def test_a_ten_thousand_occurrence_backfill_leaves_the_live_runs_on_time() -> No
     assert len(keys) == len(set(keys)) == 10_000
     assert max(len([k for k in call.keys if k in set(keys)])
                for call in world.submitter.calls) <= 100
+
+
+@pytest.mark.parametrize(("state", "run_state", "failed"), [
+    (ExecutionState.SUBMITTED, None, False),
+    (ExecutionState.SUBMITTED, RunState.SUCCEEDED, False),
+    (ExecutionState.SUBMITTED, RunState.RUNNING, False),
+    (ExecutionState.SUBMITTED, RunState.FAILED, True),
+    (ExecutionState.SUBMITTED, RunState.LOST, True),
+    (ExecutionState.SUBMITTED, RunState.REVOKED, False),
+    (ExecutionState.EXPIRED, None, True),
+    (ExecutionState.ABANDONED, None, True),
+    (ExecutionState.CLAIMED, None, False),
+    (ExecutionState.SKIPPED, None, False),
+])
+def test_what_the_failed_mode_counts_as_failed(state: ExecutionState, run_state: RunState | None,
+                                               failed: bool) -> None:
+    execution = Execution(key="job:x", schedule_name="job", occurrence_at=T0, due_at=T0, token=1,
+                          state=state, claimed_at=T0, run_state=run_state)
+    assert failed_execution(execution) is failed
+
+
+@pytest.mark.parametrize(("mode", "expected"), [
+    (BackfillMode.MISSING, [("job:{0}", "no execution")]),
+    (BackfillMode.FAILED, [("job:{1}:backfill-7", "execution expired")]),
+    (BackfillMode.ALL, [("job:{0}", "no execution"), ("job:{1}:backfill-7", "execution expired"),
+                        ("job:{2}:backfill-7", "run succeeded")]),
+])
+def test_each_mode_chooses_its_occurrences_and_keys(mode: BackfillMode,
+                                                    expected: list[tuple[str, str]]) -> None:
+    points = [T0 + k * M for k in range(3)]
+    keys = [idempotency_key("job", p) for p in points]
+    existing = {
+        keys[1]: Execution(key=keys[1], schedule_name="job", occurrence_at=points[1],
+                           due_at=points[1], token=1, state=ExecutionState.EXPIRED,
+                           claimed_at=points[1]),
+        keys[2]: Execution(key=keys[2], schedule_name="job", occurrence_at=points[2],
+                           due_at=points[2], token=1, state=ExecutionState.SUBMITTED,
+                           claimed_at=points[2], run_state=RunState.SUCCEEDED),
+    }
+    backfill = Backfill(id=7, schedule_name="job", start=points[0], end=points[-1], mode=mode)
+    runs = choose_runs(backfill, points, existing)
+    stamps = [p.isoformat() for p in points]
+    assert [(r.key, r.reason) for r in runs] == [(key.format(*stamps), why)
+                                                 for key, why in expected]
