@@ -45,7 +45,6 @@ from goatbeat_celery.core.model import (
     ScheduleSpec,
     TriggerSpec,
     ensure_aware,
-    idempotency_key,
     quoted_name,
     to_timedelta,
 )
@@ -378,8 +377,8 @@ class Schedules:
         runs = []
         for at in range(0, len(points), 500):
             chunk = points[at:at + 500]
-            existing = self.store.executions_by_key(
-                [idempotency_key(request.schedule_name, point) for point in chunk])
+            existing = self.store.occurrence_executions(request.schedule_name, min(chunk),
+                                                        max(chunk))
             runs.extend(choose_runs(draft, chunk, existing, backfill_id="new"))
         return BackfillPreview(schedule_name=request.schedule_name, start=request.start,
                                end=request.end, mode=request.mode,

@@ -7,13 +7,13 @@ range check, the cap, a dry run) and the stores (what a step writes):
 
 * the occurrences are the trigger's grid points in ``[start, end]`` (unshifted by the
   schedule's offset, as in idempotency keys);
-* ``missing`` runs those with no execution; ``failed`` those whose execution failed (the
-  worker reported ``failed``, the run was judged ``lost``, or it was never sent: ``expired``
-  or ``abandoned``); ``all`` runs every one;
-* an occurrence with no execution runs under its own key
-  (:func:`~goatbeat_celery.core.model.idempotency_key`); one that has an execution already
-  runs under a key of the backfill (:func:`backfill_key`), so that the request, not the
-  occurrence, is what is run once;
+* ``missing`` runs those with no execution; ``failed`` those whose latest execution failed
+  (the worker reported ``failed``, the run was judged ``lost``, or it was never sent:
+  ``expired`` or ``abandoned``), an earlier backfill's run counting as the latest; ``all``
+  runs every one;
+* an occurrence runs under its own key (:func:`~goatbeat_celery.core.model.idempotency_key`)
+  while that key is free; one whose key is taken runs under a key of the backfill
+  (:func:`backfill_key`), so that the request, not the occurrence, is what is run once;
 * a run is due when the leader claims it (``due_at`` = ``claimed_at``, as for a manual run):
   lateness figures measure how long sending took, not how old the range is.
 
@@ -27,7 +27,7 @@ the stored cursor.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -197,29 +197,38 @@ def failed_execution(execution: Execution) -> bool:
 
 
 def choose_runs(backfill: Backfill, occurrences: Sequence[datetime],
-                existing: Mapping[str, Execution], *,
+                existing: Sequence[Execution], *,
                 backfill_id: int | str | None = None) -> list[BackfillRun]:
     """Of ``occurrences``, those ``backfill``'s mode runs, with their keys and why, given the
-    ``existing`` executions by idempotency key (``backfill_id``: what derived keys carry in
-    place of the backfill's id, for a dry run of one not stored yet)."""
+    ``existing`` executions of its schedule for these occurrences (under any key: the
+    occurrence's own, or one of an earlier backfill; manual runs are no occurrence's).
+
+    An occurrence is judged by its latest execution (by claim): an occurrence that failed, and
+    was run again by a backfill that succeeded, has not failed any more. ``backfill_id``: what
+    derived keys carry in place of the backfill's id, for a dry run of one not stored yet."""
     name = backfill.schedule_name
     tag = backfill.id if backfill_id is None else backfill_id
+    by_occurrence: dict[datetime, list[Execution]] = {}
+    for execution in existing:
+        if not execution.manual:
+            by_occurrence.setdefault(execution.occurrence_at, []).append(execution)
     runs: list[BackfillRun] = []
     for occurrence in occurrences:
         key = idempotency_key(name, occurrence)
-        found = existing.get(key)
-        if found is None:
+        found = by_occurrence.get(occurrence, [])
+        if not found:
             if backfill.mode is not BackfillMode.FAILED:
                 runs.append(BackfillRun(occurrence_at=occurrence, key=key,
                                         reason="no execution"))
             continue
         if backfill.mode is BackfillMode.MISSING:
             continue
-        if backfill.mode is BackfillMode.FAILED and not failed_execution(found):
+        latest = max(found, key=lambda e: (e.claimed_at, e.key))
+        if backfill.mode is BackfillMode.FAILED and not failed_execution(latest):
             continue
-        runs.append(BackfillRun(occurrence_at=occurrence,
-                                key=backfill_key(name, occurrence, tag),
-                                reason=_outcome(found)))
+        if any(e.key == key for e in found):
+            key = backfill_key(name, occurrence, tag)
+        runs.append(BackfillRun(occurrence_at=occurrence, key=key, reason=_outcome(latest)))
     return runs
 
 

@@ -46,7 +46,6 @@ from goatbeat_celery.core.model import (
     SetAside,
     SyncEntry,
     SyncReport,
-    idempotency_key,
     quoted_name,
     set_aside_delay,
 )
@@ -391,8 +390,8 @@ class Engine:
         trigger = self._trigger_cache.get(spec.trigger)
         count = backfill.per_tick or self.settings.backfill_per_tick
         window, done = next_window(backfill, trigger.next_after, count)
-        existing = self.store.executions_by_key(
-            [idempotency_key(backfill.schedule_name, point) for point in window])
+        existing = (self.store.occurrence_executions(
+            backfill.schedule_name, min(window), max(window)) if window else [])
         return BackfillStep(
             backfill_id=backfill.id, schedule_name=backfill.schedule_name,
             examined_before=backfill.examined, examined=len(window),

@@ -315,6 +315,13 @@ class ScheduleStore(Protocol):
         """The executions of these keys that exist, by key. Reads only."""
         ...
 
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        """The executions of ``schedule_name`` whose ``occurrence_at`` lies in ``[start, end]``
+        (manual runs included: the caller tells them apart), by occurrence then key. Reads
+        only; cost grows with the rows returned (the history index)."""
+        ...
+
     def claim_backfill(self, step: BackfillStep, *, lease: LeaseGrant) -> ClaimResult:
         """Apply one backfill step in one transaction fenced by ``lease`` (LeaseLost if stale,
         nothing changed). Only while the backfill is ``active`` and its ``examined`` still

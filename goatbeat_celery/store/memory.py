@@ -454,6 +454,14 @@ class MemoryStore:
         with self._lock:
             return {key: e for key in keys if (e := self._executions.get(key)) is not None}
 
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        check_aware(start, end)
+        with self._lock:
+            found = [e for e in self._executions.values() if e.schedule_name == schedule_name
+                     and start <= e.occurrence_at <= end]
+        return sorted(found, key=lambda e: (e.occurrence_at, e.key))
+
     def claim_backfill(self, step: BackfillStep, *, lease: LeaseGrant) -> ClaimResult:
         with self._lock:
             now = self._check_fence(lease)

@@ -864,6 +864,15 @@ class SQLStore:
                     found[row.key] = _execution(row)
         return found
 
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        check_aware(start, end)
+        stmt = (sa.select(E).where(E.c.schedule_name == schedule_name,
+                                   E.c.occurrence_at >= start, E.c.occurrence_at <= end)
+                .order_by(E.c.occurrence_at, E.c.key))
+        with self._read("read the executions of occurrences") as conn:
+            return [_execution(row) for row in conn.execute(stmt)]
+
     def claim_backfill(self, step: BackfillStep, *, lease: LeaseGrant) -> ClaimResult:
         with self._write("claim backfill") as txn:
             conn = txn.conn

@@ -274,3 +274,20 @@ def test_a_backfill_row_edited_by_hand_is_set_aside_and_live_runs_go_on(
     assert store.get_backfill(good.id).state is BackfillState.DONE
     # The live schedule was claimed as always.
     assert store.get_schedule("job").total_runs >= 1
+
+
+def test_the_executions_of_occurrences_are_read_by_their_instant(store: Store) -> None:
+    create_due(store, "job")
+    create_due(store, "other")
+    grant = lease(store)
+    backfill = store.create_backfill(request(store))
+    points = [backfill.start + k * M for k in range(4)]
+    store.claim_backfill(step(backfill.id, points), lease=grant)
+    again = store.create_backfill(request(store, mode=BackfillMode.ALL))
+    derived = backfill_key("job", points[1], again.id)
+    store.claim_backfill(step(again.id, [points[1]], keys=[derived]), lease=grant)
+    found = store.occurrence_executions("job", points[1], points[2])
+    assert [(e.occurrence_at, e.key) for e in found] == [
+        (points[1], idempotency_key("job", points[1])), (points[1], derived),
+        (points[2], idempotency_key("job", points[2]))]
+    assert store.occurrence_executions("other", points[0], points[-1]) == []

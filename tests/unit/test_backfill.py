@@ -17,6 +17,7 @@ from goatbeat_celery.config import base_registry
 from goatbeat_celery.core.backfill import (
     Backfill,
     BackfillMode,
+    BackfillRun,
     BackfillState,
     backfill_key,
     choose_runs,
@@ -450,16 +451,61 @@ def test_each_mode_chooses_its_occurrences_and_keys(mode: BackfillMode,
                                                     expected: list[tuple[str, str]]) -> None:
     points = [T0 + k * M for k in range(3)]
     keys = [idempotency_key("job", p) for p in points]
-    existing = {
-        keys[1]: Execution(key=keys[1], schedule_name="job", occurrence_at=points[1],
-                           due_at=points[1], token=1, state=ExecutionState.EXPIRED,
-                           claimed_at=points[1]),
-        keys[2]: Execution(key=keys[2], schedule_name="job", occurrence_at=points[2],
-                           due_at=points[2], token=1, state=ExecutionState.SUBMITTED,
-                           claimed_at=points[2], run_state=RunState.SUCCEEDED),
-    }
+    existing = [
+        Execution(key=keys[1], schedule_name="job", occurrence_at=points[1], due_at=points[1],
+                  token=1, state=ExecutionState.EXPIRED, claimed_at=points[1]),
+        Execution(key=keys[2], schedule_name="job", occurrence_at=points[2], due_at=points[2],
+                  token=1, state=ExecutionState.SUBMITTED, claimed_at=points[2],
+                  run_state=RunState.SUCCEEDED),
+        # A manual run requested at the first point's instant is no run of that occurrence.
+        Execution(key=f"{keys[0]}:manual", schedule_name="job", occurrence_at=points[0],
+                  due_at=points[0], token=0, state=ExecutionState.SUBMITTED,
+                  claimed_at=points[0], manual=True),
+    ]
     backfill = Backfill(id=7, schedule_name="job", start=points[0], end=points[-1], mode=mode)
     runs = choose_runs(backfill, points, existing)
     stamps = [p.isoformat() for p in points]
     assert [(r.key, r.reason) for r in runs] == [(key.format(*stamps), why)
                                                  for key, why in expected]
+
+
+def test_an_occurrence_is_judged_by_its_latest_execution() -> None:
+    point = T0 + M
+    key = idempotency_key("job", point)
+    failed = Execution(key=key, schedule_name="job", occurrence_at=point, due_at=point, token=1,
+                       state=ExecutionState.SUBMITTED, claimed_at=point,
+                       run_state=RunState.FAILED)
+    rerun = Execution(key=backfill_key("job", point, 1), schedule_name="job",
+                      occurrence_at=point, due_at=T0 + H, token=1,
+                      state=ExecutionState.SUBMITTED, claimed_at=T0 + H,
+                      run_state=RunState.SUCCEEDED)
+    backfill = Backfill(id=2, schedule_name="job", start=point, end=point,
+                        mode=BackfillMode.FAILED)
+    assert choose_runs(backfill, [point], [failed]) == [
+        BackfillRun(occurrence_at=point, key=backfill_key("job", point, 2),
+                    reason="run failed")]
+    assert choose_runs(backfill, [point], [failed, rerun]) == []
+
+
+def test_a_second_failed_mode_backfill_leaves_what_the_first_ran_again(world: World) -> None:
+    world.api.create("job", "app.job", every=60)
+    world.engine.tick()
+    world.clock.advance(60)
+    world.engine.tick()
+    key = idempotency_key("job", T0 + M)
+    world.store.record_runs([RunEvent.started(key, run="r0", worker="w", age=timedelta(0))])
+    world.store.record_runs([RunEvent.finished(key, run="r0", worker="w", age=timedelta(0),
+                                               outcome=RunOutcome.FAILED)])
+    world.clock.advance(60)
+    first = world.api.backfill("job", T0 + M, T0 + M, mode="failed")
+    world.engine.tick()
+    rerun = backfill_key("job", T0 + M, first.id)
+    assert rerun in world.keys()
+    world.store.record_runs([RunEvent.started(rerun, run="r1", worker="w", age=timedelta(0))])
+    world.store.record_runs([RunEvent.finished(rerun, run="r1", worker="w", age=timedelta(0),
+                                               outcome=RunOutcome.SUCCEEDED)])
+    world.clock.advance(1)
+    second = world.api.backfill("job", T0 + M, T0 + M, mode="failed")
+    assert world.api.backfill("job", T0 + M, T0 + M, mode="failed", dry_run=True).runs == ()
+    world.engine.tick()
+    assert world.api.get_backfill(second.id).claimed == 0
