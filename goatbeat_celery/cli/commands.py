@@ -600,6 +600,10 @@ def goatbeat(ctx: click.Context) -> None:
     """
 
 
+#: Active backfills ``status`` lists at most.
+_STATUS_BACKFILLS = 100
+
+
 @goatbeat.command(cls=CeleryCommand)
 @json_option
 @click.pass_context
@@ -614,6 +618,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         now = store.now()
         next_due = store.due_schedules(1).next_due_at
         set_aside = store.list_schedules(set_aside=True)
+        backfilling = store.list_backfills(active=True, limit=_STATUS_BACKFILLS)
         url = masked_url(schedules)
     lag = None if pending is None else (now - pending.due_at).total_seconds()
     lease = views.lease_json(lease_name, info)
@@ -629,6 +634,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             },
             "next_due_at": views.iso(next_due),
             "set_aside": views.set_aside_json(set_aside),
+            "active_backfills": [b.id for b in reversed(backfilling)],
         })
         return
     expiry = views.NONE
@@ -651,6 +657,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         ("next due", views.relative(next_due, now)),
         ("set aside", views.set_aside_lines(set_aside, app_command("list"))),
     ]
+    if backfilling:
+        # Only when there are some: most deployments never backfill.
+        pairs.append(("backfills", f"{len(backfilling)} active (`{app_command('backfills')}` "
+                                   "shows their progress)"))
     if info is None:
         pairs[3] = ("held", "no (no replica has taken this lease yet)")
     click.echo(views.fields(pairs))

@@ -96,3 +96,14 @@ def test_bad_backfills_are_refused(cli: Cli, store: Store) -> None:
         "backfill", "nope", "--from", start.isoformat(), "--to", end.isoformat()).output
     assert "no backfill with id 999999" in cli.fails("backfill-cancel", "999999").output
     assert store.list_backfills() == []
+
+
+def test_status_counts_the_active_backfills(cli: Cli, store: Store) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+    assert "backfills" not in cli.ok("status").output
+    assert cli.json("status")["active_backfills"] == []
+    start, end = past_range(store, 3)
+    first = cli.json("backfill", "poll", "--from", start.isoformat(), "--to", end.isoformat())
+    second = cli.json("backfill", "poll", "--from", start.isoformat(), "--to", end.isoformat())
+    assert "backfills       2 active" in cli.ok("status").output
+    assert cli.json("status")["active_backfills"] == [first["id"], second["id"]]
