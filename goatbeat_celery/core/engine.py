@@ -353,7 +353,14 @@ class Engine:
                 result = self.store.claim_backfill(step, lease=grant)
             except (LeaseLost, StoreUnavailable):
                 raise
-            except Exception as exc:
+            except StoreError as exc:
+                # Nothing was written: the same step is planned again at the next wake-up.
+                logger.warning("backfill %d of schedule %s: the database refused its step, "
+                               "tried again later: %s", backfill.id,
+                               quoted_name(backfill.schedule_name), _reason(exc),
+                               extra={"action": "backfill_retry"})
+                continue
+            except Exception as exc:  # the row, or its schedule, cannot run as stored
                 self._fail_backfill(backfill, _reason(exc), grant)
                 continue
             if step.done:

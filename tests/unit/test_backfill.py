@@ -25,7 +25,7 @@ from goatbeat_celery.core.backfill import (
     next_window,
 )
 from goatbeat_celery.core.engine import BACKFILL_PAUSE, Engine
-from goatbeat_celery.core.errors import BackfillNotFound, ConfigurationError
+from goatbeat_celery.core.errors import BackfillNotFound, ConfigurationError, StoreError
 from goatbeat_celery.core.model import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
 from goatbeat_celery.core.settings import Settings
@@ -509,3 +509,23 @@ def test_a_second_failed_mode_backfill_leaves_what_the_first_ran_again(world: Wo
     assert world.api.backfill("job", T0 + M, T0 + M, mode="failed", dry_run=True).runs == ()
     world.engine.tick()
     assert world.api.get_backfill(second.id).claimed == 0
+
+
+def test_a_step_the_database_refuses_is_tried_again_and_live_runs_go_on(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    world.api.create("live", "app.live", every=1)
+    past_job(world)
+    backfill = world.api.backfill("job", T0 + M, T0 + 3 * M)
+    refused = StoreError("could not serialize access")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise refused
+
+    monkeypatch.setattr(world.store, "claim_backfill", refuse)
+    world.engine.tick()
+    assert world.api.get_backfill(backfill.id).state is BackfillState.ACTIVE
+    assert any(d.execution.schedule_name == "live" for d in world.submitter.dispatches)
+    monkeypatch.undo()
+    world.clock.advance(1)
+    world.engine.tick()
+    assert world.api.get_backfill(backfill.id).state is BackfillState.DONE
