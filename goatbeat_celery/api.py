@@ -1,5 +1,5 @@
 """Database schedules from application code or a shell: create, update, pause, resume, delete,
-list, get, and run now.
+list, get, run now, and backfill a past range.
 
 >>> schedules = Schedules.from_app(app)
 >>> schedules.create("report", "proj.tasks.report", cron="0 7 * * mon-fri",
@@ -24,6 +24,7 @@ from goatbeat_celery.core.backfill import (
     BackfillMode,
     BackfillPreview,
     BackfillRequest,
+    NextAfter,
     choose_runs,
     count_occurrences,
     occurrences_between,
@@ -368,7 +369,7 @@ class Schedules:
         return self._backfill_preview(request, trigger.next_after)
 
     def _backfill_preview(self, request: BackfillRequest,
-                          next_after: Any) -> BackfillPreview:
+                          next_after: NextAfter) -> BackfillPreview:
         points = occurrences_between(next_after, request.start, request.end, request.total)
         if request.newest_first:
             points.reverse()

@@ -353,6 +353,6 @@ def _unreadable(damage: str) -> str:
 
 __all__ = ["BACKFILLS_PER_TICK", "MAX_BACKFILL_OCCURRENCES", "MAX_PER_TICK", "Backfill",
            "BackfillMode", "BackfillPreview", "BackfillProgress", "BackfillRequest", "BackfillRun",
-           "BackfillState", "BackfillStep", "backfill_key", "choose_runs", "count_occurrences",
-           "failed_execution", "next_window", "occurrences_between", "progress_after",
-           "request_problems", "step_executions", "stored_problems"]
+           "BackfillState", "BackfillStep", "NextAfter", "backfill_key", "choose_runs",
+           "count_occurrences", "failed_execution", "next_window", "occurrences_between",
+           "progress_after", "request_problems", "step_executions", "stored_problems"]
