@@ -1509,7 +1509,7 @@ def _backfill(row: Any) -> Backfill:
         state=state or BackfillState.FAILED,
         created_at=instant("created_at", row.created_at, required=False),
         finished_at=instant("finished_at", row.finished_at, required=False),
-        error=row.error, damage=tuple(damage))
+        error=None if row.error is None else str(row.error), damage=tuple(damage))
 
 
 def _execution_values(execution: Execution) -> dict[str, Any]:

@@ -291,3 +291,25 @@ def test_the_executions_of_occurrences_are_read_by_their_instant(store: Store) -
         (points[1], idempotency_key("job", points[1])), (points[1], derived),
         (points[2], idempotency_key("job", points[2]))]
     assert store.occurrence_executions("other", points[0], points[-1]) == []
+
+
+def test_a_backfill_with_an_unknown_state_is_listed_with_its_damage_and_never_run(
+        raw_store: tuple[Store, sa.Engine]) -> None:
+    store, raw = raw_store
+    create_due(store, "job")
+    odd = store.create_backfill(request(store))
+    with raw.begin() as conn:
+        conn.execute(sa.text("UPDATE goatbeat_backfill SET state = 'sleeping' WHERE id = :id"),
+                     {"id": odd.id})
+    listed = store.list_backfills()
+    assert [b.id for b in listed] == [odd.id]
+    assert listed[0].damage == ("state: 'sleeping'",)
+    assert store.active_backfills(10) == []
+    engine = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
+                    settings=Settings(lease_ttl=60, lease_renew_interval=20), holder="a")
+    try:
+        engine.tick()
+    finally:
+        engine.close()
+    assert store.get_backfill(odd.id).examined == 0
+    assert store.get_schedule("job").total_runs >= 1
