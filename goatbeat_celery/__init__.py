@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import typing
 
+from goatbeat_celery.core.backfill import BackfillMode
 from goatbeat_celery.core.errors import (
+    BackfillNotFound,
     ConfigurationError,
     GoatbeatError,
     LeaseLost,
@@ -31,6 +33,8 @@ if typing.TYPE_CHECKING:
     from goatbeat_celery.tracking import track_runs
 
 __all__ = [
+    "BackfillMode",
+    "BackfillNotFound",
     "ConfigurationError",
     "GoatbeatError",
     "LeaseLost",

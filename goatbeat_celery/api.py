@@ -1,5 +1,5 @@
 """Database schedules from application code or a shell: create, update, pause, resume, delete,
-list, get, and run now.
+list, get, run now, and backfill a past range.
 
 >>> schedules = Schedules.from_app(app)
 >>> schedules.create("report", "proj.tasks.report", cron="0 7 * * mon-fri",
@@ -15,9 +15,21 @@ from __future__ import annotations
 import builtins
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from goatbeat_celery import config as config_module
+from goatbeat_celery.core.backfill import (
+    MAX_BACKFILL_OCCURRENCES,
+    Backfill,
+    BackfillMode,
+    BackfillPreview,
+    BackfillRequest,
+    NextAfter,
+    choose_runs,
+    count_occurrences,
+    occurrences_between,
+    request_problems,
+)
 from goatbeat_celery.core.controls import MAX_PREVIEW, bounded_first, upcoming_runs
 from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict
 from goatbeat_celery.core.misfire import first_occurrence
@@ -308,6 +320,84 @@ class Schedules:
             raise ConfigurationError([f"task: {schedule.spec.task!r} is not in "
                                       "goatbeat_allowed_tasks"])
         return self.store.request_run(name)
+
+    # -- backfills -----------------------------------------------------------------------
+    @overload
+    def backfill(self, name: str, start: datetime, end: datetime, *,
+                 mode: BackfillMode | str = ..., newest_first: bool = ...,
+                 per_tick: int | None = ..., dry_run: Literal[False] = ...) -> Backfill: ...
+
+    @overload
+    def backfill(self, name: str, start: datetime, end: datetime, *,
+                 mode: BackfillMode | str = ..., newest_first: bool = ...,
+                 per_tick: int | None = ..., dry_run: Literal[True]) -> BackfillPreview: ...
+
+    def backfill(self, name: str, start: datetime, end: datetime, *,
+                 mode: BackfillMode | str = BackfillMode.MISSING, newest_first: bool = False,
+                 per_tick: int | None = None,
+                 dry_run: bool = False) -> Backfill | BackfillPreview:
+        """Run the occurrences of ``name`` in ``[start, end]`` (aware instants, ``end`` not in
+        the future) that ``mode`` selects, without moving its next run: ``missing`` (no
+        execution), ``failed`` (failed, lost, expired or abandoned) or ``all``. The leader
+        drains the stored request ``per_tick`` occurrences a tick (None: the
+        ``goatbeat_backfill_per_tick`` setting), oldest first unless ``newest_first``, after
+        the live schedules. ``dry_run`` stores nothing and returns what would run."""
+        problems: builtins.list[str] = []
+        chosen = BackfillMode.read(mode, "mode", problems) or BackfillMode.MISSING
+        request = BackfillRequest(schedule_name=name, start=start, end=end, mode=chosen,
+                                  newest_first=newest_first, per_tick=per_tick)
+        problems.extend(request_problems(replace(request, mode=chosen), self.store.now()))
+        if problems:
+            raise ConfigurationError(problems, subject="backfill")
+        schedule = self.store.get_schedule(name)
+        _require_repair(schedule, set())
+        if (schedule.spec.source is not ScheduleSource.CONFIG
+                and not self.config.task_allowed(schedule.spec.task)):
+            raise ConfigurationError([f"task: {schedule.spec.task!r} is not in "
+                                      "goatbeat_allowed_tasks"])
+        start, end = ensure_aware(start, "start"), ensure_aware(end, "end")
+        trigger = self.triggers.build(schedule.spec.trigger)
+        total = count_occurrences(trigger.next_after, start, end)
+        if total > MAX_BACKFILL_OCCURRENCES:
+            raise ConfigurationError([
+                f"range: more than {MAX_BACKFILL_OCCURRENCES} occurrences of "
+                f"{quoted_name(name)} between {start.isoformat()} and {end.isoformat()}; "
+                "split it into shorter ranges"], subject="backfill")
+        request = replace(request, start=start, end=end, total=total)
+        if not dry_run:
+            return self.store.create_backfill(request)
+        return self._backfill_preview(request, trigger.next_after)
+
+    def _backfill_preview(self, request: BackfillRequest,
+                          next_after: NextAfter) -> BackfillPreview:
+        points = occurrences_between(next_after, request.start, request.end, request.total)
+        if request.newest_first:
+            points.reverse()
+        draft = Backfill(id=0, schedule_name=request.schedule_name, start=request.start,
+                         end=request.end, mode=request.mode, total=request.total)
+        runs = []
+        for at in range(0, len(points), 500):
+            chunk = points[at:at + 500]
+            existing = self.store.occurrence_executions(request.schedule_name, min(chunk),
+                                                        max(chunk))
+            runs.extend(choose_runs(draft, chunk, existing, backfill_id="new"))
+        return BackfillPreview(schedule_name=request.schedule_name, start=request.start,
+                               end=request.end, mode=request.mode,
+                               newest_first=request.newest_first, total=request.total,
+                               runs=tuple(runs))
+
+    def backfills(self, *, name: str | None = None, active: bool | None = None,
+                  limit: int = 100) -> builtins.list[Backfill]:
+        """Backfills, newest first: of one schedule, only active or only finished ones."""
+        return self.store.list_backfills(schedule_name=name, active=active, limit=limit)
+
+    def get_backfill(self, backfill_id: int) -> Backfill:
+        """One backfill and its progress. Raises BackfillNotFound."""
+        return self.store.get_backfill(backfill_id)
+
+    def cancel_backfill(self, backfill_id: int) -> Backfill:
+        """Stop a backfill: nothing more is claimed for it; what it claimed already is sent."""
+        return self.store.cancel_backfill(backfill_id)
 
     # -- helpers -------------------------------------------------------------------------
     def _first(self, spec: ScheduleSpec, paused_until: datetime | None = None, *,

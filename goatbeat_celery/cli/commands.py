@@ -16,7 +16,9 @@ from celery.bin.base import CeleryCommand
 
 from goatbeat_celery.cli import checks as checks_module
 from goatbeat_celery.cli import views
+from goatbeat_celery.core.backfill import MAX_PER_TICK, BackfillMode
 from goatbeat_celery.core.errors import (
+    BackfillNotFound,
     ConfigurationError,
     GoatbeatError,
     ScheduleConflict,
@@ -159,6 +161,8 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
         raise CommandError(str(ConfigurationError(problems, subject=exc.subject))) from exc
     except ScheduleConflict as exc:
         raise CommandError(str(exc)) from exc
+    except BackfillNotFound as exc:
+        raise CommandError(f"{exc}; `{app_command('backfills')}` shows the backfills") from exc
     except StoreUnavailable as exc:
         raise DatabaseUnavailable(str(exc)) from exc
     except GoatbeatError as exc:  # SchemaOutOfDate names the migrate command
@@ -596,6 +600,10 @@ def goatbeat(ctx: click.Context) -> None:
     """
 
 
+#: Active backfills ``status`` lists at most.
+_STATUS_BACKFILLS = 100
+
+
 @goatbeat.command(cls=CeleryCommand)
 @json_option
 @click.pass_context
@@ -610,6 +618,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         now = store.now()
         next_due = store.due_schedules(1).next_due_at
         set_aside = store.list_schedules(set_aside=True)
+        backfilling = store.list_backfills(active=True, limit=_STATUS_BACKFILLS)
         url = masked_url(schedules)
     lag = None if pending is None else (now - pending.due_at).total_seconds()
     lease = views.lease_json(lease_name, info)
@@ -625,6 +634,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             },
             "next_due_at": views.iso(next_due),
             "set_aside": views.set_aside_json(set_aside),
+            "active_backfills": [b.id for b in reversed(backfilling)],
         })
         return
     expiry = views.NONE
@@ -647,6 +657,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         ("next due", views.relative(next_due, now)),
         ("set aside", views.set_aside_lines(set_aside, app_command("list"))),
     ]
+    if backfilling:
+        # Only when there are some: most deployments never backfill.
+        pairs.append(("backfills", f"{len(backfilling)} active (`{app_command('backfills')}` "
+                                   "shows their progress)"))
     if info is None:
         pairs[3] = ("held", "no (no replica has taken this lease yet)")
     click.echo(views.fields(pairs))
@@ -845,6 +859,113 @@ def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
         emit(views.execution_json(execution))
     else:
         say(f"queued {execution.key!r}; the leader sends it with task id {execution.key}")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("name")
+@click.option("--from", "start", type=InstantParam(), required=True, metavar="ISO",
+              help="The first instant of the range (with its zone).")
+@click.option("--to", "end", type=InstantParam(), required=True, metavar="ISO",
+              help="The last instant of the range, not in the future.")
+@click.option("--mode", type=click.Choice([m.value for m in BackfillMode]),
+              default=BackfillMode.MISSING.value, show_default=True,
+              help="missing: occurrences with no execution; failed: those that failed, were "
+                   "lost or never sent; all: every one.")
+@click.option("--newest-first", is_flag=True, help="Run the end of the range first.")
+@click.option("--per-tick", type=click.IntRange(min=1, max=MAX_PER_TICK), metavar="N",
+              help="Occurrences the leader claims a tick (default: goatbeat_backfill_per_tick).")
+@click.option("--dry-run", is_flag=True, help="List what would run; store nothing.")
+@json_option
+@click.pass_context
+def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode: str,
+             newest_first: bool, per_tick: int | None, dry_run: bool, as_json: bool) -> None:
+    """Run NAME's occurrences between --from and --to that --mode selects, without moving its
+    next run; the leader sends them after the live schedules, a few each tick."""
+    with opened(ctx) as schedules, reported(), _backfill_options():
+        if dry_run:
+            preview = schedules.backfill(name, start, end, mode=mode, newest_first=newest_first,
+                                         per_tick=per_tick, dry_run=True)
+        else:
+            created = schedules.backfill(name, start, end, mode=mode,
+                                         newest_first=newest_first, per_tick=per_tick)
+            lease_name = schedules.config.settings.lease_name
+            info = lease_manager(schedules).inspect(lease_name)
+            if info is None or not info.held:
+                warn(f"no replica holds lease {lease_name!r} right now: the backfill runs "
+                     "when one becomes leader")
+    if dry_run:
+        if as_json:
+            emit(views.backfill_preview_json(preview))
+            return
+        say(f"{len(preview.runs)} of {preview.total} occurrences of {name!r} would run "
+            f"(mode {preview.mode.value})")
+        if preview.runs:
+            click.echo(views.table(views.PREVIEW_COLUMNS, views.backfill_preview_rows(preview)))
+        return
+    if as_json:
+        emit(views.backfill_json(created))
+    else:
+        say(f"backfill {created.id} of {name!r} queued: {created.total} occurrences to look "
+            f"at (mode {created.mode.value}); `{app_command('backfills')}` shows its progress")
+
+
+#: Fields of a backfill request → the options of ``backfill`` that give them.
+_BACKFILL_OPTION = {"start": "--from", "end": "--to", "mode": "--mode",
+                    "per_tick": "--per-tick", "range": "--from/--to"}
+
+
+@contextmanager
+def _backfill_options() -> Iterator[None]:
+    """A refused backfill's problems, each named by the option that gave the field."""
+    try:
+        yield
+    except ConfigurationError as exc:
+        if exc.subject != "backfill":
+            raise
+        problems = []
+        for problem in exc.problems:
+            field, sep, rest = problem.partition(": ")
+            option = _BACKFILL_OPTION.get(field) if sep else None
+            problems.append(problem if option is None else f"{option}: {rest}")
+        raise ConfigurationError(problems, subject="backfill") from exc
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.option("--schedule", "name", metavar="NAME", help="Only the backfills of NAME.")
+@click.option("--active/--finished", "active", default=None,
+              help="Only active backfills, or only finished ones (done, cancelled, failed).")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
+              metavar="N", help="How many, newest first.")
+@json_option
+@click.pass_context
+def backfills(ctx: click.Context, name: str | None, active: bool | None, limit: int,
+              as_json: bool) -> None:
+    """Backfills and their progress, newest first."""
+    with opened(ctx) as schedules, reported():
+        found = schedules.backfills(name=name, active=active, limit=limit)
+    if as_json:
+        emit([views.backfill_json(b) for b in found])
+    elif not found:
+        say("no backfills")
+    else:
+        click.echo(views.table(views.BACKFILL_COLUMNS, [views.backfill_row(b) for b in found]))
+        for failed in (b for b in found if b.error is not None):
+            say(f"backfill {failed.id}: {failed.error}")
+
+
+@goatbeat.command(name="backfill-cancel", cls=CeleryCommand)
+@click.argument("backfill_id", type=click.IntRange(min=1), metavar="ID")
+@json_option
+@click.pass_context
+def backfill_cancel(ctx: click.Context, backfill_id: int, as_json: bool) -> None:
+    """Stop backfill ID: nothing more is claimed for it; what it claimed is still sent."""
+    with opened(ctx) as schedules, reported():
+        cancelled = schedules.cancel_backfill(backfill_id)
+    if as_json:
+        emit(views.backfill_json(cancelled))
+    else:
+        say(f"backfill {cancelled.id} is {cancelled.state.value} "
+            f"({cancelled.claimed} occurrences claimed)")
 
 
 @goatbeat.command(cls=CeleryCommand)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeGuard, Union
 
+from goatbeat_celery.core.backfill import Backfill, BackfillPreview
 from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, TriggerSpec
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
@@ -508,6 +509,60 @@ def execution_row(execution: Execution) -> tuple[str, ...]:
             str(execution.missed),
             NONE if execution.run_state is None else execution.run_state.value,
             NONE if runtime is None else human_seconds(runtime))
+
+
+# -- backfills --------------------------------------------------------------------------------
+def backfill_json(backfill: Backfill) -> dict[str, Any]:
+    return {
+        "id": backfill.id,
+        "schedule": backfill.schedule_name,
+        "start": iso(backfill.start),
+        "end": iso(backfill.end),
+        "mode": backfill.mode.value,
+        "newest_first": backfill.newest_first,
+        "per_tick": backfill.per_tick,
+        "state": backfill.state.value,
+        "total": backfill.total,
+        "examined": backfill.examined,
+        "claimed": backfill.claimed,
+        "cursor": iso(backfill.cursor),
+        "created_at": iso(backfill.created_at),
+        "finished_at": iso(backfill.finished_at),
+        "error": backfill.error,
+        "damage": list(backfill.damage),
+    }
+
+
+BACKFILL_COLUMNS = ("ID", "SCHEDULE", "FROM", "TO", "MODE", "STATE", "EXAMINED", "CLAIMED",
+                    "CREATED")
+
+
+def backfill_row(backfill: Backfill) -> tuple[str, ...]:
+    order = " newest first" if backfill.newest_first else ""
+    return (str(backfill.id), backfill.schedule_name, when(backfill.start), when(backfill.end),
+            backfill.mode.value + order, backfill.state.value,
+            f"{backfill.examined}/{backfill.total}", str(backfill.claimed),
+            when(backfill.created_at))
+
+
+def backfill_preview_json(preview: BackfillPreview) -> dict[str, Any]:
+    return {
+        "schedule": preview.schedule_name,
+        "start": iso(preview.start),
+        "end": iso(preview.end),
+        "mode": preview.mode.value,
+        "newest_first": preview.newest_first,
+        "total": preview.total,
+        "runs": [{"occurrence_at": iso(run.occurrence_at), "key": run.key,
+                  "reason": run.reason} for run in preview.runs],
+    }
+
+
+PREVIEW_COLUMNS = ("OCCURRENCE", "KEY", "WHY")
+
+
+def backfill_preview_rows(preview: BackfillPreview) -> list[tuple[str, ...]]:
+    return [(when(run.occurrence_at), run.key, run.reason) for run in preview.runs]
 
 
 # -- lease ------------------------------------------------------------------------------------

@@ -16,6 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.backfill import (
+    BACKFILLS_PER_TICK,
+    Backfill,
+    BackfillStep,
+    choose_runs,
+    next_window,
+    stored_problems,
+)
 from goatbeat_celery.core.controls import bound_claim, bounded_first
 from goatbeat_celery.core.errors import (
     ConfigurationError,
@@ -70,6 +78,9 @@ PRUNE_EVERY = 60.0
 TIMER_SLACK = 0.5
 #: Runs marked lost in one look at most; a full look comes back soon for the rest.
 LOST_BATCH = 1000
+#: While a backfill has occurrences left, the leader comes back for its next step this soon:
+#: each tick dispatches the live schedules first, so a long backfill only ever waits for them.
+BACKFILL_PAUSE = 0.1
 
 
 class Engine:
@@ -261,9 +272,14 @@ class Engine:
                 if not batch.schedules or not self.is_leader():
                     previous, inflight = inflight, None
                     submissions.settle(previous)
+                    next_due = batch.next_due_at
+                    # Backfills only once the live schedules due are claimed and sent.
+                    if self.is_leader() and self._drain_backfills(grant):
+                        soon = batch.now + timedelta(seconds=BACKFILL_PAUSE)
+                        next_due = soon if next_due is None else min(next_due, soon)
                     self._prune(batch.now)
                     self._mark_lost()
-                    return batch.next_due_at, batch.now
+                    return next_due, batch.now
                 claims: list[PlannedClaim] = []
                 asides: list[SetAside] = []
                 for schedule in batch.schedules:
@@ -308,6 +324,98 @@ class Engine:
                 except GoatbeatError as exc:
                     logger.warning("store error after a submission: %s", exc,
                                    extra={"action": "store_error"})
+
+    # -- backfills -----------------------------------------------------------------------
+    def _drain_backfills(self, grant: LeaseGrant) -> bool:
+        """One step of each active backfill, oldest first, until the tick has sent the
+        ``backfill_per_tick`` setting's worth (the first step always goes, its size its own
+        ``per_tick``); returns whether any has occurrences left. A backfill that cannot be
+        worked on is set aside with its reason; the others, and the live schedules, go on."""
+        submissions = self._submissions
+        if submissions.backing_off():
+            return False  # the broker is down: live claims wait too
+        try:
+            active = self.store.active_backfills(BACKFILLS_PER_TICK)
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except Exception as exc:
+            logger.error("could not read the active backfills: %s", _reason(exc),
+                         extra={"action": "backfill_failed"})
+            return False
+        more = False
+        sent = 0
+        for backfill in active:
+            if (not self.is_leader() or submissions.backing_off()
+                    or sent >= self.settings.backfill_per_tick):
+                return True
+            try:
+                step = self._backfill_step(backfill)
+                result = self.store.claim_backfill(step, lease=grant)
+            except (LeaseLost, StoreUnavailable):
+                raise
+            except StoreError as exc:
+                # Nothing was written: the same step is planned again at the next wake-up.
+                logger.warning("backfill %d of schedule %s: the database refused its step, "
+                               "tried again later: %s", backfill.id,
+                               quoted_name(backfill.schedule_name), _reason(exc),
+                               extra={"action": "backfill_retry"})
+                continue
+            except Exception as exc:  # the row, or its schedule, cannot run as stored
+                self._fail_backfill(backfill, _reason(exc), grant)
+                continue
+            if step.done:
+                logger.info("backfill %d of schedule %s done", backfill.id,
+                            quoted_name(backfill.schedule_name),
+                            extra={"action": "backfill_done"})
+            else:
+                more = True
+            sent += len(result.dispatches)
+            if result.dispatches:
+                self.observer.claimed(result.dispatches)
+                logger.info("backfill %d of schedule %s: sending %d occurrences", backfill.id,
+                            quoted_name(backfill.schedule_name), len(result.dispatches),
+                            extra={"action": "backfill_claimed"})
+                fresh = self._drop_expired(result.dispatches)
+                if fresh:
+                    submissions.submit(fresh, grant)
+        return more
+
+    def _backfill_step(self, backfill: Backfill) -> BackfillStep:
+        """The next step of ``backfill``: its next window of occurrences, and which of them
+        its mode runs. Raises (ConfigurationError, ScheduleNotFound) when it cannot run."""
+        problems = stored_problems(backfill)
+        if problems:
+            raise ConfigurationError(problems, subject="backfill")
+        schedule = self.store.get_schedule(backfill.schedule_name)
+        spec = schedule.spec
+        # The schedule's own rules, as for its live runs: a row that cannot be planned, or a
+        # task the allow-list does not cover, sends nothing.
+        problems = list(schedule.damage) or spec.problems(payload=False)
+        if problems:
+            raise ConfigurationError(problems, subject="schedule")
+        self._check_task(spec)
+        trigger = self._trigger_cache.get(spec.trigger)
+        count = backfill.per_tick or self.settings.backfill_per_tick
+        window, done = next_window(backfill, trigger.next_after, count)
+        existing = (self.store.occurrence_executions(
+            backfill.schedule_name, min(window), max(window)) if window else [])
+        return BackfillStep(
+            backfill_id=backfill.id, schedule_name=backfill.schedule_name,
+            examined_before=backfill.examined, examined=len(window),
+            cursor=window[-1] if window else None,
+            runs=tuple(choose_runs(backfill, window, existing)), done=done)
+
+    def _fail_backfill(self, backfill: Backfill, reason: str, grant: LeaseGrant) -> None:
+        logger.error("backfill %d of schedule %s set aside: %s", backfill.id,
+                     quoted_name(backfill.schedule_name), reason,
+                     extra={"action": "backfill_set_aside"})
+        try:
+            self.store.fail_backfill(backfill.id, reason_text(reason), lease=grant)
+        except (LeaseLost, StoreUnavailable):
+            raise
+        except Exception as exc:
+            logger.error("could not record why backfill %d is set aside: %s", backfill.id,
+                         _reason(exc), extra={"action": "backfill_failed"})
 
     # -- one schedule at a time ----------------------------------------------------------
     def _plan(self, schedule: Schedule, now: datetime) -> PlannedClaim | SetAside:

@@ -5,6 +5,7 @@
     GoatbeatError
     ├── ConfigurationError          settings or a schedule spec are invalid (lists every problem)
     ├── ScheduleNotFound            no schedule of that name
+    ├── BackfillNotFound            no backfill of that id
     ├── ScheduleConflict            a name is taken, or a compare-and-set lost to a concurrent edit
     ├── LeaseLost                   the fencing token is no longer current: stop claiming
     └── StoreError                  the store failed (driver errors are wrapped here)
@@ -48,6 +49,14 @@ class ScheduleNotFound(GoatbeatError, LookupError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no schedule named {name!r}")
+
+
+class BackfillNotFound(GoatbeatError, LookupError):
+    """No backfill has the given id."""
+
+    def __init__(self, backfill_id: int) -> None:
+        self.backfill_id = backfill_id
+        super().__init__(f"no backfill with id {backfill_id}")
 
 
 class ScheduleConflict(GoatbeatError):

@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from goatbeat_celery.core.backfill import Backfill, BackfillRequest, BackfillStep
 from goatbeat_celery.core.model import (
     ClaimResult,
     Dispatch,
@@ -279,6 +280,62 @@ class ScheduleStore(Protocol):
         """The execution still ``claimed`` (not yet accepted by the broker) that is due
         earliest, or ``None``. Reads only; status displays show its lag, store-now - ``due_at``.
         """
+        ...
+
+    # -- backfills -----------------------------------------------------------------------
+    def create_backfill(self, request: BackfillRequest) -> Backfill:
+        """Store ``request`` (checked by the caller) as a new ``active`` backfill with the next
+        id, nothing examined, ``created_at`` = store-now; notify waiting replicas. Raises
+        ScheduleNotFound when its schedule does not exist."""
+        ...
+
+    def get_backfill(self, backfill_id: int) -> Backfill:
+        """The backfill of that id (its unreadable columns named in ``damage``). Raises
+        BackfillNotFound."""
+        ...
+
+    def list_backfills(self, *, schedule_name: str | None = None,
+                       active: bool | None = None, limit: int = 100) -> list[Backfill]:
+        """Backfills, newest first (by id), optionally of one schedule, or only active ones
+        (``active=True``) or only finished ones (False). Reads only."""
+        ...
+
+    def active_backfills(self, limit: int) -> list[Backfill]:
+        """Up to ``limit`` ``active`` backfills, oldest first (by id), for the leader. A row
+        that cannot be read as stored is returned with the columns at fault in ``damage``
+        (and harmless stand-ins), never raised. Reads only."""
+        ...
+
+    def cancel_backfill(self, backfill_id: int) -> Backfill:
+        """Mark an active backfill ``cancelled`` (finished_at = store-now); its executions
+        claimed already stay. A finished one is returned unchanged. Raises BackfillNotFound."""
+        ...
+
+    def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
+        """The executions of these keys that exist, by key. Reads only."""
+        ...
+
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        """The executions of ``schedule_name`` whose ``occurrence_at`` lies in ``[start, end]``
+        (manual runs included: the caller tells them apart), by occurrence then key. Reads
+        only; cost grows with the rows returned (the history index)."""
+        ...
+
+    def claim_backfill(self, step: BackfillStep, *, lease: LeaseGrant) -> ClaimResult:
+        """Apply one backfill step in one transaction fenced by ``lease`` (LeaseLost if stale,
+        nothing changed). Only while the backfill is ``active`` and its ``examined`` still
+        equals ``step.examined_before`` (else nothing is written and nothing dispatched):
+        insert :func:`goatbeat_celery.core.backfill.step_executions` where their key is new,
+        then write :func:`goatbeat_celery.core.backfill.progress_after`. The schedule's row is
+        never written. Returns the inserted executions as dispatches (those whose schedule is
+        gone are not inserted) and the keys found taken as ``duplicates``."""
+        ...
+
+    def fail_backfill(self, backfill_id: int, reason: str, *, lease: LeaseGrant) -> bool:
+        """Set an active backfill aside: state ``failed``, ``error`` = ``reason``,
+        finished_at = store-now, fenced by ``lease``. Writes only the state columns, so that
+        it works on a row whose other columns cannot be read. Returns whether it changed."""
         ...
 
     # -- history -------------------------------------------------------------------------

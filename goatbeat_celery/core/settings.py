@@ -40,7 +40,8 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "retry_backoff_max": (_DAY, False),
     **{name: (maximum, False) for name, maximum in RUN_TIME_MAXIMA.items()},
 }
-_COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 10_000, "prune_batch": 100_000}
+_COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 10_000, "prune_batch": 100_000,
+           "backfill_per_tick": 10_000}
 
 _Read = TypeVar("_Read")
 _Given = TypeVar("_Given")
@@ -104,6 +105,9 @@ class Settings:
     #: schedules that do not say (needs run tracking; see core.policies).
     overlap_policy: _Typed[OverlapPolicy, Union[OverlapPolicy, str]] = _Typed(
         OverlapPolicy.ALLOW)
+    #: Occurrences a backfill claims in one tick at most, after the live schedules are
+    #: dispatched (a backfill's own ``per_tick`` wins).
+    backfill_per_tick: int = 100
 
     def __post_init__(self) -> None:
         problems: list[str] = []

@@ -12,6 +12,14 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from goatbeat_celery.core.backfill import (
+    Backfill,
+    BackfillRequest,
+    BackfillState,
+    BackfillStep,
+    progress_after,
+    step_executions,
+)
 from goatbeat_celery.core.claims import (
     InFlight,
     in_flight,
@@ -21,7 +29,7 @@ from goatbeat_celery.core.claims import (
     plan_claims,
 )
 from goatbeat_celery.core.controls import has_tags
-from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.errors import BackfillNotFound, ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.faults import CLAIM_CLEARS, EDIT_CLEARS, plan_set_aside
 from goatbeat_celery.core.fence import check_fence, grant_lease
 from goatbeat_celery.core.model import (
@@ -87,6 +95,7 @@ class MemoryStore:
         self._schedules: dict[str, Schedule] = {}
         self._executions: dict[str, Execution] = {}
         self._leases: dict[str, LeaseInfo] = {}
+        self._backfills: dict[int, Backfill] = {}
 
     # -- clock and waiting ---------------------------------------------------------------
     def now(self) -> datetime:
@@ -396,6 +405,99 @@ class MemoryStore:
             pending = [e for e in self._executions.values()
                        if e.state is ExecutionState.CLAIMED]
         return min(pending, key=lambda e: (e.due_at, e.key), default=None)
+
+    # -- backfills -----------------------------------------------------------------------
+    def create_backfill(self, request: BackfillRequest) -> Backfill:
+        check_aware(request.start, request.end)
+        with self._lock:
+            self.get_schedule(request.schedule_name)  # raises ScheduleNotFound
+            backfill = Backfill(
+                id=max(self._backfills, default=0) + 1, schedule_name=request.schedule_name,
+                start=request.start, end=request.end, mode=request.mode,
+                newest_first=request.newest_first, per_tick=request.per_tick,
+                total=request.total, created_at=self.now())
+            self._backfills[backfill.id] = backfill
+        self.notify()
+        return backfill
+
+    def get_backfill(self, backfill_id: int) -> Backfill:
+        with self._lock:
+            backfill = self._backfills.get(backfill_id)
+        if backfill is None:
+            raise BackfillNotFound(backfill_id)
+        return backfill
+
+    def list_backfills(self, *, schedule_name: str | None = None,
+                       active: bool | None = None, limit: int = 100) -> list[Backfill]:
+        with self._lock:
+            found = [b for b in self._backfills.values()
+                     if (schedule_name is None or b.schedule_name == schedule_name)
+                     and (active is None or b.active == active)]
+        found.sort(key=lambda b: b.id, reverse=True)
+        return found[:limit]
+
+    def active_backfills(self, limit: int) -> list[Backfill]:
+        with self._lock:
+            found = sorted((b for b in self._backfills.values() if b.active),
+                           key=lambda b: b.id)
+        return found[:limit]
+
+    def cancel_backfill(self, backfill_id: int) -> Backfill:
+        with self._lock:
+            backfill = self.get_backfill(backfill_id)
+            if backfill.active:
+                backfill = replace(backfill, state=BackfillState.CANCELLED,
+                                   finished_at=self.now())
+                self._backfills[backfill_id] = backfill
+        return backfill
+
+    def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
+        with self._lock:
+            return {key: e for key in keys if (e := self._executions.get(key)) is not None}
+
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        check_aware(start, end)
+        with self._lock:
+            found = [e for e in self._executions.values() if e.schedule_name == schedule_name
+                     and start <= e.occurrence_at <= end]
+        return sorted(found, key=lambda e: (e.occurrence_at, e.key))
+
+    def claim_backfill(self, step: BackfillStep, *, lease: LeaseGrant) -> ClaimResult:
+        with self._lock:
+            now = self._check_fence(lease)
+            backfill = self._backfills.get(step.backfill_id)
+            schedule = self._schedules.get(step.schedule_name)
+            if (backfill is None or not backfill.active or backfill.damage
+                    or backfill.examined != step.examined_before or schedule is None):
+                return ClaimResult(dispatches=())
+            planned = step_executions(step, token=lease.token, now=now)
+            inserted = [e for e in planned if e.key not in self._executions]
+            for execution in inserted:
+                self._executions[execution.key] = execution
+            progress = progress_after(backfill, step, len(inserted), now)
+            self._backfills[backfill.id] = replace(
+                backfill, examined=progress.examined, claimed=progress.claimed,
+                cursor=progress.cursor, state=progress.state,
+                finished_at=progress.finished_at)
+            return ClaimResult(dispatches=tuple(_dispatch(schedule, e) for e in inserted),
+                               duplicates=len(planned) - len(inserted))
+
+    def fail_backfill(self, backfill_id: int, reason: str, *, lease: LeaseGrant) -> bool:
+        with self._lock:
+            now = self._check_fence(lease)
+            backfill = self._backfills.get(backfill_id)
+            if backfill is None or not backfill.active:
+                return False
+            self._backfills[backfill_id] = replace(
+                backfill, state=BackfillState.FAILED, error=reason_text(reason),
+                finished_at=now)
+            return True
+
+    def put_backfill(self, backfill: Backfill) -> None:
+        """Store ``backfill`` as given (tests: a row edited by hand)."""
+        with self._lock:
+            self._backfills[backfill.id] = backfill
 
     # -- history -------------------------------------------------------------------------
     def executions(self, *, schedule_name: str | None = None,

@@ -21,6 +21,9 @@ from goatbeat_celery.core.model import UTC
 SCHEDULE_TABLE = "goatbeat_schedule"
 EXECUTION_TABLE = "goatbeat_execution"
 LEASE_TABLE = "goatbeat_lease"
+BACKFILL_TABLE = "goatbeat_backfill"
+#: The sequence PostgreSQL numbers backfills with (the beat role needs USAGE on it).
+BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -313,3 +316,37 @@ lease_table = sa.Table(
     sa.Column("acquired_at", UTCDateTime(), nullable=True),
     sa.Column("expires_at", UTCDateTime(), nullable=True),
 )
+
+backfill_table = sa.Table(
+    BACKFILL_TABLE,
+    metadata,
+    # SQLite numbers only an INTEGER PRIMARY KEY by itself.
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    # No foreign key: a backfill outlives its schedule as history, like its executions.
+    sa.Column("schedule_name", _identifier(), nullable=False),
+    sa.Column("start_at", UTCDateTime(), nullable=False),
+    sa.Column("end_at", UTCDateTime(), nullable=False),
+    sa.Column("mode", sa.String(16), nullable=False),
+    sa.Column("newest_first", sa.Boolean(), nullable=False),
+    sa.Column("per_tick", sa.Integer(), nullable=True),
+    sa.Column("total", sa.Integer(), nullable=False),
+    sa.Column("examined", sa.Integer(), nullable=False),
+    sa.Column("claimed", sa.Integer(), nullable=False),
+    # The last occurrence examined: the next step starts after it (before it, newest first).
+    sa.Column("cursor_at", UTCDateTime(), nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("finished_at", UTCDateTime(), nullable=True),
+    sa.Column("error", sa.Text(), nullable=True),
+)
+
+#: The leader reads the few active backfills, oldest first, every tick.
+ACTIVE_BACKFILL_PREDICATE = "state = 'active'"
+sa.Index(
+    "ix_goatbeat_backfill_active",
+    backfill_table.c.id,
+    postgresql_where=sa.text(ACTIVE_BACKFILL_PREDICATE),
+    sqlite_where=sa.text(ACTIVE_BACKFILL_PREDICATE),
+)
+sa.Index("ix_goatbeat_backfill_schedule", backfill_table.c.schedule_name, backfill_table.c.id)

@@ -29,6 +29,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import Insert as PGInsert
 from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
+from goatbeat_celery.core.backfill import (
+    Backfill,
+    BackfillMode,
+    BackfillRequest,
+    BackfillState,
+    BackfillStep,
+    progress_after,
+    step_executions,
+)
 from goatbeat_celery.core.claims import (
     ATTEMPTS_MAX,
     ClaimPlan,
@@ -41,6 +50,7 @@ from goatbeat_celery.core.claims import (
 )
 from goatbeat_celery.core.controls import has_tags
 from goatbeat_celery.core.errors import (
+    BackfillNotFound,
     ConfigurationError,
     ScheduleConflict,
     ScheduleNotFound,
@@ -105,6 +115,7 @@ from goatbeat_celery.store.schema import (
     UNSETTLED_PREDICATE,
     UNSTARTED_PREDICATE,
     UTCDateTime,
+    backfill_table,
     execution_table,
     lease_table,
     schedule_table,
@@ -119,6 +130,7 @@ _TAG_PAGE = 500
 S = schedule_table
 E = execution_table
 L = lease_table
+B = backfill_table
 
 # Written exactly as the partial indexes' predicates, so that both planners match them: SQLite
 # compares the terms as written (SQLAlchemy would render ``enabled = 1`` there), and a literal
@@ -801,6 +813,115 @@ class SQLStore:
             row = conn.execute(stmt).one_or_none()
         return None if row is None else _execution(row)
 
+    # -- backfills -----------------------------------------------------------------------
+    def create_backfill(self, request: BackfillRequest) -> Backfill:
+        check_aware(request.start, request.end)
+        with self._write("create backfill") as txn:
+            conn = txn.conn
+            found = conn.execute(sa.select(S.c.name).where(
+                S.c.name == request.schedule_name)).one_or_none()
+            if found is None:
+                raise ScheduleNotFound(request.schedule_name)
+            row = conn.execute(
+                sa.insert(B).values(
+                    schedule_name=request.schedule_name, start_at=request.start,
+                    end_at=request.end, mode=request.mode.value,
+                    newest_first=request.newest_first, per_tick=request.per_tick,
+                    total=request.total, examined=0, claimed=0, cursor_at=None,
+                    state=BackfillState.ACTIVE.value, created_at=self._now_sql())
+                .returning(*B.c)
+            ).one()
+            txn.announce = True
+        return _backfill(row)
+
+    def get_backfill(self, backfill_id: int) -> Backfill:
+        with self._read("read backfill") as conn:
+            row = conn.execute(sa.select(B).where(B.c.id == backfill_id)).one_or_none()
+        if row is None:
+            raise BackfillNotFound(backfill_id)
+        return _backfill(row)
+
+    def list_backfills(self, *, schedule_name: str | None = None,
+                       active: bool | None = None, limit: int = 100) -> list[Backfill]:
+        stmt = sa.select(B).order_by(B.c.id.desc()).limit(limit)
+        if schedule_name is not None:
+            stmt = stmt.where(B.c.schedule_name == schedule_name)
+        if active is not None:
+            stmt = stmt.where(_ACTIVE_BACKFILL if active else sa.not_(_ACTIVE_BACKFILL))
+        with self._read("list backfills") as conn:
+            return [_backfill(row) for row in conn.execute(stmt)]
+
+    def active_backfills(self, limit: int) -> list[Backfill]:
+        stmt = sa.select(B).where(_ACTIVE_BACKFILL).order_by(B.c.id).limit(limit)
+        with self._read("read the active backfills") as conn:
+            return [_backfill(row) for row in conn.execute(stmt)]
+
+    def cancel_backfill(self, backfill_id: int) -> Backfill:
+        with self._write("cancel backfill") as txn:
+            row = txn.conn.execute(
+                sa.update(B).where(B.c.id == backfill_id, _ACTIVE_BACKFILL)
+                .values(state=BackfillState.CANCELLED.value, finished_at=self._now_sql())
+                .returning(*B.c)
+            ).one_or_none()
+        return self.get_backfill(backfill_id) if row is None else _backfill(row)
+
+    def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
+        found: dict[str, Execution] = {}
+        with self._read("read executions") as conn:
+            for chunk in self._chunks(list(dict.fromkeys(keys))):
+                for row in conn.execute(sa.select(E).where(self._in(E.c.key, chunk))):
+                    found[row.key] = _execution(row)
+        return found
+
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        check_aware(start, end)
+        stmt = (sa.select(E).where(E.c.schedule_name == schedule_name,
+                                   E.c.occurrence_at >= start, E.c.occurrence_at <= end)
+                .order_by(E.c.occurrence_at, E.c.key))
+        with self._read("read the executions of occurrences") as conn:
+            return [_execution(row) for row in conn.execute(stmt)]
+
+    def claim_backfill(self, step: BackfillStep, *, lease: LeaseGrant) -> ClaimResult:
+        with self._write("claim backfill") as txn:
+            conn = txn.conn
+            now = self._fence(conn, lease)
+            row = conn.execute(
+                sa.select(B).where(B.c.id == step.backfill_id, _ACTIVE_BACKFILL,
+                                   B.c.examined == step.examined_before)
+                .with_for_update()
+            ).one_or_none()
+            schedule = conn.execute(
+                sa.select(S.c.name, S.c.task, S.c.args, S.c.kwargs, S.c.options)
+                .where(S.c.name == step.schedule_name)
+            ).one_or_none()
+            if row is None or schedule is None:
+                return ClaimResult(dispatches=())
+            backfill = _backfill(row)
+            if backfill.damage:
+                return ClaimResult(dispatches=())
+            planned = step_executions(step, token=lease.token, now=now)
+            inserted = self._insert_executions(conn, planned)
+            progress = progress_after(backfill, step, len(inserted), now)
+            conn.execute(sa.update(B).where(B.c.id == backfill.id).values(
+                examined=progress.examined, claimed=progress.claimed,
+                cursor_at=progress.cursor, state=progress.state.value,
+                finished_at=progress.finished_at))
+        return ClaimResult(
+            dispatches=tuple(_dispatch(e, schedule) for e in planned if e.key in inserted),
+            duplicates=len(planned) - len(inserted))
+
+    def fail_backfill(self, backfill_id: int, reason: str, *, lease: LeaseGrant) -> bool:
+        with self._write("set a backfill aside") as txn:
+            conn = txn.conn
+            self._fence(conn, lease)
+            changed = conn.execute(
+                sa.update(B).where(B.c.id == backfill_id, _ACTIVE_BACKFILL)
+                .values(state=BackfillState.FAILED.value, error=reason_text(reason),
+                        finished_at=self._now_sql())
+            ).rowcount
+        return bool(changed)
+
     # -- history -------------------------------------------------------------------------
     def executions(self, *, schedule_name: str | None = None,
                    limit: int = 50) -> list[Execution]:
@@ -1348,6 +1469,58 @@ def _execution(row: Any) -> Execution:
         expires_at=_instant(row.expires_at),
         settled=None if row.settled is None else bool(row.settled),
     )
+
+
+_ACTIVE_BACKFILL = B.c.state == BackfillState.ACTIVE.value
+_BACKFILL_MODES = {mode.value: mode for mode in BackfillMode}
+_BACKFILL_STATES = {state.value: state for state in BackfillState}
+
+
+def _backfill(row: Any) -> Backfill:
+    """A backfill row as stored; a column that cannot be read (edited by hand) is named in
+    ``damage``, with a harmless stand-in in its place."""
+    damage: list[str] = []
+
+    def instant(name: str, value: Any, *, required: bool) -> datetime | None:
+        if value is None and not required:
+            return None
+        if not isinstance(value, datetime) or value is UNREADABLE_INSTANT:
+            damage.append(f"{name}: {_found(value)}")
+            return UNREADABLE_INSTANT
+        return value
+
+    def count(name: str, value: Any, *, required: bool = True) -> int | None:
+        if value is None and not required:
+            return None
+        if type(value) is not int:
+            damage.append(f"{name}: {_found(value)}")
+            return 0
+        return value
+
+    mode = _BACKFILL_MODES.get(row.mode)
+    if mode is None:
+        damage.append(f"mode: {_found(row.mode)}")
+    state = _BACKFILL_STATES.get(row.state)
+    if state is None:
+        damage.append(f"state: {_found(row.state)}")
+    newest_first = row.newest_first
+    if newest_first not in (True, False, 0, 1):
+        damage.append(f"newest_first: {_found(newest_first)}")
+        newest_first = False
+    start = instant("start_at", row.start_at, required=True)
+    end = instant("end_at", row.end_at, required=True)
+    assert start is not None and end is not None
+    return Backfill(
+        id=row.id, schedule_name=str(row.schedule_name), start=start, end=end,
+        mode=mode or BackfillMode.MISSING, newest_first=bool(newest_first),
+        per_tick=count("per_tick", row.per_tick, required=False),
+        total=count("total", row.total) or 0, examined=count("examined", row.examined) or 0,
+        claimed=count("claimed", row.claimed) or 0,
+        cursor=instant("cursor_at", row.cursor_at, required=False),
+        state=state or BackfillState.FAILED,
+        created_at=instant("created_at", row.created_at, required=False),
+        finished_at=instant("finished_at", row.finished_at, required=False),
+        error=None if row.error is None else str(row.error), damage=tuple(damage))
 
 
 def _execution_values(execution: Execution) -> dict[str, Any]:

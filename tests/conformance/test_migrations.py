@@ -12,7 +12,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import URL
 
+from goatbeat_celery.core.backfill import BackfillRequest
 from goatbeat_celery.core.errors import ConfigurationError, SchemaOutOfDate, StoreUnavailable
 from goatbeat_celery.core.model import ScheduleSpec, TriggerSpec
 from goatbeat_celery.migrations import (
@@ -39,7 +40,8 @@ from goatbeat_celery.store.schema import metadata, schedule_table
 from goatbeat_celery.store.sql import _spec_values
 from tests.conftest import empty_database
 
-GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease"}
+GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease",
+                   "goatbeat_backfill"}
 
 
 @contextmanager
@@ -251,6 +253,42 @@ def test_downgrading_from_the_controls_drops_only_their_columns(
     columns = {c["name"] for c in sa.inspect(engine).get_columns("goatbeat_schedule")}
     assert not columns & set(CONTROL_COLUMNS)
     assert "paused_reason" in columns
+    upgrade(engine)
+    assert differences(engine) == []
+
+
+def test_upgrading_0004_rows_to_the_backfills_keeps_them_and_adds_an_empty_table(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine, "0004")
+    spec = ScheduleSpec(name="nightly", task="proj.tasks.report",
+                        trigger=TriggerSpec(kind="interval", params={"every": 60}),
+                        max_runs=9, tags=("billing",))
+    due = datetime(2030, 1, 1, 8, 0, tzinfo=timezone.utc)
+    with engine.begin() as connection:
+        connection.execute(sa.insert(schedule_table).values(
+            **_spec_values(spec), next_occurrence_at=due, next_run_at=due,
+            last_occurrence_at=None, total_runs=3, total_missed=0, version=4, created_at=due,
+            updated_at=due))
+    upgrade(engine)
+    assert differences(engine) == []
+    store = open_store(fresh_url)
+    try:
+        read = store.get_schedule("nightly")
+        assert (read.spec, read.total_runs, read.version, read.damage) == (spec, 3, 4, ())
+        assert store.list_backfills() == []
+        created = store.create_backfill(BackfillRequest(
+            schedule_name="nightly", start=due - timedelta(hours=1), end=due, total=61))
+        assert store.get_backfill(created.id) == created
+    finally:
+        store.close()
+
+
+def test_downgrading_from_the_backfills_drops_only_their_table(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine)
+    downgrade(engine, "0004")
+    assert "goatbeat_backfill" not in table_names(engine)
+    assert {"goatbeat_schedule", "goatbeat_execution"} <= table_names(engine)
     upgrade(engine)
     assert differences(engine) == []
 

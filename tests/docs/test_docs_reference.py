@@ -26,7 +26,7 @@ from goatbeat_celery import signals
 from goatbeat_celery.cli import goatbeat
 from goatbeat_celery.metrics import GoatbeatMetrics
 from goatbeat_celery.migrations import VERSION_TABLE
-from goatbeat_celery.store.schema import metadata
+from goatbeat_celery.store.schema import BACKFILL_ID_SEQUENCE, metadata
 from tests.docs.blocks import DOCS
 
 PAGES = sorted(DOCS.glob("*.md"))
@@ -67,8 +67,8 @@ def code_names() -> set[str]:
     headers = {value for name, value in vars(header_names).items()
                if name.isupper() and isinstance(value, str)}
     signal_names = {getattr(signals, name).name for name in signals.__all__}
-    return ({*metadata.tables, VERSION_TABLE, "goatbeat_celery"} | samples | families | headers
-            | signal_names | management_commands())
+    return ({*metadata.tables, BACKFILL_ID_SEQUENCE, VERSION_TABLE, "goatbeat_celery"}
+            | samples | families | headers | signal_names | management_commands())
 
 
 def management_commands() -> set[str]:
