@@ -13,6 +13,8 @@ from __future__ import annotations
 import typing
 
 from goatbeat_celery.core.errors import (
+    CalendarInUse,
+    CalendarNotFound,
     ConfigurationError,
     GoatbeatError,
     LeaseLost,
@@ -31,6 +33,8 @@ if typing.TYPE_CHECKING:
     from goatbeat_celery.tracking import track_runs
 
 __all__ = [
+    "CalendarInUse",
+    "CalendarNotFound",
     "ConfigurationError",
     "GoatbeatError",
     "LeaseLost",

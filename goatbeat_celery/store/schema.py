@@ -21,6 +21,7 @@ from goatbeat_celery.core.model import UTC
 SCHEDULE_TABLE = "goatbeat_schedule"
 EXECUTION_TABLE = "goatbeat_execution"
 LEASE_TABLE = "goatbeat_lease"
+CALENDAR_TABLE = "goatbeat_calendar"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -199,6 +200,9 @@ schedule_table = sa.Table(
     sa.Column("paused_until", UTCDateTime(), nullable=True),
     sa.Column("description", sa.Text(), nullable=True),
     sa.Column("tags", _json(), nullable=True),
+    # The exclusion calendars observed (core.calendars): a JSON array of calendar names
+    # (NULL: none).
+    sa.Column("calendars", _json(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.
@@ -312,4 +316,17 @@ lease_table = sa.Table(
     sa.Column("token", sa.BigInteger(), nullable=False),
     sa.Column("acquired_at", UTCDateTime(), nullable=True),
     sa.Column("expires_at", UTCDateTime(), nullable=True),
+)
+
+# Exclusion calendars (core.calendars): entries is a JSON array of "YYYY-MM-DD" dates and
+# {"from": date, "to": date} ranges, both ends included.
+calendar_table = sa.Table(
+    CALENDAR_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("description", sa.Text(), nullable=True),
+    sa.Column("entries", _json(), nullable=False),
+    sa.Column("version", sa.BigInteger(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
 )

@@ -16,6 +16,8 @@ import goatbeat_celery.testing
 from goatbeat_celery.core import errors
 
 EXPECTED = [
+    "CalendarInUse",
+    "CalendarNotFound",
     "ConfigurationError",
     "GoatbeatError",
     "LeaseLost",
