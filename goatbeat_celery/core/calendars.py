@@ -16,6 +16,7 @@ are written once here and used by the engine, the API and the stores.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
@@ -160,19 +161,28 @@ def local_day(instant: datetime, zone: tzinfo) -> date:
 
 
 class Exclusions:
-    """The calendars one schedule observes, resolved: which due instants they exclude."""
+    """The calendars one schedule observes, resolved: which due instants they exclude.
+
+    Each calendar's dates are kept in a set and its ranges merged and sorted, so that judging
+    one instant costs a lookup and a bisection whatever the calendar holds (a preview may judge
+    many)."""
 
     def __init__(self, calendars: Sequence[Calendar], zone: tzinfo) -> None:
         self.calendars = tuple(calendars)
         self.zone = zone
+        self._index = [(f"excluded by calendar {c.name}", frozenset(c.dates), *_merged(c.ranges))
+                       for c in self.calendars]
 
     def reason(self, due: datetime) -> str | None:
         """``excluded by calendar <name>`` (the first of the schedule's calendars to exclude
         the due instant's local date), or None when it runs."""
         day = local_day(due, self.zone)
-        for calendar in self.calendars:
-            if calendar.excludes(day):
-                return f"excluded by calendar {calendar.name}"
+        for reason, dates, firsts, lasts in self._index:
+            if day in dates:
+                return reason
+            at = bisect_right(firsts, day) - 1
+            if at >= 0 and day <= lasts[at]:
+                return reason
         return None
 
     def next_day(self, due: datetime) -> datetime:
@@ -187,6 +197,19 @@ class Exclusions:
         excluded = tuple((point, reason) for point, due in claim.occurrences
                          if (reason := self.reason(due)) is not None)
         return replace(claim, excluded=excluded) if excluded else claim
+
+
+def _merged(ranges: Sequence[tuple[date, date]]) -> tuple[list[date], list[date]]:
+    """``ranges`` merged where they overlap or touch, as sorted first and last dates."""
+    firsts: list[date] = []
+    lasts: list[date] = []
+    for first, last in sorted(r for r in ranges if r[0] <= r[1]):
+        if lasts and first <= lasts[-1] + timedelta(days=1):
+            lasts[-1] = max(lasts[-1], last)
+        else:
+            firsts.append(first)
+            lasts.append(last)
+    return firsts, lasts
 
 
 def resolve(spec: ScheduleSpec, found: Mapping[str, Calendar | None]) -> Exclusions:

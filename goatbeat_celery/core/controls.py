@@ -112,9 +112,13 @@ def upcoming_runs(schedule: Schedule, grid_after: GridAfter, count: int, *,
             if stepped > MAX_SCAN:
                 break
             # Every occurrence due later the same local day is excluded too: go to the next
-            # day at once. A fixed delay has no grid: its next run is one delay on.
-            due = (due + delay if delay is not None
-                   else grid_after(exclusions.next_day(due) - _MICROSECOND)[1])
+            # day at once. A fixed delay has no grid: each excluded run is followed by one a
+            # delay on, so the first of those on the next day.
+            next_day = exclusions.next_day(due)
+            if delay is None:
+                due = grid_after(next_day - _MICROSECOND)[1]
+            else:
+                due = due + delay * max(1, -((due - next_day) // delay))
             continue
         found.append(due)
         due = due + delay if delay is not None else grid_after(due)[1]

@@ -397,3 +397,31 @@ def test_a_cron_zone_reads_dates_in_that_zone_and_others_in_utc(world: World) ->
     every = world.api.create("e", "app.job", every=60)
     assert calendar_zone(cron.spec) == ZoneInfo("Asia/Kolkata")
     assert calendar_zone(every.spec) is timezone.utc
+
+
+def test_overlapping_and_touching_ranges_exclude_as_their_union() -> None:
+    calendar = Calendar(name="x", ranges=((date(2026, 1, 5), date(2026, 1, 9)),
+                                          (date(2026, 1, 1), date(2026, 1, 3)),
+                                          (date(2026, 1, 4), date(2026, 1, 4)),
+                                          (date(2026, 1, 2), date(2026, 1, 2))))
+    exclusions = Exclusions([calendar], timezone.utc)
+    for day in range(1, 15):
+        instant = datetime(2026, 1, day, 12, tzinfo=UTC)
+        assert (exclusions.reason(instant) is not None) is calendar.excludes(instant.date())
+
+
+def test_a_fixed_delay_preview_over_a_long_freeze_steps_a_day_at_a_time(world: World) -> None:
+    world.api.create_calendar("freeze", ranges=["2026-01-01..2026-06-30"])
+    world.api.create("job", "app.job", every=7, mode="fixed_delay", calendars=["freeze"])
+    first = world.api.next_runs("job", 1)[0]
+    assert first.date() == date(2026, 7, 1) and first - T0 < timedelta(days=181, seconds=7)
+    assert (first - (T0 + 7 * timedelta(seconds=1))) % timedelta(seconds=7) == timedelta(0)
+
+
+def test_a_preview_through_a_full_calendar_stays_quick(world: World) -> None:
+    dates = [date(2026, 1, 1) + timedelta(days=2 * n) for n in range(1000)]
+    world.api.create_calendar("busy", dates=dates)
+    world.api.create("job", "app.job", every=60, calendars=["busy"])
+    runs = world.api.next_runs("job", 1000)
+    assert len(runs) == 1000
+    assert all(run.date() not in set(dates) for run in runs)
