@@ -425,3 +425,24 @@ def test_a_preview_through_a_full_calendar_stays_quick(world: World) -> None:
     runs = world.api.next_runs("job", 1000)
     assert len(runs) == 1000
     assert all(run.date() not in set(dates) for run in runs)
+
+
+def test_a_damaged_calendar_is_rewritten_only_with_dates_and_ranges_given_anew(
+        world: World) -> None:
+    world.api.create_calendar("holidays", dates=["2026-01-02"])
+    world.store._calendars["holidays"] = replace(
+        world.store._calendars["holidays"], damage=("entries: 5 is not a date",))
+    with pytest.raises(ConfigurationError, match="give both dates and ranges anew"):
+        world.api.update_calendar("holidays", description="x")
+    repaired = world.api.update_calendar("holidays", dates=["2026-01-03"], ranges=[])
+    assert (repaired.damage, repaired.dates) == ((), (date(2026, 1, 3),))
+
+
+def test_an_edit_keeping_a_calendar_deleted_behind_the_api_is_refused_naming_it(
+        world: World) -> None:
+    world.api.create_calendar("holidays")
+    world.api.create("job", "app.job", every=60, calendars=["holidays"])
+    del world.store._calendars["holidays"]
+    with pytest.raises(ConfigurationError, match="no calendar named 'holidays'"):
+        world.api.update("job", description="still here")
+    assert world.api.update("job", calendars=[], description="x").spec.calendars == ()
