@@ -324,6 +324,11 @@ class Schedules:
     def get_calendar(self, name: str) -> Calendar:
         return self.store.get_calendar(name)
 
+    def observing(self, calendar: str) -> builtins.list[str]:
+        """The names of the schedules observing ``calendar`` (CalendarNotFound for a typo)."""
+        self.store.get_calendar(calendar)
+        return self.store.schedules_observing(calendar)
+
     def list_calendars(self) -> builtins.list[Calendar]:
         """Every calendar, by name."""
         return self.store.list_calendars()

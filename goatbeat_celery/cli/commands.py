@@ -911,13 +911,17 @@ def _entries(words: Sequence[str], label: str) -> tuple[list[date], list[tuple[d
     return dates, ranges
 
 
-def show_calendar(calendar: Calendar, as_json: bool, headline: str | None = None) -> None:
+def show_calendar(calendar: Calendar, as_json: bool, headline: str | None = None,
+                  observed_by: Sequence[str] | None = None) -> None:
     if as_json:
-        emit(views.calendar_json(calendar))
+        document = views.calendar_json(calendar)
+        if observed_by is not None:
+            document["observed_by"] = list(observed_by)
+        emit(document)
         return
     if headline:
         say(headline)
-    click.echo(views.fields(views.calendar_fields(calendar)))
+    click.echo(views.fields(views.calendar_fields(calendar, observed_by)))
 
 
 @calendar.command(name="add", cls=CeleryCommand)
@@ -984,10 +988,11 @@ def calendar_edit(ctx: click.Context, name: str, added: tuple[str, ...],
 @json_option
 @click.pass_context
 def calendar_show(ctx: click.Context, name: str, as_json: bool) -> None:
-    """Every date and range of calendar NAME."""
+    """Every date and range of calendar NAME, and the schedules observing it."""
     with opened(ctx) as schedules, reported():
         found = schedules.get_calendar(name)
-    show_calendar(found, as_json)
+        observed_by = schedules.observing(name)
+    show_calendar(found, as_json, observed_by=observed_by)
 
 
 @calendar.command(name="list", cls=CeleryCommand)

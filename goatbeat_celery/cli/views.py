@@ -634,15 +634,21 @@ def calendar_json(calendar: Calendar) -> dict[str, Any]:
     }
 
 
-def calendar_fields(calendar: Calendar) -> list[tuple[str, Value]]:
-    """Every detail of one calendar, as ``(label, value)`` lines for :func:`fields`."""
+def calendar_fields(calendar: Calendar,
+                    observed_by: Sequence[str] | None = None) -> list[tuple[str, Value]]:
+    """Every detail of one calendar, as ``(label, value)`` lines for :func:`fields`, with the
+    schedules observing it when given."""
     entries = calendar_entries(calendar)
+    observers: list[tuple[str, Value]] = []
+    if observed_by is not None:
+        observers = [("observed by", ", ".join(observed_by) or NONE)]
     return [
         ("name", calendar.name),
         *([("description", calendar.description)] if calendar.description is not None
           else []),
         ("excluded", tuple(entries) if entries else NONE),
         *([("damage", tuple(calendar.damage))] if calendar.damage else []),
+        *observers,
         ("version", str(calendar.version)),
         ("updated", when(calendar.updated_at)),
     ]

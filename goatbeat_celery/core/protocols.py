@@ -182,6 +182,11 @@ class ScheduleStore(Protocol):
         while a schedule observes it, the check and the delete in one transaction."""
         ...
 
+    def schedules_observing(self, name: str) -> list[str]:
+        """The names of the schedules observing calendar ``name``, in order (none for a
+        calendar that does not exist)."""
+        ...
+
     def get_calendar(self, name: str) -> Calendar:
         """The calendar named ``name``. Raises CalendarNotFound. Never fails on what a row
         holds: what cannot be read is named in ``Calendar.damage``."""

@@ -223,11 +223,15 @@ class MemoryStore:
     def delete_calendar(self, name: str) -> None:
         with self._lock:
             self.get_calendar(name)
-            users = [s.name for _, s in sorted(self._schedules.items())
-                     if name in s.spec.calendars]
+            users = self.schedules_observing(name)
             if users:
                 raise CalendarInUse(name, users)
             del self._calendars[name]
+
+    def schedules_observing(self, name: str) -> list[str]:
+        with self._lock:
+            return [s.name for _, s in sorted(self._schedules.items())
+                    if name in s.spec.calendars]
 
     def get_calendar(self, name: str) -> Calendar:
         with self._lock:

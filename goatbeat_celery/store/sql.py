@@ -516,14 +516,14 @@ class SQLStore:
             ).scalar_one_or_none()
             if found is None:
                 raise CalendarNotFound(name)
-            # JSON arrays are matched in Python, the same way on every backend.
-            users = [row.name for row in conn.execute(
-                sa.select(S.c.name, S.c.calendars).where(S.c.calendars.is_not(None))
-                .order_by(S.c.name))
-                if isinstance(row.calendars, list) and name in row.calendars]
+            users = _observing(conn, name)
             if users:
                 raise CalendarInUse(name, users)
             conn.execute(sa.delete(C).where(C.c.name == name))
+
+    def schedules_observing(self, name: str) -> list[str]:
+        with self._read("list the schedules observing a calendar") as conn:
+            return _observing(conn, name)
 
     def get_calendar(self, name: str) -> Calendar:
         with self._read("read calendar") as conn:
@@ -1334,6 +1334,15 @@ def _calendar_names(value: Any, damage: list[str]) -> tuple[str, ...]:
         return tuple(value)
     damage.append(f"calendars: expected a JSON array of calendar names, found {_found(value)}")
     return ()
+
+
+def _observing(conn: sa.Connection, name: str) -> list[str]:
+    """The schedules observing calendar ``name``: JSON arrays are matched in Python, the same
+    way on every backend (rows without calendars are left out by the database)."""
+    rows = conn.execute(sa.select(S.c.name, S.c.calendars)
+                        .where(S.c.calendars.is_not(None)).order_by(S.c.name))
+    return [row.name for row in rows
+            if isinstance(row.calendars, list) and name in row.calendars]
 
 
 def _calendar(row: Any) -> Calendar:

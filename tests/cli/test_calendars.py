@@ -110,6 +110,8 @@ def test_a_calendar_in_use_cannot_be_removed_until_its_schedules_leave_it(
     cli.ok("add", "report", "proj.report", "--every", "60", "--calendar", "holidays")
     result = cli.fails("calendar", "remove", "holidays", "--yes")
     assert "calendar 'holidays' is observed by 'report'" in result.output
+    assert field_lines(cli.ok("calendar", "show", "holidays").output)["observed by"] == "report"
+    assert cli.json("calendar", "show", "holidays")["observed_by"] == ["report"]
     assert store.get_calendar("holidays").version == 1
     cli.ok("edit", "report", "--calendar", "")
     assert cli.json("calendar", "remove", "holidays", "--yes") == {"removed": "holidays"}

@@ -77,6 +77,9 @@ def test_a_calendar_observed_by_a_schedule_cannot_be_deleted(store: Store) -> No
     store.create_calendar(Calendar(name="other"))
     store.create_schedule(interval_spec("job", calendars=("other", "holidays")),
                           next_occurrence_at=None, next_run_at=None)
+    store.create_schedule(interval_spec("apart"), next_occurrence_at=None, next_run_at=None)
+    assert store.schedules_observing("holidays") == ["job"]
+    assert store.schedules_observing("nowhere") == []
     with pytest.raises(CalendarInUse) as caught:
         store.delete_calendar("holidays")
     assert caught.value.schedules == ("job",)
