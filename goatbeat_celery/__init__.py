@@ -15,6 +15,8 @@ import typing
 from goatbeat_celery.core.backfill import BackfillMode
 from goatbeat_celery.core.errors import (
     BackfillNotFound,
+    CalendarInUse,
+    CalendarNotFound,
     ConfigurationError,
     GoatbeatError,
     LeaseLost,
@@ -35,6 +37,8 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "BackfillMode",
     "BackfillNotFound",
+    "CalendarInUse",
+    "CalendarNotFound",
     "ConfigurationError",
     "GoatbeatError",
     "LeaseLost",

@@ -13,8 +13,9 @@ leader sees them at its next wake-up (``goatbeat_max_interval``).
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from dataclasses import replace
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal, overload
 
 from goatbeat_celery import config as config_module
@@ -30,6 +31,7 @@ from goatbeat_celery.core.backfill import (
     occurrences_between,
     request_problems,
 )
+from goatbeat_celery.core.calendars import Calendar, parse_day, parse_range, resolve
 from goatbeat_celery.core.controls import MAX_PREVIEW, bounded_first, upcoming_runs
 from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict
 from goatbeat_celery.core.misfire import first_occurrence
@@ -52,7 +54,11 @@ from goatbeat_celery.core.model import (
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger, TriggerRegistry
-from goatbeat_celery.core.validation import MAX_REASON_LENGTH, description_problem
+from goatbeat_celery.core.validation import (
+    MAX_REASON_LENGTH,
+    calendars_problems,
+    description_problem,
+)
 from goatbeat_celery.cron import CronTrigger
 
 _UNSET: Any = object()
@@ -60,7 +66,7 @@ _SPEC_FIELDS = (
     "task", "args", "kwargs", "options", "misfire_policy", "misfire_grace", "max_catchup",
     "offset", "jitter", "starting_deadline", "overlap", "mode", "failure_backoff",
     "failure_backoff_factor", "failure_backoff_max", "pause_after_failures",
-    "start_at", "end_at", "max_runs", "description", "tags",
+    "start_at", "end_at", "max_runs", "description", "tags", "calendars",
 )
 #: Fields whose change moves the next run (recomputed from now, within the bounds).
 _RESCHEDULING = ("start_at", "end_at", "max_runs")
@@ -121,7 +127,8 @@ class Schedules:
     def next_runs(self, name: str, count: int = 5) -> builtins.list[datetime]:
         """The instants (UTC) the schedule's next ``count`` runs are due, as the leader will
         send them when on time: after its offset or jitter, within ``start_at``, ``end_at``
-        and a pause with an end, no more than the runs ``max_runs`` leaves. Empty for a paused
+        and a pause with an end, no more than the runs ``max_runs`` leaves, none on a date its
+        calendars exclude. Empty for a paused
         or ended schedule. A fixed-delay schedule's are estimates: each run is taken to end at
         once."""
         problem = _count_problem(count)
@@ -132,8 +139,10 @@ class Schedules:
         spec = schedule.spec
         trigger = self.triggers.build(spec.trigger)
         offset = spec.effective_offset()
+        exclusions = (resolve(spec, self.store.find_calendars(spec.calendars))
+                      if spec.calendars else None)
         return upcoming_runs(schedule, lambda instant: first_occurrence(trigger, instant, offset),
-                             count, delay=spec.delay())
+                             count, delay=spec.delay(), exclusions=exclusions)
 
     def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
         self.store.get_schedule(name)  # a clear ScheduleNotFound for a typo
@@ -155,6 +164,7 @@ class Schedules:
         start_at: datetime | None = None, end_at: datetime | None = None,
         max_runs: int | None = None, description: str | None = None,
         tags: builtins.list[str] | tuple[str, ...] = (),
+        calendars: builtins.list[str] | tuple[str, ...] = (),
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
         (5 fields, in ``timezone``) or ``at`` (an aware instant). A cron restricting both day of
@@ -171,7 +181,8 @@ class Schedules:
 
         The controls (``docs/controls.md``): no run due before ``start_at`` or after
         ``end_at`` (aware datetimes), at most ``max_runs`` runs (manual runs do not count),
-        a free ``description`` and ``tags`` (short labels to filter :meth:`list` by)."""
+        a free ``description`` and ``tags`` (short labels to filter :meth:`list` by), and
+        the exclusion ``calendars`` it observes (by name; see :meth:`create_calendar`)."""
         problems: list[str] = []
         trigger = self._trigger_spec(every, cron, at, timezone, problems, day_or=day_or)
         spec = self._spec(
@@ -183,7 +194,7 @@ class Schedules:
             failure_backoff=failure_backoff, failure_backoff_factor=failure_backoff_factor,
             failure_backoff_max=failure_backoff_max, pause_after_failures=pause_after_failures,
             start_at=start_at, end_at=end_at, max_runs=max_runs, description=description,
-            tags=tags,
+            tags=tags, calendars=calendars,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
         return self.store.create_schedule(spec, next_occurrence_at=occurrence, next_run_at=run)
@@ -399,6 +410,61 @@ class Schedules:
         """Stop a backfill: nothing more is claimed for it; what it claimed already is sent."""
         return self.store.cancel_backfill(backfill_id)
 
+    # -- exclusion calendars -------------------------------------------------------------
+    def get_calendar(self, name: str) -> Calendar:
+        return self.store.get_calendar(name)
+
+    def observing(self, calendar: str) -> builtins.list[str]:
+        """The names of the schedules observing ``calendar`` (CalendarNotFound for a typo)."""
+        self.store.get_calendar(calendar)
+        return self.store.schedules_observing(calendar)
+
+    def list_calendars(self) -> builtins.list[Calendar]:
+        """Every calendar, by name."""
+        return self.store.list_calendars()
+
+    def create_calendar(self, name: str, *, dates: Iterable[date | str] = (),
+                        ranges: Iterable[object] = (),
+                        description: str | None = None) -> Calendar:
+        """Store a new calendar of excluded ``dates`` (``date`` objects or ``"YYYY-MM-DD"``)
+        and ``ranges`` (``(first, last)`` pairs, ``{"from": …, "to": …}`` or
+        ``"YYYY-MM-DD..YYYY-MM-DD"``, both ends included): the schedules observing it do not
+        run on those dates, read in each schedule's zone (``docs/controls.md``). Every problem
+        is reported at once and nothing is stored."""
+        calendar = _calendar(name, dates, ranges, description)
+        return self.store.create_calendar(calendar)
+
+    def update_calendar(self, name: str, *, dates: Iterable[date | str] | None = None,
+                        ranges: Iterable[object] | None = None,
+                        description: str | None = _UNSET,
+                        expected_version: int | None = None) -> Calendar:
+        """Replace a calendar's ``dates``, ``ranges`` or ``description`` (those given). The
+        leader reads calendars each time it plans, so the change applies at its next planning.
+        A compare-and-set on the version read here, or on ``expected_version``."""
+        current = self.store.get_calendar(name)
+        if expected_version is not None and current.version != expected_version:
+            raise ScheduleConflict(
+                f"calendar {name!r} changed since it was read: it is at version "
+                f"{current.version}, not {expected_version}; read it again and redo the change")
+        if current.damage and (dates is None or ranges is None):
+            raise ConfigurationError(
+                [*current.damage, f"calendar {name!r} cannot be read as stored; give both "
+                                  "dates and ranges anew, or delete it"],
+                subject=f"calendar {name!r}")
+        calendar = _calendar(
+            name, current.dates if dates is None else dates,
+            current.ranges if ranges is None else ranges,
+            current.description if description is _UNSET else description)
+        if (not current.damage and calendar.entries() == current.entries()
+                and calendar.description == current.description):
+            return current
+        return self.store.replace_calendar(calendar, expected_version=current.version)
+
+    def delete_calendar(self, name: str) -> None:
+        """Delete a calendar. Refused (CalendarInUse, naming them) while schedules observe it:
+        removing it from them first is a decision about their runs, not a side effect."""
+        self.store.delete_calendar(name)
+
     # -- helpers -------------------------------------------------------------------------
     def _first(self, spec: ScheduleSpec, paused_until: datetime | None = None, *,
                runs: int = 0) -> tuple[datetime | None, datetime | None]:
@@ -432,6 +498,15 @@ class Schedules:
             problems.extend(exc.problems)
             return None
 
+    def _missing_calendars(self, names: tuple[str, ...]) -> builtins.list[str]:
+        """A problem for each calendar named that does not exist (names checked first)."""
+        if not names or calendars_problems(names):
+            return []
+        found = self.store.find_calendars(names)
+        return [f"calendars: no calendar named {name!r}; create it first "
+                "(create_calendar, or celery goatbeat calendar add)"
+                for name in names if name not in found]
+
     def _spec(self, problems: builtins.list[str], *, trigger: TriggerSpec | None,
               **values: Any) -> ScheduleSpec:
         policy = values.pop("misfire_policy")
@@ -453,10 +528,11 @@ class Schedules:
                 except ConfigurationError as exc:
                     problems.extend(exc.problems)
                     values[key] = None  # reported; the spec's own check would repeat it
-        if isinstance(values["tags"], list):
-            values["tags"] = tuple(values["tags"])
-        if values["tags"] is None:
-            values["tags"] = ()
+        for key in ("tags", "calendars"):
+            if isinstance(values[key], list):
+                values[key] = tuple(values[key])
+            if values[key] is None:
+                values[key] = ()
         # Kept as given when of the wrong shape (a string is not split into characters): the
         # spec's own check names the field.
         if isinstance(values["args"], list):
@@ -465,6 +541,7 @@ class Schedules:
         spec = ScheduleSpec(trigger=trigger or TriggerSpec(kind="invalid"),
                             misfire_policy=policy, source=ScheduleSource.API, **values)
         problems.extend(spec.problems())
+        problems.extend(self._missing_calendars(spec.calendars))
         if isinstance(spec.task, str) and not self.config.task_allowed(spec.task):
             problems.append(f"task: {spec.task!r} is not in goatbeat_allowed_tasks "
                             f"({', '.join(self.config.allowed_tasks or ())}); add it there")
@@ -486,8 +563,35 @@ _REPAIRED_BY = {
     **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
                                     "max_catchup", "overlap", "mode", "failure_backoff_factor",
                                     "pause_after_failures", "start_at", "end_at",
-                                    "max_runs", "description", "tags")},
+                                    "max_runs", "description", "tags", "calendars")},
 }
+
+
+def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
+              description: str | None) -> Calendar:
+    """A calendar from what the API takes, or ConfigurationError listing every problem."""
+    problems: builtins.list[str] = []
+    found_dates: builtins.list[date] = []
+    found_ranges: builtins.list[tuple[date, date]] = []
+    if isinstance(dates, (str, date)):
+        dates = [dates]  # one date given bare
+    for value in dates:
+        day = parse_day(value, "dates", problems)
+        if day is not None:
+            found_dates.append(day)
+    if isinstance(ranges, str):
+        ranges = [ranges]
+    for given in ranges:
+        span = parse_range(given, "ranges", problems)
+        if span is not None:
+            found_ranges.append(span)
+    # Each date and range once, in order: the stored list reads the same however given.
+    calendar = Calendar(name=name, dates=tuple(sorted(set(found_dates))),
+                        ranges=tuple(sorted(set(found_ranges))), description=description)
+    problems = [*(f"calendar {name!r}: {p}" for p in problems), *calendar.problems()]
+    if problems:
+        raise ConfigurationError(problems, subject=f"calendar {name!r}")
+    return calendar
 
 
 def _count_problem(count: object) -> str | None:

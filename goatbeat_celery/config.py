@@ -61,7 +61,7 @@ _KNOWN = frozenset(PREFIX + key for key in (*_ENGINE_KEYS, *_OWN_KEYS))
 POLICY_OPTIONS = ("overlap", "mode", "failure_backoff", "failure_backoff_factor",
                   "failure_backoff_max", "pause_after_failures")
 #: The controls a config entry may give under its ``goatbeat`` key (see core.controls).
-CONTROL_OPTIONS = ("start_at", "end_at", "max_runs", "description", "tags")
+CONTROL_OPTIONS = ("start_at", "end_at", "max_runs", "description", "tags", "calendars")
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 _GOATBEAT_ENTRY_KEYS = {
     "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
@@ -452,7 +452,8 @@ def _control_options(own: Mapping[str, Any], where: str, problems: list[str]
                      ) -> dict[str, Any]:
     """The controls of a config entry's ``goatbeat`` options, as spec fields: bounds given as
     aware datetimes or ISO-8601 text with an offset (``"2030-01-01T00:00:00+00:00"``), tags
-    as a list; the rest is judged by the spec's own rules."""
+    and calendar names as lists; the rest is judged by the spec's own rules (a calendar that
+    does not exist is the leader's to find: it sets the schedule aside, naming it)."""
     found: dict[str, Any] = {}
     for key in ("start_at", "end_at"):
         value = own.get(key)
@@ -472,8 +473,10 @@ def _control_options(own: Mapping[str, Any], where: str, problems: list[str]
             problems.extend(exc.problems)
     for key in ("max_runs", "description"):
         found[key] = own.get(key)
-    tags = own.get("tags")
-    found["tags"] = tuple(tags) if isinstance(tags, list) else (() if tags is None else tags)
+    for key in ("tags", "calendars"):
+        value = own.get(key)
+        found[key] = tuple(value) if isinstance(value, list) else (
+            () if value is None else value)
     return found
 
 

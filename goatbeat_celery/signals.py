@@ -52,7 +52,9 @@ ignored; it never stops the loop.
 
 ``occurrence_skipped``
     An occurrence was recorded as skipped by its schedule's overlap policy (``skip``, or a
-    second one behind ``buffer_one``'s): the run before it had not finished; it is never sent.
+    second one behind ``buffer_one``'s): the run before it had not finished; or its due date
+    is excluded by one of the schedule's calendars (``excluded by calendar <name>``). It is
+    never sent.
     ``key``, ``schedule_name``, ``occurrence_at``, ``reason`` (str, as recorded on the row).
 
 ``run_ended``

@@ -6,9 +6,9 @@ import difflib
 import json
 import re
 import shlex
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
@@ -17,8 +17,11 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery.cli import checks as checks_module
 from goatbeat_celery.cli import views
 from goatbeat_celery.core.backfill import MAX_PER_TICK, BackfillMode
+from goatbeat_celery.core.calendars import Calendar, parse_day, parse_range
 from goatbeat_celery.core.errors import (
     BackfillNotFound,
+    CalendarInUse,
+    CalendarNotFound,
     ConfigurationError,
     GoatbeatError,
     ScheduleConflict,
@@ -65,6 +68,7 @@ _OPTION_OF = {
     "max_runs": "--max-runs",
     "description": "--description",
     "tags": "--tag",
+    "calendars": "--calendar",
     "note": "--note",
     "until": "--until",
     "count": "--count",
@@ -100,7 +104,7 @@ _FIELD_WORDS = re.compile(
 
 #: Leading field names of a spec's own problems that are read as options only there (a word
 #: such as "tags" may appear in other text).
-_SPEC_OPTION_WORDS = frozenset({"tags", "description"})
+_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars"})
 
 
 def _option_names(problem: str) -> str:
@@ -130,7 +134,7 @@ _EDIT_OPTION = {
     "failure_backoff_max": "--failure-backoff-max",
     "pause_after_failures": "--pause-after-failures", "start_at": "--start-at",
     "end_at": "--end-at", "max_runs": "--max-runs", "description": "--description",
-    "tags": "--tag",
+    "tags": "--tag", "calendars": "--calendar",
 }
 #: The API's advice for a damaged row: "edit it giving args, misfire_policy anew".
 _REPAIR_HINT = re.compile(r"(?<=\bgiving )[a-z_]+(?:, [a-z_]+)*(?= anew\b)")
@@ -154,6 +158,11 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
         yield
     except ScheduleNotFound as exc:
         raise CommandError(f"{exc}; `{app_command('list')}` shows the schedules") from exc
+    except CalendarNotFound as exc:
+        raise CommandError(f"{exc}; `{app_command('calendar list')}` shows the calendars"
+                           ) from exc
+    except CalendarInUse as exc:
+        raise CommandError(str(exc)) from exc
     except ConfigurationError as exc:
         problems = [_edit_options(p) for p in exc.problems]
         if as_options:
@@ -480,6 +489,10 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
                      help="A label to filter `list --tag` by; repeat for several"
                           + (" (replaces the tags; --tag \"\" removes them all)." if editing
                              else ".")),
+        click.option("--calendar", "calendars", multiple=True, metavar="NAME",
+                     help="An exclusion calendar to observe: no run on its dates; repeat for "
+                          "several" + (" (replaces them; --calendar \"\" removes them all)."
+                                       if editing else ".")),
     ]
     if editing:
         options.insert(0, click.option("--task", metavar="TASK", help="Task to send."))
@@ -563,6 +576,8 @@ def _control_changes(given: Mapping[str, Any]) -> dict[str, Any]:
     if given.get("tags"):
         changes["tags"] = [tag for tag in given["tags"] if tag] if given["tags"] != ("",) \
             else []
+    if given.get("calendars"):
+        changes["calendars"] = [name for name in given["calendars"] if name]
     return changes
 
 
@@ -985,6 +1000,157 @@ def history(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
     else:
         click.echo(views.table(views.EXECUTION_COLUMNS,
                                [views.execution_row(e) for e in executions]))
+
+
+# -- exclusion calendars --------------------------------------------------------------------
+@goatbeat.group(name="calendar")
+def calendar() -> None:
+    """Exclusion calendars: dates and ranges (holidays, freeze windows) on which the schedules
+    observing them (add/edit --calendar NAME) do not run.
+
+    ENTRY is a date, 2026-12-24, or a range with both ends included, 2026-12-24..2027-01-02;
+    each schedule reads them as dates in its own zone (cron: its timezone; others: UTC).
+    """
+
+
+def _entries(words: Sequence[str], label: str) -> tuple[list[date], list[tuple[date, date]]]:
+    """Typed dates and ranges, or a usage error naming every bad one."""
+    problems: list[str] = []
+    dates: list[date] = []
+    ranges: list[tuple[date, date]] = []
+    for word in words:
+        if ".." in word:
+            span = parse_range(word, label, problems)
+            if span is not None:
+                ranges.append(span)
+        else:
+            day = parse_day(word, label, problems)
+            if day is not None:
+                dates.append(day)
+    if problems:
+        raise click.UsageError(views.shown("; ".join(problems)))
+    return dates, ranges
+
+
+def show_calendar(calendar: Calendar, as_json: bool, headline: str | None = None,
+                  observed_by: Sequence[str] | None = None) -> None:
+    if as_json:
+        document = views.calendar_json(calendar)
+        if observed_by is not None:
+            document["observed_by"] = list(observed_by)
+        emit(document)
+        return
+    if headline:
+        say(headline)
+    click.echo(views.fields(views.calendar_fields(calendar, observed_by)))
+
+
+@calendar.command(name="add", cls=CeleryCommand)
+@click.argument("name")
+@click.argument("entries", nargs=-1, metavar="[ENTRY]...")
+@click.option("--description", metavar="TEXT", help="What the calendar is for.")
+@json_option
+@click.pass_context
+def calendar_add(ctx: click.Context, name: str, entries: tuple[str, ...],
+                 description: str | None, as_json: bool) -> None:
+    """Store a new calendar NAME excluding each ENTRY."""
+    dates, ranges = _entries(entries, "ENTRY")
+    with opened(ctx) as schedules, reported():
+        created = schedules.create_calendar(name, dates=dates, ranges=ranges,
+                                            description=description)
+    show_calendar(created, as_json, headline=f"added calendar {name!r}")
+
+
+@calendar.command(name="edit", cls=CeleryCommand)
+@click.argument("name")
+@click.option("--add", "added", multiple=True, metavar="ENTRY",
+              help="A date or range to exclude; repeat for several.")
+@click.option("--remove", "removed", multiple=True, metavar="ENTRY",
+              help="A date or range to exclude no more, as listed by show; repeat for several.")
+@click.option("--clear", is_flag=True, help="Remove every entry first (then --add).")
+@click.option("--description", metavar="TEXT", help="What it is for (\"\" removes it).")
+@json_option
+@click.pass_context
+def calendar_edit(ctx: click.Context, name: str, added: tuple[str, ...],
+                  removed: tuple[str, ...], clear: bool, description: str | None,
+                  as_json: bool) -> None:
+    """Change calendar NAME; the leader applies it the next time it plans."""
+    if not (added or removed or clear or description is not None):
+        raise click.UsageError("nothing to change: give --add, --remove, --clear or "
+                               "--description")
+    add_dates, add_ranges = _entries(added, "--add")
+    drop_dates, drop_ranges = _entries(removed, "--remove")
+    with opened(ctx) as schedules, reported():
+        current = schedules.get_calendar(name)
+        dates = [] if clear else list(current.dates)
+        ranges = [] if clear else list(current.ranges)
+        absent = []
+        for word in removed:
+            day, span = _entries([word], "--remove")
+            if (day and day[0] not in dates) or (span and span[0] not in ranges):
+                absent.append(word)
+        if absent:
+            raise click.UsageError(views.shown(
+                f"--remove: {', '.join(absent)} not in calendar {name!r}; "
+                f"`{app_command('calendar show ' + name)}` lists its entries"))
+        dates = [d for d in dates if d not in drop_dates] + add_dates
+        ranges = [r for r in ranges if r not in drop_ranges] + add_ranges
+        kept_description: Any = current.description
+        if description is not None:
+            kept_description = description or None
+        edited = schedules.update_calendar(name, dates=dates, ranges=ranges,
+                                           description=kept_description,
+                                           expected_version=current.version)
+    show_calendar(edited, as_json, headline=f"edited calendar {name!r}")
+
+
+@calendar.command(name="show", cls=CeleryCommand)
+@click.argument("name")
+@json_option
+@click.pass_context
+def calendar_show(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Every date and range of calendar NAME, and the schedules observing it."""
+    with opened(ctx) as schedules, reported():
+        found = schedules.get_calendar(name)
+        observed_by = schedules.observing(name)
+    show_calendar(found, as_json, observed_by=observed_by)
+
+
+@calendar.command(name="list", cls=CeleryCommand)
+@json_option
+@click.pass_context
+def calendar_list(ctx: click.Context, as_json: bool) -> None:
+    """Every calendar, by name."""
+    with opened(ctx) as schedules, reported():
+        found = schedules.list_calendars()
+    if as_json:
+        emit([views.calendar_json(c) for c in found])
+    elif not found:
+        say(f"no calendars; add one with `{app_command('calendar add NAME 2026-12-24')}`")
+    else:
+        click.echo(views.table(("NAME", "EXCLUDED", "DESCRIPTION"),
+                               [views.calendar_row(c) for c in found],
+                               width=views.list_width()))
+
+
+@calendar.command(name="remove", cls=CeleryCommand)
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_context
+def calendar_remove(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
+    """Delete calendar NAME; refused while schedules observe it (edit them first)."""
+    with opened(ctx) as schedules:
+        with reported():
+            schedules.get_calendar(name)
+        if not yes:
+            click.confirm(views.shown(f"Remove calendar {name!r}?"), abort=True, err=True)
+        with reported():
+            schedules.delete_calendar(name)
+    if as_json:
+        emit({"removed": name})
+    else:
+        say(f"removed calendar {name!r}")
 
 
 @goatbeat.command(cls=CeleryCommand)

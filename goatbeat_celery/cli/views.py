@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeGuard, Union
 
 from goatbeat_celery.core.backfill import Backfill, BackfillPreview
+from goatbeat_celery.core.calendars import Calendar
 from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, TriggerSpec
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
@@ -254,6 +255,7 @@ def schedule_json(schedule: Schedule, defaults: Settings,
         "runs_left": schedule.runs_left,
         "schedule_description": spec.description,
         "tags": list(spec.tags),
+        "calendars": list(spec.calendars),
         "next_run_at": iso(schedule.next_run_at),
         "next_occurrence_at": iso(schedule.next_occurrence_at),
         "last_occurrence_at": iso(schedule.last_occurrence_at),
@@ -342,6 +344,7 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         ("options", compact_json(dict(spec.options))),
         *([("description", spec.description)] if spec.description is not None else []),
         *([("tags", ", ".join(spec.tags))] if spec.tags else []),
+        *([("calendars", ", ".join(spec.calendars))] if spec.calendars else []),
         ("enabled", "yes" if spec.enabled else "no (paused)"),
         *pause_fields(schedule, now, at),
         *fault_fields(schedule, at),
@@ -665,6 +668,54 @@ def _kept(chars: Iterator[str], room: int) -> list[str]:
         pieces.append(piece)
         used += len(piece)
     return pieces
+
+
+def calendar_entries(calendar: Calendar) -> list[str]:
+    """A calendar's dates and ranges as typed: ``2026-12-24``, ``2026-12-24..2027-01-02``."""
+    return [entry if isinstance(entry, str) else f"{entry['from']}..{entry['to']}"
+            for entry in calendar.entries() if isinstance(entry, (str, dict))]
+
+
+def calendar_json(calendar: Calendar) -> dict[str, Any]:
+    """One calendar for scripts: entries as stored (dates, then ``{"from", "to"}`` ranges)."""
+    return {
+        "name": calendar.name,
+        "description": calendar.description,
+        "entries": calendar.entries(),
+        "version": calendar.version,
+        "created_at": iso(calendar.created_at),
+        "updated_at": iso(calendar.updated_at),
+        "damage": list(calendar.damage),
+    }
+
+
+def calendar_fields(calendar: Calendar,
+                    observed_by: Sequence[str] | None = None) -> list[tuple[str, Value]]:
+    """Every detail of one calendar, as ``(label, value)`` lines for :func:`fields`, with the
+    schedules observing it when given."""
+    entries = calendar_entries(calendar)
+    observers: list[tuple[str, Value]] = []
+    if observed_by is not None:
+        observers = [("observed by", ", ".join(observed_by) or NONE)]
+    return [
+        ("name", calendar.name),
+        *([("description", calendar.description)] if calendar.description is not None
+          else []),
+        ("excluded", tuple(entries) if entries else NONE),
+        *([("damage", tuple(calendar.damage))] if calendar.damage else []),
+        *observers,
+        ("version", str(calendar.version)),
+        ("updated", when(calendar.updated_at)),
+    ]
+
+
+def calendar_row(calendar: Calendar) -> tuple[str, ...]:
+    """A calendar as a row of the ``calendar list`` table."""
+    entries = calendar_entries(calendar)
+    shown_entries = ", ".join(entries[:3]) + (f", … ({len(entries)})" if len(entries) > 3
+                                              else "")
+    return (calendar.name, "unreadable" if calendar.damage else (shown_entries or NONE),
+            calendar.description or "")
 
 
 def fields(pairs: Sequence[tuple[str, Value]]) -> str:

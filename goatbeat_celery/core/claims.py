@@ -163,6 +163,9 @@ def apply_overlap(claim: PlannedClaim, planned: Sequence[Execution],
     unfinished, waiting = in_flight.unfinished, in_flight.waiting
     decided: list[Execution] = []
     for execution in planned:
+        if execution.state is ExecutionState.SKIPPED:
+            decided.append(execution)  # excluded by a calendar: no run to overlap with
+            continue
         decision = overlap_decision(claim.overlap, unfinished=unfinished, waiting=waiting)
         if decision.action is OverlapAction.CLAIM:
             decided.append(execution)
@@ -174,6 +177,18 @@ def apply_overlap(claim: PlannedClaim, planned: Sequence[Execution],
             decided.append(replace(execution, state=ExecutionState.SKIPPED, attempts=0,
                                    last_error=decision.reason, settled=None))
     return decided
+
+
+def apply_exclusions(claim: PlannedClaim, planned: Sequence[Execution]) -> list[Execution]:
+    """``planned`` with the occurrences ``claim`` names ``excluded`` (by an exclusion
+    calendar) ``skipped``: no attempt, the reason in ``last_error``, never sent."""
+    if not claim.excluded:
+        return list(planned)
+    reasons = dict(claim.excluded)
+    return [replace(e, state=ExecutionState.SKIPPED, attempts=0, last_error=reason,
+                    settled=None)
+            if (reason := reasons.get(e.occurrence_at)) is not None else e
+            for e in planned]
 
 
 def postponed(claim: PlannedClaim, now: datetime) -> PlannedClaim | None:
@@ -242,7 +257,7 @@ def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, 
         flight = in_flight.get(name, _NOTHING_IN_FLIGHT)
         if flight.unfinished is not None or flight.waiting is not None:
             claim = postponed(claim, now) or claim
-        planned = claim_executions(claim, token=token, now=now)
+        planned = apply_exclusions(claim, claim_executions(claim, token=token, now=now))
         if claim.waits_for_runs:
             planned = apply_overlap(claim, planned, flight)
         if claim.max_runs is not None:
@@ -280,5 +295,6 @@ def manual_run_exists(execution: Execution) -> ScheduleConflict:
 
 
 __all__ = ["ATTEMPTS_MAX", "IN_FLIGHT_STATES", "LIVE_RUN_STATES", "Advance", "ClaimPlan",
-           "InFlight", "apply_overlap", "in_flight", "claim_executions", "limit_runs",
-           "manual_execution", "manual_run_exists", "next_attempt", "plan_claims", "postponed"]
+           "InFlight", "apply_exclusions", "apply_overlap", "in_flight", "claim_executions",
+           "limit_runs", "manual_execution", "manual_run_exists", "next_attempt",
+           "plan_claims", "postponed"]

@@ -19,6 +19,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.calendars import MAX_SCAN, Exclusions
 from goatbeat_celery.core.model import PlannedClaim, Schedule, ScheduleSpec
 
 # The first ``(occurrence, due)`` of a schedule whose due instant is strictly after an
@@ -77,13 +78,17 @@ def bound_claim(claim: PlannedClaim, schedule: Schedule, grid_after: GridAfter) 
 
 
 def upcoming_runs(schedule: Schedule, grid_after: GridAfter, count: int, *,
-                  delay: timedelta | None = None) -> list[datetime]:
+                  delay: timedelta | None = None,
+                  exclusions: Exclusions | None = None) -> list[datetime]:
     """The due instants of the schedule's next ``count`` runs (at most :data:`MAX_PREVIEW`),
     as the leader will claim them when it claims on time: from the stored next run, within
     the bounds and the pause, no more than the runs left before ``max_runs``.
 
     A paused schedule (disabled) has none until resumed. A fixed-delay schedule (``delay``)
     runs one delay after the previous run *ended*: the preview assumes runs that take no time.
+
+    Occurrences ``exclusions`` exclude (its calendars) are stepped over, as the leader skips
+    them; the preview stops after :data:`~goatbeat_celery.core.calendars.MAX_SCAN` of them.
     """
     if not schedule.spec.enabled or schedule.next_run_at is None:
         return []
@@ -95,12 +100,26 @@ def upcoming_runs(schedule: Schedule, grid_after: GridAfter, count: int, *,
     lower = lower_bound(spec, schedule.paused_until)
     found: list[datetime] = []
     due: datetime | None = schedule.next_run_at
+    stepped = 0
     while due is not None and len(found) < wanted:
         if lower is not None and due < lower:
             _, due = grid_after(lower - _MICROSECOND)
             continue
         if spec.end_at is not None and due > spec.end_at:
             break
+        if exclusions is not None and exclusions.reason(due) is not None:
+            stepped += 1
+            if stepped > MAX_SCAN:
+                break
+            # Every occurrence due later the same local day is excluded too: go to the next
+            # day at once. A fixed delay has no grid: each excluded run is followed by one a
+            # delay on, so the first of those on the next day.
+            next_day = exclusions.next_day(due)
+            if delay is None:
+                due = grid_after(next_day - _MICROSECOND)[1]
+            else:
+                due = due + delay * max(1, -((due - next_day) // delay))
+            continue
         found.append(due)
         due = due + delay if delay is not None else grid_after(due)[1]
     return found

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -24,6 +24,7 @@ from goatbeat_celery.core.backfill import (
     next_window,
     stored_problems,
 )
+from goatbeat_celery.core.calendars import Calendar, resolve
 from goatbeat_celery.core.controls import bound_claim, bounded_first
 from goatbeat_celery.core.errors import (
     ConfigurationError,
@@ -282,10 +283,11 @@ class Engine:
                     return next_due, batch.now
                 claims: list[PlannedClaim] = []
                 asides: list[SetAside] = []
+                calendars = self._calendars_of(batch.schedules)
                 for schedule in batch.schedules:
                     if self._left_alone(schedule.name):
                         continue
-                    planned = self._plan(schedule, batch.now)
+                    planned = self._plan(schedule, batch.now, calendars)
                     if isinstance(planned, SetAside):
                         asides.append(planned)
                     else:
@@ -418,20 +420,32 @@ class Engine:
                          _reason(exc), extra={"action": "backfill_failed"})
 
     # -- one schedule at a time ----------------------------------------------------------
-    def _plan(self, schedule: Schedule, now: datetime) -> PlannedClaim | SetAside:
+    def _calendars_of(self, schedules: Sequence[Schedule]) -> Mapping[str, Calendar]:
+        """The calendars the due ``schedules`` observe, read afresh for each batch: one small
+        read, only for batches that need it, so an edit applies at the next planning on every
+        replica without a cache to invalidate."""
+        names = {name for schedule in schedules for name in schedule.spec.calendars}
+        return self.store.find_calendars(names) if names else {}
+
+    def _plan(self, schedule: Schedule, now: datetime,
+              calendars: Mapping[str, Calendar] | None = None) -> PlannedClaim | SetAside:
         """The claim for one due schedule, or, whatever goes wrong with this one row, the
         record that sets it aside: a schedule is its own failure domain."""
         try:
-            return self._plan_claim(schedule, now)
+            return self._plan_claim(schedule, now, calendars or {})
         except Exception as exc:
             # A version that could not be read (stand-in -1) cannot be compared: set aside
             # whatever the version.
             version = schedule.version if schedule.version >= 0 else None
             return SetAside(schedule_name=schedule.name, version=version, reason=_reason(exc))
 
-    def _plan_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
-        claim = self._unbounded_claim(schedule, now)
+    def _plan_claim(self, schedule: Schedule, now: datetime,
+                    calendars: Mapping[str, Calendar]) -> PlannedClaim:
         spec = schedule.spec
+        # Resolved first: a calendar missing or unreadable sets the schedule aside before it
+        # could run on a day it should not.
+        exclusions = resolve(spec, calendars) if spec.calendars else None
+        claim = self._unbounded_claim(schedule, now)
         if (spec.start_at is not None or spec.end_at is not None
                 or schedule.paused_until is not None):
             bounded = bound_claim(claim, schedule, self._grid_after(schedule))
@@ -440,10 +454,13 @@ class Engine:
                             quoted_name(spec.name), _iso(spec.end_at),
                             extra={"action": "schedule_ended"})
             claim = bounded
+        if exclusions is not None:
+            claim = exclusions.exclude(claim)
         if spec.max_runs is not None:
             # Checked and counted by the store, in the claim's transaction.
             claim = replace(claim, max_runs=spec.max_runs)
-            if schedule.total_runs + len(claim.occurrences) >= spec.max_runs:
+            runs = len(claim.occurrences) - len(claim.excluded)
+            if schedule.total_runs + runs >= spec.max_runs:
                 logger.info("schedule %s ends: this claim reaches its max_runs (%d)",
                             quoted_name(spec.name), spec.max_runs,
                             extra={"action": "schedule_ended"})

@@ -6,6 +6,8 @@
     ├── ConfigurationError          settings or a schedule spec are invalid (lists every problem)
     ├── ScheduleNotFound            no schedule of that name
     ├── BackfillNotFound            no backfill of that id
+    ├── CalendarNotFound            no exclusion calendar of that name
+    ├── CalendarInUse               a calendar to delete is observed by schedules
     ├── ScheduleConflict            a name is taken, or a compare-and-set lost to a concurrent edit
     ├── LeaseLost                   the fencing token is no longer current: stop claiming
     └── StoreError                  the store failed (driver errors are wrapped here)
@@ -57,6 +59,25 @@ class BackfillNotFound(GoatbeatError, LookupError):
     def __init__(self, backfill_id: int) -> None:
         self.backfill_id = backfill_id
         super().__init__(f"no backfill with id {backfill_id}")
+
+class CalendarNotFound(GoatbeatError, LookupError):
+    """No exclusion calendar has the given name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no calendar named {name!r}")
+
+
+class CalendarInUse(GoatbeatError):
+    """A calendar cannot be deleted while schedules observe it; ``schedules`` names them."""
+
+    def __init__(self, name: str, schedules: Iterable[str]) -> None:
+        self.name = name
+        self.schedules = tuple(schedules)
+        shown = ", ".join(repr(s) for s in self.schedules[:10])
+        more = "" if len(self.schedules) <= 10 else f" and {len(self.schedules) - 10} more"
+        super().__init__(f"calendar {name!r} is observed by {shown}{more}; remove it from "
+                         "those schedules first")
 
 
 class ScheduleConflict(GoatbeatError):

@@ -251,6 +251,9 @@ class ScheduleSpec:
     max_runs: int | None = None
     description: str | None = None
     tags: tuple[str, ...] = ()
+    #: The exclusion calendars observed (:mod:`goatbeat_celery.core.calendars`), by name: an
+    #: occurrence due on one of their dates is recorded skipped instead of run.
+    calendars: tuple[str, ...] = ()
     enabled: bool = True
     source: ScheduleSource = ScheduleSource.API
 
@@ -354,6 +357,8 @@ class ScheduleSpec:
             found.extend(_listed(validation.description_problem(self.description)))
         if self.tags != ():
             found.extend(validation.tags_problems(self.tags))
+        if self.calendars != ():
+            found.extend(validation.calendars_problems(self.calendars))
         return found
 
     def backoff(self) -> FailureBackoff | None:
@@ -417,6 +422,7 @@ class ScheduleSpec:
             "start_at": _instant_text(self.start_at), "end_at": _instant_text(self.end_at),
             "max_runs": self.max_runs, "description": self.description,
             "tags": list(self.tags) if self.tags else None,
+            "calendars": list(self.calendars) if self.calendars else None,
         }
         payload.update((key, value) for key, value in controls.items() if value is not None)
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
@@ -596,6 +602,9 @@ class PlannedClaim:
     #: The schedule's run limit: the store checks it against ``total_runs`` as locked in the
     #: claim's transaction and claims no run past it (None: no limit).
     max_runs: int | None = None
+    #: Occurrences (by their unshifted instant) that an exclusion calendar excludes, with the
+    #: reason: recorded ``skipped``, never sent.
+    excluded: tuple[tuple[datetime, str], ...] = ()
 
     @property
     def waits_for_runs(self) -> bool:

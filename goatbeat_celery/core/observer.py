@@ -89,7 +89,8 @@ class EngineObserver(Protocol):
         ...
 
     def skipped(self, executions: Sequence[Execution]) -> None:
-        """Occurrences were recorded ``skipped`` by their overlap policy, never to be sent
+        """Occurrences were recorded ``skipped`` by their overlap policy or an exclusion
+        calendar, never to be sent
         (each one's reason in ``last_error``)."""
         ...
 

@@ -355,3 +355,44 @@ def reason_text(text: str) -> str:
     if len(text) > MAX_REASON_LENGTH:
         text = text[:MAX_REASON_LENGTH - 3] + "..."
     return text
+
+
+#: The most calendars one schedule observes.
+MAX_CALENDARS = 20
+MAX_CALENDAR_NAME_LENGTH = 64
+# Calendar names are listed separated by commas and given as command-line words.
+_CALENDAR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+
+
+def calendar_name_problems(name: object, label: str = "name") -> list[str]:
+    """Problems of a calendar name: 1 to 64 letters, digits, ``-``, ``_``, ``.`` or ``:``,
+    starting with a letter or digit."""
+    if not isinstance(name, str):
+        return [f"{label}: expected a string, got {shown_value(name)}"]
+    if not name:
+        return [f"{label}: must not be empty"]
+    found: list[str] = []
+    if len(name) > MAX_CALENDAR_NAME_LENGTH:
+        found.append(f"{label}: {len(name)} characters; at most {MAX_CALENDAR_NAME_LENGTH} "
+                     "are allowed")
+    if not _CALENDAR_NAME.fullmatch(name):
+        found.append(f"{label}: {shown_value(name)} is not a calendar name; use "
+                     "letters, digits, '-', '_', '.' or ':', starting with a letter or digit")
+    return found
+
+
+def calendars_problems(names: object, label: str = "calendars") -> list[str]:
+    """Problems of the calendar names a schedule observes: a list of distinct names."""
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        return [f"{label}: expected a list of calendar names, got "
+                f"{shown_value(names)}; give e.g. ['holidays']"]
+    found: list[str] = []
+    if len(names) > MAX_CALENDARS:
+        found.append(f"{label}: {len(names)} calendars; at most {MAX_CALENDARS} are allowed")
+    for name in names:
+        found.extend(calendar_name_problems(name, label))
+    repeated = sorted({n for n in names if isinstance(n, str) and names.count(n) > 1})
+    if repeated:
+        found.append(f"{label}: {', '.join(map(repr, repeated))} given more than once; give "
+                     "each calendar once")
+    return found

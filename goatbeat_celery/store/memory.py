@@ -20,6 +20,7 @@ from goatbeat_celery.core.backfill import (
     progress_after,
     step_executions,
 )
+from goatbeat_celery.core.calendars import Calendar
 from goatbeat_celery.core.claims import (
     InFlight,
     in_flight,
@@ -29,7 +30,13 @@ from goatbeat_celery.core.claims import (
     plan_claims,
 )
 from goatbeat_celery.core.controls import has_tags
-from goatbeat_celery.core.errors import BackfillNotFound, ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.errors import (
+    BackfillNotFound,
+    CalendarInUse,
+    CalendarNotFound,
+    ScheduleConflict,
+    ScheduleNotFound,
+)
 from goatbeat_celery.core.faults import CLAIM_CLEARS, EDIT_CLEARS, plan_set_aside
 from goatbeat_celery.core.fence import check_fence, grant_lease
 from goatbeat_celery.core.model import (
@@ -93,6 +100,7 @@ class MemoryStore:
         self._changed = threading.Condition(self._lock)
         self._generation = 0
         self._schedules: dict[str, Schedule] = {}
+        self._calendars: dict[str, Calendar] = {}
         self._executions: dict[str, Execution] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._backfills: dict[int, Backfill] = {}
@@ -196,6 +204,60 @@ class MemoryStore:
             if schedule is None:
                 raise ScheduleNotFound(name)
             return schedule
+
+    # -- exclusion calendars -------------------------------------------------------------
+    def create_calendar(self, calendar: Calendar) -> Calendar:
+        with self._lock:
+            if calendar.name in self._calendars:
+                raise ScheduleConflict(f"a calendar named {calendar.name!r} already exists")
+            now = self.now()
+            stored = replace(calendar, version=1, created_at=now, updated_at=now, damage=())
+            self._calendars[calendar.name] = stored
+        self.notify()
+        return stored
+
+    def replace_calendar(self, calendar: Calendar, *,
+                         expected_version: int | None = None) -> Calendar:
+        with self._lock:
+            current = self.get_calendar(calendar.name)
+            if expected_version is not None and current.version != expected_version:
+                raise ScheduleConflict(f"calendar {calendar.name!r} is at version "
+                                       f"{current.version}, not {expected_version}: reload "
+                                       "it and retry")
+            stored = replace(current, description=calendar.description,
+                             dates=calendar.dates, ranges=calendar.ranges,
+                             version=current.version + 1, updated_at=self.now(), damage=())
+            self._calendars[calendar.name] = stored
+        self.notify()
+        return stored
+
+    def delete_calendar(self, name: str) -> None:
+        with self._lock:
+            self.get_calendar(name)
+            users = self.schedules_observing(name)
+            if users:
+                raise CalendarInUse(name, users)
+            del self._calendars[name]
+
+    def schedules_observing(self, name: str) -> list[str]:
+        with self._lock:
+            return [s.name for _, s in sorted(self._schedules.items())
+                    if name in s.spec.calendars]
+
+    def get_calendar(self, name: str) -> Calendar:
+        with self._lock:
+            calendar = self._calendars.get(name)
+            if calendar is None:
+                raise CalendarNotFound(name)
+            return calendar
+
+    def list_calendars(self) -> list[Calendar]:
+        with self._lock:
+            return [c for _, c in sorted(self._calendars.items())]
+
+    def find_calendars(self, names: Collection[str]) -> dict[str, Calendar]:
+        with self._lock:
+            return {name: self._calendars[name] for name in names if name in self._calendars}
 
     def list_schedules(self, *, enabled: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,

@@ -24,6 +24,7 @@ LEASE_TABLE = "goatbeat_lease"
 BACKFILL_TABLE = "goatbeat_backfill"
 #: The sequence PostgreSQL numbers backfills with (the beat role needs USAGE on it).
 BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
+CALENDAR_TABLE = "goatbeat_calendar"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -202,6 +203,9 @@ schedule_table = sa.Table(
     sa.Column("paused_until", UTCDateTime(), nullable=True),
     sa.Column("description", sa.Text(), nullable=True),
     sa.Column("tags", _json(), nullable=True),
+    # The exclusion calendars observed (core.calendars): a JSON array of calendar names
+    # (NULL: none).
+    sa.Column("calendars", _json(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.
@@ -350,3 +354,16 @@ sa.Index(
     sqlite_where=sa.text(ACTIVE_BACKFILL_PREDICATE),
 )
 sa.Index("ix_goatbeat_backfill_schedule", backfill_table.c.schedule_name, backfill_table.c.id)
+
+# Exclusion calendars (core.calendars): entries is a JSON array of "YYYY-MM-DD" dates and
+# {"from": date, "to": date} ranges, both ends included.
+calendar_table = sa.Table(
+    CALENDAR_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("description", sa.Text(), nullable=True),
+    sa.Column("entries", _json(), nullable=False),
+    sa.Column("version", sa.BigInteger(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+)

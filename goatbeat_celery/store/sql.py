@@ -38,6 +38,7 @@ from goatbeat_celery.core.backfill import (
     progress_after,
     step_executions,
 )
+from goatbeat_celery.core.calendars import Calendar, calendar_from_row
 from goatbeat_celery.core.claims import (
     ATTEMPTS_MAX,
     ClaimPlan,
@@ -51,6 +52,8 @@ from goatbeat_celery.core.claims import (
 from goatbeat_celery.core.controls import has_tags
 from goatbeat_celery.core.errors import (
     BackfillNotFound,
+    CalendarInUse,
+    CalendarNotFound,
     ConfigurationError,
     ScheduleConflict,
     ScheduleNotFound,
@@ -116,6 +119,7 @@ from goatbeat_celery.store.schema import (
     UNSTARTED_PREDICATE,
     UTCDateTime,
     backfill_table,
+    calendar_table,
     execution_table,
     lease_table,
     schedule_table,
@@ -128,6 +132,7 @@ logger = logging.getLogger(__name__)
 _TAG_PAGE = 500
 
 S = schedule_table
+C = calendar_table
 E = execution_table
 L = lease_table
 B = backfill_table
@@ -482,6 +487,82 @@ class SQLStore:
             stmt = stmt.limit(limit)
         with self._read("list schedules") as conn:
             return [_schedule(row) for row in conn.execute(stmt)]
+
+    # -- exclusion calendars -------------------------------------------------------------
+    def create_calendar(self, calendar: Calendar) -> Calendar:
+        with self._write("create calendar") as txn:
+            now = self._now_sql()
+            row = txn.conn.execute(
+                self._insert(C).values(name=calendar.name, description=calendar.description,
+                                       entries=calendar.entries(), version=1,
+                                       created_at=now, updated_at=now)
+                .on_conflict_do_nothing(index_elements=[C.c.name])
+                .returning(*C.c)
+            ).one_or_none()
+            if row is None:
+                raise ScheduleConflict(f"a calendar named {calendar.name!r} already exists")
+            txn.announce = True
+        return _calendar(row)
+
+    def replace_calendar(self, calendar: Calendar, *,
+                         expected_version: int | None = None) -> Calendar:
+        with self._write("replace calendar") as txn:
+            conn = txn.conn
+            stmt = sa.update(C).where(C.c.name == calendar.name)
+            if expected_version is not None:
+                stmt = stmt.where(C.c.version == expected_version)
+            row = conn.execute(
+                stmt.values(description=calendar.description, entries=calendar.entries(),
+                            version=C.c.version + 1, updated_at=self._now_sql())
+                .returning(*C.c)
+            ).one_or_none()
+            if row is None:
+                version = conn.execute(
+                    sa.select(C.c.version).where(C.c.name == calendar.name)
+                ).scalar_one_or_none()
+                if version is None:
+                    raise CalendarNotFound(calendar.name)
+                raise ScheduleConflict(f"calendar {calendar.name!r} is at version {version}, "
+                                       f"not {expected_version}: reload it and retry")
+            txn.announce = True
+        return _calendar(row)
+
+    def delete_calendar(self, name: str) -> None:
+        with self._write("delete calendar") as txn:
+            conn = txn.conn
+            # Locked first, so that the schedules read next are those observing it when it
+            # goes: an edit adding it after this read finds it gone (the API refuses it).
+            found = conn.execute(
+                sa.select(C.c.name).where(C.c.name == name).with_for_update()
+            ).scalar_one_or_none()
+            if found is None:
+                raise CalendarNotFound(name)
+            users = _observing(conn, name)
+            if users:
+                raise CalendarInUse(name, users)
+            conn.execute(sa.delete(C).where(C.c.name == name))
+
+    def schedules_observing(self, name: str) -> list[str]:
+        with self._read("list the schedules observing a calendar") as conn:
+            return _observing(conn, name)
+
+    def get_calendar(self, name: str) -> Calendar:
+        with self._read("read calendar") as conn:
+            row = conn.execute(sa.select(C).where(C.c.name == name)).one_or_none()
+        if row is None:
+            raise CalendarNotFound(name)
+        return _calendar(row)
+
+    def list_calendars(self) -> list[Calendar]:
+        with self._read("list calendars") as conn:
+            return [_calendar(row) for row in conn.execute(sa.select(C).order_by(C.c.name))]
+
+    def find_calendars(self, names: Collection[str]) -> dict[str, Calendar]:
+        if not names:
+            return {}
+        with self._read("read calendars") as conn:
+            rows = conn.execute(sa.select(C).where(C.c.name.in_(sorted(names))))
+            return {row.name: _calendar(row) for row in rows}
 
     def count_schedules(self) -> ScheduleCounts:
         def count(condition: sa.ColumnElement[bool]) -> sa.ColumnElement[int]:
@@ -1178,6 +1259,7 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
         "description": spec.description,
         # NULL rather than [] for none: rows written before the column existed look the same.
         "tags": list(spec.tags) if spec.tags else None,
+        "calendars": list(spec.calendars) if spec.calendars else None,
         "enabled": spec.enabled,
         "source": ScheduleSource(spec.source).value,
         "spec_hash": spec.spec_hash(),
@@ -1195,7 +1277,7 @@ _SCHEDULE_ORDER = (
     "faults", "starting_deadline_seconds", "overlap", "mode", "failure_backoff_seconds",
     "failure_backoff_factor", "failure_backoff_max_seconds", "pause_after_failures",
     "consecutive_failures", "paused_reason", "total_skipped", "start_at", "end_at",
-    "max_runs", "paused_until", "description", "tags",
+    "max_runs", "paused_until", "description", "tags", "calendars",
 )
 if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
     raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
@@ -1222,7 +1304,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
      last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
      fault_at, faults, deadline, overlap, mode, backoff, backoff_factor, backoff_max,
      pause_after, consecutive_failures, paused_reason, total_skipped, start_at, end_at,
-     max_runs, paused_until, description, tags) = row
+     max_runs, paused_until, description, tags, calendars) = row
     damage: list[str] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:
@@ -1259,6 +1341,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         max_catchup = None
     policies = _policies(overlap, mode, backoff_factor, pause_after, damage)
     controls = _controls(start_at, end_at, max_runs, description, tags, damage)
+    controls["calendars"] = _calendar_names(calendars, damage)
     kept_source = _SOURCES.get(source)
     if kept_source is None:
         # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
@@ -1372,6 +1455,30 @@ def _controls(start_at: Any, end_at: Any, max_runs: Any, description: Any, tags:
         else:
             damage.append(f"tags: expected a JSON array of strings, found {_found(tags)}")
     return found
+
+
+def _calendar_names(value: Any, damage: list[str]) -> tuple[str, ...]:
+    """The calendar names a row observes; an unreadable list is named in ``damage`` (the
+    schedule is set aside rather than run on days it should not)."""
+    if value is None:
+        return ()
+    if type(value) is list and all(type(name) is str for name in value):
+        return tuple(value)
+    damage.append(f"calendars: expected a JSON array of calendar names, found {_found(value)}")
+    return ()
+
+
+def _observing(conn: sa.Connection, name: str) -> list[str]:
+    """The schedules observing calendar ``name``: JSON arrays are matched in Python, the same
+    way on every backend (rows without calendars are left out by the database)."""
+    rows = conn.execute(sa.select(S.c.name, S.c.calendars)
+                        .where(S.c.calendars.is_not(None)).order_by(S.c.name))
+    return [row.name for row in rows
+            if isinstance(row.calendars, list) and name in row.calendars]
+
+
+def _calendar(row: Any) -> Calendar:
+    return calendar_from_row(row._mapping)
 
 
 def _instant(value: datetime | None) -> datetime | None:

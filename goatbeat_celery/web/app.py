@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from goatbeat_celery.cli import views
+from goatbeat_celery.core.calendars import resolve
 from goatbeat_celery.core.controls import upcoming_runs
 from goatbeat_celery.core.errors import (
     ConfigurationError,
@@ -406,15 +407,20 @@ class _Detail:
 
 def _upcoming(context: _Context, schedule: Schedule) -> tuple[list[datetime], str | None]:
     """The next runs, as ``celery goatbeat next`` lists them (core.controls.upcoming_runs:
-    after the offset, within the bounds and a pause with an end, within ``max_runs``)."""
+    after the offset, within the bounds and a pause with an end, within ``max_runs``, none on
+    a date its calendars exclude)."""
     if not schedule.spec.enabled or schedule.next_occurrence_at is None or schedule.damage:
         return [], None
     try:
         trigger = context.schedules.triggers.build(schedule.spec.trigger)
         shift = schedule.spec.effective_offset()
+        calendars = schedule.spec.calendars
+        exclusions = (resolve(schedule.spec, context.schedules.store.find_calendars(calendars))
+                      if calendars else None)
         runs = upcoming_runs(schedule,
                              lambda instant: first_occurrence(trigger, instant, shift),
-                             NEXT_RUNS_SHOWN, delay=schedule.spec.delay())
+                             NEXT_RUNS_SHOWN, delay=schedule.spec.delay(),
+                             exclusions=exclusions)
     # A schedule is a failure domain: a trigger only beat can build is shown without its runs.
     except Exception as exc:  # noqa: BLE001
         return [], f"cannot compute ({type(exc).__name__}: {exc})"

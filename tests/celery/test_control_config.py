@@ -62,3 +62,43 @@ def test_an_end_before_the_start_is_refused_naming_both() -> None:
     with pytest.raises(ConfigurationError, match="end_at: .* is before start_at"):
         load(make_app(beat_schedule={"poll": entry(start_at=start,
                                                     end_at=start - timedelta(days=1))}))
+
+
+def test_an_entry_observes_calendars_by_name() -> None:
+    app = make_app(beat_schedule={"poll": entry(calendars=["holidays", "freeze"])})
+    (spec,) = load(app).schedules
+    assert spec.calendars == ("holidays", "freeze")
+    (plain,) = load(make_app(beat_schedule={"poll": entry()})).schedules
+    # Observing a calendar is a changed entry: config sync writes it again.
+    assert plain.spec_hash() != spec.spec_hash()
+
+
+@pytest.mark.parametrize("calendars", ["holidays", ["two words"], ["a", "a"]])
+def test_calendars_of_the_wrong_shape_in_an_entry_are_refused(calendars: object) -> None:
+    with pytest.raises(ConfigurationError, match="calendars: "):
+        load(make_app(beat_schedule={"poll": entry(calendars=calendars)}))
+
+
+def test_a_config_entry_observing_a_missing_calendar_is_set_aside_naming_it() -> None:
+    from goatbeat_celery.api import Schedules
+    from goatbeat_celery.config import base_registry
+    from goatbeat_celery.core.engine import Engine
+    from goatbeat_celery.core.settings import Settings
+    from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+
+    (spec,) = load(make_app(beat_schedule={"poll": entry(calendars=["holidays"])})).schedules
+    clock = ManualClock()
+    store = MemoryStore(clock)
+    submitter = RecordingSubmitter()
+    engine = Engine(store=store, lease=store, submitter=submitter, settings=Settings(),
+                    holder="a", monotonic=clock.monotonic, triggers=base_registry(),
+                    config_schedules=[spec])
+    engine.tick()
+    clock.advance(61)
+    engine.tick()
+    fault = store.get_schedule("poll").fault
+    assert fault is not None and "no calendar named 'holidays'" in fault
+    assert submitter.dispatches == []
+    # Once the calendar exists, the schedule runs again at its next retry.
+    Schedules(store).create_calendar("holidays")
+    assert Schedules(store).get_calendar("holidays").version == 1

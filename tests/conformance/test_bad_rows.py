@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from goatbeat_celery.core.calendars import Calendar
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import StoreError, StoreUnavailable
 from goatbeat_celery.core.model import SET_ASIDE_RETRY, PlannedClaim
@@ -113,6 +114,10 @@ BROKEN: dict[str, tuple[str, Any, bool, str]] = {
     "object-tags": ("tags", '{"a": 1}', True, "tags"),
     "number-tag": ("tags", "[1]", True, "tags"),
     "spaced-tag": ("tags", '["two words"]', True, "tags"),
+    "text-calendars": ("calendars", '"holidays"', True, "calendars"),
+    "number-calendar": ("calendars", "[1]", True, "calendars"),
+    "spaced-calendar": ("calendars", '["two words"]', True, "calendars"),
+    "missing-calendar": ("calendars", '["nowhere"]', True, "nowhere"),
 }
 
 
@@ -135,6 +140,27 @@ def test_a_row_broken_by_hand_is_set_aside_and_the_others_run(database: Database
     assert listed["broken"].set_aside
     assert database.store.get_schedule("broken").fault == fault
     database.store.delete_schedule("broken")
+
+
+@pytest.mark.parametrize("entries", ['{"a": 1}', '["2026-13-01"]', '[{"from": "2026-01-01"}]'],
+                         ids=["object", "bad-date", "half-range"])
+def test_a_calendar_broken_by_hand_sets_aside_only_the_schedules_observing_it(
+        database: Database, entries: str) -> None:
+    store = database.store
+    store.create_calendar(Calendar(name="broken"))
+    store.create_calendar(Calendar(name="fine"))
+    create_due(store, "canary", every=1, calendars=("fine",))
+    create_due(store, "observer", every=1, calendars=("fine", "broken"))
+    with database.raw.begin() as conn:
+        conn.execute(sa.text("UPDATE goatbeat_calendar SET entries = :v WHERE name = 'broken'"),
+                     {"v": entries})
+
+    sent = lead_once(database)
+
+    assert [key for key in sent.keys if key.startswith("canary:")]
+    assert not [key for key in sent.keys if key.startswith("observer:")]
+    fault = database.fault("observer") or ""
+    assert "calendar 'broken' cannot be read" in fault and "entries" in fault, fault
 
 
 def test_an_end_written_before_the_start_is_set_aside(database: Database) -> None:

@@ -41,7 +41,7 @@ from goatbeat_celery.store.sql import _spec_values
 from tests.conftest import empty_database
 
 GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease",
-                   "goatbeat_backfill"}
+                   "goatbeat_backfill", "goatbeat_calendar"}
 
 
 @contextmanager
@@ -221,8 +221,9 @@ def test_upgrading_0003_rows_to_the_controls_keeps_them_running_unbounded(
     spec = ScheduleSpec(name="nightly", task="proj.tasks.report",
                         trigger=TriggerSpec(kind="interval", params={"every": 60}),
                         args=(1, "a"), kwargs={"b": 2})
+    # Nor the column of a later revision (0005's calendars).
     values = {key: value for key, value in _spec_values(spec).items()
-              if key not in CONTROL_COLUMNS}
+              if key not in CONTROL_COLUMNS and key != "calendars"}
     due = datetime(2030, 1, 1, 8, 0, tzinfo=timezone.utc)
     with engine.begin() as connection:
         connection.execute(sa.insert(schedule_table).values(
@@ -264,9 +265,10 @@ def test_upgrading_0004_rows_to_the_backfills_keeps_them_and_adds_an_empty_table
                         trigger=TriggerSpec(kind="interval", params={"every": 60}),
                         max_runs=9, tags=("billing",))
     due = datetime(2030, 1, 1, 8, 0, tzinfo=timezone.utc)
+    values = {key: value for key, value in _spec_values(spec).items() if key != "calendars"}
     with engine.begin() as connection:
         connection.execute(sa.insert(schedule_table).values(
-            **_spec_values(spec), next_occurrence_at=due, next_run_at=due,
+            **values, next_occurrence_at=due, next_run_at=due,
             last_occurrence_at=None, total_runs=3, total_missed=0, version=4, created_at=due,
             updated_at=due))
     upgrade(engine)
@@ -289,6 +291,46 @@ def test_downgrading_from_the_backfills_drops_only_their_table(
     downgrade(engine, "0004")
     assert "goatbeat_backfill" not in table_names(engine)
     assert {"goatbeat_schedule", "goatbeat_execution"} <= table_names(engine)
+
+
+def test_upgrading_0005_rows_to_calendars_keeps_them_observing_none(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine, "0005")
+    spec = ScheduleSpec(name="nightly", task="proj.tasks.report",
+                        trigger=TriggerSpec(kind="cron", params={
+                            "expression": "0 3 * * *", "timezone": "Europe/Paris",
+                            "day_or": True}),
+                        max_runs=9, tags=("billing",))
+    values = {key: value for key, value in _spec_values(spec).items() if key != "calendars"}
+    due = datetime(2030, 1, 1, 2, 0, tzinfo=timezone.utc)
+    with engine.begin() as connection:
+        connection.execute(sa.insert(schedule_table).values(
+            **values, next_occurrence_at=due, next_run_at=due, last_occurrence_at=None,
+            total_runs=3, total_missed=0, version=4, created_at=due, updated_at=due))
+    upgrade(engine)
+    assert differences(engine) == []
+    assert "goatbeat_calendar" in table_names(engine)
+    store = open_store(fresh_url)
+    try:
+        read = store.get_schedule("nightly")
+        assert store.list_calendars() == []
+    finally:
+        store.close()
+    assert read.damage == ()
+    assert read.spec == spec and read.spec.calendars == ()
+    assert (read.total_runs, read.version, read.next_run_at) == (3, 4, due)
+    # Its spec hash is the one written before the upgrade: config sync leaves it alone.
+    assert read.spec.spec_hash() == values["spec_hash"]
+
+
+def test_downgrading_from_calendars_drops_their_table_and_column_only(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine)
+    downgrade(engine, "0005")
+    assert "goatbeat_calendar" not in table_names(engine)
+    columns = {c["name"] for c in sa.inspect(engine).get_columns("goatbeat_schedule")}
+    assert "calendars" not in columns
+    assert set(CONTROL_COLUMNS) <= columns
     upgrade(engine)
     assert differences(engine) == []
 

@@ -18,6 +18,8 @@ from goatbeat_celery.core import errors
 EXPECTED = [
     "BackfillMode",
     "BackfillNotFound",
+    "CalendarInUse",
+    "CalendarNotFound",
     "ConfigurationError",
     "GoatbeatError",
     "LeaseLost",

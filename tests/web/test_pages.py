@@ -132,6 +132,22 @@ def test_a_schedule_page_shows_spec_next_runs_and_history_with_lateness(
     assert 'value="reports"' in html  # the queue, in the edit form
 
 
+def test_a_schedule_page_previews_runs_without_the_dates_its_calendars_exclude(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("nightly", "proj.tasks.report", cron="30 2 * * *",
+                     timezone="Europe/Paris")
+    first = schedules.next_runs("nightly", 1)[0]
+    schedules.create_calendar("closed", dates=[first.date().isoformat()])
+    schedules.update("nightly", calendars=["closed"])
+
+    html = client.get("/schedule", params={"name": "nightly"}).text
+
+    shown = re.findall(r"<li>(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)</li>", html)
+    assert shown == [f"{run:%Y-%m-%dT%H:%M:%SZ}" for run in schedules.next_runs("nightly", 5)]
+    assert f"{first:%Y-%m-%dT%H:%M:%SZ}" not in shown
+    assert "closed" in html  # the calendars it observes, with the spec
+
+
 def test_an_unknown_schedule_is_a_404_naming_it(client: Browser) -> None:
     response = client.get("/schedule", params={"name": "nope"})
     assert response.status_code == 404
