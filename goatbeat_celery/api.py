@@ -213,10 +213,7 @@ class Schedules:
         a form does): a concurrent edit raises ScheduleConflict instead of being overwritten.
         """
         current = self.store.get_schedule(name)
-        if expected_version is not None and current.version != expected_version:
-            raise ScheduleConflict(
-                f"schedule {name!r} changed since it was read: it is at version "
-                f"{current.version}, not {expected_version}; read it again and redo the change")
+        _check_version(f"schedule {name!r}", current.version, expected_version)
         problems: list[str] = []
         given = {key for key, value in (("every", every), ("cron", cron), ("at", at))
                  if value is not None} | set(changes)
@@ -442,10 +439,7 @@ class Schedules:
         leader reads calendars each time it plans, so the change applies at its next planning.
         A compare-and-set on the version read here, or on ``expected_version``."""
         current = self.store.get_calendar(name)
-        if expected_version is not None and current.version != expected_version:
-            raise ScheduleConflict(
-                f"calendar {name!r} changed since it was read: it is at version "
-                f"{current.version}, not {expected_version}; read it again and redo the change")
+        _check_version(f"calendar {name!r}", current.version, expected_version)
         if current.damage and (dates is None or ranges is None):
             raise ConfigurationError(
                 [*current.damage, f"calendar {name!r} cannot be read as stored; give both "
@@ -615,3 +609,11 @@ def _require_repair(schedule: Schedule, given: set[str]) -> None:
         raise ConfigurationError(
             [*missing, f"schedule {quoted_name(schedule.name)} cannot be read as stored; {how}"],
             subject=f"schedule {quoted_name(schedule.name)}")
+
+
+def _check_version(what: str, version: int, expected: int | None) -> None:
+    """ScheduleConflict when ``what`` is no longer at the ``expected`` version its caller
+    showed (None: no expectation)."""
+    if expected is not None and version != expected:
+        raise ScheduleConflict(f"{what} changed since it was read: it is at version {version}, "
+                               f"not {expected}; read it again and redo the change")
