@@ -331,11 +331,12 @@ async def _overview(request: Request, context: _Context) -> Response:
 
 
 def _list_page(context: _Context, prefix: str, source: ScheduleSource | None, state: str,
-               order: ScheduleOrder, after: str | RunOrderCursor | None,
+               tag: str, order: ScheduleOrder, after: str | RunOrderCursor | None,
                ) -> tuple[list[Schedule], bool]:
     """One page of schedules in ``order``, after the last one of the previous page (keyset
     paging: as fast on the last page as on the first)."""
-    filters: dict[str, Any] = {"prefix": prefix or None, "source": source}
+    filters: dict[str, Any] = {"prefix": prefix or None, "source": source,
+                               "tags": (tag,) if tag else ()}
     if state == "enabled":
         filters.update(enabled=True, set_aside=False)
     elif state == "paused":
@@ -381,11 +382,12 @@ async def _schedule_list(request: Request, context: _Context) -> Response:
              else ScheduleOrder.NAME)
     after = _cursor(order, query)
     page = int(query["page"]) if query.get("page", "").isdigit() and after else 0
-    found, more = await _call(_list_page, context, prefix, source, state, order, after)
+    tag = query.get("tag", "").strip()
+    found, more = await _call(_list_page, context, prefix, source, state, tag, order, after)
     # The state of a pause with an end depends on the time: judged by the database clock.
     now = await _call(context.schedules.store.now)
     filters = {"q": prefix, "source": source.value if source else "", "state": state,
-               "sort": order.value}
+               "tag": tag, "sort": order.value}
     return _render(
         request, context, "schedules.html", found=found, filters=filters, states=STATES,
         first=_link(request, "schedules", **filters) if after else None,

@@ -292,3 +292,18 @@ def test_a_schedule_page_shows_its_controls_and_previews_within_them(
     assert "waiting for data" in html and "2030-03-01T08:30:00Z" in html
     listed = client.get("/schedules").text
     assert "paused until 2030-03-01T08:30:00Z" in listed
+
+
+def test_the_schedules_page_filters_on_a_tag_and_links_each_tag(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("invoices", "proj.tasks.tick", every=60, tags=["billing", "nightly"])
+    schedules.create("refunds", "proj.tasks.tick", every=60, tags=["billing"])
+    schedules.create("cleanup", "proj.tasks.tick", every=60, tags=["nightly"])
+    schedules.create("plain", "proj.tasks.tick", every=60)
+
+    billing = client.get("/schedules?tag=billing").text
+    assert names_on(billing) == ["invoices", "refunds"]
+    assert re.search(r'class="badge" href="[^"]*/schedules\?tag=nightly">nightly<', billing)
+    assert names_on(client.get("/schedules?tag=nightly&sort=next_run").text) == [
+        "cleanup", "invoices"]
+    assert "No schedules match." in client.get("/schedules?tag=nothing").text
