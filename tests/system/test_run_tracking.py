@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.store import open_store
 from tests.system.harness import Cluster, Process, wait_until
 from tests.system.services import PartitionProxy
@@ -48,6 +49,9 @@ LOST_MARGIN = 2.0
 #: rest is a busy two-core machine. A task thread that waited on the database would start the
 #: tasks behind it seconds later, the outage's length.
 START_BOUND = 2.5
+#: Beat syncs its config in the tick that takes the lease, right after the lease's statement;
+#: the margin is for that transaction on a busy two-core machine.
+SYNCED_WITHIN = MAX_INTERVAL + LOST_MARGIN
 
 
 def pools() -> Any:
@@ -131,6 +135,24 @@ def runs(cluster: Cluster, where: str = "true", **params: Any) -> list[dict[str,
                        "ORDER BY due_at, key", **params)
 
 
+def request_run(cluster: Cluster, name: str) -> str:
+    """Run ``name`` now and return the occurrence's key, once beat's config sync has written
+    the schedule (a leader is elected before the sync's write lands on a busy machine)."""
+    store = open_store(cluster.database_url)
+
+    def requested() -> str | None:
+        try:
+            return store.request_run(name).key
+        except ScheduleNotFound:
+            return None
+
+    try:
+        return wait_until(requested, timeout=SYNCED_WITHIN,
+                          what=f"the schedule {name!r} synced")
+    finally:
+        store.close()
+
+
 def worker_name(cluster: Cluster, name: str = "worker") -> str:
     import socket
 
@@ -182,11 +204,7 @@ def test_a_run_whose_worker_is_killed_is_marked_lost_within_the_documented_bound
     })
     worker = start_worker(cluster, pool)
     start_beat(cluster)
-    store = open_store(cluster.database_url)
-    try:
-        key = store.request_run("long").key
-    finally:
-        store.close()
+    key = request_run(cluster, "long")
 
     def beating() -> dict[str, Any] | None:
         (row,) = runs(cluster, "key = :key", key=key)
@@ -230,11 +248,7 @@ def test_a_pool_process_killed_mid_run_is_reported_failed_by_the_workers_main_pr
     })
     start_worker(cluster, "prefork")
     start_beat(cluster)
-    store = open_store(cluster.database_url)
-    try:
-        key = store.request_run("long").key
-    finally:
-        store.close()
+    key = request_run(cluster, "long")
     pid = wait_until(lambda: cluster.redis.hget(f"{cluster.record_key}:pids", key),
                      timeout=REPORT_SLACK + 5, what="the run to start in a pool process")
     wait_until(lambda: runs(cluster, "key = :key AND run_state = 'running'", key=key),
