@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import select
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -47,8 +49,6 @@ logger = logging.getLogger(__name__)
 
 #: The NOTIFY channel edits, manual runs and lease releases are announced on.
 CHANNEL = "goatbeat"
-#: Longest stretch a wait holds the LISTEN connection; close() waits at most this long.
-WAIT_SLICE = 0.5
 
 
 # A claim batch in two statements of fixed text, whatever its size, with arrays unnested
@@ -389,12 +389,18 @@ class PostgresStore(SQLStore):
         self._listener: psycopg.Connection[Any] | None = None
         self._due_sql: str | None = None
         self._listen_lock = threading.Lock()
+        self._wake_ends: tuple[socket.socket, socket.socket] | None = None
         try:
             prepare_schema(engine, create=create_schema,
                            migration_engine=lambda: create_migration_engine(sa_url))
         except BaseException:
             engine.dispose()
             raise
+        # close() writes to one end to end a wait at once, from any thread; the waiting thread
+        # selects on the other end beside the LISTEN socket.
+        self._wake_ends = socket.socketpair()
+        for end in self._wake_ends:
+            end.setblocking(False)
 
     # -- dialect hooks -------------------------------------------------------------------
     def _now_sql(self) -> sa.ColumnElement[datetime]:
@@ -561,28 +567,30 @@ class PostgresStore(SQLStore):
                 pass
 
     def wait(self, timeout: float) -> bool:
-        # Waited in slices, letting go of the connection between them, so that close() from
-        # another thread (a shutdown) never waits for a whole wait to run out.
+        # One select on the LISTEN socket and the wake socket: psycopg's own wait looks at the
+        # clock every 0.1 s, which an idle leader would pay for all the time it sleeps.
         deadline = time.monotonic() + max(0.0, timeout)
-        while True:
-            remaining = deadline - time.monotonic()
-            woken = self._wait_slice(max(0.0, min(remaining, WAIT_SLICE)))
-            if woken or remaining <= WAIT_SLICE:
-                return woken
-
-    def _wait_slice(self, timeout: float) -> bool:
         with self._listen_lock:
-            if self._closed:
+            if self._closed or self._wake_ends is None:
                 raise StoreError("wait: the store is closed")
+            woken_by = self._wake_ends[1]
             reconnected = self._listener is None or self._listener.closed
             conn = self._listen()
             if reconnected:
                 # Changes made while no connection listened were not heard: look again now.
                 return True
             try:
-                for _ in conn.notifies(timeout=timeout, stop_after=1):
-                    return True
-                return False
+                while True:
+                    # What arrived already (or since the select said so) before sleeping.
+                    for _ in conn.notifies(timeout=0.0, stop_after=1):
+                        return True
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    ready, _, _ = select.select([conn.pgconn.socket, woken_by.fileno()], [],
+                                                [], remaining)
+                    if woken_by.fileno() in ready:  # close() is under way; left readable for good
+                        return False
             except psycopg.Error as exc:
                 # The server went away (a restart, a killed session): listen again at once.
                 # StoreUnavailable if it is still down; otherwise report a wake, since
@@ -602,8 +610,18 @@ class PostgresStore(SQLStore):
                            extra={"action": "notify_failed"})
 
     def close(self) -> None:
+        ends = self._wake_ends
+        if ends is not None:
+            try:
+                ends[0].send(b"x")  # ends a wait under way now, not when it runs out
+            except OSError:  # already written (a second close): the waiter is told
+                pass
         with self._listen_lock:
             self._drop_listener()
+            if ends is not None:
+                self._wake_ends = None
+                for end in ends:
+                    end.close()
         super().close()
 
 
