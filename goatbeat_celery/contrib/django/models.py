@@ -73,6 +73,22 @@ class Schedule(ReadOnlyModel):
     fault_at = models.DateTimeField(null=True)
     faults = models.IntegerField()
     starting_deadline_seconds = models.FloatField(null=True)
+    overlap = models.CharField(max_length=16, null=True)
+    mode = models.CharField(max_length=16, null=True)
+    failure_backoff_seconds = models.FloatField(null=True)
+    failure_backoff_factor = models.FloatField(null=True)
+    failure_backoff_max_seconds = models.FloatField(null=True)
+    pause_after_failures = models.IntegerField(null=True)
+    consecutive_failures = models.IntegerField("failures in a row")
+    paused_reason = models.TextField("pause reason", null=True)
+    total_skipped = models.BigIntegerField()
+    start_at = models.DateTimeField(null=True)
+    end_at = models.DateTimeField(null=True)
+    max_runs = models.IntegerField(null=True)
+    paused_until = models.DateTimeField("paused until", null=True)
+    description = models.TextField(null=True)
+    tags = StoredJSON(null=True)
+    calendars = StoredJSON(null=True)
 
     class Meta:
         managed = False
