@@ -14,6 +14,8 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.store import open_store
 
 LATER = datetime.now(timezone.utc) + timedelta(days=30)
+#: Off the 15-minute grid, as a start_time set by hand usually is.
+START = LATER.replace(minute=7, second=30, microsecond=0) + timedelta(days=1)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +50,10 @@ def periodic_tasks(django_db: str) -> None:
                                 args="not json")
     PeriodicTask.objects.create(name="ends", task="shop.sync", interval=every_15,
                                 expires=LATER)
+    PeriodicTask.objects.create(name="starts-later", task="shop.sync", interval=every_15,
+                                start_time=START)
+    PeriodicTask.objects.create(name="payday-from", task="pay.run", crontab=payday,
+                                start_time=START)
     PeriodicTask.objects.create(name="celery.backend_cleanup", task="celery.backend_cleanup",
                                 crontab=CrontabSchedule.objects.create(minute="0", hour="4"))
 
@@ -72,21 +78,25 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
     assert "refused 'lights-off': solar schedule (sunrise at 48.85, 2.35)" in output
     assert ("'refresh-cache': every 0:15:00, options {\"exchange\": \"tasks\", "
             "\"headers\": {\"tenant\": \"acme\"}, \"priority\": 5, \"queue\": \"cache\", "
-            "\"routing_key\": \"cache.refresh\"}; its description is not copied") in output
+            "\"routing_key\": \"cache.refresh\"}, with its description") in output
     assert "refused 'bad-args': args" in output
-    assert "refused 'ends': expires=" in output
+    assert (f"would create 'ends': every 0:15:00, until {LATER.isoformat(timespec='seconds')}"
+            in output)
+    assert (f"would create 'starts-later': every 0:15:00, from "
+            f"{START.isoformat(timespec='seconds')}") in output
     assert "skipped 'celery.backend_cleanup'" in output
-    assert "5 would be created, 1 skipped, 3 refused (dry run: nothing written)" in output
+    assert "8 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
     assert api.list() == []
 
 
 def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -> None:
     output = run()
-    assert "5 created, 1 skipped, 3 refused" in output, output
+    assert "8 created, 1 skipped, 2 refused" in output, output
 
     refresh = api.get("refresh-cache").spec
     assert refresh.trigger.params["every"] == 900.0
     assert refresh.args == ("all",)
+    assert refresh.description == "warms the cache"
     assert dict(refresh.options) == {"queue": "cache", "priority": 5, "exchange": "tasks",
                                      "routing_key": "cache.refresh",
                                      "headers": {"tenant": "acme"}}
@@ -108,14 +118,31 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     assert soon.next_occurrence_at is not None
 
     assert api.get("paused-sync").spec.enabled is False
-    for name in ("lights-off", "bad-args", "ends", "celery.backend_cleanup"):
+
+    # An absolute expires is the schedule's end: django-celery-beat sends nothing after it.
+    ends = api.get("ends")
+    assert ends.spec.end_at == LATER
+    assert ends.next_run_at is not None and ends.next_run_at <= LATER
+
+    # A start_time to come: nothing before it, and an interval's first run at it, as
+    # django-celery-beat runs it, every 15 minutes from there.
+    starts = api.get("starts-later")
+    assert starts.spec.start_at == START
+    assert starts.next_run_at == START
+    assert api.next_runs("starts-later", 2)[1] == START + timedelta(minutes=15)
+    payday_from = api.get("payday-from")
+    assert payday_from.spec.start_at == START
+    assert payday_from.spec.offset is None
+    assert payday_from.next_run_at is not None and payday_from.next_run_at >= START
+
+    for name in ("lights-off", "bad-args", "celery.backend_cleanup"):
         with pytest.raises(ScheduleNotFound):
             api.get(name)
 
 
 def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
     output = run()
-    assert "0 created, 6 skipped, 3 refused" in output, output
+    assert "0 created, 9 skipped, 2 refused" in output, output
     assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output
 
 
