@@ -379,3 +379,30 @@ def test_tags_are_listed_and_filtered_on(client: Any, api: Schedules) -> None:
     assert names("?tag=nightly") == {"poll", "digest"}
     assert names("?tag=nightly&q=digest") == {"digest"}
     assert names("?q=partner") == {"poll"}
+
+
+def test_executions_the_overlap_policy_skipped_or_held_are_filtered_on(
+        client: Any, api: Schedules, django_db: str) -> None:
+    import sqlalchemy as sa
+
+    api.create("poll", "feeds.poll", every=30, overlap="skip")
+    skipped = api.run_now("poll")
+    held = api.run_now("poll")
+    engine = sa.create_engine(django_db, poolclass=sa.NullPool)
+    try:
+        # What the leader records when the run before had not finished (test data).
+        with engine.begin() as connection:
+            for key, state in ((skipped.key, "skipped"), (held.key, "held")):
+                connection.execute(sa.text("UPDATE goatbeat_execution SET state = :state, "
+                                           "last_error = :error WHERE key = :key"),
+                                   {"state": state, "key": key,
+                                    "error": "the run before had not finished"})
+    finally:
+        engine.dispose()
+    page = client.get(EXECUTIONS)
+    [state_filter] = [spec for spec in page.context["cl"].filter_specs
+                      if getattr(spec, "field_path", "") == "state"]
+    assert {"held", "skipped"} <= {value for value, _ in state_filter.field.flatchoices}
+    found = client.get(EXECUTIONS + "?state__exact=skipped").context["cl"].result_list
+    assert [row.pk for row in found] == [skipped.key]
+    assert "the run before had not finished" in page.content.decode()

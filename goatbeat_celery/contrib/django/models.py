@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import models
 
+from goatbeat_celery.core.model import ExecutionState
 from goatbeat_celery.core.runs import RunState
 from goatbeat_celery.store.schema import EXECUTION_TABLE, SCHEDULE_TABLE
 
@@ -106,8 +107,8 @@ class Schedule(ReadOnlyModel):
 class Execution(ReadOnlyModel):
     """A row of ``goatbeat_execution``: one claimed occurrence."""
 
-    STATES = (("claimed", "claimed"), ("submitted", "submitted"),
-              ("abandoned", "abandoned"), ("expired", "expired"))
+    #: Every state a claimed occurrence takes, the overlap policy's held and skipped too.
+    STATES = tuple((state.value, state.value) for state in ExecutionState)
     #: What workers did with the run (run tracking); NULL: not started, or not tracked.
     RUN_STATES = tuple((state.value, state.value) for state in RunState)
 
