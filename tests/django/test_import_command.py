@@ -52,6 +52,14 @@ def periodic_tasks(django_db: str) -> None:
                                 expires=LATER)
     PeriodicTask.objects.create(name="starts-later", task="shop.sync", interval=every_15,
                                 start_time=START)
+    # One-offs with a start_time: django-celery-beat runs them at it, whatever their schedule.
+    PeriodicTask.objects.create(name="once-from", task="shop.ping", interval=every_15,
+                                one_off=True, start_time=START)
+    PeriodicTask.objects.create(name="once-cron-from", task="pay.run", crontab=payday,
+                                one_off=True, start_time=START)
+    PeriodicTask.objects.create(name="ran-once", task="shop.ping", interval=every_15,
+                                one_off=True, total_run_count=1,
+                                last_run_at=datetime.now(timezone.utc) - timedelta(hours=1))
     PeriodicTask.objects.create(name="payday-from", task="pay.run", crontab=payday,
                                 start_time=START)
     PeriodicTask.objects.create(name="celery.backend_cleanup", task="celery.backend_cleanup",
@@ -85,13 +93,17 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
     assert (f"would create 'starts-later': every 0:15:00, from "
             f"{START.isoformat(timespec='seconds')}") in output
     assert "skipped 'celery.backend_cleanup'" in output
-    assert "8 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
+    assert ("'ran-once': once at ") in output
+    assert "already past: it will not run (django-celery-beat ran it)" in output
+    assert "11 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
     assert api.list() == []
 
 
 def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -> None:
+    from django_celery_beat.models import PeriodicTask
+
     output = run()
-    assert "8 created, 1 skipped, 2 refused" in output, output
+    assert "11 created, 1 skipped, 2 refused" in output, output
 
     refresh = api.get("refresh-cache").spec
     assert refresh.trigger.params["every"] == 900.0
@@ -114,8 +126,15 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     assert datetime.fromisoformat(str(launch.trigger.params["at"])) == LATER
 
     soon = api.get("once-soon")
-    assert soon.spec.trigger.kind == "once"  # a one-off interval runs once, every from now
+    # A one-off interval that never ran runs once, the interval after its last change.
+    assert soon.spec.trigger.kind == "once"
     assert soon.next_occurrence_at is not None
+    changed = PeriodicTask.objects.get(name="once-soon").date_changed
+    assert soon.next_occurrence_at == changed + timedelta(minutes=15)
+    for name in ("once-from", "once-cron-from"):
+        once = api.get(name).spec.trigger
+        assert datetime.fromisoformat(str(once.params["at"])) == START, name
+    assert api.get("ran-once").next_run_at is None
 
     assert api.get("paused-sync").spec.enabled is False
 
@@ -142,7 +161,7 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
 
 def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
     output = run()
-    assert "0 created, 9 skipped, 2 refused" in output, output
+    assert "0 created, 12 skipped, 2 refused" in output, output
     assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output
 
 

@@ -14,6 +14,7 @@ again skips what it copied before.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -137,6 +138,8 @@ class Command(BaseCommand):
         if ("at" in arguments and arguments["at"] <= now) or (
                 arguments.get("end_at") is not None and arguments["end_at"] <= now):
             detail += ", already past: it will not run"
+            if task.one_off and task.total_run_count:
+                detail += " (django-celery-beat ran it)"
         if not schedule.spec.enabled:
             detail += ", paused (disabled in django-celery-beat)"
         self.line(report.created, "would create" if dry_run else "created", name, detail)
@@ -156,7 +159,7 @@ def create_arguments(task: Any, now: datetime) -> dict[str, Any]:
                       "it in beat_schedule as solar(...)")
     start = aware(task.start_time) if task.start_time is not None else None
     arguments: dict[str, Any] = {
-        **trigger_arguments(task, max(now, start) if start is not None else now),
+        **trigger_arguments(task),
         "args": tuple(json_field(task, "args", list, "[]")),
         "kwargs": json_field(task, "kwargs", dict, "{}"),
         "options": message_options(task),
@@ -179,14 +182,16 @@ def create_arguments(task: Any, now: datetime) -> dict[str, Any]:
     return arguments
 
 
-def trigger_arguments(task: Any, start: datetime) -> dict[str, Any]:
+def trigger_arguments(task: Any) -> dict[str, Any]:
     """every=, cron= (Celery's day-of-month AND day-of-week) or at=; a one-off interval or
-    crontab becomes at= its first occurrence, which is when django-celery-beat would run it."""
+    crontab becomes at= the instant django-celery-beat would run it (:func:`one_off_at`)."""
     if task.clocked_id is not None:
         return {"at": aware(task.clocked.clocked_time)}
     if task.interval_id is not None:
         every = timedelta(**{str(task.interval.period): int(task.interval.every)})
-        return {"at": start + every} if task.one_off else {"every": every}
+        if task.one_off:
+            return {"at": one_off_at(task, lambda after: after + every)}
+        return {"every": every}
     if task.crontab_id is not None:
         tab = task.crontab
         expression = " ".join(str(part).replace(" ", "") for part in (
@@ -195,13 +200,26 @@ def trigger_arguments(task: Any, start: datetime) -> dict[str, Any]:
         if not task.one_off:
             return {"cron": expression, "timezone": zone, "day_or": False}
         try:
-            first = CronTrigger(expression, zone, day_or=False).next_after(start)
+            trigger = CronTrigger(expression, zone, day_or=False)
         except ConfigurationError as exc:
             raise Refused("; ".join(exc.problems)) from exc
+        first = one_off_at(task, trigger.next_after)
         if first is None:
             raise Refused(f"one-off crontab {expression!r} never occurs again")
         return {"at": first}
     raise Refused("it has no schedule (no interval, crontab, clocked or solar)")
+
+
+def one_off_at(task: Any, next_after: Callable[[datetime], datetime | None]) -> datetime | None:
+    """When django-celery-beat runs a one-off task: at its ``start_time`` when it has not run
+    (it then dates the last run 30 years back, so that the task is due at once), else at the
+    schedule's next occurrence after its last run, or after its last change when it never
+    ran. Once it has run, its last run: already past, it is copied to run no more."""
+    if task.total_run_count and task.last_run_at is not None:
+        return aware(task.last_run_at)
+    if task.start_time is not None and task.last_run_at is None:
+        return aware(task.start_time)
+    return next_after(aware(task.last_run_at or task.date_changed))
 
 
 def message_options(task: Any) -> dict[str, Any]:
