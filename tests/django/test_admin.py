@@ -350,6 +350,9 @@ def test_the_change_page_and_list_show_pauses_and_failures(client: Any, api: Sch
     body = page.content.decode()
     assert "Status" in body and "failures in a row" in body.lower()
     assert "0 run, 0 missed, 0 skipped" in body
+    paused = client.get(change_url("poll")).content.decode()
+    assert ("paused until " + until.isoformat(timespec="seconds") + ": feed &lt;down&gt;"
+            in paused)
 
     def names(query: str) -> set[str]:
         return {row.pk for row in client.get(CHANGELIST + query).context["cl"].result_list}

@@ -145,9 +145,9 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         ("Controls", {"classes": ("collapse",), "fields": (
             "start_at", "end_at", "max_runs", "description", "tags", "calendars")}),
     )
-    #: What the change page of a stored schedule shows above the form: how it is doing.
-    status_shown = ("state", "next_run", "last_run", "paused_until", "consecutive_failures",
-                    "counts")
+    #: What the change page of a stored schedule shows above the form: how it is doing (the
+    #: state says until when and why it is paused).
+    status_shown = ("state", "next_run", "last_run", "consecutive_failures", "counts")
     readonly_shown = ("name", "task", "runs", "next_run", "last_run", "state", "source_shown",
                       "description", "tags_shown", "args", "kwargs", "options",
                       "misfire_policy", "misfire_grace_seconds", "max_catchup",
