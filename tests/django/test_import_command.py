@@ -4,6 +4,7 @@ django-celery-beat's own models on PostgreSQL."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
@@ -50,6 +51,8 @@ def periodic_tasks(django_db: str) -> None:
                                 args="not json")
     PeriodicTask.objects.create(name="ends", task="shop.sync", interval=every_15,
                                 expires=LATER)
+    PeriodicTask.objects.create(name="ended", task="shop.sync", interval=every_15,
+                                expires=datetime.now(timezone.utc) - timedelta(days=1))
     PeriodicTask.objects.create(name="starts-later", task="shop.sync", interval=every_15,
                                 start_time=START)
     # One-offs with a start_time: django-celery-beat runs them at it, whatever their schedule.
@@ -95,7 +98,9 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
     assert "skipped 'celery.backend_cleanup'" in output
     assert ("'ran-once': once at ") in output
     assert "already past: it will not run (django-celery-beat ran it)" in output
-    assert "11 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
+    assert re.search(r"would create 'ended': every 0:15:00, until \S+, already past: it will "
+                     "not run", output), output
+    assert "12 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
     assert api.list() == []
 
 
@@ -103,7 +108,7 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     from django_celery_beat.models import PeriodicTask
 
     output = run()
-    assert "11 created, 1 skipped, 2 refused" in output, output
+    assert "12 created, 1 skipped, 2 refused" in output, output
 
     refresh = api.get("refresh-cache").spec
     assert refresh.trigger.params["every"] == 900.0
@@ -142,6 +147,7 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     ends = api.get("ends")
     assert ends.spec.end_at == LATER
     assert ends.next_run_at is not None and ends.next_run_at <= LATER
+    assert api.get("ended").next_run_at is None
 
     # A start_time to come: nothing before it, and an interval's first run at it, as
     # django-celery-beat runs it, every 15 minutes from there.
@@ -161,7 +167,7 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
 
 def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
     output = run()
-    assert "0 created, 12 skipped, 2 refused" in output, output
+    assert "0 created, 13 skipped, 2 refused" in output, output
     assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output
 
 
