@@ -3,7 +3,7 @@ PostgreSQL database: every change they make is checked through the Schedules API
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -217,3 +217,195 @@ def test_executions_are_listed_read_only_with_filters(client: Any, api: Schedule
     assert page.status_code == 200
     assert page.context["has_change_permission"] is False
     assert client.get(EXECUTIONS + "add/").status_code == 403
+
+
+# -- run policies and controls ---------------------------------------------------------------
+POLICIES = {"mode": "fixed_delay", "overlap": "skip", "failure_backoff": "30s",
+            "failure_backoff_factor": "3", "failure_backoff_max": "10m",
+            "pause_after_failures": "5"}
+CONTROLS = {"start_at": "2030-01-01 08:00:00", "end_at": "2030-06-30 18:00:00",
+            "max_runs": "10", "description": "Polls <the> feeds & more",
+            "tags": "feeds, nightly", "calendars": "holidays"}
+
+
+def test_run_policies_and_controls_are_created_through_the_api(client: Any,
+                                                                api: Schedules) -> None:
+    api.create_calendar("holidays", dates=["2030-05-01"])
+    response = client.post(ADD, form_data(**POLICIES, **CONTROLS))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    spec = api.get("poll").spec
+    assert spec.mode.value == "fixed_delay"
+    assert spec.overlap is not None and spec.overlap.value == "skip"
+    assert spec.failure_backoff == timedelta(seconds=30)
+    assert spec.failure_backoff_factor == 3.0
+    assert spec.failure_backoff_max == timedelta(minutes=10)
+    assert spec.pause_after_failures == 5
+    assert spec.start_at == datetime(2030, 1, 1, 8, tzinfo=timezone.utc)
+    assert spec.end_at == datetime(2030, 6, 30, 18, tzinfo=timezone.utc)
+    assert spec.max_runs == 10
+    assert spec.description == "Polls <the> feeds & more"
+    assert spec.tags == ("feeds", "nightly")
+    assert spec.calendars == ("holidays",)
+    # Its first run is within the bounds.
+    assert api.get("poll").next_run_at == datetime(2030, 1, 1, 8, tzinfo=timezone.utc)
+
+
+def test_the_change_form_shows_policies_and_controls_and_an_edit_clears_them(
+        client: Any, api: Schedules) -> None:
+    api.create_calendar("holidays", dates=["2030-05-01"])
+    api.create("poll", "feeds.poll", every=30, mode="fixed_delay", overlap="buffer_one",
+               failure_backoff=30, failure_backoff_factor=1.5, failure_backoff_max=600,
+               pause_after_failures=4, max_runs=3, description="a <b>note</b>",
+               tags=["feeds", "nightly"], calendars=["holidays"],
+               end_at=datetime(2030, 6, 30, 18, tzinfo=timezone.utc))
+    page = client.get(change_url("poll"))
+    form = page.context["adminform"].form
+    for key, expected in {"mode": "fixed_delay", "overlap": "buffer_one",
+                          "failure_backoff": "30", "failure_backoff_factor": 1.5,
+                          "failure_backoff_max": "600", "pause_after_failures": 4,
+                          "max_runs": 3, "description": "a <b>note</b>",
+                          "tags": "feeds, nightly", "calendars": "holidays"}.items():
+        assert form.initial[key] == expected, key
+    text = page.content.decode()
+    assert "Run policies" in text and "Controls" in text
+    assert "a &lt;b&gt;note&lt;/b&gt;" in text
+
+    # Saving the form as shown changes nothing.
+    initial = {key: value for key, value in form.initial.items() if value is not None}
+    shown = form_data(**{key: ("on" if value is True else value)
+                         for key, value in initial.items() if value is not False})
+    shown["end_at"] = "2030-06-30 18:00:00"
+    before = api.get("poll")
+    assert client.post(change_url("poll"), shown).status_code == 302
+    assert api.get("poll").version == before.version
+
+    # Emptied fields go back to the defaults.
+    response = client.post(change_url("poll"), form_data(version=str(before.version)))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    spec = api.get("poll").spec
+    assert spec.mode.value == "fixed_rate" and spec.overlap is None
+    assert spec.failure_backoff is None and spec.pause_after_failures is None
+    assert spec.max_runs is None and spec.end_at is None and spec.description is None
+    assert spec.tags == () and spec.calendars == ()
+
+
+@pytest.mark.parametrize(("values", "field", "words"), [
+    ({"kind": "cron", "cron": "0 * * * *", "mode": "fixed_delay"}, "mode", "interval"),
+    ({"failure_backoff_factor": "0.5"}, "failure_backoff_factor", "from 1 to"),
+    ({"failure_backoff_max": "1m"}, "failure_backoff", "give it too"),
+    ({"failure_backoff": "5m", "failure_backoff_max": "1m"}, "failure_backoff_max",
+     "not be shorter"),
+    ({"failure_backoff": "later"}, "failure_backoff", "cannot read"),
+    ({"pause_after_failures": "0"}, "pause_after_failures", "from 1 to"),
+    ({"start_at": "2030-02-01 00:00:00", "end_at": "2030-01-01 00:00:00"}, "end_at",
+     "before start_at"),
+    ({"max_runs": "0"}, "max_runs", "from 1 to"),
+    ({"tags": "ok, not ok"}, "tags", "whitespace"),
+    ({"calendars": "nowhere"}, "calendars", "no calendar named 'nowhere'"),
+    ({"description": "bell\x07"}, "description", "control"),
+], ids=["mode", "factor", "cap-alone", "cap-short", "backoff-text", "pause-after",
+        "window", "max_runs", "tags", "calendars", "description"])
+def test_policy_and_control_problems_are_shown_on_their_fields(
+        client: Any, api: Schedules, values: dict[str, str], field: str, words: str) -> None:
+    response = client.post(ADD, form_data(**values))
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert field in errors, errors
+    assert words in " ".join(errors[field]), errors
+    assert not api.list()
+
+
+def set_columns(url: str, name: str, **values: Any) -> None:
+    """Write what the leader records of runs (failures in a row, a pause of its own) straight
+    into the row: test data for the pages that show it."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    assignments = ", ".join(f"{key} = :{key}" for key in values)
+    try:
+        with engine.begin() as connection:
+            connection.execute(sa.text(f"UPDATE goatbeat_schedule SET {assignments} "
+                                       "WHERE name = :name"), {**values, "name": name})
+    finally:
+        engine.dispose()
+
+
+def test_the_change_page_and_list_show_pauses_and_failures(client: Any, api: Schedules,
+                                                           django_db: str) -> None:
+    api.create("poll", "feeds.poll", every=30)
+    api.create("digest", "mail.digest", every=3600, pause_after_failures=3)
+    api.create("steady", "mail.steady", every=3600, tags=["mail"])
+    until = datetime.now(timezone.utc) + timedelta(days=2)
+    api.pause("poll", until=until, note="feed <down>")
+    api.pause("digest")
+    set_columns(django_db, "digest", consecutive_failures=3,
+                paused_reason="paused after 3 failed runs in a row")
+
+    text = client.get(CHANGELIST).content.decode()
+    assert "paused until " + until.isoformat(timespec="seconds") in text
+    assert "feed &lt;down&gt;" in text
+    assert "paused: paused after 3 failed runs in a row (3 failures in a row)" in text
+
+    page = client.get(change_url("digest"))
+    body = page.content.decode()
+    assert "Status" in body and "failures in a row" in body.lower()
+    assert "0 run, 0 missed, 0 skipped" in body
+    paused = client.get(change_url("poll")).content.decode()
+    assert ("paused until " + until.isoformat(timespec="seconds") + ": feed &lt;down&gt;"
+            in paused)
+
+    def names(query: str) -> set[str]:
+        return {row.pk for row in client.get(CHANGELIST + query).context["cl"].result_list}
+
+    # A pause with an end leaves the schedule enabled, but it is paused all the same.
+    assert names("?state=paused") == {"poll", "digest"}
+    assert names("?state=enabled") == {"steady"}
+    assert names("?state=failing") == {"digest"}
+    assert names("?tag=mail") == {"steady"}
+    assert names("?q=steady") == {"steady"}
+
+
+def test_tags_are_listed_and_filtered_on(client: Any, api: Schedules) -> None:
+    api.create("poll", "feeds.poll", every=30, tags=["feeds", "nightly"],
+               description="the partner feeds")
+    api.create("digest", "mail.digest", every=3600, tags=["mail", "nightly"])
+    api.create("plain", "mail.plain", every=3600)
+    page = client.get(CHANGELIST)
+    assert "feeds, nightly" in page.content.decode()
+    [tag_filter] = [spec for spec in page.context["cl"].filter_specs
+                    if getattr(spec, "parameter_name", "") == "tag"]
+    assert [value for value, _ in tag_filter.lookup_choices] == ["feeds", "mail", "nightly"]
+
+    def names(query: str) -> set[str]:
+        return {row.pk for row in client.get(CHANGELIST + query).context["cl"].result_list}
+
+    assert names("?tag=nightly") == {"poll", "digest"}
+    assert names("?tag=nightly&q=digest") == {"digest"}
+    assert names("?q=partner") == {"poll"}
+
+
+def test_executions_the_overlap_policy_skipped_or_held_are_filtered_on(
+        client: Any, api: Schedules, django_db: str) -> None:
+    import sqlalchemy as sa
+
+    api.create("poll", "feeds.poll", every=30, overlap="skip")
+    skipped = api.run_now("poll")
+    held = api.run_now("poll")
+    engine = sa.create_engine(django_db, poolclass=sa.NullPool)
+    try:
+        # What the leader records when the run before had not finished (test data).
+        with engine.begin() as connection:
+            for key, state in ((skipped.key, "skipped"), (held.key, "held")):
+                connection.execute(sa.text("UPDATE goatbeat_execution SET state = :state, "
+                                           "last_error = :error WHERE key = :key"),
+                                   {"state": state, "key": key,
+                                    "error": "the run before had not finished"})
+    finally:
+        engine.dispose()
+    page = client.get(EXECUTIONS)
+    [state_filter] = [spec for spec in page.context["cl"].filter_specs
+                      if getattr(spec, "field_path", "") == "state"]
+    assert {"held", "skipped"} <= {value for value, _ in state_filter.field.flatchoices}
+    found = client.get(EXECUTIONS + "?state__exact=skipped").context["cl"].result_list
+    assert [row.pk for row in found] == [skipped.key]
+    assert "the run before had not finished" in page.content.decode()

@@ -150,3 +150,44 @@ def test_find_pause_an_invalid_cron_config_read_only_and_escaped_names(
     expect(page.locator("h1")).to_contain_text("View execution")
     expect(page.locator("form input[name=_save]")).to_have_count(0)
     not_pwned(page)
+
+
+def test_a_run_policy_round_trips_through_the_change_form_with_its_error_on_its_field(
+        page: Page, live_server: str, api: Schedules) -> None:
+    api.create("poll", TASK, every=30, tags=["feeds"])
+    version = api.get("poll").version
+
+    log_in(page, live_server)
+    page.goto(live_server + "/admin/goatbeat/schedule/")
+    row(page, "poll").get_by_role("link", name="poll", exact=True).click()
+    expect(page.locator("h1")).to_contain_text("Change schedule")
+    # The run policies are folded away until opened.
+    expect(page.locator("#id_pause_after_failures")).to_be_hidden()
+    page.locator("summary", has_text="Run policies").click()
+    expect(page.locator("#id_pause_after_failures")).to_be_visible()
+
+    # Out of range: the API's problem is shown under that field, nothing is saved.
+    page.fill("#id_pause_after_failures", "0")
+    page.select_option("#id_overlap", "skip")
+    page.click("input[name=_save]")
+    expect(page.locator(".errornote")).to_be_visible()
+    expect(page.locator(".field-pause_after_failures .errorlist")).to_contain_text("from 1 to")
+    expect(page.locator("#id_pause_after_failures")).to_be_visible()  # its fieldset opened
+    expect(page.locator("#id_overlap")).to_have_value("skip")
+    assert api.get("poll").version == version
+    assert api.get("poll").spec.pause_after_failures is None
+
+    # Corrected, it is saved through the API, and the form shows it when opened again.
+    page.fill("#id_pause_after_failures", "3")
+    page.click("input[name=_save]")
+    expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+    spec = api.get("poll").spec
+    assert spec.pause_after_failures == 3
+    assert spec.overlap is not None and spec.overlap.value == "skip"
+    assert spec.tags == ("feeds",)  # the fields left alone are kept
+    row(page, "poll").get_by_role("link", name="poll", exact=True).click()
+    page.locator("summary", has_text="Run policies").click()
+    expect(page.locator("#id_pause_after_failures")).to_have_value("3")
+    expect(page.locator("#id_overlap")).to_have_value("skip")
+    expect(page.locator(".field-consecutive_failures")).to_contain_text("0")
+    not_pwned(page)

@@ -45,3 +45,32 @@ def test_a_goatbeat_database_outside_databases_is_reported(django_db: str, tmp_p
     with override_settings(CELERY_GOATBEAT_DATABASE_URL=f"sqlite:///{tmp_path / 'g.db'}"):
         found = messages()
     assert any(m.startswith("goatbeat.W002") for m in found), found
+
+
+def test_misspelt_settings_are_warned_of_without_a_database(django_db: str) -> None:
+    """A goatbeat setting without the CELERY_ prefix, or misspelt behind it, is read by nobody:
+    every `manage.py check` names it and the spelling goatbeat reads."""
+    from django.core import checks
+    from django.test import override_settings
+
+    with override_settings(GOATBEAT_DATABASE_URL="postgresql://elsewhere/beat",
+                           CELERY_GOATBEAT_LEASE_TL="30s"):
+        found = checks.run_checks()  # no databases: what `manage.py check` runs
+        with_database = messages()
+    warnings = {m.msg: m for m in found if m.id == "goatbeat.W004"}
+    assert set(warnings) == {
+        "CELERY_GOATBEAT_LEASE_TL: unknown setting; did you mean CELERY_GOATBEAT_LEASE_TTL?",
+        "GOATBEAT_DATABASE_URL: unknown setting; did you mean CELERY_GOATBEAT_DATABASE_URL?",
+    }, found
+    assert all(m.level == checks.WARNING for m in warnings.values())
+    # The database checks do not repeat them as an error that would stop `manage.py migrate`.
+    assert not [m for m in with_database if m.startswith("goatbeat.E001")], with_database
+    assert not [m for m in checks.run_checks() if m.id == "goatbeat.W004"]
+
+
+def test_invalid_settings_are_an_error_of_the_database_checks(django_db: str) -> None:
+    from django.test import override_settings
+
+    with override_settings(CELERY_GOATBEAT_LEASE_TTL="soon"):
+        found = messages()
+    assert any(m.startswith("goatbeat.E001") and "goatbeat_lease_ttl" in m for m in found), found

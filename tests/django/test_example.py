@@ -13,8 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+import goatbeat_celery
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "django"
 BIN = Path(sys.executable).parent
+#: The directory goatbeat_celery is imported from here: the copy runs the same code (an
+#: editable install may name another checkout).
+PACKAGE_ROOT = Path(goatbeat_celery.__file__).resolve().parents[1]
 TIMEOUT = 120
 #: Beat starts, takes the lease and syncs the config in a few seconds; 60 s covers a busy
 #: 2-core machine.
@@ -23,20 +28,31 @@ BEAT_TIMEOUT = 60
 ADMIN = """
 from django.contrib.auth.models import User
 from django.test import Client
+from django.test.utils import setup_test_environment
 
 from goatbeat_celery import Schedules
 from proj.celery import app
 
 with Schedules.from_app(app) as schedules:
     schedules.create("report", "proj.heartbeat", cron="0 7 * * mon-fri")
+    schedules.create("weekly", "proj.heartbeat", cron="0 8 * * mon", tags=["mail", "weekly"],
+                     description="the weekly run", overlap="skip", max_runs=3)
 
+setup_test_environment()  # responses carry their context
 client = Client(HTTP_HOST="localhost")
 client.force_login(User.objects.create_superuser("admin", "admin@example.com", "pw"))
 page = client.get("/admin/goatbeat/schedule/")
 assert page.status_code == 200, page.status_code
 text = page.content.decode()
-for expected in ("heartbeat", "nightly-heartbeat", "report", "config (beat_schedule)"):
+for expected in ("heartbeat", "nightly-heartbeat", "report", "config (beat_schedule)",
+                 "mail, weekly"):
     assert expected in text, expected
+# Tags and the run policies read from SQLite's JSON and columns.
+page = client.get("/admin/goatbeat/schedule/?tag=weekly")
+assert [row.pk for row in page.context["cl"].result_list] == ["weekly"], page.context["cl"]
+form = client.get("/admin/goatbeat/schedule/weekly/change/").context["adminform"].form
+assert form.initial["tags"] == "mail, weekly", form.initial
+assert (form.initial["overlap"], form.initial["max_runs"]) == ("skip", 3), form.initial
 print("admin ok")
 """
 
@@ -46,7 +62,8 @@ def environment() -> dict[str, str]:
            # The example's settings read the broker from here: Celery's in-process transport.
            "CELERY_BROKER_URL": "memory://"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    env.pop("PYTHONPATH", None)  # the copy's proj package, not this checkout's tests
+    # The copy's proj package and goatbeat_celery under test, not this checkout's tests.
+    env["PYTHONPATH"] = str(PACKAGE_ROOT)
     return env
 
 

@@ -4,6 +4,7 @@ django-celery-beat's own models on PostgreSQL."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
@@ -14,6 +15,8 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.store import open_store
 
 LATER = datetime.now(timezone.utc) + timedelta(days=30)
+#: Off the 15-minute grid, as a start_time set by hand usually is.
+START = LATER.replace(minute=7, second=30, microsecond=0) + timedelta(days=1)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +51,20 @@ def periodic_tasks(django_db: str) -> None:
                                 args="not json")
     PeriodicTask.objects.create(name="ends", task="shop.sync", interval=every_15,
                                 expires=LATER)
+    PeriodicTask.objects.create(name="ended", task="shop.sync", interval=every_15,
+                                expires=datetime.now(timezone.utc) - timedelta(days=1))
+    PeriodicTask.objects.create(name="starts-later", task="shop.sync", interval=every_15,
+                                start_time=START)
+    # One-offs with a start_time: django-celery-beat runs them at it, whatever their schedule.
+    PeriodicTask.objects.create(name="once-from", task="shop.ping", interval=every_15,
+                                one_off=True, start_time=START)
+    PeriodicTask.objects.create(name="once-cron-from", task="pay.run", crontab=payday,
+                                one_off=True, start_time=START)
+    PeriodicTask.objects.create(name="ran-once", task="shop.ping", interval=every_15,
+                                one_off=True, total_run_count=1,
+                                last_run_at=datetime.now(timezone.utc) - timedelta(hours=1))
+    PeriodicTask.objects.create(name="payday-from", task="pay.run", crontab=payday,
+                                start_time=START)
     PeriodicTask.objects.create(name="celery.backend_cleanup", task="celery.backend_cleanup",
                                 crontab=CrontabSchedule.objects.create(minute="0", hour="4"))
 
@@ -72,21 +89,31 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
     assert "refused 'lights-off': solar schedule (sunrise at 48.85, 2.35)" in output
     assert ("'refresh-cache': every 0:15:00, options {\"exchange\": \"tasks\", "
             "\"headers\": {\"tenant\": \"acme\"}, \"priority\": 5, \"queue\": \"cache\", "
-            "\"routing_key\": \"cache.refresh\"}; its description is not copied") in output
+            "\"routing_key\": \"cache.refresh\"}, with its description") in output
     assert "refused 'bad-args': args" in output
-    assert "refused 'ends': expires=" in output
+    assert (f"would create 'ends': every 0:15:00, until {LATER.isoformat(timespec='seconds')}"
+            in output)
+    assert (f"would create 'starts-later': every 0:15:00, from "
+            f"{START.isoformat(timespec='seconds')}") in output
     assert "skipped 'celery.backend_cleanup'" in output
-    assert "5 would be created, 1 skipped, 3 refused (dry run: nothing written)" in output
+    assert ("'ran-once': once at ") in output
+    assert "already past: it will not run (django-celery-beat ran it)" in output
+    assert re.search(r"would create 'ended': every 0:15:00, until \S+, already past: it will "
+                     "not run", output), output
+    assert "12 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
     assert api.list() == []
 
 
 def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -> None:
+    from django_celery_beat.models import PeriodicTask
+
     output = run()
-    assert "5 created, 1 skipped, 3 refused" in output, output
+    assert "12 created, 1 skipped, 2 refused" in output, output
 
     refresh = api.get("refresh-cache").spec
     assert refresh.trigger.params["every"] == 900.0
     assert refresh.args == ("all",)
+    assert refresh.description == "warms the cache"
     assert dict(refresh.options) == {"queue": "cache", "priority": 5, "exchange": "tasks",
                                      "routing_key": "cache.refresh",
                                      "headers": {"tenant": "acme"}}
@@ -104,18 +131,43 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     assert datetime.fromisoformat(str(launch.trigger.params["at"])) == LATER
 
     soon = api.get("once-soon")
-    assert soon.spec.trigger.kind == "once"  # a one-off interval runs once, every from now
+    # A one-off interval that never ran runs once, the interval after its last change.
+    assert soon.spec.trigger.kind == "once"
     assert soon.next_occurrence_at is not None
+    changed = PeriodicTask.objects.get(name="once-soon").date_changed
+    assert soon.next_occurrence_at == changed + timedelta(minutes=15)
+    for name in ("once-from", "once-cron-from"):
+        once = api.get(name).spec.trigger
+        assert datetime.fromisoformat(str(once.params["at"])) == START, name
+    assert api.get("ran-once").next_run_at is None
 
     assert api.get("paused-sync").spec.enabled is False
-    for name in ("lights-off", "bad-args", "ends", "celery.backend_cleanup"):
+
+    # An absolute expires is the schedule's end: django-celery-beat sends nothing after it.
+    ends = api.get("ends")
+    assert ends.spec.end_at == LATER
+    assert ends.next_run_at is not None and ends.next_run_at <= LATER
+    assert api.get("ended").next_run_at is None
+
+    # A start_time to come: nothing before it, and an interval's first run at it, as
+    # django-celery-beat runs it, every 15 minutes from there.
+    starts = api.get("starts-later")
+    assert starts.spec.start_at == START
+    assert starts.next_run_at == START
+    assert api.next_runs("starts-later", 2)[1] == START + timedelta(minutes=15)
+    payday_from = api.get("payday-from")
+    assert payday_from.spec.start_at == START
+    assert payday_from.spec.offset is None
+    assert payday_from.next_run_at is not None and payday_from.next_run_at >= START
+
+    for name in ("lights-off", "bad-args", "celery.backend_cleanup"):
         with pytest.raises(ScheduleNotFound):
             api.get(name)
 
 
 def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
     output = run()
-    assert "0 created, 6 skipped, 3 refused" in output, output
+    assert "0 created, 13 skipped, 2 refused" in output, output
     assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output
 
 

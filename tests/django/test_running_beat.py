@@ -125,3 +125,18 @@ def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
     new = wait_until(sent_since_the_edit, "beat to send poll on its new interval")
     # On a 2-second grid counted from the epoch.
     assert all(int(execution.occurrence_at.timestamp()) % 2 == 0 for execution in new), new
+
+    # A control set through the form, max runs: beat makes the runs it leaves, then no more.
+    current = api.get("poll")
+    limit = current.total_runs + 2
+    response = client.post(change_url("poll"), form_data(every="2", max_runs=str(limit),
+                                                         version=str(current.version)))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    wait_until(lambda: api.get("poll").total_runs >= limit, "beat to make the last runs")
+    # A further run would be due within the 2-second interval; 3 s leaves a second of margin.
+    time.sleep(3)
+    ended = api.get("poll")
+    assert ended.total_runs == limit, beat.read_text()
+    assert ended.next_run_at is None
+    assert f"{limit} run, " in client.get(change_url("poll")).content.decode()
+    assert f"(at most {limit} runs)" in client.get(change_url("poll")).content.decode()

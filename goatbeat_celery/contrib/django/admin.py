@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html
 
 from goatbeat_celery.contrib.django import integration
@@ -44,17 +45,47 @@ class StateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("enabled", "enabled"), ("paused", "paused"), ("set_aside", "set aside")]
+        return [("enabled", "enabled"), ("paused", "paused"), ("set_aside", "set aside"),
+                ("failing", "failing (failures in a row)")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
+        # A pause with an end keeps the schedule enabled: it is paused until that instant.
+        paused = Q(enabled=False) | Q(paused_until__gt=timezone.now())
         if value == "enabled":
-            return queryset.filter(enabled=True, fault__isnull=True)
+            return queryset.filter(fault__isnull=True).exclude(paused)
         if value == "paused":
-            return queryset.filter(enabled=False)
+            return queryset.filter(paused)
         if value == "set_aside":
             return queryset.filter(fault__isnull=False)
+        if value == "failing":
+            return queryset.filter(consecutive_failures__gt=0)
         return queryset
+
+
+class TagFilter(admin.SimpleListFilter):
+    """Schedules carrying one tag. Tags are a JSON list (``json`` on PostgreSQL, which has no
+    containment operator), so both the choices and the match are worked out here from the
+    names and tags alone."""
+
+    title = "tag"
+    parameter_name = "tag"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        alias = integration.database_alias()
+        if alias is None:
+            return []  # the list says why, once
+        rows = Schedule.objects.using(alias).values_list("tags", flat=True)
+        found = {str(tag) for tags in rows if isinstance(tags, list) for tag in tags}
+        return [(tag, tag) for tag in sorted(found)[:200]]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if not value:
+            return queryset
+        names = [name for name, tags in queryset.values_list("name", "tags")
+                 if isinstance(tags, list) and value in tags]
+        return queryset.filter(name__in=names)
 
 
 def describe_trigger(row: Schedule) -> str:
@@ -72,19 +103,32 @@ def describe_trigger(row: Schedule) -> str:
 
 
 def state_of(row: Schedule) -> str:
+    """Set aside (with the leader's reason), paused (until when, and why, when known),
+    disabled (a config entry) or enabled; with the failed runs in a row, if any."""
     if row.fault is not None:
-        return f"set aside: {row.fault}"
-    if row.enabled:
-        return "enabled"
-    return "disabled" if row.is_config else "paused"
+        text = f"set aside: {row.fault}"
+    elif row.paused_until is not None and row.paused_until > timezone.now():
+        text = f"paused until {row.paused_until.isoformat(timespec='seconds')}"
+        text += f": {row.paused_reason}" if row.paused_reason else ""
+    elif row.enabled:
+        text = "enabled"
+    elif row.is_config:
+        text = "disabled"
+    else:
+        text = f"paused: {row.paused_reason}" if row.paused_reason else "paused"
+    if row.consecutive_failures:
+        noun = "failure" if row.consecutive_failures == 1 else "failures"
+        text += f" ({row.consecutive_failures} {noun} in a row)"
+    return text
 
 
 @admin.register(Schedule)
 class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     form = ScheduleForm
-    list_display = ("name", "task", "runs", "next_run", "last_run", "state", "source_shown")
-    list_filter = (StateFilter, "source")
-    search_fields = ("name", "task")
+    list_display = ("name", "task", "runs", "next_run", "last_run", "state", "source_shown",
+                    "tags_shown")
+    list_filter = (StateFilter, "source", TagFilter)
+    search_fields = ("name", "task", "description")
     actions = ("pause_schedules", "resume_schedules", "run_now", "delete_schedules")
     list_per_page = 100
     save_as = False
@@ -97,12 +141,23 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         ("Lateness", {"classes": ("collapse",), "fields": (
             "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter",
             "starting_deadline")}),
+        ("Run policies", {"classes": ("collapse",), "fields": (
+            "mode", "overlap", "failure_backoff", "failure_backoff_factor",
+            "failure_backoff_max", "pause_after_failures")}),
+        ("Controls", {"classes": ("collapse",), "fields": (
+            "start_at", "end_at", "max_runs", "description", "tags", "calendars")}),
     )
+    #: What the change page of a stored schedule shows above the form: how it is doing (the
+    #: state says until when and why it is paused).
+    status_shown = ("state", "next_run", "last_run", "consecutive_failures", "counts")
     readonly_shown = ("name", "task", "runs", "next_run", "last_run", "state", "source_shown",
-                      "args", "kwargs", "options", "misfire_policy", "misfire_grace_seconds",
-                      "max_catchup", "offset_seconds", "jitter_seconds",
-                      "starting_deadline_seconds", "total_runs", "total_missed",
-                      "created_at", "updated_at")
+                      "description", "tags_shown", "args", "kwargs", "options",
+                      "misfire_policy", "misfire_grace_seconds", "max_catchup",
+                      "offset_seconds", "jitter_seconds", "starting_deadline_seconds", "mode",
+                      "overlap", "failure_backoff_seconds", "failure_backoff_factor",
+                      "failure_backoff_max_seconds", "pause_after_failures", "start_at",
+                      "end_at", "max_runs", "calendars", "total_runs", "total_missed",
+                      "total_skipped", "created_at", "updated_at")
 
     # -- columns -------------------------------------------------------------------------
     @admin.display(description="runs")
@@ -128,6 +183,17 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     def source_shown(self, row: Schedule) -> str:
         return "config (beat_schedule)" if row.is_config else "database"
 
+    @admin.display(description="tags")
+    def tags_shown(self, row: Schedule) -> str:
+        return ", ".join(str(tag) for tag in row.tags or ())
+
+    @admin.display(description="runs so far")
+    def counts(self, row: Schedule) -> str:
+        text = f"{row.total_runs} run, {row.total_missed} missed, {row.total_skipped} skipped"
+        if row.max_runs is not None:
+            text += f" (at most {row.max_runs} runs)"
+        return text
+
     # -- permissions: config rows are read-only ------------------------------------------
     def has_change_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
         if obj is not None and obj.is_config:
@@ -142,12 +208,15 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     def get_fieldsets(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
         if obj is not None and not self.has_change_permission(request, obj):
             return ((None, {"fields": self.readonly_shown}),)
-        return super().get_fieldsets(request, obj)
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        return (("Status", {"fields": self.status_shown}), *fieldsets)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
         if obj is not None and not self.has_change_permission(request, obj):
             return self.readonly_shown
-        return ()
+        return self.status_shown if obj is not None else ()
 
     def get_actions(self, request: HttpRequest) -> Any:
         actions = super().get_actions(request)
@@ -156,6 +225,11 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         return actions
 
     # -- writing: the form wrote through the API already ---------------------------------
+    # ScheduleForm.clean() makes the API call, so that the API's problems land on the fields
+    # (the API alone validates, and has no dry run). What the admin does after a valid form
+    # cannot fail on goatbeat's account: save_model only takes the saved name as the key,
+    # there are no inlines (save_related does nothing), and the history entry and the
+    # redirect use that name alone.
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
         obj.pk = form.saved.name if form.saved is not None else obj.pk
 

@@ -1,9 +1,16 @@
 """Django system checks: goatbeat's settings, where the admin reads from, and the schema.
 
-Registered with the ``database`` tag, so they connect only when Django asks for database checks
-(``manage.py migrate``, ``manage.py check --database default``) and never while a container
-image is built. They are warnings: goatbeat's schema is migrated by goatbeat's own command, on
-its own history, and must not stop ``manage.py migrate`` of the project's apps.
+Settings spelt like goatbeat's that goatbeat does not read (``GOATBEAT_DATABASE_URL`` without
+the ``CELERY_`` prefix, ``CELERY_GOATBEAT_DATABASE_URLL``) are looked for by every
+``manage.py check`` and ``runserver``: it needs Django's settings only. They are warnings
+naming the spelling goatbeat reads: beat refuses to start on them, but the web process and
+``manage.py migrate`` of the project's apps need not.
+
+The other checks are registered with the ``database`` tag, so they connect only when Django
+asks for database checks (``manage.py migrate``, ``manage.py check --database default``) and
+never while a container image is built. The schema's are warnings: goatbeat's schema is
+migrated by goatbeat's own command, on its own history, and must not stop ``manage.py
+migrate`` of the project's apps.
 """
 
 from __future__ import annotations
@@ -16,7 +23,26 @@ from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
 
 
 def register() -> None:
+    checks.register(setting_names_check)
     checks.register(goatbeat_checks, checks.Tags.database)
+
+
+def setting_names_check(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """A warning for each setting spelt like goatbeat's that goatbeat does not read."""
+    return [checks.Warning(
+        problem,
+        hint="goatbeat reads its settings in a Django project as CELERY_GOATBEAT_<NAME> "
+             "(docs/django.md); beat refuses to start while this one is set.",
+        id="goatbeat.W004",
+    ) for problem in stray_settings()]
+
+
+def stray_settings() -> list[str]:
+    """``"<SETTING>: unknown setting; did you mean <SPELLING>?"`` for each such setting."""
+    from goatbeat_celery.config import stray_settings as strays
+    from goatbeat_celery.contrib.django import integration
+
+    return strays(integration.celery_app().conf.keys(), integration.NAMESPACE)
 
 
 def goatbeat_checks(app_configs: Any = None, databases: Any = None,
@@ -28,8 +54,13 @@ def goatbeat_checks(app_configs: Any = None, databases: Any = None,
     try:
         loaded = integration.goatbeat_config()
     except ConfigurationError as exc:
+        # Misspelt names are goatbeat.W004's, from the check that runs without a database.
+        reported = set(stray_settings())
+        problems = [problem for problem in exc.problems if problem not in reported]
+        if not problems:
+            return []
         return [checks.Error(
-            "goatbeat's settings are invalid: " + "; ".join(exc.problems),
+            "goatbeat's settings are invalid: " + "; ".join(problems),
             hint="Fix the CELERY_GOATBEAT_* settings (docs/configuration.md).",
             id="goatbeat.E001",
         )]

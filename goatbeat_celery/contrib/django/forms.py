@@ -19,18 +19,25 @@ from goatbeat_celery.core.errors import (
     ScheduleNotFound,
 )
 from goatbeat_celery.core.model import DURATION_FORMS, MisfirePolicy, parse_duration
+from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 
 KINDS = (("every", "every (interval)"), ("cron", "cron expression"), ("at", "once, at"))
 #: Message options with a field of their own; other options a schedule holds are kept as they are.
 OPTION_FIELDS = ("queue", "exchange", "routing_key", "priority", "expires", "headers")
-DURATION_FIELDS = ("misfire_grace", "offset", "jitter", "starting_deadline")
+DURATION_FIELDS = ("misfire_grace", "offset", "jitter", "starting_deadline", "failure_backoff",
+                   "failure_backoff_max")
+#: Fields given to the API as they are cleaned (None when left empty).
+PLAIN_FIELDS = ("max_catchup", "failure_backoff_factor", "pause_after_failures", "start_at",
+                "end_at", "max_runs")
 _SUBJECT = re.compile(r"^schedule '(?:[^'\\]|\\.)*'(?:\.\.\.)?: ")
 #: A problem's leading name (``options.queue``, ``cron expression``) → the form field showing it.
 _FIELD_OF = {"trigger": "kind", "cron expression": "cron", "cron": "cron", "every": "every",
              "at": "at", "timezone": "timezone", "name": "name", "task": "task",
              "args": "args", "kwargs": "kwargs", "options": "options",
              "misfire_policy": "misfire_policy", "max_catchup": "max_catchup",
-             "enabled": "enabled", **{name: name for name in DURATION_FIELDS}}
+             "enabled": "enabled", "overlap": "overlap", "mode": "mode",
+             "description": "description", "tags": "tags", "calendars": "calendars",
+             **{name: name for name in (*DURATION_FIELDS, *PLAIN_FIELDS)}}
 
 
 def duration_field(label: str, help_text: str = "") -> forms.CharField:
@@ -75,6 +82,38 @@ class ScheduleForm(forms.ModelForm):
     offset = duration_field("offset")
     jitter = duration_field("jitter")
     starting_deadline = duration_field("starting deadline")
+    # Run policies (docs/run-policies.md; they need run tracking).
+    mode = forms.ChoiceField(
+        required=False, choices=[(m.value, m.value.replace("_", " ")) for m in ScheduleMode],
+        initial=ScheduleMode.FIXED_RATE.value,
+        help_text="fixed delay: each run starts this interval after the previous one finished "
+                  "(interval schedules only)")
+    overlap = forms.ChoiceField(
+        required=False, label="overlap policy",
+        choices=[("", "the global setting"), *((p.value, p.value) for p in OverlapPolicy)],
+        help_text="what a run due while the previous one is still running does")
+    failure_backoff = duration_field("failure backoff", "the wait after a failed run, "
+                                     f"before the next: {DURATION_FORMS}; empty: none")
+    failure_backoff_factor = forms.FloatField(
+        required=False, label="backoff factor",
+        help_text="the backoff is multiplied by this for each further failure in a row (2)")
+    failure_backoff_max = duration_field("backoff cap", "the longest backoff")
+    pause_after_failures = forms.IntegerField(
+        required=False, label="pause after failures",
+        help_text="failed runs in a row after which the schedule pauses itself; empty: never")
+    # Controls (docs/controls.md).
+    start_at = forms.DateTimeField(required=False, label="start at",
+                                   help_text="no run due before it (in the site's time zone)")
+    end_at = forms.DateTimeField(required=False, label="end at",
+                                 help_text="no run due after it")
+    max_runs = forms.IntegerField(required=False, label="max runs",
+                                  help_text="at most this many runs in all (runs now do not "
+                                            "count); empty: no limit")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    tags = forms.CharField(required=False, help_text="labels to filter by, separated by commas")
+    calendars = forms.CharField(
+        required=False, label="exclusion calendars",
+        help_text="names of calendars whose dates it does not run on, separated by commas")
     enabled = forms.BooleanField(required=False, initial=True)
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
@@ -88,8 +127,9 @@ class ScheduleForm(forms.ModelForm):
         if self.editing:
             if "name" in self.fields:
                 self.fields["name"].disabled = True  # the API renames nothing
-            for key, value in initial_values(self.instance).items():
-                self.initial.setdefault(key, value)
+            # Over what ModelForm copied from the row's columns of the same names (tags as a
+            # list, a mode of NULL): the fields show them as typed.
+            self.initial.update(initial_values(self.instance))
 
     @property
     def editing(self) -> bool:
@@ -143,8 +183,13 @@ class ScheduleForm(forms.ModelForm):
             "kwargs": data.get("kwargs") if data.get("kwargs") is not None else {},
             "options": self.options(data),
             "misfire_policy": data.get("misfire_policy") or None,
-            "max_catchup": data.get("max_catchup"),
+            "overlap": data.get("overlap") or None,
+            "mode": data.get("mode") or ScheduleMode.FIXED_RATE.value,
+            "description": data.get("description") or None,
+            "tags": names_of(data.get("tags")),
+            "calendars": names_of(data.get("calendars")),
             "enabled": bool(data.get("enabled")),
+            **{key: data.get(key) for key in PLAIN_FIELDS},
         }
         if kind == "every":
             values["every"] = self.duration("every", data.get("every"), required=True)
@@ -229,6 +274,15 @@ def initial_values(row: Schedule) -> dict[str, Any]:
         "name": row.name, "task": row.task, "kind": kind or "every",
         "args": list(row.args or []), "kwargs": dict(row.kwargs or {}),
         "misfire_policy": row.misfire_policy or "", "max_catchup": row.max_catchup,
+        "overlap": row.overlap or "", "mode": row.mode or ScheduleMode.FIXED_RATE.value,
+        "failure_backoff": seconds_text(row.failure_backoff_seconds),
+        "failure_backoff_factor": row.failure_backoff_factor,
+        "failure_backoff_max": seconds_text(row.failure_backoff_max_seconds),
+        "pause_after_failures": row.pause_after_failures,
+        "start_at": row.start_at, "end_at": row.end_at, "max_runs": row.max_runs,
+        "description": row.description or "",
+        "tags": ", ".join(str(tag) for tag in row.tags or ()),
+        "calendars": ", ".join(str(name) for name in row.calendars or ()),
         "enabled": row.enabled, "version": row.version,
         "misfire_grace": seconds_text(row.misfire_grace_seconds),
         "offset": seconds_text(row.offset_seconds), "jitter": seconds_text(row.jitter_seconds),
@@ -249,6 +303,12 @@ def initial_values(row: Schedule) -> dict[str, Any]:
         except ValueError:
             values["at"] = None
     return values
+
+
+def names_of(text: Any) -> tuple[str, ...]:
+    """Tags or calendar names typed separated by commas (a name holds none: the API refuses
+    commas in tags, and the CLI lists both this way)."""
+    return tuple(part.strip() for part in str(text or "").split(",") if part.strip())
 
 
 def seconds_text(value: Any) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import models
 
+from goatbeat_celery.core.model import ExecutionState
 from goatbeat_celery.core.runs import RunState
 from goatbeat_celery.store.schema import EXECUTION_TABLE, SCHEDULE_TABLE
 
@@ -73,6 +74,22 @@ class Schedule(ReadOnlyModel):
     fault_at = models.DateTimeField(null=True)
     faults = models.IntegerField()
     starting_deadline_seconds = models.FloatField(null=True)
+    overlap = models.CharField(max_length=16, null=True)
+    mode = models.CharField(max_length=16, null=True)
+    failure_backoff_seconds = models.FloatField(null=True)
+    failure_backoff_factor = models.FloatField(null=True)
+    failure_backoff_max_seconds = models.FloatField(null=True)
+    pause_after_failures = models.IntegerField(null=True)
+    consecutive_failures = models.IntegerField("failures in a row")
+    paused_reason = models.TextField("pause reason", null=True)
+    total_skipped = models.BigIntegerField()
+    start_at = models.DateTimeField(null=True)
+    end_at = models.DateTimeField(null=True)
+    max_runs = models.IntegerField(null=True)
+    paused_until = models.DateTimeField("paused until", null=True)
+    description = models.TextField(null=True)
+    tags = StoredJSON(null=True)
+    calendars = StoredJSON(null=True)
 
     class Meta:
         managed = False
@@ -90,8 +107,8 @@ class Schedule(ReadOnlyModel):
 class Execution(ReadOnlyModel):
     """A row of ``goatbeat_execution``: one claimed occurrence."""
 
-    STATES = (("claimed", "claimed"), ("submitted", "submitted"),
-              ("abandoned", "abandoned"), ("expired", "expired"))
+    #: Every state a claimed occurrence takes, the overlap policy's held and skipped too.
+    STATES = tuple((state.value, state.value) for state in ExecutionState)
     #: What workers did with the run (run tracking); NULL: not started, or not tracked.
     RUN_STATES = tuple((state.value, state.value) for state in RunState)
 

@@ -6,15 +6,15 @@ Every periodic task gets one line: created (or, with ``--dry-run``, would be cre
 same validation, on a throwaway in-memory store), skipped (its name is already in goatbeat, it
 is an entry of ``beat_schedule``, which django-celery-beat's scheduler stores as a periodic
 task and goatbeat syncs from the config, or it is ``celery.backend_cleanup``, which goatbeat
-adds itself), or refused with the reason (a
-solar schedule, an absolute ``expires``, a ``start_time`` still to come, JSON that does not
-parse, a schedule goatbeat finds invalid). Nothing is left out without a line saying so, and
-running it again skips what it copied before.
+adds itself), or refused with the reason (a solar schedule, JSON that does not parse, a
+schedule goatbeat finds invalid). Nothing is left out without a line saying so, and running it
+again skips what it copied before.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +28,7 @@ from goatbeat_celery.core.errors import (
     ScheduleConflict,
     ScheduleNotFound,
 )
+from goatbeat_celery.core.model import UTC
 from goatbeat_celery.cron import CronTrigger
 from goatbeat_celery.store import open_store
 
@@ -134,12 +135,13 @@ class Command(BaseCommand):
             self.line(report.refused, "refused", name, "; ".join(exc.problems), error=True)
             return
         detail = describe(arguments)
-        if "at" in arguments and arguments["at"] <= now:
+        if ("at" in arguments and arguments["at"] <= now) or (
+                arguments.get("end_at") is not None and arguments["end_at"] <= now):
             detail += ", already past: it will not run"
+            if task.one_off and task.total_run_count:
+                detail += " (django-celery-beat ran it)"
         if not schedule.spec.enabled:
             detail += ", paused (disabled in django-celery-beat)"
-        if str(task.description or "").strip():
-            detail += "; its description is not copied (goatbeat schedules have none)"
         self.line(report.created, "would create" if dry_run else "created", name, detail)
 
     def line(self, bucket: list[str], verb: str, name: str, detail: str, *,
@@ -155,31 +157,41 @@ def create_arguments(task: Any, now: datetime) -> dict[str, Any]:
         raise Refused(f"solar schedule ({task.solar.event} at {float(task.solar.latitude):g}, "
                       f"{float(task.solar.longitude):g}) has no database form in goatbeat: put "
                       "it in beat_schedule as solar(...)")
-    if task.expires is not None:
-        raise Refused(f"expires={task.expires.isoformat()} (an absolute end) has no goatbeat "
-                      "equivalent; expire_seconds is copied, expires is not")
     start = aware(task.start_time) if task.start_time is not None else None
-    if start is not None and start > now and not task.one_off:
-        raise Refused(f"start_time={start.isoformat()} is still to come and goatbeat has no "
-                      "start time: create it then, or give it an at= one-off")
     arguments: dict[str, Any] = {
-        **trigger_arguments(task, max(now, start) if start is not None else now),
+        **trigger_arguments(task),
         "args": tuple(json_field(task, "args", list, "[]")),
         "kwargs": json_field(task, "kwargs", dict, "{}"),
         "options": message_options(task),
         "enabled": bool(task.enabled),
     }
+    if start is not None and start > now and not task.one_off:
+        arguments["start_at"] = start
+        if "every" in arguments:
+            # django-celery-beat runs it first at start_time, then every interval: the grid
+            # is shifted to pass through start_time (an offset is always under the interval).
+            shift = (start - datetime(1970, 1, 1, tzinfo=UTC)) % arguments["every"]
+            if shift:
+                arguments["offset"] = shift
+    if task.expires is not None:
+        # django-celery-beat sends nothing after it (and disables the task): an end date.
+        arguments["end_at"] = aware(task.expires)
+    text = str(task.description or "").strip()
+    if text:
+        arguments["description"] = text
     return arguments
 
 
-def trigger_arguments(task: Any, start: datetime) -> dict[str, Any]:
+def trigger_arguments(task: Any) -> dict[str, Any]:
     """every=, cron= (Celery's day-of-month AND day-of-week) or at=; a one-off interval or
-    crontab becomes at= its first occurrence, which is when django-celery-beat would run it."""
+    crontab becomes at= the instant django-celery-beat would run it (:func:`one_off_at`)."""
     if task.clocked_id is not None:
         return {"at": aware(task.clocked.clocked_time)}
     if task.interval_id is not None:
         every = timedelta(**{str(task.interval.period): int(task.interval.every)})
-        return {"at": start + every} if task.one_off else {"every": every}
+        if task.one_off:
+            return {"at": one_off_at(task, lambda after: after + every)}
+        return {"every": every}
     if task.crontab_id is not None:
         tab = task.crontab
         expression = " ".join(str(part).replace(" ", "") for part in (
@@ -188,13 +200,26 @@ def trigger_arguments(task: Any, start: datetime) -> dict[str, Any]:
         if not task.one_off:
             return {"cron": expression, "timezone": zone, "day_or": False}
         try:
-            first = CronTrigger(expression, zone, day_or=False).next_after(start)
+            trigger = CronTrigger(expression, zone, day_or=False)
         except ConfigurationError as exc:
             raise Refused("; ".join(exc.problems)) from exc
+        first = one_off_at(task, trigger.next_after)
         if first is None:
             raise Refused(f"one-off crontab {expression!r} never occurs again")
         return {"at": first}
     raise Refused("it has no schedule (no interval, crontab, clocked or solar)")
+
+
+def one_off_at(task: Any, next_after: Callable[[datetime], datetime | None]) -> datetime | None:
+    """When django-celery-beat runs a one-off task: at its ``start_time`` when it has not run
+    (it then dates the last run 30 years back, so that the task is due at once), else at the
+    schedule's next occurrence after its last run, or after its last change when it never
+    ran. Once it has run, its last run: already past, it is copied to run no more."""
+    if task.total_run_count and task.last_run_at is not None:
+        return aware(task.last_run_at)
+    if task.start_time is not None and task.last_run_at is None:
+        return aware(task.start_time)
+    return next_after(aware(task.last_run_at or task.date_changed))
 
 
 def message_options(task: Any) -> dict[str, Any]:
@@ -237,6 +262,12 @@ def describe(arguments: dict[str, Any]) -> str:
                 "of week both matched, as Celery's crontab)")
     else:
         text = f"once at {arguments['at'].isoformat(timespec='seconds')}"
+    if "start_at" in arguments:
+        text += f", from {arguments['start_at'].isoformat(timespec='seconds')}"
+    if "end_at" in arguments:
+        text += f", until {arguments['end_at'].isoformat(timespec='seconds')}"
     if arguments["options"]:
         text += f", options {json.dumps(arguments['options'], sort_keys=True)}"
+    if "description" in arguments:
+        text += ", with its description"
     return text
