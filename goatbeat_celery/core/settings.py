@@ -40,7 +40,7 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "retry_backoff_max": (_DAY, False),
     **{name: (maximum, False) for name, maximum in RUN_TIME_MAXIMA.items()},
 }
-_COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 10_000, "prune_batch": 100_000,
+_COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 1_000, "prune_batch": 100_000,
            "backfill_per_tick": 10_000}
 
 _Read = TypeVar("_Read")

@@ -58,7 +58,8 @@ def test_the_error_message_lists_every_problem() -> None:
 @pytest.mark.parametrize(("field", "value"), [
     ("lease_ttl", 0), ("lease_renew_interval", -1), ("max_interval", 0), ("retry_backoff", 0),
     ("retry_backoff_max", timedelta(seconds=-1)), ("misfire_grace", -0.5), ("retention", -1),
-    ("max_catchup", 0), ("batch_size", -3), ("prune_batch", 1.5), ("max_catchup", True),
+    ("max_catchup", 0), ("batch_size", -3), ("batch_size", 1_001), ("prune_batch", 1.5),
+    ("max_catchup", True),
     ("lease_name", ""), ("lease_name", "   "), ("lease_ttl", "soon"),
 ], ids=lambda value: str(value))
 def test_a_bad_value_is_reported_naming_its_field(field: str, value: object) -> None:
