@@ -386,7 +386,8 @@ class ScheduleStore(Protocol):
 
     def prune(self, *, before: datetime, limit: int) -> int:
         """Delete up to ``limit`` executions that are neither ``claimed`` nor ``held`` and were
-        claimed before ``before``. Returns how many were deleted."""
+        claimed before ``before``, and up to ``limit`` backfills that finished before
+        ``before`` (active ones are never deleted). Returns how many rows were deleted."""
         ...
 
     def close(self) -> None:

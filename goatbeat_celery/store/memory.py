@@ -6,6 +6,7 @@ injectable clock, so tests can move time without sleeping.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
@@ -104,6 +105,8 @@ class MemoryStore:
         self._executions: dict[str, Execution] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._backfills: dict[int, Backfill] = {}
+        # Ids are never reused, as a database sequence would not, though old ones are pruned.
+        self._backfill_ids = itertools.count(1)
 
     # -- clock and waiting ---------------------------------------------------------------
     def now(self) -> datetime:
@@ -474,7 +477,7 @@ class MemoryStore:
         with self._lock:
             self.get_schedule(request.schedule_name)  # raises ScheduleNotFound
             backfill = Backfill(
-                id=max(self._backfills, default=0) + 1, schedule_name=request.schedule_name,
+                id=next(self._backfill_ids), schedule_name=request.schedule_name,
                 start=request.start, end=request.end, mode=request.mode,
                 newest_first=request.newest_first, per_tick=request.per_tick,
                 total=request.total, created_at=self.now())
@@ -580,7 +583,14 @@ class MemoryStore:
             )[:limit]
             for execution in old:
                 del self._executions[execution.key]
-            return len(old)
+            finished = sorted(
+                (b for b in self._backfills.values()
+                 if not b.active and b.finished_at is not None and b.finished_at < before),
+                key=lambda b: b.finished_at or before,
+            )[:limit]
+            for backfill in finished:
+                del self._backfills[backfill.id]
+            return len(old) + len(finished)
 
     # -- run policies ----------------------------------------------------------------------
     def _in_flight(self, names: Collection[str]) -> dict[str, InFlight]:

@@ -1016,9 +1016,13 @@ class SQLStore:
         before = ensure_aware(before, "before")
         oldest = (sa.select(E.c.key).where(_PRUNABLE, E.c.claimed_at < before)
                   .order_by(E.c.claimed_at).limit(limit))
+        finished = (sa.select(B.c.id).where(sa.not_(_ACTIVE_BACKFILL), B.c.finished_at < before)
+                    .order_by(B.c.finished_at).limit(limit))
         with self._write("prune executions") as txn:
             result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
-            return result.rowcount
+            backfills = txn.conn.execute(
+                sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())))
+            return result.rowcount + backfills.rowcount
 
     # -- run policies ----------------------------------------------------------------------
     def _in_flight(self, conn: sa.Connection, names: Sequence[str]) -> dict[str, InFlight]:

@@ -51,3 +51,24 @@ def test_prune_keeps_rows_claimed_after_the_cut_off(store: Store) -> None:
     assert store.prune(before=store.now() - timedelta(days=7), limit=10) == 0
 
     assert len(store.executions()) == 2
+
+
+def test_prune_deletes_backfills_that_finished_before_the_cut_off_and_never_active_ones(
+        store: Store) -> None:
+    from goatbeat_celery.core.backfill import BackfillRequest
+
+    create_due(store, "report")
+    end = store.now().replace(microsecond=0) - timedelta(hours=1)
+    asked = BackfillRequest(schedule_name="report", start=end - timedelta(minutes=4), end=end,
+                            total=5)
+    finished = store.cancel_backfill(store.create_backfill(asked).id)
+    active = store.create_backfill(asked)
+    assert finished.finished_at is not None
+
+    # Strictly before, like executions.
+    assert store.prune(before=finished.finished_at, limit=10) == 0
+    assert store.prune(before=store.now() + timedelta(days=1), limit=10) == 1
+
+    assert [b.id for b in store.list_backfills()] == [active.id]
+    # A new backfill never takes a pruned one's id.
+    assert store.create_backfill(asked).id not in {finished.id, active.id}
