@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import gc
 import json
 import os
 import signal
@@ -60,16 +61,37 @@ STATS_KEY = "bench-tracking-stats"
 if os.environ.get("BENCH_TRACK_BROKER_URL"):
     import redis
     from celery import Celery
-    from celery.signals import worker_process_shutdown, worker_shutdown
+    from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 
     app = Celery("bench_tracking", broker=os.environ["BENCH_TRACK_BROKER_URL"])
     app.conf.update(task_default_queue=QUEUE, broker_connection_retry_on_startup=True,
                     result_backend=None, worker_hijack_root_logger=False,
                     goatbeat_database_url=os.environ["BENCH_TRACK_DATABASE_URL"])
 
+    #: The garbage collector's runs by generation and its CPU seconds in this process, once
+    #: the worker is ready or the process ran a task (not the imports before), in whichever
+    #: thread it ran.
+    _gc_runs = [0, 0, 0]
+    _gc_cpu = [0.0, 0.0]  # the total; the start of the collection under way
+    _tasks = [0]
+
+    def _gc_timer(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            _gc_cpu[1] = time.thread_time()
+        elif _tasks[0]:
+            _gc_cpu[0] += time.thread_time() - _gc_cpu[1]
+            _gc_runs[info["generation"]] += 1
+
+    gc.callbacks.append(_gc_timer)
+
+    @worker_ready.connect(weak=False)
+    def _ready(**_: Any) -> None:
+        _tasks[0] += 1
+
     @app.task(name=TASK)
     def noop() -> None:
         """Nothing: what is measured is what the worker does around it."""
+        _tasks[0] += 1
 
     # No task signal receivers of the benchmark's own: without tracking, Celery then sends no
     # task_prerun or task_postrun at all, and what sending them costs is counted as tracking's.
@@ -163,7 +185,8 @@ if os.environ.get("BENCH_TRACK_BROKER_URL"):
                                             "handler_cpu": _handler_cpu[0] - _handler_calls[0]
                                             * _clock_cost(),
                                             "writer_cpu": _writer_cpu[0],
-                                            "opening_cpu": _opening_cpu[0]}))
+                                            "opening_cpu": _opening_cpu[0],
+                                            "gc_runs": _gc_runs, "gc_cpu": _gc_cpu[0]}))
         client.close()
 
     # After track_runs connected its own shutdown handlers: its last writes are counted.
@@ -352,6 +375,8 @@ class Bench:
             log.close()
         stats = [json.loads(item) for item in self.redis.lrange(STATS_KEY, 0, -1)]
         figures = {"rate": left / elapsed, "elapsed": elapsed,
+                   "gc_cpu_per_task": sum(s["gc_cpu"] for s in stats) / count,
+                   "gc_full_per_1000": 1000 * sum(s["gc_runs"][2] for s in stats) / count,
                    "cpu_per_task": cpu / left, "db_cpu_per_task": database_cpu / left,
                    # The worker's main thread (the consumer; under the threads pool the other
                    # threads are the pool's, and tracking's writer).
@@ -423,7 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print(f"rep {rep + 1} {pool:8s} tracking={'on ' if tracking else 'off'}"
                               f" {figures['rate']:6.0f} tasks/s, worker CPU "
                               f"{1e6 * figures['cpu_per_task']:5.0f} us/task (main thread "
-                              f"{1e6 * figures['main_cpu_per_task']:4.0f})"
+                              f"{1e6 * figures['main_cpu_per_task']:4.0f}; garbage "
+                              f"collection {1e6 * figures['gc_cpu_per_task']:3.0f}, "
+                              f"{figures['gc_full_per_1000']:.1f} full per 1000 tasks)"
                               + (f", tracking's own "
                                  f"{1e6 * figures['tracking_cpu_per_task']:3.0f} us/task "
                                  f"(handlers {1e6 * figures['handler_cpu_per_task']:3.0f}, "
@@ -453,6 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"    throughput (tasks/s)       {both('rate')}\n"
               f"    worker CPU (us/task)       {both('cpu_per_task', 1e6)}\n"
               f"    of which main thread       {both('main_cpu_per_task', 1e6)}\n"
+              f"    garbage collection         {both('gc_cpu_per_task', 1e6)}\n"
               f"    tracking's code (us/task)  {_spread(own, 1e6)} = "
               f"{_spread(own_share, digits=1)}% of the worker's CPU without tracking, plus "
               f"{_spread([f['opening_cpu_per_process'] for f in on], 1e3)} ms once per "
