@@ -1,17 +1,28 @@
 """What run tracking costs a worker: throughput of a no-op task with and without
 ``track_runs``, prefork and threads pools, on a real Redis broker and PostgreSQL.
 
-    .venv/bin/python benchmarks/tracking.py [--tasks 5000] [--reps 3] [--pools prefork,threads]
+    .venv/bin/python benchmarks/tracking.py [--tasks 5000] [--reps 6] [--pools prefork,threads]
+                                            [--profile DIR]
 
 Each measurement fills the queue with ``--tasks`` messages sent the way goatbeat sends them
 (task id = idempotency key, goatbeat's headers), each with its ``submitted`` execution row, then
 starts ``celery worker`` on it and, once a tenth of them ran (the steady state), times the rest
-of the drain and the CPU time the worker's processes used meanwhile (all their threads, from
-/proc). The variants alternate within the run, so that both see the same machine; the CPU time
-per task is the steadier figure on a shared machine. With tracking it also measures the CPU of
-the worker's PostgreSQL sessions, counts the statements the worker sent (each a round trip:
-the store writes outside transactions, and the pool's connection check is one statement too),
-checks that every run was recorded ``succeeded``, and prints statements per task.
+of the drain and the CPU time (user + system) the worker's processes used meanwhile (all their
+threads, and the main thread apart, from /proc).
+
+Each rep runs, per pool, one pair of runs back to back, without and with tracking, which goes
+first alternating from rep to rep; the summary gives each figure's median and range, and the
+change from without to with pair by pair (median and range), which a machine whose load drifts
+disturbs least. With tracking it also measures the CPU of tracking's own code (its signal
+handlers, less what timing them costs, and its writer thread; opening the store once per
+process apart), the CPU of the worker's PostgreSQL sessions, counts the statements the worker
+sent (each a round trip: the store writes outside transactions, and the pool's connection check
+is one statement too), and checks that every run was recorded ``succeeded``.
+
+``--profile DIR`` attaches py-spy (``pip install py-spy``) to each run's worker over the timed
+part and writes its samples as collapsed stacks, one file per run; the timed figures of such a
+run include the sampling. ``BENCH_TRACK_NO_WRITES=1`` in the environment holds every event in
+memory until the worker stops, to tell the handlers' cost from the writer's.
 
 It needs Redis (``GOATBEAT_BENCH_REDIS_URL``, default redis://127.0.0.1:6379/13, flushed) and
 PostgreSQL (``GOATBEAT_BENCH_PG_URL``, else ``GOATBEAT_TEST_PG_URL``; a database
@@ -26,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import gc
 import json
 import os
 import signal
@@ -49,26 +61,57 @@ STATS_KEY = "bench-tracking-stats"
 if os.environ.get("BENCH_TRACK_BROKER_URL"):
     import redis
     from celery import Celery
-    from celery.signals import worker_process_shutdown, worker_shutdown
+    from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 
     app = Celery("bench_tracking", broker=os.environ["BENCH_TRACK_BROKER_URL"])
     app.conf.update(task_default_queue=QUEUE, broker_connection_retry_on_startup=True,
                     result_backend=None, worker_hijack_root_logger=False,
                     goatbeat_database_url=os.environ["BENCH_TRACK_DATABASE_URL"])
 
+    #: The garbage collector's runs by generation and its CPU seconds in this process, once
+    #: the worker is ready or the process ran a task (not the imports before), in whichever
+    #: thread it ran.
+    _gc_runs = [0, 0, 0]
+    _gc_cpu = [0.0, 0.0]  # the total; the start of the collection under way
+    _tasks = [0]
+
+    def _gc_timer(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            _gc_cpu[1] = time.thread_time()
+        elif _tasks[0]:
+            _gc_cpu[0] += time.thread_time() - _gc_cpu[1]
+            _gc_runs[info["generation"]] += 1
+
+    gc.callbacks.append(_gc_timer)
+
+    @worker_ready.connect(weak=False)
+    def _ready(**_: Any) -> None:
+        _tasks[0] += 1
+
     @app.task(name=TASK)
     def noop() -> None:
         """Nothing: what is measured is what the worker does around it."""
+        _tasks[0] += 1
 
     # No task signal receivers of the benchmark's own: without tracking, Celery then sends no
     # task_prerun or task_postrun at all, and what sending them costs is counted as tracking's.
     _statements = [0]
-    #: CPU seconds this process spent in tracking's code: its signal handlers, on the tasks'
-    #: threads, and its writer thread's whole life.
-    _tracking_cpu = [0.0]
+    #: CPU seconds this process spent in tracking's signal handlers, on the tasks' threads
+    #: (less what timing them costs), and in its writer thread's whole life.
+    _handler_cpu = [0.0]
+    _writer_cpu = [0.0]
     #: Of which opening the store, once per process (imports, engine, first connection): a
     #: fixed cost, reported apart from the cost per task.
     _opening_cpu = [0.0]
+    _handler_calls = [0]
+
+    def _clock_cost() -> float:
+        """What reading the thread's CPU clock twice costs (a system call on some machines),
+        taken off each timed handler call."""
+        began = time.thread_time()
+        for _ in range(2000):
+            time.thread_time()
+        return 2 * (time.thread_time() - began) / 2001
 
     if os.environ.get("BENCH_TRACK_ON") == "1":
         import psycopg
@@ -76,21 +119,24 @@ if os.environ.get("BENCH_TRACK_BROKER_URL"):
         import goatbeat_celery.tracking as tracking_module
         from goatbeat_celery import track_runs
 
-        def _timed(method: Any, into: list[float] = _tracking_cpu) -> Any:
+        def _timed(method: Any, into: list[float], calls: list[int] | None = None) -> Any:
             def timed(*args: Any, **kwargs: Any) -> Any:
                 began = time.thread_time()
                 try:
                     return method(*args, **kwargs)
                 finally:
                     into[0] += time.thread_time() - began
+                    if calls is not None:
+                        calls[0] += 1
             return timed
 
         # Wrapped before track_runs connects the handlers.
         for _name in ("_on_prerun", "_on_postrun"):
             setattr(tracking_module.RunTracker, _name,
-                    _timed(getattr(tracking_module.RunTracker, _name)))
+                    _timed(getattr(tracking_module.RunTracker, _name), _handler_cpu,
+                           _handler_calls))
         tracking_module.RunWriter._run = _timed(  # type: ignore[method-assign]
-            tracking_module.RunWriter._run)
+            tracking_module.RunWriter._run, _writer_cpu)
         tracking_module.RunTracker._open_log = _timed(  # type: ignore[method-assign]
             tracking_module.RunTracker._open_log, _opening_cpu)
 
@@ -122,7 +168,10 @@ if os.environ.get("BENCH_TRACK_BROKER_URL"):
         psycopg.Connection.commit = _ending(psycopg.Connection.commit)  # type: ignore[method-assign]
         psycopg.Connection.rollback = _ending(  # type: ignore[method-assign]
             psycopg.Connection.rollback)
-        track_runs(app)
+        _tracker = track_runs(app)
+        if os.environ.get("BENCH_TRACK_NO_WRITES") == "1":  # diagnosis: the handlers alone
+            _tracker._writer_options.update(batch_size=10**9, flush_interval=1e9,
+                                            max_events=10**9)
 
     _reported = [False]
 
@@ -133,8 +182,11 @@ if os.environ.get("BENCH_TRACK_BROKER_URL"):
         client = redis.Redis.from_url(os.environ["BENCH_TRACK_BROKER_URL"])
         client.rpush(STATS_KEY, json.dumps({"pid": os.getpid(),
                                             "statements": _statements[0],
-                                            "tracking_cpu": _tracking_cpu[0],
-                                            "opening_cpu": _opening_cpu[0]}))
+                                            "handler_cpu": _handler_cpu[0] - _handler_calls[0]
+                                            * _clock_cost(),
+                                            "writer_cpu": _writer_cpu[0],
+                                            "opening_cpu": _opening_cpu[0],
+                                            "gc_runs": _gc_runs, "gc_cpu": _gc_cpu[0]}))
         client.close()
 
     # After track_runs connected its own shutdown handlers: its last writes are counted.
@@ -167,6 +219,19 @@ def cpu_seconds(root: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid: int) -> dict[int, float]:
+    """User + system CPU time of each thread of process ``pid`` so far, by thread id."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    seconds: dict[int, float] = {}
+    for entry in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return seconds
+
+
 def backend_cpu(engine: Any) -> float:
     """CPU time of the PostgreSQL sessions the store opens (application_name goatbeat_celery)."""
     import sqlalchemy as sa
@@ -185,7 +250,8 @@ def _pg_url() -> str:
 
 
 class Bench:
-    def __init__(self, redis_url: str, pg_url: str, workdir: Path) -> None:
+    def __init__(self, redis_url: str, pg_url: str, workdir: Path,
+                 profile: Path | None = None) -> None:
         import redis
         import sqlalchemy as sa
         from celery import Celery
@@ -207,6 +273,7 @@ class Bench:
         self.app = Celery("bench_tracking_driver", broker=redis_url, set_as_current=False)
         self.app.conf.task_default_queue = QUEUE
         self.workdir = workdir
+        self.profile = profile
         self.round = 0
 
     def close(self) -> None:
@@ -247,6 +314,21 @@ class Bench:
         assert self.redis.llen(QUEUE) == count
         return keys
 
+    def _spy(self, pid: int, pool: str, tracking: bool) -> subprocess.Popen[bytes] | None:
+        """With ``--profile``: py-spy sampling the worker (and its pool processes) over the
+        timed part, as collapsed stacks (one file per run; the timed figures of such a run
+        include py-spy's sampling and mean nothing)."""
+        if self.profile is None:
+            return None
+        out = self.profile / f"{pool}-{'on' if tracking else 'off'}-{self.round}.txt"
+        spy = subprocess.Popen(
+            [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid),
+             "--subprocesses", "--threads", "--nonblocking", "--rate", "200", "--format", "raw",
+             "--output", str(out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)  # attached
+        return spy
+
     def run(self, *, pool: str, concurrency: int, tracking: bool, count: int) -> dict[str, float]:
         import sqlalchemy as sa
 
@@ -272,14 +354,20 @@ class Bench:
                 if time.monotonic() > deadline or worker.poll() is not None:
                     raise RuntimeError(f"the worker did not start (see {log.name})")
                 time.sleep(0.005)
+            spy = self._spy(worker.pid, pool, tracking)
             cpu_before = cpu_seconds(worker.pid)
+            threads_before = thread_cpu(worker.pid)
             timed_from, left = time.monotonic(), self.redis.llen(QUEUE)
             while self.redis.llen(QUEUE) or self.redis.hlen("unacked"):
                 if time.monotonic() > deadline or worker.poll() is not None:
                     raise RuntimeError(f"the worker did not drain the queue (see {log.name})")
                 time.sleep(0.02)
             cpu = cpu_seconds(worker.pid) - cpu_before
+            threads_after = thread_cpu(worker.pid)
             elapsed = time.monotonic() - timed_from
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)  # py-spy writes its samples as it stops
+                spy.wait(60)
             database_cpu = backend_cpu(self.engine) if tracking else 0.0
         finally:
             worker.send_signal(signal.SIGTERM)
@@ -287,13 +375,22 @@ class Bench:
             log.close()
         stats = [json.loads(item) for item in self.redis.lrange(STATS_KEY, 0, -1)]
         figures = {"rate": left / elapsed, "elapsed": elapsed,
-                   "cpu_per_task": cpu / left, "db_cpu_per_task": database_cpu / left}
+                   "gc_cpu_per_task": sum(s["gc_cpu"] for s in stats) / count,
+                   "gc_full_per_1000": 1000 * sum(s["gc_runs"][2] for s in stats) / count,
+                   "cpu_per_task": cpu / left, "db_cpu_per_task": database_cpu / left,
+                   # The worker's main thread (the consumer; under the threads pool the other
+                   # threads are the pool's, and tracking's writer).
+                   "main_cpu_per_task": (threads_after.get(worker.pid, 0.0)
+                                         - threads_before.get(worker.pid, 0.0)) / left}
         if tracking:
             figures["statements_per_task"] = sum(s["statements"] for s in stats) / count
             opening = sum(s["opening_cpu"] for s in stats)
             # The writer thread's life includes opening the store: counted once, apart.
-            figures["tracking_cpu_per_task"] = (sum(s["tracking_cpu"] for s in stats)
-                                                - opening) / count
+            figures["handler_cpu_per_task"] = sum(s["handler_cpu"] for s in stats) / count
+            figures["writer_cpu_per_task"] = (sum(s["writer_cpu"] for s in stats)
+                                              - opening) / count
+            figures["tracking_cpu_per_task"] = (figures["handler_cpu_per_task"]
+                                                + figures["writer_cpu_per_task"])
             figures["opening_cpu_per_process"] = opening / len(stats)
             with self.engine.connect() as connection:
                 recorded = connection.execute(sa.text(
@@ -303,63 +400,96 @@ class Bench:
         return figures
 
 
+def _spread(values: Sequence[float], scale: float = 1.0, digits: int = 0) -> str:
+    """The median and the range of ``values``: "median (min-max)"."""
+    def fmt(value: float) -> str:
+        return f"{scale * value:,.{digits}f}"
+    return (f"{fmt(statistics.median(values))} "
+            f"({fmt(min(values))}-{fmt(max(values))})")
+
+
+def _change(pairs: Sequence[tuple[float, float]]) -> str:
+    """The relative change from without to with, run pair by run pair: median (min-max)."""
+    changes = [100 * (on - off) / off for off, on in pairs]
+    return (f"{statistics.median(changes):+.1f}% "
+            f"({min(changes):+.1f}% to {max(changes):+.1f}%)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import tempfile
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=5000)
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=6,
+                        help="pairs of runs (without, with) per pool")
     parser.add_argument("--pools", default="prefork,threads")
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="write py-spy's samples of each run's worker to this directory")
     args = parser.parse_args(argv)
     redis_url = os.environ.get("GOATBEAT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+    pools = args.pools.split(",")
+    results: dict[tuple[str, bool], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as workdir:
-        bench = Bench(redis_url, _pg_url(), Path(workdir))
+        if args.profile is not None:
+            args.profile.mkdir(parents=True, exist_ok=True)
+        bench = Bench(redis_url, _pg_url(), Path(workdir), args.profile)
         try:
-            results: dict[tuple[str, bool], list[dict[str, float]]] = {}
             for rep in range(args.reps):
-                for pool in args.pools.split(","):
-                    # Alternate which variant goes first, so neither always runs on a warmer
-                    # machine.
+                for pool in pools:
+                    # Each rep is one pair of adjacent runs per pool, compared with each other;
+                    # which goes first alternates (without-with, then with-without: ABBA), so
+                    # that a machine getting busier or quieter favours neither.
                     order = (False, True) if rep % 2 == 0 else (True, False)
                     for tracking in order:
                         figures = bench.run(pool=pool, concurrency=args.concurrency,
                                             tracking=tracking, count=args.tasks)
                         results.setdefault((pool, tracking), []).append(figures)
                         print(f"rep {rep + 1} {pool:8s} tracking={'on ' if tracking else 'off'}"
-                              f" {figures['rate']:8.0f} tasks/s, worker CPU "
-                              f"{1e6 * figures['cpu_per_task']:6.0f} us/task"
-                              + (f", of which tracking's own "
-                                 f"{1e6 * figures['tracking_cpu_per_task']:4.0f} us/task "
+                              f" {figures['rate']:6.0f} tasks/s, worker CPU "
+                              f"{1e6 * figures['cpu_per_task']:5.0f} us/task (main thread "
+                              f"{1e6 * figures['main_cpu_per_task']:4.0f}; garbage "
+                              f"collection {1e6 * figures['gc_cpu_per_task']:3.0f}, "
+                              f"{figures['gc_full_per_1000']:.1f} full per 1000 tasks)"
+                              + (f", tracking's own "
+                                 f"{1e6 * figures['tracking_cpu_per_task']:3.0f} us/task "
+                                 f"(handlers {1e6 * figures['handler_cpu_per_task']:3.0f}, "
+                                 f"writer {1e6 * figures['writer_cpu_per_task']:3.0f}) "
                                  f"(+ {1e3 * figures['opening_cpu_per_process']:.0f} ms once "
-                                 "per process to open the store); "
+                                 "per process to open the store), "
                                  f"{figures['statements_per_task']:.3f} statements/task, "
                                  f"{figures['recorded']:.0%} recorded" if tracking else ""),
                               flush=True)
         finally:
             bench.close()
-    print(f"\n{args.tasks} no-op tasks per run, concurrency {args.concurrency}, median of "
-          f"{args.reps}:")
-    for pool in args.pools.split(","):
-        off = statistics.median(f["rate"] for f in results[(pool, False)])
-        on = statistics.median(f["rate"] for f in results[(pool, True)])
-        trips = statistics.median(f["statements_per_task"] for f in results[(pool, True)])
-        cpu_off = statistics.median(f["cpu_per_task"] for f in results[(pool, False)])
-        cpu_on = statistics.median(f["cpu_per_task"] for f in results[(pool, True)])
-        db_cpu = statistics.median(f["db_cpu_per_task"] for f in results[(pool, True)])
-        own = statistics.median(f["tracking_cpu_per_task"] for f in results[(pool, True)])
-        opening = statistics.median(f["opening_cpu_per_process"]
-                                    for f in results[(pool, True)])
+    print(f"\n{args.tasks} no-op tasks per run, concurrency {args.concurrency}, {args.reps} "
+          "pairs of runs per pool; median (min-max), changes pair by pair:")
+    for pool in pools:
+        off, on = results[(pool, False)], results[(pool, True)]
+
+        def both(name: str, scale: float = 1.0, digits: int = 0,
+                 off: list[dict[str, float]] = off, on: list[dict[str, float]] = on) -> str:
+            return (f"without {_spread([f[name] for f in off], scale, digits)}, "
+                    f"with {_spread([f[name] for f in on], scale, digits)}; change "
+                    + _change([(a[name], b[name]) for a, b in zip(off, on, strict=True)]))
+
+        own = [f["tracking_cpu_per_task"] for f in on]
+        own_share = [100 * f["tracking_cpu_per_task"] / g["cpu_per_task"]
+                     for f, g in zip(on, off, strict=True)]
         print(f"  {pool}:\n"
-              f"    throughput       without {off:6.0f} tasks/s, with {on:6.0f} tasks/s "
-              f"({100 * (off - on) / off:+.1f}%)\n"
-              f"    worker CPU       without {1e6 * cpu_off:6.0f} us/task, with "
-              f"{1e6 * cpu_on:6.0f} us/task ({100 * (cpu_on - cpu_off) / cpu_off:+.1f}%)\n"
-              f"    tracking's code  {1e6 * own:6.0f} us/task = {100 * own / cpu_off:.1f}% of "
-              f"the worker's CPU without tracking, plus {1e3 * opening:.0f} ms once per "
-              f"process to open the store\n"
-              f"    database         {1e6 * db_cpu:6.0f} us/task of session CPU, "
-              f"{trips:.3f} round trips/task")
+              f"    throughput (tasks/s)       {both('rate')}\n"
+              f"    worker CPU (us/task)       {both('cpu_per_task', 1e6)}\n"
+              f"    of which main thread       {both('main_cpu_per_task', 1e6)}\n"
+              f"    garbage collection         without "
+              f"{_spread([f['gc_cpu_per_task'] for f in off], 1e6, 1)}, with "
+              f"{_spread([f['gc_cpu_per_task'] for f in on], 1e6, 1)} us/task\n"
+              f"    tracking's code (us/task)  {_spread(own, 1e6)} = "
+              f"{_spread(own_share, digits=1)}% of the worker's CPU without tracking, plus "
+              f"{_spread([f['opening_cpu_per_process'] for f in on], 1e3)} ms once per "
+              "process to open the store\n"
+              f"    database                   "
+              f"{_spread([f['db_cpu_per_task'] for f in on], 1e6)} us/task of session CPU, "
+              f"{_spread([f['statements_per_task'] for f in on], digits=3)} round trips/task")
     return 0
 
 
