@@ -303,19 +303,11 @@ class Engine:
                     self.observer.claimed(result.dispatches)
                     logger.debug("claimed %d occurrences", len(result.dispatches),
                                  extra={"action": "claimed"})
+                    previous, inflight = inflight, None
+                    submissions.settle(previous)
                     fresh = self._drop_expired(result.dispatches)
-                    previous = inflight
-                    if (fresh and previous is not None and previous.went_through()
-                            and not submissions.backing_off()):
-                        # The broker took the last batch: send this one before marking and
-                        # recording that one, so the broker does not wait for the bookkeeping.
+                    if fresh and not submissions.backing_off():
                         inflight = submissions.start(fresh, grant)
-                        submissions.settle(previous)
-                    else:
-                        inflight = None
-                        submissions.settle(previous)
-                        if fresh and not submissions.backing_off():
-                            inflight = submissions.start(fresh, grant)
                 if result.advanced + moved == 0:
                     # Nothing moved (rows locked by an edit in progress): read again shortly.
                     previous, inflight = inflight, None

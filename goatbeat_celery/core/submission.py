@@ -1,11 +1,10 @@
 """The submission pipeline: claimed occurrences handed to the broker, and what it did recorded.
 
 A batch is *sent* (on a thread of its own while the loop claims the next batch), then *settled*
-in the loop's thread: what the broker accepted is marked in the store, and the attempt is
-*recorded*: observers hear of every attempt; a broker failure leaves the rows claimed and
-holds sending back for ``retry_backoff``, doubled on each failure up to ``retry_backoff_max``;
-a message refused for itself fails alone, is abandoned after :data:`MAX_SEND_ATTEMPTS` tries,
-and sets its schedule aside.
+in the loop's thread and *recorded*: observers hear of every attempt; a broker failure leaves the
+rows claimed and holds sending back for ``retry_backoff``, doubled on each failure up to
+``retry_backoff_max``; a message refused for itself fails alone, is abandoned after
+:data:`MAX_SEND_ATTEMPTS` tries, and sets its schedule aside.
 """
 
 from __future__ import annotations
@@ -78,29 +77,18 @@ class SubmissionPipeline:
         return self._record(dispatches, self.send(dispatches, grant), grant)
 
     def start(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> Submission:
-        """Hand ``dispatches`` to the broker on a thread of its own; :meth:`settle` waits for
-        it, marks what it accepted and records it."""
+        """Send ``dispatches`` on a thread of its own; :meth:`settle` waits for it."""
         return Submission(self, dispatches, grant)
 
     def settle(self, submission: Submission | None) -> bool:
-        """Wait for a batch on the submission thread, then mark and record it as :meth:`submit`
-        does."""
+        """Wait for a batch on the submission thread, then record it as :meth:`submit` does."""
         if submission is None:
             return True
-        sent = submission.result()
-        self._mark(submission.dispatches, sent)
-        return self._record(submission.dispatches, sent, submission.grant)
+        return self._record(submission.dispatches, submission.result(), submission.grant)
 
     def send(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> Sent | None:
         """Hand ``dispatches`` to the broker and mark what it accepted (no observer call, no
-        pipeline state changed). None: no time left."""
-        sent = self.publish(dispatches, grant)
-        self._mark(dispatches, sent)
-        return sent
-
-    def publish(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> Sent | None:
-        """Hand ``dispatches`` to the broker only: no store call, no observer call, no pipeline
-        state changed (this runs on the submission thread). None: no time left."""
+        pipeline state changed: this may run on the submission thread). None: no time left."""
         remaining = self._time_left() - SUBMIT_MARGIN
         if remaining <= 0:
             return None
@@ -108,13 +96,7 @@ class SubmissionPipeline:
         result = self.submitter.submit(
             dispatches, token=grant.token, timeout=min(remaining, SUBMIT_TIMEOUT_MAX)
         )
-        return result, timedelta(seconds=self._mono() - started)
-
-    def _mark(self, dispatches: Sequence[Dispatch], sent: Sent | None) -> None:
-        """Record in the store what the broker did with ``dispatches``."""
-        if sent is None:
-            return
-        result = sent[0]
+        elapsed = timedelta(seconds=self._mono() - started)
         if result.accepted:
             self.store.mark_submitted(result.accepted)
         if result.failed or result.rejected:
@@ -124,6 +106,7 @@ class SubmissionPipeline:
                 abandon=[key for key in result.rejected
                          if attempts.get(key, 0) >= MAX_SEND_ATTEMPTS],
             )
+        return result, elapsed
 
     def _record(self, dispatches: Sequence[Dispatch], sent: Sent | None,
                 grant: LeaseGrant) -> bool:
@@ -212,7 +195,7 @@ class SubmissionPipeline:
 
 
 class Submission:
-    """One claimed batch handed to the broker on a thread of its own."""
+    """One claimed batch handed to the broker (and marked) on a thread of its own."""
 
     def __init__(self, pipeline: SubmissionPipeline, dispatches: Sequence[Dispatch],
                  grant: LeaseGrant) -> None:
@@ -220,14 +203,14 @@ class Submission:
         self.grant = grant
         self._sent: Sent | None = None
         self._error: BaseException | None = None
-        # A daemon thread: every broker call in it is bounded in time anyway.
+        # A daemon thread: every broker and database call in it is bounded in time anyway.
         self._thread = threading.Thread(target=self._run, args=(pipeline,),
                                         name="goatbeat-submit", daemon=True)
         self._thread.start()
 
     def _run(self, pipeline: SubmissionPipeline) -> None:
         try:
-            self._sent = pipeline.publish(self.dispatches, self.grant)
+            self._sent = pipeline.send(self.dispatches, self.grant)
         except BaseException as exc:  # re-raised in the loop's thread by result()
             self._error = exc
 
@@ -236,11 +219,3 @@ class Submission:
         if self._error is not None:
             raise self._error
         return self._sent
-
-    def went_through(self) -> bool:
-        """Waits for the batch; True when the broker took or refused every message of it for
-        itself (no outage, no time run out): the next batch may go before this one is
-        recorded."""
-        self._thread.join()
-        return (self._error is None and self._sent is not None
-                and not self._sent[0].failed)
