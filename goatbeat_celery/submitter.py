@@ -56,12 +56,14 @@ class CelerySubmitter:
                     max_retries=1, interval_start=0, interval_step=0.2, interval_max=0.2,
                     timeout=max(0.1, min(timeout, 2.0)),
                 )
+                # What every message of the batch shares, worked out once per batch.
+                batch = _Batch(self.app, producer, token)
                 for dispatch in dispatches:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
                     try:
-                        self._send(producer, dispatch, token, remaining)
+                        self._send(batch, dispatch, remaining)
                     except outage:
                         # Drop the connection without its closing handshake: a broker that
                         # stopped answering would hold each closing step for a read timeout.
@@ -79,22 +81,20 @@ class CelerySubmitter:
         result.failed.update((d.key, reason) for d in dispatches[sent:])
         return result
 
-    def _send(self, producer: Any, dispatch: Dispatch, token: int, remaining: float) -> None:
+    def _send(self, batch: _Batch, dispatch: Dispatch, remaining: float) -> None:
         problems = [*call_problems(dispatch.args, dispatch.kwargs),
                     *options_problems(dispatch.options)]
         if problems:
             raise ConfigurationError(problems, subject="message")
-        args, kwargs = _evaluated(self.lazy.get(dispatch.execution.schedule_name, {}),
-                                  list(dispatch.args), dict(dispatch.kwargs))
         execution = dispatch.execution
+        args, kwargs = _evaluated(self.lazy.get(execution.schedule_name, _NO_LAZY),
+                                  list(dispatch.args), dict(dispatch.kwargs))
         options = dict(dispatch.options)
         sent_headers = dict(options.pop("headers", None) or {})
         sent_headers[HEADER_CELERY_BEAT] = True
-        sent_headers.update({
-            HEADER_SCHEDULE: execution.schedule_name,
-            HEADER_OCCURRENCE: execution.occurrence_at.isoformat(),
-            HEADER_TOKEN: token,
-        })
+        sent_headers[HEADER_SCHEDULE] = execution.schedule_name
+        sent_headers[HEADER_OCCURRENCE] = execution.occurrence_at.isoformat()
+        sent_headers[HEADER_TOKEN] = batch.token
         if execution.manual:
             sent_headers[HEADER_MANUAL] = True
         if execution.expires_at is not None:
@@ -106,15 +106,9 @@ class CelerySubmitter:
                 expires = min(expires, datetime.now(timezone.utc) + timedelta(seconds=relative))
             options["expires"] = expires
         call = {
+            **batch.call,
             "task_id": dispatch.key,
-            "producer": producer,
             "headers": sent_headers,
-            # One quick retry rides out a dropped Redis connection; the socket timeouts set on
-            # the beat process bound each attempt, so a dead broker fails fast and the claim
-            # waits. On AMQP a retry reconnects, and a node that stopped answering would hold
-            # that handshake for the connect timeout: the batch fails at once instead.
-            "retry": not _is_amqp(producer.connection),
-            "retry_policy": RETRY_POLICY,
             # A broker that stops answering without closing the connection (a frozen node, a
             # memory alarm) must not hold the publish, or the wait for its confirm, past the
             # time this batch has.
@@ -125,11 +119,43 @@ class CelerySubmitter:
         # As Celery's beat does: a task this process knows goes through its own apply_async
         # (a class that overrides it, to take a lock or add headers, keeps working, and its
         # decorator's options apply); any other name through send_task.
-        task = self.app.tasks.get(dispatch.task)
+        task = batch.task(dispatch.task)
         if task is not None:
             task.apply_async(args, kwargs, **call)
         else:
             self.app.send_task(dispatch.task, args, kwargs, **call)
+
+
+_NO_LAZY: Mapping[str, Any] = {}
+_UNKNOWN = object()
+
+
+class _Batch:
+    """What the messages of one batch share: the producer and how to publish through it, the
+    fencing token, and the tasks looked up so far."""
+
+    __slots__ = ("app", "call", "token", "_tasks")
+
+    def __init__(self, app: Any, producer: Any, token: int) -> None:
+        self.app = app
+        self.token = token
+        self.call: dict[str, Any] = {
+            "producer": producer,
+            # One quick retry rides out a dropped Redis connection; the socket timeouts set on
+            # the beat process bound each attempt, so a dead broker fails fast and the claim
+            # waits. On AMQP a retry reconnects, and a node that stopped answering would hold
+            # that handshake for the connect timeout: the batch fails at once instead.
+            "retry": not _is_amqp(producer.connection),
+            "retry_policy": RETRY_POLICY,
+        }
+        self._tasks: dict[str, Any] = {}
+
+    def task(self, name: str) -> Any:
+        """The task registered under ``name`` (None: unknown here), looked up once a batch."""
+        task = self._tasks.get(name, _UNKNOWN)
+        if task is _UNKNOWN:
+            task = self._tasks[name] = self.app.tasks.get(name)
+        return task
 
 
 def _evaluated(funcs: Mapping[str, Any], args: list[Any],

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeGuard
 
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import MisfirePolicy, ensure_aware
@@ -84,6 +85,17 @@ def plan_misfires(
 
 
 _MICROSECOND = timedelta(microseconds=1)
+#: Whether each trigger class can seek: a runtime protocol check inspects every member of the
+#: protocol, and it cost more than the rest of planning an interval schedule.
+_SEEKABLE: dict[type, bool] = {}
+
+
+def _seekable(trigger: Trigger) -> TypeGuard[SeekableTrigger]:
+    kind = type(trigger)
+    known = _SEEKABLE.get(kind)
+    if known is None:
+        known = _SEEKABLE[kind] = isinstance(trigger, SeekableTrigger)
+    return known
 
 
 def _points_before(
@@ -92,7 +104,7 @@ def _points_before(
     """Count points in ``[first, bound)``, keep the last ``keep``, and return the next point."""
     if first >= bound:
         return 0, [], first
-    if isinstance(trigger, SeekableTrigger):
+    if _seekable(trigger):
         # ``first`` counts as it is (a row may hold an instant off the grid); seeking starts
         # from the grid point after it.
         second = trigger.next_after(first)

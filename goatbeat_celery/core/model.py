@@ -89,6 +89,8 @@ class ScheduleSource(str, enum.Enum):
 
 def ensure_aware(value: datetime, name: str) -> datetime:
     """Return ``value`` in UTC, refusing naive datetimes with an error naming ``name``."""
+    if type(value) is datetime and value.tzinfo is UTC:
+        return value  # what astimezone(UTC) returns for it; the common case, once per claim
     if not isinstance(value, datetime):
         raise ConfigurationError([f"{name}: expected a datetime, got {type(value).__name__}"])
     if value.tzinfo is None or value.utcoffset() is None:

@@ -1,0 +1,119 @@
+"""Where a goatbeat beat process spends its time while it dispatches a burst, by py-spy.
+
+    .venv/bin/python benchmarks/spy.py [--due 20000] [--gil] [--out profile.txt]
+
+Loads ``--due`` schedules due at one instant (``populate``, as ``compare.py --bench dispatch``
+does), starts ``celery -A benchproj beat -S goatbeat_celery.Scheduler`` the same way, attaches
+``py-spy record`` to it once it is idle, stops it when every message is in the broker, and
+prints each part's share of the samples. ``--gil`` keeps only the samples of the thread holding
+the GIL (the process's Python work; without it, threads waiting on a socket count too). The raw
+stacks (py-spy's collapsed format) stay in ``--out``. Needs py-spy (in the ``bench`` extra) and
+the same PostgreSQL and Redis as ``compare.py`` (``--redis-db``, default 12, must be empty).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import populate  # noqa: E402
+from compare import DEFAULT_PG, DEFAULT_REDIS, Bench, running  # noqa: E402
+from schedulers import World, log  # noqa: E402
+from schedulers.goatbeat import Goatbeat  # noqa: E402
+
+#: Parts of the process, each named by the frames that mark it; a sample counts for the first
+#: part one of its frames matches, in this order (the innermost parts first).
+PARTS = (
+    ("kombu: a new Redis client object per publish", ("Channel._create_client",)),
+    ("redis-py: the LPUSH command (send, read the reply)", ("Redis.execute_command",)),
+    ("kombu: the rest of the publish", ("Producer.publish",)),
+    ("Celery: building the message (amqp.as_task_v2)", ("AMQP.as_task_v2",)),
+    ("Celery: the rest of send_task", ("Celery.send_task",)),
+    ("Celery: Task.apply_async itself", ("Task.apply_async",)),
+    ("goatbeat: marking the batch submitted", ("mark_submitted",)),
+    ("goatbeat: the submitter (headers, options, checks)", ("CelerySubmitter.",)),
+    ("goatbeat: reading and decoding the due rows", ("due_schedules",)),
+    ("goatbeat: the claim (lock, executions, advance)", ("SQLStore.claim",)),
+    ("goatbeat: planning (validation, trigger, misfires)", ("Engine._plan",)),
+    ("goatbeat: recording the batch (observers)", ("SubmissionPipeline.settle",
+                                                    "SubmissionPipeline._record")),
+    ("goatbeat: waiting for the next wake-up", ("Engine.wait",)),
+    ("goatbeat: the rest of the loop", ("Engine._dispatch", "Engine.tick")),
+)
+
+
+def shares(path: Path) -> tuple[int, Counter[str]]:
+    """The samples of a py-spy raw file, and how many fell in each part."""
+    found: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        samples = int(count)
+        total += samples
+        frames = stack.split(";")
+        part = next((name for name, marks in PARTS
+                     if any(mark in frame for mark in marks for frame in frames)), "other")
+        found[part] += samples
+    return total, found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--due", type=int, default=20_000)
+    parser.add_argument("--gil", action="store_true", help="only the thread holding the GIL")
+    parser.add_argument("--rate", type=int, default=200, help="samples per second")
+    parser.add_argument("--out", type=Path, default=Path("profile.txt"))
+    parser.add_argument("--redis-db", type=int, default=12)
+    args = parser.parse_args()
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    pg = make_url(os.environ.get("GOATBEAT_BENCH_PG_URL", DEFAULT_PG))
+    world = World(pg.set(drivername="postgresql+psycopg"),
+                  os.environ.get("GOATBEAT_BENCH_REDIS_URL", DEFAULT_REDIS), args.redis_db)
+    adapter = Goatbeat(world)
+    try:
+        adapter.setup()
+        bench = Bench(world, [adapter], 1, False)
+        queue = world.fresh_queue()
+        plan = bench._load_due("goatbeat", lambda due: populate.Plan(
+            count=args.due, every=3600, first_due=due), args.due)
+        beat = bench.launch("goatbeat", queue)
+        with running([beat]):
+            beat.wait_ready(timeout=60)
+            command = [spy, "record", "--pid", str(beat.popen.pid), "--rate", str(args.rate),
+                       "--threads", "--format", "raw", "-o", str(args.out)]
+            recorder = subprocess.Popen(command + (["--gil"] if args.gil else []),
+                                        stdout=subprocess.DEVNULL)
+            while time.time() < plan.first_due + 120 and world.llen(queue) < args.due:
+                time.sleep(0.05)
+            took = time.time() - plan.first_due
+            cpu = beat.cpu()
+            recorder.send_signal(signal.SIGINT)
+            recorder.wait(60)
+        log(f"{world.llen(queue):,} of {args.due:,} in the broker {took:.2f} s after the due "
+            f"instant ({args.due / took:,.0f}/s); beat process CPU {cpu:.1f} s")
+        world.redis.delete(queue)
+    finally:
+        adapter.teardown()
+        world.close()
+    total, found = shares(args.out)
+    print(f"{total:,} samples{' (GIL holder only)' if args.gil else ''}; raw stacks in "
+          f"{args.out}")
+    for name, samples in sorted(found.items(), key=lambda item: -item[1]):
+        print(f"{100 * samples / total:5.1f} %  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
