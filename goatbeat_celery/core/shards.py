@@ -51,6 +51,11 @@ class Shard:
         return self.index == 0
 
 
+def shard_of(name: str, count: int) -> Shard:
+    """The shard of ``count`` that schedule ``name`` belongs to."""
+    return Shard(shard_hash(name) % count, count)
+
+
 def shard_lease_name(lease_name: str, shard: Shard) -> str:
     """The lease row fencing ``shard``: ``lease_name`` itself when there is one shard."""
     if shard.count == 1:
@@ -109,5 +114,5 @@ class ShardingView:
                    next_expiry=min(expiries) if expiries else None)
 
 
-__all__ = ["Shard", "ShardingView", "member_lease_name",
+__all__ = ["Shard", "ShardingView", "shard_of", "member_lease_name",
            "quota", "shard_hash", "shard_lease_name", "sharding_prefix"]
