@@ -795,10 +795,11 @@ class Engine:
         change it must act on spares it the max_interval look for what it could not hear, so
         an idle leader wakes only to renew its lease (and for its periodic looks)."""
         capped = not self.store.wakes_on_every_change
-        candidates = [self._until(self._next_renew(), capped=capped),
-                      self._until(self._next_prune, capped=capped)]
-        if self.runs is not None:
-            candidates.append(self._until(self._next_lost_look, capped=capped))
+        candidates = [self._until(self._next_renew(), capped=capped)]
+        if self._does_global_work():  # the periodic looks are shard 0's
+            candidates.append(self._until(self._next_prune, capped=capped))
+            if self.runs is not None:
+                candidates.append(self._until(self._next_lost_look, capped=capped))
         if next_due is not None:
             until_due = (next_due - store_now).total_seconds()
             if self._store_seen is not None and self._store_seen[0] == store_now:

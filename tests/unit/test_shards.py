@@ -238,3 +238,19 @@ def test_claims_left_pending_are_each_resent_once_by_their_shards_leaders(world:
             for holder, s in submitters.items()}
     # Each sent once, by whoever led its shard then: a shard's pending rows are its own.
     assert sorted(sent["b"] + sent["c"]) == sorted(names)
+
+
+def test_a_replica_leading_only_other_shards_sleeps_until_its_next_due_run(world: World) -> None:
+    a = world.replica("a", settings=sharded(2))
+    b = world.replica("b", settings=sharded(2))
+    a.tick()
+    b.tick()
+    world.advance(10)
+    a.tick()
+    b.tick()
+    other = a if a.led_shards() == [1] else b
+    assert other.led_shards() == [1]
+    world.create(names_in(Shard(1, 2), 1)[0], next_at=world.now + timedelta(seconds=3))
+
+    # No pruning or lost-run look of its own to wake for: only its shard's next run.
+    assert other.tick() == pytest.approx(3.0)
