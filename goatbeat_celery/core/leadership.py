@@ -18,7 +18,7 @@ shard and decides which shards this replica asks for.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from goatbeat_celery.core.errors import GoatbeatError, StoreError, StoreUnavailable
 from goatbeat_celery.core.model import LeaseGrant
@@ -246,12 +246,25 @@ class ShardLeadership:
                 break
             if self._renew(index, unsynced) is not None:
                 held.append(index)
+        if self.leaderships[0].grant is not None:
+            self._forget(view.gone)
         self.next_check = asked + renew_interval
         if view.next_expiry is not None:
             # Another replica's row running out may free a shard or change the quotas.
             self.next_check = min(self.next_check,
                                   self._mono() + max(0.0, view.next_expiry) + EXPIRY_MARGIN)
         return unsynced
+
+    def _forget(self, gone: Sequence[str]) -> None:
+        """Shard 0's leader deletes the member rows of replicas gone (crashed, or stopped
+        under another shard count): a clean stop releases its row, a crash leaves it."""
+        for name in gone:
+            try:
+                self.lease.forget(name)
+            except StoreError as exc:
+                logger.warning("could not forget lease %r: %s", name, exc,
+                               extra={"action": "lease_forget_failed"})
+                return
 
     def _renew(self, index: int, unsynced: list[Leadership]) -> LeaseGrant | None:
         leadership = self.leaderships[index]

@@ -72,6 +72,12 @@ class LeaseManager(Protocol):
         replica reads its sharding's shard and member rows with it (core.shards)."""
         ...
 
+    def forget(self, name: str) -> bool:
+        """Delete lease row ``name`` if it is released or expired by the store's clock, never
+        a live one; returns whether it did. The leader of shard 0 forgets the member rows of
+        replicas gone (core.shards), so that they do not pile up."""
+        ...
+
 
 class ScheduleStore(Protocol):
     """Schedules and executions. All instants are aware and returned in UTC.

@@ -73,6 +73,11 @@ def member_lease_name(lease_name: str, count: int, holder: str) -> str:
     return f"{lease_name}.replicas-of-{count}.{holder}"
 
 
+def _is_member_row(name: str, lease_name: str) -> bool:
+    prefix = f"{lease_name}.replicas-of-"
+    return name.startswith(prefix) and name[len(prefix):].split(".", 1)[0].isdigit()
+
+
 def quota(members: Sequence[str], holder: str, count: int) -> int:
     """How many of ``count`` shards ``holder`` should lead among the live ``members``."""
     ordered = sorted(set(members) | {holder})
@@ -86,6 +91,8 @@ class ShardingView:
     """The sharding's lease rows as read in one query: live members and shard holders."""
 
     members: tuple[str, ...]
+    #: Member rows no longer live (any shard count's): replicas gone, to be forgotten.
+    gone: tuple[str, ...]
     #: Shard index -> live holder (absent: free, released or expired).
     holders: dict[int, str]
     #: Store-clock seconds until the first live row of another replica expires (None: none).
@@ -97,10 +104,13 @@ class ShardingView:
         names = {shard_lease_name(lease_name, Shard(k, count)): k for k in range(count)}
         member_prefix = member_lease_name(lease_name, count, "")
         members: list[str] = []
+        gone: list[str] = []
         holders: dict[int, str] = {}
         expiries: list[float] = []
         for row in rows:
             if not row.held or row.holder is None or row.expires_at is None:
+                if _is_member_row(row.name, lease_name):
+                    gone.append(row.name)
                 continue
             if row.name in names:
                 holders[names[row.name]] = row.holder
@@ -110,7 +120,7 @@ class ShardingView:
                 continue
             if row.holder != holder:
                 expiries.append((row.expires_at - row.store_now).total_seconds())
-        return cls(members=tuple(sorted(set(members))), holders=holders,
+        return cls(members=tuple(sorted(set(members))), gone=tuple(gone), holders=holders,
                    next_expiry=min(expiries) if expiries else None)
 
 

@@ -155,6 +155,14 @@ class MemoryStore:
             return [replace(row, store_now=now) for name, row in sorted(self._leases.items())
                     if name.startswith(prefix)]
 
+    def forget(self, name: str) -> bool:
+        with self._lock:
+            row = self._leases.get(name)
+            if row is None or replace(row, store_now=self.now()).held:
+                return False
+            del self._leases[name]
+            return True
+
     def _check_fence(self, lease: LeaseGrant) -> datetime:
         now = self.now()
         check_fence(lease, self._leases.get(lease.name), now)

@@ -395,6 +395,14 @@ class SQLStore:
                           acquired_at=row.acquired_at, expires_at=row.expires_at,
                           store_now=row.now) for row in rows]
 
+    def forget(self, name: str) -> bool:
+        with self._write("forget lease") as txn:
+            result = txn.conn.execute(
+                sa.delete(L).where(L.c.name == name, sa.or_(
+                    L.c.holder.is_(None), L.c.expires_at.is_(None),
+                    L.c.expires_at <= self._now_sql())))
+            return result.rowcount == 1
+
     def inspect(self, name: str) -> LeaseInfo | None:
         with self._read("inspect lease") as conn:
             row = conn.execute(

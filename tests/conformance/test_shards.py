@@ -128,3 +128,24 @@ def test_one_shards_lost_lease_refuses_its_claims_and_not_another_shards(
 
     assert [d.execution.schedule_name for d in result.dispatches] == ["second"]
     assert result.dispatches[0].execution.token == one.token
+
+
+def test_a_released_or_expired_lease_row_is_forgotten_and_a_live_one_never(
+        backend: Backend) -> None:
+    store, clock, ttl = backend.store, backend.clock, backend.expiring_ttl
+    live = store.acquire("app.live", "a", LONG_TTL * 10)
+    released = store.acquire("app.released", "a", LONG_TTL)
+    expiring = store.acquire("app.expired", "a", ttl)
+    assert live is not None and released is not None and expiring is not None
+    assert store.release(released)
+    clock.move_to(expiring.expires_at)
+
+    assert store.forget("app.live") is False
+    assert store.forget("app.released") is True
+    assert store.forget("app.expired") is True
+    assert store.forget("app.never") is False
+
+    assert [row.name for row in store.list_leases("app.")] == ["app.live"]
+    # A name forgotten starts again from token 1 for whoever takes it next.
+    again = store.acquire("app.released", "b", LONG_TTL)
+    assert again is not None and again.token == 1

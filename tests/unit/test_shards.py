@@ -254,3 +254,41 @@ def test_a_replica_leading_only_other_shards_sleeps_until_its_next_due_run(world
 
     # No pruning or lost-run look of its own to wake for: only its shard's next run.
     assert other.tick() == pytest.approx(3.0)
+
+
+def test_shard_zeros_leader_forgets_the_member_rows_of_replicas_gone(world: World) -> None:
+    a = world.replica("a", settings=sharded(2))
+    b = world.replica("b", settings=sharded(2))
+    c = world.replica("c", settings=sharded(2))
+    for engine in (a, b, c):
+        engine.tick()
+    c.close()  # released cleanly
+    world.advance(31, frozen=["b"])  # b dies: its rows run out
+    a.tick()
+
+    assert a.led_shards() == [0, 1]
+    assert [row.name for row in world.store.list_leases("default.")] == [
+        "default.replicas-of-2.a", "default.shard-0-of-2", "default.shard-1-of-2"]
+
+
+def test_replicas_of_two_shard_counts_at_once_never_claim_an_occurrence_twice(
+        world: World) -> None:
+    # A rolling change of the count: replicas of the old and the new count lead under
+    # different leases at the same time; the unique key and the version compare-and-set
+    # keep every occurrence claimed once.
+    names = [f"job-{n}" for n in range(12)]
+    for name in names:
+        world.create(name)
+    old = [world.replica(f"old-{n}", settings=sharded(2)) for n in range(2)]
+    new = [world.replica(f"new-{n}", settings=sharded(3)) for n in range(2)]
+    for _ in range(12):
+        world.advance(10)
+        for engine in (*old, *new):
+            engine.tick()
+    assert all(engine.led_shards() for engine in (*old, *new))
+
+    executions = world.executions()
+    assert len({e.key for e in executions}) == len(executions)
+    per_schedule = Counter(e.schedule_name for e in executions)
+    # Every minute point from 00:01 to 00:02 (the clock ran two minutes from 00:00:30).
+    assert per_schedule == dict.fromkeys(names, 2)
