@@ -180,6 +180,8 @@ class ShardLeadership:
             for shard in self.shards}
         self.member_name = member_lease_name(settings.lease_name, count, holder)
         self._member: LeaseGrant | None = None
+        #: Monotonic instant of the next heartbeat and renewal of the shards held.
+        self._next_heartbeat = 0.0
         #: Monotonic instant of the next look at the sharding.
         self.next_check = 0.0
         #: The last view read (for status), or None.
@@ -206,16 +208,21 @@ class ShardLeadership:
         return [k for k, leadership in self.leaderships.items() if leadership.grant is not None]
 
     def renew(self) -> list[Leadership]:
-        """Heartbeat, renew the shards held, give back those above the quota and take free
-        ones up to it. Returns the leaderships whose config must be synced now (shard 0's,
-        just taken): the others lead at once."""
+        """Look at the sharding: every renew interval, heartbeat and renew the shards held
+        first; always give back those above the quota and take free ones up to it. Returns
+        the leaderships whose config must be synced now (shard 0's, just taken): the others
+        lead at once."""
         settings = self.settings
         renew_interval = settings.lease_renew_interval.total_seconds()
         asked = self._mono()
+        # An earlier look (a notification, another replica's row running out) only reads:
+        # renewals keep their cadence, and a wake-up costs one query.
+        full = asked >= self._next_heartbeat
         try:
-            # The member row first: it expires before the shards renewed after it.
-            self._member = self.lease.acquire(self.member_name, self.holder,
-                                              settings.lease_ttl)
+            if full:
+                # The member row first: it never outlives the shards renewed after it.
+                self._member = self.lease.acquire(self.member_name, self.holder,
+                                                  settings.lease_ttl)
             rows = self.lease.list_leases(sharding_prefix(settings.lease_name))
         except StoreError as exc:
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
@@ -226,15 +233,16 @@ class ShardLeadership:
                 if leadership.grant is not None and asked >= leadership.deadline:
                     leadership.lose(f"store {what} past the local deadline")
             return []
+        if full:
+            self._next_heartbeat = asked + renew_interval
         view = ShardingView.read(rows, lease_name=settings.lease_name,
                                  count=len(self.shards), holder=self.holder)
         self.view = view
         share = quota(view.members, self.holder, len(self.shards))
         unsynced: list[Leadership] = []
         held = self.held()
-        for index in held:
-            if self._renew(index, unsynced) is None:
-                held.remove(index)
+        if full:
+            held = [index for index in held if self._renew(index, unsynced) is not None]
         # Above the quota: the highest shards go back, for a newcomer (or one under its quota).
         for index in sorted(held, reverse=True)[:max(0, len(held) - share)]:
             self.leaderships[index].release()
@@ -248,7 +256,7 @@ class ShardLeadership:
                 held.append(index)
         if self.leaderships[0].grant is not None:
             self._forget(view.gone)
-        self.next_check = asked + renew_interval
+        self.next_check = self._next_heartbeat
         if view.next_expiry is not None:
             # Another replica's row running out may free a shard or change the quotas.
             self.next_check = min(self.next_check,
@@ -279,17 +287,17 @@ class ShardLeadership:
         return leadership.grant
 
     def release(self) -> None:
-        """Give back every shard and the member row, so the others take over at once."""
+        """Give back the member row, then every shard, so the others take over at once: each
+        release wakes them, and by the first shard's they count this replica gone."""
+        member, self._member = self._member, None
+        if member is not None:
+            try:
+                self.lease.release(member)
+            except GoatbeatError as exc:
+                logger.warning("could not release lease %r: %s", member.name, exc,
+                               extra={"action": "lease_release_failed"})
         for leadership in self.leaderships.values():
             leadership.release()
-        member, self._member = self._member, None
-        if member is None:
-            return
-        try:
-            self.lease.release(member)
-        except GoatbeatError as exc:
-            logger.warning("could not release lease %r: %s", member.name, exc,
-                           extra={"action": "lease_release_failed"})
 
 
 __all__ = ["EXPIRY_MARGIN", "STORE_RETRY", "Leadership", "ShardLeadership"]

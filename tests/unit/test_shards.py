@@ -292,3 +292,19 @@ def test_replicas_of_two_shard_counts_at_once_never_claim_an_occurrence_twice(
     per_schedule = Counter(e.schedule_name for e in executions)
     # Every minute point from 00:01 to 00:02 (the clock ran two minutes from 00:00:30).
     assert per_schedule == dict.fromkeys(names, 2)
+
+
+def test_a_look_between_renewals_reads_the_sharding_and_renews_nothing(world: World) -> None:
+    a = world.replica("a", settings=sharded(2))
+    a.tick()
+    before = {row.name: row.expires_at for row in world.store.list_leases("default.")}
+    world.advance(3)
+    assert a.shards is not None
+    a.shards.ask_soon()  # say, an edit announced
+    a.tick()
+
+    assert {row.name: row.expires_at for row in world.store.list_leases("default.")} == before
+    world.advance(7)  # the renew interval: everything renewed, the member row first
+    a.tick()
+    after = {row.name: row.expires_at for row in world.store.list_leases("default.")}
+    assert all(after[name] > before[name] for name in before)
