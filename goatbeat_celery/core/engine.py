@@ -584,7 +584,11 @@ class Engine:
         """Apply the ends of runs to their schedules (core.settlement); whatever one pass
         meets, new claims still go out."""
         try:
-            self._settler.settle(grant)
+            report = self._settler.settle(grant)
+            if self.shards is not None and (report.settled or report.released):
+                # A schedule moved or a held run released may be another replica's to send:
+                # wake the other shards' leaders rather than leave it to their next look.
+                self.store.notify()
         except (LeaseLost, StoreUnavailable):
             raise
         except Exception as exc:

@@ -12,6 +12,7 @@ import pytest
 
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import ScheduleSpec
+from goatbeat_celery.core.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.settings import MAX_SHARDS, Settings
 from goatbeat_celery.core.shards import (
     Shard,
@@ -308,3 +309,31 @@ def test_a_look_between_renewals_reads_the_sharding_and_renews_nothing(world: Wo
     a.tick()
     after = {row.name: row.expires_at for row in world.store.list_leases("default.")}
     assert all(after[name] > before[name] for name in before)
+
+
+def test_settling_a_run_wakes_the_other_shards_leaders(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = names_in(Shard(1, 2), 1)[0]
+    world.create(name)
+    a = world.replica("a", settings=sharded(2))
+    b = world.replica("b", settings=sharded(2))
+    a.tick()
+    b.tick()
+    world.advance(10)
+    a.tick()
+    b.tick()
+    leader0 = a if 0 in a.led_shards() else b
+    world.advance(21)  # minute 1: the shard-1 schedule is claimed and sent
+    for engine in (a, b):
+        engine.tick()
+    key = world.executions(name)[0].key
+    world.store.record_runs([
+        RunEvent.started(key, run="r", worker="w", age=timedelta(0)),
+        RunEvent.finished(key, run="r", worker="w", age=timedelta(0),
+                          outcome=RunOutcome.SUCCEEDED)])
+    woken: list[int] = []
+    monkeypatch.setattr(world.store, "notify", lambda: woken.append(1))
+
+    leader0.tick()
+
+    assert woken, "the other shards' leaders were not woken"
