@@ -585,7 +585,7 @@ class Engine:
         meets, new claims still go out."""
         try:
             report = self._settler.settle(grant)
-            if self.shards is not None and (report.settled or report.released):
+            if self.shards is not None and (report.released or self._settler.moved):
                 # A schedule moved or a held run released may be another replica's to send:
                 # wake the other shards' leaders rather than leave it to their next look.
                 self.store.notify()

@@ -12,6 +12,7 @@ import pytest
 
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import ScheduleSpec
+from goatbeat_celery.core.policies import ScheduleMode
 from goatbeat_celery.core.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.settings import MAX_SHARDS, Settings
 from goatbeat_celery.core.shards import (
@@ -311,10 +312,11 @@ def test_a_look_between_renewals_reads_the_sharding_and_renews_nothing(world: Wo
     assert all(after[name] > before[name] for name in before)
 
 
-def test_settling_a_run_wakes_the_other_shards_leaders(
-        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", [ScheduleMode.FIXED_DELAY, ScheduleMode.FIXED_RATE])
+def test_a_run_end_that_moves_its_schedule_wakes_the_other_shards_leaders(
+        world: World, monkeypatch: pytest.MonkeyPatch, mode: ScheduleMode) -> None:
     name = names_in(Shard(1, 2), 1)[0]
-    world.create(name)
+    world.create(name, mode=mode)
     a = world.replica("a", settings=sharded(2))
     b = world.replica("b", settings=sharded(2))
     a.tick()
@@ -327,6 +329,7 @@ def test_settling_a_run_wakes_the_other_shards_leaders(
     for engine in (a, b):
         engine.tick()
     key = world.executions(name)[0].key
+    world.advance(20)  # the run takes 20 s
     world.store.record_runs([
         RunEvent.started(key, run="r", worker="w", age=timedelta(0)),
         RunEvent.finished(key, run="r", worker="w", age=timedelta(0),
@@ -336,4 +339,6 @@ def test_settling_a_run_wakes_the_other_shards_leaders(
 
     leader0.tick()
 
-    assert woken, "the other shards' leaders were not woken"
+    # A fixed delay counts from the end, which the settlement writes: the leader of shard 1
+    # must hear of it. A fixed-rate run's end changes nothing on its schedule: no one is woken.
+    assert bool(woken) is (mode is ScheduleMode.FIXED_DELAY)
