@@ -9,6 +9,7 @@ Faults on PostgreSQL and Redis are made on private servers of the scenario's own
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -826,3 +827,41 @@ def test_the_shards_of_a_killed_frozen_or_stopped_replica_are_taken_over_in_time
     assert sum(len(v) for v in led_at_end.values()) == SHARDS
     if fault == "SIGSTOP":
         assert victim.pid in led_at_end, "the woken replica got no share back"
+
+
+def test_a_rolling_change_of_the_shard_count_claims_every_point_once(
+        cluster: Cluster, report: Any, tmp_path: Any) -> None:
+    schedules = every_second(20)
+    cluster.write_config(schedules=schedules, settings={**FAST_LEASE, "shards": 2})
+    # The replicas of the new count read a config of their own: the same schedules, 3 shards.
+    new_config = tmp_path / "sysproj-3-shards.json"
+    new_config.write_text(json.dumps({"schedules": schedules, "timezone": "UTC",
+                                      "settings": {**FAST_LEASE, "shards": 3}}))
+    cluster.start_worker()
+    old = [cluster.start_beat(f"old-{i}") for i in (1, 2)]
+    cluster.wait_for_replicas(2)
+    wait_until(lambda: len(cluster.sql(
+        "SELECT 1 FROM goatbeat_lease WHERE name LIKE 'default.shard-%-of-2' AND "
+        "expires_at > now()")) == 2, timeout=30, what="the old count's shards led")
+    started = cluster.db_now()
+    run_for(3)
+    new = [cluster.start_beat(f"new-{i}", env={"SYS_CONFIG": str(new_config)}) for i in (1, 2)]
+    wait_until(lambda: len(cluster.sql(
+        "SELECT 1 FROM goatbeat_lease WHERE name LIKE 'default.shard-%-of-3' AND "
+        "expires_at > now()")) == 3, timeout=30, what="the new count's shards led")
+    run_for(4)  # both counts lead: the overlap of a rolling change
+    for replica in old:
+        replica.signal(signal.SIGTERM)
+        assert replica.popen.wait(15) == 0
+    run_for(4)
+    assert_alive(*new)
+    outcome = finish(cluster, new)
+
+    report(**outcome.counts(), resubmitted=sum(1 for o in outcome.scheduled if o.attempts > 1))
+    # Never two claims of one point: the key is the primary key, whoever claims it. A claim
+    # may be sent again by a leader of the other count (a duplicate delivery, at least once).
+    outcome.assert_sound(duplicates_allowed=True)
+    assert outcome.claimed_twice() == []
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
+    assert all(points == [] for points in missing.values()), missing
