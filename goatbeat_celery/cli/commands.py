@@ -685,8 +685,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if info is None:
         pairs[3] = ("held", "no (no replica has taken this lease yet)")
     if sharding is not None:
-        pairs[2:3] = [("lease", f"{lease_name} (shard 0: config sync, settling, pruning, "
-                                "backfills)")]
+        pairs[2:3] = [("lease", f"{lease_name} (shard 0: config sync, settling runs, "
+                                "pruning)")]
         pairs.append(("shards", views.shard_lines(sharding, settings)))
     click.echo(views.fields(pairs))
 
@@ -916,8 +916,8 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
             created = schedules.backfill(name, start, end, mode=mode,
                                          newest_first=newest_first, per_tick=per_tick)
             settings = schedules.config.settings
-            # Backfills are global work: shard 0's leader runs them.
-            lease_name = shard_lease_name(settings.lease_name, Shard(0, settings.shards))
+            # The leader of the schedule's shard runs its backfills.
+            lease_name = shard_lease_name(settings.lease_name, shard_of(name, settings.shards))
             info = lease_manager(schedules).inspect(lease_name)
             if info is None or not info.held:
                 warn(f"no replica holds lease {lease_name!r} right now: the backfill runs "

@@ -238,7 +238,7 @@ class Engine:
         return self._leadership.renew_due() if self.shards is None else self.shards.renew_due()
 
     def _does_global_work(self) -> bool:
-        """Config sync, settling runs, lost runs, backfills, pruning: shard 0's leader's."""
+        """Config sync, settling runs, lost runs, pruning: shard 0's leader's."""
         return self._shard is None or self._shard.does_global_work
 
     def wait(self, seconds: float) -> bool:
@@ -336,8 +336,9 @@ class Engine:
                     previous, inflight = inflight, None
                     submissions.settle(previous)
                     next_due = batch.next_due_at
-                    # Backfills only once the live schedules due are claimed and sent.
-                    if global_work and self.is_leader() and self._drain_backfills(grant):
+                    # Backfills only once the live schedules due are claimed and sent; each
+                    # by its schedule's shard's leader, which alone resends its claims.
+                    if self.is_leader() and self._drain_backfills(grant):
                         soon = batch.now + timedelta(seconds=BACKFILL_PAUSE)
                         next_due = soon if next_due is None else min(next_due, soon)
                     if global_work:
@@ -400,7 +401,7 @@ class Engine:
         if submissions.backing_off():
             return False  # the broker is down: live claims wait too
         try:
-            active = self.store.active_backfills(BACKFILLS_PER_TICK)
+            active = self.store.active_backfills(BACKFILLS_PER_TICK, shard=self._shard)
         except (LeaseLost, StoreUnavailable):
             raise
         except Exception as exc:

@@ -360,8 +360,10 @@ class ScheduleStore(Protocol):
         (``active=True``) or only finished ones (False). Reads only."""
         ...
 
-    def active_backfills(self, limit: int) -> list[Backfill]:
-        """Up to ``limit`` ``active`` backfills, oldest first (by id), for the leader. A row
+    def active_backfills(self, limit: int, *, shard: Shard | None = None) -> list[Backfill]:
+        """Up to ``limit`` ``active`` backfills, oldest first (by id), for the leader; with
+        ``shard``, only those whose schedule is in it as :meth:`due_schedules` says (and, for
+        shard 0, those whose schedule no longer exists). A row
         that cannot be read as stored is returned with the columns at fault in ``damage``
         (and harmless stand-ins), never raised. Reads only."""
         ...

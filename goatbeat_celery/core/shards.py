@@ -16,8 +16,9 @@ and takes free ones (released or expired) up to its quota. A replica that dies s
 heartbeating: its member row and its shards expire together, and the others look again at that
 instant; one that stops cleanly releases both and the others hear of it at once.
 
-Global work (config sync, settling runs, lost runs, backfills, pruning, executions left by
-a schedule since deleted) is done by the leader of shard 0 only, under shard 0's lease.
+Global work (config sync, settling runs, lost runs, pruning, the executions and backfills of
+a schedule since deleted) is done by the leader of shard 0 only, under shard 0's lease; a
+backfill is drained by its schedule's shard's leader, which alone resends that shard's claims.
 """
 
 from __future__ import annotations

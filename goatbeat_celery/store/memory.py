@@ -438,7 +438,7 @@ class MemoryStore:
             return taken
 
     def _in_shard(self, name: str, shard: Shard) -> bool:
-        # A deleted schedule's executions are shard 0's to abandon.
+        # What belongs to a deleted schedule (executions to abandon, backfills) is shard 0's.
         if name not in self._schedules:
             return shard.does_global_work
         return shard.holds(name)
@@ -522,9 +522,10 @@ class MemoryStore:
         found.sort(key=lambda b: b.id, reverse=True)
         return found[:limit]
 
-    def active_backfills(self, limit: int) -> list[Backfill]:
+    def active_backfills(self, limit: int, *, shard: Shard | None = None) -> list[Backfill]:
         with self._lock:
-            found = sorted((b for b in self._backfills.values() if b.active),
+            found = sorted((b for b in self._backfills.values() if b.active and (
+                shard is None or self._in_shard(b.schedule_name, shard))),
                            key=lambda b: b.id)
         return found[:limit]
 

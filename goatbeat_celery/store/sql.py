@@ -151,6 +151,12 @@ _IN_SHARD = sa.or_(
             sa.bindparam("shard_index", type_=sa.BigInteger()) == sa.literal_column("0")))
 
 
+def _shard_rows(shard: Shard) -> sa.ColumnElement[bool]:
+    """Rows joined to their schedule (outer join) that are ``shard``'s: its schedules', and
+    for shard 0 those whose schedule no longer exists (no row joined)."""
+    return sa.or_(_IN_SHARD, S.c.name.is_(None)) if shard.does_global_work else _IN_SHARD
+
+
 def due_params(limit: int, shard: Shard | None) -> dict[str, int]:
     if shard is None:
         return {"due_limit": limit}
@@ -842,9 +848,7 @@ class SQLStore:
         where: sa.ColumnElement[bool] | sa.TextClause = _IS_CLAIMED
         params: dict[str, int] = {}
         if shard is not None:
-            # A deleted schedule's executions (no row joined) are shard 0's to abandon.
-            where = sa.and_(where, sa.or_(_IN_SHARD, S.c.name.is_(None))
-                            if shard.does_global_work else _IN_SHARD)
+            where = sa.and_(where, _shard_rows(shard))
             params = {"shard_count": shard.count, "shard_index": shard.index}
         with self._write("take pending executions") as txn:
             conn = txn.conn
@@ -982,10 +986,15 @@ class SQLStore:
         with self._read("list backfills") as conn:
             return [_backfill(row) for row in conn.execute(stmt)]
 
-    def active_backfills(self, limit: int) -> list[Backfill]:
+    def active_backfills(self, limit: int, *, shard: Shard | None = None) -> list[Backfill]:
         stmt = sa.select(B).where(_ACTIVE_BACKFILL).order_by(B.c.id).limit(limit)
+        params: dict[str, int] = {}
+        if shard is not None:
+            stmt = stmt.select_from(B.outerjoin(S, S.c.name == B.c.schedule_name)).where(
+                _shard_rows(shard))
+            params = {"shard_count": shard.count, "shard_index": shard.index}
         with self._read("read the active backfills") as conn:
-            return [_backfill(row) for row in conn.execute(stmt)]
+            return [_backfill(row) for row in conn.execute(stmt, params)]
 
     def cancel_backfill(self, backfill_id: int) -> Backfill:
         with self._write("cancel backfill") as txn:

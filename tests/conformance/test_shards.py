@@ -7,12 +7,13 @@ from datetime import timedelta
 
 import pytest
 
+from goatbeat_celery.core.backfill import BackfillRequest
 from goatbeat_celery.core.errors import LeaseLost
 from goatbeat_celery.core.model import ExecutionState, SyncEntry
 from goatbeat_celery.core.shards import Shard
 
 from .conftest import Backend, Store
-from .support import LONG_TTL, claim_next, create_due, interval_spec
+from .support import LONG_TTL, claim_next, create_due, grid_point_before, interval_spec
 
 COUNT = 3
 
@@ -149,3 +150,23 @@ def test_a_released_or_expired_lease_row_is_forgotten_and_a_live_one_never(
     # A name forgotten starts again from token 1 for whoever takes it next.
     again = store.acquire("app.released", "b", LONG_TTL)
     assert again is not None and again.token == 1
+
+
+def test_a_shards_active_backfills_are_those_of_its_schedules_and_shard_zero_the_orphans(
+        store: Store) -> None:
+    mine, theirs, gone = in_shard(1, 1)[0], in_shard(2, 1)[0], in_shard(2, 2)[1]
+    end = grid_point_before(store.now(), 60, 1)
+    ids = {}
+    for name in (mine, theirs, gone):
+        create_due(store, name)
+        ids[name] = store.create_backfill(BackfillRequest(
+            schedule_name=name, start=end - timedelta(minutes=2), end=end, total=3)).id
+    store.delete_schedule(gone)
+
+    def active(k: int) -> list[int]:
+        return [b.id for b in store.active_backfills(10, shard=Shard(k, COUNT))]
+
+    assert active(1) == [ids[mine]]
+    assert active(2) == [ids[theirs]]
+    assert active(0) == [ids[gone]]
+    assert [b.id for b in store.active_backfills(10)] == sorted(ids.values())

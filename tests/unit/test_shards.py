@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from goatbeat_celery.core.backfill import BackfillRequest
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import ScheduleSpec
 from goatbeat_celery.core.policies import ScheduleMode
@@ -342,3 +343,25 @@ def test_a_run_end_that_moves_its_schedule_wakes_the_other_shards_leaders(
     # A fixed delay counts from the end, which the settlement writes: the leader of shard 1
     # must hear of it. A fixed-rate run's end changes nothing on its schedule: no one is woken.
     assert bool(woken) is (mode is ScheduleMode.FIXED_DELAY)
+
+
+def test_a_backfill_is_drained_by_its_schedules_shard_leader_only(world: World) -> None:
+    name = names_in(Shard(1, 2), 1)[0]
+    world.create(name, next_at=minute(60))
+    submitters = {"a": RecordingSubmitter(), "b": RecordingSubmitter()}
+    engines = {h: world.replica(h, settings=sharded(2), submitter=s)
+               for h, s in submitters.items()}
+    for _ in range(2):
+        for engine in engines.values():
+            engine.tick()
+        world.advance(10)
+    owner = next(h for h, e in engines.items() if e.led_shards() == [1])
+    world.store.create_backfill(BackfillRequest(
+        schedule_name=name, start=minute(-3), end=minute(-1), total=3))
+
+    for engine in engines.values():
+        engine.tick()
+
+    sent = {h: [key for key, _ in s.sent] for h, s in submitters.items()}
+    assert len(sent[owner]) == 3 and all(key.startswith(f"{name}:") for key in sent[owner])
+    assert [key for h, keys in sent.items() if h != owner for key in keys] == []
