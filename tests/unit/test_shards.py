@@ -365,3 +365,37 @@ def test_a_backfill_is_drained_by_its_schedules_shard_leader_only(world: World) 
     sent = {h: [key for key, _ in s.sent] for h, s in submitters.items()}
     assert len(sent[owner]) == 3 and all(key.startswith(f"{name}:") for key in sent[owner])
     assert [key for h, keys in sent.items() if h != owner for key in keys] == []
+
+
+def test_shares_stay_fair_as_replicas_join_stop_and_die(world: World) -> None:
+    count = 7
+    alive: list[str] = []
+
+    def settle_down() -> None:
+        # A few renew intervals: every replica looks, gives back, takes.
+        for _ in range(4):
+            world.advance(10, frozen=[h for h in world.replicas if h not in alive])
+            for holder in alive:
+                world.replicas[holder].tick()
+
+    def shares() -> list[int]:
+        led = {h: world.replicas[h].led_shards() for h in alive}
+        assert sorted(k for v in led.values() for k in v) == list(range(count)), led
+        return sorted(len(v) for v in led.values())
+
+    for n in range(5):
+        holder = f"r{n}"
+        world.replica(holder, settings=sharded(count))
+        alive.append(holder)
+        settle_down()
+        assert max(shares()) - min(shares()) <= 1
+    assert shares() == [1, 1, 1, 2, 2]
+
+    world.replicas["r1"].close()
+    alive.remove("r1")
+    settle_down()
+    assert shares() == [1, 2, 2, 2]
+
+    alive.remove("r3")  # dies: frozen from now on, its leases run out
+    settle_down()
+    assert shares() == [2, 2, 3]
