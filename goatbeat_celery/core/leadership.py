@@ -184,8 +184,6 @@ class ShardLeadership:
         self._next_heartbeat = 0.0
         #: Monotonic instant of the next look at the sharding.
         self.next_check = 0.0
-        #: The last view read (for status), or None.
-        self.view: ShardingView | None = None
 
     def renew_due(self) -> bool:
         return self._mono() >= self.next_check
@@ -237,7 +235,6 @@ class ShardLeadership:
             self._next_heartbeat = asked + renew_interval
         view = ShardingView.read(rows, lease_name=settings.lease_name,
                                  count=len(self.shards), holder=self.holder)
-        self.view = view
         share = quota(view.members, self.holder, len(self.shards))
         unsynced: list[Leadership] = []
         held = self.held()

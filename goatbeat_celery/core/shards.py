@@ -8,8 +8,9 @@ changes: the engine then keeps its single :class:`~goatbeat_celery.core.leadersh
 With several shards, every replica heartbeats a *member* row in the lease table
 (:func:`member_lease_name`, taken by :class:`~goatbeat_celery.core.leadership.ShardLeadership`
 with the same ``acquire`` and ttl as a shard, renewed just before its shards, so it never
-outlives them) and reads every row of the sharding in one
-query. The live members, sorted by holder, each get a quota (:func:`quota`: ``shards //
+outlives them) and reads every row of the sharding in one query, each renew interval and
+whenever a notification or another replica's row running out may have changed it. The live
+members, sorted by holder, each get a quota (:func:`quota`: ``shards //
 members``, one more for the first ``shards % members``), summing to the shard count. A replica
 renews the shards it holds, releases those above its quota (a newcomer then finds them free),
 and takes free ones (released or expired) up to its quota. A replica that dies stops
