@@ -26,7 +26,10 @@ Scenarios (medians over ``--reps`` repetitions; see docs/performance.md):
    (handed to the broker - due); and a burst: 10,000 sharing one instant, seconds until the
    last is in the broker and that rate against the publish ceiling (``--bench burst``);
 4. edit — a schedule edited to be due now: seconds until its message is in the broker;
-5. failover — two replicas, SIGKILL or SIGTERM of the leader: seconds until the standby publishes.
+5. failover — two replicas, SIGKILL or SIGTERM of the leader: seconds until the standby publishes;
+6. shards — goatbeat alone: N schedules due at one instant, dispatched by 1, 2 and 4 replicas
+   with as many shards (``--bench shards``): the aggregate rate until all N are in the broker,
+   and the CPU each replica spent meanwhile.
 
 Plus the publish ceiling: a bare loop of ``send_task`` through one pooled producer, run right
 before each of goatbeat's dispatch runs (``--bench ceiling,dispatch``).
@@ -76,6 +79,11 @@ FAILOVER_POLL = 3
 #: (lease ttl 30 s, renewed every 10 s), so that both promise the same failover bound.
 IDLE_TTL = 30
 IDLE_POLL = 10
+#: The sharded dispatch's lease: short, so that the replicas share the shards soon after start.
+SHARD_TTL = 9
+SHARD_RENEW = 3
+#: (replicas, shards) of the sharded dispatch.
+SHARD_LAYOUTS = ((1, 1), (2, 2), (4, 4))
 POLL = 0.01
 
 
@@ -637,6 +645,76 @@ class Bench:
                 self.world.redis.delete(queue)
 
 
+    # 6. shards --------------------------------------------------------------------------------
+    def shards(self, count: int, cap: float) -> None:
+        if SUBJECT not in self.adapters:
+            return
+        for replicas, shards in SHARD_LAYOUTS:
+            label = f"sharded dispatch {count:,} due, {replicas} replicas x {shards} shards"
+            rate = self.report.metric(f"shards-rate-{replicas}x{shards}",
+                                      f"{label}: aggregate rate", "messages/s", True,
+                                      "{:,.0f}")
+            cpu = self.report.metric(f"shards-cpu-{replicas}x{shards}",
+                                     f"{label}: CPU per replica", "s", False)
+            for metric in (rate, cpu):
+                metric.notes.update({k: "" for k in self.kinds if k != SUBJECT})
+            for _rep in range(self.reps):
+                outcome = self._sharded_once(count, replicas, shards, cap)
+                if outcome is not None:
+                    rate.add(SUBJECT, outcome[0])
+                    cpu.add(SUBJECT, outcome[1])
+
+    def _sharded_once(self, count: int, replicas: int, shards: int,
+                      cap: float) -> tuple[float, float] | None:
+        world, adapter = self.world, self.adapters[SUBJECT]
+        settings = {"goatbeat_shards": shards,
+                    **adapter.failover_settings(SHARD_TTL, SHARD_RENEW)}
+        # Start-up, then up to two looks at the sharding before the shares settle.
+        warmup = self._warmup(SUBJECT, count) + 2 * SHARD_RENEW
+        load_guess = self.load_time.get((SUBJECT, count), 1.0 + count / 10_000)
+        due = float(math.ceil(time.time() + load_guess + warmup))
+        self.load(SUBJECT, populate.Plan(count=count, every=3600, first_due=due))
+        queue = world.fresh_queue()
+        beats = [self.launch(SUBJECT, queue, settings=settings, tag=f"-r{i}")
+                 for i in range(replicas)]
+        with running(beats):
+            try:
+                _wait(lambda: self._shared(adapter, replicas, shards), due - time.time() - 0.2,
+                      f"{replicas} replicas to share {shards} shards")
+            except TimeoutError as exc:
+                log(f"shards {replicas}x{shards}: {exc}")
+                return None
+            time.sleep(max(0.0, due - 0.1 - time.time()))
+            before = [beat.cpu() for beat in beats]
+            got = 0
+            while time.time() < due + cap:
+                got = world.llen(queue)
+                if got >= count:
+                    break
+                time.sleep(POLL)
+            elapsed = time.time() - due
+            spent = [beat.cpu() - used for beat, used in zip(beats, before, strict=True)]
+        world.redis.delete(queue)
+        per_replica = statistics.mean(spent)
+        # Short of all N within the cap, the rate is what was sent by then.
+        sent = f"{count:,}" if got >= count else f"{got:,} of {count:,} (cap)"
+        log(f"shards {replicas}x{shards}: {sent} in {elapsed:.2f}s, {got / elapsed:,.0f}/s, "
+            f"CPU per replica {per_replica:.2f}s ({', '.join(f'{s:.2f}' for s in spent)})")
+        return min(got, count) / elapsed, per_replica
+
+    @staticmethod
+    def _shared(adapter: Adapter, replicas: int, shards: int) -> bool:
+        """Every shard led, by as many replicas as can each lead one."""
+        names = ["default"] if shards == 1 else [
+            f"default.shard-{k}-of-{shards}" for k in range(shards)]
+        with adapter.engine.connect() as conn:  # type: ignore[attr-defined]
+            rows = conn.execute(sa.text(
+                "SELECT name, holder FROM goatbeat_lease WHERE expires_at > now() "
+                "AND name = ANY(:names)"), {"names": names}).all()
+        return len(rows) == shards and len({row.holder for row in rows}) == min(replicas,
+                                                                                 shards)
+
+
 def _wait(condition: Callable[[], object], timeout: float, what: str) -> None:
     deadline = time.time() + timeout
     while not condition():
@@ -690,6 +768,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle-window", type=float,
                         help="seconds of idle CPU measured (default 10; the kernel counts CPU "
                              "time in 10 ms steps, so a longer window resolves a quieter one)")
+    parser.add_argument("--shard-size", type=int,
+                        help="schedules due at once in the sharded dispatch (default 100000)")
     parser.add_argument("--redis-db", type=int, default=13)
     parser.add_argument("--json", type=Path, help="also write the raw samples here")
     parser.add_argument("--keep", action="store_true",
@@ -739,6 +819,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             steps.append(("edit", lambda: bench.edit(background=1_000, edits=args.reps)))
         if "failover" in benches:
             steps.append(("failover", bench.failover))
+        if "shards" in benches:
+            shard_size = args.shard_size or (10_000 if args.quick else 100_000)
+            steps.append(("shards", lambda: bench.shards(shard_size,
+                                                         cap=30.0 if args.quick else 60.0)))
         for name, step in steps:
             try:
                 step()

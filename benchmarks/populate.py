@@ -52,6 +52,7 @@ class Plan:
 
 def goatbeat(engine: sa.Engine, plan: Plan) -> None:
     from goatbeat_celery.core.model import ScheduleSpec, TriggerSpec
+    from goatbeat_celery.core.shards import shard_hash
 
     trigger = TriggerSpec(kind="interval", params={"every": plan.every})
     spec = ScheduleSpec(name="x", task=TASK, trigger=trigger)
@@ -78,6 +79,13 @@ def goatbeat(engine: sa.Engine, plan: Plan) -> None:
             {"prefix": plan.prefix, "task": TASK, "trigger": json.dumps(trigger.to_json()),
              "hash": spec.spec_hash(), "first": plan.first_due, "spread": plan.spread,
              "count": plan.count, "every": plan.every})
+        # The shard hash of each name (CRC-32, which SQL lacks), as goatbeat writes it.
+        names = [plan.name(index) for index in range(plan.count)]
+        conn.execute(sa.text(
+            "UPDATE goatbeat_schedule AS s SET shard_hash = v.h "
+            "FROM unnest(CAST(:names AS text[]), CAST(:hashes AS bigint[])) AS v(n, h) "
+            "WHERE s.name = v.n"),
+            {"names": names, "hashes": [shard_hash(name) for name in names]})
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(sa.text("VACUUM ANALYZE goatbeat_schedule"))
         conn.execute(sa.text("VACUUM ANALYZE goatbeat_execution"))

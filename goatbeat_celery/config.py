@@ -51,6 +51,7 @@ _ENGINE_KEYS = (
     "max_catchup", "batch_size", "max_interval", "retention", "prune_batch", "retry_backoff",
     "retry_backoff_max", "starting_deadline", "overlap_policy",
     "heartbeat_interval", "run_lost_after", "run_start_timeout", "backfill_per_tick",
+    "shards",
 )
 _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port",
              "metrics_address", "occurrence_hook")

@@ -92,8 +92,13 @@ class GoatbeatMetrics:
     """
 
     def __init__(self, *, lease_ttl: timedelta, registry: CollectorRegistry | None = None,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 shard_leases: Sequence[str] = ()) -> None:
         client = _client()
+        #: With shards, each shard's lease name -> its index (core.shards); empty with one.
+        self._shards = {name: index for index, name in enumerate(shard_leases)}
+        #: Tokens of the leases held now, by lease name.
+        self._held: dict[str, int] = {}
         self.registry: CollectorRegistry = registry or client.CollectorRegistry()
         self._lease_ttl = lease_ttl
         self._mono = monotonic
@@ -107,6 +112,19 @@ class GoatbeatMetrics:
         self.token = client.Gauge(
             "goatbeat_fencing_token", "Fencing token this replica holds (0 when it does not lead)",
             registry=reg)
+        self.shard_leader = self.shard_token = None
+        if self._shards:
+            # Only with shards, so that a deployment of one shard exports what it always did.
+            self.shard_leader = client.Gauge(
+                "goatbeat_shard_leader", "1 while this replica leads the shard, else 0",
+                ["shard"], registry=reg)
+            self.shard_token = client.Gauge(
+                "goatbeat_shard_fencing_token",
+                "Fencing token this replica holds on the shard (0 when it does not lead it)",
+                ["shard"], registry=reg)
+            for index in self._shards.values():
+                self.shard_leader.labels(shard=str(index)).set(0)
+                self.shard_token.labels(shard=str(index)).set(0)
         self.claims_total = client.Counter(
             "goatbeat_claims", "Occurrences claimed by this replica", registry=reg)
         self.submissions_total = client.Counter(
@@ -149,18 +167,31 @@ class GoatbeatMetrics:
 
     # -- EngineObserver ------------------------------------------------------------------
     def lease_acquired(self, grant: LeaseGrant) -> None:
-        self.leader.set(1)
-        self.token.set(grant.token)
+        self._held[grant.name] = grant.token
+        self._show_leases(grant.name)
         with self._lock:
             # The grant expires one ttl after the database's now() at acquisition.
             self._store_anchor = (grant.expires_at - self._lease_ttl, self._mono())
 
     def lease_lost(self, name: str, holder: str, reason: str) -> None:
-        self.leader.set(0)
-        self.token.set(0)
+        self._held.pop(name, None)
+        self._show_leases(name)
         with self._lock:
             # Claims still pending are the next leader's to submit and to report.
             self._pending.clear()
+
+    def _show_leases(self, changed: str) -> None:
+        """goatbeat_leader: 1 while leading (any shard); the token shown is that of the lowest
+        shard held."""
+        held = sorted(self._held.items(), key=lambda item: self._shards.get(item[0], 0))
+        self.leader.set(1 if held else 0)
+        self.token.set(held[0][1] if held else 0)
+        index = self._shards.get(changed)
+        if index is not None and self.shard_leader is not None \
+                and self.shard_token is not None:
+            token = self._held.get(changed)
+            self.shard_leader.labels(shard=str(index)).set(0 if token is None else 1)
+            self.shard_token.labels(shard=str(index)).set(token or 0)
 
     def claimed(self, dispatches: Sequence[Dispatch]) -> None:
         self.claims_total.inc(len(dispatches))
@@ -237,13 +268,15 @@ class MetricsExporter:
 
     @classmethod
     def start(cls, *, port: int, lease_ttl: timedelta, addr: str = "127.0.0.1",
-              monotonic: Callable[[], float] = time.monotonic) -> MetricsExporter:
+              monotonic: Callable[[], float] = time.monotonic,
+              shard_leases: Sequence[str] = ()) -> MetricsExporter:
         """Serve a fresh registry on ``addr:port`` (port 0 picks a free one: read ``.port``).
 
         Raises ConfigurationError when prometheus-client is missing or the port cannot be bound.
         """
         client = _client()
-        metrics = GoatbeatMetrics(lease_ttl=lease_ttl, monotonic=monotonic)
+        metrics = GoatbeatMetrics(lease_ttl=lease_ttl, monotonic=monotonic,
+                                  shard_leases=shard_leases)
         try:
             server, thread = client.start_http_server(port, addr=addr, registry=metrics.registry)
         except OSError as exc:

@@ -19,6 +19,7 @@ from goatbeat_celery import signals
 from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
 from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
 from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
+from goatbeat_celery.core.shards import Shard, shard_lease_name
 from goatbeat_celery.metrics import MetricsExporter
 
 logger = logging.getLogger(__name__)
@@ -185,8 +186,11 @@ def start(sender: object, config: GoatbeatConfig) -> Observability:
     observers: list[EngineObserver] = [CeleryObserver(sender=sender, hook=config.occurrence_hook)]
     exporter = None
     if config.metrics_port is not None:
-        exporter = MetricsExporter.start(port=config.metrics_port,
-                                         addr=config.metrics_address,
-                                         lease_ttl=config.settings.lease_ttl)
+        settings = config.settings
+        exporter = MetricsExporter.start(
+            port=config.metrics_port, addr=config.metrics_address, lease_ttl=settings.lease_ttl,
+            shard_leases=() if settings.shards == 1 else [
+                shard_lease_name(settings.lease_name, Shard(k, settings.shards))
+                for k in range(settings.shards)])
         observers.append(exporter.observer)
     return Observability(MultiObserver(observers), exporter)

@@ -101,8 +101,10 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             observer=self._observability.observer,
             runs=store,
         )
-        logger.info("goatbeat: replica %s on %s, lease %r", holder,
-                    mask_url(config.database_url), config.settings.lease_name,
+        settings = config.settings
+        logger.info("goatbeat: replica %s on %s, lease %r%s", holder,
+                    mask_url(config.database_url), settings.lease_name,
+                    "" if settings.shards == 1 else f" in {settings.shards} shards",
                     extra={"action": "started"})
         warning = config.store_warning()
         if warning is not None:

@@ -54,6 +54,7 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
         settings = config.settings
         checks.append(Check(name="settings", outcome=Outcome.OK, detail=(
             f"database {mask_url(config.database_url)}; lease {settings.lease_name!r} "
+            f"{'' if settings.shards == 1 else f'in {settings.shards} shards '}"
             f"(ttl {human_duration(settings.lease_ttl)}, renewed every "
             f"{human_duration(settings.lease_renew_interval)}); misfire "
             f"{settings.misfire_policy.value} (grace {human_duration(settings.misfire_grace)})"

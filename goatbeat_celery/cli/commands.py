@@ -36,6 +36,7 @@ from goatbeat_celery.core.model import (
 )
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.core.shards import Shard, shard_lease_name, shard_of, sharding_prefix
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
@@ -623,11 +624,15 @@ _STATUS_BACKFILLS = 100
 @json_option
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Who leads (lease holder, token, expiry by the database clock), submission lag, and the
-    schedules the leader has set aside."""
+    """Who leads (lease holder, token, expiry by the database clock; with shards, of each
+    shard), submission lag, and the schedules the leader has set aside."""
     with opened(ctx) as schedules, reported():
-        lease_name = schedules.config.settings.lease_name
+        settings = schedules.config.settings
+        # With shards, the lease shown first is shard 0's: its leader does the global work.
+        lease_name = shard_lease_name(settings.lease_name, Shard(0, settings.shards))
         info = lease_manager(schedules).inspect(lease_name)
+        sharding = (None if settings.shards == 1 else
+                    lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name)))
         store = schedules.store
         pending = store.oldest_pending()
         now = store.now()
@@ -650,6 +655,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             "next_due_at": views.iso(next_due),
             "set_aside": views.set_aside_json(set_aside),
             "active_backfills": [b.id for b in reversed(backfilling)],
+            **({} if sharding is None else views.shards_json(sharding, settings)),
         })
         return
     expiry = views.NONE
@@ -678,6 +684,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
                                    "shows their progress)"))
     if info is None:
         pairs[3] = ("held", "no (no replica has taken this lease yet)")
+    if sharding is not None:
+        pairs[2:3] = [("lease", f"{lease_name} (shard 0: config sync, settling runs, "
+                                "pruning)")]
+        pairs.append(("shards", views.shard_lines(sharding, settings)))
     click.echo(views.fields(pairs))
 
 
@@ -865,7 +875,9 @@ def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
     """Queue an extra run of NAME under its own key; the leader sends it."""
     with opened(ctx) as schedules, reported():
         execution = schedules.run_now(name)
-        lease_name = schedules.config.settings.lease_name
+        settings = schedules.config.settings
+        # The leader of the schedule's shard sends it.
+        lease_name = shard_lease_name(settings.lease_name, shard_of(name, settings.shards))
         info = lease_manager(schedules).inspect(lease_name)
     if info is None or not info.held:
         warn(f"no replica holds lease {lease_name!r} right now: the run is sent when one "
@@ -903,7 +915,9 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
         else:
             created = schedules.backfill(name, start, end, mode=mode,
                                          newest_first=newest_first, per_tick=per_tick)
-            lease_name = schedules.config.settings.lease_name
+            settings = schedules.config.settings
+            # The leader of the schedule's shard runs its backfills.
+            lease_name = shard_lease_name(settings.lease_name, shard_of(name, settings.shards))
             info = lease_manager(schedules).inspect(lease_name)
             if info is None or not info.held:
                 warn(f"no replica holds lease {lease_name!r} right now: the backfill runs "

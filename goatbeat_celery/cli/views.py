@@ -25,6 +25,7 @@ from goatbeat_celery.core.calendars import Calendar
 from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, TriggerSpec
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.shards import Shard, ShardingView, shard_lease_name
 from goatbeat_celery.core.validation import hidden_characters
 
 NONE = "-"
@@ -578,6 +579,41 @@ def lease_json(name: str, info: LeaseInfo | None) -> dict[str, Any]:
     return {"name": info.name, "holder": info.holder, "token": info.token,
             "acquired_at": iso(info.acquired_at), "expires_at": iso(info.expires_at),
             "held": info.held, "seconds_left": seconds(left)}
+
+
+def _shard_rows(rows: Sequence[LeaseInfo],
+                settings: Settings) -> list[tuple[int, str, LeaseInfo | None]]:
+    by_name = {row.name: row for row in rows}
+    names = [shard_lease_name(settings.lease_name, Shard(k, settings.shards))
+             for k in range(settings.shards)]
+    return [(k, name, by_name.get(name)) for k, name in enumerate(names)]
+
+
+def _members(rows: Sequence[LeaseInfo], settings: Settings) -> tuple[str, ...]:
+    return ShardingView.read(rows, lease_name=settings.lease_name, count=settings.shards,
+                             holder="").members
+
+
+def shards_json(rows: Sequence[LeaseInfo], settings: Settings) -> dict[str, Any]:
+    """``status --json``'s shards: each shard's lease, and the live replicas sharing them."""
+    return {"shard_count": settings.shards,
+            "shards": [{"shard": k, "lease": lease_json(name, info)}
+                       for k, name, info in _shard_rows(rows, settings)],
+            "replicas": list(_members(rows, settings))}
+
+
+def shard_lines(rows: Sequence[LeaseInfo], settings: Settings) -> tuple[str, ...]:
+    """``status``'s shards: one line each (holder, token, expiry), then the live replicas."""
+    lines = []
+    for k, _name, info in _shard_rows(rows, settings):
+        if info is None or not info.held or info.expires_at is None:
+            lines.append(f"{k}: not held")
+            continue
+        lines.append(f"{k}: {info.holder}, token {info.token}, expires "
+                     f"{relative(info.expires_at, info.store_now)}")
+    members = _members(rows, settings)
+    lines.append(f"{len(members)} live replicas: {', '.join(members) or NONE}")
+    return tuple(lines)
 
 
 # -- layout -----------------------------------------------------------------------------------

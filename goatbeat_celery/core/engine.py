@@ -33,7 +33,7 @@ from goatbeat_celery.core.errors import (
     StoreError,
     StoreUnavailable,
 )
-from goatbeat_celery.core.leadership import STORE_RETRY, Leadership
+from goatbeat_celery.core.leadership import STORE_RETRY, Leadership, ShardLeadership
 from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
 from goatbeat_celery.core.model import (
     ClaimResult,
@@ -56,6 +56,7 @@ from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubm
 from goatbeat_celery.core.runs import RunLog
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.settlement import RunSettler, claim_policies, fixed_delay_claim
+from goatbeat_celery.core.shards import Shard
 from goatbeat_celery.core.submission import (
     MAX_SEND_ATTEMPTS,
     SUBMIT_TIMEOUT_MAX,
@@ -133,11 +134,20 @@ class Engine:
         # record needs the store's "now", not its (old) claimed_at.
         self._store_seen: tuple[datetime, float] | None = None
         self.last_sync: SyncReport | None = None
+        #: With several shards, which ones this replica leads (core.shards); None with one.
+        self.shards: ShardLeadership | None = None
+        #: The shard being dispatched (None with one shard) and its leadership; with one
+        #: shard, the one leadership there is.
+        self._shard: Shard | None = None
         self._leadership = Leadership(lease=lease, settings=settings, holder=holder,
                                       observer=self.observer, monotonic=monotonic)
+        if settings.shards > 1:
+            self.shards = ShardLeadership(lease=lease, settings=settings, holder=holder,
+                                          observer=self.observer, monotonic=monotonic)
+            self._leadership = self.shards.leaderships[0]
         self._submissions = SubmissionPipeline(
             store=store, submitter=submitter, settings=settings, observer=self.observer,
-            time_left=self._leadership.time_left, store_now=self._store_now,
+            time_left=lambda: self._leadership.time_left(), store_now=self._store_now,
             set_aside=self._set_aside, monotonic=monotonic)
         self._trigger_cache = TriggerCache(self.triggers)
         self._settler = RunSettler(store=store, grid_after=self._grid_after,
@@ -146,14 +156,23 @@ class Engine:
     # -- state ---------------------------------------------------------------------------
     @property
     def grant(self) -> LeaseGrant | None:
-        """The lease grant this replica holds, if any; it leads once its config is synced
-        under it too (:meth:`is_leader`)."""
+        """The lease grant this replica holds, if any (with shards, that of the shard being
+        dispatched, else shard 0's); it leads once its config is synced under it too
+        (:meth:`is_leader`)."""
         return self._leadership.grant
 
     def is_leader(self) -> bool:
         """True while holding a grant inside the local deadline (ttl - renew interval), with the
-        config schedules synced under it."""
+        config schedules synced under it: with shards, of any shard."""
+        if self.shards is not None and self._shard is None:
+            return self.shards.leads_any()
         return self._leadership.leads()
+
+    def led_shards(self) -> list[int]:
+        """The shards this replica leads now ([0] with one shard while it leads)."""
+        if self.shards is None:
+            return [0] if self._leadership.leads() else []
+        return [shard.index for shard, _ in self.shards.leading()]
 
     # -- the loop ------------------------------------------------------------------------
     def tick(self) -> float:
@@ -171,6 +190,8 @@ class Engine:
             return min(STORE_RETRY, self.settings.max_interval.total_seconds())
 
     def _tick(self) -> float:
+        if self.shards is not None:
+            return self._sharded_tick(self.shards)
         leadership = self._leadership
         if leadership.renew_due():
             unsynced = leadership.renew()
@@ -178,6 +199,27 @@ class Engine:
                 self._sync_config(unsynced)
         if not self.is_leader():
             return self._until(leadership.next_renew)
+        return self._lead()
+
+    def _sharded_tick(self, shards: ShardLeadership) -> float:
+        """Look at the sharding when due, then dispatch each shard led, one after the other:
+        each under its own grant, the global work with shard 0."""
+        if shards.renew_due():
+            for leadership in shards.renew():
+                self._leadership = leadership
+                self._sync_config(leadership.grant)
+        sleeps = [self._until(shards.next_check)]
+        try:
+            for shard, leadership in list(shards.leading()):
+                self._shard, self._leadership = shard, leadership
+                sleeps.append(self._lead())
+        finally:
+            self._shard, self._leadership = None, shards.leaderships[0]
+        return min(sleeps)
+
+    def _lead(self) -> float:
+        """Dispatch what is due under the leadership at hand; return how long to sleep."""
+        leadership = self._leadership
         try:
             next_due, store_now = self._dispatch()
         except LeaseLost:
@@ -186,8 +228,18 @@ class Engine:
         except StoreError as exc:
             logger.warning("store error while dispatching: %s", exc,
                            extra={"action": "store_error"})
-            return min(STORE_RETRY, self._until(leadership.next_renew))
+            return min(STORE_RETRY, self._until(self._next_renew()))
         return self._sleep_for(next_due, store_now)
+
+    def _next_renew(self) -> float:
+        return self._leadership.next_renew if self.shards is None else self.shards.next_check
+
+    def _renew_due(self) -> bool:
+        return self._leadership.renew_due() if self.shards is None else self.shards.renew_due()
+
+    def _does_global_work(self) -> bool:
+        """Config sync, settling runs, lost runs, pruning: shard 0's leader's."""
+        return self._shard is None or self._shard.does_global_work
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to ``seconds``, waking early on a store notification (edit, release)."""
@@ -200,7 +252,10 @@ class Engine:
             time.sleep(min(seconds, STORE_RETRY))
             return False
         if woken:
-            self._leadership.ask_soon()
+            if self.shards is not None:
+                self.shards.ask_soon()
+            else:
+                self._leadership.ask_soon()
         return woken
 
     def close(self) -> None:
@@ -208,10 +263,15 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        self._leadership.release()
+        if self.shards is not None:
+            self.shards.release()
+        else:
+            self._leadership.release()
 
     # -- config sync ---------------------------------------------------------------------
-    def _sync_config(self, grant: LeaseGrant) -> None:
+    def _sync_config(self, grant: LeaseGrant | None) -> None:
+        if grant is None:
+            return
         try:
             now = self.store.now()
             self._store_seen = (now, self._mono())
@@ -257,9 +317,11 @@ class Engine:
         grant = self._leadership.grant
         assert grant is not None
         submissions = self._submissions
+        global_work = self._does_global_work()
         # Ends first: a fixed delay or a backoff moves a schedule before it is claimed, and a
         # held run released here goes out with the pending ones.
-        self._settle_runs(grant)
+        if global_work:
+            self._settle_runs(grant)
         if not submissions.backing_off():
             self._resubmit_pending(grant)
         batch_size = self.settings.batch_size
@@ -268,18 +330,20 @@ class Engine:
         inflight: Submission | None = None
         try:
             while True:
-                batch = self.store.due_schedules(batch_size)
+                batch = self.store.due_schedules(batch_size, shard=self._shard)
                 self._store_seen = (batch.now, self._mono())
                 if not batch.schedules or not self.is_leader():
                     previous, inflight = inflight, None
                     submissions.settle(previous)
                     next_due = batch.next_due_at
-                    # Backfills only once the live schedules due are claimed and sent.
+                    # Backfills only once the live schedules due are claimed and sent; each
+                    # by its schedule's shard's leader, which alone resends its claims.
                     if self.is_leader() and self._drain_backfills(grant):
                         soon = batch.now + timedelta(seconds=BACKFILL_PAUSE)
                         next_due = soon if next_due is None else min(next_due, soon)
-                    self._prune(batch.now)
-                    self._mark_lost()
+                    if global_work:
+                        self._prune(batch.now)
+                        self._mark_lost()
                     return next_due, batch.now
                 claims: list[PlannedClaim] = []
                 asides: list[SetAside] = []
@@ -313,7 +377,7 @@ class Engine:
                     previous, inflight = inflight, None
                     submissions.settle(previous)
                     return batch.now + timedelta(seconds=NOTHING_MOVED_PAUSE), batch.now
-                if self._leadership.renew_due():
+                if self._renew_due():
                     previous, inflight = inflight, None
                     submissions.settle(previous)
                     return batch.now, batch.now
@@ -337,7 +401,7 @@ class Engine:
         if submissions.backing_off():
             return False  # the broker is down: live claims wait too
         try:
-            active = self.store.active_backfills(BACKFILLS_PER_TICK)
+            active = self.store.active_backfills(BACKFILLS_PER_TICK, shard=self._shard)
         except (LeaseLost, StoreUnavailable):
             raise
         except Exception as exc:
@@ -521,7 +585,11 @@ class Engine:
         """Apply the ends of runs to their schedules (core.settlement); whatever one pass
         meets, new claims still go out."""
         try:
-            self._settler.settle(grant)
+            report = self._settler.settle(grant)
+            if self.shards is not None and (report.released or self._settler.moved):
+                # A schedule moved or a held run released may be another replica's to send:
+                # wake the other shards' leaders rather than leave it to their next look.
+                self.store.notify()
         except (LeaseLost, StoreUnavailable):
             raise
         except Exception as exc:
@@ -640,7 +708,8 @@ class Engine:
         batch_size = self.settings.batch_size
         while self.is_leader():
             try:
-                pending = self.store.take_pending(lease=grant, limit=batch_size)
+                pending = self.store.take_pending(lease=grant, limit=batch_size,
+                                                  shard=self._shard)
             except (LeaseLost, StoreUnavailable):
                 raise
             except Exception as exc:
@@ -731,10 +800,11 @@ class Engine:
         change it must act on spares it the max_interval look for what it could not hear, so
         an idle leader wakes only to renew its lease (and for its periodic looks)."""
         capped = not self.store.wakes_on_every_change
-        candidates = [self._until(self._leadership.next_renew, capped=capped),
-                      self._until(self._next_prune, capped=capped)]
-        if self.runs is not None:
-            candidates.append(self._until(self._next_lost_look, capped=capped))
+        candidates = [self._until(self._next_renew(), capped=capped)]
+        if self._does_global_work():  # the periodic looks are shard 0's
+            candidates.append(self._until(self._next_prune, capped=capped))
+            if self.runs is not None:
+                candidates.append(self._until(self._next_lost_look, capped=capped))
         if next_due is not None:
             until_due = (next_due - store_now).total_seconds()
             if self._store_seen is not None and self._store_seen[0] == store_now:

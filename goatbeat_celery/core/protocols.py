@@ -34,6 +34,7 @@ from goatbeat_celery.core.model import (
     SyncEntry,
     SyncReport,
 )
+from goatbeat_celery.core.shards import Shard
 
 
 class LeaseManager(Protocol):
@@ -63,6 +64,18 @@ class LeaseManager(Protocol):
 
     def inspect(self, name: str) -> LeaseInfo | None:
         """The lease row as it stands, with the store's clock; ``None`` if never taken."""
+        ...
+
+    def list_leases(self, prefix: str) -> list[LeaseInfo]:
+        """Every lease row whose name starts with ``prefix`` (taken literally: ``%`` and ``_``
+        are no wildcards), by name, each with the store's clock, in one read. A sharded
+        replica reads its sharding's shard and member rows with it (core.shards)."""
+        ...
+
+    def forget(self, name: str) -> bool:
+        """Delete lease row ``name`` if it is released or expired by the store's clock, never
+        a live one; returns whether it did. The leader of shard 0 forgets the member rows of
+        replicas gone (core.shards), so that they do not pile up."""
         ...
 
 
@@ -214,9 +227,14 @@ class ScheduleStore(Protocol):
         ...
 
     # -- claiming ------------------------------------------------------------------------
-    def due_schedules(self, limit: int) -> DueBatch:
+    def due_schedules(self, limit: int, *, shard: Shard | None = None) -> DueBatch:
         """Up to ``limit`` enabled schedules with ``next_run_at <= now``, oldest due first,
         the store's ``now``, and the earliest ``next_run_at`` of any enabled schedule.
+
+        With ``shard``, only the schedules whose stored ``shard_hash`` modulo
+        ``shard.count`` is ``shard.index`` (:func:`goatbeat_celery.core.shards.shard_hash`
+        of the name, written with every schedule), for both; shard 0 also has those with no
+        hash stored (written by a replica older than the column).
 
         Reads only; cost grows with ``limit``, never with the number of schedules."""
         ...
@@ -281,9 +299,12 @@ class ScheduleStore(Protocol):
         is kept. Returns the retry time of each schedule changed, by name."""
         ...
 
-    def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
+    def take_pending(self, *, lease: LeaseGrant, limit: int,
+                     shard: Shard | None = None) -> list[Dispatch]:
         """Executions left ``claimed`` (a predecessor's, or ones whose submission failed),
-        oldest first, for resubmission under the same key.
+        oldest first, for resubmission under the same key. With ``shard``, only those whose
+        schedule is in it as :meth:`due_schedules` says, and (for shard 0) those whose schedule
+        no longer exists.
 
         Fenced by ``lease`` (LeaseLost if stale). Each returned execution's ``attempts`` is
         incremented and its ``token`` set to the lease's. Executions whose schedule no longer
@@ -339,8 +360,10 @@ class ScheduleStore(Protocol):
         (``active=True``) or only finished ones (False). Reads only."""
         ...
 
-    def active_backfills(self, limit: int) -> list[Backfill]:
-        """Up to ``limit`` ``active`` backfills, oldest first (by id), for the leader. A row
+    def active_backfills(self, limit: int, *, shard: Shard | None = None) -> list[Backfill]:
+        """Up to ``limit`` ``active`` backfills, oldest first (by id), for the leader; with
+        ``shard``, only those whose schedule is in it as :meth:`due_schedules` says (and, for
+        shard 0, those whose schedule no longer exists). A row
         that cannot be read as stored is returned with the columns at fault in ``damage``
         (and harmless stand-ins), never raised. Reads only."""
         ...

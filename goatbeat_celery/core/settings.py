@@ -40,8 +40,10 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "retry_backoff_max": (_DAY, False),
     **{name: (maximum, False) for name, maximum in RUN_TIME_MAXIMA.items()},
 }
+#: The most shards a deployment may split its schedules into (core.shards).
+MAX_SHARDS = 1024
 _COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 1_000, "prune_batch": 100_000,
-           "backfill_per_tick": 10_000}
+           "backfill_per_tick": 10_000, "shards": MAX_SHARDS}
 
 _Read = TypeVar("_Read")
 _Given = TypeVar("_Given")
@@ -108,6 +110,9 @@ class Settings:
     #: Occurrences a backfill claims in one tick at most, after the live schedules are
     #: dispatched (a backfill's own ``per_tick`` wins).
     backfill_per_tick: int = 100
+    #: How many shards the schedules are split into, each led under its own lease
+    #: (core.shards); 1 is a single leader under ``lease_name``.
+    shards: int = 1
 
     def __post_init__(self) -> None:
         problems: list[str] = []

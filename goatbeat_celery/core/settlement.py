@@ -147,15 +147,21 @@ class RunSettler:
         self.grid_after = grid_after
         self.observer = observer
         self.batch_size = batch_size
+        #: The schedules the last pass wrote (next times, failures, a pause): what the leader
+        #: of another shard may have to act on.
+        self.moved: tuple[str, ...] = ()
 
     def settle(self, lease: LeaseGrant) -> SettleReport:
         """One pass: at most ``batch_size`` runs. LeaseLost and StoreError travel up."""
+        self.moved = ()
         runs = self.store.finished_runs(self.batch_size)
         if not runs:
             return SettleReport()
         decided = [self._decide(run) for run in runs]
         report = self.store.settle_runs(decided, lease=lease)
         written = set(report.settled)
+        self.moved = tuple(dict.fromkeys(s.schedule_name for s in decided
+                                         if s.version is not None and s.key in written))
         ended = [run.execution for run in runs if run.execution.key in written
                  and run.execution.run_state is not None and not run.execution.run_state.live]
         if ended:

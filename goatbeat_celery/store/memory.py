@@ -79,6 +79,7 @@ from goatbeat_celery.core.runs import (
     settled_after_report,
 )
 from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
+from goatbeat_celery.core.shards import Shard
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import reason_text
 
@@ -150,6 +151,20 @@ class MemoryStore:
         with self._lock:
             row = self._leases.get(name)
             return None if row is None else replace(row, store_now=self.now())
+
+    def list_leases(self, prefix: str) -> list[LeaseInfo]:
+        with self._lock:
+            now = self.now()
+            return [replace(row, store_now=now) for name, row in sorted(self._leases.items())
+                    if name.startswith(prefix)]
+
+    def forget(self, name: str) -> bool:
+        with self._lock:
+            row = self._leases.get(name)
+            if row is None or replace(row, store_now=self.now()).held:
+                return False
+            del self._leases[name]
+            return True
 
     def _check_fence(self, lease: LeaseGrant) -> datetime:
         now = self.now()
@@ -334,11 +349,12 @@ class MemoryStore:
         return plan.report
 
     # -- claiming ------------------------------------------------------------------------
-    def due_schedules(self, limit: int) -> DueBatch:
+    def due_schedules(self, limit: int, *, shard: Shard | None = None) -> DueBatch:
         with self._lock:
             now = self.now()
             enabled = [s for s in self._schedules.values()
-                       if s.spec.enabled and s.next_run_at is not None]
+                       if s.spec.enabled and s.next_run_at is not None
+                       and (shard is None or shard.holds(s.name))]
             enabled.sort(key=lambda s: (s.next_run_at, s.name))
             due = tuple(s for s in enabled if s.next_run_at is not None
                         and s.next_run_at <= now)[:limit]
@@ -400,11 +416,13 @@ class MemoryStore:
                 changed[write.name] = write.next_run_at
         return changed
 
-    def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
+    def take_pending(self, *, lease: LeaseGrant, limit: int,
+                     shard: Shard | None = None) -> list[Dispatch]:
         with self._lock:
             self._check_fence(lease)
             pending = sorted(
-                (e for e in self._executions.values() if e.state is ExecutionState.CLAIMED),
+                (e for e in self._executions.values() if e.state is ExecutionState.CLAIMED
+                 and (shard is None or self._in_shard(e.schedule_name, shard))),
                 key=lambda e: (e.claimed_at, e.key),
             )
             taken: list[Dispatch] = []
@@ -421,6 +439,12 @@ class MemoryStore:
                 self._executions[execution.key] = updated
                 taken.append(_dispatch(schedule, updated))
             return taken
+
+    def _in_shard(self, name: str, shard: Shard) -> bool:
+        # What belongs to a deleted schedule (executions to abandon, backfills) is shard 0's.
+        if name not in self._schedules:
+            return shard.does_global_work
+        return shard.holds(name)
 
     def mark_submitted(self, keys: Sequence[str]) -> int:
         with self._lock:
@@ -501,9 +525,10 @@ class MemoryStore:
         found.sort(key=lambda b: b.id, reverse=True)
         return found[:limit]
 
-    def active_backfills(self, limit: int) -> list[Backfill]:
+    def active_backfills(self, limit: int, *, shard: Shard | None = None) -> list[Backfill]:
         with self._lock:
-            found = sorted((b for b in self._backfills.values() if b.active),
+            found = sorted((b for b in self._backfills.values() if b.active and (
+                shard is None or self._in_shard(b.schedule_name, shard))),
                            key=lambda b: b.id)
         return found[:limit]
 

@@ -32,6 +32,7 @@ from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.fence import check_fence, lease_lost
 from goatbeat_celery.core.model import UTC, ExecutionState, LeaseGrant
 from goatbeat_celery.core.runs import ENDED_STATE_VALUES, RunRecord
+from goatbeat_celery.core.shards import Shard
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import (
@@ -42,7 +43,7 @@ from goatbeat_celery.store.schema import (
     seconds_to_timedelta,
     utc_from_db,
 )
-from goatbeat_celery.store.sql import Insert, RunChange, SQLStore, run_values
+from goatbeat_celery.store.sql import Insert, RunChange, SQLStore, due_params, run_values
 from goatbeat_celery.store.url import normalise_url
 
 logger = logging.getLogger(__name__)
@@ -387,7 +388,7 @@ class PostgresStore(SQLStore):
         self._conninfo = listen_url.set(drivername="postgresql").render_as_string(
             hide_password=False)
         self._listener: psycopg.Connection[Any] | None = None
-        self._due_sql: str | None = None
+        self._due_sql: dict[bool, str] = {}
         self._listen_lock = threading.Lock()
         self._wake_ends: tuple[socket.socket, socket.socket] | None = None
         try:
@@ -527,14 +528,18 @@ class PostgresStore(SQLStore):
             self._announce_in(conn)
         return {key for key, _state, _settled in written}
 
-    def _fetch_due(self, conn: sa.Connection, limit: int) -> Sequence[Sequence[Any]]:
+    def _fetch_due(self, conn: sa.Connection, limit: int,
+                   shard: Shard | None = None) -> Sequence[Sequence[Any]]:
         # The due read is the hottest one: run it on the driver's cursor and convert the few
         # typed columns here, rather than through SQLAlchemy's result rows (half its cost).
-        if self._due_sql is None:
-            self._due_sql = str(self._due_statement().compile(dialect=conn.dialect))
+        sharded = shard is not None
+        sql = self._due_sql.get(sharded)
+        if sql is None:
+            sql = self._due_sql[sharded] = str(
+                self._due_statement(sharded).compile(dialect=conn.dialect))
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
-            cursor.execute(self._due_sql, {"due_limit": limit})
+            cursor.execute(sql, due_params(limit, shard))
             return [_converted_due_row(row) for row in cursor.fetchall()]
         finally:
             cursor.close()

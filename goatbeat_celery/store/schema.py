@@ -206,6 +206,9 @@ schedule_table = sa.Table(
     # The exclusion calendars observed (core.calendars): a JSON array of calendar names
     # (NULL: none).
     sa.Column("calendars", _json(), nullable=True),
+    # crc32 of the UTF-8 name (core.shards.shard_hash): a sharded leader's due read filters on
+    # it modulo the shard count. NULL (a row written by an older replica) counts as shard 0.
+    sa.Column("shard_hash", sa.BigInteger(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.

@@ -108,6 +108,7 @@ from goatbeat_celery.core.runs import (
     settled_after_report,
 )
 from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
+from goatbeat_celery.core.shards import Shard, shard_hash
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.validation import payload_problems, reason_text, shown_value
 from goatbeat_celery.store.errors import translated
@@ -142,6 +143,24 @@ B = backfill_table
 # rather than a bound parameter lets PostgreSQL match even a generic prepared plan.
 _IS_ENABLED = sa.text("goatbeat_schedule.enabled")
 _IS_CLAIMED = sa.text("goatbeat_execution.state = 'claimed'")
+# A schedule in shard :shard_index of :shard_count (core.shards); no hash stored: shard 0.
+_IN_SHARD = sa.or_(
+    S.c.shard_hash % sa.bindparam("shard_count", type_=sa.BigInteger())
+    == sa.bindparam("shard_index", type_=sa.BigInteger()),
+    sa.and_(S.c.shard_hash.is_(None),
+            sa.bindparam("shard_index", type_=sa.BigInteger()) == sa.literal_column("0")))
+
+
+def _shard_rows(shard: Shard) -> sa.ColumnElement[bool]:
+    """Rows joined to their schedule (outer join) that are ``shard``'s: its schedules', and
+    for shard 0 those whose schedule no longer exists (no row joined)."""
+    return sa.or_(_IN_SHARD, S.c.name.is_(None)) if shard.does_global_work else _IN_SHARD
+
+
+def due_params(limit: int, shard: Shard | None) -> dict[str, int]:
+    if shard is None:
+        return {"due_limit": limit}
+    return {"due_limit": limit, "shard_count": shard.count, "shard_index": shard.index}
 _NOT_CLAIMED = sa.text("goatbeat_execution.state <> 'claimed'")
 # The same test hidden from the planner: marking rows by key must look them up by key, not
 # scan the partial index of claimed rows (full of dead entries right after a burst of claims).
@@ -260,7 +279,7 @@ class SQLStore:
         self._single = single_engine or engine
         self._where = mask_url(engine.url)
         self._closed = False
-        self._due_stmt: sa.Select[Any] | None = None
+        self._due_stmts: dict[bool, sa.Select[Any]] = {}
 
     # -- dialect hooks -------------------------------------------------------------------
     def _now_sql(self) -> sa.ColumnElement[datetime]:
@@ -371,6 +390,24 @@ class SQLStore:
             released = result.rowcount == 1
             txn.announce = released
         return released
+
+    def list_leases(self, prefix: str) -> list[LeaseInfo]:
+        with self._read("list leases") as conn:
+            rows = conn.execute(
+                sa.select(L, self._now_sql().label("now"))
+                .where(L.c.name.startswith(prefix, autoescape=True)).order_by(L.c.name)
+            ).all()
+        return [LeaseInfo(name=row.name, holder=row.holder, token=row.token,
+                          acquired_at=row.acquired_at, expires_at=row.expires_at,
+                          store_now=row.now) for row in rows]
+
+    def forget(self, name: str) -> bool:
+        with self._write("forget lease") as txn:
+            result = txn.conn.execute(
+                sa.delete(L).where(L.c.name == name, sa.or_(
+                    L.c.holder.is_(None), L.c.expires_at.is_(None),
+                    L.c.expires_at <= self._now_sql())))
+            return result.rowcount == 1
 
     def inspect(self, name: str) -> LeaseInfo | None:
         with self._read("inspect lease") as conn:
@@ -657,39 +694,49 @@ class SQLStore:
         return set(conn.execute(stmt, rows).scalars())
 
     # -- claiming ------------------------------------------------------------------------
-    def _due_statement(self) -> sa.Select[Any]:
-        """Built once: the clock expression is constant and the limit a parameter."""
-        if self._due_stmt is None:
-            now = self._now_sql()
-            due = (
-                sa.select(S)
-                .where(_IS_ENABLED, S.c.next_run_at <= now)
-                .order_by(S.c.next_run_at, S.c.name)
-                .limit(sa.bindparam("due_limit", type_=sa.Integer()))
-                .subquery("due")
-            )
-            earliest = (sa.select(sa.func.min(S.c.next_run_at)).where(_IS_ENABLED)
-                        .scalar_subquery())
-            head = sa.select(now.label("store_now"), earliest.label("next_due")).subquery("head")
-            # One round trip: the head row always comes back, joined to the due rows if any.
-            self._due_stmt = (
-                sa.select(head, due)
-                .select_from(head.outerjoin(due, sa.true()))
-                .order_by(due.c.next_run_at, due.c.name)
-            )
-        return self._due_stmt
+    def _due_statement(self, sharded: bool = False) -> sa.Select[Any]:
+        """Built once each way: the clock expression is constant; the limit, and a shard's
+        index and count, are parameters."""
+        stmt = self._due_stmts.get(sharded)
+        if stmt is None:
+            stmt = self._due_stmts[sharded] = self._build_due(sharded)
+        return stmt
 
-    def due_schedules(self, limit: int) -> DueBatch:
+    def _build_due(self, sharded: bool) -> sa.Select[Any]:
+        now = self._now_sql()
+        enabled: sa.ColumnElement[bool] | sa.TextClause = _IS_ENABLED
+        if sharded:
+            enabled = sa.and_(enabled, _IN_SHARD)
+        due = (
+            sa.select(S)
+            .where(enabled, S.c.next_run_at <= now)
+            .order_by(S.c.next_run_at, S.c.name)
+            .limit(sa.bindparam("due_limit", type_=sa.Integer()))
+            .subquery("due")
+        )
+        earliest = (sa.select(sa.func.min(S.c.next_run_at)).where(enabled)
+                    .scalar_subquery())
+        head = sa.select(now.label("store_now"), earliest.label("next_due")).subquery("head")
+        # One round trip: the head row always comes back, joined to the due rows if any.
+        return (
+            sa.select(head, due)
+            .select_from(head.outerjoin(due, sa.true()))
+            .order_by(due.c.next_run_at, due.c.name)
+        )
+
+    def due_schedules(self, limit: int, *, shard: Shard | None = None) -> DueBatch:
         with self._read("read due schedules") as conn:
-            rows = self._fetch_due(conn, limit)
+            rows = self._fetch_due(conn, limit, shard)
         store_now, next_due = rows[0][0], rows[0][1]
         schedules = tuple(_schedule(row[2:]) for row in rows if row[2] is not None)
         return DueBatch(now=store_now, schedules=schedules, next_due_at=next_due)
 
-    def _fetch_due(self, conn: sa.Connection, limit: int) -> Sequence[Sequence[Any]]:
+    def _fetch_due(self, conn: sa.Connection, limit: int,
+                   shard: Shard | None = None) -> Sequence[Sequence[Any]]:
         """Rows of the due statement, converted: the clock, the earliest due instant, then the
         schedule's columns in table order."""
-        return conn.execute(self._due_statement(), {"due_limit": limit}).all()
+        return conn.execute(self._due_statement(shard is not None),
+                            due_params(limit, shard)).all()
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         for claim in claims:
@@ -795,8 +842,14 @@ class SQLStore:
                 changed[write.name] = write.next_run_at
         return changed
 
-    def take_pending(self, *, lease: LeaseGrant, limit: int) -> list[Dispatch]:
+    def take_pending(self, *, lease: LeaseGrant, limit: int,
+                     shard: Shard | None = None) -> list[Dispatch]:
         taken: list[Dispatch] = []
+        where: sa.ColumnElement[bool] | sa.TextClause = _IS_CLAIMED
+        params: dict[str, int] = {}
+        if shard is not None:
+            where = sa.and_(where, _shard_rows(shard))
+            params = {"shard_count": shard.count, "shard_index": shard.index}
         with self._write("take pending executions") as txn:
             conn = txn.conn
             self._fence(conn, lease)
@@ -806,10 +859,11 @@ class SQLStore:
                     sa.select(E, S.c.name.label("s_name"), S.c.task, S.c.args, S.c.kwargs,
                               S.c.options)
                     .select_from(E.outerjoin(S, S.c.name == E.c.schedule_name))
-                    .where(_IS_CLAIMED)
+                    .where(where)
                     .order_by(E.c.claimed_at, E.c.key)
                     .limit(want)
-                    .with_for_update(skip_locked=True, of=E)
+                    .with_for_update(skip_locked=True, of=E),
+                    params,
                 ).all()
                 orphans = [row.key for row in rows if row.s_name is None]
                 live = [row for row in rows if row.s_name is not None]
@@ -932,10 +986,15 @@ class SQLStore:
         with self._read("list backfills") as conn:
             return [_backfill(row) for row in conn.execute(stmt)]
 
-    def active_backfills(self, limit: int) -> list[Backfill]:
+    def active_backfills(self, limit: int, *, shard: Shard | None = None) -> list[Backfill]:
         stmt = sa.select(B).where(_ACTIVE_BACKFILL).order_by(B.c.id).limit(limit)
+        params: dict[str, int] = {}
+        if shard is not None:
+            stmt = stmt.select_from(B.outerjoin(S, S.c.name == B.c.schedule_name)).where(
+                _shard_rows(shard))
+            params = {"shard_count": shard.count, "shard_index": shard.index}
         with self._read("read the active backfills") as conn:
-            return [_backfill(row) for row in conn.execute(stmt)]
+            return [_backfill(row) for row in conn.execute(stmt, params)]
 
     def cancel_backfill(self, backfill_id: int) -> Backfill:
         with self._write("cancel backfill") as txn:
@@ -1267,6 +1326,7 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
         "enabled": spec.enabled,
         "source": ScheduleSource(spec.source).value,
         "spec_hash": spec.spec_hash(),
+        "shard_hash": shard_hash(spec.name),
     }
 
 
@@ -1281,7 +1341,7 @@ _SCHEDULE_ORDER = (
     "faults", "starting_deadline_seconds", "overlap", "mode", "failure_backoff_seconds",
     "failure_backoff_factor", "failure_backoff_max_seconds", "pause_after_failures",
     "consecutive_failures", "paused_reason", "total_skipped", "start_at", "end_at",
-    "max_runs", "paused_until", "description", "tags", "calendars",
+    "max_runs", "paused_until", "description", "tags", "calendars", "shard_hash",
 )
 if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
     raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
@@ -1308,7 +1368,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
      last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
      fault_at, faults, deadline, overlap, mode, backoff, backoff_factor, backoff_max,
      pause_after, consecutive_failures, paused_reason, total_skipped, start_at, end_at,
-     max_runs, paused_until, description, tags, calendars) = row
+     max_runs, paused_until, description, tags, calendars, _shard_hash) = row
     damage: list[str] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:

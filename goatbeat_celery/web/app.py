@@ -47,6 +47,7 @@ from goatbeat_celery.core.model import (
     ScheduleSource,
 )
 from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.core.shards import Shard, shard_lease_name, sharding_prefix
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import forms
 from goatbeat_celery.web.chart import Chart, lateness_chart
@@ -129,7 +130,9 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     environment.globals["lateness"] = views.lateness
     context = _Context(
         schedules=schedules, settings=settings,
-        lease_name=schedules.config.settings.lease_name,
+        # With shards, shard 0's lease heads the overview: its leader does the global work.
+        lease_name=shard_lease_name(schedules.config.settings.lease_name,
+                                    Shard(0, schedules.config.settings.shards)),
         templates=Jinja2Templates(env=environment),
     )
 
@@ -300,6 +303,8 @@ class _Overview:
     set_aside: list[Schedule]
     counts: ScheduleCounts
     chart: Chart
+    #: With shards, every lease row of the sharding; None with one shard.
+    sharding: list[LeaseInfo] | None = None
 
 
 def _read_overview(context: _Context) -> _Overview:
@@ -311,8 +316,11 @@ def _read_overview(context: _Context) -> _Overview:
     counts = store.count_schedules()
     set_aside = store.list_schedules(set_aside=True, limit=views.SET_ASIDE_SHOWN + 1)
     recent = store.executions(limit=CHART_EXECUTIONS)
+    settings = schedules.config.settings
+    sharding = (None if settings.shards == 1 else
+                _lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name)))
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
-                     lateness_chart(recent, now))
+                     lateness_chart(recent, now), sharding)
 
 
 async def _overview(request: Request, context: _Context) -> Response:
@@ -325,6 +333,8 @@ async def _overview(request: Request, context: _Context) -> Response:
                  else views.relative(info.expires_at, info.store_now)),
         database=mask_url(context.schedules.config.database_url),
         shown=views.SET_ASIDE_SHOWN,
+        shards=(None if data.sharding is None
+                else views.shard_lines(data.sharding, context.schedules.config.settings)),
         pending_lag=(None if data.pending is None
                      else views.human_seconds((data.now - data.pending.due_at).total_seconds())),
     )

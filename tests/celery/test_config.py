@@ -46,6 +46,11 @@ def test_settings_are_read_from_app_conf_with_the_goatbeat_prefix():
     assert not loaded.config.task_allowed("os.system")
 
 
+def test_the_shard_count_is_read_from_app_conf_and_one_by_default():
+    assert load(make_app()).config.settings.shards == 1
+    assert load(make_app(goatbeat_shards=4)).config.settings.shards == 4
+
+
 @pytest.mark.parametrize("value", [30, 30.0, timedelta(seconds=30), schedule(30)],
                          ids=["int", "float", "timedelta", "schedule"])
 def test_numbers_timedeltas_and_schedule_objects_become_interval_triggers(value):
@@ -186,7 +191,7 @@ def test_an_allow_list_left_out_allows_every_task_and_a_star_says_so_explicitly(
     ("goatbeat_retention", 1e12), ("goatbeat_misfire_grace", 1e12), ("goatbeat_lease_ttl", 1e12),
     ("goatbeat_lease_ttl", float("nan")), ("goatbeat_max_interval", float("inf")),
     ("goatbeat_retry_backoff", float("-inf")), ("goatbeat_statement_timeout", float("nan")),
-    ("goatbeat_batch_size", 10**9),
+    ("goatbeat_batch_size", 10**9), ("goatbeat_shards", 0), ("goatbeat_shards", 1025),
 ], ids=str)
 def test_durations_and_counts_out_of_bounds_are_problems_not_tracebacks(setting: str,
                                                                         value: float):

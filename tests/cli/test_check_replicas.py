@@ -58,3 +58,9 @@ def test_check_warns_when_an_amqp_broker_is_told_not_to_confirm(cli: Cli) -> Non
     broker = document["checks"][-1]
     assert (broker["name"], broker["status"], broker["ok"]) == ("broker", "warn", True)
     assert "confirm_publish=False" in broker["detail"]
+
+
+def test_check_names_the_shard_count_when_there_are_shards(cli: Cli) -> None:
+    assert "lease 'default' (ttl" in cli.ok("check").output
+    cli.configure(goatbeat_shards=4)
+    assert "lease 'default' in 4 shards (ttl" in cli.ok("check").output

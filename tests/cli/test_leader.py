@@ -227,3 +227,36 @@ def test_history_states_match_the_store(cli: Cli, store: Store) -> None:
     (stored,) = store.executions(schedule_name="poll")
     assert stored.state is ExecutionState.CLAIMED and shown["state"] == stored.state.value
     assert instant(shown["claimed_at"]) == stored.claimed_at
+
+
+# -- status with shards -----------------------------------------------------------------------
+def test_status_with_one_shard_says_nothing_of_shards(cli: Cli, store: Store) -> None:
+    assert store.acquire("default", "replica-a", TTL) is not None
+
+    status = cli.json("status")
+
+    assert "shards" not in status and "replicas" not in status
+    assert "shards" not in field_lines(cli.ok("status").output)
+
+
+def test_status_shows_who_leads_each_shard_and_the_live_replicas(cli: Cli, store: Store) -> None:
+    cli.configure(goatbeat_shards=3)
+    for holder, shards in (("replica-a", (0, 2)), ("replica-b", (1,))):
+        assert store.acquire(f"default.replicas-of-3.{holder}", holder, TTL) is not None
+        for k in shards:
+            assert store.acquire(f"default.shard-{k}-of-3", holder, TTL) is not None
+    released = store.acquire("default.shard-1-of-3", "replica-b", TTL)
+    assert released is not None and store.release(released)
+
+    status = cli.json("status")
+
+    assert status["shard_count"] == 3
+    assert status["lease"]["name"] == "default.shard-0-of-3"
+    assert status["lease"]["holder"] == "replica-a"
+    assert [(s["shard"], s["lease"]["holder"], s["lease"]["held"]) for s in status["shards"]] \
+        == [(0, "replica-a", True), (1, None, False), (2, "replica-a", True)]
+    assert status["replicas"] == ["replica-a", "replica-b"]
+    text = cli.ok("status").output
+    assert "0: replica-a, token 1, expires" in text
+    assert "1: not held" in text
+    assert "2 live replicas: replica-a, replica-b" in text

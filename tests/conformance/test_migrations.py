@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import uuid
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -24,6 +25,7 @@ from sqlalchemy.engine import URL
 from goatbeat_celery.core.backfill import BackfillRequest
 from goatbeat_celery.core.errors import ConfigurationError, SchemaOutOfDate, StoreUnavailable
 from goatbeat_celery.core.model import ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.shards import Shard
 from goatbeat_celery.migrations import (
     MIGRATE_COMMAND,
     VERSION_TABLE,
@@ -221,9 +223,9 @@ def test_upgrading_0003_rows_to_the_controls_keeps_them_running_unbounded(
     spec = ScheduleSpec(name="nightly", task="proj.tasks.report",
                         trigger=TriggerSpec(kind="interval", params={"every": 60}),
                         args=(1, "a"), kwargs={"b": 2})
-    # Nor the column of a later revision (0005's calendars).
+    # Nor the columns of later revisions (0006's calendars, 0007's shard_hash).
     values = {key: value for key, value in _spec_values(spec).items()
-              if key not in CONTROL_COLUMNS and key != "calendars"}
+              if key not in CONTROL_COLUMNS and key not in ("calendars", "shard_hash")}
     due = datetime(2030, 1, 1, 8, 0, tzinfo=timezone.utc)
     with engine.begin() as connection:
         connection.execute(sa.insert(schedule_table).values(
@@ -265,7 +267,8 @@ def test_upgrading_0004_rows_to_the_backfills_keeps_them_and_adds_an_empty_table
                         trigger=TriggerSpec(kind="interval", params={"every": 60}),
                         max_runs=9, tags=("billing",))
     due = datetime(2030, 1, 1, 8, 0, tzinfo=timezone.utc)
-    values = {key: value for key, value in _spec_values(spec).items() if key != "calendars"}
+    values = {key: value for key, value in _spec_values(spec).items()
+              if key not in ("calendars", "shard_hash")}
     with engine.begin() as connection:
         connection.execute(sa.insert(schedule_table).values(
             **values, next_occurrence_at=due, next_run_at=due,
@@ -301,7 +304,8 @@ def test_upgrading_0005_rows_to_calendars_keeps_them_observing_none(
                             "expression": "0 3 * * *", "timezone": "Europe/Paris",
                             "day_or": True}),
                         max_runs=9, tags=("billing",))
-    values = {key: value for key, value in _spec_values(spec).items() if key != "calendars"}
+    values = {key: value for key, value in _spec_values(spec).items()
+              if key not in ("calendars", "shard_hash")}
     due = datetime(2030, 1, 1, 2, 0, tzinfo=timezone.utc)
     with engine.begin() as connection:
         connection.execute(sa.insert(schedule_table).values(
@@ -458,3 +462,63 @@ def test_a_migration_logs_one_line_of_its_own_and_none_of_alembics(
     assert [r.name for r in caplog.records if r.name.startswith("alembic")] == []
     [line] = [r for r in caplog.records if getattr(r, "action", None) == "migrated"]
     assert line.getMessage().endswith(f"base -> {head_revision()}")
+
+
+def test_upgrading_0006_rows_to_shards_fills_each_rows_shard_hash(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine, "0006")
+    due = datetime(2020, 1, 1, 2, 0, tzinfo=timezone.utc)  # due now
+    names = [f"job-{n}" for n in range(7)] + ["nightly-é"]
+    with engine.begin() as connection:
+        for name in names:
+            spec = ScheduleSpec(name=name, task="proj.tasks.report",
+                                trigger=TriggerSpec(kind="interval", params={"every": 60}))
+            values = {key: value for key, value in _spec_values(spec).items()
+                      if key != "shard_hash"}
+            connection.execute(sa.insert(schedule_table).values(
+                **values, next_occurrence_at=due, next_run_at=due, last_occurrence_at=None,
+                total_runs=3, total_missed=0, version=4, created_at=due, updated_at=due))
+    upgrade(engine)
+    assert differences(engine) == []
+    with engine.connect() as connection:
+        stored = dict(connection.execute(
+            sa.select(schedule_table.c.name, schedule_table.c.shard_hash)).all())
+    assert stored == {name: zlib.crc32(name.encode("utf-8")) for name in names}
+    store = open_store(fresh_url)
+    try:
+        for k in range(3):
+            batch = store.due_schedules(100, shard=Shard(k, 3))
+            assert sorted(s.name for s in batch.schedules) == sorted(
+                name for name in names if zlib.crc32(name.encode()) % 3 == k)
+    finally:
+        store.close()
+
+
+def test_a_row_written_without_a_shard_hash_counts_as_shard_zero(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine)
+    past = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    name = next(f"job-{n}" for n in range(100) if zlib.crc32(f"job-{n}".encode()) % 2 == 1)
+    spec = ScheduleSpec(name=name, task="proj.tasks.report",
+                        trigger=TriggerSpec(kind="interval", params={"every": 60}))
+    with engine.begin() as connection:  # as a replica older than the column writes it
+        connection.execute(sa.insert(schedule_table).values(
+            **{**_spec_values(spec), "shard_hash": None}, next_occurrence_at=past,
+            next_run_at=past, last_occurrence_at=None, total_runs=0, total_missed=0, version=1,
+            created_at=past, updated_at=past))
+    store = open_store(fresh_url)
+    try:
+        assert [s.name for s in store.due_schedules(10, shard=Shard(0, 2)).schedules] == [name]
+        assert store.due_schedules(10, shard=Shard(1, 2)).schedules == ()
+    finally:
+        store.close()
+
+
+def test_downgrading_from_shards_drops_only_their_column(fresh_url: str,
+                                                         engine: sa.Engine) -> None:
+    upgrade(engine)
+    downgrade(engine, "0006")
+    columns = {c["name"] for c in sa.inspect(engine).get_columns("goatbeat_schedule")}
+    assert "shard_hash" not in columns and "calendars" in columns
+    upgrade(engine)
+    assert differences(engine) == []

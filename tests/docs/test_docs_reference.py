@@ -60,8 +60,10 @@ def code_names() -> set[str]:
 
     import prometheus_client
 
+    # With shards, so that the per-shard metrics are registered too.
     metrics = GoatbeatMetrics(lease_ttl=timedelta(seconds=30),
-                              registry=prometheus_client.CollectorRegistry())
+                              registry=prometheus_client.CollectorRegistry(),
+                              shard_leases=("default.shard-0-of-2", "default.shard-1-of-2"))
     samples = {sample.name for family in metrics.registry.collect() for sample in family.samples}
     families = {family.name for family in metrics.registry.collect()}
     headers = {value for name, value in vars(header_names).items()

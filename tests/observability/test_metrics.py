@@ -6,6 +6,7 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from goatbeat_celery.core.engine import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import MisfirePolicy, idempotency_key
 from goatbeat_celery.core.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.shards import Shard, shard_lease_name
 from goatbeat_celery.metrics import MetricsExporter
 
 from .support import (
@@ -230,3 +232,31 @@ def test_runs_are_counted_by_outcome_with_their_runtimes(
     assert samples['goatbeat_run_runtime_seconds_bucket{le="1.0"}'] == 1
     assert samples['goatbeat_run_runtime_seconds_bucket{le="5.0"}'] == 2
     assert samples['goatbeat_run_runtime_seconds_bucket{le="60.0"}'] == 3
+
+
+def test_with_shards_each_shards_leader_and_token_are_exported(
+        replicas: Replicas, clock: ManualClock) -> None:
+    settings = replace(SETTINGS, shards=2)
+    names = [shard_lease_name(settings.lease_name, Shard(k, 2)) for k in range(2)]
+    exporter = MetricsExporter.start(port=0, addr="127.0.0.1", lease_ttl=settings.lease_ttl,
+                                     monotonic=clock.monotonic, shard_leases=names)
+    try:
+        engine = replicas.engine(exporter.observer, settings=settings)
+        engine.tick()
+        leading = scrape(exporter.port)
+        assert leading['goatbeat_shard_leader{shard="0"}'] == 1
+        assert leading['goatbeat_shard_leader{shard="1"}'] == 1
+        assert leading['goatbeat_shard_fencing_token{shard="1"}'] == 1
+        assert (leading["goatbeat_leader"], leading["goatbeat_fencing_token"]) == (1, 1)
+
+        engine.close()
+        closed = scrape(exporter.port)
+        assert closed['goatbeat_shard_leader{shard="0"}'] == 0
+        assert closed['goatbeat_shard_fencing_token{shard="1"}'] == 0
+        assert closed["goatbeat_leader"] == 0
+    finally:
+        exporter.close()
+
+
+def test_with_one_shard_no_shard_series_are_exported(exporters: Exporters) -> None:
+    assert not [name for name in scrape(exporters().port) if "shard" in name]

@@ -9,6 +9,7 @@ Faults on PostgreSQL and Redis are made on private servers of the scenario's own
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
@@ -672,3 +674,202 @@ def test_a_leader_cut_off_from_postgresql_stops_dispatching_and_the_others_take_
     assert outcome.max_lateness(cut_at - 1, cut_at + 10) <= TAKEOVER_BOUND
     if not drop:
         assert came_back is not None, "the healed replica never led again"
+
+
+# -- 11. shards -----------------------------------------------------------------------------
+SHARDS = 6
+SHARDED = {**FAST_LEASE, "shards": SHARDS}
+#: A sharded replica that dies stops renewing its member row first, then its shards: all run
+#: out at most a ttl after its death, and the survivors look again at that very expiry (read
+#: from the rows they last saw). One second covers the look, a claim and a busy two-core
+#: machine.
+SHARD_TAKEOVER_BOUND = TTL + 1.0
+#: A newcomer gets its share once the holders above their quota look again (every renew
+#: interval) and give shards back, and it looks again (another renew interval): two renew
+#: intervals, plus two seconds for starting processes on a busy two-core machine.
+REBALANCE_BOUND = 2 * RENEW + 2.0
+
+
+def shard_leases(cluster: Cluster) -> dict[int, dict[str, Any]]:
+    """Each shard's lease row, by shard index."""
+    rows = cluster.sql("SELECT name, holder, token, acquired_at, expires_at > now() AS live "
+                       "FROM goatbeat_lease WHERE name LIKE 'default.shard-%'")
+    return {int(row["name"].split("-")[1]): row for row in rows}
+
+
+def shards_led(cluster: Cluster) -> dict[int, list[int]]:
+    """The shards each replica pid leads live."""
+    led: dict[int, list[int]] = defaultdict(list)
+    for index, row in sorted(shard_leases(cluster).items()):
+        if row["live"] and row["holder"]:
+            led[lease_pid(row)].append(index)
+    return dict(led)
+
+
+def start_sharded(cluster: Cluster, count: int = 3) -> list[Process]:
+    """``count`` replicas, waited for until each leads its fair share of the shards."""
+    replicas = [cluster.start_beat(f"beat-{i}") for i in range(1, count + 1)]
+    cluster.wait_for_replicas(count)
+
+    def balanced() -> dict[int, list[int]] | None:
+        led = shards_led(cluster)
+        fair = sorted(len(v) for v in led.values()) == sorted(
+            SHARDS // count + (1 if i < SHARDS % count else 0) for i in range(count))
+        return led if fair and set(led) == {p.pid for p in replicas} else None
+    wait_until(balanced, timeout=30, what="every replica to lead its share of the shards")
+    return replicas
+
+
+def shard_of(name: str) -> int:
+    return zlib.crc32(name.encode("utf-8")) % SHARDS
+
+
+def test_three_replicas_and_then_a_fourth_each_lead_a_share_of_the_shards(
+        cluster: Cluster, report: Any) -> None:
+    schedules = every_second(20)
+    cluster.write_config(schedules=schedules, settings=SHARDED)
+    cluster.start_worker()
+    replicas = start_sharded(cluster, 3)
+    started = cluster.db_now()
+    run_for(4)
+    newcomer = cluster.start_beat("beat-4")
+
+    def shared() -> dict[int, list[int]] | None:
+        led = shards_led(cluster)
+        return led if len(led.get(newcomer.pid, [])) >= 1 and len(led) == 4 \
+            and sum(len(v) for v in led.values()) == SHARDS else None
+    led = wait_until(shared, timeout=30, what="the newcomer to lead a shard")
+    # From its first heartbeat as a member to its first shard, on the database clock.
+    joined = cluster.sql("SELECT min(acquired_at) AS at FROM goatbeat_lease WHERE name LIKE "
+                         ":member", member=f"default.replicas-of-{SHARDS}.%:{newcomer.pid}:%")
+    first_shard = min(row["acquired_at"] for row in shard_leases(cluster).values()
+                      if lease_pid(row) == newcomer.pid)
+    rebalanced = (first_shard - joined[0]["at"]).total_seconds()
+    run_for(4)
+    replicas.append(newcomer)
+    assert_alive(*replicas)
+    outcome = finish(cluster, replicas)
+
+    report(rebalance=seconds(rebalanced), shares=sorted(len(v) for v in led.values()),
+           **outcome.counts())
+    # Shards change hands by clean releases only: nothing is sent twice.
+    outcome.assert_sound()
+    assert sorted(len(v) for v in led.values()) == [1, 1, 2, 2]
+    assert rebalanced <= REBALANCE_BOUND, rebalanced
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
+    assert all(points == [] for points in missing.values()), missing
+    # Every occurrence went out under the token of its own shard's lease as then held.
+    tokens = {index: row["token"] for index, row in shard_leases(cluster).items()}
+    assert all(o.token <= tokens[shard_of(o.schedule)] for o in outcome.scheduled)
+
+
+def sharded_victim(cluster: Cluster, replicas: list[Process]) -> tuple[Process, dict[int, Any]]:
+    """A replica that does not lead shard 0, and the lease rows of its shards."""
+    led = shards_led(cluster)
+    victim = next(p for p in replicas if p.pid in led and 0 not in led[p.pid])
+    leases = shard_leases(cluster)
+    return victim, {index: leases[index] for index in led[victim.pid]}
+
+
+def wait_for_shard_takeovers(cluster: Cluster, before: dict[int, Any],
+                             timeout: float = 30) -> dict[int, Any]:
+    """The lease rows of ``before``'s shards once each is held live under a higher token."""
+    def taken() -> dict[int, Any] | None:
+        now = shard_leases(cluster)
+        done = {k: now[k] for k in before
+                if now[k]["live"] and now[k]["token"] > before[k]["token"]}
+        return done if len(done) == len(before) else None
+    return wait_until(taken, timeout=timeout, what="the shards to be taken over")
+
+
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP", "SIGTERM"])
+def test_the_shards_of_a_killed_frozen_or_stopped_replica_are_taken_over_in_time(
+        cluster: Cluster, report: Any, fault: str) -> None:
+    schedules = every_second(30)
+    cluster.write_config(schedules=schedules, settings=SHARDED)
+    cluster.start_worker()
+    replicas = start_sharded(cluster, 3)
+    started = cluster.db_now()
+    run_for(4)
+    victim, before = sharded_victim(cluster, replicas)
+
+    faulted_at = time.time()
+    victim.signal(getattr(signal, fault))
+    after = wait_for_shard_takeovers(cluster, before)
+    survivors = [p for p in replicas if p is not victim]
+    if fault == "SIGTERM":
+        assert victim.popen.wait(15) == 0
+        run_for(4)
+    elif fault == "SIGSTOP":
+        run_for(max(0.0, faulted_at + TTL + 3 - time.time()))  # well past its ttl
+        victim.signal(signal.SIGCONT)
+        run_for(2 * RENEW + 2)  # it rejoins and gets a share back
+        survivors = replicas
+    else:
+        victim.popen.wait(10)
+        run_for(4)
+    led_at_end = shards_led(cluster)
+    assert_alive(*survivors)
+    outcome = finish(cluster, survivors)
+
+    takeovers = {k: row["acquired_at"].timestamp() - faulted_at for k, row in after.items()}
+    # Claims of the victim's shards made under its old tokens once another replica held them.
+    stale = [o.key for o in outcome.occurrences if shard_of(o.schedule) in before
+             and o.token == before[shard_of(o.schedule)]["token"]
+             and o.claimed_at >= after[shard_of(o.schedule)]["acquired_at"]]
+    lateness = outcome.max_lateness(faulted_at - 1, faulted_at + 10)
+    report(shards=sorted(before), takeover_max=seconds(max(takeovers.values())),
+           max_lateness=seconds(lateness), stale_claims=len(stale), **outcome.counts())
+    # A clean stop releases its shards: nothing is sent twice, and the others take them at
+    # once (the releases are announced), as a single leader's handover.
+    outcome.assert_sound(duplicates_allowed=fault != "SIGTERM")
+    assert stale == []
+    assert all(lease_pid(row) != victim.pid for row in after.values())
+    bound = HANDOVER_BOUND if fault == "SIGTERM" else SHARD_TAKEOVER_BOUND
+    assert max(takeovers.values()) <= bound, takeovers
+    assert lateness <= bound + SEND_BOUND
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
+    assert all(points == [] for points in missing.values()), missing
+    assert sum(len(v) for v in led_at_end.values()) == SHARDS
+    if fault == "SIGSTOP":
+        assert victim.pid in led_at_end, "the woken replica got no share back"
+
+
+def test_a_rolling_change_of_the_shard_count_claims_every_point_once(
+        cluster: Cluster, report: Any, tmp_path: Any) -> None:
+    schedules = every_second(20)
+    cluster.write_config(schedules=schedules, settings={**FAST_LEASE, "shards": 2})
+    # The replicas of the new count read a config of their own: the same schedules, 3 shards.
+    new_config = tmp_path / "sysproj-3-shards.json"
+    new_config.write_text(json.dumps({"schedules": schedules, "timezone": "UTC",
+                                      "settings": {**FAST_LEASE, "shards": 3}}))
+    cluster.start_worker()
+    old = [cluster.start_beat(f"old-{i}") for i in (1, 2)]
+    cluster.wait_for_replicas(2)
+    wait_until(lambda: len(cluster.sql(
+        "SELECT 1 FROM goatbeat_lease WHERE name LIKE 'default.shard-%-of-2' AND "
+        "expires_at > now()")) == 2, timeout=30, what="the old count's shards led")
+    started = cluster.db_now()
+    run_for(3)
+    new = [cluster.start_beat(f"new-{i}", env={"SYS_CONFIG": str(new_config)}) for i in (1, 2)]
+    wait_until(lambda: len(cluster.sql(
+        "SELECT 1 FROM goatbeat_lease WHERE name LIKE 'default.shard-%-of-3' AND "
+        "expires_at > now()")) == 3, timeout=30, what="the new count's shards led")
+    run_for(4)  # both counts lead: the overlap of a rolling change
+    for replica in old:
+        replica.signal(signal.SIGTERM)
+        assert replica.popen.wait(15) == 0
+    run_for(4)
+    assert_alive(*new)
+    outcome = finish(cluster, new)
+
+    report(**outcome.counts(), resubmitted=sum(1 for o in outcome.scheduled if o.attempts > 1))
+    # Never two claims of one point: the key is the primary key, whoever claims it. A claim
+    # may be sent again by a leader of the other count (a duplicate delivery, at least once).
+    outcome.assert_sound(duplicates_allowed=True)
+    assert outcome.claimed_twice() == []
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
+    assert all(points == [] for points in missing.values()), missing

@@ -307,3 +307,27 @@ def test_the_schedules_page_filters_on_a_tag_and_links_each_tag(
     assert names_on(client.get("/schedules?tag=nightly&sort=next_run").text) == [
         "cleanup", "invoices"]
     assert "No schedules match." in client.get("/schedules?tag=nothing").text
+
+
+def test_the_overview_with_shards_shows_shard_zeros_lease_and_every_shard(
+        schedules: Schedules) -> None:
+    store = schedules.store
+    assert store.acquire("default.replicas-of-2.replica-a", "replica-a", timedelta(seconds=30))
+    grant = store.acquire("default.shard-0-of-2", "replica-a", timedelta(seconds=30))
+    assert grant is not None
+    settings = replace(schedules.config.settings, shards=2)
+    sharded = Schedules(store, config=replace(schedules.config, settings=settings))
+    with TestClient(create_app(sharded), base_url="http://127.0.0.1") as client:
+        html = client.get("/").text
+
+    assert "<code>default.shard-0-of-2</code>" in html
+    lease = html[html.index('id="lease"'):html.index("</dl>", html.index('id="lease"'))]
+    assert "replica-a" in lease and ">yes<" in lease
+    shards = html[html.index('id="shards"'):html.index("</ul>", html.index('id="shards"'))]
+    assert "0: replica-a, token 1, expires" in shards
+    assert "1: not held" in shards
+    assert "1 live replicas: replica-a" in shards
+
+
+def test_the_overview_with_one_shard_lists_no_shards(client: Browser) -> None:
+    assert 'id="shards"' not in client.get("/").text
