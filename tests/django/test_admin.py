@@ -175,13 +175,129 @@ def test_pause_resume_and_run_now_actions(client: Any, api: Schedules) -> None:
     assert execution.manual
 
 
-def test_deleting_goes_through_the_api(client: Any, api: Schedules) -> None:
+def delete_url(name: str) -> str:
+    from django.contrib.admin.utils import quote
+
+    return f"/admin/goatbeat/schedule/{quote(name)}/delete/"
+
+
+def deletions_logged(name: str) -> int:
+    from django.contrib.admin.models import DELETION, LogEntry
+
+    return LogEntry.objects.filter(object_id=name, action_flag=DELETION).count()
+
+
+def test_the_delete_action_asks_first_then_deletes_through_the_api(client: Any,
+                                                                   api: Schedules) -> None:
     api.create("poll", "feeds.poll", every=30)
-    response = client.post(CHANGELIST, {"action": "delete_schedules",
+    api.create("digest", "mail.digest", every=3600)
+    add_config_schedule(api, "heartbeat", "proj.heartbeat")
+    selected = {"action": "delete_selected", "_selected_action": ["poll", "heartbeat"]}
+    logged = deletions_logged("poll")  # the module's earlier tests may have deleted a poll
+
+    page = client.post(CHANGELIST, selected)
+    assert page.status_code == 200
+    assert "admin/delete_selected_confirmation.html" in [t.name for t in page.templates]
+    text = page.content.decode()
+    assert "Are you sure you want to delete the selected schedule?" in text
+    assert f'<a href="{change_url("poll")}">poll</a>' in text
+    assert "&#x27;heartbeat&#x27; will not be deleted" in text
+    # Only the schedule it may delete is carried to the confirmation.
+    assert page.context["queryset"] == [api_row("poll")]
+    assert 'name="csrfmiddlewaretoken"' in text
+    # Asking deletes nothing: leaving the page ("No, take me back") keeps every schedule.
+    assert {s.spec.name for s in api.list()} == {"poll", "digest", "heartbeat"}
+    assert deletions_logged("poll") == logged
+
+    response = client.post(CHANGELIST, {"action": "delete_selected", "post": "yes",
                                         "_selected_action": ["poll"]}, follow=True)
-    assert "1 schedule deleted" in response.content.decode()
+    assert "1 schedule deleted: &#x27;poll&#x27;" in response.content.decode()
     with pytest.raises(ScheduleNotFound):
         api.get("poll")
+    assert api.get("digest").spec.name == "digest"
+    assert deletions_logged("poll") == logged + 1
+
+
+def api_row(name: str) -> Any:
+    from goatbeat_celery.contrib.django.models import Schedule
+
+    return Schedule.objects.get(name=name)
+
+
+def test_a_delete_action_of_config_schedules_alone_asks_nothing(client: Any,
+                                                                api: Schedules) -> None:
+    add_config_schedule(api, "heartbeat", "proj.heartbeat")
+    response = client.post(CHANGELIST, {"action": "delete_selected",
+                                        "_selected_action": ["heartbeat"]}, follow=True)
+    assert [t.name for t in response.templates][0] == "admin/change_list.html"
+    assert "change it in the Celery config" in response.content.decode()
+    assert api.get("heartbeat").spec.name == "heartbeat"
+
+
+def test_the_delete_page_deletes_through_the_api_and_logs_it(client: Any,
+                                                             api: Schedules) -> None:
+    api.create("poll", "feeds.poll", every=30)
+    logged = deletions_logged("poll")
+    page = client.get(delete_url("poll"))
+    assert page.status_code == 200
+    response = client.post(delete_url("poll"), {"post": "yes"}, follow=True)
+    assert response.status_code == 200
+    assert "was deleted successfully" in response.content.decode()
+    with pytest.raises(ScheduleNotFound):
+        api.get("poll")
+    assert deletions_logged("poll") == logged + 1
+
+
+def test_a_schedule_deleted_behind_the_delete_page_is_a_message(client: Any,
+                                                                api: Schedules) -> None:
+    api.create("poll", "feeds.poll", every=30)
+    assert client.get(delete_url("poll")).status_code == 200
+    api.delete("poll")
+    response = client.post(delete_url("poll"), {"post": "yes"}, follow=True)
+    assert response.status_code == 200
+    assert "Perhaps it was deleted?" in response.content.decode()
+
+
+def test_delete_model_reports_a_schedule_gone_since_the_page_read_it(superuser: Any,
+                                                                     api: Schedules) -> None:
+    """Between the delete page's read of the row and its deletion through the API, someone
+    else deletes it: a warning, no success claimed, back to the list."""
+    from django.contrib import admin as django_admin
+    from django.contrib.messages import get_messages
+    from django.contrib.messages.storage.fallback import FallbackStorage
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.test import RequestFactory
+
+    from goatbeat_celery.contrib.django.models import Schedule
+
+    api.create("poll", "feeds.poll", every=30)
+    row = api_row("poll")
+    api.delete("poll")
+    request = RequestFactory().post(delete_url("poll"), {"post": "yes"})
+    request.user, request.session = superuser, SessionStore()
+    request._messages = FallbackStorage(request)
+    model_admin = django_admin.site.get_model_admin(Schedule)
+
+    model_admin.delete_model(request, row)
+    response = model_admin.response_delete(request, "poll", "poll")
+    assert response.status_code == 302
+    assert response["Location"] == CHANGELIST
+    assert [str(m) for m in get_messages(request)] == ["'poll' was already deleted."]
+
+
+def test_an_action_posted_without_a_csrf_token_is_refused(superuser: Any,
+                                                           api: Schedules) -> None:
+    from django.test import Client
+
+    api.create("poll", "feeds.poll", every=30)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(superuser)
+    for action in ("delete_selected", "pause_schedules"):
+        response = client.post(CHANGELIST, {"action": action, "post": "yes",
+                                            "_selected_action": ["poll"]})
+        assert response.status_code == 403, action
+    stored = api.get("poll")
+    assert stored.spec.enabled
 
 
 def test_executions_are_listed_read_only_with_filters(client: Any, api: Schedules) -> None:
