@@ -50,6 +50,47 @@ def test_the_changelist_shows_next_run_last_run_state_and_source(client: Any,
         assert expected.lower() in text.lower(), expected
 
 
+def cells(text: str, name: str) -> dict[str, str]:
+    """The changelist row of ``name``: each column's cell, by its field name, as shown."""
+    import html
+    import re
+
+    [row] = [row for row in text.split("<tr")[1:] if f">{name}</a></th>" in row]
+    found = re.findall(r'<t[dh] class="field-(\w+)[^"]*"[^>]*>(.*?)</t[dh]>', row, re.S)
+    return {field: html.unescape(re.sub(r"<[^>]+>", "", value)).strip()
+            for field, value in found}
+
+
+def test_the_changelist_shows_the_next_and_last_run_of_each_schedule(client: Any,
+                                                                     api: Schedules) -> None:
+    from django.contrib.admin.utils import display_for_value
+
+    from tests.conformance.support import claim_next, create_due
+
+    # A run claimed as the leader claims it: its occurrence is the last run, the one after it
+    # the next run.
+    due = create_due(api.store, "poll", every=60)
+    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
+    api.store.claim([claim_next(due)], lease=grant)
+    poll = api.get("poll")
+    assert poll.last_occurrence_at == due.next_occurrence_at
+    api.create("digest", "mail.digest", cron="0 7 * * mon-fri", timezone="Europe/Paris")
+    api.create("paused", "feeds.poll", every=30)
+    api.pause("paused")
+
+    text = client.get(CHANGELIST).content.decode()
+    shown = cells(text, "poll")
+    assert shown["next_run"] == display_for_value(poll.next_run_at, "-")
+    assert shown["last_run"] == display_for_value(poll.last_occurrence_at, "-")
+    assert shown["next_run"] != shown["last_run"]
+    digest = api.get("digest")
+    assert digest.next_run_at is not None
+    assert cells(text, "digest")["next_run"] == display_for_value(digest.next_run_at, "-")
+    # Never run: no last run; paused: no next run.
+    assert cells(text, "digest")["last_run"] == "-"
+    assert cells(text, "paused")["next_run"] == "-"
+
+
 def test_search_and_filters_narrow_the_list(client: Any, api: Schedules) -> None:
     api.create("digest", "mail.digest", every=3600)
     api.create("poll", "feeds.poll", every=30)
