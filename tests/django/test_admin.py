@@ -50,6 +50,47 @@ def test_the_changelist_shows_next_run_last_run_state_and_source(client: Any,
         assert expected.lower() in text.lower(), expected
 
 
+def cells(text: str, name: str) -> dict[str, str]:
+    """The changelist row of ``name``: each column's cell, by its field name, as shown."""
+    import html
+    import re
+
+    [row] = [row for row in text.split("<tr")[1:] if f">{name}</a></th>" in row]
+    found = re.findall(r'<t[dh] class="field-(\w+)[^"]*"[^>]*>(.*?)</t[dh]>', row, re.S)
+    return {field: html.unescape(re.sub(r"<[^>]+>", "", value)).strip()
+            for field, value in found}
+
+
+def test_the_changelist_shows_the_next_and_last_run_of_each_schedule(client: Any,
+                                                                     api: Schedules) -> None:
+    from django.contrib.admin.utils import display_for_value
+
+    from tests.conformance.support import claim_next, create_due
+
+    # A run claimed as the leader claims it: its occurrence is the last run, the one after it
+    # the next run.
+    due = create_due(api.store, "poll", every=60)
+    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
+    api.store.claim([claim_next(due)], lease=grant)
+    poll = api.get("poll")
+    assert poll.last_occurrence_at == due.next_occurrence_at
+    api.create("digest", "mail.digest", cron="0 7 * * mon-fri", timezone="Europe/Paris")
+    api.create("paused", "feeds.poll", every=30)
+    api.pause("paused")
+
+    text = client.get(CHANGELIST).content.decode()
+    shown = cells(text, "poll")
+    assert shown["next_run"] == display_for_value(poll.next_run_at, "-")
+    assert shown["last_run"] == display_for_value(poll.last_occurrence_at, "-")
+    assert shown["next_run"] != shown["last_run"]
+    digest = api.get("digest")
+    assert digest.next_run_at is not None
+    assert cells(text, "digest")["next_run"] == display_for_value(digest.next_run_at, "-")
+    # Never run: no last run; paused: no next run.
+    assert cells(text, "digest")["last_run"] == "-"
+    assert cells(text, "paused")["next_run"] == "-"
+
+
 def test_search_and_filters_narrow_the_list(client: Any, api: Schedules) -> None:
     api.create("digest", "mail.digest", every=3600)
     api.create("poll", "feeds.poll", every=30)
@@ -175,13 +216,129 @@ def test_pause_resume_and_run_now_actions(client: Any, api: Schedules) -> None:
     assert execution.manual
 
 
-def test_deleting_goes_through_the_api(client: Any, api: Schedules) -> None:
+def delete_url(name: str) -> str:
+    from django.contrib.admin.utils import quote
+
+    return f"/admin/goatbeat/schedule/{quote(name)}/delete/"
+
+
+def deletions_logged(name: str) -> int:
+    from django.contrib.admin.models import DELETION, LogEntry
+
+    return LogEntry.objects.filter(object_id=name, action_flag=DELETION).count()
+
+
+def test_the_delete_action_asks_first_then_deletes_through_the_api(client: Any,
+                                                                   api: Schedules) -> None:
     api.create("poll", "feeds.poll", every=30)
-    response = client.post(CHANGELIST, {"action": "delete_schedules",
+    api.create("digest", "mail.digest", every=3600)
+    add_config_schedule(api, "heartbeat", "proj.heartbeat")
+    selected = {"action": "delete_selected", "_selected_action": ["poll", "heartbeat"]}
+    logged = deletions_logged("poll")  # the module's earlier tests may have deleted a poll
+
+    page = client.post(CHANGELIST, selected)
+    assert page.status_code == 200
+    assert "admin/delete_selected_confirmation.html" in [t.name for t in page.templates]
+    text = page.content.decode()
+    assert "Are you sure you want to delete the selected schedule?" in text
+    assert f'<a href="{change_url("poll")}">poll</a>' in text
+    assert "&#x27;heartbeat&#x27; will not be deleted" in text
+    # Only the schedule it may delete is carried to the confirmation.
+    assert page.context["queryset"] == [api_row("poll")]
+    assert 'name="csrfmiddlewaretoken"' in text
+    # Asking deletes nothing: leaving the page ("No, take me back") keeps every schedule.
+    assert {s.spec.name for s in api.list()} == {"poll", "digest", "heartbeat"}
+    assert deletions_logged("poll") == logged
+
+    response = client.post(CHANGELIST, {"action": "delete_selected", "post": "yes",
                                         "_selected_action": ["poll"]}, follow=True)
-    assert "1 schedule deleted" in response.content.decode()
+    assert "1 schedule deleted: &#x27;poll&#x27;" in response.content.decode()
     with pytest.raises(ScheduleNotFound):
         api.get("poll")
+    assert api.get("digest").spec.name == "digest"
+    assert deletions_logged("poll") == logged + 1
+
+
+def api_row(name: str) -> Any:
+    from goatbeat_celery.contrib.django.models import Schedule
+
+    return Schedule.objects.get(name=name)
+
+
+def test_a_delete_action_of_config_schedules_alone_asks_nothing(client: Any,
+                                                                api: Schedules) -> None:
+    add_config_schedule(api, "heartbeat", "proj.heartbeat")
+    response = client.post(CHANGELIST, {"action": "delete_selected",
+                                        "_selected_action": ["heartbeat"]}, follow=True)
+    assert [t.name for t in response.templates][0] == "admin/change_list.html"
+    assert "change it in the Celery config" in response.content.decode()
+    assert api.get("heartbeat").spec.name == "heartbeat"
+
+
+def test_the_delete_page_deletes_through_the_api_and_logs_it(client: Any,
+                                                             api: Schedules) -> None:
+    api.create("poll", "feeds.poll", every=30)
+    logged = deletions_logged("poll")
+    page = client.get(delete_url("poll"))
+    assert page.status_code == 200
+    response = client.post(delete_url("poll"), {"post": "yes"}, follow=True)
+    assert response.status_code == 200
+    assert "was deleted successfully" in response.content.decode()
+    with pytest.raises(ScheduleNotFound):
+        api.get("poll")
+    assert deletions_logged("poll") == logged + 1
+
+
+def test_a_schedule_deleted_behind_the_delete_page_is_a_message(client: Any,
+                                                                api: Schedules) -> None:
+    api.create("poll", "feeds.poll", every=30)
+    assert client.get(delete_url("poll")).status_code == 200
+    api.delete("poll")
+    response = client.post(delete_url("poll"), {"post": "yes"}, follow=True)
+    assert response.status_code == 200
+    assert "Perhaps it was deleted?" in response.content.decode()
+
+
+def test_delete_model_reports_a_schedule_gone_since_the_page_read_it(superuser: Any,
+                                                                     api: Schedules) -> None:
+    """Between the delete page's read of the row and its deletion through the API, someone
+    else deletes it: a warning, no success claimed, back to the list."""
+    from django.contrib import admin as django_admin
+    from django.contrib.messages import get_messages
+    from django.contrib.messages.storage.fallback import FallbackStorage
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.test import RequestFactory
+
+    from goatbeat_celery.contrib.django.models import Schedule
+
+    api.create("poll", "feeds.poll", every=30)
+    row = api_row("poll")
+    api.delete("poll")
+    request = RequestFactory().post(delete_url("poll"), {"post": "yes"})
+    request.user, request.session = superuser, SessionStore()
+    request._messages = FallbackStorage(request)
+    model_admin = django_admin.site.get_model_admin(Schedule)
+
+    model_admin.delete_model(request, row)
+    response = model_admin.response_delete(request, "poll", "poll")
+    assert response.status_code == 302
+    assert response["Location"] == CHANGELIST
+    assert [str(m) for m in get_messages(request)] == ["'poll' was already deleted."]
+
+
+def test_an_action_posted_without_a_csrf_token_is_refused(superuser: Any,
+                                                           api: Schedules) -> None:
+    from django.test import Client
+
+    api.create("poll", "feeds.poll", every=30)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(superuser)
+    for action in ("delete_selected", "pause_schedules"):
+        response = client.post(CHANGELIST, {"action": action, "post": "yes",
+                                            "_selected_action": ["poll"]})
+        assert response.status_code == 403, action
+    stored = api.get("poll")
+    assert stored.spec.enabled
 
 
 def test_executions_are_listed_read_only_with_filters(client: Any, api: Schedules) -> None:

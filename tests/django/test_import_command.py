@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.store import open_store
 
 LATER = datetime.now(timezone.utc) + timedelta(days=30)
 #: Off the 15-minute grid, as a start_time set by hand usually is.
@@ -67,19 +65,33 @@ def periodic_tasks(django_db: str) -> None:
                                 start_time=START)
     PeriodicTask.objects.create(name="celery.backend_cleanup", task="celery.backend_cleanup",
                                 crontab=CrontabSchedule.objects.create(minute="0", hour="4"))
+    # Both set: its save() refuses it, but an update() (or an older version) stores it, and
+    # its scheduler then sends `expires`.
+    PeriodicTask.objects.create(name="both-expiries", task="shop.sync", interval=every_15,
+                                expires=LATER)
+    PeriodicTask.objects.filter(name="both-expiries").update(expire_seconds=60)
+    # Names as Celery's crontab reads them, by their first three letters, in any case.
+    named = CrontabSchedule.objects.create(minute="30", hour="7", day_of_week="Monday-friday",
+                                           month_of_year="january,Jul", timezone="UTC")
+    PeriodicTask.objects.create(name="named-days", task="mail.digest", crontab=named)
 
 
 @pytest.fixture
-def api(django_db: str, periodic_tasks: None) -> Iterator[Schedules]:
-    with Schedules(open_store(django_db)) as schedules:
-        yield schedules
+def api(api: Schedules, periodic_tasks: None) -> Schedules:
+    """The API on the module's database, goatbeat's schedules emptied first (conftest's
+    fixture): each test imports from scratch."""
+    return api
 
 
 def run(*args: str) -> str:
-    from django.core.management import call_command
+    """The command's output; CommandError (exit status 1) is expected when it refuses
+    anything, as every run of this module's tasks does."""
+    from django.core.management import CommandError, call_command
 
     out = io.StringIO()
-    call_command("goatbeat_import_django_celery_beat", *args, stdout=out, no_color=True)
+    with pytest.raises(CommandError) as caught:
+        call_command("goatbeat_import_django_celery_beat", *args, stdout=out, no_color=True)
+    assert str(caught.value) == "2 periodic tasks were refused: 'bad-args', 'lights-off'"
     return out.getvalue()
 
 
@@ -100,7 +112,7 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
     assert "already past: it will not run (django-celery-beat ran it)" in output
     assert re.search(r"would create 'ended': every 0:15:00, until \S+, already past: it will "
                      "not run", output), output
-    assert "12 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
+    assert "14 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
     assert api.list() == []
 
 
@@ -108,15 +120,17 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     from django_celery_beat.models import PeriodicTask
 
     output = run()
-    assert "12 created, 1 skipped, 2 refused" in output, output
+    assert "14 created, 1 skipped, 2 refused" in output, output
 
     refresh = api.get("refresh-cache").spec
     assert refresh.trigger.params["every"] == 900.0
     assert refresh.args == ("all",)
     assert refresh.description == "warms the cache"
+    # django-celery-beat's scheduler adds periodic_task_name to every message's headers.
     assert dict(refresh.options) == {"queue": "cache", "priority": 5, "exchange": "tasks",
                                      "routing_key": "cache.refresh",
-                                     "headers": {"tenant": "acme"}}
+                                     "headers": {"tenant": "acme",
+                                                 "periodic_task_name": "refresh-cache"}}
 
     payday = api.get("first-friday").spec
     assert payday.trigger.kind == "cron"
@@ -124,7 +138,8 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     assert payday.trigger.params["timezone"] == "Europe/Paris"
     assert payday.trigger.params["day_or"] is False  # Celery's AND of the two day fields
     assert dict(payday.kwargs) == {"limit": 50}
-    assert dict(payday.options) == {"expires": 3600}
+    assert dict(payday.options) == {"expires": 3600,
+                                    "headers": {"periodic_task_name": "first-friday"}}
 
     launch = api.get("launch").spec
     assert launch.trigger.kind == "once"
@@ -148,6 +163,13 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     assert ends.spec.end_at == LATER
     assert ends.next_run_at is not None and ends.next_run_at <= LATER
     assert api.get("ended").next_run_at is None
+    # With both, django-celery-beat sends the absolute expires and ignores expire_seconds.
+    both = api.get("both-expiries").spec
+    assert both.end_at == LATER
+    assert "expires" not in both.options
+
+    named = api.get("named-days").spec.trigger.params
+    assert named["expression"] == "30 7 * jan,jul mon-fri"
 
     # A start_time to come: nothing before it, and an interval's first run at it, as
     # django-celery-beat runs it, every 15 minutes from there.
@@ -166,8 +188,9 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
 
 
 def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
+    assert "14 created, 1 skipped, 2 refused" in run()
     output = run()
-    assert "0 created, 13 skipped, 2 refused" in output, output
+    assert "0 created, 15 skipped, 2 refused" in output, output
     assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output
 
 
@@ -189,3 +212,65 @@ def test_entries_of_beat_schedule_are_left_to_the_config_sync(api: Schedules) ->
             api.get("from-config")
     finally:
         PeriodicTask.objects.filter(name="from-config").delete()
+
+
+def test_without_refusals_the_command_succeeds(api: Schedules) -> None:
+    """Exit status 0 (no CommandError) once nothing is refused; the tasks it refused are
+    deleted inside a transaction rolled back afterwards, for the other tests."""
+    from django.core.management import call_command
+    from django.db import transaction
+    from django_celery_beat.models import PeriodicTask
+
+    out = io.StringIO()
+    with transaction.atomic():
+        PeriodicTask.objects.filter(name__in=["bad-args", "lights-off"]).delete()
+        call_command("goatbeat_import_django_celery_beat", stdout=out, no_color=True)
+        transaction.set_rollback(True)
+    assert "14 created, 1 skipped, 0 refused" in out.getvalue()
+    assert PeriodicTask.objects.filter(name__in=["bad-args", "lights-off"]).count() == 2
+
+
+#: Crontabs restricting both day fields, which Celery matches together (AND): the 13th when a
+#: Friday; the first Sunday of a month; an even day of a weekend in spring; named days.
+AND_CRONTABS = [
+    ("0", "12", "13", "*", "fri", "Europe/Paris"),
+    ("30", "8", "1-7", "*", "sun", "America/New_York"),
+    ("15", "6,18", "*/2", "3-5", "saturday,Sunday", "UTC"),
+    ("0", "9", "10-20", "*", "mon-wednesday", "Asia/Tokyo"),
+]
+
+
+def test_imported_crontabs_run_when_django_celery_beats_crontab_runs(api: Schedules) -> None:
+    """The next occurrences of each imported crontab, by goatbeat's cron, are those Celery's
+    crontab from django-celery-beat's own CrontabSchedule.schedule gives."""
+    from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+    from goatbeat_celery import config as config_module
+
+    names = [f"and-{index}" for index in range(len(AND_CRONTABS))]
+    tabs = {}
+    for name, (minute, hour, day_of_month, month, day_of_week, zone) in zip(
+            names, AND_CRONTABS, strict=True):
+        tabs[name] = CrontabSchedule.objects.create(
+            minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month,
+            day_of_week=day_of_week, timezone=zone)
+        PeriodicTask.objects.create(name=name, task="pay.run", crontab=tabs[name])
+    try:
+        run()
+        start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        for name in names:
+            trigger = config_module.base_registry().build(api.get(name).spec.trigger)
+            celery = tabs[name].schedule
+            ours, theirs = [], []
+            after_ours = after_theirs = start
+            for _ in range(6):
+                found = trigger.next_after(after_ours)
+                assert found is not None, name
+                ours.append(found)
+                after_ours = found
+                last, delta, _now = celery.remaining_delta(after_theirs, tz=celery.tz)
+                after_theirs = last + delta
+                theirs.append(after_theirs.astimezone(timezone.utc))
+            assert ours == theirs, (name, tabs[name])
+    finally:
+        PeriodicTask.objects.filter(name__in=names).delete()

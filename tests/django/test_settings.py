@@ -3,6 +3,11 @@ database when goatbeat_database_url is left out."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +15,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from goatbeat_celery.contrib.django import databases
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def project_app() -> Any:
@@ -115,3 +122,34 @@ def test_the_app_is_found_by_its_appconfig_path_too() -> None:
 def test_same_database_ignores_driver_and_password() -> None:
     assert databases.same_database("postgres://u@db/app", "postgresql+psycopg://u:pw@db:5432/app")
     assert not databases.same_database("postgresql://u@db/app", "postgresql://u@db/other")
+
+
+def test_a_goatbeat_setting_in_django_settings_reaches_the_projects_app(django_db: str) -> None:
+    """The test project sets CELERY_GOATBEAT_LEASE_TTL = "45s" (the default is 30s)."""
+    from goatbeat_celery.config import load
+    from goatbeat_celery.contrib.django import integration
+
+    assert load(project_app(), with_schedules=False).config.settings.lease_ttl == timedelta(
+        seconds=45)
+    # The admin's and the management commands' own app reads it the same way.
+    assert integration.goatbeat_config().config.settings.lease_ttl == timedelta(seconds=45)
+
+
+def test_goatbeat_check_of_the_django_project_reports_the_setting(django_db: str,
+                                                                  tmp_path: Path) -> None:
+    """``celery -A proj goatbeat check --json`` in a process of its own, where Celery's Django
+    fixup loads the project's settings from DJANGO_SETTINGS_MODULE."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.django.testproj.settings",
+           # The project's settings take their database from this URL.
+           "GOATBEAT_TEST_PG_URL": django_db,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                       os.environ.get("PYTHONPATH")]))}
+    # Importing Celery and Django takes a few seconds; 120 s covers a busy 2-core machine.
+    done = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "tests.django.testproj.celery", "goatbeat",
+         "check", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    checks = {check["name"]: check for check in json.loads(done.stdout)["checks"]}
+    assert "(ttl 45s, renewed every 10s)" in checks["settings"]["detail"], checks
+    assert make_url(django_db).database in checks["database"]["detail"], checks

@@ -13,15 +13,19 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.utils import quote
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from goatbeat_celery.contrib.django import integration
 from goatbeat_celery.contrib.django.forms import ScheduleForm
 from goatbeat_celery.contrib.django.models import Execution, Schedule
-from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError, ScheduleNotFound
 from goatbeat_celery.core.model import TriggerSpec
 
 CONFIG_READ_ONLY = "comes from beat_schedule: change it in the Celery config"
@@ -129,7 +133,7 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
                     "tags_shown")
     list_filter = (StateFilter, "source", TagFilter)
     search_fields = ("name", "task", "description")
-    actions = ("pause_schedules", "resume_schedules", "run_now", "delete_schedules")
+    actions = ("pause_schedules", "resume_schedules", "run_now", "delete_selected")
     list_per_page = 100
     save_as = False
     fieldsets = (
@@ -218,12 +222,6 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
             return self.readonly_shown
         return self.status_shown if obj is not None else ()
 
-    def get_actions(self, request: HttpRequest) -> Any:
-        actions = super().get_actions(request)
-        # Deleting goes through the API, as delete_schedules does.
-        actions.pop("delete_selected", None)
-        return actions
-
     # -- writing: the form wrote through the API already ---------------------------------
     # ScheduleForm.clean() makes the API call, so that the API's problems land on the fields
     # (the API alone validates, and has no dry run). What the admin does after a valid form
@@ -238,8 +236,26 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         pass
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
-        with integration.schedules() as api:
-            api.delete(obj.name)
+        """The delete page's deletion. A schedule deleted meanwhile (between the page's read
+        and this call) is gone all the same, and a database that cannot be reached deletes
+        nothing: either way a message says so, and response_delete claims no success."""
+        try:
+            with integration.schedules() as api:
+                api.delete(obj.name)
+        except ScheduleNotFound:
+            messages.warning(request, f"{obj.name!r} was already deleted.")
+        except GoatbeatError as exc:
+            messages.error(request, f"{obj.name!r} was not deleted: {exc}")
+        else:
+            return
+        request.goatbeat_not_deleted = True
+
+    def response_delete(self, request: HttpRequest, obj_display: str,
+                        obj_id: Any) -> HttpResponse:
+        if getattr(request, "goatbeat_not_deleted", False):
+            return HttpResponseRedirect(reverse("admin:goatbeat_schedule_changelist",
+                                                current_app=self.admin_site.name))
+        return super().response_delete(request, obj_display, obj_id)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         self._each(request, queryset, "deleted", lambda api, row: api.delete(row.name))
@@ -259,13 +275,53 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
                    lambda api, row: api.run_now(row.name), config_too=True)
 
     @admin.action(description="Delete selected schedules", permissions=["delete"])
-    def delete_schedules(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        self.delete_queryset(request, queryset)
+    def delete_selected(self, request: HttpRequest,
+                        queryset: QuerySet[Any]) -> TemplateResponse | None:
+        """Django's own action, through the API: a page listing the schedules to delete (those
+        of beat_schedule left out, with a warning) with Django's confirmation template, then,
+        once confirmed, the deletion, an admin log entry for each schedule deleted and back to
+        the list. Executions stay, as history."""
+        rows = list(queryset)
+        deletable = [row for row in rows if not row.is_config]
+        if request.POST.get("post"):
+            deleted = set(self._each(request, rows, "deleted",
+                                     lambda api, row: api.delete(row.name)))
+            log_deletions(self, request, [row for row in rows if row.name in deleted])
+            return None
+        for row in rows:
+            if row.is_config:
+                messages.warning(request, f"{row.name!r} will not be deleted: it "
+                                 f"{CONFIG_READ_ONLY}.")
+        if not deletable:
+            return None
+        opts = self.model._meta
+        noun = "schedule" if len(deletable) == 1 else "schedules"
+        listed = [format_html('Schedule: <a href="{}">{}</a>',
+                              reverse("admin:goatbeat_schedule_change", args=(quote(row.name),),
+                                      current_app=self.admin_site.name), row.name)
+                  for row in deletable]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Delete multiple objects",
+            "subtitle": None,
+            "objects_name": noun,
+            "deletable_objects": [listed],
+            "model_count": [("schedules", len(deletable))],
+            "queryset": deletable,
+            "perms_lacking": (),
+            "protected": (),
+            "opts": opts,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "media": self.media,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/delete_selected_confirmation.html", context)
 
     def _each(self, request: HttpRequest, rows: Iterable[Schedule], done: str,
-              change: Callable[[Any, Schedule], Any], *, config_too: bool = False) -> None:
+              change: Callable[[Any, Schedule], Any], *,
+              config_too: bool = False) -> list[str]:
         """Apply ``change`` to each row through the API; one message for those it was applied
-        to, and one per row refused, with the reason."""
+        to, and one per row refused, with the reason. The names it was applied to."""
         changed: list[str] = []
         try:
             with integration.schedules() as api:
@@ -290,6 +346,20 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
             more = f" and {len(changed) - 10} more" if len(changed) > 10 else ""
             noun = "schedule" if len(changed) == 1 else "schedules"
             messages.success(request, f"{len(changed)} {noun} {done}: {shown}{more}.")
+        return changed
+
+
+def log_deletions(model_admin: admin.ModelAdmin, request: HttpRequest,
+                  rows: list[Schedule]) -> None:
+    """Admin log entries for deleted schedules, as Django's delete_selected writes them (its
+    ``log_deletions`` is Django 5.1's; ``log_deletion``, one at a time, before it)."""
+    if not rows:
+        return
+    if hasattr(model_admin, "log_deletions"):
+        model_admin.log_deletions(request, rows)
+    else:
+        for row in rows:
+            model_admin.log_deletion(request, row, str(row))
 
 
 class ScheduleNameFilter(admin.SimpleListFilter):

@@ -59,3 +59,6 @@ DATABASES = {
 # Celery reads these through config_from_object("django.conf:settings", namespace="CELERY").
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_URL = "memory://"
+# A goatbeat setting other than its default (30s), which tests/django/test_settings.py finds in
+# the project's loaded settings and in `celery -A ... goatbeat check`.
+CELERY_GOATBEAT_LEASE_TTL = "45s"

@@ -1,5 +1,10 @@
 """goatbeat's tables as unmanaged models: Django records them and never creates, alters or
-writes them (goatbeat's own migrations do)."""
+writes them (goatbeat's own migrations do).
+
+Every field of models.py is listed, as Django writes an unmanaged model's migration: the
+autodetector does not follow an unmanaged model's fields after it is created, so a field added
+to models.py is added here by hand (tests/django/test_migrations.py compares the two).
+"""
 
 from django.db import migrations, models
 
@@ -28,6 +33,8 @@ class Migration(migrations.Migration):
                             ("submitted", "submitted"),
                             ("abandoned", "abandoned"),
                             ("expired", "expired"),
+                            ("held", "held"),
+                            ("skipped", "skipped"),
                         ],
                         max_length=16,
                     ),
@@ -39,6 +46,31 @@ class Migration(migrations.Migration):
                 ("missed", models.IntegerField()),
                 ("manual", models.BooleanField(verbose_name="run now")),
                 ("expires_at", models.DateTimeField(null=True)),
+                (
+                    "run_state",
+                    models.CharField(
+                        choices=[
+                            ("running", "running"),
+                            ("retrying", "retrying"),
+                            ("succeeded", "succeeded"),
+                            ("failed", "failed"),
+                            ("revoked", "revoked"),
+                            ("rejected", "rejected"),
+                            ("lost", "lost"),
+                        ],
+                        max_length=16,
+                        null=True,
+                        verbose_name="run",
+                    ),
+                ),
+                ("run_id", models.TextField(null=True)),
+                ("worker", models.TextField(null=True)),
+                ("run_attempts", models.IntegerField(verbose_name="run attempts")),
+                ("started_at", models.DateTimeField(null=True, verbose_name="started")),
+                ("finished_at", models.DateTimeField(null=True, verbose_name="finished")),
+                ("heartbeat_at", models.DateTimeField(null=True, verbose_name="last heartbeat")),
+                ("runtime", models.FloatField(null=True, verbose_name="runtime (s)")),
+                ("run_error", models.TextField(null=True, verbose_name="run error")),
             ],
             options={
                 "db_table": "goatbeat_execution",
@@ -81,6 +113,22 @@ class Migration(migrations.Migration):
                 ("fault_at", models.DateTimeField(null=True)),
                 ("faults", models.IntegerField()),
                 ("starting_deadline_seconds", models.FloatField(null=True)),
+                ("overlap", models.CharField(max_length=16, null=True)),
+                ("mode", models.CharField(max_length=16, null=True)),
+                ("failure_backoff_seconds", models.FloatField(null=True)),
+                ("failure_backoff_factor", models.FloatField(null=True)),
+                ("failure_backoff_max_seconds", models.FloatField(null=True)),
+                ("pause_after_failures", models.IntegerField(null=True)),
+                ("consecutive_failures", models.IntegerField(verbose_name="failures in a row")),
+                ("paused_reason", models.TextField(null=True, verbose_name="pause reason")),
+                ("total_skipped", models.BigIntegerField()),
+                ("start_at", models.DateTimeField(null=True)),
+                ("end_at", models.DateTimeField(null=True)),
+                ("max_runs", models.IntegerField(null=True)),
+                ("paused_until", models.DateTimeField(null=True, verbose_name="paused until")),
+                ("description", models.TextField(null=True)),
+                ("tags", goatbeat_celery.contrib.django.models.StoredJSON(null=True)),
+                ("calendars", goatbeat_celery.contrib.django.models.StoredJSON(null=True)),
             ],
             options={
                 "db_table": "goatbeat_schedule",

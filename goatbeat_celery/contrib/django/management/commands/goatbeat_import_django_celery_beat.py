@@ -8,17 +8,21 @@ is an entry of ``beat_schedule``, which django-celery-beat's scheduler stores as
 task and goatbeat syncs from the config, or it is ``celery.backend_cleanup``, which goatbeat
 adds itself), or refused with the reason (a solar schedule, JSON that does not parse, a
 schedule goatbeat finds invalid). Nothing is left out without a line saying so, and running it
-again skips what it copied before.
+again skips what it copied before. When anything was refused, the command ends with a
+CommandError (exit status 1) after its report, having created the rest, so that a script
+notices; a dry run too, as the real run would.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery.utils.time import weekday, yearmonth
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from goatbeat_celery.api import Schedules
@@ -34,6 +38,9 @@ from goatbeat_celery.store import open_store
 
 #: Added by Celery to every beat; goatbeat adds it itself.
 BACKEND_CLEANUP = "celery.backend_cleanup"
+#: The header django-celery-beat puts on every message it sends (the periodic task's name).
+PERIODIC_TASK_NAME = "periodic_task_name"
+_NAME = re.compile(r"[A-Za-z]+")
 
 
 class Refused(Exception):
@@ -83,6 +90,11 @@ class Command(BaseCommand):
         self.stdout.write(f"{len(report.created)} {done}, {len(report.skipped)} skipped, "
                           f"{len(report.refused)} refused"
                           + (" (dry run: nothing written)" if dry_run else ""))
+        if report.refused:
+            self.stdout.flush()  # the report first, then the error on stderr
+            noun = "task was" if len(report.refused) == 1 else "tasks were"
+            raise CommandError(f"{len(report.refused)} periodic {noun} refused: "
+                               + ", ".join(repr(name) for name in report.refused))
 
     def copy(self, tasks: list[Any], target: Schedules, *, dry_run: bool,
              config_names: frozenset[str] = frozenset()) -> Report:
@@ -195,7 +207,8 @@ def trigger_arguments(task: Any) -> dict[str, Any]:
     if task.crontab_id is not None:
         tab = task.crontab
         expression = " ".join(str(part).replace(" ", "") for part in (
-            tab.minute, tab.hour, tab.day_of_month, tab.month_of_year, tab.day_of_week))
+            tab.minute, tab.hour, tab.day_of_month, celery_names(tab.month_of_year, "month"),
+            celery_names(tab.day_of_week, "day")))
         zone = str(tab.timezone)
         if not task.one_off:
             return {"cron": expression, "timezone": zone, "day_or": False}
@@ -222,16 +235,38 @@ def one_off_at(task: Any, next_after: Callable[[datetime], datetime | None]) -> 
     return next_after(aware(task.last_run_at or task.date_changed))
 
 
+def celery_names(field: str, kind: str) -> str:
+    """A crontab field with its names read as Celery's crontab reads them: by their first three
+    letters, as a month's name first, then a weekday's (``monday`` is ``mon``). The field's own
+    names are written as goatbeat's cron takes them (``mon``, ``jan``); a name of the other
+    kind, which Celery reads as its number, as that number. What Celery cannot read is left
+    for goatbeat's validation to refuse."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group()
+        for reader, own in ((yearmonth, "month"), (weekday, "day")):
+            try:
+                number = reader(name)
+            except KeyError:
+                continue
+            return name[:3].lower() if own == kind else str(number)
+        return name
+
+    return _NAME.sub(replace, str(field))
+
+
 def message_options(task: Any) -> dict[str, Any]:
-    """queue, exchange, routing_key, priority, expires (from expire_seconds) and headers."""
+    """queue, exchange, routing_key, priority, expires and headers, as django-celery-beat's
+    scheduler sends them: its headers with ``periodic_task_name`` set to the task's name, and
+    ``expire_seconds`` as expires only without an absolute ``expires`` (which it sends instead,
+    and :func:`create_arguments` makes the schedule's end)."""
     found: dict[str, Any] = {
         "queue": task.queue or None, "exchange": task.exchange or None,
         "routing_key": task.routing_key or None, "priority": task.priority,
-        "expires": task.expire_seconds,
+        "expires": task.expire_seconds if task.expires is None else None,
+        "headers": {**json_field(task, "headers", dict, "{}"),
+                    PERIODIC_TASK_NAME: str(task.name)},
     }
-    headers = json_field(task, "headers", dict, "{}")
-    if headers:
-        found["headers"] = headers
     return {key: value for key, value in found.items() if value is not None}
 
 
@@ -266,8 +301,14 @@ def describe(arguments: dict[str, Any]) -> str:
         text += f", from {arguments['start_at'].isoformat(timespec='seconds')}"
     if "end_at" in arguments:
         text += f", until {arguments['end_at'].isoformat(timespec='seconds')}"
-    if arguments["options"]:
-        text += f", options {json.dumps(arguments['options'], sort_keys=True)}"
+    # Every schedule carries the periodic_task_name header: the line shows what is particular.
+    options = dict(arguments["options"])
+    headers = {key: value for key, value in options.pop("headers", {}).items()
+               if key != PERIODIC_TASK_NAME}
+    if headers:
+        options["headers"] = headers
+    if options:
+        text += f", options {json.dumps(options, sort_keys=True)}"
     if "description" in arguments:
         text += ", with its description"
     return text
