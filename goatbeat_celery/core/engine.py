@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.allowlist import sending_problems
 from goatbeat_celery.core.backfill import (
     BACKFILLS_PER_TICK,
     Backfill,
@@ -42,7 +43,6 @@ from goatbeat_celery.core.model import (
     LeaseGrant,
     PlannedClaim,
     Schedule,
-    ScheduleSource,
     ScheduleSpec,
     SetAside,
     SyncEntry,
@@ -122,6 +122,8 @@ class Engine:
         # this replica's entries: writing source='config' into a row must not make it so.
         self._config_specs = {spec.name: spec for spec in self.config_schedules}
         self._config_hashes: dict[str, str] = {}
+        # Bound once: planning asks for every due row.
+        self._own_entry = self._is_own_entry
         # Schedules whose set-aside the store refused to record, left alone here until then.
         self._aside_locally: dict[str, float] = {}
         self._mono = monotonic
@@ -610,18 +612,10 @@ class Engine:
 
     def _check_task(self, spec: ScheduleSpec) -> None:
         """Refuse a task the allow-list does not cover, unless the row is one of this
-        replica's own config entries, exactly."""
-        if spec.source is ScheduleSource.CONFIG and self._is_own_entry(spec):
-            return
-        if self._task_allowed(spec.task):
-            return
-        if spec.source is ScheduleSource.CONFIG:
-            raise ConfigurationError([
-                f"source: marked 'config' but it is not this replica's beat_schedule entry "
-                f"{spec.name!r} as configured, and task {spec.task!r} is not in "
-                "goatbeat_allowed_tasks"])
-        raise ConfigurationError(
-            [f"task: {spec.task!r} is not in goatbeat_allowed_tasks; add it there"])
+        replica's own config entries, exactly (core.allowlist)."""
+        problems = sending_problems(spec, self._task_allowed, self._own_entry)
+        if problems:
+            raise ConfigurationError(problems)
 
     def _is_own_entry(self, spec: ScheduleSpec) -> bool:
         entry = self._config_specs.get(spec.name)
