@@ -312,7 +312,7 @@ def test_the_end_of_a_schedule_is_logged_once(world: World,
                                               caplog: pytest.LogCaptureFixture) -> None:
     world.api.create("job", "app.job", every=60, max_runs=2)
     world.api.create("window", "app.job", every=60, end_at=T0 + 2 * M + 30 * S)
-    with caplog.at_level("INFO", logger="goatbeat_celery.core.engine"):
+    with caplog.at_level("INFO", logger="goatbeat_celery.core.planner"):
         world.run_until(T0 + 10 * M)
     ended = [r for r in caplog.records if getattr(r, "action", None) == "schedule_ended"]
     assert sorted(r.getMessage() for r in ended) == [

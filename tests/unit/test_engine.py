@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from goatbeat_celery import cron, testing
-from goatbeat_celery.core.engine import SUBMIT_TIMEOUT_MAX, Engine
+from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import StoreUnavailable
 from goatbeat_celery.core.model import (
     SET_ASIDE_RETRY,
@@ -30,6 +30,7 @@ from goatbeat_celery.core.model import (
     idempotency_key,
 )
 from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.submission import SUBMIT_TIMEOUT_MAX
 from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.testing import ManualClock, MemoryStore
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.engine import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.errors import StoreError
 from goatbeat_celery.core.model import (
     SET_ASIDE_RETRY,
@@ -30,6 +29,7 @@ from goatbeat_celery.core.model import (
     set_aside_delay,
 )
 from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.submission import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.triggers import TriggerRegistry
 from tests.unit.test_engine import (
     EVERY_MINUTE,
