@@ -17,7 +17,7 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery import display
 from goatbeat_celery.cli import checks as checks_module
 from goatbeat_celery.core.backfill import MAX_PER_TICK, BackfillMode
-from goatbeat_celery.core.calendars import Calendar, parse_day, parse_range
+from goatbeat_celery.core.calendars import Calendar, parse_entries
 from goatbeat_celery.core.errors import (
     BackfillNotFound,
     CalendarInUse,
@@ -1030,22 +1030,12 @@ def calendar() -> None:
 
 
 def _entries(words: Sequence[str], label: str) -> tuple[list[date], list[tuple[date, date]]]:
-    """Typed dates and ranges, or a usage error naming every bad one."""
-    problems: list[str] = []
-    dates: list[date] = []
-    ranges: list[tuple[date, date]] = []
-    for word in words:
-        if ".." in word:
-            span = parse_range(word, label, problems)
-            if span is not None:
-                ranges.append(span)
-        else:
-            day = parse_day(word, label, problems)
-            if day is not None:
-                dates.append(day)
+    """Typed dates and ranges, read as a stored calendar's entries are, or a usage error
+    naming every bad one."""
+    dates, ranges, problems = parse_entries(list(words), label)
     if problems:
         raise click.UsageError(display.shown("; ".join(problems)))
-    return dates, ranges
+    return list(dates), list(ranges)
 
 
 def show_calendar(calendar: Calendar, as_json: bool, headline: str | None = None,
