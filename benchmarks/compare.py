@@ -67,6 +67,7 @@ sys.path.insert(0, str(HERE))
 
 import populate  # noqa: E402
 from schedulers import ADAPTERS, KINDS, Adapter, World, log  # noqa: E402
+from schedulers.goatbeat import Goatbeat  # noqa: E402
 
 #: The scheduler the table compares with the best of the others, and the publish ceiling's.
 SUBJECT = "goatbeat"
@@ -667,8 +668,8 @@ class Bench:
     def _sharded_once(self, count: int, replicas: int, shards: int,
                       cap: float) -> tuple[float, float] | None:
         world, adapter = self.world, self.adapters[SUBJECT]
-        settings = {"goatbeat_shards": shards,
-                    **adapter.failover_settings(SHARD_TTL, SHARD_RENEW)}
+        assert isinstance(adapter, Goatbeat)
+        settings = adapter.shard_settings(shards, SHARD_TTL, SHARD_RENEW)
         # Start-up, then up to two looks at the sharding before the shares settle.
         warmup = self._warmup(SUBJECT, count) + 2 * SHARD_RENEW
         load_guess = self.load_time.get((SUBJECT, count), 1.0 + count / 10_000)
@@ -679,7 +680,7 @@ class Bench:
                  for i in range(replicas)]
         with running(beats):
             try:
-                _wait(lambda: self._shared(adapter, replicas, shards), due - time.time() - 0.2,
+                _wait(lambda: adapter.shards_shared(replicas, shards), due - time.time() - 0.2,
                       f"{replicas} replicas to share {shards} shards")
             except TimeoutError as exc:
                 log(f"shards {replicas}x{shards}: {exc}")
@@ -701,18 +702,6 @@ class Bench:
         log(f"shards {replicas}x{shards}: {sent} in {elapsed:.2f}s, {got / elapsed:,.0f}/s, "
             f"CPU per replica {per_replica:.2f}s ({', '.join(f'{s:.2f}' for s in spent)})")
         return min(got, count) / elapsed, per_replica
-
-    @staticmethod
-    def _shared(adapter: Adapter, replicas: int, shards: int) -> bool:
-        """Every shard led, by as many replicas as can each lead one."""
-        names = ["default"] if shards == 1 else [
-            f"default.shard-{k}-of-{shards}" for k in range(shards)]
-        with adapter.engine.connect() as conn:  # type: ignore[attr-defined]
-            rows = conn.execute(sa.text(
-                "SELECT name, holder FROM goatbeat_lease WHERE expires_at > now() "
-                "AND name = ANY(:names)"), {"names": names}).all()
-        return len(rows) == shards and len({row.holder for row in rows}) == min(replicas,
-                                                                                 shards)
 
 
 def _wait(condition: Callable[[], object], timeout: float, what: str) -> None:

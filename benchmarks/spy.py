@@ -46,7 +46,7 @@ PARTS = (
     ("goatbeat: the submitter (headers, options, checks)", ("CelerySubmitter.",)),
     ("goatbeat: reading and decoding the due rows", ("due_schedules",)),
     ("goatbeat: the claim (lock, executions, advance)", ("SQLStore.claim",)),
-    ("goatbeat: planning (validation, trigger, misfires)", ("Engine._plan",)),
+    ("goatbeat: planning (validation, trigger, misfires)", ("Planner.plan",)),
     ("goatbeat: recording the batch (observers)", ("SubmissionPipeline.settle",
                                                     "SubmissionPipeline._record")),
     ("goatbeat: waiting for the next wake-up", ("Engine.wait",)),

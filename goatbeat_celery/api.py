@@ -19,6 +19,7 @@ from datetime import date, datetime
 from typing import Any, Literal, overload
 
 from goatbeat_celery import config as config_module
+from goatbeat_celery.core.allowlist import sending_problems
 from goatbeat_celery.core.backfill import (
     MAX_BACKFILL_OCCURRENCES,
     Backfill,
@@ -323,11 +324,16 @@ class Schedules:
         """Queue an extra run under its own key; the leader submits it within a second or so."""
         schedule = self.store.get_schedule(name)
         _require_repair(schedule, set())
-        if (schedule.spec.source is not ScheduleSource.CONFIG
-                and not self.config.task_allowed(schedule.spec.task)):
-            raise ConfigurationError([f"task: {schedule.spec.task!r} is not in "
-                                      "goatbeat_allowed_tasks"])
+        self._check_task(schedule.spec)
         return self.store.request_run(name)
+
+    def _check_task(self, spec: ScheduleSpec) -> None:
+        """Refuse a run of a task the allow-list does not cover. This process does not hold
+        the replicas' beat_schedule entries, so every config row passes here; the leader
+        refuses a forged one when it would send it (core.allowlist)."""
+        problems = sending_problems(spec, self.config.task_allowed, _any_config_row)
+        if problems:
+            raise ConfigurationError(problems)
 
     # -- backfills -----------------------------------------------------------------------
     @overload
@@ -359,10 +365,7 @@ class Schedules:
             raise ConfigurationError(problems, subject="backfill")
         schedule = self.store.get_schedule(name)
         _require_repair(schedule, set())
-        if (schedule.spec.source is not ScheduleSource.CONFIG
-                and not self.config.task_allowed(schedule.spec.task)):
-            raise ConfigurationError([f"task: {schedule.spec.task!r} is not in "
-                                      "goatbeat_allowed_tasks"])
+        self._check_task(schedule.spec)
         start, end = ensure_aware(start, "start"), ensure_aware(end, "end")
         trigger = self.triggers.build(schedule.spec.trigger)
         total = count_occurrences(trigger.next_after, start, end)
@@ -592,6 +595,11 @@ def _count_problem(count: object) -> str | None:
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PREVIEW:
         return f"count: must be an integer from 1 to {MAX_PREVIEW}, got {count!r}"
     return None
+
+
+def _any_config_row(spec: ScheduleSpec) -> bool:
+    """Every config row counts as an entry here (see :meth:`Schedules._check_task`)."""
+    return spec.source is ScheduleSource.CONFIG
 
 
 def _require_repair(schedule: Schedule, given: set[str]) -> None:

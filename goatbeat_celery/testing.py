@@ -191,6 +191,10 @@ class RecordingSubmitter(TaskSubmitter):
         return SubmitResult(accepted=[d.key for d in dispatches if d.key not in rejected],
                             rejected=rejected)
 
+    def of(self, schedule_name: str) -> list[Dispatch]:
+        """The dispatches of one schedule handed over, in order, accepted or not."""
+        return [d for d in self.dispatches if d.execution.schedule_name == schedule_name]
+
     @property
     def keys(self) -> list[str]:
         """The key of every message handed over, in order, accepted or not: a message sent

@@ -41,6 +41,24 @@ class Goatbeat(Adapter):
     def failover_settings(self, ttl: int, poll: int) -> dict[str, Any]:
         return {"goatbeat_lease_ttl": ttl, "goatbeat_lease_renew_interval": poll}
 
+    def shard_settings(self, shards: int, ttl: int, poll: int) -> dict[str, Any]:
+        """Replicas splitting the schedules into ``shards``, with the failover lease."""
+        return {"goatbeat_shards": shards, **self.failover_settings(ttl, poll)}
+
+    def shards_shared(self, replicas: int, shards: int) -> bool:
+        """Every shard led, by as many replicas as can each lead one."""
+        from goatbeat_celery.core.settings import Settings
+        from goatbeat_celery.core.shards import Shard, shard_lease_name
+
+        lease = Settings().lease_name
+        names = [shard_lease_name(lease, Shard(index=k, count=shards)) for k in range(shards)]
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT name, holder FROM goatbeat_lease WHERE expires_at > now() "
+                "AND name = ANY(:names)"), {"names": names}).all()
+        return len(rows) == shards and len({row.holder for row in rows}) == min(replicas,
+                                                                                 shards)
+
     def edit_due_now(self, name: str) -> None:
         # The client API refuses instants in the past: due 20 ms from now.
         self._client().update(name, at=datetime.now(timezone.utc) + timedelta(seconds=0.02))

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from goatbeat_celery.cli.views import command_line, human_duration, with_migrate_command
 from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.display import command_line, human_duration, with_migrate_command
 
 
 class Outcome(str, enum.Enum):

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 from celery.bin.base import CeleryCommand
 
+from goatbeat_celery import display
 from goatbeat_celery.cli import checks as checks_module
-from goatbeat_celery.cli import views
 from goatbeat_celery.core.backfill import MAX_PER_TICK, BackfillMode
-from goatbeat_celery.core.calendars import Calendar, parse_day, parse_range
+from goatbeat_celery.core.calendars import Calendar, parse_entries
 from goatbeat_celery.core.errors import (
     BackfillNotFound,
     CalendarInUse,
@@ -82,7 +82,7 @@ class CommandError(click.ClickException):
 
     def __init__(self, message: str) -> None:
         # Messages quote names and driver errors: escaped like all text output.
-        super().__init__(views.shown(message, keep_newlines=True))
+        super().__init__(display.shown(message, keep_newlines=True))
 
 
 class DatabaseUnavailable(CommandError):
@@ -176,7 +176,7 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
     except StoreUnavailable as exc:
         raise DatabaseUnavailable(str(exc)) from exc
     except GoatbeatError as exc:  # SchemaOutOfDate names the migrate command
-        raise CommandError(views.with_migrate_command(str(exc), app_given())) from exc
+        raise CommandError(display.with_migrate_command(str(exc), app_given())) from exc
 
 
 def app_given(ctx: click.Context | None = None) -> str | None:
@@ -194,7 +194,7 @@ def app_given(ctx: click.Context | None = None) -> str | None:
 
 def app_command(words: str) -> str:
     """``celery -A <the app given> goatbeat <words>``, for messages that suggest a command."""
-    return views.command_line(app_given(), words)
+    return display.command_line(app_given(), words)
 
 
 def app_label() -> str:
@@ -208,7 +208,7 @@ def celery_app(ctx: click.Context) -> Any:
     app = getattr(ctx.obj, "app", None)
     if app is None:
         raise click.UsageError("run these commands through Celery: "
-                               f"{views.command_line(None, '…')}")
+                               f"{display.command_line(None, '…')}")
     return app
 
 
@@ -255,16 +255,16 @@ def json_option(f: F) -> F:
 
 
 def emit(data: Any) -> None:
-    click.echo(views.document(data))
+    click.echo(display.document(data))
 
 
 def say(text: str) -> None:
     """Print one line for people, user data in it escaped."""
-    click.echo(views.shown(text))
+    click.echo(display.shown(text))
 
 
 def warn(message: str) -> None:
-    click.echo(f"warning: {views.shown(message)}", err=True)
+    click.echo(f"warning: {display.shown(message)}", err=True)
 
 
 def warn_config_source(schedule: Schedule, consequence: str) -> None:
@@ -302,9 +302,9 @@ def warn_past_at(schedules: Schedules, schedule: Schedule, at: datetime | None) 
     start = at + schedule.spec.effective_offset()
     if start > now:
         return
-    ago = views.human_seconds(round((now - start).total_seconds()))
+    ago = display.human_seconds(round((now - start).total_seconds()))
     name = shlex.quote(schedule.name)
-    warn(f"--at {views.when(at)} is {ago} in the past by the database clock: "
+    warn(f"--at {display.when(at)} is {ago} in the past by the database clock: "
          f"{schedule.name!r} is stored, but a one-time schedule runs only at an instant still "
          "ahead, so it will never run, not even late within the misfire grace; "
          f"`{app_command('run-now ' + name)}` runs it now, "
@@ -317,11 +317,11 @@ def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
     with reported():
         now = schedules.store.now()
     if as_json:
-        emit(views.schedule_json(schedule, defaults, now))
+        emit(display.schedule_json(schedule, defaults, now))
         return
     if headline:
         say(headline)
-    click.echo(views.fields(views.schedule_fields(schedule, defaults, now)))
+    click.echo(display.fields(display.schedule_fields(schedule, defaults, now)))
 
 
 # -- option types ---------------------------------------------------------------------------
@@ -641,42 +641,42 @@ def status(ctx: click.Context, as_json: bool) -> None:
         backfilling = store.list_backfills(active=True, limit=_STATUS_BACKFILLS)
         url = masked_url(schedules)
     lag = None if pending is None else (now - pending.due_at).total_seconds()
-    lease = views.lease_json(lease_name, info)
+    lease = display.lease_json(lease_name, info)
     if as_json:
         emit({
             "database": url,
-            "now": views.iso(now),
+            "now": display.iso(now),
             "lease": lease,
             "pending": None if pending is None else {
                 "key": pending.key, "schedule": pending.schedule_name,
-                "due_at": views.iso(pending.due_at), "attempts": pending.attempts,
+                "due_at": display.iso(pending.due_at), "attempts": pending.attempts,
                 "lag_seconds": lag,
             },
-            "next_due_at": views.iso(next_due),
-            "set_aside": views.set_aside_json(set_aside),
+            "next_due_at": display.iso(next_due),
+            "set_aside": display.set_aside_json(set_aside),
             "active_backfills": [b.id for b in reversed(backfilling)],
-            **({} if sharding is None else views.shards_json(sharding, settings)),
+            **({} if sharding is None else display.shards_json(sharding, settings)),
         })
         return
-    expiry = views.NONE
+    expiry = display.NONE
     if info is not None and info.expires_at is not None:
-        expiry = views.relative(info.expires_at, info.store_now)
+        expiry = display.relative(info.expires_at, info.store_now)
         if not info.held:
             expiry += " expired"
-    pairs: list[tuple[str, views.Value]] = [
+    pairs: list[tuple[str, display.Value]] = [
         ("database", url),
-        ("database clock", views.when(now)),
+        ("database clock", display.when(now)),
         ("lease", lease_name),
         ("held", "yes" if lease["held"] else "no"),
-        ("holder", lease["holder"] or views.NONE),
+        ("holder", lease["holder"] or display.NONE),
         ("token", str(lease["token"])),
-        ("acquired", views.when(None if info is None else info.acquired_at)),
+        ("acquired", display.when(None if info is None else info.acquired_at)),
         ("expires", expiry),
-        ("oldest pending", views.NONE if pending is None else
-         f"{pending.key} due {views.when(pending.due_at)}, "
-         f"{views.human_seconds(lag or 0.0)} late, {pending.attempts} attempt(s)"),
-        ("next due", views.relative(next_due, now)),
-        ("set aside", views.set_aside_lines(set_aside, app_command("list"))),
+        ("oldest pending", display.NONE if pending is None else
+         f"{pending.key} due {display.when(pending.due_at)}, "
+         f"{display.human_seconds(lag or 0.0)} late, {pending.attempts} attempt(s)"),
+        ("next due", display.relative(next_due, now)),
+        ("set aside", display.set_aside_lines(set_aside, app_command("list"))),
     ]
     if backfilling:
         # Only when there are some: most deployments never backfill.
@@ -687,8 +687,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if sharding is not None:
         pairs[2:3] = [("lease", f"{lease_name} (shard 0: config sync, settling runs, "
                                 "pruning)")]
-        pairs.append(("shards", views.shard_lines(sharding, settings)))
-    click.echo(views.fields(pairs))
+        pairs.append(("shards", display.shard_lines(sharding, settings)))
+    click.echo(display.fields(pairs))
 
 
 @goatbeat.command(name="list", cls=CeleryCommand)
@@ -703,8 +703,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
               help="Only schedules carrying TAG; repeat it: each one must match.")
 @click.option("--wide", is_flag=True,
               help=f"Show names, tasks and triggers whole. On a terminal they are otherwise "
-                   f"cut short (with {views.ELLIPSIS}) to fit its width, at least "
-                   f"{views.LIST_WIDTH} columns; a pipe or a file gets them whole.")
+                   f"cut short (with {display.ELLIPSIS}) to fit its width, at least "
+                   f"{display.LIST_WIDTH} columns; a pipe or a file gets them whole.")
 @json_option
 @click.pass_context
 def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: str | None,
@@ -718,16 +718,16 @@ def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: 
         found = [s for s in found if s.set_aside]
     defaults = schedules.config.settings
     if as_json:
-        emit([views.schedule_json(s, defaults, now) for s in found])
+        emit([display.schedule_json(s, defaults, now) for s in found])
     elif not found:
         filtered = set_aside or bool(tags) or any(v is not None
                                                   for v in (enabled, source, prefix))
         click.echo("no schedules match" if filtered else "no schedules yet")
     else:
-        click.echo(views.table(views.SCHEDULE_COLUMNS,
-                               [views.schedule_row(s, defaults, now) for s in found],
-                               width=None if wide else views.list_width(),
-                               clipped=views.SCHEDULE_CLIPPED))
+        click.echo(display.table(display.SCHEDULE_COLUMNS,
+                               [display.schedule_row(s, defaults, now) for s in found],
+                               width=None if wide else display.list_width(),
+                               clipped=display.SCHEDULE_CLIPPED))
 
 
 @goatbeat.command(cls=CeleryCommand)
@@ -837,11 +837,11 @@ def next_(ctx: click.Context, name: str, count: int, as_json: bool) -> None:
         runs = schedules.next_runs(name, count)
         now = schedules.store.now()
     if as_json:
-        emit([views.iso(instant) for instant in runs])
+        emit([display.iso(instant) for instant in runs])
     elif not runs:
         say(f"{name!r} has no next run (paused, ended, or out of runs)")
     else:
-        click.echo("\n".join(views.relative(instant, now) for instant in runs))
+        click.echo("\n".join(display.relative(instant, now) for instant in runs))
 
 
 @goatbeat.command(cls=CeleryCommand)
@@ -855,8 +855,8 @@ def remove(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
         with reported():
             schedule = schedules.get(name)
         if not yes:
-            click.confirm(views.shown(f"Remove schedule {name!r} "
-                                      f"({views.describe_trigger(schedule.spec.trigger)}, "
+            click.confirm(display.shown(f"Remove schedule {name!r} "
+                                      f"({display.describe_trigger(schedule.spec.trigger)}, "
                                       f"{schedule.spec.task})?"), abort=True, err=True)
         with reported():
             schedules.delete(name)
@@ -883,7 +883,7 @@ def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
         warn(f"no replica holds lease {lease_name!r} right now: the run is sent when one "
              "becomes leader")
     if as_json:
-        emit(views.execution_json(execution))
+        emit(display.execution_json(execution))
     else:
         say(f"queued {execution.key!r}; the leader sends it with task id {execution.key}")
 
@@ -924,15 +924,16 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
                      "when one becomes leader")
     if dry_run:
         if as_json:
-            emit(views.backfill_preview_json(preview))
+            emit(display.backfill_preview_json(preview))
             return
         say(f"{len(preview.runs)} of {preview.total} occurrences of {name!r} would run "
             f"(mode {preview.mode.value})")
         if preview.runs:
-            click.echo(views.table(views.PREVIEW_COLUMNS, views.backfill_preview_rows(preview)))
+            click.echo(display.table(display.PREVIEW_COLUMNS,
+                                     display.backfill_preview_rows(preview)))
         return
     if as_json:
-        emit(views.backfill_json(created))
+        emit(display.backfill_json(created))
     else:
         say(f"backfill {created.id} of {name!r} queued: {created.total} occurrences to look "
             f"at (mode {created.mode.value}); `{app_command('backfills')}` shows its progress")
@@ -973,11 +974,12 @@ def backfills(ctx: click.Context, name: str | None, active: bool | None, limit: 
     with opened(ctx) as schedules, reported():
         found = schedules.backfills(name=name, active=active, limit=limit)
     if as_json:
-        emit([views.backfill_json(b) for b in found])
+        emit([display.backfill_json(b) for b in found])
     elif not found:
         say("no backfills")
     else:
-        click.echo(views.table(views.BACKFILL_COLUMNS, [views.backfill_row(b) for b in found]))
+        click.echo(display.table(display.BACKFILL_COLUMNS,
+                                 [display.backfill_row(b) for b in found]))
         for failed in (b for b in found if b.error is not None):
             say(f"backfill {failed.id}: {failed.error}")
 
@@ -991,7 +993,7 @@ def backfill_cancel(ctx: click.Context, backfill_id: int, as_json: bool) -> None
     with opened(ctx) as schedules, reported():
         cancelled = schedules.cancel_backfill(backfill_id)
     if as_json:
-        emit(views.backfill_json(cancelled))
+        emit(display.backfill_json(cancelled))
     else:
         say(f"backfill {cancelled.id} is {cancelled.state.value} "
             f"({cancelled.claimed} occurrences claimed)")
@@ -1008,12 +1010,12 @@ def history(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
     with opened(ctx) as schedules, reported():
         executions = schedules.history(name, limit=limit)
     if as_json:
-        emit([views.execution_json(e) for e in executions])
+        emit([display.execution_json(e) for e in executions])
     elif not executions:
         say(f"no executions of {name!r} yet")
     else:
-        click.echo(views.table(views.EXECUTION_COLUMNS,
-                               [views.execution_row(e) for e in executions]))
+        click.echo(display.table(display.EXECUTION_COLUMNS,
+                               [display.execution_row(e) for e in executions]))
 
 
 # -- exclusion calendars --------------------------------------------------------------------
@@ -1028,35 +1030,25 @@ def calendar() -> None:
 
 
 def _entries(words: Sequence[str], label: str) -> tuple[list[date], list[tuple[date, date]]]:
-    """Typed dates and ranges, or a usage error naming every bad one."""
-    problems: list[str] = []
-    dates: list[date] = []
-    ranges: list[tuple[date, date]] = []
-    for word in words:
-        if ".." in word:
-            span = parse_range(word, label, problems)
-            if span is not None:
-                ranges.append(span)
-        else:
-            day = parse_day(word, label, problems)
-            if day is not None:
-                dates.append(day)
+    """Typed dates and ranges, read as a stored calendar's entries are, or a usage error
+    naming every bad one."""
+    dates, ranges, problems = parse_entries(list(words), label)
     if problems:
-        raise click.UsageError(views.shown("; ".join(problems)))
-    return dates, ranges
+        raise click.UsageError(display.shown("; ".join(problems)))
+    return list(dates), list(ranges)
 
 
 def show_calendar(calendar: Calendar, as_json: bool, headline: str | None = None,
                   observed_by: Sequence[str] | None = None) -> None:
     if as_json:
-        document = views.calendar_json(calendar)
+        document = display.calendar_json(calendar)
         if observed_by is not None:
             document["observed_by"] = list(observed_by)
         emit(document)
         return
     if headline:
         say(headline)
-    click.echo(views.fields(views.calendar_fields(calendar, observed_by)))
+    click.echo(display.fields(display.calendar_fields(calendar, observed_by)))
 
 
 @calendar.command(name="add", cls=CeleryCommand)
@@ -1104,7 +1096,7 @@ def calendar_edit(ctx: click.Context, name: str, added: tuple[str, ...],
             if (day and day[0] not in dates) or (span and span[0] not in ranges):
                 absent.append(word)
         if absent:
-            raise click.UsageError(views.shown(
+            raise click.UsageError(display.shown(
                 f"--remove: {', '.join(absent)} not in calendar {name!r}; "
                 f"`{app_command('calendar show ' + name)}` lists its entries"))
         dates = [d for d in dates if d not in drop_dates] + add_dates
@@ -1138,13 +1130,13 @@ def calendar_list(ctx: click.Context, as_json: bool) -> None:
     with opened(ctx) as schedules, reported():
         found = schedules.list_calendars()
     if as_json:
-        emit([views.calendar_json(c) for c in found])
+        emit([display.calendar_json(c) for c in found])
     elif not found:
         say(f"no calendars; add one with `{app_command('calendar add NAME 2026-12-24')}`")
     else:
-        click.echo(views.table(("NAME", "EXCLUDED", "DESCRIPTION"),
-                               [views.calendar_row(c) for c in found],
-                               width=views.list_width()))
+        click.echo(display.table(("NAME", "EXCLUDED", "DESCRIPTION"),
+                               [display.calendar_row(c) for c in found],
+                               width=display.list_width()))
 
 
 @calendar.command(name="remove", cls=CeleryCommand)
@@ -1158,7 +1150,7 @@ def calendar_remove(ctx: click.Context, name: str, yes: bool, as_json: bool) -> 
         with reported():
             schedules.get_calendar(name)
         if not yes:
-            click.confirm(views.shown(f"Remove calendar {name!r}?"), abort=True, err=True)
+            click.confirm(display.shown(f"Remove calendar {name!r}?"), abort=True, err=True)
         with reported():
             schedules.delete_calendar(name)
     if as_json:

@@ -2,8 +2,10 @@
 
 One :meth:`Engine.tick` does the work of DESIGN §4. It never imports Celery or a database
 driver: the store, the lease manager and the submitter are injected, and only their protocols
-are known here. The engine plans, claims, prunes and decides how long to sleep; it leaves the
-lease to :mod:`~goatbeat_celery.core.leadership`, the broker to
+are known here. The engine claims, prunes and decides how long to sleep; it leaves the lease to
+:mod:`~goatbeat_celery.core.leadership`, what each due schedule claims to
+:mod:`~goatbeat_celery.core.planner`, the backfills to
+:mod:`~goatbeat_celery.core.backfill_driver`, the broker to
 :mod:`~goatbeat_celery.core.submission` and building triggers to
 :mod:`~goatbeat_celery.core.trigger_cache`.
 """
@@ -12,37 +14,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.backfill import (
-    BACKFILLS_PER_TICK,
-    Backfill,
-    BackfillStep,
-    choose_runs,
-    next_window,
-    stored_problems,
-)
-from goatbeat_celery.core.calendars import Calendar, resolve
-from goatbeat_celery.core.controls import bound_claim, bounded_first
+from goatbeat_celery.core.backfill_driver import BackfillDriver
+from goatbeat_celery.core.controls import bounded_first
 from goatbeat_celery.core.errors import (
     ConfigurationError,
     GoatbeatError,
     LeaseLost,
     StoreError,
     StoreUnavailable,
+    failure_reason,
 )
 from goatbeat_celery.core.leadership import STORE_RETRY, Leadership, ShardLeadership
-from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
+from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import (
     ClaimResult,
     Dispatch,
     Execution,
     LeaseGrant,
     PlannedClaim,
-    Schedule,
-    ScheduleSource,
     ScheduleSpec,
     SetAside,
     SyncEntry,
@@ -51,24 +44,16 @@ from goatbeat_celery.core.model import (
     set_aside_delay,
 )
 from goatbeat_celery.core.observer import EngineObserver, NullObserver
-from goatbeat_celery.core.policies import GridAfter, ScheduleMode
+from goatbeat_celery.core.planner import Planner
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
 from goatbeat_celery.core.runs import RunLog
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.settlement import RunSettler, claim_policies, fixed_delay_claim
+from goatbeat_celery.core.settlement import RunSettler
 from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.core.submission import (
-    MAX_SEND_ATTEMPTS,
-    SUBMIT_TIMEOUT_MAX,
-    Submission,
-    SubmissionPipeline,
-)
+from goatbeat_celery.core.submission import Submission, SubmissionPipeline
 from goatbeat_celery.core.trigger_cache import TriggerCache
 from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.core.validation import reason_text
-
-# The submission limits bound what a tick does with a batch; they are read from here too.
-__all__ = ["MAX_SEND_ATTEMPTS", "SUBMIT_TIMEOUT_MAX", "Engine"]
 
 logger = logging.getLogger(__name__)
 
@@ -118,15 +103,9 @@ class Engine:
         self.triggers = triggers or TriggerRegistry.default()
         self.config_schedules = tuple(config_schedules)
         self.observer: EngineObserver = observer or NullObserver()
-        # A config row is trusted (sent without the allow-list) only while it is exactly one of
-        # this replica's entries: writing source='config' into a row must not make it so.
-        self._config_specs = {spec.name: spec for spec in self.config_schedules}
-        self._config_hashes: dict[str, str] = {}
         # Schedules whose set-aside the store refused to record, left alone here until then.
         self._aside_locally: dict[str, float] = {}
         self._mono = monotonic
-        # Rows written through the API (or by SQL) may only send allowed tasks.
-        self._task_allowed = task_allowed or (lambda task: True)
         self._next_prune = 0.0
         self._next_lost_look = 0.0
         self._closed = False
@@ -150,7 +129,16 @@ class Engine:
             time_left=lambda: self._leadership.time_left(), store_now=self._store_now,
             set_aside=self._set_aside, monotonic=monotonic)
         self._trigger_cache = TriggerCache(self.triggers)
-        self._settler = RunSettler(store=store, grid_after=self._grid_after,
+        self._planner = Planner(
+            store=store, settings=settings, triggers=self._trigger_cache,
+            observer=self.observer, config_schedules=self.config_schedules,
+            # Rows written through the API (or by SQL) may only send allowed tasks.
+            task_allowed=task_allowed or (lambda task: True))
+        self._backfills = BackfillDriver(
+            store=store, settings=settings, planner=self._planner,
+            submissions=self._submissions, observer=self.observer, is_leader=self.is_leader,
+            drop_expired=self._drop_expired)
+        self._settler = RunSettler(store=store, grid_after=self._planner.grid_after,
                                    observer=self.observer, batch_size=settings.batch_size)
 
     # -- state ---------------------------------------------------------------------------
@@ -317,6 +305,8 @@ class Engine:
         grant = self._leadership.grant
         assert grant is not None
         submissions = self._submissions
+        planner = self._planner
+        plan = planner.plan
         global_work = self._does_global_work()
         # Ends first: a fixed delay or a backoff moves a schedule before it is claimed, and a
         # held run released here goes out with the pending ones.
@@ -338,7 +328,7 @@ class Engine:
                     next_due = batch.next_due_at
                     # Backfills only once the live schedules due are claimed and sent; each
                     # by its schedule's shard's leader, which alone resends its claims.
-                    if self.is_leader() and self._drain_backfills(grant):
+                    if self.is_leader() and self._backfills.drain(grant, self._shard):
                         soon = batch.now + timedelta(seconds=BACKFILL_PAUSE)
                         next_due = soon if next_due is None else min(next_due, soon)
                     if global_work:
@@ -347,11 +337,11 @@ class Engine:
                     return next_due, batch.now
                 claims: list[PlannedClaim] = []
                 asides: list[SetAside] = []
-                calendars = self._calendars_of(batch.schedules)
+                calendars = planner.calendars_of(batch.schedules)
                 for schedule in batch.schedules:
                     if self._left_alone(schedule.name):
                         continue
-                    planned = self._plan(schedule, batch.now, calendars)
+                    planned = plan(schedule, batch.now, calendars)
                     if isinstance(planned, SetAside):
                         asides.append(planned)
                     else:
@@ -391,195 +381,6 @@ class Engine:
                     logger.warning("store error after a submission: %s", exc,
                                    extra={"action": "store_error"})
 
-    # -- backfills -----------------------------------------------------------------------
-    def _drain_backfills(self, grant: LeaseGrant) -> bool:
-        """One step of each active backfill, oldest first, until the tick has sent the
-        ``backfill_per_tick`` setting's worth (the first step always goes, its size its own
-        ``per_tick``); returns whether any has occurrences left. A backfill that cannot be
-        worked on is set aside with its reason; the others, and the live schedules, go on."""
-        submissions = self._submissions
-        if submissions.backing_off():
-            return False  # the broker is down: live claims wait too
-        try:
-            active = self.store.active_backfills(BACKFILLS_PER_TICK, shard=self._shard)
-        except (LeaseLost, StoreUnavailable):
-            raise
-        except Exception as exc:
-            logger.error("could not read the active backfills: %s", _reason(exc),
-                         extra={"action": "backfill_failed"})
-            return False
-        more = False
-        sent = 0
-        for backfill in active:
-            if (not self.is_leader() or submissions.backing_off()
-                    or sent >= self.settings.backfill_per_tick):
-                return True
-            try:
-                step = self._backfill_step(backfill)
-                result = self.store.claim_backfill(step, lease=grant)
-            except (LeaseLost, StoreUnavailable):
-                raise
-            except StoreError as exc:
-                # Nothing was written: the same step is planned again at the next wake-up.
-                logger.warning("backfill %d of schedule %s: the database refused its step, "
-                               "tried again later: %s", backfill.id,
-                               quoted_name(backfill.schedule_name), _reason(exc),
-                               extra={"action": "backfill_retry"})
-                continue
-            except Exception as exc:  # the row, or its schedule, cannot run as stored
-                self._fail_backfill(backfill, _reason(exc), grant)
-                continue
-            if step.done:
-                logger.info("backfill %d of schedule %s done", backfill.id,
-                            quoted_name(backfill.schedule_name),
-                            extra={"action": "backfill_done"})
-            else:
-                more = True
-            sent += len(result.dispatches)
-            if result.dispatches:
-                self.observer.claimed(result.dispatches)
-                logger.info("backfill %d of schedule %s: sending %d occurrences", backfill.id,
-                            quoted_name(backfill.schedule_name), len(result.dispatches),
-                            extra={"action": "backfill_claimed"})
-                fresh = self._drop_expired(result.dispatches)
-                if fresh:
-                    submissions.submit(fresh, grant)
-        return more
-
-    def _backfill_step(self, backfill: Backfill) -> BackfillStep:
-        """The next step of ``backfill``: its next window of occurrences, and which of them
-        its mode runs. Raises (ConfigurationError, ScheduleNotFound) when it cannot run."""
-        problems = stored_problems(backfill)
-        if problems:
-            raise ConfigurationError(problems, subject="backfill")
-        schedule = self.store.get_schedule(backfill.schedule_name)
-        spec = schedule.spec
-        # The schedule's own rules, as for its live runs: a row that cannot be planned, or a
-        # task the allow-list does not cover, sends nothing.
-        problems = list(schedule.damage) or spec.problems(payload=False)
-        if problems:
-            raise ConfigurationError(problems, subject="schedule")
-        self._check_task(spec)
-        trigger = self._trigger_cache.get(spec.trigger)
-        count = backfill.per_tick or self.settings.backfill_per_tick
-        window, done = next_window(backfill, trigger.next_after, count)
-        existing = (self.store.occurrence_executions(
-            backfill.schedule_name, min(window), max(window)) if window else [])
-        return BackfillStep(
-            backfill_id=backfill.id, schedule_name=backfill.schedule_name,
-            examined_before=backfill.examined, examined=len(window),
-            cursor=window[-1] if window else None,
-            runs=tuple(choose_runs(backfill, window, existing)), done=done)
-
-    def _fail_backfill(self, backfill: Backfill, reason: str, grant: LeaseGrant) -> None:
-        logger.error("backfill %d of schedule %s set aside: %s", backfill.id,
-                     quoted_name(backfill.schedule_name), reason,
-                     extra={"action": "backfill_set_aside"})
-        try:
-            self.store.fail_backfill(backfill.id, reason_text(reason), lease=grant)
-        except (LeaseLost, StoreUnavailable):
-            raise
-        except Exception as exc:
-            logger.error("could not record why backfill %d is set aside: %s", backfill.id,
-                         _reason(exc), extra={"action": "backfill_failed"})
-
-    # -- one schedule at a time ----------------------------------------------------------
-    def _calendars_of(self, schedules: Sequence[Schedule]) -> Mapping[str, Calendar]:
-        """The calendars the due ``schedules`` observe, read afresh for each batch: one small
-        read, only for batches that need it, so an edit applies at the next planning on every
-        replica without a cache to invalidate."""
-        names = {name for schedule in schedules for name in schedule.spec.calendars}
-        return self.store.find_calendars(names) if names else {}
-
-    def _plan(self, schedule: Schedule, now: datetime,
-              calendars: Mapping[str, Calendar] | None = None) -> PlannedClaim | SetAside:
-        """The claim for one due schedule, or, whatever goes wrong with this one row, the
-        record that sets it aside: a schedule is its own failure domain."""
-        try:
-            return self._plan_claim(schedule, now, calendars or {})
-        except Exception as exc:
-            # A version that could not be read (stand-in -1) cannot be compared: set aside
-            # whatever the version.
-            version = schedule.version if schedule.version >= 0 else None
-            return SetAside(schedule_name=schedule.name, version=version, reason=_reason(exc))
-
-    def _plan_claim(self, schedule: Schedule, now: datetime,
-                    calendars: Mapping[str, Calendar]) -> PlannedClaim:
-        spec = schedule.spec
-        # Resolved first: a calendar missing or unreadable sets the schedule aside before it
-        # could run on a day it should not.
-        exclusions = resolve(spec, calendars) if spec.calendars else None
-        claim = self._unbounded_claim(schedule, now)
-        if (spec.start_at is not None or spec.end_at is not None
-                or schedule.paused_until is not None):
-            bounded = bound_claim(claim, schedule, self._grid_after(schedule))
-            if bounded.next_run_at is None and claim.next_run_at is not None:
-                logger.info("schedule %s ends: its next run would fall after its end_at %s",
-                            quoted_name(spec.name), _iso(spec.end_at),
-                            extra={"action": "schedule_ended"})
-            claim = bounded
-        if exclusions is not None:
-            claim = exclusions.exclude(claim)
-        if spec.max_runs is not None:
-            # Checked and counted by the store, in the claim's transaction.
-            claim = replace(claim, max_runs=spec.max_runs)
-            runs = len(claim.occurrences) - len(claim.excluded)
-            if schedule.total_runs + runs >= spec.max_runs:
-                logger.info("schedule %s ends: this claim reaches its max_runs (%d)",
-                            quoted_name(spec.name), spec.max_runs,
-                            extra={"action": "schedule_ended"})
-        return claim
-
-    def _unbounded_claim(self, schedule: Schedule, now: datetime) -> PlannedClaim:
-        spec = schedule.spec
-        settings = self.settings
-        problems = list(schedule.damage) or spec.problems(payload=False)
-        if problems:
-            raise ConfigurationError(problems, subject="schedule")
-        self._check_task(spec)
-        trigger = self._trigger_cache.get(spec.trigger)
-        offset = spec.effective_offset()
-        first = schedule.next_occurrence_at
-        if first is None:
-            # Due without a next occurrence (a row edited by hand): start again from now.
-            occurrence, run = first_occurrence(trigger, now, offset)
-            logger.warning("schedule %s had no next occurrence; starting again at %s",
-                           quoted_name(spec.name), None if run is None else run.isoformat(),
-                           extra={"action": "restarted"})
-            return PlannedClaim(schedule_name=spec.name, version=schedule.version,
-                                occurrences=(), missed=0, next_occurrence_at=occurrence,
-                                next_run_at=run)
-        expires_after = spec.starting_deadline or settings.starting_deadline
-        if spec.mode is ScheduleMode.FIXED_DELAY:
-            return fixed_delay_claim(schedule, now, expires_after=expires_after,
-                                     default_overlap=settings.overlap_policy)
-        policy = spec.misfire_policy or settings.misfire_policy
-        plan = plan_misfires(
-            trigger=trigger,
-            first=first,
-            now=now,
-            offset=offset,
-            policy=policy,
-            grace=(spec.misfire_grace if spec.misfire_grace is not None
-                   else settings.misfire_grace),
-            max_catchup=spec.max_catchup or settings.max_catchup,
-        )
-        if plan.missed:
-            logger.warning("schedule %s missed %d occurrences (policy %s)", quoted_name(spec.name),
-                           plan.missed, policy.value, extra={"action": "missed"})
-            self.observer.missed(spec.name, plan.missed)
-        upcoming = plan.next_occurrence
-        return PlannedClaim(
-            schedule_name=spec.name,
-            version=schedule.version,
-            occurrences=tuple((point, point + offset) for point in plan.run),
-            missed=plan.missed,
-            next_occurrence_at=upcoming,
-            next_run_at=None if upcoming is None else upcoming + offset,
-            expires_after=expires_after,
-            **claim_policies(spec, settings.overlap_policy),
-        )
-
     # -- run policies ----------------------------------------------------------------------
     def _settle_runs(self, grant: LeaseGrant) -> None:
         """Apply the ends of runs to their schedules (core.settlement); whatever one pass
@@ -594,12 +395,7 @@ class Engine:
             raise
         except Exception as exc:
             logger.error("could not apply the ends of runs to their schedules: %s",
-                         _reason(exc), extra={"action": "settle_failed"})
-
-    def _grid_after(self, schedule: Schedule) -> GridAfter:
-        trigger = self._trigger_cache.get(schedule.spec.trigger)
-        offset = schedule.spec.effective_offset()
-        return lambda instant: first_occurrence(trigger, instant, offset)
+                         failure_reason(exc), extra={"action": "settle_failed"})
 
     def _skipped(self, executions: Sequence[Execution]) -> None:
         for execution in executions:
@@ -607,32 +403,6 @@ class Engine:
                         quoted_name(execution.schedule_name), execution.last_error,
                         extra={"action": "occurrence_skipped"})
         self.observer.skipped(executions)
-
-    def _check_task(self, spec: ScheduleSpec) -> None:
-        """Refuse a task the allow-list does not cover, unless the row is one of this
-        replica's own config entries, exactly."""
-        if spec.source is ScheduleSource.CONFIG and self._is_own_entry(spec):
-            return
-        if self._task_allowed(spec.task):
-            return
-        if spec.source is ScheduleSource.CONFIG:
-            raise ConfigurationError([
-                f"source: marked 'config' but it is not this replica's beat_schedule entry "
-                f"{spec.name!r} as configured, and task {spec.task!r} is not in "
-                "goatbeat_allowed_tasks"])
-        raise ConfigurationError(
-            [f"task: {spec.task!r} is not in goatbeat_allowed_tasks; add it there"])
-
-    def _is_own_entry(self, spec: ScheduleSpec) -> bool:
-        entry = self._config_specs.get(spec.name)
-        if entry is None:
-            return False
-        if entry == replace(spec, enabled=entry.enabled):
-            return True
-        expected = self._config_hashes.get(spec.name)
-        if expected is None:
-            expected = self._config_hashes[spec.name] = entry.spec_hash()
-        return spec.spec_hash() == expected
 
     def _left_alone(self, name: str) -> bool:
         until = self._aside_locally.get(name)
@@ -659,7 +429,7 @@ class Engine:
             # The store refuses even to record why: leave that schedule alone here until its
             # retry time rather than meet it at the head of every batch.
             logger.error("could not record why schedule %s is set aside: %s",
-                         quoted_name(entries[0].schedule_name), _reason(exc),
+                         quoted_name(entries[0].schedule_name), failure_reason(exc),
                          extra={"action": "set_aside_failed"})
             self._aside_locally[entries[0].schedule_name] = (
                 self._mono() + set_aside_delay(0).total_seconds())
@@ -691,7 +461,7 @@ class Engine:
                 claim = claims[0]
                 moved = self._set_aside([SetAside(
                     schedule_name=claim.schedule_name, version=claim.version,
-                    reason=f"the database refused its claim: {_reason(exc)}")], grant)
+                    reason=f"the database refused its claim: {failure_reason(exc)}")], grant)
                 return ClaimResult(dispatches=(), advanced=moved)
             middle = len(claims) // 2
             first = self._claim(claims[:middle], grant)
@@ -714,8 +484,8 @@ class Engine:
                 raise
             except Exception as exc:
                 # Whatever the pending rows hold, new claims still go out.
-                logger.error("could not read the executions left claimed: %s", _reason(exc),
-                             extra={"action": "resubmit_failed"})
+                logger.error("could not read the executions left claimed: %s",
+                             failure_reason(exc), extra={"action": "resubmit_failed"})
                 return
             if not pending:
                 return
@@ -818,23 +588,3 @@ class Engine:
             self._submissions.resend_now = False
             candidates.append(0.0)
         return max(0.0, min(candidates))
-
-
-def _iso(instant: datetime | None) -> str | None:
-    return None if instant is None else instant.isoformat()
-
-
-def _reason(exc: BaseException) -> str:
-    """One line saying what went wrong, for logs and a schedule's recorded fault."""
-    if isinstance(exc, ConfigurationError):
-        return "; ".join(_unprefixed(problem) for problem in exc.problems)
-    if isinstance(exc, GoatbeatError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _unprefixed(problem: str) -> str:
-    # Problems of a spec start with "schedule '<name>': ", which the row already says.
-    if problem.startswith("schedule ") and ": " in problem:
-        return problem.split(": ", 1)[1]
-    return problem

@@ -102,3 +102,18 @@ class StoreUnavailable(StoreError):
 class SchemaOutOfDate(StoreError):
     """The database schema is behind this version of goatbeat_celery."""
 
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying what went wrong, for logs and a schedule's recorded fault."""
+    if isinstance(exc, ConfigurationError):
+        return "; ".join(_unprefixed(problem) for problem in exc.problems)
+    if isinstance(exc, GoatbeatError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _unprefixed(problem: str) -> str:
+    # Problems of a spec start with "schedule '<name>': ", which the row already says.
+    if problem.startswith("schedule ") and ": " in problem:
+        return problem.split(": ", 1)[1]
+    return problem

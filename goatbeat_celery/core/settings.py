@@ -163,7 +163,9 @@ class Settings:
                         run_start_timeout=self.run_start_timeout)
 
     def as_dict(self) -> dict[str, Any]:
-        """Field values with durations in seconds, for banners and ``--json`` output."""
+        """Field values as plain data, durations in seconds and policies by value: what the
+        documentation's table of defaults states. The beat banner formats its few fields itself
+        (typed, not by key)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)

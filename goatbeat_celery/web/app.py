@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from goatbeat_celery.cli import views
+from goatbeat_celery import display
 from goatbeat_celery.core.calendars import resolve
 from goatbeat_celery.core.controls import upcoming_runs
 from goatbeat_celery.core.errors import (
@@ -121,13 +121,13 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    environment.globals["when"] = views.when
-    environment.globals["describe_trigger"] = views.describe_trigger
-    environment.globals["zone_of"] = views.zone_of
-    environment.globals["state_text"] = views.state_text
-    environment.globals["compact_json"] = views.compact_json
-    environment.globals["human_seconds"] = views.human_seconds
-    environment.globals["lateness"] = views.lateness
+    environment.globals["when"] = display.when
+    environment.globals["describe_trigger"] = display.describe_trigger
+    environment.globals["zone_of"] = display.zone_of
+    environment.globals["state_text"] = display.state_text
+    environment.globals["compact_json"] = display.compact_json
+    environment.globals["human_seconds"] = display.human_seconds
+    environment.globals["lateness"] = display.lateness
     context = _Context(
         schedules=schedules, settings=settings,
         # With shards, shard 0's lease heads the overview: its leader does the global work.
@@ -314,7 +314,7 @@ def _read_overview(context: _Context) -> _Overview:
     now = store.now()
 
     counts = store.count_schedules()
-    set_aside = store.list_schedules(set_aside=True, limit=views.SET_ASIDE_SHOWN + 1)
+    set_aside = store.list_schedules(set_aside=True, limit=display.SET_ASIDE_SHOWN + 1)
     recent = store.executions(limit=CHART_EXECUTIONS)
     settings = schedules.config.settings
     sharding = (None if settings.shards == 1 else
@@ -329,14 +329,14 @@ async def _overview(request: Request, context: _Context) -> Response:
     return _render(
         request, context, "overview.html", data=data, lease_name=context.lease_name,
         lease=info, held=info is not None and info.held,
-        expires=(views.NONE if info is None or info.expires_at is None
-                 else views.relative(info.expires_at, info.store_now)),
+        expires=(display.NONE if info is None or info.expires_at is None
+                 else display.relative(info.expires_at, info.store_now)),
         database=mask_url(context.schedules.config.database_url),
-        shown=views.SET_ASIDE_SHOWN,
+        shown=display.SET_ASIDE_SHOWN,
         shards=(None if data.sharding is None
-                else views.shard_lines(data.sharding, context.schedules.config.settings)),
+                else display.shard_lines(data.sharding, context.schedules.config.settings)),
         pending_lag=(None if data.pending is None
-                     else views.human_seconds((data.now - data.pending.due_at).total_seconds())),
+                     else display.human_seconds((data.now - data.pending.due_at).total_seconds())),
     )
 
 
@@ -469,7 +469,7 @@ async def _schedule_page(request: Request, context: _Context, *,
     return _render(
         request, context, "schedule.html", status_code=status_code, s=schedule,
         detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
-        fields=views.schedule_fields(schedule, context.schedules.config.settings, detail.now),
+        fields=display.schedule_fields(schedule, context.schedules.config.settings, detail.now),
         kinds=forms.KINDS,
     )
 

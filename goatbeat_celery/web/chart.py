@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from goatbeat_celery.cli.views import human_seconds, lateness, when
 from goatbeat_celery.core.model import Execution
+from goatbeat_celery.display import human_seconds, lateness, when
 
 WIDTH = 720
 HEIGHT = 220

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uvicorn
 from starlette.applications import Starlette
 
-#: Where the dashboard listens unless ``--bind`` says otherwise: this host only.
-DEFAULT_BIND = "127.0.0.1:8765"
+#: The port of a ``--bind`` that names none. The ``--bind`` default itself (this host only) is
+#: written in the command, which must show it in ``--help`` without the web extra installed.
 DEFAULT_PORT = 8765
 
 

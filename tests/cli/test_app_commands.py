@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import goatbeat_celery.cli
-from goatbeat_celery.cli import views
+from goatbeat_celery import display
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, field_values, set_aside
@@ -36,10 +36,10 @@ def test_no_message_of_the_cli_names_a_placeholder_app() -> None:
 
 
 def test_a_suggested_command_names_the_app_as_given() -> None:
-    assert views.command_line("web.celery:app", "list") == (
+    assert display.command_line("web.celery:app", "list") == (
         "celery -A web.celery:app goatbeat list")
-    assert views.command_line(None, "migrate") == "celery -A <your app> goatbeat migrate"
-    assert views.command_line("my app", "list") == "celery -A 'my app' goatbeat list"
+    assert display.command_line(None, "migrate") == "celery -A <your app> goatbeat migrate"
+    assert display.command_line("my app", "list") == "celery -A 'my app' goatbeat list"
 
 
 def test_a_missing_schedule_names_the_list_command_of_this_app(cli: Cli) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery.cli import views
+from goatbeat_celery import display
 from goatbeat_celery.core.validation import hidden_characters
 
 from .conftest import Cli, insert_row, table_rows
@@ -21,7 +21,7 @@ LONG_CRON = "0,5,10,15,20,25,30,35,40,45,50,55 0,2,4,6,8,10,12,14,16,18,20,22 * 
 def terminal(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """Standard output is a terminal of 80 columns: ``list`` fits 120 (the returned monkeypatch
     sets another width)."""
-    monkeypatch.setattr(views, "_terminal_columns", lambda: 80)
+    monkeypatch.setattr(display, "_terminal_columns", lambda: 80)
     return monkeypatch
 
 
@@ -36,7 +36,7 @@ def test_list_fits_120_columns_cutting_long_names_tasks_and_triggers(cli: Cli) -
 
     output = cli.ok("list").stdout
 
-    assert max(len(line) for line in output.splitlines()) <= views.LIST_WIDTH
+    assert max(len(line) for line in output.splitlines()) <= display.LIST_WIDTH
     rows = {row["NAME"]: row for row in table_rows(output)}
     long = next(row for name, row in rows.items() if name != "poll")
     assert LONG_NAME.startswith(long["NAME"].removesuffix("\u2026"))
@@ -44,19 +44,19 @@ def test_list_fits_120_columns_cutting_long_names_tasks_and_triggers(cli: Cli) -
     head, _, tail = long["TASK"].partition("\u2026")  # a task keeps its start and its end
     assert LONG_TASK.startswith(head) and LONG_TASK.endswith(tail) and tail.endswith("task")
     for column in ("NAME", "TASK", "TRIGGER"):
-        assert "\u2026" in long[column] and len(long[column]) >= views.CLIPPED_MIN, column
+        assert "\u2026" in long[column] and len(long[column]) >= display.CLIPPED_MIN, column
     # Short values and the other columns are never cut.
     assert (rows["poll"]["TASK"], rows["poll"]["TRIGGER"]) == ("feeds.poll", "every 1m")
     assert long["ZONE"] == "Europe/Paris" and long["MISFIRE"] == "default (latest)"
 
 
 def test_a_wider_terminal_is_filled(cli: Cli, terminal: pytest.MonkeyPatch) -> None:
-    terminal.setattr(views, "_terminal_columns", lambda: 160)
+    terminal.setattr(display, "_terminal_columns", lambda: 160)
     add_long(cli)
 
     lines = cli.ok("list").stdout.splitlines()
 
-    assert views.LIST_WIDTH < max(len(line) for line in lines) <= 160
+    assert display.LIST_WIDTH < max(len(line) for line in lines) <= 160
 
 
 @pytest.mark.usefixtures("terminal")
@@ -104,9 +104,9 @@ def test_a_cut_keeps_escapes_whole(cli: Cli, pg_empty_url: str,
 
 
 def test_a_cut_column_ends_with_an_ellipsis_within_the_width() -> None:
-    assert views.table(["A", "B"], [["x" * 30, "y"]], width=20, clipped={"A": "end"}) == (
+    assert display.table(["A", "B"], [["x" * 30, "y"]], width=20, clipped={"A": "end"}) == (
         "A" + " " * 18 + "B\n" + "x" * 16 + "\u2026  y")
-    assert views.table(["A", "B"], [["abcdefghijklmnopqrstuvwxyz", "y"]], width=20,
+    assert display.table(["A", "B"], [["abcdefghijklmnopqrstuvwxyz", "y"]], width=20,
                        clipped={"A": "middle"}).splitlines()[1] == "abcdefgh\u2026stuvwxyz  y"
-    assert views.table(["A", "B"], [["xx", "y"]], width=20, clipped={"A": "end"}) == (
+    assert display.table(["A", "B"], [["xx", "y"]], width=20, clipped={"A": "end"}) == (
         "A   B\nxx  y")

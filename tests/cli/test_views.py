@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.cli import views
+from goatbeat_celery import display
 from goatbeat_celery.core.model import UTC, Schedule, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.validation import hidden_characters
@@ -46,19 +46,19 @@ def schedule(trigger: TriggerSpec, **fields: Any) -> Schedule:
 ], ids=["plain", "unicode", "no-break-space", "backslash", "newline", "tab-cr", "escape",
         "c0-del-c1", "rlo", "invisible", "separators", "isolates", "astral", "private-use"])
 def test_shown_escapes_exactly_what_a_terminal_would_not_show(text: str, expected: str) -> None:
-    assert views.shown(text) == expected
-    assert hidden_characters(views.shown(text)) == []
+    assert display.shown(text) == expected
+    assert hidden_characters(display.shown(text)) == []
 
 
 def test_shown_can_keep_the_line_breaks_of_a_message_built_here() -> None:
     message = "invalid schedule (2 problems):\n  - a\x1b\n  - b\u202e"
 
-    assert views.shown(message, keep_newlines=True) == \
+    assert display.shown(message, keep_newlines=True) == \
         "invalid schedule (2 problems):\n  - a\\x1b\n  - b\\u202e"
 
 
 def test_table_escapes_every_cell_and_aligns_on_what_is_shown() -> None:
-    text = views.table(("NAME", "TASK"), [("a\u202eb", "t\n1"), ("plain", "t")])
+    text = display.table(("NAME", "TASK"), [("a\u202eb", "t\n1"), ("plain", "t")])
 
     assert text.splitlines() == [
         "NAME      TASK",
@@ -68,7 +68,7 @@ def test_table_escapes_every_cell_and_aligns_on_what_is_shown() -> None:
 
 
 def test_fields_escape_values_and_show_a_tuple_as_lines() -> None:
-    text = views.fields([("name", "evil\nfake  line"), ("damage", ("args: x\x1b", "kwargs: y"))])
+    text = display.fields([("name", "evil\nfake  line"), ("damage", ("args: x\x1b", "kwargs: y"))])
 
     assert text.splitlines() == [
         "name    evil\\nfake  line",
@@ -80,7 +80,7 @@ def test_fields_escape_values_and_show_a_tuple_as_lines() -> None:
 def test_a_json_document_is_ascii_and_reads_back_exactly() -> None:
     data = {"name": "invoice\u202etxt.exe", "task": "t\x1b", "note": "caf\u00e9"}
 
-    text = views.document(data)
+    text = display.document(data)
 
     assert text.isascii() and "\\u202e" in text
     assert json.loads(text) == data
@@ -124,23 +124,23 @@ ODD_TRIGGERS = [
 def test_every_view_helper_gives_text_for_an_odd_trigger(trigger: TriggerSpec) -> None:
     odd = schedule(trigger, damage=("trigger: expected a JSON object with a 'kind', found {}",))
 
-    description = views.describe_trigger(trigger)
-    views.zone_of(trigger)
-    row = views.schedule_row(odd, DEFAULTS)
-    lines = views.fields(views.schedule_fields(odd, DEFAULTS, NOW))
-    document = views.schedule_json(odd, DEFAULTS)
+    description = display.describe_trigger(trigger)
+    display.zone_of(trigger)
+    row = display.schedule_row(odd, DEFAULTS)
+    lines = display.fields(display.schedule_fields(odd, DEFAULTS, NOW))
+    document = display.schedule_json(odd, DEFAULTS)
 
     assert isinstance(description, str) and description
     assert row[2] == description
-    assert views.shown(description) in lines
+    assert display.shown(description) in lines
     assert document["trigger"]["kind"] == trigger.kind
     assert document["description"] == description
-    views.document(document)
-    views.table(views.SCHEDULE_COLUMNS, [row])
+    display.document(document)
+    display.table(display.SCHEDULE_COLUMNS, [row])
 
 
 def test_the_stand_in_trigger_is_described_by_its_kind() -> None:
-    assert views.describe_trigger(TriggerSpec(kind="invalid", params={})) == "invalid {}"
+    assert display.describe_trigger(TriggerSpec(kind="invalid", params={})) == "invalid {}"
 
 
 @pytest.mark.parametrize(("trigger", "expected"), [
@@ -159,23 +159,23 @@ def test_the_stand_in_trigger_is_described_by_its_kind() -> None:
 ], ids=["interval", "interval-bool", "interval-nan", "cron-number", "once", "once-text",
         "once-out-of-range", "once-number", "celery"])
 def test_odd_parameters_are_shown_as_stored(trigger: TriggerSpec, expected: str) -> None:
-    assert views.describe_trigger(trigger) == expected
+    assert display.describe_trigger(trigger) == expected
 
 
 def test_a_duration_that_is_no_number_of_seconds_is_shown_as_it_is() -> None:
-    assert views.human_seconds(math.nan) == "nans"
-    assert views.human_seconds(math.inf) == "infs"
-    assert views.human_seconds(-math.inf) == "-infs"
+    assert display.human_seconds(math.nan) == "nans"
+    assert display.human_seconds(math.inf) == "infs"
+    assert display.human_seconds(-math.inf) == "-infs"
 
 
 def test_compact_json_never_raises() -> None:
     looped: list[Any] = []
     looped.append(looped)
 
-    assert views.compact_json({"b": 1, "a": [2]}) == '{"a": [2], "b": 1}'
-    assert views.compact_json({1: "a", "b": 2}) == "{1: 'a', 'b': 2}"
-    assert views.compact_json(looped) == "[[...]]"
-    assert views.compact_json({"at": NOW}) == json.dumps({"at": repr(NOW)})
+    assert display.compact_json({"b": 1, "a": [2]}) == '{"a": [2], "b": 1}'
+    assert display.compact_json({1: "a", "b": 2}) == "{1: 'a', 'b': 2}"
+    assert display.compact_json(looped) == "[[...]]"
+    assert display.compact_json({"at": NOW}) == json.dumps({"at": repr(NOW)})
 
 
 # -- set aside ------------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def test_state_reads_enabled_paused_or_set_aside() -> None:
     paused = Schedule(spec=ScheduleSpec(name="p", task="t", trigger=trigger, enabled=False),
                       next_occurrence_at=None, next_run_at=None, damage=damaged.damage)
 
-    assert [views.state_text(s) for s in (healthy, faulted, damaged, paused)] == [
+    assert [display.state_text(s) for s in (healthy, faulted, damaged, paused)] == [
         "enabled", "set aside", "set aside", "paused, damaged"]
 
 
@@ -196,7 +196,7 @@ def test_fault_fields_say_why_since_when_how_often_and_when_next() -> None:
                        fault_at=NOW - timedelta(minutes=3), faults=4,
                        damage=("trigger: unreadable", "args: unreadable"))
 
-    pairs = dict(views.fault_fields(faulted, views.when))
+    pairs = dict(display.fault_fields(faulted, display.when))
 
     assert pairs == {
         "set aside": "boom\nagain",
@@ -205,7 +205,7 @@ def test_fault_fields_say_why_since_when_how_often_and_when_next() -> None:
         "retry at": "2026-11-29T21:40:02Z",
         "damage": ("trigger: unreadable", "args: unreadable"),
     }
-    assert "set aside        boom\\nagain" in views.fields(list(pairs.items()))
+    assert "set aside        boom\\nagain" in display.fields(list(pairs.items()))
 
 
 def test_set_aside_lines_count_and_cut_the_list_short() -> None:
@@ -214,14 +214,14 @@ def test_set_aside_lines_count_and_cut_the_list_short() -> None:
                      next_occurrence_at=NOW, next_run_at=NOW, fault=f"reason {i}",
                      fault_at=NOW, faults=1) for i in range(12)]
 
-    lines = views.set_aside_lines(many, "goatbeat list")
-    document = views.set_aside_json(many)
+    lines = display.set_aside_lines(many, "goatbeat list")
+    document = display.set_aside_json(many)
 
-    assert views.set_aside_lines([], "goatbeat list") == "none"
+    assert display.set_aside_lines([], "goatbeat list") == "none"
     assert lines[0] == "12 schedules" and lines[1] == "s00: reason 0"
     assert lines[-1] == "and 2 more: `goatbeat list --set-aside` lists them all"
-    assert len(lines) == 1 + views.SET_ASIDE_SHOWN + 1
-    assert document["count"] == 12 and len(document["schedules"]) == views.SET_ASIDE_SHOWN
+    assert len(lines) == 1 + display.SET_ASIDE_SHOWN + 1
+    assert document["count"] == 12 and len(document["schedules"]) == display.SET_ASIDE_SHOWN
     assert document["schedules"][0] == {
         "name": "s00", "fault": "reason 0", "fault_at": NOW.isoformat(), "faults": 1,
         "retry_at": NOW.isoformat(), "damage": []}

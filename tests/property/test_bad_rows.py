@@ -8,7 +8,7 @@ would write them: any JSON in ``args``, ``kwargs``, ``options`` and ``trigger``;
 ``max_catchup``; any text in ``name``, ``task``, ``misfire_policy`` and ``source``; any instant
 the column type holds. Next to them a healthy ``canary`` (every second) must be submitted at
 every occurrence it is due for, once. A real :class:`~goatbeat_celery.core.engine.Engine` leads
-with a submitter that accepts everything and records what it was given.
+with the package's recording submitter, which accepts everything and records what it was given.
 
 The last section pins product bugs found while writing these properties, as strict xfails: each
 turns into a failure once the bug is fixed, so its marker is removed then. The strategies leave
@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -39,12 +39,10 @@ from goatbeat_celery.config import GoatbeatConfig, base_registry
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import (
-    Dispatch,
     MisfirePolicy,
     Schedule,
     ScheduleSource,
     ScheduleSpec,
-    SubmitResult,
     TriggerSpec,
     idempotency_key,
 )
@@ -58,6 +56,7 @@ from goatbeat_celery.core.validation import (
     options_problems,
 )
 from goatbeat_celery.store.schema import SQLITE_TIMESTAMP_WIDTH
+from goatbeat_celery.testing import RecordingSubmitter
 from tests.conformance.support import grid_point_before
 
 from .conftest import Rig
@@ -99,22 +98,6 @@ def allowed(task: str) -> bool:
 
 
 # -- doubles ---------------------------------------------------------------------------------
-@dataclass
-class Accepting:
-    """A TaskSubmitter that accepts everything and keeps each dispatch (conformance's
-    RecordingSubmitter keeps only keys; these properties look at tasks and payloads too)."""
-
-    dispatches: list[Dispatch] = field(default_factory=list)
-
-    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-               timeout: float) -> SubmitResult:
-        self.dispatches.extend(dispatches)
-        return SubmitResult(accepted=[d.key for d in dispatches])
-
-    def of(self, name: str) -> list[Dispatch]:
-        return [d for d in self.dispatches if d.execution.schedule_name == name]
-
-
 class LoopErrors(logging.Handler):
     """Records the engine's log records whose action says an error escaped a schedule."""
 
@@ -139,7 +122,7 @@ def loop_errors() -> Iterator[LoopErrors]:
         logger.removeHandler(handler)
 
 
-def engine_on(rig: Rig, submitter: Accepting) -> Engine:
+def engine_on(rig: Rig, submitter: RecordingSubmitter) -> Engine:
     return Engine(store=rig.store, lease=rig.store, submitter=submitter, settings=SETTINGS,
                   holder=f"prop-{uuid.uuid4().hex[:8]}", triggers=base_registry(),
                   config_schedules=(CONFIG_ENTRY,), task_allowed=allowed,
@@ -469,7 +452,7 @@ def read_everything(rig: Rig, names: Sequence[str]) -> dict[str, Schedule]:
 def test_whatever_rows_hold_each_is_set_aside_or_runs_and_the_canary_keeps_time(
         rig: Rig, data: st.DataObject) -> None:
     rig.reset()
-    submitter = Accepting()
+    submitter = RecordingSubmitter()
     engine = engine_on(rig, submitter)
     with loop_errors() as errors:
         engine.tick()  # leads, and writes its config entry
@@ -629,7 +612,7 @@ def test_schedules_create_stores_a_schedule_the_engine_runs_or_refuses_with_conf
         with rig.raw.begin() as connection:
             connection.execute(sa.text("UPDATE goatbeat_schedule SET next_run_at = now() "
                                        "WHERE name = :name"), {"name": created.name})
-    submitter = Accepting()
+    submitter = RecordingSubmitter()
     engine = Engine(store=rig.store, lease=rig.store, submitter=submitter, settings=SETTINGS,
                     holder=f"prop-{uuid.uuid4().hex[:8]}", triggers=base_registry(),
                     task_allowed=allowed, monotonic=rig.monotonic)
@@ -704,7 +687,7 @@ def test_a_minutely_cron_row_sixty_days_behind_is_planned_within_the_lease(rig: 
                                            trigger=minutely.to_spec()),
                               next_occurrence_at=behind, next_run_at=behind)
     fast = Settings(lease_ttl=3, lease_renew_interval=1)
-    engine = Engine(store=rig.store, lease=rig.store, submitter=Accepting(), settings=fast,
+    engine = Engine(store=rig.store, lease=rig.store, submitter=RecordingSubmitter(), settings=fast,
                     holder="h", triggers=base_registry(), task_allowed=allowed,
                     monotonic=rig.monotonic)
     started = time.perf_counter()
@@ -725,7 +708,7 @@ def test_json_python_cannot_parse_sets_one_row_aside_not_the_store(rig: Rig,
     rig.reset()
     _healthy_canary(rig)
     _raw_row(rig, "bad", sql={"args": value})
-    submitter = Accepting()
+    submitter = RecordingSubmitter()
     with loop_errors() as errors:
         _tick_a_few(rig, engine_on(rig, submitter))
     assert {s.name for s in rig.store.list_schedules()} >= {"bad", CANARY.name}
@@ -743,7 +726,7 @@ def test_sqlite_text_that_is_not_json_sets_its_row_aside_not_the_store(
     rig.reset()
     _healthy_canary(rig)
     _raw_row(rig, "bad", values={column: value})
-    submitter = Accepting()
+    submitter = RecordingSubmitter()
     with loop_errors() as errors:
         _tick_a_few(rig, engine_on(rig, submitter))
     assert errors.seen == []
@@ -764,7 +747,7 @@ def test_sqlite_instants_python_cannot_hold_set_their_row_aside_not_the_store(
     rig.reset()
     _healthy_canary(rig)
     _raw_row(rig, "bad", values={column: value})
-    submitter = Accepting()
+    submitter = RecordingSubmitter()
     with loop_errors() as errors:
         _tick_a_few(rig, engine_on(rig, submitter))
     assert {s.name for s in rig.store.list_schedules()} >= {"bad", CANARY.name}
@@ -777,7 +760,7 @@ def test_a_row_with_an_unreadable_version_is_set_aside_with_a_reason(rig: Rig) -
     rig.reset()
     _healthy_canary(rig)
     _raw_row(rig, "bad", values={"version": "abc"})
-    _tick_a_few(rig, engine_on(rig, Accepting()))
+    _tick_a_few(rig, engine_on(rig, RecordingSubmitter()))
     bad = rig.store.get_schedule("bad")
     assert bad.fault is not None and "version" in bad.fault
     assert "bad" not in due_at(rig, rig.now()), "looked at again before its retry time"
@@ -796,7 +779,7 @@ def test_one_row_whose_counter_overflows_does_not_keep_another_from_being_set_as
     with rig.raw.begin() as connection:
         connection.exec_driver_sql("UPDATE goatbeat_schedule SET args = '5' "
                                    "WHERE name = 'other'")
-    _tick_a_few(rig, engine_on(rig, Accepting()), ticks=1)
+    _tick_a_few(rig, engine_on(rig, RecordingSubmitter()), ticks=1)
     other = rig.store.get_schedule("other")
     assert other.fault is not None and "args" in other.fault
 
@@ -806,13 +789,6 @@ def test_one_row_whose_counter_overflows_does_not_keep_another_from_being_set_as
 # was refused used to be claimed again at each occurrence, its fault cleared by each claim.
 @_only("sqlite")
 def test_a_schedule_whose_messages_are_always_refused_backs_off(rig: Rig) -> None:
-    @dataclass
-    class Refusing:
-        def submit(self, dispatches: Sequence[Dispatch], *, token: int,
-                   timeout: float) -> SubmitResult:
-            return SubmitResult(accepted=[], rejected={
-                d.key: "EncodeError: cannot serialise" for d in dispatches})
-
     rig.reset()
     assert rig.clock is not None
     first = grid_point_before(rig.now(), 60)
@@ -820,7 +796,9 @@ def test_a_schedule_whose_messages_are_always_refused_backs_off(rig: Rig) -> Non
                                            trigger=TriggerSpec(kind="interval",
                                                                params={"every": 60})),
                               next_occurrence_at=first, next_run_at=first)
-    engine = Engine(store=rig.store, lease=rig.store, submitter=Refusing(), settings=SETTINGS,
+    # Every message of the schedule refused for itself, as one that cannot be encoded is.
+    refusing = RecordingSubmitter(rejecting={"refused"})
+    engine = Engine(store=rig.store, lease=rig.store, submitter=refusing, settings=SETTINGS,
                     holder="h", task_allowed=allowed, monotonic=rig.monotonic)
     start = rig.clock.current
     while rig.clock.current - start < timedelta(minutes=10):

@@ -283,7 +283,7 @@ def test_a_new_leader_goes_on_from_the_stored_cursor_without_duplicates(world: W
 def test_a_step_planned_by_a_stale_leader_writes_nothing(world: World) -> None:
     past_job(world)
     backfill = world.api.backfill("job", T0 + M, T0 + 10 * M, per_tick=5)
-    step = world.engine._backfill_step(world.store.get_backfill(backfill.id))
+    step = world.engine._backfills.step(world.store.get_backfill(backfill.id))
     world.engine.tick()  # the same step, applied
     grant = world.engine.grant
     assert grant is not None
@@ -297,7 +297,7 @@ def test_claims_left_unsent_by_a_crash_are_sent_again_under_their_keys(world: Wo
     world.engine.tick()
     world.api.backfill("job", T0 + M, T0 + 3 * M)
     backfill = world.store.list_backfills()[0]
-    step = world.engine._backfill_step(backfill)
+    step = world.engine._backfills.step(backfill)
     grant = world.engine.grant
     assert grant is not None
     world.store.claim_backfill(step, lease=grant)  # claimed, then the leader dies

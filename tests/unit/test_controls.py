@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from goatbeat_celery import display
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.cli import views
 from goatbeat_celery.config import base_registry
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError
@@ -312,7 +312,7 @@ def test_the_end_of_a_schedule_is_logged_once(world: World,
                                               caplog: pytest.LogCaptureFixture) -> None:
     world.api.create("job", "app.job", every=60, max_runs=2)
     world.api.create("window", "app.job", every=60, end_at=T0 + 2 * M + 30 * S)
-    with caplog.at_level("INFO", logger="goatbeat_celery.core.engine"):
+    with caplog.at_level("INFO", logger="goatbeat_celery.core.planner"):
         world.run_until(T0 + 10 * M)
     ended = [r for r in caplog.records if getattr(r, "action", None) == "schedule_ended"]
     assert sorted(r.getMessage() for r in ended) == [
@@ -364,14 +364,14 @@ def test_a_failover_never_runs_a_limited_schedule_past_its_limit() -> None:
 def test_the_state_shows_a_pause_with_an_end_until_it_passes_then_the_end(world: World) -> None:
     world.api.create("job", "app.job", every=60, max_runs=1)
     paused = world.api.pause("job", note="freeze", until=T0 + 5 * M)
-    assert views.state_text(paused, world.clock()) == "paused until 2026-01-01T00:05:00Z"
-    assert views.state_text(paused) == "enabled"  # without a clock, as the web's CSS class
-    fields = dict(views.schedule_fields(paused, Settings(), world.clock()))
+    assert display.state_text(paused, world.clock()) == "paused until 2026-01-01T00:05:00Z"
+    assert display.state_text(paused) == "enabled"  # without a clock, as the web's CSS class
+    fields = dict(display.schedule_fields(paused, Settings(), world.clock()))
     assert fields["paused because"] == "freeze"
     assert fields["max runs"] == "1 (1 left)"
     world.run_until(T0 + 7 * M)
     done = world.api.get("job")
-    assert views.state_text(done, world.clock()) == "ended"
-    fields = dict(views.schedule_fields(done, Settings(), world.clock()))
+    assert display.state_text(done, world.clock()) == "ended"
+    fields = dict(display.schedule_fields(done, Settings(), world.clock()))
     assert "paused because" not in fields and "paused until" not in fields
-    assert views.schedule_json(done, Settings(), world.clock())["runs_left"] == 0
+    assert display.schedule_json(done, Settings(), world.clock())["runs_left"] == 0

@@ -10,9 +10,9 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.cli.views import human_seconds
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import DURATION_FORMS, parse_duration, to_timedelta
+from goatbeat_celery.display import human_seconds
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

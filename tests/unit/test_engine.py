@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from goatbeat_celery import cron, testing
-from goatbeat_celery.core.engine import SUBMIT_TIMEOUT_MAX, Engine
+from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import StoreUnavailable
 from goatbeat_celery.core.model import (
     SET_ASIDE_RETRY,
@@ -30,8 +30,11 @@ from goatbeat_celery.core.model import (
     idempotency_key,
 )
 from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.submission import SUBMIT_TIMEOUT_MAX
 from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.testing import ManualClock, MemoryStore
+
+from .doubles import LeaseRecordingObserver
 
 UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -46,17 +49,6 @@ class RecordingSubmitter(testing.RecordingSubmitter):
     """The package's recording broker; an unreachable one fails with "connection refused"."""
 
     failure = "connection refused"
-
-
-class RecordingObserver(testing.RecordingObserver):
-    """The package's recording observer, keeping of a lease only what these tests compare:
-    the token it was acquired with (``acquired``), the reason it was lost (``lost``)."""
-
-    def lease_acquired(self, grant: LeaseGrant) -> None:
-        self.events.append(("acquired", grant.token))
-
-    def lease_lost(self, name: str, holder: str, reason: str) -> None:
-        self.events.append(("lost", reason))
 
 
 class FlakyLease:
@@ -101,7 +93,7 @@ class World:
     def replica(self, holder: str = "a", *, settings: Settings | None = None,
                 submitter: RecordingSubmitter | None = None,
                 config: Sequence[ScheduleSpec] = (), lease: Any = None,
-                observer: RecordingObserver | None = None, **kwargs: Any) -> Engine:
+                observer: LeaseRecordingObserver | None = None, **kwargs: Any) -> Engine:
         engine = Engine(
             store=self.store, lease=lease or self.store,
             submitter=submitter or RecordingSubmitter(),
@@ -142,7 +134,7 @@ def world() -> World:
 
 def test_the_first_replica_becomes_leader_and_syncs_its_config(world: World) -> None:
     spec = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE)
-    observer = RecordingObserver()
+    observer = LeaseRecordingObserver()
     engine = world.replica("a", config=[spec], observer=observer)
 
     engine.tick()
@@ -252,7 +244,7 @@ def test_the_dispatch_carries_the_task_and_its_arguments(world: World) -> None:
 def test_observers_hear_of_claims_and_submissions(world: World) -> None:
     world.create("tick")
     world.advance(30)
-    observer = RecordingObserver()
+    observer = LeaseRecordingObserver()
     engine = world.replica("a", observer=observer)
 
     engine.tick()
@@ -286,7 +278,7 @@ def test_an_offset_delays_the_run_but_not_the_key(world: World) -> None:
 
 def test_a_backlog_after_downtime_runs_once_and_counts_the_missed_points(world: World) -> None:
     world.create("tick")
-    observer = RecordingObserver()
+    observer = LeaseRecordingObserver()
     submitter = RecordingSubmitter()
     engine = world.replica("a", submitter=submitter, observer=observer)
 
@@ -373,7 +365,7 @@ def test_within_the_local_deadline_a_failed_renewal_keeps_claiming(world: World)
 def test_past_the_local_deadline_nothing_is_claimed(world: World) -> None:
     lease = FlakyLease(world.store)
     submitter = RecordingSubmitter()
-    observer = RecordingObserver()
+    observer = LeaseRecordingObserver()
     engine = world.replica("a", lease=lease, submitter=submitter, observer=observer)
     engine.tick()
     world.create("tick", next_at=minute(1))
@@ -558,7 +550,7 @@ def test_a_new_leader_resubmits_what_its_predecessor_left_claimed(world: World) 
 def test_a_stale_leader_is_refused_and_steps_down(world: World) -> None:
     world.create("tick")
     stale_submitter = RecordingSubmitter()
-    observer = RecordingObserver()
+    observer = LeaseRecordingObserver()
     stale = world.replica("a", submitter=stale_submitter, observer=observer)
     successor = world.replica("b")
     stale.tick()
@@ -622,7 +614,7 @@ def test_a_stale_leader_becomes_a_standby(world: World) -> None:
 
 def test_close_releases_the_lease_so_a_standby_takes_over_at_once(world: World) -> None:
     lease = FlakyLease(world.store)
-    observer = RecordingObserver()
+    observer = LeaseRecordingObserver()
     leader = world.replica("a", lease=lease, observer=observer)
     standby = world.replica("b")
     leader.tick()

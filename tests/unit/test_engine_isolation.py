@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.engine import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.errors import StoreError
 from goatbeat_celery.core.model import (
     SET_ASIDE_RETRY,
@@ -30,11 +29,12 @@ from goatbeat_celery.core.model import (
     set_aside_delay,
 )
 from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.submission import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.triggers import TriggerRegistry
+from tests.unit.doubles import LeaseRecordingObserver
 from tests.unit.test_engine import (
     EVERY_MINUTE,
     T0,
-    RecordingObserver,
     RecordingSubmitter,
     World,
     minute,
@@ -81,7 +81,7 @@ def test_a_broken_schedule_is_set_aside_and_the_others_run(world: World, name: s
     world.create("canary")
     create(world, name, **BROKEN_SPECS[name])
     submitter = RecordingSubmitter()
-    observer = RecordingObserver()
+    observer = LeaseRecordingObserver()
     engine = world.replica("a", submitter=submitter, observer=observer)
 
     world.advance(30)

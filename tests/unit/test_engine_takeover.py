@@ -15,6 +15,8 @@ from goatbeat_celery.core.observer import NullObserver, OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
 
+from .doubles import LeaseRecordingObserver
+
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
@@ -96,17 +98,6 @@ class SyncFailing:
         return self._store.sync_config(entries, lease=lease)
 
 
-class LeaseEvents(NullObserver):
-    def __init__(self) -> None:
-        self.events: list[tuple[str, object]] = []
-
-    def lease_acquired(self, grant: LeaseGrant) -> None:
-        self.events.append(("acquired", grant.token))
-
-    def lease_lost(self, name: str, holder: str, reason: str) -> None:
-        self.events.append(("lost", reason))
-
-
 CLEANUP = ScheduleSpec(name="cleanup", task="app.cleanup",
                        trigger=TriggerSpec(kind="interval", params={"every": 1}))
 
@@ -118,7 +109,7 @@ class Syncing:
     def __init__(self) -> None:
         self.clocks = ManualClock(T0)
         self.memory = MemoryStore(self.clocks)
-        self.observer = LeaseEvents()
+        self.observer = LeaseRecordingObserver()
         self.submitter = RecordingSubmitter()
 
     def replica(self, holder: str = "a", *, failures: int) -> Engine:
@@ -157,7 +148,7 @@ def test_a_failed_config_sync_keeps_the_lease_and_syncs_again_after_the_next_ren
     assert engine.last_sync is not None and engine.last_sync.created == ("cleanup",)
     assert world.submitter.keys
     # One acquisition, told once: the sync that failed was no loss and its retry no new lease.
-    assert world.observer.events == [("acquired", 1)]
+    assert world.observer.lease_events == [("acquired", 1)]
 
 
 def test_a_replica_whose_config_sync_is_pending_releases_the_lease_on_close() -> None:
@@ -168,7 +159,7 @@ def test_a_replica_whose_config_sync_is_pending_releases_the_lease_on_close() ->
     engine.close()
 
     assert world.holder() is None  # a standby takes over at once
-    assert world.observer.events == [("acquired", 1), ("lost", "released")]
+    assert world.observer.lease_events == [("acquired", 1), ("lost", "released")]
 
 
 def test_a_replica_whose_config_sync_is_pending_is_told_when_the_lease_is_taken() -> None:
@@ -184,4 +175,4 @@ def test_a_replica_whose_config_sync_is_pending_is_told_when_the_lease_is_taken(
     pending.tick()
 
     assert pending.grant is None
-    assert world.observer.events == [("acquired", 1), ("lost", "taken by another replica")]
+    assert world.observer.lease_events == [("acquired", 1), ("lost", "taken by another replica")]

@@ -1,6 +1,6 @@
 """Lower layers never import upper ones, not even inside a function: the migrations are handed an
-engine and import no store; the stores import the migrations, and no import cycle runs through
-either."""
+engine and import no store; the stores import the migrations; and no import cycle runs through
+the package, counting the package ``__init__`` that importing a submodule runs."""
 
 from __future__ import annotations
 
@@ -24,12 +24,28 @@ def module_files() -> dict[str, Path]:
     return found
 
 
+def runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree`` but those under ``if TYPE_CHECKING:``, which never runs."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, ast.If) and ast.unparse(node.test) in {
+                "TYPE_CHECKING", "typing.TYPE_CHECKING"}:
+            pending.extend(node.orelse)
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+
+
 def imported(module: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
     """The package's modules that ``module`` imports anywhere in it (inside functions too).
 
     ``from a import b`` names module ``a.b`` when there is one, else ``a``; ``import a.b.c``
-    names the deepest module that exists."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    names the deepest module that exists. Importing ``a.b.c`` also runs ``a/__init__`` and
+    ``a/b/__init__``, so those packages count as imported too, except the ones ``module`` lies
+    in: their ``__init__`` ran before ``module`` did."""
+    own_packages = {".".join(module.split(".")[:end]) for end in range(1, module.count(".") + 2)}
+    for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -49,6 +65,11 @@ def imported(module: str, path: Path, modules: dict[str, Path]) -> Iterator[str]
                 name = name.rsplit(".", 1)[0]
             if name in modules and name != module:
                 yield name
+            parts = name.split(".")
+            for end in range(1, len(parts)):
+                package = ".".join(parts[:end])
+                if package in modules and package not in own_packages:
+                    yield package
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -92,10 +113,30 @@ def test_the_graph_reader_sees_imports_inside_functions() -> None:
     assert "goatbeat_celery.store.postgres" in graph["goatbeat_celery.store"]
 
 
+def test_the_graph_reader_skips_imports_only_type_checkers_read() -> None:
+    graph = import_graph()
+
+    # The execution model is named in annotations only; importing it would close a cycle.
+    assert "goatbeat_celery.core.model" not in graph["goatbeat_celery.core.runs"]
+    assert "goatbeat_celery.core.validation" in graph["goatbeat_celery.core.runs"]
+
+
 def test_the_cycle_finder_finds_a_cycle_through_a_deferred_import() -> None:
     graph = {"store": {"migrations"}, "migrations": {"store.url"}, "store.url": {"store"}}
 
     assert cycles(graph) == [["migrations", "store", "store.url"]]
+
+
+def test_importing_a_submodule_counts_its_package_init() -> None:
+    graph = import_graph()
+
+    # The web dashboard's app imports the display code; the CLI's web command imports the web
+    # package's server, which runs the web package's __init__ first.
+    assert "goatbeat_celery.display" in graph["goatbeat_celery.web.app"]
+    assert {"goatbeat_celery.web", "goatbeat_celery.web.server"} <= (
+        graph["goatbeat_celery.cli.commands"])
+    # Inside the cli package, importing a sibling runs no __init__ that had not already run.
+    assert "goatbeat_celery.cli" not in graph["goatbeat_celery.cli.commands"]
 
 
 def test_the_migrations_import_nothing_of_the_package_but_the_core() -> None:
@@ -115,3 +156,7 @@ def test_no_import_cycle_runs_through_the_stores_or_the_migrations() -> None:
 
     assert [group for group in cycles(import_graph())
             if any(name.startswith(layers) for name in group)] == []
+
+
+def test_no_import_cycle_runs_through_the_package() -> None:
+    assert cycles(import_graph()) == []

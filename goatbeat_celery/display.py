@@ -1,4 +1,6 @@
-"""What the commands print: plain aligned tables for people, JSON documents for scripts.
+"""What goatbeat shows people and scripts: plain aligned tables, JSON documents, and the
+escaping, durations and instants they share. The CLI commands print these; the web pages and the
+scheduler's messages use the same pieces, so they live outside the ``cli`` package.
 
 Instants are shown in UTC: ``2026-11-29T21:40:02Z`` in tables, full ISO-8601 in JSON.
 Durations are seconds in JSON and ``1h30m`` / ``2.5s`` in tables.
