@@ -59,7 +59,7 @@ from goatbeat_celery.core.errors import (
     ScheduleNotFound,
     StoreError,
 )
-from goatbeat_celery.core.faults import EDIT_CLEARS, plan_set_aside
+from goatbeat_celery.core.faults import CLAIM_CLEARS, EDIT_CLEARS, plan_set_aside
 from goatbeat_celery.core.fence import check_fence, grant_lease, lease_lost
 from goatbeat_celery.core.model import (
     ClaimResult,
@@ -198,7 +198,7 @@ _ADVANCE_ONE = (
         total_missed=S.c.total_missed + sa.bindparam("b_missed", type_=sa.BigInteger()),
         total_skipped=S.c.total_skipped + sa.bindparam("b_skipped", type_=sa.BigInteger()),
         version=S.c.version + 1,
-        fault=None, fault_at=None,
+        **CLAIM_CLEARS,
     )
 )
 _SET_ASIDE = (
@@ -811,7 +811,7 @@ class SQLStore:
             return set()
         stmt = (self._insert(E).on_conflict_do_nothing(index_elements=[E.c.key])
                 .returning(E.c.key))
-        return set(conn.execute(stmt, [_execution_values(e) for e in executions]).scalars())
+        return set(conn.execute(stmt, [execution_values(e) for e in executions]).scalars())
 
     def set_aside(self, entries: Sequence[SetAside], *,
                   lease: LeaseGrant) -> dict[str, datetime]:
@@ -1694,23 +1694,19 @@ def _backfill(row: Any) -> Backfill:
         error=None if row.error is None else str(row.error), damage=tuple(damage))
 
 
-def _execution_values(execution: Execution) -> dict[str, Any]:
-    return {
-        "key": execution.key,
-        "schedule_name": execution.schedule_name,
-        "occurrence_at": execution.occurrence_at,
-        "due_at": execution.due_at,
-        "token": execution.token,
-        "state": execution.state.value,
-        "claimed_at": execution.claimed_at,
-        "submitted_at": execution.submitted_at,
-        "attempts": execution.attempts,
-        "last_error": execution.last_error,
-        "missed": execution.missed,
-        "manual": execution.manual,
-        "expires_at": execution.expires_at,
-        "settled": execution.settled,
-    }
+#: The execution columns a claim or a manual run writes, each holding the
+#: :class:`~goatbeat_celery.core.model.Execution` field of its name (the run columns are the
+#: workers').
+EXECUTION_COLUMNS = ("key", "schedule_name", "occurrence_at", "due_at", "token", "state",
+                     "claimed_at", "submitted_at", "attempts", "last_error", "missed", "manual",
+                     "expires_at", "settled")
 
 
-__all__ = ["RunChange", "SQLStore", "run_values"]
+def execution_values(execution: Execution) -> dict[str, Any]:
+    """The row :data:`EXECUTION_COLUMNS` of ``execution``, as written."""
+    values = {name: getattr(execution, name) for name in EXECUTION_COLUMNS}
+    values["state"] = execution.state.value
+    return values
+
+
+__all__ = ["EXECUTION_COLUMNS", "RunChange", "SQLStore", "execution_values", "run_values"]
