@@ -30,7 +30,7 @@ from sqlalchemy.engine import URL
 from goatbeat_celery.core.claims import ClaimPlan
 from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.faults import CLAIM_CLEARS
-from goatbeat_celery.core.fence import check_fence, lease_lost
+from goatbeat_celery.core.fence import fenced_clock
 from goatbeat_celery.core.model import UTC, LeaseGrant
 from goatbeat_celery.core.runs import ENDED_STATE_VALUES, RunRecord
 from goatbeat_celery.core.shards import Shard
@@ -452,12 +452,9 @@ class PostgresStore(SQLStore):
         result = conn.execute(_LOCK_FOR_CLAIM, {"lease": lease.name,
                                                 "names": array_literal(names)})
         found = result.all()
-        if not found:
-            raise lease_lost(lease)  # no row, no grant: the clock is not needed to say so
-        head = found[0]
-        # psycopg returns instants in the session's zone, UTC; compare them as they come.
-        check_fence(lease, head, head.now)
-        now: datetime = head.now.astimezone(UTC)
+        # No row, no grant. psycopg returns instants in the session's zone, UTC; compare them
+        # as they come.
+        now = fenced_clock(lease, found[0] if found else None).astimezone(UTC)
         return now, {row.name: row for row in found if row.name is not None}
 
     def _record_claims(self, conn: sa.Connection, plan: ClaimPlan) -> set[str]:

@@ -60,7 +60,7 @@ from goatbeat_celery.core.errors import (
     StoreError,
 )
 from goatbeat_celery.core.faults import CLAIM_CLEARS, EDIT_CLEARS, plan_set_aside
-from goatbeat_celery.core.fence import check_fence, grant_lease, lease_lost
+from goatbeat_celery.core.fence import fenced_clock, grant_lease
 from goatbeat_celery.core.model import (
     ClaimResult,
     Dispatch,
@@ -335,11 +335,7 @@ class SQLStore:
             .where(L.c.name == lease.name)
             .with_for_update(read=True)
         ).one_or_none()
-        if row is None:
-            raise lease_lost(lease)  # no row, no grant: the clock is not needed to say so
-        now: datetime = row.now
-        check_fence(lease, row, now)
-        return now
+        return fenced_clock(lease, row)
 
     # -- clock and waiting ---------------------------------------------------------------
     def now(self) -> datetime:
@@ -404,6 +400,7 @@ class SQLStore:
     def forget(self, name: str) -> bool:
         with self._write("forget lease") as txn:
             result = txn.conn.execute(
+                # core.model.lease_live in the database's clock: a lease no one holds.
                 sa.delete(L).where(L.c.name == name, sa.or_(
                     L.c.holder.is_(None), L.c.expires_at.is_(None),
                     L.c.expires_at <= self._now_sql())))
