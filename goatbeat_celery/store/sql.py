@@ -1327,7 +1327,6 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
     }
 
 
-_POLICIES = {policy.value: policy for policy in MisfirePolicy}
 _SOURCES = {source.value: source for source in ScheduleSource}
 _STATES = {state.value: state for state in ExecutionState}
 _SCHEDULE_ORDER = (
@@ -1385,9 +1384,8 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     else:
         damage.append(f"trigger: expected a JSON object with a 'kind', found {_found(trigger)}")
         kind, params = "invalid", {}
-    policy = _POLICIES.get(misfire_policy) if misfire_policy is not None else None
-    if misfire_policy is not None and policy is None:
-        damage.append(f"misfire_policy: unknown policy {_found(misfire_policy)}")
+    policy = (None if misfire_policy is None
+              else MisfirePolicy.read(misfire_policy, "misfire_policy", damage))
     durations = []
     for label, value in (("misfire_grace_seconds", misfire_grace), ("offset_seconds", offset),
                          ("jitter_seconds", jitter), ("starting_deadline_seconds", deadline),
@@ -1458,10 +1456,6 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     )
 
 
-_OVERLAPS = {policy.value: policy for policy in OverlapPolicy}
-_MODES = {mode.value: mode for mode in ScheduleMode}
-
-
 def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
               damage: list[str]) -> dict[str, Any]:
     """The run-policy fields of a row that are not durations, each unreadable one named in
@@ -1469,13 +1463,9 @@ def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
     found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE,
                              "failure_backoff_factor": None, "pause_after_failures": None}
     if overlap is not None:
-        found["overlap"] = _OVERLAPS.get(overlap)
-        if found["overlap"] is None:
-            damage.append(f"overlap: unknown policy {_found(overlap)}")
+        found["overlap"] = OverlapPolicy.read(overlap, "overlap", damage)
     if mode is not None:
-        found["mode"] = _MODES.get(mode, ScheduleMode.FIXED_RATE)
-        if mode not in _MODES:
-            damage.append(f"mode: unknown mode {_found(mode)}")
+        found["mode"] = ScheduleMode.read(mode, "mode", damage) or ScheduleMode.FIXED_RATE
     if factor is not None:
         if type(factor) is float:
             found["failure_backoff_factor"] = factor
@@ -1640,7 +1630,6 @@ def _execution(row: Any) -> Execution:
 
 
 _ACTIVE_BACKFILL = B.c.state == BackfillState.ACTIVE.value
-_BACKFILL_MODES = {mode.value: mode for mode in BackfillMode}
 _BACKFILL_STATES = {state.value: state for state in BackfillState}
 
 
@@ -1665,9 +1654,7 @@ def _backfill(row: Any) -> Backfill:
             return 0
         return value
 
-    mode = _BACKFILL_MODES.get(row.mode)
-    if mode is None:
-        damage.append(f"mode: {_found(row.mode)}")
+    mode = BackfillMode.read(row.mode, "mode", damage)
     state = _BACKFILL_STATES.get(row.state)
     if state is None:
         damage.append(f"state: {_found(row.state)}")
