@@ -110,7 +110,12 @@ from goatbeat_celery.core.runs import (
 from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
 from goatbeat_celery.core.shards import Shard, shard_hash
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
-from goatbeat_celery.core.validation import payload_problems, reason_text, shown_value
+from goatbeat_celery.core.validation import (
+    payload_problems,
+    reason_text,
+    shown_value,
+    stored_value,
+)
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
     IN_FLIGHT_PREDICATE,
@@ -1395,9 +1400,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
             damage.append(f"{label}: {_found(value)} is not a duration in seconds")
             value = None
         durations.append(value)
-    if max_catchup is not None and type(max_catchup) is not int:
-        damage.append(f"max_catchup: {_found(max_catchup)} is not an integer")
-        max_catchup = None
+    max_catchup = stored_value(max_catchup, int, None, "max_catchup", damage)
     policies = _policies(overlap, mode, backoff_factor, pause_after, damage)
     controls = _controls(start_at, end_at, max_runs, description, tags, damage)
     controls["calendars"] = _calendar_names(calendars, damage)
@@ -1406,12 +1409,8 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
         damage.append(f"source: unknown source {_found(source)}")
         kept_source = ScheduleSource.API
-    if type(task) is not str:
-        damage.append(f"task: {_found(task)} is not a task name")
-        task = ""
-    if type(version) is not int:
-        damage.append(f"version: {_found(version)} is not an integer")
-        version = -1
+    task = stored_value(task, str, "", "task", damage, required=True, what="a task name")
+    version = stored_value(version, int, -1, "version", damage, required=True)
     spec = ScheduleSpec(
         name=name,
         task=task,
@@ -1460,22 +1459,15 @@ def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
               damage: list[str]) -> dict[str, Any]:
     """The run-policy fields of a row that are not durations, each unreadable one named in
     ``damage`` and read as the default."""
-    found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE,
-                             "failure_backoff_factor": None, "pause_after_failures": None}
+    found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE}
     if overlap is not None:
         found["overlap"] = OverlapPolicy.read(overlap, "overlap", damage)
     if mode is not None:
         found["mode"] = ScheduleMode.read(mode, "mode", damage) or ScheduleMode.FIXED_RATE
-    if factor is not None:
-        if type(factor) is float:
-            found["failure_backoff_factor"] = factor
-        else:
-            damage.append(f"failure_backoff_factor: {_found(factor)} is not a number")
-    if pause_after is not None:
-        if type(pause_after) is int:
-            found["pause_after_failures"] = pause_after
-        else:
-            damage.append(f"pause_after_failures: {_found(pause_after)} is not an integer")
+    found["failure_backoff_factor"] = stored_value(factor, float, None,
+                                                   "failure_backoff_factor", damage)
+    found["pause_after_failures"] = stored_value(pause_after, int, None,
+                                                 "pause_after_failures", damage)
     return found
 
 
@@ -1483,23 +1475,14 @@ def _controls(start_at: Any, end_at: Any, max_runs: Any, description: Any, tags:
               damage: list[str]) -> dict[str, Any]:
     """The control fields of a row, each unreadable one named in ``damage`` and read as unset
     (the values' own rules, end before start or a negative limit, are the spec's to judge)."""
-    found: dict[str, Any] = {"start_at": None, "end_at": None, "max_runs": None,
-                             "description": None, "tags": ()}
+    found: dict[str, Any] = {"start_at": None, "end_at": None, "tags": ()}
     for label, value in (("start_at", start_at), ("end_at", end_at)):
         if value is UNREADABLE_INSTANT:
             damage.append(f"{label}: the stored instant cannot be read")
         else:
             found[label] = value
-    if max_runs is not None:
-        if type(max_runs) is int:
-            found["max_runs"] = max_runs
-        else:
-            damage.append(f"max_runs: {_found(max_runs)} is not an integer")
-    if description is not None:
-        if type(description) is str:
-            found["description"] = description
-        else:
-            damage.append(f"description: {_found(description)} is not text")
+    found["max_runs"] = stored_value(max_runs, int, None, "max_runs", damage)
+    found["description"] = stored_value(description, str, None, "description", damage)
     if tags is not None:
         if type(tags) is list and all(type(tag) is str for tag in tags):
             found["tags"] = tuple(tags)
