@@ -12,7 +12,7 @@ import importlib
 import numbers
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,19 +45,13 @@ DEFAULT_DATABASE_URL = "sqlite:///goatbeat.sqlite3"
 IDLE_IN_TRANSACTION_MAX = 10.0
 PREFIX = "goatbeat_"
 
-#: ``goatbeat_<name>`` → Settings field.
-_ENGINE_KEYS = (
-    "lease_name", "lease_ttl", "lease_renew_interval", "misfire_policy", "misfire_grace",
-    "max_catchup", "batch_size", "max_interval", "retention", "prune_batch", "retry_backoff",
-    "retry_backoff_max", "starting_deadline", "overlap_policy",
-    "heartbeat_interval", "run_lost_after", "run_start_timeout", "backfill_per_tick",
-    "shards",
-)
+#: ``goatbeat_<name>`` → the Settings field ``<name>``: every field is a setting.
+_SETTINGS_KEYS = tuple(settings_field.name for settings_field in fields(Settings))
 _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port",
              "metrics_address", "occurrence_hook")
 #: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
 DEFAULT_METRICS_ADDRESS = "127.0.0.1"
-_KNOWN = frozenset(PREFIX + key for key in (*_ENGINE_KEYS, *_OWN_KEYS))
+_KNOWN = frozenset(PREFIX + key for key in (*_SETTINGS_KEYS, *_OWN_KEYS))
 #: The run policies a config entry may give under its ``goatbeat`` key (see core.policies).
 POLICY_OPTIONS = ("overlap", "mode", "failure_backoff", "failure_backoff_factor",
                   "failure_backoff_max", "pause_after_failures")
@@ -178,11 +172,11 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
     the settings are also read as ``CELERY_GOATBEAT_<NAME>``."""
     problems.extend(stray_settings(conf.keys(), namespace))
 
-    engine_values: dict[str, Any] = {
-        key: conf.get(PREFIX + key) for key in _ENGINE_KEYS if conf.get(PREFIX + key) is not None
+    given: dict[str, Any] = {
+        key: conf.get(PREFIX + key) for key in _SETTINGS_KEYS if conf.get(PREFIX + key) is not None
     }
     try:
-        settings = Settings(**engine_values)
+        settings = Settings(**given)
     except ConfigurationError as exc:
         problems.extend(f"{PREFIX}{p}" for p in exc.problems)
         settings = Settings()

@@ -240,14 +240,10 @@ def calendar_from_row(values: Mapping[str, Any]) -> Calendar:
     damage: list[str] = []
     dates, ranges, problems = parse_entries(values["entries"])
     damage.extend(problems)
-    description = values["description"]
-    if description is not None and type(description) is not str:
-        damage.append(f"description: {validation.shown_value(description)} is not text")
-        description = None
-    version = values["version"]
-    if type(version) is not int:
-        damage.append(f"version: {validation.shown_value(version)} is not an integer")
-        version = -1
+    description = validation.stored_value(values["description"], str, None, "description",
+                                          damage)
+    version = validation.stored_value(values["version"], int, -1, "version", damage,
+                                      required=True)
     return Calendar(name=str(values["name"]), dates=dates, ranges=ranges,
                     description=description, version=version,
                     created_at=values["created_at"], updated_at=values["updated_at"],

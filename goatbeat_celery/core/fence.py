@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from goatbeat_celery.core.errors import LeaseLost
-from goatbeat_celery.core.model import LeaseGrant
+from goatbeat_celery.core.model import LeaseGrant, lease_live
 
 #: Counters compared for equality only (lease tokens, set-aside versions) start again at 1
 #: past this, so a value written by hand at a column's limit cannot overflow it.
@@ -39,6 +39,13 @@ class LeaseRow(Protocol):
 
     @property
     def expires_at(self) -> datetime | None: ...
+
+
+class ClockedLeaseRow(LeaseRow, Protocol):
+    """A lease row read with the store's clock beside it, as SQL stores read it."""
+
+    @property
+    def now(self) -> datetime: ...
 
 
 class StoredLease(LeaseRow, Protocol):
@@ -68,7 +75,7 @@ def grant_lease(name: str, holder: str, ttl: timedelta, *, row: StoredLease | No
     """
     if row is not None and row.holder == holder:
         token, changed = row.token, False
-    elif row is None or row.holder is None or row.expires_at is None or row.expires_at <= now:
+    elif row is None or not lease_live(row.holder, row.expires_at, now):
         token, changed = next_counter(0 if row is None else row.token), True
     else:
         return None
@@ -82,7 +89,7 @@ def fence_holds(lease: LeaseGrant, row: LeaseRow | None, now: datetime) -> bool:
     """Whether ``lease`` is still the current, unexpired grant of the stored ``row`` (None:
     no row) at store-time ``now``."""
     return (row is not None and row.holder == lease.holder and row.token == lease.token
-            and row.expires_at is not None and row.expires_at > now)
+            and lease_live(row.holder, row.expires_at, now))
 
 
 def check_fence(lease: LeaseGrant, row: LeaseRow | None, now: datetime) -> None:
@@ -92,10 +99,20 @@ def check_fence(lease: LeaseGrant, row: LeaseRow | None, now: datetime) -> None:
         raise lease_lost(lease)
 
 
+def fenced_clock(lease: LeaseGrant, row: ClockedLeaseRow | None) -> datetime:
+    """The store's clock read with the lease ``row`` (None: no row, so no grant), once
+    :func:`check_fence` holds at that clock."""
+    if row is None:
+        raise lease_lost(lease)
+    check_fence(lease, row, row.now)
+    return row.now
+
+
 def lease_lost(lease: LeaseGrant) -> LeaseLost:
     """The one LeaseLost every store raises for a stale ``lease``."""
     return LeaseLost(f"lease {lease.name!r}: token {lease.token} is no longer current")
 
 
-__all__ = ["COUNTER_MAX", "LeaseRow", "LeaseWrite", "StoredLease", "check_fence",
-           "fence_holds", "grant_lease", "lease_lost", "next_counter"]
+__all__ = ["COUNTER_MAX", "ClockedLeaseRow", "LeaseRow", "LeaseWrite", "StoredLease",
+           "check_fence", "fence_holds", "fenced_clock", "grant_lease", "lease_lost",
+           "next_counter"]

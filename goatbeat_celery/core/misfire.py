@@ -62,7 +62,6 @@ def plan_misfires(
         raise ConfigurationError([f"misfire_grace: must be >= 0, got {grace}"])
     if max_catchup < 1:
         raise ConfigurationError([f"max_catchup: must be >= 1, got {max_catchup}"])
-    policy = MisfirePolicy(policy)
 
     due_limit = now - offset  # points at or before this are due
     if first > due_limit:

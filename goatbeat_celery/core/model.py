@@ -828,8 +828,11 @@ class LeaseInfo:
 
     @property
     def held(self) -> bool:
-        return (
-            self.holder is not None
-            and self.expires_at is not None
-            and self.expires_at > self.store_now
-        )
+        return lease_live(self.holder, self.expires_at, self.store_now)
+
+
+def lease_live(holder: str | None, expires_at: datetime | None, now: datetime) -> bool:
+    """Whether a lease row with ``holder`` and ``expires_at`` is held at store-time ``now``:
+    someone holds it and its expiry is still ahead. A lease that is not live may be taken by
+    anyone, or forgotten."""
+    return holder is not None and expires_at is not None and expires_at > now

@@ -92,7 +92,8 @@ class Choice(str, enum.Enum):
     def unknown(cls, value: object, label: str) -> str:
         """The problem of a ``label`` that names no member."""
         choices = ", ".join(member.value for member in cls)
-        return f"{label}: unknown {cls._noun()} {value!r}; use one of: {choices}"
+        shown = validation.reason_text(validation.shown_value(value))
+        return f"{label}: unknown {cls._noun()} {shown}; use one of: {choices}"
 
 
 class OverlapPolicy(Choice):

@@ -94,8 +94,9 @@ class ScheduleStore(Protocol):
     Notifications: the writes an operator makes, and a lease given up, wake the replicas
     waiting in :meth:`wait` once committed (never when they fail or change nothing):
     :meth:`create_schedule`, :meth:`replace_schedule` (an edit, a pause, a resume),
-    :meth:`delete_schedule`, :meth:`request_run`, and :meth:`LeaseManager.release` (a standby
-    may take the lease at once). The writes of the leader's own loop (:meth:`sync_config`,
+    :meth:`delete_schedule`, :meth:`request_run`, :meth:`create_calendar`,
+    :meth:`replace_calendar`, :meth:`create_backfill`, and :meth:`LeaseManager.release` (a
+    standby may take the lease at once). The writes of the leader's own loop (:meth:`sync_config`,
     :meth:`claim`, :meth:`set_aside`, :meth:`take_pending`, :meth:`mark_submitted`,
     :meth:`mark_expired`, :meth:`record_failures`, :meth:`prune`) notify no one: the leader
     knows what it wrote, and a standby has nothing to do until it leads.

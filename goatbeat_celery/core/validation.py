@@ -25,7 +25,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 #: Longest schedule (or lease) name, in characters.
 MAX_NAME_LENGTH = 200
@@ -345,6 +345,26 @@ def shown_value(value: object, width: int = 60) -> str:
     """``value`` as messages quote it: its repr (quoted and escaped), cut to ``width``."""
     text = repr(value)
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+_T = TypeVar("_T")
+_D = TypeVar("_D")
+_KINDS = {int: "an integer", float: "a number", str: "text"}
+
+
+def stored_value(value: object, kind: type[_T], default: _D, label: str, damage: list[str], *,
+                 required: bool = False, what: str | None = None) -> _T | _D:
+    """A stored column's ``value`` if it is exactly of ``kind`` (a bool is no integer), else
+    ``default``, with the value named under ``label`` in ``damage``: a column holding another
+    type was written by hand, and reads as unset. None (unset) reads as ``default`` too, named
+    only when ``required``; ``what`` names what the value should be (by default, its kind)."""
+    if value is None and not required:
+        return default
+    if type(value) is kind:
+        return value
+    shown = reason_text(shown_value(value))
+    damage.append(f"{label}: {shown} is not {what or _KINDS.get(kind, kind.__name__)}")
+    return default
 
 
 def reason_text(text: str) -> str:

@@ -65,6 +65,7 @@ from goatbeat_celery.core.model import (
     SyncReport,
     check_aware,
     ensure_aware,
+    lease_live,
     list_order,
     run_order_key,
 )
@@ -161,7 +162,7 @@ class MemoryStore:
     def forget(self, name: str) -> bool:
         with self._lock:
             row = self._leases.get(name)
-            if row is None or replace(row, store_now=self.now()).held:
+            if row is None or lease_live(row.holder, row.expires_at, self.now()):
                 return False
             del self._leases[name]
             return True

@@ -29,8 +29,9 @@ from sqlalchemy.engine import URL
 
 from goatbeat_celery.core.claims import ClaimPlan
 from goatbeat_celery.core.errors import ConfigurationError, StoreError
-from goatbeat_celery.core.fence import check_fence, lease_lost
-from goatbeat_celery.core.model import UTC, ExecutionState, LeaseGrant
+from goatbeat_celery.core.faults import CLAIM_CLEARS
+from goatbeat_celery.core.fence import fenced_clock
+from goatbeat_celery.core.model import UTC, LeaseGrant
 from goatbeat_celery.core.runs import ENDED_STATE_VALUES, RunRecord
 from goatbeat_celery.core.shards import Shard
 from goatbeat_celery.store.errors import translated
@@ -39,11 +40,20 @@ from goatbeat_celery.store.schema import (
     UNREADABLE_INSTANT,
     Seconds,
     UTCDateTime,
+    execution_table,
     schedule_table,
     seconds_to_timedelta,
     utc_from_db,
 )
-from goatbeat_celery.store.sql import Insert, RunChange, SQLStore, due_params, run_values
+from goatbeat_celery.store.sql import (
+    EXECUTION_COLUMNS,
+    Insert,
+    RunChange,
+    SQLStore,
+    due_params,
+    execution_values,
+    run_values,
+)
 from goatbeat_celery.store.url import normalise_url
 
 logger = logging.getLogger(__name__)
@@ -71,19 +81,25 @@ _LOCK_FOR_CLAIM = sa.text(
     ) AS s ON true
     """
 )
+
+
+def _array_type(column: sa.Column[Any]) -> str:
+    """The array type a column's values are unnested from (text whatever a string column's
+    length or collation: the column checks both on insert)."""
+    if isinstance(column.type, sa.String):
+        return "text[]"
+    return f"{column.type.compile(dialect=postgresql.dialect())}[]"  # type: ignore[no-untyped-call]
+
+
+# Every column of the executions comes from the rows core.claims planned (execution_values),
+# one array each, so that what a claim writes is decided there alone; what a claim clears on
+# its schedule is core.faults.CLAIM_CLEARS.
 _RECORD_CLAIMS = sa.text(
     """
     WITH inserted AS (
-        INSERT INTO goatbeat_execution (key, schedule_name, occurrence_at, due_at, token, state,
-                                        claimed_at, submitted_at, attempts, last_error, missed,
-                                        manual, expires_at)
-        SELECT e.key, e.schedule_name, e.occurrence_at, e.due_at, CAST(:token AS bigint),
-               'claimed', CAST(:claimed_at AS timestamptz), NULL, 1, NULL, e.missed, false,
-               e.expires_at
-        FROM unnest(CAST(:keys AS text[]), CAST(:names AS text[]),
-                    CAST(:occurrences AS timestamptz[]), CAST(:dues AS timestamptz[]),
-                    CAST(:missed AS integer[]), CAST(:expires AS timestamptz[]))
-             AS e(key, schedule_name, occurrence_at, due_at, missed, expires_at)
+        INSERT INTO goatbeat_execution ({columns})
+        SELECT {columns}
+        FROM unnest({arrays}) AS e({columns})
         ON CONFLICT (key) DO NOTHING
         RETURNING key
     ), advanced AS (
@@ -92,23 +108,31 @@ _RECORD_CLAIMS = sa.text(
             last_occurrence_at = coalesce(a.last_occurrence_at, s.last_occurrence_at),
             total_runs = s.total_runs + a.runs,
             total_missed = s.total_missed + a.missed,
+            total_skipped = s.total_skipped + a.skipped,
             version = s.version + 1,
-            fault = NULL, fault_at = NULL
+            {clears}
         FROM unnest(CAST(:a_names AS text[]), CAST(:a_versions AS bigint[]),
                     CAST(:a_next_occurrences AS timestamptz[]),
                     CAST(:a_next_runs AS timestamptz[]),
                     CAST(:a_last_occurrences AS timestamptz[]),
-                    CAST(:a_runs AS bigint[]), CAST(:a_missed AS bigint[]))
+                    CAST(:a_runs AS bigint[]), CAST(:a_missed AS bigint[]),
+                    CAST(:a_skipped AS bigint[]))
              AS a(name, version, next_occurrence_at, next_run_at, last_occurrence_at, runs,
-                  missed)
+                  missed, skipped)
         -- The ANY() restates the join as an index condition, so the planner probes the primary
         -- key instead of hashing the whole table.
         WHERE s.name = ANY(CAST(:a_names AS text[]))
           AND s.name = a.name AND s.version = a.version
     )
     SELECT key FROM inserted
-    """
+    """.format(
+        columns=", ".join(EXECUTION_COLUMNS),
+        arrays=", ".join(f"CAST(:e_{name} AS {_array_type(execution_table.c[name])})"
+                         for name in EXECUTION_COLUMNS),
+        clears=", ".join(f"{name} = :clear_{name}" for name in CLAIM_CLEARS),
+    )
 )
+_CLAIM_CLEARS = {f"clear_{name}": value for name, value in CLAIM_CLEARS.items()}
 
 
 # Run decisions (core.runs) written back in one statement whatever their number, each only
@@ -162,7 +186,8 @@ _WRITE_RUNS_ARRAYS = ("keys", "old_states", "old_runs", "old_attempts", "old_hea
 
 
 _TAKE_BACK_RUNS = sa.text(
-    "UPDATE goatbeat_schedule SET total_runs = total_runs - :runs WHERE name = :name"
+    "UPDATE goatbeat_schedule SET total_runs = total_runs - :runs, "
+    "total_skipped = total_skipped - :skipped WHERE name = :name"
 )
 
 
@@ -186,8 +211,9 @@ def _converted_due_row(row: Sequence[Any]) -> list[Any]:
     return values
 
 
-def array_literal(values: Sequence[str | int | datetime | None]) -> str:
-    """A PostgreSQL array literal (``{"a","b",NULL}``) of strings, integers or instants, bound as
+def array_literal(values: Sequence[str | int | bool | datetime | None]) -> str:
+    """A PostgreSQL array literal (``{"a","b",NULL}``) of strings, integers, booleans or
+    instants, bound as
     one text parameter and cast server-side: much cheaper than adapting a list element by
     element in the driver. All elements must be of one kind (or ``None``)."""
     kind = next((type(v) for v in values if v is not None), str)
@@ -196,6 +222,8 @@ def array_literal(values: Sequence[str | int | datetime | None]) -> str:
         items = ["NULL" if v is None else v.isoformat() for v in values]  # type: ignore[union-attr]
     elif kind is int:
         items = ["NULL" if v is None else str(int(v)) for v in values]  # type: ignore[arg-type]
+    elif kind is bool:
+        items = ["NULL" if v is None else "t" if v else "f" for v in values]
     elif kind is str:
         items = ["NULL" if v is None else _quote(v) for v in values]  # type: ignore[arg-type]
     else:
@@ -424,34 +452,20 @@ class PostgresStore(SQLStore):
         result = conn.execute(_LOCK_FOR_CLAIM, {"lease": lease.name,
                                                 "names": array_literal(names)})
         found = result.all()
-        if not found:
-            raise lease_lost(lease)  # no row, no grant: the clock is not needed to say so
-        head = found[0]
-        # psycopg returns instants in the session's zone, UTC; compare them as they come.
-        check_fence(lease, head, head.now)
-        now: datetime = head.now.astimezone(UTC)
+        # No row, no grant. psycopg returns instants in the session's zone, UTC; compare them
+        # as they come.
+        now = fenced_clock(lease, found[0] if found else None).astimezone(UTC)
         return now, {row.name: row for row in found if row.name is not None}
 
     def _record_claims(self, conn: sa.Connection, plan: ClaimPlan) -> set[str]:
         advances = plan.advances
         if not advances:
             return set()
-        if any(e.state is not ExecutionState.CLAIMED or e.settled is not None
-               for e in plan.executions):
-            # Claims under a run policy (held, skipped, to be settled): the general path.
-            return super()._record_claims(conn, plan)
-        executions = plan.executions
-        first_token = executions[0].token if executions else 0
-        claimed_at = executions[0].claimed_at if executions else None
+        rows = [execution_values(e) for e in plan.executions]
         result = conn.execute(_RECORD_CLAIMS, {
-            "token": first_token,
-            "claimed_at": claimed_at,
-            "keys": array_literal([e.key for e in executions]),
-            "names": array_literal([e.schedule_name for e in executions]),
-            "occurrences": array_literal([e.occurrence_at for e in executions]),
-            "dues": array_literal([e.due_at for e in executions]),
-            "missed": array_literal([e.missed for e in executions]),
-            "expires": array_literal([e.expires_at for e in executions]),
+            **{f"e_{name}": array_literal([row[name] for row in rows])
+               for name in EXECUTION_COLUMNS},
+            **_CLAIM_CLEARS,
             "a_names": array_literal([a.name for a in advances]),
             "a_versions": array_literal([a.version for a in advances]),
             "a_next_occurrences": array_literal([a.next_occurrence_at for a in advances]),
@@ -459,17 +473,20 @@ class PostgresStore(SQLStore):
             "a_last_occurrences": array_literal([a.last_occurrence_at for a in advances]),
             "a_runs": array_literal([a.runs for a in advances]),
             "a_missed": array_literal([a.missed for a in advances]),
+            "a_skipped": array_literal([a.skipped for a in advances]),
         })
         inserted = set(result.scalars())
-        if len(inserted) < len(executions):
-            # Some keys existed already: take back the runs ClaimPlan.counted does not count.
-            existed: dict[str, int] = {}
+        if len(inserted) < len(rows):
+            # Some keys existed already: take back what ClaimPlan.counted does not count.
+            existed: dict[str, dict[str, Any]] = {}
             for planned, counted in zip(advances, plan.counted(inserted), strict=True):
-                if planned.runs != counted.runs:
-                    existed[planned.name] = (existed.get(planned.name, 0)
-                                             + planned.runs - counted.runs)
-            conn.execute(_TAKE_BACK_RUNS,
-                         [{"name": name, "runs": runs} for name, runs in existed.items()])
+                runs, skipped = planned.runs - counted.runs, planned.skipped - counted.skipped
+                if runs or skipped:
+                    taken = existed.setdefault(planned.name,
+                                               {"name": planned.name, "runs": 0, "skipped": 0})
+                    taken["runs"] += runs
+                    taken["skipped"] += skipped
+            conn.execute(_TAKE_BACK_RUNS, list(existed.values()))
         return inserted
 
     def _read_runs(self, conn: sa.Connection, keys: Sequence[str]

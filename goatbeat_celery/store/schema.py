@@ -16,7 +16,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
 from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC
+from goatbeat_celery.core.model import UTC, ensure_aware
 
 SCHEDULE_TABLE = "goatbeat_schedule"
 EXECUTION_TABLE = "goatbeat_execution"
@@ -49,14 +49,7 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        if not isinstance(value, datetime):
-            raise ConfigurationError([f"instant: expected a datetime, got {value!r}"])
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ConfigurationError(
-                [f"instant: naive datetime {value.isoformat()} refused; attach a zone "
-                 "(e.g. datetime(..., tzinfo=timezone.utc))"]
-            )
-        utc = value.astimezone(UTC)
+        utc = ensure_aware(value, "instant")
         if dialect.name == "sqlite":
             return utc.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
         return utc

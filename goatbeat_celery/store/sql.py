@@ -59,8 +59,8 @@ from goatbeat_celery.core.errors import (
     ScheduleNotFound,
     StoreError,
 )
-from goatbeat_celery.core.faults import EDIT_CLEARS, plan_set_aside
-from goatbeat_celery.core.fence import check_fence, grant_lease, lease_lost
+from goatbeat_celery.core.faults import CLAIM_CLEARS, EDIT_CLEARS, plan_set_aside
+from goatbeat_celery.core.fence import fenced_clock, grant_lease
 from goatbeat_celery.core.model import (
     ClaimResult,
     Dispatch,
@@ -110,7 +110,12 @@ from goatbeat_celery.core.runs import (
 from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
 from goatbeat_celery.core.shards import Shard, shard_hash
 from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
-from goatbeat_celery.core.validation import payload_problems, reason_text, shown_value
+from goatbeat_celery.core.validation import (
+    payload_problems,
+    reason_text,
+    shown_value,
+    stored_value,
+)
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
     IN_FLIGHT_PREDICATE,
@@ -198,7 +203,7 @@ _ADVANCE_ONE = (
         total_missed=S.c.total_missed + sa.bindparam("b_missed", type_=sa.BigInteger()),
         total_skipped=S.c.total_skipped + sa.bindparam("b_skipped", type_=sa.BigInteger()),
         version=S.c.version + 1,
-        fault=None, fault_at=None,
+        **CLAIM_CLEARS,
     )
 )
 _SET_ASIDE = (
@@ -335,11 +340,7 @@ class SQLStore:
             .where(L.c.name == lease.name)
             .with_for_update(read=True)
         ).one_or_none()
-        if row is None:
-            raise lease_lost(lease)  # no row, no grant: the clock is not needed to say so
-        now: datetime = row.now
-        check_fence(lease, row, now)
-        return now
+        return fenced_clock(lease, row)
 
     # -- clock and waiting ---------------------------------------------------------------
     def now(self) -> datetime:
@@ -404,6 +405,7 @@ class SQLStore:
     def forget(self, name: str) -> bool:
         with self._write("forget lease") as txn:
             result = txn.conn.execute(
+                # core.model.lease_live in the database's clock: a lease no one holds.
                 sa.delete(L).where(L.c.name == name, sa.or_(
                     L.c.holder.is_(None), L.c.expires_at.is_(None),
                     L.c.expires_at <= self._now_sql())))
@@ -811,7 +813,7 @@ class SQLStore:
             return set()
         stmt = (self._insert(E).on_conflict_do_nothing(index_elements=[E.c.key])
                 .returning(E.c.key))
-        return set(conn.execute(stmt, [_execution_values(e) for e in executions]).scalars())
+        return set(conn.execute(stmt, [execution_values(e) for e in executions]).scalars())
 
     def set_aside(self, entries: Sequence[SetAside], *,
                   lease: LeaseGrant) -> dict[str, datetime]:
@@ -1330,7 +1332,6 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
     }
 
 
-_POLICIES = {policy.value: policy for policy in MisfirePolicy}
 _SOURCES = {source.value: source for source in ScheduleSource}
 _STATES = {state.value: state for state in ExecutionState}
 _SCHEDULE_ORDER = (
@@ -1388,9 +1389,8 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     else:
         damage.append(f"trigger: expected a JSON object with a 'kind', found {_found(trigger)}")
         kind, params = "invalid", {}
-    policy = _POLICIES.get(misfire_policy) if misfire_policy is not None else None
-    if misfire_policy is not None and policy is None:
-        damage.append(f"misfire_policy: unknown policy {_found(misfire_policy)}")
+    policy = (None if misfire_policy is None
+              else MisfirePolicy.read(misfire_policy, "misfire_policy", damage))
     durations = []
     for label, value in (("misfire_grace_seconds", misfire_grace), ("offset_seconds", offset),
                          ("jitter_seconds", jitter), ("starting_deadline_seconds", deadline),
@@ -1400,9 +1400,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
             damage.append(f"{label}: {_found(value)} is not a duration in seconds")
             value = None
         durations.append(value)
-    if max_catchup is not None and type(max_catchup) is not int:
-        damage.append(f"max_catchup: {_found(max_catchup)} is not an integer")
-        max_catchup = None
+    max_catchup = stored_value(max_catchup, int, None, "max_catchup", damage)
     policies = _policies(overlap, mode, backoff_factor, pause_after, damage)
     controls = _controls(start_at, end_at, max_runs, description, tags, damage)
     controls["calendars"] = _calendar_names(calendars, damage)
@@ -1411,12 +1409,8 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
         damage.append(f"source: unknown source {_found(source)}")
         kept_source = ScheduleSource.API
-    if type(task) is not str:
-        damage.append(f"task: {_found(task)} is not a task name")
-        task = ""
-    if type(version) is not int:
-        damage.append(f"version: {_found(version)} is not an integer")
-        version = -1
+    task = stored_value(task, str, "", "task", damage, required=True, what="a task name")
+    version = stored_value(version, int, -1, "version", damage, required=True)
     spec = ScheduleSpec(
         name=name,
         task=task,
@@ -1461,34 +1455,19 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     )
 
 
-_OVERLAPS = {policy.value: policy for policy in OverlapPolicy}
-_MODES = {mode.value: mode for mode in ScheduleMode}
-
-
 def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
               damage: list[str]) -> dict[str, Any]:
     """The run-policy fields of a row that are not durations, each unreadable one named in
     ``damage`` and read as the default."""
-    found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE,
-                             "failure_backoff_factor": None, "pause_after_failures": None}
+    found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE}
     if overlap is not None:
-        found["overlap"] = _OVERLAPS.get(overlap)
-        if found["overlap"] is None:
-            damage.append(f"overlap: unknown policy {_found(overlap)}")
+        found["overlap"] = OverlapPolicy.read(overlap, "overlap", damage)
     if mode is not None:
-        found["mode"] = _MODES.get(mode, ScheduleMode.FIXED_RATE)
-        if mode not in _MODES:
-            damage.append(f"mode: unknown mode {_found(mode)}")
-    if factor is not None:
-        if type(factor) is float:
-            found["failure_backoff_factor"] = factor
-        else:
-            damage.append(f"failure_backoff_factor: {_found(factor)} is not a number")
-    if pause_after is not None:
-        if type(pause_after) is int:
-            found["pause_after_failures"] = pause_after
-        else:
-            damage.append(f"pause_after_failures: {_found(pause_after)} is not an integer")
+        found["mode"] = ScheduleMode.read(mode, "mode", damage) or ScheduleMode.FIXED_RATE
+    found["failure_backoff_factor"] = stored_value(factor, float, None,
+                                                   "failure_backoff_factor", damage)
+    found["pause_after_failures"] = stored_value(pause_after, int, None,
+                                                 "pause_after_failures", damage)
     return found
 
 
@@ -1496,23 +1475,14 @@ def _controls(start_at: Any, end_at: Any, max_runs: Any, description: Any, tags:
               damage: list[str]) -> dict[str, Any]:
     """The control fields of a row, each unreadable one named in ``damage`` and read as unset
     (the values' own rules, end before start or a negative limit, are the spec's to judge)."""
-    found: dict[str, Any] = {"start_at": None, "end_at": None, "max_runs": None,
-                             "description": None, "tags": ()}
+    found: dict[str, Any] = {"start_at": None, "end_at": None, "tags": ()}
     for label, value in (("start_at", start_at), ("end_at", end_at)):
         if value is UNREADABLE_INSTANT:
             damage.append(f"{label}: the stored instant cannot be read")
         else:
             found[label] = value
-    if max_runs is not None:
-        if type(max_runs) is int:
-            found["max_runs"] = max_runs
-        else:
-            damage.append(f"max_runs: {_found(max_runs)} is not an integer")
-    if description is not None:
-        if type(description) is str:
-            found["description"] = description
-        else:
-            damage.append(f"description: {_found(description)} is not text")
+    found["max_runs"] = stored_value(max_runs, int, None, "max_runs", damage)
+    found["description"] = stored_value(description, str, None, "description", damage)
     if tags is not None:
         if type(tags) is list and all(type(tag) is str for tag in tags):
             found["tags"] = tuple(tags)
@@ -1643,7 +1613,6 @@ def _execution(row: Any) -> Execution:
 
 
 _ACTIVE_BACKFILL = B.c.state == BackfillState.ACTIVE.value
-_BACKFILL_MODES = {mode.value: mode for mode in BackfillMode}
 _BACKFILL_STATES = {state.value: state for state in BackfillState}
 
 
@@ -1668,9 +1637,7 @@ def _backfill(row: Any) -> Backfill:
             return 0
         return value
 
-    mode = _BACKFILL_MODES.get(row.mode)
-    if mode is None:
-        damage.append(f"mode: {_found(row.mode)}")
+    mode = BackfillMode.read(row.mode, "mode", damage)
     state = _BACKFILL_STATES.get(row.state)
     if state is None:
         damage.append(f"state: {_found(row.state)}")
@@ -1694,23 +1661,19 @@ def _backfill(row: Any) -> Backfill:
         error=None if row.error is None else str(row.error), damage=tuple(damage))
 
 
-def _execution_values(execution: Execution) -> dict[str, Any]:
-    return {
-        "key": execution.key,
-        "schedule_name": execution.schedule_name,
-        "occurrence_at": execution.occurrence_at,
-        "due_at": execution.due_at,
-        "token": execution.token,
-        "state": execution.state.value,
-        "claimed_at": execution.claimed_at,
-        "submitted_at": execution.submitted_at,
-        "attempts": execution.attempts,
-        "last_error": execution.last_error,
-        "missed": execution.missed,
-        "manual": execution.manual,
-        "expires_at": execution.expires_at,
-        "settled": execution.settled,
-    }
+#: The execution columns a claim or a manual run writes, each holding the
+#: :class:`~goatbeat_celery.core.model.Execution` field of its name (the run columns are the
+#: workers').
+EXECUTION_COLUMNS = ("key", "schedule_name", "occurrence_at", "due_at", "token", "state",
+                     "claimed_at", "submitted_at", "attempts", "last_error", "missed", "manual",
+                     "expires_at", "settled")
 
 
-__all__ = ["RunChange", "SQLStore", "run_values"]
+def execution_values(execution: Execution) -> dict[str, Any]:
+    """The row :data:`EXECUTION_COLUMNS` of ``execution``, as written."""
+    values = {name: getattr(execution, name) for name in EXECUTION_COLUMNS}
+    values["state"] = execution.state.value
+    return values
+
+
+__all__ = ["EXECUTION_COLUMNS", "RunChange", "SQLStore", "execution_values", "run_values"]

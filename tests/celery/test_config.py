@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import fields
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -13,6 +14,7 @@ from celery.schedules import crontab, schedule
 from goatbeat_celery.config import DEFAULT_DATABASE_URL, load
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import MisfirePolicy, ScheduleSource
+from goatbeat_celery.core.settings import Settings
 
 
 def make_app(**conf: object) -> Celery:
@@ -44,6 +46,13 @@ def test_settings_are_read_from_app_conf_with_the_goatbeat_prefix():
     assert settings.batch_size == 50
     assert loaded.config.task_allowed("app.report")
     assert not loaded.config.task_allowed("os.system")
+
+
+@pytest.mark.parametrize("name", [f.name for f in fields(Settings)])
+def test_every_settings_field_is_read_as_a_goatbeat_setting(name):
+    value = Settings().as_dict()[name]
+    # A key that is not read would be refused as a stray goatbeat_ setting.
+    assert load(make_app(**{f"goatbeat_{name}": value})).config.settings == Settings()
 
 
 def test_the_shard_count_is_read_from_app_conf_and_one_by_default():

@@ -250,7 +250,8 @@ def test_a_corrupt_row_is_not_paused_over_its_unreadable_columns(
     result = cli.fails("pause", "torn")
 
     assert "  - args: expected a JSON array, found 5\n" in result.stderr
-    assert "  - misfire_policy: unknown policy 'bogus'\n" in result.stderr
+    assert ("  - misfire_policy: unknown policy 'bogus'; use one of: latest, all, skip\n"
+            in result.stderr)
     assert "cannot be read as stored; edit it giving --args, --misfire-policy anew" in \
         result.stderr
     assert store.get_schedule("torn") == before
@@ -263,7 +264,7 @@ def test_an_edit_giving_the_unreadable_columns_anew_repairs_a_corrupt_row(
 
     refused = cli.fails("edit", "torn", "--args", "[1]").stderr
     # What the row holds is named by its column, what to give by its option.
-    assert "  - misfire_policy: unknown policy 'bogus'\n" in refused
+    assert "  - misfire_policy: unknown policy 'bogus'; use one of: latest, all, skip\n" in refused
     assert "edit it giving --misfire-policy anew" in refused
     assert "args: expected" not in refused
     edited = cli.json("edit", "torn", "--args", "[1]", "--misfire-policy", "skip")

@@ -122,6 +122,30 @@ def test_a_claim_records_excluded_occurrences_skipped_with_their_reason(store: S
     assert history[first] is ExecutionState.SKIPPED
 
 
+def test_occurrences_claimed_again_count_neither_a_run_nor_a_skip_twice(store: Store) -> None:
+    grant = lease(store)
+    schedule = create_due(store, "job", steps_back=2)
+    first = schedule.next_occurrence_at
+    assert first is not None
+    points = tuple((first + i * M, first + i * M) for i in range(2))
+
+    def claim_from(version: int) -> PlannedClaim:
+        return PlannedClaim(schedule_name="job", version=version, occurrences=points,
+                            missed=0, next_occurrence_at=first + 2 * M,
+                            next_run_at=first + 2 * M,
+                            excluded=((first, "excluded by calendar holidays"),))
+
+    store.claim([claim_from(schedule.version)], lease=grant)
+    # An edit puts the schedule back on the occurrences already claimed and skipped.
+    rewound = store.replace_schedule(schedule.spec, next_occurrence_at=first,
+                                     next_run_at=first)
+    result = store.claim([claim_from(rewound.version)], lease=grant)
+
+    assert (result.dispatches, result.skipped, result.duplicates) == ((), (), 2)
+    after = store.get_schedule("job")
+    assert (after.total_runs, after.total_skipped) == (1, 1)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def sql_store(request: pytest.FixtureRequest) -> Iterator[Store]:
     """The stores that keep JSON a hand edit can damage (the memory store keeps objects)."""

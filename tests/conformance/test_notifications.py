@@ -1,6 +1,6 @@
 """wait/notify: what the ScheduleStore contract says notifies (a schedule created, edited,
-paused, resumed or deleted, a manual run, a lease release) wakes a replica waiting on the
-store."""
+paused, resumed or deleted, a manual run, a calendar created or replaced, a backfill created,
+a lease release) wakes a replica waiting on the store."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.backfill import BackfillRequest
+from goatbeat_celery.core.calendars import Calendar
 
 from .conftest import Backend, Store
 from .support import LONG_TTL, create_due, interval_spec
@@ -63,6 +67,26 @@ def _release(backend: Backend) -> None:
     assert grant is not None and backend.store.release(grant)
 
 
+def _create_calendar(backend: Backend) -> None:
+    backend.store.create_calendar(Calendar(name=f"calendar-{next(_created)}"))
+
+
+def _prepare_calendar(backend: Backend) -> None:
+    backend.store.create_calendar(Calendar(name="holidays"))
+
+
+def _replace_calendar(backend: Backend) -> None:
+    store = backend.store
+    current = store.get_calendar("holidays")
+    store.replace_calendar(replace(current, description=f"edit {next(_created)}"))
+
+
+def _create_backfill(backend: Backend) -> None:
+    now = backend.store.now()
+    backend.store.create_backfill(BackfillRequest(
+        schedule_name="report", start=now - timedelta(minutes=5), end=now, total=5))
+
+
 def _pause_or_resume(backend: Backend) -> None:
     schedules = Schedules(backend.store)
     if schedules.get("report").spec.enabled:
@@ -78,6 +102,9 @@ CHANGES: dict[str, tuple[Callable[[Backend], None], Callable[[Backend], None]]] 
     "pause-resume": (_nothing, _pause_or_resume),
     "delete": (_prepare_deletes, _delete),
     "manual-run": (_nothing, _manual_run),
+    "create-calendar": (_nothing, _create_calendar),
+    "replace-calendar": (_prepare_calendar, _replace_calendar),
+    "create-backfill": (_nothing, _create_backfill),
     "lease-release": (_nothing, _release),
 }
 

@@ -42,14 +42,14 @@ def text(page: str) -> str:
 
 def settings() -> set[str]:
     """Every setting config.py reads, by its app.conf name."""
-    keys = (*config_module._ENGINE_KEYS, *config_module._OWN_KEYS)
+    keys = (*config_module._SETTINGS_KEYS, *config_module._OWN_KEYS)
     return {config_module.PREFIX + key for key in keys}
 
 
 def default_of(setting: str) -> Any:
     loaded = config_module.load(Celery("defaults", set_as_current=False)).config
     key = setting.removeprefix(config_module.PREFIX)
-    if key in config_module._ENGINE_KEYS:
+    if key in config_module._SETTINGS_KEYS:
         return loaded.settings.as_dict()[key]
     return getattr(loaded, key)
 

@@ -161,13 +161,6 @@ def test_the_wrapper_really_hides_seeking() -> None:
     assert not isinstance(Walked(IntervalTrigger(MINUTE)), SeekableTrigger)
 
 
-def test_policy_may_be_given_by_its_name() -> None:
-    plan = plan_misfires(trigger=IntervalTrigger(MINUTE), first=T0, now=at(180, 30),
-                         policy="skip")  # type: ignore[arg-type]
-
-    assert plan.run == ()
-
-
 def test_a_seekable_trigger_plans_a_year_of_downtime_without_walking_it() -> None:
     # 525,601 due points: a walk would be slow; points_before counts them, past the grace and
     # within it.

@@ -23,6 +23,7 @@ from goatbeat_celery.core.fence import (
     COUNTER_MAX,
     check_fence,
     fence_holds,
+    fenced_clock,
     grant_lease,
     next_counter,
 )
@@ -32,11 +33,14 @@ from goatbeat_celery.core.model import (
     Execution,
     ExecutionState,
     LeaseGrant,
+    LeaseInfo,
     PlannedClaim,
     SetAside,
     idempotency_key,
+    lease_live,
     set_aside_delay,
 )
+from goatbeat_celery.core.validation import stored_value
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -252,6 +256,43 @@ def test_the_fence_fails_with_one_message_for_every_stale_grant(row: Row | None)
     assert not fence_holds(GRANT, row, NOW)
     with pytest.raises(LeaseLost, match=r"lease 'beat': token 4 is no longer current"):
         check_fence(GRANT, row, NOW)
+
+
+@pytest.mark.parametrize(("holder", "expires_at", "live"), [
+    ("a", NOW + timedelta(microseconds=1), True), ("a", NOW, False), ("a", None, False),
+    (None, NOW + TTL, False)], ids=["ahead", "expired-at-now", "no-expiry", "released"])
+def test_a_lease_is_live_while_held_and_its_expiry_is_ahead(
+        holder: str | None, expires_at: datetime | None, live: bool) -> None:
+    assert lease_live(holder, expires_at, NOW) is live
+    info = LeaseInfo(name="beat", holder=holder, token=4, acquired_at=None,
+                     expires_at=expires_at, store_now=NOW)
+    assert info.held is live
+
+
+@dataclass
+class ClockedRow(Row):
+    now: datetime = NOW
+
+
+def test_the_fence_read_with_the_lease_row_gives_its_clock_or_fails_without_one() -> None:
+    assert fenced_clock(GRANT, ClockedRow("a", 4, NOW + TTL)) == NOW
+    for row in (None, ClockedRow("a", 4, NOW)):
+        with pytest.raises(LeaseLost, match=r"lease 'beat': token 4 is no longer current"):
+            fenced_clock(GRANT, row)
+
+
+# -- columns written by hand ---------------------------------------------------------------
+def test_a_column_of_another_type_reads_as_unset_and_is_named_as_damage() -> None:
+    damage: list[str] = []
+    assert stored_value(7, int, None, "max_runs", damage) == 7
+    assert stored_value(None, int, None, "max_runs", damage) is None
+    assert damage == []
+    assert stored_value(True, int, None, "max_runs", damage) is None  # a bool is no integer
+    assert stored_value("x" * 100, str, "", "task", damage, what="a task name") == "x" * 100
+    assert stored_value(None, int, -1, "version", damage, required=True) == -1
+    assert stored_value(1.5, str, None, "description", damage) is None
+    assert damage == ["max_runs: True is not an integer", "version: None is not an integer",
+                      "description: 1.5 is not text"]
 
 
 # -- setting a schedule aside --------------------------------------------------------------
