@@ -287,7 +287,7 @@ def _django_database_url(problems: list[str]) -> str | None:
     goatbeat_celery.contrib.django); None in any process that has not loaded Django."""
     if "django" not in sys.modules:
         return None
-    from goatbeat_celery.contrib.django.databases import default_database_url
+    from goatbeat_celery.store.django_databases import default_database_url
 
     return default_database_url(problems)
 

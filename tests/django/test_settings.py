@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from goatbeat_celery.contrib.django import databases
+from goatbeat_celery.store import django_databases as databases
 
 ROOT = Path(__file__).resolve().parents[2]
 

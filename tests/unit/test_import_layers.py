@@ -160,3 +160,12 @@ def test_no_import_cycle_runs_through_the_stores_or_the_migrations() -> None:
 
 def test_no_import_cycle_runs_through_the_package() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_nothing_outside_the_django_app_imports_it() -> None:
+    graph = import_graph()
+    app = "goatbeat_celery.contrib"
+    importers = {name for name, targets in graph.items() if not name.startswith(app)
+                 and any(target.startswith(app) for target in targets)}
+
+    assert importers == set()

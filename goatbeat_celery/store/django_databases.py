@@ -1,7 +1,9 @@
 """Django's ``DATABASES`` entries as goatbeat database URLs.
 
-Imports nothing from Django at module level: :mod:`goatbeat_celery.config` calls
-:func:`default_database_url` only once Django is loaded.
+A store concern (which URL names which database) that the configuration and goatbeat's Django
+app (:mod:`goatbeat_celery.contrib.django`) both need, so it lives below both. Imports nothing
+from Django at module level: :mod:`goatbeat_celery.config` calls :func:`default_database_url`
+only once Django is loaded.
 """
 
 from __future__ import annotations
