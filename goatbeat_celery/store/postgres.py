@@ -51,7 +51,7 @@ from goatbeat_celery.store.sql import (
     RunChange,
     SQLStore,
     due_params,
-    execution_values,
+    execution_columns,
     run_values,
 )
 from goatbeat_celery.store.url import normalise_url
@@ -91,7 +91,7 @@ def _array_type(column: sa.Column[Any]) -> str:
     return f"{column.type.compile(dialect=postgresql.dialect())}[]"  # type: ignore[no-untyped-call]
 
 
-# Every column of the executions comes from the rows core.claims planned (execution_values),
+# Every column of the executions comes from the rows core.claims planned (execution_columns),
 # one array each, so that what a claim writes is decided there alone; what a claim clears on
 # its schedule is core.faults.CLAIM_CLEARS.
 _RECORD_CLAIMS = sa.text(
@@ -216,6 +216,9 @@ def array_literal(values: Sequence[str | int | bool | datetime | None]) -> str:
     instants, bound as
     one text parameter and cast server-side: much cheaper than adapting a list element by
     element in the driver. All elements must be of one kind (or ``None``)."""
+    if len(values) > 1 and all(v is values[0] for v in values):
+        # The rows of one claim share most columns (its token, claim time, state): one item.
+        return "{" + ",".join([array_literal(values[:1])[1:-1]] * len(values)) + "}"
     kind = next((type(v) for v in values if v is not None), str)
     if issubclass(kind, datetime):
         # ISO-8601 instants contain no character that needs quoting in an array literal.
@@ -461,10 +464,10 @@ class PostgresStore(SQLStore):
         advances = plan.advances
         if not advances:
             return set()
-        rows = [execution_values(e) for e in plan.executions]
+        executions = plan.executions
         result = conn.execute(_RECORD_CLAIMS, {
-            **{f"e_{name}": array_literal([row[name] for row in rows])
-               for name in EXECUTION_COLUMNS},
+            **{f"e_{name}": array_literal(column)
+               for name, column in execution_columns(executions).items()},
             **_CLAIM_CLEARS,
             "a_names": array_literal([a.name for a in advances]),
             "a_versions": array_literal([a.version for a in advances]),
@@ -476,7 +479,7 @@ class PostgresStore(SQLStore):
             "a_skipped": array_literal([a.skipped for a in advances]),
         })
         inserted = set(result.scalars())
-        if len(inserted) < len(rows):
+        if len(inserted) < len(executions):
             # Some keys existed already: take back what ClaimPlan.counted does not count.
             existed: dict[str, dict[str, Any]] = {}
             for planned, counted in zip(advances, plan.counted(inserted), strict=True):

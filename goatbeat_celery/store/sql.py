@@ -1676,4 +1676,13 @@ def execution_values(execution: Execution) -> dict[str, Any]:
     return values
 
 
-__all__ = ["EXECUTION_COLUMNS", "RunChange", "SQLStore", "execution_values", "run_values"]
+def execution_columns(executions: Sequence[Execution]) -> dict[str, list[Any]]:
+    """The values of ``executions`` column by column (:data:`EXECUTION_COLUMNS`), as
+    :func:`execution_values` writes them row by row."""
+    columns = {name: [getattr(e, name) for e in executions] for name in EXECUTION_COLUMNS}
+    columns["state"] = [state.value for state in columns["state"]]
+    return columns
+
+
+__all__ = ["EXECUTION_COLUMNS", "RunChange", "SQLStore", "execution_columns", "execution_values",
+           "run_values"]
