@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from celery import signals
 from celery import states as celery_states
@@ -75,19 +75,25 @@ STOP_TIMEOUT = 5.0
 DROP_REPORT_INTERVAL = 10.0
 
 
-class _Noted(NamedTuple):
-    """What a task's thread notes: cheap to make, turned into a RunEvent when written.
-    Instants are on this process's monotonic clock."""
+#: What a task's thread notes, turned into a RunEvent when written: (kind, key, run, worker,
+#: at, outcome, runtime, error, started), instants on this process's monotonic clock, kind and
+#: outcome as their values. A plain tuple of strings and numbers, which the garbage collector
+#: stops tracking at its first look: a busy worker's buffer of events would otherwise move to
+#: the oldest generation and lengthen its full collections.
+_Noted = tuple[str, str, str | None, str, float, str | None, float | None, str | None,
+               float | None]
+_STARTED, _RETRIED, _FINISHED = (RunEventKind.STARTED.value, RunEventKind.RETRIED.value,
+                                 RunEventKind.FINISHED.value)
+_KINDS = {kind.value: kind for kind in RunEventKind}
+_OUTCOME_OF = {outcome.value: outcome for outcome in RunOutcome}
 
-    kind: RunEventKind
-    key: str
-    run: str | None
-    worker: str
-    at: float
-    outcome: RunOutcome | None = None
-    runtime: float | None = None
-    error: str | None = None
-    started: float | None = None
+
+def _noted(kind: RunEventKind, key: str, run: str | None, worker: str, at: float,
+           outcome: RunOutcome | None = None, runtime: float | None = None,
+           error: str | None = None, started: float | None = None) -> _Noted:
+    """A noted event, from its parts."""
+    return (kind.value, key, run, worker, at, None if outcome is None else outcome.value,
+            runtime, error, started)
 
 
 @dataclass
@@ -302,11 +308,9 @@ class RunWriter:
         now = self._monotonic()
         # A run that started and ended within the batch is sent as its end alone, which
         # carries its start (core.runs.apply_event): one report per task instead of two.
-        ended = {noted.run for noted in batch
-                 if noted.kind is not RunEventKind.STARTED and noted.started is not None}
+        ended = {noted[2] for noted in batch if noted[0] != _STARTED and noted[8] is not None}
         return log.record_runs([_event(noted, now) for noted in batch
-                                if noted.kind is not RunEventKind.STARTED
-                                or noted.run not in ended])
+                                if noted[0] != _STARTED or noted[2] not in ended])
 
     def _failed(self, exc: Exception) -> bool:
         """Note a failed write; returns whether to keep its batch for another try."""
@@ -346,12 +350,10 @@ class RunWriter:
                            "rows, or workers and beat on different databases?)", unknown,
                            extra={"action": "run_events_unknown", "count": unknown})
         if logger.isEnabledFor(logging.DEBUG):
-            for noted in batch:
-                action = "run_started" if noted.kind is RunEventKind.STARTED else (
-                    "run_retried" if noted.kind is RunEventKind.RETRIED else "run_finished")
-                logger.debug("goatbeat: run %s %s on %s%s", noted.key, noted.kind.value,
-                             noted.worker, f" ({noted.outcome.value})" if noted.outcome else "",
-                             extra={"action": action, "key": noted.key})
+            for kind, key, _, worker, _, outcome, *_ in batch:
+                logger.debug("goatbeat: run %s %s on %s%s", key, kind, worker,
+                             f" ({outcome})" if outcome else "",
+                             extra={"action": f"run_{kind}", "key": key})
 
     def _heartbeat(self) -> None:
         keys = tuple(dict.fromkeys(self._running()))
@@ -397,8 +399,9 @@ def _event(noted: _Noted, now: float) -> RunEvent:
     kind, key, run, worker, at, outcome, runtime, error, started = noted
     # timedelta(0, seconds): positional, a third cheaper than by keyword, once per report.
     return RunEvent(
-        key=key, kind=kind, run=run, worker=worker,
-        age=timedelta(0, now - at if now > at else 0.0), outcome=outcome,
+        key=key, kind=_KINDS[kind], run=run, worker=worker,
+        age=timedelta(0, now - at if now > at else 0.0),
+        outcome=None if outcome is None else _OUTCOME_OF[outcome],
         runtime=None if runtime is None else timedelta(0, runtime), error=error,
         started_age=(None if started is None
                      else timedelta(0, now - started if now > started else 0.0)),
@@ -425,14 +428,16 @@ def _headers_sent_by_goatbeat(headers: Any) -> bool:
             and isinstance(headers.get(OCCURRENCE), str))
 
 
+#: The outcome (its value) of each final state task_postrun reports.
 _OUTCOMES = {
-    celery_states.SUCCESS: RunOutcome.SUCCEEDED,
+    celery_states.SUCCESS: RunOutcome.SUCCEEDED.value,
     # The task ended on purpose without a result (Ignore, or self.replace()).
-    celery_states.IGNORED: RunOutcome.SUCCEEDED,
-    celery_states.FAILURE: RunOutcome.FAILED,
-    celery_states.REJECTED: RunOutcome.REJECTED,
-    celery_states.REVOKED: RunOutcome.REVOKED,
+    celery_states.IGNORED: RunOutcome.SUCCEEDED.value,
+    celery_states.FAILURE: RunOutcome.FAILED.value,
+    celery_states.REJECTED: RunOutcome.REJECTED.value,
+    celery_states.REVOKED: RunOutcome.REVOKED.value,
 }
+_SUCCEEDED, _FAILED = RunOutcome.SUCCEEDED.value, RunOutcome.FAILED.value
 
 #: The Celery signals a tracker connects, by its handler's name.
 _SIGNALS = {
@@ -584,8 +589,8 @@ class RunTracker:
             run = self._run_ids.next()
             now = self._monotonic()
             self._running[(task_id, threading.get_ident())] = (run, now)
-            self._note(_Noted(RunEventKind.STARTED, task_id, run,
-                              self._hostname or self._worker_of(request), now))
+            self._note((_STARTED, task_id, run, self._hostname or self._worker_of(request), now,
+                        None, None, None, None))
         except Exception as exc:
             _handler_failed("task_prerun", exc)
 
@@ -601,17 +606,16 @@ class RunTracker:
             now = self._monotonic()
             worker = self._hostname or self._worker_of(getattr(task, "request", None))
             if state == celery_states.RETRY:
-                self._note(_Noted(RunEventKind.RETRIED, task_id, run, worker, now,
-                                  runtime=now - started, error=error_summary(_exception(retval)),
-                                  started=started))
+                self._note((_RETRIED, task_id, run, worker, now, None, now - started,
+                            error_summary(_exception(retval)), started))
                 return
-            outcome = _OUTCOMES.get(state or "", RunOutcome.FAILED)
+            outcome = _OUTCOMES.get(state or "", _FAILED)
             error = None
-            if outcome is not RunOutcome.SUCCEEDED:
+            if outcome != _SUCCEEDED:
                 error = error_summary(_exception(retval)) or (
                     f"ended in state {state}" if state else "ended without an outcome")
-            self._note(_Noted(RunEventKind.FINISHED, task_id, run, worker, now, outcome,
-                              now - started, error, started))
+            self._note((_FINISHED, task_id, run, worker, now, outcome, now - started, error,
+                        started))
         except Exception as exc:
             _handler_failed("task_postrun", exc)
 
@@ -626,7 +630,7 @@ class RunTracker:
             request = getattr(sender, "request", None)
             if not _sent_by_goatbeat(request) or getattr(request, "id", task_id) != task_id:
                 return
-            self._note(_Noted(RunEventKind.FINISHED, task_id, None, self._worker_of(request),
+            self._note(_noted(RunEventKind.FINISHED, task_id, None, self._worker_of(request),
                               self._monotonic(), RunOutcome.FAILED,
                               error=error_summary(exception) or "failed"))
         except Exception as exc:
@@ -644,7 +648,7 @@ class RunTracker:
                 reason = f"terminated ({signum})" if signum else "terminated"
             else:
                 reason = "revoked"
-            self._note(_Noted(RunEventKind.FINISHED, task_id, None, self._worker_of(request),
+            self._note(_noted(RunEventKind.FINISHED, task_id, None, self._worker_of(request),
                               self._monotonic(), RunOutcome.REVOKED, error=reason))
         except Exception as exc:
             _handler_failed("task_revoked", exc)
@@ -656,7 +660,7 @@ class RunTracker:
             task_id = headers.get("id") if isinstance(headers, Mapping) else None
             if not isinstance(task_id, str) or not _headers_sent_by_goatbeat(headers):
                 return
-            self._note(_Noted(RunEventKind.FINISHED, task_id, None, self._worker_of(sender),
+            self._note(_noted(RunEventKind.FINISHED, task_id, None, self._worker_of(sender),
                               self._monotonic(), RunOutcome.REJECTED,
                               error=error_summary(exc) or "message rejected by the worker"))
         except Exception as error:
@@ -669,7 +673,7 @@ class RunTracker:
             headers = getattr(message, "headers", None)
             if not isinstance(id, str) or not _headers_sent_by_goatbeat(headers):
                 return
-            self._note(_Noted(RunEventKind.FINISHED, id, None, self._worker_of(sender),
+            self._note(_noted(RunEventKind.FINISHED, id, None, self._worker_of(sender),
                               self._monotonic(), RunOutcome.REJECTED,
                               error=error_summary(f"unregistered task {name!r}")))
         except Exception as error:

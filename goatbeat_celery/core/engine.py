@@ -68,6 +68,12 @@ LOST_BATCH = 1000
 #: While a backfill has occurrences left, the leader comes back for its next step this soon:
 #: each tick dispatches the live schedules first, so a long backfill only ever waits for them.
 BACKFILL_PAUSE = 0.1
+#: On a store that wakes the leader on every change it must act on, a wake with no news (no
+#: notification, nothing due, no backoff) renews the lease and asks the store what waits
+#: (ScheduleStore.waiting, one round trip) instead of looking at everything; it still looks at
+#: everything at least this often (seconds, as often as Celery's own beat loop at most sleeps),
+#: for what was written by hand without notifying.
+QUIET_LOOK_EVERY = 300.0
 
 
 class Engine:
@@ -108,6 +114,14 @@ class Engine:
         self._mono = monotonic
         self._next_prune = 0.0
         self._next_lost_look = 0.0
+        # Quiet wakes (QUIET_LOOK_EVERY): the token and monotonic instant of the last full
+        # look, the next due instant known, and whether anything was heard since.
+        self._last_look: tuple[int, float] | None = None
+        self._known_due: datetime | None = None
+        self._news = True
+        # Whether a run the leader may have to mark lost may be in the store; false only while
+        # the store says none is (Waiting.open_runs).
+        self._open_runs = True
         self._closed = False
         # The last store instant read and the monotonic time it was read at: a resubmission's
         # record needs the store's "now", not its (old) claimed_at.
@@ -208,16 +222,57 @@ class Engine:
     def _lead(self) -> float:
         """Dispatch what is due under the leadership at hand; return how long to sleep."""
         leadership = self._leadership
+        grant = leadership.grant
         try:
+            if self._quiet():
+                sleep = self._quiet_wake()
+                if sleep is not None:
+                    return sleep
+            self._news = False  # what is heard from here on calls for another look
             next_due, store_now = self._dispatch()
         except LeaseLost:
             leadership.lose("fencing token refused")
             return 0.0
         except StoreError as exc:
+            self._news = True
             logger.warning("store error while dispatching: %s", exc,
                            extra={"action": "store_error"})
             return min(STORE_RETRY, self._until(self._next_renew()))
+        if grant is not None:
+            self._last_look = (grant.token, self._mono())
+        self._known_due = next_due
+        if self._submissions.backing_off():
+            self._news = True  # the claims left to resend wait for a full look
         return self._sleep_for(next_due, store_now)
+
+    def _quiet(self) -> bool:
+        """Whether this wake may ask the store what waits instead of looking at everything: on
+        a store that wakes the leader on every change it must act on, when nothing was heard
+        since a full look made under the same grant less than QUIET_LOOK_EVERY ago, nothing
+        known is due and nothing waits to be sent again. With several shards every wake looks
+        at everything."""
+        look, grant = self._last_look, self._leadership.grant
+        if (self.shards is not None or not self.store.wakes_on_every_change or self._news
+                or look is None or grant is None or look[0] != grant.token
+                or self._mono() - look[1] >= QUIET_LOOK_EVERY - TIMER_SLACK
+                or self._submissions.backing_off() or self._submissions.resend_now):
+            return False
+        now = self._store_now()
+        return now is not None and not _due(self._known_due, now)
+
+    def _quiet_wake(self) -> float | None:
+        """A wake with no news: ask the store what waits; None when something does (a run due,
+        an end to settle, a claim to send), else the periodic looks that are due (pruning,
+        lost runs while a run may be lost) and the sleep until the next thing known."""
+        waiting = self.store.waiting()
+        self._store_seen = (waiting.now, self._mono())
+        self._known_due, self._open_runs = waiting.next_due_at, waiting.open_runs
+        if waiting.unsettled or waiting.claimed or _due(waiting.next_due_at, waiting.now):
+            return None
+        self._prune(waiting.now)
+        if self._mark_lost():
+            self._news = True  # their ends are settled by the next look
+        return self._sleep_for(waiting.next_due_at, waiting.now)
 
     def _next_renew(self) -> float:
         return self._leadership.next_renew if self.shards is None else self.shards.next_check
@@ -240,6 +295,7 @@ class Engine:
             time.sleep(min(seconds, STORE_RETRY))
             return False
         if woken:
+            self._news = True
             if self.shards is not None:
                 self.shards.ask_soon()
             else:
@@ -275,6 +331,7 @@ class Engine:
                            extra={"action": "config_sync_failed"})
             return
         self._leadership.config_synced()
+        self._news = True  # the sync may have moved what is due
         self.last_sync = report
         logger.info(
             "config sync: %d created, %d updated, %d unchanged, %d disabled",
@@ -308,6 +365,7 @@ class Engine:
         planner = self._planner
         plan = planner.plan
         global_work = self._does_global_work()
+        self._open_runs = True  # this look may send runs
         # Ends first: a fixed delay or a backoff moves a schedule before it is claimed, and a
         # held run released here goes out with the pending ones.
         if global_work:
@@ -539,16 +597,21 @@ class Engine:
             logger.info("pruned %d executions older than %s", deleted, before.isoformat(),
                         extra={"action": "pruned"})
 
-    def _mark_lost(self) -> None:
+    def _mark_lost(self) -> int:
         """Once per heartbeat interval, mark lost the runs whose worker went silent or that
-        never started (core.runs.lost_verdict), so that nothing waits on them forever."""
+        never started (core.runs.lost_verdict), so that nothing waits on them forever; returns
+        how many. Skipped while the store says no run may be lost (a quiet wake's
+        Waiting.open_runs)."""
         if self.runs is None or self._mono() < self._next_lost_look - TIMER_SLACK:
-            return
+            return 0
         settings = self.settings
+        interval = settings.heartbeat_interval.total_seconds()
+        if not self._open_runs:
+            self._next_lost_look = self._mono() + interval
+            return 0
         lost = self.runs.mark_lost(silent_for=settings.run_lost_after,
                                    unstarted_for=settings.run_start_timeout, limit=LOST_BATCH)
-        self._next_lost_look = self._mono() + (
-            1.0 if len(lost) >= LOST_BATCH else settings.heartbeat_interval.total_seconds())
+        self._next_lost_look = self._mono() + (1.0 if len(lost) >= LOST_BATCH else interval)
         if lost:
             first = lost[0]
             logger.warning("marked %d runs lost (%s: %s%s)", len(lost), first.key,
@@ -557,6 +620,7 @@ class Engine:
             for execution in lost:
                 logger.debug("run %s lost: %s", execution.key, execution.run_error,
                              extra={"action": "run_lost", "key": execution.key})
+        return len(lost)
 
     # -- sleeping ------------------------------------------------------------------------
     def _until(self, instant: float, *, capped: bool = True) -> float:
@@ -588,3 +652,9 @@ class Engine:
             self._submissions.resend_now = False
             candidates.append(0.0)
         return max(0.0, min(candidates))
+
+
+def _due(next_due: datetime | None, now: datetime) -> bool:
+    """Whether a run known to be due at ``next_due`` is due at ``now``, or so nearly that this
+    wake should take it."""
+    return next_due is not None and (next_due - now).total_seconds() <= TIMER_SLACK

@@ -578,6 +578,25 @@ class DueBatch:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Waiting:
+    """What waits in the store for its leader, read in one round trip without locking
+    (:meth:`~goatbeat_celery.core.protocols.ScheduleStore.waiting`): a leader that heard of no
+    change looks no further when nothing does.
+
+    ``next_due_at`` is :attr:`DueBatch.next_due_at`; ``unsettled``: a run's end waits to be
+    applied (``finished_runs`` would return it); ``claimed``: a claim waits to be sent
+    (``take_pending`` would take it); ``open_runs``: a run exists that may yet be marked lost
+    (:func:`goatbeat_celery.core.runs.may_be_lost`).
+    """
+
+    now: datetime
+    next_due_at: datetime | None
+    unsettled: bool
+    claimed: bool
+    open_runs: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class PlannedClaim:
     """The claim the engine wants for one schedule, to be applied only if ``version`` still holds.
 

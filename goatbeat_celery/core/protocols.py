@@ -33,6 +33,7 @@ from goatbeat_celery.core.model import (
     SubmitResult,
     SyncEntry,
     SyncReport,
+    Waiting,
 )
 from goatbeat_celery.core.shards import Shard
 
@@ -238,6 +239,12 @@ class ScheduleStore(Protocol):
         hash stored (written by a replica older than the column).
 
         Reads only; cost grows with ``limit``, never with the number of schedules."""
+        ...
+
+    def waiting(self) -> Waiting:
+        """The store's clock and what waits for the leader (:class:`Waiting`), all shards
+        together, in one round trip. Reads only, through indexes: its cost does not grow with
+        the number of schedules or executions."""
         ...
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:

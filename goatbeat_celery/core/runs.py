@@ -328,6 +328,14 @@ def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: date
     return None
 
 
+def may_be_lost(record: RunRecord, *, dispatched_at: datetime | None) -> bool:
+    """Whether :func:`lost_verdict` may condemn the run as time goes on: it is running or
+    retrying, or the broker took it and no worker has started it. (The store's
+    ``ix_goatbeat_execution_running`` and ``ix_goatbeat_execution_unstarted`` hold those rows.)
+    """
+    return record.run_state in _LIVE or (record.run_state is None and dispatched_at is not None)
+
+
 def last_news(record: RunRecord, *, dispatched_at: datetime | None) -> datetime | None:
     """When a run was last heard of: its last heartbeat, else its end, its start, or when the
     broker took it. :meth:`RunLog.mark_lost` judges the runs with the oldest news first."""

@@ -63,6 +63,7 @@ from goatbeat_celery.core.model import (
     SettleReport,
     SyncEntry,
     SyncReport,
+    Waiting,
     check_aware,
     ensure_aware,
     lease_live,
@@ -77,6 +78,7 @@ from goatbeat_celery.core.runs import (
     apply_event,
     last_news,
     lost_verdict,
+    may_be_lost,
     settled_after_report,
 )
 from goatbeat_celery.core.settlement import RESUME_CLEARS, held_to_release
@@ -353,14 +355,31 @@ class MemoryStore:
     def due_schedules(self, limit: int, *, shard: Shard | None = None) -> DueBatch:
         with self._lock:
             now = self.now()
-            enabled = [s for s in self._schedules.values()
-                       if s.spec.enabled and s.next_run_at is not None
-                       and (shard is None or shard.holds(s.name))]
-            enabled.sort(key=lambda s: (s.next_run_at, s.name))
+            enabled = self._enabled(shard)
             due = tuple(s for s in enabled if s.next_run_at is not None
                         and s.next_run_at <= now)[:limit]
             next_due = enabled[0].next_run_at if enabled else None
             return DueBatch(now=now, schedules=due, next_due_at=next_due)
+
+    def _enabled(self, shard: Shard | None) -> list[Schedule]:
+        """The enabled schedules with a next run (of ``shard``), soonest first."""
+        enabled = [s for s in self._schedules.values()
+                   if s.spec.enabled and s.next_run_at is not None
+                   and (shard is None or shard.holds(s.name))]
+        enabled.sort(key=lambda s: (s.next_run_at, s.name))
+        return enabled
+
+    def waiting(self) -> Waiting:
+        with self._lock:
+            enabled = self._enabled(None)
+            executions = self._executions.values()
+            return Waiting(
+                now=self.now(), next_due_at=enabled[0].next_run_at if enabled else None,
+                unsettled=any(e.settled is False and execution_end(e) is not None
+                              for e in executions),
+                claimed=any(e.state is ExecutionState.CLAIMED for e in executions),
+                open_runs=any(may_be_lost(RunRecord.of(e), dispatched_at=_dispatched_at(e))
+                              for e in executions))
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         for claim in claims:

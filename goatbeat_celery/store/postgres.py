@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -31,7 +31,7 @@ from goatbeat_celery.core.claims import ClaimPlan
 from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.faults import CLAIM_CLEARS
 from goatbeat_celery.core.fence import fenced_clock
-from goatbeat_celery.core.model import UTC, LeaseGrant
+from goatbeat_celery.core.model import UTC, LeaseGrant, Waiting
 from goatbeat_celery.core.runs import ENDED_STATE_VALUES, RunRecord
 from goatbeat_celery.core.shards import Shard
 from goatbeat_celery.store.errors import translated
@@ -41,6 +41,7 @@ from goatbeat_celery.store.schema import (
     Seconds,
     UTCDateTime,
     execution_table,
+    lease_table,
     schedule_table,
     seconds_to_timedelta,
     utc_from_db,
@@ -53,6 +54,7 @@ from goatbeat_celery.store.sql import (
     due_params,
     execution_columns,
     run_values,
+    waiting_from_row,
 )
 from goatbeat_celery.store.url import normalise_url
 
@@ -316,6 +318,16 @@ def create_migration_engine(url: str | URL) -> sa.Engine:
                                   pool_size=1, max_overflow=0)
 
 
+#: The holder's renewal (PostgresStore.acquire): the new expiry and the token kept.
+_RENEW = (
+    sa.update(lease_table)
+    .where(lease_table.c.name == sa.bindparam("lease_name"),
+           lease_table.c.holder == sa.bindparam("holder_name"))
+    .values(expires_at=sa.func.now() + sa.bindparam("ttl", type_=sa.Interval()))
+    .returning(lease_table.c.token, lease_table.c.expires_at)
+)
+
+
 def _on_connect(dbapi_connection: psycopg.Connection[Any], record: Any) -> None:
     for name in ("json", "jsonb"):
         dbapi_connection.adapters.register_loader(name, _JSONLoader)
@@ -419,6 +431,15 @@ class PostgresStore(SQLStore):
         self._conninfo = listen_url.set(drivername="postgresql").render_as_string(
             hide_password=False)
         self._listener: psycopg.Connection[Any] | None = None
+        # The idle leader's renewals and looks for waiting work: a connection of its own,
+        # spared the pool's checkout and liveness ping (half a millisecond of CPU each).
+        self._direct_kwargs = {**self._connect_kwargs, "application_name": None
+                               if "application_name" in sa_url.query else application_name}
+        self._direct_conn: psycopg.Connection[Any] | None = None
+        self._direct_lock = threading.Lock()
+        dialect = engine.dialect
+        self._renew_sql = str(_RENEW.compile(dialect=dialect))
+        self._waiting_sql = str(self._waiting_statement().compile(dialect=dialect))
         self._due_sql: dict[bool, str] = {}
         self._listen_lock = threading.Lock()
         self._wake_ends: tuple[socket.socket, socket.socket] | None = None
@@ -568,6 +589,54 @@ class PostgresStore(SQLStore):
         # Delivered when (and only if) the transaction commits.
         conn.execute(sa.select(sa.func.pg_notify(CHANNEL, "")))
 
+    # -- lease ---------------------------------------------------------------------------
+    def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        # A renewal, the idle leader's only write, in one statement: core.fence.grant_lease's
+        # first case (the holder keeps its token and acquired_at; the expiry moves to now +
+        # ttl). Anyone else asking goes through the general, locking path.
+        row = self._direct("acquire lease", self._renew_sql,
+                           {"ttl": ttl, "lease_name": name, "holder_name": holder})
+        if row is None:
+            return super().acquire(name, holder, ttl)
+        token, expires_at = row
+        expires = utc_from_db(expires_at)
+        assert expires is not None  # just written: now() + ttl
+        return LeaseGrant(name=name, holder=holder, token=token, expires_at=expires,
+                          changed_holder=False)
+
+    def waiting(self) -> Waiting:
+        row = self._direct("look for waiting work", self._waiting_sql, {})
+        assert row is not None  # one row, always
+        now, next_due, *flags = row
+        return waiting_from_row((utc_from_db(now), utc_from_db(next_due), *flags))
+
+    def _direct(self, what: str, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The first row of one autocommit statement on the direct connection, opened on first
+        use; one found broken (a server restart) is opened again and the statement tried once
+        more, as the pool's ping would have it."""
+        with self._direct_lock, translated(what, self._where):
+            for last in (False, True):
+                conn = self._direct_conn
+                if conn is None or conn.closed:
+                    conn = self._direct_conn = psycopg.connect(
+                        self._conninfo, autocommit=True, **self._direct_kwargs)
+                    _on_connect(conn, None)
+                try:
+                    return conn.execute(sql, params, prepare=True).fetchone()
+                except psycopg.Error:
+                    if last or not (conn.broken or conn.closed):
+                        raise
+                    self._drop_direct()
+        raise AssertionError("unreachable")
+
+    def _drop_direct(self) -> None:
+        conn, self._direct_conn = self._direct_conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except psycopg.Error:  # already broken; nothing left to release
+                pass
+
     # -- waiting -------------------------------------------------------------------------
     def _listen(self) -> psycopg.Connection[Any]:
         """The LISTENing connection, opened (again) if needed; call with the lock held."""
@@ -641,6 +710,8 @@ class PostgresStore(SQLStore):
                 ends[0].send(b"x")  # ends a wait under way now, not when it runs out
             except OSError:  # already written (a second close): the waiter is told
                 pass
+        with self._direct_lock:
+            self._drop_direct()
         with self._listen_lock:
             self._drop_listener()
             if ends is not None:

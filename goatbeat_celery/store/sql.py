@@ -85,6 +85,7 @@ from goatbeat_celery.core.model import (
     SyncEntry,
     SyncReport,
     TriggerSpec,
+    Waiting,
     check_aware,
     ensure_aware,
     list_order,
@@ -740,6 +741,26 @@ class SQLStore:
         return conn.execute(self._due_statement(shard is not None),
                             due_params(limit, shard)).all()
 
+    def waiting(self) -> Waiting:
+        with self._read("look for waiting work") as conn:
+            row = conn.execute(self._waiting_statement()).one()
+        return waiting_from_row(row)
+
+    def _waiting_statement(self) -> sa.Select[Any]:
+        """The one statement of :meth:`waiting`; each part through its partial index."""
+        def some(table: sa.Table, *where: sa.ColumnElement[bool] | sa.TextClause
+                 ) -> sa.Exists:
+            return sa.select(sa.literal_column("1")).select_from(table).where(*where).exists()
+
+        return sa.select(
+            self._now_sql(),
+            sa.select(sa.func.min(S.c.next_run_at)).where(_IS_ENABLED).scalar_subquery(),
+            some(E, _IS_UNSETTLED),
+            some(E, _IS_CLAIMED),
+            # core.runs.may_be_lost
+            sa.or_(some(E, _IS_RUNNING), some(E, _IS_UNSTARTED)),
+        )
+
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         for claim in claims:
             check_aware(claim.next_occurrence_at, claim.next_run_at)
@@ -1279,6 +1300,13 @@ class SQLStore:
 
 
 # -- rows ⇄ model -------------------------------------------------------------------------
+def waiting_from_row(row: Sequence[Any]) -> Waiting:
+    """A row of the waiting statement (SQLStore._waiting_statement) as a Waiting."""
+    now, next_due, unsettled, claimed, open_runs = row
+    return Waiting(now=now, next_due_at=next_due, unsettled=bool(unsettled),
+                   claimed=bool(claimed), open_runs=bool(open_runs))
+
+
 def _zone_of(trigger: TriggerSpec) -> str | None:
     for key in ("timezone", "tz", "zone"):
         value = trigger.params.get(key)
@@ -1685,4 +1713,4 @@ def execution_columns(executions: Sequence[Execution]) -> dict[str, list[Any]]:
 
 
 __all__ = ["EXECUTION_COLUMNS", "RunChange", "SQLStore", "execution_columns", "execution_values",
-           "run_values"]
+           "run_values", "waiting_from_row"]

@@ -340,3 +340,4 @@ def test_a_lost_run_started_again_is_running_as_a_new_attempt(
     run = run_of(store, key)
     assert (run.run_state, run.run_error, run.finished_at, run.run_attempts, run.worker) == \
         (RunState.RUNNING, None, None, 1, B)
+

@@ -20,7 +20,7 @@ from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.runs import RunEventKind, RunState, RunTimes
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
 from goatbeat_celery.testing import MemoryStore
-from goatbeat_celery.tracking import RunTracker, _Noted, track_runs
+from goatbeat_celery.tracking import RunTracker, _noted, track_runs
 from tests.tracking.support import RecordingLog, constant, wait_for
 
 #: The in-process worker runs a task within milliseconds of its sending, and the writer writes
@@ -254,7 +254,7 @@ def test_an_invalid_configuration_turns_tracking_off_and_says_so(
     tracker = RunTracker(celery_app)
 
     tracker._on_worker_init(sender=None)
-    tracker._note(_Noted(RunEventKind.STARTED, "k", "r", "celery@a", 0.0))
+    tracker._note(_noted(RunEventKind.STARTED, "k", "r", "celery@a", 0.0))
 
     (record,) = [r for r in caplog.records
                  if getattr(r, "action", None) == "run_tracking_disabled"]

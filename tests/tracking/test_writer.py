@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.core.runs import RunEventKind, RunOutcome
-from goatbeat_celery.tracking import RunWriter, _event, _Noted
+from goatbeat_celery.tracking import RunWriter, _event, _Noted, _noted
 from tests.tracking.support import RecordingLog, constant, wait_for
 
 #: Fast enough for tests, slow enough that batches form: the writer wakes every 20 ms.
@@ -27,7 +27,7 @@ CATCH_UP = 10.0
 
 
 def started(key: str, at: float | None = None) -> _Noted:
-    return _Noted(RunEventKind.STARTED, key, f"run-{key}", "celery@a",
+    return _noted(RunEventKind.STARTED, key, f"run-{key}", "celery@a",
                   time.monotonic() if at is None else at)
 
 
@@ -97,11 +97,11 @@ def test_a_run_that_starts_and_ends_within_a_batch_is_sent_as_its_end_alone(
         make_writer: Callable[..., RunWriter], log: RecordingLog) -> None:
     writer = make_writer(flush_interval=60)  # everything goes in the stop's one batch
     now = time.monotonic()
-    writer.put(_Noted(RunEventKind.STARTED, "quick", "r1", "celery@a", now - 1))
-    writer.put(_Noted(RunEventKind.STARTED, "slow", "r2", "celery@a", now - 1))
-    writer.put(_Noted(RunEventKind.FINISHED, "quick", "r1", "celery@a", now,
+    writer.put(_noted(RunEventKind.STARTED, "quick", "r1", "celery@a", now - 1))
+    writer.put(_noted(RunEventKind.STARTED, "slow", "r2", "celery@a", now - 1))
+    writer.put(_noted(RunEventKind.FINISHED, "quick", "r1", "celery@a", now,
                       RunOutcome.SUCCEEDED, 1.0, None, now - 1))
-    writer.put(_Noted(RunEventKind.FINISHED, "gone", None, "celery@a", now,
+    writer.put(_noted(RunEventKind.FINISHED, "gone", None, "celery@a", now,
                       RunOutcome.REVOKED, None, "expired before it started", None))
 
     assert writer.stop(timeout=CATCH_UP)
@@ -113,7 +113,7 @@ def test_a_run_that_starts_and_ends_within_a_batch_is_sent_as_its_end_alone(
 
 
 def test_a_noted_event_becomes_ages_measured_when_it_is_written() -> None:
-    noted = _Noted(RunEventKind.FINISHED, "k", "r", "celery@a", at=100.0,
+    noted = _noted(RunEventKind.FINISHED, "k", "r", "celery@a", at=100.0,
                    outcome=RunOutcome.FAILED, runtime=1.25, error="ValueError: x",
                    started=98.75)
 

@@ -1,0 +1,78 @@
+"""What waits for the leader, read in one round trip (ScheduleStore.waiting): each part agrees
+with the call it stands for (the due read's next instant, finished_runs, take_pending, the
+runs mark_lost may judge), on every store."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from goatbeat_celery.core.model import RunSettlement, Waiting
+from goatbeat_celery.core.runs import RunEvent, RunOutcome
+
+from .conftest import Store
+from .support import LONG_TTL, claim_next, create_due, interval_spec
+
+A = "celery@a"
+
+
+def parts(waiting: Waiting) -> tuple[bool, bool, bool]:
+    return waiting.unsettled, waiting.claimed, waiting.open_runs
+
+
+def test_an_empty_store_has_nothing_waiting_and_tells_its_clock(store: Store) -> None:
+    before = store.now()
+    waiting = store.waiting()
+    after = store.now()
+
+    assert before <= waiting.now <= after
+    assert waiting.now.utcoffset() == timedelta(0)
+    assert waiting.next_due_at is None
+    assert parts(waiting) == (False, False, False)
+
+
+def test_the_next_due_instant_is_the_due_reads_over_enabled_schedules(store: Store) -> None:
+    later = store.now() + timedelta(hours=1)
+    store.create_schedule(interval_spec("later"), next_occurrence_at=later, next_run_at=later)
+    sooner = later - timedelta(minutes=30)
+    store.create_schedule(interval_spec("off", enabled=False), next_occurrence_at=sooner,
+                          next_run_at=sooner)
+    assert store.waiting().next_due_at == later == store.due_schedules(10).next_due_at
+
+    due = create_due(store, "due")
+
+    assert store.waiting().next_due_at == due.next_run_at == store.due_schedules(10).next_due_at
+
+
+def test_a_claim_waits_until_it_is_sent_and_its_run_until_it_ends(store: Store) -> None:
+    grant = store.acquire("beat", "replica", LONG_TTL)
+    assert grant is not None
+    schedule = create_due(store, "job")
+    (dispatch,) = store.claim([claim_next(schedule)], lease=grant).dispatches
+    key = dispatch.key
+    assert parts(store.waiting()) == (False, True, False)  # claimed: take_pending's
+
+    store.mark_submitted([key])
+    assert parts(store.waiting()) == (False, False, True)  # sent, not started: may be lost
+    store.record_runs([RunEvent.started(key, run="r1", worker=A, age=timedelta(0))])
+    assert parts(store.waiting()) == (False, False, True)  # running
+    store.record_runs([RunEvent.finished(key, run="r1", worker=A, age=timedelta(0),
+                                         outcome=RunOutcome.SUCCEEDED)])
+
+    assert parts(store.waiting()) == (True, False, False)  # ended, its end to settle
+    assert [run.execution.key for run in store.finished_runs(10)] == [key]
+    store.settle_runs([RunSettlement(key=key, schedule_name="job", version=None)],
+                      lease=grant)
+    assert parts(store.waiting()) == (False, False, False)
+    assert store.finished_runs(10) == []
+
+
+def test_a_retrying_run_may_still_be_lost(store: Store) -> None:
+    grant = store.acquire("beat", "replica", LONG_TTL)
+    assert grant is not None
+    (dispatch,) = store.claim([claim_next(create_due(store, "job"))], lease=grant).dispatches
+    store.mark_submitted([dispatch.key])
+    store.record_runs([
+        RunEvent.started(dispatch.key, run="r1", worker=A, age=timedelta(0)),
+        RunEvent.retried(dispatch.key, run="r1", worker=A, age=timedelta(0))])
+
+    assert store.waiting().open_runs

@@ -1,0 +1,205 @@
+"""A leader on a store that wakes it on every change it must act on (PostgreSQL's NOTIFY) does
+not read everything on a wake that brings no news: it renews its lease, asks the store what
+waits (ScheduleStore.waiting) and looks further only when something does. It reads everything
+when notified, when a run is due, after its own submissions failed, and at least every
+QUIET_LOOK_EVERY. On the memory store and a manual clock; the loop is driven as Celery's beat
+drives it (wait, then tick)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from goatbeat_celery.core.engine import QUIET_LOOK_EVERY, Engine
+from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+
+SETTINGS = Settings(lease_ttl=30, lease_renew_interval=10, heartbeat_interval=10,
+                    run_lost_after=60, run_start_timeout=120, max_interval=5)
+EVERY_HOUR = TriggerSpec(kind="interval", params={"every": 3600})
+
+
+class HeardStore(MemoryStore):
+    """The memory store, waking the leader on every change as PostgreSQL does (a notification
+    made while nobody waits is heard by the next wait, as LISTEN keeps it), and counting the
+    leader's reads of due schedules and looks for lost runs."""
+
+    wakes_on_every_change = True
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.due_reads = 0
+        self.lost_looks = 0
+        self._unheard = False
+
+    def notify(self) -> None:
+        self._unheard = True
+        super().notify()
+
+    def wait(self, timeout: float) -> bool:
+        if self._unheard:
+            self._unheard = False
+            return True
+        return super().wait(timeout)
+
+    def due_schedules(self, limit: int, *, shard: Shard | None = None) -> Any:
+        self.due_reads += 1
+        return super().due_schedules(limit, shard=shard)
+
+    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  limit: int = 1000) -> list[Execution]:
+        self.lost_looks += 1
+        return super().mark_lost(silent_for=silent_for, unstarted_for=unstarted_for,
+                                 limit=limit)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def store(clock: ManualClock) -> HeardStore:
+    return HeardStore(clock)
+
+
+@pytest.fixture
+def broker() -> RecordingSubmitter:
+    return RecordingSubmitter()
+
+
+def leader(store: HeardStore, clock: ManualClock, broker: RecordingSubmitter,
+           schedules: Sequence[ScheduleSpec] = ()) -> Engine:
+    return Engine(store=store, lease=store, submitter=broker, settings=SETTINGS,
+                  holder="leader", monotonic=clock.monotonic, runs=store,
+                  config_schedules=schedules or [ScheduleSpec(name="hourly", task="t.hourly",
+                                                              trigger=EVERY_HOUR)])
+
+
+def run_for(engine: Engine, clock: ManualClock, seconds: float) -> None:
+    """The beat loop for ``seconds`` of the manual clock: wait (hearing what was notified
+    meanwhile), tick, and let the clock move by the sleep the tick asked for."""
+    end = clock.monotonic() + seconds
+    while clock.monotonic() < end:
+        engine.wait(0.001)
+        sleep = engine.tick()
+        clock.advance(max(0.001, min(sleep, end - clock.monotonic())))
+
+
+def test_an_idle_leader_renews_without_looking_until_the_quiet_look_interval(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    engine = leader(store, clock, broker)
+    engine.tick()
+    engine.wait(0.001)  # the config sync notified: heard
+    engine.tick()
+    looked = store.due_reads
+    assert looked >= 1
+
+    run_for(engine, clock, QUIET_LOOK_EVERY - 5)
+
+    assert store.due_reads == looked  # renewals only
+    lease = store.inspect(SETTINGS.lease_name)
+    assert lease is not None and lease.holder == "leader"
+    assert lease.expires_at is not None
+    assert lease.expires_at - clock.current >= SETTINGS.lease_ttl - SETTINGS.lease_renew_interval
+    run_for(engine, clock, 10)
+    assert store.due_reads == looked + 1
+
+
+def test_a_notified_change_is_looked_at_on_the_next_wake(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 15)
+
+    key = store.request_run("hourly").key  # notifies
+    run_for(engine, clock, 0.01)
+
+    assert broker.keys == [key]
+
+
+def test_a_due_run_is_sent_on_time_though_nothing_notified(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    every_25 = ScheduleSpec(name="often", task="t.often",
+                            trigger=TriggerSpec(kind="interval", params={"every": 25}))
+    engine = leader(store, clock, broker, [every_25])
+    run_for(engine, clock, 100)
+
+    sent = broker.of("often")
+    assert [d.execution.due_at.second for d in sent] == [25, 50, 15]
+    for dispatch in sent:
+        assert dispatch.execution.claimed_at - dispatch.execution.due_at <= timedelta(
+            seconds=0.5)
+
+
+def test_a_failed_submission_is_sent_again_without_waiting_for_the_quiet_look(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 15)
+    broker.failing = True
+    key = store.request_run("hourly").key
+    run_for(engine, clock, 0.01)
+    assert broker.sent == []
+
+    broker.failing = False
+    run_for(engine, clock, 20)
+
+    assert [k for k, _ in broker.sent] == [key]
+
+
+def test_lost_looks_pause_while_no_run_is_open_and_resume_with_a_sent_one(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 15)
+    looks = store.lost_looks
+    run_for(engine, clock, 40)
+    assert store.lost_looks == looks  # nothing sent, nothing to lose
+
+    store.request_run("hourly")
+    run_for(engine, clock, 0.01)
+    sent_at = clock.current
+    run_for(engine, clock, 30)
+    assert store.lost_looks >= looks + 2  # once per heartbeat interval again
+
+    # The run nobody started is lost within the documented bound.
+    while store.executions()[0].run_state is not RunState.LOST:
+        run_for(engine, clock, 1)
+        assert clock.current - sent_at <= (SETTINGS.run_start_timeout
+                                           + SETTINGS.heartbeat_interval
+                                           + SETTINGS.max_interval)
+
+
+def test_the_end_of_a_run_nothing_waits_on_is_settled_at_the_next_renewal(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 15)
+    key = store.request_run("hourly").key
+    run_for(engine, clock, 0.01)
+    store.record_runs([
+        RunEvent.started(key, run="r1", worker="celery@a", age=timedelta(0)),
+        RunEvent.finished(key, run="r1", worker="celery@a", age=timedelta(0),
+                          outcome=RunOutcome.SUCCEEDED, runtime=timedelta(seconds=1))])
+    ended_at = clock.current
+    assert store.executions()[0].settled is False
+
+    while not store.executions()[0].settled:
+        run_for(engine, clock, 1)
+        assert clock.current - ended_at <= SETTINGS.lease_renew_interval + timedelta(seconds=1)
+
+
+def test_a_claim_whose_notification_was_lost_is_sent_at_the_next_renewal(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 15)
+    key = store.request_run("hourly").key
+    store.wait(0)  # someone else heard it: this leader never will
+    asked_at = clock.current
+
+    while broker.keys != [key]:
+        run_for(engine, clock, 1)
+        assert clock.current - asked_at <= SETTINGS.lease_renew_interval + timedelta(seconds=1)
