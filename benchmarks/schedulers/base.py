@@ -114,8 +114,9 @@ class Adapter:
         renewal, a standby trying every ``poll`` s."""
         raise NotImplementedError(self.no_failover)
 
-    def edit_due_now(self, name: str) -> None:
-        """Edit schedule ``name`` to be due now, through the scheduler's own interface."""
+    def edit_due_now(self, name: str) -> float | None:
+        """Edit schedule ``name`` to be due now, through the scheduler's own interface; returns
+        the instant (epoch seconds) it is due at when that is later than now."""
         raise NotImplementedError(self.no_edit)
 
     def idle_tick(self) -> AbstractContextManager[Callable[[], None]]:
