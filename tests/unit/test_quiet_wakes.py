@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.engine import QUIET_LOOK_EVERY, Engine
+from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.engine import BACKFILL_PAUSE, QUIET_LOOK_EVERY, Engine
 from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
 from goatbeat_celery.core.settings import Settings
@@ -203,3 +204,24 @@ def test_a_claim_whose_notification_was_lost_is_sent_at_the_next_renewal(
     while broker.keys != [key]:
         run_for(engine, clock, 1)
         assert clock.current - asked_at <= SETTINGS.lease_renew_interval + timedelta(seconds=1)
+
+
+def test_a_backfill_goes_on_through_the_renewals_that_land_in_its_pauses(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 15)
+    api = Schedules(store)
+    # One occurrence a step, a step every BACKFILL_PAUSE: about 30 s, three renewals, each
+    # landing between two steps.
+    backfill = api.backfill("hourly", clock.current - timedelta(hours=300),
+                            clock.current - timedelta(minutes=1), mode="all", per_tick=1)
+    assert backfill.total >= 290
+    started_at = clock.current
+
+    while api.get_backfill(backfill.id).active:
+        run_for(engine, clock, 1)
+        # A step a pause; a renewal adds a wake between two steps, not a wait.
+        assert clock.current - started_at <= timedelta(
+            seconds=backfill.total * BACKFILL_PAUSE * 1.2)
+
+    assert len(broker.of("hourly")) == backfill.total
