@@ -328,6 +328,15 @@ _RENEW = (
 )
 
 
+def _close(conn: psycopg.Connection[Any] | None) -> None:
+    """Close a connection of the store's own (direct or LISTEN), if open."""
+    if conn is not None:
+        try:
+            conn.close()
+        except psycopg.Error:  # already broken; nothing left to release
+            pass
+
+
 def _on_connect(dbapi_connection: psycopg.Connection[Any], record: Any) -> None:
     for name in ("json", "jsonb"):
         dbapi_connection.adapters.register_loader(name, _JSONLoader)
@@ -631,11 +640,7 @@ class PostgresStore(SQLStore):
 
     def _drop_direct(self) -> None:
         conn, self._direct_conn = self._direct_conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except psycopg.Error:  # already broken; nothing left to release
-                pass
+        _close(conn)
 
     # -- waiting -------------------------------------------------------------------------
     def _listen(self) -> psycopg.Connection[Any]:
@@ -654,11 +659,7 @@ class PostgresStore(SQLStore):
 
     def _drop_listener(self) -> None:
         conn, self._listener = self._listener, None
-        if conn is not None:
-            try:
-                conn.close()
-            except psycopg.Error:  # already broken; nothing left to release
-                pass
+        _close(conn)
 
     def wait(self, timeout: float) -> bool:
         # One select on the LISTEN socket and the wake socket: psycopg's own wait looks at the
