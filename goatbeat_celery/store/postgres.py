@@ -32,7 +32,12 @@ from goatbeat_celery.core.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.faults import CLAIM_CLEARS
 from goatbeat_celery.core.fence import fenced_clock
 from goatbeat_celery.core.model import UTC, LeaseGrant, Waiting
-from goatbeat_celery.core.runs import ENDED_STATE_VALUES, RunRecord
+from goatbeat_celery.core.runs import (
+    ENDED_STATE_VALUES,
+    MAX_ATTEMPTS,
+    RunEvent,
+    RunState,
+)
 from goatbeat_celery.core.shards import Shard
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.migrate import prepare_schema
@@ -53,7 +58,6 @@ from goatbeat_celery.store.sql import (
     SQLStore,
     due_params,
     execution_columns,
-    run_values,
     waiting_from_row,
 )
 from goatbeat_celery.store.url import normalise_url
@@ -173,13 +177,118 @@ _WRITE_RUNS = (
 )
 
 
-# The run columns of a batch's rows, read on the driver's cursor (as the due read is): reports
-# are read by the hundred, and SQLAlchemy's result rows would cost more than the rest.
-_READ_RUNS = (
-    "SELECT now(), key, run_state, run_id, worker, run_attempts, started_at, finished_at, "
-    "heartbeat_at, runtime, run_error FROM goatbeat_execution "
-    "WHERE key = ANY(CAST(%(keys)s AS text[]))"
+# Run reports (core.runs.apply_event) folded into their rows in one statement per round, with
+# no read before: the rows are locked in key order and the report's rule is applied to each
+# as it is then, server-side. This is apply_event written in SQL, for a worker's writer thread,
+# which shares its process (and, under the threads pool, the interpreter lock) with the tasks:
+# reading the rows back and merging them in Python cost it about twice as much. The two are
+# held equal by a property test (tests/property/test_run_fold.py: random rows and reports).
+# A value that cannot be read as stored (written by hand) reads as none, as run_values does.
+_RECORD_RUNS = (
+    """
+    WITH u AS (
+        SELECT * FROM unnest(CAST(%(keys)s AS text[]), CAST(%(kinds)s AS text[]),
+                             CAST(%(runs)s AS text[]), CAST(%(workers)s AS text[]),
+                             CAST(%(ages)s AS bigint[]), CAST(%(outcomes)s AS text[]),
+                             CAST(%(runtimes)s AS double precision[]),
+                             CAST(%(errors)s AS text[]), CAST(%(started_ages)s AS bigint[]))
+        AS u(key, kind, run, worker, age, outcome, runtime, error, started_age)
+    ), cur AS (
+        SELECT e.key, e.settled, now() AS now,
+               CASE WHEN e.run_state IN ({states}) THEN e.run_state END AS run_state,
+               e.run_id, e.worker, e.run_attempts,
+               {readable_started}, {readable_finished}, {readable_heartbeat},
+               CASE WHEN e.runtime >= {min_seconds} AND e.runtime < {beyond_seconds}
+                    THEN e.runtime END AS runtime,
+               e.run_error
+        FROM goatbeat_execution AS e
+        WHERE e.key = ANY(CAST(%(keys)s AS text[]))
+        ORDER BY e.key
+        FOR UPDATE
+    ), j AS (
+        SELECT r.*, u.kind, u.run AS ev_run, u.worker AS ev_worker, u.outcome AS ev_outcome,
+               u.runtime AS ev_runtime, u.error AS ev_error,
+               r.now - u.age * interval '1 microsecond' AS at,
+               r.now - u.started_age * interval '1 microsecond' AS ev_started,
+               CASE WHEN r.run_attempts >= 0 AND r.run_attempts < {max_attempts}
+                    THEN r.run_attempts + 1 ELSE r.run_attempts END AS next_attempt,
+               CASE WHEN u.kind = 'retried' OR u.outcome IS NULL THEN 'retrying'
+                    ELSE u.outcome END AS ended_state
+        FROM cur AS r JOIN u ON u.key = r.key
+    ), b AS (
+        -- Which of apply_event's cases the report is (NULL: it changes nothing).
+        SELECT j.*, CASE
+            WHEN kind = 'started' THEN
+                CASE WHEN run_id IS NOT DISTINCT FROM ev_run THEN NULL
+                     WHEN started_at > at THEN 'count'
+                     ELSE 'start' END
+            WHEN ev_run IS NULL THEN
+                CASE WHEN run_state = 'running' THEN
+                         CASE WHEN worker = ev_worker THEN 'end' END
+                     WHEN kind = 'retried' THEN NULL
+                     WHEN run_state IS NULL OR run_state IN ('retrying', 'lost') THEN 'end'
+                END
+            WHEN run_id IS DISTINCT FROM ev_run THEN
+                CASE WHEN ev_started IS NULL OR started_at > ev_started THEN NULL
+                     ELSE 'whole' END
+            ELSE 'end'
+        END AS step
+        FROM j
+    ), d AS (
+        SELECT key, settled,
+               CASE step WHEN 'start' THEN 'running' WHEN 'count' THEN run_state
+                         ELSE ended_state END AS run_state,
+               CASE WHEN step IN ('start', 'whole') THEN ev_run ELSE run_id END AS run_id,
+               CASE WHEN step IN ('start', 'whole') THEN ev_worker ELSE worker END AS worker,
+               CASE WHEN step = 'end' THEN run_attempts ELSE next_attempt END AS run_attempts,
+               CASE step WHEN 'start' THEN at WHEN 'whole' THEN ev_started
+                         ELSE started_at END AS started_at,
+               CASE step WHEN 'start' THEN NULL WHEN 'count' THEN finished_at
+                         ELSE at END AS finished_at,
+               CASE WHEN step = 'start' THEN now WHEN step = 'count' THEN heartbeat_at
+                    WHEN kind = 'retried' THEN at WHEN step = 'whole' THEN now
+                    ELSE heartbeat_at END AS heartbeat_at,
+               CASE step WHEN 'start' THEN NULL WHEN 'count' THEN runtime
+                         ELSE ev_runtime END AS runtime,
+               CASE step WHEN 'start' THEN NULL WHEN 'count' THEN run_error
+                         ELSE ev_error END AS run_error
+        FROM b WHERE step IS NOT NULL
+    ), written AS (
+        UPDATE goatbeat_execution AS e
+        SET run_state = d.run_state, run_id = d.run_id, worker = d.worker,
+            run_attempts = d.run_attempts, started_at = d.started_at,
+            finished_at = d.finished_at, heartbeat_at = d.heartbeat_at, runtime = d.runtime,
+            run_error = d.run_error,
+            -- core.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
+            settled = CASE WHEN e.settled IS NULL AND d.run_state IN ({ended}) THEN false
+                           ELSE e.settled END
+        FROM d
+        WHERE e.key = ANY(CAST(%(keys)s AS text[])) AND e.key = d.key
+    )
+    -- The rows found, and whether an end was written that a policy waits on (settled false).
+    SELECT (SELECT count(*) FROM cur),
+           EXISTS (SELECT 1 FROM d WHERE d.settled IS false AND d.run_state IN ({ended}))
+    """.format(
+        states=", ".join(f"'{state.value}'" for state in RunState),
+        ended=", ".join(f"'{state}'" for state in ENDED_STATE_VALUES),
+        max_attempts=MAX_ATTEMPTS,
+        # What timedelta holds, in seconds (seconds_to_timedelta reads nothing beyond; the
+        # float nearest its maximum is just past it).
+        min_seconds=repr(timedelta.min.total_seconds()),
+        beyond_seconds=repr(timedelta.max.total_seconds()),
+        **{f"readable_{name}": (
+            # What Python's datetime holds (psycopg reads infinity and other years as
+            # UNREADABLE_INSTANT, which run_values reads as none).
+            f"CASE WHEN e.{column} >= '0001-01-01 00:00:00+00' "
+            f"AND e.{column} < '10000-01-01 00:00:00+00' THEN e.{column} END AS {column}")
+           for name, column in (("started", "started_at"), ("finished", "finished_at"),
+                                ("heartbeat", "heartbeat_at"))},
+    )
 )
+#: The array parameters of _RECORD_RUNS, in the order of its unnest.
+_RECORD_RUNS_ARRAYS = ("keys", "kinds", "runs", "workers", "ages", "outcomes", "runtimes",
+                       "errors", "started_ages")
+_MICROSECOND = timedelta(microseconds=1)
 
 #: The array parameters of _WRITE_RUNS, in the order of its unnest.
 _WRITE_RUNS_ARRAYS = ("keys", "old_states", "old_runs", "old_attempts", "old_heartbeats",
@@ -240,6 +349,36 @@ def _quote(text: str) -> str:
     if "\\" in text or '"' in text:
         text = text.replace("\\", "\\\\").replace('"', '\\"')
     return '"' + text + '"'
+
+
+def _report_arrays(events: Sequence[RunEvent]) -> dict[str, str]:
+    """The array parameters of :data:`_RECORD_RUNS` for ``events`` (one per key)."""
+    keys: list[str | None] = []
+    kinds: list[str | None] = []
+    runs: list[str | None] = []
+    workers: list[str | None] = []
+    ages: list[int | None] = []
+    outcomes: list[str | None] = []
+    runtimes: list[str | None] = []
+    errors: list[str | None] = []
+    started_ages: list[int | None] = []
+    for event in events:
+        keys.append(event.key)
+        kinds.append(event.kind.value)
+        runs.append(event.run)
+        workers.append(event.worker)
+        ages.append(event.age // _MICROSECOND)
+        outcomes.append(None if event.outcome is None else event.outcome.value)
+        # Seconds as text: the array literal is parsed by the server, exactly.
+        runtimes.append(None if event.runtime is None
+                        else repr(event.runtime.total_seconds()))
+        errors.append(event.error)
+        started_ages.append(None if event.started_age is None
+                            else event.started_age // _MICROSECOND)
+    columns: tuple[Sequence[str | int | None], ...] = (
+        keys, kinds, runs, workers, ages, outcomes, runtimes, errors, started_ages)
+    return {name: array_literal(values)
+            for name, values in zip(_RECORD_RUNS_ARRAYS, columns, strict=True)}
 
 
 def split_server_options(url: URL) -> tuple[URL, str]:
@@ -522,24 +661,35 @@ class PostgresStore(SQLStore):
             conn.execute(_TAKE_BACK_RUNS, list(existed.values()))
         return inserted
 
-    def _read_runs(self, conn: sa.Connection, keys: Sequence[str]
-                   ) -> tuple[datetime | None, dict[str, tuple[dict[str, Any], RunRecord]]]:
-        now: datetime | None = None
-        found: dict[str, tuple[dict[str, Any], RunRecord]] = {}
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        try:
-            for chunk in self._chunks(keys):
-                cursor.execute(_READ_RUNS, {"keys": array_literal(chunk)})
-                for (read_at, key, state, run_id, worker, attempts, started_at, finished_at,
-                     heartbeat_at, runtime, error) in cursor.fetchall():
-                    now = now or utc_from_db(read_at)
-                    found[key] = run_values((
-                        state, run_id, worker, attempts, utc_from_db(started_at),
-                        utc_from_db(finished_at), utc_from_db(heartbeat_at),
-                        None if runtime is None else seconds_to_timedelta(runtime), error))
-        finally:
-            cursor.close()
-        return now, found
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        # Each key's reports in order: its first in the first round, its second (rare: a
+        # retry and its next attempt written together) in the second, and so on.
+        rounds: list[list[RunEvent]] = []
+        seen: dict[str, int] = {}
+        for event in events:
+            index = seen.get(event.key, 0)
+            seen[event.key] = index + 1
+            if index == len(rounds):
+                rounds.append([])
+            rounds[index].append(event)
+        unknown = 0
+        announce = False
+        with self._write_each("record runs") as conn:
+            cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            try:
+                for batch in rounds:
+                    for start in range(0, len(batch), self._IN_CHUNK):
+                        chunk = batch[start:start + self._IN_CHUNK]
+                        cursor.execute(_RECORD_RUNS, _report_arrays(chunk))
+                        found, waited_on = cursor.fetchone()  # type: ignore[misc]
+                        unknown += len(chunk) - found
+                        announce = announce or waited_on
+            finally:
+                cursor.close()
+            if announce:
+                # A run policy waits on an end written here (a fixed delay, a held run).
+                self._announce_in(conn)
+        return unknown
 
     def _write_runs(self, conn: sa.Connection, changes: Sequence[RunChange]) -> set[str]:
         if not changes:
