@@ -89,6 +89,8 @@ class _PublishLog:
         self.path = path
         self.pending: list[str] = []
         self.lock = threading.Lock()
+        #: Whether a name is held until its batch is flushed (set by _stamp_at_flush).
+        self.held: Any = lambda name: False
         thread = threading.Thread(target=self._loop, daemon=True)
         thread.start()
         atexit.register(self.flush)
@@ -111,10 +113,46 @@ class _PublishLog:
             self.flush()
 
 
+def _stamp_at_flush(log: _PublishLog) -> None:
+    """A message published inside a kombu publish batch (goatbeat's submitter on Redis) reaches
+    the broker when the batch is flushed, not when ``after_task_publish`` fires: hold its name
+    until the flush that wrote it returns, and stamp it then."""
+    try:
+        from kombu.transport.redis import PublishBatch
+    except ImportError:  # kombu before 5.7: every publish is written at once
+        return
+    local = threading.local()
+    publish, flush = PublishBatch.publish, PublishBatch.flush
+
+    def batched_publish(self: Any, message: Any, **kwargs: Any) -> Any:
+        result = publish(self, message, **kwargs)
+        local.batched = True  # read by the after_task_publish receiver that follows
+        return result
+
+    def stamped_flush(self: Any) -> None:
+        flush(self)
+        for name in getattr(local, "held", ()):
+            log.add(name)
+        local.held = []
+
+    def held(name: str) -> bool:
+        if not getattr(local, "batched", False):
+            return False
+        local.batched = False
+        local.held = [*getattr(local, "held", ()), name]
+        return True
+
+    PublishBatch.publish, PublishBatch.flush = batched_publish, stamped_flush
+    log.held = held
+
+
 if os.environ.get("BENCH_PUBLISH_LOG"):
     _log = _PublishLog(os.environ["BENCH_PUBLISH_LOG"])
+    _stamp_at_flush(_log)
 
     @after_task_publish.connect(weak=False)
     def _published(sender: Any = None, body: Any = None, **kwargs: Any) -> None:
         args = body[0] if isinstance(body, (tuple, list)) and body else ()
-        _log.add(str(args[0]) if args else "?")
+        name = str(args[0]) if args else "?"
+        if not _log.held(name):
+            _log.add(name)

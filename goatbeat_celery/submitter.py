@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -46,6 +47,9 @@ class CelerySubmitter:
         deadline = time.monotonic() + timeout
         result = SubmitResult(accepted=[])
         sent = 0
+        # Handed to a publish batch and not yet written to the broker: accepted at the next
+        # flush, failed with the rest if the batch fails.
+        pending: list[str] = []
         reason = "timed out before the lease's local deadline"
         try:
             with self.app.producer_or_acquire() as producer:
@@ -58,26 +62,33 @@ class CelerySubmitter:
                 )
                 # What every message of the batch shares, worked out once per batch.
                 batch = _Batch(self.app, producer, token)
-                for dispatch in dispatches:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    try:
-                        self._send(batch, dispatch, remaining)
-                    except outage:
-                        # Drop the connection without its closing handshake: a broker that
-                        # stopped answering would hold each closing step for a read timeout.
-                        # The pool connects anew next time.
-                        producer.connection.collect()
-                        raise
-                    except Exception as exc:  # this message only: the batch goes on
-                        result.rejected[dispatch.key] = _described(exc)
-                    else:
-                        result.accepted.append(dispatch.key)
-                    sent += 1
+                with _publish_batch(producer) as publishing:
+                    for dispatch in dispatches:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        try:
+                            self._send(batch, dispatch, remaining)
+                        except outage:
+                            # Drop the connection without its closing handshake: a broker that
+                            # stopped answering would hold each closing step for a read
+                            # timeout. The pool connects anew next time.
+                            producer.connection.collect()
+                            raise
+                        except Exception as exc:  # this message only: the batch goes on
+                            result.rejected[dispatch.key] = _described(exc)
+                        else:
+                            pending.append(dispatch.key)
+                        sent += 1
+                        if len(pending) >= FLUSH_EVERY:
+                            _flush(producer, publishing, pending, result)
+                    _flush(producer, publishing, pending, result)
         except Exception as exc:  # the broker, unreachable or failing: the batch waits
             reason = _described(exc)
             logger.debug("submission stopped after %d of %d: %s", sent, len(dispatches), reason)
+        # A batch that failed may have been written in part: its messages are sent again under
+        # the same keys (at least once), as a publish whose reply was lost is.
+        result.failed.update((key, reason) for key in pending)
         result.failed.update((d.key, reason) for d in dispatches[sent:])
         return result
 
@@ -126,6 +137,10 @@ class CelerySubmitter:
             self.app.send_task(dispatch.task, args, kwargs, **call)
 
 
+#: Messages written to the broker in one round trip where its transport batches publishes
+#: (kombu's ``Producer.batch``: a Redis pipeline); each flush is also when they count as
+#: accepted. Small enough that a failed flush leaves little to send again.
+FLUSH_EVERY = 100
 _NO_LAZY: Mapping[str, Any] = {}
 _UNKNOWN = object()
 
@@ -174,6 +189,31 @@ def _evaluated(funcs: Mapping[str, Any], args: list[Any],
             {k: value(f"kwargs.{k}", v) for k, v in kwargs.items()})
 
 
+def _publish_batch(producer: Any) -> Any:
+    """The producer's publish batch: kombu (5.7 and later) buffers what the transport can
+    pipeline (Redis) and publishes the rest at once, as before; older kombu has none."""
+    batch = getattr(producer, "batch", None)
+    # Flushed by hand every FLUSH_EVERY messages, never on its own: a message counts as
+    # accepted only once the flush that wrote it returned.
+    return contextlib.nullcontext() if batch is None else batch(max_size=_NEVER_ON_ITS_OWN)
+
+
+_NEVER_ON_ITS_OWN = 1 << 30
+
+
+def _flush(producer: Any, publishing: Any, pending: list[str], result: SubmitResult) -> None:
+    """Write what ``publishing`` holds; on success its messages are accepted."""
+    if publishing is not None and pending:
+        try:
+            publishing.flush()
+        except Exception:
+            # A pipeline that failed may have lost its connection half-way: connect anew.
+            producer.connection.collect()
+            raise
+    result.accepted.extend(pending)
+    pending.clear()
+
+
 def _is_amqp(connection: Any) -> bool:
     return getattr(getattr(connection, "transport", None), "driver_type", None) == "amqp"
 
@@ -187,4 +227,9 @@ def _outage_errors(connection: Any) -> tuple[type[BaseException], ...]:
 def _described(exc: BaseException) -> str:
     if isinstance(exc, ConfigurationError):
         return "; ".join(exc.problems)
-    return f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {exc}"
+    if exc.__cause__ is not None:
+        # kombu's failed publish batch says only that delivery is uncertain; the broker's
+        # own error is its cause.
+        text += f" ({_described(exc.__cause__)})"
+    return text

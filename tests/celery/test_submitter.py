@@ -15,6 +15,7 @@ import pytest
 import redis
 from celery import Celery, Task
 from celery.beat import BeatLazyFunc
+from celery.signals import after_task_publish
 
 from goatbeat_celery.config import LAZY_MARKER
 from goatbeat_celery.core.model import (
@@ -23,7 +24,7 @@ from goatbeat_celery.core.model import (
     ExecutionState,
     idempotency_key,
 )
-from goatbeat_celery.submitter import CelerySubmitter
+from goatbeat_celery.submitter import FLUSH_EVERY, CelerySubmitter
 
 REDIS_URL = os.environ.get("GOATBEAT_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
@@ -193,3 +194,63 @@ def test_a_lazy_argument_this_replica_does_not_know_fails_its_message_alone(
 
     assert len(result.accepted) == 1
     assert "lazy argument" in result.rejected[unknown.key]
+
+
+def _while_published(each: Any) -> Any:
+    """``each(index)`` called from after_task_publish for every message, in order; a receiver
+    held strongly and disconnected by the caller."""
+    count = [0]
+
+    def receiver(**_: Any) -> None:
+        each(count[0])
+        count[0] += 1
+
+    after_task_publish.connect(receiver, weak=False)
+    return receiver
+
+
+def test_messages_reach_redis_a_hundred_at_a_time_and_in_order(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    """On Redis the messages go in kombu's publish batches: one round trip per FLUSH_EVERY,
+    each batch written before the next is built, the order kept."""
+    app, client, queue = broker
+    batch = [dispatch(f"bulk-{index:03d}") for index in range(FLUSH_EVERY + FLUSH_EVERY // 2)]
+    seen: list[int] = []
+    receiver = _while_published(lambda _index: seen.append(client.llen(queue)))
+    try:
+        result = CelerySubmitter(app).submit(batch, token=1, timeout=10.0)
+    finally:
+        after_task_publish.disconnect(receiver)
+
+    assert result.accepted == [d.key for d in batch] and not result.failed
+    # When message i was handed over, the flushes before it had written every earlier batch.
+    assert seen == [(index // FLUSH_EVERY) * FLUSH_EVERY for index in range(len(batch))]
+    ids = [json.loads(raw)["headers"]["id"] for raw in reversed(client.lrange(queue, 0, -1))]
+    assert ids == [d.key for d in batch]
+
+
+def test_a_batch_redis_refuses_counts_as_failed_and_the_batches_before_it_as_accepted(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    """A flush that fails leaves its messages uncertain: they fail with the rest (sent again
+    under their keys after the backoff), and only the batches already written are accepted."""
+    app, client, queue = broker
+    batch = [dispatch(f"cut-{index:03d}") for index in range(FLUSH_EVERY + FLUSH_EVERY // 2)]
+    breaking_at = FLUSH_EVERY + 10
+
+    def each(index: int) -> None:
+        if index == breaking_at:
+            # The queue's key becomes a string: every LPUSH of the next flush is refused.
+            client.delete(queue)
+            client.set(queue, "not a list")
+
+    receiver = _while_published(each)
+    try:
+        result = CelerySubmitter(app).submit(batch, token=1, timeout=10.0)
+    finally:
+        after_task_publish.disconnect(receiver)
+    client.delete(queue)
+
+    assert result.accepted == [d.key for d in batch[:FLUSH_EVERY]]
+    assert list(result.failed) == [d.key for d in batch[FLUSH_EVERY:]]
+    assert not result.rejected, "the broker failed, not the messages"
+    assert "WRONGTYPE" in result.failed[batch[-1].key], "the broker's own error is shown"
