@@ -80,7 +80,7 @@ class CelerySubmitter:
                         else:
                             pending.append(dispatch.key)
                         sent += 1
-                        if len(pending) >= FLUSH_EVERY:
+                        if publishing is None or len(pending) >= FLUSH_EVERY:
                             _flush(producer, publishing, pending, result)
                     _flush(producer, publishing, pending, result)
         except Exception as exc:  # the broker, unreachable or failing: the batch waits
@@ -190,19 +190,21 @@ def _evaluated(funcs: Mapping[str, Any], args: list[Any],
 
 
 def _publish_batch(producer: Any) -> Any:
-    """The producer's publish batch: kombu (5.7 and later) buffers what the transport can
-    pipeline (Redis) and publishes the rest at once, as before; older kombu has none."""
-    batch = getattr(producer, "batch", None)
+    """The producer's publish batch where its transport buffers publishes (Redis, kombu 5.7 and
+    later); elsewhere none (``nullcontext``), and each message is written as it is sent."""
+    if not getattr(producer, "supports_batch_publish", False):
+        return contextlib.nullcontext()
     # Flushed by hand every FLUSH_EVERY messages, never on its own: a message counts as
     # accepted only once the flush that wrote it returned.
-    return contextlib.nullcontext() if batch is None else batch(max_size=_NEVER_ON_ITS_OWN)
+    return producer.batch(max_size=_NEVER_ON_ITS_OWN)
 
 
 _NEVER_ON_ITS_OWN = 1 << 30
 
 
 def _flush(producer: Any, publishing: Any, pending: list[str], result: SubmitResult) -> None:
-    """Write what ``publishing`` holds; on success its messages are accepted."""
+    """Write what ``publishing`` holds; on success its messages are accepted (at once, with no
+    publish batch: the broker already took them)."""
     if publishing is not None and pending:
         try:
             publishing.flush()

@@ -254,3 +254,38 @@ def test_a_batch_redis_refuses_counts_as_failed_and_the_batches_before_it_as_acc
     assert list(result.failed) == [d.key for d in batch[FLUSH_EVERY:]]
     assert not result.rejected, "the broker failed, not the messages"
     assert "WRONGTYPE" in result.failed[batch[-1].key], "the broker's own error is shown"
+
+
+@pytest.mark.parametrize("transport", ["memory", "redis"])
+def test_an_outage_mid_batch_keeps_accepted_exactly_what_the_broker_holds(
+        broker: tuple[Celery, redis.Redis, str], transport: str) -> None:
+    """Where the transport publishes at once (kombu's memory transport, as RabbitMQ's) every
+    message written before the outage is accepted; on Redis, those still held in the publish
+    batch are dropped with it and fail. Either way the accepted keys are those in the queue."""
+    redis_app, client, queue = broker
+    app = redis_app
+    if transport == "memory":
+        app = Celery("submit-memory", broker="memory://", set_as_current=False)
+        app.conf.task_default_queue = queue
+
+    def unreachable() -> int:
+        raise ConnectionResetError("the broker went away")
+
+    batch = [dispatch(f"outage-{index}") for index in range(8)]
+    cut = batch[5]
+    batch[5] = Dispatch(execution=cut.execution, task="app.job",
+                        args=({LAZY_MARKER: "args.0"},), kwargs={}, options={})
+    lazy = {cut.execution.schedule_name: {"args.0": BeatLazyFunc(unreachable)}}
+
+    result = CelerySubmitter(app, lazy=lazy).submit(batch, token=1, timeout=5.0)
+
+    if transport == "memory":
+        with app.connection_for_write() as conn, conn.SimpleQueue(queue) as simple:
+            held = [simple.get(timeout=1).headers["id"] for _ in range(simple.qsize())]
+        app.close()
+    else:
+        held = [json.loads(raw)["headers"]["id"] for raw in reversed(client.lrange(queue, 0, -1))]
+    assert result.accepted == held
+    assert held == ([d.key for d in batch[:5]] if transport == "memory" else [])
+    assert list(result.failed) == [d.key for d in batch if d.key not in held]
+    assert "ConnectionResetError" in result.failed[batch[-1].key]
