@@ -81,8 +81,11 @@ class CelerySubmitter:
                             pending.append(dispatch.key)
                         sent += 1
                         if publishing is None or len(pending) >= FLUSH_EVERY:
-                            _flush(producer, publishing, pending, result)
-                    _flush(producer, publishing, pending, result)
+                            _flush(producer, publishing, pending, result, deadline)
+                    _flush(producer, publishing, pending, result, deadline)
+        except _OutOfTime:
+            # What the publish batch held is dropped unwritten; it waits with the rest.
+            logger.debug("submission ran out of time after %d of %d", sent, len(dispatches))
         except Exception as exc:  # the broker, unreachable or failing: the batch waits
             reason = _described(exc)
             logger.debug("submission stopped after %d of %d: %s", sent, len(dispatches), reason)
@@ -202,10 +205,18 @@ def _publish_batch(producer: Any) -> Any:
 _NEVER_ON_ITS_OWN = 1 << 30
 
 
-def _flush(producer: Any, publishing: Any, pending: list[str], result: SubmitResult) -> None:
+class _OutOfTime(Exception):
+    """The batch's time ran out with messages still held in its publish batch."""
+
+
+def _flush(producer: Any, publishing: Any, pending: list[str], result: SubmitResult,
+           deadline: float) -> None:
     """Write what ``publishing`` holds; on success its messages are accepted (at once, with no
-    publish batch: the broker already took them)."""
+    publish batch: the broker already took them). Past ``deadline`` nothing is written: a
+    leader frozen past its lease must not send, once it wakes, what it held before."""
     if publishing is not None and pending:
+        if time.monotonic() >= deadline:
+            raise _OutOfTime
         try:
             publishing.flush()
         except Exception:

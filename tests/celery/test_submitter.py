@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -289,3 +290,28 @@ def test_an_outage_mid_batch_keeps_accepted_exactly_what_the_broker_holds(
     assert held == ([d.key for d in batch[:5]] if transport == "memory" else [])
     assert list(result.failed) == [d.key for d in batch if d.key not in held]
     assert "ConnectionResetError" in result.failed[batch[-1].key]
+
+
+def test_messages_held_in_a_publish_batch_past_the_deadline_are_dropped_unwritten(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    """A leader frozen while it builds a batch wakes past its lease's deadline: what it held
+    must not reach the broker (the next leader sends those claims), and all of it fails."""
+    app, client, queue = broker
+    timeout = 0.2
+
+    def slow() -> int:
+        time.sleep(timeout * 2)  # the time the batch has runs out while this message is built
+        return 1
+
+    first = dispatch("frozen")
+    first = Dispatch(execution=first.execution, task="app.job", args=({LAZY_MARKER: "args.0"},),
+                     kwargs={}, options={})
+    batch = [first, dispatch("after")]
+
+    result = CelerySubmitter(app, lazy={"frozen": {"args.0": BeatLazyFunc(slow)}}).submit(
+        batch, token=1, timeout=timeout)
+
+    assert client.llen(queue) == 0, "nothing written after the deadline"
+    assert result.accepted == [] and not result.rejected
+    assert list(result.failed) == [d.key for d in batch]
+    assert "deadline" in result.failed[first.key]
