@@ -220,7 +220,8 @@ def apply_event(record: RunRecord, event: RunEvent, now: datetime) -> RunRecord:
       replay (the row already shows this ``run``) changes nothing; a start older than the
       attempt the row shows is counted but changes nothing else.
     * ``retried`` / ``finished`` of the attempt the row shows: the row becomes ``retrying`` or
-      the outcome, with ``finished_at`` = now - age, the runtime and the error (``retrying``
+      the outcome, with ``finished_at`` = now - age (no earlier than the row's
+      ``started_at``), the runtime and the error (``retrying``
       also sets ``heartbeat_at`` to that instant: the wait for the retry to start is bounded
       from there). This also applies to a row marked ``lost``: the report is better evidence.
     * ``retried`` / ``finished`` of another attempt that started in its process
@@ -276,10 +277,15 @@ def _started(record: RunRecord, run: str | None, worker: str, at: datetime,
 
 def _ended(record: RunRecord, state: RunState, at: datetime, event: RunEvent, *,
            heartbeat_at: datetime | None) -> RunRecord:
+    started_at = record.started_at
+    # A start and its end written apart are each placed by their own write's clock, whose
+    # delay after the worker measured the age differs: a quick run could seem to end before it
+    # started. It ends no earlier than it started.
+    finished_at = at if started_at is None or at >= started_at else started_at
     # Built whole rather than with dataclasses.replace: this runs for every report.
     return RunRecord(run_state=state, run_id=record.run_id, worker=record.worker,
-                     run_attempts=record.run_attempts, started_at=record.started_at,
-                     finished_at=at, heartbeat_at=heartbeat_at, runtime=event.runtime,
+                     run_attempts=record.run_attempts, started_at=started_at,
+                     finished_at=finished_at, heartbeat_at=heartbeat_at, runtime=event.runtime,
                      run_error=event.error)
 
 

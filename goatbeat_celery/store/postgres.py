@@ -243,8 +243,9 @@ _RECORD_RUNS = (
                CASE WHEN step = 'end' THEN run_attempts ELSE next_attempt END AS run_attempts,
                CASE step WHEN 'start' THEN at WHEN 'whole' THEN ev_started
                          ELSE started_at END AS started_at,
+               -- An end no earlier than the start the row shows (core.runs._ended).
                CASE step WHEN 'start' THEN NULL WHEN 'count' THEN finished_at
-                         ELSE at END AS finished_at,
+                         WHEN 'end' THEN GREATEST(at, started_at) ELSE at END AS finished_at,
                CASE WHEN step = 'start' THEN now WHEN step = 'count' THEN heartbeat_at
                     WHEN kind = 'retried' THEN at WHEN step = 'whole' THEN now
                     ELSE heartbeat_at END AS heartbeat_at,

@@ -116,6 +116,18 @@ def test_the_end_of_the_attempt_shown_sets_outcome_instant_runtime_and_error(
                                  "run_error": "E: x"})
 
 
+def test_an_end_placed_before_the_start_shown_by_another_writes_clock_ends_at_the_start() -> None:
+    """A quick run's start and end written apart: the end's write placed it 40 us before the
+    start's did (each write's delay after the worker measured the age differs)."""
+    before = running(started_before=0.00004)
+
+    for report in (finished(age=0.0001, runtime=0.00001), retried(age=0.0001)):
+        after = apply_event(before, report, NOW)
+
+        assert after.finished_at == before.started_at, report.kind
+        assert after.run_state is (RunState.SUCCEEDED if report.outcome else RunState.RETRYING)
+
+
 def test_a_replayed_end_leaves_the_same_row() -> None:
     row = apply_events(RunRecord(), [started(age=2), finished(age=1, runtime=1)], NOW)
     again = apply_events(row, [started(age=2), finished(age=1, runtime=1)], NOW)
