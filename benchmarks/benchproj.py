@@ -130,10 +130,10 @@ def _stamp_at_flush(log: _PublishLog) -> None:
         return result
 
     def stamped_flush(self: Any) -> None:
-        flush(self)
-        for name in getattr(local, "held", ()):
+        held, local.held = getattr(local, "held", ()), []
+        flush(self)  # a failed flush wrote nothing to stamp: goatbeat sends it again
+        for name in held:
             log.add(name)
-        local.held = []
 
     def held(name: str) -> bool:
         if not getattr(local, "batched", False):

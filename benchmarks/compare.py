@@ -301,18 +301,18 @@ class Bench:
         submitter flushes them (where the transport has batches, Redis, and kombu 5.7 on): the
         ceiling of the publishing goatbeat does, for its own overhead. Returns the bare loop's
         rate, the ceiling the targets are stated against."""
-        bare = self._publish_loop(count, batched=False)
-        metric = self.report.metric("ceiling", "publish ceiling: bare send_task loop, one "
-                                    "pooled producer", "messages/s", True, "{:,.0f}")
-        metric.add(SUBJECT, bare)
-        metric.notes.update({k: "" for k in self.kinds if k != SUBJECT})
-        batched = self._publish_loop(count, batched=True)
-        metric = self.report.metric("ceiling-batched", "publish ceiling: the same loop in "
-                                    "kombu publish batches", "messages/s", True, "{:,.0f}")
-        metric.add(SUBJECT, batched)
-        metric.notes.update({k: "" for k in self.kinds if k != SUBJECT})
-        log(f"ceiling: {bare:,.0f}/s, in publish batches {batched:,.0f}/s")
-        return bare
+        rates = {}
+        for key, label, batched in (
+                ("ceiling", "bare send_task loop, one pooled producer", False),
+                ("ceiling-batched", "the same loop in kombu publish batches", True)):
+            rates[key] = self._publish_loop(count, batched=batched)
+            metric = self.report.metric(key, f"publish ceiling: {label}", "messages/s", True,
+                                        "{:,.0f}")
+            metric.add(SUBJECT, rates[key])
+            metric.notes.update({k: "" for k in self.kinds if k != SUBJECT})
+        log(f"ceiling: {rates['ceiling']:,.0f}/s, in publish batches "
+            f"{rates['ceiling-batched']:,.0f}/s")
+        return rates["ceiling"]
 
     def _publish_loop(self, count: int, *, batched: bool) -> float:
         from contextlib import nullcontext

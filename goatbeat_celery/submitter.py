@@ -144,6 +144,8 @@ class CelerySubmitter:
 #: (kombu's ``Producer.batch``: a Redis pipeline); each flush is also when they count as
 #: accepted. Small enough that a failed flush leaves little to send again.
 FLUSH_EVERY = 100
+#: The publish batch's own flush threshold, never reached: the submitter flushes by hand.
+_NEVER_ON_ITS_OWN = 1 << 30
 _NO_LAZY: Mapping[str, Any] = {}
 _UNKNOWN = object()
 
@@ -200,9 +202,6 @@ def _publish_batch(producer: Any) -> Any:
     # Flushed by hand every FLUSH_EVERY messages, never on its own: a message counts as
     # accepted only once the flush that wrote it returned.
     return producer.batch(max_size=_NEVER_ON_ITS_OWN)
-
-
-_NEVER_ON_ITS_OWN = 1 << 30
 
 
 class _OutOfTime(Exception):
