@@ -2,7 +2,7 @@
 ``track_runs``, prefork and threads pools, on a real Redis broker and PostgreSQL.
 
     .venv/bin/python benchmarks/tracking.py [--tasks 5000] [--reps 6] [--pools prefork,threads]
-                                            [--profile DIR]
+                                            [--receivers] [--timed 2] [--profile DIR]
 
 Each measurement fills the queue with ``--tasks`` messages sent the way goatbeat sends them
 (task id = idempotency key, goatbeat's headers), each with its ``submitted`` execution row, then
@@ -10,14 +10,18 @@ starts ``celery worker`` on it and, once a tenth of them ran (the steady state),
 of the drain and the CPU time (user + system) the worker's processes used meanwhile (all their
 threads, and the main thread apart, from /proc).
 
-Each rep runs, per pool, one pair of runs back to back, without and with tracking, which goes
-first alternating from rep to rep; the summary gives each figure's median and range, and the
-change from without to with pair by pair (median and range), which a machine whose load drifts
-disturbs least. With tracking it also measures the CPU of tracking's own code (its signal
+Each rep runs, per pool, one set of runs back to back: without tracking and with it as a user
+installs it (and with ``--receivers``, with receivers that do nothing on the two task signals
+tracking uses: what Celery's sending them costs, which no tracker's own code can save); the
+order reverses from rep to rep. The summary gives each figure's median and range, and the change
+from without, set by set (median and range), which a machine whose load drifts disturbs least.
+Those runs carry no instruments in the worker. Then ``--timed`` runs per pool measure, with
+instruments that cost a little themselves, the CPU of tracking's own code (its signal
 handlers, less what timing them costs, and its writer thread; opening the store once per
-process apart), the CPU of the worker's PostgreSQL sessions, counts the statements the worker
-sent (each a round trip: the store writes outside transactions, and the pool's connection check
-is one statement too), and checks that every run was recorded ``succeeded``.
+process apart) and count the statements the worker sent (each a round trip: the store writes
+outside transactions, and the pool's connection check is one statement too). Every run with
+tracking reports the CPU of the worker's PostgreSQL sessions and checks that every run was
+recorded ``succeeded``.
 
 ``--profile DIR`` attaches py-spy (``pip install py-spy``) to each run's worker over the timed
 part and writes its samples as collapsed stacks, one file per run; the timed figures of such a
@@ -56,11 +60,18 @@ TASK = "bench.track.noop"
 QUEUE = "bench-tracking"
 DATABASE = "goatbeat_bench_tracking"
 STATS_KEY = "bench-tracking-stats"
+#: What a run's worker does: ``off``, no tracking; ``receivers``, a receiver that does nothing
+#: on task_prerun and task_postrun (what Celery's sending them costs); ``on``, ``track_runs``
+#: as a user installs it; ``timed``, the same with its handlers and writer thread timed and its
+#: statements counted (for the breakdown; the timing is not free, so throughput is compared
+#: between ``off`` and ``on``).
+MODES = ("off", "receivers", "on", "timed")
 
 # -- the worker's side ------------------------------------------------------------------------
 if os.environ.get("BENCH_TRACK_BROKER_URL"):
     import redis
     from celery import Celery
+    from celery import signals as signals_module
     from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 
     app = Celery("bench_tracking", broker=os.environ["BENCH_TRACK_BROKER_URL"])
@@ -95,6 +106,9 @@ if os.environ.get("BENCH_TRACK_BROKER_URL"):
 
     # No task signal receivers of the benchmark's own: without tracking, Celery then sends no
     # task_prerun or task_postrun at all, and what sending them costs is counted as tracking's.
+    def _nothing(**_: Any) -> None:
+        """A receiver that does nothing (mode ``receivers``)."""
+
     _statements = [0]
     #: CPU seconds this process spent in tracking's signal handlers, on the tasks' threads
     #: (less what timing them costs), and in its writer thread's whole life.
@@ -113,7 +127,17 @@ if os.environ.get("BENCH_TRACK_BROKER_URL"):
             time.thread_time()
         return 2 * (time.thread_time() - began) / 2001
 
-    if os.environ.get("BENCH_TRACK_ON") == "1":
+    _mode = os.environ.get("BENCH_TRACK_MODE", "off")
+    if _mode == "receivers":
+        # What Celery's sending task_prerun and task_postrun costs once anything receives
+        # them: a part of tracking's cost that no receiver's own code can save.
+        signals_module.task_prerun.connect(_nothing, weak=False)
+        signals_module.task_postrun.connect(_nothing, weak=False)
+    if _mode == "on":
+        from goatbeat_celery import track_runs
+
+        track_runs(app)
+    if _mode == "timed":
         import psycopg
 
         import goatbeat_celery.tracking as tracking_module
@@ -314,13 +338,13 @@ class Bench:
         assert self.redis.llen(QUEUE) == count
         return keys
 
-    def _spy(self, pid: int, pool: str, tracking: bool) -> subprocess.Popen[bytes] | None:
+    def _spy(self, pid: int, pool: str, mode: str) -> subprocess.Popen[bytes] | None:
         """With ``--profile``: py-spy sampling the worker (and its pool processes) over the
         timed part, as collapsed stacks (one file per run; the timed figures of such a run
         include py-spy's sampling and mean nothing)."""
         if self.profile is None:
             return None
-        out = self.profile / f"{pool}-{'on' if tracking else 'off'}-{self.round}.txt"
+        out = self.profile / f"{pool}-{mode}-{self.round}.txt"
         spy = subprocess.Popen(
             [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid),
              "--subprocesses", "--threads", "--nonblocking", "--rate", "200", "--format", "raw",
@@ -329,16 +353,18 @@ class Bench:
         time.sleep(0.5)  # attached
         return spy
 
-    def run(self, *, pool: str, concurrency: int, tracking: bool, count: int) -> dict[str, float]:
+    def run(self, *, pool: str, concurrency: int, mode: str, count: int) -> dict[str, float]:
+        """One run in ``mode`` (see MODES)."""
         import sqlalchemy as sa
 
+        tracking = mode in ("on", "timed")
         self.fill(count)
         env = {**os.environ, "BENCH_TRACK_BROKER_URL": self.redis_url,
                "BENCH_TRACK_DATABASE_URL": self.database_url,
-               "BENCH_TRACK_ON": "1" if tracking else "0",
+               "BENCH_TRACK_MODE": mode,
                "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT),
                                               os.environ.get("PYTHONPATH", "")])}
-        log = (self.workdir / f"worker-{pool}-{int(tracking)}-{self.round}.log").open("wb")
+        log = (self.workdir / f"worker-{pool}-{mode}-{self.round}.log").open("wb")
         worker = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "tracking", "worker", "--pool", pool,
              "--concurrency", str(concurrency), "-Q", QUEUE, "--without-heartbeat",
@@ -354,7 +380,7 @@ class Bench:
                 if time.monotonic() > deadline or worker.poll() is not None:
                     raise RuntimeError(f"the worker did not start (see {log.name})")
                 time.sleep(0.005)
-            spy = self._spy(worker.pid, pool, tracking)
+            spy = self._spy(worker.pid, pool, mode)
             cpu_before = cpu_seconds(worker.pid)
             threads_before = thread_cpu(worker.pid)
             timed_from, left = time.monotonic(), self.redis.llen(QUEUE)
@@ -382,7 +408,7 @@ class Bench:
                    # threads are the pool's, and tracking's writer).
                    "main_cpu_per_task": (threads_after.get(worker.pid, 0.0)
                                          - threads_before.get(worker.pid, 0.0)) / left}
-        if tracking:
+        if mode == "timed":
             figures["statements_per_task"] = sum(s["statements"] for s in stats) / count
             opening = sum(s["opening_cpu"] for s in stats)
             # The writer thread's life includes opening the store: counted once, apart.
@@ -392,6 +418,7 @@ class Bench:
             figures["tracking_cpu_per_task"] = (figures["handler_cpu_per_task"]
                                                 + figures["writer_cpu_per_task"])
             figures["opening_cpu_per_process"] = opening / len(stats)
+        if tracking:
             with self.engine.connect() as connection:
                 recorded = connection.execute(sa.text(
                     "SELECT count(*) FROM goatbeat_execution WHERE run_state = 'succeeded' "
@@ -415,81 +442,101 @@ def _change(pairs: Sequence[tuple[float, float]]) -> str:
             f"({min(changes):+.1f}% to {max(changes):+.1f}%)")
 
 
+def _line(rep: str, pool: str, mode: str, figures: dict[str, float]) -> str:
+    """One run's figures, as printed as it ends."""
+    line = (f"{rep} {pool:8s} {mode:9s} {figures['rate']:6.0f} tasks/s, worker CPU "
+            f"{1e6 * figures['cpu_per_task']:5.0f} us/task (main thread "
+            f"{1e6 * figures['main_cpu_per_task']:4.0f}; garbage collection "
+            f"{1e6 * figures['gc_cpu_per_task']:3.0f}, {figures['gc_full_per_1000']:.1f} full "
+            "per 1000 tasks)")
+    if mode == "timed":
+        line += (f", tracking's own {1e6 * figures['tracking_cpu_per_task']:3.0f} us/task "
+                 f"(handlers {1e6 * figures['handler_cpu_per_task']:3.0f}, writer "
+                 f"{1e6 * figures['writer_cpu_per_task']:3.0f}) (+ "
+                 f"{1e3 * figures['opening_cpu_per_process']:.0f} ms once per process to open "
+                 f"the store), {figures['statements_per_task']:.3f} statements/task")
+    if "recorded" in figures:
+        line += f", {figures['recorded']:.0%} recorded"
+    return line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import tempfile
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=5000)
     parser.add_argument("--reps", type=int, default=6,
-                        help="pairs of runs (without, with) per pool")
+                        help="sets of runs (without, with tracking) per pool")
     parser.add_argument("--pools", default="prefork,threads")
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--receivers", action="store_true",
+                        help="add to each set a run with receivers that do nothing: what "
+                             "Celery's sending the two task signals costs")
+    parser.add_argument("--timed", type=int, default=2,
+                        help="runs per pool, after the sets, with tracking's own code timed")
     parser.add_argument("--profile", type=Path, default=None,
                         help="write py-spy's samples of each run's worker to this directory")
     args = parser.parse_args(argv)
     redis_url = os.environ.get("GOATBEAT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
     pools = args.pools.split(",")
-    results: dict[tuple[str, bool], list[dict[str, float]]] = {}
+    modes = ["off", "receivers", "on"] if args.receivers else ["off", "on"]
+    results: dict[tuple[str, str], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as workdir:
         if args.profile is not None:
             args.profile.mkdir(parents=True, exist_ok=True)
         bench = Bench(redis_url, _pg_url(), Path(workdir), args.profile)
         try:
-            for rep in range(args.reps):
-                for pool in pools:
-                    # Each rep is one pair of adjacent runs per pool, compared with each other;
-                    # which goes first alternates (without-with, then with-without: ABBA), so
-                    # that a machine getting busier or quieter favours neither.
-                    order = (False, True) if rep % 2 == 0 else (True, False)
-                    for tracking in order:
-                        figures = bench.run(pool=pool, concurrency=args.concurrency,
-                                            tracking=tracking, count=args.tasks)
-                        results.setdefault((pool, tracking), []).append(figures)
-                        print(f"rep {rep + 1} {pool:8s} tracking={'on ' if tracking else 'off'}"
-                              f" {figures['rate']:6.0f} tasks/s, worker CPU "
-                              f"{1e6 * figures['cpu_per_task']:5.0f} us/task (main thread "
-                              f"{1e6 * figures['main_cpu_per_task']:4.0f}; garbage "
-                              f"collection {1e6 * figures['gc_cpu_per_task']:3.0f}, "
-                              f"{figures['gc_full_per_1000']:.1f} full per 1000 tasks)"
-                              + (f", tracking's own "
-                                 f"{1e6 * figures['tracking_cpu_per_task']:3.0f} us/task "
-                                 f"(handlers {1e6 * figures['handler_cpu_per_task']:3.0f}, "
-                                 f"writer {1e6 * figures['writer_cpu_per_task']:3.0f}) "
-                                 f"(+ {1e3 * figures['opening_cpu_per_process']:.0f} ms once "
-                                 "per process to open the store), "
-                                 f"{figures['statements_per_task']:.3f} statements/task, "
-                                 f"{figures['recorded']:.0%} recorded" if tracking else ""),
-                              flush=True)
+            runs = [(f"rep {rep + 1}", pool, mode) for rep in range(args.reps)
+                    for pool in pools
+                    # Each rep is one set of adjacent runs per pool, compared with each other;
+                    # the order reverses from rep to rep (ABBA), so that a machine getting
+                    # busier or quieter favours none.
+                    for mode in (modes if rep % 2 == 0 else modes[::-1])]
+            runs += [(f"timed {index + 1}", pool, "timed") for index in range(args.timed)
+                     for pool in pools]
+            for label, pool, mode in runs:
+                figures = bench.run(pool=pool, concurrency=args.concurrency, mode=mode,
+                                    count=args.tasks)
+                results.setdefault((pool, mode), []).append(figures)
+                print(_line(label, pool, mode, figures), flush=True)
         finally:
             bench.close()
     print(f"\n{args.tasks} no-op tasks per run, concurrency {args.concurrency}, {args.reps} "
-          "pairs of runs per pool; median (min-max), changes pair by pair:")
+          "sets of runs per pool; median (min-max), changes set by set:")
     for pool in pools:
-        off, on = results[(pool, False)], results[(pool, True)]
+        off = results[(pool, "off")]
 
-        def both(name: str, scale: float = 1.0, digits: int = 0,
-                 off: list[dict[str, float]] = off, on: list[dict[str, float]] = on) -> str:
+        def both(name: str, mode: str, scale: float = 1.0, digits: int = 0,
+                 off: list[dict[str, float]] = off, pool: str = pool) -> str:
+            other = results[(pool, mode)]
             return (f"without {_spread([f[name] for f in off], scale, digits)}, "
-                    f"with {_spread([f[name] for f in on], scale, digits)}; change "
-                    + _change([(a[name], b[name]) for a, b in zip(off, on, strict=True)]))
+                    f"{mode} {_spread([f[name] for f in other], scale, digits)}; change "
+                    + _change([(a[name], b[name]) for a, b in zip(off, other, strict=True)]))
 
-        own = [f["tracking_cpu_per_task"] for f in on]
-        own_share = [100 * f["tracking_cpu_per_task"] / g["cpu_per_task"]
-                     for f, g in zip(on, off, strict=True)]
-        print(f"  {pool}:\n"
-              f"    throughput (tasks/s)       {both('rate')}\n"
-              f"    worker CPU (us/task)       {both('cpu_per_task', 1e6)}\n"
-              f"    of which main thread       {both('main_cpu_per_task', 1e6)}\n"
-              f"    garbage collection         without "
+        print(f"  {pool}:")
+        for mode in modes[1:]:
+            print(f"    throughput (tasks/s)       {both('rate', mode)}\n"
+                  f"    worker CPU (us/task)       {both('cpu_per_task', mode, 1e6)}\n"
+                  f"    of which main thread       {both('main_cpu_per_task', mode, 1e6)}")
+        on = results[(pool, "on")]
+        print(f"    garbage collection         without "
               f"{_spread([f['gc_cpu_per_task'] for f in off], 1e6, 1)}, with "
               f"{_spread([f['gc_cpu_per_task'] for f in on], 1e6, 1)} us/task\n"
-              f"    tracking's code (us/task)  {_spread(own, 1e6)} = "
-              f"{_spread(own_share, digits=1)}% of the worker's CPU without tracking, plus "
-              f"{_spread([f['opening_cpu_per_process'] for f in on], 1e3)} ms once per "
-              "process to open the store\n"
               f"    database                   "
-              f"{_spread([f['db_cpu_per_task'] for f in on], 1e6)} us/task of session CPU, "
-              f"{_spread([f['statements_per_task'] for f in on], digits=3)} round trips/task")
+              f"{_spread([f['db_cpu_per_task'] for f in on], 1e6)} us/task of session CPU")
+        timed = results.get((pool, "timed"))
+        if timed:
+            own = [f["tracking_cpu_per_task"] for f in timed]
+            base = statistics.median(f["cpu_per_task"] for f in off)
+            print(f"    tracking's code (us/task)  {_spread(own, 1e6)} = "
+                  f"{_spread([100 * value / base for value in own], digits=1)}% of the "
+                  f"worker's CPU without tracking (handlers "
+                  f"{_spread([f['handler_cpu_per_task'] for f in timed], 1e6)}, writer "
+                  f"{_spread([f['writer_cpu_per_task'] for f in timed], 1e6)}), plus "
+                  f"{_spread([f['opening_cpu_per_process'] for f in timed], 1e3)} ms once per "
+                  "process to open the store\n"
+                  f"    round trips                "
+                  f"{_spread([f['statements_per_task'] for f in timed], digits=3)} per task")
     return 0
 
 
