@@ -70,8 +70,37 @@ class Process:
                 self.popen.kill()
         return self.popen.wait(timeout)
 
+    def kill_tree(self) -> None:
+        """SIGKILL the process and every process under it at once (a prefork worker's pool
+        processes), as when its host dies."""
+        for pid in [self.pid, *descendants(self.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.popen.wait(10)
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under ``pid``, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 @dataclass

@@ -62,9 +62,16 @@ def start(cluster: Cluster, name: str, args: list[str]) -> Process:
     return process
 
 
-def start_worker(cluster: Cluster, name: str = "worker") -> Process:
+@pytest.fixture(params=["prefork", "threads"])
+def pool(request: pytest.FixtureRequest) -> str:
+    """The worker's pool: tracking runs in the pool processes under prefork, on the worker's
+    own threads under threads."""
+    return str(request.param)
+
+
+def start_worker(cluster: Cluster, pool: str, name: str = "worker") -> Process:
     return start(cluster, name, [
-        "worker", "--pool", "threads", "--concurrency", "4", "-Q", cluster.queue,
+        "worker", "--pool", pool, "--concurrency", "4", "-Q", cluster.queue,
         "-n", f"{name}-{cluster.run_id}@%h", "--without-heartbeat", "--without-gossip",
         "--without-mingle", "--loglevel", "INFO"])
 
@@ -119,10 +126,11 @@ def assert_bodies_never_overlapped(cluster: Cluster, label: str) -> int:
 
 
 # -- overlap ---------------------------------------------------------------------------------
-def test_skip_never_overlaps_a_slow_task_and_records_what_it_skipped(cluster: Cluster) -> None:
+def test_skip_never_overlaps_a_slow_task_and_records_what_it_skipped(cluster: Cluster,
+                                                                    pool: str) -> None:
     write_config(cluster, {"slow": {"every": 1, "task": "trackproj.work",
                                     "args": ["slow", 2.5], "goatbeat": {"overlap": "skip"}}})
-    start_worker(cluster)
+    start_worker(cluster, pool)
     start_beat(cluster)
 
     # Three runs of 2.5 s, each followed by up to SETTLE_BOUND before the next is claimed.
@@ -145,10 +153,10 @@ def test_skip_never_overlaps_a_slow_task_and_records_what_it_skipped(cluster: Cl
 
 
 def test_buffer_one_holds_exactly_one_and_sends_it_when_the_previous_run_ends(
-        cluster: Cluster) -> None:
+        cluster: Cluster, pool: str) -> None:
     write_config(cluster, {"slow": {"every": 1, "task": "trackproj.work",
                                     "args": ["slow", 2.5], "goatbeat": {"overlap": "buffer_one"}}})
-    start_worker(cluster)
+    start_worker(cluster, pool)
     start_beat(cluster)
 
     most_held = 0
@@ -177,25 +185,20 @@ def test_buffer_one_holds_exactly_one_and_sends_it_when_the_previous_run_ends(
 
 
 # -- a worker killed mid-run -------------------------------------------------------------------
-def kill(process: Process) -> None:
-    process.popen.kill()
-    process.popen.wait(10)
-
-
 @pytest.mark.parametrize("goatbeat", [{"overlap": "skip"}, {"mode": "fixed_delay"}],
                          ids=["skip", "fixed_delay"])
 def test_a_run_whose_worker_is_killed_is_lost_and_the_schedule_goes_on(
-        cluster: Cluster, goatbeat: dict[str, str], report: Any) -> None:
+        cluster: Cluster, goatbeat: dict[str, str], pool: str, report: Any) -> None:
     write_config(cluster, {"long": {"every": 2, "task": "trackproj.work",
                                     "args": ["long", 600], "goatbeat": goatbeat}})
-    worker = start_worker(cluster)
+    worker = start_worker(cluster, pool)
     start_beat(cluster)
     (first,) = wait_until(lambda: rows(cluster, "run_state = 'running'"),
                           timeout=2 + SETTLE_BOUND + MARGIN + 2 * HEARTBEAT,
                           what="a run running")
-    start_worker(cluster, "second")  # the schedule's next run needs a worker
+    start_worker(cluster, pool, "second")  # the schedule's next run needs a worker
     killed_at = cluster.db_now()
-    kill(worker)
+    worker.kill_tree()
 
     (lost,) = wait_until(lambda: rows(cluster, "key = :key AND run_state = 'lost'",
                                       key=first["key"]),
@@ -210,7 +213,7 @@ def test_a_run_whose_worker_is_killed_is_lost_and_the_schedule_goes_on(
     # The next grid point (2 s) or the delay after the verdict (2 s), claimed at a tick.
     (following, *_) = wait_until(next_run, timeout=2 + SETTLE_BOUND + MARGIN,
                                  what="the schedule's next run")
-    report(policy=next(iter(goatbeat.values())), lost_after_kill=f"{took:.2f}s")
+    report(policy=next(iter(goatbeat.values())), pool=pool, lost_after_kill=f"{took:.2f}s")
     if goatbeat.get("mode") == "fixed_delay":
         # Due one delay after the run's end, which the verdict set.
         assert following["due_at"] == lost["finished_at"] + timedelta(seconds=2)
@@ -220,11 +223,12 @@ def test_a_run_whose_worker_is_killed_is_lost_and_the_schedule_goes_on(
 
 
 # -- failures ----------------------------------------------------------------------------------
-def test_a_task_failing_n_times_in_a_row_pauses_its_schedule(cluster: Cluster) -> None:
+def test_a_task_failing_n_times_in_a_row_pauses_its_schedule(cluster: Cluster,
+                                                            pool: str) -> None:
     write_config(cluster, {"bad": {"every": 1, "task": "trackproj.work",
                                    "args": ["bad", 0, True],
                                    "goatbeat": {"pause_after_failures": 3}}})
-    start_worker(cluster)
+    start_worker(cluster, pool)
     beat = start_beat(cluster)
 
     # Three runs a second apart, then the third's end applied within the settle bound.
@@ -242,11 +246,12 @@ def test_a_task_failing_n_times_in_a_row_pauses_its_schedule(cluster: Cluster) -
     assert "schedule 'bad' paused itself: paused after 3 failed runs" in beat.log()
 
 
-def test_a_failure_backs_off_and_a_success_resets_the_backoff(cluster: Cluster) -> None:
+def test_a_failure_backs_off_and_a_success_resets_the_backoff(cluster: Cluster,
+                                                             pool: str) -> None:
     write_config(cluster, {"flaky": {"every": 1, "task": "policyproj.flaky",
                                      "args": ["flaky", 2],
                                      "goatbeat": {"failure_backoff": 2}}})
-    start_worker(cluster)
+    start_worker(cluster, pool)
     start_beat(cluster)
 
     # Fails, 2 s pause; fails, 4 s pause; succeeds; then on the grid again.

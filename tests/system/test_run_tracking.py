@@ -96,35 +96,6 @@ def start_beat(cluster: Cluster) -> Process:
     return beat
 
 
-def descendants(pid: int) -> list[int]:
-    """The processes under ``pid`` (a prefork worker's pool processes), from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def kill_worker(worker: Process) -> None:
-    """SIGKILL a worker and all its pool processes at once, as when its host dies."""
-    for pid in [worker.pid, *descendants(worker.pid)]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    worker.popen.wait(10)
-
-
 RUN_COLUMNS = ("key, schedule_name, state, claimed_at, submitted_at, due_at, run_state, "
                "run_id, worker, run_attempts, started_at, finished_at, heartbeat_at, "
                "runtime, run_error")
@@ -216,7 +187,7 @@ def test_a_run_whose_worker_is_killed_is_marked_lost_within_the_documented_bound
                          what="the run to be running with heartbeats")
 
     killed_at = cluster.db_now()
-    kill_worker(worker)
+    worker.kill_tree()
 
     def lost() -> dict[str, Any] | None:
         (row,) = runs(cluster, "key = :key", key=key)
