@@ -25,8 +25,8 @@ recorded ``succeeded``.
 
 ``--profile DIR`` attaches py-spy (``pip install py-spy``) to each run's worker over the timed
 part and writes its samples as collapsed stacks, one file per run; the timed figures of such a
-run include the sampling. ``BENCH_TRACK_NO_WRITES=1`` in the environment holds every event in
-memory until the worker stops, to tell the handlers' cost from the writer's.
+run include the sampling. ``BENCH_TRACK_NO_WRITES=1`` in the environment holds, in the timed
+runs, every event in memory until the worker stops, to tell the handlers' cost from the writer's.
 
 It needs Redis (``GOATBEAT_BENCH_REDIS_URL``, default redis://127.0.0.1:6379/13, flushed) and
 PostgreSQL (``GOATBEAT_BENCH_PG_URL``, else ``GOATBEAT_TEST_PG_URL``; a database
@@ -60,12 +60,6 @@ TASK = "bench.track.noop"
 QUEUE = "bench-tracking"
 DATABASE = "goatbeat_bench_tracking"
 STATS_KEY = "bench-tracking-stats"
-#: What a run's worker does: ``off``, no tracking; ``receivers``, a receiver that does nothing
-#: on task_prerun and task_postrun (what Celery's sending them costs); ``on``, ``track_runs``
-#: as a user installs it; ``timed``, the same with its handlers and writer thread timed and its
-#: statements counted (for the breakdown; the timing is not free, so throughput is compared
-#: between ``off`` and ``on``).
-MODES = ("off", "receivers", "on", "timed")
 
 # -- the worker's side ------------------------------------------------------------------------
 if os.environ.get("BENCH_TRACK_BROKER_URL"):
@@ -104,8 +98,8 @@ if os.environ.get("BENCH_TRACK_BROKER_URL"):
         """Nothing: what is measured is what the worker does around it."""
         _tasks[0] += 1
 
-    # No task signal receivers of the benchmark's own: without tracking, Celery then sends no
-    # task_prerun or task_postrun at all, and what sending them costs is counted as tracking's.
+    # Outside mode ``receivers`` the benchmark connects no task signal receivers of its own:
+    # without tracking, Celery then sends no task_prerun or task_postrun at all.
     def _nothing(**_: Any) -> None:
         """A receiver that does nothing (mode ``receivers``)."""
 
@@ -354,7 +348,11 @@ class Bench:
         return spy
 
     def run(self, *, pool: str, concurrency: int, mode: str, count: int) -> dict[str, float]:
-        """One run in ``mode`` (see MODES)."""
+        """One run whose worker runs in ``mode``: ``off``, no tracking; ``receivers``, a
+        receiver that does nothing on task_prerun and task_postrun (what Celery's sending them
+        costs); ``on``, ``track_runs`` as a user installs it; ``timed``, the same with its
+        handlers and writer thread timed and its statements counted (for the breakdown; the
+        timing is not free, so throughput is compared between ``off`` and ``on``)."""
         import sqlalchemy as sa
 
         tracking = mode in ("on", "timed")
