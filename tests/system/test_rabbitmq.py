@@ -298,15 +298,25 @@ def test_rabbitmq_killed_mid_dispatch_keeps_what_it_confirmed_and_gets_the_rest_
     by_key = {o.key: o for o in outcome.occurrences}
     recovery = backlog_arrived(outcome, up_at) - up_at
     duplicates = assert_sound_over_a_broker_fault(outcome, killed_at)
-    arrived_after_restart = sum(1 for key in at_kill
-                                if any(t >= up_at for t in by_key[key].arrivals))
-    survived = sum(1 for key in confirmed_queued if any(t >= up_at for t in by_key[key].arrivals))
+    # What the new node delivered is told apart from the dead one's by ``restarting_at``: the
+    # old node was reaped before it, and the new one could deliver nothing before it was
+    # launched. ``up_at`` will not do: it is when the test's poll first saw the port open, and
+    # the worker can reconnect and run deliveries within that poll's lag. What the dead node had
+    # already pushed into the worker's socket runs right after SIGCONT, 5 s before the restart.
+    after_restart = {key: [t for t in by_key[key].arrivals if t >= restarting_at]
+                     for key in at_kill}
+    arrived_after_restart = sum(1 for times in after_restart.values() if times)
+    survived = sum(1 for key in confirmed_queued if after_restart[key])
+    first_after_restart = min((min(times) for times in after_restart.values() if times),
+                              default=float("nan"))
     resent_in_flight = sum(1 for key in in_flight if by_key[key].attempts > 1)
     report(outage=seconds(up_at - killed_at), start_took=seconds(started_at - restarting_at),
            claimed_before_kill=len(at_kill), confirmed_queued_at_kill=len(confirmed_queued),
            unconfirmed_at_kill=len(in_flight), of_them_resent=resent_in_flight,
            claimed_during=len(during), confirmed_survived=survived,
-           arrived_after_restart=arrived_after_restart, recovered_in=seconds(recovery),
+           arrived_after_restart=arrived_after_restart,
+           first_arrival_after_port_seen=seconds(first_after_restart - up_at),
+           recovered_in=seconds(recovery),
            recovery_bound=seconds(bound), **outcome.counts(), **duplicates)
     # The worker was frozen for 3 s: about 60 confirmed messages sat in RabbitMQ.
     assert len(confirmed_queued) >= 2 * SCHEDULES, "no backlog in RabbitMQ when it was killed"
