@@ -78,11 +78,28 @@ def recovery_bound(outage: float) -> float:
     return max(worker_reconnect_wait(outage), RETRY_BACKOFF_MAX) + RECOVERY_MARGIN
 
 
-def delivered_all(cluster: Cluster, before: float) -> bool:
-    """Every execution due before ``before`` (epoch seconds) reached the worker."""
+def undelivered(cluster: Cluster, before: float) -> list[dict[str, Any]]:
+    """The executions due before ``before`` (epoch seconds) that have not reached the worker."""
     delivered = {r["id"] for r in cluster.records()}
-    return all(row["key"] in delivered for row in cluster.executions()
-               if row["due_at"].timestamp() <= before)
+    return [row for row in cluster.executions()
+            if row["due_at"].timestamp() <= before and row["key"] not in delivered]
+
+
+def wait_for_backlog(cluster: Cluster, rabbitmq: PrivateRabbitMQ, before: float,
+                     timeout: float) -> None:
+    """Wait until every execution due before ``before`` reached the worker; on a timeout, say
+    which did not, in what state, and what RabbitMQ's queues hold."""
+    try:
+        wait_until(lambda: not undelivered(cluster, before), timeout=timeout,
+                   what="the backlog to reach the worker", interval=0.25)
+    except AssertionError as exc:
+        missing = undelivered(cluster, before)
+        rows = [(row["key"], row["state"], row["attempts"], row["submitted_at"])
+                for row in missing[:10]]
+        queues = rabbitmq.ctl("list_queues", "-p", "0", "name", "messages_ready",
+                              "messages_unacknowledged", "consumers")
+        raise AssertionError(f"{exc}: {len(missing)} not delivered, {rows}; queues: "
+                             f"{queues.stdout}{queues.stderr}") from None
 
 
 def backlog_arrived(outcome: Outcome, before: float) -> float:
@@ -227,8 +244,7 @@ def test_rabbitmq_stopped_mid_dispatch_loses_nothing_and_the_claims_are_resent_u
     up_at = private_rabbitmq.answering_since  # AMQP port open again
 
     bound = recovery_bound(up_at - stopping_at)
-    wait_until(lambda: delivered_all(cluster, up_at), timeout=bound + 30,
-               what="the backlog to reach the worker", interval=0.25)
+    wait_for_backlog(cluster, private_rabbitmq, up_at, timeout=bound + 30)
     run_for(3)
     assert_alive(worker, *replicas)
     outcome = finish(cluster, replicas)
@@ -289,8 +305,7 @@ def test_rabbitmq_killed_mid_dispatch_keeps_what_it_confirmed_and_gets_the_rest_
     up_at = private_rabbitmq.answering_since  # AMQP port open again
 
     bound = recovery_bound(up_at - killed_at)
-    wait_until(lambda: delivered_all(cluster, up_at), timeout=bound + 30,
-               what="the backlog to reach the worker", interval=0.25)
+    wait_for_backlog(cluster, private_rabbitmq, up_at, timeout=bound + 30)
     run_for(3)
     assert_alive(worker, *replicas)
     outcome = finish(cluster, replicas)
