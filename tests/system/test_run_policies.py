@@ -246,9 +246,16 @@ def test_a_task_failing_n_times_in_a_row_pauses_its_schedule(cluster: Cluster,
     assert "schedule 'bad' paused itself: paused after 3 failed runs" in beat.log()
 
 
+FLAKY_EVERY = 3
+
+
 def test_a_failure_backs_off_and_a_success_resets_the_backoff(cluster: Cluster,
                                                              pool: str) -> None:
-    write_config(cluster, {"flaky": {"every": 1, "task": "policyproj.flaky",
+    # A grid of 3 s: a failure is known once its report is written (up to the writer's 0.5 s
+    # flush after the run ends), and the next grid point must come after that for the backoff
+    # to apply to it. At 1 s, a run ending 0.65 s into its second on a busy machine was not
+    # known to have failed when the next point was claimed.
+    write_config(cluster, {"flaky": {"every": FLAKY_EVERY, "task": "policyproj.flaky",
                                      "args": ["flaky", 2],
                                      "goatbeat": {"failure_backoff": 2}}})
     start_worker(cluster, pool)
@@ -257,13 +264,13 @@ def test_a_failure_backs_off_and_a_success_resets_the_backoff(cluster: Cluster,
     # Fails, 2 s pause; fails, 4 s pause; succeeds; then on the grid again.
     found = wait_until(lambda: (found := rows(cluster, "run_state IS NOT NULL")) and
                        len(found) >= 4 and found,
-                       timeout=2 + 4 + 3 + 4 * (SETTLE_BOUND + 1) + 2 * MARGIN,
+                       timeout=2 + 4 + 4 * (FLAKY_EVERY + SETTLE_BOUND + 1) + 2 * MARGIN,
                        what="four runs")
     first, second, third, fourth = found[:4]
     assert [r["run_state"] for r in (first, second, third)] == ["failed", "failed", "succeeded"]
     assert second["due_at"] >= first["finished_at"] + timedelta(seconds=2), (first, second)
     assert third["due_at"] >= second["finished_at"] + timedelta(seconds=4), (second, third)
     # The success reset the backoff: the next grid point, one interval after the third.
-    assert fourth["due_at"] == third["due_at"] + timedelta(seconds=1), (third, fourth)
+    assert fourth["due_at"] == third["due_at"] + timedelta(seconds=FLAKY_EVERY), (third, fourth)
     wait_until(lambda: (row := stored(cluster, "flaky")) and row["consecutive_failures"] == 0,
                timeout=SETTLE_BOUND + MARGIN, what="the failures in a row reset")
