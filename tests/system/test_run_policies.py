@@ -29,6 +29,9 @@ HEARTBEAT = 1.0
 LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
 START_TIMEOUT = 30.0
 MAX_INTERVAL = 1.0
+#: Starting a worker (imports of Celery, SQLAlchemy, psycopg; pool processes; tracking) takes
+#: 2-5 s here; six times that on a busy two-core machine before calling it stuck.
+WORKER_STARTUP = 30.0
 SETTINGS = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": MAX_INTERVAL,
             "heartbeat_interval": HEARTBEAT, "run_lost_after": LOST_AFTER,
             "run_start_timeout": START_TIMEOUT}
@@ -70,10 +73,21 @@ def pool(request: pytest.FixtureRequest) -> str:
 
 
 def start_worker(cluster: Cluster, pool: str, name: str = "worker") -> Process:
-    return start(cluster, name, [
+    """Start a worker and wait until it consumes: a scenario's first bound starts when beat
+    sends, and a prefork worker still booting on a busy machine would run late, or run a
+    backlog of occurrences at once."""
+    node = f"{name}-{cluster.run_id}@"
+    worker = start(cluster, name, [
         "worker", "--pool", pool, "--concurrency", "4", "-Q", cluster.queue,
-        "-n", f"{name}-{cluster.run_id}@%h", "--without-heartbeat", "--without-gossip",
+        "-n", f"{node}%h", "--without-heartbeat", "--without-gossip",
         "--without-mingle", "--loglevel", "INFO"])
+
+    def ready() -> bool:
+        assert worker.alive(), f"worker {name} died:\n{worker.log()[-3000:]}"
+        return any(member.decode().startswith(node)
+                   for member in cluster.redis.smembers(f"{cluster.record_key}:ready"))
+    wait_until(ready, timeout=WORKER_STARTUP, what=f"worker {name} to consume")
+    return worker
 
 
 def start_beat(cluster: Cluster) -> Process:
@@ -251,8 +265,8 @@ FLAKY_EVERY = 3
 
 def test_a_failure_backs_off_and_a_success_resets_the_backoff(cluster: Cluster,
                                                              pool: str) -> None:
-    # A grid of 3 s: a failure is known once its report is written (up to the writer's 0.5 s
-    # flush after the run ends), and the next grid point must come after that for the backoff
+    # A grid of 3 s: a failure is known once its report is written (up to the writer's flush
+    # interval after the run ends), and the next grid point must come after that for the backoff
     # to apply to it. At 1 s, a run ending 0.65 s into its second on a busy machine was not
     # known to have failed when the next point was claimed.
     write_config(cluster, {"flaky": {"every": FLAKY_EVERY, "task": "policyproj.flaky",
