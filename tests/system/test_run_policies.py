@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.system.harness import Cluster, Process, wait_until
+from tests.system.test_fidelity import STARTUP, assert_alive
 
 pytestmark = pytest.mark.system
 
@@ -29,9 +30,6 @@ HEARTBEAT = 1.0
 LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
 START_TIMEOUT = 30.0
 MAX_INTERVAL = 1.0
-#: Starting a worker (imports of Celery, SQLAlchemy, psycopg; pool processes; tracking) takes
-#: 2-5 s here; six times that on a busy two-core machine before calling it stuck.
-WORKER_STARTUP = 30.0
 SETTINGS = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": MAX_INTERVAL,
             "heartbeat_interval": HEARTBEAT, "run_lost_after": LOST_AFTER,
             "run_start_timeout": START_TIMEOUT}
@@ -44,6 +42,9 @@ MARGIN = 2.0
 #: Once the worker is silent, its run is lost after lost_after; the leader looks every heartbeat
 #: interval, from a tick that runs at least every max_interval.
 LOST_BOUND = LOST_AFTER + HEARTBEAT + MAX_INTERVAL
+#: The backoff scenario's grid (seconds): longer than a run plus the writer's flush, so that a
+#: failure is known before the next point is claimed.
+FLAKY_EVERY = 3
 
 
 def write_config(cluster: Cluster, schedules: dict[str, Any]) -> None:
@@ -83,10 +84,10 @@ def start_worker(cluster: Cluster, pool: str, name: str = "worker") -> Process:
         "--without-mingle", "--loglevel", "INFO"])
 
     def ready() -> bool:
-        assert worker.alive(), f"worker {name} died:\n{worker.log()[-3000:]}"
-        return any(member.decode().startswith(node)
-                   for member in cluster.redis.smembers(f"{cluster.record_key}:ready"))
-    wait_until(ready, timeout=WORKER_STARTUP, what=f"worker {name} to consume")
+        return assert_alive(worker) and any(
+            member.decode().startswith(node)
+            for member in cluster.redis.smembers(f"{cluster.record_key}:ready"))
+    wait_until(ready, timeout=STARTUP, what=f"worker {name} to consume")
     return worker
 
 
@@ -258,9 +259,6 @@ def test_a_task_failing_n_times_in_a_row_pauses_its_schedule(cluster: Cluster,
     assert 3 <= len(sent) <= 4, sent
     assert all(r["run_state"] in ("failed", None, "running") for r in sent), sent
     assert "schedule 'bad' paused itself: paused after 3 failed runs" in beat.log()
-
-
-FLAKY_EVERY = 3
 
 
 def test_a_failure_backs_off_and_a_success_resets_the_backoff(cluster: Cluster,
