@@ -1239,8 +1239,12 @@ def check(ctx: click.Context, as_json: bool) -> None:
                    "GOATBEAT_WEB_TOKEN is set.")
 @click.option("--read-only", "read_only", is_flag=True,
               help="Show everything, change nothing: no forms, every POST refused.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A host name the dashboard answers to besides 127.0.0.1, [::1] and "
+                   "localhost (the name a proxy or tunnel reaches it by); repeatable.")
 @click.pass_context
-def web(ctx: click.Context, bind: str, read_only: bool) -> None:
+def web(ctx: click.Context, bind: str, read_only: bool,
+        allowed_hosts: tuple[str, ...]) -> None:
     """Serve the web dashboard: lease, schedules, history and lateness; pause, resume, run
     now, edit, create and remove.
 
@@ -1265,7 +1269,8 @@ def web(ctx: click.Context, bind: str, read_only: bool) -> None:
         host, port = parse_bind(bind, DEFAULT_PORT)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--bind") from exc
-    settings = WebSettings(token=os.environ.get(TOKEN_VARIABLE) or None, read_only=read_only)
+    settings = WebSettings(token=os.environ.get(TOKEN_VARIABLE) or None, read_only=read_only,
+                           allowed_hosts=allowed_hosts)
     problems = settings.problems()
     if problems:
         raise CommandError("; ".join(problems))

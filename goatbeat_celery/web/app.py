@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, ImmutableMultiDict
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -55,11 +55,12 @@ from goatbeat_celery.web.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
     SESSION_COOKIE,
+    Signer,
     WebSettings,
     authenticated,
-    new_csrf_token,
+    cross_site_refusal,
+    host_refusal,
     same_secret,
-    session_value,
 )
 
 if TYPE_CHECKING:
@@ -101,6 +102,10 @@ class _Context:
     settings: WebSettings
     lease_name: str
     templates: Jinja2Templates
+    signer: Signer
+
+    def cookie(self, name: str) -> str:
+        return self.settings.cookie_name(name)
 
 
 def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
@@ -134,6 +139,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         lease_name=shard_lease_name(schedules.config.settings.lease_name,
                                     Shard(0, schedules.config.settings.shards)),
         templates=Jinja2Templates(env=environment),
+        signer=Signer(token=settings.token, lifetime=settings.session_lifetime),
     )
 
     def route(path: str, handler: Handler, name: str, methods: list[str], *,
@@ -172,28 +178,42 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
 
 # -- plumbing ---------------------------------------------------------------------------------
 def _link(request: Request, route: str, /, **query: Any) -> str:
-    url = str(request.url_for(route))
+    """A link to ``route`` as a path (the mount point included), never naming a host: the
+    request's ``Host`` is the client's to choose, so nothing built from it is sent back."""
+    path = urlsplit(str(request.url_for(route))).path
     kept = {k: v for k, v in query.items() if v not in (None, "")}
-    return f"{url}?{urlencode(kept)}" if kept else url
+    return f"{path}?{urlencode(kept)}" if kept else path
 
 
-def _cookie_path(request: Request) -> str:
+def _cookie_path(request: Request, context: _Context) -> str:
+    # A __Host- cookie must be set for the whole host.
+    if context.settings.secure_cookies:
+        return "/"
     return str(request.scope.get("root_path") or "") + "/"
 
 
-def _csrf(request: Request) -> str:
+def _session(request: Request, context: _Context) -> str | None:
+    return request.cookies.get(context.cookie(SESSION_COOKIE))
+
+
+def _csrf(request: Request, context: _Context) -> str:
+    """This browser's CSRF token: its cookie's when the server signed that for its session, a
+    new one otherwise (set in the cookie by :func:`_finish`)."""
     token = getattr(request.state, "csrf", None)
     if token is None:
-        token = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+        token = request.cookies.get(context.cookie(CSRF_COOKIE))
+        if not context.signer.csrf_valid(token, _session(request, context)):
+            token = context.signer.new_csrf(_session(request, context))
         request.state.csrf = token
     return cast(str, token)
 
 
 def _finish(request: Request, context: _Context, response: Response) -> Response:
-    if request.cookies.get(CSRF_COOKIE) != getattr(request.state, "csrf", None) and \
-            getattr(request.state, "csrf", None) is not None:
-        response.set_cookie(CSRF_COOKIE, _csrf(request), httponly=True, samesite="strict",
-                            path=_cookie_path(request), secure=context.settings.secure_cookies)
+    issued = getattr(request.state, "csrf", None)
+    if issued is not None and request.cookies.get(context.cookie(CSRF_COOKIE)) != issued:
+        response.set_cookie(context.cookie(CSRF_COOKIE), issued, httponly=True,
+                            samesite="strict", path=_cookie_path(request, context),
+                            secure=context.settings.secure_cookies)
     for header, value in SECURITY_HEADERS.items():
         response.headers.setdefault(header, value)
     response.headers.setdefault("Cache-Control", "no-store")
@@ -203,11 +223,11 @@ def _finish(request: Request, context: _Context, response: Response) -> Response
 def _render(request: Request, context: _Context, template: str, status_code: int = 200,
             **values: Any) -> Response:
     values.update(
-        request=request, csrf_field=CSRF_FIELD, csrf_token=_csrf(request),
+        request=request, csrf_field=CSRF_FIELD, csrf_token=_csrf(request, context),
         read_only=context.settings.read_only, link=lambda route, /, **q: _link(request, route, **q),
         signed_in=(context.settings.token is not None
                    and getattr(request.state, "signed_in", False)),
-        static=str(request.url_for("static", path="style.css")),
+        static=urlsplit(str(request.url_for("static", path="style.css"))).path,
     )
     return context.templates.TemplateResponse(request, template, values,
                                               status_code=status_code)
@@ -224,19 +244,28 @@ def _guarded(context: _Context, handler: Handler, *, public: bool = False,
     """``handler`` behind the dashboard's checks, in this order, then the cookies and security
     headers every response carries:
 
-    1. authentication, unless ``public`` (the sign-in page);
-    2. for every state-changing request (any method but GET, HEAD and OPTIONS): the CSRF token
-       of its form must match its cookie (:func:`_csrf_refusal`), and a read-only dashboard
-       refuses it unless ``read_only_too`` (signing in and out).
+    1. the name the request is addressed to (:func:`~goatbeat_celery.web.security.host_refusal`,
+       400), before anything else: a rebound name gets nothing, not even a cookie;
+    2. authentication, unless ``public`` (the sign-in page);
+    3. for every state-changing request (any method but GET, HEAD and OPTIONS): a browser must
+       send it from this dashboard's own pages (:func:`~goatbeat_celery.web.security.
+       cross_site_refusal`), the CSRF token of its form must match its cookie and be one the
+       server signed (:func:`_csrf_refusal`), and a read-only dashboard refuses it unless
+       ``read_only_too`` (signing in and out);
+    4. no field or query parameter may hold a NUL character (400), which no name, task or
+       filter can contain and the database would refuse.
 
     A state-changing handler is called with the form read here; a safe one without it.
     """
 
     async def endpoint(request: Request) -> Response:
         settings = context.settings
-        signed_in = authenticated(settings.token,
-                                  authorization=request.headers.get("authorization"),
-                                  session=request.cookies.get(SESSION_COOKIE))
+        misdirected = host_refusal(request.headers.get("host"), settings)
+        if misdirected is not None:
+            return _finish(request, context, PlainTextResponse(misdirected, status_code=400))
+        signed_in = authenticated(
+            settings.token, authorization=request.headers.get("authorization"),
+            session_valid=context.signer.session_valid(_session(request, context)))
         request.state.signed_in = signed_in
         if not signed_in and not public:
             if request.method in SAFE_METHODS:
@@ -248,10 +277,13 @@ def _guarded(context: _Context, handler: Handler, *, public: bool = False,
                 "This dashboard needs its token; sign in and try again."))
         try:
             if request.method in SAFE_METHODS:
-                response = await handler(request, context)
+                response = (_bad_text_refusal(request, context, request.query_params)
+                            or await handler(request, context))
             else:
                 form = await request.form()
-                refused = _csrf_refusal(request, context, form)
+                refused = (_cross_site(request, context) or _csrf_refusal(request, context, form)
+                           or _bad_text_refusal(request, context, request.query_params)
+                           or _bad_text_refusal(request, context, form))
                 if refused is None and settings.read_only and not read_only_too:
                     refused = _refusal(
                         request, context, 403, "Read-only",
@@ -269,15 +301,47 @@ def _guarded(context: _Context, handler: Handler, *, public: bool = False,
     return endpoint
 
 
+def _cross_site(request: Request, context: _Context) -> Response | None:
+    reason = cross_site_refusal(origin=request.headers.get("origin"),
+                                fetch_site=request.headers.get("sec-fetch-site"),
+                                host_header=request.headers.get("host"))
+    if reason is None:
+        return None
+    return _refusal(request, context, 403, "Sent from another site",
+                    f"This request was refused because {reason}. Nothing was changed; use "
+                    "the dashboard's own pages.")
+
+
 def _csrf_refusal(request: Request, context: _Context, form: FormData) -> Response | None:
-    """The one CSRF check (double submit): the form's token must be the one in this browser's
-    cookie, which another site can neither read nor send (``SameSite=Strict``). Every
-    state-changing request passes here before its handler reads or writes anything."""
-    if same_secret(_text(form, CSRF_FIELD), request.cookies.get(CSRF_COOKIE)):
+    """The one CSRF check (signed double submit): the form's token must be the one in this
+    browser's cookie, which another site can neither read nor send (``SameSite=Strict``), and
+    one the server signed for this browser's session, so that a cookie planted by another
+    service on the same host is worth nothing. Every state-changing request passes here
+    before its handler reads or writes anything."""
+    cookie = request.cookies.get(context.cookie(CSRF_COOKIE))
+    if same_secret(_text(form, CSRF_FIELD), cookie) and \
+            context.signer.csrf_valid(cookie, _session(request, context)):
         return None
     return _refusal(request, context, 403, "Form expired",
                     "The form's security token is missing or does not match this browser's; "
                     "reload the page and submit it again. Nothing was changed.")
+
+
+def _bad_text_refusal(request: Request, context: _Context,
+                      fields: ImmutableMultiDict[str, Any]) -> Response | None:
+    bad = sorted({name for name, value in fields.multi_items()
+                  if "\x00" in name or (isinstance(value, str) and "\x00" in value)})
+    if not bad:
+        return None
+    return _refusal(request, context, 400, "Unreadable request",
+                    f"{', '.join(bad)}: holds a NUL character, which "
+                    "no schedule name, task, filter or value may contain. Nothing was changed.")
+
+
+def _count(text: str) -> int:
+    """A page number or version from a link or a form: plain ASCII digits, at most 18 (what a
+    64-bit column holds); anything else counts as 0 (the first page, or no version)."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
 
 
 def _text(form: FormData | Mapping[str, Any], name: str) -> str:
@@ -391,7 +455,7 @@ async def _schedule_list(request: Request, context: _Context) -> Response:
     order = (ScheduleOrder.NEXT_RUN if query.get("sort") == ScheduleOrder.NEXT_RUN.value
              else ScheduleOrder.NAME)
     after = _cursor(order, query)
-    page = int(query["page"]) if query.get("page", "").isdigit() and after else 0
+    page = _count(query.get("page", "")) if after else 0
     tag = query.get("tag", "").strip()
     found, more = await _call(_list_page, context, prefix, source, state, tag, order, after)
     # The state of a pause with an end depends on the time: judged by the database clock.
@@ -521,7 +585,7 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
     if not state.errors:
         try:
             await _call(context.schedules.update, name, **trigger, **call,
-                        expected_version=int(version) if version.isdigit() else None)
+                        expected_version=_count(version) if version else None)
         except (ConfigurationError, ScheduleConflict) as exc:
             state.add_problems(list(exc.problems) if isinstance(exc, ConfigurationError)
                                else [str(exc)])
@@ -544,6 +608,10 @@ async def _delete(request: Request, context: _Context, form: FormData) -> Respon
 
 async def _new_page(request: Request, context: _Context, *,
                     state: forms.FormState | None = None, status_code: int = 200) -> Response:
+    if context.settings.read_only:
+        return _refusal(request, context, 403, "Read-only",
+                        "This dashboard was started read-only: it shows no forms and creates "
+                        "nothing.")
     if state is None:
         state = forms.FormState(_blank_values(context))
     return _render(request, context, "new.html", status_code=status_code, form=state,
@@ -586,8 +654,10 @@ async def _login(request: Request, context: _Context,
     if form is not None:
         if token is not None and same_secret(_text(form, "token"), token):
             response = RedirectResponse(target or _link(request, "overview"), status_code=303)
-            response.set_cookie(SESSION_COOKIE, session_value(token), httponly=True,
-                                samesite="strict", path=_cookie_path(request),
+            response.set_cookie(context.cookie(SESSION_COOKIE), context.signer.new_session(),
+                                max_age=int(context.settings.session_lifetime.total_seconds()),
+                                httponly=True, samesite="strict",
+                                path=_cookie_path(request, context),
                                 secure=context.settings.secure_cookies)
             return response
         error = "That is not the token this dashboard was started with."
@@ -596,7 +666,11 @@ async def _login(request: Request, context: _Context,
 
 
 async def _logout(request: Request, context: _Context, form: FormData) -> Response:
+    # Revoked on the server: a copy of the cookie kept elsewhere stops working too.
+    context.signer.revoke(_session(request, context))
     response = RedirectResponse(_link(request, "login"), status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path=_cookie_path(request))
+    response.delete_cookie(context.cookie(SESSION_COOKIE), path=_cookie_path(request, context),
+                           secure=context.settings.secure_cookies, httponly=True,
+                           samesite="strict")
     return response
 

@@ -174,6 +174,12 @@ def json_value(state: FormState, name: str, expected: type) -> Any:
     except json.JSONDecodeError as exc:
         state.add(name, f"{name}: not valid JSON ({exc.msg} at column {exc.colno})")
         return None
+    except ValueError as exc:  # a number too long to convert
+        state.add(name, f"{name}: not readable ({exc})")
+        return None
+    except RecursionError:
+        state.add(name, f"{name}: nested too deeply to read; flatten it")
+        return None
     if not isinstance(value, expected):
         what = "array such as [1, \"a\"]" if expected is list else "object such as {\"a\": 1}"
         state.add(name, f"{name}: expected a JSON {what}")
@@ -204,8 +210,9 @@ def options_value(state: FormState) -> dict[str, Any]:
                            "place")
             continue
         if key == "priority":
-            # A number is read as one; other text goes as typed, for the API to refuse.
-            options[key] = int(text) if re.fullmatch(r"[+-]?\d+", text) else text
+            # A number is read as one; other text (a number too long to be a priority
+            # among it) goes as typed, for the API to refuse.
+            options[key] = int(text) if re.fullmatch(r"[+-]?[0-9]{1,9}", text) else text
         elif key == "expires":
             try:
                 options[key] = _plain_number(parse_duration(text))

@@ -74,8 +74,8 @@ def make_client(schedules: Schedules) -> Iterator[Any]:
     made: list[Browser] = []
 
     def build(settings: WebSettings, **kwargs: Any) -> Browser:
-        browser = Browser(create_app(schedules, settings), base_url="http://127.0.0.1",
-                          **kwargs)
+        kwargs.setdefault("base_url", "http://127.0.0.1")
+        browser = Browser(create_app(schedules, settings), **kwargs)
         browser.__enter__()
         made.append(browser)
         return browser

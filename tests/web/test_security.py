@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from datetime import timedelta
 
 import pytest
 from starlette.applications import Starlette
@@ -16,6 +17,7 @@ from goatbeat_celery.web.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
     SESSION_COOKIE,
+    Signer,
     authenticated,
     bind_problem,
     is_loopback,
@@ -167,11 +169,99 @@ def test_bind_addresses_are_read_with_their_port() -> None:
 
 
 def test_credentials_are_compared_whole() -> None:
-    assert authenticated(None, authorization=None, session=None)
-    assert not authenticated(TOKEN, authorization=None, session=None)
-    assert not authenticated(TOKEN, authorization=f"Bearer {TOKEN[:-1]}", session=None)
-    assert not authenticated(TOKEN, authorization="Basic !!!", session=None)
-    assert not authenticated(TOKEN, authorization=None, session=TOKEN)
+    assert authenticated(None, authorization=None, session_valid=False)
+    assert not authenticated(TOKEN, authorization=None, session_valid=False)
+    assert not authenticated(TOKEN, authorization=f"Bearer {TOKEN[:-1]}", session_valid=False)
+    assert not authenticated(TOKEN, authorization="Basic !!!", session_valid=False)
+    assert not Signer(token=TOKEN, lifetime=timedelta(hours=1)).session_valid(TOKEN)
+
+
+def test_an_equal_cookie_and_field_the_server_did_not_sign_are_refused(
+        client: Browser, schedules: Schedules) -> None:
+    # Another service on the same host can set this host's cookies: a pair it made up must
+    # be worth nothing.
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    for forged in ("aaaa", "aaaa.bbbb", client.csrf().split(".")[0] + ".0000"):
+        client.cookies.set(CSRF_COOKIE, forged)
+        response = client.post("/schedule/pause", data={CSRF_FIELD: forged, "name": "tick"},
+                               follow_redirects=False)
+        assert response.status_code == 403, forged
+    assert schedules.get("tick").spec.enabled
+
+
+def test_a_csrf_token_from_another_server_is_refused(schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    with Browser(create_app(schedules), base_url="http://127.0.0.1") as elsewhere:
+        lifted = elsewhere.csrf()
+    with Browser(create_app(schedules), base_url="http://127.0.0.1") as client:
+        client.cookies.set(CSRF_COOKIE, lifted)
+        response = client.post("/schedule/pause", data={CSRF_FIELD: lifted, "name": "tick"},
+                               follow_redirects=False)
+        assert response.status_code == 403
+        # The refusal sets a token of this server's in the cookie, which works.
+        issued = response.cookies[CSRF_COOKIE]
+        client.cookies.clear()
+        client.cookies.set(CSRF_COOKIE, issued)
+        assert client.submit("/schedule/pause", name="tick").status_code == 303
+    assert not schedules.get("tick").spec.enabled
+
+
+def test_signing_out_revokes_the_session_on_the_server(make_client: object) -> None:
+    client = make_client(WebSettings(token=TOKEN))  # type: ignore[operator]
+    assert client.submit("/login", token=TOKEN).status_code == 303
+    kept = client.cookies[SESSION_COOKIE]
+    assert client.get("/", follow_redirects=False).status_code == 200
+    assert client.submit("/logout").status_code == 303
+    # A copy of the cookie (a stolen one, or another tab's) no longer signs anyone in.
+    client.cookies.set(SESSION_COOKIE, kept)
+    assert client.get("/", follow_redirects=False).status_code == 303
+
+
+def test_the_session_cookie_expires_with_its_lifetime(make_client: object) -> None:
+    client = make_client(  # type: ignore[operator]
+        WebSettings(token=TOKEN, session_lifetime=timedelta(minutes=30)))
+    response = client.submit("/login", token=TOKEN)
+    assert "Max-Age=1800" in response.headers["set-cookie"]
+    assert client.cookies[SESSION_COOKIE] != client.submit("/login", token=TOKEN).cookies.get(
+        SESSION_COOKIE)  # each sign-in is a session of its own
+
+
+def test_a_session_is_valid_for_its_lifetime_only() -> None:
+    now = [1_000_000.0]
+    signer = Signer(token=TOKEN, lifetime=timedelta(hours=1), clock=lambda: now[0])
+    session = signer.new_session()
+    assert signer.session_valid(session)
+    now[0] += 3599
+    assert signer.session_valid(session)
+    now[0] += 1
+    assert not signer.session_valid(session)
+    # Signed for another token (a restart with a new one): worth nothing.
+    assert not Signer(token=TOKEN + "x", lifetime=timedelta(hours=1),
+                      clock=lambda: now[0]).session_valid(signer.new_session())
+    for unreadable in (None, "", "x.y.z", "1.2", "9" * 40 + ".a.b", session + ".x"):
+        assert not signer.session_valid(unreadable)
+
+
+def test_over_https_cookies_are_host_prefixed_and_secure(make_client: object) -> None:
+    client = make_client(WebSettings(token=TOKEN, secure_cookies=True),  # type: ignore[operator]
+                         base_url="https://127.0.0.1")
+    client.get("/login")
+    assert "__Host-" + CSRF_COOKIE in client.cookies
+    page = client.get("/login")
+    token = form_token(page.text)
+    response = client.post("/login", data={CSRF_FIELD: token, "token": TOKEN},
+                           follow_redirects=False)
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith("__Host-" + SESSION_COOKIE + "=")
+    assert "Secure" in cookie and "Path=/;" in cookie and "Domain" not in cookie
+    assert client.get("/", follow_redirects=False).status_code == 200
+
+
+def test_read_only_shows_no_create_form(make_client: object) -> None:
+    client = make_client(WebSettings(read_only=True))  # type: ignore[operator]
+    page = client.get("/new")
+    assert page.status_code == 403
+    assert 'id="new-form"' not in page.text and "read-only" in page.text
 
 
 def state_changing_routes(app: Starlette) -> list[str]:
