@@ -13,7 +13,7 @@ leader sees them at its next wake-up (``goatbeat_max_interval``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import date, datetime
 from typing import Any, Literal, overload
@@ -61,6 +61,7 @@ from goatbeat_celery.core.validation import (
     description_problem,
 )
 from goatbeat_celery.cron import CronTrigger
+from goatbeat_celery.display import describe_trigger
 
 _UNSET: Any = object()
 _SPEC_FIELDS = (
@@ -209,12 +210,39 @@ class Schedules:
         A changed trigger, offset, ``start_at``, ``end_at`` or ``max_runs`` reschedules it from
         now (within its bounds, after a pause with an end, which an edit keeps), and so does
         ``enabled=True`` on a paused schedule (as :meth:`resume`); other changes keep its next
-        run. The write is a compare-and-set on the version read here, or on
-        ``expected_version`` (the version the caller showed to whoever asked for the change, as
-        a form does): a concurrent edit raises ScheduleConflict instead of being overwritten.
+        run. ``expected_version`` is the definition's version (``Schedule.spec_version``) the
+        caller showed to whoever asked for the change, as a form does: when another edit of the
+        definition came since, ScheduleConflict says so instead of overwriting it; without it,
+        so does another edit made between this method's read and its write. The schedule's own
+        runs and pauses never count as such an edit.
         """
-        current = self.store.get_schedule(name)
-        _check_version(f"schedule {name!r}", current.version, expected_version)
+        return self._rewrite(name, lambda current: self._updated(
+            current, every=every, cron=cron, at=at, timezone=timezone, enabled=enabled,
+            day_or=day_or, changes=changes), expected_version, pin=True)
+
+    def _rewrite(self, name: str, write: Callable[[Schedule], Schedule],
+                 expected_spec_version: int | None = None, *, pin: bool = False) -> Schedule:
+        """Read the schedule and ``write`` what follows from it, as one compare-and-set on the
+        row; when the leader's bookkeeping (a claim, a run's report) wrote the row in between,
+        read it again and redo the step, up to :data:`REWRITE_ATTEMPTS` times. Only a change of
+        the definition the caller did not see is a conflict: one since
+        ``expected_spec_version``, or with ``pin``, one since the first read here."""
+        for attempt in range(1, REWRITE_ATTEMPTS + 1):
+            current = self.store.get_schedule(name)
+            if pin and expected_spec_version is None:
+                expected_spec_version = current.spec_version
+            _check_spec_version(current, expected_spec_version)
+            try:
+                return write(current)
+            except ScheduleConflict:
+                if attempt == REWRITE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _updated(self, current: Schedule, *, every: Duration | None, cron: str | None,
+                 at: datetime | None, timezone: str | None, enabled: bool | None,
+                 day_or: bool | None, changes: dict[str, Any]) -> Schedule:
+        name = current.name
         problems: list[str] = []
         given = {key for key, value in (("every", every), ("cron", cron), ("at", at))
                  if value is not None} | set(changes)
@@ -268,13 +296,13 @@ class Schedules:
         (the occurrences inside the pause never run and are not counted missed); without, it
         lasts until :meth:`resume`."""
         problems: builtins.list[str] = []
+        now = self.store.now()
         if note is not None:
             problem = description_problem(note, "note")
             if problem is None and len(note) > MAX_REASON_LENGTH:
                 problem = (f"note: {len(note)} characters; at most {MAX_REASON_LENGTH} are "
                            "allowed")
             problems.extend([] if problem is None else [problem])
-        now = self.store.now()
         if until is not None:
             try:
                 until = ensure_aware(until, "until")
@@ -286,7 +314,10 @@ class Schedules:
                                     f"({now.isoformat()}); give a later instant, or resume")
         if problems:
             raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
-        current = self.store.get_schedule(name)
+        return self._rewrite(name, lambda current: self._paused(current, note, until))
+
+    def _paused(self, current: Schedule, note: str | None,
+                until: datetime | None) -> Schedule:
         _require_repair(current, set())
         if until is None:
             if not current.spec.enabled and (note is None or note == current.paused_reason):
@@ -307,7 +338,9 @@ class Schedules:
         """Run a paused schedule again from its next occurrence after now: the occurrences
         that fell inside the pause are not run (no backlog) and not counted missed. Ends a
         pause with an end at once, too."""
-        current = self.store.get_schedule(name)
+        return self._rewrite(name, self._resumed)
+
+    def _resumed(self, current: Schedule) -> Schedule:
         _require_repair(current, set())
         if not current.paused_at(self.store.now()):
             return current
@@ -597,6 +630,12 @@ def _count_problem(count: object) -> str | None:
     return None
 
 
+#: Times an API write is redone when the leader's bookkeeping wrote the row between its read
+#: and its write: each try is a few milliseconds, and the leader writes a row at most once
+#: per run and per report, so a second try nearly always lands.
+REWRITE_ATTEMPTS = 5
+
+
 def _any_config_row(spec: ScheduleSpec) -> bool:
     """Every config row counts as an entry here (see :meth:`Schedules._check_task`)."""
     return spec.source is ScheduleSource.CONFIG
@@ -617,6 +656,19 @@ def _require_repair(schedule: Schedule, given: set[str]) -> None:
         raise ConfigurationError(
             [*missing, f"schedule {quoted_name(schedule.name)} cannot be read as stored; {how}"],
             subject=f"schedule {quoted_name(schedule.name)}")
+
+
+def _check_spec_version(current: Schedule, expected: int | None) -> None:
+    """ScheduleConflict when another edit changed the definition since the caller read it at
+    version ``expected`` (None: no expectation), saying what it is now."""
+    if expected is None or current.spec_version == expected:
+        return
+    spec = current.spec
+    when = "" if current.updated_at is None else f" at {current.updated_at.isoformat()}"
+    raise ScheduleConflict(
+        f"schedule {quoted_name(current.name)} was edited since it was read (definition "
+        f"version {expected}, now {current.spec_version}{when}); it now runs {spec.task} on "
+        f"{describe_trigger(spec.trigger)}: read it again and redo your change")
 
 
 def _check_version(what: str, version: int, expected: int | None) -> None:

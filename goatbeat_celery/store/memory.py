@@ -69,6 +69,7 @@ from goatbeat_celery.core.model import (
     lease_live,
     list_order,
     run_order_key,
+    spec_version_after,
 )
 from goatbeat_celery.core.policies import execution_end
 from goatbeat_celery.core.runs import (
@@ -206,7 +207,8 @@ class MemoryStore:
             schedule = replace(
                 current, spec=replace(spec, source=current.spec.source),
                 next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
-                version=current.version + 1, updated_at=self.now(), **EDIT_CLEARS,
+                version=current.version + 1, spec_version=spec_version_after(current, spec),
+                updated_at=self.now(), **EDIT_CLEARS,
                 **{**(RESUME_CLEARS if spec.enabled else {}), **paused},
             )
             self._schedules[spec.name] = schedule
@@ -340,7 +342,9 @@ class MemoryStore:
                 self._schedules[entry.spec.name] = replace(
                     current, spec=replace(entry.spec, source=ScheduleSource.CONFIG),
                     next_occurrence_at=entry.next_occurrence_at, next_run_at=entry.next_run_at,
-                    version=current.version + 1, updated_at=now, **EDIT_CLEARS,
+                    version=current.version + 1,
+                    spec_version=spec_version_after(current, entry.spec), updated_at=now,
+                    **EDIT_CLEARS,
                     **(RESUME_CLEARS if entry.spec.enabled else {}),
                 )
             for name in plan.disable:

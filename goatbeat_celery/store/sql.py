@@ -460,6 +460,7 @@ class SQLStore:
             row = conn.execute(
                 stmt.values(**values, next_occurrence_at=next_occurrence_at,
                             next_run_at=next_run_at, version=S.c.version + 1,
+                            spec_version=_spec_version_after(values["spec_hash"]),
                             updated_at=self._now_sql(), **EDIT_CLEARS,
                             **{**(RESUME_CLEARS if spec.enabled else {}), **paused})
                 .returning(*S.c)
@@ -661,10 +662,12 @@ class SQLStore:
                     continue
                 conn.execute(
                     sa.update(S).where(S.c.name == sa.bindparam("b_name")).values(
-                        version=S.c.version + 1, updated_at=now, **EDIT_CLEARS,
-                        **(RESUME_CLEARS if enabled else {})),
+                        version=S.c.version + 1,
+                        spec_version=_spec_version_after(sa.bindparam("b_spec_hash")),
+                        updated_at=now, **EDIT_CLEARS, **(RESUME_CLEARS if enabled else {})),
                     [{**_spec_values(replace(e.spec, source=ScheduleSource.CONFIG),
                                      key="b_name"),
+                      "b_spec_hash": e.spec.spec_hash(),
                       "next_occurrence_at": e.next_occurrence_at,
                       "next_run_at": e.next_run_at} for e in rewrite],
                 )
@@ -1371,10 +1374,19 @@ _SCHEDULE_ORDER = (
     "failure_backoff_factor", "failure_backoff_max_seconds", "pause_after_failures",
     "consecutive_failures", "paused_reason", "total_skipped", "start_at", "end_at",
     "max_runs", "paused_until", "description", "tags", "calendars", "shard_hash",
+    "spec_version",
 )
 if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
     raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
 
+
+
+def _spec_version_after(spec_hash: Any) -> sa.ColumnElement[int]:
+    """The definition's version once a spec hashing to ``spec_hash`` is written: the rule of
+    :func:`~goatbeat_celery.core.model.spec_version_after`, on the row being updated (SET
+    expressions read the row as it was)."""
+    return sa.case((S.c.spec_hash == spec_hash, S.c.spec_version),
+                   else_=S.c.spec_version + 1)
 
 
 def _after_in_run_order(cursor: RunOrderCursor) -> sa.ColumnElement[bool]:
@@ -1397,7 +1409,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
      last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
      fault_at, faults, deadline, overlap, mode, backoff, backoff_factor, backoff_max,
      pause_after, consecutive_failures, paused_reason, total_skipped, start_at, end_at,
-     max_runs, paused_until, description, tags, calendars, _shard_hash) = row
+     max_runs, paused_until, description, tags, calendars, _shard_hash, spec_version) = row
     damage: list[str] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:
@@ -1469,6 +1481,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         total_runs=total_runs if type(total_runs) is int else 0,
         total_missed=total_missed if type(total_missed) is int else 0,
         version=version,
+        spec_version=spec_version if type(spec_version) is int else 1,
         created_at=_instant(created_at),
         updated_at=_instant(updated_at),
         fault=fault if fault is None or type(fault) is str else str(fault),

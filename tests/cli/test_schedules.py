@@ -217,7 +217,7 @@ def test_edit_changes_only_the_options_given(cli: Cli, store: Store) -> None:
     assert after.spec.misfire_policy is MisfirePolicy.SKIP
     assert after.spec.trigger == before.spec.trigger
     assert after.next_run_at == before.next_run_at  # not a timing change: the run stays
-    assert after.version == before.version + 1 == shown["version"]
+    assert after.spec_version == before.spec_version + 1 == shown["version"]
 
 
 def test_edit_trigger_reschedules_from_now(cli: Cli, store: Store) -> None:

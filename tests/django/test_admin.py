@@ -437,7 +437,7 @@ def test_the_change_form_shows_policies_and_controls_and_an_edit_clears_them(
     assert api.get("poll").version == before.version
 
     # Emptied fields go back to the defaults.
-    response = client.post(change_url("poll"), form_data(version=str(before.version)))
+    response = client.post(change_url("poll"), form_data(version=str(before.spec_version)))
     assert response.status_code == 302, response.context["adminform"].form.errors
     spec = api.get("poll").spec
     assert spec.mode.value == "fixed_rate" and spec.overlap is None

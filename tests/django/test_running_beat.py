@@ -130,7 +130,7 @@ def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
     current = api.get("poll")
     limit = current.total_runs + 2
     response = client.post(change_url("poll"), form_data(every="2", max_runs=str(limit),
-                                                         version=str(current.version)))
+                                                         version=str(current.spec_version)))
     assert response.status_code == 302, response.context["adminform"].form.errors
     wait_until(lambda: api.get("poll").total_runs >= limit, "beat to make the last runs")
     # A further run would be due within the 2-second interval; 3 s leaves a second of margin.

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.api import Schedules
+from goatbeat_celery.api import REWRITE_ATTEMPTS, Schedules
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict, ScheduleNotFound
@@ -173,8 +173,7 @@ class EditedMeanwhile:
 @pytest.mark.parametrize("write", [
     lambda api: api.update("poll", args=(3,)),
     lambda api: api.update("poll", every=3600),
-    lambda api: api.pause("poll"),
-], ids=["update", "reschedule", "pause"])
+], ids=["update", "reschedule"])
 def test_a_write_that_lost_a_race_with_another_edit_is_refused_and_the_other_edit_stays(
         store: MemoryStore, schedules: Schedules, poll: Schedule,
         write: Callable[[Schedules], object]) -> None:
@@ -186,15 +185,75 @@ def test_a_write_that_lost_a_race_with_another_edit_is_refused_and_the_other_edi
     stored = store.get_schedule("poll")
     assert stored.spec.args == (2,) and stored.spec.enabled
     assert stored.version == poll.version + 1
+    assert stored.spec_version == poll.spec_version + 1
     assert stored.next_run_at == at("12:01:00")
+
+
+def test_a_pause_that_raced_another_edit_lands_on_top_of_it(
+        store: MemoryStore, schedules: Schedules, poll: Schedule) -> None:
+    # A pause depends on no definition: it is redone on what the other edit wrote.
+    racing = Schedules(EditedMeanwhile(store, lambda: schedules.update("poll", args=(2,))))
+    racing.pause("poll")
+    stored = store.get_schedule("poll")
+    assert stored.spec.args == (2,) and not stored.spec.enabled
+    assert stored.spec_version == poll.spec_version + 1  # the edit's; the pause adds none
+
+
+class ClaimedMeanwhile(EditedMeanwhile):
+    """The store, where the leader's bookkeeping writes the row right after each of the API's
+    first ``times`` reads (as a claim of an every-second schedule does)."""
+
+    def __init__(self, store: MemoryStore, times: int) -> None:
+        def bookkeeping() -> None:
+            if self.left:
+                self.left -= 1
+                current = store.get_schedule("poll")
+                store._schedules["poll"] = replace(  # noqa: SLF001 - the leader's write
+                    current, version=current.version + 1, total_runs=current.total_runs + 1)
+        super().__init__(store, bookkeeping)
+        self.left = times
+
+
+@pytest.mark.parametrize(("write", "landed"), [
+    (lambda api, shown: api.update("poll", args=(3,), expected_version=shown),
+     lambda s: s.spec.args == (3,)),
+    (lambda api, shown: api.update("poll", every=3600),
+     lambda s: s.spec.trigger.params["every"] == 3600),
+    (lambda api, shown: api.pause("poll"), lambda s: not s.spec.enabled),
+    (lambda api, shown: api.pause("poll", until=at("13:00:00")),
+     lambda s: s.paused_until == at("13:00:00")),
+], ids=["edit-with-version", "reschedule", "pause", "pause-until"])
+def test_the_leaders_bookkeeping_between_read_and_write_never_refuses_a_change(
+        store: MemoryStore, poll: Schedule, write: Callable[[Schedules, int], object],
+        landed: Callable[[Schedule], bool]) -> None:
+    racing = ClaimedMeanwhile(store, times=REWRITE_ATTEMPTS - 1)
+    write(Schedules(racing), poll.spec_version)
+    stored = store.get_schedule("poll")
+    assert racing.left == 0 and stored.total_runs == REWRITE_ATTEMPTS - 1
+    assert landed(stored)
+
+
+def test_a_resume_after_bookkeeping_lands_and_keeps_the_definition_version(
+        store: MemoryStore, schedules: Schedules, poll: Schedule) -> None:
+    schedules.pause("poll")
+    racing = ClaimedMeanwhile(store, times=2)
+    resumed = Schedules(racing).resume("poll")
+    assert resumed.spec.enabled and resumed.spec_version == poll.spec_version
+
+
+def test_runs_never_move_the_definition_version(store: MemoryStore, poll: Schedule) -> None:
+    racing = ClaimedMeanwhile(store, times=REWRITE_ATTEMPTS)
+    with pytest.raises(ScheduleConflict):  # the leader wrote the row at every single try
+        Schedules(racing).update("poll", args=(3,))
+    assert store.get_schedule("poll").spec_version == poll.spec_version
 
 
 def test_an_edit_made_against_an_older_version_is_refused_and_changes_nothing(
         store: MemoryStore, schedules: Schedules, poll: Schedule) -> None:
-    shown = poll.version
+    shown = poll.spec_version
     schedules.update("poll", args=(2,))  # someone else's edit, after ours was shown
 
-    with pytest.raises(ScheduleConflict, match=f"not {shown}; read it again"):
+    with pytest.raises(ScheduleConflict, match=f"definition version {shown}, now {shown + 1}"):
         schedules.update("poll", args=(3,), expected_version=shown)
 
     assert store.get_schedule("poll").spec.args == (2,)

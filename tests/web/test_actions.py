@@ -62,16 +62,37 @@ def test_an_edit_of_a_page_that_went_stale_is_refused_and_keeps_the_other_edit(
         client: Browser, schedules: Schedules) -> None:
     shown = schedules.create("tick", "proj.tasks.tick", every=60)
     page = client.get("/schedule?name=tick").text
-    assert f'name="version" value="{shown.version}"' in page
+    assert f'name="version" value="{shown.spec_version}"' in page
     schedules.update("tick", options={"queue": "theirs"})  # another operator, meanwhile
 
-    refused = client.submit("/schedule/edit", name="tick", version=str(shown.version),
+    refused = client.submit("/schedule/edit", name="tick", version=str(shown.spec_version),
                             kind="every", every="60", queue="mine")
 
     assert refused.status_code == 422
-    assert "changed since it was read" in refused.text
+    assert "was edited since it was read" in refused.text
     assert schedules.get("tick").spec.options == {"queue": "theirs"}
-    assert f'name="version" value="{shown.version + 1}"' in refused.text  # save again: allowed
+    # Save again: allowed.
+    assert f'name="version" value="{shown.spec_version + 1}"' in refused.text
+
+
+def test_a_page_open_while_the_schedule_runs_saves(client: Browser, schedules: Schedules,
+                                                   tables: sa.Engine) -> None:
+    shown = schedules.create("tick", "proj.tasks.tick", every=1)
+    page = client.get("/schedule?name=tick").text
+    # What the leader writes at each run: the row's version and counters, never the definition.
+    with tables.begin() as conn:
+        conn.execute(sa.text("UPDATE goatbeat_schedule SET version = version + 5, "
+                             "total_runs = total_runs + 5 WHERE name = 'tick'"))
+    saved = client.submit("/schedule/edit", name="tick", version=form_version(page),
+                          kind="every", every="5", queue="mine")
+    assert saved.status_code == 303, saved.text
+    stored = schedules.get("tick")
+    assert stored.spec.options == {"queue": "mine"}
+    assert stored.spec_version == shown.spec_version + 1
+
+
+def form_version(html: str) -> str:
+    return html.split('name="version" value="')[1].split('"')[0]
 
 
 def test_an_invalid_cron_is_shown_next_to_its_field_and_changes_nothing(

@@ -283,7 +283,7 @@ def initial_values(row: Schedule) -> dict[str, Any]:
         "description": row.description or "",
         "tags": ", ".join(str(tag) for tag in row.tags or ()),
         "calendars": ", ".join(str(name) for name in row.calendars or ()),
-        "enabled": row.enabled, "version": row.version,
+        "enabled": row.enabled, "version": row.spec_version,
         "misfire_grace": seconds_text(row.misfire_grace_seconds),
         "offset": seconds_text(row.offset_seconds), "jitter": seconds_text(row.jitter_seconds),
         "starting_deadline": seconds_text(row.starting_deadline_seconds),

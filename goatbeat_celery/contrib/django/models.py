@@ -90,6 +90,8 @@ class Schedule(ReadOnlyModel):
     description = models.TextField(null=True)
     tags = StoredJSON(null=True)
     calendars = StoredJSON(null=True)
+    #: The definition's version: what the change form is checked against (runs never move it).
+    spec_version = models.BigIntegerField("version", default=1)
 
     class Meta:
         managed = False
