@@ -1,11 +1,15 @@
-"""Time the dashboard's schedules page with 100,000 schedules in PostgreSQL (target < 300 ms).
+"""Time the dashboard's pages and the Django admin's schedule list with 100,000 schedules in
+PostgreSQL (target: every page < 300 ms).
 
     GOATBEAT_TEST_PG_URL=postgresql+psycopg://postgres:postgres@127.0.0.1:5432/test \\
-        .venv/bin/python -m benchmarks.web [--schedules 100000] [--repeat 20]
+        .venv/bin/python -m benchmarks.web [--schedules 100000] [--repeat 20] [--no-admin]
 
 Creates a database of its own on that server (dropped afterwards), fills it with raw SQL
 (the benchmark's setup, not the dashboard's way: the dashboard only goes through the API), then
-renders pages through Starlette's TestClient and prints the median and worst time of each.
+renders pages through Starlette's TestClient, and the admin's through Django's test client
+(Django's own tables migrated into the same database), and prints the median and worst time
+of each. Half the schedules carry the tag ``nightly`` and one of 50 ``team-NN`` tags
+(1,000 schedules each); no schedule carries ``nope``.
 """
 
 from __future__ import annotations
@@ -30,14 +34,16 @@ def fill(url: str, count: int) -> None:
         connection.execute(sa.text(
             "INSERT INTO goatbeat_schedule (name, task, args, kwargs, options, trigger, enabled,"
             " source, spec_hash, total_runs, total_missed, version, next_occurrence_at,"
-            " next_run_at, created_at, updated_at) "
+            " next_run_at, created_at, updated_at, tags) "
             "SELECT 'sched-' || lpad(n::text, 6, '0'), 'proj.tasks.tick', '[]', '{}', '{}',"
             " '{\"kind\": \"interval\", \"every\": 60}', n % 10 <> 0,"
             " CASE WHEN n % 3 = 0 THEN 'config' ELSE 'api' END, 'bench', 0, 0, 1,"
             " now() + make_interval(secs => 60 + n % 3600),"
-            " now() + make_interval(secs => 60 + n % 3600), now(), now() "
+            " now() + make_interval(secs => 60 + n % 3600), now(), now(),"
+            " CASE WHEN n % 2 = 0 THEN json_build_array("
+            "'team-' || lpad((n / 2 % 50)::text, 2, '0'), 'nightly') END "
             "FROM generate_series(1, :count) AS n"), {"count": count})
-        connection.execute(sa.text("ANALYZE goatbeat_schedule"))
+        connection.execute(sa.text("ANALYZE"))
     engine.dispose()
 
 
@@ -51,10 +57,34 @@ def measure(client: object, path: str, repeat: int) -> list[float]:
     return timings
 
 
+def admin_client(url: str) -> object:
+    """Django's test client, logged in as a superuser, on the test project's admin over the
+    database at ``url`` (Django's tables migrated into it)."""
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from tests.django.testproj import settings as project
+
+    configured = {key: getattr(project, key) for key in dir(project) if key.isupper()}
+    configured["DATABASES"]["default"]["NAME"] = make_url(url).database
+    settings.configure(**configured)
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client()
+    client.force_login(User.objects.create_superuser("admin", "admin@example.com", "pw"))
+    return client
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--schedules", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--no-admin", action="store_true",
+                        help="leave out the Django admin's pages")
     options = parser.parse_args()
     warnings.filterwarnings("ignore", category=DeprecationWarning)
 
@@ -86,28 +116,52 @@ def main() -> int:
             f"schedules, a deep page (after {middle})":
                 f"/schedules?after={middle}&page={options.schedules // 100}",
             "schedules by next run, first page": "/schedules?sort=next_run",
+            "schedules, a tag no schedule carries": "/schedules?tag=nope",
+            "schedules, a tag on half of them": "/schedules?tag=nightly",
+            "schedules, a tag on 1,000 of them": "/schedules?tag=team-07",
+            "schedules by next run, a tag none carries": "/schedules?tag=nope&sort=next_run",
+            "schedules by next run, a tag on half": "/schedules?tag=nightly&sort=next_run",
+            "schedules by next run, a tag on 1,000": "/schedules?tag=team-07&sort=next_run",
             f"schedules by next run, a deep page (after {middle})":
                 "/schedules?" + urlencode({"sort": "next_run", "after": middle,
                                            "after_run": middle_run.isoformat(), "page": 1000}),
             "overview": "/",
             "one schedule": f"/schedule?name={middle}",
         }
-        worst_first = 0.0
+        admin_pages = {
+            "admin: schedule list": "/admin/goatbeat/schedule/",
+            "admin: a tag no schedule carries": "/admin/goatbeat/schedule/?tag=nope",
+            "admin: a tag on half of them": "/admin/goatbeat/schedule/?tag=nightly",
+            "admin: a tag on 1,000 of them": "/admin/goatbeat/schedule/?tag=team-07",
+        }
+        medians: dict[str, float] = {}
+
+        def report(label: str, timings: list[float]) -> None:
+            medians[label] = statistics.median(timings)
+            print(f"{label:<50} median {medians[label]:7.1f} ms   worst {max(timings):7.1f} ms",
+                  flush=True)
+
         try:
-            with TestClient(create_app(schedules)) as client:
+            # A loopback name: the dashboard answers other hosts only with a token.
+            with TestClient(create_app(schedules), base_url="http://localhost") as client:
                 measure(client, "/schedules", 3)  # warm the pool and the templates
                 for label, path in pages.items():
-                    timings = measure(client, path, options.repeat)
-                    median = statistics.median(timings)
-                    if label == "schedules, first page":
-                        worst_first = median
-                    print(f"{label:<45} median {median:7.1f} ms   worst {max(timings):7.1f} ms")
+                    report(label, measure(client, path, options.repeat))
         finally:
             schedules.close()
-    verdict = "meets" if worst_first < TARGET_MS else "MISSES"
-    print(f"schedules page with {options.schedules:,} schedules: {worst_first:.1f} ms median "
-          f"({verdict} the {TARGET_MS:.0f} ms target)")
-    return 0 if worst_first < TARGET_MS else 1
+        if not options.no_admin:
+            admin = admin_client(url)
+            measure(admin, admin_pages["admin: schedule list"], 2)  # warm as above
+            for label, path in admin_pages.items():
+                report(label, measure(admin, path, options.repeat))
+            from django.db import connections
+
+            connections.close_all()  # before the database is dropped
+    slowest = max(medians, key=medians.__getitem__)
+    verdict = "meets" if medians[slowest] < TARGET_MS else "MISSES"
+    print(f"slowest page with {options.schedules:,} schedules: {slowest}, "
+          f"{medians[slowest]:.1f} ms median ({verdict} the {TARGET_MS:.0f} ms target)")
+    return 0 if medians[slowest] < TARGET_MS else 1
 
 
 if __name__ == "__main__":

@@ -126,7 +126,9 @@ def upcoming_runs(schedule: Schedule, grid_after: GridAfter, count: int, *,
 
 
 def has_tags(tags: Collection[str], wanted: Sequence[str]) -> bool:
-    """Whether a schedule carrying ``tags`` carries every one of ``wanted``."""
+    """Whether a schedule carrying ``tags`` carries every one of ``wanted``. The stores answer
+    it through a tag index, one entry (tag, name) per distinct tag a schedule carries: a
+    schedule matches when each wanted tag has an entry for its name."""
     return all(tag in tags for tag in wanted)
 
 

@@ -175,8 +175,10 @@ class ScheduleStore(Protocol):
         :func:`~goatbeat_celery.core.controls.has_tags`) in ``order``. ``after`` pages on: a
         name with :attr:`ScheduleOrder.NAME`, a :class:`RunOrderCursor` with
         :attr:`ScheduleOrder.NEXT_RUN` (either other way round is a ``TypeError``). Cost grows
-        with ``limit`` and what the filters skip, not with the rows before ``after``. Rows are
-        read as :meth:`get_schedule` reads them."""
+        with ``limit`` and what the filters skip, not with the rows before ``after``; with
+        ``tags``, not with the schedules carrying none of them (a tag index, kept in step with
+        every write of a schedule's tags, finds those carrying them). Rows are read as
+        :meth:`get_schedule` reads them."""
         ...
 
     # -- exclusion calendars (core.calendars) ------------------------------------------------

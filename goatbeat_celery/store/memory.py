@@ -94,6 +94,48 @@ def system_clock() -> datetime:
     return datetime.now(UTC)
 
 
+class _Schedules(dict[str, Schedule]):
+    """The schedules by name, with their tag index beside them (what ``goatbeat_schedule_tag``
+    holds for the SQL stores), kept in step by every write of a schedule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_tag: dict[str, set[str]] = {}
+
+    def __setitem__(self, name: str, schedule: Schedule) -> None:
+        old = self.get(name)
+        if old is None or old.spec.tags != schedule.spec.tags:
+            self._unindex(old)
+            for tag in schedule.spec.tags:
+                self._by_tag.setdefault(tag, set()).add(name)
+        super().__setitem__(name, schedule)
+
+    def remove(self, name: str) -> bool:
+        """Forget the schedule named ``name``; whether there was one."""
+        old = self.get(name)
+        if old is None:
+            return False
+        self._unindex(old)
+        super().__delitem__(name)
+        return True
+
+    def _unindex(self, schedule: Schedule | None) -> None:
+        if schedule is None:
+            return
+        for tag in schedule.spec.tags:
+            names = self._by_tag.get(tag)
+            if names is not None:
+                names.discard(schedule.name)
+                if not names:
+                    del self._by_tag[tag]
+
+    def carrying(self, wanted: Sequence[str]) -> list[Schedule]:
+        """The schedules carrying every one of ``wanted`` (has_tags), from the index entries
+        of the rarest."""
+        fewest = min((self._by_tag.get(tag, set()) for tag in wanted), key=len)
+        return [self[name] for name in fewest if has_tags(self[name].spec.tags, wanted)]
+
+
 class MemoryStore:
     """ScheduleStore, LeaseManager and RunLog in one object, guarded by one lock."""
 
@@ -105,7 +147,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._generation = 0
-        self._schedules: dict[str, Schedule] = {}
+        self._schedules = _Schedules()
         self._calendars: dict[str, Calendar] = {}
         self._executions: dict[str, Execution] = {}
         self._leases: dict[str, LeaseInfo] = {}
@@ -217,7 +259,7 @@ class MemoryStore:
 
     def delete_schedule(self, name: str) -> None:
         with self._lock:
-            if self._schedules.pop(name, None) is None:
+            if not self._schedules.remove(name):
                 raise ScheduleNotFound(name)
         self.notify()
 
@@ -298,14 +340,14 @@ class MemoryStore:
         start = (None if after is None else (after,) if isinstance(after, str)
                  else run_order_key(after.next_run_at, after.name))
         with self._lock:
+            found = self._schedules.carrying(tags) if tags else self._schedules.values()
             rows = [
-                s for s in sorted(self._schedules.values(), key=key)
+                s for s in sorted(found, key=key)
                 if (enabled is None or s.spec.enabled == enabled)
                 and (start is None or key(s) > start)
                 and (set_aside is None or (s.fault is not None) == set_aside)
                 and (source is None or s.spec.source is source)
                 and (prefix is None or s.name.startswith(prefix))
-                and has_tags(s.spec.tags, tags)
             ]
         return rows if limit is None else rows[:limit]
 

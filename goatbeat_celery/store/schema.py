@@ -25,6 +25,7 @@ BACKFILL_TABLE = "goatbeat_backfill"
 #: The sequence PostgreSQL numbers backfills with (the beat role needs USAGE on it).
 BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
 CALENDAR_TABLE = "goatbeat_calendar"
+SCHEDULE_TAG_TABLE = "goatbeat_schedule_tag"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -216,6 +217,21 @@ sa.Index(
     postgresql_where=sa.text("enabled"),
     sqlite_where=sa.text("enabled"),
 )
+
+# The tag index: one row per tag a schedule carries (its ``tags`` column stays what is shown).
+# Triggers on goatbeat_schedule, created by migration 0008, keep it in step with that column in
+# the writing transaction, whoever writes it: this release, a replica of the previous one during
+# a rolling upgrade, or an operator's SQL. No foreign key: the trigger removes a schedule's
+# entries with it, and its rows are never written otherwise.
+schedule_tag_table = sa.Table(
+    SCHEDULE_TAG_TABLE,
+    metadata,
+    sa.Column("schedule_name", _identifier(), primary_key=True),
+    sa.Column("tag", _identifier(), primary_key=True),
+)
+# A tag filter reads the names carrying a tag; the admin's choices, the distinct tags in order.
+sa.Index("ix_goatbeat_schedule_tag_tag", schedule_tag_table.c.tag,
+         schedule_tag_table.c.schedule_name)
 
 execution_table = sa.Table(
     EXECUTION_TABLE,

@@ -49,7 +49,6 @@ from goatbeat_celery.core.claims import (
     next_attempt,
     plan_claims,
 )
-from goatbeat_celery.core.controls import has_tags
 from goatbeat_celery.core.errors import (
     BackfillNotFound,
     CalendarInUse,
@@ -130,15 +129,14 @@ from goatbeat_celery.store.schema import (
     execution_table,
     lease_table,
     schedule_table,
+    schedule_tag_table,
 )
 from goatbeat_celery.store.url import mask_url
 
 logger = logging.getLogger(__name__)
 
-#: Rows read per page when listing by tag.
-_TAG_PAGE = 500
-
 S = schedule_table
+T = schedule_tag_table
 C = calendar_table
 E = execution_table
 L = lease_table
@@ -498,9 +496,6 @@ class SQLStore:
                        after: str | RunOrderCursor | None = None,
                        order: ScheduleOrder = ScheduleOrder.NAME,
                        tags: Sequence[str] = ()) -> list[Schedule]:
-        if tags:
-            return self._list_tagged(tags, enabled=enabled, source=source, prefix=prefix,
-                                     limit=limit, set_aside=set_aside, after=after, order=order)
         if list_order(order, after) is ScheduleOrder.NEXT_RUN:
             # NULLS LAST is PostgreSQL's default for an ascending index, so the due index
             # (next_run_at, name) serves this order when only enabled rows are asked for.
@@ -513,6 +508,8 @@ class SQLStore:
                 stmt = stmt.where(S.c.name > after)
         if enabled is not None:
             stmt = stmt.where(S.c.enabled == enabled)
+        if tags:
+            stmt = stmt.where(_carrying(tags))
         if set_aside is not None:
             stmt = stmt.where(S.c.fault.is_not(None) if set_aside else S.c.fault.is_(None))
         if source is not None:
@@ -617,24 +614,6 @@ class SQLStore:
             total, paused, set_aside, config, api = conn.execute(stmt).one()
         return ScheduleCounts(total=total, paused=paused, set_aside=set_aside, config=config,
                               api=api)
-
-    def _list_tagged(self, tags: Sequence[str], *, limit: int | None,
-                     after: str | RunOrderCursor | None, order: ScheduleOrder,
-                     **filters: Any) -> list[Schedule]:
-        """Schedules carrying every one of ``tags``, page by page: JSON arrays are matched in
-        Python, the same way on every backend, rather than by each dialect's JSON operators."""
-        found: list[Schedule] = []
-        page = max(limit or 0, _TAG_PAGE)
-        by_run = list_order(order, after) is ScheduleOrder.NEXT_RUN
-        while limit is None or len(found) < limit:
-            rows = self.list_schedules(limit=page, after=after, order=order, **filters)
-            found.extend(s for s in rows if has_tags(s.spec.tags, tags))
-            if len(rows) < page:
-                break
-            last = rows[-1]
-            after = (RunOrderCursor(next_run_at=last.next_run_at, name=last.name) if by_run
-                     else last.name)
-        return found if limit is None else found[:limit]
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         for entry in entries:
@@ -1387,6 +1366,13 @@ def _spec_version_after(spec_hash: Any) -> sa.ColumnElement[int]:
     expressions read the row as it was)."""
     return sa.case((S.c.spec_hash == spec_hash, S.c.spec_version),
                    else_=S.c.spec_version + 1)
+
+
+def _carrying(tags: Sequence[str]) -> sa.ColumnElement[bool]:
+    """The rows carrying every one of ``tags`` (core.controls.has_tags), found through the tag
+    index: one lookup of (tag, name) per tag."""
+    return sa.and_(*(S.c.name.in_(sa.select(T.c.schedule_name).where(T.c.tag == tag))
+                     for tag in dict.fromkeys(tags)))
 
 
 def _after_in_run_order(cursor: RunOrderCursor) -> sa.ColumnElement[bool]:

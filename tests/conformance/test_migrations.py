@@ -38,12 +38,12 @@ from goatbeat_celery.migrations import (
 )
 from goatbeat_celery.store import downgrade_schema, open_store, upgrade_schema
 from goatbeat_celery.store import migrate as store_migrate
-from goatbeat_celery.store.schema import metadata, schedule_table
+from goatbeat_celery.store.schema import metadata, schedule_table, schedule_tag_table
 from goatbeat_celery.store.sql import _spec_values
 from tests.conftest import empty_database
 
 GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease",
-                   "goatbeat_backfill", "goatbeat_calendar"}
+                   "goatbeat_backfill", "goatbeat_calendar", "goatbeat_schedule_tag"}
 
 
 @contextmanager
@@ -520,5 +520,55 @@ def test_downgrading_from_shards_drops_only_their_column(fresh_url: str,
     downgrade(engine, "0006")
     columns = {c["name"] for c in sa.inspect(engine).get_columns("goatbeat_schedule")}
     assert "shard_hash" not in columns and "calendars" in columns
+    upgrade(engine)
+    assert differences(engine) == []
+
+
+def test_upgrading_0007_rows_to_the_tag_index_indexes_their_tags(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine, "0007")
+    due = datetime(2030, 1, 1, 2, 0, tzinfo=timezone.utc)
+    tagged = {"a": ("billing", "nightly"), "b": ("billing",), "c": (), "d": ("nightly", "eu")}
+    with engine.begin() as connection:
+        for name, tags in tagged.items():
+            spec = ScheduleSpec(name=name, task="proj.tasks.report",
+                                trigger=TriggerSpec(kind="interval", params={"every": 60}),
+                                tags=tags)
+            connection.execute(sa.insert(schedule_table).values(
+                **_spec_values(spec), next_occurrence_at=due, next_run_at=due,
+                last_occurrence_at=None, total_runs=3, total_missed=0, version=4,
+                created_at=due, updated_at=due))
+    upgrade(engine)
+    assert differences(engine) == []
+    with engine.connect() as connection:
+        entries = {(name, tag) for name, tag in connection.execute(sa.select(schedule_tag_table))}
+    assert entries == {(name, tag) for name, tags in tagged.items() for tag in tags}
+    store = open_store(fresh_url)
+    try:
+        assert [s.name for s in store.list_schedules(tags=["billing"])] == ["a", "b"]
+        assert [s.name for s in store.list_schedules(tags=["nightly", "eu"])] == ["d"]
+        # The triggers keep the index from now on.
+        store.delete_schedule("a")
+        assert [s.name for s in store.list_schedules(tags=["nightly"])] == ["d"]
+    finally:
+        store.close()
+
+
+def test_downgrading_from_the_tag_index_drops_it_and_schedules_are_written_as_before(
+        fresh_url: str, engine: sa.Engine) -> None:
+    upgrade(engine)
+    downgrade(engine, "0007")
+    assert "goatbeat_schedule_tag" not in table_names(engine)
+    spec = ScheduleSpec(name="job", task="proj.tasks.report",
+                        trigger=TriggerSpec(kind="interval", params={"every": 60}),
+                        tags=("billing",))
+    due = datetime(2030, 1, 1, 2, 0, tzinfo=timezone.utc)
+    with engine.begin() as connection:  # no trigger left to refer to the dropped table
+        connection.execute(sa.insert(schedule_table).values(
+            **_spec_values(spec), next_occurrence_at=due, next_run_at=due,
+            last_occurrence_at=None, total_runs=0, total_missed=0, version=1,
+            created_at=due, updated_at=due))
+        connection.execute(sa.update(schedule_table).values(tags=["eu"]))
+        connection.execute(sa.delete(schedule_table))
     upgrade(engine)
     assert differences(engine) == []

@@ -541,6 +541,45 @@ def test_tags_are_listed_and_filtered_on(client: Any, api: Schedules) -> None:
     assert names("?q=partner") == {"poll"}
 
 
+def test_the_tag_filter_follows_edits_and_deletions(client: Any, api: Schedules) -> None:
+    api.create("poll", "feeds.poll", every=30, tags=["feeds", "nightly"])
+    api.create("digest", "mail.digest", every=3600, tags=["mail"])
+
+    def names(query: str) -> set[str]:
+        return {row.pk for row in client.get(CHANGELIST + query).context["cl"].result_list}
+
+    def choices() -> list[str]:
+        page = client.get(CHANGELIST)
+        [tag_filter] = [spec for spec in page.context["cl"].filter_specs
+                        if getattr(spec, "parameter_name", "") == "tag"]
+        return [value for value, _ in tag_filter.lookup_choices]
+
+    api.update("poll", tags=["mail"])
+    assert (names("?tag=mail"), names("?tag=nightly")) == ({"poll", "digest"}, set())
+    assert choices() == ["mail"]
+    api.delete("digest")
+    assert names("?tag=mail") == {"poll"}
+    # A value is a tag to look up, whatever its characters, never SQL.
+    assert names("?tag=" + "mail' OR 'a'='a") == set()
+    assert names("?tag=%25") == set()
+
+
+def test_the_tag_choices_are_bounded_and_in_order(client: Any, api: Schedules) -> None:
+    from goatbeat_celery.contrib.django.admin import MAX_TAG_CHOICES
+
+    for index in range(MAX_TAG_CHOICES // 10 + 1):
+        api.create(f"job-{index:03d}", "proj.tick", every=60,
+                   tags=[f"t{index * 10 + k:04d}" for k in range(10)])
+    page = client.get(CHANGELIST)
+    [tag_filter] = [spec for spec in page.context["cl"].filter_specs
+                    if getattr(spec, "parameter_name", "") == "tag"]
+    assert [value for value, _ in tag_filter.lookup_choices] == [
+        f"t{n:04d}" for n in range(MAX_TAG_CHOICES)]
+    last = f"t{MAX_TAG_CHOICES + 9:04d}"  # offered or not, a tag filters all the same
+    assert {row.pk for row in client.get(CHANGELIST + "?tag=" + last)
+            .context["cl"].result_list} == {f"job-{MAX_TAG_CHOICES // 10:03d}"}
+
+
 def test_executions_the_overlap_policy_skipped_or_held_are_filtered_on(
         client: Any, api: Schedules, django_db: str) -> None:
     import sqlalchemy as sa
