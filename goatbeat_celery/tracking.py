@@ -73,6 +73,10 @@ REFUSED_TRIES = 3
 STOP_TIMEOUT = 5.0
 #: Dropped events are reported at most this often (seconds).
 DROP_REPORT_INTERVAL = 10.0
+#: SQLSTATE insufficient_privilege: the worker's database role lacks a grant.
+_INSUFFICIENT_PRIVILEGE = "42501"
+#: Where the grants a worker needs are written.
+_WORKER_ROLE_DOC = "docs/deploying.md#a-worker-role-with-the-least-rights"
 
 
 #: What a task's thread notes, turned into a RunEvent when written: (kind, key, run, worker,
@@ -142,6 +146,10 @@ class RunWriter:
         self._drops_reported_at = float("-inf")
         self._outage_since: float | None = None
         self._refusals = 0
+        # Why the last write failed, for the report of events dropped meanwhile.
+        self._failure: str | None = None
+        # The permission errors already logged: each is logged once, not at every retry.
+        self._denials_logged: set[str] = set()
         self.stats = WriterStats()
 
     # -- the task's side -----------------------------------------------------------------
@@ -293,8 +301,8 @@ class RunWriter:
                         self.stats.dropped += max(0, overflow)
                         self._unreported_drops += max(0, overflow)
                     else:
+                        # Logged as it is dropped, with the database's reason.
                         self.stats.dropped += len(batch)
-                        self._unreported_drops += len(batch)
                     self._idle.notify_all()
                 return False
             with self._lock:
@@ -315,15 +323,26 @@ class RunWriter:
     def _failed(self, exc: Exception) -> bool:
         """Note a failed write; returns whether to keep its batch for another try."""
         self.stats.failed_writes += 1
-        unavailable = isinstance(exc, StoreUnavailable) or self._log is None
-        if self._outage_since is None:
-            self._outage_since = self._monotonic()
+        denied = _permission_denied(exc)
+        self._failure = str(exc)
+        if denied is not None and denied not in self._denials_logged:
+            self._denials_logged.add(denied)
+            logger.error("goatbeat: run tracking is not allowed to write: %s. The workers' "
+                         "database role lacks a privilege (%s); grant what %s lists. Up to %d "
+                         "events are held meanwhile, and written once it is granted", exc,
+                         denied, _WORKER_ROLE_DOC, self._max,
+                         extra={"action": "run_tracking_denied"})
+        elif self._outage_since is None:
             logger.warning("goatbeat: run tracking cannot write (%s); holding up to %d events "
                            "and retrying", exc, self._max,
                            extra={"action": "run_tracking_unavailable"})
         else:
             logger.debug("goatbeat: run tracking still cannot write: %s", exc)
-        if unavailable:
+        if self._outage_since is None:
+            self._outage_since = self._monotonic()
+        # A missing grant is fixed by an operator, not by dropping the batch: hold the events
+        # as through an outage, so that they are written once the grant is there.
+        if denied is not None or isinstance(exc, StoreUnavailable) or self._log is None:
             self._refusals = 0
             return True
         self._refusals += 1
@@ -340,6 +359,8 @@ class RunWriter:
         stats.written += len(batch)
         stats.unknown += unknown
         self._refusals = 0
+        self._failure = None
+        self._denials_logged.clear()
         if self._outage_since is not None:
             logger.info("goatbeat: run tracking writes again after %.1fs",
                         self._monotonic() - self._outage_since,
@@ -379,9 +400,11 @@ class RunWriter:
                 return
             self._unreported_drops = 0
             self._drops_reported_at = now
-        logger.warning("goatbeat: %d run events dropped (buffer of %d full while the database "
-                       "could not take them; %d dropped in all)", dropped, self._max,
-                       self.stats.dropped,
+        failure = self._failure
+        why = ("the database could not keep up" if failure is None
+               else f"the last write failed: {failure}")
+        logger.warning("goatbeat: %d run events dropped (buffer of %d full: %s; %d dropped in "
+                       "all)", dropped, self._max, why, self.stats.dropped,
                        extra={"action": "run_events_dropped", "count": dropped})
 
     def _close(self) -> None:
@@ -721,6 +744,21 @@ def _load_store_code(database_url: str) -> None:
         import goatbeat_celery.store.sqlite  # noqa: F401
     if backend is not Backend.MEMORY:
         migrations.head_revision()
+
+
+def _permission_denied(exc: BaseException) -> str | None:
+    """The database's words when ``exc`` (or an error it was raised from) is a missing grant,
+    such as ``permission denied for table goatbeat_execution``; None otherwise."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if getattr(current, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
+            text = str(current).strip()
+            return text.splitlines()[0] if text else "permission denied"
+        orig = getattr(current, "orig", None)  # SQLAlchemy's wrapper of the driver's error
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+    return None
 
 
 def _exception(retval: Any) -> BaseException | str | None:

@@ -21,6 +21,11 @@ ACCEPTED_SCHEMES = (
     "postgres://",
 )
 
+#: Why a URL with a password does not parse, without quoting any of it.
+_ENCODE_PASSWORD = ("it does not read as user:password@host:port/database; percent-encode "
+                    "the password's special characters: @ as %40, : as %3A, / as %2F, ? as "
+                    "%3F, # as %23, % as %25")
+
 _POSTGRES_SCHEMES = frozenset({"postgresql", "postgresql+psycopg", "postgres", "postgres+psycopg"})
 _SQLITE_SCHEMES = frozenset({"sqlite", "sqlite+pysqlite"})
 
@@ -69,7 +74,12 @@ def normalise_url(url: str | URL) -> URL:
         try:
             parsed = make_url(url)
         except (ArgumentError, ValueError) as exc:
-            raise _unknown(url, str(exc)) from exc
+            # The parser's words may quote a piece of the password (a port read from it).
+            raise _unknown(url, _ENCODE_PASSWORD if _mask_userinfo(url) != url
+                           else str(exc)) from exc
+        if "@" in (parsed.host or ""):
+            # SQLAlchemy ends the password at its first "@": the rest would be taken as a host.
+            raise _unknown(url, _ENCODE_PASSWORD)
     if parsed.get_backend_name() in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+psycopg")
     return parsed
@@ -83,34 +93,54 @@ def mask_url(url: str | URL) -> str:
     written, so a URL that does not parse is masked too, and nothing else in it changes.
     """
     if isinstance(url, URL):
-        return _mask_query(url.render_as_string(hide_password=True))
+        # A password's unencoded "@" was parsed into the host, which the rendering keeps.
+        return _mask_query(_mask_userinfo(url.render_as_string(hide_password=True)))
     return _mask_query(_mask_userinfo(url))
 
 
 #: Query parameters that carry a secret (libpq's ``password`` and ``sslpassword``).
 _SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
 
-# ``scheme://user:password@rest``, read as SQLAlchemy reads it: the user name stops at ``:`` or
-# ``/``, the password runs to the first ``@``.
-_USERINFO = re.compile(r"(?P<head>[^:/?#]+://[^:/]*:)(?P<password>[^@]*)@(?P<rest>.*)", re.S)
-# Where the host ends, for a password whose own ``@`` was not percent-encoded.
-_HOST_END = re.compile(r"[/?]")
+# Where a URL starts, in a URL or in the text of an error.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# A user name followed by the ``:`` that starts a password, read as SQLAlchemy reads it (up to
+# ``:``), and not running past an ``@`` or into the next word.
+_USER = re.compile(r"[^:/?#@\s]*:")
+_SPACE = re.compile(r"\s")
 # One ``key=value`` of a query; ``;`` is split on too, so masking errs on the side of more.
 _QUERY_PARAMETER = re.compile(r"(?P<lead>[?&;])(?P<key>[^=&;]*)=(?P<value>[^&;]*)")
 
 
-def _mask_userinfo(url: str) -> str:
-    match = _USERINFO.match(url)
-    if match is None:
-        return url
-    rest = match["rest"]
-    # SQLAlchemy ends the password at its first "@"; an unencoded "@" in the password leaves
-    # the remainder in front of the host, so mask up to the host's own "@".
-    host_end = _HOST_END.search(rest)
-    host = rest if host_end is None else rest[:host_end.start()]
-    if "@" in host:
-        rest = rest[host.rindex("@") + 1:]
-    return f"{match['head']}***@{rest}"
+def _mask_userinfo(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@host`` in it masked."""
+    parts: list[str] = []
+    position = 0
+    while (scheme := _SCHEME.search(text, position)) is not None:
+        user = _USER.match(text, scheme.end())
+        end = None if user is None else _password_end(text, user.end())
+        if user is None or end is None:
+            parts.append(text[position:scheme.end()])
+            position = scheme.end()
+            continue
+        parts.append(text[position:user.end()] + "***")
+        position = end  # at the "@" that ends the password
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _password_end(text: str, start: int) -> int | None:
+    """Where the password starting at ``start`` ends: at the last ``@`` before the next URL
+    of the text (one that starts after a space), else the last ``@`` of the text; None when
+    there is none. A password's own ``@``, ``/``, ``?`` or ``#`` (not percent-encoded) then
+    stays inside what is masked, whatever SQLAlchemy makes of it; an ``@`` in the text after
+    the URL makes masking err on the side of more."""
+    space = _SPACE.search(text, start)
+    following = None if space is None else _SCHEME.search(text, space.end())
+    bound = len(text) if following is None else following.start()
+    end = text.rfind("@", start, bound)
+    if end < 0:
+        end = text.rfind("@", start)
+    return None if end < 0 else end
 
 
 def _mask_query(url: str) -> str:

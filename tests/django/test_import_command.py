@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -274,3 +275,92 @@ def test_imported_crontabs_run_when_django_celery_beats_crontab_runs(api: Schedu
             assert ours == theirs, (name, tabs[name])
     finally:
         PeriodicTask.objects.filter(name__in=names).delete()
+
+
+#: Rows django-celery-beat's admin would not let through, but a hand edit, a script or an older
+#: version stores; the reason each is refused with.
+BAD_ROWS = {
+    "fortnightly": "interval period 'fortnights' is not one of days, hours, minutes, seconds, "
+                   "microseconds",
+    "forever-ends": "cannot be read: DataError: ",
+    "huge-interval": "an interval of 2147483647 days is longer than a Python timedelta holds "
+                     "(999999999 days)",
+    "on-mars": "timezone: unknown zone 'Mars/Olympus'",
+    "too-urgent": "options.priority: expected an integer from 0 to 255, got 300",
+}
+
+
+@pytest.fixture
+def bad_rows(api: Schedules) -> Iterator[None]:
+    """The rows of BAD_ROWS, beside the module's tasks, deleted afterwards."""
+    from django.db import connection
+    from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+    # The largest number the column holds (a 32-bit integer on PostgreSQL).
+    huge = IntervalSchedule.objects.create(every=2**31 - 1, period=IntervalSchedule.DAYS)
+    PeriodicTask.objects.create(name="huge-interval", task="shop.sync", interval=huge)
+    odd = IntervalSchedule.objects.create(every=2, period=IntervalSchedule.DAYS)
+    IntervalSchedule.objects.filter(pk=odd.pk).update(period="fortnights")
+    PeriodicTask.objects.create(name="fortnightly", task="shop.sync", interval=odd)
+    mars = CrontabSchedule.objects.create(minute="0", hour="6", timezone="UTC")
+    PeriodicTask.objects.create(name="on-mars", task="rover.wake", crontab=mars)
+    every_15 = IntervalSchedule.objects.get(every=15, period=IntervalSchedule.MINUTES)
+    PeriodicTask.objects.create(name="too-urgent", task="shop.sync", interval=every_15,
+                                priority=300)
+    PeriodicTask.objects.create(name="forever-ends", task="shop.sync", interval=every_15)
+    PeriodicTask.objects.create(name="bell-queue", task="shop.sync", interval=every_15,
+                                queue="cache\x07\x1b[2J")
+    with connection.cursor() as cursor:
+        # What the model's fields refuse to write, and raise on when they read it.
+        cursor.execute("UPDATE django_celery_beat_crontabschedule SET timezone = %s "
+                       "WHERE id = %s", ["Mars/Olympus", mars.pk])
+        cursor.execute("UPDATE django_celery_beat_periodictask SET expires = 'infinity' "
+                       "WHERE name = 'forever-ends'")
+    try:
+        yield
+    finally:
+        bad = PeriodicTask.objects.filter(name__in=[*BAD_ROWS, "bell-queue"])
+        bad.update(expires=None)  # deleting reads the rows first
+        bad.delete()
+        for schedule in (huge, odd, mars):
+            schedule.delete()
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "import"])
+def test_a_bad_row_is_refused_with_its_reason_and_the_others_are_copied(
+        api: Schedules, bad_rows: None, dry_run: bool) -> None:
+    from django.core.management import CommandError, call_command
+
+    out = io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command("goatbeat_import_django_celery_beat", *(["--dry-run"] if dry_run else []),
+                     stdout=out, no_color=True)
+    output = out.getvalue()
+
+    refused = sorted(["bad-args", "lights-off", *BAD_ROWS])
+    # The queue's control characters are goatbeat's validation's to judge: the row gets its
+    # line either way, and the import goes on.
+    bell = [line for line in output.splitlines() if line.startswith(
+        ("refused 'bell-queue'", "created 'bell-queue'", "would create 'bell-queue'"))]
+    assert len(bell) == 1, output
+    if bell[0].startswith("refused"):
+        assert "queue" in bell[0]
+        refused = sorted([*refused, "bell-queue"])
+    created = 14 + (not bell[0].startswith("refused"))
+    assert str(caught.value) == (f"{len(refused)} periodic tasks were refused: "
+                                 + ", ".join(repr(name) for name in refused))
+    done = "would be created" if dry_run else "created"
+    summary = output[output.index(f"{created} {done}, 1 skipped, {len(refused)} refused"):]
+    summary_lines = summary.splitlines()[1:]
+    assert [line.split("'")[1] for line in summary_lines] == refused, summary
+    for name, reason in BAD_ROWS.items():
+        line = f"refused {name!r}: {reason}"
+        assert f"{line}" in output, output
+        assert any(entry.startswith(f"  {line}") for entry in summary_lines), summary
+    assert "infinity" in next(line for line in summary_lines if "'forever-ends'" in line)
+    names = {schedule.name for schedule in api.list()}
+    if dry_run:
+        assert names == set()
+    else:
+        assert "refresh-cache" in names and "first-friday" in names
+        assert not names & set(refused)

@@ -7,10 +7,13 @@ same validation, on a throwaway in-memory store), skipped (its name is already i
 is an entry of ``beat_schedule``, which django-celery-beat's scheduler stores as a periodic
 task and goatbeat syncs from the config, or it is ``celery.backend_cleanup``, which goatbeat
 adds itself), or refused with the reason (a solar schedule, JSON that does not parse, a
-schedule goatbeat finds invalid). Nothing is left out without a line saying so, and running it
-again skips what it copied before. When anything was refused, the command ends with a
-CommandError (exit status 1) after its report, having created the rest, so that a script
-notices; a dry run too, as the real run would.
+schedule goatbeat finds invalid, a row Django cannot read or Python cannot represent: a zone
+the time zone field rejects, an interval period edited by hand, an interval beyond
+``timedelta``). A bad row is refused alone: the others are copied. Nothing is left out
+without a line saying so, the summary lists the refused tasks again with their reasons, and
+running it again skips what it copied before. When anything was refused, the command ends
+with a CommandError (exit status 1) after its report, having created the rest, so that a
+script notices; a dry run too, as the real run would.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from celery.utils.time import weekday, yearmonth
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, DataError
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.errors import (
@@ -31,6 +36,8 @@ from goatbeat_celery.core.errors import (
     GoatbeatError,
     ScheduleConflict,
     ScheduleNotFound,
+    StoreError,
+    failure_reason,
 )
 from goatbeat_celery.core.model import UTC
 from goatbeat_celery.cron import CronTrigger
@@ -41,17 +48,52 @@ BACKEND_CLEANUP = "celery.backend_cleanup"
 #: The header django-celery-beat puts on every message it sends (the periodic task's name).
 PERIODIC_TASK_NAME = "periodic_task_name"
 _NAME = re.compile(r"[A-Za-z]+")
+#: IntervalSchedule.period's choices, each a keyword of timedelta.
+PERIODS = ("days", "hours", "minutes", "seconds", "microseconds")
+#: Periodic tasks read from the database at once; a batch with a row Django cannot read is
+#: read again row by row, so that the row is refused alone.
+READ_BATCH = 500
+#: What reading or copying one row can raise, from its own data (a value the driver or a
+#: field's converter cannot read, Python's limits, goatbeat's validation); any other database
+#: or store failure is not among them and ends the command.
+ROW_ERRORS = (DataError, ValidationError, ConfigurationError, ValueError, TypeError,
+              ArithmeticError, LookupError, AttributeError)
 
 
 class Refused(Exception):
     """A periodic task goatbeat cannot reproduce; the message says why."""
 
 
+@dataclass(frozen=True)
+class Crontab:
+    """A CrontabSchedule's fields as stored, its zone as text (the model's time zone field
+    raises on a zone it does not know, before goatbeat could say which)."""
+
+    minute: str
+    hour: str
+    day_of_month: str
+    month_of_year: str
+    day_of_week: str
+    timezone: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One periodic task as read: the model (its interval, solar and clocked schedules
+    loaded) and its crontab, or why Django could not read it."""
+
+    name: str
+    task: Any = None
+    crontab: Crontab | None = None
+    unreadable: str | None = None
+
+
 @dataclass
 class Report:
     created: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
+    #: (name, reason) of each refused task, in the order of the lines.
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
 
 class Command(BaseCommand):
@@ -70,33 +112,34 @@ class Command(BaseCommand):
         if not apps.is_installed("django_celery_beat"):
             raise CommandError("django_celery_beat is not in INSTALLED_APPS: there is nothing "
                                "to import from")
-        from django_celery_beat.models import PeriodicTask
-
         from goatbeat_celery.contrib.django import integration
 
         dry_run = bool(options["dry_run"])
-        tasks = (PeriodicTask.objects.using(options["database"])
-                 .select_related("interval", "crontab", "solar", "clocked").order_by("name"))
         # django-celery-beat's scheduler stores the entries of beat_schedule as periodic tasks
         # too; goatbeat syncs those from the config itself, as config schedules.
         config_names = frozenset(integration.celery_app().conf.beat_schedule or {})
         try:
+            rows = read_rows(options["database"])
             with integration.schedules() as target:
-                report = self.copy(list(tasks), target, dry_run=dry_run,
-                                   config_names=config_names)
+                report = self.copy(rows, target, dry_run=dry_run, config_names=config_names)
         except GoatbeatError as exc:
             raise CommandError(str(exc)) from exc
+        except DatabaseError as exc:
+            raise CommandError(f"cannot read django-celery-beat's tables from database "
+                               f"{options['database']!r}: {exc}") from exc
         done = "would be created" if dry_run else "created"
         self.stdout.write(f"{len(report.created)} {done}, {len(report.skipped)} skipped, "
                           f"{len(report.refused)} refused"
                           + (" (dry run: nothing written)" if dry_run else ""))
+        for name, reason in report.refused:
+            self.stdout.write(self.style.WARNING(f"  refused {name!r}: {reason}"))
         if report.refused:
             self.stdout.flush()  # the report first, then the error on stderr
             noun = "task was" if len(report.refused) == 1 else "tasks were"
             raise CommandError(f"{len(report.refused)} periodic {noun} refused: "
-                               + ", ".join(repr(name) for name in report.refused))
+                               + ", ".join(repr(name) for name, _ in report.refused))
 
-    def copy(self, tasks: list[Any], target: Schedules, *, dry_run: bool,
+    def copy(self, rows: list[Row], target: Schedules, *, dry_run: bool,
              config_names: frozenset[str] = frozenset()) -> Report:
         report = Report()
         # A dry run validates each task as create() would, on a store that is thrown away.
@@ -105,17 +148,20 @@ class Command(BaseCommand):
                             default_timezone=target.default_timezone)
                   if dry_run else target)
         try:
-            for task in tasks:
-                self.copy_one(task, target, writer, report, dry_run=dry_run,
+            for row in rows:
+                self.copy_one(row, target, writer, report, dry_run=dry_run,
                               config_names=config_names)
         finally:
             if writer is not target:
                 writer.close()
         return report
 
-    def copy_one(self, task: Any, target: Schedules, writer: Schedules, report: Report, *,
+    def copy_one(self, row: Row, target: Schedules, writer: Schedules, report: Report, *,
                  dry_run: bool, config_names: frozenset[str] = frozenset()) -> None:
-        name = str(task.name)
+        name, task = row.name, row.task
+        if row.unreadable is not None:
+            self.refuse(report, name, row.unreadable)
+            return
         if task.task == BACKEND_CLEANUP:
             self.line(report.skipped, "skipped", name, "celery.backend_cleanup is added by "
                       "goatbeat itself")
@@ -134,17 +180,22 @@ class Command(BaseCommand):
             return
         now = writer.store.now()
         try:
-            arguments = create_arguments(task, now)
+            arguments = create_arguments(task, row.crontab, now)
             schedule = writer.create(name, str(task.task), **arguments)
         except Refused as exc:
-            self.line(report.refused, "refused", name, str(exc), error=True)
+            self.refuse(report, name, str(exc))
             return
         except ScheduleConflict:
             self.line(report.skipped, "skipped", name, "a schedule of that name is already "
                       "in goatbeat")
             return
-        except ConfigurationError as exc:
-            self.line(report.refused, "refused", name, "; ".join(exc.problems), error=True)
+        except StoreError:
+            raise
+        except ROW_ERRORS as exc:
+            # goatbeat's validation names the field; anything else is a value nothing foresaw.
+            reason = failure_reason(exc)
+            self.refuse(report, name, reason if isinstance(exc, ConfigurationError)
+                        else f"cannot be copied: {reason}")
             return
         detail = describe(arguments)
         if ("at" in arguments and arguments["at"] <= now) or (
@@ -156,14 +207,56 @@ class Command(BaseCommand):
             detail += ", paused (disabled in django-celery-beat)"
         self.line(report.created, "would create" if dry_run else "created", name, detail)
 
-    def line(self, bucket: list[str], verb: str, name: str, detail: str, *,
-             error: bool = False) -> None:
+    def line(self, bucket: list[str], verb: str, name: str, detail: str) -> None:
         bucket.append(name)
-        text = f"{verb} {name!r}: {detail}"
-        self.stdout.write(self.style.WARNING(text) if error else text)
+        self.stdout.write(f"{verb} {name!r}: {detail}")
+
+    def refuse(self, report: Report, name: str, reason: str) -> None:
+        report.refused.append((name, reason))
+        self.stdout.write(self.style.WARNING(f"refused {name!r}: {reason}"))
 
 
-def create_arguments(task: Any, now: datetime) -> dict[str, Any]:
+def read_rows(database: str) -> list[Row]:
+    """Every periodic task, by name, each readable one with its schedules; a row Django
+    cannot read (a field's converter raises) is a Row saying why, and the others are read."""
+    from django.db.models import CharField
+    from django.db.models.functions import Cast
+    from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+    crontabs = {
+        values["id"]: Crontab(values["minute"], values["hour"], values["day_of_month"],
+                              values["month_of_year"], values["day_of_week"], values["zone"])
+        for values in CrontabSchedule.objects.using(database).values(
+            "id", "minute", "hour", "day_of_month", "month_of_year", "day_of_week",
+            zone=Cast("timezone", output_field=CharField()))}
+    # The crontab is read above, as text: the model's zone field raises on an unknown zone.
+    tasks = PeriodicTask.objects.using(database).select_related("interval", "solar", "clocked")
+    names = list(PeriodicTask.objects.using(database).order_by("name").values_list("pk", "name"))
+    rows: list[Row] = []
+    for start in range(0, len(names), READ_BATCH):
+        batch = names[start:start + READ_BATCH]
+        try:
+            read: dict[Any, Any] = {task.pk: task for task in
+                                    tasks.filter(pk__in=[pk for pk, _ in batch])}
+        except ROW_ERRORS:
+            read = {}
+            for pk, _ in batch:
+                try:
+                    read[pk] = tasks.get(pk=pk)
+                except ROW_ERRORS as exc:
+                    read[pk] = exc
+        for pk, name in batch:
+            found = read.get(pk)
+            if found is None:
+                continue  # deleted since the names were read
+            if isinstance(found, Exception):
+                rows.append(Row(str(name), unreadable=f"cannot be read: {failure_reason(found)}"))
+            else:
+                rows.append(Row(str(name), found, crontabs.get(found.crontab_id)))
+    return rows
+
+
+def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[str, Any]:
     """The keywords of Schedules.create for one PeriodicTask; Refused when goatbeat has none."""
     if task.solar_id is not None:
         raise Refused(f"solar schedule ({task.solar.event} at {float(task.solar.latitude):g}, "
@@ -171,7 +264,7 @@ def create_arguments(task: Any, now: datetime) -> dict[str, Any]:
                       "it in beat_schedule as solar(...)")
     start = aware(task.start_time) if task.start_time is not None else None
     arguments: dict[str, Any] = {
-        **trigger_arguments(task),
+        **trigger_arguments(task, crontab),
         "args": tuple(json_field(task, "args", list, "[]")),
         "kwargs": json_field(task, "kwargs", dict, "{}"),
         "options": message_options(task),
@@ -194,18 +287,18 @@ def create_arguments(task: Any, now: datetime) -> dict[str, Any]:
     return arguments
 
 
-def trigger_arguments(task: Any) -> dict[str, Any]:
+def trigger_arguments(task: Any, crontab: Crontab | None) -> dict[str, Any]:
     """every=, cron= (Celery's day-of-month AND day-of-week) or at=; a one-off interval or
     crontab becomes at= the instant django-celery-beat would run it (:func:`one_off_at`)."""
     if task.clocked_id is not None:
         return {"at": aware(task.clocked.clocked_time)}
     if task.interval_id is not None:
-        every = timedelta(**{str(task.interval.period): int(task.interval.every)})
+        every = interval(str(task.interval.period), int(task.interval.every))
         if task.one_off:
             return {"at": one_off_at(task, lambda after: after + every)}
         return {"every": every}
-    if task.crontab_id is not None:
-        tab = task.crontab
+    if crontab is not None:
+        tab = crontab
         expression = " ".join(str(part).replace(" ", "") for part in (
             tab.minute, tab.hour, tab.day_of_month, celery_names(tab.month_of_year, "month"),
             celery_names(tab.day_of_week, "day")))
@@ -221,6 +314,18 @@ def trigger_arguments(task: Any) -> dict[str, Any]:
             raise Refused(f"one-off crontab {expression!r} never occurs again")
         return {"at": first}
     raise Refused("it has no schedule (no interval, crontab, clocked or solar)")
+
+
+def interval(period: str, every: int) -> timedelta:
+    """An IntervalSchedule as a timedelta; Refused for a period that is not one of its choices
+    or a length Python cannot hold."""
+    if period not in PERIODS:
+        raise Refused(f"interval period {period!r} is not one of {', '.join(PERIODS)}")
+    try:
+        return timedelta(**{period: every})
+    except OverflowError as exc:
+        raise Refused(f"an interval of {every} {period} is longer than a Python timedelta "
+                      f"holds (999999999 days)") from exc
 
 
 def one_off_at(task: Any, next_after: Callable[[datetime], datetime | None]) -> datetime | None:
