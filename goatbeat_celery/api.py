@@ -114,11 +114,13 @@ class Schedules:
         """Schedules by name, or by next run (``order="next_run"``, those with none last);
         ``after`` pages on from the last of the previous page: its name, or by next run a
         :class:`RunOrderCursor` of its next run and name; ``tags``: only those carrying every
-        one of them."""
+        one of them; ``enabled``: only those not paused (True) or paused (False), a pause with
+        an end included."""
         wanted = None if source is None else ScheduleSource(source)
         if isinstance(tags, str):
             tags = (tags,)  # one tag given bare is still one tag, not its characters
-        return self.store.list_schedules(enabled=enabled, source=wanted, prefix=prefix,
+        return self.store.list_schedules(paused=None if enabled is None else not enabled,
+                                         source=wanted, prefix=prefix,
                                          limit=limit, set_aside=set_aside, after=after,
                                          order=ScheduleOrder(order), tags=tuple(tags))
 

@@ -28,6 +28,7 @@ from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, Trig
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.shards import Shard, ShardingView, shard_lease_name
+from goatbeat_celery.core.status import State, shows_next_run
 from goatbeat_celery.core.validation import hidden_characters
 
 NONE = "-"
@@ -211,8 +212,7 @@ def trigger_json(trigger: TriggerSpec) -> dict[str, Any]:
 
 
 # -- schedules --------------------------------------------------------------------------------
-def schedule_json(schedule: Schedule, defaults: Settings,
-                  now: datetime | None = None) -> dict[str, Any]:
+def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict[str, Any]:
     """A schedule for ``--json``: stored values, with ``effective_*`` for inherited defaults.
 
     ``description`` describes the trigger (as it always has); the free text given with the
@@ -250,7 +250,7 @@ def schedule_json(schedule: Schedule, defaults: Settings,
         "consecutive_failures": schedule.consecutive_failures,
         "paused_reason": schedule.paused_reason,
         "total_skipped": schedule.total_skipped,
-        "state": state_text(schedule, now),
+        "state": schedule.status_at(now).state.value,
         "paused_until": iso(schedule.paused_until),
         "start_at": iso(spec.start_at),
         "end_at": iso(spec.end_at),
@@ -288,41 +288,39 @@ def misfire_text(schedule: Schedule, defaults: Settings) -> str:
     return policy.value if policy is not None else f"default ({defaults.misfire_policy.value})"
 
 
-def state_text(schedule: Schedule, now: datetime | None = None) -> str:
-    """``enabled``, ``paused`` or ``set aside`` (enabled, but not run until its fault clears);
-    a paused row that cannot be read as stored is ``paused, damaged``. Given ``now``, a
-    schedule within a pause with an end is ``paused until <instant>``, and one whose
-    ``max_runs`` are used up or whose ``end_at`` passed is ``ended``."""
-    if not schedule.spec.enabled:
-        return "paused, damaged" if schedule.damage else "paused"
-    if now is not None and schedule.paused_until is not None and schedule.paused_until > now:
-        return f"paused until {when(schedule.paused_until)}"
-    if schedule.set_aside:
-        return "set aside"
-    if now is not None and schedule.next_run_at is None and _ended(schedule, now):
-        return "ended"
-    return "enabled"
+def state_text(schedule: Schedule, now: datetime) -> str:
+    """The schedule's status (:mod:`goatbeat_celery.core.status`) in words: ``enabled``,
+    ``paused`` (``paused, damaged`` for a row that cannot be read as stored), ``paused until
+    <instant>``, ``set aside`` or ``ended``."""
+    found = schedule.status_at(now)
+    if found.state is State.PAUSED and schedule.damage:
+        return "paused, damaged"
+    if found.state is State.PAUSED_UNTIL:
+        return f"paused until {when(found.until)}"
+    return str(found.state.value)
 
 
-def _ended(schedule: Schedule, now: datetime) -> bool:
-    spec = schedule.spec
-    return schedule.runs_left == 0 or (spec.end_at is not None and spec.end_at <= now)
+def next_run_text(schedule: Schedule, now: datetime) -> str:
+    """The next run as faces show it: none while the schedule is paused or ended, whatever
+    instant the row still holds (it would only be past, or run after a resume)."""
+    if not shows_next_run(schedule.status_at(now).state):
+        return NONE
+    return when(schedule.next_run_at)
 
 
 SCHEDULE_COLUMNS = ("NAME", "TASK", "TRIGGER", "ZONE", "NEXT RUN", "LAST RUN", "STATE",
                     "SOURCE", "MISFIRE")
 
 
-def schedule_row(schedule: Schedule, defaults: Settings,
-                 now: datetime | None = None) -> tuple[str, ...]:
+def schedule_row(schedule: Schedule, defaults: Settings, now: datetime) -> tuple[str, ...]:
     spec = schedule.spec
     return (spec.name, spec.task, describe_trigger(spec.trigger), zone_of(spec.trigger) or NONE,
-            when(schedule.next_run_at), when(schedule.last_occurrence_at),
+            next_run_text(schedule, now), when(schedule.last_occurrence_at),
             state_text(schedule, now), spec.source.value, misfire_text(schedule, defaults))
 
 
 def schedule_fields(schedule: Schedule, defaults: Settings,
-                    now: datetime | None) -> list[tuple[str, Value]]:
+                    now: datetime) -> list[tuple[str, Value]]:
     """Every detail of one schedule, as ``(label, value)`` lines for :func:`fields`."""
     spec = schedule.spec
     shift = NONE
@@ -348,7 +346,7 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         *([("description", spec.description)] if spec.description is not None else []),
         *([("tags", ", ".join(spec.tags))] if spec.tags else []),
         *([("calendars", ", ".join(spec.calendars))] if spec.calendars else []),
-        ("enabled", "yes" if spec.enabled else "no (paused)"),
+        ("state", state_text(schedule, now)),
         *pause_fields(schedule, now, at),
         *fault_fields(schedule, at),
         ("source", spec.source.value),
@@ -361,7 +359,8 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
           if spec.starting_deadline is not None else []),
         *policy_fields(schedule, defaults),
         *control_fields(schedule),
-        ("next run", at(schedule.next_run_at)),
+        ("next run", at(schedule.next_run_at) if shows_next_run(schedule.status_at(now).state)
+         else NONE),
         ("next occurrence", when(schedule.next_occurrence_at)),
         ("last occurrence", when(schedule.last_occurrence_at)),
         ("runs", str(schedule.total_runs)),

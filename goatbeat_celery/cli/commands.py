@@ -693,7 +693,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 @goatbeat.command(name="list", cls=CeleryCommand)
 @click.option("--enabled/--disabled", "enabled", default=None,
-              help="Only running (--enabled) or paused (--disabled) schedules.")
+              help="Only schedules not paused (--enabled) or paused (--disabled), a pause "
+                   "with an end included.")
 @click.option("--source", type=click.Choice([s.value for s in ScheduleSource]),
               help="Only schedules from beat_schedule (config) or created here or in code (api).")
 @click.option("--prefix", metavar="TEXT", help="Only names starting with TEXT.")

@@ -26,6 +26,7 @@ from goatbeat_celery.core.policies import (
     backoff_problems,
 )
 from goatbeat_celery.core.runs import RunState
+from goatbeat_celery.core.status import Status, status
 
 UTC = timezone.utc
 
@@ -518,6 +519,13 @@ class Schedule:
         """Whether the schedule is paused at ``now``: disabled, or within a pause with an end."""
         return not self.spec.enabled or (self.paused_until is not None
                                          and self.paused_until > now)
+
+    def status_at(self, now: datetime) -> Status:
+        """This schedule's :mod:`~goatbeat_celery.core.status` at ``now`` (the store's clock)."""
+        return status(enabled=self.spec.enabled, paused_until=self.paused_until,
+                      paused_reason=self.paused_reason, fault=self.fault,
+                      unreadable=bool(self.damage), next_run_at=self.next_run_at,
+                      runs_left=self.runs_left, end_at=self.spec.end_at, now=now)
 
     @property
     def runs_left(self) -> int | None:

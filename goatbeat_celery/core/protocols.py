@@ -165,13 +165,14 @@ class ScheduleStore(Protocol):
         ...
 
     def list_schedules(
-        self, *, enabled: bool | None = None, source: ScheduleSource | None = None,
+        self, *, paused: bool | None = None, source: ScheduleSource | None = None,
         prefix: str | None = None, limit: int | None = None, set_aside: bool | None = None,
         after: str | RunOrderCursor | None = None, order: ScheduleOrder = ScheduleOrder.NAME,
         tags: Sequence[str] = (),
     ) -> list[Schedule]:
-        """Schedules filtered as asked (``set_aside``: those with a fault recorded, or
-        without; ``tags``: those carrying every one of them,
+        """Schedules filtered as asked (``paused``: those paused at the store's clock, disabled
+        or within a pause with an end, :meth:`Schedule.paused_at`, or those not; ``set_aside``:
+        those with a fault recorded, or without; ``tags``: those carrying every one of them,
         :func:`~goatbeat_celery.core.controls.has_tags`) in ``order``. ``after`` pages on: a
         name with :attr:`ScheduleOrder.NAME`, a :class:`RunOrderCursor` with
         :attr:`ScheduleOrder.NEXT_RUN` (either other way round is a ``TypeError``). Cost grows

@@ -324,7 +324,7 @@ class MemoryStore:
         with self._lock:
             return {name: self._calendars[name] for name in names if name in self._calendars}
 
-    def list_schedules(self, *, enabled: bool | None = None,
+    def list_schedules(self, *, paused: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,
                        limit: int | None = None, set_aside: bool | None = None,
                        after: str | RunOrderCursor | None = None,
@@ -339,11 +339,12 @@ class MemoryStore:
 
         start = (None if after is None else (after,) if isinstance(after, str)
                  else run_order_key(after.next_run_at, after.name))
+        now = self.now()
         with self._lock:
             found = self._schedules.carrying(tags) if tags else self._schedules.values()
             rows = [
                 s for s in sorted(found, key=key)
-                if (enabled is None or s.spec.enabled == enabled)
+                if (paused is None or s.paused_at(now) == paused)
                 and (start is None or key(s) > start)
                 and (set_aside is None or (s.fault is not None) == set_aside)
                 and (source is None or s.spec.source is source)
@@ -352,10 +353,11 @@ class MemoryStore:
         return rows if limit is None else rows[:limit]
 
     def count_schedules(self) -> ScheduleCounts:
+        now = self.now()
         with self._lock:
             every = list(self._schedules.values())
         return ScheduleCounts(
-            total=len(every), paused=sum(not s.spec.enabled for s in every),
+            total=len(every), paused=sum(s.paused_at(now) for s in every),
             set_aside=sum(s.fault is not None for s in every),
             config=sum(s.spec.source is ScheduleSource.CONFIG for s in every),
             api=sum(s.spec.source is ScheduleSource.API for s in every))

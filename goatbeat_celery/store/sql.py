@@ -293,6 +293,12 @@ class SQLStore:
     def _insert(self, table: sa.Table) -> Insert:
         raise NotImplementedError
 
+    def _paused(self) -> sa.ColumnElement[bool]:
+        """Rows paused at the store's clock (core.status: disabled, or within a pause with an
+        end)."""
+        return sa.or_(S.c.enabled.is_(False),
+                      sa.and_(S.c.paused_until.is_not(None), S.c.paused_until > self._now_sql()))
+
     def _in(self, column: sa.ColumnElement[str], values: Sequence[str]) -> sa.ColumnElement[bool]:
         return column.in_(values)
 
@@ -490,7 +496,7 @@ class SQLStore:
             raise ScheduleNotFound(name)
         return _schedule(row)
 
-    def list_schedules(self, *, enabled: bool | None = None,
+    def list_schedules(self, *, paused: bool | None = None,
                        source: ScheduleSource | None = None, prefix: str | None = None,
                        limit: int | None = None, set_aside: bool | None = None,
                        after: str | RunOrderCursor | None = None,
@@ -506,8 +512,9 @@ class SQLStore:
             stmt = sa.select(S).order_by(S.c.name)
             if isinstance(after, str):
                 stmt = stmt.where(S.c.name > after)
-        if enabled is not None:
-            stmt = stmt.where(S.c.enabled == enabled)
+        if paused is not None:
+            pausing = self._paused()
+            stmt = stmt.where(pausing if paused else sa.not_(pausing))
         if tags:
             stmt = stmt.where(_carrying(tags))
         if set_aside is not None:
@@ -607,7 +614,7 @@ class SQLStore:
             return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
 
         stmt = sa.select(
-            sa.func.count(), count(S.c.enabled.is_(False)), count(S.c.fault.is_not(None)),
+            sa.func.count(), count(self._paused()), count(S.c.fault.is_not(None)),
             count(S.c.source == ScheduleSource.CONFIG.value),
             count(S.c.source == ScheduleSource.API.value))
         with self._read("count schedules") as conn:

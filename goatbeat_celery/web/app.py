@@ -130,6 +130,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     environment.globals["describe_trigger"] = display.describe_trigger
     environment.globals["zone_of"] = display.zone_of
     environment.globals["state_text"] = display.state_text
+    environment.globals["next_run_text"] = display.next_run_text
     environment.globals["compact_json"] = display.compact_json
     environment.globals["human_seconds"] = display.human_seconds
     environment.globals["lateness"] = display.lateness
@@ -412,9 +413,9 @@ def _list_page(context: _Context, prefix: str, source: ScheduleSource | None, st
     filters: dict[str, Any] = {"prefix": prefix or None, "source": source,
                                "tags": (tag,) if tag else ()}
     if state == "enabled":
-        filters.update(enabled=True, set_aside=False)
+        filters.update(paused=False, set_aside=False)
     elif state == "paused":
-        filters["enabled"] = False
+        filters["paused"] = True
     elif state == "set-aside":
         filters["set_aside"] = True
     found = context.schedules.store.list_schedules(limit=PAGE_SIZE + 1, order=order,

@@ -27,6 +27,7 @@ from goatbeat_celery.cli import goatbeat
 from goatbeat_celery.metrics import GoatbeatMetrics
 from goatbeat_celery.migrations import VERSION_TABLE
 from goatbeat_celery.store.schema import BACKFILL_ID_SEQUENCE, metadata
+from goatbeat_celery.web import security as web_security
 from tests.docs.blocks import DOCS
 
 PAGES = sorted(DOCS.glob("*.md"))
@@ -69,8 +70,9 @@ def code_names() -> set[str]:
     headers = {value for name, value in vars(header_names).items()
                if name.isupper() and isinstance(value, str)}
     signal_names = {getattr(signals, name).name for name in signals.__all__}
+    cookies = {web_security.CSRF_COOKIE, web_security.SESSION_COOKIE}
     return ({*metadata.tables, BACKFILL_ID_SEQUENCE, VERSION_TABLE, "goatbeat_celery"}
-            | samples | families | headers | signal_names | management_commands())
+            | samples | families | headers | signal_names | management_commands() | cookies)
 
 
 def management_commands() -> set[str]:

@@ -365,7 +365,9 @@ def test_the_state_shows_a_pause_with_an_end_until_it_passes_then_the_end(world:
     world.api.create("job", "app.job", every=60, max_runs=1)
     paused = world.api.pause("job", note="freeze", until=T0 + 5 * M)
     assert display.state_text(paused, world.clock()) == "paused until 2026-01-01T00:05:00Z"
-    assert display.state_text(paused) == "enabled"  # without a clock, as the web's CSS class
+    assert display.schedule_json(paused, Settings(), world.clock())["state"] == "paused until"
+    assert world.api.list(enabled=False) == [paused] and world.api.list(enabled=True) == []
+    assert world.api.counts().paused == 1
     fields = dict(display.schedule_fields(paused, Settings(), world.clock()))
     assert fields["paused because"] == "freeze"
     assert fields["max runs"] == "1 (1 left)"

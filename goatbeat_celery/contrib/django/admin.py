@@ -29,6 +29,7 @@ from goatbeat_celery.contrib.django.forms import ScheduleForm
 from goatbeat_celery.contrib.django.models import Execution, Schedule
 from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError, ScheduleNotFound
 from goatbeat_celery.core.model import TriggerSpec
+from goatbeat_celery.core.status import Status, shows_next_run, status
 from goatbeat_celery.store.schema import SCHEDULE_TAG_TABLE
 
 CONFIG_READ_ONLY = "comes from beat_schedule: change it in the Celery config"
@@ -117,20 +118,24 @@ def describe_trigger(row: Schedule) -> str:
     return text
 
 
+def status_of(row: Schedule) -> Status:
+    """The row's status, as every face works it out (:mod:`goatbeat_celery.core.status`)."""
+    runs_left = None if row.max_runs is None else max(0, row.max_runs - row.total_runs)
+    return status(enabled=row.enabled, paused_until=row.paused_until,
+                  paused_reason=row.paused_reason, fault=row.fault, unreadable=False,
+                  next_run_at=row.next_run_at, runs_left=runs_left, end_at=row.end_at,
+                  now=timezone.now())
+
+
 def state_of(row: Schedule) -> str:
-    """Set aside (with the leader's reason), paused (until when, and why, when known),
-    disabled (a config entry) or enabled; with the failed runs in a row, if any."""
-    if row.fault is not None:
-        text = f"set aside: {row.fault}"
-    elif row.paused_until is not None and row.paused_until > timezone.now():
-        text = f"paused until {row.paused_until.isoformat(timespec='seconds')}"
-        text += f": {row.paused_reason}" if row.paused_reason else ""
-    elif row.enabled:
-        text = "enabled"
-    elif row.is_config:
-        text = "disabled"
-    else:
-        text = f"paused: {row.paused_reason}" if row.paused_reason else "paused"
+    """The row's status in words, with its reason (why it was set aside or paused) and until
+    when a pause lasts; with the failed runs in a row, if any."""
+    found = status_of(row)
+    text = found.state.value
+    if found.until is not None:
+        text += f" {found.until.isoformat(timespec='seconds')}"
+    if found.reason:
+        text += f": {found.reason}"
     if row.consecutive_failures:
         noun = "failure" if row.consecutive_failures == 1 else "failures"
         text += f" ({row.consecutive_failures} {noun} in a row)"
@@ -181,7 +186,7 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
 
     @admin.display(description="next run", ordering="next_run_at")
     def next_run(self, row: Schedule) -> Any:
-        return row.next_run_at if row.enabled else None
+        return row.next_run_at if shows_next_run(status_of(row).state) else None
 
     @admin.display(description="last run", ordering="last_occurrence_at")
     def last_run(self, row: Schedule) -> Any:
