@@ -310,6 +310,11 @@ def next_run_text(schedule: Schedule, now: datetime) -> str:
 
 SCHEDULE_COLUMNS = ("NAME", "TASK", "TRIGGER", "ZONE", "NEXT RUN", "LAST RUN", "STATE",
                     "SOURCE", "MISFIRE")
+#: The columns of ``list`` cut short to fit a width, and where each is cut: a name, a trigger
+#: or a state keeps its start, a task its start and its end (``proj.tas…report``).
+SCHEDULE_CLIPPED = {"NAME": "end", "TASK": "middle", "TRIGGER": "end", "STATE": "end"}
+#: The columns ``list`` leaves out, first first, when the line would not fit otherwise.
+SCHEDULE_DROPPED = ("MISFIRE", "SOURCE", "LAST RUN", "ZONE")
 
 
 def schedule_row(schedule: Schedule, defaults: Settings, now: datetime) -> tuple[str, ...]:
@@ -501,19 +506,51 @@ def execution_json(execution: Execution) -> dict[str, Any]:
     }
 
 
+def execution_reason(execution: Execution) -> str:
+    """Why a run failed or never ran, on one line: the worker's error, then the broker's error
+    or the reason it was skipped, then the missed occurrences folded into it (``-``: none)."""
+    parts = [text for text in (execution.run_error, execution.last_error) if text]
+    if execution.missed:
+        parts.append(f"{execution.missed} missed before it")
+    return "; ".join(parts) or NONE
+
+
+def _seconds_text(value: float | None) -> str:
+    return NONE if value is None else human_seconds(value)
+
+
+#: ``history --wide``: every column, nothing cut.
 EXECUTION_COLUMNS = ("KEY", "STATE", "OCCURRENCE", "DUE", "CLAIMED", "SUBMITTED", "LATENESS",
-                     "ATTEMPTS", "MISSED", "RUN", "RUNTIME")
+                     "ATTEMPTS", "MISSED", "RUN", "WORKER", "RUNTIME", "WHY")
 
 
 def execution_row(execution: Execution) -> tuple[str, ...]:
-    late = lateness(execution)
-    runtime = seconds(execution.runtime)
     return (execution.key, execution.state.value, when(execution.occurrence_at),
             when(execution.due_at), when(execution.claimed_at), when(execution.submitted_at),
-            NONE if late is None else human_seconds(late), str(execution.attempts),
-            str(execution.missed),
+            _seconds_text(lateness(execution)), str(execution.attempts), str(execution.missed),
             NONE if execution.run_state is None else execution.run_state.value,
-            NONE if runtime is None else human_seconds(runtime))
+            execution.worker or NONE, _seconds_text(seconds(execution.runtime)),
+            execution_reason(execution))
+
+
+#: ``history``: one run a line, made to fit 100 columns (``LATE`` is the lateness, ``TRIES``
+#: the submission attempts); the key and the other instants are in ``--wide`` and ``--json``.
+HISTORY_COLUMNS = ("DUE", "STATE", "RUN", "LATE", "RUNTIME", "TRIES", "WORKER", "WHY")
+#: A worker keeps its start and its end (``celery@``, the host's unique part); a reason its
+#: start (the exception and its message, the run that was in the way).
+HISTORY_CLIPPED = {"WORKER": "middle", "WHY": "end"}
+HISTORY_DROPPED = ("RUNTIME", "LATE", "TRIES")
+#: What the worker and the reason keep before a column of ``history`` is left out.
+HISTORY_ROOMY = 12
+
+
+def history_row(execution: Execution) -> tuple[str, ...]:
+    """The :data:`HISTORY_COLUMNS` of one execution, taken from its :func:`execution_row`."""
+    row = dict(zip(EXECUTION_COLUMNS, execution_row(execution), strict=True))
+    return tuple(row[_HISTORY_SOURCES.get(column, column)] for column in HISTORY_COLUMNS)
+
+
+_HISTORY_SOURCES = {"LATE": "LATENESS", "TRIES": "ATTEMPTS"}
 
 
 # -- backfills --------------------------------------------------------------------------------
@@ -618,13 +655,14 @@ def shard_lines(rows: Sequence[LeaseInfo], settings: Settings) -> tuple[str, ...
 
 
 # -- layout -----------------------------------------------------------------------------------
-#: The narrowest terminal ``list`` fits (a wider one is filled; ``--wide`` cuts nothing).
-LIST_WIDTH = 120
-#: The columns of ``list`` cut short to fit a terminal, and where each is cut: a name or a
-#: trigger keeps its start, a task its start and its end (``proj.tas…report``).
-SCHEDULE_CLIPPED = {"NAME": "end", "TASK": "middle", "TRIGGER": "end"}
-#: The narrowest a column is cut to, even when the line then exceeds the terminal.
+#: How wide ``list`` and ``history`` are when standard output is no terminal and ``COLUMNS`` is
+#: not set (a pipe, a file): wide enough for their main columns; ``--wide`` and ``--json`` give
+#: scripts every value whole.
+DEFAULT_WIDTH = 100
+#: The narrowest a column is cut to, even when the line then exceeds the width.
 CLIPPED_MIN = 10
+#: What the cut columns keep before a column that may be left out is (unless told otherwise).
+ROOMY = 24
 ELLIPSIS = "\u2026"
 
 
@@ -638,33 +676,77 @@ def _terminal_columns() -> int | None:
     return None
 
 
-def list_width() -> int | None:
-    """How wide ``list`` may be: a terminal's width, and at least :data:`LIST_WIDTH`; None (cut
-    nothing) when the output goes to a pipe or a file, where scripts read whole values."""
-    columns = _terminal_columns()
-    return None if columns is None else max(LIST_WIDTH, columns)
+def terminal_width() -> int:
+    """How wide a table may be: ``COLUMNS`` when set to a positive number (as ``click`` and
+    :func:`shutil.get_terminal_size` read it), else the width of the terminal standard output
+    is, else :data:`DEFAULT_WIDTH`. The terminal measured is the stream written to, not
+    ``sys.__stdout__``, so output sent elsewhere is not fitted to a terminal it never reaches."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    return _terminal_columns() or DEFAULT_WIDTH
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int | None = None,
-          clipped: Mapping[str, str] | None = None) -> str:
+          clipped: Mapping[str, str] | None = None, dropped: Sequence[str] = (),
+          roomy: int = ROOMY) -> str:
     """Left-aligned columns two spaces apart; no trailing spaces; every cell :func:`shown`.
 
-    With ``width``, the columns named in ``clipped`` are cut short with an ellipsis (at their
-    ``"end"`` or in the ``"middle"``) so each line fits in ``width``, as far as the other
-    columns leave room: a cut column keeps at least :data:`CLIPPED_MIN` characters."""
-    lines = [[shown(cell) for cell in line] for line in (headers, *rows)]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
-    if width is not None and clipped:
-        flexible = [i for i, name in enumerate(headers) if name in clipped]
+    With ``width``, the table is made to fit it: first the columns named in ``dropped`` are left
+    out, in that order, while the line would not fit with the ``clipped`` columns cut to
+    ``roomy`` characters; then the columns named in ``clipped`` are cut short with an ellipsis
+    (at their ``"end"`` or in the ``"middle"``) as far as the other columns leave room: a cut
+    column keeps at least :data:`CLIPPED_MIN` characters."""
+    raw = [list(line) for line in (headers, *rows)]
+    lines = [[shown(cell) for cell in line] for line in raw]
+    if width is not None and (clipped or dropped):
+        cuts = clipped or {}
+        kept = _columns_kept(lines, cuts, dropped, width, roomy)
+        raw = [[line[i] for i in kept] for line in raw]
+        lines = [[line[i] for i in kept] for line in lines]
+        names = raw[0]
+        widths = _widths(lines)
+        flexible = [i for i, name in enumerate(names) if name in cuts]
         limits = _fitted(widths, flexible, width)
-        lines = [[_clip(raw, cell, limits.get(i), clipped.get(headers[i], "end"))
-                  for i, (raw, cell) in enumerate(zip(line, shown_line, strict=True))]
-                 for line, shown_line in zip((headers, *rows), lines, strict=True)]
-        widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+        lines = [[_clip(cell, shown_cell, limits.get(i), cuts.get(names[i], "end"))
+                  for i, (cell, shown_cell) in enumerate(zip(line, shown_line, strict=True))]
+                 for line, shown_line in zip(raw, lines, strict=True)]
+    widths = _widths(lines)
     return "\n".join(
         "  ".join(cell.ljust(size) for cell, size in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def _widths(lines: Sequence[Sequence[str]]) -> list[int]:
+    return [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+
+
+def _columns_kept(lines: Sequence[Sequence[str]], clipped: Mapping[str, str],
+                  dropped: Sequence[str], width: int, roomy: int) -> list[int]:
+    """The indexes of the columns shown: all but those of ``dropped`` that must go for the line
+    to fit. Those holding nothing (``-`` in every row) go first, while anything is cut; then the
+    others, in order, while a clipped column would be cut below ``roomy``."""
+    headers, *rows = lines
+    widths = _widths(lines)
+    kept = list(range(len(headers)))
+    present = [headers.index(name) for name in dropped if name in headers]
+    empty = [i for i in present if all(row[i] == NONE for row in rows)]
+
+    def needed(cut: int | None) -> int:
+        return sum(min(widths[i], cut) if cut is not None and headers[i] in clipped
+                   else widths[i] for i in kept) + 2 * (len(kept) - 1)
+
+    for index in empty:
+        if needed(None) > width:
+            kept.remove(index)
+    for index in present:
+        if index in kept and needed(roomy) > width:
+            kept.remove(index)
+    return kept
 
 
 def _fitted(widths: Sequence[int], flexible: Sequence[int], width: int) -> dict[int, int]:

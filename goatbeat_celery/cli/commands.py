@@ -703,9 +703,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--tag", "tags", multiple=True, metavar="TAG",
               help="Only schedules carrying TAG; repeat it: each one must match.")
 @click.option("--wide", is_flag=True,
-              help=f"Show names, tasks and triggers whole. On a terminal they are otherwise "
-                   f"cut short (with {display.ELLIPSIS}) to fit its width, at least "
-                   f"{display.LIST_WIDTH} columns; a pipe or a file gets them whole.")
+              help=f"Show every column whole. Otherwise the table fits the terminal (COLUMNS, "
+                   f"or {display.DEFAULT_WIDTH} columns when not a terminal): the zone, last "
+                   f"run, source and misfire policy are left out as needed, long values cut "
+                   f"short with {display.ELLIPSIS}.")
 @json_option
 @click.pass_context
 def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: str | None,
@@ -727,8 +728,9 @@ def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: 
     else:
         click.echo(display.table(display.SCHEDULE_COLUMNS,
                                [display.schedule_row(s, defaults, now) for s in found],
-                               width=None if wide else display.list_width(),
-                               clipped=display.SCHEDULE_CLIPPED))
+                               width=None if wide else display.terminal_width(),
+                               clipped=display.SCHEDULE_CLIPPED,
+                               dropped=display.SCHEDULE_DROPPED))
 
 
 @goatbeat.command(cls=CeleryCommand)
@@ -1004,19 +1006,29 @@ def backfill_cancel(ctx: click.Context, backfill_id: int, as_json: bool) -> None
 @click.argument("name")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
               help="How many executions, newest first.")
+@click.option("--wide", is_flag=True,
+              help="Show every column (key, occurrence, claimed and submitted instants, missed "
+                   "occurrences) and every value whole.")
 @json_option
 @click.pass_context
-def history(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
-    """Recent executions of NAME, newest first; lateness = submitted - due."""
+def history(ctx: click.Context, name: str, limit: int, wide: bool, as_json: bool) -> None:
+    """Recent executions of NAME, newest first: when each was due, its state and its run's,
+    lateness (submitted - due), runtime, submission attempts, worker, and why it failed or
+    did not run."""
     with opened(ctx) as schedules, reported():
         executions = schedules.history(name, limit=limit)
     if as_json:
         emit([display.execution_json(e) for e in executions])
     elif not executions:
         say(f"no executions of {name!r} yet")
-    else:
+    elif wide:
         click.echo(display.table(display.EXECUTION_COLUMNS,
                                [display.execution_row(e) for e in executions]))
+    else:
+        click.echo(display.table(display.HISTORY_COLUMNS,
+                               [display.history_row(e) for e in executions],
+                               width=display.terminal_width(), clipped=display.HISTORY_CLIPPED,
+                               dropped=display.HISTORY_DROPPED, roomy=display.HISTORY_ROOMY))
 
 
 # -- exclusion calendars --------------------------------------------------------------------
@@ -1137,7 +1149,7 @@ def calendar_list(ctx: click.Context, as_json: bool) -> None:
     else:
         click.echo(display.table(("NAME", "EXCLUDED", "DESCRIPTION"),
                                [display.calendar_row(c) for c in found],
-                               width=display.list_width()))
+                               width=display.terminal_width()))
 
 
 @calendar.command(name="remove", cls=CeleryCommand)

@@ -102,6 +102,8 @@ def write_app(directory: Path) -> str:
 def cli_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Build a :class:`Cli` on a given database URL (and other conf)."""
     monkeypatch.syspath_prepend(str(tmp_path))
+    # Tables fit COLUMNS when set: the tests' own shell must not choose their width.
+    monkeypatch.delenv("COLUMNS", raising=False)
     made: list[Cli] = []
 
     def build(database_url: str, **conf: Any) -> Cli:

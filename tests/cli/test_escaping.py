@@ -111,7 +111,7 @@ def test_run_now_and_history_show_the_key_escaped(cli: Cli) -> None:
     name = "invoice\u202etxt.exe"
 
     queued = cli.ok("run-now", name).stdout
-    history = cli.ok("history", name).stdout
+    history = cli.ok("history", name, "--wide").stdout
 
     for output in (queued, history):
         assert_escaped(output)

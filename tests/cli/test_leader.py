@@ -201,7 +201,7 @@ def test_history_shows_pending_and_submitted_runs_for_people(cli: Cli, store: St
     submitted = _claim_and_submit(store, "poll", steps_back=2, missed=1)
     manual = cli.json("run-now", "poll")["key"]
 
-    rows = {row["KEY"]: row for row in table_rows(cli.ok("history", "poll").stdout)}
+    rows = {row["KEY"]: row for row in table_rows(cli.ok("history", "poll", "--wide").stdout)}
 
     assert set(rows) == {submitted, manual}
     assert rows[manual]["STATE"] == "claimed"

@@ -124,7 +124,7 @@ def test_list_shows_each_schedule_with_trigger_zone_runs_state_source_and_policy
     cli.ok("add", "poll", "feeds.poll", "--every", "30", "--paused")
     config_schedule(store, "from-config")
 
-    rows = {row["NAME"]: row for row in table_rows(cli.ok("list").stdout)}
+    rows = {row["NAME"]: row for row in table_rows(cli.ok("list", "--wide").stdout)}
 
     assert list(rows) == ["from-config", "poll", "report"]
     report = rows["report"]

@@ -277,6 +277,8 @@ class ChainRunner:
 
     def _command_env(self) -> dict[str, str]:
         env = {**os.environ, **self.env}
+        # The pages show tables at the width a pipe gets, whatever the shell running the tests.
+        env.pop("COLUMNS", None)
         if self.isolated:
             # Only what the environment itself installed: nothing of this checkout.
             env.pop("PYTHONPATH", None)
