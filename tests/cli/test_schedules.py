@@ -198,7 +198,7 @@ def test_show_lists_every_detail_for_people(cli: Cli, store: Store) -> None:
     assert lines["trigger"] == "cron 0 7 * * *"
     assert lines["zone"] == "Europe/Paris"
     assert lines["options"] == '{"queue": "reports"}'
-    assert lines["enabled"] == "yes"
+    assert lines["state"] == "enabled"
     assert lines["next run"].startswith(f"{next_run} (in ")
     assert lines["misfire policy"] == "default (latest)"
 

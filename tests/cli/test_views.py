@@ -126,9 +126,9 @@ def test_every_view_helper_gives_text_for_an_odd_trigger(trigger: TriggerSpec) -
 
     description = display.describe_trigger(trigger)
     display.zone_of(trigger)
-    row = display.schedule_row(odd, DEFAULTS)
+    row = display.schedule_row(odd, DEFAULTS, NOW)
     lines = display.fields(display.schedule_fields(odd, DEFAULTS, NOW))
-    document = display.schedule_json(odd, DEFAULTS)
+    document = display.schedule_json(odd, DEFAULTS, NOW)
 
     assert isinstance(description, str) and description
     assert row[2] == description
@@ -187,7 +187,7 @@ def test_state_reads_enabled_paused_or_set_aside() -> None:
     paused = Schedule(spec=ScheduleSpec(name="p", task="t", trigger=trigger, enabled=False),
                       next_occurrence_at=None, next_run_at=None, damage=damaged.damage)
 
-    assert [display.state_text(s) for s in (healthy, faulted, damaged, paused)] == [
+    assert [display.state_text(s, NOW) for s in (healthy, faulted, damaged, paused)] == [
         "enabled", "set aside", "set aside", "paused, damaged"]
 
 
