@@ -608,15 +608,48 @@ def backfill_preview_rows(preview: BackfillPreview) -> list[tuple[str, ...]]:
 
 
 # -- lease ------------------------------------------------------------------------------------
-def lease_json(name: str, info: LeaseInfo | None) -> dict[str, Any]:
-    """The lease as stored; ``seconds_left`` is by the database clock (negative: expired)."""
-    if info is None:
-        return {"name": name, "holder": None, "token": 0, "acquired_at": None,
-                "expires_at": None, "held": False, "seconds_left": None}
-    left = None if info.expires_at is None else (info.expires_at - info.store_now)
-    return {"name": info.name, "holder": info.holder, "token": info.token,
-            "acquired_at": iso(info.acquired_at), "expires_at": iso(info.expires_at),
-            "held": info.held, "seconds_left": seconds(left)}
+def lease_json(name: str, info: LeaseInfo | None,
+               settings: Settings | None = None) -> dict[str, Any]:
+    """The lease as stored; ``seconds_left`` is by the database clock (negative: expired).
+    With ``settings``, also when the holder last renewed it, how long it has been silent
+    since, and whether that is longer than its renewals allow (``holder_silent``)."""
+    found: dict[str, Any] = {
+        "name": name, "holder": None, "token": 0, "acquired_at": None, "expires_at": None,
+        "held": False, "seconds_left": None}
+    if info is not None:
+        left = None if info.expires_at is None else (info.expires_at - info.store_now)
+        found.update({"name": info.name, "holder": info.holder, "token": info.token,
+                      "acquired_at": iso(info.acquired_at), "expires_at": iso(info.expires_at),
+                      "held": info.held, "seconds_left": seconds(left)})
+    if settings is not None:
+        renewed = None if info is None else info.last_renewal(settings.lease_ttl)
+        found.update({
+            "last_renewal_at": iso(renewed),
+            "silent_seconds": (None if info is None or renewed is None
+                               else seconds(info.store_now - renewed)),
+            "holder_silent": info is not None and info.silent(settings.lease_ttl,
+                                                              settings.lease_renew_interval),
+            "renew_interval": seconds(settings.lease_renew_interval)})
+    return found
+
+
+def lease_health(info: LeaseInfo | None, settings: Settings) -> str:
+    """``status``'s line on the holder: when it last renewed and, when it has gone silent,
+    what happens next (the lease expires, then a standby takes over)."""
+    renewed = None if info is None else info.last_renewal(settings.lease_ttl)
+    if info is None or renewed is None:
+        return NONE
+    every = human_duration(settings.lease_renew_interval)
+    if not info.held:
+        return (f"{relative(renewed, info.store_now)}: the holder stopped renewing and its "
+                "lease expired; a standby takes it at its next attempt")
+    if info.silent(settings.lease_ttl, settings.lease_renew_interval):
+        silence = human_seconds((info.store_now - renewed).total_seconds())
+        left = human_seconds(((info.expires_at or info.store_now) - info.store_now)
+                             .total_seconds())
+        return (f"holder silent for {silence} (it renews every {every}): lease expires in "
+                f"{left}, then a standby takes over")
+    return f"{relative(renewed, info.store_now)}; the leader renews every {every}"
 
 
 def _shard_rows(rows: Sequence[LeaseInfo],

@@ -641,7 +641,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         backfilling = store.list_backfills(active=True, limit=_STATUS_BACKFILLS)
         url = masked_url(schedules)
     lag = None if pending is None else (now - pending.due_at).total_seconds()
-    lease = display.lease_json(lease_name, info)
+    lease = display.lease_json(lease_name, info, settings)
     if as_json:
         emit({
             "database": url,
@@ -671,6 +671,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         ("holder", lease["holder"] or display.NONE),
         ("token", str(lease["token"])),
         ("acquired", display.when(None if info is None else info.acquired_at)),
+        ("last renewal", display.lease_health(info, settings)),
         ("expires", expiry),
         ("oldest pending", display.NONE if pending is None else
          f"{pending.key} due {display.when(pending.due_at)}, "

@@ -871,6 +871,23 @@ class LeaseInfo:
     def held(self) -> bool:
         return lease_live(self.holder, self.expires_at, self.store_now)
 
+    def last_renewal(self, ttl: timedelta) -> datetime | None:
+        """When the holder last took or renewed the lease: each sets the expiry ``ttl`` ahead
+        of the store's clock (None when no one holds it)."""
+        if self.holder is None or self.expires_at is None:
+            return None
+        # A holder configured with a longer ttl than ``ttl`` would seem to renew in the
+        # future: it renewed at the latest now.
+        return min(self.expires_at - ttl, self.store_now)
+
+    def silent(self, ttl: timedelta, renew_interval: timedelta) -> bool:
+        """Whether the holder missed its renewal: none for half a renew interval past when it
+        was due (a renewal is a round trip, and a busy leader a little late). A silent holder
+        may be dead or frozen; the lease then passes to a standby when it expires."""
+        renewed = self.last_renewal(ttl)
+        return (self.held and renewed is not None
+                and self.store_now - renewed > renew_interval * 1.5)
+
 
 def lease_live(holder: str | None, expires_at: datetime | None, now: datetime) -> bool:
     """Whether a lease row with ``holder`` and ``expires_at`` is held at store-time ``now``:

@@ -396,6 +396,10 @@ async def _overview(request: Request, context: _Context) -> Response:
         lease=info, held=info is not None and info.held,
         expires=(display.NONE if info is None or info.expires_at is None
                  else display.relative(info.expires_at, info.store_now)),
+        renewal=display.lease_health(info, context.schedules.config.settings),
+        silent=info is not None and info.silent(context.schedules.config.settings.lease_ttl,
+                                                context.schedules.config.settings
+                                                .lease_renew_interval),
         database=mask_url(context.schedules.config.database_url),
         shown=display.SET_ASIDE_SHOWN,
         shards=(None if data.sharding is None
