@@ -784,7 +784,11 @@ def track_runs(app: Any) -> RunTracker:
     that every worker process runs it. Calling it again for the same app returns the same
     tracker. Nothing connects to the database until a goatbeat run starts; a configuration
     problem is logged when the worker starts and turns tracking off, never failing a task.
+
+    It also sets ``goatbeat_track_runs`` on the app, so that beat, importing the same module,
+    knows the workers track runs: only then does it judge a run never started to be lost.
     """
+    app.conf.goatbeat_track_runs = True
     tracker = _by_app.get(app)
     if tracker is None:
         tracker = _by_app[app] = RunTracker(app)

@@ -64,6 +64,7 @@ class RecordingLog:
         return len(keys)
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  tracked_since: datetime | None = None,
                   limit: int = 1000) -> list[Execution]:
         return []
 
