@@ -55,7 +55,7 @@ from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
 logger = logging.getLogger(__name__)
 
 __all__ = ["BATCH_SIZE", "FLUSH_INTERVAL", "MAX_EVENTS", "RunTracker", "RunWriter",
-           "WriterStats", "track_runs"]
+           "WriterStats", "track_runs", "tracks_runs"]
 
 #: Events one process holds at most while the database cannot take them; past this, the
 #: oldest are dropped (counted, and logged with ``action=run_events_dropped``).
@@ -793,3 +793,9 @@ def track_runs(app: Any) -> RunTracker:
     if tracker is None:
         tracker = _by_app[app] = RunTracker(app)
     return tracker.connect()
+
+
+def tracks_runs() -> bool:
+    """Whether :func:`track_runs` was called in this process, for any app: a Django project's
+    checks and admin, which make an app of their own from the settings, learn it from this."""
+    return len(_by_app) > 0
