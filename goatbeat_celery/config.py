@@ -105,6 +105,19 @@ class GoatbeatConfig:
                 "each lead and send every task again. Set goatbeat_database_url to a "
                 "PostgreSQL URL to run beat on several hosts.")
 
+    def tracking_warning(self, spelt: Callable[[str], str] = str) -> str | None:
+        """What an operator should know when the workers are not known to track runs, the
+        settings named as ``spelt`` spells them (``goatbeat_track_runs`` by default)."""
+        if self.settings.track_runs:
+            return None
+        timeout = self.settings.run_start_timeout.total_seconds()
+        setting = spelt(PREFIX + "track_runs")
+        return (f"{setting} is off: the workers do not track runs, so each run's outcome is "
+                f"shown as unknown once {timeout:g}s ({spelt(PREFIX + 'run_start_timeout')}) "
+                "have passed after it was sent, and no run is judged lost or failed, nor "
+                "alerted on. Call goatbeat_celery.track_runs(app) in the app module (it sets "
+                f"{setting}) to record what the workers do (docs/run-tracking.md).")
+
     def task_allowed(self, task: str) -> bool:
         """Whether an API-created schedule may send ``task`` (all tasks when the setting is
         left out; an empty list is refused when the settings are read)."""
@@ -479,15 +492,16 @@ def policy_warnings(schedules: Iterable[ScheduleSpec], settings: Settings,
                     start_timeout: timedelta) -> list[str]:
     """Config schedules whose run policies wait for runs to finish (an overlap policy but
     ``allow``, fixed delay) while a run no worker reports on counts as unfinished for longer
-    than their interval: ``start_timeout``, until the leader marks it lost. Without run
-    tracking on the workers, such a schedule runs about once per ``start_timeout``."""
+    than their interval: ``start_timeout``, until the leader gives its outcome up as unknown.
+    Without run tracking on the workers (``settings.track_runs``), such a schedule runs about
+    once per ``start_timeout``."""
     found = []
     for spec in schedules:
         waits = [label for label, used in (
             (f"overlap {(spec.overlap or settings.overlap_policy).value}",
              (spec.overlap or settings.overlap_policy) is not OverlapPolicy.ALLOW),
             ("fixed delay", spec.mode is ScheduleMode.FIXED_DELAY)) if used]
-        if not waits or not spec.enabled:
+        if not waits or not spec.enabled or settings.track_runs:
             continue
         every = spec.trigger.params.get("every") if spec.trigger.kind == "interval" else None
         if isinstance(every, (int, float)) and timedelta(seconds=every) >= start_timeout:
@@ -495,7 +509,8 @@ def policy_warnings(schedules: Iterable[ScheduleSpec], settings: Settings,
         found.append(
             f"schedule {quoted_name(spec.name)} uses {' and '.join(waits)}, which needs run "
             f"tracking on the workers (goatbeat_celery.track_runs): without it each run counts "
-            f"as unfinished until it is marked lost, {start_timeout.total_seconds():g}s "
+            f"as unfinished until its outcome is given up as unknown, "
+            f"{start_timeout.total_seconds():g}s "
             f"(goatbeat_run_start_timeout) after it was sent, and the schedule runs at most "
             "that often")
     return found

@@ -150,7 +150,8 @@ class GoatbeatMetrics:
             buckets=LATENESS_BUCKETS, registry=reg)
         self.runs_total = client.Counter(
             "goatbeat_runs",
-            "Runs that ended, by outcome (succeeded, failed, revoked, rejected, lost), as the "
+            "Runs that ended, by outcome (succeeded, failed, revoked, rejected, lost, unknown), "
+            "as the "
             "leader settled them (each run once across the cluster's leaders)",
             ["outcome"], registry=reg)
         for outcome in ENDED_STATE_VALUES:

@@ -59,9 +59,10 @@ ignored; it never stops the loop.
 
 ``run_ended``
     A run ended, as a worker tracking runs reported it (:func:`goatbeat_celery.track_runs`), or
-    was marked lost by the leader; sent once per run, by the leader that settles it, within a
-    tick of the report reaching the database. ``key``, ``schedule_name``, ``outcome`` (str:
-    ``succeeded``, ``failed``, ``revoked``, ``rejected`` or ``lost``), ``record``
+    was marked lost (or of unknown outcome, where the workers do not track runs) by the leader;
+    sent once per run, by the leader that settles it, within a tick of the report reaching the
+    database. ``key``, ``schedule_name``, ``outcome`` (str: ``succeeded``, ``failed``,
+    ``revoked``, ``rejected``, ``lost`` or ``unknown``), ``record``
     (:class:`~goatbeat_celery.core.observer.OccurrenceRecord` with ``outcome``, ``runtime``,
     ``worker`` and ``run_error`` set).
 

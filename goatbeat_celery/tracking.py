@@ -55,7 +55,7 @@ from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
 logger = logging.getLogger(__name__)
 
 __all__ = ["BATCH_SIZE", "FLUSH_INTERVAL", "MAX_EVENTS", "RunTracker", "RunWriter",
-           "WriterStats", "track_runs"]
+           "WriterStats", "track_runs", "tracks_runs"]
 
 #: Events one process holds at most while the database cannot take them; past this, the
 #: oldest are dropped (counted, and logged with ``action=run_events_dropped``).
@@ -822,8 +822,18 @@ def track_runs(app: Any) -> RunTracker:
     that every worker process runs it. Calling it again for the same app returns the same
     tracker. Nothing connects to the database until a goatbeat run starts; a configuration
     problem is logged when the worker starts and turns tracking off, never failing a task.
+
+    It also sets ``goatbeat_track_runs`` on the app, so that beat, importing the same module,
+    knows the workers track runs: only then does it judge a run never started to be lost.
     """
+    app.conf.goatbeat_track_runs = True
     tracker = _by_app.get(app)
     if tracker is None:
         tracker = _by_app[app] = RunTracker(app)
     return tracker.connect()
+
+
+def tracks_runs() -> bool:
+    """Whether :func:`track_runs` was called in this process, for any app: a Django project's
+    checks and admin, which make an app of their own from the settings, learn it from this."""
+    return len(_by_app) > 0

@@ -3,7 +3,8 @@
 The settings and ``beat_schedule`` are validated as beat would validate them, the database is
 reached with the configured URL, and its schema revision is compared with this version's.
 Nothing is written: a SQLite file that does not exist is reported, not created. A SQLite store
-is a warning, not a failure: it coordinates the replicas of one host only.
+is a warning, not a failure: it coordinates the replicas of one host only. So are workers that
+do not track runs: beat works, and cannot tell how runs end.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
         warning = config.store_warning()
         if warning is not None:
             checks.append(Check(name="replicas", outcome=Outcome.WARN, detail=warning))
+        untracked = config.tracking_warning()
+        if untracked is not None:
+            checks.append(Check(name="runs", outcome=Outcome.WARN, detail=untracked))
     from goatbeat_celery.scheduler import broker_warning
 
     unconfirmed = broker_warning(app)

@@ -46,7 +46,7 @@ from goatbeat_celery.core.model import (
 from goatbeat_celery.core.observer import EngineObserver, NullObserver
 from goatbeat_celery.core.planner import Planner
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
-from goatbeat_celery.core.runs import RunLog
+from goatbeat_celery.core.runs import RunLog, RunState
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.settlement import RunSettler
 from goatbeat_celery.core.shards import Shard
@@ -114,6 +114,9 @@ class Engine:
         self._mono = monotonic
         self._next_prune = 0.0
         self._next_lost_look = 0.0
+        # The fencing token whose lease began when this leader started judging runs with
+        # tracking on, and that instant (core.runs.lost_verdict's tracked_since).
+        self._tracking_from: tuple[int, datetime] | None = None
         # Quiet wakes (QUIET_LOOK_EVERY): the token and monotonic instant of the last full
         # look, the next due instant known, and whether anything was heard since.
         self._last_look: tuple[int, float] | None = None
@@ -598,10 +601,10 @@ class Engine:
                         extra={"action": "pruned"})
 
     def _mark_lost(self) -> int:
-        """Once per heartbeat interval, mark lost the runs whose worker went silent or that
-        never started (core.runs.lost_verdict), so that nothing waits on them forever; returns
-        how many. Skipped while the store says no run may be lost (a quiet wake's
-        Waiting.open_runs)."""
+        """Once per heartbeat interval, end the runs whose worker went silent or that never
+        started (core.runs.lost_verdict: lost, or of unknown outcome where the workers are not
+        known to track runs), so that nothing waits on them forever; returns how many. Skipped
+        while the store says no run may be lost (a quiet wake's Waiting.open_runs)."""
         if self.runs is None or self._mono() < self._next_lost_look - TIMER_SLACK:
             return 0
         settings = self.settings
@@ -609,18 +612,35 @@ class Engine:
         if not self._open_runs:
             self._next_lost_look = self._mono() + interval
             return 0
-        lost = self.runs.mark_lost(silent_for=settings.run_lost_after,
-                                   unstarted_for=settings.run_start_timeout, limit=LOST_BATCH)
-        self._next_lost_look = self._mono() + (1.0 if len(lost) >= LOST_BATCH else interval)
+        ended = self.runs.mark_lost(silent_for=settings.run_lost_after,
+                                    unstarted_for=settings.run_start_timeout,
+                                    tracked_since=self._tracked_since(), limit=LOST_BATCH)
+        self._next_lost_look = self._mono() + (1.0 if len(ended) >= LOST_BATCH else interval)
+        lost = [execution for execution in ended if execution.run_state is RunState.LOST]
         if lost:
             first = lost[0]
             logger.warning("marked %d runs lost (%s: %s%s)", len(lost), first.key,
                            first.run_error, ", ..." if len(lost) > 1 else "",
                            extra={"action": "run_lost", "count": len(lost)})
-            for execution in lost:
-                logger.debug("run %s lost: %s", execution.key, execution.run_error,
-                             extra={"action": "run_lost", "key": execution.key})
-        return len(lost)
+        for execution in ended:
+            # An unknown outcome is what every untracked run ends with: nothing to warn about.
+            verdict = "lost" if execution.run_state is RunState.LOST else "unknown"
+            logger.debug("run %s %s: %s", execution.key, verdict, execution.run_error,
+                         extra={"action": f"run_{verdict}", "key": execution.key})
+        return len(ended)
+
+    def _tracked_since(self) -> datetime | None:
+        """From when this leader knows the workers track runs (None: it does not): the start
+        of its lease, so that a run sent before, perhaps by a leader whose workers did not
+        track runs, is never judged lost for the report it was not going to get."""
+        grant = self._leadership.grant
+        if not self.settings.track_runs or grant is None:
+            return None
+        if self._tracking_from is None or self._tracking_from[0] != grant.token:
+            # The first grant of a token seen here was taken (or renewed) a ttl before it
+            # expires: its start, or later, which only spares more runs.
+            self._tracking_from = (grant.token, grant.expires_at - self.settings.lease_ttl)
+        return self._tracking_from[1]
 
     # -- sleeping ------------------------------------------------------------------------
     def _until(self, instant: float, *, capped: bool = True) -> float:

@@ -38,8 +38,9 @@ class OccurrenceRecord:
     #: True when this failed attempt was the last: the occurrence is abandoned, not retried.
     abandoned: bool = False
     #: Set when the record reports how the run ended (:meth:`EngineObserver.runs_ended`): the
-    #: run's end state (``succeeded``, ``failed``, ``revoked``, ``rejected`` or ``lost``), its
-    #: runtime, the worker and the error summary; None on a submission's record.
+    #: run's end state (``succeeded``, ``failed``, ``revoked``, ``rejected``, ``lost`` or
+    #: ``unknown``), its runtime, the worker and the error summary; None on a submission's
+    #: record.
     outcome: str | None = None
     runtime: timedelta | None = None
     worker: str | None = None
@@ -100,8 +101,8 @@ class EngineObserver(Protocol):
         ...
 
     def runs_ended(self, executions: Sequence[Execution]) -> None:
-        """Runs ended, as workers reported them (or lost, as the leader judged): each reported
-        once, by the leader that settled it (``run_state``, ``runtime``, ``worker`` and
+        """Runs ended, as workers reported them (or lost or unknown, as the leader judged): each
+        reported once, by the leader that settled it (``run_state``, ``runtime``, ``worker`` and
         ``run_error`` on each row)."""
         ...
 

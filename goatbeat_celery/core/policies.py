@@ -17,10 +17,11 @@ Three policies need to know when a run finished, which only run tracking
 
 No policy may wait forever for news that never comes. A run counts as finished when a worker
 reports its end, when the leader marks it ``lost`` (its worker went silent, or it never started
-within the start timeout: what happens to every run when the workers do not track runs), and
-when it was never sent (abandoned, expired, skipped). Only a ``failed`` report counts as a
-failure: a lost, revoked or rejected run neither resets nor extends a run of failures, so
-workers without tracking never pause a schedule.
+within the start timeout while the workers track runs) or ``unknown`` (no worker reported on
+it within the start timeout where the workers do not track runs: what happens to every run
+then), and when it was never sent (abandoned, expired, skipped). Only a ``failed`` report
+counts as a failure: a lost, unknown, revoked or rejected run neither resets nor extends a run
+of failures, so workers without tracking never pause a schedule.
 """
 
 from __future__ import annotations
@@ -222,7 +223,8 @@ def overlap_decision(policy: OverlapPolicy, *, unfinished: str | None,
 # -- the end of a run ------------------------------------------------------------------------
 class RunEnd(str, enum.Enum):
     """How a finished run counts for its schedule: a success resets its failures, a failure
-    extends them, and a neutral end (lost, revoked, rejected, never sent) does neither."""
+    extends them, and a neutral end (lost, unknown, revoked, rejected, never sent) does
+    neither."""
 
     SUCCESS = "success"
     FAILURE = "failure"
@@ -231,7 +233,7 @@ class RunEnd(str, enum.Enum):
 
 _END_OF = {RunState.SUCCEEDED: RunEnd.SUCCESS, RunState.FAILED: RunEnd.FAILURE,
            RunState.REVOKED: RunEnd.NEUTRAL, RunState.REJECTED: RunEnd.NEUTRAL,
-           RunState.LOST: RunEnd.NEUTRAL}
+           RunState.LOST: RunEnd.NEUTRAL, RunState.UNKNOWN: RunEnd.NEUTRAL}
 #: Execution states of a run that may still happen: claimed (to be sent), submitted, or held.
 PENDING_STATES = frozenset({"claimed", "submitted", "held"})
 

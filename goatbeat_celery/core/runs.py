@@ -19,8 +19,10 @@ decides what each report changes, given the row as it stands, so that all three 
   2.1 s before the write"), turned into instants with the store's clock when written: the core
   never trusts a worker's wall clock;
 * ``running`` always expires (:func:`lost_verdict`): a running row whose worker stopped sending
-  heartbeats, or a submitted run that never started, is marked ``lost`` by the leader. ``lost``
-  is a verdict, not an end: the attempt's own report, should its worker come back, replaces it.
+  heartbeats, or a submitted run that never started while the workers track runs, is marked
+  ``lost`` by the leader; a run no worker reports on, where they may not track runs, ends
+  ``unknown`` instead. Both are verdicts, not ends: the attempt's own report, should it come,
+  replaces them.
 
 Stores only execute this rule (they read the run columns, call :func:`apply_events` or
 :func:`lost_verdict`, and write back what changed, compare-and-set on the columns read).
@@ -57,6 +59,7 @@ __all__ = [
     "RunRecord",
     "RunState",
     "RunTimes",
+    "UNTRACKED_REASON",
     "apply_event",
     "apply_events",
     "error_summary",
@@ -84,8 +87,11 @@ class RunState(str, enum.Enum):
 
     ``running`` and ``retrying`` are the live states: the occurrence is not over. ``retrying``
     means an attempt ended by asking Celery for a retry (``self.retry()``), whose message has not
-    started yet. The others are ends; ``lost`` is presumed (the worker went silent, or the run
-    never started) and yields to a later report of the same run.
+    started yet. The others are ends; ``lost`` is presumed from a tracking worker's evidence
+    (it went silent, or the run never started while the workers track runs), and ``unknown``
+    says that no worker reported on the run where none may have been tracking (the workers do
+    not track runs, or it was sent before they were known to): nothing is presumed about it.
+    Both yield to a later report of the same run.
     """
 
     RUNNING = "running"
@@ -95,6 +101,7 @@ class RunState(str, enum.Enum):
     REVOKED = "revoked"
     REJECTED = "rejected"
     LOST = "lost"
+    UNKNOWN = "unknown"
 
     @property
     def live(self) -> bool:
@@ -103,6 +110,9 @@ class RunState(str, enum.Enum):
 
 
 _LIVE = frozenset({RunState.RUNNING, RunState.RETRYING})
+#: What a report of no particular attempt may end (beside a row that shows no start): a
+#: retry's wait, or the leader's verdict.
+ENDED_BY_ANY_REPORT = frozenset({RunState.RETRYING, RunState.LOST, RunState.UNKNOWN})
 
 
 class RunOutcome(str, enum.Enum):
@@ -296,7 +306,7 @@ def _ends_unknown_attempt(record: RunRecord, event: RunEvent) -> bool:
         return record.worker == event.worker
     if event.kind is RunEventKind.RETRIED:
         return False
-    return state is None or state is RunState.RETRYING or state is RunState.LOST
+    return state is None or state in ENDED_BY_ANY_REPORT
 
 
 def _next_attempt(attempts: int) -> int:
@@ -305,17 +315,25 @@ def _next_attempt(attempts: int) -> int:
 
 # -- expiry ----------------------------------------------------------------------------------
 def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: datetime,
-                 silent_for: timedelta, unstarted_for: timedelta) -> RunRecord | None:
-    """The row marked ``lost`` if its run must count as lost at store-time ``now``, else None.
+                 silent_for: timedelta, unstarted_for: timedelta,
+                 tracked_since: datetime | None = None) -> RunRecord | None:
+    """The row marked ``lost`` (or ``unknown``) if its run must count as over at store-time
+    ``now``, else None.
 
     ``dispatched_at`` is when the broker took the run (``submitted_at`` of a ``submitted``
-    execution; None while beat has not sent it). Lost are:
+    execution; None while beat has not sent it). ``tracked_since`` is the store instant from
+    which the leader knows the workers track runs (``goatbeat_track_runs``; None: it does not
+    know they do). Lost are, on a tracking worker's evidence:
 
     * a ``running`` run whose last heartbeat (or, without one, its start) is older than
       ``silent_for``: its worker went silent (killed, frozen, cut off);
     * a ``retrying`` run whose retry has not started ``unstarted_for`` after it was asked for;
-    * a run never started ``unstarted_for`` after the broker took it (no worker consumes its
-      queue, the message was lost, or the workers do not track runs).
+    * a run sent at or after ``tracked_since`` and never started ``unstarted_for`` after the
+      broker took it (no worker consumes its queue, or the message was lost).
+
+    A run never started ``unstarted_for`` after it was sent while the workers were not known
+    to track runs is ``unknown``: no report was to be expected, so none missing condemns it.
+    It ends all the same, so that nothing waits on it forever.
 
     Older means strictly older: at exactly ``silent_for`` the run is not lost yet. The verdict
     sets ``finished_at`` to ``now`` and ``run_error`` to the reason; the rest is kept.
@@ -330,8 +348,17 @@ def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: date
         if asked is None or now - asked > unstarted_for:
             return _lost(record, now, f"retry never started within {seconds_text(unstarted_for)}")
     elif state is None and dispatched_at is not None and now - dispatched_at > unstarted_for:
+        if tracked_since is None:
+            return _lost(record, now, UNTRACKED_REASON, RunState.UNKNOWN)
+        if dispatched_at < tracked_since:
+            return _lost(record, now, _SENT_UNTRACKED_REASON, RunState.UNKNOWN)
         return _lost(record, now, f"never started within {seconds_text(unstarted_for)}")
     return None
+
+
+#: Why a run's outcome is unknown: what its ``run_error`` says.
+UNTRACKED_REASON = "workers do not track runs (goatbeat_track_runs is off)"
+_SENT_UNTRACKED_REASON = "sent before the workers were known to track runs"
 
 
 def may_be_lost(record: RunRecord, *, dispatched_at: datetime | None) -> bool:
@@ -348,8 +375,9 @@ def last_news(record: RunRecord, *, dispatched_at: datetime | None) -> datetime 
     return record.heartbeat_at or record.finished_at or record.started_at or dispatched_at
 
 
-def _lost(record: RunRecord, now: datetime, reason: str) -> RunRecord:
-    return replace(record, run_state=RunState.LOST, finished_at=now, run_error=reason)
+def _lost(record: RunRecord, now: datetime, reason: str,
+          state: RunState = RunState.LOST) -> RunRecord:
+    return replace(record, run_state=state, finished_at=now, run_error=reason)
 
 
 def settled_after_report(settled: bool | None, run_state: RunState | None) -> bool | None:
@@ -406,8 +434,9 @@ class RunTimes:
     * ``run_lost_after`` (60 s): a running run whose last heartbeat is older is lost. At least
       three heartbeat intervals, so that one slow write never condemns a live run.
     * ``run_start_timeout`` (10 min): a run the broker took but no worker started within this
-      long is lost (a queue without workers, workers without tracking, a message lost); so is a
-      retry that has not started within this long after it was asked for.
+      long is lost (a queue without workers, a message lost) where the workers track runs, and
+      of unknown outcome where they do not; a retry that has not started within this long
+      after it was asked for is lost.
 
     Every problem is reported at once, as ConfigurationError.
     """
@@ -475,9 +504,11 @@ class RunLog(Protocol):
         ...
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  tracked_since: datetime | None = None,
                   limit: int = 1000) -> list[Execution]:
-        """Mark ``lost`` up to ``limit`` runs that :func:`lost_verdict` condemns at the store's
-        now (oldest news first), and return those executions as written.
+        """Mark ``lost`` (or ``unknown``) up to ``limit`` runs that :func:`lost_verdict` ends at
+        the store's now, given ``tracked_since`` (oldest news first), and return those
+        executions as written.
 
         A row changed by a report or a heartbeat while it was judged is left for the next call.
         Rows past ``limit`` are left for later calls."""

@@ -100,6 +100,10 @@ class Settings:
     heartbeat_interval: _Duration = _Duration(DEFAULT_HEARTBEAT_INTERVAL)
     run_lost_after: _Duration = _Duration(DEFAULT_LOST_AFTER)
     run_start_timeout: _Duration = _Duration(DEFAULT_START_TIMEOUT)
+    #: Whether the workers track runs (``goatbeat_celery.track_runs`` sets it on the app): only
+    #: then is a run no worker started within run_start_timeout judged lost; otherwise its
+    #: outcome is unknown (core.runs.lost_verdict).
+    track_runs: bool = False
     #: Drop a run not started this long after its due instant (None: never); a schedule's own
     #: ``starting_deadline`` wins.
     starting_deadline: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
@@ -132,6 +136,8 @@ class Settings:
             if problem is not None:
                 problems.append(problem)
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
+        if not isinstance(self.track_runs, bool):
+            problems.append(f"track_runs: expected True or False, got {self.track_runs!r}")
         policy = MisfirePolicy.read(given["misfire_policy"], "misfire_policy", problems)
         object.__setattr__(self, "misfire_policy", policy or MisfirePolicy.LATEST)
         overlap = OverlapPolicy.read(given["overlap_policy"], "overlap_policy", problems)

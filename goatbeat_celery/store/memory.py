@@ -775,6 +775,7 @@ class MemoryStore:
         return beaten
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  tracked_since: datetime | None = None,
                   limit: int = 1000) -> list[Execution]:
         with self._lock:
             now = self.now()
@@ -782,7 +783,8 @@ class MemoryStore:
             for execution in self._executions.values():
                 record = RunRecord.of(execution)
                 lost = lost_verdict(record, dispatched_at=_dispatched_at(execution), now=now,
-                                    silent_for=silent_for, unstarted_for=unstarted_for)
+                                    silent_for=silent_for, unstarted_for=unstarted_for,
+                                    tracked_since=tracked_since)
                 if lost is not None:
                     judged.append((_news(execution), replace(
                         execution, **lost.values(),

@@ -33,6 +33,7 @@ from goatbeat_celery.core.faults import CLAIM_CLEARS
 from goatbeat_celery.core.fence import fenced_clock
 from goatbeat_celery.core.model import UTC, LeaseGrant, Waiting
 from goatbeat_celery.core.runs import (
+    ENDED_BY_ANY_REPORT,
     ENDED_STATE_VALUES,
     MAX_ATTEMPTS,
     RunEvent,
@@ -226,7 +227,7 @@ _RECORD_RUNS = (
                 CASE WHEN run_state = 'running' THEN
                          CASE WHEN worker = ev_worker THEN 'end' END
                      WHEN kind = 'retried' THEN NULL
-                     WHEN run_state IS NULL OR run_state IN ('retrying', 'lost') THEN 'end'
+                     WHEN run_state IS NULL OR run_state IN ({ended_by_any}) THEN 'end'
                 END
             WHEN run_id IS DISTINCT FROM ev_run THEN
                 CASE WHEN ev_started IS NULL OR started_at > ev_started THEN NULL
@@ -271,6 +272,7 @@ _RECORD_RUNS = (
            EXISTS (SELECT 1 FROM d WHERE d.settled IS false AND d.run_state IN ({ended}))
     """.format(
         states=", ".join(f"'{state.value}'" for state in RunState),
+        ended_by_any=", ".join(sorted(f"'{state.value}'" for state in ENDED_BY_ANY_REPORT)),
         ended=", ".join(f"'{state}'" for state in ENDED_STATE_VALUES),
         max_attempts=MAX_ATTEMPTS,
         # What timedelta holds, in seconds (seconds_to_timedelta reads nothing beyond; the

@@ -1248,6 +1248,7 @@ class SQLStore:
         return beaten
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  tracked_since: datetime | None = None,
                   limit: int = 1000) -> list[Execution]:
         with self._write_each("mark lost runs") as conn:
             now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
@@ -1268,7 +1269,8 @@ class SQLStore:
                 record = _run_record(row)
                 dispatched = _dispatched_at(execution)
                 lost = lost_verdict(record, dispatched_at=dispatched, now=now,
-                                    silent_for=silent_for, unstarted_for=unstarted_for)
+                                    silent_for=silent_for, unstarted_for=unstarted_for,
+                                    tracked_since=tracked_since)
                 if lost is not None:
                     news = last_news(record, dispatched_at=dispatched) or execution.claimed_at
                     judged.append((news, replace(execution, **lost.values(),

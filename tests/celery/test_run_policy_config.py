@@ -102,9 +102,15 @@ def warnings_for(**own: object) -> list[str]:
 def test_a_skip_schedule_shorter_than_the_start_timeout_is_warned_about() -> None:
     assert warnings_for(overlap="skip") == [
         "schedule 'poll' uses overlap skip, which needs run tracking on the workers "
-        "(goatbeat_celery.track_runs): without it each run counts as unfinished until it is "
-        "marked lost, 600s (goatbeat_run_start_timeout) after it was sent, and the schedule "
-        "runs at most that often"]
+        "(goatbeat_celery.track_runs): without it each run counts as unfinished until its "
+        "outcome is given up as unknown, 600s (goatbeat_run_start_timeout) after it was sent, "
+        "and the schedule runs at most that often"]
+
+
+def test_no_schedule_is_warned_about_where_the_workers_track_runs() -> None:
+    loaded = load(make_app(goatbeat_track_runs=True, goatbeat_overlap_policy="buffer_one",
+                           beat_schedule={"poll": entry(overlap="skip", mode="fixed_delay")}))
+    assert policy_warnings(loaded.schedules, loaded.config.settings, TEN_MINUTES) == []
 
 
 def test_fixed_delay_and_a_global_buffer_one_are_warned_about() -> None:

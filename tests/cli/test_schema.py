@@ -106,7 +106,7 @@ def test_migrate_refuses_the_memory_store(cli_for: Any) -> None:
 def test_check_on_a_schema_behind_fails_and_names_the_migrate_command(
     cli_for: Any, fresh_database_url: str
 ) -> None:
-    cli: Cli = cli_for(fresh_database_url)
+    cli: Cli = cli_for(fresh_database_url, goatbeat_track_runs=True)
 
     result = cli.fails("check")
 
@@ -129,7 +129,7 @@ def test_commands_on_a_schema_behind_name_the_migrate_command(
 
 
 def test_check_passes_once_migrated(cli_for: Any, fresh_database_url: str) -> None:
-    cli: Cli = cli_for(fresh_database_url, beat_schedule={
+    cli: Cli = cli_for(fresh_database_url, goatbeat_track_runs=True, beat_schedule={
         "tick": {"task": "proj.tick", "schedule": 30},
     })
     cli.ok("migrate")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.model import Execution, ExecutionState
+from goatbeat_celery.core.model import UTC, Execution, ExecutionState
 from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
 
 from .conftest import Backend, Store, StoreClock
@@ -221,8 +221,14 @@ def test_a_heartbeat_of_no_key_writes_nothing(store: Store) -> None:
 
 
 # -- lost runs -------------------------------------------------------------------------------
-def mark_lost(store: Store, limit: int = 1000) -> list[Execution]:
-    return store.mark_lost(silent_for=SILENT, unstarted_for=UNSTARTED, limit=limit)
+#: The workers track runs since long before any row of these tests was written.
+LONG_TRACKED = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def mark_lost(store: Store, limit: int = 1000, *,
+              tracked_since: datetime | None = LONG_TRACKED) -> list[Execution]:
+    return store.mark_lost(silent_for=SILENT, unstarted_for=UNSTARTED,
+                           tracked_since=tracked_since, limit=limit)
 
 
 def test_a_running_run_is_lost_once_its_heartbeat_is_older_than_silent_for(
@@ -270,6 +276,54 @@ def test_a_run_the_broker_took_but_nobody_started_is_lost_after_the_start_timeou
     assert (lost.key, lost.run_state, lost.run_error, lost.state) == \
         (key, RunState.LOST, "never started within 3s", ExecutionState.SUBMITTED)
     assert run_of(store, pending).run_state is None
+
+
+def test_without_tracking_a_run_nobody_started_ends_unknown_after_the_start_timeout(
+        store: Store, clock: StoreClock) -> None:
+    key = submitted(store)
+    sent_at = run_of(store, key).submitted_at
+    assert sent_at is not None
+
+    clock.move_just_before(sent_at + UNSTARTED)
+    assert mark_lost(store, tracked_since=None) == []
+    clock.move_to(sent_at + UNSTARTED + MICROSECOND)
+    (ended,) = mark_lost(store, tracked_since=None)
+
+    assert (ended.key, ended.run_state, ended.run_error, ended.state, ended.settled) == (
+        key, RunState.UNKNOWN, "workers do not track runs (goatbeat_track_runs is off)",
+        ExecutionState.SUBMITTED, False)
+    assert run_of(store, key) == ended
+    assert mark_lost(store, tracked_since=None) == []  # ended once
+    assert mark_lost(store) == []  # and never lost once tracking is on
+
+
+def test_a_run_sent_before_tracking_was_known_to_be_on_ends_unknown_never_lost(
+        store: Store, clock: StoreClock) -> None:
+    before = submitted(store, "before")
+    clock.advance(0.5)
+    since = store.now()
+    after = submitted(store, "after")
+    clock.advance((UNSTARTED + s(0.5)).total_seconds())
+
+    ended = {e.key: (e.run_state, e.run_error) for e in mark_lost(store, tracked_since=since)}
+
+    assert ended == {before: (RunState.UNKNOWN,
+                              "sent before the workers were known to track runs"),
+                     after: (RunState.LOST, "never started within 3s")}
+
+
+def test_a_report_replaces_an_unknown_outcome(store: Store, clock: StoreClock) -> None:
+    started_late, revoked = submitted(store, "late"), submitted(store, "revoked")
+    clock.advance((UNSTARTED + s(0.5)).total_seconds())
+    assert len(mark_lost(store, tracked_since=None)) == 2
+
+    store.record_runs([started(started_late, "r1", B),
+                       finished(revoked, run=None, outcome=RunOutcome.REVOKED, runtime=None)])
+
+    run = run_of(store, started_late)
+    assert (run.run_state, run.run_error, run.finished_at, run.run_attempts) == \
+        (RunState.RUNNING, None, None, 1)
+    assert run_of(store, revoked).run_state is RunState.REVOKED
 
 
 def test_a_retry_that_never_starts_is_lost_after_the_start_timeout(

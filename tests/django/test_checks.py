@@ -9,10 +9,34 @@ from goatbeat_celery.migrations import head_revision
 from goatbeat_celery.store import downgrade_schema, upgrade_schema
 
 
-def messages() -> list[str]:
+def messages(*, track_runs: bool = True) -> list[str]:
+    """The database checks' messages, with the workers said to track runs unless told."""
+    from django.test import override_settings
+
     from goatbeat_celery.contrib.django.checks import goatbeat_checks
 
-    return [f"{m.id}: {m.msg} {m.hint or ''}" for m in goatbeat_checks(databases=["default"])]
+    with override_settings(CELERY_GOATBEAT_TRACK_RUNS=track_runs):
+        found = goatbeat_checks(databases=["default"])
+    return [f"{m.id}: {m.msg} {m.hint or ''}" for m in found]
+
+
+def test_workers_that_do_not_track_runs_are_noted_without_failing_the_check(
+        django_db: str) -> None:
+    from django.core import checks
+    from django.test import override_settings
+
+    from goatbeat_celery.contrib.django.checks import goatbeat_checks
+
+    [note] = messages(track_runs=False)
+    assert note.startswith(
+        "goatbeat.I001: CELERY_GOATBEAT_TRACK_RUNS is off: the workers do not track runs, so "
+        "each run's outcome is shown as unknown once 600s (CELERY_GOATBEAT_RUN_START_TIMEOUT) "
+        "have passed after it was sent, and no run is judged lost or failed"), note
+    assert "goatbeat_celery.track_runs(app)" in note
+    with override_settings(CELERY_GOATBEAT_TRACK_RUNS=False):
+        found = goatbeat_checks(databases=["default"])
+    assert [m.level for m in found] == [checks.INFO]  # a note, never a warning or an error
+    assert messages(track_runs=True) == []
 
 
 def test_a_schema_behind_is_reported_and_goatbeat_migrate_fixes_it(django_db: str) -> None:

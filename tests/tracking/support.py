@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from goatbeat_celery.core.errors import StoreError, StoreUnavailable
@@ -64,6 +64,7 @@ class RecordingLog:
         return len(keys)
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  tracked_since: datetime | None = None,
                   limit: int = 1000) -> list[Execution]:
         return []
 

@@ -13,6 +13,7 @@ import pytest
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.model import (
+    UTC,
     ExecutionState,
     ScheduleSpec,
     TriggerSpec,
@@ -136,13 +137,14 @@ def test_buffer_one_holds_exactly_one_and_sends_it_when_the_previous_run_ends() 
     assert world.state(2) is ExecutionState.SUBMITTED
 
 
-def test_a_lost_run_ends_the_wait_of_a_skip_schedule() -> None:
+def test_a_run_of_unknown_outcome_ends_the_wait_of_a_skip_schedule() -> None:
     world = World()
     world.create(overlap=OverlapPolicy.SKIP)
     world.at(world.minute(1))
     world.at(world.minute(2))
     assert world.state(2) is ExecutionState.SKIPPED
-    # No worker tracks runs: the run is lost once the start timeout (10 min) has passed.
+    # No worker tracks runs: the run's outcome is given up as unknown once the start timeout
+    # (10 min) has passed.
     world.clock.advance(11 * 60)
     lost = world.store.mark_lost(silent_for=60 * S, unstarted_for=600 * S)
     assert [e.key for e in lost] == [world.key(1)]
@@ -221,17 +223,22 @@ def test_failures_in_a_row_pause_the_schedule_until_resumed() -> None:
     assert (resumed.paused_reason, resumed.consecutive_failures) == (None, 0)
 
 
-def test_lost_runs_never_pause_a_schedule() -> None:
+@pytest.mark.parametrize(("tracked_since", "verdict"), [
+    (datetime(2000, 1, 1, tzinfo=UTC), RunState.LOST), (None, RunState.UNKNOWN)],
+    ids=["lost", "unknown"])
+def test_lost_runs_and_runs_of_unknown_outcome_never_pause_a_schedule(
+        tracked_since: datetime | None, verdict: RunState) -> None:
     world = World()
     world.create(pause_after_failures=1)
     world.at(world.minute(1))
     world.clock.advance(11 * 60)
-    world.store.mark_lost(silent_for=60 * S, unstarted_for=600 * S)
+    world.store.mark_lost(silent_for=60 * S, unstarted_for=600 * S,
+                          tracked_since=tracked_since)
     world.at(world.minute(12.5))
     schedule = world.store.get_schedule("job")
     assert schedule.spec.enabled and schedule.consecutive_failures == 0
-    lost = [e for e in world.store.executions(limit=100) if e.key == world.key(1)][0]
-    assert (lost.run_state, lost.settled) == (RunState.LOST, True)
+    ended = [e for e in world.store.executions(limit=100) if e.key == world.key(1)][0]
+    assert (ended.run_state, ended.settled) == (verdict, True)
 
 
 # -- reporting how runs end ------------------------------------------------------------------

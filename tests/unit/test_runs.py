@@ -265,10 +265,15 @@ def test_a_retry_of_no_particular_attempt_applies_only_to_that_workers_running_r
 SILENT, UNSTARTED = s(60), s(600)
 
 
-def verdict(record: RunRecord, dispatched_before: float | None = None) -> RunRecord | None:
+#: The workers track runs since long before NOW (the leader's lease began then).
+TRACKED_SINCE = NOW - s(86_400)
+
+
+def verdict(record: RunRecord, dispatched_before: float | None = None, *,
+            tracked_since: datetime | None = TRACKED_SINCE) -> RunRecord | None:
     dispatched = None if dispatched_before is None else NOW - s(dispatched_before)
     return lost_verdict(record, dispatched_at=dispatched, now=NOW, silent_for=SILENT,
-                        unstarted_for=UNSTARTED)
+                        unstarted_for=UNSTARTED, tracked_since=tracked_since)
 
 
 def test_a_running_run_is_lost_only_once_its_heartbeat_is_strictly_older_than_silent_for(
@@ -293,6 +298,52 @@ def test_a_run_never_started_is_lost_past_the_start_timeout_after_the_broker_too
     assert lost is not None
     assert (lost.run_state, lost.run_error, lost.finished_at) == \
         (RunState.LOST, "never started within 600s", NOW)
+
+
+def test_without_tracking_a_run_never_started_is_of_unknown_outcome_past_the_start_timeout(
+        ) -> None:
+    assert verdict(RunRecord(), dispatched_before=600, tracked_since=None) is None
+    ended = verdict(RunRecord(), dispatched_before=600.001, tracked_since=None)
+    assert ended == RunRecord(run_state=RunState.UNKNOWN, finished_at=NOW,
+                              run_error="workers do not track runs (goatbeat_track_runs is off)")
+    assert ended is not None and not ended.run_state.live  # nothing waits on it any longer
+
+
+def test_a_run_sent_before_tracking_was_known_to_be_on_is_never_lost() -> None:
+    # Sent 700 s ago, while the workers did not track runs: its report was never to come.
+    since = NOW - s(650)
+    ended = verdict(RunRecord(), dispatched_before=700, tracked_since=since)
+    assert ended is not None
+    assert (ended.run_state, ended.run_error) == (
+        RunState.UNKNOWN, "sent before the workers were known to track runs")
+    # Sent at the instant tracking began: judged on the workers' evidence.
+    at_start = lost_verdict(RunRecord(), dispatched_at=since, now=since + s(600.001),
+                            silent_for=SILENT, unstarted_for=UNSTARTED, tracked_since=since)
+    assert at_start is not None and at_start.run_state is RunState.LOST
+
+
+@pytest.mark.parametrize("tracked_since", [None, TRACKED_SINCE], ids=["untracked", "tracked"])
+def test_a_silent_worker_s_run_is_lost_whatever_the_leader_knows_of_tracking(
+        tracked_since: datetime | None) -> None:
+    # Its worker reported the start: that evidence is a tracking worker's own.
+    lost = verdict(running(heartbeat_before=61), tracked_since=tracked_since)
+    assert lost is not None and lost.run_state is RunState.LOST
+    retry = RunRecord(run_state=RunState.RETRYING, run_id="r1", worker="celery@a",
+                      run_attempts=1, heartbeat_at=NOW - s(601))
+    lost = verdict(retry, tracked_since=tracked_since)
+    assert lost is not None and lost.run_state is RunState.LOST
+
+
+@pytest.mark.parametrize("outcome", list(RunOutcome))
+def test_a_report_replaces_an_unknown_outcome(outcome: RunOutcome) -> None:
+    unknown = verdict(RunRecord(), dispatched_before=601, tracked_since=None)
+    assert unknown is not None
+    ended = apply_event(unknown, RunEvent.finished("k", run=None, worker="celery@a",
+                                                   age=s(0), outcome=outcome), NOW)
+    assert ended.run_state is outcome.state
+    started = apply_event(unknown, RunEvent.started("k", run="r1", worker="celery@a",
+                                                    age=s(0)), NOW)
+    assert (started.run_state, started.run_attempts) == (RunState.RUNNING, 1)
 
 
 def test_a_run_not_yet_sent_is_never_lost() -> None:

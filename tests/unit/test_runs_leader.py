@@ -1,10 +1,13 @@
 """The leader's part in run tracking: it marks lost the runs whose worker went silent and those
-never started, looking once per heartbeat interval, on the memory store and a manual clock."""
+never started while the workers track runs, gives the others' outcome up as unknown, looking
+once per heartbeat interval, on the memory store and a manual clock."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Sequence
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -16,7 +19,8 @@ from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
 
 EVERY_HOUR = TriggerSpec(kind="interval", params={"every": 3600})
 SETTINGS = Settings(heartbeat_interval=10, run_lost_after=60, run_start_timeout=600,
-                    max_interval=5)
+                    max_interval=5, track_runs=True)
+UNTRACKED = replace(SETTINGS, track_runs=False)
 
 
 class CountingLog:
@@ -33,10 +37,11 @@ class CountingLog:
         return self.store.heartbeat(keys)
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  tracked_since: datetime | None = None,
                   limit: int = 1000) -> list[Execution]:
         self.looks.append((silent_for, unstarted_for))
         return self.store.mark_lost(silent_for=silent_for, unstarted_for=unstarted_for,
-                                    limit=limit)
+                                    tracked_since=tracked_since, limit=limit)
 
 
 @pytest.fixture
@@ -103,6 +108,59 @@ def test_a_run_nobody_starts_is_lost_after_the_start_timeout(
 
     run = store.executions()[0]
     assert (run.run_state, run.run_error) == (RunState.LOST, "never started within 600s")
+
+
+def past_the_start_timeout(settings: Settings) -> timedelta:
+    """Past the start timeout and the leader's next look at it (one heartbeat interval, with
+    a tick every max_interval at most)."""
+    return settings.run_start_timeout + settings.heartbeat_interval + settings.max_interval
+
+
+def test_without_tracking_a_run_nobody_reports_on_ends_unknown_and_nothing_warns(
+        store: MemoryStore, clock: ManualClock, log: CountingLog,
+        caplog: pytest.LogCaptureFixture) -> None:
+    engine = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
+                    settings=UNTRACKED, holder="leader", monotonic=clock.monotonic, runs=log,
+                    config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
+                                                   trigger=EVERY_HOUR)])
+    sent_key(engine, store)
+
+    with caplog.at_level(logging.DEBUG, logger="goatbeat_celery"):
+        clock.advance(past_the_start_timeout(UNTRACKED))
+        engine.tick()
+
+    run = store.executions()[0]
+    assert (run.run_state, run.run_error) == (
+        RunState.UNKNOWN, "workers do not track runs (goatbeat_track_runs is off)")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert [getattr(r, "action", None) for r in caplog.records
+            if "unknown" in r.getMessage()] == ["run_unknown"]
+
+
+def test_a_run_sent_before_the_leader_knew_the_workers_track_runs_is_never_judged_lost(
+        store: MemoryStore, clock: ManualClock, log: CountingLog) -> None:
+    # Tracking turned on later: the run the old leader sent, with workers that did not track
+    # runs, has no report to miss; the one the new leader sends has.
+    untracked = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
+                       settings=UNTRACKED, holder="old", monotonic=clock.monotonic, runs=log,
+                       config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
+                                                      trigger=EVERY_HOUR)])
+    before = sent_key(untracked, store)
+    untracked.close()
+    clock.advance(1)
+    tracking = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
+                      settings=SETTINGS, holder="new", monotonic=clock.monotonic, runs=log)
+    tracking.tick()
+    after = store.request_run("hourly").key
+    tracking.tick()
+
+    clock.advance(past_the_start_timeout(SETTINGS))
+    tracking.tick()
+
+    runs = {e.key: (e.run_state, e.run_error) for e in store.executions()}
+    assert runs == {before: (RunState.UNKNOWN,
+                             "sent before the workers were known to track runs"),
+                    after: (RunState.LOST, "never started within 600s")}
 
 
 def test_the_leader_looks_once_per_heartbeat_interval_with_the_settings(

@@ -9,11 +9,16 @@ import os
 
 from celery import Celery
 
+import goatbeat_celery
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proj.settings")
 
 app = Celery("proj")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Workers record each run's start and outcome; beat, importing this module too, learns that
+# they do (CELERY_GOATBEAT_TRACK_RUNS), and only then judges a run lost.
+goatbeat_celery.track_runs(app)
 
 
 @app.task(name="proj.heartbeat")

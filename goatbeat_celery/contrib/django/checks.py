@@ -73,6 +73,15 @@ def goatbeat_checks(app_configs: Any = None, databases: Any = None,
             hint="Add it to DATABASES under any alias; the admin reads from that alias.",
             id="goatbeat.W002",
         ))
+    untracked = loaded.config.tracking_warning(
+        lambda setting: f"{integration.NAMESPACE}_{setting.upper()}")
+    if untracked is not None:
+        found.append(checks.Info(
+            untracked,
+            hint="Call goatbeat_celery.track_runs(app) where the Celery app is made "
+                 "(proj/celery.py): beat and the workers import it (docs/django.md).",
+            id="goatbeat.I001",
+        ))
     found.extend(schema_messages(url))
     return found
 

@@ -25,8 +25,14 @@ NAMESPACE = "CELERY"
 
 def celery_app() -> Any:
     """A Celery app configured from Django's settings under the ``CELERY_`` namespace."""
+    from goatbeat_celery.tracking import tracks_runs
+
     app = Celery("goatbeat_django", set_as_current=False, fixups=[])
     app.config_from_object("django.conf:settings", namespace=NAMESPACE)
+    # The project's app, which proj/__init__.py loads with Django, calls track_runs(app):
+    # its CELERY_GOATBEAT_TRACK_RUNS holds for this app too, unless the settings say.
+    if app.conf.get("goatbeat_track_runs") is None and tracks_runs():
+        app.conf.goatbeat_track_runs = True
     return app
 
 

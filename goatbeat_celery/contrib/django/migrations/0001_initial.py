@@ -57,6 +57,7 @@ class Migration(migrations.Migration):
                             ("revoked", "revoked"),
                             ("rejected", "rejected"),
                             ("lost", "lost"),
+                            ("unknown", "unknown"),
                         ],
                         max_length=16,
                         null=True,
