@@ -23,7 +23,9 @@ def test_status_before_any_replica_ran_shows_no_holder(cli: Cli) -> None:
 
     assert status["lease"] == {"name": "default", "holder": None, "token": 0,
                                "acquired_at": None, "expires_at": None, "held": False,
-                               "seconds_left": None}
+                               "seconds_left": None, "last_renewal_at": None,
+                               "silent_seconds": None, "holder_silent": False,
+                               "renew_interval": 10.0}
     assert status["pending"] is None and status["next_due_at"] is None
     assert instant(status["now"]) is not None
 

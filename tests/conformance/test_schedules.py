@@ -10,6 +10,7 @@ import pytest
 from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.model import (
     MisfirePolicy,
+    PauseNote,
     RunOrderCursor,
     Schedule,
     ScheduleCounts,
@@ -120,10 +121,27 @@ def test_list_schedules_is_ordered_by_name_and_filtered(store: Store) -> None:
         return [s.name for s in store.list_schedules(**filters)]
 
     assert names() == ["a-one", "b-one", "b-two", "c-one"]
-    assert names(enabled=False) == ["a-one"]
+    assert names(paused=True) == ["a-one"]
     assert names(source=ScheduleSource.CONFIG) == ["a-one", "b-one"]
     assert names(prefix="b-") == ["b-one", "b-two"]
-    assert names(enabled=True, source=ScheduleSource.API, limit=1) == ["b-two"]
+    assert names(paused=False, source=ScheduleSource.API, limit=1) == ["b-two"]
+
+
+def test_a_pause_with_an_end_counts_as_paused_until_it_ends(store: Store) -> None:
+    # core.status: within a pause with an end a schedule is paused, though still enabled.
+    for name in ("frozen", "sale", "done", "running"):
+        store.create_schedule(interval_spec(name), next_occurrence_at=None, next_run_at=None)
+    now = store.now()
+    store.replace_schedule(interval_spec("sale"), next_occurrence_at=None, next_run_at=None,
+                           pause=PauseNote(reason="review", until=now + timedelta(hours=1)))
+    store.replace_schedule(interval_spec("done"), next_occurrence_at=None, next_run_at=None,
+                           pause=PauseNote(reason="over", until=now - timedelta(hours=1)))
+    store.replace_schedule(interval_spec("frozen", enabled=False), next_occurrence_at=None,
+                           next_run_at=None, pause=PauseNote(reason="vendor"))
+
+    assert [s.name for s in store.list_schedules(paused=True)] == ["frozen", "sale"]
+    assert [s.name for s in store.list_schedules(paused=False)] == ["done", "running"]
+    assert store.count_schedules().paused == 2
 
 
 def test_a_prefix_is_matched_literally(store: Store) -> None:
@@ -176,7 +194,7 @@ def test_schedules_page_by_next_run_with_those_without_one_last(store: Store) ->
         cursor = RunOrderCursor(next_run_at=found[-1].next_run_at, name=found[-1].name)
 
     assert seen == ["soon", "paused", "tie-a", "tie-b", "late", "never-a", "never-b"]
-    assert [s.name for s in page(None, enabled=True)] == ["soon", "tie-a"]
+    assert [s.name for s in page(None, paused=False)] == ["soon", "tie-a"]
     assert [s.name for s in store.list_schedules(order=by_run, prefix="never")] == [
         "never-a", "never-b"]
     with pytest.raises(TypeError, match="after"):

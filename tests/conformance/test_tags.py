@@ -100,7 +100,7 @@ def test_config_sync_indexes_created_entries_and_follows_their_changed_tags(
     # An entry gone from the config is disabled: it keeps its tags.
     store.sync_config([entry("report", "eu")], lease=grant)
     assert tagged(store, "mail") == ["digest"]
-    assert tagged(store, "mail", enabled=False) == ["digest"]
+    assert tagged(store, "mail", paused=True) == ["digest"]
 
 
 def test_a_paused_schedule_keeps_its_tags(store: Store) -> None:
@@ -108,8 +108,8 @@ def test_a_paused_schedule_keeps_its_tags(store: Store) -> None:
     current = store.get_schedule("job")
     store.replace_schedule(replace(current.spec, enabled=False), next_occurrence_at=START,
                            next_run_at=START)
-    assert tagged(store, "billing", enabled=False) == ["job"]
-    assert tagged(store, "billing", enabled=True) == []
+    assert tagged(store, "billing", paused=True) == ["job"]
+    assert tagged(store, "billing", paused=False) == []
 
 
 def test_listing_by_tag_in_run_order_pages_with_the_cursor(store: Store) -> None:
@@ -140,7 +140,7 @@ def test_tags_combine_with_the_other_filters(store: Store) -> None:
     create(store, "api-2", "billing", enabled=False)
     create(store, "other", "billing")
     assert tagged(store, "billing", prefix="api-") == ["api-1", "api-2"]
-    assert tagged(store, "billing", prefix="api-", enabled=True) == ["api-1"]
+    assert tagged(store, "billing", prefix="api-", paused=False) == ["api-1"]
     assert tagged(store, "billing", source=ScheduleSource.CONFIG) == []
 
 
