@@ -36,7 +36,7 @@ from goatbeat_celery.core.observer import OccurrenceRecord
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import IntervalTrigger, TriggerRegistry
-from goatbeat_celery.core.validation import MIN_EVERY, seconds_problem
+from goatbeat_celery.core.validation import MIN_EVERY, instant_problem, seconds_problem
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
@@ -462,10 +462,11 @@ def _control_options(own: Mapping[str, Any], where: str, problems: list[str]
                 problems.append(f"{label}: cannot read {value!r} as an ISO-8601 instant; give "
                                 "e.g. '2030-01-01T09:00:00+01:00' or an aware datetime")
                 continue
-        try:
-            found[key] = ensure_aware(value, label)
-        except ConfigurationError as exc:
-            problems.extend(exc.problems)
+        problem = instant_problem(value, label)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        found[key] = ensure_aware(value, label)
     for key in ("max_runs", "description"):
         found[key] = own.get(key)
     for key in ("tags", "calendars"):
