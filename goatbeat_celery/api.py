@@ -40,6 +40,7 @@ from goatbeat_celery.core.controls import (
     upcoming_runs,
 )
 from goatbeat_celery.core.errors import (
+    BackfillNotFound,
     CalendarNotFound,
     ConfigurationError,
     ScheduleConflict,
@@ -452,11 +453,11 @@ class Schedules:
 
     def get_backfill(self, backfill_id: int) -> Backfill:
         """One backfill and its progress. Raises BackfillNotFound."""
-        return self.store.get_backfill(backfill_id)
+        return self.store.get_backfill(_backfill_id(backfill_id))
 
     def cancel_backfill(self, backfill_id: int) -> Backfill:
         """Stop a backfill: nothing more is claimed for it; what it claimed already is sent."""
-        return self.store.cancel_backfill(backfill_id)
+        return self.store.cancel_backfill(_backfill_id(backfill_id))
 
     # -- exclusion calendars -------------------------------------------------------------
     def get_calendar(self, name: str) -> Calendar:
@@ -664,6 +665,19 @@ def _schedule_name(name: str) -> str:
     if nul_problem(name, "name") is not None:
         raise ScheduleNotFound(name)
     return name
+
+
+#: The largest backfill id a store can hold (a 64-bit integer).
+_MAX_BACKFILL_ID = 2**63 - 1
+
+
+def _backfill_id(backfill_id: int) -> int:
+    """``backfill_id``, to look a backfill up by; BackfillNotFound for what no backfill can
+    have (not an integer from 1 to the largest a database holds)."""
+    if (isinstance(backfill_id, bool) or not isinstance(backfill_id, int)
+            or not 1 <= backfill_id <= _MAX_BACKFILL_ID):
+        raise BackfillNotFound(backfill_id)
+    return backfill_id
 
 
 def _calendar_name(name: str) -> str:

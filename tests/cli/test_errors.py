@@ -318,3 +318,10 @@ def test_a_limit_beyond_what_a_read_takes_is_a_usage_error(cli: Cli,
     result = cli.fails(*command, "--limit", str(10**30), exit_code=USAGE)
 
     assert "Invalid value for '--limit'" in result.stderr
+
+
+def test_a_backfill_id_beyond_what_the_database_holds_is_not_found(cli: Cli) -> None:
+    result = cli.fails("backfill-cancel", str(10**30))
+
+    assert f"no backfill with id {10**30}" in result.stderr
+    assert "out of range" not in result.stderr  # not the database's own error

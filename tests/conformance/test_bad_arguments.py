@@ -12,6 +12,7 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.errors import (
+    BackfillNotFound,
     CalendarNotFound,
     ConfigurationError,
     GoatbeatError,
@@ -141,6 +142,17 @@ def test_a_calendar_name_holding_a_nul_is_not_found(api: Schedules,
                                                     call: Callable[[Schedules], Any]) -> None:
     with pytest.raises(CalendarNotFound):
         call(api)
+
+
+@pytest.mark.parametrize("backfill_id", [-1, 0, "x", 10**30, 2**63, None, 2.5, True],
+                         ids=["negative", "zero", "text", "huge", "past-bigint", "none", "float",
+                              "bool"])
+def test_a_backfill_id_no_backfill_can_have_is_not_found(api: Schedules,
+                                                         backfill_id: Any) -> None:
+    with pytest.raises(BackfillNotFound):
+        api.get_backfill(backfill_id)
+    with pytest.raises(BackfillNotFound):
+        api.cancel_backfill(backfill_id)
 
 
 @pytest.mark.parametrize(("field", "value"), [
