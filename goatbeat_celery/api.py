@@ -141,7 +141,7 @@ class Schedules:
             tags = (tags,)  # one tag given bare is still one tag, not its characters
         problems.extend(_text_problems(prefix, "prefix"))
         problems.extend(_limit_problems(limit, optional=True))
-        if not isinstance(tags, (builtins.list, tuple)):
+        if not isinstance(tags, (builtins.list, tuple, set, frozenset)):
             problems.append(f"tags: expected a list of tags, got {shown_value(tags)}")
             tags = ()
         for tag in tags:
@@ -279,8 +279,11 @@ class Schedules:
         fields = {key: getattr(current.spec, key) for key in _SPEC_FIELDS}
         fields.update({k: v for k, v in changes.items() if k in _SPEC_FIELDS})
         wanted = current.spec.enabled if enabled is None else enabled
+        # A form sends every field: its `at` equal to the stored one changes nothing, and is not
+        # judged again once it has passed (the one-off ran); a new one must be still ahead.
         spec = self._spec(problems, name=name, trigger=trigger, enabled=wanted,
-                          at_given=at is not None, **fields)
+                          at_given=at is not None and trigger != current.spec.trigger,
+                          **fields)
         # A damaged row's spec holds stand-ins: an edit equal to them still rewrites the row.
         if (not current.damage and spec.spec_hash() == current.spec.spec_hash()
                 and wanted == current.spec.enabled):

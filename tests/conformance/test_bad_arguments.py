@@ -20,7 +20,7 @@ from goatbeat_celery.core.errors import (
 )
 from goatbeat_celery.core.model import UTC, RunOrderCursor
 
-from .conftest import Store
+from .conftest import Store, StoreClock
 
 RANGE = "from 1970-01-01T00:00:00Z to 9000-01-01T00:00:00Z"
 
@@ -303,3 +303,17 @@ def test_no_bad_argument_reaches_the_store_as_a_driver_error(api: Schedules) -> 
         with pytest.raises(GoatbeatError) as raised:
             call()
         assert isinstance(raised.value, (ConfigurationError, ScheduleNotFound)), raised.value
+
+
+def test_an_edit_giving_a_one_off_its_own_past_instant_again_is_accepted(
+        api: Schedules, store: Store, clock: StoreClock) -> None:
+    """A form sends every field, the stored instant among them: once the one-off has run,
+    editing its description must not be refused for an instant nobody changed."""
+    at = (store.now() + timedelta(seconds=1)).replace(microsecond=0) + timedelta(seconds=1)
+    api.create("launch", "proj.tasks.launch", at=at)
+    clock.move_to(at + timedelta(seconds=1))
+
+    edited = api.update("launch", at=at, description="the sales opened")
+
+    assert edited.spec.description == "the sales opened"
+    assert refused(lambda: api.update("launch", at=at - timedelta(seconds=1)))
