@@ -16,7 +16,7 @@ import builtins
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import date, datetime
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.core.allowlist import sending_problems
@@ -33,8 +33,19 @@ from goatbeat_celery.core.backfill import (
     request_problems,
 )
 from goatbeat_celery.core.calendars import Calendar, parse_day, parse_range, resolve
-from goatbeat_celery.core.controls import MAX_PREVIEW, bounded_first, upcoming_runs
-from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict
+from goatbeat_celery.core.controls import (
+    MAX_PREVIEW,
+    bounded_first,
+    past_once_problem,
+    upcoming_runs,
+)
+from goatbeat_celery.core.errors import (
+    BackfillNotFound,
+    CalendarNotFound,
+    ConfigurationError,
+    ScheduleConflict,
+    ScheduleNotFound,
+)
 from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import (
     Duration,
@@ -59,6 +70,10 @@ from goatbeat_celery.core.validation import (
     MAX_REASON_LENGTH,
     calendars_problems,
     description_problem,
+    instant_problem,
+    limit_problem,
+    nul_problem,
+    shown_value,
 )
 from goatbeat_celery.cron import CronTrigger
 from goatbeat_celery.display import describe_trigger
@@ -104,7 +119,7 @@ class Schedules:
 
     # -- reading -------------------------------------------------------------------------
     def get(self, name: str) -> Schedule:
-        return self.store.get_schedule(name)
+        return self.store.get_schedule(_schedule_name(name))
 
     def list(self, *, enabled: bool | None = None, source: ScheduleSource | str | None = None,
              prefix: str | None = None, limit: int | None = None,
@@ -115,14 +130,33 @@ class Schedules:
         ``after`` pages on from the last of the previous page: its name, or by next run a
         :class:`RunOrderCursor` of its next run and name; ``tags``: only those carrying every
         one of them; ``enabled``: only those not paused (True) or paused (False), a pause with
-        an end included."""
-        wanted = None if source is None else ScheduleSource(source)
+        an end included. A bad argument raises ConfigurationError naming it and what it
+        takes."""
+        problems: builtins.list[str] = []
+        wanted = None if source is None else _choice(ScheduleSource, source, "source",
+                                                     "source", problems)
+        chosen = _choice(ScheduleOrder, order, "order", "order", problems)
+        for label, flag in (("enabled", enabled), ("set_aside", set_aside)):
+            if flag is not None and not isinstance(flag, bool):
+                problems.append(f"{label}: expected true, false or None, got "
+                                f"{shown_value(flag)}")
         if isinstance(tags, str):
             tags = (tags,)  # one tag given bare is still one tag, not its characters
+        problems.extend(_text_problems(prefix, "prefix"))
+        problems.extend(_limit_problems(limit, optional=True))
+        if not isinstance(tags, (builtins.list, tuple, set, frozenset)):
+            problems.append(f"tags: expected a list of tags, got {shown_value(tags)}")
+            tags = ()
+        for tag in tags:
+            problems.extend(_text_problems(tag, "tags", optional=False))
+        problems.extend(_after_problems(after, chosen))
+        if problems:
+            raise ConfigurationError(problems, subject="list arguments")
+        assert chosen is not None
         return self.store.list_schedules(paused=None if enabled is None else not enabled,
                                          source=wanted, prefix=prefix,
                                          limit=limit, set_aside=set_aside, after=after,
-                                         order=ScheduleOrder(order), tags=tuple(tags))
+                                         order=chosen, tags=tuple(tags))
 
     def counts(self) -> ScheduleCounts:
         """How many schedules there are, in all, paused, set aside and by source."""
@@ -138,7 +172,7 @@ class Schedules:
         problem = _count_problem(count)
         if problem is not None:
             raise ConfigurationError([problem])
-        schedule = self.store.get_schedule(name)
+        schedule = self.store.get_schedule(_schedule_name(name))
         _require_repair(schedule, set())
         spec = schedule.spec
         trigger = self.triggers.build(spec.trigger)
@@ -149,7 +183,12 @@ class Schedules:
                              count, delay=spec.delay(), exclusions=exclusions)
 
     def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
-        self.store.get_schedule(name)  # a clear ScheduleNotFound for a typo
+        """The schedule's executions, newest first, at most ``limit`` (1 to
+        :data:`~goatbeat_celery.core.validation.MAX_LIMIT`)."""
+        problems = _limit_problems(limit)
+        if problems:
+            raise ConfigurationError(problems, subject="history arguments")
+        self.store.get_schedule(_schedule_name(name))  # a clear ScheduleNotFound for a typo
         return self.store.executions(schedule_name=name, limit=limit)
 
     # -- writing -------------------------------------------------------------------------
@@ -190,7 +229,7 @@ class Schedules:
         problems: list[str] = []
         trigger = self._trigger_spec(every, cron, at, timezone, problems, day_or=day_or)
         spec = self._spec(
-            problems, name=name, task=task, trigger=trigger, args=args,
+            problems, name=name, task=task, trigger=trigger, at_given=at is not None, args=args,
             kwargs={} if kwargs is None else kwargs, options={} if options is None else options,
             misfire_policy=misfire_policy, misfire_grace=misfire_grace,
             max_catchup=max_catchup, offset=offset, jitter=jitter,
@@ -230,7 +269,7 @@ class Schedules:
         the definition the caller did not see is a conflict: one since
         ``expected_spec_version``, or with ``pin``, one since the first read here."""
         for attempt in range(1, REWRITE_ATTEMPTS + 1):
-            current = self.store.get_schedule(name)
+            current = self.store.get_schedule(_schedule_name(name))
             if pin and expected_spec_version is None:
                 expected_spec_version = current.spec_version
             _check_spec_version(current, expected_spec_version)
@@ -262,12 +301,20 @@ class Schedules:
                 timezone = str(trigger.params.get("timezone"))
             if day_or is None:
                 day_or = bool(trigger.params.get("day_or", True)) if current_cron else True
-            trigger = self._trigger_spec(every, cron, at, timezone, problems,
-                                         day_or=day_or) or trigger
+            if every is None and cron is None and at is None and timezone is not None:
+                # Only a zone, for a schedule that has no use for one.
+                problems.append(_ZONE_WITHOUT_CRON)
+            else:
+                trigger = self._trigger_spec(every, cron, at, timezone, problems,
+                                             day_or=day_or) or trigger
         fields = {key: getattr(current.spec, key) for key in _SPEC_FIELDS}
         fields.update({k: v for k, v in changes.items() if k in _SPEC_FIELDS})
         wanted = current.spec.enabled if enabled is None else enabled
-        spec = self._spec(problems, name=name, trigger=trigger, enabled=wanted, **fields)
+        # A form sends every field: its `at` equal to the stored one changes nothing, and is not
+        # judged again once it has passed (the one-off ran); a new one must be still ahead.
+        spec = self._spec(problems, name=name, trigger=trigger, enabled=wanted,
+                          at_given=at is not None and trigger != current.spec.trigger,
+                          **fields)
         # A damaged row's spec holds stand-ins: an edit equal to them still rewrites the row.
         if (not current.damage and spec.spec_hash() == current.spec.spec_hash()
                 and wanted == current.spec.enabled):
@@ -306,11 +353,11 @@ class Schedules:
                            "allowed")
             problems.extend([] if problem is None else [problem])
         if until is not None:
-            try:
-                until = ensure_aware(until, "until")
-            except ConfigurationError as exc:
-                problems.extend(exc.problems)
+            problem = instant_problem(until, "until")
+            if problem is not None:
+                problems.append(problem)
             else:
+                until = ensure_aware(until, "until")
                 if until <= now:
                     problems.append(f"until: {until.isoformat()} is not after now "
                                     f"({now.isoformat()}); give a later instant, or resume")
@@ -353,11 +400,11 @@ class Schedules:
 
     def delete(self, name: str) -> None:
         """Remove a schedule; its executions stay as history."""
-        self.store.delete_schedule(name)
+        self.store.delete_schedule(_schedule_name(name))
 
     def run_now(self, name: str) -> Execution:
         """Queue an extra run under its own key; the leader submits it within a second or so."""
-        schedule = self.store.get_schedule(name)
+        schedule = self.store.get_schedule(_schedule_name(name))
         _require_repair(schedule, set())
         self._check_task(schedule.spec)
         return self.store.request_run(name)
@@ -398,7 +445,7 @@ class Schedules:
         problems.extend(request_problems(replace(request, mode=chosen), self.store.now()))
         if problems:
             raise ConfigurationError(problems, subject="backfill")
-        schedule = self.store.get_schedule(name)
+        schedule = self.store.get_schedule(_schedule_name(name))
         _require_repair(schedule, set())
         self._check_task(schedule.spec)
         start, end = ensure_aware(start, "start"), ensure_aware(end, "end")
@@ -434,24 +481,30 @@ class Schedules:
 
     def backfills(self, *, name: str | None = None, active: bool | None = None,
                   limit: int = 100) -> builtins.list[Backfill]:
-        """Backfills, newest first: of one schedule, only active or only finished ones."""
+        """Backfills, newest first: of one schedule, only active or only finished ones; at most
+        ``limit`` (1 to :data:`~goatbeat_celery.core.validation.MAX_LIMIT`)."""
+        problems = [*_text_problems(name, "name"), *_limit_problems(limit)]
+        if active is not None and not isinstance(active, bool):
+            problems.append(f"active: expected true, false or None, got {shown_value(active)}")
+        if problems:
+            raise ConfigurationError(problems, subject="backfills arguments")
         return self.store.list_backfills(schedule_name=name, active=active, limit=limit)
 
     def get_backfill(self, backfill_id: int) -> Backfill:
         """One backfill and its progress. Raises BackfillNotFound."""
-        return self.store.get_backfill(backfill_id)
+        return self.store.get_backfill(_backfill_id(backfill_id))
 
     def cancel_backfill(self, backfill_id: int) -> Backfill:
         """Stop a backfill: nothing more is claimed for it; what it claimed already is sent."""
-        return self.store.cancel_backfill(backfill_id)
+        return self.store.cancel_backfill(_backfill_id(backfill_id))
 
     # -- exclusion calendars -------------------------------------------------------------
     def get_calendar(self, name: str) -> Calendar:
-        return self.store.get_calendar(name)
+        return self.store.get_calendar(_calendar_name(name))
 
     def observing(self, calendar: str) -> builtins.list[str]:
         """The names of the schedules observing ``calendar`` (CalendarNotFound for a typo)."""
-        self.store.get_calendar(calendar)
+        self.store.get_calendar(_calendar_name(calendar))
         return self.store.schedules_observing(calendar)
 
     def list_calendars(self) -> builtins.list[Calendar]:
@@ -476,7 +529,7 @@ class Schedules:
         """Replace a calendar's ``dates``, ``ranges`` or ``description`` (those given). The
         leader reads calendars each time it plans, so the change applies at its next planning.
         A compare-and-set on the version read here, or on ``expected_version``."""
-        current = self.store.get_calendar(name)
+        current = self.store.get_calendar(_calendar_name(name))
         _check_version(f"calendar {name!r}", current.version, expected_version)
         if current.damage and (dates is None or ranges is None):
             raise ConfigurationError(
@@ -495,7 +548,7 @@ class Schedules:
     def delete_calendar(self, name: str) -> None:
         """Delete a calendar. Refused (CalendarInUse, naming them) while schedules observe it:
         removing it from them first is a decision about their runs, not a side effect."""
-        self.store.delete_calendar(name)
+        self.store.delete_calendar(_calendar_name(name))
 
     # -- helpers -------------------------------------------------------------------------
     def _first(self, spec: ScheduleSpec, paused_until: datetime | None = None, *,
@@ -518,11 +571,18 @@ class Schedules:
             problems.append("trigger: give exactly one of every=, cron= or at= "
                             f"(got {', '.join(given) or 'none'})")
             return None
+        if timezone is not None and cron is None:
+            problems.append(_ZONE_WITHOUT_CRON)
+            return None
+        if isinstance(timezone, str) and not timezone.strip():
+            problems.append(f"timezone: is empty; give an IANA zone such as 'Europe/Paris', "
+                            f"or leave it out for the app's zone ({self.default_timezone})")
+            return None
         try:
             if every is not None:
                 return IntervalTrigger(to_timedelta(every, "every")).to_spec()
             if cron is not None:
-                zone = timezone or self.default_timezone
+                zone = self.default_timezone if timezone is None else timezone
                 return CronTrigger(cron, zone, day_or=day_or).to_spec()
             assert at is not None
             return OnceTrigger(ensure_aware(at, "at")).to_spec()
@@ -540,7 +600,10 @@ class Schedules:
                 for name in names if name not in found]
 
     def _spec(self, problems: builtins.list[str], *, trigger: TriggerSpec | None,
-              **values: Any) -> ScheduleSpec:
+              at_given: bool = False, **values: Any) -> ScheduleSpec:
+        """The spec of ``values``, or ConfigurationError listing every problem (with those
+        already in ``problems``). ``at_given``: the ``at`` of a one-time ``trigger`` was given
+        by this call, and is refused unless it is still ahead."""
         policy = values.pop("misfire_policy")
         if policy is not None:
             policy = MisfirePolicy.read(policy, "misfire_policy", problems)
@@ -555,11 +618,12 @@ class Schedules:
                 values[key] = to_timedelta(values[key], key, problems)
         for key in ("start_at", "end_at"):
             if values[key] is not None:
-                try:
-                    values[key] = ensure_aware(values[key], key)
-                except ConfigurationError as exc:
-                    problems.extend(exc.problems)
+                problem = instant_problem(values[key], key)
+                if problem is not None:
+                    problems.append(problem)
                     values[key] = None  # reported; the spec's own check would repeat it
+                else:
+                    values[key] = ensure_aware(values[key], key)
         for key in ("tags", "calendars"):
             if isinstance(values[key], list):
                 values[key] = tuple(values[key])
@@ -573,6 +637,8 @@ class Schedules:
         spec = ScheduleSpec(trigger=trigger or TriggerSpec(kind="invalid"),
                             misfire_policy=policy, source=ScheduleSource.API, **values)
         problems.extend(spec.problems())
+        if at_given and trigger is not None and trigger.kind == "once":
+            problems.extend(_listed(past_once_problem(spec, self.store.now())))
         problems.extend(self._missing_calendars(spec.calendars))
         if isinstance(spec.task, str) and not self.config.task_allowed(spec.task):
             problems.append(f"task: {spec.task!r} is not in goatbeat_allowed_tasks "
@@ -624,6 +690,93 @@ def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
     if problems:
         raise ConfigurationError(problems, subject=f"calendar {name!r}")
     return calendar
+
+
+#: A zone given for a schedule that is not a cron schedule.
+_ZONE_WITHOUT_CRON = ("timezone: applies to cron schedules only (an every= interval runs on a "
+                      "grid counted from the Unix epoch, an at= instant carries its own "
+                      "offset); remove it, or give cron= with it")
+
+
+def _schedule_name(name: str) -> str:
+    """``name``, to look a schedule up by; ScheduleNotFound for one that no stored schedule
+    can have (a NUL, which no database column holds: sent to one, it fails there)."""
+    if nul_problem(name, "name") is not None:
+        raise ScheduleNotFound(name)
+    return name
+
+
+#: The largest backfill id a store can hold (a 64-bit integer).
+_MAX_BACKFILL_ID = 2**63 - 1
+
+
+def _backfill_id(backfill_id: int) -> int:
+    """``backfill_id``, to look a backfill up by; BackfillNotFound for what no backfill can
+    have (not an integer from 1 to the largest a database holds)."""
+    if (isinstance(backfill_id, bool) or not isinstance(backfill_id, int)
+            or not 1 <= backfill_id <= _MAX_BACKFILL_ID):
+        raise BackfillNotFound(backfill_id)
+    return backfill_id
+
+
+def _calendar_name(name: str) -> str:
+    """``name``, to look a calendar up by; CalendarNotFound for one holding a NUL."""
+    if nul_problem(name, "name") is not None:
+        raise CalendarNotFound(name)
+    return name
+
+
+def _text_problems(value: object, label: str, *, optional: bool = True) -> builtins.list[str]:
+    """Problems of text to filter by: a string (or None when ``optional``) without NUL."""
+    if value is None and optional:
+        return []
+    if not isinstance(value, str):
+        return [f"{label}: expected text, got {shown_value(value)}"]
+    return _listed(nul_problem(value, label))
+
+
+def _limit_problems(limit: object, *, optional: bool = False) -> builtins.list[str]:
+    return _listed(limit_problem(limit, "limit", optional=optional))
+
+
+def _after_problems(after: object, order: ScheduleOrder | None) -> builtins.list[str]:
+    """Problems of where a page of :meth:`Schedules.list` starts: the last name seen, or by
+    next run a :class:`RunOrderCursor`."""
+    if after is None or order is None:
+        return []
+    if order is ScheduleOrder.NEXT_RUN:
+        if not isinstance(after, RunOrderCursor):
+            return [f"after: schedules listed by next_run page on from a RunOrderCursor, got "
+                    f"{shown_value(after)}"]
+        found = _text_problems(after.name, "after.name", optional=False)
+        at = after.next_run_at
+        if at is not None and (not isinstance(at, datetime) or at.utcoffset() is None):
+            found.append(f"after.next_run_at: expected an aware datetime or None, got "
+                         f"{shown_value(at)}")
+        return found
+    if not isinstance(after, str):
+        return [f"after: schedules listed by name page on from the last name seen, got "
+                f"{shown_value(after)}"]
+    return _listed(nul_problem(after, "after"))
+
+
+_E = TypeVar("_E", ScheduleSource, ScheduleOrder)
+
+
+def _choice(kind: type[_E], value: object, label: str, noun: str,
+            problems: builtins.list[str]) -> _E | None:
+    """``value`` as a member of ``kind``; None, with a problem naming ``label`` and the
+    members, for anything else."""
+    try:
+        return kind(value)
+    except (ValueError, TypeError):
+        choices = ", ".join(member.value for member in kind)
+        problems.append(f"{label}: unknown {noun} {shown_value(value)}; use one of: {choices}")
+        return None
+
+
+def _listed(problem: str | None) -> builtins.list[str]:
+    return [] if problem is None else [problem]
 
 
 def _count_problem(count: object) -> str | None:

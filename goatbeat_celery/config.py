@@ -22,7 +22,9 @@ from kombu import compression, serialization
 
 from goatbeat_celery import cron, metrics
 from goatbeat_celery import schedules as generic
+from goatbeat_celery.core.controls import bounded_first
 from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import (
     MisfirePolicy,
     ScheduleSource,
@@ -33,10 +35,10 @@ from goatbeat_celery.core.model import (
     to_timedelta,
 )
 from goatbeat_celery.core.observer import OccurrenceRecord
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.policies import GridAfter, OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.triggers import IntervalTrigger, TriggerRegistry
-from goatbeat_celery.core.validation import MIN_EVERY, seconds_problem
+from goatbeat_celery.core.triggers import IntervalTrigger, Trigger, TriggerRegistry
+from goatbeat_celery.core.validation import MIN_EVERY, instant_problem, seconds_problem
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
@@ -475,10 +477,11 @@ def _control_options(own: Mapping[str, Any], where: str, problems: list[str]
                 problems.append(f"{label}: cannot read {value!r} as an ISO-8601 instant; give "
                                 "e.g. '2030-01-01T09:00:00+01:00' or an aware datetime")
                 continue
-        try:
-            found[key] = ensure_aware(value, label)
-        except ConfigurationError as exc:
-            problems.extend(exc.problems)
+        problem = instant_problem(value, label)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        found[key] = ensure_aware(value, label)
     for key in ("max_runs", "description"):
         found[key] = own.get(key)
     for key in ("tags", "calendars"):
@@ -514,6 +517,39 @@ def policy_warnings(schedules: Iterable[ScheduleSpec], settings: Settings,
             f"(goatbeat_run_start_timeout) after it was sent, and the schedule runs at most "
             "that often")
     return found
+
+
+def never_run_warnings(loaded: LoadedConfig, now: datetime) -> list[str]:
+    """Enabled config entries that have no run after ``now``: a one-off whose instant has
+    passed (django-celery-beat's ``clocked``, a schedule class of your own), or an ``end_at``
+    already past. Such an entry is stored as any other, with no next run, and never runs:
+    Celery users expect to hear of it, not to find out later."""
+    found = []
+    for spec in loaded.schedules:
+        if not spec.enabled:
+            continue
+        where = f"beat_schedule[{spec.name!r}]"
+        if spec.end_at is not None and spec.end_at <= now:
+            found.append(f"{where}: its end_at {spec.end_at.isoformat()} has passed: it is "
+                         "stored and never runs; remove the entry or move its end_at")
+            continue
+        try:
+            _, run = bounded_first(_grid_after(loaded.triggers.build(spec.trigger),
+                                               spec.effective_offset()), now, spec)
+        # A schedule object of the user's may raise anything: the leader sets such an entry
+        # aside with the error, which is said there.
+        except Exception:  # noqa: BLE001
+            continue
+        if run is None:
+            found.append(f"{where}: its schedule has no occurrence after now "
+                         f"({now.isoformat(timespec='seconds')}; a one-off whose instant has "
+                         "passed?): it is stored and never runs; remove the entry or give it a "
+                         "later instant")
+    return found
+
+
+def _grid_after(trigger: Trigger, offset: timedelta) -> GridAfter:
+    return lambda instant: first_occurrence(trigger, instant, offset)
 
 
 #: The key of the JSON object stored in place of a lazy argument.

@@ -33,7 +33,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import UTC, JSONValue, TriggerSpec, ensure_aware
-from goatbeat_celery.core.triggers import TriggerRegistry
+from goatbeat_celery.core.triggers import LAST_OCCURRENCE, TriggerRegistry
 
 __all__ = ["CronTrigger", "register"]
 
@@ -125,11 +125,16 @@ class CronTrigger:
     def next_after(self, instant: datetime) -> datetime | None:
         """The first occurrence strictly after ``instant``, in UTC (``None`` if there is none)."""
         instant = ensure_aware(instant, "instant")
+        if instant >= LAST_OCCURRENCE:
+            return None
         try:
-            return self._next_after(instant)
+            found = self._next_after(instant)
         except (CroniterBadDateError, OverflowError):
             # No match within croniter's search horizon, or past datetime.max.
             return None
+        # No trigger has an occurrence past LAST_OCCURRENCE (so that a shift or a grace added
+        # to one never overflows).
+        return None if found is None or found > LAST_OCCURRENCE else found
 
     def _next_after(self, instant: datetime) -> datetime | None:
         local = instant.astimezone(self.zone)

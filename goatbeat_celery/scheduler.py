@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import Any
 
 from celery import beat
@@ -115,6 +116,8 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         for warning in config_module.policy_warnings(
                 loaded.schedules, config.settings, config.settings.run_start_timeout):
             logger.warning("goatbeat: %s", warning, extra={"action": "needs_run_tracking"})
+        for warning in config_module.never_run_warnings(loaded, datetime.now(timezone.utc)):
+            logger.warning("goatbeat: %s", warning, extra={"action": "config_never_runs"})
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         engine = self._engine

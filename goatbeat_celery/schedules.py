@@ -15,7 +15,7 @@ from typing import Any
 
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import UTC, JSONValue, TriggerSpec, ensure_aware
-from goatbeat_celery.core.triggers import Trigger, TriggerRegistry
+from goatbeat_celery.core.triggers import LAST_OCCURRENCE, Trigger, TriggerRegistry
 
 KIND = "celery"
 _STEP = timedelta(microseconds=1)
@@ -37,14 +37,24 @@ class CelerySchedule:
 
     def next_after(self, instant: datetime) -> datetime | None:
         cursor = ensure_aware(instant, "instant")
+        if cursor >= LAST_OCCURRENCE:
+            return None
         for _ in range(_MAX_NUDGES):
             # remaining_estimate(last) is "time from now until the run after `last`".
             remaining: timedelta = self.schedule.remaining_estimate(cursor)
             now = ensure_aware(_now(self.schedule), "schedule.now()")
-            candidate = (now + remaining).astimezone(UTC)
+            try:
+                candidate = (now + remaining).astimezone(UTC)
+            except OverflowError:  # past datetime.max: no occurrence
+                return None
+            if candidate > LAST_OCCURRENCE:
+                return None  # no trigger has an occurrence past it
             if candidate > instant:
                 return candidate
-            cursor = cursor + max(_STEP, instant - candidate)
+            try:
+                cursor = cursor + max(_STEP, instant - candidate)
+            except OverflowError:
+                return None
         return None
 
     def describe(self) -> str:

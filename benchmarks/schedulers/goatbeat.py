@@ -60,9 +60,9 @@ class Goatbeat(Adapter):
                                                                                  shards)
 
     def edit_due_now(self, name: str) -> float:
-        # A one-time run at an instant already past by the store's clock never runs (the CLI
-        # warns of it), and the update takes a few round trips: due 0.25 s from now, timed from
-        # then. The loaded rows carry the offset that spreads them over their interval; an
+        # A one-time run at an instant already past by the store's clock would never run (the
+        # API refuses it), and the update takes a few round trips: due 0.25 s from now, timed
+        # from then. The loaded rows carry the offset that spreads them over their interval; an
         # offset shifts a one-time run too, so it goes.
         due = datetime.now(timezone.utc) + timedelta(seconds=0.25)
         self._client().update(name, at=due, offset=None)

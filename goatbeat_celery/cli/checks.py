@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,7 @@ def _beat_schedule(app: Any) -> Check:
         settings = loaded.config.settings
         warnings = config_module.policy_warnings(loaded.schedules, settings,
                                                  settings.run_start_timeout)
+        warnings += config_module.never_run_warnings(loaded, datetime.now(timezone.utc))
         if warnings:
             return Check(name="beat_schedule", outcome=Outcome.WARN,
                          detail=_listed(warnings))

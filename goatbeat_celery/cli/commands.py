@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import shlex
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
@@ -37,6 +36,7 @@ from goatbeat_celery.core.model import (
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.shards import Shard, shard_lease_name, shard_of, sharding_prefix
+from goatbeat_celery.core.validation import INSTANT_RANGE, MAX_LIMIT, instant_problem
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
@@ -74,6 +74,7 @@ _OPTION_OF = {
     "until": "--until",
     "count": "--count",
     "task": "TASK",
+    "options.queue": "--queue",
 }
 
 
@@ -105,7 +106,7 @@ _FIELD_WORDS = re.compile(
 
 #: Leading field names of a spec's own problems that are read as options only there (a word
 #: such as "tags" may appear in other text).
-_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars"})
+_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "options.queue"})
 
 
 def _option_names(problem: str) -> str:
@@ -293,24 +294,6 @@ def warn_unknown_task(ctx: click.Context, task: str) -> None:
          "sends tasks by name, but a worker that does not know it rejects every run")
 
 
-def warn_past_at(schedules: Schedules, schedule: Schedule, at: datetime | None) -> None:
-    """A one-time schedule whose instant has passed is stored, and never runs: say so."""
-    if at is None or schedule.spec.trigger.kind != "once":
-        return
-    with reported():
-        now = schedules.store.now()
-    start = at + schedule.spec.effective_offset()
-    if start > now:
-        return
-    ago = display.human_seconds(round((now - start).total_seconds()))
-    name = shlex.quote(schedule.name)
-    warn(f"--at {display.when(at)} is {ago} in the past by the database clock: "
-         f"{schedule.name!r} is stored, but a one-time schedule runs only at an instant still "
-         "ahead, so it will never run, not even late within the misfire grace; "
-         f"`{app_command('run-now ' + name)}` runs it now, "
-         f"`{app_command('edit ' + name + ' --at ISO')}` sets a later instant")
-
-
 def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
                   headline: str | None = None) -> None:
     defaults = schedules.config.settings
@@ -349,7 +332,8 @@ class JSONParam(_ParamType):
 
 
 class InstantParam(_ParamType):
-    """An ISO-8601 instant with its zone (``Z`` allowed); naive times are refused."""
+    """An ISO-8601 instant with its zone (``Z`` allowed) within the range every instant a user
+    gives must lie in (``core.validation.INSTANT_RANGE``); naive times are refused."""
 
     name = "instant"
     example = "2026-12-24T18:00:00+01:00"
@@ -363,12 +347,16 @@ class InstantParam(_ParamType):
             text = text[:-1] + "+00:00"
         try:
             parsed = datetime.fromisoformat(text)
-        except ValueError:
-            self.fail(f"{value!r} is not an ISO-8601 instant; give e.g. {self.example}",
-                      param, ctx)
+        except (ValueError, OverflowError):
+            self.fail(f"{display.shown(repr(value))} is not an ISO-8601 instant; give e.g. "
+                      f"{self.example}", param, ctx)
         if parsed.tzinfo is None or parsed.utcoffset() is None:
-            self.fail(f"{value!r} has no zone; add its offset, e.g. {text}+00:00 (or {text}Z "
-                      "for UTC)", param, ctx)
+            self.fail(f"{display.shown(repr(value))} has no zone; add its offset, e.g. "
+                      f"{display.shown(text)}+00:00 (or {display.shown(text)}Z for UTC)",
+                      param, ctx)
+        if instant_problem(parsed, "instant") is not None:
+            self.fail(f"{display.shown(repr(value))} is out of range; give an instant "
+                      f"{INSTANT_RANGE}", param, ctx)
         return parsed
 
 
@@ -762,7 +750,6 @@ def add(ctx: click.Context, /, name: str, task: str, paused: bool, as_json: bool
             except ScheduleConflict as exc:
                 raise CommandError(f"{exc}; change it with `edit`") from exc
         warn_unknown_task(ctx, task)
-        warn_past_at(schedules, schedule, given.get("at"))
         show_schedule(schedules, schedule, as_json, headline=f"added {name!r}")
 
 
@@ -791,7 +778,6 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
             warn_config_source(schedule, "puts back the configured version")
         if given.get("task") is not None:
             warn_unknown_task(ctx, given["task"])
-        warn_past_at(schedules, schedule, given.get("at"))
         show_schedule(schedules, schedule, as_json, headline=f"edited {name!r}")
 
 
@@ -968,8 +954,8 @@ def _backfill_options() -> Iterator[None]:
 @click.option("--schedule", "name", metavar="NAME", help="Only the backfills of NAME.")
 @click.option("--active/--finished", "active", default=None,
               help="Only active backfills, or only finished ones (done, cancelled, failed).")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
-              metavar="N", help="How many, newest first.")
+@click.option("--limit", type=click.IntRange(min=1, max=MAX_LIMIT), default=50,
+              show_default=True, metavar="N", help="How many, newest first.")
 @json_option
 @click.pass_context
 def backfills(ctx: click.Context, name: str | None, active: bool | None, limit: int,
@@ -1005,8 +991,8 @@ def backfill_cancel(ctx: click.Context, backfill_id: int, as_json: bool) -> None
 
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
-              help="How many executions, newest first.")
+@click.option("--limit", type=click.IntRange(min=1, max=MAX_LIMIT), default=20,
+              show_default=True, metavar="N", help="How many executions, newest first.")
 @click.option("--wide", is_flag=True,
               help="Show every column (key, occurrence, claimed and submitted instants, missed "
                    "occurrences) and every value whole.")

@@ -309,6 +309,8 @@ def request_problems(request: BackfillRequest, now: datetime) -> list[str]:
     for label, value in (("start", request.start), ("end", request.end)):
         if not isinstance(value, datetime) or value.utcoffset() is None:
             found.append(f"{label}: expected an aware datetime, got {value!r}")
+        else:
+            found.extend(_listed(validation.instant_problem(value, label)))
     if not found:
         start, end = ensure_aware(request.start, "start"), ensure_aware(request.end, "end")
         if start > end:
@@ -344,6 +346,10 @@ def stored_problems(backfill: Backfill) -> list[str]:
     if backfill.examined < 0 or backfill.claimed < 0:
         found.append("examined, claimed: must not be negative")
     return found
+
+
+def _listed(problem: str | None) -> list[str]:
+    return [] if problem is None else [problem]
 
 
 def _unreadable(damage: str) -> str:

@@ -25,6 +25,7 @@ from goatbeat_celery.core.model import PlannedClaim, Schedule, ScheduleSpec
 # The first ``(occurrence, due)`` of a schedule whose due instant is strictly after an
 # instant, ``(None, None)`` when there is none (the trigger is exhausted).
 from goatbeat_celery.core.policies import GridAfter
+from goatbeat_celery.core.validation import LATEST_INSTANT
 
 #: The most runs one preview lists.
 MAX_PREVIEW = 1_000
@@ -118,11 +119,39 @@ def upcoming_runs(schedule: Schedule, grid_after: GridAfter, count: int, *,
             if delay is None:
                 due = grid_after(next_day - _MICROSECOND)[1]
             else:
-                due = due + delay * max(1, -((due - next_day) // delay))
+                due = _delayed(due, delay * max(1, -((due - next_day) // delay)))
             continue
         found.append(due)
-        due = due + delay if delay is not None else grid_after(due)[1]
+        due = grid_after(due)[1] if delay is None else _delayed(due, delay)
     return found
+
+
+def _delayed(due: datetime, delay: timedelta) -> datetime | None:
+    """``due + delay``, or None past :data:`~goatbeat_celery.core.validation.LATEST_INSTANT`:
+    as a trigger has no occurrence past it, a fixed delay has no run there either."""
+    return None if due > LATEST_INSTANT - delay else due + delay
+
+
+def past_once_problem(spec: ScheduleSpec, now: datetime) -> str | None:
+    """Why a one-time schedule given its ``at`` now (created, or its instant changed) is
+    refused: its due instant (``at`` after its offset or jitter) is not after ``now``, so it
+    would be stored and never run. None for any other schedule, or an instant still ahead."""
+    if spec.trigger.kind != "once":
+        return None
+    raw = spec.trigger.params.get("at")
+    try:
+        at = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+    except ValueError:
+        at = None
+    if at is None or at.utcoffset() is None:
+        return None  # the trigger's own check names it
+    due = at + spec.effective_offset()
+    if due > now:
+        return None
+    shifted = "" if due == at else f" (due {due.isoformat()} after its offset)"
+    return (f"at: {at.isoformat()}{shifted} is not after now ({now.isoformat()}); a one-time "
+            "schedule runs only at an instant still ahead, so it would never run: give a "
+            "later instant, or ask for a run now (run_now; run-now on the command line)")
 
 
 def has_tags(tags: Collection[str], wanted: Sequence[str]) -> bool:
@@ -133,4 +162,4 @@ def has_tags(tags: Collection[str], wanted: Sequence[str]) -> bool:
 
 
 __all__ = ["MAX_PREVIEW", "bound_claim", "bounded_first", "has_tags",
-           "lower_bound", "upcoming_runs"]
+           "lower_bound", "past_once_problem", "upcoming_runs"]

@@ -348,6 +348,10 @@ class ScheduleSpec:
                     or value.utcoffset() is None):
                 found.append(f"{label}: expected an aware datetime (with a zone), got "
                              f"{validation.shown_value(value)}")
+                continue
+            problem = validation.instant_problem(value, label)
+            if problem is not None:
+                found.append(problem)
             else:
                 bounds.append(value)
         if len(bounds) == 2 and bounds[1] < bounds[0]:

@@ -11,14 +11,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
+from goatbeat_celery.core import validation
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import UTC, JSONValue, TriggerSpec, ensure_aware
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-#: A one-time instant must lie in this range: far enough from datetime's limits that adding an
-#: offset or a grace can never overflow.
-ONCE_EARLIEST = EPOCH
-ONCE_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+#: No trigger has an occurrence after this instant (the latest one a user may give, see
+#: :data:`~goatbeat_celery.core.validation.LATEST_INSTANT`): past it, ``next_after`` is None,
+#: so that adding an offset, a grace or an interval to an occurrence never overflows.
+LAST_OCCURRENCE = validation.LATEST_INSTANT
 _MICRO = timedelta(microseconds=1)
 
 
@@ -29,7 +30,8 @@ class Trigger(Protocol):
     def next_after(self, instant: datetime) -> datetime | None:
         """The first occurrence strictly after ``instant`` (aware, UTC), or ``None`` if none.
 
-        ``instant`` is aware; a naive one raises ConfigurationError. Never returns a naive value.
+        ``instant`` is aware; a naive one raises ConfigurationError. Never returns a naive value,
+        nor one after :data:`LAST_OCCURRENCE` (there is none past it).
         """
         ...
 
@@ -70,6 +72,8 @@ class IntervalTrigger:
         self._step = every // _MICRO
         if self._step <= 0:
             raise ConfigurationError(["every: interval must be at least one microsecond"])
+        #: The index of the last grid point at or before LAST_OCCURRENCE.
+        self._last = ((LAST_OCCURRENCE - EPOCH) // _MICRO) // self._step
 
     @classmethod
     def from_params(cls, params: Mapping[str, JSONValue]) -> IntervalTrigger:
@@ -90,14 +94,16 @@ class IntervalTrigger:
         return EPOCH + timedelta(microseconds=index * self._step)
 
     def next_after(self, instant: datetime) -> datetime | None:
-        return self._point(self._index(instant) + 1)
+        index = self._index(instant) + 1
+        return None if index > self._last else self._point(index)
 
     def points_before(
         self, start: datetime, bound: datetime, keep: int
     ) -> tuple[int, list[datetime]]:
         first = self._index(start)
-        # Index of the last grid point strictly before bound.
-        last = (((ensure_aware(bound, "bound") - EPOCH) // _MICRO) - 1) // self._step
+        # Index of the last grid point strictly before bound (and none past LAST_OCCURRENCE).
+        last = min((((ensure_aware(bound, "bound") - EPOCH) // _MICRO) - 1) // self._step,
+                   self._last)
         count = max(0, last - first + 1)
         tail = [self._point(i) for i in range(max(first, last - keep + 1), last + 1)]
         return count, tail if count else []
@@ -115,11 +121,10 @@ class OnceTrigger:
     kind = "once"
 
     def __init__(self, at: datetime) -> None:
+        problem = validation.instant_problem(at, "at")
+        if problem is not None:
+            raise ConfigurationError([problem])
         self.at = ensure_aware(at, "at")
-        if not ONCE_EARLIEST <= self.at <= ONCE_LATEST:
-            raise ConfigurationError(
-                [f"at: {self.at.isoformat()} is out of range; give an instant between "
-                 f"{ONCE_EARLIEST.year} and {ONCE_LATEST.year}"])
 
     @classmethod
     def from_params(cls, params: Mapping[str, JSONValue]) -> OnceTrigger:

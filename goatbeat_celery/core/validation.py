@@ -14,7 +14,12 @@ Why the bounds:
   the claim path) and at most :data:`MAX_DURATION`;
 * ``misfire_grace``: at most :data:`MAX_GRACE`, which bounds how many on-time points one plan
   may walk;
-* every duration is finite: NaN and infinity are refused, never converted.
+* every duration is finite: NaN and infinity are refused, never converted;
+* instants (``at``, ``start_at``, ``end_at``, a pause's ``until``, a backfill's range): from
+  :data:`EARLIEST_INSTANT` to :data:`LATEST_INSTANT`, far enough inside the years a
+  ``datetime`` holds that adding a shift, a grace or an interval to one never overflows; a
+  trigger's occurrence past :data:`LATEST_INSTANT` is none (the schedule has ended);
+* text given to be stored or looked up holds no NUL: no database column can keep one.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 #: Longest schedule (or lease) name, in characters.
@@ -54,6 +59,15 @@ MAX_TAG_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 2_000
 #: Largest ``max_runs``: what the column holds on every backend (a 32-bit integer).
 MAX_RUNS = 2_000_000_000
+#: The earliest and the latest instant a user may give (``at``, ``start_at``, ``end_at``, a
+#: pause's ``until``, a backfill's ``start`` and ``end``), both included. A trigger has no
+#: occurrence after :data:`LATEST_INSTANT`.
+EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=timezone.utc)
+LATEST_INSTANT = datetime(9000, 1, 1, tzinfo=timezone.utc)
+#: The accepted range as messages and the docs write it.
+INSTANT_RANGE = "from 1970-01-01T00:00:00Z to 9000-01-01T00:00:00Z"
+#: The most rows one read may ask for (``limit``).
+MAX_LIMIT = 1_000_000
 
 # Control (Cc), format (Cf, including bidirectional overrides), line and paragraph separators,
 # surrogates, private-use and unassigned code points.
@@ -103,6 +117,45 @@ def task_problems(task: object) -> list[str]:
         return [f"task: {task[:80]!r} contains spaces or control characters; give the task's "
                 "registered name"]
     return []
+
+
+def instant_problem(value: object, label: str) -> str | None:
+    """Why ``value`` is not an aware datetime from :data:`EARLIEST_INSTANT` to
+    :data:`LATEST_INSTANT` (None when it is)."""
+    if not isinstance(value, datetime):
+        return f"{label}: expected an aware datetime (with a zone), got {shown_value(value)}"
+    if value.tzinfo is None or value.utcoffset() is None:
+        return (f"{label}: naive datetime {value.isoformat()} refused; attach a zone "
+                "(e.g. datetime(..., tzinfo=timezone.utc))")
+    try:
+        inside = EARLIEST_INSTANT <= value.astimezone(timezone.utc) <= LATEST_INSTANT
+    except OverflowError:  # beyond the years a datetime holds once in UTC
+        inside = False
+    if not inside:
+        return f"{label}: {value.isoformat()} is out of range; give an instant {INSTANT_RANGE}"
+    return None
+
+
+def limit_problem(value: object, label: str = "limit", *, optional: bool = False
+                  ) -> str | None:
+    """Why ``value`` is not a number of rows to read: an integer from 1 to
+    :data:`MAX_LIMIT` (or None, when ``optional``: no limit)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+        unset = ", or None for no limit" if optional else ""
+        return (f"{label}: must be an integer from 1 to {MAX_LIMIT}{unset}, got "
+                f"{shown_value(value)}")
+    return None
+
+
+def nul_problem(value: object, label: str) -> str | None:
+    """Why ``value``, text to look up or filter by, cannot be sent to a database: it holds a
+    NUL character (no column can store one). None for anything else."""
+    if isinstance(value, str) and "\x00" in value:
+        return (f"{label}: {shown_value(value)} contains a NUL character (U+0000), which no "
+                "stored text can hold; remove it")
+    return None
 
 
 def seconds_problem(value: object, label: str, *, minimum: timedelta = timedelta(0),
@@ -198,6 +251,13 @@ def _plain_seconds(seconds: float) -> str:
 def _text(value: object) -> str | None:
     if not isinstance(value, str) or not value or len(value) > MAX_TASK_LENGTH:
         return f"expected a non-empty string of at most {MAX_TASK_LENGTH} characters"
+    hidden = hidden_characters(value)
+    if hidden:
+        # A queue, exchange or routing key is a name a broker and an operator read: a control
+        # character (a NUL no database stores, an escape a terminal acts on) is a mistake.
+        shown = ", ".join(dict.fromkeys(hidden[:5]))
+        return (f"contains control or invisible characters ({shown}); use printable "
+                "characters only")
     return None
 
 

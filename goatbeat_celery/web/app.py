@@ -436,10 +436,12 @@ def _cursor(order: ScheduleOrder, query: Mapping[str, str]) -> str | RunOrderCur
         return name
     at = query.get("after_run", "")
     try:
-        return RunOrderCursor(next_run_at=datetime.fromisoformat(at) if at else None,
-                              name=name)
+        instant = datetime.fromisoformat(at) if at else None
     except ValueError:
         return None
+    if instant is not None and instant.tzinfo is None:
+        return None  # the links this page makes carry an offset: this one was not made here
+    return RunOrderCursor(next_run_at=instant, name=name)
 
 
 def _next_link(request: Request, filters: Mapping[str, str], order: ScheduleOrder,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
+from goatbeat_celery.core.model import UTC
 from goatbeat_celery.store import Store
 
 from .conftest import Cli
@@ -205,3 +208,120 @@ def test_an_out_of_range_cron_field_is_named_with_its_range(cli: Cli, store: Sto
     assert "--cron: '0 25 * * *': hour field '25' is out of range 0-23" in result.stderr
     assert "not acceptable" not in result.stderr
     assert store.list_schedules() == []
+
+
+# -- instants: the range every instant a user gives must lie in ------------------------------
+RANGE = "from 1970-01-01T00:00:00Z to 9000-01-01T00:00:00Z"
+OUT_OF_RANGE = ["9999-03-01T00:00:00Z", "9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00Z",
+                "0001-01-01T00:00:00+05:00", "1969-12-31T23:59:59Z"]
+INSTANT_COMMANDS = [
+    ("add", "report", "proj.report", "--every", "60", "--start-at"),
+    ("add", "report", "proj.report", "--cron", "0 7 * * *", "--start-at"),
+    ("add", "report", "proj.report", "--every", "60", "--end-at"),
+    ("add", "report", "proj.report", "--at"),
+    ("edit", "poll", "--start-at"),
+    ("edit", "poll", "--end-at"),
+    ("edit", "poll", "--at"),
+    ("pause", "poll", "--until"),
+    ("backfill", "poll", "--to", "2026-01-01T00:00:00Z", "--from"),
+    ("backfill", "poll", "--from", "2026-01-01T00:00:00Z", "--to"),
+]
+
+
+@pytest.mark.parametrize("value", OUT_OF_RANGE)
+@pytest.mark.parametrize("command", INSTANT_COMMANDS,
+                         ids=lambda c: f"{c[0]}{c[-1]}" + ("-cron" if "--cron" in c else ""))
+def test_an_instant_out_of_range_is_a_usage_error_naming_the_option_and_the_range(
+        cli: Cli, store: Store, command: tuple[str, ...], value: str) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+    before = store.list_schedules()
+
+    result = cli.fails(*command, value, exit_code=USAGE)
+
+    assert f"Invalid value for '{command[-1]}'" in result.stderr
+    assert f"{value!r} is out of range; give an instant {RANGE}" in result.stderr
+    assert store.list_schedules() == before
+    assert store.list_backfills() == []
+
+
+def test_the_ends_of_the_range_are_accepted(cli: Cli, store: Store) -> None:
+    cli.ok("add", "report", "proj.report", "--every", "60",
+           "--start-at", "1970-01-01T00:00:00Z", "--end-at", "9000-01-01T00:00:00Z")
+
+    stored = store.get_schedule("report").spec
+    assert (stored.start_at, stored.end_at) == (datetime(1970, 1, 1, tzinfo=UTC),
+                                                datetime(9000, 1, 1, tzinfo=UTC))
+
+
+def test_a_schedule_starting_near_the_end_of_the_range_shows_its_last_runs(
+        cli: Cli, store: Store) -> None:
+    cli.ok("add", "last", "proj.report", "--cron", "0 7 * * *",
+           "--start-at", "8999-12-30T00:00:00Z")
+
+    runs = cli.json("next", "last", "--count", "5")
+    shown = cli.ok("show", "last")
+
+    assert runs == ["8999-12-30T07:00:00+00:00", "8999-12-31T07:00:00+00:00"]
+    assert "8999-12-30T07:00:00Z" in shown.stdout
+
+
+# -- a one-time schedule in the past --------------------------------------------------------
+def test_a_one_time_schedule_in_the_past_is_refused_and_nothing_is_stored(
+        cli: Cli, store: Store) -> None:
+    result = cli.fails("add", "launch", "proj.launch", "--at", "2020-01-01T00:00:00Z")
+
+    assert "--at: 2020-01-01T00:00:00+00:00 is not after now (" in result.stderr
+    assert "a one-time schedule runs only at an instant still ahead" in result.stderr
+    assert "run-now" in result.stderr
+    assert store.list_schedules() == []
+
+
+def test_a_one_time_schedule_ahead_is_stored_without_a_word(cli: Cli, store: Store) -> None:
+    result = cli.ok("add", "launch", "proj.launch", "--at", "2999-01-01T00:00:00Z")
+
+    assert "--at" not in result.stderr
+    assert store.get_schedule("launch").next_run_at == datetime(2999, 1, 1, tzinfo=UTC)
+
+
+def test_editing_to_an_instant_in_the_past_is_refused_and_changes_nothing(
+        cli: Cli, store: Store) -> None:
+    cli.ok("add", "launch", "proj.launch", "--at", "2999-01-01T00:00:00Z")
+    before = store.get_schedule("launch")
+
+    result = cli.fails("edit", "launch", "--at", "2020-01-01T00:00:00+01:00")
+
+    assert "--at: 2019-12-31T23:00:00+00:00 is not after now (" in result.stderr
+    assert store.get_schedule("launch") == before
+
+
+# -- zones and routing options --------------------------------------------------------------
+def test_an_empty_timezone_is_refused_not_read_as_the_apps(cli: Cli, store: Store) -> None:
+    result = cli.fails("add", "report", "proj.report", "--cron", "0 7 * * *", "--timezone", "")
+
+    assert "--timezone: is empty; give an IANA zone such as 'Europe/Paris'" in result.stderr
+    assert store.list_schedules() == []
+
+
+def test_a_queue_with_control_characters_is_refused(cli: Cli, store: Store) -> None:
+    result = cli.fails("add", "poll", "feeds.poll", "--every", "60", "--queue", "feeds\x1b[2J")
+
+    assert "--queue: contains control or invisible characters (U+001B)" in result.stderr
+    assert "\x1b" not in result.output  # shown escaped, never acted on by the terminal
+    assert store.list_schedules() == []
+
+
+@pytest.mark.parametrize("command", [("history", "poll"), ("backfills",)], ids=lambda c: c[0])
+def test_a_limit_beyond_what_a_read_takes_is_a_usage_error(cli: Cli,
+                                                          command: tuple[str, ...]) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+
+    result = cli.fails(*command, "--limit", str(10**30), exit_code=USAGE)
+
+    assert "Invalid value for '--limit'" in result.stderr
+
+
+def test_a_backfill_id_beyond_what_the_database_holds_is_not_found(cli: Cli) -> None:
+    result = cli.fails("backfill-cancel", str(10**30))
+
+    assert f"no backfill with id {10**30}" in result.stderr
+    assert "out of range" not in result.stderr  # not the database's own error

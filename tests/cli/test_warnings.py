@@ -1,5 +1,5 @@
 """What is stored but will not do what the operator likely meant is said on stderr, not refused:
-a one-time schedule in the past, a task the app does not know."""
+a task the app does not know. (A one-time schedule in the past is refused: test_errors.)"""
 
 from __future__ import annotations
 
@@ -25,35 +25,6 @@ def with_tasks(cli: Cli, directory: Path) -> None:
     (directory / f"{module}.py").write_text(TASKS_MODULE.format(app_module=cli.module))
     cli.modules.append(module)
     cli.configure(imports=[module])
-
-
-# -- --at in the past -----------------------------------------------------------------------
-def test_a_one_time_schedule_in_the_past_is_stored_with_a_warning(cli: Cli,
-                                                                  store: Store) -> None:
-    result = cli.ok("add", "launch", "proj.launch", "--at", "2020-01-01T00:00:00Z")
-
-    stored = store.get_schedule("launch")
-    assert stored.spec.trigger.kind == "once" and stored.next_run_at is None
-    assert "warning: --at 2020-01-01T00:00:00Z is " in result.stderr
-    assert "in the past by the database clock" in result.stderr
-    assert "it will never run, not even late within the misfire grace" in result.stderr
-    assert f"`celery -A {cli.module} goatbeat run-now launch` runs it now" in result.stderr
-    assert "added 'launch'" in result.stdout
-
-
-def test_a_one_time_schedule_ahead_gets_no_warning(cli: Cli) -> None:
-    result = cli.ok("add", "launch", "proj.launch", "--at", "2999-01-01T00:00:00Z")
-
-    assert "--at" not in result.stderr
-
-
-def test_editing_to_an_instant_in_the_past_warns_too(cli: Cli, store: Store) -> None:
-    cli.ok("add", "launch", "proj.launch", "--at", "2999-01-01T00:00:00Z")
-
-    result = cli.ok("edit", "launch", "--at", "2020-01-01T00:00:00+01:00")
-
-    assert "warning: --at 2019-12-31T23:00:00Z is " in result.stderr
-    assert store.get_schedule("launch").next_run_at is None
 
 
 # -- unknown tasks --------------------------------------------------------------------------

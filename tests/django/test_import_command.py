@@ -92,7 +92,10 @@ def run(*args: str) -> str:
     out = io.StringIO()
     with pytest.raises(CommandError) as caught:
         call_command("goatbeat_import_django_celery_beat", *args, stdout=out, no_color=True)
-    assert str(caught.value) == "2 periodic tasks were refused: 'bad-args', 'lights-off'"
+    # 'ran-once' too: a one-off already past is refused by Schedules.create (it would never
+    # run), as any one-time instant not still ahead.
+    assert str(caught.value) == ("3 periodic tasks were refused: 'bad-args', 'lights-off', "
+                                 "'ran-once'")
     return out.getvalue()
 
 
@@ -109,11 +112,11 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
     assert (f"would create 'starts-later': every 0:15:00, from "
             f"{START.isoformat(timespec='seconds')}") in output
     assert "skipped 'celery.backend_cleanup'" in output
-    assert ("'ran-once': once at ") in output
-    assert "already past: it will not run (django-celery-beat ran it)" in output
+    assert "refused 'ran-once': at: " in output
+    assert "a one-time schedule runs only at an instant still ahead" in output
     assert re.search(r"would create 'ended': every 0:15:00, until \S+, already past: it will "
                      "not run", output), output
-    assert "14 would be created, 1 skipped, 2 refused (dry run: nothing written)" in output
+    assert "13 would be created, 1 skipped, 3 refused (dry run: nothing written)" in output
     assert api.list() == []
 
 
@@ -121,7 +124,7 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     from django_celery_beat.models import PeriodicTask
 
     output = run()
-    assert "14 created, 1 skipped, 2 refused" in output, output
+    assert "13 created, 1 skipped, 3 refused" in output, output
 
     refresh = api.get("refresh-cache").spec
     assert refresh.trigger.params["every"] == 900.0
@@ -155,7 +158,6 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     for name in ("once-from", "once-cron-from"):
         once = api.get(name).spec.trigger
         assert datetime.fromisoformat(str(once.params["at"])) == START, name
-    assert api.get("ran-once").next_run_at is None
 
     assert api.get("paused-sync").spec.enabled is False
 
@@ -183,15 +185,15 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     assert payday_from.spec.offset is None
     assert payday_from.next_run_at is not None and payday_from.next_run_at >= START
 
-    for name in ("lights-off", "bad-args", "celery.backend_cleanup"):
+    for name in ("lights-off", "bad-args", "ran-once", "celery.backend_cleanup"):
         with pytest.raises(ScheduleNotFound):
             api.get(name)
 
 
 def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
-    assert "14 created, 1 skipped, 2 refused" in run()
+    assert "13 created, 1 skipped, 3 refused" in run()
     output = run()
-    assert "0 created, 15 skipped, 2 refused" in output, output
+    assert "0 created, 14 skipped, 3 refused" in output, output
     assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output
 
 
@@ -224,11 +226,12 @@ def test_without_refusals_the_command_succeeds(api: Schedules) -> None:
 
     out = io.StringIO()
     with transaction.atomic():
-        PeriodicTask.objects.filter(name__in=["bad-args", "lights-off"]).delete()
+        refused = ["bad-args", "lights-off", "ran-once"]
+        PeriodicTask.objects.filter(name__in=refused).delete()
         call_command("goatbeat_import_django_celery_beat", stdout=out, no_color=True)
         transaction.set_rollback(True)
-    assert "14 created, 1 skipped, 0 refused" in out.getvalue()
-    assert PeriodicTask.objects.filter(name__in=["bad-args", "lights-off"]).count() == 2
+    assert "13 created, 1 skipped, 0 refused" in out.getvalue()
+    assert PeriodicTask.objects.filter(name__in=refused).count() == 3
 
 
 #: Crontabs restricting both day fields, which Celery matches together (AND): the 13th when a

@@ -127,7 +127,7 @@ def test_enabled_false_pauses_and_enabled_true_resumes_from_now(
 
 @pytest.mark.parametrize(("changes", "field"), [
     ({"queue": "reports"}, "queue"),
-    ({"timezone": "Europe/Paris"}, "trigger"),  # a zone means nothing to an interval
+    ({"timezone": "Europe/Paris"}, "timezone"),  # a zone means nothing to an interval
     ({"every": 60, "cron": "0 7 * * *"}, "trigger"),
     ({"misfire_policy": "sometimes"}, "misfire_policy"),
     ({"offset": -5}, "offset"),

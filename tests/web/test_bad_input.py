@@ -3,6 +3,7 @@ read, never a 500 or a traceback, and nothing changes."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ ODD_FIELD = st.one_of(ODD_TEXT, st.just("[" * 100_000))
     ("/schedules", {"page": "²", "after": "a"}),
     ("/schedules", {"page": "9" * 5000, "after": "a"}),
     ("/schedules", {"after": "a", "sort": "next_run", "after_run": "9" * 5000}),
+    ("/schedules", {"after": "a", "sort": "next_run", "after_run": "2026-01-01T00:00:00"}),
     ("/schedules", {"q": "a\x00b"}),
     ("/schedules", {"after": "a\x00"}),
     ("/schedules", {"tag": "\x00"}),
@@ -92,7 +94,9 @@ def test_any_create_form_is_created_or_refused_with_a_page(client: Browser,
 
 @WEB_PROPERTY
 @given(query=st.dictionaries(st.sampled_from(("q", "source", "state", "tag", "sort", "after",
-                                              "after_run", "page")), ODD_TEXT, max_size=5))
+                                              "after_run", "page")),
+                             st.one_of(ODD_TEXT, st.datetimes().map(datetime.isoformat)),
+                             max_size=5))
 def test_any_list_query_is_answered_with_a_page(client: Browser, query: dict[str, Any]) -> None:
     response = client.get("/schedules", params=query)
     assert response.status_code in (200, 400), response.text[:500]

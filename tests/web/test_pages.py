@@ -227,7 +227,8 @@ def test_the_schedules_page_pages_by_next_run_without_gaps_or_repeats(
         at = now + timedelta(hours=1, minutes=(number * 7) % 13)
         runs[f"job-{number:04d}"] = at
         schedules.create(f"job-{number:04d}", "proj.tasks.tick", at=at)
-    schedules.create("done", "proj.tasks.tick", at=now - timedelta(hours=1))  # no next run
+    # Ended an hour ago, so no next run (a one-time instant already past is refused).
+    schedules.create("done", "proj.tasks.tick", every=60, end_at=now - timedelta(hours=1))
 
     seen: list[str] = []
     url: str | None = "/schedules?sort=next_run"
