@@ -181,6 +181,13 @@ class Command(BaseCommand):
         now = writer.store.now()
         try:
             arguments = create_arguments(task, row.crontab, now)
+            if "at" in arguments and arguments["at"] <= now:
+                # A one-off whose time has passed has nothing left to run: not copied, and
+                # not an error either.
+                ran = " (django-celery-beat ran it)" if task.total_run_count else ""
+                self.line(report.skipped, "skipped", name,
+                          f"a one-off whose time has passed{ran}: nothing left to run")
+                return
             schedule = writer.create(name, str(task.task), **arguments)
         except Refused as exc:
             self.refuse(report, name, str(exc))
@@ -198,11 +205,8 @@ class Command(BaseCommand):
                         else f"cannot be copied: {reason}")
             return
         detail = describe(arguments)
-        if ("at" in arguments and arguments["at"] <= now) or (
-                arguments.get("end_at") is not None and arguments["end_at"] <= now):
+        if arguments.get("end_at") is not None and arguments["end_at"] <= now:
             detail += ", already past: it will not run"
-            if task.one_off and task.total_run_count:
-                detail += " (django-celery-beat ran it)"
         if not schedule.spec.enabled:
             detail += ", paused (disabled in django-celery-beat)"
         self.line(report.created, "would create" if dry_run else "created", name, detail)
