@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import pytest
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.errors import ScheduleConflict
 from goatbeat_celery.core.model import Execution, ExecutionState
 from tests.django.test_admin import ADD, CHANGELIST, change_url, form_data
 
@@ -140,3 +141,69 @@ def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
     assert ended.next_run_at is None
     assert f"{limit} run, " in client.get(change_url("poll")).content.decode()
     assert f"(at most {limit} runs)" in client.get(change_url("poll")).content.decode()
+
+
+#: Rounds of each face's edit, pause and resume while beat runs the schedule every second.
+ROUNDS = 20
+
+
+def test_an_every_second_schedule_is_edited_paused_and_resumed_from_every_face_while_it_runs(
+        beat: Path, api: Schedules, client: Any) -> None:
+    from goatbeat_celery.web import create_app
+    from tests.web.conftest import Browser, form_token
+
+    api.create("poll", "feeds.poll", every=1)
+    wait_until(lambda: len(sent(api, "poll")) >= 2, "beat to run poll")
+
+    def after_a_run(read_version: int) -> None:
+        """Hold the form open until beat has run the schedule (its row written) since the
+        form was read, as a person typing would."""
+        row_version = api.get("poll").version
+        wait_until(lambda: api.get("poll").version > row_version, "beat to run poll again")
+        assert api.get("poll").spec_version == read_version  # runs never move it
+
+    refusals: list[str] = []
+    for round_ in range(ROUNDS):
+        # The API: an edit made against the version read before a run, then pause and resume.
+        shown = api.get("poll").spec_version
+        after_a_run(shown)
+        api.update("poll", args=(round_,), expected_version=shown)
+        api.pause("poll")
+        api.resume("poll")
+
+    with Browser(create_app(api), base_url="http://127.0.0.1") as browser:
+        for round_ in range(ROUNDS):
+            page = browser.get("/schedule", params={"name": "poll"}).text
+            shown = int(page.split('name="version" value="')[1].split('"')[0])
+            after_a_run(shown)
+            edit = {"csrf_token": form_token(page), "name": "poll", "task": "feeds.poll",
+                    "kind": "every", "every": "1", "args": f"[{round_}, \"web\"]",
+                    "version": str(shown)}
+            for path, fields in (("/schedule/edit", edit), ("/schedule/pause", edit),
+                                 ("/schedule/resume", edit)):
+                response = browser.post(path, data=fields, follow_redirects=False)
+                if response.status_code != 303:
+                    refusals.append(f"web {path}: {response.status_code}")
+
+    for round_ in range(ROUNDS):
+        page = client.get(change_url("poll"))
+        shown = page.context["adminform"].form.initial["version"]
+        after_a_run(shown)
+        response = client.post(change_url("poll"), form_data(
+            every="1", args=f"[{round_}, \"admin\"]", version=str(shown)))
+        if response.status_code != 302:
+            refusals.append(f"admin edit: {response.context['adminform'].form.errors}")
+        for action in ("pause_schedules", "resume_schedules"):
+            acted = client.post(CHANGELIST, {"action": action, "_selected_action": ["poll"]},
+                                follow=True)
+            if "error" in acted.content.decode().lower():
+                refusals.append(f"admin {action}")
+
+    assert refusals == []
+    final = api.get("poll")
+    assert final.spec.args == (ROUNDS - 1, "admin") and final.spec.enabled
+    # Every edit moved the definition's version once; pauses and runs never did.
+    assert final.spec_version == 1 + 3 * ROUNDS
+    # A true concurrent edit of the definition is still refused.
+    with pytest.raises(ScheduleConflict, match="was edited since it was read"):
+        api.update("poll", args=("stale",), expected_version=final.spec_version - 1)
