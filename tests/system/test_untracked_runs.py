@@ -78,7 +78,8 @@ def test_without_tracking_runs_the_worker_completed_are_unknown_never_lost(
     assert "run_lost" not in log
 
     # The history shows the outcome as unknown, in its table and in JSON.
-    history = goatbeat(cluster, "history", "tick", "--limit", "100")
+    # --wide: the 100-column table shows each run by its due instant, not its key.
+    history = goatbeat(cluster, "history", "tick", "--limit", "100", "--wide")
     shown = [line for line in history.splitlines() if keys[0] in line]
     assert len(shown) == 1 and " unknown " in shown[0] + " ", history
     entries = {e["key"]: e for e in json.loads(
