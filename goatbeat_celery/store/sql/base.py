@@ -1,0 +1,161 @@
+"""What the parts of the SQL store share: engines, dialect hooks and transactions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, ClassVar
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import Insert as PGInsert
+from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
+
+from goatbeat_celery.core.claims import InFlight, in_flight
+from goatbeat_celery.core.fence import fenced_clock
+from goatbeat_celery.core.model import Execution, LeaseGrant
+from goatbeat_celery.store.errors import translated
+from goatbeat_celery.store.schema import execution_table, lease_table, schedule_table
+from goatbeat_celery.store.sql.execution_rows import execution_values
+from goatbeat_celery.store.sql.predicates import _IS_IN_FLIGHT
+from goatbeat_celery.store.url import mask_url
+
+S = schedule_table
+E = execution_table
+L = lease_table
+
+
+Insert = PGInsert | SQLiteInsert
+
+
+class _Write:
+    """One write transaction; ``announce`` asks for waiting replicas to be woken on commit."""
+
+    def __init__(self, conn: sa.Connection) -> None:
+        self.conn = conn
+        self.announce = False
+
+
+class SQLStoreBase:
+    """The engines, dialect hooks and transaction plumbing every part of :class:`SQLStore`
+    shares, and the few helpers more than one part calls.
+
+    ``engine`` runs write transactions; ``read_engine`` runs reads and ``single_engine`` writes
+    made of one statement each (both default to ``engine``; a subclass may hand the same pool
+    with other options, say autocommit, to save the round trips of BEGIN and COMMIT).
+    """
+
+    #: How many strings one ``IN`` test may carry.
+    _IN_CHUNK: ClassVar[int] = 500
+
+    def __init__(self, engine: sa.Engine, *, read_engine: sa.Engine | None = None,
+                 single_engine: sa.Engine | None = None) -> None:
+        self._engine = engine
+        self._reader = read_engine or engine
+        self._single = single_engine or engine
+        self._where = mask_url(engine.url)
+        self._closed = False
+        self._due_stmts: dict[bool, sa.Select[Any]] = {}
+
+    # -- dialect hooks -------------------------------------------------------------------
+    def _now_sql(self) -> sa.ColumnElement[datetime]:
+        """The store's clock as an expression, read once for each statement it is used in."""
+        raise NotImplementedError
+
+    def _insert(self, table: sa.Table) -> Insert:
+        raise NotImplementedError
+
+    def _paused(self) -> sa.ColumnElement[bool]:
+        """Rows paused at the store's clock (core.status: disabled, or within a pause with an
+        end)."""
+        return sa.or_(S.c.enabled.is_(False),
+                      sa.and_(S.c.paused_until.is_not(None), S.c.paused_until > self._now_sql()))
+
+    def _in(self, column: sa.ColumnElement[str], values: Sequence[str]) -> sa.ColumnElement[bool]:
+        return column.in_(values)
+
+    def _announce_in(self, conn: sa.Connection) -> None:
+        """Inside a write transaction that other replicas should hear about."""
+
+    def _announced(self) -> None:
+        """After such a transaction committed."""
+
+    # -- plumbing ------------------------------------------------------------------------
+    @contextmanager
+    def _write(self, what: str) -> Iterator[_Write]:
+        with translated(what, self._where):
+            with self._engine.begin() as conn:
+                txn = _Write(conn)
+                yield txn
+                if txn.announce:
+                    self._announce_in(conn)
+            if txn.announce:
+                self._announced()
+
+    @contextmanager
+    def _write_each(self, what: str) -> Iterator[sa.Connection]:
+        """A connection for writes whose statements each stand alone (idempotent ones)."""
+        with translated(what, self._where):
+            with self._single.begin() as conn:
+                yield conn
+
+    @contextmanager
+    def _read(self, what: str) -> Iterator[sa.Connection]:
+        with translated(what, self._where):
+            with self._reader.connect() as conn:
+                yield conn
+
+    def _chunks(self, values: Sequence[str]) -> Iterator[Sequence[str]]:
+        for start in range(0, len(values), self._IN_CHUNK):
+            yield values[start:start + self._IN_CHUNK]
+
+    def _fence(self, conn: sa.Connection, lease: LeaseGrant) -> datetime:
+        """Check ``lease`` is the current, unexpired grant, with the lease row share-locked so a
+        takeover waits for this transaction; return the store's clock."""
+        row = conn.execute(
+            sa.select(L.c.holder, L.c.token, L.c.expires_at, self._now_sql().label("now"))
+            .where(L.c.name == lease.name)
+            .with_for_update(read=True)
+        ).one_or_none()
+        return fenced_clock(lease, row)
+
+    # -- clock and waiting ---------------------------------------------------------------
+    def now(self) -> datetime:
+        with self._read("read the clock") as conn:
+            now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
+            return now
+
+    def wait(self, timeout: float) -> bool:
+        raise NotImplementedError
+
+    def notify(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._engine.dispose()
+
+    # -- shared by several parts ---------------------------------------------------------
+    def _insert_executions(self, conn: sa.Connection,
+                           executions: Sequence[Execution]) -> set[str]:
+        """Insert what is new; returns the keys inserted (an existing key inserts nothing)."""
+        if not executions:
+            return set()
+        stmt = (self._insert(E).on_conflict_do_nothing(index_elements=[E.c.key])
+                .returning(E.c.key))
+        return set(conn.execute(stmt, [execution_values(e) for e in executions]).scalars())
+
+    def _in_flight(self, conn: sa.Connection, names: Sequence[str]) -> dict[str, InFlight]:
+        """The runs in flight of the schedules ``names`` (core.claims.in_flight decides which),
+        read through their partial index."""
+        rows: dict[str, list[tuple[str, str, str | None]]] = {name: [] for name in names}
+        for chunk in self._chunks(sorted(rows)):
+            for row in conn.execute(
+                sa.select(E.c.schedule_name, E.c.key, E.c.state, E.c.run_state)
+                .where(self._in(E.c.schedule_name, chunk), _IS_IN_FLIGHT)
+                .order_by(E.c.claimed_at, E.c.key)
+            ):
+                rows[row.schedule_name].append((row.key, row.state, row.run_state))
+        return {name: in_flight(found) for name, found in rows.items()}

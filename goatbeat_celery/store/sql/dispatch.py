@@ -1,0 +1,137 @@
+"""Executions between their claim and the broker: pending, submitted, failed, requested."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import sqlalchemy as sa
+
+from goatbeat_celery.core.claims import (
+    ATTEMPTS_MAX,
+    manual_execution,
+    manual_run_exists,
+    next_attempt,
+)
+from goatbeat_celery.core.errors import ScheduleNotFound
+from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, LeaseGrant
+from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.validation import reason_text
+from goatbeat_celery.store.schema import execution_table, schedule_table
+from goatbeat_celery.store.sql.base import SQLStoreBase
+from goatbeat_celery.store.sql.execution_rows import _dispatch, _execution
+from goatbeat_celery.store.sql.predicates import _IS_CLAIMED, _STILL_CLAIMED, _shard_rows
+
+S = schedule_table
+E = execution_table
+
+
+class SQLDispatch(SQLStoreBase):
+    """Claimed executions taken for submission and marked as it goes."""
+
+    def take_pending(self, *, lease: LeaseGrant, limit: int,
+                     shard: Shard | None = None) -> list[Dispatch]:
+        taken: list[Dispatch] = []
+        where: sa.ColumnElement[bool] | sa.TextClause = _IS_CLAIMED
+        params: dict[str, int] = {}
+        if shard is not None:
+            where = sa.and_(where, _shard_rows(shard))
+            params = {"shard_count": shard.count, "shard_index": shard.index}
+        with self._write("take pending executions") as txn:
+            conn = txn.conn
+            self._fence(conn, lease)
+            while len(taken) < limit:
+                want = limit - len(taken)
+                rows = conn.execute(
+                    sa.select(E, S.c.name.label("s_name"), S.c.task, S.c.args, S.c.kwargs,
+                              S.c.options)
+                    .select_from(E.outerjoin(S, S.c.name == E.c.schedule_name))
+                    .where(where)
+                    .order_by(E.c.claimed_at, E.c.key)
+                    .limit(want)
+                    .with_for_update(skip_locked=True, of=E),
+                    params,
+                ).all()
+                orphans = [row.key for row in rows if row.s_name is None]
+                live = [row for row in rows if row.s_name is not None]
+                for chunk in self._chunks(orphans):
+                    conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
+                                 .values(state=ExecutionState.ABANDONED.value))
+                for chunk in self._chunks([row.key for row in live]):
+                    conn.execute(sa.update(E).where(self._in(E.c.key, chunk))
+                                 # next_attempt, in SQL
+                                 .values(attempts=sa.case((E.c.attempts < ATTEMPTS_MAX,
+                                                           E.c.attempts + 1),
+                                                          else_=E.c.attempts),
+                                         token=lease.token))
+                for row in live:
+                    execution = replace(_execution(row), attempts=next_attempt(row.attempts),
+                                        token=lease.token)
+                    taken.append(_dispatch(execution, row))
+                if not orphans or len(rows) < want:
+                    break
+        return taken
+
+    def mark_submitted(self, keys: Sequence[str]) -> int:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return 0
+        changed = 0
+        with self._write_each("mark submitted") as conn:
+            now = self._now_sql()
+            for chunk in self._chunks(keys):
+                result = conn.execute(
+                    sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
+                    .values(state=ExecutionState.SUBMITTED.value, submitted_at=now)
+                )
+                changed += result.rowcount
+        return changed
+
+    def mark_expired(self, keys: Sequence[str]) -> int:
+        keys = list(dict.fromkeys(keys))
+        changed = 0
+        with self._write_each("mark expired") as conn:
+            for chunk in self._chunks(keys):
+                changed += conn.execute(
+                    sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
+                    .values(state=ExecutionState.EXPIRED.value)
+                ).rowcount
+        return changed
+
+    def record_failures(self, failures: Mapping[str, str], *,
+                        abandon: Collection[str] = ()) -> None:
+        if not failures:
+            return
+        given_up = set(abandon)
+        by_error: dict[tuple[str, bool], list[str]] = {}
+        for key, error in failures.items():
+            by_error.setdefault((reason_text(error), key in given_up), []).append(key)
+        with self._write_each("record failures") as conn:
+            for (error, gone), keys in by_error.items():
+                values: dict[str, Any] = {"last_error": error}
+                if gone:
+                    values["state"] = ExecutionState.ABANDONED.value
+                for chunk in self._chunks(keys):
+                    conn.execute(sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
+                                 .values(**values))
+
+    def request_run(self, name: str) -> Execution:
+        with self._write("request run") as txn:
+            conn = txn.conn
+            exists = sa.select(S.c.name).where(S.c.name == name).scalar_subquery()
+            row = conn.execute(sa.select(self._now_sql().label("now"),
+                                         exists.label("found"))).one()
+            if row.found is None:
+                raise ScheduleNotFound(name)
+            execution = manual_execution(name, row.now)
+            if not self._insert_executions(conn, [execution]):
+                raise manual_run_exists(execution)
+            txn.announce = True
+        return execution
+
+    def oldest_pending(self) -> Execution | None:
+        stmt = sa.select(E).where(_IS_CLAIMED).order_by(E.c.due_at, E.c.key).limit(1)
+        with self._read("read the oldest pending execution") as conn:
+            row = conn.execute(stmt).one_or_none()
+        return None if row is None else _execution(row)

@@ -1,0 +1,58 @@
+"""Executions as history: read by key, by occurrence or newest first, and pruned."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from goatbeat_celery.core.model import Execution, check_aware, ensure_aware
+from goatbeat_celery.store.schema import backfill_table, execution_table
+from goatbeat_celery.store.sql.base import SQLStoreBase
+from goatbeat_celery.store.sql.execution_rows import _execution
+from goatbeat_celery.store.sql.predicates import _ACTIVE_BACKFILL, _PRUNABLE
+
+E = execution_table
+B = backfill_table
+
+
+class SQLHistory(SQLStoreBase):
+    """Reads of past executions, and pruning."""
+
+    def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
+        found: dict[str, Execution] = {}
+        with self._read("read executions") as conn:
+            for chunk in self._chunks(list(dict.fromkeys(keys))):
+                for row in conn.execute(sa.select(E).where(self._in(E.c.key, chunk))):
+                    found[row.key] = _execution(row)
+        return found
+
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        check_aware(start, end)
+        stmt = (sa.select(E).where(E.c.schedule_name == schedule_name,
+                                   E.c.occurrence_at >= start, E.c.occurrence_at <= end)
+                .order_by(E.c.occurrence_at, E.c.key))
+        with self._read("read the executions of occurrences") as conn:
+            return [_execution(row) for row in conn.execute(stmt)]
+
+    def executions(self, *, schedule_name: str | None = None,
+                   limit: int = 50) -> list[Execution]:
+        stmt = sa.select(E).order_by(E.c.occurrence_at.desc(), E.c.key.desc()).limit(limit)
+        if schedule_name is not None:
+            stmt = stmt.where(E.c.schedule_name == schedule_name)
+        with self._read("read executions") as conn:
+            return [_execution(row) for row in conn.execute(stmt)]
+
+    def prune(self, *, before: datetime, limit: int) -> int:
+        before = ensure_aware(before, "before")
+        oldest = (sa.select(E.c.key).where(_PRUNABLE, E.c.claimed_at < before)
+                  .order_by(E.c.claimed_at).limit(limit))
+        finished = (sa.select(B.c.id).where(sa.not_(_ACTIVE_BACKFILL), B.c.finished_at < before)
+                    .order_by(B.c.finished_at).limit(limit))
+        with self._write("prune executions") as txn:
+            result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
+            backfills = txn.conn.execute(
+                sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())))
+            return result.rowcount + backfills.rowcount

@@ -1,0 +1,85 @@
+"""The lease rows: grants, releases and their inspection."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import sqlalchemy as sa
+
+from goatbeat_celery.core.fence import grant_lease
+from goatbeat_celery.core.model import LeaseGrant, LeaseInfo
+from goatbeat_celery.store.schema import lease_table
+from goatbeat_celery.store.sql.base import SQLStoreBase
+
+L = lease_table
+
+
+class SQLLeases(SQLStoreBase):
+    """The :class:`~goatbeat_celery.core.protocols.LeaseManager` part."""
+
+    def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        with self._write("acquire lease") as txn:
+            conn = txn.conn
+            # A placeholder row (no holder, token 0) makes the first grant token 1 and gives
+            # the row lock below something to lock.
+            conn.execute(
+                self._insert(L).values(name=name, holder=None, token=0)
+                .on_conflict_do_nothing(index_elements=[L.c.name])
+            )
+            row = conn.execute(
+                sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
+                .with_for_update()
+            ).one()
+            write = grant_lease(name, holder, ttl, row=row, now=row.now)
+            if write is None:
+                return None
+            grant = write.grant
+            conn.execute(
+                sa.update(L).where(L.c.name == name).values(
+                    holder=holder, token=grant.token, expires_at=grant.expires_at,
+                    acquired_at=write.acquired_at,
+                )
+            )
+        return grant
+
+    def release(self, grant: LeaseGrant) -> bool:
+        with self._write("release lease") as txn:
+            result = txn.conn.execute(
+                sa.update(L)
+                .where(L.c.name == grant.name, L.c.holder == grant.holder,
+                       L.c.token == grant.token)
+                .values(holder=None, expires_at=None)
+            )
+            released = result.rowcount == 1
+            txn.announce = released
+        return released
+
+    def list_leases(self, prefix: str) -> list[LeaseInfo]:
+        with self._read("list leases") as conn:
+            rows = conn.execute(
+                sa.select(L, self._now_sql().label("now"))
+                .where(L.c.name.startswith(prefix, autoescape=True)).order_by(L.c.name)
+            ).all()
+        return [LeaseInfo(name=row.name, holder=row.holder, token=row.token,
+                          acquired_at=row.acquired_at, expires_at=row.expires_at,
+                          store_now=row.now) for row in rows]
+
+    def forget(self, name: str) -> bool:
+        with self._write("forget lease") as txn:
+            result = txn.conn.execute(
+                # core.model.lease_live in the database's clock: a lease no one holds.
+                sa.delete(L).where(L.c.name == name, sa.or_(
+                    L.c.holder.is_(None), L.c.expires_at.is_(None),
+                    L.c.expires_at <= self._now_sql())))
+            return result.rowcount == 1
+
+    def inspect(self, name: str) -> LeaseInfo | None:
+        with self._read("inspect lease") as conn:
+            row = conn.execute(
+                sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
+            ).one_or_none()
+        if row is None:
+            return None
+        return LeaseInfo(name=row.name, holder=row.holder, token=row.token,
+                         acquired_at=row.acquired_at, expires_at=row.expires_at,
+                         store_now=row.now)

@@ -1,0 +1,273 @@
+"""Schedule and calendar rows read as model types and written from them.
+
+Reading never raises on what a row holds: a column that cannot be read as stored is named in
+the model's ``damage`` and replaced by a harmless stand-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from goatbeat_celery.core.calendars import Calendar, calendar_from_row
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import (
+    MisfirePolicy,
+    Schedule,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+    Waiting,
+)
+from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.shards import shard_hash
+from goatbeat_celery.core.sync import StoredSummary
+from goatbeat_celery.core.validation import payload_problems, reason_text, shown_value, stored_value
+from goatbeat_celery.store.schema import UNREADABLE_INSTANT, schedule_table
+
+S = schedule_table
+
+
+def waiting_from_row(row: Sequence[Any]) -> Waiting:
+    """A row of the waiting statement (SQLStore._waiting_statement) as a Waiting."""
+    now, next_due, unsettled, claimed, open_runs = row
+    return Waiting(now=now, next_due_at=next_due, unsettled=bool(unsettled),
+                   claimed=bool(claimed), open_runs=bool(open_runs))
+
+
+def _zone_of(trigger: TriggerSpec) -> str | None:
+    for key in ("timezone", "tz", "zone"):
+        value = trigger.params.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
+    """Column values of ``spec``; its name under ``key`` (a bound parameter for updates).
+
+    Raises ConfigurationError, before anything is written, for JSON values that would not
+    read back unchanged, by the rule the schedules API applies at the door."""
+    where = f"schedule {spec.name!r}"
+    payloads: dict[str, Any] = {
+        "args": list(spec.args), "kwargs": dict(spec.kwargs), "options": dict(spec.options),
+        "trigger": spec.trigger.to_json(),
+    }
+    problems = [problem for label, value in payloads.items()
+                for problem in payload_problems(f"{where}: {label}", value)]
+    if problems:
+        raise ConfigurationError(problems)
+    return {
+        key: spec.name,
+        "task": spec.task,
+        **payloads,
+        "timezone": _zone_of(spec.trigger),
+        "misfire_policy": spec.misfire_policy.value if spec.misfire_policy else None,
+        "misfire_grace_seconds": spec.misfire_grace,
+        "max_catchup": spec.max_catchup,
+        "offset_seconds": spec.offset,
+        "jitter_seconds": spec.jitter,
+        "starting_deadline_seconds": spec.starting_deadline,
+        "overlap": None if spec.overlap is None else spec.overlap.value,
+        "mode": None if spec.mode is ScheduleMode.FIXED_RATE else spec.mode.value,
+        "failure_backoff_seconds": spec.failure_backoff,
+        "failure_backoff_factor": spec.failure_backoff_factor,
+        "failure_backoff_max_seconds": spec.failure_backoff_max,
+        "pause_after_failures": spec.pause_after_failures,
+        "start_at": spec.start_at,
+        "end_at": spec.end_at,
+        "max_runs": spec.max_runs,
+        "description": spec.description,
+        # NULL rather than [] for none: rows written before the column existed look the same.
+        "tags": list(spec.tags) if spec.tags else None,
+        "calendars": list(spec.calendars) if spec.calendars else None,
+        "enabled": spec.enabled,
+        "source": ScheduleSource(spec.source).value,
+        "spec_hash": spec.spec_hash(),
+        "shard_hash": shard_hash(spec.name),
+    }
+
+
+_SOURCES = {source.value: source for source in ScheduleSource}
+
+
+_SCHEDULE_ORDER = (
+    "name", "task", "args", "kwargs", "options", "trigger", "timezone", "misfire_policy",
+    "misfire_grace_seconds", "max_catchup", "offset_seconds", "jitter_seconds", "enabled",
+    "source", "spec_hash", "next_occurrence_at", "next_run_at", "last_occurrence_at",
+    "total_runs", "total_missed", "version", "created_at", "updated_at", "fault", "fault_at",
+    "faults", "starting_deadline_seconds", "overlap", "mode", "failure_backoff_seconds",
+    "failure_backoff_factor", "failure_backoff_max_seconds", "pause_after_failures",
+    "consecutive_failures", "paused_reason", "total_skipped", "start_at", "end_at",
+    "max_runs", "paused_until", "description", "tags", "calendars", "shard_hash",
+    "spec_version",
+)
+if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
+    raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
+
+
+def _schedule(row: Sequence[Any]) -> Schedule:
+    """A schedule from a row of :data:`schedule_table`'s columns, in table order.
+
+    Never raises on what the row holds: a column that cannot be read as stored is named in
+    ``damage`` and replaced by a harmless stand-in (the engine then sets the row aside)."""
+    # Unpacked by position: attribute access by name costs more than building the objects.
+    (name, task, args, kwargs, options, trigger, _timezone, misfire_policy, misfire_grace,
+     max_catchup, offset, jitter, enabled, source, _spec_hash, next_occurrence_at, next_run_at,
+     last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
+     fault_at, faults, deadline, overlap, mode, backoff, backoff_factor, backoff_max,
+     pause_after, consecutive_failures, paused_reason, total_skipped, start_at, end_at,
+     max_runs, paused_until, description, tags, calendars, _shard_hash, spec_version) = row
+    damage: list[str] = []
+    # The common case first, by exact type: this runs for every due row.
+    if type(args) is list:
+        args = tuple(args)
+    else:
+        damage.append(f"args: expected a JSON array, found {_found(args)}")
+        args = ()
+    if type(kwargs) is not dict:
+        damage.append(f"kwargs: expected a JSON object, found {_found(kwargs)}")
+        kwargs = {}
+    if type(options) is not dict:
+        damage.append(f"options: expected a JSON object, found {_found(options)}")
+        options = {}
+    if type(trigger) is dict and type(trigger.get("kind")) is str:
+        params = dict(trigger)
+        kind = params.pop("kind")
+    else:
+        damage.append(f"trigger: expected a JSON object with a 'kind', found {_found(trigger)}")
+        kind, params = "invalid", {}
+    policy = (None if misfire_policy is None
+              else MisfirePolicy.read(misfire_policy, "misfire_policy", damage))
+    durations = []
+    for label, value in (("misfire_grace_seconds", misfire_grace), ("offset_seconds", offset),
+                         ("jitter_seconds", jitter), ("starting_deadline_seconds", deadline),
+                         ("failure_backoff_seconds", backoff),
+                         ("failure_backoff_max_seconds", backoff_max)):
+        if value is not None and type(value) is not timedelta:
+            damage.append(f"{label}: {_found(value)} is not a duration in seconds")
+            value = None
+        durations.append(value)
+    max_catchup = stored_value(max_catchup, int, None, "max_catchup", damage)
+    policies = _policies(overlap, mode, backoff_factor, pause_after, damage)
+    controls = _controls(start_at, end_at, max_runs, description, tags, damage)
+    controls["calendars"] = _calendar_names(calendars, damage)
+    kept_source = _SOURCES.get(source)
+    if kept_source is None:
+        # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
+        damage.append(f"source: unknown source {_found(source)}")
+        kept_source = ScheduleSource.API
+    task = stored_value(task, str, "", "task", damage, required=True, what="a task name")
+    version = stored_value(version, int, -1, "version", damage, required=True)
+    spec = ScheduleSpec(
+        name=name,
+        task=task,
+        trigger=TriggerSpec(kind=str(kind), params=params),
+        args=args,
+        kwargs=kwargs,
+        options=options,
+        misfire_policy=policy,
+        misfire_grace=durations[0],
+        max_catchup=max_catchup,
+        offset=durations[1],
+        jitter=durations[2],
+        starting_deadline=durations[3],
+        failure_backoff=durations[4],
+        failure_backoff_max=durations[5],
+        **policies,
+        **controls,
+        enabled=bool(enabled),
+        source=kept_source,
+    )
+    return Schedule(
+        spec=spec,
+        # An unreadable next occurrence reads as none: the engine starts the schedule again
+        # from the store's clock.
+        next_occurrence_at=_instant(next_occurrence_at),
+        next_run_at=_instant(next_run_at),
+        last_occurrence_at=_instant(last_occurrence_at),
+        total_runs=total_runs if type(total_runs) is int else 0,
+        total_missed=total_missed if type(total_missed) is int else 0,
+        version=version,
+        spec_version=spec_version if type(spec_version) is int else 1,
+        created_at=_instant(created_at),
+        updated_at=_instant(updated_at),
+        fault=fault if fault is None or type(fault) is str else str(fault),
+        fault_at=_instant(fault_at),
+        faults=faults if type(faults) is int else 0,
+        consecutive_failures=consecutive_failures if type(consecutive_failures) is int else 0,
+        paused_reason=(paused_reason if paused_reason is None or type(paused_reason) is str
+                       else str(paused_reason)),
+        total_skipped=total_skipped if type(total_skipped) is int else 0,
+        paused_until=_instant(paused_until),
+        damage=tuple(damage),
+    )
+
+
+def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
+              damage: list[str]) -> dict[str, Any]:
+    """The run-policy fields of a row that are not durations, each unreadable one named in
+    ``damage`` and read as the default."""
+    found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE}
+    if overlap is not None:
+        found["overlap"] = OverlapPolicy.read(overlap, "overlap", damage)
+    if mode is not None:
+        found["mode"] = ScheduleMode.read(mode, "mode", damage) or ScheduleMode.FIXED_RATE
+    found["failure_backoff_factor"] = stored_value(factor, float, None,
+                                                   "failure_backoff_factor", damage)
+    found["pause_after_failures"] = stored_value(pause_after, int, None,
+                                                 "pause_after_failures", damage)
+    return found
+
+
+def _controls(start_at: Any, end_at: Any, max_runs: Any, description: Any, tags: Any,
+              damage: list[str]) -> dict[str, Any]:
+    """The control fields of a row, each unreadable one named in ``damage`` and read as unset
+    (the values' own rules, end before start or a negative limit, are the spec's to judge)."""
+    found: dict[str, Any] = {"start_at": None, "end_at": None, "tags": ()}
+    for label, value in (("start_at", start_at), ("end_at", end_at)):
+        if value is UNREADABLE_INSTANT:
+            damage.append(f"{label}: the stored instant cannot be read")
+        else:
+            found[label] = value
+    found["max_runs"] = stored_value(max_runs, int, None, "max_runs", damage)
+    found["description"] = stored_value(description, str, None, "description", damage)
+    if tags is not None:
+        if type(tags) is list and all(type(tag) is str for tag in tags):
+            found["tags"] = tuple(tags)
+        else:
+            damage.append(f"tags: expected a JSON array of strings, found {_found(tags)}")
+    return found
+
+
+def _calendar_names(value: Any, damage: list[str]) -> tuple[str, ...]:
+    """The calendar names a row observes; an unreadable list is named in ``damage`` (the
+    schedule is set aside rather than run on days it should not)."""
+    if value is None:
+        return ()
+    if type(value) is list and all(type(name) is str for name in value):
+        return tuple(value)
+    damage.append(f"calendars: expected a JSON array of calendar names, found {_found(value)}")
+    return ()
+
+
+def _calendar(row: Any) -> Calendar:
+    return calendar_from_row(row._mapping)
+
+
+def _instant(value: datetime | None) -> datetime | None:
+    return None if value is UNREADABLE_INSTANT else value
+
+
+def _found(value: object) -> str:
+    return reason_text(shown_value(value))
+
+
+def _summary(schedule: Schedule) -> StoredSummary:
+    """What config sync compares, judged from the row's content: a row whose spec_hash column
+    was kept while its task was changed by hand is a changed row, rewritten from config."""
+    spec_hash = "" if schedule.damage else schedule.spec.spec_hash()
+    return StoredSummary(spec_hash=spec_hash, enabled=schedule.spec.enabled,
+                         source=schedule.spec.source,
+                         paused=schedule.paused_reason is not None)

@@ -1,0 +1,245 @@
+"""The schedule rows: create, edit, list and count them; sync them from configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.faults import EDIT_CLEARS
+from goatbeat_celery.core.model import (
+    LeaseGrant,
+    PauseNote,
+    RunOrderCursor,
+    Schedule,
+    ScheduleCounts,
+    ScheduleOrder,
+    ScheduleSource,
+    ScheduleSpec,
+    SyncEntry,
+    SyncReport,
+    check_aware,
+    ensure_aware,
+    list_order,
+)
+from goatbeat_celery.core.settlement import RESUME_CLEARS
+from goatbeat_celery.core.sync import plan_config_sync
+from goatbeat_celery.store.schema import schedule_table, schedule_tag_table
+from goatbeat_celery.store.sql.base import SQLStoreBase
+from goatbeat_celery.store.sql.rows import _schedule, _spec_values, _summary
+
+S = schedule_table
+T = schedule_tag_table
+
+
+def _spec_version_after(spec_hash: Any) -> sa.ColumnElement[int]:
+    """The definition's version once a spec hashing to ``spec_hash`` is written: the rule of
+    :func:`~goatbeat_celery.core.model.spec_version_after`, on the row being updated (SET
+    expressions read the row as it was)."""
+    return sa.case((S.c.spec_hash == spec_hash, S.c.spec_version),
+                   else_=S.c.spec_version + 1)
+
+
+def _carrying(tags: Sequence[str]) -> sa.ColumnElement[bool]:
+    """The rows carrying every one of ``tags`` (core.controls.has_tags), found through the tag
+    index: one lookup of (tag, name) per tag."""
+    return sa.and_(*(S.c.name.in_(sa.select(T.c.schedule_name).where(T.c.tag == tag))
+                     for tag in dict.fromkeys(tags)))
+
+
+def _after_in_run_order(cursor: RunOrderCursor) -> sa.ColumnElement[bool]:
+    """Rows after ``cursor`` in (next_run_at, name) order, those with no next run last."""
+    if cursor.next_run_at is None:
+        return sa.and_(S.c.next_run_at.is_(None), S.c.name > cursor.name)
+    at = ensure_aware(cursor.next_run_at, "after.next_run_at")
+    return sa.or_(S.c.next_run_at > at, sa.and_(S.c.next_run_at == at, S.c.name > cursor.name),
+                  S.c.next_run_at.is_(None))
+
+
+class SQLSchedules(SQLStoreBase):
+    """Schedules as the API and configuration write and list them."""
+
+    def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
+                        next_run_at: datetime | None) -> Schedule:
+        check_aware(next_occurrence_at, next_run_at)
+        values = _spec_values(spec)
+        with self._write("create schedule") as txn:
+            now = self._now_sql()
+            row = txn.conn.execute(
+                self._insert(S).values(
+                    **values, next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
+                    last_occurrence_at=None, total_runs=0, total_missed=0, version=1,
+                    created_at=now, updated_at=now,
+                )
+                .on_conflict_do_nothing(index_elements=[S.c.name])
+                .returning(*S.c)
+            ).one_or_none()
+            if row is None:
+                raise ScheduleConflict(f"a schedule named {spec.name!r} already exists")
+            txn.announce = True
+        return _schedule(row)
+
+    def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
+                         next_run_at: datetime | None, expected_version: int | None = None,
+                         pause: PauseNote | None = None) -> Schedule:
+        check_aware(next_occurrence_at, next_run_at)
+        paused = {} if pause is None else {"paused_reason": pause.reason,
+                                           "paused_until": pause.until}
+        values = _spec_values(spec)
+        del values["name"], values["source"]  # the row's source is kept
+        with self._write("replace schedule") as txn:
+            conn = txn.conn
+            stmt = sa.update(S).where(S.c.name == spec.name)
+            if expected_version is not None:
+                stmt = stmt.where(S.c.version == expected_version)
+            row = conn.execute(
+                stmt.values(**values, next_occurrence_at=next_occurrence_at,
+                            next_run_at=next_run_at, version=S.c.version + 1,
+                            spec_version=_spec_version_after(values["spec_hash"]),
+                            updated_at=self._now_sql(), **EDIT_CLEARS,
+                            **{**(RESUME_CLEARS if spec.enabled else {}), **paused})
+                .returning(*S.c)
+            ).one_or_none()
+            if row is None:
+                version = conn.execute(
+                    sa.select(S.c.version).where(S.c.name == spec.name)
+                ).scalar_one_or_none()
+                if version is None:
+                    raise ScheduleNotFound(spec.name)
+                raise ScheduleConflict(
+                    f"schedule {spec.name!r} is at version {version}, "
+                    f"not {expected_version}: reload it and retry"
+                )
+            txn.announce = True
+        return _schedule(row)
+
+    def delete_schedule(self, name: str) -> None:
+        with self._write("delete schedule") as txn:
+            result = txn.conn.execute(sa.delete(S).where(S.c.name == name))
+            if result.rowcount == 0:
+                raise ScheduleNotFound(name)
+            txn.announce = True
+
+    def get_schedule(self, name: str) -> Schedule:
+        with self._read("read schedule") as conn:
+            row = conn.execute(sa.select(S).where(S.c.name == name)).one_or_none()
+        if row is None:
+            raise ScheduleNotFound(name)
+        return _schedule(row)
+
+    def list_schedules(self, *, paused: bool | None = None,
+                       source: ScheduleSource | None = None, prefix: str | None = None,
+                       limit: int | None = None, set_aside: bool | None = None,
+                       after: str | RunOrderCursor | None = None,
+                       order: ScheduleOrder = ScheduleOrder.NAME,
+                       tags: Sequence[str] = ()) -> list[Schedule]:
+        if list_order(order, after) is ScheduleOrder.NEXT_RUN:
+            # NULLS LAST is PostgreSQL's default for an ascending index, so the due index
+            # (next_run_at, name) serves this order when only enabled rows are asked for.
+            stmt = sa.select(S).order_by(S.c.next_run_at.asc().nulls_last(), S.c.name)
+            if isinstance(after, RunOrderCursor):
+                stmt = stmt.where(_after_in_run_order(after))
+        else:
+            stmt = sa.select(S).order_by(S.c.name)
+            if isinstance(after, str):
+                stmt = stmt.where(S.c.name > after)
+        if paused is not None:
+            pausing = self._paused()
+            stmt = stmt.where(pausing if paused else sa.not_(pausing))
+        if tags:
+            stmt = stmt.where(_carrying(tags))
+        if set_aside is not None:
+            stmt = stmt.where(S.c.fault.is_not(None) if set_aside else S.c.fault.is_(None))
+        if source is not None:
+            stmt = stmt.where(S.c.source == ScheduleSource(source).value)
+        if prefix:
+            # substr, not LIKE: LIKE ignores case on SQLite and needs escaping. The range beside
+            # it lets the primary key find the rows (names sort by code point on every backend).
+            stmt = stmt.where(sa.func.substr(S.c.name, 1, len(prefix)) == prefix,
+                              S.c.name >= prefix)
+            if ord(prefix[-1]) < 0x10FFFF:
+                stmt = stmt.where(S.c.name < prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with self._read("list schedules") as conn:
+            return [_schedule(row) for row in conn.execute(stmt)]
+
+    def count_schedules(self) -> ScheduleCounts:
+        def count(condition: sa.ColumnElement[bool]) -> sa.ColumnElement[int]:
+            return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
+
+        stmt = sa.select(
+            sa.func.count(), count(self._paused()), count(S.c.fault.is_not(None)),
+            count(S.c.source == ScheduleSource.CONFIG.value),
+            count(S.c.source == ScheduleSource.API.value))
+        with self._read("count schedules") as conn:
+            total, paused, set_aside, config, api = conn.execute(stmt).one()
+        return ScheduleCounts(total=total, paused=paused, set_aside=set_aside, config=config,
+                              api=api)
+
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+        for entry in entries:
+            check_aware(entry.next_occurrence_at, entry.next_run_at)
+            _spec_values(entry.spec)  # refuse what cannot be stored before changing anything
+        names = list(dict.fromkeys(e.spec.name for e in entries))
+        with self._write("sync config") as txn:
+            conn = txn.conn
+            now = self._fence(conn, lease)
+            rows = list(conn.execute(
+                sa.select(S).where(S.c.source == ScheduleSource.CONFIG.value)
+                .with_for_update()
+            ))
+            for chunk in self._chunks(names):
+                rows.extend(conn.execute(
+                    sa.select(S).where(self._in(S.c.name, chunk)).with_for_update()
+                ))
+            existing = {schedule.name: _summary(schedule)
+                        for schedule in map(_schedule, rows)}
+            plan = plan_config_sync(existing, entries)
+            created = self._sync_insert(conn, plan.insert, now)
+            for enabled in (True, False):
+                rewrite = [e for e in plan.rewrite if e.spec.enabled is enabled]
+                if not rewrite:
+                    continue
+                conn.execute(
+                    sa.update(S).where(S.c.name == sa.bindparam("b_name")).values(
+                        version=S.c.version + 1,
+                        spec_version=_spec_version_after(sa.bindparam("b_spec_hash")),
+                        updated_at=now, **EDIT_CLEARS, **(RESUME_CLEARS if enabled else {})),
+                    [{**_spec_values(replace(e.spec, source=ScheduleSource.CONFIG),
+                                     key="b_name"),
+                      "b_spec_hash": e.spec.spec_hash(),
+                      "next_occurrence_at": e.next_occurrence_at,
+                      "next_run_at": e.next_run_at} for e in rewrite],
+                )
+            for chunk in self._chunks(plan.disable):
+                conn.execute(
+                    sa.update(S).where(self._in(S.c.name, chunk))
+                    .values(enabled=False, version=S.c.version + 1, updated_at=now)
+                )
+        report = plan.report
+        if len(created) != len(report.created):
+            # Created through the API between our read and our insert: left alone.
+            lost = tuple(n for n in report.created if n not in created)
+            report = replace(report, created=tuple(n for n in report.created if n in created),
+                             conflicts=report.conflicts + lost)
+        return report
+
+    def _sync_insert(self, conn: sa.Connection, entries: Sequence[SyncEntry],
+                     now: datetime) -> set[str]:
+        if not entries:
+            return set()
+        rows = [
+            {**_spec_values(replace(e.spec, source=ScheduleSource.CONFIG)),
+             "next_occurrence_at": e.next_occurrence_at, "next_run_at": e.next_run_at,
+             "last_occurrence_at": None, "total_runs": 0, "total_missed": 0, "version": 1,
+             "created_at": now, "updated_at": now}
+            for e in entries
+        ]
+        stmt = (self._insert(S).on_conflict_do_nothing(index_elements=[S.c.name])
+                .returning(S.c.name))
+        return set(conn.execute(stmt, rows).scalars())
