@@ -1,0 +1,83 @@
+"""How values are read from the driver: loaders that never fail a whole result on one value,
+and the conversion of due rows read on the driver's cursor."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+
+from goatbeat_celery.store.schema import (
+    UNREADABLE_INSTANT,
+    Seconds,
+    UTCDateTime,
+    schedule_table,
+    seconds_to_timedelta,
+    utc_from_db,
+)
+
+# Positions, in a row of the due statement (clock, earliest due, then the schedule's columns in
+# table order), of the values SQLAlchemy's column types would convert.
+_DUE_INSTANTS = (0, 1) + tuple(
+    2 + index for index, column in enumerate(schedule_table.c)
+    if isinstance(column.type, UTCDateTime))
+_DUE_DURATIONS = tuple(
+    2 + index for index, column in enumerate(schedule_table.c) if isinstance(column.type, Seconds))
+
+
+def _converted_due_row(row: Sequence[Any]) -> list[Any]:
+    values = list(row)
+    for index in _DUE_INSTANTS:
+        values[index] = utc_from_db(values[index])
+    for index in _DUE_DURATIONS:
+        value = values[index]
+        if value is not None:
+            values[index] = seconds_to_timedelta(value)
+    return values
+
+
+#: The driver's own (compiled, where available) loader of text ``timestamptz`` values.
+_TIMESTAMPTZ_LOADER: type[Loader] = psycopg.adapters.get_loader(  # type: ignore[assignment]
+    psycopg.postgres.types["timestamptz"].oid, psycopg.pq.Format.TEXT)
+
+
+class _InstantLoader(Loader):
+    """``timestamptz`` values; ``infinity`` or a year Python cannot hold (written by hand) reads
+    as UNREADABLE_INSTANT instead of failing the whole result, so one row cannot stop a read.
+
+    Wraps the driver's loader (compiled classes cannot be subclassed) and pays one Python call
+    per value only."""
+
+    def __init__(self, oid: int, context: Any = None) -> None:
+        super().__init__(oid, context)
+        self._load = _TIMESTAMPTZ_LOADER(oid, context).load
+
+    def load(self, data: Buffer) -> datetime | Any:
+        try:
+            return self._load(data)
+        except psycopg.DataError:
+            return UNREADABLE_INSTANT
+
+
+class _JSONLoader(Loader):
+    """Text-format json/jsonb values. Most schedules have empty kwargs and options: those skip
+    the parser, and the rest skip the encoding detection ``json.loads(bytes)`` does."""
+
+    def load(self, data: Buffer) -> Any:
+        if data == b"{}":
+            return {}
+        if data == b"[]":
+            return []
+        text = bytes(data).decode()
+        try:
+            return json.loads(text)
+        except (RecursionError, ValueError):
+            # Valid JSONB that Python will not read (nested too deeply, an integer of thousands
+            # of digits): the text itself, which the reader names as damage, rather than a
+            # failed read of every row.
+            return text

@@ -1,0 +1,309 @@
+"""The PostgreSQL store: the SQL store with PostgreSQL's clock, arrays and statements."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import URL
+
+from goatbeat_celery.core.claims import ClaimPlan
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.fence import fenced_clock
+from goatbeat_celery.core.model import UTC, LeaseGrant, Waiting
+from goatbeat_celery.core.runs import ENDED_STATE_VALUES, RunEvent
+from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.store.migrate import prepare_schema
+from goatbeat_celery.store.postgres.arrays import array_literal
+from goatbeat_celery.store.postgres.direct import PostgresDirect
+from goatbeat_celery.store.postgres.engine import (
+    connect_args,
+    create_migration_engine,
+    create_postgres_engine,
+    split_server_options,
+)
+from goatbeat_celery.store.postgres.listen import PostgresListening
+from goatbeat_celery.store.postgres.loaders import _converted_due_row
+from goatbeat_celery.store.postgres.statements import (
+    _CLAIM_CLEARS,
+    _LOCK_FOR_CLAIM,
+    _RECORD_CLAIMS,
+    _RECORD_RUNS,
+    _RENEW,
+    _TAKE_BACK_RUNS,
+    _WRITE_RUNS,
+    _WRITE_RUNS_ARRAYS,
+    _report_arrays,
+)
+from goatbeat_celery.store.schema import UTCDateTime, utc_from_db
+from goatbeat_celery.store.sql import (
+    Insert,
+    RunChange,
+    SQLStore,
+    due_params,
+    execution_columns,
+    waiting_from_row,
+)
+from goatbeat_celery.store.url import normalise_url
+
+
+class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
+    """ScheduleStore and LeaseManager on PostgreSQL (psycopg 3).
+
+    The schema must be at the current revision (SchemaOutOfDate otherwise); pass
+    ``create_schema=True`` to run the migrations on open instead.
+
+    The LISTEN connection is opened by the first :meth:`wait` (a store that never waits, as
+    in a CLI command, never opens it), which then returns at once: what was announced before
+    anyone listened must be looked at. It is opened again the same way after it is lost.
+    """
+
+    #: NOTIFY reaches every replica, from any process: edits, releases, and the run reports
+    #: that end a run some schedule's policy waits on (:meth:`_write_runs`).
+    wakes_on_every_change = True
+
+    #: Arrays carry any number of keys in one bound parameter.
+    _IN_CHUNK = 10_000
+
+    def __init__(
+        self, url: str | URL, *, create_schema: bool = False, connect_timeout: float = 5.0,
+        statement_timeout: float = 5.0, idle_in_transaction_timeout: float = 10.0,
+        pool_size: int = 5, max_overflow: int = 5,
+        application_name: str = "goatbeat_celery",
+    ) -> None:
+        problems = [
+            f"{name}: must be a positive number of seconds, got {value!r}"
+            for name, value in (("connect_timeout", connect_timeout),
+                                ("statement_timeout", statement_timeout),
+                                ("idle_in_transaction_timeout", idle_in_transaction_timeout))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
+        ]
+        if problems:
+            raise ConfigurationError(problems, subject="PostgreSQL store options")
+        sa_url = normalise_url(url)
+        engine = create_postgres_engine(
+            sa_url, connect_timeout=connect_timeout, statement_timeout=statement_timeout,
+            idle_in_transaction_timeout=idle_in_transaction_timeout, pool_size=pool_size,
+            max_overflow=max_overflow, application_name=application_name,
+        )
+        # Reads and one-statement writes need no transaction: autocommit spares them the round
+        # trips of BEGIN and COMMIT.
+        autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        super().__init__(engine, read_engine=autocommit, single_engine=autocommit)
+        listen_url, server_options = split_server_options(sa_url)
+        self._connect_kwargs = connect_args(
+            connect_timeout=connect_timeout, statement_timeout=statement_timeout,
+            idle_in_transaction_timeout=None,
+            application_name=(None if "application_name" in sa_url.query
+                              else f"{application_name}:listen"),
+            server_options=server_options,
+        )
+        self._conninfo = listen_url.set(drivername="postgresql").render_as_string(
+            hide_password=False)
+        self._listener = None
+        # The direct connection (PostgresDirect), opened on first use.
+        self._direct_kwargs = {**self._connect_kwargs, "application_name": None
+                               if "application_name" in sa_url.query else application_name}
+        self._direct_conn = None
+        self._direct_lock = threading.Lock()
+        dialect = engine.dialect
+        self._renew_sql = str(_RENEW.compile(dialect=dialect))
+        self._waiting_sql = str(self._waiting_statement().compile(dialect=dialect))
+        self._due_sql: dict[bool, str] = {}
+        self._listen_lock = threading.Lock()
+        self._wake_ends = None
+        try:
+            prepare_schema(engine, create=create_schema,
+                           migration_engine=lambda: create_migration_engine(sa_url))
+        except BaseException:
+            engine.dispose()
+            raise
+        # close() writes to one end to end a wait at once, from any thread; the waiting thread
+        # selects on the other end beside the LISTEN socket.
+        self._wake_ends = socket.socketpair()
+        for end in self._wake_ends:
+            end.setblocking(False)
+
+    # -- dialect hooks -------------------------------------------------------------------
+    def _now_sql(self) -> sa.ColumnElement[datetime]:
+        return sa.func.now(type_=UTCDateTime())
+
+    def _insert(self, table: sa.Table) -> Insert:
+        return postgresql.insert(table)
+
+    def _in(self, column: sa.ColumnElement[str], values: Sequence[str]) -> sa.ColumnElement[bool]:
+        # One array parameter: the same statement text whatever the number of keys. Bound
+        # untyped, so that the server reads it as text[] at once: a text parameter cast to
+        # text[] is parsed again for every row a sequential scan reads (a thousand keys against
+        # a few thousand rows took a second).
+        array = sa.cast(sa.bindparam(None, array_literal(values), type_=sa.types.NullType()),
+                        postgresql.ARRAY(sa.Text()))
+        return column == sa.any_(array)
+
+    def _lock_for_claim(self, conn: sa.Connection, lease: LeaseGrant,
+                        names: Sequence[str]) -> tuple[datetime, dict[str, Any]]:
+        result = conn.execute(_LOCK_FOR_CLAIM, {"lease": lease.name,
+                                                "names": array_literal(names)})
+        found = result.all()
+        # No row, no grant. psycopg returns instants in the session's zone, UTC; compare them
+        # as they come.
+        now = fenced_clock(lease, found[0] if found else None).astimezone(UTC)
+        return now, {row.name: row for row in found if row.name is not None}
+
+    def _record_claims(self, conn: sa.Connection, plan: ClaimPlan) -> set[str]:
+        advances = plan.advances
+        if not advances:
+            return set()
+        executions = plan.executions
+        result = conn.execute(_RECORD_CLAIMS, {
+            **{f"e_{name}": array_literal(column)
+               for name, column in execution_columns(executions).items()},
+            **_CLAIM_CLEARS,
+            "a_names": array_literal([a.name for a in advances]),
+            "a_versions": array_literal([a.version for a in advances]),
+            "a_next_occurrences": array_literal([a.next_occurrence_at for a in advances]),
+            "a_next_runs": array_literal([a.next_run_at for a in advances]),
+            "a_last_occurrences": array_literal([a.last_occurrence_at for a in advances]),
+            "a_runs": array_literal([a.runs for a in advances]),
+            "a_missed": array_literal([a.missed for a in advances]),
+            "a_skipped": array_literal([a.skipped for a in advances]),
+        })
+        inserted = set(result.scalars())
+        if len(inserted) < len(executions):
+            # Some keys existed already: take back what ClaimPlan.counted does not count.
+            existed: dict[str, dict[str, Any]] = {}
+            for planned, counted in zip(advances, plan.counted(inserted), strict=True):
+                runs, skipped = planned.runs - counted.runs, planned.skipped - counted.skipped
+                if runs or skipped:
+                    taken = existed.setdefault(planned.name,
+                                               {"name": planned.name, "runs": 0, "skipped": 0})
+                    taken["runs"] += runs
+                    taken["skipped"] += skipped
+            conn.execute(_TAKE_BACK_RUNS, list(existed.values()))
+        return inserted
+
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        # Each key's reports in order: its first in the first round, its second (rare: a
+        # retry and its next attempt written together) in the second, and so on.
+        rounds: list[list[RunEvent]] = []
+        seen: dict[str, int] = {}
+        for event in events:
+            index = seen.get(event.key, 0)
+            seen[event.key] = index + 1
+            if index == len(rounds):
+                rounds.append([])
+            rounds[index].append(event)
+        unknown = 0
+        announce = False
+        with self._write_each("record runs") as conn:
+            cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            try:
+                for batch in rounds:
+                    for start in range(0, len(batch), self._IN_CHUNK):
+                        chunk = batch[start:start + self._IN_CHUNK]
+                        cursor.execute(_RECORD_RUNS, _report_arrays(chunk))
+                        found, waited_on = cursor.fetchone()  # type: ignore[misc]
+                        unknown += len(chunk) - found
+                        announce = announce or waited_on
+            finally:
+                cursor.close()
+            if announce:
+                # A run policy waits on an end written here (a fixed delay, a held run).
+                self._announce_in(conn)
+        return unknown
+
+    def _write_runs(self, conn: sa.Connection, changes: Sequence[RunChange]) -> set[str]:
+        if not changes:
+            return set()
+        columns: tuple[list[Any], ...] = tuple([] for _ in _WRITE_RUNS_ARRAYS)
+        (keys, old_states, old_runs, old_attempts, old_heartbeats, states, runs, workers,
+         attempts, started, finished, heartbeats, runtimes, errors) = columns
+        for change in sorted(changes, key=lambda change: change.key):
+            read, decided = change.read, change.decided
+            keys.append(change.key)
+            old_states.append(read["run_state"])
+            old_runs.append(read["run_id"])
+            old_attempts.append(read["run_attempts"])
+            old_heartbeats.append(read["heartbeat_at"])
+            states.append(None if decided.run_state is None else decided.run_state.value)
+            runs.append(decided.run_id)
+            workers.append(decided.worker)
+            attempts.append(decided.run_attempts)
+            started.append(decided.started_at)
+            finished.append(decided.finished_at)
+            heartbeats.append(decided.heartbeat_at)
+            # Seconds as text: the array literal is parsed by the server, exactly.
+            runtimes.append(None if decided.runtime is None
+                            else repr(decided.runtime.total_seconds()))
+            errors.append(decided.run_error)
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(_WRITE_RUNS, {name: array_literal(values) for name, values
+                                         in zip(_WRITE_RUNS_ARRAYS, columns, strict=True)})
+            written = cursor.fetchall()
+        finally:
+            cursor.close()
+        if any(settled is False and state in ENDED_STATE_VALUES
+               for _key, state, settled in written):
+            # A run policy waits on this end (a fixed delay, a held run): wake the leader.
+            self._announce_in(conn)
+        return {key for key, _state, _settled in written}
+
+    def _fetch_due(self, conn: sa.Connection, limit: int,
+                   shard: Shard | None = None) -> Sequence[Sequence[Any]]:
+        # The due read is the hottest one: run it on the driver's cursor and convert the few
+        # typed columns here, rather than through SQLAlchemy's result rows (half its cost).
+        sharded = shard is not None
+        sql = self._due_sql.get(sharded)
+        if sql is None:
+            sql = self._due_sql[sharded] = str(
+                self._due_statement(sharded).compile(dialect=conn.dialect))
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(sql, due_params(limit, shard))
+            return [_converted_due_row(row) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    # -- on the direct connection -------------------------------------------------------
+    def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        # A renewal, the idle leader's only write, in one statement: core.fence.grant_lease's
+        # first case (the holder keeps its token and acquired_at; the expiry moves to now +
+        # ttl). Anyone else asking goes through the general, locking path.
+        row = self._direct("acquire lease", self._renew_sql,
+                           {"ttl": ttl, "lease_name": name, "holder_name": holder})
+        if row is None:
+            return super().acquire(name, holder, ttl)
+        token, expires_at = row
+        expires = utc_from_db(expires_at)
+        assert expires is not None  # just written: now() + ttl
+        return LeaseGrant(name=name, holder=holder, token=token, expires_at=expires,
+                          changed_holder=False)
+
+    def waiting(self) -> Waiting:
+        row = self._direct("look for waiting work", self._waiting_sql, {})
+        assert row is not None  # one row, always
+        now, next_due, *flags = row
+        return waiting_from_row((utc_from_db(now), utc_from_db(next_due), *flags))
+
+    def close(self) -> None:
+        ends = self._wake_ends
+        if ends is not None:
+            try:
+                ends[0].send(b"x")  # ends a wait under way now, not when it runs out
+            except OSError:  # already written (a second close): the waiter is told
+                pass
+        with self._direct_lock:
+            self._drop_direct()
+        with self._listen_lock:
+            self._drop_listener()
+            if ends is not None:
+                self._wake_ends = None
+                for end in ends:
+                    end.close()
+        super().close()
