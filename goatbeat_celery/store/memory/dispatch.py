@@ -1,0 +1,89 @@
+"""Executions between their claim and the broker: pending, submitted, failed, requested."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+
+from goatbeat_celery.core.claims import manual_execution, manual_run_exists, next_attempt
+from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, LeaseGrant
+from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.validation import reason_text
+from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
+
+
+class MemoryDispatch(MemoryStoreBase):
+    """Claimed executions taken for submission and marked as it goes."""
+
+    def take_pending(self, *, lease: LeaseGrant, limit: int,
+                     shard: Shard | None = None) -> list[Dispatch]:
+        with self._lock:
+            self._check_fence(lease)
+            pending = sorted(
+                (e for e in self._executions.values() if e.state is ExecutionState.CLAIMED
+                 and (shard is None or self._in_shard(e.schedule_name, shard))),
+                key=lambda e: (e.claimed_at, e.key),
+            )
+            taken: list[Dispatch] = []
+            for execution in pending:
+                if len(taken) >= limit:
+                    break
+                schedule = self._schedules.get(execution.schedule_name)
+                if schedule is None:
+                    self._executions[execution.key] = replace(
+                        execution, state=ExecutionState.ABANDONED)
+                    continue
+                updated = replace(execution, attempts=next_attempt(execution.attempts),
+                                  token=lease.token)
+                self._executions[execution.key] = updated
+                taken.append(_dispatch(schedule, updated))
+            return taken
+
+    def mark_submitted(self, keys: Sequence[str]) -> int:
+        with self._lock:
+            now = self.now()
+            changed = 0
+            for key in keys:
+                execution = self._executions.get(key)
+                if execution is not None and execution.state is ExecutionState.CLAIMED:
+                    self._executions[key] = replace(
+                        execution, state=ExecutionState.SUBMITTED, submitted_at=now)
+                    changed += 1
+            return changed
+
+    def mark_expired(self, keys: Sequence[str]) -> int:
+        changed = 0
+        with self._lock:
+            for key in keys:
+                execution = self._executions.get(key)
+                if execution is not None and execution.state is ExecutionState.CLAIMED:
+                    self._executions[key] = replace(execution, state=ExecutionState.EXPIRED)
+                    changed += 1
+        return changed
+
+    def record_failures(self, failures: Mapping[str, str], *,
+                        abandon: Collection[str] = ()) -> None:
+        with self._lock:
+            for key, error in failures.items():
+                execution = self._executions.get(key)
+                if execution is None or execution.state is not ExecutionState.CLAIMED:
+                    continue
+                state = ExecutionState.ABANDONED if key in abandon else execution.state
+                self._executions[key] = replace(execution, last_error=reason_text(error),
+                                                state=state)
+
+    def request_run(self, name: str) -> Execution:
+        with self._lock:
+            self.get_schedule(name)  # raises ScheduleNotFound
+            execution = manual_execution(name, self.now())
+            if execution.key in self._executions:
+                raise manual_run_exists(execution)
+            self._executions[execution.key] = execution
+        self.notify()
+        return execution
+
+    def oldest_pending(self) -> Execution | None:
+        with self._lock:
+            pending = [e for e in self._executions.values()
+                       if e.state is ExecutionState.CLAIMED]
+        return min(pending, key=lambda e: (e.due_at, e.key), default=None)

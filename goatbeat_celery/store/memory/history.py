@@ -1,0 +1,55 @@
+"""Executions as history: read by key, by occurrence or newest first, and pruned."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from goatbeat_celery.core.model import Execution, ExecutionState, check_aware, ensure_aware
+from goatbeat_celery.store.memory.base import MemoryStoreBase
+
+#: Never pruned: claims not yet sent, and claims held back for their turn.
+_NEVER_PRUNED = frozenset({ExecutionState.CLAIMED, ExecutionState.HELD})
+
+
+class MemoryHistory(MemoryStoreBase):
+    """Reads of past executions, and pruning."""
+
+    def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
+        with self._lock:
+            return {key: e for key in keys if (e := self._executions.get(key)) is not None}
+
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        check_aware(start, end)
+        with self._lock:
+            found = [e for e in self._executions.values() if e.schedule_name == schedule_name
+                     and start <= e.occurrence_at <= end]
+        return sorted(found, key=lambda e: (e.occurrence_at, e.key))
+
+    def executions(self, *, schedule_name: str | None = None,
+                   limit: int = 50) -> list[Execution]:
+        with self._lock:
+            rows = [e for e in self._executions.values()
+                    if schedule_name is None or e.schedule_name == schedule_name]
+        rows.sort(key=lambda e: (e.occurrence_at, e.key), reverse=True)
+        return rows[:limit]
+
+    def prune(self, *, before: datetime, limit: int) -> int:
+        before = ensure_aware(before, "before")
+        with self._lock:
+            old = sorted(
+                (e for e in self._executions.values()
+                 if e.state not in _NEVER_PRUNED and e.claimed_at < before),
+                key=lambda e: e.claimed_at,
+            )[:limit]
+            for execution in old:
+                del self._executions[execution.key]
+            finished = sorted(
+                (b for b in self._backfills.values()
+                 if not b.active and b.finished_at is not None and b.finished_at < before),
+                key=lambda b: b.finished_at or before,
+            )[:limit]
+            for backfill in finished:
+                del self._backfills[backfill.id]
+            return len(old) + len(finished)

@@ -1,0 +1,55 @@
+"""The memory store's leases."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from goatbeat_celery.core.fence import grant_lease
+from goatbeat_celery.core.model import LeaseGrant, LeaseInfo, lease_live
+from goatbeat_celery.store.memory.base import MemoryStoreBase
+
+
+class MemoryLeases(MemoryStoreBase):
+    """The :class:`~goatbeat_celery.core.protocols.LeaseManager` part."""
+
+    def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        with self._lock:
+            now = self.now()
+            row = self._leases.get(name)
+            write = grant_lease(name, holder, ttl, row=row, now=now)
+            if write is None:
+                return None
+            grant = write.grant
+            self._leases[name] = LeaseInfo(name=name, holder=holder, token=grant.token,
+                                           acquired_at=write.acquired_at,
+                                           expires_at=grant.expires_at, store_now=now)
+            return grant
+
+    def release(self, grant: LeaseGrant) -> bool:
+        with self._lock:
+            row = self._leases.get(grant.name)
+            if row is None or row.holder != grant.holder or row.token != grant.token:
+                return False
+            self._leases[grant.name] = replace(row, holder=None, expires_at=None)
+        self.notify()
+        return True
+
+    def inspect(self, name: str) -> LeaseInfo | None:
+        with self._lock:
+            row = self._leases.get(name)
+            return None if row is None else replace(row, store_now=self.now())
+
+    def list_leases(self, prefix: str) -> list[LeaseInfo]:
+        with self._lock:
+            now = self.now()
+            return [replace(row, store_now=now) for name, row in sorted(self._leases.items())
+                    if name.startswith(prefix)]
+
+    def forget(self, name: str) -> bool:
+        with self._lock:
+            row = self._leases.get(name)
+            if row is None or lease_live(row.holder, row.expires_at, self.now()):
+                return False
+            del self._leases[name]
+            return True

@@ -1,0 +1,71 @@
+"""Run tracking: workers' reports, heartbeats, lost runs."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from goatbeat_celery.core.model import Execution
+from goatbeat_celery.core.runs import (
+    RunEvent,
+    RunRecord,
+    RunState,
+    apply_event,
+    lost_verdict,
+    settled_after_report,
+)
+from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatched_at, _news
+
+
+class MemoryRuns(MemoryStoreBase):
+    """Run reports, heartbeats and lost-run verdicts."""
+
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        unknown = 0
+        with self._lock:
+            now = self.now()
+            for event in events:
+                execution = self._executions.get(event.key)
+                if execution is None:
+                    unknown += 1
+                    continue
+                record = RunRecord.of(execution)
+                after = apply_event(record, event, now)
+                if after is not record:
+                    self._executions[event.key] = replace(
+                        execution, **after.values(),
+                        settled=settled_after_report(execution.settled, after.run_state))
+        return unknown
+
+    def heartbeat(self, keys: Collection[str]) -> int:
+        beaten = 0
+        with self._lock:
+            now = self.now()
+            for key in set(keys):
+                execution = self._executions.get(key)
+                if execution is not None and execution.run_state is RunState.RUNNING:
+                    self._executions[key] = replace(execution, heartbeat_at=now)
+                    beaten += 1
+        return beaten
+
+    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  tracked_since: datetime | None = None,
+                  limit: int = 1000) -> list[Execution]:
+        with self._lock:
+            now = self.now()
+            judged: list[tuple[datetime, Execution]] = []
+            for execution in self._executions.values():
+                record = RunRecord.of(execution)
+                lost = lost_verdict(record, dispatched_at=_dispatched_at(execution), now=now,
+                                    silent_for=silent_for, unstarted_for=unstarted_for,
+                                    tracked_since=tracked_since)
+                if lost is not None:
+                    judged.append((_news(execution), replace(
+                        execution, **lost.values(),
+                        settled=settled_after_report(execution.settled, lost.run_state))))
+            judged.sort(key=lambda pair: (pair[0], pair[1].key))
+            marked = [execution for _, execution in judged[:limit]]
+            for execution in marked:
+                self._executions[execution.key] = execution
+        return marked
