@@ -37,6 +37,7 @@ from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.shards import Shard, shard_lease_name, shard_of, sharding_prefix
 from goatbeat_celery.core.validation import INSTANT_RANGE, MAX_LIMIT, instant_problem
+from goatbeat_celery.specs import given_triggers
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
@@ -502,7 +503,7 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
 def trigger_choice(given: Mapping[str, Any], *, required: bool,
                    current: Schedule | None = None) -> dict[str, Any]:
     """The trigger keywords for the API, after checking the options make one trigger."""
-    chosen = [f"--{key}" for key in ("every", "cron", "at") if given.get(key) is not None]
+    chosen = [f"--{key}" for key in given_triggers(given)]
     if len(chosen) > 1 or (required and not chosen):
         raise click.UsageError("give exactly one of --every DURATION, --cron EXPR or --at ISO "
                                f"(got {', '.join(chosen) or 'none'})")

@@ -24,8 +24,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import Schedule, parse_duration
 from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.specs import KEYWORD_OF_KIND
 
-KINDS = ("every", "cron", "at")
+KINDS = tuple(KEYWORD_OF_KIND.values())
 #: Options with a field of their own; the others are edited as JSON in ``options``.
 OPTION_FIELDS = ("queue", "priority", "expires")
 #: Form fields, in page order; problems naming none of them are shown above the form.
@@ -73,7 +74,7 @@ def stored_values(schedule: Schedule, default_timezone: str) -> dict[str, str]:
     """The edit form of a stored schedule, filled with what it holds."""
     spec = schedule.spec
     params = spec.trigger.params if isinstance(spec.trigger.params, Mapping) else {}
-    kind = {"interval": "every", "cron": "cron", "once": "at"}.get(spec.trigger.kind, "")
+    kind = KEYWORD_OF_KIND.get(spec.trigger.kind, "")
     every = params.get("every")
     return {
         "name": spec.name, "task": str(spec.task), "kind": kind,

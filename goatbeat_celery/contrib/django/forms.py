@@ -20,12 +20,11 @@ from goatbeat_celery.core.errors import (
 from goatbeat_celery.core.model import DURATION_FORMS, MisfirePolicy, parse_duration
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.specs import DURATION_FIELDS, KEYWORD_OF_KIND
 
 KINDS = (("every", "every (interval)"), ("cron", "cron expression"), ("at", "once, at"))
 #: Message options with a field of their own; other options a schedule holds are kept as they are.
 OPTION_FIELDS = ("queue", "exchange", "routing_key", "priority", "expires", "headers")
-DURATION_FIELDS = ("misfire_grace", "offset", "jitter", "starting_deadline", "failure_backoff",
-                   "failure_backoff_max")
 #: Fields given to the API as they are cleaned (None when left empty).
 PLAIN_FIELDS = ("max_catchup", "failure_backoff_factor", "pause_after_failures", "start_at",
                 "end_at", "max_runs")
@@ -243,7 +242,7 @@ def field_for(problem: Problem, kind: Any) -> str | None:
     target = _SHOWN_IN.get(problem.field, problem.root)
     if target == "options" and problem.detail in OPTION_FIELDS:
         return problem.detail
-    if target == "kind" and kind in ("every", "cron", "at"):
+    if target == "kind" and kind in KEYWORD_OF_KIND.values():
         return str(kind)
     return target
 
@@ -252,7 +251,7 @@ def initial_values(row: Schedule) -> dict[str, Any]:
     """A stored row as the form's initial values."""
     trigger = dict(row.trigger or {})
     options = dict(row.options or {})
-    kind = {"interval": "every", "cron": "cron", "once": "at"}.get(str(trigger.get("kind")))
+    kind = KEYWORD_OF_KIND.get(str(trigger.get("kind")))
     values: dict[str, Any] = {
         "name": row.name, "task": row.task, "kind": kind or "every",
         "args": list(row.args or []), "kwargs": dict(row.kwargs or {}),
