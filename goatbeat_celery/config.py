@@ -22,6 +22,7 @@ from celery.beat import BeatLazyFunc
 from goatbeat_celery import cron, metrics, specs
 from goatbeat_celery import schedules as generic
 from goatbeat_celery.core.controls import bounded_first
+from goatbeat_celery.core.defaults import own_or_default
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import (
@@ -429,8 +430,8 @@ def policy_warnings(schedules: Iterable[ScheduleSpec], settings: Settings,
     found = []
     for spec in schedules:
         waits = [label for label, used in (
-            (f"overlap {(spec.overlap or settings.overlap_policy).value}",
-             (spec.overlap or settings.overlap_policy) is not OverlapPolicy.ALLOW),
+            (f"overlap {own_or_default(spec.overlap, settings.overlap_policy).value}",
+             own_or_default(spec.overlap, settings.overlap_policy) is not OverlapPolicy.ALLOW),
             ("fixed delay", spec.mode is ScheduleMode.FIXED_DELAY)) if used]
         if not waits or not spec.enabled or settings.track_runs:
             continue
