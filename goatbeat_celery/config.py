@@ -408,8 +408,8 @@ def entry_to_spec(
     if not isinstance(enabled, bool):
         problems.append(f"{where}.goatbeat.enabled: expected true or false, got {enabled!r}")
         enabled = True
-    fields = specs.spec_fields({key: own[key] for key in own if key in _GOATBEAT_ENTRY_KEYS},
-                               problems, label=lambda key: f"{where}.goatbeat.{key}",
+    # A task, args, kwargs or options under "goatbeat" is reported above; the entry's own win.
+    fields = specs.spec_fields(own, problems, label=lambda key: f"{where}.goatbeat.{key}",
                                text_instants=True)
     fields.update(task=entry.get("task") or "", args=tuple(args), kwargs=dict(kwargs),
                   options=options)

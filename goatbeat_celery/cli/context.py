@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import click
@@ -22,6 +23,7 @@ from goatbeat_celery.core.errors import (
     ScheduleNotFound,
     StoreUnavailable,
 )
+from goatbeat_celery.core.problems import Problem
 from goatbeat_celery.core.protocols import LeaseManager
 
 if TYPE_CHECKING:
@@ -87,20 +89,20 @@ _FIELD_WORDS = re.compile(
 _SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "options.queue"})
 
 
-def _option_names(problem: str) -> str:
-    """``"timezone: unknown zone…"`` → ``"--timezone: unknown zone…"``; the schedule's own
-    name prefix is dropped (the error's subject already names it)."""
-    field, sep, rest = problem.partition(": ")
-    if sep and field in _OPTION_OF:
-        return f"{_OPTION_OF[field]}: {rest}"
-    if sep and field.startswith("schedule "):
-        problem = rest
-        if problem.startswith("task "):
-            problem = "TASK " + problem[len("task "):]
-        inner, sep, rest = problem.partition(": ")
-        if sep and inner in _SPEC_OPTION_WORDS:
-            return f"{_OPTION_OF[inner]}: {rest}"
-    return _FIELD_WORDS.sub(lambda m: _OPTION_OF[m.group(1)], problem)
+def _option_names(problem: Problem) -> str:
+    """``timezone: unknown zone…`` → ``--timezone: unknown zone…``, by the field the problem
+    names; a schedule's own name prefix is dropped (the error's subject already names it)."""
+    said = problem.text.partition(": ")[2]
+    if not problem.subject and problem.field in _OPTION_OF:
+        return f"{_OPTION_OF[problem.field]}: {said}"
+    text = str(problem)
+    if problem.subject.startswith("schedule "):
+        if problem.field in _SPEC_OPTION_WORDS:
+            return f"{_OPTION_OF[problem.field]}: {said}"
+        text = problem.text
+        if text.startswith("task "):
+            text = "TASK " + text[len("task "):]
+    return _FIELD_WORDS.sub(lambda m: _OPTION_OF[m.group(1)], text)
 
 
 #: Keywords of ``Schedules.update`` → the option of ``edit`` that sets each.
@@ -144,10 +146,11 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
     except CalendarInUse as exc:
         raise CommandError(str(exc)) from exc
     except ConfigurationError as exc:
-        problems = [_edit_options(p) for p in exc.problems]
-        if as_options:
-            problems = [p if p in stored else _option_names(p) for p in problems]
-        raise CommandError(str(ConfigurationError(problems, subject=exc.subject))) from exc
+        problems = [replace(p, message=_edit_options(p.message), hint=_edit_options(p.hint))
+                    for p in exc.details]
+        shown = [str(p) if not as_options or str(p) in stored else _option_names(p)
+                 for p in problems]
+        raise CommandError(str(ConfigurationError(shown, subject=exc.subject))) from exc
     except ScheduleConflict as exc:
         raise CommandError(str(exc)) from exc
     except BackfillNotFound as exc:

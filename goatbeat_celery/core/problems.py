@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 
 # The subject a problem may start with: a schedule or a calendar, by its quoted name (a long
-# name is cut and ends in "...").
-_SUBJECT = re.compile(r"^((?:schedule|calendar) (?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
-                      r"|\S+)(?:\.\.\.)?): ")
+# name is cut: its quote is not closed, it ends in "...").
+_SUBJECT = re.compile(r"^((?:schedule|calendar) (?:'(?:[^'\\]|\\.)*(?:'|\.\.\.)"
+                      r"|\"(?:[^\"\\]|\\.)*(?:\"|\.\.\.)|\S+)(?:\.\.\.)?): ")
 # A field as checks name it: a dotted path with optional [index] parts (``options.queue``,
 # ``beat_schedule['x'].options``), or the two words of ``cron expression``.
 _FIELD = re.compile(r"cron expression|[A-Za-z_][\w.]*(?:\[[^\]]*\][\w.]*)*")
@@ -40,9 +40,10 @@ class Problem:
         if found is not None:
             subject, text = found.group(1), text[found.end():]
         head, sep, rest = text.partition(": ")
-        if sep and _FIELD.fullmatch(head):
-            return cls(field=head, message=rest, subject=subject)
-        return cls(field="", message=text, subject=subject)
+        field = head if sep and _FIELD.fullmatch(head) else ""
+        said = rest if field else text
+        message, _, hint = said.partition("; ")
+        return cls(field=field, message=message if hint else said, hint=hint, subject=subject)
 
     @property
     def text(self) -> str:
