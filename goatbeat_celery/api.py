@@ -19,6 +19,7 @@ from datetime import date, datetime
 from typing import Any, Literal, TypeVar, overload
 
 from goatbeat_celery import config as config_module
+from goatbeat_celery import specs
 from goatbeat_celery.core.allowlist import sending_problems
 from goatbeat_celery.core.backfill import (
     MAX_BACKFILL_OCCURRENCES,
@@ -61,11 +62,10 @@ from goatbeat_celery.core.model import (
     TriggerSpec,
     ensure_aware,
     quoted_name,
-    to_timedelta,
 )
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.protocols import ScheduleStore
-from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger, TriggerRegistry
+from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.core.validation import (
     MAX_REASON_LENGTH,
     calendars_problems,
@@ -75,16 +75,9 @@ from goatbeat_celery.core.validation import (
     nul_problem,
     shown_value,
 )
-from goatbeat_celery.cron import CronTrigger
 from goatbeat_celery.display import describe_trigger
 
 _UNSET: Any = object()
-_SPEC_FIELDS = (
-    "task", "args", "kwargs", "options", "misfire_policy", "misfire_grace", "max_catchup",
-    "offset", "jitter", "starting_deadline", "overlap", "mode", "failure_backoff",
-    "failure_backoff_factor", "failure_backoff_max", "pause_after_failures",
-    "start_at", "end_at", "max_runs", "description", "tags", "calendars",
-)
 #: Fields whose change moves the next run (recomputed from now, within the bounds).
 _RESCHEDULING = ("start_at", "end_at", "max_runs")
 
@@ -227,7 +220,8 @@ class Schedules:
         a free ``description`` and ``tags`` (short labels to filter :meth:`list` by), and
         the exclusion ``calendars`` it observes (by name; see :meth:`create_calendar`)."""
         problems: list[str] = []
-        trigger = self._trigger_spec(every, cron, at, timezone, problems, day_or=day_or)
+        trigger = specs.trigger_spec(every, cron, at, timezone, problems,
+                                     default_zone=self.default_timezone, day_or=day_or)
         spec = self._spec(
             problems, name=name, task=task, trigger=trigger, at_given=at is not None, args=args,
             kwargs={} if kwargs is None else kwargs, options={} if options is None else options,
@@ -288,10 +282,10 @@ class Schedules:
         given = {key for key, value in (("every", every), ("cron", cron), ("at", at))
                  if value is not None} | set(changes)
         _require_repair(current, given)
-        unknown = sorted(set(changes) - set(_SPEC_FIELDS))
+        unknown = sorted(set(changes) - set(specs.SPEC_FIELDS))
         if unknown:
             problems.append(f"{', '.join(unknown)}: unknown field; use: "
-                            f"{', '.join(('every', 'cron', 'at', 'timezone', *_SPEC_FIELDS))}")
+                            f"{', '.join(('every', 'cron', 'at', 'timezone', *specs.SPEC_FIELDS))}")
         trigger = current.spec.trigger
         if any(v is not None for v in (every, cron, at, timezone, day_or)):
             current_cron = trigger.kind == "cron"
@@ -303,12 +297,13 @@ class Schedules:
                 day_or = bool(trigger.params.get("day_or", True)) if current_cron else True
             if every is None and cron is None and at is None and timezone is not None:
                 # Only a zone, for a schedule that has no use for one.
-                problems.append(_ZONE_WITHOUT_CRON)
+                problems.append(specs.ZONE_WITHOUT_CRON)
             else:
-                trigger = self._trigger_spec(every, cron, at, timezone, problems,
-                                             day_or=day_or) or trigger
-        fields = {key: getattr(current.spec, key) for key in _SPEC_FIELDS}
-        fields.update({k: v for k, v in changes.items() if k in _SPEC_FIELDS})
+                trigger = specs.trigger_spec(
+                    every, cron, at, timezone, problems, default_zone=self.default_timezone,
+                    day_or=day_or) or trigger
+        fields = {key: getattr(current.spec, key) for key in specs.SPEC_FIELDS}
+        fields.update({k: v for k, v in changes.items() if k in specs.SPEC_FIELDS})
         wanted = current.spec.enabled if enabled is None else enabled
         # A form sends every field: its `at` equal to the stored one changes nothing, and is not
         # judged again once it has passed (the one-off ran); a new one must be still ahead.
@@ -563,33 +558,6 @@ class Schedules:
         return bounded_first(lambda instant: first_occurrence(trigger, instant, offset),
                              self.store.now(), spec, paused_until)
 
-    def _trigger_spec(self, every: Duration | None, cron: str | None, at: datetime | None,
-                      timezone: str | None, problems: builtins.list[str], *,
-                      day_or: bool = True) -> TriggerSpec | None:
-        given = [k for k, v in (("every", every), ("cron", cron), ("at", at)) if v is not None]
-        if len(given) != 1:
-            problems.append("trigger: give exactly one of every=, cron= or at= "
-                            f"(got {', '.join(given) or 'none'})")
-            return None
-        if timezone is not None and cron is None:
-            problems.append(_ZONE_WITHOUT_CRON)
-            return None
-        if isinstance(timezone, str) and not timezone.strip():
-            problems.append(f"timezone: is empty; give an IANA zone such as 'Europe/Paris', "
-                            f"or leave it out for the app's zone ({self.default_timezone})")
-            return None
-        try:
-            if every is not None:
-                return IntervalTrigger(to_timedelta(every, "every")).to_spec()
-            if cron is not None:
-                zone = self.default_timezone if timezone is None else timezone
-                return CronTrigger(cron, zone, day_or=day_or).to_spec()
-            assert at is not None
-            return OnceTrigger(ensure_aware(at, "at")).to_spec()
-        except ConfigurationError as exc:
-            problems.extend(exc.problems)
-            return None
-
     def _missing_calendars(self, names: tuple[str, ...]) -> builtins.list[str]:
         """A problem for each calendar named that does not exist (names checked first)."""
         if not names or calendars_problems(names):
@@ -604,39 +572,10 @@ class Schedules:
         """The spec of ``values``, or ConfigurationError listing every problem (with those
         already in ``problems``). ``at_given``: the ``at`` of a one-time ``trigger`` was given
         by this call, and is refused unless it is still ahead."""
-        policy = values.pop("misfire_policy")
-        if policy is not None:
-            policy = MisfirePolicy.read(policy, "misfire_policy", problems)
-        if values["overlap"] is not None:
-            values["overlap"] = OverlapPolicy.read(values["overlap"], "overlap", problems)
-        if values["mode"] is not None:
-            values["mode"] = ScheduleMode.read(values["mode"], "mode", problems)
-        values["mode"] = values["mode"] or ScheduleMode.FIXED_RATE
-        for key in ("misfire_grace", "offset", "jitter", "starting_deadline", "failure_backoff",
-                    "failure_backoff_max"):
-            if values[key] is not None:
-                values[key] = to_timedelta(values[key], key, problems)
-        for key in ("start_at", "end_at"):
-            if values[key] is not None:
-                problem = instant_problem(values[key], key)
-                if problem is not None:
-                    problems.append(problem)
-                    values[key] = None  # reported; the spec's own check would repeat it
-                else:
-                    values[key] = ensure_aware(values[key], key)
-        for key in ("tags", "calendars"):
-            if isinstance(values[key], list):
-                values[key] = tuple(values[key])
-            if values[key] is None:
-                values[key] = ()
-        # Kept as given when of the wrong shape (a string is not split into characters): the
-        # spec's own check names the field.
-        if isinstance(values["args"], list):
-            values["args"] = tuple(values["args"])
-        problems.extend(config_module.kombu_problems(values["options"]))
-        spec = ScheduleSpec(trigger=trigger or TriggerSpec(kind="invalid"),
-                            misfire_policy=policy, source=ScheduleSource.API, **values)
-        problems.extend(spec.problems())
+        name, enabled = values.pop("name"), values.pop("enabled")
+        fields = specs.spec_fields(values, problems)
+        spec = specs.checked_spec(fields, problems, name=name, trigger=trigger,
+                                  enabled=enabled, source=ScheduleSource.API)
         if at_given and trigger is not None and trigger.kind == "once":
             problems.extend(_listed(past_once_problem(spec, self.store.now())))
         problems.extend(self._missing_calendars(spec.calendars))
@@ -644,8 +583,7 @@ class Schedules:
             problems.append(f"task: {spec.task!r} is not in goatbeat_allowed_tasks "
                             f"({', '.join(self.config.allowed_tasks or ())}); add it there")
         if problems:
-            raise ConfigurationError(problems,
-                                     subject=f"schedule {quoted_name(values.get('name'))}")
+            raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
         return spec
 
 
@@ -690,12 +628,6 @@ def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
     if problems:
         raise ConfigurationError(problems, subject=f"calendar {name!r}")
     return calendar
-
-
-#: A zone given for a schedule that is not a cron schedule.
-_ZONE_WITHOUT_CRON = ("timezone: applies to cron schedules only (an every= interval runs on a "
-                      "grid counted from the Unix epoch, an at= instant carries its own "
-                      "offset); remove it, or give cron= with it")
 
 
 def _schedule_name(name: str) -> str:

@@ -18,19 +18,17 @@ from typing import Any
 
 from celery import schedules as celery_schedules
 from celery.beat import BeatLazyFunc
-from kombu import compression, serialization
 
-from goatbeat_celery import cron, metrics
+from goatbeat_celery import cron, metrics, specs
 from goatbeat_celery import schedules as generic
 from goatbeat_celery.core.controls import bounded_first
+from goatbeat_celery.core.defaults import own_or_default
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import (
-    MisfirePolicy,
     ScheduleSource,
     ScheduleSpec,
     TriggerSpec,
-    ensure_aware,
     quoted_name,
     to_timedelta,
 )
@@ -38,7 +36,7 @@ from goatbeat_celery.core.observer import OccurrenceRecord
 from goatbeat_celery.core.policies import GridAfter, OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import IntervalTrigger, Trigger, TriggerRegistry
-from goatbeat_celery.core.validation import MIN_EVERY, instant_problem, seconds_problem
+from goatbeat_celery.core.validation import MIN_EVERY, seconds_problem
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
@@ -406,89 +404,20 @@ def entry_to_spec(
         problems.append(f"{where}.options.expires: give seconds (a number or timedelta); an "
                         "absolute datetime would expire every later run")
 
-    policy: MisfirePolicy | None = None
-    if own.get("misfire_policy") is not None:
-        policy = MisfirePolicy.read(own["misfire_policy"], f"{where}.goatbeat.misfire_policy",
-                                    problems)
     enabled = own.get("enabled", True)
     if not isinstance(enabled, bool):
         problems.append(f"{where}.goatbeat.enabled: expected true or false, got {enabled!r}")
         enabled = True
-
-    spec = ScheduleSpec(
-        name=name,
-        task=entry.get("task") or "",
-        trigger=trigger or TriggerSpec(kind="invalid"),
-        args=tuple(args),
-        kwargs=dict(kwargs),
-        options=options,
-        misfire_policy=policy,
-        misfire_grace=_optional_duration(own, "misfire_grace", where, problems),
-        max_catchup=own.get("max_catchup"),
-        offset=_optional_duration(own, "offset", where, problems),
-        jitter=_optional_duration(own, "jitter", where, problems),
-        starting_deadline=_optional_duration(own, "starting_deadline", where, problems),
-        **_policy_options(own, where, problems),
-        **_control_options(own, where, problems),
-        enabled=enabled,
-        source=ScheduleSource.CONFIG,
-    )
-    problems.extend(_relabel(spec.problems(), name, where))
-    problems.extend(kombu_problems(options, f"{where}.options"))
+    # A task, args, kwargs or options under "goatbeat" is reported above; the entry's own win.
+    fields = specs.spec_fields(own, problems, label=lambda key: f"{where}.goatbeat.{key}",
+                               text_instants=True)
+    fields.update(task=entry.get("task") or "", args=tuple(args), kwargs=dict(kwargs),
+                  options=options)
+    spec = specs.checked_spec(fields, problems, name=name, trigger=trigger, enabled=enabled,
+                              source=ScheduleSource.CONFIG,
+                              relabel=lambda found: _relabel(found, name, where),
+                              options_label=f"{where}.options")
     return spec if len(problems) == before else None
-
-
-def _policy_options(own: Mapping[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
-    """The run policies of a config entry's ``goatbeat`` options, as spec fields; the names
-    are read here, the rest is judged by the spec's own rules."""
-    found: dict[str, Any] = {}
-    if own.get("overlap") is not None:
-        found["overlap"] = OverlapPolicy.read(own["overlap"], f"{where}.goatbeat.overlap",
-                                              problems)
-    if own.get("mode") is not None:
-        found["mode"] = ScheduleMode.read(own["mode"], f"{where}.goatbeat.mode", problems) \
-            or ScheduleMode.FIXED_RATE
-    for key in ("failure_backoff", "failure_backoff_max"):
-        before = len(problems)
-        value = _optional_duration(own, key, where, problems)
-        # An unreadable one is one problem, not also a zero the spec would refuse.
-        found[key] = value if len(problems) == before else None
-    for key in ("failure_backoff_factor", "pause_after_failures"):
-        found[key] = own.get(key)
-    return found
-
-
-def _control_options(own: Mapping[str, Any], where: str, problems: list[str]
-                     ) -> dict[str, Any]:
-    """The controls of a config entry's ``goatbeat`` options, as spec fields: bounds given as
-    aware datetimes or ISO-8601 text with an offset (``"2030-01-01T00:00:00+00:00"``), tags
-    and calendar names as lists; the rest is judged by the spec's own rules (a calendar that
-    does not exist is the leader's to find: it sets the schedule aside, naming it)."""
-    found: dict[str, Any] = {}
-    for key in ("start_at", "end_at"):
-        value = own.get(key)
-        if value is None:
-            continue
-        label = f"{where}.goatbeat.{key}"
-        if isinstance(value, str):
-            try:
-                value = datetime.fromisoformat(value)
-            except ValueError:
-                problems.append(f"{label}: cannot read {value!r} as an ISO-8601 instant; give "
-                                "e.g. '2030-01-01T09:00:00+01:00' or an aware datetime")
-                continue
-        problem = instant_problem(value, label)
-        if problem is not None:
-            problems.append(problem)
-            continue
-        found[key] = ensure_aware(value, label)
-    for key in ("max_runs", "description"):
-        found[key] = own.get(key)
-    for key in ("tags", "calendars"):
-        value = own.get(key)
-        found[key] = tuple(value) if isinstance(value, list) else (
-            () if value is None else value)
-    return found
 
 
 def policy_warnings(schedules: Iterable[ScheduleSpec], settings: Settings,
@@ -501,8 +430,8 @@ def policy_warnings(schedules: Iterable[ScheduleSpec], settings: Settings,
     found = []
     for spec in schedules:
         waits = [label for label, used in (
-            (f"overlap {(spec.overlap or settings.overlap_policy).value}",
-             (spec.overlap or settings.overlap_policy) is not OverlapPolicy.ALLOW),
+            (f"overlap {own_or_default(spec.overlap, settings.overlap_policy).value}",
+             own_or_default(spec.overlap, settings.overlap_policy) is not OverlapPolicy.ALLOW),
             ("fixed delay", spec.mode is ScheduleMode.FIXED_DELAY)) if used]
         if not waits or not spec.enabled or settings.track_runs:
             continue
@@ -578,40 +507,11 @@ def _placeholder(found: dict[str, Any], where: str, value: Any) -> Any:
     return value
 
 
-def kombu_problems(options: object, label: str = "options") -> list[str]:
-    """What only kombu can tell about a schedule's options: whether the serializer and the
-    compression they name are known to it."""
-    if not isinstance(options, Mapping):
-        return []
-    found = []
-    serializer = options.get("serializer")
-    if isinstance(serializer, str) and serializer not in serialization.registry.name_to_type:
-        known = ", ".join(sorted(serialization.registry.name_to_type))
-        found.append(f"{label}.serializer: unknown serializer {serializer!r}; use one of: "
-                     f"{known}")
-    method = options.get("compression")
-    if isinstance(method, str):
-        try:
-            compression.get_encoder(method)  # type: ignore[no-untyped-call]
-        except KeyError:
-            found.append(f"{label}.compression: unknown compression {method!r}; use one of: "
-                         "zlib, bzip2, lzma (or one registered with kombu)")
-    return found
-
-
 def _relabel(found: list[str], name: str, where: str) -> list[str]:
     # "schedule '<name>': field: message" -> "beat_schedule['<name>'].field: message"
     prefix = f"schedule {quoted_name(name)}: "
     return [f"{where}.{p[len(prefix):]}" if p.startswith(prefix) else f"{where}: {p}"
             for p in found]
-
-
-def _optional_duration(own: Mapping[str, Any], key: str, where: str,
-                       problems: list[str]) -> timedelta | None:
-    value = own.get(key)
-    if value is None:
-        return None
-    return to_timedelta(value, f"{where}.goatbeat.{key}", problems)
 
 
 def _trigger_spec(name: str, schedule: Any, zone: str, where: str, problems: list[str],

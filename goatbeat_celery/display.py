@@ -24,6 +24,7 @@ from typing import Any, TypeGuard, Union
 
 from goatbeat_celery.core.backfill import Backfill, BackfillPreview
 from goatbeat_celery.core.calendars import Calendar
+from goatbeat_celery.core.defaults import own_or_default
 from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, TriggerSpec
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
@@ -231,17 +232,19 @@ def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict
         "enabled": spec.enabled,
         "source": spec.source.value,
         "misfire_policy": None if spec.misfire_policy is None else spec.misfire_policy.value,
-        "effective_misfire_policy": (spec.misfire_policy or defaults.misfire_policy).value,
+        "effective_misfire_policy": own_or_default(spec.misfire_policy,
+                                                   defaults.misfire_policy).value,
         "misfire_grace": seconds(spec.misfire_grace),
-        "effective_misfire_grace": seconds(_grace(spec.misfire_grace, defaults)),
+        "effective_misfire_grace": seconds(own_or_default(spec.misfire_grace,
+                                                          defaults.misfire_grace)),
         "max_catchup": spec.max_catchup,
-        "effective_max_catchup": _catchup(spec.max_catchup, defaults),
+        "effective_max_catchup": own_or_default(spec.max_catchup, defaults.max_catchup),
         "offset": seconds(spec.offset),
         "jitter": seconds(spec.jitter),
         "effective_offset": seconds(spec.effective_offset()),
         "starting_deadline": seconds(spec.starting_deadline),
         "overlap": None if spec.overlap is None else spec.overlap.value,
-        "effective_overlap": (spec.overlap or defaults.overlap_policy).value,
+        "effective_overlap": own_or_default(spec.overlap, defaults.overlap_policy).value,
         "mode": spec.mode.value,
         "failure_backoff": seconds(spec.failure_backoff),
         "failure_backoff_factor": spec.failure_backoff_factor,
@@ -273,14 +276,6 @@ def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict
         "faults": schedule.faults,
         "damage": list(schedule.damage),
     }
-
-
-def _grace(value: timedelta | None, defaults: Settings) -> timedelta:
-    return defaults.misfire_grace if value is None else value
-
-
-def _catchup(value: int | None, defaults: Settings) -> int:
-    return defaults.max_catchup if value is None else value
 
 
 def misfire_text(schedule: Schedule, defaults: Settings) -> str:
@@ -334,8 +329,8 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
     elif spec.jitter is not None:
         shift = (f"jitter up to {human_duration(spec.jitter)} "
                  f"(this schedule: {human_duration(spec.effective_offset())})")
-    grace = human_duration(_grace(spec.misfire_grace, defaults))
-    catchup = _catchup(spec.max_catchup, defaults)
+    grace = human_duration(own_or_default(spec.misfire_grace, defaults.misfire_grace))
+    catchup = own_or_default(spec.max_catchup, defaults.max_catchup)
 
     def at(instant: datetime | None) -> str:
         return when(instant) if now is None else relative(instant, now)

@@ -24,6 +24,16 @@ database and migration modules are imported only when a command runs.
 
 from __future__ import annotations
 
-from goatbeat_celery.cli.commands import goatbeat
+# Each command module adds its commands to the group when imported.
+from goatbeat_celery.cli import (  # noqa: F401
+    backfills,
+    calendars,
+    dashboard,
+    runs,
+    schedules,
+    schema,
+    status,
+)
+from goatbeat_celery.cli.group import goatbeat
 
 __all__ = ["goatbeat"]

@@ -17,6 +17,7 @@ from goatbeat_celery.core.backfill import (
     next_window,
     stored_problems,
 )
+from goatbeat_celery.core.defaults import own_or_default
 from goatbeat_celery.core.errors import (
     ConfigurationError,
     LeaseLost,
@@ -123,7 +124,7 @@ class BackfillDriver:
         # The schedule's own rules, as for its live runs: a row that cannot be planned, or a
         # task the allow-list does not cover, sends nothing.
         trigger = self.planner.runnable_trigger(schedule)
-        count = backfill.per_tick or self.settings.backfill_per_tick
+        count = own_or_default(backfill.per_tick, self.settings.backfill_per_tick)
         window, done = next_window(backfill, trigger.next_after, count)
         existing = (self.store.occurrence_executions(
             backfill.schedule_name, min(window), max(window)) if window else [])

@@ -24,20 +24,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from goatbeat_celery.core.problems import Problem
+
 
 class GoatbeatError(Exception):
     """Base class of every error goatbeat_celery raises on purpose."""
 
 
 class ConfigurationError(GoatbeatError, ValueError):
-    """Invalid settings or schedule specs; ``problems`` holds every one found.
+    """Invalid settings or schedule specs; ``details`` holds every problem found (each a
+    :class:`~goatbeat_celery.core.problems.Problem`), ``problems`` their texts.
 
     Each problem names the field and says how to fix it, so the whole list can be shown to an
-    operator at once.
+    operator at once, and a form can show each beside the field it names.
     """
 
-    def __init__(self, problems: Iterable[str], *, subject: str = "configuration") -> None:
-        self.problems: tuple[str, ...] = tuple(problems)
+    def __init__(self, problems: Iterable[Problem | str], *,
+                 subject: str = "configuration") -> None:
+        self.details: tuple[Problem, ...] = tuple(
+            problem if isinstance(problem, Problem) else Problem.read(problem)
+            for problem in problems)
+        self.problems: tuple[str, ...] = tuple(str(problem) for problem in self.details)
         self.subject = subject
         lines = "\n".join(f"  - {problem}" for problem in self.problems)
         count = len(self.problems)

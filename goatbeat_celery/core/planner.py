@@ -17,6 +17,7 @@ from datetime import datetime
 from goatbeat_celery.core.allowlist import sending_problems
 from goatbeat_celery.core.calendars import Calendar, resolve
 from goatbeat_celery.core.controls import bound_claim
+from goatbeat_celery.core.defaults import own_or_default
 from goatbeat_celery.core.errors import ConfigurationError, failure_reason
 from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
 from goatbeat_celery.core.model import (
@@ -143,20 +144,19 @@ class Planner:
             return PlannedClaim(schedule_name=spec.name, version=schedule.version,
                                 occurrences=(), missed=0, next_occurrence_at=occurrence,
                                 next_run_at=run)
-        expires_after = spec.starting_deadline or settings.starting_deadline
+        expires_after = own_or_default(spec.starting_deadline, settings.starting_deadline)
         if spec.mode is ScheduleMode.FIXED_DELAY:
             return fixed_delay_claim(schedule, now, expires_after=expires_after,
                                      default_overlap=settings.overlap_policy)
-        policy = spec.misfire_policy or settings.misfire_policy
+        policy = own_or_default(spec.misfire_policy, settings.misfire_policy)
         plan = plan_misfires(
             trigger=trigger,
             first=first,
             now=now,
             offset=offset,
             policy=policy,
-            grace=(spec.misfire_grace if spec.misfire_grace is not None
-                   else settings.misfire_grace),
-            max_catchup=spec.max_catchup or settings.max_catchup,
+            grace=own_or_default(spec.misfire_grace, settings.misfire_grace),
+            max_catchup=own_or_default(spec.max_catchup, settings.max_catchup),
         )
         if plan.missed:
             logger.warning("schedule %s missed %d occurrences (policy %s)", quoted_name(spec.name),

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from goatbeat_celery.core.claims import InFlight
+from goatbeat_celery.core.defaults import own_or_default
 from goatbeat_celery.core.model import (
     FinishedRun,
     LeaseGrant,
@@ -97,7 +98,7 @@ def claim_policies(spec: ScheduleSpec, default_overlap: OverlapPolicy) -> dict[s
     """The run-policy fields of a :class:`~goatbeat_celery.core.model.PlannedClaim` of
     ``spec``: its overlap policy (``default_overlap`` when it gives none), its fixed delay, and
     whether its runs wait to be settled (a policy learns something from their end)."""
-    overlap = spec.overlap or default_overlap
+    overlap = own_or_default(spec.overlap, default_overlap)
     delay = spec.delay()
     settle_ends = (delay is not None or spec.failure_backoff is not None
                    or spec.pause_after_failures is not None

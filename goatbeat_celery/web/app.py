@@ -556,10 +556,9 @@ async def _action(request: Request, context: _Context, form: FormData,
     try:
         await _call(method, name)
     except (ConfigurationError, ScheduleConflict) as exc:
-        problems = exc.problems if isinstance(exc, ConfigurationError) else (str(exc),)
         state = forms.FormState(forms.stored_values(
             await _call(context.schedules.get, name), context.schedules.default_timezone))
-        state.add_problems(list(problems))
+        state.add_refusal(exc)
         request.scope["query_string"] = urlencode({"name": name}).encode()
         return await _schedule_page(request, context, state=state, status_code=422)
     return _back_to(request, name, notice)
@@ -594,8 +593,7 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
             await _call(context.schedules.update, name, **trigger, **call,
                         expected_version=_count(version) if version else None)
         except (ConfigurationError, ScheduleConflict) as exc:
-            state.add_problems(list(exc.problems) if isinstance(exc, ConfigurationError)
-                               else [str(exc)])
+            state.add_refusal(exc)
     if state.errors:
         return await _schedule_page(request, context, state=state, status_code=422)
     return _back_to(request, name, "saved")
@@ -641,7 +639,7 @@ async def _create(request: Request, context: _Context, form: FormData) -> Respon
             await _call(context.schedules.create, values["name"], values["task"], **trigger,
                         **call, enabled=form.get("paused") is None)
         except ConfigurationError as exc:
-            state.add_problems(list(exc.problems))
+            state.add_problems(exc.details)
         except ScheduleConflict as exc:
             state.add("name", str(exc))
     if state.errors:

@@ -1,5 +1,6 @@
 """The create and edit forms: what was typed → keywords of :class:`~goatbeat_celery.api.Schedules`,
-and the API's problems → the field each names, so the page shows it next to that field.
+and the API's problems → the field each names (:attr:`Problem.field
+<goatbeat_celery.core.problems.Problem.field>`), so the page shows it next to that field.
 
 Nothing is checked here that the API checks: a form only reads text into values (a duration,
 an instant, JSON), and reports the text it cannot read under its field as the API would.
@@ -14,15 +15,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import Schedule, parse_duration
+from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.specs import KEYWORD_OF_KIND
 
-KINDS = ("every", "cron", "at")
+KINDS = tuple(KEYWORD_OF_KIND.values())
 #: Options with a field of their own; the others are edited as JSON in ``options``.
 OPTION_FIELDS = ("queue", "priority", "expires")
 #: Form fields, in page order; problems naming none of them are shown above the form.
@@ -30,14 +34,8 @@ FIELDS = ("name", "task", "kind", "every", "cron", "at", "timezone", *OPTION_FIE
           "kwargs", "options")
 GENERAL = "_form"
 
-#: The leading word of an API problem → the form field it is about.
-_FIELD_OF = {
-    "name": "name", "task": "task", "trigger": "kind", "every": "every",
-    "cron expression": "cron", "cron": "cron", "at": "at", "timezone": "timezone",
-    "queue": "queue", "args": "args", "kwargs": "kwargs", "options": "options",
-    **{f"options.{key}": key for key in OPTION_FIELDS},
-}
-_SUBJECT = re.compile(r"^schedule (?:'[^']*'|\"[^\"]*\"|\S+): ")
+#: Fields of a spec shown under another form field (the trigger's kind is chosen in ``kind``).
+_SHOWN_IN = {"trigger": "kind", "cron expression": "cron"}
 
 
 @dataclass
@@ -50,28 +48,33 @@ class FormState:
     def add(self, field_name: str, problem: str) -> None:
         self.errors.setdefault(field_name, []).append(problem)
 
-    def add_problems(self, problems: tuple[str, ...] | list[str]) -> None:
+    def add_problems(self, problems: Iterable[Problem]) -> None:
         for problem in problems:
-            name, text = field_of(problem)
-            self.add(name, text)
+            self.add(field_of(problem), problem.text)
+
+    def add_refusal(self, exc: Exception) -> None:
+        """The problems of a refused call under their fields (a conflict above the form)."""
+        if isinstance(exc, ConfigurationError):
+            self.add_problems(exc.details)
+        else:
+            self.add_problems([Problem.read(str(exc))])
 
 
-def field_of(problem: str) -> tuple[str, str]:
-    """``"schedule 'x': task: must be …"`` → ``("task", "task: must be …")``."""
-    text = _SUBJECT.sub("", problem, count=1)
-    head, sep, _ = text.partition(":")
-    if sep and head in _FIELD_OF:
-        return _FIELD_OF[head], text
-    if sep and head.startswith("options."):  # an option without a field of its own
-        return "options", text
-    return GENERAL, text
+def field_of(problem: Problem) -> str:
+    """The form field showing ``problem``: the one it names (an option with a field of its own
+    in that field, any other in ``options``), or :data:`GENERAL`."""
+    if problem.field in _SHOWN_IN:
+        return _SHOWN_IN[problem.field]
+    if problem.root == "options" and problem.detail in OPTION_FIELDS:
+        return problem.detail
+    return problem.root if problem.root in FIELDS else GENERAL
 
 
 def stored_values(schedule: Schedule, default_timezone: str) -> dict[str, str]:
     """The edit form of a stored schedule, filled with what it holds."""
     spec = schedule.spec
     params = spec.trigger.params if isinstance(spec.trigger.params, Mapping) else {}
-    kind = {"interval": "every", "cron": "cron", "once": "at"}.get(spec.trigger.kind, "")
+    kind = KEYWORD_OF_KIND.get(spec.trigger.kind, "")
     every = params.get("every")
     return {
         "name": spec.name, "task": str(spec.task), "kind": kind,

@@ -134,9 +134,9 @@ def test_importing_a_submodule_counts_its_package_init() -> None:
     # package's server, which runs the web package's __init__ first.
     assert "goatbeat_celery.display" in graph["goatbeat_celery.web.app"]
     assert {"goatbeat_celery.web", "goatbeat_celery.web.server"} <= (
-        graph["goatbeat_celery.cli.commands"])
+        graph["goatbeat_celery.cli.dashboard"])
     # Inside the cli package, importing a sibling runs no __init__ that had not already run.
-    assert "goatbeat_celery.cli" not in graph["goatbeat_celery.cli.commands"]
+    assert "goatbeat_celery.cli" not in graph["goatbeat_celery.cli.dashboard"]
 
 
 def test_the_migrations_import_nothing_of_the_package_but_the_core() -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,24 +19,17 @@ from goatbeat_celery.core.errors import (
 )
 from goatbeat_celery.core.model import DURATION_FORMS, MisfirePolicy, parse_duration
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.specs import DURATION_FIELDS, KEYWORD_OF_KIND
 
 KINDS = (("every", "every (interval)"), ("cron", "cron expression"), ("at", "once, at"))
 #: Message options with a field of their own; other options a schedule holds are kept as they are.
 OPTION_FIELDS = ("queue", "exchange", "routing_key", "priority", "expires", "headers")
-DURATION_FIELDS = ("misfire_grace", "offset", "jitter", "starting_deadline", "failure_backoff",
-                   "failure_backoff_max")
 #: Fields given to the API as they are cleaned (None when left empty).
 PLAIN_FIELDS = ("max_catchup", "failure_backoff_factor", "pause_after_failures", "start_at",
                 "end_at", "max_runs")
-_SUBJECT = re.compile(r"^schedule '(?:[^'\\]|\\.)*'(?:\.\.\.)?: ")
-#: A problem's leading name (``options.queue``, ``cron expression``) → the form field showing it.
-_FIELD_OF = {"trigger": "kind", "cron expression": "cron", "cron": "cron", "every": "every",
-             "at": "at", "timezone": "timezone", "name": "name", "task": "task",
-             "args": "args", "kwargs": "kwargs", "options": "options",
-             "misfire_policy": "misfire_policy", "max_catchup": "max_catchup",
-             "enabled": "enabled", "overlap": "overlap", "mode": "mode",
-             "description": "description", "tags": "tags", "calendars": "calendars",
-             **{name: name for name in (*DURATION_FIELDS, *PLAIN_FIELDS)}}
+#: Fields of a spec shown under another form field (the trigger's kind is chosen in ``kind``).
+_SHOWN_IN = {"trigger": "kind", "cron expression": "cron"}
 
 
 def duration_field(label: str, help_text: str = "") -> forms.CharField:
@@ -159,7 +151,7 @@ class ScheduleForm(forms.ModelForm):
                     self.saved = api.update(self.instance.pk, task=data["task"],
                                             expected_version=data.get("version"), **values)
         except ConfigurationError as exc:
-            for problem in exc.problems:
+            for problem in exc.details:
                 self.add_problem(problem)
         except ScheduleConflict:
             if adding:
@@ -233,34 +225,24 @@ class ScheduleForm(forms.ModelForm):
             self.add_error(key, str(exc))
             return None
 
-    def add_problem(self, problem: str) -> None:
+    def add_problem(self, problem: Problem) -> None:
         """Show one of the API's problems on the field it names, without the field's name."""
-        text = _SUBJECT.sub("", problem)
-        head, sep, rest = text.partition(": ")
-        target = field_for(head, self.cleaned_data.get("kind")) if sep else None
-        if target == "options" and "." in head:
-            option = head.split(".", 1)[1].split("[", 1)[0].split(".", 1)[0]
-            if option in OPTION_FIELDS and option in self.fields:
-                self.add_error(option, rest)
-                return
+        target = field_for(problem, self.cleaned_data.get("kind"))
         if target is None or target not in self.fields:
-            self.add_error(None, text)
+            self.add_error(None, problem.text)
         else:
-            self.add_error(target, rest)
+            self.add_error(target, problem.text.partition(": ")[2])
 
 
-def field_for(head: str, kind: Any) -> str | None:
-    """The field a problem's leading name belongs to (``options.queue`` → ``options``)."""
-    if head in _FIELD_OF:
-        target = _FIELD_OF[head]
-    else:
-        base = re.split(r"[.\[]", head, maxsplit=1)[0]
-        target = _FIELD_OF.get(base) or ""
-        if not target:
-            return None
-        if target == "options":
-            return "options"
-    if target == "kind" and kind in ("every", "cron", "at"):
+def field_for(problem: Problem, kind: Any) -> str | None:
+    """The field showing ``problem``: the one it names (``options.queue`` → ``queue`` when the
+    form has a field for that option, else ``options``; the trigger → the chosen kind's)."""
+    if not problem.field:
+        return None
+    target = _SHOWN_IN.get(problem.field, problem.root)
+    if target == "options" and problem.detail in OPTION_FIELDS:
+        return problem.detail
+    if target == "kind" and kind in KEYWORD_OF_KIND.values():
         return str(kind)
     return target
 
@@ -269,7 +251,7 @@ def initial_values(row: Schedule) -> dict[str, Any]:
     """A stored row as the form's initial values."""
     trigger = dict(row.trigger or {})
     options = dict(row.options or {})
-    kind = {"interval": "every", "cron": "cron", "once": "at"}.get(str(trigger.get("kind")))
+    kind = KEYWORD_OF_KIND.get(str(trigger.get("kind")))
     values: dict[str, Any] = {
         "name": row.name, "task": row.task, "kind": kind or "every",
         "args": list(row.args or []), "kwargs": dict(row.kwargs or {}),

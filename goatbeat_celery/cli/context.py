@@ -1,0 +1,231 @@
+"""What every command works with: the app given with ``-A``, its schedules on the database, and
+goatbeat's errors reported as click errors (problems naming the options an operator typed)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+import click
+
+from goatbeat_celery import display
+from goatbeat_celery.cli import checks as checks_module
+from goatbeat_celery.core.errors import (
+    BackfillNotFound,
+    CalendarInUse,
+    CalendarNotFound,
+    ConfigurationError,
+    GoatbeatError,
+    ScheduleConflict,
+    ScheduleNotFound,
+    StoreUnavailable,
+)
+from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.core.protocols import LeaseManager
+
+if TYPE_CHECKING:
+    from goatbeat_celery.api import Schedules
+
+
+#: Exit status for a database that cannot be reached, as Celery's own commands use for a broker.
+EX_UNAVAILABLE = 69
+
+#: Leading field names in goatbeat's problem messages → the option an operator typed.
+_OPTION_OF = {
+    "every": "--every",
+    "cron expression": "--cron",
+    "timezone": "--timezone",
+    "at": "--at",
+    "misfire_policy": "--misfire-policy",
+    "misfire_grace": "--misfire-grace",
+    "max_catchup": "--max-catchup",
+    "offset": "--offset",
+    "jitter": "--jitter",
+    "starting_deadline": "--starting-deadline",
+    "overlap": "--overlap",
+    "mode": "--fixed-delay",
+    "failure_backoff": "--failure-backoff",
+    "failure_backoff_factor": "--failure-backoff-factor",
+    "failure_backoff_max": "--failure-backoff-max",
+    "pause_after_failures": "--pause-after-failures",
+    "start_at": "--start-at",
+    "end_at": "--end-at",
+    "max_runs": "--max-runs",
+    "description": "--description",
+    "tags": "--tag",
+    "calendars": "--calendar",
+    "note": "--note",
+    "until": "--until",
+    "count": "--count",
+    "task": "TASK",
+    "options.queue": "--queue",
+}
+
+
+class CommandError(click.ClickException):
+    """A failure reported to the operator as one message and a non-zero exit status."""
+
+    def __init__(self, message: str) -> None:
+        # Messages quote names and driver errors: escaped like all text output.
+        super().__init__(display.shown(message, keep_newlines=True))
+
+
+class DatabaseUnavailable(CommandError):
+    exit_code = EX_UNAVAILABLE
+
+
+#: Field names that read unambiguously as options wherever they appear in a problem.
+_FIELD_WORDS = re.compile(
+    r"\b(offset|jitter|misfire_policy|misfire_grace|max_catchup|starting_deadline|overlap|"
+    r"failure_backoff_factor|failure_backoff_max|failure_backoff|pause_after_failures|"
+    r"start_at|end_at|max_runs)\b")
+
+
+#: Leading field names of a spec's own problems that are read as options only there (a word
+#: such as "tags" may appear in other text).
+_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "options.queue"})
+
+
+def _option_names(problem: Problem) -> str:
+    """``timezone: unknown zone…`` → ``--timezone: unknown zone…``, by the field the problem
+    names; a schedule's own name prefix is dropped (the error's subject already names it)."""
+    said = problem.text.partition(": ")[2]
+    if not problem.subject and problem.field in _OPTION_OF:
+        return f"{_OPTION_OF[problem.field]}: {said}"
+    text = str(problem)
+    if problem.subject.startswith("schedule "):
+        if problem.field in _SPEC_OPTION_WORDS:
+            return f"{_OPTION_OF[problem.field]}: {said}"
+        text = problem.text
+        if text.startswith("task "):
+            text = "TASK " + text[len("task "):]
+    return _FIELD_WORDS.sub(lambda m: _OPTION_OF[m.group(1)], text)
+
+
+#: Keywords of ``Schedules.update`` → the option of ``edit`` that sets each.
+_EDIT_OPTION = {
+    "every": "--every", "cron": "--cron", "at": "--at", "task": "--task", "args": "--args",
+    "kwargs": "--kwargs", "options": "--queue", "misfire_policy": "--misfire-policy",
+    "misfire_grace": "--misfire-grace", "max_catchup": "--max-catchup", "offset": "--offset",
+    "jitter": "--jitter", "starting_deadline": "--starting-deadline", "overlap": "--overlap",
+    "mode": "--fixed-delay/--fixed-rate", "failure_backoff": "--failure-backoff",
+    "failure_backoff_factor": "--failure-backoff-factor",
+    "failure_backoff_max": "--failure-backoff-max",
+    "pause_after_failures": "--pause-after-failures", "start_at": "--start-at",
+    "end_at": "--end-at", "max_runs": "--max-runs", "description": "--description",
+    "tags": "--tag", "calendars": "--calendar",
+}
+#: The API's advice for a damaged row: "edit it giving args, misfire_policy anew".
+_REPAIR_HINT = re.compile(r"(?<=\bgiving )[a-z_]+(?:, [a-z_]+)*(?= anew\b)")
+
+
+def _edit_options(problem: str) -> str:
+    """The API's repair advice in the options an operator types (``args`` → ``--args``)."""
+    return _REPAIR_HINT.sub(lambda m: ", ".join(_EDIT_OPTION.get(word, word)
+                                                for word in m[0].split(", ")), problem)
+
+
+@contextmanager
+def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Iterator[None]:
+    """goatbeat's errors as click errors: a clear message and a non-zero exit status.
+
+    With ``as_options``, problems about schedule fields name the command-line options instead,
+    except those in ``stored``: the damage of the row being edited, which describes what the
+    database holds, not what was typed.
+    """
+    try:
+        yield
+    except ScheduleNotFound as exc:
+        raise CommandError(f"{exc}; `{app_command('list')}` shows the schedules") from exc
+    except CalendarNotFound as exc:
+        raise CommandError(f"{exc}; `{app_command('calendar list')}` shows the calendars"
+                           ) from exc
+    except CalendarInUse as exc:
+        raise CommandError(str(exc)) from exc
+    except ConfigurationError as exc:
+        problems = [replace(p, message=_edit_options(p.message), hint=_edit_options(p.hint))
+                    for p in exc.details]
+        shown = [str(p) if not as_options or str(p) in stored else _option_names(p)
+                 for p in problems]
+        raise CommandError(str(ConfigurationError(shown, subject=exc.subject))) from exc
+    except ScheduleConflict as exc:
+        raise CommandError(str(exc)) from exc
+    except BackfillNotFound as exc:
+        raise CommandError(f"{exc}; `{app_command('backfills')}` shows the backfills") from exc
+    except StoreUnavailable as exc:
+        raise DatabaseUnavailable(str(exc)) from exc
+    except GoatbeatError as exc:  # SchemaOutOfDate names the migrate command
+        raise CommandError(display.with_migrate_command(str(exc), app_given())) from exc
+
+
+def app_given(ctx: click.Context | None = None) -> str | None:
+    """What ``-A`` named (the app's import path), or None when no -A was given."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    value = ctx.find_root().params.get("app")
+    if isinstance(value, str):
+        return value.strip() or None
+    # An app object, when Celery's command is invoked from Python with one.
+    main = getattr(value, "main", None)
+    return main if isinstance(main, str) and main else None
+
+
+def app_command(words: str) -> str:
+    """``celery -A <the app given> goatbeat <words>``, for messages that suggest a command."""
+    return display.command_line(app_given(), words)
+
+
+def app_label() -> str:
+    """The app as warnings name it."""
+    given = app_given()
+    return "Celery's default app (no -A given)" if given is None else f"app {given!r}"
+
+
+def celery_app(ctx: click.Context) -> Any:
+    """The app Celery's top-level command loaded from ``-A``."""
+    app = getattr(ctx.obj, "app", None)
+    if app is None:
+        raise click.UsageError("run these commands through Celery: "
+                               f"{display.command_line(None, '…')}")
+    return app
+
+
+@contextmanager
+def opened(ctx: click.Context) -> Iterator[Schedules]:
+    """The app's schedules on the database its settings name, closed afterwards."""
+    from goatbeat_celery import config as config_module
+    from goatbeat_celery.api import Schedules
+    from goatbeat_celery.store.url import Backend, backend_of
+
+    app = celery_app(ctx)
+    with reported():
+        url = config_module.load(app, with_schedules=False).config.database_url
+        if backend_of(url) is Backend.MEMORY:
+            raise CommandError(
+                "goatbeat_database_url is memory://, which lives inside one process: these "
+                "commands cannot see beat's schedules; use postgresql://… (or sqlite:///path)"
+            )
+        # Opening a SQLite store creates its file: only `migrate` may create a database.
+        missing = checks_module.missing_sqlite_problem(url, app_given(ctx))
+        if missing is not None:
+            raise CommandError(missing)
+        schedules = Schedules.from_app(app)
+        try:
+            yield schedules
+        finally:
+            schedules.close()
+
+
+def lease_manager(schedules: Schedules) -> LeaseManager:
+    # open_store returns one object that is both the schedule store and the lease manager.
+    return cast(LeaseManager, schedules.store)
+
+
+def masked_url(schedules: Schedules) -> str:
+    from goatbeat_celery.store import mask_url
+
+    return mask_url(schedules.config.database_url)

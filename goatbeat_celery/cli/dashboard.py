@@ -1,0 +1,65 @@
+"""``web``: the web dashboard served from the command line."""
+
+from __future__ import annotations
+
+import click
+from celery.bin.base import CeleryCommand
+
+from goatbeat_celery.cli.context import CommandError, masked_url, opened, reported
+from goatbeat_celery.cli.group import goatbeat
+from goatbeat_celery.cli.output import say
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.option("--bind", default="127.0.0.1:8765", show_default=True, metavar="HOST:PORT",
+              help="Where to listen. An address other hosts can reach is refused unless "
+                   "GOATBEAT_WEB_TOKEN is set.")
+@click.option("--read-only", "read_only", is_flag=True,
+              help="Show everything, change nothing: no forms, every POST refused.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A host name the dashboard answers to besides 127.0.0.1, [::1] and "
+                   "localhost (the name a proxy or tunnel reaches it by); repeatable.")
+@click.pass_context
+def web(ctx: click.Context, bind: str, read_only: bool,
+        allowed_hosts: tuple[str, ...]) -> None:
+    """Serve the web dashboard: lease, schedules, history and lateness; pause, resume, run
+    now, edit, create and remove.
+
+    With GOATBEAT_WEB_TOKEN set (16 characters or more), every request must give it: the
+    sign-in page, `Authorization: Bearer TOKEN`, or basic auth with TOKEN as password.
+    Needs the web extra: pip install "goatbeat_celery[web]".
+    """
+    import os
+
+    try:
+        from goatbeat_celery.web import WebSettings, create_app
+        from goatbeat_celery.web.security import (
+            TOKEN_VARIABLE,
+            bind_problem,
+            parse_bind,
+        )
+        from goatbeat_celery.web.server import DEFAULT_PORT, serve
+    except ImportError as exc:
+        raise CommandError(f"the web dashboard needs the web extra: pip install "
+                           f"\"goatbeat_celery[web]\" ({exc})") from exc
+    try:
+        host, port = parse_bind(bind, DEFAULT_PORT)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bind") from exc
+    settings = WebSettings(token=os.environ.get(TOKEN_VARIABLE) or None, read_only=read_only,
+                           allowed_hosts=allowed_hosts)
+    problems = settings.problems()
+    if problems:
+        raise CommandError("; ".join(problems))
+    refused = bind_problem(host, settings)
+    if refused is not None:
+        raise CommandError(refused)
+    with opened(ctx) as schedules:
+        with reported():
+            app = create_app(schedules, settings)
+        shown_host = f"[{host}]" if ":" in host else host
+        mode = ", read-only" if read_only else ""
+        auth = "token required" if settings.token else "no token: this host only"
+        say(f"goatbeat web on http://{shown_host}:{port}/ ({auth}{mode}); database "
+            f"{masked_url(schedules)}")
+        serve(app, host, port)

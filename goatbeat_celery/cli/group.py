@@ -1,0 +1,14 @@
+"""The ``goatbeat`` command group; each module of the package adds its commands to it."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(name="goatbeat")
+@click.pass_context
+def goatbeat(ctx: click.Context) -> None:
+    """goatbeat: schedules, lease and database schema of goatbeat_celery.
+
+    Settings (goatbeat_database_url, …) are read from the app given with -A.
+    """

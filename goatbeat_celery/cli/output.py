@@ -1,0 +1,70 @@
+"""What the commands print: documents for scripts, lines for people, warnings, one schedule."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from goatbeat_celery import display
+from goatbeat_celery.cli.context import app_label, celery_app, reported
+from goatbeat_celery.core.model import (
+    Schedule,
+    ScheduleSource,
+)
+
+if TYPE_CHECKING:
+    from goatbeat_celery.api import Schedules
+
+
+def emit(data: Any) -> None:
+    click.echo(display.document(data))
+
+
+def say(text: str) -> None:
+    """Print one line for people, user data in it escaped."""
+    click.echo(display.shown(text))
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {display.shown(message)}", err=True)
+
+
+def warn_config_source(schedule: Schedule, consequence: str) -> None:
+    if schedule.spec.source is ScheduleSource.CONFIG:
+        warn(f"{schedule.name!r} comes from beat_schedule: the next config sync (when a replica "
+             f"becomes leader) {consequence}; change beat_schedule to make it last")
+
+
+def warn_unknown_task(ctx: click.Context, task: str) -> None:
+    """Warn (never refuse: beat may not import every task module) when ``task`` is not among
+    the app's tasks once its task modules are imported as a worker imports them."""
+    app = celery_app(ctx)
+    try:
+        app.loader.import_default_modules()  # `imports`, `include` and autodiscovery
+        known = sorted(str(name) for name in app.tasks)
+    except Exception as exc:  # the app's own modules failed to import: nothing to compare
+        warn(f"could not check task {task!r}: importing the task modules of {app_label()} "
+             f"failed ({type(exc).__name__}: {exc})")
+        return
+    if task in known:
+        return
+    close = difflib.get_close_matches(task, [n for n in known if not n.startswith("celery.")],
+                                      n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    warn(f"task {task!r} is not registered in {app_label()}{hint}: stored anyway, as beat "
+         "sends tasks by name, but a worker that does not know it rejects every run")
+
+
+def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
+                  headline: str | None = None) -> None:
+    defaults = schedules.config.settings
+    with reported():
+        now = schedules.store.now()
+    if as_json:
+        emit(display.schedule_json(schedule, defaults, now))
+        return
+    if headline:
+        say(headline)
+    click.echo(display.fields(display.schedule_fields(schedule, defaults, now)))

@@ -1,0 +1,176 @@
+"""Loose input → a validated :class:`~goatbeat_celery.core.model.ScheduleSpec`: the one
+conversion behind every way a schedule is given.
+
+The API's keywords (which the CLI, the dashboard and the admin call with what was typed) and a
+``beat_schedule`` entry's ``goatbeat`` options are read here: names of policies, durations,
+instants, tags and calendars, the trigger from ``every=``/``cron=``/``at=``, then the spec's
+own rules and what only kombu knows of its options. Each caller says how its fields are
+labelled in problems (``misfire_grace`` for the API, ``beat_schedule['x'].goatbeat.misfire_grace``
+for a config entry); every problem found is appended, none raised, so the caller reports all
+of them at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from kombu import compression, serialization
+
+from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.model import (
+    Duration,
+    MisfirePolicy,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+    ensure_aware,
+    to_timedelta,
+)
+from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger
+from goatbeat_celery.core.validation import instant_problem
+from goatbeat_celery.cron import CronTrigger
+
+#: The fields of a spec besides its name, trigger and ``enabled``, as keywords.
+SPEC_FIELDS = (
+    "task", "args", "kwargs", "options", "misfire_policy", "misfire_grace", "max_catchup",
+    "offset", "jitter", "starting_deadline", "overlap", "mode", "failure_backoff",
+    "failure_backoff_factor", "failure_backoff_max", "pause_after_failures",
+    "start_at", "end_at", "max_runs", "description", "tags", "calendars",
+)
+#: The fields given as durations (seconds, a timedelta or text such as ``"1m30s"``).
+DURATION_FIELDS = ("misfire_grace", "offset", "jitter", "starting_deadline", "failure_backoff",
+                   "failure_backoff_max")
+#: A stored trigger's kind → the keyword (and form field) that gives it.
+KEYWORD_OF_KIND = {"interval": "every", "cron": "cron", "once": "at"}
+#: A zone given for a schedule that is not a cron schedule.
+ZONE_WITHOUT_CRON = ("timezone: applies to cron schedules only (an every= interval runs on a "
+                     "grid counted from the Unix epoch, an at= instant carries its own "
+                     "offset); remove it, or give cron= with it")
+
+Label = Callable[[str], str]
+
+
+def _as_is(key: str) -> str:
+    return key
+
+
+def given_triggers(values: Mapping[str, Any]) -> list[str]:
+    """Which of ``every``, ``cron`` and ``at`` ``values`` gives (a schedule takes one)."""
+    return [key for key in ("every", "cron", "at") if values.get(key) is not None]
+
+
+def trigger_spec(every: Duration | None, cron: str | None, at: datetime | None,
+                 timezone: str | None, problems: list[str], *, default_zone: str,
+                 day_or: bool = True) -> TriggerSpec | None:
+    """The trigger of exactly one of ``every``, ``cron`` (read in ``timezone``, by default
+    ``default_zone``) or ``at``; None with the problems appended."""
+    given = given_triggers({"every": every, "cron": cron, "at": at})
+    if len(given) != 1:
+        problems.append("trigger: give exactly one of every=, cron= or at= "
+                        f"(got {', '.join(given) or 'none'})")
+        return None
+    if timezone is not None and cron is None:
+        problems.append(ZONE_WITHOUT_CRON)
+        return None
+    if isinstance(timezone, str) and not timezone.strip():
+        problems.append(f"timezone: is empty; give an IANA zone such as 'Europe/Paris', "
+                        f"or leave it out for the app's zone ({default_zone})")
+        return None
+    try:
+        if every is not None:
+            return IntervalTrigger(to_timedelta(every, "every")).to_spec()
+        if cron is not None:
+            return CronTrigger(cron, default_zone if timezone is None else timezone,
+                               day_or=day_or).to_spec()
+        assert at is not None
+        return OnceTrigger(ensure_aware(at, "at")).to_spec()
+    except ConfigurationError as exc:
+        problems.extend(exc.problems)
+        return None
+
+
+def spec_fields(values: Mapping[str, Any], problems: list[str], *, label: Label = _as_is,
+                text_instants: bool = False) -> dict[str, Any]:
+    """The spec fields of ``values`` (those of :data:`SPEC_FIELDS` it holds), read into the
+    types a spec holds: policies by name, durations, aware instants (ISO-8601 text too with
+    ``text_instants``), lists as tuples. What cannot be read is named under ``label(key)`` and
+    left unset, so that it is reported once; the rest is judged by the spec's own rules."""
+    found = {key: values[key] for key in SPEC_FIELDS if key in values}
+    readers: tuple[tuple[str, Any], ...] = (
+        ("misfire_policy", MisfirePolicy), ("overlap", OverlapPolicy), ("mode", ScheduleMode))
+    for key, kind in readers:
+        if found.get(key) is not None:
+            found[key] = kind.read(found[key], label(key), problems)
+    if "mode" in found:
+        found["mode"] = found["mode"] or ScheduleMode.FIXED_RATE
+    for key in DURATION_FIELDS:
+        if found.get(key) is not None:
+            before = len(problems)
+            value: timedelta | None = to_timedelta(found[key], label(key), problems)
+            found[key] = value if len(problems) == before else None
+    for key in ("start_at", "end_at"):
+        if found.get(key) is not None:
+            found[key] = _instant(found[key], label(key), problems, text=text_instants)
+    for key in ("tags", "calendars"):
+        if key in found:
+            found[key] = tuple(found[key]) if isinstance(found[key], list) else (
+                () if found[key] is None else found[key])
+    # Kept as given when of the wrong shape (a string is not split into characters): the
+    # spec's own check names the field.
+    if isinstance(found.get("args"), list):
+        found["args"] = tuple(found["args"])
+    return found
+
+
+def _instant(value: Any, label: str, problems: list[str], *, text: bool) -> datetime | None:
+    if text and isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            problems.append(f"{label}: cannot read {value!r} as an ISO-8601 instant; give "
+                            "e.g. '2030-01-01T09:00:00+01:00' or an aware datetime")
+            return None
+    problem = instant_problem(value, label)
+    if problem is not None:
+        problems.append(problem)
+        return None
+    return ensure_aware(value, label)
+
+
+def checked_spec(fields: Mapping[str, Any], problems: list[str], *, name: str,
+                 trigger: TriggerSpec | None, source: ScheduleSource, enabled: bool = True,
+                 relabel: Callable[[list[str]], list[str]] | None = None,
+                 options_label: str = "options") -> ScheduleSpec:
+    """The spec of ``fields`` (as :func:`spec_fields` reads them), with every problem of its
+    options and of its own rules appended (``relabel`` rewrites the latter for the caller's
+    naming). A missing ``trigger`` (already reported) stands in as an invalid one."""
+    problems.extend(kombu_problems(fields.get("options"), options_label))
+    spec = ScheduleSpec(name=name, trigger=trigger or TriggerSpec(kind="invalid"),
+                        enabled=enabled, source=source, **fields)
+    found = spec.problems()
+    problems.extend(found if relabel is None else relabel(found))
+    return spec
+
+
+def kombu_problems(options: object, label: str = "options") -> list[str]:
+    """What only kombu can tell about a schedule's options: whether the serializer and the
+    compression they name are known to it."""
+    if not isinstance(options, Mapping):
+        return []
+    found = []
+    serializer = options.get("serializer")
+    if isinstance(serializer, str) and serializer not in serialization.registry.name_to_type:
+        known = ", ".join(sorted(serialization.registry.name_to_type))
+        found.append(f"{label}.serializer: unknown serializer {serializer!r}; use one of: "
+                     f"{known}")
+    method = options.get("compression")
+    if isinstance(method, str):
+        try:
+            compression.get_encoder(method)  # type: ignore[no-untyped-call]
+        except KeyError:
+            found.append(f"{label}.compression: unknown compression {method!r}; use one of: "
+                         "zlib, bzip2, lzma (or one registered with kombu)")
+    return found
