@@ -1,4 +1,4 @@
-"""Test doubles for code that runs or drives goatbeat: a clock, a broker and an observer.
+"""Test doubles for code that runs or drives goatbeat: a clock, a broker, an observer, a leader.
 
 They are the ones goatbeat's own tests use, shipped so that an application's tests can run the
 real engine and the real :class:`~goatbeat_celery.Schedules` in memory, without Celery, a
@@ -7,8 +7,7 @@ broker or a database, and without sleeping::
     clock = ManualClock()
     store = MemoryStore(clock)                 # the in-memory store, on the manual clock
     broker = RecordingSubmitter()
-    engine = Engine(store=store, lease=store, submitter=broker, settings=Settings(),
-                    holder="test", monotonic=clock.monotonic)
+    engine = build_engine(store, clock=clock, submitter=broker)
 
 * :class:`ManualClock` is the store's clock and the replicas' monotonic clocks: time moves only
   when the test moves it, and a replica can be frozen while the world goes on.
@@ -17,28 +16,43 @@ broker or a database, and without sleeping::
 * :class:`RecordingObserver` writes down every lifecycle event the engine reports.
 * :class:`MemoryStore` is the in-memory store and lease, which passes the same conformance suite
   as the database stores.
+* :func:`build_engine` builds the leader, :class:`~goatbeat_celery.core.engine.Engine`, on a
+  store with test defaults: the store as its own lease, default settings, a recording broker.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, cast
 
+from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.model import (
     UTC,
     Dispatch,
     Duration,
     Execution,
     LeaseGrant,
+    ScheduleSpec,
     SubmitResult,
     ensure_aware,
 )
 from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
-from goatbeat_celery.core.protocols import TaskSubmitter
+from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
+from goatbeat_celery.core.runs import RunLog
+from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.store.memory import MemoryStore
 
-__all__ = ["ManualClock", "MemoryStore", "RecordingObserver", "RecordingSubmitter", "SubmitCall"]
+__all__ = [
+    "ManualClock",
+    "MemoryStore",
+    "RecordingObserver",
+    "RecordingSubmitter",
+    "SubmitCall",
+    "build_engine",
+]
 
 
 class ManualClock:
@@ -245,3 +259,53 @@ class RecordingObserver(EngineObserver):
 
     def runs_ended(self, executions: Sequence[Execution]) -> None:
         self.events.append(("runs_ended", [(e.key, e.run_state) for e in executions]))
+
+
+def build_engine(
+    store: ScheduleStore,
+    *,
+    clock: ManualClock | None = None,
+    monotonic: Callable[[], float] | None = None,
+    submitter: TaskSubmitter | None = None,
+    settings: Settings | None = None,
+    holder: str = "test",
+    lease: LeaseManager | None = None,
+    runs: RunLog | None = None,
+    triggers: TriggerRegistry | None = None,
+    config_schedules: Sequence[ScheduleSpec] = (),
+    observer: EngineObserver | None = None,
+    task_allowed: Callable[[str], bool] | None = None,
+) -> Engine:
+    """A leader, :class:`~goatbeat_celery.core.engine.Engine`, on ``store``, with test defaults.
+
+    * ``lease``: the store itself, as every goatbeat store is its own lease manager (pass one
+      to put a wrapped store, one that fails on purpose, in front of the real lease).
+    * ``monotonic``: ``clock.monotonic`` when a :class:`ManualClock` is given, so the leader's
+      deadlines move only with the test's clock; else the real ``time.monotonic``, as a leader
+      on a database clock needs. Give ``monotonic=clock.monotonic_for(holder)`` to a replica
+      that a test freezes; passing both ``clock`` and ``monotonic`` is a TypeError.
+    * ``submitter``: a new :class:`RecordingSubmitter` (read it back as ``engine.submitter``).
+    * ``settings``: ``Settings()``, the defaults a deployment starts from.
+    * ``holder``: ``"test"``; give each replica of a test its own.
+    * ``runs``: None, so runs are not judged (pass the store to have the leader mark silent
+      runs lost); ``triggers``, ``config_schedules``, ``observer`` and ``task_allowed`` are
+      the Engine's own defaults.
+    """
+    if clock is not None and monotonic is not None:
+        raise TypeError("give build_engine a clock or a monotonic clock, not both")
+    if clock is not None:
+        monotonic = clock.monotonic
+    return Engine(
+        store=store,
+        # Every store goatbeat ships is its own lease manager (goatbeat_celery.store.Store).
+        lease=lease if lease is not None else cast(LeaseManager, store),
+        submitter=submitter if submitter is not None else RecordingSubmitter(),
+        settings=settings if settings is not None else Settings(),
+        holder=holder,
+        triggers=triggers,
+        config_schedules=config_schedules,
+        observer=observer,
+        task_allowed=task_allowed,
+        monotonic=monotonic if monotonic is not None else time.monotonic,
+        runs=runs,
+    )

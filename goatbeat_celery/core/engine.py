@@ -50,7 +50,7 @@ from goatbeat_celery.core.runs import RunLog, RunState
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.settlement import RunSettler
 from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.core.submission import Submission, SubmissionPipeline
+from goatbeat_celery.core.submission import InFlight, SubmissionPipeline
 from goatbeat_celery.core.trigger_cache import TriggerCache
 from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.core.validation import reason_text
@@ -378,14 +378,13 @@ class Engine:
         batch_size = self.settings.batch_size
         # One batch goes to the broker on a helper thread while the next one is claimed: the
         # broker's round trips and the database's overlap instead of adding up.
-        inflight: Submission | None = None
+        inflight = InFlight(submissions)
         try:
             while True:
                 batch = self.store.due_schedules(batch_size, shard=self._shard)
                 self._store_seen = (batch.now, self._mono())
                 if not batch.schedules or not self.is_leader():
-                    previous, inflight = inflight, None
-                    submissions.settle(previous)
+                    inflight.settle()
                     next_due = batch.next_due_at
                     # Backfills only once the live schedules due are claimed and sent; each
                     # by its schedule's shard's leader, which alone resends its claims.
@@ -418,26 +417,23 @@ class Engine:
                     self.observer.claimed(result.dispatches)
                     logger.debug("claimed %d occurrences", len(result.dispatches),
                                  extra={"action": "claimed"})
-                    previous, inflight = inflight, None
-                    submissions.settle(previous)
+                    inflight.settle()
                     fresh = self._drop_expired(result.dispatches)
                     if fresh and not submissions.backing_off():
-                        inflight = submissions.start(fresh, grant)
+                        inflight.start(fresh, grant)
                 if result.advanced + moved == 0:
                     # Nothing moved (rows locked by an edit in progress): read again shortly.
-                    previous, inflight = inflight, None
-                    submissions.settle(previous)
+                    inflight.settle()
                     return batch.now + timedelta(seconds=NOTHING_MOVED_PAUSE), batch.now
                 if self._renew_due():
-                    previous, inflight = inflight, None
-                    submissions.settle(previous)
+                    inflight.settle()
                     return batch.now, batch.now
         finally:
-            if inflight is not None:
+            if inflight.busy:
                 # Leaving on an error: still wait for the batch on the wire, but let the first
                 # error be the one reported.
                 try:
-                    submissions.settle(inflight)
+                    inflight.settle()
                 except GoatbeatError as exc:
                     logger.warning("store error after a submission: %s", exc,
                                    extra={"action": "store_error"})

@@ -194,6 +194,31 @@ class SubmissionPipeline:
         self.observer.submitted(records)
 
 
+class InFlight:
+    """At most one batch on the wire (:meth:`SubmissionPipeline.start`) while the loop claims
+    the next one."""
+
+    def __init__(self, pipeline: SubmissionPipeline) -> None:
+        self._pipeline = pipeline
+        self._submission: Submission | None = None
+
+    @property
+    def busy(self) -> bool:
+        """True while a batch is on the wire, not yet settled."""
+        return self._submission is not None
+
+    def start(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> None:
+        """Put ``dispatches`` on the wire; the batch before must have been settled."""
+        assert self._submission is None, "the batch before was not settled"
+        self._submission = self._pipeline.start(dispatches, grant)
+
+    def settle(self) -> None:
+        """Wait for the batch on the wire, if any, and record it. The wire is empty afterwards
+        even when recording raises, so no batch is recorded twice."""
+        submission, self._submission = self._submission, None
+        self._pipeline.settle(submission)
+
+
 class Submission:
     """One claimed batch handed to the broker (and marked) on a thread of its own."""
 

@@ -82,17 +82,14 @@ def test_calendars_of_the_wrong_shape_in_an_entry_are_refused(calendars: object)
 def test_a_config_entry_observing_a_missing_calendar_is_set_aside_naming_it() -> None:
     from goatbeat_celery.api import Schedules
     from goatbeat_celery.config import base_registry
-    from goatbeat_celery.core.engine import Engine
-    from goatbeat_celery.core.settings import Settings
-    from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+    from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
     (spec,) = load(make_app(beat_schedule={"poll": entry(calendars=["holidays"])})).schedules
     clock = ManualClock()
     store = MemoryStore(clock)
     submitter = RecordingSubmitter()
-    engine = Engine(store=store, lease=store, submitter=submitter, settings=Settings(),
-                    holder="a", monotonic=clock.monotonic, triggers=base_registry(),
-                    config_schedules=[spec])
+    engine = build_engine(store, clock=clock, submitter=submitter, holder="a",
+                          triggers=base_registry(), config_schedules=[spec])
     engine.tick()
     clock.advance(61)
     engine.tick()

@@ -20,13 +20,12 @@ from goatbeat_celery.core.backfill import (
     BackfillStep,
     backfill_key,
 )
-from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import BackfillNotFound, LeaseLost, ScheduleNotFound
 from goatbeat_celery.core.model import ExecutionState, LeaseGrant, idempotency_key
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.url import normalise_url
-from goatbeat_celery.testing import RecordingSubmitter
+from goatbeat_celery.testing import RecordingSubmitter, build_engine
 
 from .conftest import Backend, Store, StoreClock
 from .support import LONG_TTL, create_due, grid_point_before
@@ -212,13 +211,11 @@ def test_an_engine_drains_a_backfill_and_a_second_leader_goes_on(store: Store,
     backfill = store.create_backfill(request(store, minutes=25, per_tick=10))
     submitter = RecordingSubmitter()
     settings = Settings(lease_ttl=60, lease_renew_interval=20)
-    first = Engine(store=store, lease=store, submitter=submitter, settings=settings,
-                   holder="a")
+    first = build_engine(store, submitter=submitter, settings=settings, holder="a")
     first.tick()
     first.close()
     peer = backend.open_peer()
-    second = Engine(store=peer, lease=peer, submitter=submitter, settings=settings,
-                    holder="b")
+    second = build_engine(peer, submitter=submitter, settings=settings, holder="b")
     for _ in range(3):
         second.tick()
     second.close()
@@ -262,8 +259,8 @@ def test_a_backfill_row_edited_by_hand_is_set_aside_and_live_runs_go_on(
     read = store.get_backfill(bad.id)
     assert read.damage or column == "per_tick"
     submitter = RecordingSubmitter()
-    engine = Engine(store=store, lease=store, submitter=submitter,
-                    settings=Settings(lease_ttl=60, lease_renew_interval=20), holder="a")
+    engine = build_engine(store, submitter=submitter,
+                          settings=Settings(lease_ttl=60, lease_renew_interval=20), holder="a")
     try:
         engine.tick()
     finally:
@@ -305,8 +302,8 @@ def test_a_backfill_with_an_unknown_state_is_listed_with_its_damage_and_never_ru
     assert [b.id for b in listed] == [odd.id]
     assert listed[0].damage == ("state: 'sleeping'",)
     assert store.active_backfills(10) == []
-    engine = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
-                    settings=Settings(lease_ttl=60, lease_renew_interval=20), holder="a")
+    engine = build_engine(store, settings=Settings(lease_ttl=60, lease_renew_interval=20),
+                          holder="a")
     try:
         engine.tick()
     finally:

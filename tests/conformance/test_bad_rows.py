@@ -19,12 +19,12 @@ import pytest
 import sqlalchemy as sa
 
 from goatbeat_celery.core.calendars import Calendar
-from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import StoreError, StoreUnavailable
 from goatbeat_celery.core.model import SET_ASIDE_RETRY, PlannedClaim
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.url import normalise_url
+from goatbeat_celery.testing import build_engine
 
 from .conftest import Store
 from .support import RecordingSubmitter, create_due
@@ -71,8 +71,8 @@ def database(request: pytest.FixtureRequest) -> Iterator[Database]:
 
 def lead_once(database: Database) -> RecordingSubmitter:
     submitter = RecordingSubmitter()
-    engine = Engine(store=database.store, lease=database.store, submitter=submitter,
-                    settings=Settings(lease_ttl=60, lease_renew_interval=20), holder="a")
+    engine = build_engine(database.store, submitter=submitter,
+                          settings=Settings(lease_ttl=60, lease_renew_interval=20), holder="a")
     try:
         engine.tick()
     finally:

@@ -11,6 +11,7 @@ from goatbeat_celery.core.misfire import first_occurrence
 from goatbeat_celery.core.model import ExecutionState, idempotency_key
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.triggers import IntervalTrigger
+from goatbeat_celery.testing import build_engine
 
 from .conftest import Store, StoreClock
 from .support import RecordingSubmitter, interval_spec
@@ -39,10 +40,8 @@ def test_an_engine_dispatches_and_a_standby_takes_over_on_release(
     store.create_schedule(interval_spec("heartbeat", EVERY), next_occurrence_at=first,
                           next_run_at=first)
     sent_a, sent_b = RecordingSubmitter(), RecordingSubmitter()
-    leader = Engine(store=store, lease=store, submitter=sent_a, settings=SETTINGS, holder="a",
-                    monotonic=clock.monotonic)
-    standby = Engine(store=store, lease=store, submitter=sent_b, settings=SETTINGS,
-                     holder="b", monotonic=clock.monotonic)
+    leader = build_engine(store, clock=clock, submitter=sent_a, settings=SETTINGS, holder="a")
+    standby = build_engine(store, clock=clock, submitter=sent_b, settings=SETTINGS, holder="b")
 
     drive([leader, standby], clock, until=lambda: len(sent_a.sent) >= 3)
 

@@ -7,9 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.model import ExecutionState, MisfirePolicy, idempotency_key
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.testing import build_engine
 
 from .conftest import Store, StoreClock
 from .support import RecordingSubmitter, grid_point_before, interval_spec
@@ -52,8 +51,7 @@ def test_three_hours_of_downtime_follow_the_misfire_policy(
         next_occurrence_at=first, next_run_at=first,
     )
     submitter = RecordingSubmitter()
-    engine = Engine(store=store, lease=store, submitter=submitter, settings=Settings(),
-                    holder="a", monotonic=clock.monotonic)
+    engine = build_engine(store, clock=clock, submitter=submitter, holder="a")
 
     engine.tick()
 

@@ -13,10 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.model import UTC
 from goatbeat_celery.store import open_store
-from goatbeat_celery.testing import ManualClock, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, RecordingSubmitter, build_engine
 
 #: The lease holder the pages show: host, process id and a random suffix.
 HOLDER = "web-1:4242:9f8e7d6c"
@@ -40,11 +39,11 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     clock = ManualClock(start or datetime.now(UTC))
     store = open_store(loaded.config.database_url, clock=clock)
     submitter = RecordingSubmitter(failing=refuse is not None, failure=refuse)
-    engine = Engine(store=store, lease=store, submitter=submitter,
-                    settings=loaded.config.settings, holder=holder, triggers=loaded.triggers,
-                    config_schedules=(*loaded.schedules, *defaults),
-                    task_allowed=loaded.config.task_allowed,
-                    monotonic=clock.monotonic)
+    engine = build_engine(store, clock=clock, submitter=submitter,
+                          settings=loaded.config.settings, holder=holder,
+                          triggers=loaded.triggers,
+                          config_schedules=(*loaded.schedules, *defaults),
+                          task_allowed=loaded.config.task_allowed)
     try:
         while True:
             wait = engine.tick()  # at least one: taking the lease syncs the config

@@ -17,7 +17,7 @@ from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.model import Dispatch, Schedule, ScheduleSpec, SubmitResult, TriggerSpec
 from goatbeat_celery.core.observer import EngineObserver
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 from goatbeat_celery.testing import RecordingObserver as RecordingObserver
 
 #: On a minute boundary, so interval grid points are easy to write down.
@@ -70,9 +70,8 @@ class Replicas:
 
     def engine(self, observer: EngineObserver, holder: str = "a",
                settings: Settings = SETTINGS) -> Engine:
-        return Engine(store=self.store, lease=self.store, submitter=self.broker,
-                      settings=settings, holder=holder, observer=observer,
-                      monotonic=self.clock.monotonic)
+        return build_engine(self.store, clock=self.clock, submitter=self.broker,
+                            settings=settings, holder=holder, observer=observer)
 
 
 def scrape(port: int) -> dict[str, float]:

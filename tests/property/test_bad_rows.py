@@ -56,7 +56,7 @@ from goatbeat_celery.core.validation import (
     options_problems,
 )
 from goatbeat_celery.store.schema import SQLITE_TIMESTAMP_WIDTH
-from goatbeat_celery.testing import RecordingSubmitter
+from goatbeat_celery.testing import RecordingSubmitter, build_engine
 from tests.conformance.support import grid_point_before
 
 from .conftest import Rig
@@ -123,10 +123,10 @@ def loop_errors() -> Iterator[LoopErrors]:
 
 
 def engine_on(rig: Rig, submitter: RecordingSubmitter) -> Engine:
-    return Engine(store=rig.store, lease=rig.store, submitter=submitter, settings=SETTINGS,
-                  holder=f"prop-{uuid.uuid4().hex[:8]}", triggers=base_registry(),
-                  config_schedules=(CONFIG_ENTRY,), task_allowed=allowed,
-                  monotonic=rig.monotonic)
+    return build_engine(rig.store, submitter=submitter, settings=SETTINGS,
+                        holder=f"prop-{uuid.uuid4().hex[:8]}", triggers=base_registry(),
+                        config_schedules=(CONFIG_ENTRY,), task_allowed=allowed,
+                        monotonic=rig.monotonic)
 
 
 # -- strategies ------------------------------------------------------------------------------
@@ -613,9 +613,9 @@ def test_schedules_create_stores_a_schedule_the_engine_runs_or_refuses_with_conf
             connection.execute(sa.text("UPDATE goatbeat_schedule SET next_run_at = now() "
                                        "WHERE name = :name"), {"name": created.name})
     submitter = RecordingSubmitter()
-    engine = Engine(store=rig.store, lease=rig.store, submitter=submitter, settings=SETTINGS,
-                    holder=f"prop-{uuid.uuid4().hex[:8]}", triggers=base_registry(),
-                    task_allowed=allowed, monotonic=rig.monotonic)
+    engine = build_engine(rig.store, submitter=submitter, settings=SETTINGS,
+                          holder=f"prop-{uuid.uuid4().hex[:8]}", triggers=base_registry(),
+                          task_allowed=allowed, monotonic=rig.monotonic)
     with loop_errors() as errors:
         engine.tick()
         engine.close()
@@ -687,9 +687,8 @@ def test_a_minutely_cron_row_sixty_days_behind_is_planned_within_the_lease(rig: 
                                            trigger=minutely.to_spec()),
                               next_occurrence_at=behind, next_run_at=behind)
     fast = Settings(lease_ttl=3, lease_renew_interval=1)
-    engine = Engine(store=rig.store, lease=rig.store, submitter=RecordingSubmitter(), settings=fast,
-                    holder="h", triggers=base_registry(), task_allowed=allowed,
-                    monotonic=rig.monotonic)
+    engine = build_engine(rig.store, settings=fast, holder="h", triggers=base_registry(),
+                          task_allowed=allowed, monotonic=rig.monotonic)
     started = time.perf_counter()
     engine.tick()
     took = time.perf_counter() - started
@@ -798,8 +797,8 @@ def test_a_schedule_whose_messages_are_always_refused_backs_off(rig: Rig) -> Non
                               next_occurrence_at=first, next_run_at=first)
     # Every message of the schedule refused for itself, as one that cannot be encoded is.
     refusing = RecordingSubmitter(rejecting={"refused"})
-    engine = Engine(store=rig.store, lease=rig.store, submitter=refusing, settings=SETTINGS,
-                    holder="h", task_allowed=allowed, monotonic=rig.monotonic)
+    engine = build_engine(rig.store, submitter=refusing, settings=SETTINGS, holder="h",
+                          task_allowed=allowed, monotonic=rig.monotonic)
     start = rig.clock.current
     while rig.clock.current - start < timedelta(minutes=10):
         rig.clock.advance(max(0.5, min(engine.tick(), 5.0)))

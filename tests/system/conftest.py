@@ -8,7 +8,6 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import redis
 from sqlalchemy.engine import URL
 
 from tests.conftest import migrated_database
-from tests.system.harness import Cluster
+from tests.system.harness import Cluster, running
 from tests.system.services import PrivatePostgres, PrivateRabbitMQ, PrivateRedis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
@@ -52,22 +51,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@contextmanager
-def _running(request: pytest.FixtureRequest, world: Cluster) -> Iterator[Cluster]:
-    try:
-        yield world
-    finally:
-        report = getattr(request.node, "report_call", None)
-        if report is not None and report.failed:
-            print(world.logs())
-        world.stop_all()
-
-
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
             redis_url: str) -> Iterator[Cluster]:
     """Processes of one scenario; all are stopped at the end, logs shown if the test failed."""
-    with _running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
+    with running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
                                    redis_url=redis_url)) as world:
         yield world
 
@@ -102,7 +90,7 @@ def private_redis() -> Iterator[PrivateRedis]:
 def pg_cluster(request: pytest.FixtureRequest, tmp_path: Path, private_postgres: PrivatePostgres,
                redis_url: str) -> Iterator[Cluster]:
     """A scenario's processes on the private PostgreSQL server (stopped before the server)."""
-    with _running(request, Cluster(workdir=tmp_path, database_url=private_postgres.url,
+    with running(request, Cluster(workdir=tmp_path, database_url=private_postgres.url,
                                    redis_url=redis_url)) as world:
         yield world
 
@@ -112,7 +100,7 @@ def broker_cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url:
                    redis_url: str, private_redis: PrivateRedis) -> Iterator[Cluster]:
     """A scenario's processes with the private Redis as their broker; the worker's records
     stay on the shared Redis so that they outlive a broker restart."""
-    with _running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
+    with running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
                                    redis_url=redis_url,
                                    broker_url=private_redis.url)) as world:
         yield world
@@ -140,7 +128,7 @@ def rabbitmq_cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_ur
                      redis_url: str, private_rabbitmq: PrivateRabbitMQ) -> Iterator[Cluster]:
     """A scenario's processes with the private RabbitMQ as their broker (stopped before it);
     the worker's records stay on the shared Redis, so they outlive a broker restart."""
-    with _running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
+    with running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
                                    redis_url=redis_url,
                                    broker_url=private_rabbitmq.url)) as world:
         yield world

@@ -14,17 +14,37 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 import redis
 import sqlalchemy as sa
 
+from tests.system.outcome import Outcome
+
 HERE = Path(__file__).resolve().parent
 T = TypeVar("T")
+
+TTL = 3.0
+RENEW = 1.0
+MAX_INTERVAL = 1.0
+#: The lease the fault scenarios run with: a failover well inside a scenario's seconds.
+FAST_LEASE = {"lease_ttl": TTL, "lease_renew_interval": RENEW, "max_interval": MAX_INTERVAL}
+#: The longest a change of leader may leave an occurrence waiting after a crash: the lease runs
+#: out (ttl after the last renewal), a standby notices at its next attempt (renew interval),
+#: plus a second for starting the claim on a busy two-core machine.
+TAKEOVER_BOUND = TTL + RENEW + 1.0
+STEP = timedelta(seconds=1)
+#: On RabbitMQ, the broker back-off is kept short, so that the backlog's resend after an outage
+#: is bounded by the time RabbitMQ takes to come back rather than by a 30 s back-off step.
+RETRY_BACKOFF, RETRY_BACKOFF_MAX = 0.5, 2.0
+RABBITMQ_SETTINGS = {**FAST_LEASE, "retry_backoff": RETRY_BACKOFF,
+                     "retry_backoff_max": RETRY_BACKOFF_MAX}
 
 
 def wait_until(condition: Callable[[], T], *, timeout: float, what: str,
@@ -104,8 +124,9 @@ def descendants(pid: int) -> list[int]:
 
 
 @dataclass
-class Cluster:
-    """A scenario's world: one database, one queue, one record list, and its processes."""
+class World:
+    """The processes of one scenario, the database and the Redis they share: each process is
+    started here and ended by pid in :meth:`stop_all`, its output kept in a log file."""
 
     workdir: Path
     database_url: str
@@ -118,11 +139,73 @@ class Cluster:
 
     def __post_init__(self) -> None:
         self.broker_url = self.broker_url or self.redis_url
+        self.redis = redis.Redis.from_url(self.redis_url)
+        self.engine = sa.create_engine(self.database_url, poolclass=sa.NullPool)
+
+    def spawn(self, name: str, command: Sequence[str], env: dict[str, str]) -> Process:
+        """Start ``command`` in the work directory, its output to ``<name>.log``."""
+        log_path = self.workdir / f"{name}.log"
+        with log_path.open("ab") as handle:
+            popen = subprocess.Popen(
+                command, cwd=self.workdir, env=env, stdout=handle, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        process = Process(name=name, popen=popen, log_path=log_path)
+        self.processes.append(process)
+        return process
+
+    def stop_all(self) -> None:
+        """Stop every process, newest first, then :meth:`clean_up` and disconnect."""
+        for process in reversed(self.processes):
+            try:
+                process.stop()
+            except Exception:  # keep stopping the others
+                process.popen.kill()
+        self.clean_up()
+        self.redis.close()
+        self.engine.dispose()
+
+    def clean_up(self) -> None:
+        """Delete what the scenario left on the shared Redis."""
+
+    def logs(self) -> str:
+        return "\n".join(f"===== {p.name} (pid {p.pid}) =====\n{p.log()[-6000:]}"
+                         for p in self.processes)
+
+    def db_now(self) -> datetime:
+        with self.engine.connect() as connection:
+            return connection.execute(sa.text("SELECT now()")).scalar_one()  # type: ignore[no-any-return]
+
+    def sql(self, statement: str, **params: Any) -> list[dict[str, Any]]:
+        with self.engine.begin() as connection:
+            result = connection.execute(sa.text(statement), params)
+            return [dict(r._mapping) for r in result] if result.returns_rows else []
+
+
+W = TypeVar("W", bound=World)
+
+
+@contextmanager
+def running(request: pytest.FixtureRequest, world: W) -> Iterator[W]:
+    """``world`` for one test: every process stopped at the end, logs shown if it failed."""
+    try:
+        yield world
+    finally:
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            print(world.logs())
+        world.stop_all()
+
+
+@dataclass
+class Cluster(World):
+    """A scenario's world running ``sysproj``: one database, one queue, one record list."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self.config_path = self.workdir / "sysproj.json"
         self.queue = f"sys-{self.run_id}"
         self.record_key = f"sys-records-{self.run_id}"
-        self.redis = redis.Redis.from_url(self.redis_url)
-        self.engine = sa.create_engine(self.database_url, poolclass=sa.NullPool)
 
     # -- configuration -------------------------------------------------------------------
     def write_config(self, *, schedules: dict[str, Any], settings: dict[str, Any] | None = None,
@@ -147,17 +230,8 @@ class Cluster:
     # -- processes -----------------------------------------------------------------------
     def start(self, name: str, args: Sequence[str], *, prefix: Sequence[str] = (),
               env: dict[str, str] | None = None) -> Process:
-        log_path = self.workdir / f"{name}.log"
-        handle = log_path.open("ab")
-        popen = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "celery", "-A", "sysproj", *args],
-            cwd=self.workdir, env=self.env(env), stdout=handle, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        handle.close()
-        process = Process(name=name, popen=popen, log_path=log_path)
-        self.processes.append(process)
-        return process
+        return self.spawn(name, [*prefix, sys.executable, "-m", "celery", "-A", "sysproj", *args],
+                          self.env(env))
 
     def start_beat(self, name: str, *, prefix: Sequence[str] = (),
                    env: dict[str, str] | None = None) -> Process:
@@ -171,19 +245,8 @@ class Cluster:
                                  "--without-heartbeat", "--without-gossip", "--without-mingle",
                                  "--loglevel", "WARNING"])
 
-    def stop_all(self) -> None:
-        for process in reversed(self.processes):
-            try:
-                process.stop()
-            except Exception:  # keep stopping the others
-                process.popen.kill()
+    def clean_up(self) -> None:
         self.redis.delete(self.record_key, self.queue)
-        self.redis.close()
-        self.engine.dispose()
-
-    def logs(self) -> str:
-        return "\n".join(f"===== {p.name} (pid {p.pid}) =====\n{p.log()[-6000:]}"
-                         for p in self.processes)
 
     # -- what happened -------------------------------------------------------------------
     def executions(self) -> list[dict[str, Any]]:
@@ -229,16 +292,6 @@ class Cluster:
             return next((p for p in self.processes if p.pid == pid), None)
         return wait_until(found, timeout=timeout, what="a leader")
 
-    def db_now(self) -> datetime:
-        with self.engine.connect() as connection:
-            return connection.execute(sa.text("SELECT now()")).scalar_one()  # type: ignore[no-any-return]
-
-    def sql(self, statement: str, **params: Any) -> list[dict[str, Any]]:
-        with self.engine.begin() as connection:
-            result = connection.execute(sa.text(statement), params)
-            return [dict(r._mapping) for r in result] if result.returns_rows else []
-
-
 @dataclass(frozen=True)
 class Verdict:
     """The checks every scenario makes, from the executions table and the worker's record."""
@@ -262,3 +315,88 @@ class Verdict:
             duplicates_delivered=sum(count - 1 for count in delivered.values() if count > 1),
             foreign_deliveries=tuple(sorted(k for k in delivered if k not in keys)),
         )
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A broker a shared scenario runs on: the fixture of a cluster on it, how many replicas
+    the scenario starts there and the settings they run with."""
+
+    fixture: str
+    replicas: int
+    settings: dict[str, Any]
+
+    def cluster(self, request: pytest.FixtureRequest) -> Cluster:
+        return request.getfixturevalue(self.fixture)  # type: ignore[no-any-return]
+
+
+#: The brokers the shared scenarios are parametrised over, with their ids: the shared Redis
+#: (three replicas) and a private RabbitMQ node (two).
+BROKERS = [
+    pytest.param(Broker("cluster", replicas=3, settings=FAST_LEASE), id="redis"),
+    pytest.param(Broker("rabbitmq_cluster", replicas=2, settings=RABBITMQ_SETTINGS),
+                 id="rabbitmq"),
+]
+
+
+# -- steps the scenarios share ----------------------------------------------------------------
+def every_second(count: int, prefix: str = "s", **goatbeat: Any) -> dict[str, Any]:
+    """``count`` schedules every second. Policy ``all`` unless told otherwise: the suite checks
+    that no point is lost, and ``all`` runs every point within the grace (60 s, longer than any
+    failover here), where ``latest`` would coalesce a second-schedule's points into one run."""
+    entry: dict[str, Any] = {"every": 1, "goatbeat": {"misfire_policy": "all", **goatbeat}}
+    return {f"{prefix}{i:02d}": dict(entry) for i in range(count)}
+
+
+def run_for(seconds: float) -> None:
+    """Let the scenario run this long (its duration, not a synchronisation)."""
+    time.sleep(seconds)
+
+
+def start_replicas(cluster: Cluster, count: int = 3, *,
+                   first_env: dict[str, str] | None = None) -> list[Process]:
+    """The first replica becomes the leader (waited for), then the standbys join."""
+    first = cluster.start_beat("beat-1", env=first_env)
+    leader = cluster.wait_for_leader()
+    assert leader is first
+    others = [cluster.start_beat(f"beat-{i}") for i in range(2, count + 1)]
+    cluster.wait_for_replicas(count)
+    return [first, *others]
+
+
+def wait_for_takeover(cluster: Cluster, old_token: int, timeout: float = 30) -> dict[str, Any]:
+    """The lease row once a new holder (a higher token) holds it live."""
+    def taken() -> dict[str, Any] | None:
+        lease = cluster.lease()
+        return lease if lease and lease["live"] and lease["token"] > old_token else None
+    return wait_until(taken, timeout=timeout, what="a standby to take the lease over")
+
+
+def settle(cluster: Cluster, timeout: float = 60) -> datetime:
+    """Wait until every execution due over a second ago is submitted and reached the worker;
+    returns that cut-off (later ones may still be in flight when the replicas are stopped)."""
+    def settled() -> datetime | None:
+        cutoff = cluster.db_now() - timedelta(seconds=1.5)
+        delivered = {r["id"] for r in cluster.records()}
+        late = [row for row in cluster.executions() if row["due_at"] <= cutoff
+                and (row["state"] != "submitted" or row["key"] not in delivered)]
+        return None if late else cutoff
+    return wait_until(settled, timeout=timeout, what="every due execution to reach the worker",
+                      interval=0.25)
+
+
+def finish(cluster: Cluster, replicas: list[Process]) -> Outcome:
+    """Settle, stop the replicas, and join the executions with the worker's records."""
+    cutoff = settle(cluster)
+    for replica in replicas:
+        replica.stop()
+    return Outcome.of(cluster.executions(), cluster.records(), until=cutoff)
+
+
+def assert_alive(*replicas: Process) -> None:
+    for replica in replicas:
+        assert replica.alive(), f"{replica.name} died:\n{replica.log()[-3000:]}"
+
+
+def lease_pid(lease: dict[str, Any]) -> int:
+    return int(lease["holder"].split(":")[-2])

@@ -31,9 +31,8 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.model import SET_ASIDE_RETRY, Schedule, idempotency_key
 from goatbeat_celery.store import open_store
-from tests.system.harness import Cluster, Process, wait_until
+from tests.system.harness import Cluster, Process, assert_alive, start_replicas, wait_until
 from tests.system.outcome import Outcome, grid
-from tests.system.test_faults import assert_alive, start_replicas
 
 pytestmark = pytest.mark.system
 

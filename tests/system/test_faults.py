@@ -4,7 +4,9 @@ the database restarted, the broker stopped, a clock skewed and schedules edited 
 
 Verdicts come from the executions table and what the worker recorded, never from log text. Each
 scenario reports one line of figures (printed in the terminal summary; see docs/reliability.md).
-Faults on PostgreSQL and Redis are made on private servers of the scenario's own.
+Faults on PostgreSQL and Redis are made on private servers of the scenario's own. A scenario
+that is the same whatever the broker is parametrised over ``harness.BROKERS`` (ids ``redis``,
+``rabbitmq``).
 """
 
 from __future__ import annotations
@@ -31,20 +33,32 @@ from goatbeat_celery.core.errors import ScheduleConflict
 from goatbeat_celery.core.model import idempotency_key
 from goatbeat_celery.store import open_store
 from goatbeat_celery.submitter import FLUSH_EVERY
-from tests.system.harness import Cluster, Process, wait_until
+from tests.system.harness import (
+    BROKERS,
+    FAST_LEASE,
+    MAX_INTERVAL,
+    RENEW,
+    STEP,
+    TAKEOVER_BOUND,
+    TTL,
+    Broker,
+    Cluster,
+    Process,
+    assert_alive,
+    every_second,
+    finish,
+    lease_pid,
+    run_for,
+    settle,
+    start_replicas,
+    wait_for_takeover,
+    wait_until,
+)
 from tests.system.outcome import Outcome, seconds
 from tests.system.services import PartitionProxy, PrivatePostgres, PrivateRedis, faketime_env
 
 pytestmark = pytest.mark.system
 
-TTL = 3.0
-RENEW = 1.0
-MAX_INTERVAL = 1.0
-FAST_LEASE = {"lease_ttl": TTL, "lease_renew_interval": RENEW, "max_interval": MAX_INTERVAL}
-#: The longest a change of leader may leave an occurrence waiting after a crash: the lease runs
-#: out (ttl after the last renewal), a standby notices at its next attempt (renew interval),
-#: plus a second for starting the claim on a busy two-core machine.
-TAKEOVER_BOUND = TTL + RENEW + 1.0
 #: A stopped leader releases its lease and NOTIFY wakes a standby at once: a handover costs a
 #: round trip and a claim, whatever the ttl. Two seconds leave the rest to a busy machine.
 HANDOVER_BOUND = 2.0
@@ -61,69 +75,6 @@ SEND_BOUND = 2 * MAX_INTERVAL
 #: wakes at the due instant, claims in one round trip (well under 0.1 s here), and a busy
 #: two-core machine may delay the wake-up; 1.5 s is fifteen such round trips.
 CLAIM_SLACK = 1.5
-STEP = timedelta(seconds=1)
-
-
-def every_second(count: int, prefix: str = "s", **goatbeat: Any) -> dict[str, Any]:
-    """``count`` schedules every second. Policy ``all`` unless told otherwise: the suite checks
-    that no point is lost, and ``all`` runs every point within the grace (60 s, longer than any
-    failover here), where ``latest`` would coalesce a second-schedule's points into one run."""
-    entry: dict[str, Any] = {"every": 1, "goatbeat": {"misfire_policy": "all", **goatbeat}}
-    return {f"{prefix}{i:02d}": dict(entry) for i in range(count)}
-
-
-def run_for(seconds: float) -> None:
-    """Let the scenario run this long (its duration, not a synchronisation)."""
-    time.sleep(seconds)
-
-
-def start_replicas(cluster: Cluster, count: int = 3, *,
-                   first_env: dict[str, str] | None = None) -> list[Process]:
-    """The first replica becomes the leader (waited for), then the standbys join."""
-    first = cluster.start_beat("beat-1", env=first_env)
-    leader = cluster.wait_for_leader()
-    assert leader is first
-    others = [cluster.start_beat(f"beat-{i}") for i in range(2, count + 1)]
-    cluster.wait_for_replicas(count)
-    return [first, *others]
-
-
-def wait_for_takeover(cluster: Cluster, old_token: int, timeout: float = 30) -> dict[str, Any]:
-    """The lease row once a new holder (a higher token) holds it live."""
-    def taken() -> dict[str, Any] | None:
-        lease = cluster.lease()
-        return lease if lease and lease["live"] and lease["token"] > old_token else None
-    return wait_until(taken, timeout=timeout, what="a standby to take the lease over")
-
-
-def settle(cluster: Cluster, timeout: float = 60) -> datetime:
-    """Wait until every execution due over a second ago is submitted and reached the worker;
-    returns that cut-off (later ones may still be in flight when the replicas are stopped)."""
-    def settled() -> datetime | None:
-        cutoff = cluster.db_now() - timedelta(seconds=1.5)
-        delivered = {r["id"] for r in cluster.records()}
-        late = [row for row in cluster.executions() if row["due_at"] <= cutoff
-                and (row["state"] != "submitted" or row["key"] not in delivered)]
-        return None if late else cutoff
-    return wait_until(settled, timeout=timeout, what="every due execution to reach the worker",
-                      interval=0.25)
-
-
-def finish(cluster: Cluster, replicas: list[Process]) -> Outcome:
-    """Settle, stop the replicas, and join the executions with the worker's records."""
-    cutoff = settle(cluster)
-    for replica in replicas:
-        replica.stop()
-    return Outcome.of(cluster.executions(), cluster.records(), until=cutoff)
-
-
-def assert_alive(*replicas: Process) -> None:
-    for replica in replicas:
-        assert replica.alive(), f"{replica.name} died:\n{replica.log()[-3000:]}"
-
-
-def lease_pid(lease: dict[str, Any]) -> int:
-    return int(lease["holder"].split(":")[-2])
 
 
 # -- 1. steady state ------------------------------------------------------------------------
@@ -155,12 +106,14 @@ def test_three_replicas_for_two_minutes_claim_every_point_once_and_deliver_it_on
 
 
 # -- 2. SIGKILL -----------------------------------------------------------------------------
+@pytest.mark.parametrize("broker", BROKERS)
 def test_a_killed_leader_is_replaced_within_ttl_plus_renew_and_nothing_is_lost(
-        cluster: Cluster, report: Any) -> None:
+        broker: Broker, request: pytest.FixtureRequest, report: Any) -> None:
+    cluster = broker.cluster(request)
     schedules = every_second(20)
-    cluster.write_config(schedules=schedules, settings=FAST_LEASE)
+    cluster.write_config(schedules=schedules, settings=broker.settings)
     cluster.start_worker()
-    replicas = start_replicas(cluster)
+    replicas = start_replicas(cluster, broker.replicas)
     leader = replicas[0]
     before = cluster.lease()
     assert before is not None

@@ -20,24 +20,19 @@ import base64
 import json
 import os
 import re
-import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
-import sqlalchemy as sa
 
 from goatbeat_celery.core.model import idempotency_key
-from tests.system.harness import HERE, Process, wait_until
+from tests.system.harness import HERE, Process, World, running, wait_until
 
 pytestmark = pytest.mark.system
 
@@ -101,24 +96,12 @@ class Message:
 
 
 @dataclass
-class FidWorld:
+class FidWorld(World):
     """The processes of one scenario running ``fidproj``: records (and, unless ``broker_url``
     names another server, the broker) on ``redis_url``; all keys under the scenario's prefixes
     are deleted at the end."""
 
-    workdir: Path
-    redis_url: str
-    database_url: str
-    #: The broker's Redis when it is not ``redis_url`` (a private one a scenario stops).
-    broker_url: str | None = None
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
-    processes: list[Process] = field(default_factory=list)
     prefixes: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.broker_url = self.broker_url or self.redis_url
-        self.redis = redis.Redis.from_url(self.redis_url)
-        self.engine = sa.create_engine(self.database_url, poolclass=sa.NullPool)
 
     def prefix(self, label: str) -> str:
         prefix = f"fid-{self.run_id}-{label}:"
@@ -137,15 +120,8 @@ class FidWorld:
             "FID_DATABASE_URL": self.database_url,
             **(env or {}),
         })
-        log_path = self.workdir / f"{name}.log"
-        with log_path.open("ab") as handle:
-            popen = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "fidproj", *args],
-                cwd=self.workdir, env=environment, stdout=handle, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL)
-        process = Process(name=name, popen=popen, log_path=log_path)
-        self.processes.append(process)
-        return process
+        return self.spawn(name, [sys.executable, "-m", "celery", "-A", "fidproj", *args],
+                          environment)
 
     def start_beat(self, name: str, prefix: str, scheduler: str, *,
                    scenario: str = "fidelity", env: dict[str, str] | None = None) -> Process:
@@ -168,9 +144,6 @@ class FidWorld:
         return self.sql("SELECT key, schedule_name, occurrence_at, due_at, token, state, "
                         "claimed_at, submitted_at, attempts, manual, expires_at "
                         "FROM goatbeat_execution ORDER BY due_at, key")
-
-    def db_now(self) -> datetime:
-        return self.sql("SELECT now() AS now")[0]["now"]  # type: ignore[no-any-return]
 
     def messages(self, prefix: str) -> list[Message]:
         """Every message under ``prefix``, oldest first within each list (kombu LPUSHes and
@@ -195,40 +168,11 @@ class FidWorld:
             first.setdefault(message.task, message)
         return first
 
-    def sql(self, statement: str, **params: Any) -> list[dict[str, Any]]:
-        with self.engine.begin() as connection:
-            result = connection.execute(sa.text(statement), params)
-            return [dict(r._mapping) for r in result] if result.returns_rows else []
-
-    def stop_all(self) -> None:
-        for process in reversed(self.processes):
-            try:
-                process.stop()
-            except Exception:  # keep stopping the others
-                process.popen.kill()
+    def clean_up(self) -> None:
         for prefix in self.prefixes:
             keys = list(self.redis.scan_iter(match=f"{prefix}*", count=1000))
             if keys:
                 self.redis.delete(*keys)
-        self.redis.close()
-        self.engine.dispose()
-
-    def logs(self) -> str:
-        return "\n".join(f"===== {p.name} (pid {p.pid}) =====\n{p.log()[-6000:]}"
-                         for p in self.processes)
-
-
-@contextmanager
-def running(request: pytest.FixtureRequest, fid: FidWorld) -> Iterator[FidWorld]:
-    """Every process stopped (by pid) and every key deleted at the end; logs shown if the test
-    failed."""
-    try:
-        yield fid
-    finally:
-        report = getattr(request.node, "report_call", None)
-        if report is not None and report.failed:
-            print(fid.logs())
-        fid.stop_all()
 
 
 @pytest.fixture

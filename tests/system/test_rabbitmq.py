@@ -1,6 +1,7 @@
 """Replicas on a RabbitMQ broker: real ``celery beat -S goatbeat_celery.Scheduler`` processes and
-a real worker on a private RabbitMQ node, in steady state, with the leader killed, and with
-RabbitMQ itself stopped gracefully or killed (SIGKILL) in the middle of a dispatch.
+a real worker on a private RabbitMQ node, in steady state and with RabbitMQ itself stopped
+gracefully or killed (SIGKILL) in the middle of a dispatch. The leader killed on RabbitMQ is
+the scenario of test_faults.py, parametrised over brokers.
 
 On an AMQP broker beat publishes with publisher confirms (``confirm_publish=True``, set by
 goatbeat on its own connection), so an occurrence is marked ``submitted`` only once RabbitMQ
@@ -27,31 +28,27 @@ from celery import Celery
 from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
 from goatbeat_celery.scheduler import _bound_broker_sockets
 from goatbeat_celery.submitter import CelerySubmitter
-from tests.system.harness import Cluster, wait_until
-from tests.system.outcome import Outcome, seconds
-from tests.system.services import PrivateRabbitMQ
-from tests.system.test_faults import (
+from tests.system.harness import (
     FAST_LEASE,
+    RABBITMQ_SETTINGS,
+    RETRY_BACKOFF_MAX,
     STEP,
-    TAKEOVER_BOUND,
+    Cluster,
     assert_alive,
     every_second,
     finish,
-    lease_pid,
     run_for,
     start_replicas,
-    wait_for_takeover,
+    wait_until,
 )
+from tests.system.outcome import Outcome, seconds
+from tests.system.services import PrivateRabbitMQ
 
 pytestmark = pytest.mark.system
 
 SCHEDULES = 20
 #: ``Cluster.start_worker``'s pool: ``--pool threads --concurrency 8``.
 WORKER_THREADS = 8
-#: Broker back-off kept short, so that the backlog's resend after an outage is bounded by the
-#: time RabbitMQ takes to come back rather than by a 30 s back-off step.
-RETRY_BACKOFF, RETRY_BACKOFF_MAX = 0.5, 2.0
-SETTINGS = {**FAST_LEASE, "retry_backoff": RETRY_BACKOFF, "retry_backoff_max": RETRY_BACKOFF_MAX}
 #: The worker's broker reconnection schedule: Celery's consumer uses kombu's defaults
 #: (``ensure_connection``: first retry at once, then sleeps of 2 s, 4 s, 6 s, … at most 30 s).
 WORKER_RETRY_START, WORKER_RETRY_STEP, WORKER_RETRY_MAX = 2.0, 2.0, 30.0
@@ -155,7 +152,7 @@ def test_two_replicas_on_rabbitmq_claim_every_point_once_and_deliver_it_once(
         rabbitmq_cluster: Cluster, report: Any) -> None:
     cluster = rabbitmq_cluster
     schedules = every_second(SCHEDULES)
-    cluster.write_config(schedules=schedules, settings=SETTINGS)
+    cluster.write_config(schedules=schedules, settings=RABBITMQ_SETTINGS)
     cluster.start_worker()
     replicas = start_replicas(cluster, 2)
     first_lease = cluster.lease()
@@ -181,51 +178,12 @@ def test_two_replicas_on_rabbitmq_claim_every_point_once_and_deliver_it_once(
     assert submit[int(0.99 * len(submit))] < 1.0, figures
 
 
-# -- b. SIGKILL of the leader ---------------------------------------------------------------
-def test_a_killed_leader_on_rabbitmq_is_replaced_within_ttl_plus_renew_and_nothing_is_lost(
-        rabbitmq_cluster: Cluster, report: Any) -> None:
-    cluster = rabbitmq_cluster
-    schedules = every_second(SCHEDULES)
-    cluster.write_config(schedules=schedules, settings=SETTINGS)
-    cluster.start_worker()
-    replicas = start_replicas(cluster, 2)
-    leader, standby = replicas
-    before = cluster.lease()
-    assert before is not None
-    started = cluster.db_now()
-    run_for(5)
-
-    killed_at = time.time()
-    leader.signal(signal.SIGKILL)
-    leader.popen.wait(10)
-    after = wait_for_takeover(cluster, before["token"])
-    run_for(5)
-    assert_alive(standby)
-    outcome = finish(cluster, [standby])
-
-    takeover = after["acquired_at"].timestamp() - killed_at
-    lateness = outcome.max_lateness(killed_at - 1, killed_at + 10)
-    report(takeover=seconds(takeover), max_lateness=seconds(lateness),
-           arrival_gap=seconds(outcome.arrival_gap(killed_at - 2, killed_at + 10)),
-           **outcome.counts(), resubmitted=sum(1 for o in outcome.scheduled if o.attempts > 1))
-    outcome.assert_sound(duplicates_allowed=True)
-    assert after["token"] == before["token"] + 1
-    assert lease_pid(after) == standby.pid
-    assert takeover <= TAKEOVER_BOUND
-    assert lateness <= TAKEOVER_BOUND
-    assert outcome.until is not None
-    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
-    assert all(points == [] for points in missing.values()), missing
-    for dup in outcome.duplicates():  # only what the dead leader had in hand
-        assert killed_at - 2 <= dup.due <= killed_at + 1, dup
-
-
-# -- c. RabbitMQ stopped gracefully ---------------------------------------------------------
+# -- b. RabbitMQ stopped gracefully ---------------------------------------------------------
 def test_rabbitmq_stopped_mid_dispatch_loses_nothing_and_the_claims_are_resent_under_their_keys(
         rabbitmq_cluster: Cluster, private_rabbitmq: PrivateRabbitMQ, report: Any) -> None:
     cluster = rabbitmq_cluster
     schedules = every_second(SCHEDULES)
-    cluster.write_config(schedules=schedules, settings=SETTINGS)
+    cluster.write_config(schedules=schedules, settings=RABBITMQ_SETTINGS)
     worker = cluster.start_worker()
     replicas = start_replicas(cluster, 2)
     started = cluster.db_now()
@@ -268,12 +226,12 @@ def test_rabbitmq_stopped_mid_dispatch_loses_nothing_and_the_claims_are_resent_u
     assert recovery <= bound, f"backlog took {recovery:.1f}s after RabbitMQ came back"
 
 
-# -- d. RabbitMQ killed ---------------------------------------------------------------------
+# -- c. RabbitMQ killed ---------------------------------------------------------------------
 def test_rabbitmq_killed_mid_dispatch_keeps_what_it_confirmed_and_gets_the_rest_resent(
         rabbitmq_cluster: Cluster, private_rabbitmq: PrivateRabbitMQ, report: Any) -> None:
     cluster = rabbitmq_cluster
     schedules = every_second(SCHEDULES)
-    cluster.write_config(schedules=schedules, settings=SETTINGS)
+    cluster.write_config(schedules=schedules, settings=RABBITMQ_SETTINGS)
     worker = cluster.start_worker()
     replicas = start_replicas(cluster, 2)
     started = cluster.db_now()

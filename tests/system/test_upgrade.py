@@ -16,15 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from goatbeat_celery.migrations import current_revision, downgrade, head_revision, upgrade
-from tests.system.harness import HERE, Cluster, wait_until
-from tests.system.test_faults import (
+from tests.system.harness import (
     FAST_LEASE,
+    HERE,
     STEP,
     TAKEOVER_BOUND,
+    Cluster,
     assert_alive,
     every_second,
     finish,
     run_for,
+    wait_until,
 )
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from goatbeat_celery.core.runs import RunEventKind, RunOutcome, RunState
 from goatbeat_celery.migrations import VERSION_TABLE
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.schema import EXECUTION_TABLE
-from goatbeat_celery.tracking import RunWriter, _noted
+from goatbeat_celery.tracking.writer import RunWriter, _noted
 from tests.conformance.support import LONG_TTL, claim_next, create_due
 from tests.tracking.support import wait_for
 

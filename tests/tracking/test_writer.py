@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.core.runs import RunEventKind, RunOutcome
-from goatbeat_celery.tracking import RunWriter, _event, _Noted, _noted
+from goatbeat_celery.tracking.writer import RunWriter, _event, _Noted, _noted
 from tests.tracking.support import RecordingLog, constant, wait_for
 
 #: Fast enough for tests, slow enough that batches form: the writer wakes every 20 ms.

@@ -29,7 +29,7 @@ from goatbeat_celery.core.errors import BackfillNotFound, ConfigurationError, St
 from goatbeat_celery.core.model import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 T0 = ManualClock.DEFAULT_START
 M = timedelta(minutes=1)
@@ -49,9 +49,8 @@ class World:
         self.api = Schedules(self.store)
 
     def leader(self, holder: str) -> Engine:
-        return Engine(store=self.store, lease=self.store, submitter=self.submitter,
-                      settings=self.settings, holder=holder, monotonic=self.clock.monotonic,
-                      triggers=base_registry())
+        return build_engine(self.store, clock=self.clock, submitter=self.submitter,
+                            settings=self.settings, holder=holder, triggers=base_registry())
 
     def keys(self, name: str = "job") -> list[str]:
         return [d.key for d in self.submitter.dispatches

@@ -17,7 +17,6 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import base_registry
 from goatbeat_celery.core.calendars import Calendar, Exclusions, calendar_zone, parse_entries
 from goatbeat_celery.core.claims import plan_claims
-from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import (
     CalendarInUse,
     CalendarNotFound,
@@ -27,7 +26,13 @@ from goatbeat_celery.core.errors import (
 from goatbeat_celery.core.model import UTC, ExecutionState, PlannedClaim
 from goatbeat_celery.core.policies import OverlapPolicy
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingObserver, RecordingSubmitter
+from goatbeat_celery.testing import (
+    ManualClock,
+    MemoryStore,
+    RecordingObserver,
+    RecordingSubmitter,
+    build_engine,
+)
 
 T0 = ManualClock.DEFAULT_START  # 2026-01-01 00:00 UTC, a Thursday
 H = timedelta(hours=1)
@@ -44,10 +49,9 @@ class World:
         self.store = MemoryStore(self.clock)
         self.submitter = RecordingSubmitter()
         self.observer = RecordingObserver()
-        self.engine = Engine(store=self.store, lease=self.store, submitter=self.submitter,
-                             settings=Settings(max_interval=3600, **settings), holder="a",
-                             monotonic=self.clock.monotonic, triggers=base_registry(),
-                             observer=self.observer)
+        self.engine = build_engine(self.store, clock=self.clock, submitter=self.submitter,
+                                   settings=Settings(max_interval=3600, **settings), holder="a",
+                                   triggers=base_registry(), observer=self.observer)
         self.api = Schedules(self.store)
 
     def run_until(self, end: datetime) -> None:

@@ -12,11 +12,10 @@ import pytest
 from goatbeat_celery import display
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import base_registry
-from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.model import UTC
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 T0 = ManualClock.DEFAULT_START
 S = timedelta(seconds=1)
@@ -30,9 +29,9 @@ class World:
         self.clock = ManualClock()
         self.store = MemoryStore(self.clock)
         self.submitter = RecordingSubmitter()
-        self.engine = Engine(store=self.store, lease=self.store, submitter=self.submitter,
-                             settings=Settings(max_interval=60, **settings), holder="a",
-                             monotonic=self.clock.monotonic, triggers=base_registry())
+        self.engine = build_engine(self.store, clock=self.clock, submitter=self.submitter,
+                                   settings=Settings(max_interval=60, **settings), holder="a",
+                                   triggers=base_registry())
         self.api = Schedules(self.store)
 
     def run_until(self, end: datetime) -> None:
@@ -335,11 +334,11 @@ def test_a_failover_never_runs_a_limited_schedule_past_its_limit() -> None:
     clocks = ManualClock(T0)
     store = MemoryStore(clocks)
     submitters = {holder: RecordingSubmitter() for holder in ("a", "b")}
-    replicas = {holder: Engine(store=store, lease=store, submitter=submitters[holder],
-                               settings=Settings(lease_ttl=10, lease_renew_interval=3,
-                                                 max_interval=60, misfire_policy="all",
-                                                 misfire_grace=3600),
-                               holder=holder, monotonic=clocks.monotonic_for(holder))
+    replicas = {holder: build_engine(store, submitter=submitters[holder],
+                                     settings=Settings(lease_ttl=10, lease_renew_interval=3,
+                                                       max_interval=60, misfire_policy="all",
+                                                       misfire_grace=3600),
+                                     holder=holder, monotonic=clocks.monotonic_for(holder))
                 for holder in ("a", "b")}
     Schedules(store).create("job", "app.job", every=1, max_runs=5)
     replicas["a"].tick()

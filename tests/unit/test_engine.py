@@ -32,7 +32,7 @@ from goatbeat_celery.core.model import (
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.submission import SUBMIT_TIMEOUT_MAX
 from goatbeat_celery.core.triggers import TriggerRegistry
-from goatbeat_celery.testing import ManualClock, MemoryStore
+from goatbeat_celery.testing import ManualClock, MemoryStore, build_engine
 
 from .doubles import LeaseRecordingObserver
 
@@ -94,9 +94,8 @@ class World:
                 submitter: RecordingSubmitter | None = None,
                 config: Sequence[ScheduleSpec] = (), lease: Any = None,
                 observer: LeaseRecordingObserver | None = None, **kwargs: Any) -> Engine:
-        engine = Engine(
-            store=self.store, lease=lease or self.store,
-            submitter=submitter or RecordingSubmitter(),
+        engine = build_engine(
+            self.store, lease=lease, submitter=submitter,
             settings=settings or Settings(max_interval=60), holder=holder,
             config_schedules=config, observer=observer,
             monotonic=self.clock.monotonic_for(holder), **kwargs,

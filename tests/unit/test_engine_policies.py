@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.model import (
     UTC,
     ExecutionState,
@@ -27,6 +26,7 @@ from goatbeat_celery.testing import (
     MemoryStore,
     RecordingObserver,
     RecordingSubmitter,
+    build_engine,
 )
 
 EVERY_MINUTE = TriggerSpec(kind="interval", params={"every": 60})
@@ -39,9 +39,9 @@ class World:
         self.store = MemoryStore(self.clock)
         self.submitter = RecordingSubmitter()
         self.observer = RecordingObserver()
-        self.engine = Engine(store=self.store, lease=self.store, submitter=self.submitter,
-                             settings=Settings(max_interval=60, **settings), holder="a",
-                             observer=self.observer, monotonic=self.clock.monotonic)
+        self.engine = build_engine(self.store, clock=self.clock, submitter=self.submitter,
+                                   settings=Settings(max_interval=60, **settings), holder="a",
+                                   observer=self.observer)
 
     @property
     def t0(self) -> datetime:
@@ -280,8 +280,8 @@ def test_a_new_leader_does_not_report_again_what_the_last_one_reported() -> None
     world.engine.close()
 
     successor = RecordingObserver()
-    world.engine = Engine(store=world.store, lease=world.store, submitter=world.submitter,
-                          settings=Settings(max_interval=60), holder="b", observer=successor,
-                          monotonic=world.clock.monotonic)
+    world.engine = build_engine(world.store, clock=world.clock, submitter=world.submitter,
+                                settings=Settings(max_interval=60), holder="b",
+                                observer=successor)
     world.at(world.minute(1) + 10 * S)
     assert successor.of("runs_ended") == []

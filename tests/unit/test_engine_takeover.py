@@ -13,17 +13,17 @@ from goatbeat_celery.core.leadership import EXPIRY_MARGIN
 from goatbeat_celery.core.model import LeaseGrant, ScheduleSpec, SyncEntry, SyncReport, TriggerSpec
 from goatbeat_celery.core.observer import NullObserver, OccurrenceRecord
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 from .doubles import LeaseRecordingObserver
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+SETTINGS = Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60)
 
 
 def replica(store: MemoryStore, clocks: ManualClock, holder: str) -> Engine:
-    return Engine(store=store, lease=store, submitter=RecordingSubmitter(),
-                  settings=Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60),
-                  holder=holder, monotonic=clocks.monotonic_for(holder))
+    return build_engine(store, settings=SETTINGS, holder=holder,
+                        monotonic=clocks.monotonic_for(holder))
 
 
 def test_a_standby_asks_again_when_a_frozen_leaders_lease_expires() -> None:
@@ -67,10 +67,9 @@ def test_time_spent_after_reading_the_clock_is_taken_off_the_sleep() -> None:
     every_second = TriggerSpec(kind="interval", params={"every": 1})
     store.create_schedule(ScheduleSpec(name="tick", task="app.tick", trigger=every_second),
                           next_occurrence_at=T0, next_run_at=T0)
-    engine = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
-                    settings=Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60),
-                    holder="a", monotonic=clocks.monotonic_for("a"),
-                    observer=SlowObserver(clocks, 0.25))
+    engine = build_engine(store, settings=SETTINGS, holder="a",
+                          monotonic=clocks.monotonic_for("a"),
+                          observer=SlowObserver(clocks, 0.25))
 
     # Submits T0's occurrence; the next is due at T0 + 1 s, and reporting the batch took 0.25 s
     # after the loop last read the store's clock.
@@ -113,12 +112,12 @@ class Syncing:
         self.submitter = RecordingSubmitter()
 
     def replica(self, holder: str = "a", *, failures: int) -> Engine:
-        return Engine(store=SyncFailing(self.memory, failures), lease=self.memory,
-                      submitter=self.submitter if holder == "a" else RecordingSubmitter(),
-                      settings=Settings(lease_ttl=10, lease_renew_interval=3, max_interval=60),
-                      holder=holder, monotonic=self.clocks.monotonic_for(holder),
-                      config_schedules=[CLEANUP],
-                      observer=self.observer if holder == "a" else None)
+        return build_engine(SyncFailing(self.memory, failures), lease=self.memory,
+                            submitter=self.submitter if holder == "a" else None,
+                            settings=SETTINGS, holder=holder,
+                            monotonic=self.clocks.monotonic_for(holder),
+                            config_schedules=[CLEANUP],
+                            observer=self.observer if holder == "a" else None)
 
     def holder(self) -> str | None:
         lease = self.memory.inspect("default")

@@ -41,6 +41,7 @@ EXPECTED_TESTING = [
     "RecordingObserver",
     "RecordingSubmitter",
     "SubmitCall",
+    "build_engine",
 ]
 
 

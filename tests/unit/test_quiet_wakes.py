@@ -19,7 +19,7 @@ from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 SETTINGS = Settings(lease_ttl=30, lease_renew_interval=10, heartbeat_interval=10,
                     run_lost_after=60, run_start_timeout=120, max_interval=5)
@@ -78,10 +78,11 @@ def broker() -> RecordingSubmitter:
 
 def leader(store: HeardStore, clock: ManualClock, broker: RecordingSubmitter,
            schedules: Sequence[ScheduleSpec] = ()) -> Engine:
-    return Engine(store=store, lease=store, submitter=broker, settings=SETTINGS,
-                  holder="leader", monotonic=clock.monotonic, runs=store,
-                  config_schedules=schedules or [ScheduleSpec(name="hourly", task="t.hourly",
-                                                              trigger=EVERY_HOUR)])
+    return build_engine(store, clock=clock, submitter=broker, settings=SETTINGS,
+                        holder="leader", runs=store,
+                        config_schedules=schedules or [ScheduleSpec(name="hourly",
+                                                                    task="t.hourly",
+                                                                    trigger=EVERY_HOUR)])
 
 
 def run_for(engine: Engine, clock: ManualClock, seconds: float) -> None:

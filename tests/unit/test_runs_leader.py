@@ -15,7 +15,7 @@ from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.runs import RunEvent, RunState
 from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, MemoryStore, build_engine
 
 EVERY_HOUR = TriggerSpec(kind="interval", params={"every": 3600})
 SETTINGS = Settings(heartbeat_interval=10, run_lost_after=60, run_start_timeout=600,
@@ -61,10 +61,9 @@ def log(store: MemoryStore) -> CountingLog:
 
 @pytest.fixture
 def engine(store: MemoryStore, clock: ManualClock, log: CountingLog) -> Engine:
-    return Engine(store=store, lease=store, submitter=RecordingSubmitter(), settings=SETTINGS,
-                  holder="leader", monotonic=clock.monotonic, runs=log,
-                  config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
-                                                 trigger=EVERY_HOUR)])
+    return build_engine(store, clock=clock, settings=SETTINGS, holder="leader", runs=log,
+                        config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
+                                                       trigger=EVERY_HOUR)])
 
 
 def sent_key(engine: Engine, store: MemoryStore) -> str:
@@ -119,10 +118,9 @@ def past_the_start_timeout(settings: Settings) -> timedelta:
 def test_without_tracking_a_run_nobody_reports_on_ends_unknown_and_nothing_warns(
         store: MemoryStore, clock: ManualClock, log: CountingLog,
         caplog: pytest.LogCaptureFixture) -> None:
-    engine = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
-                    settings=UNTRACKED, holder="leader", monotonic=clock.monotonic, runs=log,
-                    config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
-                                                   trigger=EVERY_HOUR)])
+    engine = build_engine(store, clock=clock, settings=UNTRACKED, holder="leader", runs=log,
+                          config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
+                                                         trigger=EVERY_HOUR)])
     sent_key(engine, store)
 
     with caplog.at_level(logging.DEBUG, logger="goatbeat_celery"):
@@ -141,15 +139,13 @@ def test_a_run_sent_before_the_leader_knew_the_workers_track_runs_is_never_judge
         store: MemoryStore, clock: ManualClock, log: CountingLog) -> None:
     # Tracking turned on later: the run the old leader sent, with workers that did not track
     # runs, has no report to miss; the one the new leader sends has.
-    untracked = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
-                       settings=UNTRACKED, holder="old", monotonic=clock.monotonic, runs=log,
-                       config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
-                                                      trigger=EVERY_HOUR)])
+    untracked = build_engine(store, clock=clock, settings=UNTRACKED, holder="old", runs=log,
+                             config_schedules=[ScheduleSpec(name="hourly", task="t.hourly",
+                                                            trigger=EVERY_HOUR)])
     before = sent_key(untracked, store)
     untracked.close()
     clock.advance(1)
-    tracking = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
-                      settings=SETTINGS, holder="new", monotonic=clock.monotonic, runs=log)
+    tracking = build_engine(store, clock=clock, settings=SETTINGS, holder="new", runs=log)
     tracking.tick()
     after = store.request_run("hourly").key
     tracking.tick()
@@ -181,9 +177,7 @@ def test_the_leader_looks_once_per_heartbeat_interval_with_the_settings(
 def test_a_standby_does_not_judge_runs(store: MemoryStore, clock: ManualClock,
                                        engine: Engine, log: CountingLog) -> None:
     engine.tick()
-    standby = Engine(store=store, lease=store, submitter=RecordingSubmitter(),
-                     settings=SETTINGS, holder="standby", monotonic=clock.monotonic,
-                     runs=log)
+    standby = build_engine(store, clock=clock, settings=SETTINGS, holder="standby", runs=log)
     looks = len(log.looks)
 
     standby.tick()

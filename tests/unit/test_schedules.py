@@ -17,7 +17,6 @@ import pytest
 
 from goatbeat_celery.api import REWRITE_ATTEMPTS, Schedules
 from goatbeat_celery.config import GoatbeatConfig
-from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.model import (
     UTC,
@@ -28,8 +27,7 @@ from goatbeat_celery.core.model import (
     TriggerSpec,
     manual_key,
 )
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 #: Half a minute past a minute boundary: an every-minute schedule created now first runs at 12:01.
 NOW = datetime(2026, 1, 5, 12, 0, 30, tzinfo=UTC)
@@ -368,8 +366,7 @@ def test_a_paused_schedule_can_still_be_run_by_hand_and_the_leader_sends_it(
         store: MemoryStore, schedules: Schedules, poll: Schedule, clock: ManualClock) -> None:
     schedules.pause("poll")
     broker = RecordingSubmitter()
-    leader = Engine(store=store, lease=store, submitter=broker, settings=Settings(),
-                    holder="a", monotonic=clock.monotonic)
+    leader = build_engine(store, clock=clock, submitter=broker, holder="a")
 
     manual = schedules.run_now("poll")
     leader.tick()

@@ -17,8 +17,7 @@ from playwright.sync_api import Browser, Dialog, Page, expect
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
+from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 from goatbeat_celery.web import WebSettings, create_app
 from tests.cli.conftest import config_schedule, set_aside
 from tests.web.conftest import TOKEN, Server, serve
@@ -177,8 +176,7 @@ def beat() -> Iterator[Beat]:
     store = MemoryStore(clock)
     schedules = Schedules(store, default_timezone="UTC")
     broker = RecordingSubmitter()
-    leader = Engine(store=store, lease=store, submitter=broker, settings=Settings(),
-                    holder="replica-a", monotonic=clock.monotonic)
+    leader = build_engine(store, clock=clock, submitter=broker, holder="replica-a")
     for url in serve(create_app(schedules, WebSettings(token=TOKEN))):
         yield Beat(url, schedules, clock, leader, broker)
     leader.close()
