@@ -93,14 +93,73 @@ def empty_database(server_url: URL, name: str) -> Iterator[str]:
         admin.dispose()
 
 
-@contextmanager
-def migrated_database(server_url: URL, name: str) -> Iterator[str]:
-    """An :func:`empty_database` migrated to the latest schema."""
+#: Per server: the name of this process's migrated template database (see
+#: :func:`migrated_database`), dropped when the session ends.
+_TEMPLATES: dict[str, str] = {}
+
+
+def _template_for(server_url: URL) -> str:
+    """This process's template database on ``server_url``: an empty database migrated once, so
+    that each further migrated database is a copy instead of a run of every migration."""
     from goatbeat_celery.store import upgrade_schema
 
-    with empty_database(server_url, name) as url:
-        upgrade_schema(url)
-        yield url
+    key = server_url.render_as_string(hide_password=False)
+    if key not in _TEMPLATES:
+        name = f"goatbeat_tpl_{os.getpid()}"
+        admin = _admin_engine(server_url)
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        upgrade_schema(server_url.set(database=name).render_as_string(hide_password=False))
+        _TEMPLATES[key] = name
+    return _TEMPLATES[key]
+
+
+#: The system scenarios' figures (their ``figures`` user property), shown after the run.
+_FIGURES: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":
+        _FIGURES.extend(str(value) for name, value in report.user_properties
+                        if name == "figures")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _FIGURES:
+        terminalreporter.section("fault scenario figures")
+        for line in _FIGURES:
+            terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for key, name in _TEMPLATES.items():
+        admin = _admin_engine(make_url(key))
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+    _TEMPLATES.clear()
+
+
+@contextmanager
+def migrated_database(server_url: URL, name: str) -> Iterator[str]:
+    """A new database ``name`` at the latest schema, dropped afterwards.
+
+    It is a copy of a template migrated once per process (``CREATE DATABASE … TEMPLATE``);
+    tests/conformance/test_migrations.py checks the migrations themselves on empty databases.
+    """
+    template = _template_for(server_url)
+    admin = _admin_engine(server_url)
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    try:
+        yield server_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 @pytest.fixture(scope="session")

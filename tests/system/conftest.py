@@ -133,28 +133,19 @@ def rabbitmq_cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_ur
                                    broker_url=private_rabbitmq.url)) as world:
         yield world
 
-#: One line of figures per scenario, printed after the run (and appended to the file named by
-#: GOATBEAT_FAULT_FIGURES, one JSON object a line, when set).
-_FIGURES: list[str] = []
-
-
 @pytest.fixture
 def report(request: pytest.FixtureRequest) -> Iterator[Callable[..., None]]:
-    """``report(name=value, ...)``: the scenario's figures, shown in the terminal summary."""
+    """``report(name=value, ...)``: the scenario's figures, shown in the terminal summary (as a
+    ``figures`` user property, which reaches the summary from a parallel worker too) and
+    appended to the file named by GOATBEAT_FAULT_FIGURES, one JSON object a line, when set."""
     figures: dict[str, Any] = {}
     yield figures.update
     if figures:
-        _FIGURES.append(f"{request.node.name}: "
-                        + ", ".join(f"{key}={value}" for key, value in figures.items()))
+        request.node.user_properties.append(
+            ("figures", f"{request.node.name}: "
+             + ", ".join(f"{key}={value}" for key, value in figures.items())))
         target = os.environ.get("GOATBEAT_FAULT_FIGURES")
         if target:
             with open(target, "a") as handle:
                 handle.write(json.dumps({"test": request.node.nodeid, **figures},
                                         default=str) + "\n")
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _FIGURES:
-        terminalreporter.section("fault scenario figures")
-        for line in _FIGURES:
-            terminalreporter.write_line(line)

@@ -57,7 +57,9 @@ from tests.system.harness import (
 from tests.system.outcome import Outcome, seconds
 from tests.system.services import PartitionProxy, PrivatePostgres, PrivateRedis, faketime_env
 
-pytestmark = pytest.mark.system
+#: Fault scenarios whose bounds (takeover, hand-over, lateness) are derived from the settings
+#: under test: they run alone, after the parallel part of the suite (scripts/test).
+pytestmark = [pytest.mark.system, pytest.mark.serial]
 
 #: A stopped leader releases its lease and NOTIFY wakes a standby at once: a handover costs a
 #: round trip and a claim, whatever the ttl. Two seconds leave the rest to a busy machine.

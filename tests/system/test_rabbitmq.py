@@ -44,7 +44,9 @@ from tests.system.harness import (
 from tests.system.outcome import Outcome, seconds
 from tests.system.services import PrivateRabbitMQ
 
-pytestmark = pytest.mark.system
+#: Fault scenarios whose bounds (takeover, hand-over, lateness) are derived from the settings
+#: under test: they run alone, after the parallel part of the suite (scripts/test).
+pytestmark = [pytest.mark.system, pytest.mark.serial]
 
 SCHEDULES = 20
 #: ``Cluster.start_worker``'s pool: ``--pool threads --concurrency 8``.
