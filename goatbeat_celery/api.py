@@ -68,10 +68,12 @@ from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.triggers import TriggerRegistry
 from goatbeat_celery.core.validation import (
     MAX_REASON_LENGTH,
+    calendar_name_problems,
     calendars_problems,
     description_problem,
     instant_problem,
     limit_problem,
+    name_problems,
     nul_problem,
     shown_value,
 )
@@ -339,7 +341,7 @@ class Schedules:
         schedule stays enabled and its next run is its first occurrence at or after ``until``
         (the occurrences inside the pause never run and are not counted missed); without, it
         lasts until :meth:`resume`."""
-        problems: builtins.list[str] = []
+        problems = _lookup_problems(name)
         now = self.store.now()
         if note is not None:
             problem = description_problem(note, "note")
@@ -631,11 +633,23 @@ def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
 
 
 def _schedule_name(name: str) -> str:
-    """``name``, to look a schedule up by; ScheduleNotFound for one that no stored schedule
-    can have (a NUL, which no database column holds: sent to one, it fails there)."""
+    """``name``, to look a schedule up by; ConfigurationError for one that is not a string (a
+    database would fail comparing it with a text column, or match another name: ``0`` and
+    ``'0'``), ScheduleNotFound for one that no stored schedule can have (a NUL, which no
+    database column holds: sent to one, it fails there)."""
+    problems = _lookup_problems(name)
+    if problems:
+        raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
     if nul_problem(name, "name") is not None:
         raise ScheduleNotFound(name)
     return name
+
+
+def _lookup_problems(name: object) -> builtins.list[str]:
+    """The problem of a schedule name given to look one up by: only its type. Its other rules
+    are judged when a schedule is stored: a row written by hand may break them and is still
+    looked up by its name."""
+    return [] if isinstance(name, str) else name_problems(name)
 
 
 #: The largest backfill id a store can hold (a 64-bit integer).
@@ -652,7 +666,10 @@ def _backfill_id(backfill_id: int) -> int:
 
 
 def _calendar_name(name: str) -> str:
-    """``name``, to look a calendar up by; CalendarNotFound for one holding a NUL."""
+    """``name``, to look a calendar up by; ConfigurationError for one that is not a string (as
+    for a schedule's), CalendarNotFound for one holding a NUL."""
+    if not isinstance(name, str):
+        raise ConfigurationError(calendar_name_problems(name), subject=f"calendar {name!r}")
     if nul_problem(name, "name") is not None:
         raise CalendarNotFound(name)
     return name

@@ -25,7 +25,7 @@ from goatbeat_celery.core.model import PlannedClaim, Schedule, ScheduleSpec
 # The first ``(occurrence, due)`` of a schedule whose due instant is strictly after an
 # instant, ``(None, None)`` when there is none (the trigger is exhausted).
 from goatbeat_celery.core.policies import GridAfter
-from goatbeat_celery.core.validation import LATEST_INSTANT
+from goatbeat_celery.core.validation import LATEST_INSTANT, instant_problem
 
 #: The most runs one preview lists.
 MAX_PREVIEW = 1_000
@@ -135,7 +135,9 @@ def _delayed(due: datetime, delay: timedelta) -> datetime | None:
 def past_once_problem(spec: ScheduleSpec, now: datetime) -> str | None:
     """Why a one-time schedule given its ``at`` now (created, or its instant changed) is
     refused: its due instant (``at`` after its offset or jitter) is not after ``now``, so it
-    would be stored and never run. None for any other schedule, or an instant still ahead."""
+    would be stored and never run. None for any other schedule, or an instant still ahead, and
+    while ``at`` or the shift breaks its own rule (its own problem names it: a due instant made
+    of them means nothing, and may not even be a datetime)."""
     if spec.trigger.kind != "once":
         return None
     raw = spec.trigger.params.get("at")
@@ -143,9 +145,13 @@ def past_once_problem(spec: ScheduleSpec, now: datetime) -> str | None:
         at = datetime.fromisoformat(raw) if isinstance(raw, str) else None
     except ValueError:
         at = None
-    if at is None or at.utcoffset() is None:
+    if at is None or instant_problem(at, "at") is not None:
         return None  # the trigger's own check names it
-    due = at + spec.effective_offset()
+    shift = spec.checked_offset()
+    if shift is None:
+        return None  # the offset's, the jitter's or the name's own check names it
+    # Both within their bounds: the sum cannot overflow.
+    due = at + shift
     if due > now:
         return None
     shifted = "" if due == at else f" (due {due.isoformat()} after its offset)"

@@ -283,16 +283,7 @@ class ScheduleSpec:
         if self.max_catchup is not None:
             found.extend(_listed(validation.count_problem(
                 self.max_catchup, "max_catchup", minimum=1, maximum=validation.MAX_CATCHUP)))
-        shift_max = MAX_SHIFT if every is None else every
-        for label, value in (("offset", self.offset), ("jitter", self.jitter)):
-            if value is not None:
-                found.extend(_listed(validation.seconds_problem(value, label,
-                                                                maximum=shift_max)))
-        if (every is not None and isinstance(self.offset, timedelta)
-                and self.offset >= every):
-            found.append(f"offset: must be shorter than the interval ({self.offset} >= {every})")
-        if self.offset is not None and self.jitter is not None:
-            found.append("offset: give either offset or jitter, not both")
+        found.extend(self._shift_problems(every))
         found.extend(self._policy_problems())
         found.extend(self._control_problems())
         shapes = validation.call_problems(self.args, self.kwargs)
@@ -318,6 +309,22 @@ class ScheduleSpec:
             return None
         assert isinstance(every, (int, float))
         return timedelta(seconds=every)
+
+    def _shift_problems(self, every: timedelta | None) -> list[str]:
+        """Problems of ``offset`` and ``jitter``: each from 0 to the interval (``every``) or
+        :data:`MAX_SHIFT`, and not both."""
+        found: list[str] = []
+        shift_max = MAX_SHIFT if every is None else every
+        for label, value in (("offset", self.offset), ("jitter", self.jitter)):
+            if value is not None:
+                found.extend(_listed(validation.seconds_problem(value, label,
+                                                                maximum=shift_max)))
+        if (every is not None and isinstance(self.offset, timedelta)
+                and self.offset >= every):
+            found.append(f"offset: must be shorter than the interval ({self.offset} >= {every})")
+        if self.offset is not None and self.jitter is not None:
+            found.append("offset: give either offset or jitter, not both")
+        return found
 
     def _policy_problems(self) -> list[str]:
         """Problems of the run policies, one rule each."""
@@ -394,6 +401,18 @@ class ScheduleSpec:
         if self.jitter is not None:
             return stable_jitter(self.name, self.jitter)
         return timedelta(0)
+
+    def checked_offset(self) -> timedelta | None:
+        """:meth:`effective_offset` when the fields it is made of follow their rules (``offset``
+        and ``jitter`` within their bounds, a jittered schedule's name a string); None when they
+        do not, and :meth:`problems` names why. Within its bounds, the shift added to an instant
+        within the :func:`~goatbeat_celery.core.validation.instant_problem` range never
+        overflows; a shift given by a user but not yet judged may (days=-730120)."""
+        if self._shift_problems(self._every([])):
+            return None
+        if self.jitter is not None and not isinstance(self.name, str):
+            return None
+        return self.effective_offset()
 
     def spec_hash(self) -> str:
         """A digest of everything but ``enabled`` and ``source``: equal hashes, same behaviour."""

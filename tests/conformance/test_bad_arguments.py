@@ -132,6 +132,59 @@ def test_a_name_holding_a_nul_is_not_found(api: Schedules,
     assert [s.name for s in api.list()] == ["poll"]
 
 
+NOT_TEXT = [0, None, b"poll", 1.5, ("poll",)]
+NOT_TEXT_IDS = ["int", "none", "bytes", "float", "tuple"]
+
+
+@pytest.mark.parametrize("name", NOT_TEXT, ids=NOT_TEXT_IDS)
+@pytest.mark.parametrize("call", [
+    lambda api, name: api.get(name),
+    lambda api, name: api.history(name),
+    lambda api, name: api.next_runs(name),
+    lambda api, name: api.update(name, every=30),
+    lambda api, name: api.pause(name),
+    lambda api, name: api.pause(name, note="why", until=datetime(2100, 1, 1, tzinfo=UTC)),
+    lambda api, name: api.resume(name),
+    lambda api, name: api.delete(name),
+    lambda api, name: api.run_now(name),
+    lambda api, name: api.get_calendar(name),
+    lambda api, name: api.observing(name),
+    lambda api, name: api.update_calendar(name, dates=[]),
+    lambda api, name: api.delete_calendar(name),
+], ids=["get", "history", "next_runs", "update", "pause", "pause-until", "resume", "delete",
+        "run_now", "get_calendar", "observing", "update_calendar", "delete_calendar"])
+def test_a_name_that_is_not_text_is_refused_naming_it(
+        api: Schedules, call: Callable[[Schedules, Any], Any], name: Any) -> None:
+    """Sent to a database, ``0`` would fail against the text column (PostgreSQL) or match the
+    schedule named ``'0'`` (SQLite's type affinity)."""
+    api.create("0", "proj.tasks.poll", every=60)
+    api.create_calendar("0")
+
+    problems = refused(lambda: call(api, name))
+
+    assert len(problems) == 1 and problems[0].startswith("name: expected a string, got "), (
+        problems)
+    assert [s.name for s in api.list()] == ["0", "poll"]
+    assert api.get("0").spec.enabled and [c.name for c in api.list_calendars()] == ["0"]
+
+
+@pytest.mark.parametrize(("name", "arguments", "field"), [
+    (0, {"jitter": 1}, "name"),
+    ("launch", {"offset": timedelta(days=-730120)}, "offset"),
+    ("launch", {"jitter": timedelta.max}, "jitter"),
+], ids=["integer-name-with-jitter", "offset-730120-days-back", "jitter-max"])
+def test_a_one_off_with_a_bad_name_or_shift_is_refused_naming_the_field(
+        store: Store, name: Any, arguments: dict[str, Any], field: str) -> None:
+    """Found by the property test of Schedules.create: each used to raise from the check that
+    a one-off's instant is still ahead (AttributeError, OverflowError)."""
+    for at in (datetime(1980, 1, 1, tzinfo=UTC), store.now() + timedelta(days=1)):
+        problems = refused(lambda at=at: Schedules(store).create(
+            name, "proj.tasks.launch", at=at, **arguments))
+
+        assert any(f": {field}: " in problem for problem in problems), problems
+    assert store.list_schedules() == []
+
+
 @pytest.mark.parametrize("call", [
     lambda api: api.get_calendar("days\x00"),
     lambda api: api.observing("days\x00"),

@@ -819,16 +819,24 @@ def test_a_schedule_whose_messages_are_always_refused_backs_off(rig: Rig) -> Non
     ("proj.tasks.x", {"every": 60, "args": (_nested(3000),)}),
     ("proj.tasks.x", {"every": 60, "enabled": "no"}),
     ("proj.tasks.x", {"every": 60, "enabled": None}),
+    # Found by the property above (its st.data() draws cannot be given as an @example): an
+    # integer name with a jitter, and an offset whose sum with ``at`` leaves the datetime range.
+    ("proj.tasks.x", {"name": 0, "at": datetime(2000, 1, 1, tzinfo=UTC), "jitter": 1}),
+    ("proj.tasks.x", {"at": datetime(1980, 1, 1, tzinfo=UTC),
+                      "offset": timedelta(days=-730120)}),
 ], ids=["task-an-integer", "task-none", "at-max-plus-offset", "at-before-year-1-in-utc",
-        "args-3000-deep", "enabled-text", "enabled-none"])
+        "args-3000-deep", "enabled-text", "enabled-none", "name-an-integer-with-jitter",
+        "offset-beyond-the-datetime-range"])
 @_only("sqlite")
 def test_schedules_create_refuses_with_configuration_error_only(
         rig: Rig, task: Any, arguments: dict[str, Any]) -> None:
     rig.reset()
     api = Schedules(rig.store, config=GoatbeatConfig(database_url=rig.url,
                                                      allowed_tasks=(ALLOWED,)))
+    given = {key: value for key, value in arguments.items() if key != "name"}
     with pytest.raises(ConfigurationError):
-        api.create("edge", task, **arguments)
+        api.create(arguments.get("name", "edge"), task, **given)
+    assert rig.store.list_schedules() == []
 
 
 @_only("postgres")

@@ -12,8 +12,9 @@ import pytest
 from goatbeat_celery import display
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import base_registry
+from goatbeat_celery.core.controls import past_once_problem
 from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC
+from goatbeat_celery.core.model import UTC, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
@@ -376,3 +377,61 @@ def test_the_state_shows_a_pause_with_an_end_until_it_passes_then_the_end(world:
     fields = dict(display.schedule_fields(done, Settings(), world.clock()))
     assert "paused because" not in fields and "paused until" not in fields
     assert display.schedule_json(done, Settings(), world.clock())["runs_left"] == 0
+
+
+# -- a one-off's past instant, judged only on fields within their rules ---------------------
+def _one_off(at: datetime, **fields: Any) -> ScheduleSpec:
+    return ScheduleSpec(**{"name": "launch", **fields}, task="proj.tasks.launch",
+                        trigger=TriggerSpec(kind="once", params={"at": at.isoformat()}))
+
+
+@pytest.mark.parametrize("fields", [
+    {"offset": timedelta(days=-730120)}, {"offset": timedelta.max}, {"offset": timedelta.min},
+    {"jitter": timedelta.max}, {"offset": -S}, {"offset": timedelta(days=8)},
+    {"offset": S, "jitter": S}, {"name": 0, "jitter": S},
+], ids=["offset-730120-days-back", "offset-max", "offset-min", "jitter-max", "offset-negative",
+        "offset-past-its-bound", "offset-and-jitter", "jitter-of-an-integer-name"])
+def test_a_one_off_is_not_judged_past_through_a_shift_that_breaks_its_rule(
+        fields: dict[str, Any]) -> None:
+    """The shift's own problem names it: adding it to ``at`` means nothing, and may overflow
+    (``OverflowError``) or fail on the name (``AttributeError``)."""
+    spec = _one_off(datetime(1980, 1, 1, tzinfo=UTC), **fields)
+
+    assert spec.checked_offset() is None
+    assert past_once_problem(spec, T0) is None
+    assert spec.problems(), "a shift past its rule must be named by the spec's own problems"
+
+
+def test_a_one_off_past_after_a_shift_within_its_rules_is_still_refused() -> None:
+    spec = _one_off(T0 - timedelta(days=8), offset=timedelta(days=7))
+
+    assert spec.checked_offset() == timedelta(days=7)
+    problem = past_once_problem(spec, T0)
+    assert problem is not None and problem.startswith("at: ")
+    assert past_once_problem(_one_off(T0 - M, jitter=S), T0) is not None
+
+
+@pytest.mark.parametrize("at", [datetime(1, 1, 3, tzinfo=UTC), datetime(9999, 12, 29, tzinfo=UTC)],
+                         ids=["year-1", "year-9999"])
+def test_a_one_off_at_out_of_range_is_left_to_its_own_check(at: datetime) -> None:
+    assert past_once_problem(_one_off(at, offset=timedelta(days=7)), T0) is None
+
+
+@pytest.mark.parametrize("arguments", [
+    {"name": 0, "jitter": 1},
+    {"name": "launch", "offset": timedelta(days=-730120)},
+    {"name": "launch", "jitter": timedelta.max},
+], ids=["integer-name-with-jitter", "offset-730120-days-back", "jitter-max"])
+@pytest.mark.parametrize("at", [datetime(1980, 1, 1, tzinfo=UTC), T0 + timedelta(days=1)],
+                         ids=["past", "ahead"])
+def test_create_refuses_a_bad_name_or_shift_of_a_one_off_naming_the_field(
+        world: World, arguments: dict[str, Any], at: datetime) -> None:
+    shift = {key: value for key, value in arguments.items() if key != "name"}
+    field = "name" if arguments["name"] == 0 else next(iter(shift))
+
+    with pytest.raises(ConfigurationError) as refused:
+        world.api.create(arguments["name"], "proj.tasks.launch", at=at, **shift)
+
+    assert any(f": {field}: " in problem for problem in refused.value.problems), (
+        refused.value.problems)
+    assert world.store.list_schedules() == []
