@@ -3,7 +3,7 @@
 ``celery -A proj beat -S goatbeat_celery.Scheduler`` on every replica; manage database
 schedules with :class:`Schedules`; inside a task, :func:`occurrence_of` tells which schedule and
 which occurrence a run is for; ``track_runs(app)`` in the app module makes every worker record
-what it did with each run (:mod:`goatbeat_celery.tracking`). :mod:`goatbeat_celery.testing`
+what it did with each run (:mod:`goatbeat_celery.worker.tracking`). :mod:`goatbeat_celery.testing`
 has the test doubles (a manual
 clock, a recording broker and observer, the in-memory store) for an application's own tests.
 """
@@ -31,8 +31,8 @@ from goatbeat_celery.occurrence import Occurrence, occurrence_of
 
 if typing.TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
-    from goatbeat_celery.scheduler import Scheduler
-    from goatbeat_celery.tracking import track_runs
+    from goatbeat_celery.beat.scheduler import Scheduler
+    from goatbeat_celery.worker.tracking import track_runs
 
 __all__ = [
     "BackfillMode",
@@ -59,7 +59,7 @@ __all__ = [
 def __getattr__(name: str) -> typing.Any:
     # Celery and SQLAlchemy load only when the scheduler, the API or tracking is used.
     if name == "Scheduler":
-        from goatbeat_celery.scheduler import Scheduler
+        from goatbeat_celery.beat.scheduler import Scheduler
 
         return Scheduler
     if name == "Schedules":
@@ -67,7 +67,7 @@ def __getattr__(name: str) -> typing.Any:
 
         return Schedules
     if name == "track_runs":
-        from goatbeat_celery.tracking import track_runs
+        from goatbeat_celery.worker.tracking import track_runs
 
         return track_runs
     raise AttributeError(f"module 'goatbeat_celery' has no attribute {name!r}")

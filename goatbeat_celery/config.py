@@ -19,8 +19,9 @@ from typing import Any
 from celery import schedules as celery_schedules
 from celery.beat import BeatLazyFunc
 
-from goatbeat_celery import cron, metrics, specs
+from goatbeat_celery import cron, specs
 from goatbeat_celery import schedules as generic
+from goatbeat_celery.beat import metrics
 from goatbeat_celery.core.controls import bounded_first
 from goatbeat_celery.core.defaults import own_or_default
 from goatbeat_celery.core.errors import ConfigurationError

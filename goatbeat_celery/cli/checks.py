@@ -76,7 +76,7 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
         untracked = config.tracking_warning()
         if untracked is not None:
             checks.append(Check(name="runs", outcome=Outcome.WARN, detail=untracked))
-    from goatbeat_celery.scheduler import broker_warning
+    from goatbeat_celery.beat.scheduler import broker_warning
 
     unconfirmed = broker_warning(app)
     if unconfirmed is not None:

@@ -31,7 +31,7 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     store (0: one tick, which takes the lease and syncs the config); return the keys sent. With
     ``refuse``, the broker refuses every message with that error. The lease is left held (not
     released), as a running leader holds it."""
-    from goatbeat_celery.scheduler import Scheduler
+    from goatbeat_celery.beat.scheduler import Scheduler
 
     loaded = config_module.load(app)
     # Celery's own cleanup entry, added the way the real scheduler adds it.

@@ -71,8 +71,8 @@ def test_every_public_name_of_the_package_is_exported() -> None:
 
 def test_the_lazily_loaded_names_are_the_classes_they_name() -> None:
     from goatbeat_celery.api import Schedules
-    from goatbeat_celery.scheduler import Scheduler
-    from goatbeat_celery.tracking import track_runs
+    from goatbeat_celery.beat.scheduler import Scheduler
+    from goatbeat_celery.worker.tracking import track_runs
 
     assert goatbeat_celery.Scheduler is Scheduler
     assert goatbeat_celery.Schedules is Schedules

@@ -25,7 +25,7 @@ NAMESPACE = "CELERY"
 
 def celery_app() -> Any:
     """A Celery app configured from Django's settings under the ``CELERY_`` namespace."""
-    from goatbeat_celery.tracking import tracks_runs
+    from goatbeat_celery.worker.tracking import tracks_runs
 
     app = Celery("goatbeat_django", set_as_current=False, fixups=[])
     app.config_from_object("django.conf:settings", namespace=NAMESPACE)

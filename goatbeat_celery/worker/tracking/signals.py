@@ -1,6 +1,6 @@
 """Run tracking's Celery side: :class:`RunTracker` connects to Celery's task and worker
 signals, notes each event of a run goatbeat sent for the process's
-:class:`~goatbeat_celery.tracking.writer.RunWriter`, and gives every forked pool process a
+:class:`~goatbeat_celery.worker.tracking.writer.RunWriter`, and gives every forked pool process a
 writer of its own; :func:`track_runs` installs it for an app.
 """
 
@@ -23,7 +23,7 @@ from goatbeat_celery import config as config_module
 from goatbeat_celery.core.errors import ConfigurationError
 from goatbeat_celery.core.runs import RunEventKind, RunLog, RunOutcome, RunTimes, error_summary
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
-from goatbeat_celery.tracking.writer import (
+from goatbeat_celery.worker.tracking.writer import (
     _FINISHED,
     _RETRIED,
     _STARTED,

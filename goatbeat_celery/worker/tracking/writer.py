@@ -2,7 +2,7 @@
 daemon thread per process that writes it to the run log in batches, retries through an outage
 and sends the heartbeat of the runs in progress.
 
-It knows nothing of Celery: :mod:`goatbeat_celery.tracking.signals` notes the events.
+It knows nothing of Celery: :mod:`goatbeat_celery.worker.tracking.signals` notes the events.
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ from celery import beat
 from celery.schedules import crontab
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery import observability
+from goatbeat_celery.beat import observability
+from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.core.engine import Engine
 from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.model import ScheduleSpec
 from goatbeat_celery.display import with_migrate_command
 from goatbeat_celery.store import mask_url
-from goatbeat_celery.submitter import CelerySubmitter
 
 logger = logging.getLogger(__name__)
 

@@ -21,15 +21,15 @@ capped backoff; past :data:`MAX_EVENTS` it drops the oldest, counted and logged
 a lost host) is marked ``lost`` by the leader instead of staying ``running`` forever (see
 :mod:`goatbeat_celery.core.runs` for the rules and ``docs/run-tracking.md`` for the bounds).
 
-The package holds the two halves: :mod:`~goatbeat_celery.tracking.writer` (the buffer and its
-writer thread, which know nothing of Celery) and :mod:`~goatbeat_celery.tracking.signals`
+The package holds the two halves: :mod:`~goatbeat_celery.worker.tracking.writer` (the buffer and its
+writer thread, which know nothing of Celery) and :mod:`~goatbeat_celery.worker.tracking.signals`
 (the Celery signal handlers that note the events).
 """
 
 from __future__ import annotations
 
-from goatbeat_celery.tracking.signals import RunTracker, track_runs, tracks_runs
-from goatbeat_celery.tracking.writer import (
+from goatbeat_celery.worker.tracking.signals import RunTracker, track_runs, tracks_runs
+from goatbeat_celery.worker.tracking.writer import (
     BATCH_SIZE,
     FLUSH_INTERVAL,
     MAX_EVENTS,

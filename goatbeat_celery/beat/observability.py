@@ -3,7 +3,7 @@
 The engine calls one :class:`~goatbeat_celery.core.observer.EngineObserver`; the scheduler gives
 it a :class:`MultiObserver` of a :class:`CeleryObserver` (signals and the
 ``goatbeat_occurrence_hook``) and, when ``goatbeat_metrics_port`` is set, the Prometheus
-observer of :mod:`goatbeat_celery.metrics`.
+observer of :mod:`goatbeat_celery.beat.metrics`.
 
 Everything here runs inline in the scheduling loop. A receiver, a hook or an observer that
 raises is logged and ignored: observability must never stop a replica from dispatching.
@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from goatbeat_celery import signals
+from goatbeat_celery.beat.metrics import MetricsExporter
 from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
 from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
 from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
 from goatbeat_celery.core.shards import Shard, shard_lease_name
-from goatbeat_celery.metrics import MetricsExporter
 
 logger = logging.getLogger(__name__)
 
