@@ -308,7 +308,7 @@ class Bench:
         """``count`` submitted executions, and their messages in the queue."""
         import sqlalchemy as sa
 
-        from goatbeat_celery.core.model import idempotency_key
+        from goatbeat_celery.core.types.execution import idempotency_key
         from goatbeat_celery.headers import CELERY_BEAT, OCCURRENCE, SCHEDULE, TOKEN
 
         self.round += 1

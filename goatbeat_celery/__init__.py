@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import typing
 
-from goatbeat_celery.core.backfill import BackfillMode
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.rules.backfill import BackfillMode
+from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
     CalendarInUse,
     CalendarNotFound,
@@ -26,7 +26,7 @@ from goatbeat_celery.core.errors import (
     StoreError,
     StoreUnavailable,
 )
-from goatbeat_celery.core.model import MisfirePolicy
+from goatbeat_celery.core.types.spec import MisfirePolicy
 from goatbeat_celery.occurrence import Occurrence, occurrence_of
 
 if typing.TYPE_CHECKING:

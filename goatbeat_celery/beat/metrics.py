@@ -31,10 +31,12 @@ from datetime import datetime, timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
-from goatbeat_celery.core.observer import OccurrenceRecord
-from goatbeat_celery.core.runs import ENDED_STATE_VALUES
+from goatbeat_celery.core.loop.observer import OccurrenceRecord
+from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import Dispatch
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -95,7 +97,7 @@ class GoatbeatMetrics:
                  monotonic: Callable[[], float] = time.monotonic,
                  shard_leases: Sequence[str] = ()) -> None:
         client = _client()
-        #: With shards, each shard's lease name -> its index (core.shards); empty with one.
+        #: With shards, each shard's lease name -> its index (core.rules.shards); empty with one.
         self._shards = {name: index for index, name in enumerate(shard_leases)}
         #: Tokens of the leases held now, by lease name.
         self._held: dict[str, int] = {}

@@ -1,7 +1,7 @@
 """What the engine reports, turned into Celery signals, a user hook and metrics.
 
-The engine calls one :class:`~goatbeat_celery.core.observer.EngineObserver`; the scheduler gives
-it a :class:`MultiObserver` of a :class:`CeleryObserver` (signals and the
+The engine calls one :class:`~goatbeat_celery.core.loop.observer.EngineObserver`; the scheduler
+gives it a :class:`MultiObserver` of a :class:`CeleryObserver` (signals and the
 ``goatbeat_occurrence_hook``) and, when ``goatbeat_metrics_port`` is set, the Prometheus
 observer of :mod:`goatbeat_celery.beat.metrics`.
 
@@ -18,9 +18,11 @@ from typing import Any
 from goatbeat_celery import signals
 from goatbeat_celery.beat.metrics import MetricsExporter
 from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
-from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
-from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
-from goatbeat_celery.core.shards import Shard, shard_lease_name
+from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
+from goatbeat_celery.core.rules.shards import Shard, shard_lease_name
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import Dispatch
 
 logger = logging.getLogger(__name__)
 

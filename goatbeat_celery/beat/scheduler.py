@@ -20,9 +20,9 @@ from celery.schedules import crontab
 from goatbeat_celery import config as config_module
 from goatbeat_celery.beat import observability
 from goatbeat_celery.beat.submitter import CelerySubmitter
-from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
-from goatbeat_celery.core.model import ScheduleSpec
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.display import with_migrate_command
 from goatbeat_celery.store import mask_url
 

@@ -13,9 +13,9 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from goatbeat_celery import headers
 from goatbeat_celery.config import LAZY_MARKER
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import Dispatch, SubmitResult
-from goatbeat_celery.core.validation import call_problems, options_problems
+from goatbeat_celery.core.rules.validation import call_problems, options_problems
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 
 logger = logging.getLogger(__name__)
 

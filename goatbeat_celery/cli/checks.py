@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.display import command_line, human_duration, with_migrate_command
 
 

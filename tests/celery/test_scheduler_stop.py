@@ -13,7 +13,7 @@ import pytest
 from celery import Celery
 
 from goatbeat_celery.beat.scheduler import Scheduler, _stop_signals_held
-from goatbeat_celery.core.model import ExecutionState
+from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.store import open_store
 
 

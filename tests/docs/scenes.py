@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery.core.model import UTC
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.store import open_store
 from goatbeat_celery.testing import ManualClock, RecordingSubmitter, build_engine
 

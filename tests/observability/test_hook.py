@@ -9,15 +9,11 @@ from datetime import timedelta
 import pytest
 
 from goatbeat_celery.beat.observability import CeleryObserver, MultiObserver
-from goatbeat_celery.core.model import (
-    Dispatch,
-    Execution,
-    ExecutionState,
-    LeaseGrant,
-    MisfirePolicy,
-    idempotency_key,
-)
-from goatbeat_celery.core.observer import OccurrenceRecord
+from goatbeat_celery.core.loop.observer import OccurrenceRecord
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.spec import MisfirePolicy
+from goatbeat_celery.core.types.tick import Dispatch
 
 from .support import BROKER_DOWN, START, ManualClock, RecordingObserver, Replicas, create_due
 

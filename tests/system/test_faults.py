@@ -30,8 +30,8 @@ import sqlalchemy as sa
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.beat.submitter import FLUSH_EVERY
 from goatbeat_celery.config import GoatbeatConfig
-from goatbeat_celery.core.errors import ScheduleConflict
-from goatbeat_celery.core.model import idempotency_key
+from goatbeat_celery.core.types.errors import ScheduleConflict
+from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.store import open_store
 from tests.system.harness import (
     BROKERS,

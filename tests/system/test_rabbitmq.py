@@ -27,7 +27,8 @@ from celery import Celery
 
 from goatbeat_celery.beat.scheduler import _bound_broker_sockets
 from goatbeat_celery.beat.submitter import CelerySubmitter
-from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.tick import Dispatch
 from tests.system.harness import (
     FAST_LEASE,
     RABBITMQ_SETTINGS,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.runs import RunEventKind, RunOutcome
+from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome
 from goatbeat_celery.worker.tracking.writer import RunWriter, _event, _Noted, _noted
 from tests.tracking.support import RecordingLog, constant, wait_for
 

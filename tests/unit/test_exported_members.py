@@ -13,7 +13,7 @@ from types import ModuleType
 
 import goatbeat_celery
 import goatbeat_celery.testing
-from goatbeat_celery.core import errors
+from goatbeat_celery.core.types import errors
 
 EXPECTED = [
     "BackfillMode",

@@ -16,7 +16,7 @@ from celery import Celery
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store import django_databases as databases
 from goatbeat_celery.store.url import mask_url
 

@@ -19,7 +19,7 @@ capped backoff; past :data:`MAX_EVENTS` it drops the oldest, counted and logged
 (``action=run_events_dropped``). The writer also sends one heartbeat per
 ``heartbeat_interval`` for the runs of its process, so that a run whose worker dies (SIGKILL,
 a lost host) is marked ``lost`` by the leader instead of staying ``running`` forever (see
-:mod:`goatbeat_celery.core.runs` for the rules and ``docs/run-tracking.md`` for the bounds).
+:mod:`goatbeat_celery.core.rules.runs` for the rules and ``docs/run-tracking.md`` for the bounds).
 
 The package holds the two halves: :mod:`~goatbeat_celery.worker.tracking.writer` (the buffer and its
 writer thread, which know nothing of Celery) and :mod:`~goatbeat_celery.worker.tracking.signals`

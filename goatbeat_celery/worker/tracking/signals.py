@@ -20,8 +20,9 @@ from celery import signals
 from celery import states as celery_states
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.runs import RunEventKind, RunLog, RunOutcome, RunTimes, error_summary
+from goatbeat_celery.core.protocols import RunLog
+from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome, RunTimes, error_summary
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
 from goatbeat_celery.worker.tracking.writer import (
     _FINISHED,

@@ -15,8 +15,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import timedelta
 
-from goatbeat_celery.core.errors import StoreUnavailable
-from goatbeat_celery.core.runs import RunEvent, RunEventKind, RunLog, RunOutcome
+from goatbeat_celery.core.protocols import RunLog
+from goatbeat_celery.core.rules.runs import RunEvent, RunEventKind, RunOutcome
+from goatbeat_celery.core.types.errors import StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -281,7 +282,7 @@ class RunWriter:
             log = self._log = self._open_log()
         now = self._monotonic()
         # A run that started and ended within the batch is sent as its end alone, which
-        # carries its start (core.runs.apply_event): one report per task instead of two.
+        # carries its start (core.rules.runs.apply_event): one report per task instead of two.
         ended = {noted[2] for noted in batch if noted[0] != _STARTED and noted[8] is not None}
         return log.record_runs([_event(noted, now) for noted in batch
                                 if noted[0] != _STARTED or noted[2] not in ended])

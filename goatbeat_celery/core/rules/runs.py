@@ -31,16 +31,13 @@ Stores only execute this rule (they read the run columns, call :func:`apply_even
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from goatbeat_celery.core import validation
-from goatbeat_celery.core.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from goatbeat_celery.core.model import Execution
+from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.types.errors import ConfigurationError
 
 __all__ = [
     "CAS_COLUMNS",
@@ -54,7 +51,6 @@ __all__ = [
     "RUN_TIME_MAXIMA",
     "RunEvent",
     "RunEventKind",
-    "RunLog",
     "RunOutcome",
     "RunRecord",
     "RunState",
@@ -182,7 +178,7 @@ class RunEvent:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunRecord:
     """The run columns of one execution, named as the columns are (and as the fields of
-    :class:`~goatbeat_celery.core.model.Execution`)."""
+    :class:`~goatbeat_celery.core.types.execution.Execution`)."""
 
     run_state: RunState | None = None
     run_id: str | None = None
@@ -383,7 +379,7 @@ def _lost(record: RunRecord, now: datetime, reason: str,
 def settled_after_report(settled: bool | None, run_state: RunState | None) -> bool | None:
     """The execution's ``settled`` once its run columns say ``run_state``: a run nothing waited
     on (``None``) turns unsettled (``False``) as it ends, so that the leader reports its end
-    once (:meth:`~goatbeat_celery.core.observer.EngineObserver.runs_ended`) and counts it in
+    once (:meth:`~goatbeat_celery.core.loop.observer.EngineObserver.runs_ended`) and counts it in
     its schedule's failures in a row; a run already unsettled or settled keeps its flag.
     Stores write this as they write a report or a lost verdict."""
     if settled is None and run_state is not None and not run_state.live:
@@ -426,7 +422,7 @@ def error_summary(error: BaseException | str | None) -> str | None:
 class RunTimes:
     """How long a run may go without news before it counts as lost (the settings
     ``goatbeat_heartbeat_interval``, ``goatbeat_run_lost_after`` and
-    ``goatbeat_run_start_timeout``, which :class:`~goatbeat_celery.core.settings.Settings`
+    ``goatbeat_run_start_timeout``, which :class:`~goatbeat_celery.core.types.settings.Settings`
     reads and validates; ``Settings.run_times`` gives them as this).
 
     * ``heartbeat_interval`` (10 s): each worker process running goatbeat tasks writes one
@@ -476,40 +472,3 @@ def lost_after_problem(heartbeat_interval: timedelta, run_lost_after: timedelta)
 
 def _listed(problem: str | None) -> list[str]:
     return [] if problem is None else [problem]
-
-
-# -- the store's side ------------------------------------------------------------------------
-class RunLog(Protocol):
-    """Where workers' reports land: the run columns of the executions table.
-
-    Reports never change beat's dispatch columns (``state``, ``submitted_at``, ``attempts``,
-    ``last_error``), and beat's writes never change the run columns. Instants are the store's
-    clock. Driver errors surface as StoreError (StoreUnavailable when unreachable).
-    """
-
-    def record_runs(self, events: Sequence[RunEvent]) -> int:
-        """Apply ``events`` in order, each as :func:`apply_event` decides on the row as it
-        stands, with the store's clock at the time of writing as ``now``.
-
-        Idempotent enough to retry: a batch replayed after its reply was lost changes nothing
-        more (no attempt counted twice). Decisions are compare-and-set on the run columns they
-        read, made again if another writer changed the row meanwhile. Returns how many events
-        named no execution (ignored: a pruned row, or a task id that only looks like a key).
-        """
-        ...
-
-    def heartbeat(self, keys: Collection[str]) -> int:
-        """In one statement, set ``heartbeat_at`` to the store's now on those of ``keys`` whose
-        run is ``running``; returns how many rows that was. Other keys are left alone."""
-        ...
-
-    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
-                  tracked_since: datetime | None = None,
-                  limit: int = 1000) -> list[Execution]:
-        """Mark ``lost`` (or ``unknown``) up to ``limit`` runs that :func:`lost_verdict` ends at
-        the store's now, given ``tracked_since`` (oldest news first), and return those
-        executions as written.
-
-        A row changed by a report or a heartbeat while it was judged is left for the next call.
-        Rows past ``limit`` are left for later calls."""
-        ...

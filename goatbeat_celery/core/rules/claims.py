@@ -15,17 +15,15 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from goatbeat_celery.core.errors import ScheduleConflict
-from goatbeat_celery.core.model import (
-    ClaimResult,
-    Dispatch,
+from goatbeat_celery.core.rules.policies import OverlapAction, OverlapPolicy, overlap_decision
+from goatbeat_celery.core.types.errors import ScheduleConflict
+from goatbeat_celery.core.types.execution import (
     Execution,
     ExecutionState,
-    PlannedClaim,
     idempotency_key,
     manual_key,
 )
-from goatbeat_celery.core.policies import OverlapAction, OverlapPolicy, overlap_decision
+from goatbeat_celery.core.types.tick import ClaimResult, Dispatch, PlannedClaim
 
 #: Resubmissions stop counting here rather than overflow the column (a count written by hand).
 ATTEMPTS_MAX = 1_000_000_000
@@ -135,7 +133,7 @@ def in_flight(rows: Iterable[tuple[str, str, str | None]]) -> InFlight:
 
 def claim_executions(claim: PlannedClaim, *, token: int, now: datetime) -> list[Execution]:
     """The execution rows of ``claim``: one per occurrence, keyed by
-    :func:`~goatbeat_celery.core.model.idempotency_key`, ``claimed`` at store-time ``now``
+    :func:`~goatbeat_celery.core.types.execution.idempotency_key`, ``claimed`` at store-time ``now``
     under the lease ``token``, on their first attempt, the claim's missed count on the last,
     and expiring ``expires_after`` past their due instant."""
     last = len(claim.occurrences) - 1
@@ -156,7 +154,7 @@ def apply_overlap(claim: PlannedClaim, planned: Sequence[Execution],
                   in_flight: InFlight) -> list[Execution]:
     """The executions of ``claim`` after its overlap policy, in order: each due occurrence is
     claimed, held (``held``, no attempt yet) or skipped (``skipped``, no attempt, the reason in
-    ``last_error``) as :func:`~goatbeat_celery.core.policies.overlap_decision` decides, given
+    ``last_error``) as :func:`~goatbeat_celery.core.rules.policies.overlap_decision` decides, given
     the runs in flight and those claimed before it in the same claim."""
     if claim.overlap is OverlapPolicy.ALLOW:
         return list(planned)
@@ -231,7 +229,7 @@ def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, 
     """Decide what ``claims`` write, given the stored ``versions`` of the schedules the store
     locked (a schedule absent from it is gone, or locked elsewhere when named in ``skip``:
     left for a later batch, neither claimed nor a conflict) and, for the claims that
-    :attr:`~goatbeat_celery.core.model.PlannedClaim.waits_for_runs`, their runs ``in_flight``
+    :attr:`~goatbeat_celery.core.types.tick.PlannedClaim.waits_for_runs`, their runs ``in_flight``
     (by schedule name; absent: none).
 
     A fixed-delay claim with a run in flight is postponed (:func:`postponed`); any other

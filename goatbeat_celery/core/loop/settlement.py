@@ -6,7 +6,7 @@ leader's fenced transaction and releases the claim ``buffer_one`` held back, as
 :func:`held_to_release` decides.
 
 The rules themselves (failures in a row, backoff, fixed delay, pause) are
-:func:`goatbeat_celery.core.policies.settle`; this module only fits them to stored rows.
+:func:`goatbeat_celery.core.rules.policies.settle`; this module only fits them to stored rows.
 """
 
 from __future__ import annotations
@@ -17,26 +17,20 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from goatbeat_celery.core.claims import InFlight
-from goatbeat_celery.core.defaults import own_or_default
-from goatbeat_celery.core.model import (
-    FinishedRun,
-    LeaseGrant,
-    PlannedClaim,
-    RunSettlement,
-    Schedule,
-    ScheduleSpec,
-    SettleReport,
-    quoted_name,
-)
-from goatbeat_celery.core.observer import EngineObserver
-from goatbeat_celery.core.policies import (
+from goatbeat_celery.core.loop.observer import EngineObserver
+from goatbeat_celery.core.rules.claims import InFlight
+from goatbeat_celery.core.rules.defaults import own_or_default
+from goatbeat_celery.core.rules.policies import (
     GridAfter,
     OverlapPolicy,
     RunEnd,
     execution_end,
     settle,
 )
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSpec, quoted_name
+from goatbeat_celery.core.types.tick import FinishedRun, PlannedClaim, RunSettlement, SettleReport
 
 __all__ = ["RESUME_CLEARS", "RunSettler", "SettlingStore", "claim_policies",
            "fixed_delay_claim", "held_to_release", "settlement_of"]
@@ -95,7 +89,7 @@ def held_to_release(in_flight: InFlight) -> str | None:
 
 # -- the engine's side -------------------------------------------------------------------------
 def claim_policies(spec: ScheduleSpec, default_overlap: OverlapPolicy) -> dict[str, Any]:
-    """The run-policy fields of a :class:`~goatbeat_celery.core.model.PlannedClaim` of
+    """The run-policy fields of a :class:`~goatbeat_celery.core.types.tick.PlannedClaim` of
     ``spec``: its overlap policy (``default_overlap`` when it gives none), its fixed delay, and
     whether its runs wait to be settled (a policy learns something from their end)."""
     overlap = own_or_default(spec.overlap, default_overlap)

@@ -11,7 +11,7 @@ keeps renewing the lease (so no other replica takes over a healthy holder) and s
 each renewal. Observers hear of an acquisition once, when the lease is taken, and of a loss once,
 when it is lost or released; a failed sync is neither.
 
-With several shards (core.shards), :class:`ShardLeadership` holds one :class:`Leadership` per
+With several shards (core.rules.shards), :class:`ShardLeadership` holds one :class:`Leadership` per
 shard and decides which shards this replica asks for.
 """
 
@@ -20,12 +20,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
-from goatbeat_celery.core.errors import GoatbeatError, StoreError, StoreUnavailable
-from goatbeat_celery.core.model import LeaseGrant
-from goatbeat_celery.core.observer import EngineObserver
+from goatbeat_celery.core.loop.observer import EngineObserver
 from goatbeat_celery.core.protocols import LeaseManager
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.shards import (
+from goatbeat_celery.core.rules.shards import (
     Shard,
     ShardingView,
     member_lease_name,
@@ -33,6 +30,9 @@ from goatbeat_celery.core.shards import (
     shard_lease_name,
     sharding_prefix,
 )
+from goatbeat_celery.core.types.errors import GoatbeatError, StoreError, StoreUnavailable
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Leadership:
                  observer: EngineObserver, monotonic: Callable[[], float],
                  name: str | None = None) -> None:
         self.lease = lease
-        #: The lease row: ``settings.lease_name``, or a shard's (core.shards).
+        #: The lease row: ``settings.lease_name``, or a shard's (core.rules.shards).
         self.name = settings.lease_name if name is None else name
         self.settings = settings
         self.holder = holder

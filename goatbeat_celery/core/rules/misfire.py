@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeGuard
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import MisfirePolicy, ensure_aware
-from goatbeat_celery.core.triggers import SeekableTrigger, Trigger
+from goatbeat_celery.core.rules.triggers import SeekableTrigger, Trigger
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import ensure_aware
+from goatbeat_celery.core.types.spec import MisfirePolicy
 
 #: A trigger that is not seekable (cron, other Celery schedules) is walked point by point.
 #: Points past the grace are only counted, and past MAX_COUNTED the walk jumps to the end (the

@@ -16,7 +16,7 @@
 
 Adapters wrap their drivers' exceptions with ``raise ... from exc`` so that callers only ever
 catch these. A broker's refusal is not among them: a submitter reports it in its
-:class:`~goatbeat_celery.core.model.SubmitResult` and never raises, and the engine keeps the
+:class:`~goatbeat_celery.core.types.tick.SubmitResult` and never raises, and the engine keeps the
 occurrence claimed to send it again.
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.core.types.problems import Problem
 
 
 class GoatbeatError(Exception):
@@ -33,7 +33,7 @@ class GoatbeatError(Exception):
 
 class ConfigurationError(GoatbeatError, ValueError):
     """Invalid settings or schedule specs; ``details`` holds every problem found (each a
-    :class:`~goatbeat_celery.core.problems.Problem`), ``problems`` their texts.
+    :class:`~goatbeat_celery.core.types.problems.Problem`), ``problems`` their texts.
 
     Each problem names the field and says how to fix it, so the whole list can be shown to an
     operator at once, and a form can show each beside the field it names.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from goatbeat_celery.core.model import ScheduleSource, SyncEntry, SyncReport
+from goatbeat_celery.core.types.spec import ScheduleSource, SyncEntry, SyncReport
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,9 +11,10 @@ range check, the cap, a dry run) and the stores (what a step writes):
   (the worker reported ``failed``, the run was judged ``lost``, or it was never sent:
   ``expired`` or ``abandoned``), an earlier backfill's run counting as the latest; ``all``
   runs every one;
-* an occurrence runs under its own key (:func:`~goatbeat_celery.core.model.idempotency_key`)
-  while that key is free; one whose key is taken runs under a key of the backfill
-  (:func:`backfill_key`), so that the request, not the occurrence, is what is run once;
+* an occurrence runs under its own key
+  (:func:`~goatbeat_celery.core.types.execution.idempotency_key`) while that key is free; one
+  whose key is taken runs under a key of the backfill (:func:`backfill_key`), so that the
+  request, not the occurrence, is what is run once;
 * a run is due when the leader claims it (``due_at`` = ``claimed_at``, as for a manual run):
   lateness figures measure how long sending took, not how old the range is.
 
@@ -31,15 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core import validation
-from goatbeat_celery.core.model import (
-    Execution,
-    ExecutionState,
-    ensure_aware,
-    idempotency_key,
-)
-from goatbeat_celery.core.policies import Choice
-from goatbeat_celery.core.runs import RunState
+from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.rules.policies import Choice
+from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.instants import ensure_aware
 
 #: The most occurrences one backfill may cover; a longer range is refused (split it).
 MAX_BACKFILL_OCCURRENCES = 100_000

@@ -1,10 +1,10 @@
 """Engine settings: a frozen, keyword-only dataclass validated as a whole.
 
 Durations are given as seconds, a :class:`~datetime.timedelta` or a printed duration (``"30s"``)
-and the misfire policy as a :class:`~goatbeat_celery.core.model.MisfirePolicy` or its name; each
-is converted once, when the settings are made, and read back typed: a duration as a timedelta,
+and the misfire policy as a :class:`~goatbeat_celery.core.types.spec.MisfirePolicy` or its name;
+each is converted once, when the settings are made, and read back typed: a duration as a timedelta,
 the policy as the enum. Every problem is collected and raised at once in one
-:class:`~goatbeat_celery.core.errors.ConfigurationError`.
+:class:`~goatbeat_celery.core.types.errors.ConfigurationError`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, Union
 
-from goatbeat_celery.core import validation
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import Duration, MisfirePolicy, to_timedelta
-from goatbeat_celery.core.policies import OverlapPolicy
-from goatbeat_celery.core.runs import (
+from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.rules.runs import (
     DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_LOST_AFTER,
     DEFAULT_START_TIMEOUT,
@@ -25,6 +23,9 @@ from goatbeat_celery.core.runs import (
     RunTimes,
     lost_after_problem,
 )
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import Duration, to_timedelta
+from goatbeat_celery.core.types.spec import MisfirePolicy
 
 _HOUR = timedelta(hours=1)
 _DAY = timedelta(days=1)
@@ -40,7 +41,7 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "retry_backoff_max": (_DAY, False),
     **{name: (maximum, False) for name, maximum in RUN_TIME_MAXIMA.items()},
 }
-#: The most shards a deployment may split its schedules into (core.shards).
+#: The most shards a deployment may split its schedules into (core.rules.shards).
 MAX_SHARDS = 1024
 _COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 1_000, "prune_batch": 100_000,
            "backfill_per_tick": 10_000, "shards": MAX_SHARDS}
@@ -94,28 +95,28 @@ class Settings:
     prune_batch: int = 1000
     retry_backoff: _Duration = _Duration(timedelta(seconds=1))
     retry_backoff_max: _Duration = _Duration(timedelta(seconds=30))
-    #: Run tracking (core.runs): each worker process writes a heartbeat this often for the runs
-    #: it is running, and the leader looks for lost runs this often; a running run silent for
+    #: Run tracking (core.rules.runs): each worker process writes a heartbeat this often for the
+    #: runs it is running, and the leader looks for lost runs this often; a running run silent for
     #: run_lost_after, or one sent and not started within run_start_timeout, is marked lost.
     heartbeat_interval: _Duration = _Duration(DEFAULT_HEARTBEAT_INTERVAL)
     run_lost_after: _Duration = _Duration(DEFAULT_LOST_AFTER)
     run_start_timeout: _Duration = _Duration(DEFAULT_START_TIMEOUT)
     #: Whether the workers track runs (``goatbeat_celery.track_runs`` sets it on the app): only
     #: then is a run no worker started within run_start_timeout judged lost; otherwise its
-    #: outcome is unknown (core.runs.lost_verdict).
+    #: outcome is unknown (core.rules.runs.lost_verdict).
     track_runs: bool = False
     #: Drop a run not started this long after its due instant (None: never); a schedule's own
     #: ``starting_deadline`` wins.
     starting_deadline: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
     #: What a due occurrence does while its schedule's previous run has not finished, for the
-    #: schedules that do not say (needs run tracking; see core.policies).
+    #: schedules that do not say (needs run tracking; see core.rules.policies).
     overlap_policy: _Typed[OverlapPolicy, Union[OverlapPolicy, str]] = _Typed(
         OverlapPolicy.ALLOW)
     #: Occurrences a backfill claims in one tick at most, after the live schedules are
     #: dispatched (a backfill's own ``per_tick`` wins).
     backfill_per_tick: int = 100
     #: How many shards the schedules are split into, each led under its own lease
-    #: (core.shards); 1 is a single leader under ``lease_name``.
+    #: (core.rules.shards); 1 is a single leader under ``lease_name``.
     shards: int = 1
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 does to its schedule. Pure rules, decided here once; the engine and the stores only apply them.
 
 Three policies need to know when a run finished, which only run tracking
-(:mod:`goatbeat_celery.core.runs`) tells:
+(:mod:`goatbeat_celery.core.rules.runs`) tells:
 
 * **overlap** (:class:`OverlapPolicy`): a due occurrence whose schedule still has a run that
   has not finished is claimed anyway (``allow``, the default), recorded as skipped with its
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypeVar
 
-from goatbeat_celery.core import validation
-from goatbeat_celery.core.runs import RunState
+from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.rules.runs import RunState
 
 if TYPE_CHECKING:
-    from goatbeat_celery.core.model import Execution
+    from goatbeat_celery.core.types.execution import Execution
 
 __all__ = [
     "DEFAULT_BACKOFF_FACTOR",
@@ -129,7 +129,7 @@ class ScheduleMode(Choice):
 class FailureBackoff:
     """After the ``n``-th failed run in a row, the next run waits at least
     ``base · factor^(n-1)``, at most ``maximum`` (None: no cap but
-    :data:`~goatbeat_celery.core.validation.MAX_DURATION`), from the failed run's end."""
+    :data:`~goatbeat_celery.core.rules.validation.MAX_DURATION`), from the failed run's end."""
 
     base: timedelta
     factor: float = DEFAULT_BACKOFF_FACTOR
@@ -266,7 +266,7 @@ class Settlement:
 
 
 #: Given an instant, the first ``(occurrence, due)`` of the schedule's grid due strictly after
-#: it (:func:`~goatbeat_celery.core.misfire.first_occurrence`).
+#: it (:func:`~goatbeat_celery.core.rules.misfire.first_occurrence`).
 GridAfter = Callable[[datetime], "tuple[datetime | None, datetime | None]"]
 
 

@@ -4,8 +4,8 @@ with an end, previews of the next runs, and tags.
 Every rule is written once here and used by the engine (what a claim may run), the API (where a
 new, changed or resumed schedule starts, what a preview shows) and the stores (tag filters), so
 that a preview lists exactly what the leader then runs. The run limit itself is checked in the
-claim's transaction (:func:`goatbeat_celery.core.claims.plan_claims`), against the count of runs
-locked with the schedule's row.
+claim's transaction (:func:`goatbeat_celery.core.rules.claims.plan_claims`), against the count of
+runs locked with the schedule's row.
 
 Bounds apply to the *due* instant (the occurrence shifted by its offset or jitter): the instant
 the run is sent. A pause with an end (``paused_until``) is a moving lower bound: the schedule
@@ -19,13 +19,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.calendars import MAX_SCAN, Exclusions
-from goatbeat_celery.core.model import PlannedClaim, Schedule, ScheduleSpec
+from goatbeat_celery.core.rules.calendars import MAX_SCAN, Exclusions
 
 # The first ``(occurrence, due)`` of a schedule whose due instant is strictly after an
 # instant, ``(None, None)`` when there is none (the trigger is exhausted).
-from goatbeat_celery.core.policies import GridAfter
-from goatbeat_celery.core.validation import LATEST_INSTANT
+from goatbeat_celery.core.rules.policies import GridAfter
+from goatbeat_celery.core.rules.validation import LATEST_INSTANT
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSpec
+from goatbeat_celery.core.types.tick import PlannedClaim
 
 #: The most runs one preview lists.
 MAX_PREVIEW = 1_000
@@ -89,7 +91,7 @@ def upcoming_runs(schedule: Schedule, grid_after: GridAfter, count: int, *,
     runs one delay after the previous run *ended*: the preview assumes runs that take no time.
 
     Occurrences ``exclusions`` exclude (its calendars) are stepped over, as the leader skips
-    them; the preview stops after :data:`~goatbeat_celery.core.calendars.MAX_SCAN` of them.
+    them; the preview stops after :data:`~goatbeat_celery.core.rules.calendars.MAX_SCAN` of them.
     """
     if not schedule.spec.enabled or schedule.next_run_at is None:
         return []
@@ -127,7 +129,7 @@ def upcoming_runs(schedule: Schedule, grid_after: GridAfter, count: int, *,
 
 
 def _delayed(due: datetime, delay: timedelta) -> datetime | None:
-    """``due + delay``, or None past :data:`~goatbeat_celery.core.validation.LATEST_INSTANT`:
+    """``due + delay``, or None past :data:`~goatbeat_celery.core.rules.validation.LATEST_INSTANT`:
     as a trigger has no occurrence past it, a fixed delay has no run there either."""
     return None if due > LATEST_INSTANT - delay else due + delay
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Hashable
 
-from goatbeat_celery.core.model import TriggerSpec
-from goatbeat_celery.core.triggers import Trigger, TriggerRegistry
+from goatbeat_celery.core.rules.triggers import Trigger, TriggerRegistry
+from goatbeat_celery.core.types.spec import TriggerSpec
 
 TRIGGER_CACHE_SIZE = 4096
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from goatbeat_celery.core.errors import LeaseLost
-from goatbeat_celery.core.model import LeaseGrant, lease_live
+from goatbeat_celery.core.types.errors import LeaseLost
+from goatbeat_celery.core.types.lease import LeaseGrant, lease_live
 
 #: Counters compared for equality only (lease tokens, set-aside versions) start again at 1
 #: past this, so a value written by hand at a column's limit cannot overflow it.
@@ -29,7 +29,7 @@ def next_counter(value: object) -> int:
 
 class LeaseRow(Protocol):
     """What the fence reads of a stored lease row (a store's own row type, or
-    :class:`~goatbeat_celery.core.model.LeaseInfo`)."""
+    :class:`~goatbeat_celery.core.types.lease.LeaseInfo`)."""
 
     @property
     def holder(self) -> str | None: ...  # None: released (or a placeholder row)

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from goatbeat_celery.core.model import Dispatch, Execution, LeaseGrant
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import Dispatch
 
 
 @dataclass(frozen=True, kw_only=True)

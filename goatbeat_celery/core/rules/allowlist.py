@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from goatbeat_celery.core.model import ScheduleSource, ScheduleSpec
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec
 
 
 def sending_problems(spec: ScheduleSpec, task_allowed: Callable[[str], bool],

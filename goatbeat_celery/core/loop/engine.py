@@ -3,11 +3,11 @@
 One :meth:`Engine.tick` does the work of DESIGN §4. It never imports Celery or a database
 driver: the store, the lease manager and the submitter are injected, and only their protocols
 are known here. The engine claims, prunes and decides how long to sleep; it leaves the lease to
-:mod:`~goatbeat_celery.core.leadership`, what each due schedule claims to
-:mod:`~goatbeat_celery.core.planner`, the backfills to
-:mod:`~goatbeat_celery.core.backfill_driver`, the broker to
-:mod:`~goatbeat_celery.core.submission` and building triggers to
-:mod:`~goatbeat_celery.core.trigger_cache`.
+:mod:`~goatbeat_celery.core.loop.leadership`, what each due schedule claims to
+:mod:`~goatbeat_celery.core.loop.planner`, the backfills to
+:mod:`~goatbeat_celery.core.loop.backfill_driver`, the broker to
+:mod:`~goatbeat_celery.core.loop.submission` and building triggers to
+:mod:`~goatbeat_celery.core.loop.trigger_cache`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.backfill_driver import BackfillDriver
-from goatbeat_celery.core.controls import bounded_first
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.loop.backfill_driver import BackfillDriver
+from goatbeat_celery.core.loop.leadership import STORE_RETRY, Leadership, ShardLeadership
+from goatbeat_celery.core.loop.observer import EngineObserver, NullObserver
+from goatbeat_celery.core.loop.planner import Planner
+from goatbeat_celery.core.loop.settlement import RunSettler
+from goatbeat_celery.core.loop.submission import InFlight, SubmissionPipeline
+from goatbeat_celery.core.loop.trigger_cache import TriggerCache
+from goatbeat_celery.core.protocols import LeaseManager, RunLog, ScheduleStore, TaskSubmitter
+from goatbeat_celery.core.rules.controls import bounded_first
+from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     GoatbeatError,
     LeaseLost,
@@ -28,32 +40,17 @@ from goatbeat_celery.core.errors import (
     StoreUnavailable,
     failure_reason,
 )
-from goatbeat_celery.core.leadership import STORE_RETRY, Leadership, ShardLeadership
-from goatbeat_celery.core.misfire import first_occurrence
-from goatbeat_celery.core.model import (
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, SyncEntry, SyncReport, quoted_name
+from goatbeat_celery.core.types.tick import (
     ClaimResult,
     Dispatch,
-    Execution,
-    LeaseGrant,
     PlannedClaim,
-    ScheduleSpec,
     SetAside,
-    SyncEntry,
-    SyncReport,
-    quoted_name,
     set_aside_delay,
 )
-from goatbeat_celery.core.observer import EngineObserver, NullObserver
-from goatbeat_celery.core.planner import Planner
-from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
-from goatbeat_celery.core.runs import RunLog, RunState
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.settlement import RunSettler
-from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.core.submission import InFlight, SubmissionPipeline
-from goatbeat_celery.core.trigger_cache import TriggerCache
-from goatbeat_celery.core.triggers import TriggerRegistry
-from goatbeat_celery.core.validation import reason_text
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +112,7 @@ class Engine:
         self._next_prune = 0.0
         self._next_lost_look = 0.0
         # The fencing token whose lease began when this leader started judging runs with
-        # tracking on, and that instant (core.runs.lost_verdict's tracked_since).
+        # tracking on, and that instant (core.rules.runs.lost_verdict's tracked_since).
         self._tracking_from: tuple[int, datetime] | None = None
         # Quiet wakes (QUIET_LOOK_EVERY): the token and monotonic instant of the last full
         # look, the next due instant known, and whether anything was heard since.
@@ -130,7 +127,7 @@ class Engine:
         # record needs the store's "now", not its (old) claimed_at.
         self._store_seen: tuple[datetime, float] | None = None
         self.last_sync: SyncReport | None = None
-        #: With several shards, which ones this replica leads (core.shards); None with one.
+        #: With several shards, which ones this replica leads (core.rules.shards); None with one.
         self.shards: ShardLeadership | None = None
         #: The shard being dispatched (None with one shard) and its leadership; with one
         #: shard, the one leadership there is.
@@ -440,7 +437,7 @@ class Engine:
 
     # -- run policies ----------------------------------------------------------------------
     def _settle_runs(self, grant: LeaseGrant) -> None:
-        """Apply the ends of runs to their schedules (core.settlement); whatever one pass
+        """Apply the ends of runs to their schedules (core.loop.settlement); whatever one pass
         meets, new claims still go out."""
         try:
             report = self._settler.settle(grant)
@@ -598,7 +595,7 @@ class Engine:
 
     def _mark_lost(self) -> int:
         """Once per heartbeat interval, end the runs whose worker went silent or that never
-        started (core.runs.lost_verdict: lost, or of unknown outcome where the workers are not
+        started (core.rules.runs.lost_verdict: lost, or of unknown outcome where the workers are not
         known to track runs), so that nothing waits on them forever; returns how many. Skipped
         while the store says no run may be lost (a quiet wake's Waiting.open_runs)."""
         if self.runs is None or self._mono() < self._next_lost_look - TIMER_SLACK:

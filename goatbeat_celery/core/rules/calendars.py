@@ -9,7 +9,7 @@ falls on an excluded date or inside an excluded range (both ends included).
 
 The leader records an excluded occurrence ``skipped`` with the reason ``excluded by calendar
 <name>``, never sends it, and moves the schedule on; previews
-(:func:`~goatbeat_celery.core.controls.upcoming_runs`) step over it the same way. The rules
+(:func:`~goatbeat_celery.core.rules.controls.upcoming_runs`) step over it the same way. The rules
 are written once here and used by the engine, the API and the stores.
 """
 
@@ -23,14 +23,16 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from goatbeat_celery.core import validation
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import JSONValue, PlannedClaim, ScheduleSpec
-from goatbeat_celery.core.validation import (
+from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.rules.validation import (
     MAX_CALENDARS,
     calendar_name_problems,
     calendars_problems,
 )
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import JSONValue
+from goatbeat_celery.core.types.spec import ScheduleSpec
+from goatbeat_celery.core.types.tick import PlannedClaim
 
 #: The most dates and ranges one calendar holds.
 MAX_ENTRIES = 1_000

@@ -11,13 +11,14 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-from goatbeat_celery.core import validation
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC, JSONValue, TriggerSpec, ensure_aware
+from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import UTC, JSONValue, ensure_aware
+from goatbeat_celery.core.types.spec import TriggerSpec
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: No trigger has an occurrence after this instant (the latest one a user may give, see
-#: :data:`~goatbeat_celery.core.validation.LATEST_INSTANT`): past it, ``next_after`` is None,
+#: :data:`~goatbeat_celery.core.rules.validation.LATEST_INSTANT`): past it, ``next_after`` is None,
 #: so that adding an offset, a grace or an interval to an occurrence never overflows.
 LAST_OCCURRENCE = validation.LATEST_INSTANT
 _MICRO = timedelta(microseconds=1)

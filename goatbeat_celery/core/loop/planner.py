@@ -14,26 +14,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from goatbeat_celery.core.allowlist import sending_problems
-from goatbeat_celery.core.calendars import Calendar, resolve
-from goatbeat_celery.core.controls import bound_claim
-from goatbeat_celery.core.defaults import own_or_default
-from goatbeat_celery.core.errors import ConfigurationError, failure_reason
-from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
-from goatbeat_celery.core.model import (
-    PlannedClaim,
-    Schedule,
-    ScheduleSpec,
-    SetAside,
-    quoted_name,
-)
-from goatbeat_celery.core.observer import EngineObserver
-from goatbeat_celery.core.policies import GridAfter, ScheduleMode
+from goatbeat_celery.core.loop.observer import EngineObserver
+from goatbeat_celery.core.loop.settlement import claim_policies, fixed_delay_claim
+from goatbeat_celery.core.loop.trigger_cache import TriggerCache
 from goatbeat_celery.core.protocols import ScheduleStore
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.settlement import claim_policies, fixed_delay_claim
-from goatbeat_celery.core.trigger_cache import TriggerCache
-from goatbeat_celery.core.triggers import Trigger
+from goatbeat_celery.core.rules.allowlist import sending_problems
+from goatbeat_celery.core.rules.calendars import Calendar, resolve
+from goatbeat_celery.core.rules.controls import bound_claim
+from goatbeat_celery.core.rules.defaults import own_or_default
+from goatbeat_celery.core.rules.misfire import first_occurrence, plan_misfires
+from goatbeat_celery.core.rules.policies import GridAfter, ScheduleMode
+from goatbeat_celery.core.rules.triggers import Trigger
+from goatbeat_celery.core.types.errors import ConfigurationError, failure_reason
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, quoted_name
+from goatbeat_celery.core.types.tick import PlannedClaim, SetAside
 
 logger = logging.getLogger(__name__)
 

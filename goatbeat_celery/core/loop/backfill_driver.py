@@ -1,6 +1,6 @@
 """Driving the stored backfills: the leader's share of each tick once the live schedules are
 sent. The rules of a backfill (its windows, which occurrences its mode runs) are
-:mod:`~goatbeat_celery.core.backfill`'s; this module reads the active ones, plans and claims
+:mod:`~goatbeat_celery.core.rules.backfill`'s; this module reads the active ones, plans and claims
 their next steps and sends what those claimed.
 """
 
@@ -9,7 +9,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from goatbeat_celery.core.backfill import (
+from goatbeat_celery.core.loop.observer import EngineObserver
+from goatbeat_celery.core.loop.planner import Planner
+from goatbeat_celery.core.loop.submission import SubmissionPipeline
+from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.rules.backfill import (
     BACKFILLS_PER_TICK,
     Backfill,
     BackfillStep,
@@ -17,22 +21,20 @@ from goatbeat_celery.core.backfill import (
     next_window,
     stored_problems,
 )
-from goatbeat_celery.core.defaults import own_or_default
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.rules.defaults import own_or_default
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     LeaseLost,
     StoreError,
     StoreUnavailable,
     failure_reason,
 )
-from goatbeat_celery.core.model import Dispatch, LeaseGrant, quoted_name
-from goatbeat_celery.core.observer import EngineObserver
-from goatbeat_celery.core.planner import Planner
-from goatbeat_celery.core.protocols import ScheduleStore
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.core.submission import SubmissionPipeline
-from goatbeat_celery.core.validation import reason_text
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import quoted_name
+from goatbeat_celery.core.types.tick import Dispatch
 
 logger = logging.getLogger(__name__)
 

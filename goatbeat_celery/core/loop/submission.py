@@ -14,11 +14,13 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.errors import GoatbeatError
-from goatbeat_celery.core.model import Dispatch, LeaseGrant, SetAside, SubmitResult, quoted_name
-from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
+from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
 from goatbeat_celery.core.protocols import ScheduleStore, TaskSubmitter
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.types.errors import GoatbeatError
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import quoted_name
+from goatbeat_celery.core.types.tick import Dispatch, SetAside, SubmitResult
 
 logger = logging.getLogger(__name__)
 

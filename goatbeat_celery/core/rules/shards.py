@@ -3,10 +3,10 @@
 A schedule's shard is ``crc32(name) % shards`` (:func:`shard_hash`, stored with the schedule so
 the due query filters on it). Shard ``k`` of ``n`` is fenced by the lease row
 :func:`shard_lease_name`; with one shard that is ``lease_name`` itself, and nothing else
-changes: the engine then keeps its single :class:`~goatbeat_celery.core.leadership.Leadership`.
+changes: the engine then keeps its single :class:`~goatbeat_celery.core.loop.leadership.Leadership`.
 
 With several shards, every replica heartbeats a *member* row in the lease table
-(:func:`member_lease_name`, taken by :class:`~goatbeat_celery.core.leadership.ShardLeadership`
+(:func:`member_lease_name`, taken by :class:`~goatbeat_celery.core.loop.leadership.ShardLeadership`
 with the same ``acquire`` and ttl as a shard, renewed just before its shards, so it never
 outlives them) and reads every row of the sharding in one query, each renew interval and
 whenever a notification or another replica's row running out may have changed it. The live
@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from goatbeat_celery.core.model import LeaseInfo
+from goatbeat_celery.core.types.lease import LeaseInfo
 
 
 def shard_hash(name: str) -> int:
