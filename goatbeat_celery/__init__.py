@@ -6,6 +6,16 @@ which occurrence a run is for; ``track_runs(app)`` in the app module makes every
 what it did with each run (:mod:`goatbeat_celery.worker.tracking`). :mod:`goatbeat_celery.testing`
 has the test doubles (a manual
 clock, a recording broker and observer, the in-memory store) for an application's own tests.
+
+The layout says where code runs: :mod:`~goatbeat_celery.beat` in the beat process,
+:mod:`~goatbeat_celery.worker` in Celery workers, and the faces (:mod:`~goatbeat_celery.cli`,
+:mod:`~goatbeat_celery.web`, :mod:`~goatbeat_celery.contrib.django`) wherever people manage
+schedules. The modules at the top level are what they share: the public API (``api``,
+``occurrence``, ``signals``, ``testing``), the reading of Celery's configuration into specs
+(``config``, ``specs``, ``schedules``, ``cron``), the message headers (``headers``) and what
+people are shown (``display``). Under them all lie
+:mod:`~goatbeat_celery.core` (types, rules and the engine; standard library only) and
+:mod:`~goatbeat_celery.store` with its :mod:`~goatbeat_celery.migrations`.
 """
 
 from __future__ import annotations

@@ -7,9 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from goatbeat_celery.core.rules.runs import RunState
-from goatbeat_celery.core.types.instants import (
-    ensure_aware,
-)
+from goatbeat_celery.core.types.instants import ensure_aware
 
 
 class ExecutionState(str, enum.Enum):

@@ -6,9 +6,7 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
-from goatbeat_celery.core.types.instants import (
-    UTC,
-)
+from goatbeat_celery.core.types.instants import UTC
 
 
 class ScheduleOrder(str, enum.Enum):

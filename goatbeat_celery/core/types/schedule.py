@@ -6,9 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from goatbeat_celery.core.rules.status import Status, status
-from goatbeat_celery.core.types.spec import (
-    ScheduleSpec,
-)
+from goatbeat_celery.core.types.spec import ScheduleSpec
 
 
 def spec_version_after(current: Schedule, spec: ScheduleSpec) -> int:

@@ -20,10 +20,7 @@ from goatbeat_celery.core.rules.policies import (
     ScheduleMode,
     backoff_problems,
 )
-from goatbeat_celery.core.types.instants import (
-    UTC,
-    JSONValue,
-)
+from goatbeat_celery.core.types.instants import UTC, JSONValue
 
 #: The longest shift (``offset`` or ``jitter``) of a schedule that is not an interval.
 MAX_SHIFT = validation.MAX_GRACE
