@@ -319,7 +319,7 @@ class Bench:
 
         from celery import Celery
 
-        from goatbeat_celery.submitter import FLUSH_EVERY
+        from goatbeat_celery.beat.submitter import FLUSH_EVERY
 
         app = Celery("bench-ceiling", broker=self.world.broker_url, set_as_current=False)
         app.conf.task_default_queue = queue = self.world.fresh_queue()

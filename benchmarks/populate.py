@@ -51,8 +51,8 @@ class Plan:
 
 
 def goatbeat(engine: sa.Engine, plan: Plan) -> None:
-    from goatbeat_celery.core.model import ScheduleSpec, TriggerSpec
-    from goatbeat_celery.core.shards import shard_hash
+    from goatbeat_celery.core.rules.shards import shard_hash
+    from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 
     trigger = TriggerSpec(kind="interval", params={"every": plan.every})
     spec = ScheduleSpec(name="x", task=TASK, trigger=trigger)

@@ -6,7 +6,7 @@ what RabbitMQ's publisher confirms cost.
 
 goatbeat sends a task registered in the beat process through its own ``apply_async`` (as
 Celery's beat does) and any other name through ``send_task``. This script submits the same
-batch of dispatches through :class:`goatbeat_celery.submitter.CelerySubmitter` both ways,
+batch of dispatches through :class:`goatbeat_celery.beat.submitter.CelerySubmitter` both ways,
 alternating within the run (registered: apply_async; the same name unregistered: send_task,
 which is what every message took before), and prints messages per second for each with the
 median over ``--reps`` repetitions and the cost of apply_async as a percentage.
@@ -37,8 +37,9 @@ import kombu
 import redis
 from celery import Celery
 
-from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
-from goatbeat_celery.submitter import CelerySubmitter
+from goatbeat_celery.beat.submitter import CelerySubmitter
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.tick import Dispatch
 
 TASK = "bench.noop"
 QUEUE = "bench-submit"

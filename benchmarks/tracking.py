@@ -134,7 +134,7 @@ if os.environ.get("BENCH_TRACK_BROKER_URL"):
     if _mode == "timed":
         import psycopg
 
-        import goatbeat_celery.tracking as tracking_module
+        import goatbeat_celery.worker.tracking as tracking_module
         from goatbeat_celery import track_runs
 
         def _timed(method: Any, into: list[float], calls: list[int] | None = None) -> Any:
@@ -308,7 +308,7 @@ class Bench:
         """``count`` submitted executions, and their messages in the queue."""
         import sqlalchemy as sa
 
-        from goatbeat_celery.core.model import idempotency_key
+        from goatbeat_celery.core.types.execution import idempotency_key
         from goatbeat_celery.headers import CELERY_BEAT, OCCURRENCE, SCHEDULE, TOKEN
 
         self.round += 1

@@ -20,8 +20,9 @@ from typing import Any, Literal, TypeVar, overload
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery import specs
-from goatbeat_celery.core.allowlist import sending_problems
-from goatbeat_celery.core.backfill import (
+from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.rules.allowlist import sending_problems
+from goatbeat_celery.core.rules.backfill import (
     MAX_BACKFILL_OCCURRENCES,
     Backfill,
     BackfillMode,
@@ -33,40 +34,17 @@ from goatbeat_celery.core.backfill import (
     occurrences_between,
     request_problems,
 )
-from goatbeat_celery.core.calendars import Calendar, parse_day, parse_range, resolve
-from goatbeat_celery.core.controls import (
+from goatbeat_celery.core.rules.calendars import Calendar, parse_day, parse_range, resolve
+from goatbeat_celery.core.rules.controls import (
     MAX_PREVIEW,
     bounded_first,
     past_once_problem,
     upcoming_runs,
 )
-from goatbeat_celery.core.errors import (
-    BackfillNotFound,
-    CalendarNotFound,
-    ConfigurationError,
-    ScheduleConflict,
-    ScheduleNotFound,
-)
-from goatbeat_celery.core.misfire import first_occurrence
-from goatbeat_celery.core.model import (
-    Duration,
-    Execution,
-    MisfirePolicy,
-    PauseNote,
-    RunOrderCursor,
-    Schedule,
-    ScheduleCounts,
-    ScheduleOrder,
-    ScheduleSource,
-    ScheduleSpec,
-    TriggerSpec,
-    ensure_aware,
-    quoted_name,
-)
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.protocols import ScheduleStore
-from goatbeat_celery.core.triggers import TriggerRegistry
-from goatbeat_celery.core.validation import (
+from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.rules.validation import (
     MAX_REASON_LENGTH,
     calendar_name_problems,
     calendars_problems,
@@ -77,6 +55,25 @@ from goatbeat_celery.core.validation import (
     nul_problem,
     shown_value,
 )
+from goatbeat_celery.core.types.errors import (
+    BackfillNotFound,
+    CalendarNotFound,
+    ConfigurationError,
+    ScheduleConflict,
+    ScheduleNotFound,
+)
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.instants import Duration, ensure_aware
+from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import (
+    MisfirePolicy,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+    quoted_name,
+)
+from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.display import describe_trigger
 
 _UNSET: Any = object()
@@ -179,7 +176,7 @@ class Schedules:
 
     def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
         """The schedule's executions, newest first, at most ``limit`` (1 to
-        :data:`~goatbeat_celery.core.validation.MAX_LIMIT`)."""
+        :data:`~goatbeat_celery.core.rules.validation.MAX_LIMIT`)."""
         problems = _limit_problems(limit)
         if problems:
             raise ConfigurationError(problems, subject="history arguments")
@@ -409,7 +406,7 @@ class Schedules:
     def _check_task(self, spec: ScheduleSpec) -> None:
         """Refuse a run of a task the allow-list does not cover. This process does not hold
         the replicas' beat_schedule entries, so every config row passes here; the leader
-        refuses a forged one when it would send it (core.allowlist)."""
+        refuses a forged one when it would send it (core.rules.allowlist)."""
         problems = sending_problems(spec, self.config.task_allowed, _any_config_row)
         if problems:
             raise ConfigurationError(problems)
@@ -479,7 +476,7 @@ class Schedules:
     def backfills(self, *, name: str | None = None, active: bool | None = None,
                   limit: int = 100) -> builtins.list[Backfill]:
         """Backfills, newest first: of one schedule, only active or only finished ones; at most
-        ``limit`` (1 to :data:`~goatbeat_celery.core.validation.MAX_LIMIT`)."""
+        ``limit`` (1 to :data:`~goatbeat_celery.core.rules.validation.MAX_LIMIT`)."""
         problems = [*_text_problems(name, "name"), *_limit_problems(limit)]
         if active is not None and not isinstance(active, bool):
             problems.append(f"active: expected true, false or None, got {shown_value(active)}")

@@ -19,24 +19,20 @@ from typing import Any
 from celery import schedules as celery_schedules
 from celery.beat import BeatLazyFunc
 
-from goatbeat_celery import cron, metrics, specs
+from goatbeat_celery import cron, specs
 from goatbeat_celery import schedules as generic
-from goatbeat_celery.core.controls import bounded_first
-from goatbeat_celery.core.defaults import own_or_default
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.misfire import first_occurrence
-from goatbeat_celery.core.model import (
-    ScheduleSource,
-    ScheduleSpec,
-    TriggerSpec,
-    quoted_name,
-    to_timedelta,
-)
-from goatbeat_celery.core.observer import OccurrenceRecord
-from goatbeat_celery.core.policies import GridAfter, OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.triggers import IntervalTrigger, Trigger, TriggerRegistry
-from goatbeat_celery.core.validation import MIN_EVERY, seconds_problem
+from goatbeat_celery.beat import metrics
+from goatbeat_celery.core.loop.observer import OccurrenceRecord
+from goatbeat_celery.core.rules.controls import bounded_first
+from goatbeat_celery.core.rules.defaults import own_or_default
+from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.policies import GridAfter, OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.triggers import IntervalTrigger, Trigger, TriggerRegistry
+from goatbeat_celery.core.rules.validation import MIN_EVERY, seconds_problem
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import to_timedelta
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec, quoted_name
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
@@ -52,10 +48,10 @@ _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port
 #: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
 DEFAULT_METRICS_ADDRESS = "127.0.0.1"
 _KNOWN = frozenset(PREFIX + key for key in (*_SETTINGS_KEYS, *_OWN_KEYS))
-#: The run policies a config entry may give under its ``goatbeat`` key (see core.policies).
+#: The run policies a config entry may give under its ``goatbeat`` key (see core.rules.policies).
 POLICY_OPTIONS = ("overlap", "mode", "failure_backoff", "failure_backoff_factor",
                   "failure_backoff_max", "pause_after_failures")
-#: The controls a config entry may give under its ``goatbeat`` key (see core.controls).
+#: The controls a config entry may give under its ``goatbeat`` key (see core.rules.controls).
 CONTROL_OPTIONS = ("start_at", "end_at", "max_runs", "description", "tags", "calendars")
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 _GOATBEAT_ENTRY_KEYS = {

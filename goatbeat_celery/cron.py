@@ -31,9 +31,10 @@ from typing import cast
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC, JSONValue, TriggerSpec, ensure_aware
-from goatbeat_celery.core.triggers import LAST_OCCURRENCE, TriggerRegistry
+from goatbeat_celery.core.rules.triggers import LAST_OCCURRENCE, TriggerRegistry
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import UTC, JSONValue, ensure_aware
+from goatbeat_celery.core.types.spec import TriggerSpec
 
 __all__ = ["CronTrigger", "register"]
 

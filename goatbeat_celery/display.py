@@ -22,15 +22,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeGuard, Union
 
-from goatbeat_celery.core.backfill import Backfill, BackfillPreview
-from goatbeat_celery.core.calendars import Calendar
-from goatbeat_celery.core.defaults import own_or_default
-from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, TriggerSpec
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.shards import Shard, ShardingView, shard_lease_name
-from goatbeat_celery.core.status import State, shows_next_run
-from goatbeat_celery.core.validation import hidden_characters
+from goatbeat_celery.core.rules.backfill import Backfill, BackfillPreview
+from goatbeat_celery.core.rules.calendars import Calendar
+from goatbeat_celery.core.rules.defaults import own_or_default
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.shards import Shard, ShardingView, shard_lease_name
+from goatbeat_celery.core.rules.status import State, shows_next_run
+from goatbeat_celery.core.rules.validation import hidden_characters
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.lease import LeaseInfo
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import TriggerSpec
 
 NONE = "-"
 
@@ -284,7 +288,7 @@ def misfire_text(schedule: Schedule, defaults: Settings) -> str:
 
 
 def state_text(schedule: Schedule, now: datetime) -> str:
-    """The schedule's status (:mod:`goatbeat_celery.core.status`) in words: ``enabled``,
+    """The schedule's status (:mod:`goatbeat_celery.core.rules.status`) in words: ``enabled``,
     ``paused`` (``paused, damaged`` for a row that cannot be read as stored), ``paused until
     <instant>``, ``set aside`` or ``ended``."""
     found = schedule.status_at(now)

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC, JSONValue, TriggerSpec, ensure_aware
-from goatbeat_celery.core.triggers import LAST_OCCURRENCE, Trigger, TriggerRegistry
+from goatbeat_celery.core.rules.triggers import LAST_OCCURRENCE, Trigger, TriggerRegistry
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import UTC, JSONValue, ensure_aware
+from goatbeat_celery.core.types.spec import TriggerSpec
 
 KIND = "celery"
 _STEP = timedelta(microseconds=1)

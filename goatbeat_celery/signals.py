@@ -37,7 +37,7 @@ ignored; it never stops the loop.
 
 ``occurrence_submitted``
     The broker accepted one submission attempt. ``key``, ``schedule_name``, ``record``
-    (:class:`~goatbeat_celery.core.observer.OccurrenceRecord`: due, claimed and submitted
+    (:class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord`: due, claimed and submitted
     instants, ``lateness``, ``missed``, ``token``, ``attempt``).
 
 ``occurrence_submit_failed``
@@ -63,7 +63,7 @@ ignored; it never stops the loop.
     sent once per run, by the leader that settles it, within a tick of the report reaching the
     database. ``key``, ``schedule_name``, ``outcome`` (str: ``succeeded``, ``failed``,
     ``revoked``, ``rejected``, ``lost`` or ``unknown``), ``record``
-    (:class:`~goatbeat_celery.core.observer.OccurrenceRecord` with ``outcome``, ``runtime``,
+    (:class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` with ``outcome``, ``runtime``,
     ``worker`` and ``run_error`` set).
 
 ``schedule_paused``

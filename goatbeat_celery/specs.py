@@ -1,4 +1,4 @@
-"""Loose input → a validated :class:`~goatbeat_celery.core.model.ScheduleSpec`: the one
+"""Loose input → a validated :class:`~goatbeat_celery.core.types.spec.ScheduleSpec`: the one
 conversion behind every way a schedule is given.
 
 The API's keywords (which the CLI, the dashboard and the admin call with what was typed) and a
@@ -18,19 +18,12 @@ from typing import Any
 
 from kombu import compression, serialization
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import (
-    Duration,
-    MisfirePolicy,
-    ScheduleSource,
-    ScheduleSpec,
-    TriggerSpec,
-    ensure_aware,
-    to_timedelta,
-)
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger
-from goatbeat_celery.core.validation import instant_problem
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.triggers import IntervalTrigger, OnceTrigger
+from goatbeat_celery.core.rules.validation import instant_problem
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import Duration, ensure_aware, to_timedelta
+from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
 from goatbeat_celery.cron import CronTrigger
 
 #: The fields of a spec besides its name, trigger and ``enabled``, as keywords.

@@ -16,7 +16,7 @@ broker or a database, and without sleeping::
 * :class:`RecordingObserver` writes down every lifecycle event the engine reports.
 * :class:`MemoryStore` is the in-memory store and lease, which passes the same conformance suite
   as the database stores.
-* :func:`build_engine` builds the leader, :class:`~goatbeat_celery.core.engine.Engine`, on a
+* :func:`build_engine` builds the leader, :class:`~goatbeat_celery.core.loop.engine.Engine`, on a
   store with test defaults: the store as its own lease, default settings, a recording broker.
 """
 
@@ -27,22 +27,16 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, NamedTuple, cast
 
-from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.model import (
-    UTC,
-    Dispatch,
-    Duration,
-    Execution,
-    LeaseGrant,
-    ScheduleSpec,
-    SubmitResult,
-    ensure_aware,
-)
-from goatbeat_celery.core.observer import EngineObserver, OccurrenceRecord
-from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubmitter
-from goatbeat_celery.core.runs import RunLog
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.triggers import TriggerRegistry
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
+from goatbeat_celery.core.protocols import LeaseManager, RunLog, ScheduleStore, TaskSubmitter
+from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.instants import UTC, Duration, ensure_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec
+from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 from goatbeat_celery.store.memory import MemoryStore
 
 __all__ = [
@@ -60,7 +54,7 @@ class ManualClock:
 
     Call the clock itself for the store's time: pass it as a store's ``clock``
     (``MemoryStore(clock)``, ``open_store("sqlite:///…", clock=clock)``). Give an
-    :class:`~goatbeat_celery.core.engine.Engine` a monotonic clock that moves with it:
+    :class:`~goatbeat_celery.core.loop.engine.Engine` a monotonic clock that moves with it:
     :meth:`monotonic`, shared by every replica, or :meth:`monotonic_for` a replica, which
     :meth:`advance` can hold still (``frozen``) to model a replica that was suspended while the
     store's clock, and the others, went on.
@@ -221,7 +215,7 @@ class RecordingObserver(EngineObserver):
 
     ``what`` is the grant for ``lease_acquired``; ``(name, holder, reason)`` for
     ``lease_lost``; the tuple of keys for ``claimed``; ``(schedule_name, count)`` for
-    ``missed``; the tuple of :class:`~goatbeat_celery.core.observer.OccurrenceRecord` for
+    ``missed``; the tuple of :class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` for
     ``submitted``; ``(schedule_name, reason)`` for ``set_aside`` and ``paused``; the tuple
     of ``(key, reason)`` for ``skipped``.
     """
@@ -276,7 +270,8 @@ def build_engine(
     observer: EngineObserver | None = None,
     task_allowed: Callable[[str], bool] | None = None,
 ) -> Engine:
-    """A leader, :class:`~goatbeat_celery.core.engine.Engine`, on ``store``, with test defaults.
+    """A leader, :class:`~goatbeat_celery.core.loop.engine.Engine`, on ``store``, with test
+    defaults.
 
     * ``lease``: the store itself, as every goatbeat store is its own lease manager (pass one
       to put a wrapped store, one that fails on purpose, in front of the real lease).

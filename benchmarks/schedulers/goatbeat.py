@@ -47,8 +47,8 @@ class Goatbeat(Adapter):
 
     def shards_shared(self, replicas: int, shards: int) -> bool:
         """Every shard led, by as many replicas as can each lead one."""
-        from goatbeat_celery.core.settings import Settings
-        from goatbeat_celery.core.shards import Shard, shard_lease_name
+        from goatbeat_celery.core.rules.shards import Shard, shard_lease_name
+        from goatbeat_celery.core.types.settings import Settings
 
         lease = Settings().lease_name
         names = [shard_lease_name(lease, Shard(index=k, count=shards)) for k in range(shards)]

@@ -14,10 +14,10 @@ from goatbeat_celery.cli.context import app_command, lease_manager, opened, repo
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import InstantParam, json_option
 from goatbeat_celery.cli.output import emit, say, warn
-from goatbeat_celery.core.backfill import MAX_PER_TICK, BackfillMode
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.shards import shard_lease_name, shard_of
-from goatbeat_celery.core.validation import MAX_LIMIT
+from goatbeat_celery.core.rules.backfill import MAX_PER_TICK, BackfillMode
+from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
+from goatbeat_celery.core.rules.validation import MAX_LIMIT
+from goatbeat_celery.core.types.errors import ConfigurationError
 
 
 @goatbeat.command(cls=CeleryCommand)

@@ -14,7 +14,7 @@ from goatbeat_celery.cli.context import app_command, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option
 from goatbeat_celery.cli.output import emit, say
-from goatbeat_celery.core.calendars import Calendar, parse_entries
+from goatbeat_celery.core.rules.calendars import Calendar, parse_entries
 
 
 @goatbeat.group(name="calendar")

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.display import command_line, human_duration, with_migrate_command
 
 
@@ -76,7 +76,7 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
         untracked = config.tracking_warning()
         if untracked is not None:
             checks.append(Check(name="runs", outcome=Outcome.WARN, detail=untracked))
-    from goatbeat_celery.scheduler import broker_warning
+    from goatbeat_celery.beat.scheduler import broker_warning
 
     unconfirmed = broker_warning(app)
     if unconfirmed is not None:

@@ -13,7 +13,8 @@ import click
 
 from goatbeat_celery import display
 from goatbeat_celery.cli import checks as checks_module
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
     CalendarInUse,
     CalendarNotFound,
@@ -23,8 +24,7 @@ from goatbeat_celery.core.errors import (
     ScheduleNotFound,
     StoreUnavailable,
 )
-from goatbeat_celery.core.problems import Problem
-from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.core.types.problems import Problem
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules

@@ -11,13 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from goatbeat_celery import display
-from goatbeat_celery.core.model import (
-    MisfirePolicy,
-    Schedule,
-    parse_duration,
-)
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.validation import INSTANT_RANGE, instant_problem
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.validation import INSTANT_RANGE, instant_problem
+from goatbeat_celery.core.types.instants import parse_duration
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import MisfirePolicy
 from goatbeat_celery.specs import given_triggers
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,7 +58,7 @@ class JSONParam(_ParamType):
 
 class InstantParam(_ParamType):
     """An ISO-8601 instant with its zone (``Z`` allowed) within the range every instant a user
-    gives must lie in (``core.validation.INSTANT_RANGE``); naive times are refused."""
+    gives must lie in (``core.rules.validation.INSTANT_RANGE``); naive times are refused."""
 
     name = "instant"
     example = "2026-12-24T18:00:00+01:00"

@@ -9,10 +9,8 @@ import click
 
 from goatbeat_celery import display
 from goatbeat_celery.cli.context import app_label, celery_app, reported
-from goatbeat_celery.core.model import (
-    Schedule,
-    ScheduleSource,
-)
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSource
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules

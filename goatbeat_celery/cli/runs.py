@@ -10,8 +10,8 @@ from goatbeat_celery.cli.context import lease_manager, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option
 from goatbeat_celery.cli.output import emit, say, warn
-from goatbeat_celery.core.shards import shard_lease_name, shard_of
-from goatbeat_celery.core.validation import MAX_LIMIT
+from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
+from goatbeat_celery.core.rules.validation import MAX_LIMIT
 
 
 @goatbeat.command(name="run-now", cls=CeleryCommand)

@@ -26,8 +26,8 @@ from goatbeat_celery.cli.output import (
     warn_config_source,
     warn_unknown_task,
 )
-from goatbeat_celery.core.errors import ScheduleConflict
-from goatbeat_celery.core.model import ScheduleSource
+from goatbeat_celery.core.types.errors import ScheduleConflict
+from goatbeat_celery.core.types.spec import ScheduleSource
 
 
 @goatbeat.command(name="list", cls=CeleryCommand)

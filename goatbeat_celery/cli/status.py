@@ -20,7 +20,7 @@ from goatbeat_celery.cli.context import (
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option
 from goatbeat_celery.cli.output import emit, say
-from goatbeat_celery.core.shards import Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
 
 #: Active backfills ``status`` lists at most.
 _STATUS_BACKFILLS = 100

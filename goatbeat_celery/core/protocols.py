@@ -9,33 +9,28 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from goatbeat_celery.core.backfill import Backfill, BackfillRequest, BackfillStep
-from goatbeat_celery.core.calendars import Calendar
-from goatbeat_celery.core.model import (
+from goatbeat_celery.core.rules.backfill import Backfill, BackfillRequest, BackfillStep
+from goatbeat_celery.core.rules.calendars import Calendar
+from goatbeat_celery.core.rules.runs import RunEvent
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
+from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
+from goatbeat_celery.core.types.tick import (
     ClaimResult,
     Dispatch,
     DueBatch,
-    Execution,
     FinishedRun,
-    LeaseGrant,
-    LeaseInfo,
     PauseNote,
     PlannedClaim,
-    RunOrderCursor,
     RunSettlement,
-    Schedule,
-    ScheduleCounts,
-    ScheduleOrder,
-    ScheduleSource,
-    ScheduleSpec,
     SetAside,
     SettleReport,
     SubmitResult,
-    SyncEntry,
-    SyncReport,
     Waiting,
 )
-from goatbeat_celery.core.shards import Shard
 
 
 class LeaseManager(Protocol):
@@ -70,13 +65,13 @@ class LeaseManager(Protocol):
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
         """Every lease row whose name starts with ``prefix`` (taken literally: ``%`` and ``_``
         are no wildcards), by name, each with the store's clock, in one read. A sharded
-        replica reads its sharding's shard and member rows with it (core.shards)."""
+        replica reads its sharding's shard and member rows with it (core.rules.shards)."""
         ...
 
     def forget(self, name: str) -> bool:
         """Delete lease row ``name`` if it is released or expired by the store's clock, never
         a live one; returns whether it did. The leader of shard 0 forgets the member rows of
-        replicas gone (core.shards), so that they do not pile up."""
+        replicas gone (core.rules.shards), so that they do not pile up."""
         ...
 
 
@@ -87,9 +82,10 @@ class ScheduleStore(Protocol):
     Driver errors surface as StoreError (StoreUnavailable when the database is unreachable).
 
     What a write decides is decided in the core, so that no two stores can disagree: a claim's
-    rows by :mod:`goatbeat_celery.core.claims`, the lease fence and grants by
-    :mod:`goatbeat_celery.core.fence`, a set-aside and what clears a fault by
-    :mod:`goatbeat_celery.core.faults`, a config sync by :mod:`goatbeat_celery.core.sync`.
+    rows by :mod:`goatbeat_celery.core.rules.claims`, the lease fence and grants by
+    :mod:`goatbeat_celery.core.rules.fence`, a set-aside and what clears a fault by
+    :mod:`goatbeat_celery.core.rules.faults`, a config sync by
+    :mod:`goatbeat_celery.core.rules.sync`.
     A store reads, asks, and writes what it is told.
 
     Notifications: the writes an operator makes, and a lease given up, wake the replicas
@@ -104,7 +100,7 @@ class ScheduleStore(Protocol):
 
     ``wakes_on_every_change``: true when :meth:`wait` is woken by those writes from any
     process, and by the end of a run that a schedule's run policy waits on (a worker's report
-    through :class:`goatbeat_celery.core.runs.RunLog`). The leader then sleeps until the next
+    through :class:`goatbeat_celery.core.protocols.RunLog`). The leader then sleeps until the next
     thing it knows of (a due run, a lease renewal); when false, it also looks again every
     ``max_interval`` for what it could not hear.
     """
@@ -144,7 +140,7 @@ class ScheduleStore(Protocol):
         With ``expected_version``, only if the stored version equals it (else ScheduleConflict,
         nothing changed). The row's ``source`` is kept and its fault, fault_at and faults
         cleared (an edit is the operator's fix); a spec that is enabled also clears
-        :data:`~goatbeat_celery.core.settlement.RESUME_CLEARS` (the reason a schedule paused
+        :data:`~goatbeat_celery.core.loop.settlement.RESUME_CLEARS` (the reason a schedule paused
         itself, its end, its failures in a row). With ``pause``, its reason and end are then
         written in ``paused_reason`` and ``paused_until`` (a pause, or an edit during one).
         Raises ScheduleNotFound. Notifies waiting replicas.
@@ -173,7 +169,7 @@ class ScheduleStore(Protocol):
         """Schedules filtered as asked (``paused``: those paused at the store's clock, disabled
         or within a pause with an end, :meth:`Schedule.paused_at`, or those not; ``set_aside``:
         those with a fault recorded, or without; ``tags``: those carrying every one of them,
-        :func:`~goatbeat_celery.core.controls.has_tags`) in ``order``. ``after`` pages on: a
+        :func:`~goatbeat_celery.core.rules.controls.has_tags`) in ``order``. ``after`` pages on: a
         name with :attr:`ScheduleOrder.NAME`, a :class:`RunOrderCursor` with
         :attr:`ScheduleOrder.NEXT_RUN` (either other way round is a ``TypeError``). Cost grows
         with ``limit`` and what the filters skip, not with the rows before ``after``; with
@@ -182,7 +178,7 @@ class ScheduleStore(Protocol):
         :meth:`get_schedule` reads them."""
         ...
 
-    # -- exclusion calendars (core.calendars) ------------------------------------------------
+    # -- exclusion calendars (core.rules.calendars) ------------------------------------------------
     def create_calendar(self, calendar: Calendar) -> Calendar:
         """Insert ``calendar`` (its name, description, dates and ranges) with version 1.
         Raises ScheduleConflict if the name exists. Notifies waiting replicas."""
@@ -226,9 +222,10 @@ class ScheduleStore(Protocol):
         ...
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
-        """Apply config entries as :func:`goatbeat_celery.core.sync.plan_config_sync` decides,
-        in one transaction fenced by ``lease`` (:func:`goatbeat_celery.core.fence.check_fence`:
-        LeaseLost if stale, nothing changed)."""
+        """Apply config entries as :func:`goatbeat_celery.core.rules.sync.plan_config_sync`
+        decides, in one transaction fenced by ``lease``
+        (:func:`goatbeat_celery.core.rules.fence.check_fence`: LeaseLost if stale, nothing
+        changed)."""
         ...
 
     # -- claiming ------------------------------------------------------------------------
@@ -237,7 +234,7 @@ class ScheduleStore(Protocol):
         the store's ``now``, and the earliest ``next_run_at`` of any enabled schedule.
 
         With ``shard``, only the schedules whose stored ``shard_hash`` modulo
-        ``shard.count`` is ``shard.index`` (:func:`goatbeat_celery.core.shards.shard_hash`
+        ``shard.count`` is ``shard.index`` (:func:`goatbeat_celery.core.rules.shards.shard_hash`
         of the name, written with every schedule), for both; shard 0 also has those with no
         hash stored (written by a replica older than the column).
 
@@ -254,12 +251,12 @@ class ScheduleStore(Protocol):
         """Apply planned claims in one transaction, fenced by ``lease``.
 
         First checks that ``lease`` is still the current, unexpired grant
-        (:func:`goatbeat_celery.core.fence.check_fence`, with the lease row locked so a
+        (:func:`goatbeat_celery.core.rules.fence.check_fence`, with the lease row locked so a
         takeover waits for this transaction); if not, raises LeaseLost and changes nothing.
-        Then writes what :func:`goatbeat_celery.core.claims.plan_claims` decides from the
+        Then writes what :func:`goatbeat_celery.core.rules.claims.plan_claims` decides from the
         versions of the schedules it locked: for each claim whose schedule still has
         ``version`` (compare-and-set), one ``claimed`` execution per occurrence with key
-        :func:`~goatbeat_celery.core.model.idempotency_key`, ``token`` = the lease token,
+        :func:`~goatbeat_celery.core.types.execution.idempotency_key`, ``token`` = the lease token,
         ``attempts`` = 1, the missed count on the last and ``expires_at`` = due +
         ``expires_after``, skipping keys that already exist (never two executions for one key);
         then advances the schedule's next times, run counter (by the executions inserted) and
@@ -270,7 +267,7 @@ class ScheduleStore(Protocol):
 
         A claim under a run policy (:attr:`PlannedClaim.waits_for_runs`) is decided with its
         schedule's runs in flight, read in the same transaction as
-        :func:`goatbeat_celery.core.claims.in_flight` says: its occurrences may be inserted
+        :func:`goatbeat_celery.core.rules.claims.in_flight` says: its occurrences may be inserted
         ``held`` or ``skipped`` (counted in ``total_skipped``, not in ``total_runs``), and a
         fixed-delay claim may be postponed; executions carry the claim's ``settled`` (False
         when its runs wait to be settled). Only ``claimed`` rows are dispatched.
@@ -279,7 +276,7 @@ class ScheduleStore(Protocol):
 
     def finished_runs(self, limit: int) -> list[FinishedRun]:
         """Up to ``limit`` runs whose end waits to be applied to their schedule: ``settled``
-        False, and ended as :func:`goatbeat_celery.core.policies.execution_end` says (a
+        False, and ended as :func:`goatbeat_celery.core.rules.policies.execution_end` says (a
         worker's end, a lost verdict, or never sent), earliest end first, each with its
         schedule as :meth:`get_schedule` reads it (None if deleted). Reads only; cost grows
         with ``limit`` and the unsettled runs, never with the schedules."""
@@ -293,18 +290,19 @@ class ScheduleStore(Protocol):
         left for a later pass), write ``consecutive_failures`` and the next times, and with a
         ``paused_reason`` disable the schedule and record the reason, version + 1; then mark
         the run settled. Last, for every schedule named, turn the claim it holds back
-        (``held``) into ``claimed`` when :func:`goatbeat_celery.core.settlement.held_to_release`
-        says so. Returns what it wrote."""
+        (``held``) into ``claimed`` when
+        :func:`goatbeat_celery.core.loop.settlement.held_to_release` says so. Returns what it
+        wrote."""
         ...
 
     def set_aside(self, entries: Sequence[SetAside], *,
                   lease: LeaseGrant) -> dict[str, datetime]:
         """Record why each schedule cannot run, in one transaction fenced by ``lease``
         (LeaseLost if stale, nothing changed), as
-        :func:`goatbeat_celery.core.faults.plan_set_aside` decides: its ``fault`` (the
+        :func:`goatbeat_celery.core.rules.faults.plan_set_aside` decides: its ``fault`` (the
         reason), ``fault_at`` (kept from an earlier set-aside still in force), ``faults`` + 1
         and ``version`` + 1, and ``next_run_at`` moved to the retry time: the entry's
-        ``retry_at``, or else store-now + :func:`~goatbeat_celery.core.model.set_aside_delay`
+        ``retry_at``, or else store-now + :func:`~goatbeat_celery.core.types.tick.set_aside_delay`
         of the ``faults`` it had, and never earlier than the ``next_run_at`` it had. An entry
         with a ``version`` applies only while the schedule still has it. ``next_occurrence_at``
         is kept. Returns the retry time of each schedule changed, by name."""
@@ -399,8 +397,8 @@ class ScheduleStore(Protocol):
         """Apply one backfill step in one transaction fenced by ``lease`` (LeaseLost if stale,
         nothing changed). Only while the backfill is ``active`` and its ``examined`` still
         equals ``step.examined_before`` (else nothing is written and nothing dispatched):
-        insert :func:`goatbeat_celery.core.backfill.step_executions` where their key is new,
-        then write :func:`goatbeat_celery.core.backfill.progress_after`. The schedule's row is
+        insert :func:`goatbeat_celery.core.rules.backfill.step_executions` where their key is new,
+        then write :func:`goatbeat_celery.core.rules.backfill.progress_after`. The schedule's row is
         never written. Returns the inserted executions as dispatches (those whose schedule is
         gone are not inserted) and the keys found taken as ``duplicates``."""
         ...
@@ -441,4 +439,41 @@ class TaskSubmitter(Protocol):
         under the same keys); a message that cannot be built or is refused for itself fails
         alone (``rejected``) and the batch goes on.
         """
+        ...
+
+
+class RunLog(Protocol):
+    """Where workers' reports land: the run columns of the executions table.
+
+    Reports never change beat's dispatch columns (``state``, ``submitted_at``, ``attempts``,
+    ``last_error``), and beat's writes never change the run columns. Instants are the store's
+    clock. Driver errors surface as StoreError (StoreUnavailable when unreachable).
+    """
+
+    def record_runs(self, events: Sequence[RunEvent]) -> int:
+        """Apply ``events`` in order, each as
+        :func:`~goatbeat_celery.core.rules.runs.apply_event` decides on the row as it stands,
+        with the store's clock at the time of writing as ``now``.
+
+        Idempotent enough to retry: a batch replayed after its reply was lost changes nothing
+        more (no attempt counted twice). Decisions are compare-and-set on the run columns they
+        read, made again if another writer changed the row meanwhile. Returns how many events
+        named no execution (ignored: a pruned row, or a task id that only looks like a key).
+        """
+        ...
+
+    def heartbeat(self, keys: Collection[str]) -> int:
+        """In one statement, set ``heartbeat_at`` to the store's now on those of ``keys`` whose
+        run is ``running``; returns how many rows that was. Other keys are left alone."""
+        ...
+
+    def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
+                  tracked_since: datetime | None = None,
+                  limit: int = 1000) -> list[Execution]:
+        """Mark ``lost`` (or ``unknown``) up to ``limit`` runs that
+        :func:`~goatbeat_celery.core.rules.runs.lost_verdict` ends at the store's now, given
+        ``tracked_since`` (oldest news first), and return those executions as written.
+
+        A row changed by a report or a heartbeat while it was judged is left for the next call.
+        Rows past ``limit`` are left for later calls."""
         ...

@@ -28,7 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.errors import SchemaOutOfDate
+from goatbeat_celery.core.types.errors import SchemaOutOfDate
 
 # Alembic announces each of its plugins at INFO as it is imported: beat's start-up log is no
 # place for that.

@@ -3,7 +3,7 @@
 :func:`open_store` picks one from a database URL. The object it returns is the
 :class:`~goatbeat_celery.core.protocols.ScheduleStore`, the
 :class:`~goatbeat_celery.core.protocols.LeaseManager` and the
-:class:`~goatbeat_celery.core.runs.RunLog`.
+:class:`~goatbeat_celery.core.protocols.RunLog`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
-from goatbeat_celery.core.runs import RunLog
+from goatbeat_celery.core.protocols import LeaseManager, RunLog, ScheduleStore
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
 
 __all__ = ["ACCEPTED_SCHEMES", "Store", "downgrade_schema", "mask_url", "migration_engine",

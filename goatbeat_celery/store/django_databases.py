@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store.url import normalise_url
 
 APP_NAME = "goatbeat_celery.contrib.django"

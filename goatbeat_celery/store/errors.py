@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import sqlalchemy.exc as sa_exc
 
-from goatbeat_celery.core.errors import GoatbeatError, StoreError, StoreUnavailable
+from goatbeat_celery.core.types.errors import GoatbeatError, StoreError, StoreUnavailable
 
 #: SQLSTATE classes that mean the database refused what was asked of it (bad data, a value
 #: too large for an index, a missing privilege), not that it is unavailable: retrying the same

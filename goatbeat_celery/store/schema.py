@@ -15,8 +15,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC, ensure_aware
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import UTC, ensure_aware
 
 SCHEDULE_TABLE = "goatbeat_schedule"
 EXECUTION_TABLE = "goatbeat_execution"
@@ -172,7 +172,7 @@ schedule_table = sa.Table(
     sa.Column("faults", sa.Integer(), nullable=False, server_default=sa.text("0")),
     # Drop a run not started this long after its due instant (NULL: the global setting).
     sa.Column("starting_deadline_seconds", Seconds(), nullable=True),
-    # -- run policies (core.policies) --------------------------------------------------------
+    # -- run policies (core.rules.policies) --------------------------------------------------------
     # What a due run does while the previous one is unfinished (NULL: the global setting),
     # fixed_rate or fixed_delay (NULL: fixed_rate), the failure backoff (NULL: off) and the
     # failures in a row after which the schedule pauses itself (NULL: never).
@@ -187,7 +187,7 @@ schedule_table = sa.Table(
     sa.Column("consecutive_failures", sa.Integer(), nullable=False, server_default=sa.text("0")),
     sa.Column("paused_reason", sa.Text(), nullable=True),
     sa.Column("total_skipped", sa.BigInteger(), nullable=False, server_default=sa.text("0")),
-    # -- controls (core.controls) ------------------------------------------------------------
+    # -- controls (core.rules.controls) ------------------------------------------------------------
     # No run due before start_at or after end_at (NULL: unbounded), at most max_runs runs
     # counted in total_runs (NULL: no limit), the end of a pause with an end (its note in
     # paused_reason), and a free description and tags (a JSON array of strings; NULL: none).
@@ -197,10 +197,10 @@ schedule_table = sa.Table(
     sa.Column("paused_until", UTCDateTime(), nullable=True),
     sa.Column("description", sa.Text(), nullable=True),
     sa.Column("tags", _json(), nullable=True),
-    # The exclusion calendars observed (core.calendars): a JSON array of calendar names
+    # The exclusion calendars observed (core.rules.calendars): a JSON array of calendar names
     # (NULL: none).
     sa.Column("calendars", _json(), nullable=True),
-    # crc32 of the UTF-8 name (core.shards.shard_hash): a sharded leader's due read filters on
+    # crc32 of the UTF-8 name (core.rules.shards.shard_hash): a sharded leader's due read filters on
     # it modulo the shard count. NULL (a row written by an older replica) counts as shard 0.
     sa.Column("shard_hash", sa.BigInteger(), nullable=True),
     # The definition's own version (Schedule.spec_version): one more at each write that changes
@@ -251,7 +251,7 @@ execution_table = sa.Table(
     sa.Column("manual", sa.Boolean(), nullable=False),
     # The starting deadline: never sent once past, and the message's absolute expires.
     sa.Column("expires_at", UTCDateTime(), nullable=True),
-    # Run tracking (core.runs): what workers did with the run, written by workers and by the
+    # Run tracking (core.rules.runs): what workers did with the run, written by workers and by the
     # leader's lost-run verdicts, never by dispatch. run_state NULL: not started (yet).
     sa.Column("run_state", sa.String(16), nullable=True),
     sa.Column("run_id", sa.Text(), nullable=True),
@@ -262,7 +262,7 @@ execution_table = sa.Table(
     sa.Column("heartbeat_at", UTCDateTime(), nullable=True),
     sa.Column("runtime", Seconds(), nullable=True),
     sa.Column("run_error", sa.Text(), nullable=True),
-    # Run policies (core.settlement): NULL when no policy of its schedule waited for this run's
+    # Run policies (core.loop.settlement): NULL when no policy of its schedule waited for this run's
     # end, false until its end is applied to the schedule, then true.
     sa.Column("settled", sa.Boolean(), nullable=True),
 )
@@ -371,7 +371,7 @@ sa.Index(
 )
 sa.Index("ix_goatbeat_backfill_schedule", backfill_table.c.schedule_name, backfill_table.c.id)
 
-# Exclusion calendars (core.calendars): entries is a JSON array of "YYYY-MM-DD" dates and
+# Exclusion calendars (core.rules.calendars): entries is a JSON array of "YYYY-MM-DD" dates and
 # {"from": date, "to": date} ranges, both ends included.
 calendar_table = sa.Table(
     CALENDAR_TABLE,

@@ -21,8 +21,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.errors import ConfigurationError, StoreError
-from goatbeat_celery.core.model import UTC, ensure_aware
+from goatbeat_celery.core.types.errors import ConfigurationError, StoreError
+from goatbeat_celery.core.types.instants import UTC, ensure_aware
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import UTCDateTime
 from goatbeat_celery.store.sql import Insert, SQLStore

@@ -10,7 +10,7 @@ from urllib.parse import unquote_plus
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError
 
 #: Accepted schemes, as listed in error messages.
 ACCEPTED_SCHEMES = (

@@ -27,27 +27,23 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from goatbeat_celery import display
-from goatbeat_celery.core.calendars import resolve
-from goatbeat_celery.core.controls import upcoming_runs
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.core.rules.calendars import resolve
+from goatbeat_celery.core.rules.controls import upcoming_runs
+from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     GoatbeatError,
     ScheduleConflict,
     ScheduleNotFound,
     StoreUnavailable,
 )
-from goatbeat_celery.core.misfire import first_occurrence
-from goatbeat_celery.core.model import (
-    Execution,
-    LeaseInfo,
-    RunOrderCursor,
-    Schedule,
-    ScheduleCounts,
-    ScheduleOrder,
-    ScheduleSource,
-)
-from goatbeat_celery.core.protocols import LeaseManager
-from goatbeat_celery.core.shards import Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseInfo
+from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSource
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import forms
 from goatbeat_celery.web.chart import Chart, lateness_chart
@@ -489,7 +485,7 @@ class _Detail:
 
 
 def _upcoming(context: _Context, schedule: Schedule) -> tuple[list[datetime], str | None]:
-    """The next runs, as ``celery goatbeat next`` lists them (core.controls.upcoming_runs:
+    """The next runs, as ``celery goatbeat next`` lists them (core.rules.controls.upcoming_runs:
     after the offset, within the bounds and a pause with an end, within ``max_runs``, none on
     a date its calendars exclude)."""
     if not schedule.spec.enabled or schedule.next_occurrence_at is None or schedule.damage:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.model import Execution
+from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.display import human_seconds, lateness, when
 
 WIDTH = 720

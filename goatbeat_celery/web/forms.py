@@ -1,6 +1,6 @@
 """The create and edit forms: what was typed → keywords of :class:`~goatbeat_celery.api.Schedules`,
 and the API's problems → the field each names (:attr:`Problem.field
-<goatbeat_celery.core.problems.Problem.field>`), so the page shows it next to that field.
+<goatbeat_celery.core.types.problems.Problem.field>`), so the page shows it next to that field.
 
 Nothing is checked here that the API checks: a form only reads text into values (a duration,
 an instant, JSON), and reports the text it cannot read under its field as the API would.
@@ -21,9 +21,10 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import Schedule, parse_duration
-from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import parse_duration
+from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.specs import KEYWORD_OF_KIND
 
 KINDS = tuple(KEYWORD_OF_KIND.values())

@@ -10,7 +10,7 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store import open_store
 
 

@@ -12,9 +12,9 @@ from celery import Celery
 from celery.schedules import crontab, schedule
 
 from goatbeat_celery.config import DEFAULT_DATABASE_URL, load
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import MisfirePolicy, ScheduleSource
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource
 
 
 def make_app(**conf: object) -> Celery:

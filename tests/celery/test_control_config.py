@@ -10,7 +10,7 @@ import pytest
 from celery import Celery
 
 from goatbeat_celery.config import load
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError
 
 UTC = timezone.utc
 

@@ -11,9 +11,9 @@ from celery import Celery
 from celery.schedules import crontab
 
 from goatbeat_celery.config import load, policy_warnings
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.settings import Settings
 
 TEN_MINUTES = timedelta(minutes=10)
 

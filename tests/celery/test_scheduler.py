@@ -14,11 +14,17 @@ import pytest
 from celery import Celery
 
 from goatbeat_celery import occurrence_of
+from goatbeat_celery.beat.scheduler import (
+    Scheduler,
+    _bound_broker_sockets,
+    app_given,
+    broker_warning,
+)
+from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.config import GoatbeatConfig
-from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
-from goatbeat_celery.scheduler import Scheduler, _bound_broker_sockets, app_given, broker_warning
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store import open_store
-from goatbeat_celery.submitter import CelerySubmitter
 from tests.conftest import empty_database
 
 
@@ -180,7 +186,7 @@ def test_a_sqlite_store_says_at_start_and_in_the_banner_that_it_serves_one_host(
         tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)  # the default file is made in the working directory
     app = Celery("onehost", broker="memory://", set_as_current=False)
-    with caplog.at_level("WARNING", logger="goatbeat_celery.scheduler"):
+    with caplog.at_level("WARNING", logger="goatbeat_celery.beat.scheduler"):
         scheduler = Scheduler(app)
         try:
             banner = scheduler.info

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from celery import Celery
 
-from goatbeat_celery.core.model import ExecutionState
-from goatbeat_celery.scheduler import Scheduler, _stop_signals_held
+from goatbeat_celery.beat.scheduler import Scheduler, _stop_signals_held
+from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.store import open_store
 
 

@@ -18,14 +18,10 @@ from celery import Celery, Task
 from celery.beat import BeatLazyFunc
 from celery.signals import after_task_publish
 
+from goatbeat_celery.beat.submitter import FLUSH_EVERY, CelerySubmitter
 from goatbeat_celery.config import LAZY_MARKER
-from goatbeat_celery.core.model import (
-    Dispatch,
-    Execution,
-    ExecutionState,
-    idempotency_key,
-)
-from goatbeat_celery.submitter import FLUSH_EVERY, CelerySubmitter
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.tick import Dispatch
 
 REDIS_URL = os.environ.get("GOATBEAT_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 

@@ -24,14 +24,10 @@ from celery.bin.celery import celery
 from click.testing import CliRunner, Result
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.model import (
-    UTC,
-    LeaseGrant,
-    ScheduleSource,
-    ScheduleSpec,
-    SetAside,
-    TriggerSpec,
-)
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.tick import SetAside
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.schema import SCHEDULE_TABLE
 from tests.conftest import empty_database

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.backfill import BackfillMode, BackfillState
-from goatbeat_celery.core.model import idempotency_key
+from goatbeat_celery.core.rules.backfill import BackfillMode, BackfillState
+from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, table_rows

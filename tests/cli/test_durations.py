@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.model import DURATION_FORMS
+from goatbeat_celery.core.types.instants import DURATION_FORMS
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, field_lines

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from goatbeat_celery.core.model import UTC
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.store import Store
 
 from .conftest import Cli

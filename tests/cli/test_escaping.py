@@ -12,7 +12,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery.core.validation import hidden_characters
+from goatbeat_celery.core.rules.validation import hidden_characters
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, field_values, insert_row, set_aside, table_rows

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 
 from goatbeat_celery import display
-from goatbeat_celery.core.model import PlannedClaim
-from goatbeat_celery.core.policies import OverlapPolicy
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, instant, table_rows

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from goatbeat_celery.core.model import ExecutionState, PlannedClaim
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, field_lines, instant, table_rows

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from goatbeat_celery import display
-from goatbeat_celery.core.validation import hidden_characters
+from goatbeat_celery.core.rules.validation import hidden_characters
 
 from .conftest import Cli, insert_row, table_rows
 

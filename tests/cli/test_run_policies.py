@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from goatbeat_celery.core.model import PlannedClaim, RunSettlement
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.types.tick import PlannedClaim, RunSettlement
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, field_lines

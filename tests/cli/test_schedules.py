@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.model import UTC, MisfirePolicy, ScheduleSource
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, config_schedule, field_lines, instant, table_rows

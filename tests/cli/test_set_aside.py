@@ -10,7 +10,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.model import UTC
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.store import Store
 
 from .conftest import (

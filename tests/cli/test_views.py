@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from goatbeat_celery import display
-from goatbeat_celery.core.model import UTC, Schedule, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.validation import hidden_characters
+from goatbeat_celery.core.rules.validation import hidden_characters
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 
 NOW = datetime(2026, 11, 29, 21, 40, 2, tzinfo=UTC)
 DEFAULTS = Settings()

@@ -23,8 +23,8 @@ from typing import Protocol
 
 import pytest
 
-from goatbeat_celery.core.model import UTC
 from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.testing import ManualClock
 

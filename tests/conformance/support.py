@@ -8,9 +8,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from goatbeat_celery.core.model import PlannedClaim, Schedule, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.protocols import ScheduleStore
-from goatbeat_celery.core.triggers import IntervalTrigger
+from goatbeat_celery.core.rules.triggers import IntervalTrigger
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.testing import RecordingSubmitter as RecordingSubmitter
 
 #: Long enough that no test step outlives it, on any backend.

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery.core.backfill import (
+from goatbeat_celery.core.rules.backfill import (
     BackfillMode,
     BackfillRequest,
     BackfillRun,
@@ -20,9 +20,10 @@ from goatbeat_celery.core.backfill import (
     BackfillStep,
     backfill_key,
 )
-from goatbeat_celery.core.errors import BackfillNotFound, LeaseLost, ScheduleNotFound
-from goatbeat_celery.core.model import ExecutionState, LeaseGrant, idempotency_key
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.types.errors import BackfillNotFound, LeaseLost, ScheduleNotFound
+from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.url import normalise_url
 from goatbeat_celery.testing import RecordingSubmitter, build_engine

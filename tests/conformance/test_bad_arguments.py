@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
     CalendarNotFound,
     ConfigurationError,
     GoatbeatError,
     ScheduleNotFound,
 )
-from goatbeat_celery.core.model import UTC, RunOrderCursor
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.listing import RunOrderCursor
 
 from .conftest import Store, StoreClock
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import TriggerSpec
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.triggers import TriggerRegistry
+from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import TriggerSpec
 
 from .conftest import Store
 from .support import interval_spec

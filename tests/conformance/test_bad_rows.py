@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery.core.calendars import Calendar
-from goatbeat_celery.core.errors import StoreError, StoreUnavailable
-from goatbeat_celery.core.model import SET_ASIDE_RETRY, PlannedClaim
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.rules.calendars import Calendar
+from goatbeat_celery.core.types.errors import StoreError, StoreUnavailable
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.tick import SET_ASIDE_RETRY, PlannedClaim
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.url import normalise_url
 from goatbeat_celery.testing import build_engine

@@ -6,14 +6,10 @@ from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 
-from goatbeat_celery.core.errors import ScheduleConflict
-from goatbeat_celery.core.model import (
-    ClaimResult,
-    ExecutionState,
-    PlannedClaim,
-    TriggerSpec,
-    idempotency_key,
-)
+from goatbeat_celery.core.types.errors import ScheduleConflict
+from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
+from goatbeat_celery.core.types.spec import TriggerSpec
+from goatbeat_celery.core.types.tick import ClaimResult, PlannedClaim
 
 from .conftest import Backend, Store
 from .support import (

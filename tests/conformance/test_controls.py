@@ -8,7 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.model import UTC, LeaseGrant, PauseNote, PlannedClaim, Schedule
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.tick import PauseNote, PlannedClaim
 
 from .conftest import Backend, Store
 from .support import LONG_TTL, create_due, interval_spec, run_together

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from goatbeat_celery.core.model import ExecutionState, ScheduleSpec
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.spec import ScheduleSpec
 
 from .conftest import Store
 from .support import LONG_TTL, claim_next, create_due, interval_spec

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
-from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.misfire import first_occurrence
-from goatbeat_celery.core.model import ExecutionState, idempotency_key
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.triggers import IntervalTrigger
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.triggers import IntervalTrigger
+from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
+from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.testing import build_engine
 
 from .conftest import Store, StoreClock

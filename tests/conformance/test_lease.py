@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from goatbeat_celery.core.errors import LeaseLost
+from goatbeat_celery.core.types.errors import LeaseLost
 
 from .conftest import Backend, Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, run_together, snapshot

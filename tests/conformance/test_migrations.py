@@ -22,10 +22,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.backfill import BackfillRequest
-from goatbeat_celery.core.errors import ConfigurationError, SchemaOutOfDate, StoreUnavailable
-from goatbeat_celery.core.model import ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.rules.backfill import BackfillRequest
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.errors import ConfigurationError, SchemaOutOfDate, StoreUnavailable
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.migrations import (
     MIGRATE_COMMAND,
     VERSION_TABLE,

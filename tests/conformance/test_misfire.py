@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.model import ExecutionState, MisfirePolicy, idempotency_key
+from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
+from goatbeat_celery.core.types.spec import MisfirePolicy
 from goatbeat_celery.testing import build_engine
 
 from .conftest import Store, StoreClock

@@ -14,8 +14,8 @@ from datetime import timedelta
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.backfill import BackfillRequest
-from goatbeat_celery.core.calendars import Calendar
+from goatbeat_celery.core.rules.backfill import BackfillRequest
+from goatbeat_celery.core.rules.calendars import Calendar
 
 from .conftest import Backend, Store
 from .support import LONG_TTL, create_due, interval_spec

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from goatbeat_celery.core.errors import LeaseLost, ScheduleNotFound
-from goatbeat_celery.core.model import ExecutionState
+from goatbeat_celery.core.types.errors import LeaseLost, ScheduleNotFound
+from goatbeat_celery.core.types.execution import ExecutionState
 
 from .conftest import Backend, Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due

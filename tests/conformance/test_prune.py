@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from goatbeat_celery.core.model import ExecutionState, PlannedClaim
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.tick import PlannedClaim
 
 from .conftest import Store
 from .support import LONG_TTL, create_due
@@ -55,7 +56,7 @@ def test_prune_keeps_rows_claimed_after_the_cut_off(store: Store) -> None:
 
 def test_prune_deletes_backfills_that_finished_before_the_cut_off_and_never_active_ones(
         store: Store) -> None:
-    from goatbeat_celery.core.backfill import BackfillRequest
+    from goatbeat_celery.core.rules.backfill import BackfillRequest
 
     create_due(store, "report")
     end = store.now().replace(microsecond=0) - timedelta(hours=1)

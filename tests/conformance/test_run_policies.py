@@ -1,5 +1,5 @@
 """Run policies on every store: a claim under an overlap policy inserts claimed, held or
-skipped rows as core.claims decides from the runs in flight it reads in its own transaction; a
+skipped rows as core.rules.claims decides from the runs in flight it reads in its own transaction; a
 fixed-delay claim is postponed; finished runs are listed once until settled; settling writes
 the schedule compare-and-set on its version, pauses it, and releases a held claim; resume clears
 a pause; the schedule's policy columns round-trip; held claims are never pruned."""
@@ -11,17 +11,13 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.errors import LeaseLost
-from goatbeat_celery.core.model import (
-    Execution,
-    ExecutionState,
-    LeaseGrant,
-    PlannedClaim,
-    RunSettlement,
-    Schedule,
-)
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.types.errors import LeaseLost
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.tick import PlannedClaim, RunSettlement
 
 from .conftest import Store, StoreClock
 from .support import LONG_TTL, create_due, interval_spec

@@ -1,4 +1,4 @@
-"""Run tracking on every store: workers' reports land in the run columns as core.runs decides,
+"""Run tracking on every store: workers' reports land in the run columns as core.rules.runs decides,
 heartbeats touch running runs only, and silent or never-started runs are marked lost at the
 exact bound, by the store's clock."""
 
@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.model import UTC, Execution, ExecutionState
-from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome, RunState
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.instants import UTC
 
 from .conftest import Backend, Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, run_together

@@ -7,18 +7,11 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
-from goatbeat_celery.core.model import (
-    MisfirePolicy,
-    PauseNote,
-    RunOrderCursor,
-    Schedule,
-    ScheduleCounts,
-    ScheduleOrder,
-    ScheduleSource,
-    ScheduleSpec,
-    TriggerSpec,
-)
+from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.tick import PauseNote
 
 from .conftest import Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, interval_spec, snapshot
@@ -128,7 +121,7 @@ def test_list_schedules_is_ordered_by_name_and_filtered(store: Store) -> None:
 
 
 def test_a_pause_with_an_end_counts_as_paused_until_it_ends(store: Store) -> None:
-    # core.status: within a pause with an end a schedule is paused, though still enabled.
+    # core.rules.status: within a pause with an end a schedule is paused, though still enabled.
     for name in ("frozen", "sale", "done", "running"):
         store.create_schedule(interval_spec(name), next_occurrence_at=None, next_run_at=None)
     now = store.now()

@@ -7,10 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.backfill import BackfillRequest
-from goatbeat_celery.core.errors import LeaseLost
-from goatbeat_celery.core.model import ExecutionState, SyncEntry
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.rules.backfill import BackfillRequest
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.errors import LeaseLost
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.spec import SyncEntry
 
 from .conftest import Backend, Store
 from .support import LONG_TTL, claim_next, create_due, grid_point_before, interval_spec

@@ -19,8 +19,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from goatbeat_celery.core.errors import ConfigurationError, StoreError, StoreUnavailable
-from goatbeat_celery.core.model import UTC, PlannedClaim, ScheduleSpec, idempotency_key
+from goatbeat_celery.core.types.errors import ConfigurationError, StoreError, StoreUnavailable
+from goatbeat_celery.core.types.execution import idempotency_key
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.spec import ScheduleSpec
+from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store import mask_url, open_store
 from goatbeat_celery.store.url import normalise_url
 
@@ -250,7 +253,7 @@ def test_close_is_idempotent_and_releases_the_connections(pg_empty_url: str) -> 
 _CONTENDER = """
 import json, sys
 from datetime import timedelta
-from goatbeat_celery.core.errors import ScheduleConflict
+from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.store import open_store
 
 url, holder, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from goatbeat_celery.core.errors import LeaseLost
-from goatbeat_celery.core.model import ScheduleSource, SyncEntry
+from goatbeat_celery.core.types.errors import LeaseLost
+from goatbeat_celery.core.types.spec import ScheduleSource, SyncEntry
 
 from .conftest import Backend, Store, StoreClock
 from .support import LONG_TTL, claim_next, grid_point_before, interval_spec, snapshot

@@ -13,14 +13,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery.core.errors import ScheduleConflict
-from goatbeat_celery.core.model import (
-    UTC,
-    RunOrderCursor,
-    ScheduleOrder,
-    ScheduleSource,
-    SyncEntry,
-)
+from goatbeat_celery.core.types.errors import ScheduleConflict
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleOrder
+from goatbeat_celery.core.types.spec import ScheduleSource, SyncEntry
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.schema import schedule_table, schedule_tag_table
 from goatbeat_celery.store.sql import _spec_values

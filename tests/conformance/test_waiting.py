@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from goatbeat_celery.core.model import RunSettlement, Waiting
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.types.tick import RunSettlement, Waiting
 
 from .conftest import Store
 from .support import LONG_TTL, claim_next, create_due, interval_spec

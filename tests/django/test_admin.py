@@ -10,8 +10,8 @@ import pytest
 
 from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.model import ScheduleSource
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.types.spec import ScheduleSource
 from tests.django.conftest import add_config_schedule, set_aside
 
 CHANGELIST = "/admin/goatbeat/schedule/"

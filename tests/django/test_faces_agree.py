@@ -1,6 +1,6 @@
 """Every face gives a schedule the same status: the API, the CLI's ``--json`` and its filters,
 the dashboard's list and filter, and the admin's list and filter, for a schedule in each state
-(:mod:`goatbeat_celery.core.status`)."""
+(:mod:`goatbeat_celery.core.rules.status`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from starlette.testclient import TestClient
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.status import State
+from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.web import create_app
 from tests.cli.conftest import cli_for as cli_for  # noqa: F401 - the fixture
 from tests.django.conftest import set_aside

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import ScheduleConflict
-from goatbeat_celery.core.model import Execution, ExecutionState
+from goatbeat_celery.core.types.errors import ScheduleConflict
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from tests.django.test_admin import ADD, CHANGELIST, change_url, form_data
 
 ROOT = Path(__file__).resolve().parents[2]

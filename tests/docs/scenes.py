@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery.core.model import UTC
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.store import open_store
 from goatbeat_celery.testing import ManualClock, RecordingSubmitter, build_engine
 
@@ -31,7 +31,7 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     store (0: one tick, which takes the lease and syncs the config); return the keys sent. With
     ``refuse``, the broker refuses every message with that error. The lease is left held (not
     released), as a running leader holds it."""
-    from goatbeat_celery.scheduler import Scheduler
+    from goatbeat_celery.beat.scheduler import Scheduler
 
     loaded = config_module.load(app)
     # Celery's own cleanup entry, added the way the real scheduler adds it.

@@ -23,8 +23,8 @@ from celery import Celery
 from goatbeat_celery import config as config_module
 from goatbeat_celery import headers as header_names
 from goatbeat_celery import signals
+from goatbeat_celery.beat.metrics import GoatbeatMetrics
 from goatbeat_celery.cli import goatbeat
-from goatbeat_celery.metrics import GoatbeatMetrics
 from goatbeat_celery.migrations import VERSION_TABLE
 from goatbeat_celery.store.schema import BACKFILL_ID_SEQUENCE, metadata
 from goatbeat_celery.web import security as web_security

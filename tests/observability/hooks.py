@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from goatbeat_celery.core.observer import OccurrenceRecord
+from goatbeat_celery.core.loop.observer import OccurrenceRecord
 
 seen: list[OccurrenceRecord] = []
 not_callable = 42

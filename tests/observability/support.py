@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.model import Dispatch, Schedule, ScheduleSpec, SubmitResult, TriggerSpec
-from goatbeat_celery.core.observer import EngineObserver
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.loop.observer import EngineObserver
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 from goatbeat_celery.testing import RecordingObserver as RecordingObserver
 

@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from celery import Celery
 
+from goatbeat_celery.beat.metrics import MetricsExporter
 from goatbeat_celery.config import load
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.observer import OccurrenceRecord
-from goatbeat_celery.metrics import MetricsExporter
+from goatbeat_celery.core.loop.observer import OccurrenceRecord
+from goatbeat_celery.core.types.errors import ConfigurationError
 
 from . import hooks
 

@@ -8,16 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.model import (
-    Dispatch,
-    Execution,
-    ExecutionState,
-    LeaseGrant,
-    MisfirePolicy,
-    idempotency_key,
-)
-from goatbeat_celery.core.observer import OccurrenceRecord
-from goatbeat_celery.observability import CeleryObserver, MultiObserver
+from goatbeat_celery.beat.observability import CeleryObserver, MultiObserver
+from goatbeat_celery.core.loop.observer import OccurrenceRecord
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.spec import MisfirePolicy
+from goatbeat_celery.core.types.tick import Dispatch
 
 from .support import BROKER_DOWN, START, ManualClock, RecordingObserver, Replicas, create_due
 
@@ -96,7 +92,7 @@ def test_a_raising_hook_is_logged_and_does_not_break_the_tick(
         create_due(replicas.store, name, START)
     engine = replicas.engine(CeleryObserver(sender=SENDER, hook=broken))
 
-    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.observability"):
+    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.beat.observability"):
         engine.tick()
 
     assert len(calls) == 2, "one failure must not stop the hook for the next record"
@@ -140,7 +136,7 @@ def test_an_observer_that_raises_does_not_stop_the_others_or_the_tick(
     recording = RecordingObserver()
     engine = replicas.engine(MultiObserver([Exploding(), recording]))
 
-    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.observability"):
+    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.beat.observability"):
         engine.tick()
         engine.close()
 

@@ -11,12 +11,13 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import MisfirePolicy, idempotency_key
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
-from goatbeat_celery.core.shards import Shard, shard_lease_name
-from goatbeat_celery.core.submission import MAX_SEND_ATTEMPTS
-from goatbeat_celery.metrics import MetricsExporter
+from goatbeat_celery.beat.metrics import MetricsExporter
+from goatbeat_celery.core.loop.submission import MAX_SEND_ATTEMPTS
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.shards import Shard, shard_lease_name
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import idempotency_key
+from goatbeat_celery.core.types.spec import MisfirePolicy
 
 from .support import (
     SETTINGS,

@@ -11,8 +11,8 @@ import pytest
 from celery import Celery
 
 from goatbeat_celery import signals
-from goatbeat_celery.core.observer import OccurrenceRecord
-from goatbeat_celery.scheduler import Scheduler
+from goatbeat_celery.beat.scheduler import Scheduler
+from goatbeat_celery.core.loop.observer import OccurrenceRecord
 
 from .support import free_port, refuses_connections, scrape
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from goatbeat_celery import signals
-from goatbeat_celery.core.model import ExecutionState, MisfirePolicy, idempotency_key
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
-from goatbeat_celery.observability import CeleryObserver
+from goatbeat_celery.beat.observability import CeleryObserver
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
+from goatbeat_celery.core.types.spec import MisfirePolicy
 
 from .support import BROKER_DOWN, START, ManualClock, Replicas, create_due
 

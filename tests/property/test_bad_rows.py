@@ -7,7 +7,7 @@ would write them: any JSON in ``args``, ``kwargs``, ``options`` and ``trigger``;
 (NaN, infinities, huge) in the ``*_seconds`` columns; any integer of the column's range in
 ``max_catchup``; any text in ``name``, ``task``, ``misfire_policy`` and ``source``; any instant
 the column type holds. Next to them a healthy ``canary`` (every second) must be submitted at
-every occurrence it is due for, once. A real :class:`~goatbeat_celery.core.engine.Engine` leads
+every occurrence it is due for, once. A real :class:`~goatbeat_celery.core.loop.engine.Engine` leads
 with the package's recording submitter, which accepts everything and records what it was given.
 
 The last section pins product bugs found while writing these properties, as strict xfails: each
@@ -36,18 +36,8 @@ from hypothesis import strategies as st
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig, base_registry
-from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import (
-    MisfirePolicy,
-    Schedule,
-    ScheduleSource,
-    ScheduleSpec,
-    TriggerSpec,
-    idempotency_key,
-)
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.validation import (
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.rules.validation import (
     MAX_REASON_LENGTH,
     OPTION_CHECKS,
     REFUSED_OPTIONS,
@@ -55,6 +45,11 @@ from goatbeat_celery.core.validation import (
     hidden_characters,
     options_problems,
 )
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import idempotency_key
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
 from goatbeat_celery.store.schema import SQLITE_TIMESTAMP_WIDTH
 from goatbeat_celery.testing import RecordingSubmitter, build_engine
 from tests.conformance.support import grid_point_before

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from goatbeat_celery.cli.options import ClearableInstantParam, InstantParam
-from goatbeat_celery.core.validation import EARLIEST_INSTANT, INSTANT_RANGE, LATEST_INSTANT
+from goatbeat_celery.core.rules.validation import EARLIEST_INSTANT, INSTANT_RANGE, LATEST_INSTANT
 from tests.cli.conftest import Cli, write_app
 from tests.conftest import STORE_TABLES
 

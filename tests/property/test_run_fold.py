@@ -1,5 +1,5 @@
 """The PostgreSQL store folds run reports into their rows in SQL (``_RECORD_RUNS``); the other
-stores apply :func:`goatbeat_celery.core.runs.apply_event` in Python. Both must write the
+stores apply :func:`goatbeat_celery.core.rules.runs.apply_event` in Python. Both must write the
 same run columns, for any row (including values written by hand that cannot be read as
 stored: unknown states, ``infinity``, years Python cannot hold, NaN and huge runtimes) and any
 sequence of reports.
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goatbeat_celery.core.runs import (
+from goatbeat_celery.core.rules.runs import (
     MAX_ATTEMPTS,
     RunEvent,
     RunOutcome,

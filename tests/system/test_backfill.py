@@ -12,8 +12,8 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig
-from goatbeat_celery.core.backfill import BackfillState
-from goatbeat_celery.core.model import idempotency_key
+from goatbeat_celery.core.rules.backfill import BackfillState
+from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.store import open_store
 from tests.system.harness import Cluster, Verdict, wait_until
 

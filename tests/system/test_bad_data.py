@@ -29,7 +29,9 @@ import sqlalchemy as sa
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig
-from goatbeat_celery.core.model import SET_ASIDE_RETRY, Schedule, idempotency_key
+from goatbeat_celery.core.types.execution import idempotency_key
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.tick import SET_ASIDE_RETRY
 from goatbeat_celery.store import open_store
 from tests.system.harness import Cluster, Process, assert_alive, start_replicas, wait_until
 from tests.system.outcome import Outcome, grid

@@ -28,11 +28,11 @@ import pytest
 import sqlalchemy as sa
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.beat.submitter import FLUSH_EVERY
 from goatbeat_celery.config import GoatbeatConfig
-from goatbeat_celery.core.errors import ScheduleConflict
-from goatbeat_celery.core.model import idempotency_key
+from goatbeat_celery.core.types.errors import ScheduleConflict
+from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.store import open_store
-from goatbeat_celery.submitter import FLUSH_EVERY
 from tests.system.harness import (
     BROKERS,
     FAST_LEASE,

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.model import idempotency_key
+from goatbeat_celery.core.types.execution import idempotency_key
 from tests.system.harness import HERE, Process, World, running, wait_until
 
 pytestmark = pytest.mark.system

@@ -25,9 +25,10 @@ from typing import Any
 import pytest
 from celery import Celery
 
-from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, idempotency_key
-from goatbeat_celery.scheduler import _bound_broker_sockets
-from goatbeat_celery.submitter import CelerySubmitter
+from goatbeat_celery.beat.scheduler import _bound_broker_sockets
+from goatbeat_celery.beat.submitter import CelerySubmitter
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.tick import Dispatch
 from tests.system.harness import (
     FAST_LEASE,
     RABBITMQ_SETTINGS,

@@ -9,9 +9,10 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from goatbeat_celery.core.errors import StoreError, StoreUnavailable
-from goatbeat_celery.core.model import Execution
-from goatbeat_celery.core.runs import RunEvent, RunLog
+from goatbeat_celery.core.protocols import RunLog
+from goatbeat_celery.core.rules.runs import RunEvent
+from goatbeat_celery.core.types.errors import StoreError, StoreUnavailable
+from goatbeat_celery.core.types.execution import Execution
 
 T = TypeVar("T")
 

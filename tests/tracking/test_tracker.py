@@ -16,12 +16,13 @@ import pytest
 from celery import Celery
 from celery.exceptions import Reject
 
-from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.runs import RunEventKind, RunState, RunTimes
+from goatbeat_celery.core.rules.runs import RunEventKind, RunState, RunTimes
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
 from goatbeat_celery.testing import MemoryStore
-from goatbeat_celery.tracking import RunTracker, track_runs
-from goatbeat_celery.tracking.writer import _noted
+from goatbeat_celery.worker.tracking import RunTracker, track_runs
+from goatbeat_celery.worker.tracking.writer import _noted
 from tests.tracking.support import RecordingLog, constant, wait_for
 
 #: The in-process worker runs a task within milliseconds of its sending, and the writer writes

@@ -15,12 +15,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import StoreError
-from goatbeat_celery.core.runs import RunEventKind, RunOutcome, RunState
+from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome, RunState
+from goatbeat_celery.core.types.errors import StoreError
 from goatbeat_celery.migrations import VERSION_TABLE
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.schema import EXECUTION_TABLE
-from goatbeat_celery.tracking.writer import RunWriter, _noted
+from goatbeat_celery.worker.tracking.writer import RunWriter, _noted
 from tests.conformance.support import LONG_TTL, claim_next, create_due
 from tests.tracking.support import wait_for
 
@@ -164,7 +164,7 @@ def test_the_least_rights_role_cannot_write_a_schedule_or_an_execution(
 def test_a_missing_grant_is_named_once_per_privilege_and_the_events_wait_for_it(
         admin: sa.Engine, worker_role: tuple[str, str], pg_empty_url: str,
         make_writer: Callable[..., RunWriter], caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="goatbeat_celery.tracking")
+    caplog.set_level(logging.DEBUG, logger="goatbeat_celery.worker.tracking")
     role, _ = worker_role
     key = submitted_execution(pg_empty_url)
     writer = make_writer(max_events=5)
@@ -196,7 +196,7 @@ def test_a_missing_grant_is_named_once_per_privilege_and_the_events_wait_for_it(
 def test_events_held_for_a_missing_grant_are_written_once_it_is_granted(
         admin: sa.Engine, worker_role: tuple[str, str], pg_empty_url: str,
         make_writer: Callable[..., RunWriter], caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="goatbeat_celery.tracking")
+    caplog.set_level(logging.INFO, logger="goatbeat_celery.worker.tracking")
     role, _ = worker_role
     grant(admin, WORKER_GRANTS[1], role=role)
     key = submitted_execution(pg_empty_url)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.runs import RunEventKind, RunOutcome
-from goatbeat_celery.tracking.writer import RunWriter, _event, _Noted, _noted
+from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome
+from goatbeat_celery.worker.tracking.writer import RunWriter, _event, _Noted, _noted
 from tests.tracking.support import RecordingLog, constant, wait_for
 
 #: Fast enough for tests, slow enough that batches form: the writer wakes every 20 ms.
@@ -64,7 +64,7 @@ def keys(log: RecordingLog) -> list[str]:
 def _tracking_logs(caplog: pytest.LogCaptureFixture) -> None:
     # The writer's log lines are part of what these tests check: capture them whatever level
     # an earlier test left on the root logger (an in-process Celery worker sets ERROR).
-    caplog.set_level(logging.INFO, logger="goatbeat_celery.tracking")
+    caplog.set_level(logging.INFO, logger="goatbeat_celery.worker.tracking")
 
 
 def actions(caplog: pytest.LogCaptureFixture, action: str) -> list[logging.LogRecord]:

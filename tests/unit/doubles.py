@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from goatbeat_celery import testing
-from goatbeat_celery.core.model import LeaseGrant
+from goatbeat_celery.core.types.lease import LeaseGrant
 
 
 class LeaseRecordingObserver(testing.RecordingObserver):

@@ -1,10 +1,10 @@
-"""Which stored schedules may send their task (core.allowlist): one rule for the API's run-now
+"""Which stored schedules may send their task (core.rules.allowlist): one rule for the API's run-now
 and backfill and for the leader's planning."""
 
 from __future__ import annotations
 
-from goatbeat_celery.core.allowlist import sending_problems
-from goatbeat_celery.core.model import ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.rules.allowlist import sending_problems
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
 
 EVERY_MINUTE = TriggerSpec(kind="interval", params={"every": 60})
 

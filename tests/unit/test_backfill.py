@@ -14,7 +14,8 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import base_registry
-from goatbeat_celery.core.backfill import (
+from goatbeat_celery.core.loop.engine import BACKFILL_PAUSE, Engine
+from goatbeat_celery.core.rules.backfill import (
     Backfill,
     BackfillMode,
     BackfillRun,
@@ -24,11 +25,10 @@ from goatbeat_celery.core.backfill import (
     failed_execution,
     next_window,
 )
-from goatbeat_celery.core.engine import BACKFILL_PAUSE, Engine
-from goatbeat_celery.core.errors import BackfillNotFound, ConfigurationError, StoreError
-from goatbeat_celery.core.model import Execution, ExecutionState, idempotency_key
-from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome, RunState
+from goatbeat_celery.core.types.errors import BackfillNotFound, ConfigurationError, StoreError
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 T0 = ManualClock.DEFAULT_START

@@ -15,17 +15,19 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import base_registry
-from goatbeat_celery.core.calendars import Calendar, Exclusions, calendar_zone, parse_entries
-from goatbeat_celery.core.claims import plan_claims
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.rules.calendars import Calendar, Exclusions, calendar_zone, parse_entries
+from goatbeat_celery.core.rules.claims import plan_claims
+from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.types.errors import (
     CalendarInUse,
     CalendarNotFound,
     ConfigurationError,
     ScheduleConflict,
 )
-from goatbeat_celery.core.model import UTC, ExecutionState, PlannedClaim
-from goatbeat_celery.core.policies import OverlapPolicy
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.testing import (
     ManualClock,
     MemoryStore,

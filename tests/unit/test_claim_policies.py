@@ -1,6 +1,6 @@
-"""What a claim writes under the run policies (core.claims with core.policies): the overlap
-policy turns occurrences into claimed, held or skipped rows, and a fixed-delay claim with a run
-in flight is postponed. Every store executes these rules; the conformance suite checks that."""
+"""What a claim writes under the run policies (core.rules.claims with core.rules.policies): the
+overlap policy turns occurrences into claimed, held or skipped rows, and a fixed-delay claim with a
+run in flight is postponed. Every store executes these rules; the conformance suite checks that."""
 
 from __future__ import annotations
 
@@ -9,16 +9,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from goatbeat_celery.core.claims import InFlight, in_flight, plan_claims
-from goatbeat_celery.core.model import (
-    UTC,
-    Dispatch,
-    Execution,
-    ExecutionState,
-    PlannedClaim,
-    idempotency_key,
-)
-from goatbeat_celery.core.policies import OverlapPolicy
+from goatbeat_celery.core.rules.claims import InFlight, in_flight, plan_claims
+from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.tick import Dispatch, PlannedClaim
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

@@ -12,10 +12,11 @@ import pytest
 from goatbeat_celery import display
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import base_registry
-from goatbeat_celery.core.controls import past_once_problem
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.rules.controls import past_once_problem
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 T0 = ManualClock.DEFAULT_START
@@ -312,7 +313,7 @@ def test_the_end_of_a_schedule_is_logged_once(world: World,
                                               caplog: pytest.LogCaptureFixture) -> None:
     world.api.create("job", "app.job", every=60, max_runs=2)
     world.api.create("window", "app.job", every=60, end_at=T0 + 2 * M + 30 * S)
-    with caplog.at_level("INFO", logger="goatbeat_celery.core.planner"):
+    with caplog.at_level("INFO", logger="goatbeat_celery.core.loop.planner"):
         world.run_until(T0 + 10 * M)
     ended = [r for r in caplog.records if getattr(r, "action", None) == "schedule_ended"]
     assert sorted(r.getMessage() for r in ended) == [

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import TriggerSpec
-from goatbeat_celery.core.triggers import Trigger, TriggerRegistry
+from goatbeat_celery.core.rules.triggers import Trigger, TriggerRegistry
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.spec import TriggerSpec
 from goatbeat_celery.cron import CronTrigger, register
 
 UTC = timezone.utc

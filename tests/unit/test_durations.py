@@ -10,8 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import DURATION_FORMS, parse_duration, to_timedelta
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import DURATION_FORMS, parse_duration, to_timedelta
 from goatbeat_celery.display import human_seconds
 
 

@@ -15,23 +15,15 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from goatbeat_celery import cron, testing
-from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.errors import StoreUnavailable
-from goatbeat_celery.core.model import (
-    SET_ASIDE_RETRY,
-    Dispatch,
-    Execution,
-    ExecutionState,
-    LeaseGrant,
-    ScheduleSource,
-    ScheduleSpec,
-    SubmitResult,
-    TriggerSpec,
-    idempotency_key,
-)
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.submission import SUBMIT_TIMEOUT_MAX
-from goatbeat_celery.core.triggers import TriggerRegistry
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.loop.submission import SUBMIT_TIMEOUT_MAX
+from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.errors import StoreUnavailable
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.tick import SET_ASIDE_RETRY, Dispatch, SubmitResult
 from goatbeat_celery.testing import ManualClock, MemoryStore, build_engine
 
 from .doubles import LeaseRecordingObserver

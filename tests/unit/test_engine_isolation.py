@@ -14,23 +14,20 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.errors import StoreError
-from goatbeat_celery.core.model import (
+from goatbeat_celery.core.loop.submission import MAX_SEND_ATTEMPTS
+from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.errors import StoreError
+from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.tick import (
     SET_ASIDE_RETRY,
     SET_ASIDE_RETRY_MAX,
     ClaimResult,
-    ExecutionState,
-    LeaseGrant,
     PlannedClaim,
-    ScheduleSource,
-    ScheduleSpec,
-    TriggerSpec,
-    idempotency_key,
     set_aside_delay,
 )
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.submission import MAX_SEND_ATTEMPTS
-from goatbeat_celery.core.triggers import TriggerRegistry
 from tests.unit.doubles import LeaseRecordingObserver
 from tests.unit.test_engine import (
     EVERY_MINUTE,
@@ -227,7 +224,7 @@ def test_a_store_error_outside_any_schedule_never_escapes_the_tick(
         raise ZeroDivisionError("a bug")
 
     engine.store.due_schedules = broken  # type: ignore[method-assign]
-    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.core.engine"):
+    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.core.loop.engine"):
         seconds = engine.tick()
 
     assert 0 < seconds <= 1.0
@@ -340,7 +337,7 @@ def test_a_manual_run_is_logged_as_one_not_as_a_resubmission(
     engine.tick()
     world.store.request_run("report")
 
-    with caplog.at_level(logging.INFO, logger="goatbeat_celery.core.engine"):
+    with caplog.at_level(logging.INFO, logger="goatbeat_celery.core.loop.engine"):
         engine.tick()
 
     actions = [getattr(r, "action", None) for r in caplog.records]

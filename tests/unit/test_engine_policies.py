@@ -11,16 +11,12 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.model import (
-    UTC,
-    ExecutionState,
-    ScheduleSpec,
-    TriggerSpec,
-    idempotency_key,
-)
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome, RunState
+from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import (
     ManualClock,
     MemoryStore,

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.errors import StoreUnavailable
-from goatbeat_celery.core.leadership import EXPIRY_MARGIN
-from goatbeat_celery.core.model import LeaseGrant, ScheduleSpec, SyncEntry, SyncReport, TriggerSpec
-from goatbeat_celery.core.observer import NullObserver, OccurrenceRecord
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.loop.leadership import EXPIRY_MARGIN
+from goatbeat_celery.core.loop.observer import NullObserver, OccurrenceRecord
+from goatbeat_celery.core.types.errors import StoreUnavailable
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, SyncEntry, SyncReport, TriggerSpec
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 from .doubles import LeaseRecordingObserver

@@ -13,7 +13,7 @@ from types import ModuleType
 
 import goatbeat_celery
 import goatbeat_celery.testing
-from goatbeat_celery.core import errors
+from goatbeat_celery.core.types import errors
 
 EXPECTED = [
     "BackfillMode",
@@ -71,8 +71,8 @@ def test_every_public_name_of_the_package_is_exported() -> None:
 
 def test_the_lazily_loaded_names_are_the_classes_they_name() -> None:
     from goatbeat_celery.api import Schedules
-    from goatbeat_celery.scheduler import Scheduler
-    from goatbeat_celery.tracking import track_runs
+    from goatbeat_celery.beat.scheduler import Scheduler
+    from goatbeat_celery.worker.tracking import track_runs
 
     assert goatbeat_celery.Scheduler is Scheduler
     assert goatbeat_celery.Schedules is Schedules

@@ -1,6 +1,8 @@
 """Lower layers never import upper ones, not even inside a function: the migrations are handed an
-engine and import no store; the stores import the migrations; and no import cycle runs through
-the package, counting the package ``__init__`` that importing a submodule runs."""
+engine and import no store; the stores import the migrations; the core's types and rules never
+import its loop; beat and the worker import neither each other nor a face; and no import cycle
+runs through the package, counting the package ``__init__`` that importing a submodule runs, nor
+through the imports only type checkers read."""
 
 from __future__ import annotations
 
@@ -37,15 +39,18 @@ def runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
             pending.extend(ast.iter_child_nodes(node))
 
 
-def imported(module: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
-    """The package's modules that ``module`` imports anywhere in it (inside functions too).
+def imported(module: str, path: Path, modules: dict[str, Path], *,
+             type_level: bool = False) -> Iterator[str]:
+    """The package's modules that ``module`` imports anywhere in it (inside functions too; with
+    ``type_level``, under ``if TYPE_CHECKING:`` too).
 
     ``from a import b`` names module ``a.b`` when there is one, else ``a``; ``import a.b.c``
     names the deepest module that exists. Importing ``a.b.c`` also runs ``a/__init__`` and
     ``a/b/__init__``, so those packages count as imported too, except the ones ``module`` lies
     in: their ``__init__`` ran before ``module`` did."""
     own_packages = {".".join(module.split(".")[:end]) for end in range(1, module.count(".") + 2)}
-    for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree) if type_level else runtime_nodes(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -72,9 +77,10 @@ def imported(module: str, path: Path, modules: dict[str, Path]) -> Iterator[str]
                     yield package
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(*, type_level: bool = False) -> dict[str, set[str]]:
     modules = module_files()
-    return {name: set(imported(name, path, modules)) for name, path in modules.items()}
+    return {name: set(imported(name, path, modules, type_level=type_level))
+            for name, path in modules.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -115,10 +121,13 @@ def test_the_graph_reader_sees_imports_inside_functions() -> None:
 
 def test_the_graph_reader_skips_imports_only_type_checkers_read() -> None:
     graph = import_graph()
+    typed = import_graph(type_level=True)
 
-    # The execution model is named in annotations only; importing it would close a cycle.
-    assert "goatbeat_celery.core.model" not in graph["goatbeat_celery.core.runs"]
-    assert "goatbeat_celery.core.validation" in graph["goatbeat_celery.core.runs"]
+    # The run policies name an execution in annotations only.
+    policies = "goatbeat_celery.core.rules.policies"
+    assert "goatbeat_celery.core.types.execution" not in graph[policies]
+    assert "goatbeat_celery.core.types.execution" in typed[policies]
+    assert "goatbeat_celery.core.rules.validation" in graph[policies]
 
 
 def test_the_cycle_finder_finds_a_cycle_through_a_deferred_import() -> None:
@@ -160,6 +169,34 @@ def test_no_import_cycle_runs_through_the_stores_or_the_migrations() -> None:
 
 def test_no_import_cycle_runs_through_the_package() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_no_import_cycle_runs_through_the_package_even_in_annotations() -> None:
+    assert cycles(import_graph(type_level=True)) == []
+
+
+def importers(graph: dict[str, set[str]], lower: tuple[str, ...],
+              upper: tuple[str, ...]) -> set[tuple[str, str]]:
+    """The imports from a module under ``lower`` to one under ``upper``."""
+    return {(name, target) for name, targets in graph.items() if name.startswith(lower)
+            for target in targets if target.startswith(upper)}
+
+
+def test_the_core_types_and_rules_never_import_its_loop() -> None:
+    core = "goatbeat_celery.core."
+    lower = (core + "types", core + "rules")
+    upper = (core + "loop", core + "protocols")
+
+    assert importers(import_graph(type_level=True), lower, upper) == set()
+
+
+def test_beat_and_the_worker_import_neither_each_other_nor_a_face() -> None:
+    faces = ("goatbeat_celery.cli", "goatbeat_celery.web", "goatbeat_celery.contrib")
+    beat, worker = ("goatbeat_celery.beat",), ("goatbeat_celery.worker",)
+    graph = import_graph(type_level=True)
+
+    assert importers(graph, beat, worker + faces) == set()
+    assert importers(graph, worker, beat + faces) == set()
 
 
 def test_nothing_outside_the_django_app_imports_it() -> None:

@@ -1,5 +1,5 @@
 """Every instant a user gives lies from 1970-01-01 to 9000-01-01 UTC (the bounds are written
-once, in ``core.validation``), and no trigger has an occurrence past the upper one: arithmetic
+once, in ``core.rules.validation``), and no trigger has an occurrence past the upper one: arithmetic
 near the end of ``datetime``'s years never overflows, a next occurrence past it is none."""
 
 from __future__ import annotations
@@ -14,24 +14,21 @@ from hypothesis import strategies as st
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.backfill import BackfillRequest, request_problems
-from goatbeat_celery.core.controls import upcoming_runs
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.misfire import first_occurrence, plan_misfires
-from goatbeat_celery.core.model import (
-    Schedule,
-    ScheduleMode,
-    ScheduleSpec,
-    TriggerSpec,
-)
-from goatbeat_celery.core.triggers import IntervalTrigger, OnceTrigger
-from goatbeat_celery.core.validation import (
+from goatbeat_celery.core.rules.backfill import BackfillRequest, request_problems
+from goatbeat_celery.core.rules.controls import upcoming_runs
+from goatbeat_celery.core.rules.misfire import first_occurrence, plan_misfires
+from goatbeat_celery.core.rules.policies import ScheduleMode
+from goatbeat_celery.core.rules.triggers import IntervalTrigger, OnceTrigger
+from goatbeat_celery.core.rules.validation import (
     EARLIEST_INSTANT,
     INSTANT_RANGE,
     LATEST_INSTANT,
     instant_problem,
     options_problems,
 )
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.cron import CronTrigger
 from goatbeat_celery.schedules import CelerySchedule
 from goatbeat_celery.store.memory import MemoryStore

@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.misfire import MAX_COUNTED, MisfirePlan, plan_misfires
-from goatbeat_celery.core.model import MisfirePolicy
-from goatbeat_celery.core.triggers import (
+from goatbeat_celery.core.rules.misfire import MAX_COUNTED, MisfirePlan, plan_misfires
+from goatbeat_celery.core.rules.triggers import (
     EPOCH,
     IntervalTrigger,
     OnceTrigger,
     SeekableTrigger,
     Trigger,
 )
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.spec import MisfirePolicy
 
 UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

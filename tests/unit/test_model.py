@@ -8,17 +8,16 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import (
-    LeaseInfo,
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import idempotency_key, manual_key
+from goatbeat_celery.core.types.instants import to_timedelta
+from goatbeat_celery.core.types.lease import LeaseInfo
+from goatbeat_celery.core.types.spec import (
     MisfirePolicy,
     ScheduleSource,
     ScheduleSpec,
     TriggerSpec,
-    idempotency_key,
-    manual_key,
     stable_jitter,
-    to_timedelta,
 )
 
 UTC = timezone.utc

@@ -1,4 +1,4 @@
-"""The run policies' rules (core.policies), as tables: overlap, how a run ended, backoff, and
+"""The run policies' rules (core.rules.policies), as tables: overlap, how a run ended, backoff, and
 what a finished run writes on its schedule."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from goatbeat_celery.core.policies import (
+from goatbeat_celery.core.rules.policies import (
     FailureBackoff,
     OverlapAction,
     OverlapPolicy,
@@ -18,8 +18,8 @@ from goatbeat_celery.core.policies import (
     run_end,
     settle,
 )
-from goatbeat_celery.core.runs import RunState
-from goatbeat_celery.core.triggers import IntervalTrigger
+from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.rules.triggers import IntervalTrigger
 
 UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

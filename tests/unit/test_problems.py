@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem
 
 
 @pytest.mark.parametrize("text", [

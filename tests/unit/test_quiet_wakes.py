@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.engine import BACKFILL_PAUSE, QUIET_LOOK_EVERY, Engine
-from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.runs import RunEvent, RunOutcome, RunState
-from goatbeat_celery.core.settings import Settings
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.loop.engine import BACKFILL_PAUSE, QUIET_LOOK_EVERY, Engine
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome, RunState
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 SETTINGS = Settings(lease_ttl=30, lease_renew_interval=10, heartbeat_interval=10,

@@ -1,5 +1,5 @@
-"""The run-tracking rule (goatbeat_celery.core.runs): what each worker report changes in the run
-columns, and when a run counts as lost. Pure functions, tested by tables of cases."""
+"""The run-tracking rule (goatbeat_celery.core.rules.runs): what each worker report changes in
+the run columns, and when a run counts as lost. Pure functions, tested by tables of cases."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC
-from goatbeat_celery.core.runs import (
+from goatbeat_celery.core.rules.runs import (
     MAX_ATTEMPTS,
     MAX_ERROR_LENGTH,
     RUN_COLUMNS,
@@ -24,7 +22,9 @@ from goatbeat_celery.core.runs import (
     lost_after_problem,
     lost_verdict,
 )
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.settings import Settings
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 KEY = "report:2026-03-01T12:00:00+00:00"

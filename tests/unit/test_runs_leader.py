@@ -11,10 +11,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from goatbeat_celery.core.engine import Engine
-from goatbeat_celery.core.model import Execution, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.runs import RunEvent, RunState
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.rules.runs import RunEvent, RunState
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import ManualClock, MemoryStore, build_engine
 
 EVERY_HOUR = TriggerSpec(kind="interval", params={"every": 3600})

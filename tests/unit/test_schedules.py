@@ -17,16 +17,11 @@ import pytest
 
 from goatbeat_celery.api import REWRITE_ATTEMPTS, Schedules
 from goatbeat_celery.config import GoatbeatConfig
-from goatbeat_celery.core.errors import ConfigurationError, ScheduleConflict, ScheduleNotFound
-from goatbeat_celery.core.model import (
-    UTC,
-    ExecutionState,
-    Schedule,
-    ScheduleSource,
-    ScheduleSpec,
-    TriggerSpec,
-    manual_key,
-)
+from goatbeat_celery.core.types.errors import ConfigurationError, ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.types.execution import ExecutionState, manual_key
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
 #: Half a minute past a minute boundary: an every-minute schedule created now first runs at 12:01.

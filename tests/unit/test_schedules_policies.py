@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import UTC
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.testing import ManualClock, MemoryStore
 
 NOW = datetime(2026, 1, 5, 12, 0, 30, tzinfo=UTC)

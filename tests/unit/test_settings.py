@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import MisfirePolicy
-from goatbeat_celery.core.settings import Settings
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import MisfirePolicy
 
 
 def problems(**kwargs: object) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""How the end of a run is fitted to its stored schedule (core.settlement)."""
+"""How the end of a run is fitted to its stored schedule (core.loop.settlement)."""
 
 from __future__ import annotations
 
@@ -9,33 +9,25 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from goatbeat_celery.core.claims import InFlight
-from goatbeat_celery.core.misfire import first_occurrence
-from goatbeat_celery.core.model import (
-    UTC,
-    Execution,
-    ExecutionState,
-    FinishedRun,
-    LeaseGrant,
-    RunSettlement,
-    Schedule,
-    ScheduleSource,
-    ScheduleSpec,
-    SettleReport,
-    SyncEntry,
-    TriggerSpec,
-)
-from goatbeat_celery.core.policies import GridAfter, OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.runs import RunState
-from goatbeat_celery.core.settlement import (
+from goatbeat_celery.core.loop.settlement import (
     RunSettler,
     claim_policies,
     fixed_delay_claim,
     held_to_release,
     settlement_of,
 )
-from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
-from goatbeat_celery.core.triggers import IntervalTrigger
+from goatbeat_celery.core.rules.claims import InFlight
+from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.policies import GridAfter, OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.rules.sync import StoredSummary, plan_config_sync
+from goatbeat_celery.core.rules.triggers import IntervalTrigger
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, TriggerSpec
+from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleReport
 from goatbeat_celery.testing import RecordingObserver
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

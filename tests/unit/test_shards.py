@@ -1,5 +1,5 @@
-"""Shards (core.shards): a schedule's shard, the quotas, and replicas leading shards each under
-its own lease, on the memory store with a manual clock."""
+"""Shards (core.rules.shards): a schedule's shard, the quotas, and replicas leading shards each
+under its own lease, on the memory store with a manual clock."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.backfill import BackfillRequest
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import ScheduleSpec
-from goatbeat_celery.core.policies import ScheduleMode
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
-from goatbeat_celery.core.settings import MAX_SHARDS, Settings
-from goatbeat_celery.core.shards import (
+from goatbeat_celery.core.rules.backfill import BackfillRequest
+from goatbeat_celery.core.rules.policies import ScheduleMode
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.shards import (
     Shard,
     member_lease_name,
     quota,
     shard_hash,
     shard_lease_name,
 )
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.settings import MAX_SHARDS, Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.testing import RecordingSubmitter
 from tests.unit.test_engine import EVERY_MINUTE, World, minute
 

@@ -1,6 +1,6 @@
 """The rules every store executes, decided once in the core: what a claim writes
-(``core.claims``), when a lease may be taken and when its fence holds (``core.fence``), and how
-a schedule is set aside (``core.faults``)."""
+(``core.rules.claims``), when a lease may be taken and when its fence holds
+(``core.rules.fence``), and how a schedule is set aside (``core.rules.faults``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from goatbeat_celery.core.claims import (
+from goatbeat_celery.core.rules.claims import (
     ATTEMPTS_MAX,
     claim_executions,
     manual_execution,
@@ -17,9 +17,8 @@ from goatbeat_celery.core.claims import (
     next_attempt,
     plan_claims,
 )
-from goatbeat_celery.core.errors import LeaseLost, ScheduleConflict
-from goatbeat_celery.core.faults import FAULTS_MAX, plan_set_aside
-from goatbeat_celery.core.fence import (
+from goatbeat_celery.core.rules.faults import FAULTS_MAX, plan_set_aside
+from goatbeat_celery.core.rules.fence import (
     COUNTER_MAX,
     check_fence,
     fence_holds,
@@ -27,20 +26,12 @@ from goatbeat_celery.core.fence import (
     grant_lease,
     next_counter,
 )
-from goatbeat_celery.core.model import (
-    UTC,
-    Dispatch,
-    Execution,
-    ExecutionState,
-    LeaseGrant,
-    LeaseInfo,
-    PlannedClaim,
-    SetAside,
-    idempotency_key,
-    lease_live,
-    set_aside_delay,
-)
-from goatbeat_celery.core.validation import stored_value
+from goatbeat_celery.core.rules.validation import stored_value
+from goatbeat_celery.core.types.errors import LeaseLost, ScheduleConflict
+from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo, lease_live
+from goatbeat_celery.core.types.tick import Dispatch, PlannedClaim, SetAside, set_aside_delay
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

@@ -10,10 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.misfire import first_occurrence
-from goatbeat_celery.core.model import TriggerSpec, stable_jitter
-from goatbeat_celery.core.triggers import (
+from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.triggers import (
     EPOCH,
     IntervalTrigger,
     OnceTrigger,
@@ -21,6 +19,8 @@ from goatbeat_celery.core.triggers import (
     Trigger,
     TriggerRegistry,
 )
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.spec import TriggerSpec, stable_jitter
 
 UTC = timezone.utc
 MICRO = timedelta(microseconds=1)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store import mask_url
 from goatbeat_celery.store.url import normalise_url
 

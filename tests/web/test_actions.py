@@ -9,7 +9,7 @@ import re
 import sqlalchemy as sa
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.model import ScheduleSource
+from goatbeat_celery.core.types.spec import ScheduleSource
 from tests.cli.conftest import config_schedule, insert_row
 from tests.web.conftest import Browser
 

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Dialog, Page, expect
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.engine import Engine
+from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 from goatbeat_celery.web import WebSettings, create_app
 from tests.cli.conftest import config_schedule, set_aside

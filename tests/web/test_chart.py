@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.model import UTC, Execution, ExecutionState
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.web.chart import lateness_chart
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

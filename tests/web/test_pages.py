@@ -15,7 +15,7 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.web import create_app
 from goatbeat_celery.web.app import PAGE_SIZE
 from tests.cli.conftest import config_schedule, insert_row, set_aside

@@ -10,7 +10,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.web import WebSettings, create_app
 from goatbeat_celery.web.app import SAFE_METHODS
 from goatbeat_celery.web.security import (

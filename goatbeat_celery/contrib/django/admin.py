@@ -27,9 +27,9 @@ from django.utils.html import format_html
 from goatbeat_celery.contrib.django import integration
 from goatbeat_celery.contrib.django.forms import ScheduleForm
 from goatbeat_celery.contrib.django.models import Execution, Schedule
-from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError, ScheduleNotFound
-from goatbeat_celery.core.model import TriggerSpec
-from goatbeat_celery.core.status import Status, shows_next_run, status
+from goatbeat_celery.core.rules.status import Status, shows_next_run, status
+from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError, ScheduleNotFound
+from goatbeat_celery.core.types.spec import TriggerSpec
 from goatbeat_celery.store.schema import SCHEDULE_TAG_TABLE
 
 CONFIG_READ_ONLY = "comes from beat_schedule: change it in the Celery config"
@@ -119,7 +119,7 @@ def describe_trigger(row: Schedule) -> str:
 
 
 def status_of(row: Schedule) -> Status:
-    """The row's status, as every face works it out (:mod:`goatbeat_celery.core.status`)."""
+    """The row's status, as every face works it out (:mod:`goatbeat_celery.core.rules.status`)."""
     runs_left = None if row.max_runs is None else max(0, row.max_runs - row.total_runs)
     return status(enabled=row.enabled, paused_until=row.paused_until,
                   paused_reason=row.paused_reason, fault=row.fault, unreadable=False,

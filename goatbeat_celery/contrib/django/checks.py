@@ -19,7 +19,7 @@ from typing import Any
 
 from django.core import checks
 
-from goatbeat_celery.core.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 
 
 def register() -> None:

@@ -11,15 +11,16 @@ from django import forms
 
 from goatbeat_celery.contrib.django import integration
 from goatbeat_celery.contrib.django.models import Schedule
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     GoatbeatError,
     ScheduleConflict,
     ScheduleNotFound,
 )
-from goatbeat_celery.core.model import DURATION_FORMS, MisfirePolicy, parse_duration
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.problems import Problem
+from goatbeat_celery.core.types.instants import DURATION_FORMS, parse_duration
+from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.spec import MisfirePolicy
 from goatbeat_celery.specs import DURATION_FIELDS, KEYWORD_OF_KIND
 
 KINDS = (("every", "every (interval)"), ("cron", "cron expression"), ("at", "once, at"))

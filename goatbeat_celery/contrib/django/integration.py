@@ -16,7 +16,7 @@ from celery import Celery
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store import django_databases as databases
 from goatbeat_celery.store.url import mask_url
 
@@ -25,7 +25,7 @@ NAMESPACE = "CELERY"
 
 def celery_app() -> Any:
     """A Celery app configured from Django's settings under the ``CELERY_`` namespace."""
-    from goatbeat_celery.tracking import tracks_runs
+    from goatbeat_celery.worker.tracking import tracks_runs
 
     app = Celery("goatbeat_django", set_as_current=False, fixups=[])
     app.config_from_object("django.conf:settings", namespace=NAMESPACE)

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.db import models
 
-from goatbeat_celery.core.model import ExecutionState
-from goatbeat_celery.core.runs import RunState
+from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.store.schema import EXECUTION_TABLE, SCHEDULE_TABLE
 
 

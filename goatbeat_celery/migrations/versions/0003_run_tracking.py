@@ -56,7 +56,7 @@ def upgrade() -> None:
 
 
 def _upgrade_run_policies() -> None:
-    """The run policies (core.policies): nullable or defaulted columns, as above."""
+    """The run policies (core.rules.policies): nullable or defaulted columns, as above."""
     schedule_columns: list[sa.Column[object]] = [
         sa.Column("overlap", sa.String(16), nullable=True),
         sa.Column("mode", sa.String(16), nullable=True),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from goatbeat_celery.core.shards import shard_hash
+from goatbeat_celery.core.rules.shards import shard_hash
 
 revision: str = "0007"
 down_revision: str | None = "0006"

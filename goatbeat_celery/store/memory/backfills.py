@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from goatbeat_celery.core.backfill import (
+from goatbeat_celery.core.rules.backfill import (
     Backfill,
     BackfillRequest,
     BackfillState,
@@ -12,10 +12,12 @@ from goatbeat_celery.core.backfill import (
     progress_after,
     step_executions,
 )
-from goatbeat_celery.core.errors import BackfillNotFound
-from goatbeat_celery.core.model import ClaimResult, LeaseGrant, check_aware
-from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.core.validation import reason_text
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.errors import BackfillNotFound
+from goatbeat_celery.core.types.instants import check_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import ClaimResult
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
 
 

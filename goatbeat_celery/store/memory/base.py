@@ -7,24 +7,19 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 
-from goatbeat_celery.core.backfill import Backfill
-from goatbeat_celery.core.calendars import Calendar
-from goatbeat_celery.core.claims import InFlight, in_flight
-from goatbeat_celery.core.controls import has_tags
-from goatbeat_celery.core.errors import ScheduleNotFound
-from goatbeat_celery.core.fence import check_fence
-from goatbeat_celery.core.model import (
-    UTC,
-    Dispatch,
-    Execution,
-    ExecutionState,
-    LeaseGrant,
-    LeaseInfo,
-    Schedule,
-    ensure_aware,
-)
-from goatbeat_celery.core.runs import RunRecord, last_news
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.rules.backfill import Backfill
+from goatbeat_celery.core.rules.calendars import Calendar
+from goatbeat_celery.core.rules.claims import InFlight, in_flight
+from goatbeat_celery.core.rules.controls import has_tags
+from goatbeat_celery.core.rules.fence import check_fence
+from goatbeat_celery.core.rules.runs import RunRecord, last_news
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.errors import ScheduleNotFound
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.instants import UTC, ensure_aware
+from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.tick import Dispatch
 
 Clock = Callable[[], datetime]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import replace
 
-from goatbeat_celery.core.calendars import Calendar
-from goatbeat_celery.core.errors import CalendarInUse, CalendarNotFound, ScheduleConflict
+from goatbeat_celery.core.rules.calendars import Calendar
+from goatbeat_celery.core.types.errors import CalendarInUse, CalendarNotFound, ScheduleConflict
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 

@@ -6,22 +6,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from goatbeat_celery.core.claims import plan_claims
-from goatbeat_celery.core.faults import CLAIM_CLEARS, plan_set_aside
-from goatbeat_celery.core.model import (
-    ClaimResult,
-    DueBatch,
-    ExecutionState,
-    LeaseGrant,
-    PlannedClaim,
-    Schedule,
-    SetAside,
-    Waiting,
-    check_aware,
-)
-from goatbeat_celery.core.policies import execution_end
-from goatbeat_celery.core.runs import RunRecord, may_be_lost
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.rules.claims import plan_claims
+from goatbeat_celery.core.rules.faults import CLAIM_CLEARS, plan_set_aside
+from goatbeat_celery.core.rules.policies import execution_end
+from goatbeat_celery.core.rules.runs import RunRecord, may_be_lost
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.instants import check_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.tick import ClaimResult, DueBatch, PlannedClaim, SetAside, Waiting
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch, _dispatched_at
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
-from goatbeat_celery.core.claims import manual_execution, manual_run_exists, next_attempt
-from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, LeaseGrant
-from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.core.validation import reason_text
+from goatbeat_celery.core.rules.claims import manual_execution, manual_run_exists, next_attempt
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
 
 

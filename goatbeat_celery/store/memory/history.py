@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from goatbeat_celery.core.model import Execution, ExecutionState, check_aware, ensure_aware
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 #: Never pruned: claims not yet sent, and claims held back for their turn.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from goatbeat_celery.core.fence import grant_lease
-from goatbeat_celery.core.model import LeaseGrant, LeaseInfo, lease_live
+from goatbeat_celery.core.rules.fence import grant_lease
+from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo, lease_live
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 

@@ -6,8 +6,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.model import Execution
-from goatbeat_celery.core.runs import (
+from goatbeat_celery.core.rules.runs import (
     RunEvent,
     RunRecord,
     RunState,
@@ -15,6 +14,7 @@ from goatbeat_celery.core.runs import (
     lost_verdict,
     settled_after_report,
 )
+from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatched_at, _news
 
 

@@ -7,26 +7,22 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
-from goatbeat_celery.core.faults import EDIT_CLEARS
-from goatbeat_celery.core.model import (
-    LeaseGrant,
-    PauseNote,
+from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
+from goatbeat_celery.core.rules.faults import EDIT_CLEARS
+from goatbeat_celery.core.rules.sync import StoredSummary, plan_config_sync
+from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.types.instants import check_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.listing import (
     RunOrderCursor,
-    Schedule,
     ScheduleCounts,
     ScheduleOrder,
-    ScheduleSource,
-    ScheduleSpec,
-    SyncEntry,
-    SyncReport,
-    check_aware,
     list_order,
     run_order_key,
-    spec_version_after,
 )
-from goatbeat_celery.core.settlement import RESUME_CLEARS
-from goatbeat_celery.core.sync import StoredSummary, plan_config_sync
+from goatbeat_celery.core.types.schedule import Schedule, spec_version_after
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
+from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from goatbeat_celery.core.model import (
-    ExecutionState,
-    FinishedRun,
-    LeaseGrant,
-    RunSettlement,
-    SettleReport,
-    check_aware,
-)
-from goatbeat_celery.core.policies import execution_end
-from goatbeat_celery.core.settlement import held_to_release
+from goatbeat_celery.core.loop.settlement import held_to_release
+from goatbeat_celery.core.rules.policies import execution_end
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.instants import check_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleReport
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 

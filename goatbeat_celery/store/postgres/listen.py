@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import sqlalchemy as sa
 
-from goatbeat_celery.core.errors import StoreError
+from goatbeat_celery.core.types.errors import StoreError
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.postgres.engine import _close
 from goatbeat_celery.store.sql.base import SQLStoreBase

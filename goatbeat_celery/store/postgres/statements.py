@@ -10,8 +10,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from goatbeat_celery.core.faults import CLAIM_CLEARS
-from goatbeat_celery.core.runs import (
+from goatbeat_celery.core.rules.faults import CLAIM_CLEARS
+from goatbeat_celery.core.rules.runs import (
     ENDED_BY_ANY_REPORT,
     ENDED_STATE_VALUES,
     MAX_ATTEMPTS,
@@ -51,9 +51,9 @@ def _array_type(column: sa.Column[Any]) -> str:
     return f"{column.type.compile(dialect=postgresql.dialect())}[]"  # type: ignore[no-untyped-call]
 
 
-# Every column of the executions comes from the rows core.claims planned (execution_columns),
+# Every column of the executions comes from the rows core.rules.claims planned (execution_columns),
 # one array each, so that what a claim writes is decided there alone; what a claim clears on
-# its schedule is core.faults.CLAIM_CLEARS.
+# its schedule is core.rules.faults.CLAIM_CLEARS.
 _RECORD_CLAIMS = sa.text(
     """
     WITH inserted AS (
@@ -95,7 +95,7 @@ _RECORD_CLAIMS = sa.text(
 _CLAIM_CLEARS = {f"clear_{name}": value for name, value in CLAIM_CLEARS.items()}
 
 
-# Run decisions (core.runs) written back in one statement whatever their number, each only
+# Run decisions (core.rules.runs) written back in one statement whatever their number, each only
 # where the row still holds the run columns it was decided on (compare-and-set); returns the
 # keys written. Rows are locked in key order, as the keys come sorted. Run on the driver's
 # cursor, as the read before it.
@@ -109,7 +109,7 @@ _WRITE_RUNS = (
     SET run_state = u.run_state, run_id = u.run_id, worker = u.worker,
         run_attempts = u.run_attempts, started_at = u.started_at, finished_at = u.finished_at,
         heartbeat_at = u.heartbeat_at, runtime = u.runtime, run_error = u.run_error,
-        -- core.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
+        -- core.rules.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
         settled = CASE WHEN e.settled IS NULL AND u.run_state IN ({ended}) THEN false
                        ELSE e.settled END
     FROM old, unnest(CAST(%(keys)s AS text[]), CAST(%(old_states)s AS text[]),
@@ -131,7 +131,7 @@ _WRITE_RUNS = (
 )
 
 
-# Run reports (core.runs.apply_event) folded into their rows in one statement per round, with
+# Run reports (core.rules.runs.apply_event) folded into their rows in one statement per round, with
 # no read before: the rows are locked in key order and the report's rule is applied to each
 # as it is then, server-side. This is apply_event written in SQL, for a worker's writer thread,
 # which shares its process (and, under the threads pool, the interpreter lock) with the tasks:
@@ -197,7 +197,7 @@ _RECORD_RUNS = (
                CASE WHEN step = 'end' THEN run_attempts ELSE next_attempt END AS run_attempts,
                CASE step WHEN 'start' THEN at WHEN 'whole' THEN ev_started
                          ELSE started_at END AS started_at,
-               -- An end no earlier than the start the row shows (core.runs._ended).
+               -- An end no earlier than the start the row shows (core.rules.runs._ended).
                CASE step WHEN 'start' THEN NULL WHEN 'count' THEN finished_at
                          WHEN 'end' THEN GREATEST(at, started_at) ELSE at END AS finished_at,
                CASE WHEN step = 'start' THEN now WHEN step = 'count' THEN heartbeat_at
@@ -214,7 +214,8 @@ _RECORD_RUNS = (
             run_attempts = d.run_attempts, started_at = d.started_at,
             finished_at = d.finished_at, heartbeat_at = d.heartbeat_at, runtime = d.runtime,
             run_error = d.run_error,
-            -- core.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
+            -- core.rules.runs.settled_after_report: a run nothing waited on turns unsettled as it
+            -- ends.
             settled = CASE WHEN e.settled IS NULL AND d.run_state IN ({ended}) THEN false
                            ELSE e.settled END
         FROM d

@@ -12,12 +12,14 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
-from goatbeat_celery.core.claims import ClaimPlan
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.fence import fenced_clock
-from goatbeat_celery.core.model import UTC, LeaseGrant, Waiting
-from goatbeat_celery.core.runs import ENDED_STATE_VALUES, RunEvent
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.rules.claims import ClaimPlan
+from goatbeat_celery.core.rules.fence import fenced_clock
+from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES, RunEvent
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.postgres.arrays import array_literal
 from goatbeat_celery.store.postgres.direct import PostgresDirect
@@ -272,7 +274,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
 
     # -- on the direct connection -------------------------------------------------------
     def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
-        # A renewal, the idle leader's only write, in one statement: core.fence.grant_lease's
+        # A renewal, the idle leader's only write, in one statement: core.rules.fence.grant_lease's
         # first case (the holder keeps its token and acquired_at; the expiry moves to now +
         # ttl). Anyone else asking goes through the general, locking path.
         row = self._direct("acquire lease", self._renew_sql,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.backfill import (
+from goatbeat_celery.core.rules.backfill import (
     Backfill,
     BackfillRequest,
     BackfillState,
@@ -12,10 +12,12 @@ from goatbeat_celery.core.backfill import (
     progress_after,
     step_executions,
 )
-from goatbeat_celery.core.errors import BackfillNotFound, ScheduleNotFound
-from goatbeat_celery.core.model import ClaimResult, LeaseGrant, check_aware
-from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.core.validation import reason_text
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.errors import BackfillNotFound, ScheduleNotFound
+from goatbeat_celery.core.types.instants import check_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import ClaimResult
 from goatbeat_celery.store.schema import backfill_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _backfill, _dispatch

@@ -11,9 +11,10 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import Insert as PGInsert
 from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
-from goatbeat_celery.core.claims import InFlight, in_flight
-from goatbeat_celery.core.fence import fenced_clock
-from goatbeat_celery.core.model import Execution, LeaseGrant
+from goatbeat_celery.core.rules.claims import InFlight, in_flight
+from goatbeat_celery.core.rules.fence import fenced_clock
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import execution_table, lease_table, schedule_table
 from goatbeat_celery.store.sql.execution_rows import execution_values
@@ -66,7 +67,7 @@ class SQLStoreBase:
         raise NotImplementedError
 
     def _paused(self) -> sa.ColumnElement[bool]:
-        """Rows paused at the store's clock (core.status: disabled, or within a pause with an
+        """Rows paused at the store's clock (core.rules.status: disabled, or within a pause with an
         end)."""
         return sa.or_(S.c.enabled.is_(False),
                       sa.and_(S.c.paused_until.is_not(None), S.c.paused_until > self._now_sql()))
@@ -148,8 +149,8 @@ class SQLStoreBase:
         return set(conn.execute(stmt, [execution_values(e) for e in executions]).scalars())
 
     def _in_flight(self, conn: sa.Connection, names: Sequence[str]) -> dict[str, InFlight]:
-        """The runs in flight of the schedules ``names`` (core.claims.in_flight decides which),
-        read through their partial index."""
+        """The runs in flight of the schedules ``names`` (core.rules.claims.in_flight decides
+        which), read through their partial index."""
         rows: dict[str, list[tuple[str, str, str | None]]] = {name: [] for name in names}
         for chunk in self._chunks(sorted(rows)):
             for row in conn.execute(

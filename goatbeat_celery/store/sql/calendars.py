@@ -6,8 +6,8 @@ from collections.abc import Collection
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.calendars import Calendar
-from goatbeat_celery.core.errors import CalendarInUse, CalendarNotFound, ScheduleConflict
+from goatbeat_celery.core.rules.calendars import Calendar
+from goatbeat_celery.core.types.errors import CalendarInUse, CalendarNotFound, ScheduleConflict
 from goatbeat_celery.store.schema import calendar_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.rows import _calendar

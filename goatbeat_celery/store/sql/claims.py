@@ -8,9 +8,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.claims import ClaimPlan, plan_claims
-from goatbeat_celery.core.faults import CLAIM_CLEARS, plan_set_aside
-from goatbeat_celery.core.model import ClaimResult, LeaseGrant, PlannedClaim, SetAside, check_aware
+from goatbeat_celery.core.rules.claims import ClaimPlan, plan_claims
+from goatbeat_celery.core.rules.faults import CLAIM_CLEARS, plan_set_aside
+from goatbeat_celery.core.types.instants import check_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import ClaimResult, PlannedClaim, SetAside
 from goatbeat_celery.store.schema import UTCDateTime, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _dispatch
@@ -24,7 +26,7 @@ S = schedule_table
 _CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.task, S.c.args, S.c.kwargs, S.c.options,
                   S.c.total_runs)
 
-# Advancing one claimed schedule as core.claims.Advance says: counters grow in SQL, the last
+# Advancing one claimed schedule as core.rules.claims.Advance says: counters grow in SQL, the last
 # occurrence is kept when the claim ran none (an unplannable schedule only moves its next_run_at).
 _ADVANCE_ONE = (
     sa.update(S)

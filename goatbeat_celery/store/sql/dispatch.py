@@ -8,16 +8,18 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.claims import (
+from goatbeat_celery.core.rules.claims import (
     ATTEMPTS_MAX,
     manual_execution,
     manual_run_exists,
     next_attempt,
 )
-from goatbeat_celery.core.errors import ScheduleNotFound
-from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState, LeaseGrant
-from goatbeat_celery.core.shards import Shard
-from goatbeat_celery.core.validation import reason_text
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.errors import ScheduleNotFound
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store.schema import execution_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _dispatch, _execution

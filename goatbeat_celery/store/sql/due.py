@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.model import DueBatch, Waiting
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.tick import DueBatch, Waiting
 from goatbeat_celery.store.schema import execution_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.predicates import (
@@ -89,6 +89,6 @@ class SQLDue(SQLStoreBase):
             sa.select(sa.func.min(S.c.next_run_at)).where(_IS_ENABLED).scalar_subquery(),
             some(E, _IS_UNSETTLED),
             some(E, _IS_CLAIMED),
-            # core.runs.may_be_lost
+            # core.rules.runs.may_be_lost
             sa.or_(some(E, _IS_RUNNING), some(E, _IS_UNSTARTED)),
         )

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from goatbeat_celery.core.backfill import Backfill, BackfillMode, BackfillState
-from goatbeat_celery.core.model import Dispatch, Execution, ExecutionState
-from goatbeat_celery.core.runs import CAS_COLUMNS, RUN_COLUMNS, RunRecord, RunState
+from goatbeat_celery.core.rules.backfill import Backfill, BackfillMode, BackfillState
+from goatbeat_celery.core.rules.runs import CAS_COLUMNS, RUN_COLUMNS, RunRecord, RunState
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT
 from goatbeat_celery.store.sql.rows import _found, _instant
 
@@ -52,7 +53,7 @@ def run_values(values: Sequence[Any]) -> tuple[dict[str, Any], RunRecord]:
 
 if tuple(name for name in CAS_COLUMNS) != ("run_state", "run_id", "run_attempts",
                                             "heartbeat_at"):  # pragma: no cover - a guard
-    raise ImportError("core.runs.CAS_COLUMNS changed: update run_values() to match")
+    raise ImportError("core.rules.runs.CAS_COLUMNS changed: update run_values() to match")
 
 
 def _run_record(row: Any) -> RunRecord:
@@ -144,8 +145,8 @@ def _backfill(row: Any) -> Backfill:
 
 
 #: The execution columns a claim or a manual run writes, each holding the
-#: :class:`~goatbeat_celery.core.model.Execution` field of its name (the run columns are the
-#: workers').
+#: :class:`~goatbeat_celery.core.types.execution.Execution` field of its name (the run columns
+#: are the workers').
 EXECUTION_COLUMNS = ("key", "schedule_name", "occurrence_at", "due_at", "token", "state",
                      "claimed_at", "submitted_at", "attempts", "last_error", "missed", "manual",
                      "expires_at", "settled")

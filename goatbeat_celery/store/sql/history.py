@@ -7,7 +7,8 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.model import Execution, check_aware, ensure_aware
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.schema import backfill_table, execution_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution

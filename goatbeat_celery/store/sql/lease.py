@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.fence import grant_lease
-from goatbeat_celery.core.model import LeaseGrant, LeaseInfo
+from goatbeat_celery.core.rules.fence import grant_lease
+from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.store.schema import lease_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 
@@ -67,7 +67,7 @@ class SQLLeases(SQLStoreBase):
     def forget(self, name: str) -> bool:
         with self._write("forget lease") as txn:
             result = txn.conn.execute(
-                # core.model.lease_live in the database's clock: a lease no one holds.
+                # core.types.lease.lease_live in the database's clock: a lease no one holds.
                 sa.delete(L).where(L.c.name == name, sa.or_(
                     L.c.holder.is_(None), L.c.expires_at.is_(None),
                     L.c.expires_at <= self._now_sql())))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.backfill import BackfillState
-from goatbeat_celery.core.model import ExecutionState
-from goatbeat_celery.core.policies import PENDING_STATES
-from goatbeat_celery.core.runs import ENDED_STATE_VALUES
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.rules.backfill import BackfillState
+from goatbeat_celery.core.rules.policies import PENDING_STATES
+from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.store.schema import (
     IN_FLIGHT_PREDICATE,
     RUNNING_PREDICATE,
@@ -27,7 +27,7 @@ B = backfill_table
 # rather than a bound parameter lets PostgreSQL match even a generic prepared plan.
 _IS_ENABLED = sa.text("goatbeat_schedule.enabled")
 _IS_CLAIMED = sa.text("goatbeat_execution.state = 'claimed'")
-# A schedule in shard :shard_index of :shard_count (core.shards); no hash stored: shard 0.
+# A schedule in shard :shard_index of :shard_count (core.rules.shards); no hash stored: shard 0.
 _IN_SHARD = sa.or_(
     S.c.shard_hash % sa.bindparam("shard_count", type_=sa.BigInteger())
     == sa.bindparam("shard_index", type_=sa.BigInteger()),

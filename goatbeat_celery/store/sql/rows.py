@@ -10,20 +10,20 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from goatbeat_celery.core.calendars import Calendar, calendar_from_row
-from goatbeat_celery.core.errors import ConfigurationError
-from goatbeat_celery.core.model import (
-    MisfirePolicy,
-    Schedule,
-    ScheduleSource,
-    ScheduleSpec,
-    TriggerSpec,
-    Waiting,
+from goatbeat_celery.core.rules.calendars import Calendar, calendar_from_row
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.shards import shard_hash
+from goatbeat_celery.core.rules.sync import StoredSummary
+from goatbeat_celery.core.rules.validation import (
+    payload_problems,
+    reason_text,
+    shown_value,
+    stored_value,
 )
-from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.shards import shard_hash
-from goatbeat_celery.core.sync import StoredSummary
-from goatbeat_celery.core.validation import payload_problems, reason_text, shown_value, stored_value
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT, schedule_table
 
 S = schedule_table

@@ -9,9 +9,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.errors import StoreError
-from goatbeat_celery.core.model import Execution
-from goatbeat_celery.core.runs import (
+from goatbeat_celery.core.rules.runs import (
     CAS_COLUMNS,
     ENDED_STATE_VALUES,
     RUN_COLUMNS,
@@ -23,6 +21,8 @@ from goatbeat_celery.core.runs import (
     lost_verdict,
     settled_after_report,
 )
+from goatbeat_celery.core.types.errors import StoreError
+from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.store.schema import execution_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import (
@@ -36,7 +36,7 @@ from goatbeat_celery.store.sql.predicates import _IS_RUNNING, _IS_UNSTARTED
 
 E = execution_table
 
-# Writing one run decision back (core.runs): the run columns, compare-and-set on those the
+# Writing one run decision back (core.rules.runs): the run columns, compare-and-set on those the
 # decision was made on, so that a row another writer changed meanwhile is judged again.
 _WRITE_RUN = (
     sa.update(E)
@@ -46,7 +46,7 @@ _WRITE_RUN = (
     .values({
         **{E.c[name]: sa.bindparam(f"new_{name}", type_=E.c[name].type)
            for name in RUN_COLUMNS},
-        # core.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
+        # core.rules.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
         E.c.settled: sa.case((sa.and_(E.c.settled.is_(None),
                                       sa.bindparam("new_run_state", type_=E.c.run_state.type)
                                       .in_(ENDED_STATE_VALUES)), sa.false()),
@@ -61,7 +61,7 @@ _RUN_READ = tuple(E.c[name] for name in RUN_COLUMNS)
 
 class RunChange(NamedTuple):
     """A run decision to write back: the row's key, the run columns as read (``read``: raw
-    values of :data:`~goatbeat_celery.core.runs.CAS_COLUMNS`) and as decided."""
+    values of :data:`~goatbeat_celery.core.rules.runs.CAS_COLUMNS`) and as decided."""
 
     key: str
     read: Mapping[str, Any]
@@ -155,7 +155,7 @@ class SQLRuns(SQLStoreBase):
                   limit: int = 1000) -> list[Execution]:
         with self._write_each("mark lost runs") as conn:
             now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
-            # Candidates through the two partial indexes; core.runs.lost_verdict decides.
+            # Candidates through the two partial indexes; core.rules.runs.lost_verdict decides.
             quiet_since = now - min(silent_for, unstarted_for)
             rows = [
                 *conn.execute(

@@ -9,25 +9,21 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.errors import ScheduleConflict, ScheduleNotFound
-from goatbeat_celery.core.faults import EDIT_CLEARS
-from goatbeat_celery.core.model import (
-    LeaseGrant,
-    PauseNote,
+from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
+from goatbeat_celery.core.rules.faults import EDIT_CLEARS
+from goatbeat_celery.core.rules.sync import plan_config_sync
+from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
+from goatbeat_celery.core.types.instants import check_aware, ensure_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.listing import (
     RunOrderCursor,
-    Schedule,
     ScheduleCounts,
     ScheduleOrder,
-    ScheduleSource,
-    ScheduleSpec,
-    SyncEntry,
-    SyncReport,
-    check_aware,
-    ensure_aware,
     list_order,
 )
-from goatbeat_celery.core.settlement import RESUME_CLEARS
-from goatbeat_celery.core.sync import plan_config_sync
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
+from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.store.schema import schedule_table, schedule_tag_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.rows import _schedule, _spec_values, _summary
@@ -38,14 +34,14 @@ T = schedule_tag_table
 
 def _spec_version_after(spec_hash: Any) -> sa.ColumnElement[int]:
     """The definition's version once a spec hashing to ``spec_hash`` is written: the rule of
-    :func:`~goatbeat_celery.core.model.spec_version_after`, on the row being updated (SET
+    :func:`~goatbeat_celery.core.types.schedule.spec_version_after`, on the row being updated (SET
     expressions read the row as it was)."""
     return sa.case((S.c.spec_hash == spec_hash, S.c.spec_version),
                    else_=S.c.spec_version + 1)
 
 
 def _carrying(tags: Sequence[str]) -> sa.ColumnElement[bool]:
-    """The rows carrying every one of ``tags`` (core.controls.has_tags), found through the tag
+    """The rows carrying every one of ``tags`` (core.rules.controls.has_tags), found through the tag
     index: one lookup of (tag, name) per tag."""
     return sa.and_(*(S.c.name.in_(sa.select(T.c.schedule_name).where(T.c.tag == tag))
                      for tag in dict.fromkeys(tags)))

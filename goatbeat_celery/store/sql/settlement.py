@@ -7,17 +7,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.model import (
-    ExecutionState,
-    FinishedRun,
-    LeaseGrant,
-    RunSettlement,
-    Schedule,
-    SettleReport,
-    check_aware,
-)
-from goatbeat_celery.core.policies import execution_end
-from goatbeat_celery.core.settlement import held_to_release
+from goatbeat_celery.core.loop.settlement import held_to_release
+from goatbeat_celery.core.rules.policies import execution_end
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.instants import check_aware
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleReport
 from goatbeat_celery.store.schema import execution_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution

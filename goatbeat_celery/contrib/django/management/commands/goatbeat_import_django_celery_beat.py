@@ -31,7 +31,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, DataError
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.errors import (
+from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     GoatbeatError,
     ScheduleConflict,
@@ -39,7 +39,7 @@ from goatbeat_celery.core.errors import (
     StoreError,
     failure_reason,
 )
-from goatbeat_celery.core.model import UTC
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.cron import CronTrigger
 from goatbeat_celery.store import open_store
 

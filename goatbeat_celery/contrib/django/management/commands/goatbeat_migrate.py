@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from goatbeat_celery.core.errors import GoatbeatError
+from goatbeat_celery.core.types.errors import GoatbeatError
 
 
 class Command(BaseCommand):

@@ -1,0 +1,275 @@
+"""``celery beat -S goatbeat_celery.Scheduler``: the engine hosted inside Celery's beat service."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from celery import beat
+from celery.schedules import crontab
+
+from goatbeat_celery import config as config_module
+from goatbeat_celery.beat import observability
+from goatbeat_celery.beat.submitter import CelerySubmitter
+from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.spec import ScheduleSpec
+from goatbeat_celery.display import with_migrate_command
+from goatbeat_celery.store import mask_url
+
+logger = logging.getLogger(__name__)
+
+#: Socket timeouts set on the beat process's broker connections when the app sets none, so a
+#: hung broker cannot hold the loop past the lease's local deadline.
+BROKER_SOCKET_TIMEOUT = 5.0
+
+
+def app_given(argv: Sequence[str]) -> str | None:
+    """The app named with ``-A``/``--app`` on a celery command line, if any."""
+    for index, word in enumerate(argv):
+        if word in ("-A", "--app") and index + 1 < len(argv):
+            return argv[index + 1]
+        if word.startswith("--app="):
+            return word[len("--app="):]
+        if word.startswith("-A") and len(word) > 2:
+            return word[2:]
+    return None
+
+
+def new_holder_id() -> str:
+    """A lease holder identity unique to this process: host, pid and a random suffix."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Scheduler(beat.Scheduler):  # type: ignore[misc]
+    """A drop-in beat scheduler that several replicas can run at once.
+
+    Celery builds it twice: lazily for the banner (no connection, no lease), then for real.
+    ``close()`` may be called twice on shutdown; it releases the lease so a standby takes over.
+    """
+
+    def __init__(self, app: Any, *args: Any, lazy: bool = False, **kwargs: Any) -> None:
+        self._engine: Engine | None = None
+        self._observability: observability.Observability | None = None
+        self._closed = False
+        self._ticking_thread: int | None = None
+        try:
+            self.goatbeat = config_module.load(app)
+        except ConfigurationError as exc:
+            # The exit message is the report (printed once, every problem listed).
+            raise SystemExit(f"goatbeat: {exc}") from exc
+        # Celery passes its own max interval (300 s by default); goatbeat's governs the loop.
+        kwargs["max_interval"] = self.goatbeat.config.settings.max_interval.total_seconds()
+        super().__init__(app, *args, lazy=lazy, **kwargs)
+
+    # -- Celery's hooks ------------------------------------------------------------------
+    def setup_schedule(self) -> None:
+        loaded = self.goatbeat
+        config = loaded.config
+        _bound_broker_sockets(self.app)
+        try:
+            store = config.open_store()
+        except GoatbeatError as exc:
+            # A hint to migrate names the app this beat was started with.
+            message = with_migrate_command(str(exc), app_given(sys.argv))
+            raise SystemExit(f"goatbeat: cannot open {mask_url(config.database_url)}: "
+                             f"{message}") from exc
+        try:
+            # Only the real (non-lazy) instance gets here: it alone serves metrics.
+            self._observability = observability.start(self, config)
+        except GoatbeatError as exc:
+            store.close()
+            raise SystemExit(f"goatbeat: {exc}") from exc
+        holder = new_holder_id()
+        self._engine = Engine(
+            store=store,
+            lease=store,
+            submitter=CelerySubmitter(self.app, lazy=loaded.lazy),
+            settings=config.settings,
+            holder=holder,
+            triggers=loaded.triggers,
+            config_schedules=(*loaded.schedules, *self._default_entries(loaded.schedules)),
+            task_allowed=config.task_allowed,
+            observer=self._observability.observer,
+            runs=store,
+        )
+        settings = config.settings
+        logger.info("goatbeat: replica %s on %s, lease %r%s", holder,
+                    mask_url(config.database_url), settings.lease_name,
+                    "" if settings.shards == 1 else f" in {settings.shards} shards",
+                    extra={"action": "started"})
+        warning = config.store_warning()
+        if warning is not None:
+            logger.warning("goatbeat: %s", warning, extra={"action": "one_host_store"})
+        unconfirmed = broker_warning(self.app)
+        if unconfirmed is not None:
+            logger.warning("goatbeat: %s", unconfirmed, extra={"action": "unconfirmed_broker"})
+        for warning in config_module.policy_warnings(
+                loaded.schedules, config.settings, config.settings.run_start_timeout):
+            logger.warning("goatbeat: %s", warning, extra={"action": "needs_run_tracking"})
+        for warning in config_module.never_run_warnings(loaded, datetime.now(timezone.utc)):
+            logger.warning("goatbeat: %s", warning, extra={"action": "config_never_runs"})
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        engine = self._engine
+        if engine is None:
+            return float(self.max_interval)
+        self._ticking_thread = threading.get_ident()
+        try:
+            with _stop_signals_held():
+                seconds = engine.tick()
+            engine.wait(seconds)
+        finally:
+            self._ticking_thread = None
+        # The engine already waited (woken early by NOTIFY); Celery's loop must not sleep more.
+        return 0.0
+
+    def close(self) -> None:
+        if self._ticking_thread == threading.get_ident():
+            # Called from a signal handler in the middle of a tick. Celery raises SystemExit
+            # next, which rolls back whatever the tick had open, and then calls close() again.
+            return
+        if self._closed:
+            return
+        self._closed = True
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
+            engine.store.close()
+        watch, self._observability = self._observability, None
+        if watch is not None:
+            watch.close()  # after engine.close(): the release still reaches the observers
+        super().close()
+
+    def sync(self) -> None:
+        """Nothing to persist: every claim is written when it is made."""
+
+    @property
+    def info(self) -> str:
+        config = self.goatbeat.config
+        settings = config.settings
+        scope = " (one host only)" if config.store_warning() else ""
+        return (
+            f"    . goatbeat store -> {mask_url(config.database_url)}{scope}\n"
+            f"    . goatbeat lease -> {settings.lease_name!r} ttl "
+            f"{settings.lease_ttl.total_seconds()}s, "
+            f"renew every {settings.lease_renew_interval.total_seconds()}s\n"
+            f"    . goatbeat misfire -> {settings.misfire_policy.value}, grace "
+            f"{settings.misfire_grace.total_seconds()}s, max catch-up {settings.max_catchup}\n"
+            f"    . goatbeat config schedules -> {len(self.goatbeat.schedules)}"
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine | None:
+        return self._engine
+
+    def _default_entries(self, specs: tuple[ScheduleSpec, ...]) -> list[ScheduleSpec]:
+        """Celery's own daily result cleanup, as the default scheduler would add it."""
+        if any(spec.name == "celery.backend_cleanup" for spec in specs):
+            return []
+        if not self.app.conf.result_expires or self.app.backend.supports_autoexpire:
+            return []
+        entry = {"task": "celery.backend_cleanup", "schedule": crontab("0", "4", "*"),
+                 "options": {"expires": 12 * 3600}}
+        problems: list[str] = []
+        spec = config_module.entry_to_spec(
+            "celery.backend_cleanup", entry, config_module.default_timezone(self.app),
+            problems, {})
+        return [spec] if spec is not None else []
+
+
+#: Signals Celery's beat service stops on (it closes the scheduler, then raises SystemExit).
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT while a tick claims, sends and records, and hand the first one
+    to its handler when the tick is over; a second one is handed over at once.
+
+    Celery's handler raises SystemExit wherever the main thread is: between sending a batch and
+    marking it submitted, it left the batch ``claimed`` and the next leader sent it again (a
+    duplicate delivery on a clean stop). A tick lasts milliseconds, and its calls are bounded
+    by the store's and the broker's timeouts; a second signal still stops a replica whose call
+    never returns (a database behind a connection that swallows traffic). Only the main thread
+    can set handlers; elsewhere (or for a signal without a Python handler) nothing is held.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[tuple[int, Any]] = []
+    previous: dict[int, Any] = {}
+
+    def hold(number: int, frame: Any) -> None:
+        if held:
+            held.clear()  # handed over now, not again when the tick ends
+            previous[number](number, frame)
+            return
+        held.append((number, frame))
+
+    for stop in _STOP_SIGNALS:
+        signum = int(stop)
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            previous[signum] = handler
+            signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:
+            number, frame = held[0]
+            previous[number](number, frame)
+
+
+def _bound_broker_sockets(app: Any) -> None:
+    """Options on the beat process's own broker connections: bounded socket timeouts on Redis,
+    publisher confirms on AMQP (see :func:`broker_warning`)."""
+    scheme = broker_scheme(app)
+    options = dict(app.conf.broker_transport_options or {})
+    if scheme in REDIS_SCHEMES:
+        # Only the Redis transports take these; AMQP keeps broker_connection_timeout.
+        options.setdefault("socket_timeout", BROKER_SOCKET_TIMEOUT)
+        options.setdefault("socket_connect_timeout", BROKER_SOCKET_TIMEOUT)
+    elif scheme in AMQP_SCHEMES:
+        # Without confirms a publish returns once the bytes are written: a RabbitMQ that dies
+        # then loses a run goatbeat has marked submitted. With them, "accepted" means RabbitMQ
+        # took responsibility for the message.
+        options.setdefault("confirm_publish", True)
+        # A node that stops answering without closing the connection must not hold a read
+        # (a channel opening, a confirm) past the lease's local deadline.
+        options.setdefault("read_timeout", BROKER_SOCKET_TIMEOUT)
+        options.setdefault("write_timeout", BROKER_SOCKET_TIMEOUT)
+    else:
+        return
+    app.conf.broker_transport_options = options
+
+
+REDIS_SCHEMES = frozenset({"redis", "rediss", "sentinel"})
+AMQP_SCHEMES = frozenset({"amqp", "amqps", "pyamqp"})
+
+
+def broker_scheme(app: Any) -> str:
+    """The transport of the app's broker URL (``redis``, ``amqp``, …)."""
+    return str(app.conf.broker_url or "").split("://", 1)[0].split("+")[-1].lower()
+
+
+def broker_warning(app: Any) -> str | None:
+    """Why the broker cannot confirm what goatbeat marks submitted, if it cannot."""
+    options = app.conf.broker_transport_options or {}
+    if broker_scheme(app) in AMQP_SCHEMES and options.get("confirm_publish", True) is False:
+        return ("broker_transport_options sets confirm_publish=False: an AMQP publish then "
+                "counts as sent once written to the socket, and a RabbitMQ that fails at that "
+                "moment loses a run goatbeat has marked submitted; remove the option")
+    return None

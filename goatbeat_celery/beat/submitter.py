@@ -1,0 +1,247 @@
+"""Celery submission: each claimed occurrence sent with its idempotency key as the task id."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from goatbeat_celery import headers
+from goatbeat_celery.config import LAZY_MARKER
+from goatbeat_celery.core.rules.validation import call_problems, options_problems
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
+
+logger = logging.getLogger(__name__)
+
+#: Message headers that tell a worker which occurrence a task run belongs to.
+HEADER_SCHEDULE = headers.SCHEDULE
+HEADER_OCCURRENCE = headers.OCCURRENCE
+HEADER_TOKEN = headers.TOKEN
+HEADER_MANUAL = headers.MANUAL
+HEADER_CELERY_BEAT = headers.CELERY_BEAT
+RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+
+
+class CelerySubmitter:
+    """Sends dispatches through the app's producer pool and routing.
+
+    One producer (one broker connection) is used for a whole batch. Every broker call is bounded
+    by the caller's ``timeout`` so a hung broker cannot outlive the lease's local deadline. A
+    broker error stops the batch (the rest wait for the next try); any other error belongs to
+    the one message that raised it, which fails alone.
+    """
+
+    def __init__(self, app: Any, *, lazy: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.app = app
+        # Lazy arguments of this replica's config entries, called as each run is sent.
+        self.lazy = lazy or {}
+
+    def submit(self, dispatches: Sequence[Dispatch], *, token: int,
+               timeout: float) -> SubmitResult:
+        deadline = time.monotonic() + timeout
+        result = SubmitResult(accepted=[])
+        sent = 0
+        # Handed to a publish batch and not yet written to the broker: accepted at the next
+        # flush, failed with the rest if the batch fails.
+        pending: list[str] = []
+        reason = "timed out before the lease's local deadline"
+        try:
+            with self.app.producer_or_acquire() as producer:
+                outage = _outage_errors(producer.connection)
+                # One immediate retry: kombu's default waits 2 s before it, and the claim loop
+                # waits for this batch, so a refusing broker would hold every claim that long.
+                producer.connection.ensure_connection(
+                    max_retries=1, interval_start=0, interval_step=0.2, interval_max=0.2,
+                    timeout=max(0.1, min(timeout, 2.0)),
+                )
+                # What every message of the batch shares, worked out once per batch.
+                batch = _Batch(self.app, producer, token)
+                with _publish_batch(producer) as publishing:
+                    for dispatch in dispatches:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        try:
+                            self._send(batch, dispatch, remaining)
+                        except outage:
+                            # Drop the connection without its closing handshake: a broker that
+                            # stopped answering would hold each closing step for a read
+                            # timeout. The pool connects anew next time.
+                            producer.connection.collect()
+                            raise
+                        except Exception as exc:  # this message only: the batch goes on
+                            result.rejected[dispatch.key] = _described(exc)
+                        else:
+                            pending.append(dispatch.key)
+                        sent += 1
+                        if publishing is None or len(pending) >= FLUSH_EVERY:
+                            _flush(producer, publishing, pending, result, deadline)
+                    _flush(producer, publishing, pending, result, deadline)
+        except _OutOfTime:
+            # What the publish batch held is dropped unwritten; it waits with the rest.
+            logger.debug("submission ran out of time after %d of %d", sent, len(dispatches))
+        except Exception as exc:  # the broker, unreachable or failing: the batch waits
+            reason = _described(exc)
+            logger.debug("submission stopped after %d of %d: %s", sent, len(dispatches), reason)
+        # A batch that failed may have been written in part: its messages are sent again under
+        # the same keys (at least once), as a publish whose reply was lost is.
+        result.failed.update((key, reason) for key in pending)
+        result.failed.update((d.key, reason) for d in dispatches[sent:])
+        return result
+
+    def _send(self, batch: _Batch, dispatch: Dispatch, remaining: float) -> None:
+        problems = [*call_problems(dispatch.args, dispatch.kwargs),
+                    *options_problems(dispatch.options)]
+        if problems:
+            raise ConfigurationError(problems, subject="message")
+        execution = dispatch.execution
+        args, kwargs = _evaluated(self.lazy.get(execution.schedule_name, _NO_LAZY),
+                                  list(dispatch.args), dict(dispatch.kwargs))
+        options = dict(dispatch.options)
+        sent_headers = dict(options.pop("headers", None) or {})
+        sent_headers[HEADER_CELERY_BEAT] = True
+        sent_headers[HEADER_SCHEDULE] = execution.schedule_name
+        sent_headers[HEADER_OCCURRENCE] = execution.occurrence_at.isoformat()
+        sent_headers[HEADER_TOKEN] = batch.token
+        if execution.manual:
+            sent_headers[HEADER_MANUAL] = True
+        if execution.expires_at is not None:
+            # The starting deadline, as an absolute instant; an expires of the schedule's own
+            # (seconds from sending) still applies when it comes first.
+            expires = execution.expires_at
+            relative = options.pop("expires", None)
+            if isinstance(relative, (int, float)):
+                expires = min(expires, datetime.now(timezone.utc) + timedelta(seconds=relative))
+            options["expires"] = expires
+        call = {
+            **batch.call,
+            "task_id": dispatch.key,
+            "headers": sent_headers,
+            # A broker that stops answering without closing the connection (a frozen node, a
+            # memory alarm) must not hold the publish, or the wait for its confirm, past the
+            # time this batch has.
+            "timeout": remaining,
+            "confirm_timeout": remaining,
+            **options,
+        }
+        # As Celery's beat does: a task this process knows goes through its own apply_async
+        # (a class that overrides it, to take a lock or add headers, keeps working, and its
+        # decorator's options apply); any other name through send_task.
+        task = batch.task(dispatch.task)
+        if task is not None:
+            task.apply_async(args, kwargs, **call)
+        else:
+            self.app.send_task(dispatch.task, args, kwargs, **call)
+
+
+#: Messages written to the broker in one round trip where its transport batches publishes
+#: (kombu's ``Producer.batch``: a Redis pipeline); each flush is also when they count as
+#: accepted. Small enough that a failed flush leaves little to send again.
+FLUSH_EVERY = 100
+#: The publish batch's own flush threshold, never reached: the submitter flushes by hand.
+_NEVER_ON_ITS_OWN = 1 << 30
+_NO_LAZY: Mapping[str, Any] = {}
+_UNKNOWN = object()
+
+
+class _Batch:
+    """What the messages of one batch share: the producer and how to publish through it, the
+    fencing token, and the tasks looked up so far."""
+
+    __slots__ = ("app", "call", "token", "_tasks")
+
+    def __init__(self, app: Any, producer: Any, token: int) -> None:
+        self.app = app
+        self.token = token
+        self.call: dict[str, Any] = {
+            "producer": producer,
+            # One quick retry rides out a dropped Redis connection; the socket timeouts set on
+            # the beat process bound each attempt, so a dead broker fails fast and the claim
+            # waits. On AMQP a retry reconnects, and a node that stopped answering would hold
+            # that handshake for the connect timeout: the batch fails at once instead.
+            "retry": not _is_amqp(producer.connection),
+            "retry_policy": RETRY_POLICY,
+        }
+        self._tasks: dict[str, Any] = {}
+
+    def task(self, name: str) -> Any:
+        """The task registered under ``name`` (None: unknown here), looked up once a batch."""
+        task = self._tasks.get(name, _UNKNOWN)
+        if task is _UNKNOWN:
+            task = self._tasks[name] = self.app.tasks.get(name)
+        return task
+
+
+def _evaluated(funcs: Mapping[str, Any], args: list[Any],
+               kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """Args and kwargs with each lazy placeholder replaced by its function's value now, as
+    Celery's beat evaluates a BeatLazyFunc just before sending."""
+    def value(where: str, given: Any) -> Any:
+        if not (isinstance(given, dict) and set(given) == {LAZY_MARKER}):
+            return given
+        func = funcs.get(given[LAZY_MARKER])
+        if func is None:
+            raise ConfigurationError([f"{where}: a lazy argument this replica's beat_schedule "
+                                      "does not define"], subject="message")
+        return func()
+    return ([value(f"args.{i}", v) for i, v in enumerate(args)],
+            {k: value(f"kwargs.{k}", v) for k, v in kwargs.items()})
+
+
+def _publish_batch(producer: Any) -> Any:
+    """The producer's publish batch where its transport buffers publishes (Redis, kombu 5.7 and
+    later); elsewhere none (``nullcontext``), and each message is written as it is sent."""
+    if not getattr(producer, "supports_batch_publish", False):
+        return contextlib.nullcontext()
+    # Flushed by hand every FLUSH_EVERY messages, never on its own: a message counts as
+    # accepted only once the flush that wrote it returned.
+    return producer.batch(max_size=_NEVER_ON_ITS_OWN)
+
+
+class _OutOfTime(Exception):
+    """The batch's time ran out with messages still held in its publish batch."""
+
+
+def _flush(producer: Any, publishing: Any, pending: list[str], result: SubmitResult,
+           deadline: float) -> None:
+    """Write what ``publishing`` holds; on success its messages are accepted (at once, with no
+    publish batch: the broker already took them). Past ``deadline`` nothing is written: a
+    leader frozen past its lease must not send, once it wakes, what it held before."""
+    if publishing is not None and pending:
+        if time.monotonic() >= deadline:
+            raise _OutOfTime
+        try:
+            publishing.flush()
+        except Exception:
+            # A pipeline that failed may have lost its connection half-way: connect anew.
+            producer.connection.collect()
+            raise
+    result.accepted.extend(pending)
+    pending.clear()
+
+
+def _is_amqp(connection: Any) -> bool:
+    return getattr(getattr(connection, "transport", None), "driver_type", None) == "amqp"
+
+
+def _outage_errors(connection: Any) -> tuple[type[BaseException], ...]:
+    """The exceptions that mean the broker, not the message, failed."""
+    return (OSError, TimeoutError, KombuOperationalError,
+            *connection.connection_errors, *connection.channel_errors)
+
+
+def _described(exc: BaseException) -> str:
+    if isinstance(exc, ConfigurationError):
+        return "; ".join(exc.problems)
+    text = f"{type(exc).__name__}: {exc}"
+    if exc.__cause__ is not None:
+        # kombu's failed publish batch says only that delivery is uncertain; the broker's
+        # own error is its cause.
+        text += f" ({_described(exc.__cause__)})"
+    return text

@@ -1,0 +1,146 @@
+"""Misfire planning: "due at T, it is now T + 3 h" turned into the occurrences to claim.
+
+A pure function of its arguments, so it is tested by tables of cases and shared by every store.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeGuard
+
+from goatbeat_celery.core.rules.triggers import SeekableTrigger, Trigger
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import ensure_aware
+from goatbeat_celery.core.types.spec import MisfirePolicy
+
+#: A trigger that is not seekable (cron, other Celery schedules) is walked point by point.
+#: Points past the grace are only counted, and past MAX_COUNTED the walk jumps to the end (the
+#: missed count is then a lower bound); points within the grace are walked in full, and more
+#: than MAX_WALK of them is refused rather than letting one schedule stall the claim path.
+MAX_COUNTED = 1_000
+MAX_WALK = 1_000_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class MisfirePlan:
+    """The outcome of planning one schedule.
+
+    ``run`` are the occurrences (grid points, oldest first) to claim now; ``missed`` counts due
+    points that will never run; ``next_occurrence`` is the first point not yet due (``None``
+    when the trigger is exhausted).
+    """
+
+    run: tuple[datetime, ...]
+    missed: int
+    next_occurrence: datetime | None
+
+
+def plan_misfires(
+    *,
+    trigger: Trigger,
+    first: datetime,
+    now: datetime,
+    offset: timedelta = timedelta(0),
+    policy: MisfirePolicy = MisfirePolicy.LATEST,
+    grace: timedelta = timedelta(seconds=60),
+    max_catchup: int = 100,
+) -> MisfirePlan:
+    """Plan the due occurrences of one schedule.
+
+    ``first`` is the schedule's next occurrence (a grid point of ``trigger``); an occurrence
+    ``p`` is due when ``p + offset <= now``. The grace decides whether a due point may run at
+    all: one later than ``grace`` (``now - (p + offset) > grace``) is missed under every
+    policy. Of the points within the grace, ``latest`` runs the most recent one (the others are
+    coalesced into it), ``all`` runs each (the ``max_catchup`` most recent), and ``skip`` runs
+    one only when it is the only point due (a schedule that fell behind does not catch up).
+    Every due point that does not run is counted in ``missed``.
+    """
+    first = ensure_aware(first, "first")
+    now = ensure_aware(now, "now")
+    if grace < timedelta(0):
+        raise ConfigurationError([f"misfire_grace: must be >= 0, got {grace}"])
+    if max_catchup < 1:
+        raise ConfigurationError([f"max_catchup: must be >= 1, got {max_catchup}"])
+
+    due_limit = now - offset  # points at or before this are due
+    if first > due_limit:
+        return MisfirePlan(run=(), missed=0, next_occurrence=first)
+
+    # Points strictly before the bound are later than the grace: missed whatever the policy.
+    beyond, _, cursor = _points_before(trigger, first, due_limit - grace, keep=0)
+    keep = max_catchup if policy is MisfirePolicy.ALL else 1
+    within: tuple[int, list[datetime], datetime | None] = (0, [], cursor)
+    if cursor is not None:
+        within = _points_before(trigger, cursor, due_limit + _MICROSECOND, keep=keep)
+    count, tail, upcoming = within
+
+    if policy is MisfirePolicy.SKIP and (beyond or count > 1):
+        run: list[datetime] = []
+    else:
+        run = tail
+    return MisfirePlan(run=tuple(run), missed=beyond + count - len(run),
+                       next_occurrence=upcoming)
+
+
+_MICROSECOND = timedelta(microseconds=1)
+#: Whether each trigger class can seek: a runtime protocol check inspects every member of the
+#: protocol, and it cost more than the rest of planning an interval schedule.
+_SEEKABLE: dict[type, bool] = {}
+
+
+def _seekable(trigger: Trigger) -> TypeGuard[SeekableTrigger]:
+    kind = type(trigger)
+    known = _SEEKABLE.get(kind)
+    if known is None:
+        known = _SEEKABLE[kind] = isinstance(trigger, SeekableTrigger)
+    return known
+
+
+def _points_before(
+    trigger: Trigger, first: datetime, bound: datetime, keep: int
+) -> tuple[int, list[datetime], datetime | None]:
+    """Count points in ``[first, bound)``, keep the last ``keep``, and return the next point."""
+    if first >= bound:
+        return 0, [], first
+    if _seekable(trigger):
+        # ``first`` counts as it is (a row may hold an instant off the grid); seeking starts
+        # from the grid point after it.
+        second = trigger.next_after(first)
+        if second is None or second >= bound:
+            return 1, [first] if keep else [], second
+        count, tail = trigger.points_before(second, bound, max(keep, 1))
+        after = trigger.next_after(tail[-1])
+        tail = [first, *tail] if count < keep else tail
+        return count + 1, tail[-keep:] if keep else [], after
+    tail_queue: deque[datetime] = deque(maxlen=keep)
+    count = 0
+    cursor: datetime | None = first
+    while cursor is not None and cursor < bound:
+        count += 1
+        if keep:
+            tail_queue.append(cursor)
+        elif count >= MAX_COUNTED:
+            # Only the count is wanted, and a long backlog (a next occurrence years behind,
+            # written by hand) must not hold the claim path: jump to the first point at or
+            # after the bound, and let the count stand as a lower bound.
+            return count, [], trigger.next_after(bound - _MICROSECOND)
+        if count > MAX_WALK:
+            raise ConfigurationError(
+                [f"trigger: more than {MAX_WALK} due occurrences to walk; "
+                 "the schedule is too frequent for its grace"]
+            )
+        cursor = trigger.next_after(cursor)
+    return count, list(tail_queue), cursor
+
+
+def first_occurrence(
+    trigger: Trigger, now: datetime, offset: timedelta = timedelta(0)
+) -> tuple[datetime | None, datetime | None]:
+    """Where a new (or changed, or re-enabled) schedule starts: its first occurrence whose due
+    instant is strictly after ``now``, as ``(occurrence, due)``; ``(None, None)`` if none."""
+    occurrence = trigger.next_after(ensure_aware(now, "now") - offset)
+    if occurrence is None:
+        return None, None
+    return occurrence, occurrence + offset

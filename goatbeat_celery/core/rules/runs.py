@@ -1,0 +1,474 @@
+"""Run tracking: what workers report about each goatbeat occurrence, and the one rule that turns
+those reports into the run columns of its execution.
+
+Beat's dispatch state (``claimed`` → ``submitted``) says whether the broker took a run; the run
+columns say what a worker did with it. They are written by different processes and never
+overlap: beat writes ``state``, workers (through :class:`RunLog`) write the ``run_*`` columns,
+and the leader marks silent runs lost.
+
+A worker reports :class:`RunEvent` s keyed by the task id, which is the idempotency key. Reports
+reach the database late (they are batched off the task's thread, held through an outage), out
+of order between workers (a retry started on worker B before worker A's report of the retry
+arrived) and sometimes twice (a batch replayed after its reply was lost). :func:`apply_event`
+decides what each report changes, given the row as it stands, so that all three are harmless:
+
+* every attempt carries an id of its own (``run``) chosen by the worker that ran it: a report
+  of the attempt the row already shows is a replay, never a new attempt; a report of an older
+  attempt than the one shown is a late one and changes nothing;
+* a run's start and end instants come from the worker's monotonic clock as ages ("this happened
+  2.1 s before the write"), turned into instants with the store's clock when written: the core
+  never trusts a worker's wall clock;
+* ``running`` always expires (:func:`lost_verdict`): a running row whose worker stopped sending
+  heartbeats, or a submitted run that never started while the workers track runs, is marked
+  ``lost`` by the leader; a run no worker reports on, where they may not track runs, ends
+  ``unknown`` instead. Both are verdicts, not ends: the attempt's own report, should it come,
+  replaces them.
+
+Stores only execute this rule (they read the run columns, call :func:`apply_events` or
+:func:`lost_verdict`, and write back what changed, compare-and-set on the columns read).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, fields, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.types.errors import ConfigurationError
+
+__all__ = [
+    "CAS_COLUMNS",
+    "DEFAULT_HEARTBEAT_INTERVAL",
+    "DEFAULT_LOST_AFTER",
+    "DEFAULT_START_TIMEOUT",
+    "LOST_AFTER_HEARTBEATS",
+    "MAX_ATTEMPTS",
+    "MAX_ERROR_LENGTH",
+    "RUN_COLUMNS",
+    "RUN_TIME_MAXIMA",
+    "RunEvent",
+    "RunEventKind",
+    "RunOutcome",
+    "RunRecord",
+    "RunState",
+    "RunTimes",
+    "UNTRACKED_REASON",
+    "apply_event",
+    "apply_events",
+    "error_summary",
+    "last_news",
+    "lost_after_problem",
+    "lost_verdict",
+    "seconds_text",
+]
+
+#: A run error is cut to this many characters (``ExcType: message``).
+MAX_ERROR_LENGTH = 300
+#: Attempts written by hand at the column's limit stop growing instead of overflowing it.
+MAX_ATTEMPTS = 1_000_000_000
+
+DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=10)
+DEFAULT_LOST_AFTER = timedelta(seconds=60)
+DEFAULT_START_TIMEOUT = timedelta(minutes=10)
+#: ``run_lost_after`` must cover this many heartbeat intervals: a run is declared lost only after
+#: several heartbeats in a row went missing, never for one late write.
+LOST_AFTER_HEARTBEATS = 3
+
+
+class RunState(str, enum.Enum):
+    """What a worker did with a run (the ``run_state`` column; NULL: not started).
+
+    ``running`` and ``retrying`` are the live states: the occurrence is not over. ``retrying``
+    means an attempt ended by asking Celery for a retry (``self.retry()``), whose message has not
+    started yet. The others are ends; ``lost`` is presumed from a tracking worker's evidence
+    (it went silent, or the run never started while the workers track runs), and ``unknown``
+    says that no worker reported on the run where none may have been tracking (the workers do
+    not track runs, or it was sent before they were known to): nothing is presumed about it.
+    Both yield to a later report of the same run.
+    """
+
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REVOKED = "revoked"
+    REJECTED = "rejected"
+    LOST = "lost"
+    UNKNOWN = "unknown"
+
+    @property
+    def live(self) -> bool:
+        """True while the occurrence is not over (running, or waiting for its retry)."""
+        return self in _LIVE
+
+
+_LIVE = frozenset({RunState.RUNNING, RunState.RETRYING})
+#: What a report of no particular attempt may end (beside a row that shows no start): a
+#: retry's wait, or the leader's verdict.
+ENDED_BY_ANY_REPORT = frozenset({RunState.RETRYING, RunState.LOST, RunState.UNKNOWN})
+
+
+class RunOutcome(str, enum.Enum):
+    """How a worker saw a run end; each is also the :class:`RunState` it leaves."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REVOKED = "revoked"
+    REJECTED = "rejected"
+
+    @property
+    def state(self) -> RunState:
+        return _OUTCOME_STATES[self]
+
+
+_OUTCOME_STATES = {outcome: RunState(outcome.value) for outcome in RunOutcome}
+
+
+class RunEventKind(str, enum.Enum):
+    STARTED = "started"
+    RETRIED = "retried"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunEvent:
+    """One report from a worker about the run of ``key`` (the task id = the idempotency key).
+
+    ``run`` identifies the attempt: chosen by the process that ran it, ``None`` when the report
+    comes from a process that did not run it (the worker's main process announcing a message it
+    revoked, rejected, or whose pool process died). ``age`` is how long before the write the
+    event happened, and ``started_age`` how long before the write the attempt had started
+    (``None`` if it never started in that process), both on the worker's monotonic clock.
+    ``runtime`` is the attempt's duration on that clock; ``error`` a short summary
+    (:func:`error_summary`). Build them with :meth:`started`, :meth:`retried`, :meth:`finished`.
+    """
+
+    key: str
+    kind: RunEventKind
+    run: str | None
+    worker: str
+    age: timedelta
+    outcome: RunOutcome | None = None
+    runtime: timedelta | None = None
+    error: str | None = None
+    started_age: timedelta | None = None
+
+    @classmethod
+    def started(cls, key: str, *, run: str, worker: str, age: timedelta) -> RunEvent:
+        return cls(key=key, kind=RunEventKind.STARTED, run=run, worker=worker, age=age)
+
+    @classmethod
+    def retried(cls, key: str, *, run: str | None, worker: str, age: timedelta,
+                runtime: timedelta | None = None, error: str | None = None,
+                started_age: timedelta | None = None) -> RunEvent:
+        return cls(key=key, kind=RunEventKind.RETRIED, run=run, worker=worker, age=age,
+                   runtime=runtime, error=error, started_age=started_age)
+
+    @classmethod
+    def finished(cls, key: str, *, run: str | None, worker: str, age: timedelta,
+                 outcome: RunOutcome, runtime: timedelta | None = None,
+                 error: str | None = None, started_age: timedelta | None = None) -> RunEvent:
+        return cls(key=key, kind=RunEventKind.FINISHED, run=run, worker=worker, age=age,
+                   outcome=outcome, runtime=runtime, error=error, started_age=started_age)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecord:
+    """The run columns of one execution, named as the columns are (and as the fields of
+    :class:`~goatbeat_celery.core.types.execution.Execution`)."""
+
+    run_state: RunState | None = None
+    run_id: str | None = None
+    worker: str | None = None
+    run_attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    runtime: timedelta | None = None
+    run_error: str | None = None
+
+    @classmethod
+    def of(cls, row: Any) -> RunRecord:
+        """The run columns of an Execution, or of any row with attributes of those names."""
+        return cls(**{name: getattr(row, name) for name in RUN_COLUMNS})
+
+    def values(self) -> dict[str, Any]:
+        """Column name → value, e.g. for ``dataclasses.replace(execution, **record.values())``."""
+        return {name: getattr(self, name) for name in RUN_COLUMNS}
+
+
+#: The run columns of ``goatbeat_execution``, in table order.
+RUN_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(RunRecord))
+#: What a store compares before writing a decision back: a decision made on a row that another
+#: writer changed since (a report, a heartbeat, the leader's verdict) is made again.
+CAS_COLUMNS: tuple[str, ...] = ("run_state", "run_id", "run_attempts", "heartbeat_at")
+
+
+# -- reports ---------------------------------------------------------------------------------
+def apply_events(record: RunRecord, events: Iterable[RunEvent], now: datetime) -> RunRecord:
+    """``record`` after ``events`` (all of one key), in order, written at store-time ``now``."""
+    for event in events:
+        record = apply_event(record, event, now)
+    return record
+
+
+def apply_event(record: RunRecord, event: RunEvent, now: datetime) -> RunRecord:
+    """What one report changes in the run columns, written at store-time ``now``.
+
+    Returns ``record`` itself when the report changes nothing (a replay, or a late report of an
+    attempt that a later one replaced).
+
+    * ``started``: a new attempt (``run_attempts`` + 1) becomes ``running`` on ``worker``, with
+      ``started_at`` = now - age and ``heartbeat_at`` = now; its end fields are cleared. A
+      replay (the row already shows this ``run``) changes nothing; a start older than the
+      attempt the row shows is counted but changes nothing else.
+    * ``retried`` / ``finished`` of the attempt the row shows: the row becomes ``retrying`` or
+      the outcome, with ``finished_at`` = now - age (no earlier than the row's
+      ``started_at``), the runtime and the error (``retrying``
+      also sets ``heartbeat_at`` to that instant: the wait for the retry to start is bounded
+      from there). This also applies to a row marked ``lost``: the report is better evidence.
+    * ``retried`` / ``finished`` of another attempt that started in its process
+      (``started_age``): when it started after the attempt the row shows, its start (as a
+      ``started`` report says) then its end; ignored when it started before. A writer may
+      therefore send the end alone when it holds both (one report per run instead of two;
+      only an attempt older than the one shown then goes uncounted), and an end whose start
+      report was dropped still records its attempt.
+    * ``finished`` reported by a process that did not run it (``run`` None: the worker's main
+      process revoked or rejected the message, or its pool process died): applied when the row
+      shows no start, a retry, a lost run, or a run of that same worker; never over an end.
+    """
+    at = now - event.age
+    kind = event.kind
+    if kind is RunEventKind.STARTED:
+        return _started(record, event.run, event.worker, at, now)
+    if event.run is None:
+        if not _ends_unknown_attempt(record, event):
+            return record
+    elif record.run_id != event.run:
+        started_at = None if event.started_age is None else now - event.started_age
+        if started_at is None or (record.started_at is not None
+                                  and record.started_at > started_at):
+            return record  # a later attempt is shown (or this one's start is unknown)
+        # Its start then its end, in one step: the common report of a quick task.
+        retried = kind is RunEventKind.RETRIED
+        outcome = event.outcome
+        assert retried or outcome is not None, "a finished report carries its outcome"
+        return RunRecord(
+            run_state=(RunState.RETRYING if retried or outcome is None
+                       else _OUTCOME_STATES[outcome]),
+            run_id=event.run, worker=event.worker,
+            run_attempts=_next_attempt(record.run_attempts), started_at=started_at,
+            finished_at=at, heartbeat_at=at if retried else now, runtime=event.runtime,
+            run_error=event.error)
+    if kind is RunEventKind.RETRIED:
+        return _ended(record, RunState.RETRYING, at, event, heartbeat_at=at)
+    assert event.outcome is not None, "a finished report carries its outcome"
+    return _ended(record, event.outcome.state, at, event, heartbeat_at=record.heartbeat_at)
+
+
+def _started(record: RunRecord, run: str | None, worker: str, at: datetime,
+             now: datetime) -> RunRecord:
+    """``record`` once attempt ``run`` started at ``at`` (see :func:`apply_event`)."""
+    if record.run_id == run:
+        return record
+    attempts = _next_attempt(record.run_attempts)
+    if record.started_at is not None and record.started_at > at:
+        return replace(record, run_attempts=attempts)
+    return RunRecord(run_state=RunState.RUNNING, run_id=run, worker=worker,
+                     run_attempts=attempts, started_at=at, heartbeat_at=now)
+
+
+def _ended(record: RunRecord, state: RunState, at: datetime, event: RunEvent, *,
+           heartbeat_at: datetime | None) -> RunRecord:
+    started_at = record.started_at
+    # A start and its end written apart are each placed by their own write's clock, whose
+    # delay after the worker measured the age differs: a quick run could seem to end before it
+    # started. It ends no earlier than it started.
+    finished_at = at if started_at is None or at >= started_at else started_at
+    # Built whole rather than with dataclasses.replace: this runs for every report.
+    return RunRecord(run_state=state, run_id=record.run_id, worker=record.worker,
+                     run_attempts=record.run_attempts, started_at=started_at,
+                     finished_at=finished_at, heartbeat_at=heartbeat_at, runtime=event.runtime,
+                     run_error=event.error)
+
+
+def _ends_unknown_attempt(record: RunRecord, event: RunEvent) -> bool:
+    """Whether a report of no particular attempt may end the run the row shows."""
+    state = record.run_state
+    if state is RunState.RUNNING:
+        return record.worker == event.worker
+    if event.kind is RunEventKind.RETRIED:
+        return False
+    return state is None or state in ENDED_BY_ANY_REPORT
+
+
+def _next_attempt(attempts: int) -> int:
+    return attempts + 1 if 0 <= attempts < MAX_ATTEMPTS else attempts
+
+
+# -- expiry ----------------------------------------------------------------------------------
+def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: datetime,
+                 silent_for: timedelta, unstarted_for: timedelta,
+                 tracked_since: datetime | None = None) -> RunRecord | None:
+    """The row marked ``lost`` (or ``unknown``) if its run must count as over at store-time
+    ``now``, else None.
+
+    ``dispatched_at`` is when the broker took the run (``submitted_at`` of a ``submitted``
+    execution; None while beat has not sent it). ``tracked_since`` is the store instant from
+    which the leader knows the workers track runs (``goatbeat_track_runs``; None: it does not
+    know they do). Lost are, on a tracking worker's evidence:
+
+    * a ``running`` run whose last heartbeat (or, without one, its start) is older than
+      ``silent_for``: its worker went silent (killed, frozen, cut off);
+    * a ``retrying`` run whose retry has not started ``unstarted_for`` after it was asked for;
+    * a run sent at or after ``tracked_since`` and never started ``unstarted_for`` after the
+      broker took it (no worker consumes its queue, or the message was lost).
+
+    A run never started ``unstarted_for`` after it was sent while the workers were not known
+    to track runs is ``unknown``: no report was to be expected, so none missing condemns it.
+    It ends all the same, so that nothing waits on it forever.
+
+    Older means strictly older: at exactly ``silent_for`` the run is not lost yet. The verdict
+    sets ``finished_at`` to ``now`` and ``run_error`` to the reason; the rest is kept.
+    """
+    state = record.run_state
+    if state is RunState.RUNNING:
+        last = record.heartbeat_at or record.started_at
+        if last is None or now - last > silent_for:
+            return _lost(record, now, f"worker silent for {seconds_text(silent_for)}")
+    elif state is RunState.RETRYING:
+        asked = record.heartbeat_at or record.finished_at
+        if asked is None or now - asked > unstarted_for:
+            return _lost(record, now, f"retry never started within {seconds_text(unstarted_for)}")
+    elif state is None and dispatched_at is not None and now - dispatched_at > unstarted_for:
+        if tracked_since is None:
+            return _lost(record, now, UNTRACKED_REASON, RunState.UNKNOWN)
+        if dispatched_at < tracked_since:
+            return _lost(record, now, _SENT_UNTRACKED_REASON, RunState.UNKNOWN)
+        return _lost(record, now, f"never started within {seconds_text(unstarted_for)}")
+    return None
+
+
+#: Why a run's outcome is unknown: what its ``run_error`` says.
+UNTRACKED_REASON = "workers do not track runs (goatbeat_track_runs is off)"
+_SENT_UNTRACKED_REASON = "sent before the workers were known to track runs"
+
+
+def may_be_lost(record: RunRecord, *, dispatched_at: datetime | None) -> bool:
+    """Whether :func:`lost_verdict` may condemn the run as time goes on: it is running or
+    retrying, or the broker took it and no worker has started it. (The store's
+    ``ix_goatbeat_execution_running`` and ``ix_goatbeat_execution_unstarted`` hold those rows.)
+    """
+    return record.run_state in _LIVE or (record.run_state is None and dispatched_at is not None)
+
+
+def last_news(record: RunRecord, *, dispatched_at: datetime | None) -> datetime | None:
+    """When a run was last heard of: its last heartbeat, else its end, its start, or when the
+    broker took it. :meth:`RunLog.mark_lost` judges the runs with the oldest news first."""
+    return record.heartbeat_at or record.finished_at or record.started_at or dispatched_at
+
+
+def _lost(record: RunRecord, now: datetime, reason: str,
+          state: RunState = RunState.LOST) -> RunRecord:
+    return replace(record, run_state=state, finished_at=now, run_error=reason)
+
+
+def settled_after_report(settled: bool | None, run_state: RunState | None) -> bool | None:
+    """The execution's ``settled`` once its run columns say ``run_state``: a run nothing waited
+    on (``None``) turns unsettled (``False``) as it ends, so that the leader reports its end
+    once (:meth:`~goatbeat_celery.core.loop.observer.EngineObserver.runs_ended`) and counts it in
+    its schedule's failures in a row; a run already unsettled or settled keeps its flag.
+    Stores write this as they write a report or a lost verdict."""
+    if settled is None and run_state is not None and not run_state.live:
+        return False
+    return settled
+
+
+#: The ``run_state`` values that end a run, as stored.
+ENDED_STATE_VALUES = tuple(state.value for state in RunState if not state.live)
+
+
+def seconds_text(value: timedelta) -> str:
+    """A duration as run errors show it: ``60s``, ``0.5s``, ``600s``."""
+    return f"{value.total_seconds():g}s"
+
+
+def error_summary(error: BaseException | str | None) -> str | None:
+    """``ExcType: message`` on one line, control characters escaped, at most
+    :data:`MAX_ERROR_LENGTH` characters; a string is kept as given (cleaned and cut alike)."""
+    if error is None:
+        return None
+    if isinstance(error, BaseException):
+        try:
+            message = str(error)
+        except Exception:  # a __str__ that fails must not fail the report
+            message = ""
+        name = type(error).__name__
+        text = f"{name}: {message}" if message else name
+    else:
+        text = str(error)
+    text = " ".join(text.split())
+    text = validation.reason_text(text[:MAX_ERROR_LENGTH + 1])
+    if len(text) > MAX_ERROR_LENGTH:
+        text = text[:MAX_ERROR_LENGTH - 3] + "..."
+    return text
+
+
+# -- settings --------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class RunTimes:
+    """How long a run may go without news before it counts as lost (the settings
+    ``goatbeat_heartbeat_interval``, ``goatbeat_run_lost_after`` and
+    ``goatbeat_run_start_timeout``, which :class:`~goatbeat_celery.core.types.settings.Settings`
+    reads and validates; ``Settings.run_times`` gives them as this).
+
+    * ``heartbeat_interval`` (10 s): each worker process running goatbeat tasks writes one
+      heartbeat for all of them this often; the leader looks for lost runs this often too.
+    * ``run_lost_after`` (60 s): a running run whose last heartbeat is older is lost. At least
+      three heartbeat intervals, so that one slow write never condemns a live run.
+    * ``run_start_timeout`` (10 min): a run the broker took but no worker started within this
+      long is lost (a queue without workers, a message lost) where the workers track runs, and
+      of unknown outcome where they do not; a retry that has not started within this long
+      after it was asked for is lost.
+
+    Every problem is reported at once, as ConfigurationError.
+    """
+
+    heartbeat_interval: timedelta = DEFAULT_HEARTBEAT_INTERVAL
+    run_lost_after: timedelta = DEFAULT_LOST_AFTER
+    run_start_timeout: timedelta = DEFAULT_START_TIMEOUT
+
+    def __post_init__(self) -> None:
+        problems = [
+            problem for name, maximum in RUN_TIME_MAXIMA.items()
+            if (problem := validation.seconds_problem(getattr(self, name), name,
+                                                      maximum=maximum,
+                                                      inclusive_minimum=False)) is not None]
+        if not problems:
+            problems.extend(_listed(lost_after_problem(self.heartbeat_interval,
+                                                       self.run_lost_after)))
+        if problems:
+            raise ConfigurationError(problems, subject="goatbeat run tracking settings")
+
+
+#: The upper bound of each duration: heartbeats at least hourly, verdicts within a week.
+RUN_TIME_MAXIMA = {"heartbeat_interval": timedelta(hours=1),
+                   "run_lost_after": validation.MAX_GRACE,
+                   "run_start_timeout": validation.MAX_GRACE}
+
+
+def lost_after_problem(heartbeat_interval: timedelta, run_lost_after: timedelta) -> str | None:
+    """Why ``run_lost_after`` is too short for ``heartbeat_interval``, if it is."""
+    least = heartbeat_interval * LOST_AFTER_HEARTBEATS
+    if run_lost_after >= least:
+        return None
+    return (f"run_lost_after: {seconds_text(run_lost_after)} must be at least "
+            f"{LOST_AFTER_HEARTBEATS} heartbeat intervals ({seconds_text(least)}), so that one "
+            "late heartbeat never marks a live run lost")
+
+
+def _listed(problem: str | None) -> list[str]:
+    return [] if problem is None else [problem]

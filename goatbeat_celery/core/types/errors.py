@@ -1,0 +1,126 @@
+"""The one exception tree of goatbeat_celery.
+
+::
+
+    GoatbeatError
+    ├── ConfigurationError          settings or a schedule spec are invalid (lists every problem)
+    ├── ScheduleNotFound            no schedule of that name
+    ├── BackfillNotFound            no backfill of that id
+    ├── CalendarNotFound            no exclusion calendar of that name
+    ├── CalendarInUse               a calendar to delete is observed by schedules
+    ├── ScheduleConflict            a name is taken, or a compare-and-set lost to a concurrent edit
+    ├── LeaseLost                   the fencing token is no longer current: stop claiming
+    └── StoreError                  the store failed (driver errors are wrapped here)
+        ├── StoreUnavailable        the database cannot be reached right now
+        └── SchemaOutOfDate         the schema is behind the code: run the migrations
+
+Adapters wrap their drivers' exceptions with ``raise ... from exc`` so that callers only ever
+catch these. A broker's refusal is not among them: a submitter reports it in its
+:class:`~goatbeat_celery.core.types.tick.SubmitResult` and never raises, and the engine keeps the
+occurrence claimed to send it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from goatbeat_celery.core.types.problems import Problem
+
+
+class GoatbeatError(Exception):
+    """Base class of every error goatbeat_celery raises on purpose."""
+
+
+class ConfigurationError(GoatbeatError, ValueError):
+    """Invalid settings or schedule specs; ``details`` holds every problem found (each a
+    :class:`~goatbeat_celery.core.types.problems.Problem`), ``problems`` their texts.
+
+    Each problem names the field and says how to fix it, so the whole list can be shown to an
+    operator at once, and a form can show each beside the field it names.
+    """
+
+    def __init__(self, problems: Iterable[Problem | str], *,
+                 subject: str = "configuration") -> None:
+        self.details: tuple[Problem, ...] = tuple(
+            problem if isinstance(problem, Problem) else Problem.read(problem)
+            for problem in problems)
+        self.problems: tuple[str, ...] = tuple(str(problem) for problem in self.details)
+        self.subject = subject
+        lines = "\n".join(f"  - {problem}" for problem in self.problems)
+        count = len(self.problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"invalid {subject} ({count} {noun}):\n{lines}")
+
+
+class ScheduleNotFound(GoatbeatError, LookupError):
+    """No schedule has the given name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no schedule named {name!r}")
+
+
+class BackfillNotFound(GoatbeatError, LookupError):
+    """No backfill has the given id."""
+
+    def __init__(self, backfill_id: int) -> None:
+        self.backfill_id = backfill_id
+        super().__init__(f"no backfill with id {backfill_id}")
+
+class CalendarNotFound(GoatbeatError, LookupError):
+    """No exclusion calendar has the given name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no calendar named {name!r}")
+
+
+class CalendarInUse(GoatbeatError):
+    """A calendar cannot be deleted while schedules observe it; ``schedules`` names them."""
+
+    def __init__(self, name: str, schedules: Iterable[str]) -> None:
+        self.name = name
+        self.schedules = tuple(schedules)
+        shown = ", ".join(repr(s) for s in self.schedules[:10])
+        more = "" if len(self.schedules) <= 10 else f" and {len(self.schedules) - 10} more"
+        super().__init__(f"calendar {name!r} is observed by {shown}{more}; remove it from "
+                         "those schedules first")
+
+
+class ScheduleConflict(GoatbeatError):
+    """A schedule name is already taken, or an edit lost a compare-and-set race."""
+
+
+class LeaseLost(GoatbeatError):
+    """The caller's fencing token is stale: another replica holds, or held, the lease since.
+
+    Nothing was changed by the refused operation.
+    """
+
+
+class StoreError(GoatbeatError):
+    """The schedule store failed; the original driver error is the ``__cause__``."""
+
+
+class StoreUnavailable(StoreError):
+    """The database could not be reached or dropped the connection; retry later."""
+
+
+class SchemaOutOfDate(StoreError):
+    """The database schema is behind this version of goatbeat_celery."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying what went wrong, for logs and a schedule's recorded fault."""
+    if isinstance(exc, ConfigurationError):
+        return "; ".join(_unprefixed(problem) for problem in exc.problems)
+    if isinstance(exc, GoatbeatError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _unprefixed(problem: str) -> str:
+    # Problems of a spec start with "schedule '<name>': ", which the row already says.
+    if problem.startswith("schedule ") and ": " in problem:
+        return problem.split(": ", 1)[1]
+    return problem

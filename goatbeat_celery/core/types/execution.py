@@ -1,0 +1,81 @@
+"""One claimed occurrence of a schedule: its execution row, its state, and its key."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.types.instants import ensure_aware
+
+
+class ExecutionState(str, enum.Enum):
+    """Life of one claimed occurrence: ``claimed`` then ``submitted``.
+
+    ``abandoned`` marks a claim given up before the broker took it: its schedule was deleted,
+    or its message could not be sent after the last attempt. ``expired`` marks a claim whose
+    starting deadline passed before the broker took it: it is never sent.
+
+    The overlap policy (:class:`~goatbeat_celery.core.rules.policies.OverlapPolicy`) adds two:
+    ``held``, a claim that waits for the run before it to finish and then becomes ``claimed``
+    (``buffer_one``), and ``skipped``, an occurrence recorded but never sent because the run
+    before it had not finished (``skip``), its reason in ``last_error``.
+    """
+
+    CLAIMED = "claimed"
+    SUBMITTED = "submitted"
+    ABANDONED = "abandoned"
+    EXPIRED = "expired"
+    HELD = "held"
+    SKIPPED = "skipped"
+
+
+def idempotency_key(schedule_name: str, occurrence: datetime) -> str:
+    """``"<schedule name>:<occurrence instant in UTC, ISO-8601>"``, the claim's unique key."""
+    return f"{schedule_name}:{ensure_aware(occurrence, 'occurrence').isoformat()}"
+
+
+def manual_key(schedule_name: str, requested_at: datetime) -> str:
+    """``"<schedule name>:<instant in UTC, ISO-8601>:manual"``, the key of an extra run.
+
+    A grid key always ends with an instant and a manual key never does, so no name, however
+    chosen, makes one equal the other.
+    """
+    return f"{schedule_name}:{ensure_aware(requested_at, 'requested_at').isoformat()}:manual"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Execution:
+    """One claimed occurrence, as recorded in the executions table."""
+
+    key: str
+    schedule_name: str
+    occurrence_at: datetime
+    due_at: datetime
+    token: int
+    state: ExecutionState
+    claimed_at: datetime
+    submitted_at: datetime | None = None
+    attempts: int = 0
+    last_error: str | None = None
+    missed: int = 0
+    manual: bool = False
+    #: The starting deadline: not sent once past, and carried as the message's ``expires``.
+    expires_at: datetime | None = None
+    #: What workers did with it (run tracking, :mod:`goatbeat_celery.core.rules.runs`): written by
+    #: workers and the leader's lost-run verdicts, never by beat's dispatch. ``run_state`` None:
+    #: not started (yet).
+    run_state: RunState | None = None
+    run_id: str | None = None
+    worker: str | None = None
+    run_attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    runtime: timedelta | None = None
+    run_error: str | None = None
+    #: Whether its end has been applied to its schedule by the run policies
+    #: (:func:`~goatbeat_celery.core.rules.policies.settle`): None when its schedule had no policy
+    #: waiting for it when it was claimed, False until it ends and is settled, then True.
+    settled: bool | None = None

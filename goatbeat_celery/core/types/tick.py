@@ -1,0 +1,222 @@
+"""What one tick of the engine passes between the planner, the store and the submitter: due
+batches, planned claims and their results, dispatches and what the broker did with them,
+settled runs, and schedules set aside."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.instants import JSONValue
+from goatbeat_celery.core.types.schedule import Schedule
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dispatch:
+    """What the submitter sends for one execution: the claim and the task to run."""
+
+    execution: Execution
+    task: str
+    args: tuple[JSONValue, ...]
+    kwargs: Mapping[str, JSONValue]
+    options: Mapping[str, JSONValue]
+
+    @property
+    def key(self) -> str:
+        return self.execution.key
+
+
+@dataclass(frozen=True, kw_only=True)
+class DueBatch:
+    """Due schedules read by the store, with the store's clock at the time of reading.
+
+    ``next_due_at`` is the earliest ``next_run_at`` of all enabled schedules (due or not), so an
+    idle tick learns when to wake from the same round trip.
+    """
+
+    now: datetime
+    schedules: tuple[Schedule, ...]
+    next_due_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Waiting:
+    """What waits in the store for its leader, read in one round trip without locking
+    (:meth:`~goatbeat_celery.core.protocols.ScheduleStore.waiting`): a leader that heard of no
+    change looks no further when nothing does.
+
+    ``next_due_at`` is :attr:`DueBatch.next_due_at`; ``unsettled``: a run's end waits to be
+    applied (``finished_runs`` would return it); ``claimed``: a claim waits to be sent
+    (``take_pending`` would take it); ``open_runs``: a run exists that may yet be marked lost
+    (:func:`goatbeat_celery.core.rules.runs.may_be_lost`).
+    """
+
+    now: datetime
+    next_due_at: datetime | None
+    unsettled: bool
+    claimed: bool
+    open_runs: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedClaim:
+    """The claim the engine wants for one schedule, to be applied only if ``version`` still holds.
+
+    ``occurrences`` are ``(occurrence, due)`` pairs to insert as executions; ``missed`` is
+    recorded on the last of them (and on the schedule); the schedule then advances to
+    ``next_occurrence_at`` / ``next_run_at`` (both ``None`` once the trigger is exhausted).
+    """
+
+    schedule_name: str
+    version: int
+    occurrences: tuple[tuple[datetime, datetime], ...]
+    missed: int
+    next_occurrence_at: datetime | None
+    next_run_at: datetime | None
+    #: Each execution expires this long after its due instant (None: never).
+    expires_after: timedelta | None = None
+    #: The run policies the claim applies (:mod:`goatbeat_celery.core.rules.policies`), with the
+    #: global default resolved: what an occurrence does while a run of the schedule has not
+    #: finished, the fixed delay (an unfinished run postpones the claim by it instead), and
+    #: whether the runs wait to be settled when they end.
+    overlap: OverlapPolicy = OverlapPolicy.ALLOW
+    delay: timedelta | None = None
+    settle: bool = False
+    #: The schedule's run limit: the store checks it against ``total_runs`` as locked in the
+    #: claim's transaction and claims no run past it (None: no limit).
+    max_runs: int | None = None
+    #: Occurrences (by their unshifted instant) that an exclusion calendar excludes, with the
+    #: reason: recorded ``skipped``, never sent.
+    excluded: tuple[tuple[datetime, str], ...] = ()
+
+    @property
+    def waits_for_runs(self) -> bool:
+        """Whether the store must look at the schedule's unfinished runs to apply it."""
+        return self.overlap is not OverlapPolicy.ALLOW or self.delay is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimResult:
+    """What one claim transaction did.
+
+    ``dispatches`` are the executions it inserted, ready to submit; ``advanced`` counts the
+    schedules moved to their next occurrence; ``conflicts`` names the
+    schedules whose version changed since planning (their claim was dropped, the edit wins);
+    ``duplicates`` counts occurrences already claimed (inserted nothing).
+    """
+
+    dispatches: tuple[Dispatch, ...]
+    advanced: int = 0
+    conflicts: tuple[str, ...] = ()
+    duplicates: int = 0
+    missed: int = 0
+    #: Occurrences the overlap policy recorded as ``skipped`` (reason in ``last_error``) or
+    #: ``held`` back, as inserted.
+    skipped: tuple[Execution, ...] = ()
+    held: tuple[Execution, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinishedRun:
+    """A run that ended and waits to be settled (its ``settled`` is False), with its schedule
+    as stored (None: deleted since)."""
+
+    execution: Execution
+    schedule: Schedule | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PauseNote:
+    """What a pause writes beside ``enabled``: the operator's note (``paused_reason``) and
+    the instant the pause ends by itself (``paused_until``; None: until resumed)."""
+
+    reason: str | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettlement:
+    """What the end of run ``key`` writes on its schedule
+    (:func:`~goatbeat_celery.core.loop.settlement.settlement_of`), applied only while the schedule
+    still has ``version`` (None: nothing to write on the schedule, which is gone, paused or
+    unchanged by this end; only the run is marked settled).
+
+    ``paused_reason`` set: the schedule pauses itself (``enabled`` false) with that reason.
+    """
+
+    key: str
+    schedule_name: str
+    version: int | None
+    consecutive_failures: int = 0
+    next_occurrence_at: datetime | None = None
+    next_run_at: datetime | None = None
+    paused_reason: str | None = None
+    #: The pause a failure's backoff imposed from the run's end (zero: none); not written.
+    backoff: timedelta = timedelta(0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettleReport:
+    """What :meth:`~goatbeat_celery.core.protocols.ScheduleStore.settle_runs` wrote: the runs
+    marked settled, the schedules that paused themselves (name, reason), and the held claims
+    released (now ``claimed``, to be sent with the pending ones)."""
+
+    settled: tuple[str, ...] = ()
+    paused: tuple[tuple[str, str], ...] = ()
+    released: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetAside:
+    """A schedule the leader cannot run as stored, to be looked at again later.
+
+    With ``version``, applied only if the schedule still has it (an edit made meanwhile may
+    have fixed it); without, applied whatever the version (a message refused at submission).
+    ``retry_at`` None (the usual case) lets the store apply :func:`set_aside_delay` to the
+    times the schedule was set aside already.
+    """
+
+    schedule_name: str
+    version: int | None
+    reason: str
+    retry_at: datetime | None = None
+
+
+#: A schedule set aside is looked at again after this long, doubled for each time it was set
+#: aside before (since it was last edited), up to SET_ASIDE_RETRY_MAX.
+SET_ASIDE_RETRY = timedelta(seconds=30)
+SET_ASIDE_RETRY_MAX = timedelta(hours=1)
+
+
+def set_aside_delay(faults: int) -> timedelta:
+    """How long a schedule already set aside ``faults`` times waits before the next look."""
+    doublings = min(max(faults, 0), 16)
+    delay: timedelta = min(SET_ASIDE_RETRY * (2 ** doublings), SET_ASIDE_RETRY_MAX)
+    return delay
+
+
+def retry_time(entry: SetAside, faults: int, next_run_at: datetime | None,
+               now: datetime) -> datetime:
+    """When a schedule set aside by ``entry`` is looked at again: ``entry.retry_at``, or
+    ``now`` + the delay for the ``faults`` it had; never earlier than the ``next_run_at`` it
+    had (a message refused long before the schedule's next run does not bring that run
+    forward)."""
+    retry_at = entry.retry_at or now + set_aside_delay(faults)
+    if next_run_at is not None and next_run_at > retry_at:
+        return next_run_at
+    return retry_at
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubmitResult:
+    """What the broker did with a batch: ``accepted`` keys; ``failed`` (key -> reason): not
+    taken because the broker is unreachable or timed out, to retry with the whole batch after
+    a backoff; ``rejected`` (key -> reason): this message could not be built or was refused for
+    itself, while the broker worked."""
+
+    accepted: list[str]
+    failed: dict[str, str] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)
