@@ -49,7 +49,7 @@ from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore, TaskSubm
 from goatbeat_celery.core.runs import RunLog, RunState
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.settlement import RunSettler
-from goatbeat_celery.core.shards import Shard
+from goatbeat_celery.core.shards import Shard, member_lease_name
 from goatbeat_celery.core.submission import InFlight, SubmissionPipeline
 from goatbeat_celery.core.trigger_cache import TriggerCache
 from goatbeat_celery.core.triggers import TriggerRegistry
@@ -135,8 +135,9 @@ class Engine:
         #: The shard being dispatched (None with one shard) and its leadership; with one
         #: shard, the one leadership there is.
         self._shard: Shard | None = None
-        self._leadership = Leadership(lease=lease, settings=settings, holder=holder,
-                                      observer=self.observer, monotonic=monotonic)
+        self._leadership = Leadership(
+            lease=lease, settings=settings, holder=holder, observer=self.observer,
+            monotonic=monotonic, member=member_lease_name(settings.lease_name, 1, holder))
         if settings.shards > 1:
             self.shards = ShardLeadership(lease=lease, settings=settings, holder=holder,
                                           observer=self.observer, monotonic=monotonic)
