@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -47,7 +47,7 @@ from goatbeat_celery.core.model import (
     ScheduleSource,
 )
 from goatbeat_celery.core.protocols import LeaseManager
-from goatbeat_celery.core.shards import Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.shards import Replica, Shard, shard_lease_name, sharding_prefix
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import forms
 from goatbeat_celery.web.chart import Chart, lateness_chart
@@ -370,6 +370,8 @@ class _Overview:
     chart: Chart
     #: With shards, every lease row of the sharding; None with one shard.
     sharding: list[LeaseInfo] | None = None
+    #: The live replicas leading nothing.
+    standbys: list[Replica] = field(default_factory=list)
 
 
 def _read_overview(context: _Context) -> _Overview:
@@ -382,10 +384,11 @@ def _read_overview(context: _Context) -> _Overview:
     set_aside = store.list_schedules(set_aside=True, limit=display.SET_ASIDE_SHOWN + 1)
     recent = store.executions(limit=CHART_EXECUTIONS)
     settings = schedules.config.settings
-    sharding = (None if settings.shards == 1 else
-                _lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name)))
+    # The member rows of every replica, and with several shards the shards' rows.
+    rows = _lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name))
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
-                     lateness_chart(recent, now), sharding)
+                     lateness_chart(recent, now), None if settings.shards == 1 else rows,
+                     display.standby_replicas(rows, info, settings))
 
 
 async def _overview(request: Request, context: _Context) -> Response:
@@ -402,6 +405,8 @@ async def _overview(request: Request, context: _Context) -> Response:
                                                 .lease_renew_interval),
         database=mask_url(context.schedules.config.database_url),
         shown=display.SET_ASIDE_SHOWN,
+        standbys=display.standbys_line(data.standbys, data.now),
+        previous_holder=display.previous_holder_line(info),
         shards=(None if data.sharding is None
                 else display.shard_lines(data.sharding, context.schedules.config.settings)),
         pending_lag=(None if data.pending is None
