@@ -25,7 +25,14 @@ from typing import Any, TypeGuard, Union
 from goatbeat_celery.core.backfill import Backfill, BackfillPreview
 from goatbeat_celery.core.calendars import Calendar
 from goatbeat_celery.core.defaults import own_or_default
-from goatbeat_celery.core.model import UTC, Execution, LeaseInfo, Schedule, TriggerSpec
+from goatbeat_celery.core.model import (
+    UTC,
+    Execution,
+    LeaseInfo,
+    Schedule,
+    TriggerSpec,
+    quoted_name,
+)
 from goatbeat_celery.core.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.settings import Settings
 from goatbeat_celery.core.shards import (
@@ -606,6 +613,30 @@ PREVIEW_COLUMNS = ("OCCURRENCE", "KEY", "WHY")
 
 def backfill_preview_rows(preview: BackfillPreview) -> list[tuple[str, ...]]:
     return [(when(run.occurrence_at), run.key, run.reason) for run in preview.runs]
+
+
+# -- edits ------------------------------------------------------------------------------------
+def field_changes(read: Mapping[str, object], now: Mapping[str, object]) -> list[str]:
+    """What differs between the fields a person read (``read``, as the form showed them) and
+    the same fields now: ``cron '*/5 * * * *' → '*/10 * * * *'``, in the order of ``now``;
+    an empty field reads ``none``."""
+    def quoted(value: object) -> str:
+        return "none" if value in (None, "") else f"'{shown(str(value))}'"
+
+    return [f"{key} {quoted(read.get(key))} \u2192 {quoted(value)}"
+            for key, value in now.items()
+            if key in read and str(read.get(key) or "") != str(value or "")]
+
+
+def changed_since_read(name: str, read: Mapping[str, object],
+                       now: Mapping[str, object]) -> str | None:
+    """The refusal of an edit made over a definition changed since the person read it, naming
+    what changed (None when no field shown differs: then only the version says so)."""
+    changes = field_changes(read, now)
+    if not changes:
+        return None
+    return (f"schedule {quoted_name(name)} changed since you read it: {', '.join(changes)}; "
+            "read it again and redo your change")
 
 
 # -- lease ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ synchronous: each request makes them in Starlette's thread pool.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -547,6 +548,9 @@ async def _schedule_page(request: Request, context: _Context, *,
         detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
         fields=display.schedule_fields(schedule, context.schedules.config.settings, detail.now),
         kinds=forms.KINDS,
+        # The definition as this page shows it, sent back with an edit: a refusal because it
+        # changed since can then say what changed.
+        read=json.dumps(forms.stored_values(schedule, context.schedules.default_timezone)),
     )
 
 
@@ -597,7 +601,14 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
         try:
             await _call(context.schedules.update, name, **trigger, **call,
                         expected_version=_count(version) if version else None)
-        except (ConfigurationError, ScheduleConflict) as exc:
+        except ScheduleConflict as exc:
+            changed = display.changed_since_read(name, forms.read_values(form), forms.stored_values(
+                await _call(context.schedules.get, name), context.schedules.default_timezone))
+            if changed is None:
+                state.add_refusal(exc)
+            else:
+                state.add(forms.GENERAL, changed)
+        except ConfigurationError as exc:
             state.add_refusal(exc)
     if state.errors:
         return await _schedule_page(request, context, state=state, status_code=422)
