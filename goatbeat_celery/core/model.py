@@ -26,7 +26,7 @@ from goatbeat_celery.core.policies import (
     backoff_problems,
 )
 from goatbeat_celery.core.runs import RunState
-from goatbeat_celery.core.status import Status, status
+from goatbeat_celery.core.status import State, Status, status
 
 UTC = timezone.utc
 
@@ -858,6 +858,10 @@ class ScheduleCounts:
     set_aside: int
     config: int
     api: int
+    #: How many are in each :class:`~goatbeat_celery.core.status.State` at the store's clock
+    #: (every state present, 0 when none): a row unreadable as stored counts by its columns
+    #: until the leader sets it aside.
+    by_state: Mapping[State, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
