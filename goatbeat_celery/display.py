@@ -26,7 +26,13 @@ from goatbeat_celery.core.rules.backfill import Backfill, BackfillPreview
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.rules.defaults import own_or_default
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.rules.shards import Shard, ShardingView, shard_lease_name
+from goatbeat_celery.core.rules.shards import (
+    Replica,
+    Shard,
+    ShardingView,
+    shard_lease_name,
+    standbys,
+)
 from goatbeat_celery.core.rules.status import State, shows_next_run
 from goatbeat_celery.core.rules.validation import hidden_characters
 from goatbeat_celery.core.types.execution import Execution
@@ -34,7 +40,7 @@ from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.settings import Settings
-from goatbeat_celery.core.types.spec import TriggerSpec
+from goatbeat_celery.core.types.spec import TriggerSpec, quoted_name
 
 NONE = "-"
 
@@ -606,6 +612,30 @@ def backfill_preview_rows(preview: BackfillPreview) -> list[tuple[str, ...]]:
     return [(when(run.occurrence_at), run.key, run.reason) for run in preview.runs]
 
 
+# -- edits ------------------------------------------------------------------------------------
+def field_changes(read: Mapping[str, object], now: Mapping[str, object]) -> list[str]:
+    """What differs between the fields a person read (``read``, as the form showed them) and
+    the same fields now: ``cron '*/5 * * * *' → '*/10 * * * *'``, in the order of ``now``;
+    an empty field reads ``none``."""
+    def quoted(value: object) -> str:
+        return "none" if value in (None, "") else f"'{shown(str(value))}'"
+
+    return [f"{key} {quoted(read.get(key))} \u2192 {quoted(value)}"
+            for key, value in now.items()
+            if key in read and str(read.get(key) or "") != str(value or "")]
+
+
+def changed_since_read(name: str, read: Mapping[str, object],
+                       now: Mapping[str, object]) -> str | None:
+    """The refusal of an edit made over a definition changed since the person read it, naming
+    what changed (None when no field shown differs: then only the version says so)."""
+    changes = field_changes(read, now)
+    if not changes:
+        return None
+    return (f"schedule {quoted_name(name)} changed since you read it: {', '.join(changes)}; "
+            "read it again and redo your change")
+
+
 # -- lease ------------------------------------------------------------------------------------
 def lease_json(name: str, info: LeaseInfo | None,
                settings: Settings | None = None) -> dict[str, Any]:
@@ -614,12 +644,14 @@ def lease_json(name: str, info: LeaseInfo | None,
     since, and whether that is longer than its renewals allow (``holder_silent``)."""
     found: dict[str, Any] = {
         "name": name, "holder": None, "token": 0, "acquired_at": None, "expires_at": None,
-        "held": False, "seconds_left": None}
+        "held": False, "seconds_left": None, "previous_holder": None, "changed_at": None}
     if info is not None:
         left = None if info.expires_at is None else (info.expires_at - info.store_now)
         found.update({"name": info.name, "holder": info.holder, "token": info.token,
                       "acquired_at": iso(info.acquired_at), "expires_at": iso(info.expires_at),
-                      "held": info.held, "seconds_left": seconds(left)})
+                      "held": info.held, "seconds_left": seconds(left),
+                      "previous_holder": info.previous_holder,
+                      "changed_at": iso(info.changed_at)})
     if settings is not None:
         renewed = None if info is None else info.last_renewal(settings.lease_ttl)
         found.update({
@@ -649,6 +681,45 @@ def lease_health(info: LeaseInfo | None, settings: Settings) -> str:
         return (f"holder silent for {silence} (it renews every {every}): lease expires in "
                 f"{left}, then a standby takes over")
     return f"{relative(renewed, info.store_now)}; the leader renews every {every}"
+
+
+def previous_holder_line(info: LeaseInfo | None) -> str:
+    """``status``'s line on who held the lease before: ``X until <instant>`` (its release, or
+    the expiry its successor found)."""
+    if info is None or info.previous_holder is None:
+        return NONE
+    return f"{info.previous_holder} until {relative(info.changed_at, info.store_now)}"
+
+
+def standby_replicas(rows: Sequence[LeaseInfo], info: LeaseInfo | None,
+                     settings: Settings) -> list[Replica]:
+    """The live replicas leading nothing, from the sharding's lease ``rows`` (their member
+    rows) and ``info``, the lease row of one shard (with several, rows holds the shards')."""
+    names = {shard_lease_name(settings.lease_name, Shard(k, settings.shards))
+             for k in range(settings.shards)}
+    leases = [*rows, *(() if info is None else (info,))]
+    leaders = {row.holder for row in leases
+               if row.name in names and row.held and row.holder is not None}
+    return standbys(rows, lease_name=settings.lease_name, count=settings.shards,
+                    ttl=settings.lease_ttl, leaders=leaders)
+
+
+def _seen_ago(replica: Replica, now: datetime) -> float:
+    # Whole seconds: a heartbeat's round trip makes the fraction noise.
+    return float(round(max(0.0, (now - replica.seen_at).total_seconds())))
+
+
+def standbys_json(replicas: Sequence[Replica], now: datetime) -> list[dict[str, Any]]:
+    """``status --json``'s standbys: each live replica leading nothing, when it was last seen
+    (by the database clock ``now``) and how long ago."""
+    return [{"holder": replica.holder, "seen_at": iso(replica.seen_at),
+             "seen_seconds_ago": _seen_ago(replica, now)} for replica in replicas]
+
+
+def standbys_line(replicas: Sequence[Replica], now: datetime) -> str:
+    """``status``'s standbys: ``host-a (seen 3s ago), host-b (seen 5s ago)``."""
+    return ", ".join(f"{replica.holder} (seen {human_seconds(_seen_ago(replica, now))} ago)"
+                     for replica in replicas) or NONE
 
 
 def _shard_rows(rows: Sequence[LeaseInfo],

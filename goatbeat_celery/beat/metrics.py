@@ -11,7 +11,12 @@ metric                                             type       meaning
 ``goatbeat_missed_total``                          counter    grid points never run
 ``goatbeat_lateness_seconds``                      histogram  accepted instant - due instant
 ``goatbeat_oldest_unsubmitted_claim_age_seconds``  gauge      see GoatbeatMetrics
+``goatbeat_schedules{state}``                      gauge      schedules in each status state
+``goatbeat_standbys``                              gauge      live replicas leading nothing
 =================================================  =========  ==============================
+
+The last two are read from the database when scraped (one count and one lease read, whatever
+the replica), and only when the exporter is given a way to read them (a scheduler's is).
 
 Metrics carry no schedule label on purpose: thousands of schedules would make thousands of
 series. Per-schedule detail is what the signals and ``goatbeat_occurrence_hook`` are for.
@@ -26,13 +31,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
+from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -56,7 +62,11 @@ RUNTIME_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.
 #: How long close() waits for the exporter's thread to finish.
 STOP_TIMEOUT = 5.0
 
-__all__ = ["GoatbeatMetrics", "MetricsExporter", "client_problems"]
+__all__ = ["GoatbeatMetrics", "MetricsExporter", "StatusReading", "client_problems"]
+
+#: What a scrape reads from the store: how many schedules are in each state, and how many live
+#: replicas stand by.
+StatusReading = tuple[Mapping[State, int], int]
 
 
 def _client() -> ModuleType:
@@ -95,7 +105,8 @@ class GoatbeatMetrics:
 
     def __init__(self, *, lease_ttl: timedelta, registry: CollectorRegistry | None = None,
                  monotonic: Callable[[], float] = time.monotonic,
-                 shard_leases: Sequence[str] = ()) -> None:
+                 shard_leases: Sequence[str] = (),
+                 read_status: Callable[[], StatusReading] | None = None) -> None:
         client = _client()
         #: With shards, each shard's lease name -> its index (core.rules.shards); empty with one.
         self._shards = {name: index for index, name in enumerate(shard_leases)}
@@ -167,6 +178,8 @@ class GoatbeatMetrics:
             "Age of the oldest claim this leader has not yet had accepted by the broker",
             registry=reg)
         self.oldest_claim_age.set_function(self.oldest_unsubmitted_age)
+        if read_status is not None:
+            reg.register(_StatusCollector(client, read_status))
 
     # -- EngineObserver ------------------------------------------------------------------
     def lease_acquired(self, grant: LeaseGrant) -> None:
@@ -255,6 +268,37 @@ class GoatbeatMetrics:
         return max(0.0, (store_now - oldest).total_seconds())
 
 
+class _StatusCollector:
+    """``goatbeat_schedules`` by state and ``goatbeat_standbys``, read when scraped: what the
+    database holds, the same on every replica. A failed read leaves them out of that scrape
+    (a gap, rather than a value that is not true)."""
+
+    def __init__(self, client: ModuleType, read: Callable[[], StatusReading]) -> None:
+        self._client = client
+        self._read = read
+
+    def describe(self) -> list[Any]:
+        # Registering must not read the database.
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        try:
+            by_state, standbys = self._read()
+        except Exception as exc:  # a StoreError, or anything else: never fail the scrape
+            logger.warning("metrics: cannot read the schedules' states: %s", exc,
+                           extra={"action": "metrics_read_failed"})
+            return
+        states = self._client.metrics_core.GaugeMetricFamily(
+            "goatbeat_schedules", "Schedules in each state (enabled, paused, paused until, "
+            "set aside, ended), by the database", labels=["state"])
+        for state in State:
+            states.add_metric([state.value], by_state.get(state, 0))
+        yield states
+        yield self._client.metrics_core.GaugeMetricFamily(
+            "goatbeat_standbys", "Live replicas leading nothing, ready to take over",
+            value=standbys)
+
+
 class MetricsExporter:
     """A :class:`GoatbeatMetrics` served over HTTP (``GET /metrics``) from a daemon thread."""
 
@@ -272,14 +316,15 @@ class MetricsExporter:
     @classmethod
     def start(cls, *, port: int, lease_ttl: timedelta, addr: str = "127.0.0.1",
               monotonic: Callable[[], float] = time.monotonic,
-              shard_leases: Sequence[str] = ()) -> MetricsExporter:
+              shard_leases: Sequence[str] = (),
+              read_status: Callable[[], StatusReading] | None = None) -> MetricsExporter:
         """Serve a fresh registry on ``addr:port`` (port 0 picks a free one: read ``.port``).
 
         Raises ConfigurationError when prometheus-client is missing or the port cannot be bound.
         """
         client = _client()
         metrics = GoatbeatMetrics(lease_ttl=lease_ttl, monotonic=monotonic,
-                                  shard_leases=shard_leases)
+                                  shard_leases=shard_leases, read_status=read_status)
         try:
             server, thread = client.start_http_server(port, addr=addr, registry=metrics.registry)
         except OSError as exc:

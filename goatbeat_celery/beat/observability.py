@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
-from goatbeat_celery import signals
-from goatbeat_celery.beat.metrics import MetricsExporter
+from goatbeat_celery import display, signals
+from goatbeat_celery.beat.metrics import MetricsExporter, StatusReading
 from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
 from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
-from goatbeat_celery.core.rules.shards import Shard, shard_lease_name
+from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
+from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.tick import Dispatch
 
 logger = logging.getLogger(__name__)
@@ -166,6 +169,18 @@ class MultiObserver:
             _guarded(observer.runs_ended, executions)
 
 
+class StatusStore(ScheduleStore, LeaseManager, Protocol):
+    """A store that is its own lease manager, as every store shipped is."""
+
+
+def read_status(store: StatusStore, settings: Settings) -> StatusReading:
+    """The schedules by state and the live standbys, as ``status`` shows them."""
+    counts = store.count_schedules()
+    rows = store.list_leases(sharding_prefix(settings.lease_name))
+    info = store.inspect(shard_lease_name(settings.lease_name, Shard(0, settings.shards)))
+    return counts.by_state, len(display.standby_replicas(rows, info, settings))
+
+
 class Observability:
     """A scheduler's observer and the metrics exporter it may run; :meth:`close` stops it."""
 
@@ -180,8 +195,10 @@ class Observability:
             exporter.close()
 
 
-def start(sender: object, config: GoatbeatConfig) -> Observability:
-    """Build the observer for a scheduler and start its metrics exporter when a port is set.
+def start(sender: object, config: GoatbeatConfig,
+          store: StatusStore | None = None) -> Observability:
+    """Build the observer for a scheduler and start its metrics exporter when a port is set
+    (with ``store``, it reads the schedules' states and the standbys from it when scraped).
 
     Raises ConfigurationError when the exporter cannot start (client missing, port taken).
     """
@@ -193,6 +210,7 @@ def start(sender: object, config: GoatbeatConfig) -> Observability:
             port=config.metrics_port, addr=config.metrics_address, lease_ttl=settings.lease_ttl,
             shard_leases=() if settings.shards == 1 else [
                 shard_lease_name(settings.lease_name, Shard(k, settings.shards))
-                for k in range(settings.shards)])
+                for k in range(settings.shards)],
+            read_status=None if store is None else partial(read_status, store, settings))
         observers.append(exporter.observer)
     return Observability(MultiObserver(observers), exporter)

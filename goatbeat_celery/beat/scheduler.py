@@ -85,7 +85,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
                              f"{message}") from exc
         try:
             # Only the real (non-lazy) instance gets here: it alone serves metrics.
-            self._observability = observability.start(self, config)
+            self._observability = observability.start(self, config, store)
         except GoatbeatError as exc:
             store.close()
             raise SystemExit(f"goatbeat: {exc}") from exc

@@ -37,8 +37,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         # With shards, the lease shown first is shard 0's: its leader does the global work.
         lease_name = shard_lease_name(settings.lease_name, Shard(0, settings.shards))
         info = lease_manager(schedules).inspect(lease_name)
-        sharding = (None if settings.shards == 1 else
-                    lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name)))
+        # The member rows of every replica, and with several shards the shards' rows.
+        rows = lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name))
+        sharding = None if settings.shards == 1 else rows
         store = schedules.store
         pending = store.oldest_pending()
         now = store.now()
@@ -48,6 +49,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         url = masked_url(schedules)
     lag = None if pending is None else (now - pending.due_at).total_seconds()
     lease = display.lease_json(lease_name, info, settings)
+    standbys = display.standby_replicas(rows, info, settings)
     if as_json:
         emit({
             "database": url,
@@ -61,6 +63,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             "next_due_at": display.iso(next_due),
             "set_aside": display.set_aside_json(set_aside),
             "active_backfills": [b.id for b in reversed(backfilling)],
+            "standbys": display.standbys_json(standbys, now),
             **({} if sharding is None else display.shards_json(sharding, settings)),
         })
         return
@@ -79,6 +82,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         ("acquired", display.when(None if info is None else info.acquired_at)),
         ("last renewal", display.lease_health(info, settings)),
         ("expires", expiry),
+        ("standbys", display.standbys_line(standbys, now)),
+        ("previous holder", display.previous_holder_line(info)),
         ("oldest pending", display.NONE if pending is None else
          f"{pending.key} due {display.when(pending.due_at)}, "
          f"{display.human_seconds(lag or 0.0)} late, {pending.attempts} attempt(s)"),

@@ -335,6 +335,9 @@ lease_table = sa.Table(
     sa.Column("token", sa.BigInteger(), nullable=False),
     sa.Column("acquired_at", UTCDateTime(), nullable=True),
     sa.Column("expires_at", UTCDateTime(), nullable=True),
+    # Who held the lease before, and until when (core.rules.fence.grant_lease, released_by).
+    sa.Column("previous_holder", sa.Text(), nullable=True),
+    sa.Column("changed_at", UTCDateTime(), nullable=True),
 )
 
 backfill_table = sa.Table(

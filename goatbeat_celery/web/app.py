@@ -9,8 +9,9 @@ synchronous: each request makes them in Starlette's thread pool.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,7 +32,7 @@ from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.calendars import resolve
 from goatbeat_celery.core.rules.controls import upcoming_runs
 from goatbeat_celery.core.rules.misfire import first_occurrence
-from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.rules.shards import Replica, Shard, shard_lease_name, sharding_prefix
 from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     GoatbeatError,
@@ -366,6 +367,8 @@ class _Overview:
     chart: Chart
     #: With shards, every lease row of the sharding; None with one shard.
     sharding: list[LeaseInfo] | None = None
+    #: The live replicas leading nothing.
+    standbys: list[Replica] = field(default_factory=list)
 
 
 def _read_overview(context: _Context) -> _Overview:
@@ -378,10 +381,11 @@ def _read_overview(context: _Context) -> _Overview:
     set_aside = store.list_schedules(set_aside=True, limit=display.SET_ASIDE_SHOWN + 1)
     recent = store.executions(limit=CHART_EXECUTIONS)
     settings = schedules.config.settings
-    sharding = (None if settings.shards == 1 else
-                _lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name)))
+    # The member rows of every replica, and with several shards the shards' rows.
+    rows = _lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name))
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
-                     lateness_chart(recent, now), sharding)
+                     lateness_chart(recent, now), None if settings.shards == 1 else rows,
+                     display.standby_replicas(rows, info, settings))
 
 
 async def _overview(request: Request, context: _Context) -> Response:
@@ -398,6 +402,8 @@ async def _overview(request: Request, context: _Context) -> Response:
                                                 .lease_renew_interval),
         database=mask_url(context.schedules.config.database_url),
         shown=display.SET_ASIDE_SHOWN,
+        standbys=display.standbys_line(data.standbys, data.now),
+        previous_holder=display.previous_holder_line(info),
         shards=(None if data.sharding is None
                 else display.shard_lines(data.sharding, context.schedules.config.settings)),
         pending_lag=(None if data.pending is None
@@ -538,6 +544,9 @@ async def _schedule_page(request: Request, context: _Context, *,
         detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
         fields=display.schedule_fields(schedule, context.schedules.config.settings, detail.now),
         kinds=forms.KINDS,
+        # The definition as this page shows it, sent back with an edit: a refusal because it
+        # changed since can then say what changed.
+        read=json.dumps(forms.stored_values(schedule, context.schedules.default_timezone)),
     )
 
 
@@ -588,7 +597,14 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
         try:
             await _call(context.schedules.update, name, **trigger, **call,
                         expected_version=_count(version) if version else None)
-        except (ConfigurationError, ScheduleConflict) as exc:
+        except ScheduleConflict as exc:
+            changed = display.changed_since_read(name, forms.read_values(form), forms.stored_values(
+                await _call(context.schedules.get, name), context.schedules.default_timezone))
+            if changed is None:
+                state.add_refusal(exc)
+            else:
+                state.add(forms.GENERAL, changed)
+        except ConfigurationError as exc:
             state.add_refusal(exc)
     if state.errors:
         return await _schedule_page(request, context, state=state, status_code=422)

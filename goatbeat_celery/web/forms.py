@@ -89,6 +89,18 @@ def stored_values(schedule: Schedule, default_timezone: str) -> dict[str, str]:
     }
 
 
+def read_values(form: Mapping[str, Any]) -> dict[str, str]:
+    """The fields as the edit page showed them (its ``read`` field: :func:`stored_values` as
+    JSON); empty when it sent none or something else (a page of an older release, or edited)."""
+    try:
+        values = json.loads(str(form.get("read") or "{}"))
+    except ValueError:
+        return {}
+    if not isinstance(values, dict):
+        return {}
+    return {str(key): str(value) for key, value in values.items() if isinstance(value, str)}
+
+
 def option_values(options: object) -> dict[str, str]:
     """``options`` as the four fields show them: an option goes to its own field when that
     field can show it as stored (a text queue, an integer priority, seconds to expire), to the

@@ -16,6 +16,8 @@ from goatbeat_celery.store import Store
 from .conftest import Cli, field_lines, instant, table_rows
 
 TTL = timedelta(seconds=30)
+#: How long a CLI command may take to start and read on a busy machine.
+SLOW = 10.0
 
 
 # -- status ---------------------------------------------------------------------------------
@@ -26,7 +28,9 @@ def test_status_before_any_replica_ran_shows_no_holder(cli: Cli) -> None:
                                "acquired_at": None, "expires_at": None, "held": False,
                                "seconds_left": None, "last_renewal_at": None,
                                "silent_seconds": None, "holder_silent": False,
-                               "renew_interval": 10.0}
+                               "renew_interval": 10.0, "previous_holder": None,
+                               "changed_at": None}
+    assert status["standbys"] == []
     assert status["pending"] is None and status["next_due_at"] is None
     assert instant(status["now"]) is not None
 
@@ -80,6 +84,70 @@ def test_status_for_people_lists_holder_expiry_and_masked_database(
     assert "(in " in lines["expires"]
     assert lines["oldest pending"] == "-"
     assert lines["database"].endswith(pg_empty_url.rsplit("@", 1)[1])
+
+
+def heartbeat(store: Store, holder: str, *, seen_ago: float = 0.0, count: int = 1) -> None:
+    """``holder``'s member row as a replica heartbeats it, ``seen_ago`` seconds ago: the row
+    expires a ttl after the heartbeat."""
+    ttl = TTL - timedelta(seconds=seen_ago)
+    assert store.acquire(f"default.replicas-of-{count}.{holder}", holder, ttl) is not None
+
+
+def test_status_lists_the_live_standbys_and_when_each_was_last_seen(
+        cli: Cli, store: Store) -> None:
+    assert store.acquire("default", "replica-a", TTL) is not None
+    heartbeat(store, "replica-a")
+    heartbeat(store, "replica-c", seen_ago=5)
+    heartbeat(store, "replica-b", seen_ago=3)
+    # Gone: its row ran out a ttl after it was last seen.
+    assert store.acquire("default.replicas-of-1.replica-d", "replica-d",
+                         timedelta(milliseconds=1)) is not None
+
+    status = cli.json("status")
+    text = field_lines(cli.ok("status").output)
+
+    # The CLI starts (imports Celery) after the heartbeats: up to SLOW seconds on a busy
+    # 2-core machine, added to how long ago each was seen.
+    ago = {s["holder"]: s["seen_seconds_ago"] for s in status["standbys"]}
+    assert list(ago) == ["replica-b", "replica-c"]
+    assert 3 <= ago["replica-b"] <= 3 + SLOW and 5 <= ago["replica-c"] <= 5 + SLOW
+    assert ago["replica-c"] - ago["replica-b"] in (1.0, 2.0, 3.0)
+    now, seen = instant(status["now"]), instant(status["standbys"][0]["seen_at"])
+    assert now is not None and seen is not None
+    assert (now - seen).total_seconds() >= 3
+    assert re.fullmatch(r"replica-b \(seen \d+s ago\), replica-c \(seen \d+s ago\)",
+                        text["standbys"]), text["standbys"]
+
+
+def test_status_says_when_no_replica_stands_by(cli: Cli, store: Store) -> None:
+    assert store.acquire("default", "replica-a", TTL) is not None
+    heartbeat(store, "replica-a")
+
+    assert cli.json("status")["standbys"] == []
+    assert field_lines(cli.ok("status").output)["standbys"] == "-"
+
+
+def test_status_shows_the_previous_holder_until_it_gave_the_lease_up(
+        cli: Cli, store: Store) -> None:
+    grant = store.acquire("default", "replica-a", TTL)
+    assert grant is not None and store.release(grant)
+    assert store.acquire("default", "replica-b", TTL) is not None
+    changed_at = store.inspect("default").changed_at  # type: ignore[union-attr]
+    assert changed_at is not None
+
+    lease = cli.json("status")["lease"]
+    line = field_lines(cli.ok("status").output)["previous holder"]
+
+    assert (lease["holder"], lease["previous_holder"]) == ("replica-b", "replica-a")
+    assert instant(lease["changed_at"]) == changed_at
+    assert re.fullmatch(r"replica-a until \S+Z \(\d+(\.\d+)?s ago\)", line), line
+
+
+def test_status_shows_no_previous_holder_before_the_lease_changed_hands(
+        cli: Cli, store: Store) -> None:
+    assert store.acquire("default", "replica-a", TTL) is not None
+
+    assert field_lines(cli.ok("status").output)["previous holder"] == "-"
 
 
 def test_status_measures_the_lag_of_the_oldest_unsubmitted_run(cli: Cli, store: Store) -> None:
@@ -259,6 +327,8 @@ def test_status_shows_who_leads_each_shard_and_the_live_replicas(cli: Cli, store
     assert [(s["shard"], s["lease"]["holder"], s["lease"]["held"]) for s in status["shards"]] \
         == [(0, "replica-a", True), (1, None, False), (2, "replica-a", True)]
     assert status["replicas"] == ["replica-a", "replica-b"]
+    # replica-b gave its only shard up: it stands by.
+    assert [s["holder"] for s in status["standbys"]] == ["replica-b"]
     text = cli.ok("status").output
     assert "0: replica-a, token 1, expires" in text
     assert "1: not held" in text

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.shards import sharding_prefix, standbys
 from goatbeat_celery.core.rules.triggers import IntervalTrigger
 from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
 from goatbeat_celery.core.types.settings import Settings
@@ -61,3 +62,38 @@ def test_an_engine_dispatches_and_a_standby_takes_over_on_release(
     executions = store.executions(schedule_name="heartbeat", limit=100)
     assert sorted(e.key for e in executions) == sorted(keys)
     assert all(e.state is ExecutionState.SUBMITTED for e in executions)
+
+
+def _standbys(store: Store, leaders: set[str]) -> list[str]:
+    rows = store.list_leases(sharding_prefix(SETTINGS.lease_name))
+    found = standbys(rows, lease_name=SETTINGS.lease_name, count=1, ttl=SETTINGS.lease_ttl,
+                     leaders=leaders)
+    now = store.now()
+    for replica in found:
+        # Seen by the store's clock, within the ttl that makes it live.
+        assert now - SETTINGS.lease_ttl <= replica.seen_at <= now
+    return [replica.holder for replica in found]
+
+
+def test_every_replica_shows_its_presence_and_the_leader_forgets_those_gone(
+    store: Store, clock: StoreClock
+) -> None:
+    leader = build_engine(store, clock=clock, settings=SETTINGS, holder="a")
+    b = build_engine(store, clock=clock, settings=SETTINGS, holder="b")
+    c = build_engine(store, clock=clock, settings=SETTINGS, holder="c")
+    drive([leader, b, c], clock, until=leader.is_leader)
+    for engine in (b, c):
+        engine.tick()
+
+    assert _standbys(store, {"a"}) == ["b", "c"]
+    assert _standbys(store, set()) == ["a", "b", "c"]
+
+    c.close()  # a clean stop gives its row back at once
+    assert _standbys(store, {"a"}) == ["b"]
+
+    # b dies: its row outlives it by the ttl at most, then the leader forgets it.
+    member = f"{SETTINGS.lease_name}.replicas-of-1.b"
+    drive([leader], clock, until=lambda: not any(
+        row.name == member for row in store.list_leases(member)))
+    assert _standbys(store, {"a"}) == []
+    leader.close()

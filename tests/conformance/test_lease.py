@@ -3,6 +3,8 @@ expiry judged by the store's clock."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from goatbeat_celery.core.types.errors import LeaseLost
@@ -198,3 +200,63 @@ def test_a_lapsed_lease_renewed_by_its_own_holder_keeps_the_token(backend: Backe
 
     assert again is not None
     assert (again.token, again.changed_holder) == (1, False)
+
+
+def test_a_lease_never_changed_hands_has_no_previous_holder(store: Store,
+                                                            clock: StoreClock) -> None:
+    assert store.acquire("beat", "a", LONG_TTL) is not None
+    clock.advance(0.05)
+    assert store.acquire("beat", "a", LONG_TTL) is not None
+
+    info = store.inspect("beat")
+    assert info is not None
+    assert (info.previous_holder, info.changed_at) == (None, None)
+
+
+def test_taking_an_expired_lease_records_its_holder_until_its_expiry(backend: Backend) -> None:
+    store, clock, ttl = backend.store, backend.clock, backend.expiring_ttl
+    first = store.acquire("beat", "a", ttl)
+    assert first is not None
+    clock.move_to(first.expires_at)
+    assert store.acquire("beat", "b", ttl) is not None
+
+    # A renewal by the new holder (PostgreSQL's one-statement path) keeps the record.
+    assert store.acquire("beat", "b", ttl) is not None
+
+    info = store.inspect("beat")
+    assert info is not None
+    assert (info.holder, info.previous_holder, info.changed_at) == ("b", "a", first.expires_at)
+
+
+def test_a_release_records_its_holder_until_then_and_the_next_holder_keeps_it(
+        store: Store) -> None:
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    before = store.now()
+    assert store.release(grant)
+    after = store.now()
+
+    released = store.inspect("beat")
+    assert released is not None and released.holder is None
+    assert released.previous_holder == "a"
+    assert released.changed_at is not None and before <= released.changed_at <= after
+    assert store.acquire("beat", "b", LONG_TTL) is not None
+    taken = store.inspect("beat")
+    assert taken is not None
+    assert (taken.holder, taken.previous_holder, taken.changed_at) == (
+        "b", "a", released.changed_at)
+    [listed] = store.list_leases("beat")
+    assert (listed.previous_holder, listed.changed_at) == ("a", released.changed_at)
+
+
+def test_a_stale_release_records_nothing(store: Store) -> None:
+    stale = store.acquire("beat", "a", LONG_TTL)
+    assert stale is not None and store.release(stale)
+    assert store.acquire("beat", "b", LONG_TTL) is not None
+    recorded = store.inspect("beat")
+
+    assert store.release(stale) is False
+
+    after = store.inspect("beat")
+    assert recorded is not None and after is not None
+    assert after == replace(recorded, store_now=after.store_now)

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import PauseNote
+from goatbeat_celery.core.types.tick import PauseNote, SetAside
 
 from .conftest import Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, interval_spec, snapshot
@@ -198,7 +199,7 @@ def test_schedules_page_by_next_run_with_those_without_one_last(store: Store) ->
 
 def test_counts_say_how_many_schedules_in_all_and_by_state_and_source(store: Store) -> None:
     assert store.count_schedules() == ScheduleCounts(total=0, paused=0, set_aside=0, config=0,
-                                                     api=0)
+                                                     api=0, by_state=dict.fromkeys(State, 0))
     for name, enabled, source in (("a", True, ScheduleSource.API),
                                   ("b", False, ScheduleSource.API),
                                   ("c", False, ScheduleSource.CONFIG),
@@ -207,8 +208,44 @@ def test_counts_say_how_many_schedules_in_all_and_by_state_and_source(store: Sto
         store.create_schedule(interval_spec(name, enabled=enabled, source=source),
                               next_occurrence_at=None, next_run_at=None)
 
-    assert store.count_schedules() == ScheduleCounts(total=5, paused=2, set_aside=0, config=3,
-                                                     api=2)
+    assert store.count_schedules() == ScheduleCounts(
+        total=5, paused=2, set_aside=0, config=3, api=2,
+        by_state={**dict.fromkeys(State, 0), State.ENABLED: 3, State.PAUSED: 2})
+
+
+def test_counts_by_state_agree_with_each_schedules_status(store: Store) -> None:
+    now = store.now()
+    # Enabled: one due, one with runs left, one whose end is ahead.
+    create_due(store, "running")
+    store.create_schedule(interval_spec("counting", max_runs=5), next_occurrence_at=now,
+                          next_run_at=now)
+    store.create_schedule(interval_spec("ending", end_at=now + timedelta(days=1)),
+                          next_occurrence_at=now, next_run_at=now)
+    # Paused, and paused with a fault: the pause comes first.
+    for name in ("frozen", "frozen-and-broken"):
+        store.create_schedule(interval_spec(name, enabled=False), next_occurrence_at=None,
+                              next_run_at=None)
+    store.create_schedule(interval_spec("sale"), next_occurrence_at=now, next_run_at=now)
+    store.replace_schedule(interval_spec("sale"), next_occurrence_at=now, next_run_at=now,
+                           pause=PauseNote(reason="review", until=now + timedelta(hours=1)))
+    create_due(store, "broken")
+    # Ended: its end passed, or its runs used up, with no next run.
+    store.create_schedule(interval_spec("over", end_at=now - timedelta(hours=1)),
+                          next_occurrence_at=None, next_run_at=None)
+    store.create_schedule(interval_spec("used-up", max_runs=0), next_occurrence_at=None,
+                          next_run_at=None)
+    grant = store.acquire("beat", "a", LONG_TTL)
+    assert grant is not None
+    store.set_aside([SetAside(schedule_name=name, version=None, reason="bad task")
+                     for name in ("broken", "frozen-and-broken")], lease=grant)
+
+    counts = store.count_schedules()
+
+    now = store.now()
+    statuses = [s.status_at(now).state for s in store.list_schedules()]
+    assert counts.by_state == {state: statuses.count(state) for state in State}
+    assert counts.by_state == {State.ENABLED: 3, State.PAUSED: 2, State.PAUSED_UNTIL: 1,
+                               State.SET_ASIDE: 1, State.ENDED: 2}
 
 
 def test_args_kwargs_and_options_keep_the_order_of_their_keys(store: Store) -> None:

@@ -185,6 +185,23 @@ def test_an_edit_made_meanwhile_is_not_overwritten(client: Any, api: Schedules) 
     assert api.get("poll").spec.trigger.params["every"] == 45.0
 
 
+def test_a_refused_edit_names_what_changed_since_the_page_was_read(client: Any,
+                                                                  api: Schedules) -> None:
+    api.create("poll", "feeds.poll", cron="*/5 * * * *", options={"queue": "a"})
+    form = client.get(change_url("poll")).context["adminform"].form
+    api.update("poll", cron="*/10 * * * *", options={"queue": "b"})
+
+    response = client.post(change_url("poll"), form_data(
+        kind="cron", cron="*/5 * * * *", every=None, queue="mine",
+        version=str(form.initial["version"]), read=form.initial["read"]))
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.non_field_errors() == [
+        "schedule 'poll' changed since you read it: cron '*/5 * * * *' \u2192 '*/10 * * * *', "
+        "queue 'a' \u2192 'b'; read it again and redo your change"]
+    assert api.get("poll").spec.options == {"queue": "b"}
+
+
 def test_config_schedules_are_read_only(client: Any, api: Schedules) -> None:
     add_config_schedule(api, "heartbeat", "proj.heartbeat")
     page = client.get(change_url("heartbeat"))

@@ -18,7 +18,8 @@ _REPLACEMENTS = (
     (re.compile(r"\((?:in [^()]*|[^()]* ago)\)"), "(<relative>)"),
     (re.compile(r"\b[\w.-]+:\d+:[0-9a-f]{8}\b"), "<holder>"),
     (re.compile(r"\b(?:\d+[dhm])*\d+\.\d+s\b"), "<duration>"),
-    (re.compile(r'"(seconds_left|lag_seconds|lateness_seconds|silent_seconds)": -?[\d.e+-]+'),
+    (re.compile(r'"(seconds_left|lag_seconds|lateness_seconds|silent_seconds'
+                r'|seen_seconds_ago)": -?[\d.e+-]+'),
      r'"\1": <seconds>'),
     (re.compile(r"[ \t]+"), " "),
 )

@@ -9,6 +9,7 @@ not what a worker does. Clock and submitter are the package's own test doubles
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any
 
@@ -53,3 +54,18 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     finally:
         store.close()
     return [key for key, _ in submitter.sent]
+
+
+def stand_by(app: Any, *, holder: str) -> None:
+    """A replica standing by: one tick of a real engine on the app's SQLite store, by the real
+    clock, finding the lease held; it heartbeats its member row and is left running (its row
+    not released)."""
+    loaded = config_module.load(app)
+    store = open_store(loaded.config.database_url)
+    engine = build_engine(store, submitter=RecordingSubmitter(), settings=loaded.config.settings,
+                          holder=holder, monotonic=time.monotonic)
+    try:
+        engine.tick()
+        assert not engine.is_leader(), "the scene's leader should hold the lease"
+    finally:
+        store.close()

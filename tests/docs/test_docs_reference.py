@@ -61,10 +61,12 @@ def code_names() -> set[str]:
 
     import prometheus_client
 
-    # With shards, so that the per-shard metrics are registered too.
+    # With shards, so that the per-shard metrics are registered too, and a reading of the
+    # store, so that the schedules' states and the standbys are.
     metrics = GoatbeatMetrics(lease_ttl=timedelta(seconds=30),
                               registry=prometheus_client.CollectorRegistry(),
-                              shard_leases=("default.shard-0-of-2", "default.shard-1-of-2"))
+                              shard_leases=("default.shard-0-of-2", "default.shard-1-of-2"),
+                              read_status=lambda: ({}, 0))
     samples = {sample.name for family in metrics.registry.collect() for sample in family.samples}
     families = {family.name for family in metrics.registry.collect()}
     headers = {value for name, value in vars(header_names).items()

@@ -8,23 +8,29 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
+from functools import partial
 
 import pytest
 
-from goatbeat_celery.beat.metrics import MetricsExporter
+from goatbeat_celery.beat.metrics import MetricsExporter, StatusReading
+from goatbeat_celery.beat.observability import read_status
 from goatbeat_celery.core.loop.submission import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.rules.shards import Shard, shard_lease_name
-from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.rules.status import State
+from goatbeat_celery.core.types.errors import ConfigurationError, StoreUnavailable
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.core.types.spec import MisfirePolicy
+from goatbeat_celery.core.types.tick import PauseNote
 
 from .support import (
     SETTINGS,
     START,
     ManualClock,
+    RecordingObserver,
     Replicas,
     create_due,
+    interval,
     refuses_connections,
     scrape,
 )
@@ -261,3 +267,68 @@ def test_with_shards_each_shards_leader_and_token_are_exported(
 
 def test_with_one_shard_no_shard_series_are_exported(exporters: Exporters) -> None:
     assert not [name for name in scrape(exporters().port) if "shard" in name]
+
+
+def status_exporter(replicas: Replicas, clock: ManualClock,
+                    read: Callable[[], StatusReading] | None = None) -> MetricsExporter:
+    return MetricsExporter.start(
+        port=0, addr="127.0.0.1", lease_ttl=SETTINGS.lease_ttl, monotonic=clock.monotonic,
+        read_status=read or partial(read_status, replicas.store, SETTINGS))
+
+
+def test_schedules_by_state_and_the_standbys_are_read_from_the_store_when_scraped(
+        replicas: Replicas, clock: ManualClock) -> None:
+    store = replicas.store
+    create_due(store, "on-time", START)
+    create_due(store, "also-on-time", START)
+    store.create_schedule(interval("frozen", enabled=False), next_occurrence_at=None,
+                          next_run_at=None)
+    store.create_schedule(interval("over", end_at=START - timedelta(hours=1)),
+                          next_occurrence_at=None, next_run_at=None)
+    exporter = status_exporter(replicas, clock)
+    try:
+        alone = scrape(exporter.port)
+        replicas.engine(exporter.observer, holder="a").tick()
+        replicas.engine(RecordingObserver(), holder="b").tick()
+        replicas.engine(RecordingObserver(), holder="c").tick()
+        later = START + timedelta(hours=1)
+        store.replace_schedule(interval("on-time"), next_occurrence_at=later,
+                               next_run_at=later, pause=PauseNote(reason="review", until=later))
+        with_standbys = scrape(exporter.port)
+    finally:
+        exporter.close()
+
+    def states(samples: dict[str, float]) -> dict[str, float]:
+        return {state.value: samples[f'goatbeat_schedules{{state="{state.value}"}}']
+                for state in State}
+
+    assert states(alone) == {"enabled": 2, "paused": 1, "paused until": 0, "set aside": 0,
+                             "ended": 1}
+    assert alone["goatbeat_standbys"] == 0
+    assert states(with_standbys) == {"enabled": 1, "paused": 1, "paused until": 1,
+                                     "set aside": 0, "ended": 1}
+    assert with_standbys["goatbeat_standbys"] == 2
+
+
+def test_a_failed_read_leaves_the_states_out_of_that_scrape_and_nothing_else(
+        replicas: Replicas, clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
+    def unreachable() -> StatusReading:
+        raise StoreUnavailable("connection refused")
+
+    exporter = status_exporter(replicas, clock, unreachable)
+    try:
+        samples = scrape(exporter.port)
+    finally:
+        exporter.close()
+
+    assert samples["goatbeat_leader"] == 0
+    assert not any(name.startswith("goatbeat_schedules{") or name == "goatbeat_standbys"
+                   for name in samples)
+    assert "cannot read the schedules' states: connection refused" in caplog.text
+
+
+def test_without_a_store_no_state_series_are_exported(exporters: Exporters) -> None:
+    samples = scrape(exporters().port)
+
+    assert not any(name.startswith("goatbeat_schedules{") or name == "goatbeat_standbys"
+                   for name in samples)

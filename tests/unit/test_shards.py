@@ -85,11 +85,13 @@ def test_a_shard_count_out_of_range_is_refused(bad: object) -> None:
 
 # -- one replica --------------------------------------------------------------------------------
 
-def test_with_one_shard_the_lease_rows_are_exactly_those_of_a_single_leader(world: World) -> None:
+def test_with_one_shard_the_lease_rows_are_the_lease_and_each_replicas_member_row(
+        world: World) -> None:
     engine = world.replica("a")
     engine.tick()
     assert engine.shards is None
-    assert [row.name for row in world.store.list_leases("")] == ["default"]
+    assert [row.name for row in world.store.list_leases("")] == ["default",
+                                                                 "default.replicas-of-1.a"]
     assert engine.led_shards() == [0]
 
 

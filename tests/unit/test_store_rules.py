@@ -25,6 +25,7 @@ from goatbeat_celery.core.rules.fence import (
     fenced_clock,
     grant_lease,
     next_counter,
+    released_by,
 )
 from goatbeat_celery.core.rules.validation import stored_value
 from goatbeat_celery.core.types.errors import LeaseLost, ScheduleConflict
@@ -184,6 +185,8 @@ class Row:
     token: int
     expires_at: datetime | None
     acquired_at: datetime | None = None
+    previous_holder: str | None = None
+    changed_at: datetime | None = None
 
 
 GRANT = LeaseGrant(name="beat", holder="a", token=4, expires_at=NOW + TTL)
@@ -219,6 +222,30 @@ def test_a_released_or_expired_lease_goes_to_a_new_holder_with_the_next_token(ro
 
     assert write is not None
     assert (write.grant.token, write.grant.changed_holder, write.acquired_at) == (5, True, NOW)
+
+
+def test_taking_an_expired_lease_records_its_holder_as_previous_until_its_expiry() -> None:
+    write = grant_lease("beat", "a", TTL, row=Row("b", 4, NOW - MINUTE, None, "c", NOW - TTL),
+                        now=NOW)
+
+    assert write is not None
+    assert (write.previous_holder, write.changed_at) == ("b", NOW - MINUTE)
+
+
+@pytest.mark.parametrize("row", [Row(None, 4, None, None, "b", NOW - MINUTE),
+                                 Row("b", 4, NOW + MINUTE, NOW - TTL, "c", NOW - TTL)],
+                         ids=["released", "renewed"])
+def test_a_release_or_a_renewal_keeps_the_previous_holder_recorded(row: Row) -> None:
+    write = grant_lease("beat", row.holder or "a", TTL, row=row, now=NOW)
+
+    assert write is not None
+    assert (write.previous_holder, write.changed_at) == (row.previous_holder, row.changed_at)
+
+
+def test_a_release_makes_its_holder_the_previous_one_until_then() -> None:
+    released = released_by("a", NOW)
+
+    assert (released.previous_holder, released.changed_at) == ("a", NOW)
 
 
 def test_a_live_lease_of_another_holder_is_not_granted() -> None:

@@ -4,6 +4,7 @@ nothing and is shown next to its field."""
 from __future__ import annotations
 
 import html as html_module
+import json
 import re
 
 import sqlalchemy as sa
@@ -75,6 +76,26 @@ def test_an_edit_of_a_page_that_went_stale_is_refused_and_keeps_the_other_edit(
     assert f'name="version" value="{shown.spec_version + 1}"' in refused.text
 
 
+def test_a_refused_edit_names_what_changed_since_the_page_was_read(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("tick", "proj.tasks.tick", cron="*/5 * * * *", options={"queue": "a"})
+    page = client.get("/schedule?name=tick").text
+    # Another operator, meanwhile.
+    schedules.update("tick", cron="*/10 * * * *", options={"queue": "b"})
+
+    refused = client.submit("/schedule/edit", name="tick", version=form_version(page),
+                            read=html_module.unescape(form_read(page)), kind="cron",
+                            cron="*/5 * * * *", queue="mine")
+
+    assert refused.status_code == 422
+    assert ("schedule 'tick' changed since you read it: cron '*/5 * * * *' \u2192 "
+            "'*/10 * * * *', queue 'a' \u2192 'b'; read it again and redo your change"
+            ) in html_module.unescape(refused.text)
+    assert schedules.get("tick").spec.options == {"queue": "b"}
+    # The page shown again holds the definition as it is now: saving it again is allowed.
+    assert json.loads(html_module.unescape(form_read(refused.text)))["cron"] == "*/10 * * * *"
+
+
 def test_a_page_open_while_the_schedule_runs_saves(client: Browser, schedules: Schedules,
                                                    tables: sa.Engine) -> None:
     shown = schedules.create("tick", "proj.tasks.tick", every=1)
@@ -91,8 +112,12 @@ def test_a_page_open_while_the_schedule_runs_saves(client: Browser, schedules: S
     assert stored.spec_version == shown.spec_version + 1
 
 
-def form_version(html: str) -> str:
-    return html.split('name="version" value="')[1].split('"')[0]
+def form_version(page: str) -> str:
+    return page.split('name="version" value="')[1].split('"')[0]
+
+
+def form_read(page: str) -> str:
+    return page.split('name="read" value="')[1].split('"')[0]
 
 
 def test_an_invalid_cron_is_shown_next_to_its_field_and_changes_nothing(

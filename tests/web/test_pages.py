@@ -40,6 +40,23 @@ def test_the_overview_shows_the_lease_by_the_database_clock(
     assert "(in 2" in lease or "(in 30s)" in lease  # expiry relative to the database clock
 
 
+def test_the_overview_shows_the_standbys_and_the_previous_holder(
+        client: Browser, schedules: Schedules) -> None:
+    store, ttl = schedules.store, timedelta(seconds=30)
+    grant = store.acquire("default", "replica-a:4242", ttl)
+    assert grant is not None and store.release(grant)
+    assert store.acquire("default", "replica-b:4343", ttl) is not None
+    for holder in ("replica-b:4343", "replica-c:4444"):
+        assert store.acquire(f"default.replicas-of-1.{holder}", holder, ttl) is not None
+
+    html = client.get("/").text
+
+    lease = html[html.index('id="lease"'):html.index("</dl>", html.index('id="lease"'))]
+    assert re.search(r'<dd id="standbys">replica-c:4444 \(seen \d+s ago\)</dd>', lease)
+    assert re.search(r'<dd id="previous-holder">replica-a:4242 until \S+Z \([^)]* ago\)</dd>',
+                     lease)
+
+
 def test_the_overview_says_so_when_no_replica_has_taken_the_lease(client: Browser) -> None:
     assert "no replica has taken this lease yet" in client.get("/").text
 

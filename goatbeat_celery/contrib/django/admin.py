@@ -153,7 +153,7 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     list_per_page = 100
     save_as = False
     fieldsets = (
-        (None, {"fields": ("name", "task", "enabled", "version")}),
+        (None, {"fields": ("name", "task", "enabled", "version", "read")}),
         ("When", {"fields": ("kind", "every", "cron", "timezone", "day_or", "at")}),
         ("Call", {"fields": ("args", "kwargs")}),
         ("Message options", {"fields": ("queue", "exchange", "routing_key", "priority",

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
+from django.db import DatabaseError
 
+from goatbeat_celery import display
 from goatbeat_celery.contrib.django import integration
 from goatbeat_celery.contrib.django.models import Schedule
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
@@ -109,6 +112,9 @@ class ScheduleForm(forms.ModelForm):
         help_text="names of calendars whose dates it does not run on, separated by commas")
     enabled = forms.BooleanField(required=False, initial=True)
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    #: The fields as this page showed them (:func:`shown_values`, as JSON): a refusal because
+    #: the definition changed since can then say what changed.
+    read = forms.CharField(required=False, widget=forms.HiddenInput)
 
     class Meta:
         model = Schedule
@@ -123,6 +129,7 @@ class ScheduleForm(forms.ModelForm):
             # Over what ModelForm copied from the row's columns of the same names (tags as a
             # list, a mode of NULL): the fields show them as typed.
             self.initial.update(initial_values(self.instance))
+            self.initial["read"] = json.dumps(shown_values(self.instance))
 
     @property
     def editing(self) -> bool:
@@ -158,13 +165,26 @@ class ScheduleForm(forms.ModelForm):
             if adding:
                 self.add_error("name", "a schedule of this name already exists")
             else:
-                self.add_error(None, "This schedule was changed since this page was opened; "
-                                     "reload it and edit again.")
+                self.add_error(None, self._changed_since_read(data.get("read"))
+                               or "This schedule was changed since this page was opened; "
+                                  "reload it and edit again.")
         except ScheduleNotFound:
             self.add_error(None, "This schedule no longer exists.")
         except GoatbeatError as exc:
             self.add_error(None, f"goatbeat's database could not be written: {exc}")
         return data
+
+    def _changed_since_read(self, read: Any) -> str | None:
+        """What changed since the page was read, from the fields it showed (None: it sent
+        none, or nothing shown differs)."""
+        try:
+            shown = json.loads(read) if isinstance(read, str) and read else None
+            row = type(self.instance).objects.filter(pk=self.instance.pk).first()
+        except (ValueError, DatabaseError):
+            return None
+        if not isinstance(shown, dict) or row is None:
+            return None
+        return display.changed_since_read(str(self.instance.pk), shown, shown_values(row))
 
     def api_values(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The keywords for Schedules.create/update: every field, so an edit replaces them all."""
@@ -286,6 +306,27 @@ def initial_values(row: Schedule) -> dict[str, Any]:
         except ValueError:
             values["at"] = None
     return values
+
+
+def shown_values(row: Schedule) -> dict[str, str]:
+    """The definition's fields as the form shows them, as text: what a person read."""
+    values = initial_values(row)
+    for key in ("name", "version", "enabled"):  # not the definition, or not a change of it
+        values.pop(key, None)
+    # When it runs first, as the form shows it.
+    first = [key for key in ("task", "kind", "every", "cron", "timezone", "day_or", "at")
+             if key in values]
+    return {key: _text(values[key]) for key in (*first, *(k for k in values if k not in first))}
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
 
 
 def names_of(text: Any) -> tuple[str, ...]:

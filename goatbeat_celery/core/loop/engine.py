@@ -29,7 +29,7 @@ from goatbeat_celery.core.protocols import LeaseManager, RunLog, ScheduleStore, 
 from goatbeat_celery.core.rules.controls import bounded_first
 from goatbeat_celery.core.rules.misfire import first_occurrence
 from goatbeat_celery.core.rules.runs import RunState
-from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.rules.shards import Shard, member_lease_name
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.rules.validation import reason_text
 from goatbeat_celery.core.types.errors import (
@@ -132,8 +132,9 @@ class Engine:
         #: The shard being dispatched (None with one shard) and its leadership; with one
         #: shard, the one leadership there is.
         self._shard: Shard | None = None
-        self._leadership = Leadership(lease=lease, settings=settings, holder=holder,
-                                      observer=self.observer, monotonic=monotonic)
+        self._leadership = Leadership(
+            lease=lease, settings=settings, holder=holder, observer=self.observer,
+            monotonic=monotonic, member=member_lease_name(settings.lease_name, 1, holder))
         if settings.shards > 1:
             self.shards = ShardLeadership(lease=lease, settings=settings, holder=holder,
                                           observer=self.observer, monotonic=monotonic)

@@ -47,8 +47,13 @@ class Leadership:
 
     def __init__(self, *, lease: LeaseManager, settings: Settings, holder: str,
                  observer: EngineObserver, monotonic: Callable[[], float],
-                 name: str | None = None) -> None:
+                 name: str | None = None, member: str | None = None) -> None:
         self.lease = lease
+        #: The member row this replica heartbeats before each attempt, leader or standby, so
+        #: that status displays can list the standbys (core.rules.shards); None: not here (a
+        #: shard's leadership, whose ShardLeadership heartbeats it).
+        self.member = member
+        self._member: LeaseGrant | None = None
         #: The lease row: ``settings.lease_name``, or a shard's (core.rules.shards).
         self.name = settings.lease_name if name is None else name
         self.settings = settings
@@ -85,6 +90,8 @@ class Leadership:
         renew_interval = settings.lease_renew_interval.total_seconds()
         asked = self._mono()
         try:
+            if self.member is not None:
+                self._member = self.lease.acquire(self.member, self.holder, settings.lease_ttl)
             grant = self.lease.acquire(self.name, self.holder, settings.lease_ttl)
         except StoreError as exc:
             # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
@@ -104,6 +111,8 @@ class Leadership:
         took_over = self.grant is None or grant.changed_holder
         self.grant = grant
         self.deadline = asked + settings.local_validity.total_seconds()
+        if self.member is not None:
+            self._forget_gone()
         if took_over:
             logger.info("acquired lease %r with token %d", grant.name, grant.token,
                         extra={"action": "lease_acquired"})
@@ -132,7 +141,11 @@ class Leadership:
             self.observer.lease_lost(grant.name, self.holder, reason)
 
     def release(self) -> None:
-        """Give the lease back, so that a standby takes over at once."""
+        """Give the lease back, so that a standby takes over at once (and the member row, so
+        that this replica is no longer shown standing by)."""
+        member, self._member = self._member, None
+        if member is not None:
+            _release_member(self.lease, member)
         grant, self.grant = self.grant, None
         self.config_pending = False
         if grant is None:
@@ -147,6 +160,19 @@ class Leadership:
             logger.info("released lease %r (token %d)", grant.name, grant.token,
                         extra={"action": "lease_released"})
             self.observer.lease_lost(grant.name, self.holder, "released")
+
+    def _forget_gone(self) -> None:
+        """The leader deletes the member rows of replicas gone, as shard 0's leader does with
+        several shards: a crashed replica's row would stay, and each process has its own."""
+        try:
+            rows = self.lease.list_leases(sharding_prefix(self.settings.lease_name))
+        except StoreError as exc:
+            logger.warning("could not list leases %r: %s", self.settings.lease_name, exc,
+                           extra={"action": "lease_error"})
+            return
+        view = ShardingView.read(rows, lease_name=self.settings.lease_name, count=1,
+                                 holder=self.holder)
+        _forget(self.lease, view.gone)
 
     def _ask_again_at_expiry(self) -> None:
         """Refused: ask again when the holder's lease runs out, if that comes before the next
@@ -263,13 +289,7 @@ class ShardLeadership:
     def _forget(self, gone: Sequence[str]) -> None:
         """Shard 0's leader deletes the member rows of replicas gone (crashed, or stopped
         under another shard count): a clean stop releases its row, a crash leaves it."""
-        for name in gone:
-            try:
-                self.lease.forget(name)
-            except StoreError as exc:
-                logger.warning("could not forget lease %r: %s", name, exc,
-                               extra={"action": "lease_forget_failed"})
-                return
+        _forget(self.lease, gone)
 
     def _renew(self, index: int, unsynced: list[Leadership]) -> LeaseGrant | None:
         leadership = self.leaderships[index]
@@ -288,13 +308,28 @@ class ShardLeadership:
         release wakes them, and by the first shard's they count this replica gone."""
         member, self._member = self._member, None
         if member is not None:
-            try:
-                self.lease.release(member)
-            except GoatbeatError as exc:
-                logger.warning("could not release lease %r: %s", member.name, exc,
-                               extra={"action": "lease_release_failed"})
+            _release_member(self.lease, member)
         for leadership in self.leaderships.values():
             leadership.release()
+
+
+def _forget(lease: LeaseManager, gone: Sequence[str]) -> None:
+    """Delete the member rows named ``gone`` (the store deletes none that is live)."""
+    for name in gone:
+        try:
+            lease.forget(name)
+        except StoreError as exc:
+            logger.warning("could not forget lease %r: %s", name, exc,
+                           extra={"action": "lease_forget_failed"})
+            return
+
+
+def _release_member(lease: LeaseManager, member: LeaseGrant) -> None:
+    try:
+        lease.release(member)
+    except GoatbeatError as exc:
+        logger.warning("could not release lease %r: %s", member.name, exc,
+                       extra={"action": "lease_release_failed"})
 
 
 __all__ = ["EXPIRY_MARGIN", "STORE_RETRY", "Leadership", "ShardLeadership"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from goatbeat_celery.core.types.errors import LeaseLost
 from goatbeat_celery.core.types.lease import LeaseGrant, lease_live
+
+Instant = TypeVar("Instant")
 
 #: Counters compared for equality only (lease tokens, set-aside versions) start again at 1
 #: past this, so a value written by hand at a column's limit cannot overflow it.
@@ -54,14 +56,23 @@ class StoredLease(LeaseRow, Protocol):
     @property
     def acquired_at(self) -> datetime | None: ...
 
+    @property
+    def previous_holder(self) -> str | None: ...
+
+    @property
+    def changed_at(self) -> datetime | None: ...
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LeaseWrite:
     """What :func:`grant_lease` decided: the grant to return, and the row to write (holder,
-    token and expiry as granted, and ``acquired_at``)."""
+    token and expiry as granted, ``acquired_at``, and who held the lease before and until
+    when)."""
 
     grant: LeaseGrant
     acquired_at: datetime
+    previous_holder: str | None = None
+    changed_at: datetime | None = None
 
 
 def grant_lease(name: str, holder: str, ttl: timedelta, *, row: StoredLease | None,
@@ -72,6 +83,10 @@ def grant_lease(name: str, holder: str, ttl: timedelta, *, row: StoredLease | No
     The holder renewing keeps its token and ``acquired_at``; anyone taking an absent, released
     or expired lease gets the next token (the first grant token 1: a placeholder row written
     with token 0 gives the same) and ``changed_holder``.
+
+    The previous holder: taking an expired lease records its holder, held until its expiry;
+    a released lease already recorded its last holder when it was released
+    (:func:`released_by`), and a renewal changes nothing, so both keep what the row holds.
     """
     if row is not None and row.holder == holder:
         token, changed = row.token, False
@@ -82,7 +97,26 @@ def grant_lease(name: str, holder: str, ttl: timedelta, *, row: StoredLease | No
     grant = LeaseGrant(name=name, holder=holder, token=token, expires_at=now + ttl,
                        changed_holder=changed)
     kept = None if row is None or changed else row.acquired_at
-    return LeaseWrite(grant=grant, acquired_at=now if kept is None else kept)
+    previous, changed_at = (None, None) if row is None else (row.previous_holder,
+                                                            row.changed_at)
+    if changed and row is not None and row.holder is not None:
+        previous, changed_at = row.holder, row.expires_at or now
+    return LeaseWrite(grant=grant, acquired_at=now if kept is None else kept,
+                      previous_holder=previous, changed_at=changed_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Released(Generic[Instant]):
+    """What a release writes besides clearing the holder and expiry."""
+
+    previous_holder: str
+    changed_at: Instant
+
+
+def released_by(holder: str, now: Instant) -> Released[Instant]:
+    """A release by ``holder`` at store-time ``now`` (an instant, or the SQL store's clock
+    expression) makes it the previous holder, held until then."""
+    return Released(previous_holder=holder, changed_at=now)
 
 
 def fence_holds(lease: LeaseGrant, row: LeaseRow | None, now: datetime) -> bool:
@@ -113,6 +147,6 @@ def lease_lost(lease: LeaseGrant) -> LeaseLost:
     return LeaseLost(f"lease {lease.name!r}: token {lease.token} is no longer current")
 
 
-__all__ = ["COUNTER_MAX", "ClockedLeaseRow", "LeaseRow", "LeaseWrite", "StoredLease",
+__all__ = ["COUNTER_MAX", "ClockedLeaseRow", "LeaseRow", "LeaseWrite", "Released", "StoredLease",
            "check_fence", "fence_holds", "fenced_clock", "grant_lease", "lease_lost",
-           "next_counter"]
+           "next_counter", "released_by"]

@@ -5,6 +5,8 @@ the due query filters on it). Shard ``k`` of ``n`` is fenced by the lease row
 :func:`shard_lease_name`; with one shard that is ``lease_name`` itself, and nothing else
 changes: the engine then keeps its single :class:`~goatbeat_celery.core.loop.leadership.Leadership`.
 
+Every replica heartbeats a member row, whatever the shard count: with one shard, only so that
+``status`` can show the standbys (:func:`standbys`), its lease's leader forgetting those gone.
 With several shards, every replica heartbeats a *member* row in the lease table
 (:func:`member_lease_name`, taken by :class:`~goatbeat_celery.core.loop.leadership.ShardLeadership`
 with the same ``acquire`` and ttl as a shard, renewed just before its shards, so it never
@@ -25,8 +27,9 @@ backfill is drained by its schedule's shard's leader, which alone resends that s
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from goatbeat_celery.core.types.lease import LeaseInfo
 
@@ -126,5 +129,25 @@ class ShardingView:
                    next_expiry=min(expiries) if expiries else None)
 
 
-__all__ = ["Shard", "ShardingView", "shard_of", "member_lease_name",
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """A replica heartbeating its member row, and when it last did by the store's clock."""
+
+    holder: str
+    seen_at: datetime
+
+
+def standbys(rows: Sequence[LeaseInfo], *, lease_name: str, count: int, ttl: timedelta,
+             leaders: Collection[str]) -> list[Replica]:
+    """The live replicas of the sharding into ``count`` (their member row among ``rows`` seen
+    within ``ttl``) leading nothing (not in ``leaders``), by holder. A heartbeat sets the row's
+    expiry ``ttl`` ahead: when it was last seen is read back from it."""
+    prefix = member_lease_name(lease_name, count, "")
+    seen = {row.holder: row.last_renewal(ttl) for row in rows
+            if row.name.startswith(prefix) and row.held and row.holder is not None}
+    return [Replica(holder, at) for holder, at in sorted(seen.items())
+            if at is not None and holder not in leaders]
+
+
+__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "member_lease_name", "standbys",
            "quota", "shard_hash", "shard_lease_name", "sharding_prefix"]

@@ -31,6 +31,10 @@ class LeaseInfo:
     acquired_at: datetime | None
     expires_at: datetime | None
     store_now: datetime
+    #: Who held the lease before the current (or, released, the last) holder, and until when
+    #: by the store's clock (its release, or the expiry its successor found); None: no one yet.
+    previous_holder: str | None = None
+    changed_at: datetime | None = None
 
     @property
     def held(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from goatbeat_celery.core.rules.fence import grant_lease
+from goatbeat_celery.core.rules.fence import grant_lease, released_by
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo, lease_live
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
@@ -23,7 +23,9 @@ class MemoryLeases(MemoryStoreBase):
             grant = write.grant
             self._leases[name] = LeaseInfo(name=name, holder=holder, token=grant.token,
                                            acquired_at=write.acquired_at,
-                                           expires_at=grant.expires_at, store_now=now)
+                                           expires_at=grant.expires_at, store_now=now,
+                                           previous_holder=write.previous_holder,
+                                           changed_at=write.changed_at)
             return grant
 
     def release(self, grant: LeaseGrant) -> bool:
@@ -31,7 +33,10 @@ class MemoryLeases(MemoryStoreBase):
             row = self._leases.get(grant.name)
             if row is None or row.holder != grant.holder or row.token != grant.token:
                 return False
-            self._leases[grant.name] = replace(row, holder=None, expires_at=None)
+            released = released_by(grant.holder, self.now())
+            self._leases[grant.name] = replace(row, holder=None, expires_at=None,
+                                               previous_holder=released.previous_holder,
+                                               changed_at=released.changed_at)
         self.notify()
         return True
 

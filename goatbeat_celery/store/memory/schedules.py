@@ -9,6 +9,7 @@ from typing import Any
 
 from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
 from goatbeat_celery.core.rules.faults import EDIT_CLEARS
+from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.rules.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.types.instants import check_aware
@@ -110,7 +111,9 @@ class MemorySchedules(MemoryStoreBase):
             total=len(every), paused=sum(s.paused_at(now) for s in every),
             set_aside=sum(s.fault is not None for s in every),
             config=sum(s.spec.source is ScheduleSource.CONFIG for s in every),
-            api=sum(s.spec.source is ScheduleSource.API for s in every))
+            api=sum(s.spec.source is ScheduleSource.API for s in every),
+            by_state={state: sum(s.status_at(now).state is state for s in every)
+                      for state in State})
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         for entry in entries:

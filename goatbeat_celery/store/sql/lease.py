@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.rules.fence import grant_lease
+from goatbeat_celery.core.rules.fence import grant_lease, released_by
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.store.schema import lease_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
@@ -37,18 +38,22 @@ class SQLLeases(SQLStoreBase):
             conn.execute(
                 sa.update(L).where(L.c.name == name).values(
                     holder=holder, token=grant.token, expires_at=grant.expires_at,
-                    acquired_at=write.acquired_at,
+                    acquired_at=write.acquired_at, previous_holder=write.previous_holder,
+                    changed_at=write.changed_at,
                 )
             )
         return grant
 
     def release(self, grant: LeaseGrant) -> bool:
+        release = released_by(grant.holder, self._now_sql())
         with self._write("release lease") as txn:
             result = txn.conn.execute(
                 sa.update(L)
                 .where(L.c.name == grant.name, L.c.holder == grant.holder,
                        L.c.token == grant.token)
-                .values(holder=None, expires_at=None)
+                .values(holder=None, expires_at=None,
+                        previous_holder=release.previous_holder,
+                        changed_at=release.changed_at)
             )
             released = result.rowcount == 1
             txn.announce = released
@@ -60,9 +65,7 @@ class SQLLeases(SQLStoreBase):
                 sa.select(L, self._now_sql().label("now"))
                 .where(L.c.name.startswith(prefix, autoescape=True)).order_by(L.c.name)
             ).all()
-        return [LeaseInfo(name=row.name, holder=row.holder, token=row.token,
-                          acquired_at=row.acquired_at, expires_at=row.expires_at,
-                          store_now=row.now) for row in rows]
+        return [_info(row) for row in rows]
 
     def forget(self, name: str) -> bool:
         with self._write("forget lease") as txn:
@@ -78,8 +81,10 @@ class SQLLeases(SQLStoreBase):
             row = conn.execute(
                 sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
             ).one_or_none()
-        if row is None:
-            return None
-        return LeaseInfo(name=row.name, holder=row.holder, token=row.token,
-                         acquired_at=row.acquired_at, expires_at=row.expires_at,
-                         store_now=row.now)
+        return None if row is None else _info(row)
+
+
+def _info(row: sa.Row[Any]) -> LeaseInfo:
+    return LeaseInfo(name=row.name, holder=row.holder, token=row.token,
+                     acquired_at=row.acquired_at, expires_at=row.expires_at, store_now=row.now,
+                     previous_holder=row.previous_holder, changed_at=row.changed_at)

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
 from goatbeat_celery.core.rules.faults import EDIT_CLEARS
+from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.rules.sync import plan_config_sync
 from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
@@ -168,14 +169,30 @@ class SQLSchedules(SQLStoreBase):
         def count(condition: sa.ColumnElement[bool]) -> sa.ColumnElement[int]:
             return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
 
+        state = self._state()
         stmt = sa.select(
             sa.func.count(), count(self._paused()), count(S.c.fault.is_not(None)),
             count(S.c.source == ScheduleSource.CONFIG.value),
-            count(S.c.source == ScheduleSource.API.value))
+            count(S.c.source == ScheduleSource.API.value),
+            *(count(state == value.value) for value in State))
         with self._read("count schedules") as conn:
-            total, paused, set_aside, config, api = conn.execute(stmt).one()
+            total, paused, set_aside, config, api, *by_state = conn.execute(stmt).one()
         return ScheduleCounts(total=total, paused=paused, set_aside=set_aside, config=config,
-                              api=api)
+                              api=api, by_state=dict(zip(State, by_state, strict=True)))
+
+    def _state(self) -> sa.ColumnElement[str]:
+        """core.rules.status.status of a row at the store's clock, from its columns (in that
+        function's order: a pause, a fault, the end of its runs)."""
+        now = self._now_sql()
+        return sa.case(
+            (S.c.enabled.is_(False), State.PAUSED.value),
+            (sa.and_(S.c.paused_until.is_not(None), S.c.paused_until > now),
+             State.PAUSED_UNTIL.value),
+            (S.c.fault.is_not(None), State.SET_ASIDE.value),
+            (sa.and_(S.c.next_run_at.is_(None), sa.or_(
+                sa.and_(S.c.max_runs.is_not(None), S.c.total_runs >= S.c.max_runs),
+                sa.and_(S.c.end_at.is_not(None), S.c.end_at <= now))), State.ENDED.value),
+            else_=State.ENABLED.value)
 
     def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
         for entry in entries:
