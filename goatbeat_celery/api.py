@@ -65,6 +65,7 @@ from goatbeat_celery.core.types.errors import (
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import Duration, ensure_aware
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
+from goatbeat_celery.core.types.problems import Problem, listed
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import (
     MisfirePolicy,
@@ -124,20 +125,20 @@ class Schedules:
         one of them; ``enabled``: only those not paused (True) or paused (False), a pause with
         an end included. A bad argument raises ConfigurationError naming it and what it
         takes."""
-        problems: builtins.list[str] = []
+        problems: builtins.list[Problem] = []
         wanted = None if source is None else _choice(ScheduleSource, source, "source",
                                                      "source", problems)
         chosen = _choice(ScheduleOrder, order, "order", "order", problems)
         for label, flag in (("enabled", enabled), ("set_aside", set_aside)):
             if flag is not None and not isinstance(flag, bool):
-                problems.append(f"{label}: expected true, false or None, got "
-                                f"{shown_value(flag)}")
+                problems.append(Problem(label, "expected true, false or None, got "
+                                        f"{shown_value(flag)}"))
         if isinstance(tags, str):
             tags = (tags,)  # one tag given bare is still one tag, not its characters
         problems.extend(_text_problems(prefix, "prefix"))
         problems.extend(_limit_problems(limit, optional=True))
         if not isinstance(tags, (builtins.list, tuple, set, frozenset)):
-            problems.append(f"tags: expected a list of tags, got {shown_value(tags)}")
+            problems.append(Problem("tags", f"expected a list of tags, got {shown_value(tags)}"))
             tags = ()
         for tag in tags:
             problems.extend(_text_problems(tag, "tags", optional=False))
@@ -218,7 +219,7 @@ class Schedules:
         ``end_at`` (aware datetimes), at most ``max_runs`` runs (manual runs do not count),
         a free ``description`` and ``tags`` (short labels to filter :meth:`list` by), and
         the exclusion ``calendars`` it observes (by name; see :meth:`create_calendar`)."""
-        problems: list[str] = []
+        problems: list[Problem] = []
         trigger = specs.trigger_spec(every, cron, at, timezone, problems,
                                      default_zone=self.default_timezone, day_or=day_or)
         spec = self._spec(
@@ -277,14 +278,15 @@ class Schedules:
                  at: datetime | None, timezone: str | None, enabled: bool | None,
                  day_or: bool | None, changes: dict[str, Any]) -> Schedule:
         name = current.name
-        problems: list[str] = []
+        problems: list[Problem] = []
         given = {key for key, value in (("every", every), ("cron", cron), ("at", at))
                  if value is not None} | set(changes)
         _require_repair(current, given)
         unknown = sorted(set(changes) - set(specs.SPEC_FIELDS))
         if unknown:
-            problems.append(f"{', '.join(unknown)}: unknown field; use: "
-                            f"{', '.join(('every', 'cron', 'at', 'timezone', *specs.SPEC_FIELDS))}")
+            problems.append(Problem(
+                ", ".join(unknown), "unknown field",
+                f"use: {', '.join(('every', 'cron', 'at', 'timezone', *specs.SPEC_FIELDS))}"))
         trigger = current.spec.trigger
         if any(v is not None for v in (every, cron, at, timezone, day_or)):
             current_cron = trigger.kind == "cron"
@@ -343,8 +345,8 @@ class Schedules:
         if note is not None:
             problem = description_problem(note, "note")
             if problem is None and len(note) > MAX_REASON_LENGTH:
-                problem = (f"note: {len(note)} characters; at most {MAX_REASON_LENGTH} are "
-                           "allowed")
+                problem = Problem("note", f"{len(note)} characters",
+                                  f"at most {MAX_REASON_LENGTH} are allowed")
             problems.extend([] if problem is None else [problem])
         if until is not None:
             problem = instant_problem(until, "until")
@@ -353,8 +355,9 @@ class Schedules:
             else:
                 until = ensure_aware(until, "until")
                 if until <= now:
-                    problems.append(f"until: {until.isoformat()} is not after now "
-                                    f"({now.isoformat()}); give a later instant, or resume")
+                    problems.append(Problem("until", f"{until.isoformat()} is not after now "
+                                            f"({now.isoformat()})",
+                                            "give a later instant, or resume"))
         if problems:
             raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
         return self._rewrite(name, lambda current: self._paused(current, note, until))
@@ -432,7 +435,7 @@ class Schedules:
         drains the stored request ``per_tick`` occurrences a tick (None: the
         ``goatbeat_backfill_per_tick`` setting), oldest first unless ``newest_first``, after
         the live schedules. ``dry_run`` stores nothing and returns what would run."""
-        problems: builtins.list[str] = []
+        problems: builtins.list[Problem] = []
         chosen = BackfillMode.read(mode, "mode", problems) or BackfillMode.MISSING
         request = BackfillRequest(schedule_name=name, start=start, end=end, mode=chosen,
                                   newest_first=newest_first, per_tick=per_tick)
@@ -479,7 +482,8 @@ class Schedules:
         ``limit`` (1 to :data:`~goatbeat_celery.core.rules.validation.MAX_LIMIT`)."""
         problems = [*_text_problems(name, "name"), *_limit_problems(limit)]
         if active is not None and not isinstance(active, bool):
-            problems.append(f"active: expected true, false or None, got {shown_value(active)}")
+            problems.append(Problem("active",
+                                    f"expected true, false or None, got {shown_value(active)}"))
         if problems:
             raise ConfigurationError(problems, subject="backfills arguments")
         return self.store.list_backfills(schedule_name=name, active=active, limit=limit)
@@ -557,16 +561,16 @@ class Schedules:
         return bounded_first(lambda instant: first_occurrence(trigger, instant, offset),
                              self.store.now(), spec, paused_until)
 
-    def _missing_calendars(self, names: tuple[str, ...]) -> builtins.list[str]:
+    def _missing_calendars(self, names: tuple[str, ...]) -> builtins.list[Problem]:
         """A problem for each calendar named that does not exist (names checked first)."""
         if not names or calendars_problems(names):
             return []
         found = self.store.find_calendars(names)
-        return [f"calendars: no calendar named {name!r}; create it first "
-                "(create_calendar, or celery goatbeat calendar add)"
+        return [Problem("calendars", f"no calendar named {name!r}",
+                        "create it first (create_calendar, or celery goatbeat calendar add)")
                 for name in names if name not in found]
 
-    def _spec(self, problems: builtins.list[str], *, trigger: TriggerSpec | None,
+    def _spec(self, problems: builtins.list[Problem], *, trigger: TriggerSpec | None,
               at_given: bool = False, **values: Any) -> ScheduleSpec:
         """The spec of ``values``, or ConfigurationError listing every problem (with those
         already in ``problems``). ``at_given``: the ``at`` of a one-time ``trigger`` was given
@@ -576,11 +580,12 @@ class Schedules:
         spec = specs.checked_spec(fields, problems, name=name, trigger=trigger,
                                   enabled=enabled, source=ScheduleSource.API)
         if at_given and trigger is not None and trigger.kind == "once":
-            problems.extend(_listed(past_once_problem(spec, self.store.now())))
+            problems.extend(listed(past_once_problem(spec, self.store.now())))
         problems.extend(self._missing_calendars(spec.calendars))
         if isinstance(spec.task, str) and not self.config.task_allowed(spec.task):
-            problems.append(f"task: {spec.task!r} is not in goatbeat_allowed_tasks "
-                            f"({', '.join(self.config.allowed_tasks or ())}); add it there")
+            problems.append(Problem("task", f"{spec.task!r} is not in goatbeat_allowed_tasks "
+                                    f"({', '.join(self.config.allowed_tasks or ())})",
+                                    "add it there"))
         if problems:
             raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
         return spec
@@ -605,7 +610,7 @@ _REPAIRED_BY = {
 def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
               description: str | None) -> Calendar:
     """A calendar from what the API takes, or ConfigurationError listing every problem."""
-    problems: builtins.list[str] = []
+    problems: builtins.list[Problem] = []
     found_dates: builtins.list[date] = []
     found_ranges: builtins.list[tuple[date, date]] = []
     if isinstance(dates, (str, date)):
@@ -623,7 +628,7 @@ def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
     # Each date and range once, in order: the stored list reads the same however given.
     calendar = Calendar(name=name, dates=tuple(sorted(set(found_dates))),
                         ranges=tuple(sorted(set(found_ranges))), description=description)
-    problems = [*(f"calendar {name!r}: {p}" for p in problems), *calendar.problems()]
+    problems = [*(p.about(f"calendar {name!r}") for p in problems), *calendar.problems()]
     if problems:
         raise ConfigurationError(problems, subject=f"calendar {name!r}")
     return calendar
@@ -642,7 +647,7 @@ def _schedule_name(name: str) -> str:
     return name
 
 
-def _lookup_problems(name: object) -> builtins.list[str]:
+def _lookup_problems(name: object) -> builtins.list[Problem]:
     """The problem of a schedule name given to look one up by: only its type. Its other rules
     are judged when a schedule is stored: a row written by hand may break them and is still
     looked up by its name."""
@@ -672,62 +677,60 @@ def _calendar_name(name: str) -> str:
     return name
 
 
-def _text_problems(value: object, label: str, *, optional: bool = True) -> builtins.list[str]:
+def _text_problems(value: object, label: str, *, optional: bool = True
+                   ) -> builtins.list[Problem]:
     """Problems of text to filter by: a string (or None when ``optional``) without NUL."""
     if value is None and optional:
         return []
     if not isinstance(value, str):
-        return [f"{label}: expected text, got {shown_value(value)}"]
-    return _listed(nul_problem(value, label))
+        return [Problem(label, f"expected text, got {shown_value(value)}")]
+    return listed(nul_problem(value, label))
 
 
-def _limit_problems(limit: object, *, optional: bool = False) -> builtins.list[str]:
-    return _listed(limit_problem(limit, "limit", optional=optional))
+def _limit_problems(limit: object, *, optional: bool = False) -> builtins.list[Problem]:
+    return listed(limit_problem(limit, "limit", optional=optional))
 
 
-def _after_problems(after: object, order: ScheduleOrder | None) -> builtins.list[str]:
+def _after_problems(after: object, order: ScheduleOrder | None) -> builtins.list[Problem]:
     """Problems of where a page of :meth:`Schedules.list` starts: the last name seen, or by
     next run a :class:`RunOrderCursor`."""
     if after is None or order is None:
         return []
     if order is ScheduleOrder.NEXT_RUN:
         if not isinstance(after, RunOrderCursor):
-            return [f"after: schedules listed by next_run page on from a RunOrderCursor, got "
-                    f"{shown_value(after)}"]
+            return [Problem("after", "schedules listed by next_run page on from a "
+                            f"RunOrderCursor, got {shown_value(after)}")]
         found = _text_problems(after.name, "after.name", optional=False)
         at = after.next_run_at
         if at is not None and (not isinstance(at, datetime) or at.utcoffset() is None):
-            found.append(f"after.next_run_at: expected an aware datetime or None, got "
-                         f"{shown_value(at)}")
+            found.append(Problem("after.next_run_at", "expected an aware datetime or None, "
+                                 f"got {shown_value(at)}"))
         return found
     if not isinstance(after, str):
-        return [f"after: schedules listed by name page on from the last name seen, got "
-                f"{shown_value(after)}"]
-    return _listed(nul_problem(after, "after"))
+        return [Problem("after", "schedules listed by name page on from the last name seen, "
+                        f"got {shown_value(after)}")]
+    return listed(nul_problem(after, "after"))
 
 
 _E = TypeVar("_E", ScheduleSource, ScheduleOrder)
 
 
 def _choice(kind: type[_E], value: object, label: str, noun: str,
-            problems: builtins.list[str]) -> _E | None:
+            problems: builtins.list[Problem]) -> _E | None:
     """``value`` as a member of ``kind``; None, with a problem naming ``label`` and the
     members, for anything else."""
     try:
         return kind(value)
     except (ValueError, TypeError):
         choices = ", ".join(member.value for member in kind)
-        problems.append(f"{label}: unknown {noun} {shown_value(value)}; use one of: {choices}")
+        problems.append(Problem(label, f"unknown {noun} {shown_value(value)}",
+                                f"use one of: {choices}"))
         return None
 
 
-def _listed(problem: str | None) -> builtins.list[str]:
-    return [] if problem is None else [problem]
-
-
-def _count_problem(count: object) -> str | None:
+def _count_problem(count: object) -> Problem | None:
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PREVIEW:
-        return f"count: must be an integer from 1 to {MAX_PREVIEW}, got {count!r}"
+        return Problem("count", f"must be an integer from 1 to {MAX_PREVIEW}, got {count!r}")
     return None
 
 

@@ -31,6 +31,7 @@ from goatbeat_celery.core.rules.triggers import IntervalTrigger, Trigger, Trigge
 from goatbeat_celery.core.rules.validation import MIN_EVERY, seconds_problem
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import to_timedelta
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec, quoted_name
 from goatbeat_celery.store import Store, open_store
@@ -146,7 +147,7 @@ def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
         zone = default_timezone(app)
         # The app's zone is where every crontab entry without a zone of its own runs: an
         # unknown one is reported whether or not an entry needs it yet.
-        problems.extend(cron.zone_problems(zone, "timezone"))
+        problems.extend(map(str, cron.zone_problems(zone, "timezone")))
         for name, entry in sorted(dict(app.conf.beat_schedule or {}).items()):
             spec = entry_to_spec(str(name), entry, zone, problems, objects, lazy)
             if spec is not None:
@@ -378,7 +379,8 @@ def entry_to_spec(
     if "timezone" in own and not isinstance(entry.get("schedule"), celery_schedules.crontab):
         # A crontab reports its zone's problems when it is built; any other schedule has no
         # use for one, and a zone given there is a mistake worth naming.
-        problems.extend(cron.zone_problems(own["timezone"], f"{where}.goatbeat.timezone"))
+        problems.extend(map(str, cron.zone_problems(own["timezone"],
+                                                       f"{where}.goatbeat.timezone")))
         problems.append(f"{where}.goatbeat.timezone: has no meaning for this schedule (a "
                         "zone applies to crontab schedules only); remove it")
     trigger = _trigger_spec(name, entry.get("schedule"), str(zone), f"{where}.schedule",
@@ -405,14 +407,16 @@ def entry_to_spec(
         problems.append(f"{where}.goatbeat.enabled: expected true or false, got {enabled!r}")
         enabled = True
     # A task, args, kwargs or options under "goatbeat" is reported above; the entry's own win.
-    fields = specs.spec_fields(own, problems, label=lambda key: f"{where}.goatbeat.{key}",
+    found: list[Problem] = []
+    fields = specs.spec_fields(own, found, label=lambda key: f"{where}.goatbeat.{key}",
                                text_instants=True)
     fields.update(task=entry.get("task") or "", args=tuple(args), kwargs=dict(kwargs),
                   options=options)
-    spec = specs.checked_spec(fields, problems, name=name, trigger=trigger, enabled=enabled,
+    spec = specs.checked_spec(fields, found, name=name, trigger=trigger, enabled=enabled,
                               source=ScheduleSource.CONFIG,
-                              relabel=lambda found: _relabel(found, name, where),
+                              relabel=lambda spec_found: _relabel(spec_found, where),
                               options_label=f"{where}.options")
+    problems.extend(map(str, found))
     return spec if len(problems) == before else None
 
 
@@ -503,10 +507,9 @@ def _placeholder(found: dict[str, Any], where: str, value: Any) -> Any:
     return value
 
 
-def _relabel(found: list[str], name: str, where: str) -> list[str]:
+def _relabel(found: list[Problem], where: str) -> list[Problem]:
     # "schedule '<name>': field: message" -> "beat_schedule['<name>'].field: message"
-    prefix = f"schedule {quoted_name(name)}: "
-    return [f"{where}.{p[len(prefix):]}" if p.startswith(prefix) else f"{where}: {p}"
+    return [Problem(f"{where}.{p.field}" if p.field else where, p.message, p.hint)
             for p in found]
 
 
@@ -536,7 +539,7 @@ def _interval_spec(value: Any, where: str, problems: list[str]) -> TriggerSpec |
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
     problem = seconds_problem(seconds, where, minimum=MIN_EVERY)
     if problem is not None:
-        problems.append(problem)
+        problems.append(str(problem))
         return None
     return IntervalTrigger(timedelta(seconds=seconds)).to_spec()
 

@@ -34,6 +34,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 from goatbeat_celery.core.rules.triggers import LAST_OCCURRENCE, TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC, JSONValue, ensure_aware
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import TriggerSpec
 
 __all__ = ["CronTrigger", "register"]
@@ -59,6 +60,8 @@ _DAY_NUMBERS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat
 _MINUTE = timedelta(minutes=1)
 _SECOND = timedelta(seconds=1)
 _EXAMPLE_ZONE = "Europe/Paris"
+# The field every problem of an expression names.
+_CRON = "cron expression"
 
 
 class CronTrigger:
@@ -71,14 +74,14 @@ class CronTrigger:
     kind = "cron"
 
     def __init__(self, expression: str, timezone: str = "UTC", *, day_or: bool = True) -> None:
-        problems: list[str] = []
+        problems: list[Problem] = []
         fields = _parse_fields(expression, problems)
         cron: croniter[datetime] | None = None
         if fields is not None:
             cron = _build_croniter(expression, fields, bool(day_or), problems)
         zone = _load_zone(timezone, problems)
         if not isinstance(day_or, bool):
-            problems.append(f"day_or: expected true or false, got {day_or!r}")
+            problems.append(Problem("day_or", f"expected true or false, got {day_or!r}"))
         if problems or fields is None or zone is None or cron is None:
             raise ConfigurationError(problems, subject="cron trigger")
         self.expression = expression
@@ -225,33 +228,30 @@ def register(registry: TriggerRegistry) -> TriggerRegistry:
     return registry.with_kind("cron", CronTrigger.from_params)
 
 
-def _parse_fields(expression: object, problems: list[str]) -> tuple[str, ...] | None:
+def _parse_fields(expression: object, problems: list[Problem]) -> tuple[str, ...] | None:
     hint = "use 5 fields: minute hour day-of-month month day-of-week, e.g. '30 2 * * *'"
     if not isinstance(expression, str):
-        problems.append(f"cron expression: expected a string, got {expression!r}; {hint}")
+        problems.append(Problem(_CRON, f"expected a string, got {expression!r}", hint))
         return None
     text = expression.strip()
     text = MACROS.get(text.lower(), text)
     fields = tuple(text.split())
     if len(fields) != 5:
         extra = " (seconds and years are not supported)" if len(fields) in (6, 7) else ""
-        problems.append(
-            f"cron expression: {expression!r} has {len(fields)} fields{extra}; {hint}"
-        )
+        problems.append(Problem(_CRON, f"{expression!r} has {len(fields)} fields{extra}", hint))
         return None
     for name, field in zip(_FIELDS, fields, strict=True):
         if any(_HASHED_OR_RANDOM.match(part) for part in field.split(",")):
-            problems.append(
-                f"cron expression: {expression!r}: hashed or random values (H, R) in the "
-                f"{name} field are not supported; write the value, or use the schedule's "
-                "offset or jitter to spread schedules"
-            )
+            problems.append(Problem(
+                _CRON, f"{expression!r}: hashed or random values (H, R) in the {name} field "
+                "are not supported", "write the value, or use the schedule's offset or jitter "
+                "to spread schedules"))
             return None
     if fields[2].lower() == "lw":
-        problems.append(
-            f"cron expression: {expression!r}: LW (the last weekday of the month) in the "
-            "day-of-month field is not supported; use L for the last day of the month, or a "
-            "day of week such as 5L for the last Friday")
+        problems.append(Problem(
+            _CRON, f"{expression!r}: LW (the last weekday of the month) in the day-of-month "
+            "field is not supported", "use L for the last day of the month, or a day of week "
+            "such as 5L for the last Friday"))
         return None
     return fields
 
@@ -270,24 +270,22 @@ def _croniter_text(fields: tuple[str, ...]) -> str:
 
 
 def _build_croniter(expression: str, fields: tuple[str, ...], day_or: bool,
-                    problems: list[str]) -> croniter[datetime] | None:
+                    problems: list[Problem]) -> croniter[datetime] | None:
     text = _croniter_text(fields)
     try:
         cron = croniter(text, datetime(2000, 1, 1), ret_type=datetime, day_or=day_or)
         cron.get_next(datetime)  # an expression such as '0 0 30 2 *' never matches
     except CroniterBadDateError:
-        problems.append(
-            f"cron expression: {expression!r} never matches a real date; check the "
-            "day-of-month against the month (and day_or)"
-        )
+        problems.append(Problem(_CRON, f"{expression!r} never matches a real date",
+                                "check the day-of-month against the month (and day_or)"))
         return None
     except (CroniterError, ValueError, TypeError, KeyError) as exc:
         fields_hint = "minute hour day-of-month month day-of-week, e.g. '30 2 * * *'"
         faults = "; ".join(_field_faults(fields))
         problems.append(
-            f"cron expression: {expression!r}: {faults}; fields in order: {fields_hint}"
+            Problem(_CRON, f"{expression!r}: {faults}", f"fields in order: {fields_hint}")
             if faults else
-            f"cron expression: {expression!r} is invalid ({exc}); use 5 fields: {fields_hint}")
+            Problem(_CRON, f"{expression!r} is invalid ({exc})", f"use 5 fields: {fields_hint}"))
         return None
     return cron
 
@@ -370,24 +368,24 @@ def _field_fault(name: str, field: str) -> str:
             "steps such as */10)")
 
 
-def zone_problems(name: object, label: str = "timezone") -> list[str]:
+def zone_problems(name: object, label: str = "timezone") -> list[Problem]:
     """Problems of an IANA zone name (none when it is known)."""
-    problems: list[str] = []
-    _load_zone(name, problems)
-    return [f"{label}:{problem.split(':', 1)[1]}" for problem in problems]
+    problems: list[Problem] = []
+    _load_zone(name, problems, label)
+    return problems
 
 
-def _load_zone(name: object, problems: list[str]) -> zoneinfo.ZoneInfo | None:
+def _load_zone(name: object, problems: list[Problem], label: str = "timezone"
+               ) -> zoneinfo.ZoneInfo | None:
     if not isinstance(name, str) or not name.strip():
-        problems.append(
-            f"timezone: expected an IANA zone name such as {_EXAMPLE_ZONE!r}, got {name!r}"
-        )
+        problems.append(Problem(
+            label, f"expected an IANA zone name such as {_EXAMPLE_ZONE!r}, got {name!r}"))
         return None
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        problems.append(f"timezone: unknown zone {name!r}; use an IANA name such as "
-                        f"{_suggest_zone(name)!r}")
+        problems.append(Problem(label, f"unknown zone {name!r}",
+                                f"use an IANA name such as {_suggest_zone(name)!r}"))
         return None
 
 

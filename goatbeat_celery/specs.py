@@ -13,7 +13,7 @@ of them at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from kombu import compression, serialization
@@ -23,6 +23,7 @@ from goatbeat_celery.core.rules.triggers import IntervalTrigger, OnceTrigger
 from goatbeat_celery.core.rules.validation import instant_problem
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import Duration, ensure_aware, to_timedelta
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
 from goatbeat_celery.cron import CronTrigger
 
@@ -39,9 +40,9 @@ DURATION_FIELDS = ("misfire_grace", "offset", "jitter", "starting_deadline", "fa
 #: A stored trigger's kind → the keyword (and form field) that gives it.
 KEYWORD_OF_KIND = {"interval": "every", "cron": "cron", "once": "at"}
 #: A zone given for a schedule that is not a cron schedule.
-ZONE_WITHOUT_CRON = ("timezone: applies to cron schedules only (an every= interval runs on a "
-                     "grid counted from the Unix epoch, an at= instant carries its own "
-                     "offset); remove it, or give cron= with it")
+ZONE_WITHOUT_CRON = Problem("timezone", "applies to cron schedules only (an every= interval "
+                            "runs on a grid counted from the Unix epoch, an at= instant carries "
+                            "its own offset)", "remove it, or give cron= with it")
 
 Label = Callable[[str], str]
 
@@ -56,21 +57,22 @@ def given_triggers(values: Mapping[str, Any]) -> list[str]:
 
 
 def trigger_spec(every: Duration | None, cron: str | None, at: datetime | None,
-                 timezone: str | None, problems: list[str], *, default_zone: str,
+                 timezone: str | None, problems: list[Problem], *, default_zone: str,
                  day_or: bool = True) -> TriggerSpec | None:
     """The trigger of exactly one of ``every``, ``cron`` (read in ``timezone``, by default
     ``default_zone``) or ``at``; None with the problems appended."""
     given = given_triggers({"every": every, "cron": cron, "at": at})
     if len(given) != 1:
-        problems.append("trigger: give exactly one of every=, cron= or at= "
-                        f"(got {', '.join(given) or 'none'})")
+        problems.append(Problem("trigger", "give exactly one of every=, cron= or at= "
+                                f"(got {', '.join(given) or 'none'})"))
         return None
     if timezone is not None and cron is None:
         problems.append(ZONE_WITHOUT_CRON)
         return None
     if isinstance(timezone, str) and not timezone.strip():
-        problems.append(f"timezone: is empty; give an IANA zone such as 'Europe/Paris', "
-                        f"or leave it out for the app's zone ({default_zone})")
+        problems.append(Problem("timezone", "is empty",
+                                "give an IANA zone such as 'Europe/Paris', or leave it out "
+                                f"for the app's zone ({default_zone})"))
         return None
     try:
         if every is not None:
@@ -81,11 +83,11 @@ def trigger_spec(every: Duration | None, cron: str | None, at: datetime | None,
         assert at is not None
         return OnceTrigger(ensure_aware(at, "at")).to_spec()
     except ConfigurationError as exc:
-        problems.extend(exc.problems)
+        problems.extend(exc.details)
         return None
 
 
-def spec_fields(values: Mapping[str, Any], problems: list[str], *, label: Label = _as_is,
+def spec_fields(values: Mapping[str, Any], problems: list[Problem], *, label: Label = _as_is,
                 text_instants: bool = False) -> dict[str, Any]:
     """The spec fields of ``values`` (those of :data:`SPEC_FIELDS` it holds), read into the
     types a spec holds: policies by name, durations, aware instants (ISO-8601 text too with
@@ -101,9 +103,11 @@ def spec_fields(values: Mapping[str, Any], problems: list[str], *, label: Label 
         found["mode"] = found["mode"] or ScheduleMode.FIXED_RATE
     for key in DURATION_FIELDS:
         if found.get(key) is not None:
-            before = len(problems)
-            value: timedelta | None = to_timedelta(found[key], label(key), problems)
-            found[key] = value if len(problems) == before else None
+            try:
+                found[key] = to_timedelta(found[key], label(key))
+            except ConfigurationError as exc:
+                problems.extend(exc.details)
+                found[key] = None
     for key in ("start_at", "end_at"):
         if found.get(key) is not None:
             found[key] = _instant(found[key], label(key), problems, text=text_instants)
@@ -118,13 +122,15 @@ def spec_fields(values: Mapping[str, Any], problems: list[str], *, label: Label 
     return found
 
 
-def _instant(value: Any, label: str, problems: list[str], *, text: bool) -> datetime | None:
+def _instant(value: Any, label: str, problems: list[Problem], *, text: bool
+             ) -> datetime | None:
     if text and isinstance(value, str):
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
-            problems.append(f"{label}: cannot read {value!r} as an ISO-8601 instant; give "
-                            "e.g. '2030-01-01T09:00:00+01:00' or an aware datetime")
+            problems.append(Problem(label, f"cannot read {value!r} as an ISO-8601 instant",
+                                    "give e.g. '2030-01-01T09:00:00+01:00' or an aware "
+                                    "datetime"))
             return None
     problem = instant_problem(value, label)
     if problem is not None:
@@ -133,9 +139,9 @@ def _instant(value: Any, label: str, problems: list[str], *, text: bool) -> date
     return ensure_aware(value, label)
 
 
-def checked_spec(fields: Mapping[str, Any], problems: list[str], *, name: str,
+def checked_spec(fields: Mapping[str, Any], problems: list[Problem], *, name: str,
                  trigger: TriggerSpec | None, source: ScheduleSource, enabled: bool = True,
-                 relabel: Callable[[list[str]], list[str]] | None = None,
+                 relabel: Callable[[list[Problem]], list[Problem]] | None = None,
                  options_label: str = "options") -> ScheduleSpec:
     """The spec of ``fields`` (as :func:`spec_fields` reads them), with every problem of its
     options and of its own rules appended (``relabel`` rewrites the latter for the caller's
@@ -148,22 +154,23 @@ def checked_spec(fields: Mapping[str, Any], problems: list[str], *, name: str,
     return spec
 
 
-def kombu_problems(options: object, label: str = "options") -> list[str]:
+def kombu_problems(options: object, label: str = "options") -> list[Problem]:
     """What only kombu can tell about a schedule's options: whether the serializer and the
     compression they name are known to it."""
     if not isinstance(options, Mapping):
         return []
-    found = []
+    found: list[Problem] = []
     serializer = options.get("serializer")
     if isinstance(serializer, str) and serializer not in serialization.registry.name_to_type:
         known = ", ".join(sorted(serialization.registry.name_to_type))
-        found.append(f"{label}.serializer: unknown serializer {serializer!r}; use one of: "
-                     f"{known}")
+        found.append(Problem(f"{label}.serializer", f"unknown serializer {serializer!r}",
+                             f"use one of: {known}"))
     method = options.get("compression")
     if isinstance(method, str):
         try:
             compression.get_encoder(method)  # type: ignore[no-untyped-call]
         except KeyError:
-            found.append(f"{label}.compression: unknown compression {method!r}; use one of: "
-                         "zlib, bzip2, lzma (or one registered with kombu)")
+            found.append(Problem(f"{label}.compression", f"unknown compression {method!r}",
+                                 "use one of: zlib, bzip2, lzma (or one registered with "
+                                 "kombu)"))
     return found

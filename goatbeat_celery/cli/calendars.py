@@ -32,7 +32,7 @@ def _entries(words: Sequence[str], label: str) -> tuple[list[date], list[tuple[d
     naming every bad one."""
     dates, ranges, problems = parse_entries(list(words), label)
     if problems:
-        raise click.UsageError(display.shown("; ".join(problems)))
+        raise click.UsageError(display.shown("; ".join(map(str, problems))))
     return list(dates), list(ranges)
 
 

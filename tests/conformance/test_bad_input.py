@@ -57,4 +57,4 @@ def test_the_checks_behind_the_api_name_the_field() -> None:
     with pytest.raises(ConfigurationError, match="misfire_grace"):
         Settings(misfire_grace=-1)
     problems = interval_spec("report", misfire_grace=timedelta(seconds=-1)).problems()
-    assert any("misfire_grace" in problem for problem in problems)
+    assert any("misfire_grace" in str(problem) for problem in problems)

@@ -394,7 +394,7 @@ def test_stored_entries_are_read_with_every_problem_named() -> None:
     assert dates == (date(2026, 1, 1),)
     assert ranges == ((date(2026, 1, 3), date(2026, 1, 4)),)
     assert len(problems) == 2
-    assert parse_entries({"a": 1})[2] == [
+    assert list(map(str, parse_entries({"a": 1})[2])) == [
         "entries: expected a JSON list of dates and ranges, found {'a': 1}"]
 
 

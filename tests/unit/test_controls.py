@@ -408,7 +408,7 @@ def test_a_one_off_past_after_a_shift_within_its_rules_is_still_refused() -> Non
 
     assert spec.checked_offset() == timedelta(days=7)
     problem = past_once_problem(spec, T0)
-    assert problem is not None and problem.startswith("at: ")
+    assert problem is not None and str(problem).startswith("at: ")
     assert past_once_problem(_one_off(T0 - M, jitter=S), T0) is not None
 
 

@@ -67,7 +67,7 @@ def test_an_instant_inside_the_bounds_is_accepted(value: datetime) -> None:
 @pytest.mark.parametrize("value", OUTSIDE, ids=OUTSIDE_IDS)
 def test_an_instant_outside_the_bounds_is_refused_naming_the_field_and_the_range(
         value: datetime) -> None:
-    problem = instant_problem(value, "start_at")
+    problem = str(instant_problem(value, "start_at"))
 
     assert problem is not None
     assert problem.startswith("start_at: ")
@@ -77,7 +77,7 @@ def test_an_instant_outside_the_bounds_is_refused_naming_the_field_and_the_range
 @pytest.mark.parametrize("value", [datetime(2030, 1, 1), "2030-01-01T00:00:00Z", 5, None],
                          ids=["naive", "text", "number", "none"])
 def test_what_is_no_aware_datetime_is_refused_naming_the_field(value: object) -> None:
-    problem = instant_problem(value, "until")
+    problem = str(instant_problem(value, "until"))
 
     assert problem is not None and problem.startswith("until: ")
 
@@ -90,7 +90,7 @@ def test_a_spec_refuses_a_bound_outside_the_range(field: str, value: datetime) -
                         trigger=TriggerSpec(kind="cron", params={"expression": "0 7 * * *"}),
                         **{field: value})
 
-    problems = spec.problems()
+    problems = [str(p) for p in spec.problems()]
 
     assert any(f"{field}: " in p and RANGE in p for p in problems), problems
 
@@ -111,7 +111,7 @@ def test_a_backfill_range_outside_the_bounds_is_refused(field: str, value: datet
     ends[field] = value
     request = BackfillRequest(schedule_name="report", **ends)
 
-    problems = request_problems(request, datetime(2026, 6, 1, tzinfo=UTC))
+    problems = [str(p) for p in request_problems(request, datetime(2026, 6, 1, tzinfo=UTC))]
 
     assert any(p.startswith(f"{field}: ") and RANGE in p for p in problems), problems
 
@@ -245,7 +245,7 @@ def test_no_interval_occurrence_overflows_or_passes_the_upper_bound(instant: dat
 @pytest.mark.parametrize("value", ["reports\x00", "a\x01b", "\x1b[31mred", "line\nbreak",
                                    "rtl\u202e"], ids=["nul", "soh", "escape", "newline", "rtl"])
 def test_a_routing_option_with_control_characters_is_refused(option: str, value: str) -> None:
-    problems = options_problems({option: value})
+    problems = [str(p) for p in options_problems({option: value})]
 
     assert len(problems) == 1
     assert problems[0].startswith(f"options.{option}: contains control or invisible characters")

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec
 
 
 def sending_problems(spec: ScheduleSpec, task_allowed: Callable[[str], bool],
-                     own_entry: Callable[[ScheduleSpec], bool]) -> Sequence[str]:
+                     own_entry: Callable[[ScheduleSpec], bool]) -> Sequence[Problem]:
     """Why ``spec`` may not send its task: empty when it may. ``task_allowed`` is the
     allow-list; ``own_entry`` says whether a config row is one of the caller's entries."""
     if spec.source is ScheduleSource.CONFIG and own_entry(spec):
@@ -24,7 +25,7 @@ def sending_problems(spec: ScheduleSpec, task_allowed: Callable[[str], bool],
     if task_allowed(spec.task):
         return ()
     if spec.source is ScheduleSource.CONFIG:
-        return [f"source: marked 'config' but it is not this replica's beat_schedule entry "
-                f"{spec.name!r} as configured, and task {spec.task!r} is not in "
-                "goatbeat_allowed_tasks"]
-    return [f"task: {spec.task!r} is not in goatbeat_allowed_tasks; add it there"]
+        return [Problem("source", "marked 'config' but it is not this replica's beat_schedule "
+                        f"entry {spec.name!r} as configured, and task {spec.task!r} is not in "
+                        "goatbeat_allowed_tasks")]
+    return [Problem("task", f"{spec.task!r} is not in goatbeat_allowed_tasks", "add it there")]

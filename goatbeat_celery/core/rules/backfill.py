@@ -37,6 +37,7 @@ from goatbeat_celery.core.rules.policies import Choice
 from goatbeat_celery.core.rules.runs import RunState
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.types.instants import ensure_aware
+from goatbeat_celery.core.types.problems import Problem, listed
 
 #: The most occurrences one backfill may cover; a longer range is refused (split it).
 MAX_BACKFILL_OCCURRENCES = 100_000
@@ -299,27 +300,29 @@ def step_executions(step: BackfillStep, *, token: int, now: datetime) -> list[Ex
             for run in step.runs]
 
 
-def request_problems(request: BackfillRequest, now: datetime) -> list[str]:
+def request_problems(request: BackfillRequest, now: datetime) -> list[Problem]:
     """Every problem with a backfill request, judged at store-time ``now``."""
-    found: list[str] = []
+    found: list[Problem] = []
     found.extend(validation.name_problems(request.schedule_name, "schedule"))
     for label, value in (("start", request.start), ("end", request.end)):
         if not isinstance(value, datetime) or value.utcoffset() is None:
-            found.append(f"{label}: expected an aware datetime, got {value!r}")
+            found.append(Problem(label, f"expected an aware datetime, got {value!r}"))
         else:
-            found.extend(_listed(validation.instant_problem(value, label)))
+            found.extend(listed(validation.instant_problem(value, label)))
     if not found:
         start, end = ensure_aware(request.start, "start"), ensure_aware(request.end, "end")
         if start > end:
-            found.append(f"end: must not be before start ({end.isoformat()} < "
-                         f"{start.isoformat()})")
+            found.append(Problem("end", f"must not be before start ({end.isoformat()} < "
+                                 f"{start.isoformat()})"))
         if end > now:
-            found.append(f"end: must not be in the future ({end.isoformat()} > "
-                         f"{now.isoformat()}); the schedule runs those occurrences itself")
+            found.append(Problem("end", f"must not be in the future ({end.isoformat()} > "
+                                 f"{now.isoformat()})",
+                                 "the schedule runs those occurrences itself"))
     if not isinstance(request.mode, BackfillMode):
         found.append(BackfillMode.unknown(request.mode, "mode"))
     if not isinstance(request.newest_first, bool):
-        found.append(f"newest_first: expected true or false, got {request.newest_first!r}")
+        found.append(Problem("newest_first",
+                             f"expected true or false, got {request.newest_first!r}"))
     if request.per_tick is not None:
         problem = validation.count_problem(request.per_tick, "per_tick", minimum=1,
                                            maximum=MAX_PER_TICK)
@@ -328,30 +331,26 @@ def request_problems(request: BackfillRequest, now: datetime) -> list[str]:
     return found
 
 
-def stored_problems(backfill: Backfill) -> list[str]:
+def stored_problems(backfill: Backfill) -> list[Problem]:
     """Every problem with a backfill as read from its row (edited by hand)."""
     found = [_unreadable(entry) for entry in backfill.damage]
     if found:
         return found
     if backfill.start > backfill.end:
-        found.append("end: before start")
+        found.append(Problem("end", "before start"))
     if backfill.per_tick is not None:
         problem = validation.count_problem(backfill.per_tick, "per_tick", minimum=1,
                                            maximum=MAX_PER_TICK)
         if problem is not None:
             found.append(problem)
     if backfill.examined < 0 or backfill.claimed < 0:
-        found.append("examined, claimed: must not be negative")
+        found.append(Problem("examined, claimed", "must not be negative"))
     return found
 
 
-def _listed(problem: str | None) -> list[str]:
-    return [] if problem is None else [problem]
-
-
-def _unreadable(damage: str) -> str:
+def _unreadable(damage: str) -> Problem:
     column, _, value = damage.partition(":")
-    return f"{column}: cannot be read as stored" + (f" ({value.strip()})" if value else "")
+    return Problem(column, "cannot be read as stored" + (f" ({value.strip()})" if value else ""))
 
 
 __all__ = ["BACKFILLS_PER_TICK", "MAX_BACKFILL_OCCURRENCES", "MAX_PER_TICK", "Backfill",

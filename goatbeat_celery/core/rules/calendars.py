@@ -31,6 +31,7 @@ from goatbeat_celery.core.rules.validation import (
 )
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import JSONValue
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.core.types.tick import PlannedClaim
 
@@ -72,7 +73,7 @@ class Calendar:
                      for first, last in sorted(self.ranges))
         return found
 
-    def problems(self) -> list[str]:
+    def problems(self) -> list[Problem]:
         """Every problem of this calendar, each naming its field."""
         found = validation.calendar_name_problems(self.name)
         if self.description is not None:
@@ -80,16 +81,17 @@ class Calendar:
             found.extend([] if problem is None else [problem])
         count = len(self.dates) + len(self.ranges)
         if count > MAX_ENTRIES:
-            found.append(f"entries: {count} dates and ranges; at most {MAX_ENTRIES} are "
-                         "allowed (merge consecutive dates into ranges)")
+            found.append(Problem("entries", f"{count} dates and ranges",
+                                 f"at most {MAX_ENTRIES} are allowed (merge consecutive dates "
+                                 "into ranges)"))
         for first, last in self.ranges:
             if last < first:
-                found.append(f"ranges: {first.isoformat()}..{last.isoformat()} ends before "
-                             "it starts; give the earlier date first")
-        return [f"calendar {self.name!r}: {problem}" for problem in found]
+                found.append(Problem("ranges", f"{first.isoformat()}..{last.isoformat()} ends "
+                                     "before it starts", "give the earlier date first"))
+        return [problem.about(f"calendar {self.name!r}") for problem in found]
 
 
-def parse_day(value: object, label: str, problems: list[str]) -> date | None:
+def parse_day(value: object, label: str, problems: list[Problem]) -> date | None:
     """A ``YYYY-MM-DD`` date (a ``date`` is taken as is), or None with the problem noted."""
     if isinstance(value, date) and not isinstance(value, datetime):
         return value
@@ -98,12 +100,13 @@ def parse_day(value: object, label: str, problems: list[str]) -> date | None:
             return date.fromisoformat(value)
         except ValueError:
             pass
-    problems.append(f"{label}: {validation.shown_value(value)} is not a date; give "
-                    "YYYY-MM-DD, e.g. 2026-12-24")
+    problems.append(Problem(label, f"{validation.shown_value(value)} is not a date",
+                            "give YYYY-MM-DD, e.g. 2026-12-24"))
     return None
 
 
-def parse_range(value: object, label: str, problems: list[str]) -> tuple[date, date] | None:
+def parse_range(value: object, label: str, problems: list[Problem]
+                ) -> tuple[date, date] | None:
     """A range from ``{"from": d, "to": d}``, a ``(first, last)`` pair or ``"d..d"`` text."""
     ends: Sequence[object]
     if isinstance(value, Mapping) and set(value) == {"from", "to"}:
@@ -113,8 +116,9 @@ def parse_range(value: object, label: str, problems: list[str]) -> tuple[date, d
     elif isinstance(value, (list, tuple)) and len(value) == 2:
         ends = value
     else:
-        problems.append(f"{label}: {validation.shown_value(value)} is not a range; give "
-                        "{'from': '2026-12-24', 'to': '2027-01-02'} or 2026-12-24..2027-01-02")
+        problems.append(Problem(label, f"{validation.shown_value(value)} is not a range",
+                                "give {'from': '2026-12-24', 'to': '2027-01-02'} or "
+                                "2026-12-24..2027-01-02"))
         return None
     first = parse_day(ends[0], label, problems)
     last = parse_day(ends[1], label, problems)
@@ -124,12 +128,12 @@ def parse_range(value: object, label: str, problems: list[str]) -> tuple[date, d
 
 
 def parse_entries(entries: object, label: str = "entries"
-                  ) -> tuple[tuple[date, ...], tuple[tuple[date, date], ...], list[str]]:
+                  ) -> tuple[tuple[date, ...], tuple[tuple[date, date], ...], list[Problem]]:
     """The dates and ranges of a stored ``entries`` JSON list, and its problems."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     if not isinstance(entries, list):
-        return (), (), [f"{label}: expected a JSON list of dates and ranges, found "
-                        f"{validation.shown_value(entries)}"]
+        return (), (), [Problem(label, "expected a JSON list of dates and ranges, found "
+                                f"{validation.shown_value(entries)}")]
     dates: list[date] = []
     ranges: list[tuple[date, date]] = []
     for entry in entries:
@@ -153,7 +157,7 @@ def calendar_zone(spec: ScheduleSpec) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ConfigurationError([f"timezone: unknown zone {name!r}"],
+        raise ConfigurationError([Problem("timezone", f"unknown zone {name!r}")],
                                  subject="schedule") from exc
 
 
@@ -241,7 +245,7 @@ def calendar_from_row(values: Mapping[str, Any]) -> Calendar:
     its ``damage``."""
     damage: list[str] = []
     dates, ranges, problems = parse_entries(values["entries"])
-    damage.extend(problems)
+    damage.extend(str(problem) for problem in problems)
     description = validation.stored_value(values["description"], str, None, "description",
                                           damage)
     version = validation.stored_value(values["version"], int, -1, "version", damage,

@@ -25,6 +25,7 @@ from goatbeat_celery.core.rules.calendars import MAX_SCAN, Exclusions
 # instant, ``(None, None)`` when there is none (the trigger is exhausted).
 from goatbeat_celery.core.rules.policies import GridAfter
 from goatbeat_celery.core.rules.validation import LATEST_INSTANT, instant_problem
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.core.types.tick import PlannedClaim
@@ -134,7 +135,7 @@ def _delayed(due: datetime, delay: timedelta) -> datetime | None:
     return None if due > LATEST_INSTANT - delay else due + delay
 
 
-def past_once_problem(spec: ScheduleSpec, now: datetime) -> str | None:
+def past_once_problem(spec: ScheduleSpec, now: datetime) -> Problem | None:
     """Why a one-time schedule given its ``at`` now (created, or its instant changed) is
     refused: its due instant (``at`` after its offset or jitter) is not after ``now``, so it
     would be stored and never run. None for any other schedule, or an instant still ahead, and
@@ -157,9 +158,10 @@ def past_once_problem(spec: ScheduleSpec, now: datetime) -> str | None:
     if due > now:
         return None
     shifted = "" if due == at else f" (due {due.isoformat()} after its offset)"
-    return (f"at: {at.isoformat()}{shifted} is not after now ({now.isoformat()}); a one-time "
-            "schedule runs only at an instant still ahead, so it would never run: give a "
-            "later instant, or ask for a run now (run_now; run-now on the command line)")
+    return Problem("at", f"{at.isoformat()}{shifted} is not after now ({now.isoformat()})",
+                   "a one-time schedule runs only at an instant still ahead, so it would never "
+                   "run: give a later instant, or ask for a run now (run_now; run-now on the "
+                   "command line)")
 
 
 def has_tags(tags: Collection[str], wanted: Sequence[str]) -> bool:

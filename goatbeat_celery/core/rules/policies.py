@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from goatbeat_celery.core.rules import validation
 from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.types.problems import Problem
 
 if TYPE_CHECKING:
     from goatbeat_celery.core.types.execution import Execution
@@ -80,7 +81,7 @@ class Choice(str, enum.Enum):
         return "value"
 
     @classmethod
-    def read(cls: type[_E], value: object, label: str, problems: list[str]) -> _E | None:
+    def read(cls: type[_E], value: object, label: str, problems: list[Problem]) -> _E | None:
         """``value`` as a member; None, with a problem naming ``label`` appended, for anything
         else."""
         try:
@@ -90,11 +91,20 @@ class Choice(str, enum.Enum):
             return None
 
     @classmethod
-    def unknown(cls, value: object, label: str) -> str:
+    def stored(cls: type[_E], value: object, label: str, damage: list[str]) -> _E | None:
+        """:meth:`read` for a stored column: the problem is appended to a row's ``damage``,
+        kept as text."""
+        found: list[Problem] = []
+        member = cls.read(value, label, found)
+        damage.extend(str(problem) for problem in found)
+        return member
+
+    @classmethod
+    def unknown(cls, value: object, label: str) -> Problem:
         """The problem of a ``label`` that names no member."""
         choices = ", ".join(member.value for member in cls)
         shown = validation.reason_text(validation.shown_value(value))
-        return f"{label}: unknown {cls._noun()} {shown}; use one of: {choices}"
+        return Problem(label, f"unknown {cls._noun()} {shown}", f"use one of: {choices}")
 
 
 class OverlapPolicy(Choice):
@@ -151,10 +161,10 @@ class FailureBackoff:
         return min(timedelta(seconds=math.exp(log_delay)), cap)
 
 
-def backoff_problems(base: object, factor: object, maximum: object) -> list[str]:
+def backoff_problems(base: object, factor: object, maximum: object) -> list[Problem]:
     """Every problem with a schedule's failure backoff fields (``failure_backoff``,
     ``failure_backoff_factor``, ``failure_backoff_max``), given as stored in a spec."""
-    found: list[str] = []
+    found: list[Problem] = []
     if base is not None:
         problem = validation.seconds_problem(base, "failure_backoff",
                                              inclusive_minimum=False)
@@ -163,19 +173,20 @@ def backoff_problems(base: object, factor: object, maximum: object) -> list[str]
     if factor is not None:
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) \
                 or not math.isfinite(factor) or not 1 <= factor <= MAX_BACKOFF_FACTOR:
-            found.append(f"failure_backoff_factor: must be a number from 1 to "
-                         f"{MAX_BACKOFF_FACTOR:g}, got {factor!r}")
+            found.append(Problem("failure_backoff_factor", "must be a number from 1 to "
+                                 f"{MAX_BACKOFF_FACTOR:g}, got {factor!r}"))
     if maximum is not None:
         problem = validation.seconds_problem(maximum, "failure_backoff_max",
                                              inclusive_minimum=False)
         if problem is not None:
             found.append(problem)
         elif isinstance(base, timedelta) and isinstance(maximum, timedelta) and maximum < base:
-            found.append(f"failure_backoff_max: must not be shorter than failure_backoff "
-                         f"({maximum} < {base})")
+            found.append(Problem("failure_backoff_max", "must not be shorter than "
+                                 f"failure_backoff ({maximum} < {base})"))
     if base is None and (factor is not None or maximum is not None):
-        found.append("failure_backoff: give it too; failure_backoff_factor and "
-                     "failure_backoff_max only shape a backoff")
+        found.append(Problem("failure_backoff", "give it too",
+                             "failure_backoff_factor and failure_backoff_max only shape a "
+                             "backoff"))
     return found
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from goatbeat_celery.core.rules import validation
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem, listed
 
 __all__ = [
     "CAS_COLUMNS",
@@ -448,7 +449,7 @@ class RunTimes:
                                                       maximum=maximum,
                                                       inclusive_minimum=False)) is not None]
         if not problems:
-            problems.extend(_listed(lost_after_problem(self.heartbeat_interval,
+            problems.extend(listed(lost_after_problem(self.heartbeat_interval,
                                                        self.run_lost_after)))
         if problems:
             raise ConfigurationError(problems, subject="goatbeat run tracking settings")
@@ -460,15 +461,12 @@ RUN_TIME_MAXIMA = {"heartbeat_interval": timedelta(hours=1),
                    "run_start_timeout": validation.MAX_GRACE}
 
 
-def lost_after_problem(heartbeat_interval: timedelta, run_lost_after: timedelta) -> str | None:
+def lost_after_problem(heartbeat_interval: timedelta, run_lost_after: timedelta
+                       ) -> Problem | None:
     """Why ``run_lost_after`` is too short for ``heartbeat_interval``, if it is."""
     least = heartbeat_interval * LOST_AFTER_HEARTBEATS
     if run_lost_after >= least:
         return None
-    return (f"run_lost_after: {seconds_text(run_lost_after)} must be at least "
-            f"{LOST_AFTER_HEARTBEATS} heartbeat intervals ({seconds_text(least)}), so that one "
-            "late heartbeat never marks a live run lost")
-
-
-def _listed(problem: str | None) -> list[str]:
-    return [] if problem is None else [problem]
+    return Problem("run_lost_after", f"{seconds_text(run_lost_after)} must be at least "
+                   f"{LOST_AFTER_HEARTBEATS} heartbeat intervals ({seconds_text(least)}), so "
+                   "that one late heartbeat never marks a live run lost")

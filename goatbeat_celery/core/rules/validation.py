@@ -2,7 +2,8 @@
 
 Every rule is written once here and used at the door (the API, the CLI, config entries) and on
 every row the engine reads, so a row written by hand is judged exactly as an API call would be.
-Each function returns problems (strings naming the field and the fix) instead of raising, so a
+Each function returns problems (:class:`~goatbeat_celery.core.types.problems.Problem`: the field,
+what is wrong and the fix) instead of raising, so a
 caller can report all of them at once.
 
 Why the bounds:
@@ -31,6 +32,8 @@ import unicodedata
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
+
+from goatbeat_celery.core.types.problems import Problem
 
 #: Longest schedule (or lease) name, in characters.
 MAX_NAME_LENGTH = 200
@@ -84,155 +87,162 @@ def hidden_characters(text: str) -> list[str]:
             if unicodedata.category(char) in _HIDDEN_CATEGORIES]
 
 
-def name_problems(name: object, label: str = "name") -> list[str]:
+def name_problems(name: object, label: str = "name") -> list[Problem]:
     """Problems of a schedule or lease name."""
     if not isinstance(name, str):
-        return [f"{label}: expected a string, got {type(name).__name__}"]
+        return [Problem(label, f"expected a string, got {type(name).__name__}")]
     if len(name) <= MAX_NAME_LENGTH and _PLAIN_NAME.fullmatch(name):
         return []
-    found: list[str] = []
+    found: list[Problem] = []
     if not name.strip():
-        return [f"{label}: must not be empty"]
+        return [Problem(label, "must not be empty")]
     if name != name.strip():
-        found.append(f"{label}: remove the whitespace around {name.strip()[:40]!r}")
+        found.append(Problem(label, f"remove the whitespace around {name.strip()[:40]!r}"))
     if len(name) > MAX_NAME_LENGTH:
-        found.append(f"{label}: {len(name)} characters; at most {MAX_NAME_LENGTH} are allowed")
+        found.append(Problem(label, f"{len(name)} characters",
+                             f"at most {MAX_NAME_LENGTH} are allowed"))
     hidden = hidden_characters(name)
     if hidden:
         shown = ", ".join(dict.fromkeys(hidden[:5]))
-        found.append(f"{label}: contains control or invisible characters ({shown}); "
-                     "use printable characters only")
+        found.append(Problem(label, f"contains control or invisible characters ({shown})",
+                             "use printable characters only"))
     return found
 
 
-def task_problems(task: object) -> list[str]:
+def task_problems(task: object) -> list[Problem]:
     """Problems of a task name."""
     if isinstance(task, str) and len(task) <= MAX_TASK_LENGTH and _PLAIN_TASK.fullmatch(task):
         return []
     if not isinstance(task, str) or not task.strip():
-        return [f"task: must be a registered task name, got {task!r}"]
+        return [Problem("task", f"must be a registered task name, got {task!r}")]
     if len(task) > MAX_TASK_LENGTH:
-        return [f"task: {len(task)} characters; at most {MAX_TASK_LENGTH} are allowed"]
+        return [Problem("task", f"{len(task)} characters",
+                        f"at most {MAX_TASK_LENGTH} are allowed")]
     if task != task.strip() or any(char.isspace() for char in task) or hidden_characters(task):
-        return [f"task: {task[:80]!r} contains spaces or control characters; give the task's "
-                "registered name"]
+        return [Problem("task", f"{task[:80]!r} contains spaces or control characters",
+                        "give the task's registered name")]
     return []
 
 
-def instant_problem(value: object, label: str) -> str | None:
+def instant_problem(value: object, label: str) -> Problem | None:
     """Why ``value`` is not an aware datetime from :data:`EARLIEST_INSTANT` to
     :data:`LATEST_INSTANT` (None when it is)."""
     if not isinstance(value, datetime):
-        return f"{label}: expected an aware datetime (with a zone), got {shown_value(value)}"
+        return Problem(label, f"expected an aware datetime (with a zone), got {shown_value(value)}")
     if value.tzinfo is None or value.utcoffset() is None:
-        return (f"{label}: naive datetime {value.isoformat()} refused; attach a zone "
-                "(e.g. datetime(..., tzinfo=timezone.utc))")
+        return Problem(label, f"naive datetime {value.isoformat()} refused",
+                       "attach a zone (e.g. datetime(..., tzinfo=timezone.utc))")
     try:
         inside = EARLIEST_INSTANT <= value.astimezone(timezone.utc) <= LATEST_INSTANT
     except OverflowError:  # beyond the years a datetime holds once in UTC
         inside = False
     if not inside:
-        return f"{label}: {value.isoformat()} is out of range; give an instant {INSTANT_RANGE}"
+        return Problem(label, f"{value.isoformat()} is out of range",
+                       f"give an instant {INSTANT_RANGE}")
     return None
 
 
 def limit_problem(value: object, label: str = "limit", *, optional: bool = False
-                  ) -> str | None:
+                  ) -> Problem | None:
     """Why ``value`` is not a number of rows to read: an integer from 1 to
     :data:`MAX_LIMIT` (or None, when ``optional``: no limit)."""
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
         unset = ", or None for no limit" if optional else ""
-        return (f"{label}: must be an integer from 1 to {MAX_LIMIT}{unset}, got "
-                f"{shown_value(value)}")
+        return Problem(label, f"must be an integer from 1 to {MAX_LIMIT}{unset}, got "
+                       f"{shown_value(value)}")
     return None
 
 
-def nul_problem(value: object, label: str) -> str | None:
+def nul_problem(value: object, label: str) -> Problem | None:
     """Why ``value``, text to look up or filter by, cannot be sent to a database: it holds a
     NUL character (no column can store one). None for anything else."""
     if isinstance(value, str) and "\x00" in value:
-        return (f"{label}: {shown_value(value)} contains a NUL character (U+0000), which no "
-                "stored text can hold; remove it")
+        return Problem(label, f"{shown_value(value)} contains a NUL character (U+0000), which "
+                       "no stored text can hold", "remove it")
     return None
 
 
 def seconds_problem(value: object, label: str, *, minimum: timedelta = timedelta(0),
                     maximum: timedelta = MAX_DURATION, inclusive_minimum: bool = True
-                    ) -> str | None:
+                    ) -> Problem | None:
     """Why ``value`` (seconds or a timedelta) is not a finite duration within the bounds."""
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"{label}: expected seconds or a timedelta, got {value!r}"
+        return Problem(label, f"expected seconds or a timedelta, got {value!r}")
     else:
         seconds = float(value)
     if not math.isfinite(seconds):
-        return f"{label}: must be a finite number of seconds, got {value!r}"
+        return Problem(label, f"must be a finite number of seconds, got {value!r}")
     low = minimum.total_seconds()
     if seconds < low or (seconds == low and not inclusive_minimum):
         relation = ">=" if inclusive_minimum else ">"
-        return f"{label}: must be {relation} {_plain(minimum)}, got {_plain_seconds(seconds)}"
+        return Problem(label, f"must be {relation} {_plain(minimum)}, got "
+                       f"{_plain_seconds(seconds)}")
     if seconds > maximum.total_seconds():
-        return f"{label}: must be at most {_plain(maximum)}, got {_plain_seconds(seconds)}"
+        return Problem(label, f"must be at most {_plain(maximum)}, got {_plain_seconds(seconds)}")
     return None
 
 
-def count_problem(value: object, label: str, *, minimum: int, maximum: int) -> str | None:
+def count_problem(value: object, label: str, *, minimum: int, maximum: int
+                  ) -> Problem | None:
     """Why ``value`` is not an integer in ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        return f"{label}: must be an integer from {minimum} to {maximum}, got {value!r}"
+        return Problem(label, f"must be an integer from {minimum} to {maximum}, got {value!r}")
     return None
 
 
-def tags_problems(tags: object, label: str = "tags") -> list[str]:
+def tags_problems(tags: object, label: str = "tags") -> list[Problem]:
     """Problems of a schedule's tags: a list (or tuple) of at most :data:`MAX_TAGS` distinct,
     non-empty strings of at most :data:`MAX_TAG_LENGTH` printable characters, without
     whitespace or commas (the CLI and the web page list them separated by commas)."""
     if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
-        return [f"{label}: expected a list of strings, got {shown_value(tags)}; "
-                "give e.g. ['billing', 'nightly']"]
-    found: list[str] = []
+        return [Problem(label, f"expected a list of strings, got {shown_value(tags)}",
+                        "give e.g. ['billing', 'nightly']")]
+    found: list[Problem] = []
     if len(tags) > MAX_TAGS:
-        found.append(f"{label}: {len(tags)} tags; at most {MAX_TAGS} are allowed")
+        found.append(Problem(label, f"{len(tags)} tags", f"at most {MAX_TAGS} are allowed"))
     for tag in tags:
         problem = _tag_problem(tag)
         if problem is not None:
-            found.append(f"{label}: {shown_value(tag)} {problem}")
+            message, hint = problem
+            found.append(Problem(label, f"{shown_value(tag)} {message}", hint))
     repeated = sorted({tag for tag in tags if isinstance(tag, str) and tags.count(tag) > 1})
     if repeated:
-        found.append(f"{label}: {', '.join(map(repr, repeated))} given more than once; "
-                     "give each tag once")
+        found.append(Problem(label, f"{', '.join(map(repr, repeated))} given more than once",
+                             "give each tag once"))
     return found
 
 
-def _tag_problem(tag: object) -> str | None:
+def _tag_problem(tag: object) -> tuple[str, str] | None:
+    """What is wrong with ``tag`` and the fix (None when nothing is)."""
     if not isinstance(tag, str):
-        return "is not a string; give each tag as text"
+        return "is not a string", "give each tag as text"
     if not tag:
-        return "is empty; give each tag at least one character"
+        return "is empty", "give each tag at least one character"
     if len(tag) > MAX_TAG_LENGTH:
-        return f"has {len(tag)} characters; at most {MAX_TAG_LENGTH} are allowed"
+        return f"has {len(tag)} characters", f"at most {MAX_TAG_LENGTH} are allowed"
     if any(char.isspace() or char == "," for char in tag):
-        return "contains whitespace or a comma; use letters, digits, '-', '_', ':' or '.'"
+        return "contains whitespace or a comma", "use letters, digits, '-', '_', ':' or '.'"
     if hidden_characters(tag):
-        return "contains control or invisible characters; use printable characters only"
+        return "contains control or invisible characters", "use printable characters only"
     return None
 
 
-def description_problem(text: object, label: str = "description") -> str | None:
+def description_problem(text: object, label: str = "description") -> Problem | None:
     """Why ``text`` is not a description: not a string, longer than
     :data:`MAX_DESCRIPTION_LENGTH`, or holding control characters other than line breaks and
     tabs (a terminal would act on them)."""
     if not isinstance(text, str):
-        return f"{label}: expected text, got {shown_value(text)}"
+        return Problem(label, f"expected text, got {shown_value(text)}")
     if len(text) > MAX_DESCRIPTION_LENGTH:
-        return (f"{label}: {len(text)} characters; at most {MAX_DESCRIPTION_LENGTH} are "
-                "allowed")
+        return Problem(label, f"{len(text)} characters",
+                       f"at most {MAX_DESCRIPTION_LENGTH} are allowed")
     if hidden_characters(text.replace("\n", "").replace("\t", "")):
-        return (f"{label}: contains control or invisible characters; use printable text "
-                "(line breaks and tabs are fine)")
+        return Problem(label, "contains control or invisible characters",
+                       "use printable text (line breaks and tabs are fine)")
     return None
 
 
@@ -324,63 +334,66 @@ REFUSED_OPTIONS: Mapping[str, str] = {
 }
 
 
-def options_problems(options: object, label: str = "options") -> list[str]:
+def options_problems(options: object, label: str = "options") -> list[Problem]:
     """Problems of a schedule's ``options``: only the keys listed in :data:`OPTION_CHECKS`,
     each of its type."""
     if not isinstance(options, Mapping):
-        return [f"{label}: expected an object of apply_async options, got "
-                f"{type(options).__name__}"]
-    found: list[str] = []
+        return [Problem(label, "expected an object of apply_async options, got "
+                        f"{type(options).__name__}")]
+    found: list[Problem] = []
     for key, value in options.items():
         check = OPTION_CHECKS.get(key) if isinstance(key, str) else None
         if check is None:
             reason = REFUSED_OPTIONS.get(key) if isinstance(key, str) else None
+            hint = ""
             if reason is None:
-                reason = f"unknown option; supported: {', '.join(sorted(OPTION_CHECKS))}"
-            found.append(f"{label}.{key}: {reason}")
+                reason, hint = "unknown option", f"supported: {', '.join(sorted(OPTION_CHECKS))}"
+            found.append(Problem(f"{label}.{key}", reason, hint))
             continue
         problem = check(value)
         if problem is not None:
-            found.append(f"{label}.{key}: {problem}, got {shown_value(value)}")
+            found.append(Problem(f"{label}.{key}", f"{problem}, got {shown_value(value)}"))
     return found
 
 
 # -- args and kwargs -----------------------------------------------------------------------
-def call_problems(args: object, kwargs: object) -> list[str]:
+def call_problems(args: object, kwargs: object) -> list[Problem]:
     """Problems of the shapes of ``args`` (a list) and ``kwargs`` (an object, string keys)."""
-    found: list[str] = []
+    found: list[Problem] = []
     if not isinstance(args, (list, tuple)):
-        found.append(f"args: expected a list, got {type(args).__name__} {shown_value(args)}")
+        found.append(Problem("args", f"expected a list, got {type(args).__name__} "
+                             f"{shown_value(args)}"))
     if not isinstance(kwargs, Mapping):
-        found.append(f"kwargs: expected an object, got {type(kwargs).__name__} "
-                     f"{shown_value(kwargs)}")
+        found.append(Problem("kwargs", f"expected an object, got {type(kwargs).__name__} "
+                             f"{shown_value(kwargs)}"))
     elif not all(isinstance(key, str) for key in kwargs):
-        found.append("kwargs: every key must be a string")
+        found.append(Problem("kwargs", "every key must be a string"))
     return found
 
 
-def payload_problems(label: str, value: object) -> list[str]:
+def payload_problems(label: str, value: object) -> list[Problem]:
     """Whether ``value`` reads back unchanged from JSON and is at most
     :data:`MAX_PAYLOAD_BYTES` encoded (checked at the door; rows already are JSON)."""
     try:
         text = json.dumps(value, allow_nan=False)
     except RecursionError:
-        return [f"{label}: nested too deeply to be stored"]
+        return [Problem(label, "nested too deeply to be stored")]
     except (TypeError, ValueError) as exc:
-        return [f"{label}: must be JSON-serialisable ({exc})"]
+        return [Problem(label, f"must be JSON-serialisable ({exc})")]
     if json.loads(text) != value:
-        return [f"{label}: must be JSON-serialisable (a value would not read back unchanged: "
-                "tuples, non-string keys?)"]
+        return [Problem(label, "must be JSON-serialisable (a value would not read back "
+                        "unchanged: tuples, non-string keys?)")]
     changed = _unfaithful_number(value)
     if changed is not None:
-        return [f"{label}: {changed!r} would not read back unchanged from the database; "
-                "give it as an integer, or as a float the database keeps exactly"]
+        return [Problem(label, f"{changed!r} would not read back unchanged from the database",
+                        "give it as an integer, or as a float the database keeps exactly")]
     if "\\u0000" in text:
-        return [f"{label}: contains a NUL character, which cannot be stored"]
+        return [Problem(label, "contains a NUL character, which cannot be stored")]
     size = len(text.encode())
     if size > MAX_PAYLOAD_BYTES:
-        return [f"{label}: {size} bytes as JSON; at most {MAX_PAYLOAD_BYTES} are allowed "
-                "(pass a reference to the data instead)"]
+        return [Problem(label, f"{size} bytes as JSON",
+                        f"at most {MAX_PAYLOAD_BYTES} are allowed "
+                        "(pass a reference to the data instead)")]
     return []
 
 
@@ -444,35 +457,37 @@ MAX_CALENDAR_NAME_LENGTH = 64
 _CALENDAR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 
 
-def calendar_name_problems(name: object, label: str = "name") -> list[str]:
+def calendar_name_problems(name: object, label: str = "name") -> list[Problem]:
     """Problems of a calendar name: 1 to 64 letters, digits, ``-``, ``_``, ``.`` or ``:``,
     starting with a letter or digit."""
     if not isinstance(name, str):
-        return [f"{label}: expected a string, got {shown_value(name)}"]
+        return [Problem(label, f"expected a string, got {shown_value(name)}")]
     if not name:
-        return [f"{label}: must not be empty"]
-    found: list[str] = []
+        return [Problem(label, "must not be empty")]
+    found: list[Problem] = []
     if len(name) > MAX_CALENDAR_NAME_LENGTH:
-        found.append(f"{label}: {len(name)} characters; at most {MAX_CALENDAR_NAME_LENGTH} "
-                     "are allowed")
+        found.append(Problem(label, f"{len(name)} characters",
+                             f"at most {MAX_CALENDAR_NAME_LENGTH} are allowed"))
     if not _CALENDAR_NAME.fullmatch(name):
-        found.append(f"{label}: {shown_value(name)} is not a calendar name; use "
-                     "letters, digits, '-', '_', '.' or ':', starting with a letter or digit")
+        found.append(Problem(label, f"{shown_value(name)} is not a calendar name",
+                             "use letters, digits, '-', '_', '.' or ':', starting with a "
+                             "letter or digit"))
     return found
 
 
-def calendars_problems(names: object, label: str = "calendars") -> list[str]:
+def calendars_problems(names: object, label: str = "calendars") -> list[Problem]:
     """Problems of the calendar names a schedule observes: a list of distinct names."""
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
-        return [f"{label}: expected a list of calendar names, got "
-                f"{shown_value(names)}; give e.g. ['holidays']"]
-    found: list[str] = []
+        return [Problem(label, f"expected a list of calendar names, got {shown_value(names)}",
+                        "give e.g. ['holidays']")]
+    found: list[Problem] = []
     if len(names) > MAX_CALENDARS:
-        found.append(f"{label}: {len(names)} calendars; at most {MAX_CALENDARS} are allowed")
+        found.append(Problem(label, f"{len(names)} calendars",
+                             f"at most {MAX_CALENDARS} are allowed"))
     for name in names:
         found.extend(calendar_name_problems(name, label))
     repeated = sorted({n for n in names if isinstance(n, str) and names.count(n) > 1})
     if repeated:
-        found.append(f"{label}: {', '.join(map(repr, repeated))} given more than once; give "
-                     "each calendar once")
+        found.append(Problem(label, f"{', '.join(map(repr, repeated))} given more than once",
+                             "give each calendar once"))
     return found

@@ -10,6 +10,7 @@ from typing import Any, Union
 
 from goatbeat_celery.core.rules import validation
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem
 
 UTC = timezone.utc
 
@@ -95,7 +96,7 @@ def to_timedelta(value: Duration | str, name: str,
         seconds = _seconds_of(parse_duration(value) if isinstance(value, str) else value)
     except ValueError as exc:
         if problems is None:
-            raise ConfigurationError([f"{name}: {exc}"]) from None
+            raise ConfigurationError([Problem(name, str(exc))]) from None
         problems.append(f"{name}: {exc}")
         return timedelta(0)
     return timedelta(seconds=seconds)
@@ -107,5 +108,5 @@ def _seconds_of(value: object) -> float:
                          f"{value!r}")
     problem = validation.seconds_problem(value, "", minimum=-validation.MAX_DURATION)
     if problem is not None:  # not finite, or beyond what a datetime can be shifted by
-        raise ValueError(problem.removeprefix(": "))
+        raise ValueError(problem.text.removeprefix(": "))
     return float(value)

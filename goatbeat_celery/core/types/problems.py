@@ -69,3 +69,8 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.subject}: {self.text}" if self.subject else self.text
 
+
+
+def listed(problem: Problem | None) -> list[Problem]:
+    """``problem`` as a list: empty when there is none."""
+    return [] if problem is None else [problem]

@@ -25,6 +25,7 @@ from goatbeat_celery.core.rules.runs import (
 )
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import Duration, to_timedelta
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import MisfirePolicy
 
 _HOUR = timedelta(hours=1)
@@ -120,7 +121,7 @@ class Settings:
     shards: int = 1
 
     def __post_init__(self) -> None:
-        problems: list[str] = []
+        problems: list[Problem] = []
         given = dict(vars(self))
         for name, (maximum, zero_allowed) in _DURATIONS.items():
             value = _duration(given[name], name, problems, maximum=maximum,
@@ -138,7 +139,8 @@ class Settings:
                 problems.append(problem)
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
         if not isinstance(self.track_runs, bool):
-            problems.append(f"track_runs: expected True or False, got {self.track_runs!r}")
+            problems.append(Problem("track_runs",
+                                    f"expected True or False, got {self.track_runs!r}"))
         policy = MisfirePolicy.read(given["misfire_policy"], "misfire_policy", problems)
         object.__setattr__(self, "misfire_policy", policy or MisfirePolicy.LATEST)
         overlap = OverlapPolicy.read(given["overlap_policy"], "overlap_policy", problems)
@@ -146,10 +148,9 @@ class Settings:
         ttl, renew = self.lease_ttl, self.lease_renew_interval
         if renew >= ttl and "lease_ttl" not in _named(problems) \
                 and "lease_renew_interval" not in _named(problems):
-            problems.append(
-                f"lease_renew_interval: must be shorter than lease_ttl ({renew} >= {ttl}); "
-                "a third of the ttl is a good value"
-            )
+            problems.append(Problem(
+                "lease_renew_interval", f"must be shorter than lease_ttl ({renew} >= {ttl})",
+                "a third of the ttl is a good value"))
         if not {"heartbeat_interval", "run_lost_after"} & _named(problems):
             lost = lost_after_problem(self.heartbeat_interval, self.run_lost_after)
             if lost is not None:
@@ -184,14 +185,15 @@ class Settings:
         return out
 
 
-def _duration(value: object, name: str, problems: list[str], *, maximum: timedelta,
+def _duration(value: object, name: str, problems: list[Problem], *, maximum: timedelta,
               zero_allowed: bool) -> timedelta | None:
     """``value`` as a timedelta within the bounds; None with a problem appended otherwise."""
     if isinstance(value, str):
         # "30s", "1m": read as printed; an unreadable one is reported by to_timedelta.
-        before = len(problems)
-        value = to_timedelta(value, name, problems)
-        if len(problems) > before:
+        try:
+            value = to_timedelta(value, name)
+        except ConfigurationError as exc:
+            problems.extend(exc.details)
             return None
     problem = validation.seconds_problem(value, name, maximum=maximum,
                                          inclusive_minimum=zero_allowed)
@@ -202,6 +204,6 @@ def _duration(value: object, name: str, problems: list[str], *, maximum: timedel
     return to_timedelta(value, name)
 
 
-def _named(problems: list[str]) -> set[str]:
+def _named(problems: list[Problem]) -> set[str]:
     """The fields that ``problems`` are about."""
-    return {problem.split(":", 1)[0] for problem in problems}
+    return {problem.field for problem in problems}

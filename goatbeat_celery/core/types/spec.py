@@ -21,6 +21,7 @@ from goatbeat_celery.core.rules.policies import (
     backoff_problems,
 )
 from goatbeat_celery.core.types.instants import UTC, JSONValue
+from goatbeat_celery.core.types.problems import Problem, listed
 
 #: The longest shift (``offset`` or ``jitter``) of a schedule that is not an interval.
 MAX_SHIFT = validation.MAX_GRACE
@@ -120,7 +121,7 @@ class ScheduleSpec:
     enabled: bool = True
     source: ScheduleSource = ScheduleSource.API
 
-    def problems(self, *, payload: bool = True) -> list[str]:
+    def problems(self, *, payload: bool = True) -> list[Problem]:
         """Every problem with this spec, by the rules of
         :mod:`~goatbeat_celery.core.rules.validation`.
 
@@ -130,19 +131,19 @@ class ScheduleSpec:
         """
         found = [*validation.name_problems(self.name), *validation.task_problems(self.task)]
         if not isinstance(self.enabled, bool):
-            found.append(f"enabled: expected true or false, got {self.enabled!r}")
+            found.append(Problem("enabled", f"expected true or false, got {self.enabled!r}"))
         every = self._every(found)
         if self.misfire_policy is not None and not isinstance(self.misfire_policy,
                                                               MisfirePolicy):
             found.append(MisfirePolicy.unknown(self.misfire_policy, "misfire_policy"))
         if self.misfire_grace is not None:
-            found.extend(_listed(validation.seconds_problem(
+            found.extend(listed(validation.seconds_problem(
                 self.misfire_grace, "misfire_grace", maximum=validation.MAX_GRACE)))
         if self.starting_deadline is not None:
-            found.extend(_listed(validation.seconds_problem(
+            found.extend(listed(validation.seconds_problem(
                 self.starting_deadline, "starting_deadline", inclusive_minimum=False)))
         if self.max_catchup is not None:
-            found.extend(_listed(validation.count_problem(
+            found.extend(listed(validation.count_problem(
                 self.max_catchup, "max_catchup", minimum=1, maximum=validation.MAX_CATCHUP)))
         found.extend(self._shift_problems(every))
         found.extend(self._policy_problems())
@@ -157,9 +158,9 @@ class ScheduleSpec:
             for label, payload_value in payloads:
                 found.extend(validation.payload_problems(label, payload_value))
         where = f"schedule {quoted_name(self.name)}"
-        return [f"{where}: {problem}" for problem in found]
+        return [problem.about(where) for problem in found]
 
-    def _every(self, found: list[str]) -> timedelta | None:
+    def _every(self, found: list[Problem]) -> timedelta | None:
         """An interval trigger's period, checked against the bounds (None for other kinds)."""
         if self.trigger.kind != "interval":
             return None
@@ -171,51 +172,52 @@ class ScheduleSpec:
         assert isinstance(every, (int, float))
         return timedelta(seconds=every)
 
-    def _shift_problems(self, every: timedelta | None) -> list[str]:
+    def _shift_problems(self, every: timedelta | None) -> list[Problem]:
         """Problems of ``offset`` and ``jitter``: each from 0 to the interval (``every``) or
         :data:`MAX_SHIFT`, and not both."""
-        found: list[str] = []
+        found: list[Problem] = []
         shift_max = MAX_SHIFT if every is None else every
         for label, value in (("offset", self.offset), ("jitter", self.jitter)):
             if value is not None:
-                found.extend(_listed(validation.seconds_problem(value, label,
+                found.extend(listed(validation.seconds_problem(value, label,
                                                                 maximum=shift_max)))
         if (every is not None and isinstance(self.offset, timedelta)
                 and self.offset >= every):
-            found.append(f"offset: must be shorter than the interval ({self.offset} >= {every})")
+            found.append(Problem("offset", "must be shorter than the interval "
+                                 f"({self.offset} >= {every})"))
         if self.offset is not None and self.jitter is not None:
-            found.append("offset: give either offset or jitter, not both")
+            found.append(Problem("offset", "give either offset or jitter, not both"))
         return found
 
-    def _policy_problems(self) -> list[str]:
+    def _policy_problems(self) -> list[Problem]:
         """Problems of the run policies, one rule each."""
-        found: list[str] = []
+        found: list[Problem] = []
         if self.overlap is not None and not isinstance(self.overlap, OverlapPolicy):
             found.append(OverlapPolicy.unknown(self.overlap, "overlap"))
         if not isinstance(self.mode, ScheduleMode):
             found.append(ScheduleMode.unknown(self.mode, "mode"))
         elif self.mode is ScheduleMode.FIXED_DELAY and self.trigger.kind != "interval":
-            found.append("mode: fixed_delay needs an interval schedule (every = the delay), "
-                         f"not a {self.trigger.kind} one")
+            found.append(Problem("mode", "fixed_delay needs an interval schedule (every = the "
+                                 f"delay), not a {self.trigger.kind} one"))
         found.extend(backoff_problems(self.failure_backoff, self.failure_backoff_factor,
                                       self.failure_backoff_max))
         if self.pause_after_failures is not None:
-            found.extend(_listed(validation.count_problem(
+            found.extend(listed(validation.count_problem(
                 self.pause_after_failures, "pause_after_failures", minimum=1,
                 maximum=MAX_PAUSE_AFTER)))
         return found
 
-    def _control_problems(self) -> list[str]:
+    def _control_problems(self) -> list[Problem]:
         """Problems of the bounds, the run limit, the description and the tags."""
-        found: list[str] = []
+        found: list[Problem] = []
         bounds: list[datetime] = []
         for label, value in (("start_at", self.start_at), ("end_at", self.end_at)):
             if value is None:
                 continue
             if (not isinstance(value, datetime) or value.tzinfo is None
                     or value.utcoffset() is None):
-                found.append(f"{label}: expected an aware datetime (with a zone), got "
-                             f"{validation.shown_value(value)}")
+                found.append(Problem(label, "expected an aware datetime (with a zone), got "
+                                     f"{validation.shown_value(value)}"))
                 continue
             problem = validation.instant_problem(value, label)
             if problem is not None:
@@ -223,13 +225,13 @@ class ScheduleSpec:
             else:
                 bounds.append(value)
         if len(bounds) == 2 and bounds[1] < bounds[0]:
-            found.append(f"end_at: {bounds[1].isoformat()} is before start_at "
-                         f"{bounds[0].isoformat()}; give an end at or after the start")
+            found.append(Problem("end_at", f"{bounds[1].isoformat()} is before start_at "
+                                 f"{bounds[0].isoformat()}", "give an end at or after the start"))
         if self.max_runs is not None:
-            found.extend(_listed(validation.count_problem(
+            found.extend(listed(validation.count_problem(
                 self.max_runs, "max_runs", minimum=1, maximum=validation.MAX_RUNS)))
         if self.description is not None:
-            found.extend(_listed(validation.description_problem(self.description)))
+            found.extend(listed(validation.description_problem(self.description)))
         if self.tags != ():
             found.extend(validation.tags_problems(self.tags))
         if self.calendars != ():
@@ -324,10 +326,6 @@ def _instant_text(value: object) -> str | None:
     if isinstance(value, datetime) and value.utcoffset() is not None:
         return value.astimezone(UTC).isoformat()
     return None if value is None else repr(value)
-
-
-def _listed(problem: str | None) -> list[str]:
-    return [] if problem is None else [problem]
 
 
 def quoted_name(name: object) -> str:

@@ -120,7 +120,7 @@ def _backfill(row: Any) -> Backfill:
             return 0
         return value
 
-    mode = BackfillMode.read(row.mode, "mode", damage)
+    mode = BackfillMode.stored(row.mode, "mode", damage)
     state = _BACKFILL_STATES.get(row.state)
     if state is None:
         damage.append(f"state: {_found(row.state)}")

@@ -139,7 +139,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         damage.append(f"trigger: expected a JSON object with a 'kind', found {_found(trigger)}")
         kind, params = "invalid", {}
     policy = (None if misfire_policy is None
-              else MisfirePolicy.read(misfire_policy, "misfire_policy", damage))
+              else MisfirePolicy.stored(misfire_policy, "misfire_policy", damage))
     durations = []
     for label, value in (("misfire_grace_seconds", misfire_grace), ("offset_seconds", offset),
                          ("jitter_seconds", jitter), ("starting_deadline_seconds", deadline),
@@ -211,9 +211,9 @@ def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
     ``damage`` and read as the default."""
     found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE}
     if overlap is not None:
-        found["overlap"] = OverlapPolicy.read(overlap, "overlap", damage)
+        found["overlap"] = OverlapPolicy.stored(overlap, "overlap", damage)
     if mode is not None:
-        found["mode"] = ScheduleMode.read(mode, "mode", damage) or ScheduleMode.FIXED_RATE
+        found["mode"] = ScheduleMode.stored(mode, "mode", damage) or ScheduleMode.FIXED_RATE
     found["failure_backoff_factor"] = stored_value(factor, float, None,
                                                    "failure_backoff_factor", damage)
     found["pause_after_failures"] = stored_value(pause_after, int, None,
