@@ -261,10 +261,11 @@ class Cluster(World):
         return [json.loads(item) for item in self.redis.lrange(self.record_key, 0, -1)]
 
     def lease(self) -> dict[str, Any] | None:
+        """The lease row (``default``), not the member rows every replica renews beside it."""
         with self.engine.connect() as connection:
             row = connection.execute(sa.text(
                 "SELECT name, holder, token, acquired_at, expires_at, "
-                "expires_at > now() AS live FROM goatbeat_lease")).first()
+                "expires_at > now() AS live FROM goatbeat_lease WHERE name = 'default'")).first()
             return None if row is None else dict(row._mapping)
 
     def leader_pid(self) -> int | None:

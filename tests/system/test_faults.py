@@ -57,9 +57,11 @@ from tests.system.harness import (
 from tests.system.outcome import Outcome, seconds
 from tests.system.services import PartitionProxy, PrivatePostgres, PrivateRedis, faketime_env
 
-#: Fault scenarios whose bounds (takeover, hand-over, lateness) are derived from the settings
-#: under test: they run alone, after the parallel part of the suite (scripts/test).
-pytestmark = [pytest.mark.system, pytest.mark.serial]
+pytestmark = pytest.mark.system
+#: A scenario whose bounds (takeover, hand-over, lateness) are derived from the settings under
+#: test runs alone, after the parallel part of the suite (scripts/test); one that checks only
+#: what was claimed and delivered runs in the parallel part.
+serial = pytest.mark.serial
 
 #: A stopped leader releases its lease and NOTIFY wakes a standby at once: a handover costs a
 #: round trip and a claim, whatever the ttl. Two seconds leave the rest to a busy machine.
@@ -80,6 +82,7 @@ CLAIM_SLACK = 1.5
 
 
 # -- 1. steady state ------------------------------------------------------------------------
+@serial
 def test_three_replicas_for_two_minutes_claim_every_point_once_and_deliver_it_once(
         cluster: Cluster, report: Any) -> None:
     schedules = every_second(20)
@@ -108,6 +111,7 @@ def test_three_replicas_for_two_minutes_claim_every_point_once_and_deliver_it_on
 
 
 # -- 2. SIGKILL -----------------------------------------------------------------------------
+@serial
 @pytest.mark.parametrize("broker", BROKERS)
 def test_a_killed_leader_is_replaced_within_ttl_plus_renew_and_nothing_is_lost(
         broker: Broker, request: pytest.FixtureRequest, report: Any) -> None:
@@ -158,6 +162,7 @@ def stale_claims(outcome: Outcome, old_token: int, taken_at: datetime) -> list[s
             if o.token == old_token and o.claimed_at >= taken_at]
 
 
+@serial
 def test_a_leader_stopped_mid_submission_past_its_ttl_claims_nothing_with_its_stale_token(
         cluster: Cluster, report: Any) -> None:
     # A hundred and fifty schedules make each second's batch take a while to send, and more
@@ -211,6 +216,7 @@ def test_a_leader_stopped_mid_submission_past_its_ttl_claims_nothing_with_its_st
     assert outcome.max_lateness(stopped_at - 1, stopped_at + 10) <= TAKEOVER_BOUND
 
 
+@serial
 def test_a_leader_frozen_inside_a_claim_transaction_does_not_hold_back_the_takeover(
         cluster: Cluster, report: Any) -> None:
     cluster.write_config(schedules=every_second(5), settings=FAST_LEASE)
@@ -272,6 +278,7 @@ def test_a_leader_frozen_inside_a_claim_transaction_does_not_hold_back_the_takeo
 DEFAULT_LEASE = {"lease_ttl": 30, "lease_renew_interval": 10, "max_interval": 1}
 
 
+@serial
 @pytest.mark.parametrize("lease", [FAST_LEASE, DEFAULT_LEASE], ids=["ttl-3s", "ttl-30s"])
 def test_a_terminated_leader_hands_over_in_under_two_seconds(
         cluster: Cluster, report: Any, lease: dict[str, Any]) -> None:
@@ -303,6 +310,7 @@ def test_a_terminated_leader_hands_over_in_under_two_seconds(
 
 
 # -- 5. PostgreSQL restart ------------------------------------------------------------------
+@serial
 def test_a_postgresql_restart_leaves_the_replicas_running_and_the_gap_to_the_misfire_policy(
         pg_cluster: Cluster, private_postgres: PrivatePostgres, report: Any) -> None:
     cluster = pg_cluster
@@ -419,6 +427,7 @@ def test_a_broker_outage_keeps_claims_claimed_and_delivers_them_under_their_keys
 
 
 # -- 7. clock skew --------------------------------------------------------------------------
+@serial
 def test_a_replica_an_hour_ahead_neither_steals_the_lease_nor_claims_early(
         cluster: Cluster, report: Any) -> None:
     skew = faketime_env("+1h")
@@ -559,6 +568,7 @@ def test_schedules_edited_through_the_api_while_claims_run_keep_every_edit(
 
 
 # -- 9. partition ---------------------------------------------------------------------------
+@serial
 @pytest.mark.parametrize("drop", [False, True], ids=["held", "dropped"])
 def test_a_leader_cut_off_from_postgresql_stops_dispatching_and_the_others_take_over(
         cluster: Cluster, report: Any, drop: bool) -> None:
@@ -682,6 +692,7 @@ def shard_of(name: str) -> int:
     return zlib.crc32(name.encode("utf-8")) % SHARDS
 
 
+@serial
 def test_three_replicas_and_then_a_fourth_each_lead_a_share_of_the_shards(
         cluster: Cluster, report: Any) -> None:
     schedules = every_second(20)
@@ -741,6 +752,7 @@ def wait_for_shard_takeovers(cluster: Cluster, before: dict[int, Any],
     return wait_until(taken, timeout=timeout, what="the shards to be taken over")
 
 
+@serial
 @pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP", "SIGTERM"])
 def test_the_shards_of_a_killed_frozen_or_stopped_replica_are_taken_over_in_time(
         cluster: Cluster, report: Any, fault: str) -> None:
