@@ -77,20 +77,34 @@ def pg_url(pg_server_url: URL) -> Iterator[str]:
         yield url
 
 
-@contextmanager
-def empty_database(server_url: URL, name: str) -> Iterator[str]:
-    """Create database ``name`` (dropping a leftover of that name), yield its URL, and drop it
-    afterwards."""
+def _recreate(server_url: URL, name: str, template: str | None = None) -> None:
+    """Create database ``name`` (dropping a leftover of that name), a copy of ``template`` when
+    given."""
+    copy = f' TEMPLATE "{template}"' if template else ""
     admin = _admin_engine(server_url)
     with admin.connect() as connection:
         connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"{copy}'))
+    admin.dispose()
+
+
+def _drop(server_url: URL, name: str) -> None:
+    admin = _admin_engine(server_url)
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@contextmanager
+def empty_database(server_url: URL, name: str, *, template: str | None = None
+                   ) -> Iterator[str]:
+    """Create database ``name`` (a copy of ``template`` when given), yield its URL, and drop it
+    afterwards."""
+    _recreate(server_url, name, template)
     try:
         yield server_url.set(database=name).render_as_string(hide_password=False)
     finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        _drop(server_url, name)
 
 
 #: Per server: the name of this process's migrated template database (see
@@ -106,11 +120,7 @@ def _template_for(server_url: URL) -> str:
     key = server_url.render_as_string(hide_password=False)
     if key not in _TEMPLATES:
         name = f"goatbeat_tpl_{os.getpid()}"
-        admin = _admin_engine(server_url)
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
+        _recreate(server_url, name)
         upgrade_schema(server_url.set(database=name).render_as_string(hide_password=False))
         _TEMPLATES[key] = name
     return _TEMPLATES[key]
@@ -135,10 +145,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     for key, name in _TEMPLATES.items():
-        admin = _admin_engine(make_url(key))
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        _drop(make_url(key), name)
     _TEMPLATES.clear()
 
 
@@ -149,17 +156,8 @@ def migrated_database(server_url: URL, name: str) -> Iterator[str]:
     It is a copy of a template migrated once per process (``CREATE DATABASE … TEMPLATE``);
     tests/conformance/test_migrations.py checks the migrations themselves on empty databases.
     """
-    template = _template_for(server_url)
-    admin = _admin_engine(server_url)
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
-    try:
-        yield server_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with empty_database(server_url, name, template=_template_for(server_url)) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
