@@ -22,6 +22,10 @@ from __future__ import annotations
 
 import typing
 
+#: The release, written here only: pyproject.toml reads it, and ``celery goatbeat --version``
+#: and the dashboard's footer show it.
+__version__ = "0.2.0"
+
 from goatbeat_celery.core.rules.backfill import BackfillMode
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,

@@ -27,7 +27,7 @@ def web(ctx: click.Context, bind: str, read_only: bool,
 
     With GOATBEAT_WEB_TOKEN set (16 characters or more), every request must give it: the
     sign-in page, `Authorization: Bearer TOKEN`, or basic auth with TOKEN as password.
-    Needs the web extra: pip install "goatbeat_celery[web]".
+    Needs celery-goatbeat's web extra (docs/getting-started.md#install).
     """
     import os
 
@@ -40,8 +40,8 @@ def web(ctx: click.Context, bind: str, read_only: bool,
         )
         from goatbeat_celery.web.server import DEFAULT_PORT, serve
     except ImportError as exc:
-        raise CommandError(f"the web dashboard needs the web extra: pip install "
-                           f"\"goatbeat_celery[web]\" ({exc})") from exc
+        raise CommandError(f"the web dashboard needs celery-goatbeat's web extra, installed as "
+                           f"docs/getting-started.md#install says ({exc})") from exc
     try:
         host, port = parse_bind(bind, DEFAULT_PORT)
     except ValueError as exc:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import click
 
+from goatbeat_celery import __version__
+
 
 @click.group(name="goatbeat")
+@click.version_option(__version__, "--version", prog_name="goatbeat_celery",
+                      message="%(prog)s %(version)s")
 @click.pass_context
 def goatbeat(ctx: click.Context) -> None:
     """goatbeat: schedules, lease and database schema of goatbeat_celery.

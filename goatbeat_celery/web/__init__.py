@@ -1,6 +1,6 @@
 """A web dashboard for goatbeat: lease, schedules, history and lateness, with pause, resume,
-run now, edit, create and remove. Needs the ``web`` extra (``pip install
-"goatbeat_celery[web]"``).
+run now, edit, create and remove. Needs celery-goatbeat's ``web`` extra
+(``docs/getting-started.md#install``).
 
 Served by ``celery -A proj goatbeat web``, or mounted in your own ASGI application::
 

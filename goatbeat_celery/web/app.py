@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from goatbeat_celery import display
+from goatbeat_celery import __version__, display
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.calendars import resolve
 from goatbeat_celery.core.rules.controls import upcoming_runs
@@ -131,6 +131,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     environment.globals["compact_json"] = display.compact_json
     environment.globals["human_seconds"] = display.human_seconds
     environment.globals["lateness"] = display.lateness
+    environment.globals["version"] = __version__
     context = _Context(
         schedules=schedules, settings=settings,
         # With shards, shard 0's lease heads the overview: its leader does the global work.

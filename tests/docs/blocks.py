@@ -38,9 +38,9 @@ Options follow ``test:``, separated by spaces:
     :data:`~tests.docs.context.BACKGROUND_TIMEOUT`. Then they are stopped with SIGTERM, as
     Ctrl-C would, and the chain goes on.
 ``install``
-    This console block installs goatbeat (``pip install goatbeat_celery…``): it is run only by
-    the test that installs a built wheel (``tests/docs/test_installed_wheel.py``), with the
-    wheel in place of the package's name, and skipped by the others, which run on the
+    This console block installs goatbeat (``pip install /path/to/goatbeat_celery…``): it is run
+    only by the test that installs a built wheel (``tests/docs/test_installed_wheel.py``), with
+    the wheel in place of the clone's path, and skipped by the others, which run on the
     repository's own environment.
 ``fails``
     Every command of this console block must exit non-zero.

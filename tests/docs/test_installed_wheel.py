@@ -1,12 +1,13 @@
 """The getting-started page works for someone who installs the package, not for this checkout.
 
-A wheel is built from the project's files, the page's ``install`` block runs in an empty
-directory with that wheel in place of the package's name (so ``python -m venv .venv`` and
-``pip install goatbeat_celery`` make a fresh virtual environment holding the wheel and its
-dependencies), and every runnable block of the page then runs there as the page shows it: the
-app file written as printed, the ``celery`` commands of that environment, a worker and beat
-started and stopped, Python scripts run by that environment's interpreter. Nothing of this
-checkout is importable there.
+The release's wheel is built (``tests/packaging/dist.py``: once per run, shared with the
+packaging tests), the page's ``install`` block runs in an empty directory with that wheel in
+place of the clone's path it shows (so ``python -m venv .venv`` and ``pip install
+/path/to/goatbeat_celery`` make a fresh virtual environment holding the wheel and its
+dependencies, which pip takes from the wheelhouse built beside it), and every runnable block of
+the page then runs there as the page shows it: the app file written as printed, the ``celery``
+commands of that environment, a worker and beat started and stopped, Python scripts run by that
+environment's interpreter. Nothing of this checkout is importable there.
 
 Nothing here is skipped: a missing ``venv`` module, a package index that cannot be reached or a
 wheel that lacks a file fails the test.
@@ -15,52 +16,26 @@ wheel that lacks a file fails the test.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.docs.blocks import DOCS, Block, chains, console_commands
-from tests.docs.context import ROOT, ChainRunner
+from tests.docs.context import ChainRunner
+from tests.packaging.dist import built
 
 PAGE = "getting-started.md"
-#: What a wheel is built from: the files pyproject.toml packages.
-SOURCES = ("pyproject.toml", "README.md", "goatbeat_celery")
-#: The package's name in a ``pip install`` line, with its extras and quotes.
-_REQUIREMENT = re.compile(r"""(?P<quote>["']?)goatbeat_celery(?P<extras>\[[^\]\s]*\])?(?P=quote)""")
+#: Where the page has the reader's clone of the repository, in a ``pip install`` line, with
+#: its extras and quotes.
+_REQUIREMENT = re.compile(
+    r"""(?P<quote>["']?)/path/to/goatbeat_celery(?P<extras>\[[^\]\s]*\])?(?P=quote)""")
 BUILD_TIMEOUT = 300
 
 
-def build_wheel(directory: Path) -> Path:
-    """A wheel of the project, built from a copy of its files (the checkout is left alone)."""
-    source = directory / "source"
-    source.mkdir()
-    for name in SOURCES:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, source / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy(path, source / name)
-    out = directory / "dist"
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out),
-         str(source)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=BUILD_TIMEOUT,
-        check=False,
-    )
-    wheels = sorted(out.glob("goatbeat_celery-*.whl"))
-    if result.returncode != 0 or len(wheels) != 1:
-        pytest.fail(f"building the wheel failed ({result.returncode}):\n{result.stdout}",
-                    pytrace=False)
-    return wheels[0]
-
-
 def pip_lines_with(wheel: Path, command: str) -> str:
-    """``command`` with the package's name in a ``pip install`` replaced by the wheel."""
+    """``command`` with the clone's path in a ``pip install`` replaced by the wheel."""
     if not re.match(r"^(python -m )?pip install\b", command):
         return command
     return _REQUIREMENT.sub(lambda m: f'"{wheel}{m.group("extras") or ""}"', command)
@@ -70,20 +45,23 @@ class WheelInstaller:
     """Runs the page's install block in the chain's directory, the wheel in place of the
     package's name, and gives the environment it made."""
 
-    def __init__(self, wheel: Path) -> None:
+    def __init__(self, wheel: Path, wheelhouse: Path) -> None:
         self.wheel = wheel
+        self.wheelhouse = wheelhouse
         self.seconds = 0.0
 
     def __call__(self, block: Block, directory: Path, env: dict[str, str]) -> Path:
         commands = [pip_lines_with(self.wheel, c.text) for c in console_commands(block)]
         assert any(str(self.wheel) in command for command in commands), (
-            f"{block.where}: no `pip install goatbeat_celery` in the install block")
+            f"{block.where}: no `pip install /path/to/goatbeat_celery` in the install block")
         # One shell, so that `. .venv/bin/activate` holds for the commands after it.
         script = "\n".join(["set -euo pipefail", *commands,
                             'echo "BIN=$(dirname "$(command -v python)")"'])
         started = time.monotonic()
+        # pip as the page runs it, taking the dependencies from the wheelhouse only.
+        wheels = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheelhouse)}
         result = subprocess.run(["bash", "-c", script], cwd=directory,
-                                env={**_clean(env)}, stdout=subprocess.PIPE,
+                                env=_clean({**env, **wheels}), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, timeout=BUILD_TIMEOUT,
                                 check=False)
         self.seconds = time.monotonic() - started
@@ -118,9 +96,8 @@ def test_getting_started_runs_as_written_from_an_installed_wheel(
         f"every chain of docs/{PAGE} must install the package first")
 
     started = time.monotonic()
-    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
-    built = time.monotonic() - started
-    installer = WheelInstaller(wheel)
+    dist = built(tmp_path_factory)
+    installer = WheelInstaller(dist.wheel, dist.wheelhouse)
     for chain in page_chains:
         directory = tmp_path_factory.mktemp("project")
         runner = ChainRunner(chain, request, directory, monkeypatch, isolated=True,
@@ -135,5 +112,5 @@ def test_getting_started_runs_as_written_from_an_installed_wheel(
             f"goatbeat_celery was imported from {where}, not the installed wheel")
     total = time.monotonic() - started
     # Shown with -rP or -s: how long each part took.
-    print(f"wheel built in {built:.1f}s; installed in {installer.seconds:.1f}s; "
-          f"page run in {total - built - installer.seconds:.1f}s; {total:.1f}s in all")
+    print(f"wheel built in {dist.seconds:.1f}s; installed in {installer.seconds:.1f}s; "
+          f"page run in {total - dist.seconds - installer.seconds:.1f}s; {total:.1f}s in all")

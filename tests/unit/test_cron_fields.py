@@ -3,7 +3,7 @@ what in it is wrong, and the values it takes."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -81,7 +81,7 @@ def test_the_last_weekday_of_the_month_is_refused_with_what_to_write_instead() -
 @pytest.mark.parametrize(("quartz", "croniter_form"), [
     ("0 9 * * 5L", "0 9 * * L5"), ("0 9 * * FRIL", "0 9 * * L5"), ("0 9 * * 0L", "0 9 * * L7")])
 def test_a_last_day_of_week_written_either_way_runs_alike(quartz: str, croniter_form: str) -> None:
-    start = datetime(2026, 1, 1, tzinfo=UTC)
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     ours, theirs = CronTrigger(quartz, "Europe/Paris"), CronTrigger(croniter_form, "Europe/Paris")
     for _ in range(14):
         following = ours.next_after(start)
