@@ -254,6 +254,9 @@ def test_the_wheel_with_an_extra_runs_the_quickstart_in_a_fresh_environment(
         assert "all checks passed" in project.celery("-A", "proj", "goatbeat", "check")
         if extra in ("django", "all"):
             assert "django ok" in project.python(DJANGO_CHECK)
+        # A database schedule, as getting started adds one.
+        project.celery("-A", "proj", "goatbeat", "add", "tick", "proj.report", "--every", "5s",
+                       "--args", '["tick"]')
         try:
             project.start("worker", "-A", "proj", "worker", "--pool", "solo", "--loglevel",
                           "WARNING", "--without-heartbeat", "--without-gossip",
@@ -271,6 +274,9 @@ def test_the_wheel_with_an_extra_runs_the_quickstart_in_a_fresh_environment(
                 assert "goatbeat" in fetch(f"http://127.0.0.1:{metrics_port}/metrics")
         finally:
             project.stop()
+        # What beat did, as getting started looks at it.
+        assert "submitted" in project.celery("-A", "proj", "goatbeat", "history", "heartbeat")
+        assert "tick" in project.celery("-A", "proj", "goatbeat", "list", "--source", "api")
     # Shown with -rP or -s.
     print(f"{extra}: installed in {installed:.1f}s, "
           f"{time.monotonic() - started:.1f}s in all (build {dist.seconds:.1f}s)")
