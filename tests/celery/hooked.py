@@ -106,7 +106,7 @@ def sent_keys(app: Any) -> dict[str, list[str]]:
 
 # -- Sentry Crons ---------------------------------------------------------------------------
 MINUTE = 60.0
-SENTRY_NAMES = ("cron-config", "interval-config", "cron-api", "interval-api")
+SENTRY_NAMES = ("cron-config", "interval-config", "cron-api", "interval-api", "cron-paris")
 
 
 def sentry(directory: Path) -> dict[str, Any]:
@@ -155,7 +155,8 @@ def sentry(directory: Path) -> dict[str, Any]:
             envelopes.clear()
         app.done.clear()
 
-        # goatbeat: the same two config entries, and the API schedules made through the API.
+        # goatbeat: the same two config entries, the API schedules made through the API, and one
+    # more in a zone of its own.
         app.conf.beat_schedule = {name: default_schedule[name]
                                   for name in ("cron-config", "interval-config")}
         replicas = Replicas(app)
@@ -164,13 +165,16 @@ def sentry(directory: Path) -> dict[str, Any]:
             try:
                 schedules.create("cron-api", "hooked.work", cron="* * * * *")
                 schedules.create("interval-api", "hooked.work", every=MINUTE)
+                schedules.create("cron-paris", "hooked.work", cron="* * * * *",
+                                 timezone="Europe/Paris")
                 # Each schedule's latest occurrence, run now rather than at the next minute.
                 now = schedules.store.now()
                 for name in SENTRY_NAMES:
                     schedules.backfill(name, now - timedelta(seconds=MINUTE - 0.001), now)
             finally:
                 schedules.close()
-            wait_for(lambda: len(app.done) >= 4, "goatbeat's four runs", tick=replicas.tick)
+            wait_for(lambda: len(app.done) >= len(SENTRY_NAMES), "goatbeat's runs",
+                     tick=replicas.tick)
             wait_for(lambda: len(checkins()) >= 2 * len(app.done), "goatbeat's check-ins",
                      tick=replicas.tick)
         finally:

@@ -53,7 +53,7 @@ def test_sentry_sees_the_check_ins_celery_beat_would_send(tmp_path: Path):
     result = run_scenario("sentry", tmp_path)
     default, goatbeat = by_check_in(result["default"]), by_check_in(result["goatbeat"])
     names = {"cron-config", "interval-config", "cron-api", "interval-api"}
-    assert set(default) == set(goatbeat) == names
+    assert set(default) == names and set(goatbeat) == {*names, "cron-paris"}
     for name in names:
         # One run of each under Celery's beat: in_progress from beat, then the worker's end.
         (expected,) = default[name]
@@ -66,6 +66,13 @@ def test_sentry_sees_the_check_ins_celery_beat_would_send(tmp_path: Path):
         "schedule": {"type": "crontab", "value": "* * * * *"}, "timezone": "UTC"}
     assert json.loads(default["interval-api"][0][0][1]) == {
         "schedule": {"type": "interval", "value": 1, "unit": "minute"}, "timezone": "UTC"}
+    # A cron made with the API in a zone of its own: its monitor is in that zone.
+    for shape in goatbeat["cron-paris"]:
+        assert [status for status, _ in shape] == ["in_progress", "ok"]
+        assert {json.dumps(json.loads(config)) for _, config in shape} == {json.dumps(
+            {"schedule": {"type": "crontab", "value": "* * * * *"},
+             "timezone": "Europe/Paris"})}
+    assert len(goatbeat["cron-paris"]) == len(result["sent"]["cron-paris"])
 
 
 def test_ddtrace_traces_each_run_from_apply_entry_to_the_worker(tmp_path: Path):
