@@ -54,6 +54,10 @@ def _rebuilt_crontab(minute: Any, hour: Any, day_of_week: Any, day_of_month: Any
     return zoned_crontab(minute, hour, day_of_week, day_of_month, month_of_year, zone=zone)
 
 
+#: Seconds until a passed ``once`` is looked at again: never, in practice.
+NEVER_CHECK_AGAIN = 10.0 ** 9
+
+
 class once(celery_schedules.BaseSchedule):  # type: ignore[misc]  # noqa: N801 - as Celery's
     """A single instant (django-celery-beat calls it ``clocked``): due once it has passed."""
 
@@ -64,9 +68,13 @@ class once(celery_schedules.BaseSchedule):  # type: ignore[misc]  # noqa: N801 -
     def remaining_estimate(self, last_run_at: datetime) -> timedelta:
         return self.at - datetime.now(timezone.utc)
 
-    def is_due(self, last_run_at: datetime) -> tuple[bool, float | None]:
+    def is_due(self, last_run_at: datetime) -> Any:
         remaining = self.remaining_estimate(last_run_at).total_seconds()
-        return (True, None) if remaining <= 0 else (False, remaining)
+        if remaining > 0:
+            return celery_schedules.schedstate(is_due=False, next=remaining)
+        # As django-celery-beat's clocked: due once the instant has passed, then not looked
+        # at again (goatbeat itself runs it once, from its store).
+        return celery_schedules.schedstate(is_due=True, next=NEVER_CHECK_AGAIN)
 
     def __reduce__(self) -> Any:
         return self.__class__, (self.at,)

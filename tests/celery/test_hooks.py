@@ -5,7 +5,10 @@ message."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -218,6 +221,9 @@ def test_an_interval_becomes_a_schedule_and_an_instant_a_once(celery_app: Celery
         "schedule": {"type": "interval", "value": 5, "unit": "minute"}, "timezone": "UTC"}
     at = celery_schedule({"kind": "once", "at": "2030-01-01T00:00:00+00:00"}, celery_app)
     assert isinstance(at, once) and at.is_due(at.at)[0] is False
+    passed = celery_schedule({"kind": "once", "at": "2020-01-01T00:00:00+00:00"}, celery_app)
+    assert passed.is_due(passed.at)[0] is True
+    assert pickle.loads(pickle.dumps(passed)).at == passed.at
 
 
 def test_a_config_schedule_of_its_own_class_is_handed_over_as_given(celery_app: Celery):
@@ -258,3 +264,26 @@ def test_a_hook_that_raises_after_the_send_leaves_the_run_sent_once(
     assert json.loads(raw)["headers"]["id"] == one.key, "the key stays the task id"
     [warning] = [r for r in caplog.records if getattr(r, "action", None) == "hook_failed"]
     assert "the monitor is down" in warning.getMessage()
+
+
+def test_without_opentelemetry_beat_opens_no_span_and_sends_as_before():
+    # In a process of its own, where importing opentelemetry fails as if it were not installed.
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None\n"
+        "from celery import Celery\n"
+        "from goatbeat_celery.beat import tracing\n"
+        "from goatbeat_celery.beat.submitter import CelerySubmitter\n"
+        "from tests.celery.test_submitter import dispatch\n"
+        "assert not tracing.available()\n"
+        "app = Celery('plain', broker='memory://', set_as_current=False)\n"
+        "one = dispatch('plain')\n"
+        "result = CelerySubmitter(app).submit([one], token=1, timeout=5.0)\n"
+        "assert result.accepted == [one.key], result\n"
+        "print('sent without opentelemetry')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.stdout.strip() == "sent without opentelemetry", done.stderr[-2000:]
