@@ -68,6 +68,7 @@ from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, S
 from goatbeat_celery.core.types.problems import Problem, listed
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import (
+    PLAIN_FIELDS,
     MisfirePolicy,
     ScheduleSource,
     ScheduleSpec,
@@ -594,16 +595,10 @@ class Schedules:
 #: Which arguments of :meth:`Schedules.update` rewrite each column a damaged row may name.
 _REPAIRED_BY = {
     "trigger": {"every", "cron", "at"},
-    "misfire_grace_seconds": {"misfire_grace"},
-    "offset_seconds": {"offset"},
-    "jitter_seconds": {"jitter"},
-    "starting_deadline_seconds": {"starting_deadline"},
-    "failure_backoff_seconds": {"failure_backoff"},
-    "failure_backoff_max_seconds": {"failure_backoff_max"},
+    **{field.column: {field.name} for field in PLAIN_FIELDS},
     **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
-                                    "max_catchup", "overlap", "mode", "failure_backoff_factor",
-                                    "pause_after_failures", "start_at", "end_at",
-                                    "max_runs", "description", "tags", "calendars")},
+                                    "overlap", "mode", "start_at", "end_at", "description",
+                                    "tags", "calendars")},
 }
 
 

@@ -49,15 +49,10 @@ _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port
 #: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
 DEFAULT_METRICS_ADDRESS = "127.0.0.1"
 _KNOWN = frozenset(PREFIX + key for key in (*_SETTINGS_KEYS, *_OWN_KEYS))
-#: The run policies a config entry may give under its ``goatbeat`` key (see core.rules.policies).
-POLICY_OPTIONS = ("overlap", "mode", "failure_backoff", "failure_backoff_factor",
-                  "failure_backoff_max", "pause_after_failures")
-#: The controls a config entry may give under its ``goatbeat`` key (see core.rules.controls).
-CONTROL_OPTIONS = ("start_at", "end_at", "max_runs", "description", "tags", "calendars")
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
+#: What an entry's ``goatbeat`` key may give: every spec field the entry does not give itself.
 _GOATBEAT_ENTRY_KEYS = {
-    "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter", "timezone", "enabled",
-    "starting_deadline", *POLICY_OPTIONS, *CONTROL_OPTIONS,
+    *(key for key in specs.SPEC_FIELDS if key not in _ENTRY_KEYS), "timezone", "enabled",
 }
 
 #: ``goatbeat_occurrence_hook``: called with every submission attempt, its return value ignored.

@@ -36,11 +36,12 @@ from goatbeat_celery.core.rules.shards import (
 from goatbeat_celery.core.rules.status import State, shows_next_run
 from goatbeat_celery.core.rules.validation import hidden_characters
 from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.fields import Group
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.settings import Settings
-from goatbeat_celery.core.types.spec import TriggerSpec, quoted_name
+from goatbeat_celery.core.types.spec import PLAIN_FIELDS, ScheduleSpec, TriggerSpec, quoted_name
 
 NONE = "-"
 
@@ -244,22 +245,11 @@ def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict
         "misfire_policy": None if spec.misfire_policy is None else spec.misfire_policy.value,
         "effective_misfire_policy": own_or_default(spec.misfire_policy,
                                                    defaults.misfire_policy).value,
-        "misfire_grace": seconds(spec.misfire_grace),
-        "effective_misfire_grace": seconds(own_or_default(spec.misfire_grace,
-                                                          defaults.misfire_grace)),
-        "max_catchup": spec.max_catchup,
-        "effective_max_catchup": own_or_default(spec.max_catchup, defaults.max_catchup),
-        "offset": seconds(spec.offset),
-        "jitter": seconds(spec.jitter),
+        **plain_json(spec, defaults),
         "effective_offset": seconds(spec.effective_offset()),
-        "starting_deadline": seconds(spec.starting_deadline),
         "overlap": None if spec.overlap is None else spec.overlap.value,
         "effective_overlap": own_or_default(spec.overlap, defaults.overlap_policy).value,
         "mode": spec.mode.value,
-        "failure_backoff": seconds(spec.failure_backoff),
-        "failure_backoff_factor": spec.failure_backoff_factor,
-        "failure_backoff_max": seconds(spec.failure_backoff_max),
-        "pause_after_failures": spec.pause_after_failures,
         "consecutive_failures": schedule.consecutive_failures,
         "paused_reason": schedule.paused_reason,
         "total_skipped": schedule.total_skipped,
@@ -267,7 +257,6 @@ def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict
         "paused_until": iso(schedule.paused_until),
         "start_at": iso(spec.start_at),
         "end_at": iso(spec.end_at),
-        "max_runs": spec.max_runs,
         "runs_left": schedule.runs_left,
         "schedule_description": spec.description,
         "tags": list(spec.tags),
@@ -286,6 +275,46 @@ def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict
         "faults": schedule.faults,
         "damage": list(schedule.damage),
     }
+
+
+def plain_json(spec: ScheduleSpec, defaults: Settings) -> dict[str, Any]:
+    """The spec's plain fields as stored (durations in seconds, None: unset) and, for those a
+    setting stands in for, ``effective_<name>``: the value in force."""
+    found: dict[str, Any] = {}
+    for field in PLAIN_FIELDS:
+        own = getattr(spec, field.name)
+        found[field.name] = _json_value(own)
+        if field.default is not None:
+            found[f"effective_{field.name}"] = _json_value(
+                own_or_default(own, getattr(defaults, field.default)))
+    return found
+
+
+def _json_value(value: Any) -> Any:
+    return seconds(value) if isinstance(value, timedelta) else value
+
+
+def plain_lines(spec: ScheduleSpec, defaults: Settings, group: Group,
+                written: Mapping[str, list[tuple[str, Value]]]) -> list[tuple[str, Value]]:
+    """The lines of the spec's plain fields in ``group``, in their order: ``written[name]`` for
+    a field shown its own way, else ``label  value`` (``default (value)`` while a setting
+    stands in; no line when unset and no setting applies)."""
+    pairs: list[tuple[str, Value]] = []
+    for field in PLAIN_FIELDS:
+        if field.group != group:
+            continue
+        if field.name in written:
+            pairs.extend(written[field.name])
+            continue
+        own = getattr(spec, field.name)
+        value = own_or_default(own, None if field.default is None
+                               else getattr(defaults, field.default))
+        if value is None:
+            continue
+        text = (human_duration(value) if isinstance(value, timedelta)
+                else f"{value:g}" if isinstance(value, float) else str(value))
+        pairs.append((field.label, text if own is not None else f"default ({text})"))
+    return pairs
 
 
 def misfire_text(schedule: Schedule, defaults: Settings) -> str:
@@ -339,8 +368,6 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
     elif spec.jitter is not None:
         shift = (f"jitter up to {human_duration(spec.jitter)} "
                  f"(this schedule: {human_duration(spec.effective_offset())})")
-    grace = human_duration(own_or_default(spec.misfire_grace, defaults.misfire_grace))
-    catchup = own_or_default(spec.max_catchup, defaults.max_catchup)
 
     def at(instant: datetime | None) -> str:
         return when(instant) if now is None else relative(instant, now)
@@ -361,14 +388,9 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         *fault_fields(schedule, at),
         ("source", spec.source.value),
         ("misfire policy", misfire_text(schedule, defaults)),
-        ("misfire grace", grace if spec.misfire_grace is not None else f"default ({grace})"),
-        ("max catch-up", str(catchup) if spec.max_catchup is not None
-         else f"default ({catchup})"),
-        ("offset", shift),
-        *([("starting deadline", human_duration(spec.starting_deadline))]
-          if spec.starting_deadline is not None else []),
+        *plain_lines(spec, defaults, "lateness", {"offset": [("offset", shift)], "jitter": []}),
         *policy_fields(schedule, defaults),
-        *control_fields(schedule),
+        *control_fields(schedule, defaults),
         ("next run", at(schedule.next_run_at) if shows_next_run(schedule.status_at(now).state)
          else NONE),
         ("next occurrence", when(schedule.next_occurrence_at)),
@@ -396,7 +418,7 @@ def pause_fields(schedule: Schedule, now: datetime | None,
     return pairs
 
 
-def control_fields(schedule: Schedule) -> list[tuple[str, Value]]:
+def control_fields(schedule: Schedule, defaults: Settings) -> list[tuple[str, Value]]:
     """The bounds and the run limit, when set."""
     spec = schedule.spec
     pairs: list[tuple[str, Value]] = []
@@ -404,9 +426,10 @@ def control_fields(schedule: Schedule) -> list[tuple[str, Value]]:
         pairs.append(("starts", when(spec.start_at)))
     if spec.end_at is not None:
         pairs.append(("ends", when(spec.end_at)))
-    if spec.max_runs is not None:
-        pairs.append(("max runs", f"{spec.max_runs} ({schedule.runs_left} left)"))
-    return pairs
+    limit: list[tuple[str, Value]] = (
+        [] if spec.max_runs is None
+        else [("max runs", f"{spec.max_runs} ({schedule.runs_left} left)")])
+    return [*pairs, *plain_lines(spec, defaults, "controls", {"max_runs": limit})]
 
 
 def policy_fields(schedule: Schedule, defaults: Settings) -> list[tuple[str, Value]]:
@@ -422,12 +445,17 @@ def policy_fields(schedule: Schedule, defaults: Settings) -> list[tuple[str, Val
         pairs.append(("mode", "fixed delay" + ("" if delay is None
                                                else f" ({human_duration(delay)} after each run)")))
     backoff = spec.backoff()
+    backoff_line: list[tuple[str, Value]] = []
     if backoff is not None:
         cap = "" if backoff.maximum is None else f", at most {human_duration(backoff.maximum)}"
-        pairs.append(("failure backoff",
-                      f"{human_duration(backoff.base)} × {backoff.factor:g} per failure{cap}"))
-    if spec.pause_after_failures is not None:
-        pairs.append(("pause after", f"{spec.pause_after_failures} failed runs in a row"))
+        backoff_line.append(("failure backoff", f"{human_duration(backoff.base)} × "
+                                                f"{backoff.factor:g} per failure{cap}"))
+    pause_line: list[tuple[str, Value]] = (
+        [] if spec.pause_after_failures is None
+        else [("pause after", f"{spec.pause_after_failures} failed runs in a row")])
+    pairs += plain_lines(spec, defaults, "policies", {
+        "failure_backoff": backoff_line, "failure_backoff_factor": [],
+        "failure_backoff_max": [], "pause_after_failures": pause_line})
     if schedule.consecutive_failures:
         pairs.append(("failures in a row", str(schedule.consecutive_failures)))
     return pairs

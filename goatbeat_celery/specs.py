@@ -13,6 +13,7 @@ of them at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from typing import Any
 
@@ -24,19 +25,20 @@ from goatbeat_celery.core.rules.validation import instant_problem
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import Duration, ensure_aware, to_timedelta
 from goatbeat_celery.core.types.problems import Problem
-from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.spec import (
+    PLAIN_FIELDS,
+    MisfirePolicy,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+)
 from goatbeat_celery.cron import CronTrigger
 
-#: The fields of a spec besides its name, trigger and ``enabled``, as keywords.
-SPEC_FIELDS = (
-    "task", "args", "kwargs", "options", "misfire_policy", "misfire_grace", "max_catchup",
-    "offset", "jitter", "starting_deadline", "overlap", "mode", "failure_backoff",
-    "failure_backoff_factor", "failure_backoff_max", "pause_after_failures",
-    "start_at", "end_at", "max_runs", "description", "tags", "calendars",
-)
+#: The fields of a spec besides its name, trigger, ``enabled`` and source, as keywords.
+SPEC_FIELDS = tuple(field.name for field in dataclass_fields(ScheduleSpec)
+                    if field.name not in ("name", "trigger", "enabled", "source"))
 #: The fields given as durations (seconds, a timedelta or text such as ``"1m30s"``).
-DURATION_FIELDS = ("misfire_grace", "offset", "jitter", "starting_deadline", "failure_backoff",
-                   "failure_backoff_max")
+DURATION_FIELDS = tuple(field.name for field in PLAIN_FIELDS if field.kind == "duration")
 #: A stored trigger's kind → the keyword (and form field) that gives it.
 KEYWORD_OF_KIND = {"interval": "every", "cron": "cron", "once": "at"}
 #: A zone given for a schedule that is not a cron schedule.

@@ -25,6 +25,7 @@ from goatbeat_celery.core.types.errors import (
     StoreUnavailable,
 )
 from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.spec import PLAIN_FIELDS
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
@@ -40,20 +41,11 @@ _OPTION_OF = {
     "timezone": "--timezone",
     "at": "--at",
     "misfire_policy": "--misfire-policy",
-    "misfire_grace": "--misfire-grace",
-    "max_catchup": "--max-catchup",
-    "offset": "--offset",
-    "jitter": "--jitter",
-    "starting_deadline": "--starting-deadline",
+    **{field.name: field.option for field in PLAIN_FIELDS},
     "overlap": "--overlap",
     "mode": "--fixed-delay",
-    "failure_backoff": "--failure-backoff",
-    "failure_backoff_factor": "--failure-backoff-factor",
-    "failure_backoff_max": "--failure-backoff-max",
-    "pause_after_failures": "--pause-after-failures",
     "start_at": "--start-at",
     "end_at": "--end-at",
-    "max_runs": "--max-runs",
     "description": "--description",
     "tags": "--tag",
     "calendars": "--calendar",
@@ -78,10 +70,9 @@ class DatabaseUnavailable(CommandError):
 
 
 #: Field names that read unambiguously as options wherever they appear in a problem.
-_FIELD_WORDS = re.compile(
-    r"\b(offset|jitter|misfire_policy|misfire_grace|max_catchup|starting_deadline|overlap|"
-    r"failure_backoff_factor|failure_backoff_max|failure_backoff|pause_after_failures|"
-    r"start_at|end_at|max_runs)\b")
+_FIELD_WORDS = re.compile(r"\b({})\b".format("|".join(
+    (*(field.name for field in PLAIN_FIELDS), "misfire_policy", "overlap", "start_at",
+     "end_at"))))
 
 
 #: Leading field names of a spec's own problems that are read as options only there (a word
@@ -107,16 +98,8 @@ def _option_names(problem: Problem) -> str:
 
 #: Keywords of ``Schedules.update`` → the option of ``edit`` that sets each.
 _EDIT_OPTION = {
-    "every": "--every", "cron": "--cron", "at": "--at", "task": "--task", "args": "--args",
-    "kwargs": "--kwargs", "options": "--queue", "misfire_policy": "--misfire-policy",
-    "misfire_grace": "--misfire-grace", "max_catchup": "--max-catchup", "offset": "--offset",
-    "jitter": "--jitter", "starting_deadline": "--starting-deadline", "overlap": "--overlap",
-    "mode": "--fixed-delay/--fixed-rate", "failure_backoff": "--failure-backoff",
-    "failure_backoff_factor": "--failure-backoff-factor",
-    "failure_backoff_max": "--failure-backoff-max",
-    "pause_after_failures": "--pause-after-failures", "start_at": "--start-at",
-    "end_at": "--end-at", "max_runs": "--max-runs", "description": "--description",
-    "tags": "--tag", "calendars": "--calendar",
+    **_OPTION_OF, "cron": "--cron", "task": "--task", "args": "--args", "kwargs": "--kwargs",
+    "options": "--queue", "mode": "--fixed-delay/--fixed-rate",
 }
 #: The API's advice for a damaged row: "edit it giving args, misfire_policy anew".
 _REPAIR_HINT = re.compile(r"(?<=\bgiving )[a-z_]+(?:, [a-z_]+)*(?= anew\b)")

@@ -13,9 +13,10 @@ import click
 from goatbeat_celery import display
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.rules.validation import INSTANT_RANGE, instant_problem
+from goatbeat_celery.core.types.fields import Group
 from goatbeat_celery.core.types.instants import parse_duration
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.spec import MisfirePolicy
+from goatbeat_celery.core.types.spec import PLAIN_FIELDS, MisfirePolicy
 from goatbeat_celery.specs import given_triggers
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -126,6 +127,28 @@ _OVERLAPS = [p.value for p in OverlapPolicy]
 DEFAULT_POLICY = "default"
 
 
+def plain_options(group: Group, *, editing: bool) -> list[Callable[[F], F]]:
+    """The options of the spec's plain fields in ``group``, made from their descriptions
+    (:data:`~goatbeat_celery.core.types.spec.PLAIN_FIELDS`); on ``edit``, 0 turns back to unset
+    a field that says so."""
+    options = []
+    for field in PLAIN_FIELDS:
+        if field.group != group:
+            continue
+        off = editing and field.off is not None
+        kind: Any
+        if field.kind == "duration":
+            kind, metavar = DurationParam(), "DURATION"
+        elif field.kind == "count":
+            kind, metavar = click.IntRange(min=0 if off else int(field.minimum)), "N"
+        else:
+            kind, metavar = click.FloatRange(min=field.minimum, max=field.maximum), "FACTOR"
+        help_text = field.help.rstrip(".") + (f"; 0 {field.off}." if off else ".")
+        options.append(click.option(field.option, field.name, type=kind, metavar=metavar,
+                                    help=help_text))
+    return options
+
+
 def spec_options(*, editing: bool) -> Callable[[F], F]:
     """The options ``add`` and ``edit`` share; ``edit`` changes only those given."""
     policies = [*_POLICIES, DEFAULT_POLICY] if editing else _POLICIES
@@ -152,18 +175,7 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
                      help="Late occurrences: latest runs one for the backlog, all runs each "
                           "(up to --max-catchup), skip runs none"
                           + ("; default follows goatbeat_misfire_policy." if editing else ".")),
-        click.option("--misfire-grace", type=DurationParam(), metavar="DURATION",
-                     help="An occurrence later than this is missed (e.g. 5m)."),
-        click.option("--max-catchup", type=click.IntRange(min=1), metavar="N",
-                     help="Most missed occurrences the all policy runs."),
-        click.option("--offset", type=DurationParam(), metavar="DURATION",
-                     help="Shift every occurrence by DURATION (shorter than the interval)."),
-        click.option("--jitter", type=DurationParam(), metavar="DURATION",
-                     help="Shift every occurrence by a stable amount below DURATION, derived "
-                          "from the name."),
-        click.option("--starting-deadline", type=DurationParam(), metavar="DURATION",
-                     help="Drop a run not started DURATION after it was due (the message "
-                          "expires then)."),
+        *plain_options("lateness", editing=editing),
         # The run policies need run tracking on the workers (docs/run-tracking.md).
         click.option("--overlap", type=click.Choice(overlaps),
                      help="A due run while the previous one has not finished: allow sends it, "
@@ -173,19 +185,7 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
         click.option("--fixed-delay/--fixed-rate", "fixed_delay", default=None,
                      help="With --every: the next run is due DURATION after the previous one "
                           "finished (needs run tracking), instead of on the grid."),
-        click.option("--failure-backoff", type=DurationParam(), metavar="DURATION",
-                     help="After a failed run, wait at least DURATION before the next, "
-                          "multiplied for each further failure in a row"
-                          + ("; 0 turns it off." if editing else ".")),
-        click.option("--failure-backoff-factor", type=click.FloatRange(min=1, max=100),
-                     metavar="FACTOR", help="How much each further failure multiplies the "
-                                            "backoff (default 2)."),
-        click.option("--failure-backoff-max", type=DurationParam(), metavar="DURATION",
-                     help="The longest backoff."),
-        click.option("--pause-after-failures", type=click.IntRange(min=0 if editing else 1),
-                     metavar="N", help="Pause the schedule after N failed runs in a row, with "
-                                       "the reason shown; resume clears it"
-                                       + (" (0 turns it off)." if editing else ".")),
+        *plain_options("policies", editing=editing),
         # The controls (docs/controls.md).
         click.option("--start-at", type=ClearableInstantParam() if editing else InstantParam(),
                      metavar="ISO", help="No run due before this instant"
@@ -193,9 +193,7 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
         click.option("--end-at", type=ClearableInstantParam() if editing else InstantParam(),
                      metavar="ISO", help="No run due after this instant; then it has no next "
                                          "run" + (" (none removes it)." if editing else ".")),
-        click.option("--max-runs", type=click.IntRange(min=0 if editing else 1), metavar="N",
-                     help="Run at most N times in all (run-now does not count)"
-                          + ("; 0 removes the limit." if editing else ".")),
+        *plain_options("controls", editing=editing),
         click.option("--description", metavar="TEXT",
                      help="What the schedule is for, shown with it"
                           + (" (\"\" removes it)." if editing else ".")),
@@ -259,32 +257,27 @@ def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str
     policy = given.get("misfire_policy")
     if policy is not None:
         changes["misfire_policy"] = None if policy == DEFAULT_POLICY else policy
-    for key in ("misfire_grace", "max_catchup", "starting_deadline"):
-        if given.get(key) is not None:
-            changes[key] = given[key]
+    for field in PLAIN_FIELDS:
+        value = given.get(field.name)
+        if value is not None:
+            changes[field.name] = None if field.off is not None and not value else value
     changes.update(_policy_changes(given))
     changes.update(_control_changes(given))
     # An offset replaces a jitter and the other way round (a schedule has one shift).
     if given.get("offset") is not None:
-        changes["offset"] = given["offset"]
-        if given.get("jitter") is None:
-            changes["jitter"] = None
+        changes.setdefault("jitter", None)
     if given.get("jitter") is not None:
-        changes["jitter"] = given["jitter"]
-        if given.get("offset") is None:
-            changes["offset"] = None
+        changes.setdefault("offset", None)
     return changes
 
 
 def _control_changes(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The controls the options set, as API keywords (on ``edit``, ``none``, 0 and "" remove
+    """The controls the options set, as API keywords (on ``edit``, ``none`` and "" remove
     one)."""
     changes: dict[str, Any] = {}
     for key in ("start_at", "end_at"):
         if given.get(key) is not None:
             changes[key] = None if given[key] == NO_VALUE else given[key]
-    if given.get("max_runs") is not None:
-        changes["max_runs"] = given["max_runs"] or None
     if given.get("description") is not None:
         changes["description"] = given["description"] or None
     if given.get("tags"):
@@ -296,8 +289,8 @@ def _control_changes(given: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _policy_changes(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The run policies the options set, as API keywords (on ``edit``, ``default`` and 0 turn
-    a policy back to the default)."""
+    """The run policies the options set, as API keywords (on ``edit``, ``default`` turns a
+    policy back to the default, and 0 a backoff off with its shape)."""
     changes: dict[str, Any] = {}
     overlap = given.get("overlap")
     if overlap is not None:
@@ -306,14 +299,8 @@ def _policy_changes(given: Mapping[str, Any]) -> dict[str, Any]:
         changes["mode"] = (ScheduleMode.FIXED_DELAY if given["fixed_delay"]
                            else ScheduleMode.FIXED_RATE)
     backoff = given.get("failure_backoff")
-    if backoff is not None:
-        changes["failure_backoff"] = backoff or None
-        if not backoff:  # off: its shape goes with it
-            changes["failure_backoff_factor"] = changes["failure_backoff_max"] = None
-    for key in ("failure_backoff_factor", "failure_backoff_max"):
-        if given.get(key) is not None:
-            changes[key] = given[key]
-    pause_after = given.get("pause_after_failures")
-    if pause_after is not None:
-        changes["pause_after_failures"] = pause_after or None
+    if backoff is not None and not backoff:  # off: its shape goes with it, unless given
+        for key in ("failure_backoff_factor", "failure_backoff_max"):
+            if given.get(key) is None:
+                changes[key] = None
     return changes

@@ -11,7 +11,8 @@ import pytest
 from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
-from goatbeat_celery.core.types.spec import ScheduleSource
+from goatbeat_celery.core.types.fields import FieldInfo
+from goatbeat_celery.core.types.spec import PLAIN_FIELDS, ScheduleSource
 from tests.django.conftest import add_config_schedule, set_aside
 
 CHANGELIST = "/admin/goatbeat/schedule/"
@@ -622,3 +623,34 @@ def test_executions_the_overlap_policy_skipped_or_held_are_filtered_on(
     found = client.get(EXECUTIONS + "?state__exact=skipped").context["cl"].result_list
     assert [row.pk for row in found] == [skipped.key]
     assert "the run before had not finished" in page.content.decode()
+
+
+#: A value of each kind of plain field, as typed in the form and as the spec holds it (a
+#: duration shorter than the 30 s interval, as an offset must be).
+PLAIN_TYPED = {"duration": ("17s", timedelta(seconds=17)), "count": ("7", 7),
+               "factor": ("1.5", 1.5)}
+
+
+@pytest.mark.parametrize("field", PLAIN_FIELDS, ids=lambda field: field.name)
+def test_each_plain_field_is_placed_created_shown_and_cleared(client: Any, api: Schedules,
+                                                            field: FieldInfo) -> None:
+    from goatbeat_celery.contrib.django.admin import ScheduleAdmin
+
+    placed = [name for _title, options in ScheduleAdmin.fieldsets for name in options["fields"]]
+    assert placed.count(field.name) == 1
+    typed, stored = PLAIN_TYPED[field.kind]
+    # A backoff's shape needs the backoff.
+    needs = {"failure_backoff": "10s"} if field.name.startswith("failure_backoff_") else {}
+    response = client.post(ADD, form_data(**needs, **{field.name: typed}))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert getattr(api.get("poll").spec, field.name) == stored
+    page = client.get(change_url("poll"))
+    form = page.context["adminform"].form
+    assert str(form.initial[field.name]) == (
+        str(int(stored.total_seconds())) if isinstance(stored, timedelta) else str(stored))
+    assert field.label in page.content.decode()
+    # Emptied, it is unset.
+    response = client.post(change_url("poll"), form_data(
+        **needs, version=str(api.get("poll").spec_version)))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert getattr(api.get("poll").spec, field.name) is None

@@ -19,6 +19,7 @@ import os
 import signal
 import time
 import warnings
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -35,6 +36,7 @@ from tests.system.harness import (
     RETRY_BACKOFF_MAX,
     STEP,
     Cluster,
+    Process,
     assert_alive,
     every_second,
     finish,
@@ -150,6 +152,57 @@ def assert_sound_over_a_broker_fault(outcome: Outcome, fault_at: float) -> dict[
     return {"duplicates_resent": resent, "duplicates_redelivered_by_rabbitmq": redelivered}
 
 
+@dataclass(frozen=True)
+class Recovery:
+    """RabbitMQ started again after a fault, and what followed until the backlog was in."""
+
+    restarting_at: float
+    started_at: float
+    #: When the AMQP port answered again.
+    up_at: float
+    #: The longest the backlog may take after ``up_at`` (:func:`recovery_bound`).
+    bound: float
+    outcome: Outcome
+    #: How long after ``up_at`` the last of the backlog arrived.
+    recovered_in: float
+
+
+def restart_and_recover(cluster: Cluster, rabbitmq: PrivateRabbitMQ, fault_at: float,
+                        worker: Process, replicas: list[Process]) -> Recovery:
+    """Start RabbitMQ again, wait for the backlog, run 3 s more, check the worker and the
+    replicas lived through it all and stop the replicas."""
+    restarting_at = time.time()
+    rabbitmq.start()
+    started_at = time.time()
+    assert rabbitmq.answering_since is not None
+    up_at = rabbitmq.answering_since  # AMQP port open again
+    bound = recovery_bound(up_at - fault_at)
+    wait_for_backlog(cluster, rabbitmq, up_at, timeout=bound + 30)
+    run_for(3)
+    assert_alive(worker, *replicas)
+    outcome = finish(cluster, replicas)
+    return Recovery(restarting_at=restarting_at, started_at=started_at, up_at=up_at,
+                    bound=bound, outcome=outcome,
+                    recovered_in=backlog_arrived(outcome, up_at) - up_at)
+
+
+def assert_resent_after_the_outage(recovery: Recovery, during: list[dict[str, Any]],
+                                   schedules: dict[str, Any], started: datetime) -> None:
+    """What was claimed while RabbitMQ was down stayed claimed and was resent under its key
+    once it was back; no grid point went missing; the backlog came within its bound."""
+    outcome = recovery.outcome
+    by_key = {o.key: o for o in outcome.occurrences}
+    assert all(row["state"] == "claimed" for row in during), "submitted with no broker"
+    for row in during:
+        occurrence = by_key[row["key"]]
+        assert occurrence.attempts > 1 and occurrence.arrivals  # resent under the same key
+    assert outcome.until is not None
+    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
+    assert all(points == [] for points in missing.values()), missing
+    assert recovery.recovered_in <= recovery.bound, (
+        f"backlog took {recovery.recovered_in:.1f}s after RabbitMQ came back")
+
+
 # -- a. steady state ------------------------------------------------------------------------
 def test_two_replicas_on_rabbitmq_claim_every_point_once_and_deliver_it_once(
         rabbitmq_cluster: Cluster, report: Any) -> None:
@@ -198,35 +251,18 @@ def test_rabbitmq_stopped_mid_dispatch_loses_nothing_and_the_claims_are_resent_u
     down_at = time.time()
     run_for(8)  # the outage
     during = claimed_while_down(cluster, down_at)
-    restarting_at = time.time()
-    private_rabbitmq.start()
-    started_at = time.time()
-    assert private_rabbitmq.answering_since is not None
-    up_at = private_rabbitmq.answering_since  # AMQP port open again
-
-    bound = recovery_bound(up_at - stopping_at)
-    wait_for_backlog(cluster, private_rabbitmq, up_at, timeout=bound + 30)
-    run_for(3)
-    assert_alive(worker, *replicas)
-    outcome = finish(cluster, replicas)
-
-    by_key = {o.key: o for o in outcome.occurrences}
-    recovery = backlog_arrived(outcome, up_at) - up_at
+    recovery = restart_and_recover(cluster, private_rabbitmq, stopping_at, worker, replicas)
+    outcome = recovery.outcome
     duplicates = assert_sound_over_a_broker_fault(outcome, stopping_at)
-    report(stop_took=seconds(down_at - stopping_at), outage=seconds(up_at - stopping_at),
-           start_took=seconds(started_at - restarting_at), claimed_during=len(during),
-           recovered_in=seconds(recovery), recovery_bound=seconds(bound), **outcome.counts(),
-           **duplicates, resent=sum(1 for o in outcome.scheduled if o.attempts > 1))
+    report(stop_took=seconds(down_at - stopping_at),
+           outage=seconds(recovery.up_at - stopping_at),
+           start_took=seconds(recovery.started_at - recovery.restarting_at),
+           claimed_during=len(during), recovered_in=seconds(recovery.recovered_in),
+           recovery_bound=seconds(recovery.bound), **outcome.counts(), **duplicates,
+           resent=sum(1 for o in outcome.scheduled if o.attempts > 1))
     # The 8 s outage less the 2.5 s left out at its ends: at least 5 whole grid points.
     assert len(during) >= 5 * SCHEDULES, len(during)
-    assert all(row["state"] == "claimed" for row in during), "submitted with no broker"
-    for row in during:
-        occurrence = by_key[row["key"]]
-        assert occurrence.attempts > 1 and occurrence.arrivals  # resent under the same key
-    assert outcome.until is not None
-    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
-    assert all(points == [] for points in missing.values()), missing
-    assert recovery <= bound, f"backlog took {recovery:.1f}s after RabbitMQ came back"
+    assert_resent_after_the_outage(recovery, during, schedules, started)
 
 
 # -- c. RabbitMQ killed ---------------------------------------------------------------------
@@ -259,20 +295,9 @@ def test_rabbitmq_killed_mid_dispatch_keeps_what_it_confirmed_and_gets_the_rest_
     confirmed_queued = confirmed - received_at_kill
     run_for(5)  # the outage
     during = claimed_while_down(cluster, killed_at)
-    restarting_at = time.time()
-    private_rabbitmq.start()
-    started_at = time.time()
-    assert private_rabbitmq.answering_since is not None
-    up_at = private_rabbitmq.answering_since  # AMQP port open again
-
-    bound = recovery_bound(up_at - killed_at)
-    wait_for_backlog(cluster, private_rabbitmq, up_at, timeout=bound + 30)
-    run_for(3)
-    assert_alive(worker, *replicas)
-    outcome = finish(cluster, replicas)
-
+    recovery = restart_and_recover(cluster, private_rabbitmq, killed_at, worker, replicas)
+    outcome, up_at, restarting_at = recovery.outcome, recovery.up_at, recovery.restarting_at
     by_key = {o.key: o for o in outcome.occurrences}
-    recovery = backlog_arrived(outcome, up_at) - up_at
     duplicates = assert_sound_over_a_broker_fault(outcome, killed_at)
     # What the new node delivered is told apart from the dead one's by ``restarting_at``: the
     # old node was reaped before it, and the new one could deliver nothing before it was
@@ -286,14 +311,15 @@ def test_rabbitmq_killed_mid_dispatch_keeps_what_it_confirmed_and_gets_the_rest_
     first_after_restart = min((min(times) for times in after_restart.values() if times),
                               default=float("nan"))
     resent_in_flight = sum(1 for key in in_flight if by_key[key].attempts > 1)
-    report(outage=seconds(up_at - killed_at), start_took=seconds(started_at - restarting_at),
+    report(outage=seconds(up_at - killed_at),
+           start_took=seconds(recovery.started_at - restarting_at),
            claimed_before_kill=len(at_kill), confirmed_queued_at_kill=len(confirmed_queued),
            unconfirmed_at_kill=len(in_flight), of_them_resent=resent_in_flight,
            claimed_during=len(during), confirmed_survived=survived,
            arrived_after_restart=arrived_after_restart,
            first_arrival_after_port_seen=seconds(first_after_restart - up_at),
-           recovered_in=seconds(recovery),
-           recovery_bound=seconds(bound), **outcome.counts(), **duplicates)
+           recovered_in=seconds(recovery.recovered_in),
+           recovery_bound=seconds(recovery.bound), **outcome.counts(), **duplicates)
     # The worker was frozen for 3 s: about 60 confirmed messages sat in RabbitMQ.
     assert len(confirmed_queued) >= 2 * SCHEDULES, "no backlog in RabbitMQ when it was killed"
     assert in_flight, "the kill did not fall in the middle of a dispatch"
@@ -315,14 +341,7 @@ def test_rabbitmq_killed_mid_dispatch_keeps_what_it_confirmed_and_gets_the_rest_
         assert by_key[key].state == "submitted" and by_key[key].arrivals, key
     # The 5 s outage less the 2.5 s left out at its ends: at least 2 whole grid points.
     assert len(during) >= 2 * SCHEDULES, len(during)
-    assert all(row["state"] == "claimed" for row in during), "submitted with no broker"
-    for row in during:
-        occurrence = by_key[row["key"]]
-        assert occurrence.attempts > 1 and occurrence.arrivals  # resent under the same key
-    assert outcome.until is not None
-    missing = outcome.missing(STEP, started + STEP, outcome.until, schedules)
-    assert all(points == [] for points in missing.values()), missing
-    assert recovery <= bound, f"backlog took {recovery:.1f}s after RabbitMQ came back"
+    assert_resent_after_the_outage(recovery, during, schedules, started)
 
 
 def test_a_frozen_rabbitmq_cannot_hold_a_batch_past_the_time_it_was_given(

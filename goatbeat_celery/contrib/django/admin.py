@@ -29,7 +29,8 @@ from goatbeat_celery.contrib.django.forms import ScheduleForm
 from goatbeat_celery.contrib.django.models import Execution, Schedule
 from goatbeat_celery.core.rules.status import Status, shows_next_run, status
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError, ScheduleNotFound
-from goatbeat_celery.core.types.spec import TriggerSpec
+from goatbeat_celery.core.types.fields import Group
+from goatbeat_celery.core.types.spec import PLAIN_FIELDS, TriggerSpec
 from goatbeat_celery.store.schema import SCHEDULE_TAG_TABLE
 
 CONFIG_READ_ONLY = "comes from beat_schedule: change it in the Celery config"
@@ -142,6 +143,11 @@ def state_of(row: Schedule) -> str:
     return text
 
 
+def _plain(group: Group) -> tuple[str, ...]:
+    """The form fields of the spec's plain fields in ``group``."""
+    return tuple(field.name for field in PLAIN_FIELDS if field.group == group)
+
+
 @admin.register(Schedule)
 class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     form = ScheduleForm
@@ -159,24 +165,19 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         ("Message options", {"fields": ("queue", "exchange", "routing_key", "priority",
                                         "expires", "headers")}),
         ("Lateness", {"classes": ("collapse",), "fields": (
-            "misfire_policy", "misfire_grace", "max_catchup", "offset", "jitter",
-            "starting_deadline")}),
+            "misfire_policy", *_plain("lateness"))}),
         ("Run policies", {"classes": ("collapse",), "fields": (
-            "mode", "overlap", "failure_backoff", "failure_backoff_factor",
-            "failure_backoff_max", "pause_after_failures")}),
+            "mode", "overlap", *_plain("policies"))}),
         ("Controls", {"classes": ("collapse",), "fields": (
-            "start_at", "end_at", "max_runs", "description", "tags", "calendars")}),
+            "start_at", "end_at", *_plain("controls"), "description", "tags", "calendars")}),
     )
     #: What the change page of a stored schedule shows above the form: how it is doing (the
     #: state says until when and why it is paused).
     status_shown = ("state", "next_run", "last_run", "consecutive_failures", "counts")
     readonly_shown = ("name", "task", "runs", "next_run", "last_run", "state", "source_shown",
                       "description", "tags_shown", "args", "kwargs", "options",
-                      "misfire_policy", "misfire_grace_seconds", "max_catchup",
-                      "offset_seconds", "jitter_seconds", "starting_deadline_seconds", "mode",
-                      "overlap", "failure_backoff_seconds", "failure_backoff_factor",
-                      "failure_backoff_max_seconds", "pause_after_failures", "start_at",
-                      "end_at", "max_runs", "calendars", "total_runs", "total_missed",
+                      "misfire_policy", *(field.column for field in PLAIN_FIELDS), "mode",
+                      "overlap", "start_at", "end_at", "calendars", "total_runs", "total_missed",
                       "total_skipped", "created_at", "updated_at")
 
     # -- columns -------------------------------------------------------------------------

@@ -23,21 +23,40 @@ from goatbeat_celery.core.types.errors import (
 )
 from goatbeat_celery.core.types.instants import DURATION_FORMS, parse_duration
 from goatbeat_celery.core.types.problems import Problem
-from goatbeat_celery.core.types.spec import MisfirePolicy
+from goatbeat_celery.core.types.spec import PLAIN_FIELDS, MisfirePolicy
 from goatbeat_celery.specs import DURATION_FIELDS, KEYWORD_OF_KIND
 
 KINDS = (("every", "every (interval)"), ("cron", "cron expression"), ("at", "once, at"))
 #: Message options with a field of their own; other options a schedule holds are kept as they are.
 OPTION_FIELDS = ("queue", "exchange", "routing_key", "priority", "expires", "headers")
-#: Fields given to the API as they are cleaned (None when left empty).
-PLAIN_FIELDS = ("max_catchup", "failure_backoff_factor", "pause_after_failures", "start_at",
-                "end_at", "max_runs")
+#: Fields given to the API as they are cleaned (None when left empty); the durations are read
+#: by :meth:`ScheduleForm.duration`.
+AS_CLEANED = (*(field.name for field in PLAIN_FIELDS if field.kind != "duration"), "start_at",
+              "end_at")
 #: Fields of a spec shown under another form field (the trigger's kind is chosen in ``kind``).
 _SHOWN_IN = {"trigger": "kind", "cron expression": "cron"}
 
 
 def duration_field(label: str, help_text: str = "") -> forms.CharField:
     return forms.CharField(label=label, required=False, help_text=help_text or DURATION_FORMS)
+
+
+def plain_form_fields() -> dict[str, forms.Field]:
+    """A form field for each of the spec's plain fields, made from its description; empty
+    means unset (the setting, or off)."""
+    found: dict[str, forms.Field] = {}
+    for field in PLAIN_FIELDS:
+        # As the admin's other help texts read: lower case, no full stop.
+        help_text = field.help[0].lower() + field.help[1:].rstrip(".")
+        if field.kind == "duration":
+            found[field.name] = duration_field(field.label, f"{help_text}: {DURATION_FORMS}")
+        elif field.kind == "count":
+            found[field.name] = forms.IntegerField(required=False, label=field.label,
+                                                   help_text=help_text)
+        else:
+            found[field.name] = forms.FloatField(required=False, label=field.label,
+                                                 help_text=help_text)
+    return found
 
 
 class ScheduleForm(forms.ModelForm):
@@ -73,11 +92,6 @@ class ScheduleForm(forms.ModelForm):
     misfire_policy = forms.ChoiceField(
         required=False, label="misfire policy",
         choices=[("", "the global setting"), *((p.value, p.value) for p in MisfirePolicy)])
-    misfire_grace = duration_field("misfire grace")
-    max_catchup = forms.IntegerField(required=False, label="max catch-up")
-    offset = duration_field("offset")
-    jitter = duration_field("jitter")
-    starting_deadline = duration_field("starting deadline")
     # Run policies (docs/run-policies.md; they need run tracking).
     mode = forms.ChoiceField(
         required=False, choices=[(m.value, m.value.replace("_", " ")) for m in ScheduleMode],
@@ -88,23 +102,11 @@ class ScheduleForm(forms.ModelForm):
         required=False, label="overlap policy",
         choices=[("", "the global setting"), *((p.value, p.value) for p in OverlapPolicy)],
         help_text="what a run due while the previous one is still running does")
-    failure_backoff = duration_field("failure backoff", "the wait after a failed run, "
-                                     f"before the next: {DURATION_FORMS}; empty: none")
-    failure_backoff_factor = forms.FloatField(
-        required=False, label="backoff factor",
-        help_text="the backoff is multiplied by this for each further failure in a row (2)")
-    failure_backoff_max = duration_field("backoff cap", "the longest backoff")
-    pause_after_failures = forms.IntegerField(
-        required=False, label="pause after failures",
-        help_text="failed runs in a row after which the schedule pauses itself; empty: never")
     # Controls (docs/controls.md).
     start_at = forms.DateTimeField(required=False, label="start at",
                                    help_text="no run due before it (in the site's time zone)")
     end_at = forms.DateTimeField(required=False, label="end at",
                                  help_text="no run due after it")
-    max_runs = forms.IntegerField(required=False, label="max runs",
-                                  help_text="at most this many runs in all (runs now do not "
-                                            "count); empty: no limit")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     tags = forms.CharField(required=False, help_text="labels to filter by, separated by commas")
     calendars = forms.CharField(
@@ -202,7 +204,7 @@ class ScheduleForm(forms.ModelForm):
             "tags": names_of(data.get("tags")),
             "calendars": names_of(data.get("calendars")),
             "enabled": bool(data.get("enabled")),
-            **{key: data.get(key) for key in PLAIN_FIELDS},
+            **{key: data.get(key) for key in AS_CLEANED},
         }
         if kind == "every":
             values["every"] = self.duration("every", data.get("every"), required=True)
@@ -255,6 +257,13 @@ class ScheduleForm(forms.ModelForm):
             self.add_error(target, problem.text.partition(": ")[2])
 
 
+# The plain fields join those declared above, as if declared there (the admin's fieldsets
+# place them).
+_PLAIN_FORM_FIELDS = plain_form_fields()
+ScheduleForm.base_fields.update(_PLAIN_FORM_FIELDS)
+ScheduleForm.declared_fields.update(_PLAIN_FORM_FIELDS)
+
+
 def field_for(problem: Problem, kind: Any) -> str | None:
     """The field showing ``problem``: the one it names (``options.queue`` → ``queue`` when the
     form has a field for that option, else ``options``; the trigger → the chosen kind's)."""
@@ -276,20 +285,15 @@ def initial_values(row: Schedule) -> dict[str, Any]:
     values: dict[str, Any] = {
         "name": row.name, "task": row.task, "kind": kind or "every",
         "args": list(row.args or []), "kwargs": dict(row.kwargs or {}),
-        "misfire_policy": row.misfire_policy or "", "max_catchup": row.max_catchup,
+        "misfire_policy": row.misfire_policy or "",
         "overlap": row.overlap or "", "mode": row.mode or ScheduleMode.FIXED_RATE.value,
-        "failure_backoff": seconds_text(row.failure_backoff_seconds),
-        "failure_backoff_factor": row.failure_backoff_factor,
-        "failure_backoff_max": seconds_text(row.failure_backoff_max_seconds),
-        "pause_after_failures": row.pause_after_failures,
-        "start_at": row.start_at, "end_at": row.end_at, "max_runs": row.max_runs,
+        **{field.name: (seconds_text(getattr(row, field.column)) if field.kind == "duration"
+                        else getattr(row, field.column)) for field in PLAIN_FIELDS},
+        "start_at": row.start_at, "end_at": row.end_at,
         "description": row.description or "",
         "tags": ", ".join(str(tag) for tag in row.tags or ()),
         "calendars": ", ".join(str(name) for name in row.calendars or ()),
         "enabled": row.enabled, "version": row.spec_version,
-        "misfire_grace": seconds_text(row.misfire_grace_seconds),
-        "offset": seconds_text(row.offset_seconds), "jitter": seconds_text(row.jitter_seconds),
-        "starting_deadline": seconds_text(row.starting_deadline_seconds),
         "queue": options.get("queue", ""), "exchange": options.get("exchange", ""),
         "routing_key": options.get("routing_key", ""), "priority": options.get("priority"),
         "expires": seconds_text(options.get("expires")), "headers": options.get("headers"),

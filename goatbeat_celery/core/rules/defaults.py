@@ -1,9 +1,10 @@
 """A schedule's own value, or the global default when it gives none.
 
 A schedule (or a backfill) leaves a field unset (None) to follow the setting of the same
-meaning: ``misfire_policy``, ``misfire_grace``, ``max_catchup``, ``starting_deadline``,
-``overlap`` (``goatbeat_overlap_policy``), a backfill's ``per_tick``. Only None means unset:
-a value the rules let be falsy (a zero grace) is the schedule's own.
+meaning: the plain fields name theirs (``FieldInfo.default``: ``misfire_grace``, ...), and so
+do ``misfire_policy``, ``overlap`` (``goatbeat_overlap_policy``) and a backfill's
+``per_tick``. Only None means unset: a value the rules let be falsy (a zero grace) is the
+schedule's own.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from goatbeat_celery.core.rules.policies import (
     ScheduleMode,
     backoff_problems,
 )
+from goatbeat_celery.core.types.fields import FieldInfo, described, plain_fields
 from goatbeat_celery.core.types.instants import UTC, JSONValue
 from goatbeat_celery.core.types.problems import Problem, listed
 
@@ -88,13 +89,26 @@ class ScheduleSpec:
     kwargs: Mapping[str, JSONValue] = field(default_factory=dict)
     options: Mapping[str, JSONValue] = field(default_factory=dict)
     misfire_policy: MisfirePolicy | None = None
-    misfire_grace: timedelta | None = None
-    max_catchup: int | None = None
-    offset: timedelta | None = None
-    jitter: timedelta | None = None
+    misfire_grace: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="misfire grace", group="lateness", default="misfire_grace",
+        help="An occurrence later than this is missed (e.g. 5m)."))
+    max_catchup: int | None = field(default=None, metadata=described(
+        kind="count", label="max catch-up", group="lateness", default="max_catchup",
+        minimum=1, help="Most missed occurrences the all policy runs."))
+    offset: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="offset", group="lateness",
+        help="Shift every occurrence by this much (less than the interval)."))
+    jitter: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="jitter", group="lateness",
+        help="Shift every occurrence by a stable amount below this, derived from the "
+             "name."))
     #: A run not started by its due instant plus this long is dropped: the message carries it
     #: as an absolute ``expires``, and goatbeat never sends it later. None: the global setting.
-    starting_deadline: timedelta | None = None
+    starting_deadline: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="starting deadline", group="lateness",
+        default="starting_deadline",
+        help="Drop a run not started this long after it was due (the message expires "
+             "then)."))
     #: Run policies (:mod:`goatbeat_celery.core.rules.policies`; they need run tracking to learn
     #: when a run finished): what a due occurrence does while the previous run has not finished
     #: (None: the global ``overlap_policy``), fixed rate or fixed delay (interval schedules:
@@ -102,17 +116,29 @@ class ScheduleSpec:
     #: row after which the schedule pauses itself (None: never).
     overlap: OverlapPolicy | None = None
     mode: ScheduleMode = ScheduleMode.FIXED_RATE
-    failure_backoff: timedelta | None = None
-    failure_backoff_factor: float | None = None
-    failure_backoff_max: timedelta | None = None
-    pause_after_failures: int | None = None
+    failure_backoff: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="failure backoff", group="policies", off="turns it off",
+        help="After a failed run, wait at least this long before the next, multiplied "
+             "for each further failure in a row."))
+    failure_backoff_factor: float | None = field(default=None, metadata=described(
+        kind="factor", label="backoff factor", group="policies", minimum=1, maximum=100,
+        help="How much each further failure multiplies the backoff (default 2)."))
+    failure_backoff_max: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="backoff cap", group="policies", help="The longest backoff."))
+    pause_after_failures: int | None = field(default=None, metadata=described(
+        kind="count", label="pause after failures", group="policies", minimum=1,
+        off="turns it off",
+        help="Pause the schedule after this many failed runs in a row, with the reason "
+             "shown; resume clears it."))
     #: Controls (:mod:`goatbeat_celery.core.rules.controls`): no run due before ``start_at`` or
     #: after ``end_at`` (aware instants, None: unbounded), at most ``max_runs`` runs in all
     #: (the schedule's ``total_runs``; manual runs do not count; None: no limit), and a free
     #: ``description`` and ``tags`` (labels to filter by) that change nothing about running.
     start_at: datetime | None = None
     end_at: datetime | None = None
-    max_runs: int | None = None
+    max_runs: int | None = field(default=None, metadata=described(
+        kind="count", label="max runs", group="controls", minimum=1, off="removes the limit",
+        help="Run at most this many times in all (run-now does not count)."))
     description: str | None = None
     tags: tuple[str, ...] = ()
     #: The exclusion calendars observed (:mod:`goatbeat_celery.core.rules.calendars`), by name: an
@@ -316,6 +342,10 @@ class ScheduleSpec:
         payload.update((key, value) for key, value in controls.items() if value is not None)
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
+
+
+#: The spec's plain fields (durations, counts, factors), as every face presents them.
+PLAIN_FIELDS: tuple[FieldInfo, ...] = plain_fields(ScheduleSpec)
 
 
 def _seconds(value: timedelta | None) -> float | None:

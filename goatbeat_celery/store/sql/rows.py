@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 from goatbeat_celery.core.rules.calendars import Calendar, calendar_from_row
@@ -22,7 +23,13 @@ from goatbeat_celery.core.rules.validation import (
 )
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
+from goatbeat_celery.core.types.spec import (
+    PLAIN_FIELDS,
+    MisfirePolicy,
+    ScheduleSource,
+    ScheduleSpec,
+    TriggerSpec,
+)
 from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT, schedule_table
 
@@ -64,20 +71,11 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
         **payloads,
         "timezone": _zone_of(spec.trigger),
         "misfire_policy": spec.misfire_policy.value if spec.misfire_policy else None,
-        "misfire_grace_seconds": spec.misfire_grace,
-        "max_catchup": spec.max_catchup,
-        "offset_seconds": spec.offset,
-        "jitter_seconds": spec.jitter,
-        "starting_deadline_seconds": spec.starting_deadline,
+        **{field.column: getattr(spec, field.name) for field in PLAIN_FIELDS},
         "overlap": None if spec.overlap is None else spec.overlap.value,
         "mode": None if spec.mode is ScheduleMode.FIXED_RATE else spec.mode.value,
-        "failure_backoff_seconds": spec.failure_backoff,
-        "failure_backoff_factor": spec.failure_backoff_factor,
-        "failure_backoff_max_seconds": spec.failure_backoff_max,
-        "pause_after_failures": spec.pause_after_failures,
         "start_at": spec.start_at,
         "end_at": spec.end_at,
-        "max_runs": spec.max_runs,
         "description": spec.description,
         # NULL rather than [] for none: rows written before the column existed look the same.
         "tags": list(spec.tags) if spec.tags else None,
@@ -92,19 +90,27 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
 _SOURCES = {source.value: source for source in ScheduleSource}
 
 
-_SCHEDULE_ORDER = (
-    "name", "task", "args", "kwargs", "options", "trigger", "timezone", "misfire_policy",
-    "misfire_grace_seconds", "max_catchup", "offset_seconds", "jitter_seconds", "enabled",
-    "source", "spec_hash", "next_occurrence_at", "next_run_at", "last_occurrence_at",
-    "total_runs", "total_missed", "version", "created_at", "updated_at", "fault", "fault_at",
-    "faults", "starting_deadline_seconds", "overlap", "mode", "failure_backoff_seconds",
-    "failure_backoff_factor", "failure_backoff_max_seconds", "pause_after_failures",
-    "consecutive_failures", "paused_reason", "total_skipped", "start_at", "end_at",
-    "max_runs", "paused_until", "description", "tags", "calendars", "shard_hash",
-    "spec_version",
+#: The columns read by name below, in the order they are unpacked; the plain fields'
+#: columns (PLAIN_FIELDS) are read apart, so that a new one needs no change here.
+_OWN_COLUMNS = (
+    "name", "task", "args", "kwargs", "options", "trigger", "misfire_policy", "enabled",
+    "source", "next_occurrence_at", "next_run_at", "last_occurrence_at", "total_runs",
+    "total_missed", "version", "created_at", "updated_at", "fault", "fault_at", "faults",
+    "overlap", "mode", "consecutive_failures", "paused_reason", "total_skipped", "start_at",
+    "end_at", "paused_until", "description", "tags", "calendars", "spec_version",
 )
-if tuple(S.c.keys()) != _SCHEDULE_ORDER:  # pragma: no cover - a guard for schema edits
-    raise ImportError("goatbeat_schedule columns changed: update _schedule() to match")
+#: Columns written from others and never read back.
+_DERIVED_COLUMNS = ("timezone", "spec_hash", "shard_hash")
+_COLUMNS = tuple(S.c.keys())
+_unread = set(_COLUMNS) - {*_OWN_COLUMNS, *_DERIVED_COLUMNS, *(f.column for f in PLAIN_FIELDS)}
+if _unread:  # pragma: no cover - a guard for schema edits
+    raise ImportError(f"goatbeat_schedule columns {sorted(_unread)} are not read: add them to "
+                      "_OWN_COLUMNS and _schedule()")
+# Taken from a row by position (itemgetter): attribute access by name costs more.
+_own_values = itemgetter(*(_COLUMNS.index(column) for column in _OWN_COLUMNS))
+_plain_values = itemgetter(*(_COLUMNS.index(field.column) for field in PLAIN_FIELDS))
+#: How a plain field's stored value is read, by its kind.
+_STORED_KIND: dict[str, type] = {"count": int, "factor": float}
 
 
 def _schedule(row: Sequence[Any]) -> Schedule:
@@ -112,13 +118,11 @@ def _schedule(row: Sequence[Any]) -> Schedule:
 
     Never raises on what the row holds: a column that cannot be read as stored is named in
     ``damage`` and replaced by a harmless stand-in (the engine then sets the row aside)."""
-    # Unpacked by position: attribute access by name costs more than building the objects.
-    (name, task, args, kwargs, options, trigger, _timezone, misfire_policy, misfire_grace,
-     max_catchup, offset, jitter, enabled, source, _spec_hash, next_occurrence_at, next_run_at,
-     last_occurrence_at, total_runs, total_missed, version, created_at, updated_at, fault,
-     fault_at, faults, deadline, overlap, mode, backoff, backoff_factor, backoff_max,
-     pause_after, consecutive_failures, paused_reason, total_skipped, start_at, end_at,
-     max_runs, paused_until, description, tags, calendars, _shard_hash, spec_version) = row
+    (name, task, args, kwargs, options, trigger, misfire_policy, enabled, source,
+     next_occurrence_at, next_run_at, last_occurrence_at, total_runs, total_missed, version,
+     created_at, updated_at, fault, fault_at, faults, overlap, mode, consecutive_failures,
+     paused_reason, total_skipped, start_at, end_at, paused_until, description, tags,
+     calendars, spec_version) = _own_values(row)
     damage: list[str] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:
@@ -140,18 +144,9 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         kind, params = "invalid", {}
     policy = (None if misfire_policy is None
               else MisfirePolicy.stored(misfire_policy, "misfire_policy", damage))
-    durations = []
-    for label, value in (("misfire_grace_seconds", misfire_grace), ("offset_seconds", offset),
-                         ("jitter_seconds", jitter), ("starting_deadline_seconds", deadline),
-                         ("failure_backoff_seconds", backoff),
-                         ("failure_backoff_max_seconds", backoff_max)):
-        if value is not None and type(value) is not timedelta:
-            damage.append(f"{label}: {_found(value)} is not a duration in seconds")
-            value = None
-        durations.append(value)
-    max_catchup = stored_value(max_catchup, int, None, "max_catchup", damage)
-    policies = _policies(overlap, mode, backoff_factor, pause_after, damage)
-    controls = _controls(start_at, end_at, max_runs, description, tags, damage)
+    plain = _plain_fields(_plain_values(row), damage)
+    policies = _policies(overlap, mode, damage)
+    controls = _controls(start_at, end_at, description, tags, damage)
     controls["calendars"] = _calendar_names(calendars, damage)
     kept_source = _SOURCES.get(source)
     if kept_source is None:
@@ -168,13 +163,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         kwargs=kwargs,
         options=options,
         misfire_policy=policy,
-        misfire_grace=durations[0],
-        max_catchup=max_catchup,
-        offset=durations[1],
-        jitter=durations[2],
-        starting_deadline=durations[3],
-        failure_backoff=durations[4],
-        failure_backoff_max=durations[5],
+        **plain,
         **policies,
         **controls,
         enabled=bool(enabled),
@@ -205,33 +194,43 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     )
 
 
-def _policies(overlap: Any, mode: Any, factor: Any, pause_after: Any,
-              damage: list[str]) -> dict[str, Any]:
-    """The run-policy fields of a row that are not durations, each unreadable one named in
-    ``damage`` and read as the default."""
+def _plain_fields(values: Sequence[Any], damage: list[str]) -> dict[str, Any]:
+    """The plain fields of a row (:data:`PLAIN_FIELDS`, in their order), each unreadable one
+    named in ``damage`` and read as unset."""
+    found: dict[str, Any] = {}
+    for field, value in zip(PLAIN_FIELDS, values, strict=True):
+        if field.kind == "duration":
+            if value is not None and type(value) is not timedelta:
+                damage.append(f"{field.column}: {_found(value)} is not a duration in seconds")
+                value = None
+            found[field.name] = value
+        else:
+            found[field.name] = stored_value(value, _STORED_KIND[field.kind], None,
+                                             field.column, damage)
+    return found
+
+
+def _policies(overlap: Any, mode: Any, damage: list[str]) -> dict[str, Any]:
+    """The run-policy choices of a row, each unreadable one named in ``damage`` and read as
+    the default."""
     found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE}
     if overlap is not None:
         found["overlap"] = OverlapPolicy.stored(overlap, "overlap", damage)
     if mode is not None:
         found["mode"] = ScheduleMode.stored(mode, "mode", damage) or ScheduleMode.FIXED_RATE
-    found["failure_backoff_factor"] = stored_value(factor, float, None,
-                                                   "failure_backoff_factor", damage)
-    found["pause_after_failures"] = stored_value(pause_after, int, None,
-                                                 "pause_after_failures", damage)
     return found
 
 
-def _controls(start_at: Any, end_at: Any, max_runs: Any, description: Any, tags: Any,
+def _controls(start_at: Any, end_at: Any, description: Any, tags: Any,
               damage: list[str]) -> dict[str, Any]:
     """The control fields of a row, each unreadable one named in ``damage`` and read as unset
-    (the values' own rules, end before start or a negative limit, are the spec's to judge)."""
+    (the values' own rules, end before start, are the spec's to judge)."""
     found: dict[str, Any] = {"start_at": None, "end_at": None, "tags": ()}
     for label, value in (("start_at", start_at), ("end_at", end_at)):
         if value is UNREADABLE_INSTANT:
             damage.append(f"{label}: the stored instant cannot be read")
         else:
             found[label] = value
-    found["max_runs"] = stored_value(max_runs, int, None, "max_runs", damage)
     found["description"] = stored_value(description, str, None, "description", damage)
     if tags is not None:
         if type(tags) is list and all(type(tag) is str for tag in tags):
