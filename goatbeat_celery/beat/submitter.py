@@ -17,7 +17,7 @@ from goatbeat_celery.beat import tracing
 from goatbeat_celery.beat.entries import GoatbeatEntry, ScheduleObjects
 from goatbeat_celery.config import LAZY_MARKER
 from goatbeat_celery.core.rules.validation import call_problems, options_problems
-from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 
 logger = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ class CelerySubmitter:
                                 "the run was not sent")
 
 
-class HookError(Exception):
+class HookError(GoatbeatError):
     """Code hooked around ``apply_entry`` (a monitoring tool, a Scheduler subclass) raised, or
     returned without sending: this message fails alone, as a message the broker refuses."""
 
