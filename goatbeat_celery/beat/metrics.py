@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SETTING = "goatbeat_metrics_port"
-INSTALL_HINT = "install the 'metrics' extra: pip install 'goatbeat_celery[metrics]'"
+INSTALL_HINT = ("install goatbeat with its 'metrics' extra, which brings prometheus-client "
+                "(docs/getting-started.md)")
 #: From a few milliseconds (a healthy tick) to an hour (catch-up after downtime).
 LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
                     3600.0)

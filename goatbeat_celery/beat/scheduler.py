@@ -19,7 +19,8 @@ from celery.schedules import crontab
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.beat import observability
-from goatbeat_celery.beat.submitter import CelerySubmitter
+from goatbeat_celery.beat.entries import GoatbeatEntry
+from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.types.spec import ScheduleSpec
@@ -93,7 +94,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._engine = Engine(
             store=store,
             lease=store,
-            submitter=CelerySubmitter(self.app, lazy=loaded.lazy),
+            submitter=CelerySubmitter(self.app, lazy=loaded.lazy, scheduler=self),
             settings=config.settings,
             holder=holder,
             triggers=loaded.triggers,
@@ -132,6 +133,19 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             self._ticking_thread = None
         # The engine already waited (woken early by NOTIFY); Celery's loop must not sleep more.
         return 0.0
+
+    # apply_entry is Celery's own, never overridden here: tools that watch beat wrap it on
+    # celery.beat.Scheduler, and the submitter calls it once per claimed occurrence.
+    def apply_async(self, entry: Any, producer: Any = None, advance: bool = True,
+                    **kwargs: Any) -> Any:
+        """Send one claimed occurrence, as Celery's ``apply_async`` sends a due entry.
+
+        ``advance`` is ignored: the claim advanced the schedule in the store already. An entry
+        that is not goatbeat's (one a subclass built) is sent as Celery would send it.
+        """
+        if isinstance(entry, GoatbeatEntry):
+            return publish_entry(self.app, entry, producer)
+        return super().apply_async(entry, producer=producer, advance=False, **kwargs)
 
     def close(self) -> None:
         if self._ticking_thread == threading.get_ident():

@@ -9,12 +9,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from celery.beat import SchedulingError
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from goatbeat_celery import headers
+from goatbeat_celery.beat import tracing
+from goatbeat_celery.beat.entries import GoatbeatEntry, ScheduleObjects
 from goatbeat_celery.config import LAZY_MARKER
 from goatbeat_celery.core.rules.validation import call_problems, options_problems
-from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 
 logger = logging.getLogger(__name__)
@@ -35,12 +38,20 @@ class CelerySubmitter:
     by the caller's ``timeout`` so a hung broker cannot outlive the lease's local deadline. A
     broker error stops the batch (the rest wait for the next try); any other error belongs to
     the one message that raised it, which fails alone.
+
+    Each message goes the way Celery's beat sends one: ``scheduler.apply_entry(entry,
+    producer=...)``, which calls the scheduler's ``apply_async(entry, ...)`` (see
+    :func:`publish_entry`), so that code wrapping those methods sees every run. Without a
+    scheduler (a submitter used on its own), :func:`publish_entry` is called directly.
     """
 
-    def __init__(self, app: Any, *, lazy: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(self, app: Any, *, lazy: Mapping[str, Mapping[str, Any]] | None = None,
+                 scheduler: Any = None) -> None:
         self.app = app
         # Lazy arguments of this replica's config entries, called as each run is sent.
         self.lazy = lazy or {}
+        self.scheduler = scheduler
+        self.schedules = ScheduleObjects(app)
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
                timeout: float) -> SubmitResult:
@@ -104,13 +115,15 @@ class CelerySubmitter:
         args, kwargs = _evaluated(self.lazy.get(execution.schedule_name, _NO_LAZY),
                                   list(dispatch.args), dict(dispatch.kwargs))
         options = dict(dispatch.options)
-        sent_headers = dict(options.pop("headers", None) or {})
-        sent_headers[HEADER_CELERY_BEAT] = True
-        sent_headers[HEADER_SCHEDULE] = execution.schedule_name
-        sent_headers[HEADER_OCCURRENCE] = execution.occurrence_at.isoformat()
-        sent_headers[HEADER_TOKEN] = batch.token
+        own_headers = {
+            HEADER_CELERY_BEAT: True,
+            HEADER_SCHEDULE: execution.schedule_name,
+            HEADER_OCCURRENCE: execution.occurrence_at.isoformat(),
+            HEADER_TOKEN: batch.token,
+        }
         if execution.manual:
-            sent_headers[HEADER_MANUAL] = True
+            own_headers[HEADER_MANUAL] = True
+        options["headers"] = {**(options.get("headers") or {}), **own_headers}
         if execution.expires_at is not None:
             # The starting deadline, as an absolute instant; an expires of the schedule's own
             # (seconds from sending) still applies when it comes first.
@@ -119,25 +132,81 @@ class CelerySubmitter:
             if isinstance(relative, (int, float)):
                 expires = min(expires, datetime.now(timezone.utc) + timedelta(seconds=relative))
             options["expires"] = expires
-        call = {
+        entry = GoatbeatEntry(
+            app=self.app, name=execution.schedule_name, task=dispatch.task, args=args,
+            kwargs=kwargs, options=options,
+            schedule=self.schedules.get(execution.schedule_name, dispatch.trigger),
+            total_run_count=dispatch.total_runs, key=dispatch.key,
+            occurrence_at=execution.occurrence_at, token=batch.token, manual=execution.manual)
+        entry.own_headers = own_headers
+        entry.call = {
             **batch.call,
-            "task_id": dispatch.key,
-            "headers": sent_headers,
             # A broker that stops answering without closing the connection (a frozen node, a
             # memory alarm) must not hold the publish, or the wait for its confirm, past the
             # time this batch has.
             "timeout": remaining,
             "confirm_timeout": remaining,
-            **options,
         }
-        # As Celery's beat does: a task this process knows goes through its own apply_async
-        # (a class that overrides it, to take a lock or add headers, keeps working, and its
-        # decorator's options apply); any other name through send_task.
-        task = batch.task(dispatch.task)
+        entry.batch = batch
+        scheduler = self.scheduler
+        with tracing.occurrence_span(execution, dispatch.task):
+            try:
+                if scheduler is not None:
+                    scheduler.apply_entry(entry, producer=batch.producer)
+                else:
+                    publish_entry(self.app, entry, batch.producer)
+            except Exception as exc:
+                if entry.error is None and not entry.sent:
+                    # Raised by code hooked around apply_entry, not by the publish: this
+                    # message fails alone.
+                    raise HookError(f"apply_entry raised {_described(exc)}") from exc
+                if entry.error is None:
+                    # The broker took the run: sending it again would run it twice.
+                    logger.warning("occurrence %s was sent, then code hooked around "
+                                   "apply_entry raised: %s", dispatch.key, _described(exc),
+                                   extra={"action": "hook_failed"})
+            # The publish's own error, which Celery's apply_entry logs and swallows: the
+            # broker's stops the batch, any other fails this message.
+            if entry.error is not None:
+                raise entry.error
+            if not entry.sent:
+                raise HookError("apply_entry returned without calling apply_async: "
+                                "the run was not sent")
+
+
+class HookError(GoatbeatError):
+    """Code hooked around ``apply_entry`` (a monitoring tool, a Scheduler subclass) raised, or
+    returned without sending: this message fails alone, as a message the broker refuses."""
+
+
+def publish_entry(app: Any, entry: GoatbeatEntry, producer: Any) -> Any:
+    """Send ``entry`` as Celery's ``Scheduler.apply_async`` does, with its key as the task id.
+
+    A task this process knows goes through its own ``apply_async`` (a class that overrides it,
+    to take a lock or add headers, keeps working, and its decorator's options apply); any other
+    name through ``send_task``. ``entry.options`` as hooks left them are the message's options;
+    goatbeat's own headers are set over whatever a hook put in their place. The publish's error
+    is kept on the entry (Celery's ``apply_entry`` swallows it) and raised as Celery's
+    ``SchedulingError``.
+    """
+    options = entry.options
+    sent_headers = dict(options.get("headers") or {})
+    sent_headers.update(entry.own_headers)
+    # The key stays the task id whatever a hook wrote: a run sent again must be the same task.
+    call = {**entry.call, **options, "task_id": entry.key, "headers": sent_headers}
+    batch = getattr(entry, "batch", None)
+    task = batch.task(entry.task) if batch is not None else app.tasks.get(entry.task)
+    try:
         if task is not None:
-            task.apply_async(args, kwargs, **call)
+            result = task.apply_async(entry.args, entry.kwargs, producer=producer, **call)
         else:
-            self.app.send_task(dispatch.task, args, kwargs, **call)
+            result = app.send_task(entry.task, entry.args, entry.kwargs, producer=producer,
+                                   **call)
+    except Exception as exc:
+        entry.error = exc
+        raise SchedulingError(f"Couldn't apply scheduled task {entry.name}: {exc}") from exc
+    entry.sent = True
+    return result
 
 
 #: Messages written to the broker in one round trip where its transport batches publishes
@@ -154,13 +223,13 @@ class _Batch:
     """What the messages of one batch share: the producer and how to publish through it, the
     fencing token, and the tasks looked up so far."""
 
-    __slots__ = ("app", "call", "token", "_tasks")
+    __slots__ = ("app", "call", "producer", "token", "_tasks")
 
     def __init__(self, app: Any, producer: Any, token: int) -> None:
         self.app = app
         self.token = token
+        self.producer = producer
         self.call: dict[str, Any] = {
-            "producer": producer,
             # One quick retry rides out a dropped Redis connection; the socket timeouts set on
             # the beat process bound each attempt, so a dead broker fails fast and the claim
             # waits. On AMQP a retry reconnects, and a node that stopped answering would hold
@@ -239,6 +308,8 @@ def _outage_errors(connection: Any) -> tuple[type[BaseException], ...]:
 def _described(exc: BaseException) -> str:
     if isinstance(exc, ConfigurationError):
         return "; ".join(exc.problems)
+    if isinstance(exc, HookError):
+        return str(exc)
     text = f"{type(exc).__name__}: {exc}"
     if exc.__cause__ is not None:
         # kombu's failed publish batch says only that delivery is uncertain; the broker's

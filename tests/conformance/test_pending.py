@@ -139,3 +139,24 @@ def test_history_lists_the_newest_occurrence_first(store: Store) -> None:
 
     assert [e.key for e in store.executions(limit=2)] == [keys[2], keys[1]]
     assert [e.key for e in store.executions(schedule_name="b-old")] == [keys[0]]
+
+
+def test_a_dispatch_carries_its_schedules_trigger_and_run_count(backend: Backend) -> None:
+    """What beat hands code that hooks it (the entry's schedule and total_run_count), read with
+    the claim and with a resubmission."""
+    store, clock, ttl = backend.store, backend.clock, backend.expiring_ttl
+    first = store.acquire("beat", "a", ttl)
+    assert first is not None
+    schedule = create_due(store, "report")
+    (claimed,) = store.claim([claim_next(schedule)], lease=first).dispatches
+    assert claimed.trigger == schedule.spec.trigger.to_json() == {"kind": "interval",
+                                                                   "every": 60.0}
+    assert claimed.total_runs == 0, "the runs counted before this claim"
+    clock.move_to(first.expires_at)
+    second = store.acquire("beat", "b", LONG_TTL)
+    assert second is not None
+
+    (pending,) = store.take_pending(lease=second, limit=10)
+
+    assert pending.trigger == claimed.trigger
+    assert pending.total_runs == 1, "the runs counted since, this one included"

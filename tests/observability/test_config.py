@@ -100,7 +100,7 @@ def test_a_metrics_port_without_prometheus_client_names_the_extra_to_install(
     problems = caught.value.problems
     metrics_problem = next(p for p in problems if p.startswith("goatbeat_metrics_port:"))
     assert "prometheus-client" in metrics_problem
-    assert "pip install 'goatbeat_celery[metrics]'" in metrics_problem
+    assert "its 'metrics' extra, which brings prometheus-client" in metrics_problem
     assert any(p.startswith("goatbeat_lease_ttl") for p in problems), "reported together"
     assert started.value.problems == (metrics_problem,)
 

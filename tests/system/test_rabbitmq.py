@@ -152,7 +152,6 @@ def assert_sound_over_a_broker_fault(outcome: Outcome, fault_at: float) -> dict[
     return {"duplicates_resent": resent, "duplicates_redelivered_by_rabbitmq": redelivered}
 
 
-# -- a. steady state ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Recovery:
     """RabbitMQ started again after a fault, and what followed until the backlog was in."""
@@ -204,6 +203,7 @@ def assert_resent_after_the_outage(recovery: Recovery, during: list[dict[str, An
         f"backlog took {recovery.recovered_in:.1f}s after RabbitMQ came back")
 
 
+# -- a. steady state ------------------------------------------------------------------------
 def test_two_replicas_on_rabbitmq_claim_every_point_once_and_deliver_it_once(
         rabbitmq_cluster: Cluster, report: Any) -> None:
     cluster = rabbitmq_cluster

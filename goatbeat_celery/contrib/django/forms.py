@@ -46,14 +46,16 @@ def plain_form_fields() -> dict[str, forms.Field]:
     means unset (the setting, or off)."""
     found: dict[str, forms.Field] = {}
     for field in PLAIN_FIELDS:
+        # As the admin's other help texts read: lower case, no full stop.
+        help_text = field.help[0].lower() + field.help[1:].rstrip(".")
         if field.kind == "duration":
-            found[field.name] = duration_field(field.label, f"{field.help} Give {DURATION_FORMS}.")
+            found[field.name] = duration_field(field.label, f"{help_text}: {DURATION_FORMS}")
         elif field.kind == "count":
             found[field.name] = forms.IntegerField(required=False, label=field.label,
-                                                   help_text=field.help)
+                                                   help_text=help_text)
         else:
             found[field.name] = forms.FloatField(required=False, label=field.label,
-                                                 help_text=field.help)
+                                                 help_text=help_text)
     return found
 
 

@@ -23,6 +23,12 @@ class Dispatch:
     args: tuple[JSONValue, ...]
     kwargs: Mapping[str, JSONValue]
     options: Mapping[str, JSONValue]
+    #: The schedule's trigger as stored (``{"kind": ..., **params}``, None where unreadable)
+    #: and its run count as the store read it (with a claim: the runs before it; with a
+    #: resubmission: the runs so far): what beat hands code that hooks it
+    #: (``ScheduleEntry.schedule`` and ``total_run_count``).
+    trigger: Mapping[str, JSONValue] | None = None
+    total_runs: int = 0
 
     @property
     def key(self) -> str:

@@ -139,7 +139,8 @@ class MemoryStoreBase:
 def _dispatch(schedule: Schedule, execution: Execution) -> Dispatch:
     spec = schedule.spec
     return Dispatch(execution=execution, task=spec.task, args=spec.args, kwargs=spec.kwargs,
-                    options=spec.options)
+                    options=spec.options, trigger=spec.trigger.to_json(),
+                    total_runs=schedule.total_runs)
 
 
 def _dispatched_at(execution: Execution) -> datetime | None:

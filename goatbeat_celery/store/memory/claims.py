@@ -65,6 +65,9 @@ class MemoryClaims(MemoryStoreBase):
                     if (s := self._schedules.get(c.schedule_name)) is not None}
             plan = plan_claims(claims, versions, token=lease.token, now=now,
                                in_flight=flights, runs=runs)
+            # The dispatches carry the schedules as read before the claim, as the SQL stores'.
+            before = {c.schedule_name: s for c in claims
+                      if (s := self._schedules.get(c.schedule_name)) is not None}
             inserted: set[str] = set()
             for execution in plan.executions:
                 if execution.key not in self._executions:
@@ -82,7 +85,7 @@ class MemoryClaims(MemoryStoreBase):
                     total_skipped=schedule.total_skipped + advance.skipped,
                     version=schedule.version + 1, **CLAIM_CLEARS,
                 )
-            return plan.result(inserted, lambda e: _dispatch(self._schedules[e.schedule_name], e))
+            return plan.result(inserted, lambda e: _dispatch(before[e.schedule_name], e))
 
     def set_aside(self, entries: Sequence[SetAside], *,
                   lease: LeaseGrant) -> dict[str, datetime]:

@@ -30,11 +30,11 @@ from goatbeat_celery.store.sql import EXECUTION_COLUMNS
 _LOCK_FOR_CLAIM = sa.text(
     """
     SELECT f.holder, f.token, f.expires_at, f.now,
-           s.name, s.version, s.task, s.args, s.kwargs, s.options, s.total_runs
+           s.name, s.version, s.task, s.args, s.kwargs, s.options, s.total_runs, s.trigger
     FROM (SELECT holder, token, expires_at, now() AS now
           FROM goatbeat_lease WHERE name = :lease FOR SHARE) AS f
     LEFT JOIN LATERAL (
-        SELECT name, version, task, args, kwargs, options, total_runs
+        SELECT name, version, task, args, kwargs, options, total_runs, trigger
         FROM goatbeat_schedule
         WHERE name = ANY(CAST(:names AS text[]))
         FOR UPDATE SKIP LOCKED

@@ -96,7 +96,8 @@ class SQLBackfills(SQLStoreBase):
                 .with_for_update()
             ).one_or_none()
             schedule = conn.execute(
-                sa.select(S.c.name, S.c.task, S.c.args, S.c.kwargs, S.c.options)
+                sa.select(S.c.name, S.c.task, S.c.args, S.c.kwargs, S.c.options, S.c.trigger,
+                          S.c.total_runs)
                 .where(S.c.name == step.schedule_name)
             ).one_or_none()
             if row is None or schedule is None:

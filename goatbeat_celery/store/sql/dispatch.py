@@ -47,7 +47,7 @@ class SQLDispatch(SQLStoreBase):
                 want = limit - len(taken)
                 rows = conn.execute(
                     sa.select(E, S.c.name.label("s_name"), S.c.task, S.c.args, S.c.kwargs,
-                              S.c.options)
+                              S.c.options, S.c.trigger, S.c.total_runs)
                     .select_from(E.outerjoin(S, S.c.name == E.c.schedule_name))
                     .where(where)
                     .order_by(E.c.claimed_at, E.c.key)

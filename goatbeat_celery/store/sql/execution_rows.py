@@ -21,9 +21,13 @@ def _dispatch(execution: Execution, row: Any) -> Dispatch:
     options. Values of the wrong shape are passed as they are: the submitter refuses such a
     message alone, and the schedule is set aside."""
     args = row.args
+    trigger = row.trigger
+    runs = row.total_runs
     return Dispatch(execution=execution, task=row.task,
                     args=tuple(args) if type(args) is list else args,
-                    kwargs=row.kwargs, options=row.options)
+                    kwargs=row.kwargs, options=row.options,
+                    trigger=trigger if type(trigger) is dict else None,
+                    total_runs=runs if type(runs) is int else 0)
 
 
 _RUN_STATES = {state.value: state for state in RunState}
