@@ -465,8 +465,13 @@ class PrivateRabbitMQ:
         return "\n".join(parts)
 
     def close(self) -> None:
+        """Discard the node. Its data goes with it, so nothing needs flushing: SIGKILL, a
+        tenth of the time a graceful stop takes."""
         try:
-            self.stop()
+            if self.beam_pid is not None and self.alive():
+                self.kill()
+            else:
+                self.stop()
         finally:
             if self.beam_pid is not None:
                 try:

@@ -83,7 +83,7 @@ CLAIM_SLACK = 1.5
 
 # -- 1. steady state ------------------------------------------------------------------------
 @serial
-def test_three_replicas_for_two_minutes_claim_every_point_once_and_deliver_it_once(
+def test_three_replicas_for_a_minute_claim_every_point_once_and_deliver_it_once(
         cluster: Cluster, report: Any) -> None:
     schedules = every_second(20)
     cluster.write_config(schedules=schedules, settings=FAST_LEASE)
@@ -92,7 +92,9 @@ def test_three_replicas_for_two_minutes_claim_every_point_once_and_deliver_it_on
     first_lease = cluster.lease()
     assert first_lease is not None
     started = cluster.db_now()
-    run_for(120)
+    # Sixty renewals of a 1 s renew interval and 1,200 occurrences: enough for the lease to
+    # have changed hands had it been going to, and a 99th percentile that leaves out 12.
+    run_for(60)
     assert_alive(*replicas)
     last_lease = cluster.lease()
     outcome = finish(cluster, replicas)
