@@ -15,8 +15,10 @@ stamp=".venv/.installed-$extras"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   # The distribution was called goatbeat_celery before 0.2: an environment made then holds
-  # both, each with the celery command's entry point.
+  # both, each with the celery command's entry point, and so does the checkout's old
+  # metadata directory, which Python finds on the path of an editable install.
   .venv/bin/python -m pip uninstall -q -y goatbeat_celery >/dev/null 2>&1 || true
+  rm -rf goatbeat_celery.egg-info
   .venv/bin/python -m pip install -q -e ".[$extras]"
   touch "$stamp"
 fi
