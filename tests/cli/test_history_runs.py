@@ -163,7 +163,9 @@ def test_history_fits_the_terminal_leaving_out_runtime_and_lateness_first(
     left_out = {column for column in display.HISTORY_COLUMNS if column not in row}
     assert left_out == set(display.HISTORY_DROPPED[:len(left_out)])
     assert {"DUE", "STATE", "RUN", "WORKER", "WHY"} <= set(row)
-    assert row["WHY"].startswith("Conn") and row["WORKER"].startswith("celery@")
+    # Cut short, each keeps its start (the worker its start and its end): how short depends
+    # on the widths of the instants and durations beside them.
+    assert row["WHY"].startswith("Conn") and row["WORKER"].startswith("celery")
     if width >= 100:
         assert left_out == set()
     if width == 200:  # a wider terminal shows more of the error
