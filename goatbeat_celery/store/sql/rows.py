@@ -109,8 +109,10 @@ if _unread:  # pragma: no cover - a guard for schema edits
 # Taken from a row by position (itemgetter): attribute access by name costs more.
 _own_values = itemgetter(*(_COLUMNS.index(column) for column in _OWN_COLUMNS))
 _plain_values = itemgetter(*(_COLUMNS.index(field.column) for field in PLAIN_FIELDS))
-#: How a plain field's stored value is read, by its kind.
-_STORED_KIND: dict[str, type] = {"count": int, "factor": float}
+#: Each plain field's name, column and the type its stored value has.
+_PLAIN_READ = tuple((field.name, field.column,
+                     {"duration": timedelta, "count": int, "factor": float}[field.kind])
+                    for field in PLAIN_FIELDS)
 
 
 def _schedule(row: Sequence[Any]) -> Schedule:
@@ -198,15 +200,15 @@ def _plain_fields(values: Sequence[Any], damage: list[str]) -> dict[str, Any]:
     """The plain fields of a row (:data:`PLAIN_FIELDS`, in their order), each unreadable one
     named in ``damage`` and read as unset."""
     found: dict[str, Any] = {}
-    for field, value in zip(PLAIN_FIELDS, values, strict=True):
-        if field.kind == "duration":
-            if value is not None and type(value) is not timedelta:
-                damage.append(f"{field.column}: {_found(value)} is not a duration in seconds")
+    # Most are unset: None is the first thing looked at (this runs for every due row).
+    for (name, column, kind), value in zip(_PLAIN_READ, values, strict=True):
+        if value is not None and type(value) is not kind:
+            if kind is timedelta:
+                damage.append(f"{column}: {_found(value)} is not a duration in seconds")
                 value = None
-            found[field.name] = value
-        else:
-            found[field.name] = stored_value(value, _STORED_KIND[field.kind], None,
-                                             field.column, damage)
+            else:
+                value = stored_value(value, kind, None, column, damage)
+        found[name] = value
     return found
 
 
