@@ -182,6 +182,20 @@ def sentry(directory: Path) -> dict[str, Any]:
     return {"default": default, "goatbeat": checkins(), "sent": sent_keys(app)}
 
 
+def two_runs_traced(directory: Path, traced: Callable[[Any], bool]) -> Any:
+    """An every-second schedule run twice by goatbeat's replicas and a worker, then the wait
+    until ``traced(app)`` says the tracer holds the worker's spans of every run; the app."""
+    app = make_app(directory, {"every-second": {"task": "hooked.work", "schedule": 1.0}})
+    with start_worker(app):
+        replicas = Replicas(app)
+        try:
+            wait_for(lambda: len(app.done) >= 2, "two runs", tick=replicas.tick)
+        finally:
+            replicas.close()
+        wait_for(lambda: traced(app), "the worker's spans")
+    return app
+
+
 # -- Datadog ---------------------------------------------------------------------------------
 def ddtrace(directory: Path) -> dict[str, Any]:
     import ddtrace as dd
@@ -201,18 +215,11 @@ def ddtrace(directory: Path) -> dict[str, Any]:
     # default in ddtrace's Celery integration; DD_CELERY_DISTRIBUTED_TRACING=true).
     dd.config.celery["distributed_tracing"] = True
     dd.patch(celery=True)
-    app = make_app(directory, {"every-second": {"task": "hooked.work", "schedule": 1.0}})
-    with start_worker(app):
-        replicas = Replicas(app)
-        try:
-            wait_for(lambda: len(app.done) >= 2, "two runs", tick=replicas.tick)
-        finally:
-            replicas.close()
+    def runs_traced(app: Any) -> bool:
+        with lock:
+            return sum(s.name == "celery.run" for s in spans) >= len(app.done)
 
-        def runs_traced() -> bool:
-            with lock:
-                return sum(s.name == "celery.run" for s in spans) >= len(app.done)
-        wait_for(runs_traced, "the worker's spans")
+    app = two_runs_traced(directory, runs_traced)
     with lock:
         found = [{"name": s.name, "resource": s.resource, "trace_id": str(s.trace_id),
                   "span_id": str(s.span_id), "parent_id": str(s.parent_id),
@@ -233,15 +240,8 @@ def otel(directory: Path) -> dict[str, Any]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     CeleryInstrumentor().instrument()
-    app = make_app(directory, {"every-second": {"task": "hooked.work", "schedule": 1.0}})
-    with start_worker(app):
-        replicas = Replicas(app)
-        try:
-            wait_for(lambda: len(app.done) >= 2, "two runs", tick=replicas.tick)
-        finally:
-            replicas.close()
-        wait_for(lambda: sum(s.name.startswith("run/") for s in exporter.get_finished_spans())
-                 >= len(app.done), "the worker's spans")
+    app = two_runs_traced(directory, lambda app: sum(
+        s.name.startswith("run/") for s in exporter.get_finished_spans()) >= len(app.done))
     found = [{"name": s.name, "trace_id": f"{s.context.trace_id:032x}",
               "span_id": f"{s.context.span_id:016x}",
               "parent_id": None if s.parent is None else f"{s.parent.span_id:016x}",
