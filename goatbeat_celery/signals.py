@@ -66,6 +66,12 @@ ignored; it never stops the loop.
     (:class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` with ``outcome``, ``runtime``,
     ``worker`` and ``run_error`` set).
 
+``run_resent``
+    A run the broker took and no worker started within its start timeout (with run tracking)
+    was put back to be sent again under its key, by the leader, up to ``goatbeat_run_resends``
+    times. ``key``, ``schedule_name``, ``reason`` (str: how long it waited, which send it was),
+    ``attempt`` (int: the send it replaces; the resend is the next).
+
 ``schedule_paused``
     A schedule paused itself after ``pause_after_failures`` failed runs in a row;
     ``celery goatbeat resume`` starts it again. ``schedule_name`` (str), ``reason`` (str, as
@@ -85,6 +91,7 @@ __all__ = [
     "occurrence_submit_failed",
     "occurrence_submitted",
     "run_ended",
+    "run_resent",
     "schedule_paused",
     "schedule_set_aside",
 ]
@@ -125,6 +132,10 @@ schedule_paused = Signal(
 run_ended = Signal(
     name="goatbeat_run_ended",
     providing_args={"key", "schedule_name", "outcome", "record"},
+)
+run_resent = Signal(
+    name="goatbeat_run_resent",
+    providing_args={"key", "schedule_name", "reason", "attempt"},
 )
 schedule_set_aside = Signal(
     name="goatbeat_schedule_set_aside",

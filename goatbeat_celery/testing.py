@@ -215,7 +215,7 @@ class RecordingObserver(EngineObserver):
 
     ``what`` is the grant for ``lease_acquired``; ``(name, holder, reason)`` for
     ``lease_lost``; the tuple of keys for ``claimed``; ``(schedule_name, count)`` for
-    ``missed``; the tuple of :class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` for
+    ``missed`` and ``runs_resent``; the tuple of :class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` for
     ``submitted``; ``(schedule_name, reason)`` for ``set_aside`` and ``paused``; the tuple
     of ``(key, reason)`` for ``skipped``.
     """
@@ -250,6 +250,9 @@ class RecordingObserver(EngineObserver):
 
     def paused(self, schedule_name: str, reason: str) -> None:
         self.events.append(("paused", (schedule_name, reason)))
+
+    def runs_resent(self, executions: Sequence[Execution]) -> None:
+        self.events.append(("runs_resent", tuple(e.key for e in executions)))
 
     def runs_ended(self, executions: Sequence[Execution]) -> None:
         self.events.append(("runs_ended", [(e.key, e.run_state) for e in executions]))

@@ -158,6 +158,10 @@ class GoatbeatMetrics:
         self.pauses_total = client.Counter(
             "goatbeat_schedule_pauses",
             "Times a schedule paused itself after failed runs in a row", registry=reg)
+        self.resent_total = client.Counter(
+            "goatbeat_runs_resent",
+            "Runs sent again because no worker started them within their start timeout "
+            "(run tracking)", registry=reg)
         self.lateness = client.Histogram(
             "goatbeat_lateness_seconds",
             "Seconds from an occurrence's due instant to the broker accepting it",
@@ -231,6 +235,9 @@ class GoatbeatMetrics:
 
     def paused(self, schedule_name: str, reason: str) -> None:
         self.pauses_total.inc()
+
+    def runs_resent(self, executions: Sequence[Execution]) -> None:
+        self.resent_total.inc(len(executions))
 
     def runs_ended(self, executions: Sequence[Execution]) -> None:
         for execution in executions:

@@ -107,6 +107,12 @@ class CeleryObserver:
         _guarded(signals.schedule_paused.send, sender=self.sender,
                  schedule_name=schedule_name, reason=reason)
 
+    def runs_resent(self, executions: Sequence[Execution]) -> None:
+        for execution in executions:
+            _guarded(signals.run_resent.send, sender=self.sender, key=execution.key,
+                     schedule_name=execution.schedule_name, reason=execution.last_error,
+                     attempt=execution.attempts)
+
     def runs_ended(self, executions: Sequence[Execution]) -> None:
         if not signals.run_ended.receivers and self.hook is None:
             return
@@ -163,6 +169,10 @@ class MultiObserver:
     def paused(self, schedule_name: str, reason: str) -> None:
         for observer in self.observers:
             _guarded(observer.paused, schedule_name, reason)
+
+    def runs_resent(self, executions: Sequence[Execution]) -> None:
+        for observer in self.observers:
+            _guarded(observer.runs_resent, executions)
 
     def runs_ended(self, executions: Sequence[Execution]) -> None:
         for observer in self.observers:

@@ -467,6 +467,17 @@ class RunLog(Protocol):
         run is ``running``; returns how many rows that was. Other keys are left alone."""
         ...
 
+    def resend_unstarted(self, *, lease: LeaseGrant, unstarted_for: timedelta,
+                         tracked_since: datetime | None, resends: int,
+                         limit: int = 1000) -> list[Execution]:
+        """In one transaction fenced by ``lease``, put back to ``claimed`` up to ``limit`` runs
+        that :func:`~goatbeat_celery.core.rules.runs.resend_due` says must be sent again
+        (longest unsent first), with ``last_error`` saying why, and return them as written.
+        The leader's pending resubmission then sends each under its key, counting a send
+        attempt; a failover between the two leaves them claimed for the next leader, so a
+        resend is neither repeated nor lost. Raises LeaseLost when ``lease`` is not current."""
+        ...
+
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
                   tracked_since: datetime | None = None,
                   limit: int = 1000) -> list[Execution]:

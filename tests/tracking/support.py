@@ -13,6 +13,7 @@ from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import RunEvent
 from goatbeat_celery.core.types.errors import StoreError, StoreUnavailable
 from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
 
 T = TypeVar("T")
 
@@ -67,6 +68,11 @@ class RecordingLog:
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
                   tracked_since: datetime | None = None,
                   limit: int = 1000) -> list[Execution]:
+        return []
+
+    def resend_unstarted(self, *, lease: LeaseGrant, unstarted_for: timedelta,
+                         tracked_since: datetime | None, resends: int,
+                         limit: int = 1000) -> list[Execution]:
         return []
 
     def close(self) -> None:

@@ -14,13 +14,15 @@ import pytest
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.rules.runs import RunEvent, RunState
 from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import ManualClock, MemoryStore, build_engine
 
 EVERY_HOUR = TriggerSpec(kind="interval", params={"every": 3600})
+# No resend here: these judge the lost verdicts (tests/unit/test_resend.py the resends).
 SETTINGS = Settings(heartbeat_interval=10, run_lost_after=60, run_start_timeout=600,
-                    max_interval=5, track_runs=True)
+                    max_interval=5, track_runs=True, run_resends=0)
 UNTRACKED = replace(SETTINGS, track_runs=False)
 
 
@@ -43,6 +45,13 @@ class CountingLog:
         self.looks.append((silent_for, unstarted_for))
         return self.store.mark_lost(silent_for=silent_for, unstarted_for=unstarted_for,
                                     tracked_since=tracked_since, limit=limit)
+
+    def resend_unstarted(self, *, lease: LeaseGrant, unstarted_for: timedelta,
+                         tracked_since: datetime | None, resends: int,
+                         limit: int = 1000) -> list[Execution]:
+        return self.store.resend_unstarted(lease=lease, unstarted_for=unstarted_for,
+                                           tracked_since=tracked_since, resends=resends,
+                                           limit=limit)
 
 
 @pytest.fixture

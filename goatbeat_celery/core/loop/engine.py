@@ -606,6 +606,7 @@ class Engine:
         if not self._open_runs:
             self._next_lost_look = self._mono() + interval
             return 0
+        self._resend_unstarted()
         ended = self.runs.mark_lost(silent_for=settings.run_lost_after,
                                     unstarted_for=settings.run_start_timeout,
                                     tracked_since=self._tracked_since(), limit=LOST_BATCH)
@@ -622,6 +623,34 @@ class Engine:
             logger.debug("run %s %s: %s", execution.key, verdict, execution.run_error,
                          extra={"action": f"run_{verdict}", "key": execution.key})
         return len(ended)
+
+    def _resend_unstarted(self) -> int:
+        """Before judging runs lost, put back to claimed, in the leader's fenced transaction,
+        the runs sent to tracking workers that none started in time and that are still within
+        their deadline (core.rules.runs.resend_due); the pending resubmission sends them under
+        their keys at once. Returns how many."""
+        grant = self._leadership.grant
+        tracked_since = self._tracked_since()
+        if self.runs is None or grant is None or tracked_since is None \
+                or self.settings.run_resends <= 0:
+            return 0
+        resent = self.runs.resend_unstarted(
+            lease=grant, unstarted_for=self.settings.run_start_timeout,
+            tracked_since=tracked_since, resends=self.settings.run_resends, limit=LOST_BATCH)
+        if not resent:
+            return 0
+        first = resent[0]
+        logger.warning("sending again %d runs no worker started (%s: %s%s)", len(resent),
+                       first.key, first.last_error, ", ..." if len(resent) > 1 else "",
+                       extra={"action": "run_resent", "count": len(resent)})
+        self.observer.runs_resent(resent)
+        # Sent by the next look's resubmission, which comes at once; with shards, by the
+        # leader of each one's shard, which the notification wakes.
+        self._news = True
+        self._submissions.resend_now = True
+        if self.shards is not None:
+            self.store.notify()
+        return len(resent)
 
     def _tracked_since(self) -> datetime | None:
         """From when this leader knows the workers track runs (None: it does not): the start

@@ -102,6 +102,11 @@ class EngineObserver(Protocol):
         starts it again."""
         ...
 
+    def runs_resent(self, executions: Sequence[Execution]) -> None:
+        """Runs the broker took and no worker started in time were put back to be sent again
+        under their keys (``last_error`` says why; ``attempts`` is the send before this one)."""
+        ...
+
     def runs_ended(self, executions: Sequence[Execution]) -> None:
         """Runs ended, as workers reported them (or lost or unknown, as the leader judged): each
         reported once, by the leader that settled it (``run_state``, ``runtime``, ``worker`` and
@@ -134,6 +139,9 @@ class NullObserver:
         pass
 
     def paused(self, schedule_name: str, reason: str) -> None:
+        pass
+
+    def runs_resent(self, executions: Sequence[Execution]) -> None:
         pass
 
     def runs_ended(self, executions: Sequence[Execution]) -> None:

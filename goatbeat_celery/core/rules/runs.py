@@ -44,6 +44,7 @@ __all__ = [
     "CAS_COLUMNS",
     "DEFAULT_HEARTBEAT_INTERVAL",
     "DEFAULT_LOST_AFTER",
+    "DEFAULT_RUN_RESENDS",
     "DEFAULT_START_TIMEOUT",
     "LOST_AFTER_HEARTBEATS",
     "MAX_ATTEMPTS",
@@ -63,6 +64,9 @@ __all__ = [
     "last_news",
     "lost_after_problem",
     "lost_verdict",
+    "resend_due",
+    "resend_reason",
+    "resend_wait",
     "seconds_text",
 ]
 
@@ -74,6 +78,12 @@ MAX_ATTEMPTS = 1_000_000_000
 DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=10)
 DEFAULT_LOST_AFTER = timedelta(seconds=60)
 DEFAULT_START_TIMEOUT = timedelta(minutes=10)
+#: How many times a run sent and never started is sent again (``goatbeat_run_resends``).
+DEFAULT_RUN_RESENDS = 1
+MAX_RUN_RESENDS = 10
+#: A run is never sent again sooner than this after its last send: a worker's start report
+#: takes up to half a second to be written, a busy queue a few seconds to reach it.
+MIN_RESEND_WAIT = timedelta(seconds=5)
 #: ``run_lost_after`` must cover this many heartbeat intervals: a run is declared lost only after
 #: several heartbeats in a row went missing, never for one late write.
 LOST_AFTER_HEARTBEATS = 3
@@ -351,6 +361,54 @@ def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: date
             return _lost(record, now, _SENT_UNTRACKED_REASON, RunState.UNKNOWN)
         return _lost(record, now, f"never started within {seconds_text(unstarted_for)}")
     return None
+
+
+def resend_wait(*, start_timeout: timedelta, due_at: datetime, expires_at: datetime | None,
+                resends: int) -> timedelta:
+    """How long a run sent and not started waits before it is sent again: the start timeout,
+    or, for a run with a starting deadline, that deadline's window (``expires_at - due_at``)
+    shared between the first send and the ``resends``, so that every resend still arrives in
+    time; never less than :data:`MIN_RESEND_WAIT`."""
+    if expires_at is None:
+        return start_timeout
+    share = (expires_at - due_at) / (resends + 1)
+    return max(MIN_RESEND_WAIT, min(start_timeout, share))
+
+
+def resend_due(record: RunRecord, *, dispatched_at: datetime | None, due_at: datetime,
+               expires_at: datetime | None, attempts: int, now: datetime,
+               unstarted_for: timedelta, tracked_since: datetime | None,
+               resends: int) -> bool:
+    """Whether a run the broker took and no worker started must be sent again, under its own
+    key, at store-time ``now`` (instead of being judged lost by :func:`lost_verdict`):
+
+    * the workers were known to track runs when it was sent (``tracked_since``, as for
+      :func:`lost_verdict`): only then does a missing start mean it never started;
+    * it has waited :func:`resend_wait` since its last send (strictly longer);
+    * it is still within its starting deadline (``expires_at``), so a worker would run it;
+    * it was sent fewer than ``1 + resends`` times (``attempts`` counts every send, a send
+      retried after a broker failure included).
+    """
+    if (record.run_state is not None or dispatched_at is None or tracked_since is None
+            or dispatched_at < tracked_since or attempts > resends):
+        return False
+    if expires_at is not None and expires_at <= now:
+        return False
+    wait = resend_wait(start_timeout=unstarted_for, due_at=due_at, expires_at=expires_at,
+                       resends=resends)
+    return now - dispatched_at > wait
+
+
+def resend_reason(execution: Any, now: datetime) -> str:
+    """Why a run is sent again (its ``last_error``): how long it waited unstarted since its last
+    send (``submitted_at``) and which send this was."""
+    waited = now - execution.submitted_at if execution.submitted_at is not None else None
+    since = "" if waited is None else f" within {seconds_text(_whole(waited))}"
+    return f"never started{since} after send {execution.attempts}; sent again"
+
+
+def _whole(value: timedelta) -> timedelta:
+    return timedelta(seconds=round(value.total_seconds()))
 
 
 #: Why a run's outcome is unknown: what its ``run_error`` says.

@@ -18,7 +18,9 @@ from goatbeat_celery.core.rules.policies import OverlapPolicy
 from goatbeat_celery.core.rules.runs import (
     DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_LOST_AFTER,
+    DEFAULT_RUN_RESENDS,
     DEFAULT_START_TIMEOUT,
+    MAX_RUN_RESENDS,
     RUN_TIME_MAXIMA,
     RunTimes,
     lost_after_problem,
@@ -106,6 +108,10 @@ class Settings:
     #: then is a run no worker started within run_start_timeout judged lost; otherwise its
     #: outcome is unknown (core.rules.runs.lost_verdict).
     track_runs: bool = False
+    #: With track_runs, how many times a run sent and never started (within run_start_timeout,
+    #: or its share of its starting deadline) is sent again under its key before it is lost
+    #: (core.rules.runs.resend_due); 0 never.
+    run_resends: int = DEFAULT_RUN_RESENDS
     #: Drop a run not started this long after its due instant (None: never); a schedule's own
     #: ``starting_deadline`` wins.
     starting_deadline: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
@@ -137,6 +143,10 @@ class Settings:
                                                maximum=most)
             if problem is not None:
                 problems.append(problem)
+        problem = validation.count_problem(self.run_resends, "run_resends", minimum=0,
+                                           maximum=MAX_RUN_RESENDS)
+        if problem is not None:
+            problems.append(problem)
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
         if not isinstance(self.track_runs, bool):
             problems.append(Problem("track_runs",

@@ -12,9 +12,12 @@ from goatbeat_celery.core.rules.runs import (
     RunState,
     apply_event,
     lost_verdict,
+    resend_due,
+    resend_reason,
     settled_after_report,
 )
-from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatched_at, _news
 
 
@@ -69,3 +72,23 @@ class MemoryRuns(MemoryStoreBase):
             for execution in marked:
                 self._executions[execution.key] = execution
         return marked
+
+    def resend_unstarted(self, *, lease: LeaseGrant, unstarted_for: timedelta,
+                         tracked_since: datetime | None, resends: int,
+                         limit: int = 1000) -> list[Execution]:
+        if resends <= 0 or tracked_since is None:
+            return []
+        with self._lock:
+            now = self._check_fence(lease)
+            due = sorted(
+                (e for e in self._executions.values()
+                 if resend_due(RunRecord.of(e), dispatched_at=_dispatched_at(e),
+                               due_at=e.due_at, expires_at=e.expires_at, attempts=e.attempts,
+                               now=now, unstarted_for=unstarted_for,
+                               tracked_since=tracked_since, resends=resends)),
+                key=lambda e: (e.submitted_at, e.key))[:limit]
+            resent = [replace(e, state=ExecutionState.CLAIMED, last_error=resend_reason(e, now))
+                      for e in due]
+            for execution in resent:
+                self._executions[execution.key] = execution
+        return resent

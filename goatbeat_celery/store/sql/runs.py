@@ -15,14 +15,18 @@ from goatbeat_celery.core.rules.runs import (
     RUN_COLUMNS,
     RunEvent,
     RunRecord,
+    MIN_RESEND_WAIT,
     RunState,
     apply_events,
     last_news,
     lost_verdict,
+    resend_due,
+    resend_reason,
     settled_after_report,
 )
 from goatbeat_celery.core.types.errors import StoreError
-from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.schema import execution_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import (
@@ -185,3 +189,37 @@ class SQLRuns(SQLStoreBase):
             written = self._write_runs(conn, sorted((c for _, _, c in judged),
                                                     key=lambda c: c.key))
         return [execution for _, execution, _ in judged if execution.key in written]
+
+    def resend_unstarted(self, *, lease: LeaseGrant, unstarted_for: timedelta,
+                         tracked_since: datetime | None, resends: int,
+                         limit: int = 1000) -> list[Execution]:
+        if resends <= 0 or tracked_since is None:
+            return []
+        with self._write("resend unstarted runs") as txn:
+            conn = txn.conn
+            now = self._fence(conn, lease)
+            # Candidates through the partial index of unstarted runs; resend_due decides.
+            rows = conn.execute(
+                sa.select(E).where(_IS_UNSTARTED, E.c.submitted_at < now - MIN_RESEND_WAIT,
+                                   E.c.submitted_at >= tracked_since, E.c.attempts <= resends)
+                .order_by(E.c.submitted_at, E.c.key).limit(limit)
+                .with_for_update(skip_locked=True, of=E)).all()
+            chosen: list[Execution] = []
+            for row in rows:
+                execution = _execution(row)
+                if resend_due(_run_record(row), dispatched_at=_dispatched_at(execution),
+                              due_at=execution.due_at, expires_at=execution.expires_at,
+                              attempts=execution.attempts, now=now,
+                              unstarted_for=unstarted_for, tracked_since=tracked_since,
+                              resends=resends):
+                    chosen.append(replace(execution, state=ExecutionState.CLAIMED,
+                                          last_error=resend_reason(execution, now)))
+            resent: list[Execution] = []
+            for execution in chosen:
+                # Still unstarted: a start written since the read wins over the resend.
+                if conn.execute(
+                        sa.update(E).where(E.c.key == execution.key, _IS_UNSTARTED)
+                        .values(state=ExecutionState.CLAIMED.value,
+                                last_error=execution.last_error)).rowcount == 1:
+                    resent.append(execution)
+        return resent
