@@ -214,9 +214,9 @@ class RecordingObserver(EngineObserver):
     """An engine observer that writes each event down, in order, as ``(method name, what)``.
 
     ``what`` is the grant for ``lease_acquired``; ``(name, holder, reason)`` for
-    ``lease_lost``; the tuple of keys for ``claimed``; ``(schedule_name, count)`` for
-    ``missed`` and ``runs_resent``; the tuple of :class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` for
-    ``submitted``; ``(schedule_name, reason)`` for ``set_aside`` and ``paused``; the tuple
+    ``lease_lost``; the tuple of keys for ``claimed`` and ``runs_resent``;
+    ``(schedule_name, count)`` for ``missed``; the tuple of
+    :class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` for ``submitted``; ``(schedule_name, reason)`` for ``set_aside`` and ``paused``; the tuple
     of ``(key, reason)`` for ``skipped``.
     """
 

@@ -363,19 +363,20 @@ def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: date
     return None
 
 
-def resend_wait(*, start_timeout: timedelta, due_at: datetime, expires_at: datetime | None,
-                resends: int) -> timedelta:
-    """How long a run sent and not started waits before it is sent again: the start timeout,
-    or, for a run with a starting deadline, that deadline's window (``expires_at - due_at``)
-    shared between the first send and the ``resends``, so that every resend still arrives in
-    time; never less than :data:`MIN_RESEND_WAIT`."""
+def resend_wait(*, start_timeout: timedelta, dispatched_at: datetime,
+                expires_at: datetime | None) -> timedelta:
+    """How long a run sent at ``dispatched_at`` and not started waits before it is sent again:
+    the start timeout, or, for a run with a starting deadline, half the time its send left
+    before that deadline when shorter, so that the resend still has as long to arrive; never
+    less than :data:`MIN_RESEND_WAIT` (a start report takes up to half a second to be written)
+    unless the start timeout is shorter."""
     if expires_at is None:
         return start_timeout
-    share = (expires_at - due_at) / (resends + 1)
-    return max(MIN_RESEND_WAIT, min(start_timeout, share))
+    half = (expires_at - dispatched_at) / 2
+    return min(start_timeout, max(MIN_RESEND_WAIT, half))
 
 
-def resend_due(record: RunRecord, *, dispatched_at: datetime | None, due_at: datetime,
+def resend_due(record: RunRecord, *, dispatched_at: datetime | None,
                expires_at: datetime | None, attempts: int, now: datetime,
                unstarted_for: timedelta, tracked_since: datetime | None,
                resends: int) -> bool:
@@ -394,8 +395,8 @@ def resend_due(record: RunRecord, *, dispatched_at: datetime | None, due_at: dat
         return False
     if expires_at is not None and expires_at <= now:
         return False
-    wait = resend_wait(start_timeout=unstarted_for, due_at=due_at, expires_at=expires_at,
-                       resends=resends)
+    wait = resend_wait(start_timeout=unstarted_for, dispatched_at=dispatched_at,
+                       expires_at=expires_at)
     return now - dispatched_at > wait
 
 

@@ -83,7 +83,7 @@ class MemoryRuns(MemoryStoreBase):
             due = sorted(
                 (e for e in self._executions.values()
                  if resend_due(RunRecord.of(e), dispatched_at=_dispatched_at(e),
-                               due_at=e.due_at, expires_at=e.expires_at, attempts=e.attempts,
+                               expires_at=e.expires_at, attempts=e.attempts,
                                now=now, unstarted_for=unstarted_for,
                                tracked_since=tracked_since, resends=resends)),
                 key=lambda e: (e.submitted_at, e.key))[:limit]

@@ -12,10 +12,10 @@ import sqlalchemy as sa
 from goatbeat_celery.core.rules.runs import (
     CAS_COLUMNS,
     ENDED_STATE_VALUES,
+    MIN_RESEND_WAIT,
     RUN_COLUMNS,
     RunEvent,
     RunRecord,
-    MIN_RESEND_WAIT,
     RunState,
     apply_events,
     last_news,
@@ -200,7 +200,8 @@ class SQLRuns(SQLStoreBase):
             now = self._fence(conn, lease)
             # Candidates through the partial index of unstarted runs; resend_due decides.
             rows = conn.execute(
-                sa.select(E).where(_IS_UNSTARTED, E.c.submitted_at < now - MIN_RESEND_WAIT,
+                sa.select(E).where(_IS_UNSTARTED,
+                                   E.c.submitted_at < now - min(MIN_RESEND_WAIT, unstarted_for),
                                    E.c.submitted_at >= tracked_since, E.c.attempts <= resends)
                 .order_by(E.c.submitted_at, E.c.key).limit(limit)
                 .with_for_update(skip_locked=True, of=E)).all()
@@ -208,7 +209,7 @@ class SQLRuns(SQLStoreBase):
             for row in rows:
                 execution = _execution(row)
                 if resend_due(_run_record(row), dispatched_at=_dispatched_at(execution),
-                              due_at=execution.due_at, expires_at=execution.expires_at,
+                              expires_at=execution.expires_at,
                               attempts=execution.attempts, now=now,
                               unstarted_for=unstarted_for, tracked_since=tracked_since,
                               resends=resends):
