@@ -216,8 +216,9 @@ class RecordingObserver(EngineObserver):
     ``what`` is the grant for ``lease_acquired``; ``(name, holder, reason)`` for
     ``lease_lost``; the tuple of keys for ``claimed`` and ``runs_resent``;
     ``(schedule_name, count)`` for ``missed``; the tuple of
-    :class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` for ``submitted``; ``(schedule_name, reason)`` for ``set_aside`` and ``paused``; the tuple
-    of ``(key, reason)`` for ``skipped``.
+    :class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` for ``submitted``;
+    ``(schedule_name, reason)`` for ``set_aside`` and ``paused``; the tuple of
+    ``(key, reason)`` for ``skipped``.
     """
 
     def __init__(self) -> None:
