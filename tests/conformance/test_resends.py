@@ -120,19 +120,20 @@ def test_a_run_a_worker_started_is_never_resent(store: Store, clock: StoreClock)
 
 def test_a_run_with_a_deadline_waits_half_its_time_left_and_none_past_it(
         store: Store, clock: StoreClock) -> None:
-    # Deadlines measured from the grid point, which may lie up to a minute back: 20 s from
+    # Deadlines measured from the grid point, which may lie up to a minute back: 30 s from
     # now for one, 6 s for the other.
     schedule = create_due(store, "deadline")
     assert schedule.next_occurrence_at is not None
     behind = store.now() - schedule.next_occurrence_at
-    claim = replace(claim_next(schedule), expires_after=behind + timedelta(seconds=20))
+    claim = replace(claim_next(schedule), expires_after=behind + timedelta(seconds=30))
     (dispatch,) = store.claim([claim], lease=grant_of(store)).dispatches
     key = dispatch.key
     store.mark_submitted([key])
     gone = submitted(store, "gone", deadline=behind + timedelta(seconds=6))
     expires_at = run_of(store, key).expires_at
     assert expires_at is not None
-    half = (expires_at - sent_at(store, key)) / 2  # about 10 s, not the 10 minutes' timeout
+    # About 15 s: neither the 10 minutes' start timeout nor the schedule's minute.
+    half = (expires_at - sent_at(store, key)) / 2
 
     clock.move_just_before(sent_at(store, key) + half)
     assert resend(store, unstarted_for=timedelta(minutes=10)) == []
@@ -167,3 +168,20 @@ def test_a_resend_under_a_stale_grant_is_refused(backend: Backend) -> None:
                                resends=1)
 
     assert run_of(store, dispatch.key).state is ExecutionState.SUBMITTED
+
+
+def test_a_run_waits_no_longer_than_its_schedules_period(store: Store,
+                                                          clock: StoreClock) -> None:
+    # An every-20-seconds schedule: its run is resent 20 s after its send, not after the
+    # 10 minutes' start timeout.
+    schedule = create_due(store, "frequent", every=20)
+    (dispatch,) = store.claim([claim_next(schedule, every=20)],
+                              lease=grant_of(store)).dispatches
+    store.mark_submitted([dispatch.key])
+    period = timedelta(seconds=20)
+
+    clock.move_just_before(sent_at(store, dispatch.key) + period)
+    assert resend(store, unstarted_for=timedelta(minutes=10)) == []
+    clock.move_to(sent_at(store, dispatch.key) + period + MICROSECOND)
+    assert [e.key for e in resend(store, unstarted_for=timedelta(minutes=10))] == \
+        [dispatch.key]

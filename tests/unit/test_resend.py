@@ -18,6 +18,7 @@ from goatbeat_celery.core.rules.runs import (
     RunState,
     resend_due,
     resend_wait,
+    schedule_period,
 )
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC
@@ -79,18 +80,37 @@ def test_a_run_past_its_starting_deadline_is_not_resent() -> None:
 
 
 def test_the_wait_is_the_start_timeout_or_half_the_time_left_before_the_deadline() -> None:
-    assert resend_wait(start_timeout=TIMEOUT, dispatched_at=SENT, expires_at=None) == TIMEOUT
+    timeout = timedelta(minutes=10)
+    assert resend_wait(start_timeout=timeout, dispatched_at=SENT, expires_at=None) == timeout
     # 40 s left: resent after 20 s, so the resend has 20 s too.
-    assert resend_wait(start_timeout=TIMEOUT, dispatched_at=SENT,
+    assert resend_wait(start_timeout=timeout, dispatched_at=SENT,
                        expires_at=SENT + timedelta(seconds=40)) == timedelta(seconds=20)
     # A long deadline never makes the wait longer than the start timeout...
-    assert resend_wait(start_timeout=TIMEOUT, dispatched_at=SENT,
-                       expires_at=SENT + timedelta(hours=1)) == TIMEOUT
-    # ...and a short one never shorter than a start report takes to be written.
-    assert resend_wait(start_timeout=TIMEOUT, dispatched_at=SENT,
+    assert resend_wait(start_timeout=timeout, dispatched_at=SENT,
+                       expires_at=SENT + timedelta(days=1)) == timeout
+    # ...and a short one never shorter than the least wait, unless the timeout is.
+    assert resend_wait(start_timeout=timeout, dispatched_at=SENT,
                        expires_at=SENT + timedelta(seconds=2)) == MIN_RESEND_WAIT
     assert resend_wait(start_timeout=timedelta(seconds=2), dispatched_at=SENT,
                        expires_at=SENT + timedelta(seconds=4)) == timedelta(seconds=2)
+
+
+@pytest.mark.parametrize(("period", "expected"), [
+    (timedelta(minutes=1), timedelta(minutes=1)),  # an every-minute schedule: a minute
+    (timedelta(seconds=2), MIN_RESEND_WAIT),  # never sooner than the least wait
+    (timedelta(hours=1), timedelta(minutes=10)),  # never later than the start timeout
+    (None, timedelta(minutes=10)),
+])
+def test_the_wait_is_at_most_the_schedules_period(period: timedelta | None,
+                                                  expected: timedelta) -> None:
+    assert resend_wait(start_timeout=timedelta(minutes=10), dispatched_at=SENT,
+                       expires_at=None, period=period) == expected
+
+
+def test_the_period_is_the_time_to_the_schedules_next_occurrence() -> None:
+    assert schedule_period(SENT, SENT + timedelta(seconds=30)) == timedelta(seconds=30)
+    assert schedule_period(SENT, SENT) is None
+    assert schedule_period(SENT, None) is None
 
 
 def test_the_setting_is_a_count_from_0_to_10() -> None:

@@ -67,6 +67,7 @@ __all__ = [
     "resend_due",
     "resend_reason",
     "resend_wait",
+    "schedule_period",
     "seconds_text",
 ]
 
@@ -83,7 +84,7 @@ DEFAULT_RUN_RESENDS = 1
 MAX_RUN_RESENDS = 10
 #: A run is never sent again sooner than this after its last send: a worker's start report
 #: takes up to half a second to be written, a busy queue a few seconds to reach it.
-MIN_RESEND_WAIT = timedelta(seconds=5)
+MIN_RESEND_WAIT = timedelta(seconds=10)
 #: ``run_lost_after`` must cover this many heartbeat intervals: a run is declared lost only after
 #: several heartbeats in a row went missing, never for one late write.
 LOST_AFTER_HEARTBEATS = 3
@@ -364,22 +365,37 @@ def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: date
 
 
 def resend_wait(*, start_timeout: timedelta, dispatched_at: datetime,
-                expires_at: datetime | None) -> timedelta:
-    """How long a run sent at ``dispatched_at`` and not started waits before it is sent again:
-    the start timeout, or, for a run with a starting deadline, half the time its send left
-    before that deadline when shorter, so that the resend still has as long to arrive; never
-    less than :data:`MIN_RESEND_WAIT` (a start report takes up to half a second to be written)
-    unless the start timeout is shorter."""
-    if expires_at is None:
-        return start_timeout
-    half = (expires_at - dispatched_at) / 2
-    return min(start_timeout, max(MIN_RESEND_WAIT, half))
+                expires_at: datetime | None, period: timedelta | None = None) -> timedelta:
+    """How long a run sent at ``dispatched_at`` and not started waits before it is sent again.
+
+    The start timeout, or less where the schedule says a run is stale sooner: its ``period``
+    (the time to its next occurrence: a run of an every-minute schedule waits a minute, not
+    ten), and, for a run with a starting deadline, half the time its send left before that
+    deadline, so that the resend has as long to arrive as the first send had. Never less than
+    :data:`MIN_RESEND_WAIT` (a start report takes up to half a second to be written, a queue
+    a few seconds to drain) unless the start timeout itself is shorter.
+    """
+    wait = start_timeout
+    if period is not None and period > timedelta(0):
+        wait = min(wait, max(MIN_RESEND_WAIT, period))
+    if expires_at is not None:
+        wait = min(wait, max(MIN_RESEND_WAIT, (expires_at - dispatched_at) / 2))
+    return wait
+
+
+def schedule_period(occurrence_at: datetime, next_occurrence_at: datetime | None
+                    ) -> timedelta | None:
+    """The period a run's schedule keeps, as its row says: from the run's occurrence to the
+    schedule's next one (None when the schedule has none, or its next is not later)."""
+    if next_occurrence_at is None or next_occurrence_at <= occurrence_at:
+        return None
+    return next_occurrence_at - occurrence_at
 
 
 def resend_due(record: RunRecord, *, dispatched_at: datetime | None,
                expires_at: datetime | None, attempts: int, now: datetime,
                unstarted_for: timedelta, tracked_since: datetime | None,
-               resends: int) -> bool:
+               resends: int, period: timedelta | None = None) -> bool:
     """Whether a run the broker took and no worker started must be sent again, under its own
     key, at store-time ``now`` (instead of being judged lost by :func:`lost_verdict`):
 
@@ -396,7 +412,7 @@ def resend_due(record: RunRecord, *, dispatched_at: datetime | None,
     if expires_at is not None and expires_at <= now:
         return False
     wait = resend_wait(start_timeout=unstarted_for, dispatched_at=dispatched_at,
-                       expires_at=expires_at)
+                       expires_at=expires_at, period=period)
     return now - dispatched_at > wait
 
 

@@ -14,6 +14,7 @@ from goatbeat_celery.core.rules.runs import (
     lost_verdict,
     resend_due,
     resend_reason,
+    schedule_period,
     settled_after_report,
 )
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
@@ -83,12 +84,17 @@ class MemoryRuns(MemoryStoreBase):
             due = sorted(
                 (e for e in self._executions.values()
                  if resend_due(RunRecord.of(e), dispatched_at=_dispatched_at(e),
-                               expires_at=e.expires_at, attempts=e.attempts,
-                               now=now, unstarted_for=unstarted_for,
-                               tracked_since=tracked_since, resends=resends)),
-                key=lambda e: (e.submitted_at, e.key))[:limit]
+                               expires_at=e.expires_at, attempts=e.attempts, now=now,
+                               unstarted_for=unstarted_for, tracked_since=tracked_since,
+                               resends=resends, period=self._period(e))),
+                key=lambda e: (e.submitted_at or e.claimed_at, e.key))[:limit]
             resent = [replace(e, state=ExecutionState.CLAIMED, last_error=resend_reason(e, now))
                       for e in due]
             for execution in resent:
                 self._executions[execution.key] = execution
         return resent
+
+    def _period(self, execution: Execution) -> timedelta | None:
+        schedule = self._schedules.get(execution.schedule_name)
+        return None if schedule is None else schedule_period(
+            execution.occurrence_at, schedule.next_occurrence_at)

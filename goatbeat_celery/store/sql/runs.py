@@ -22,12 +22,13 @@ from goatbeat_celery.core.rules.runs import (
     lost_verdict,
     resend_due,
     resend_reason,
+    schedule_period,
     settled_after_report,
 )
 from goatbeat_celery.core.types.errors import StoreError
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.store.schema import execution_table
+from goatbeat_celery.store.schema import execution_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import (
     _cas_values,
@@ -39,6 +40,7 @@ from goatbeat_celery.store.sql.execution_rows import (
 from goatbeat_celery.store.sql.predicates import _IS_RUNNING, _IS_UNSTARTED
 
 E = execution_table
+S = schedule_table
 
 # Writing one run decision back (core.rules.runs): the run columns, compare-and-set on those the
 # decision was made on, so that a row another writer changed meanwhile is judged again.
@@ -195,32 +197,62 @@ class SQLRuns(SQLStoreBase):
                          limit: int = 1000) -> list[Execution]:
         if resends <= 0 or tracked_since is None:
             return []
+        # A read first, through the partial index of unstarted runs: a look that finds
+        # nothing to resend, the usual case, writes nothing (no fence, no lock).
+        with self._read("find unstarted runs") as conn:
+            now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
+            keys = [execution.key for execution in self._resendable(
+                conn, now, self._resend_candidates(now, unstarted_for, tracked_since,
+                                                   resends).limit(limit),
+                unstarted_for=unstarted_for, tracked_since=tracked_since, resends=resends)]
+        if not keys:
+            return []
+        resent: list[Execution] = []
         with self._write("resend unstarted runs") as txn:
             conn = txn.conn
             now = self._fence(conn, lease)
-            # Candidates through the partial index of unstarted runs; resend_due decides.
-            rows = conn.execute(
-                sa.select(E).where(_IS_UNSTARTED,
-                                   E.c.submitted_at < now - min(MIN_RESEND_WAIT, unstarted_for),
-                                   E.c.submitted_at >= tracked_since, E.c.attempts <= resends)
-                .order_by(E.c.submitted_at, E.c.key).limit(limit)
-                .with_for_update(skip_locked=True, of=E)).all()
-            chosen: list[Execution] = []
-            for row in rows:
-                execution = _execution(row)
-                if resend_due(_run_record(row), dispatched_at=_dispatched_at(execution),
-                              expires_at=execution.expires_at,
-                              attempts=execution.attempts, now=now,
-                              unstarted_for=unstarted_for, tracked_since=tracked_since,
-                              resends=resends):
-                    chosen.append(replace(execution, state=ExecutionState.CLAIMED,
-                                          last_error=resend_reason(execution, now)))
-            resent: list[Execution] = []
-            for execution in chosen:
-                # Still unstarted: a start written since the read wins over the resend.
-                if conn.execute(
-                        sa.update(E).where(E.c.key == execution.key, _IS_UNSTARTED)
-                        .values(state=ExecutionState.CLAIMED.value,
-                                last_error=execution.last_error)).rowcount == 1:
+            # Judged again on the rows locked, at the fenced clock: a start written since the
+            # read wins over the resend.
+            for chunk in self._chunks(keys):
+                query = self._resend_candidates(now, unstarted_for, tracked_since, resends) \
+                    .where(self._in(E.c.key, chunk)).with_for_update(skip_locked=True, of=E)
+                for execution in self._resendable(conn, now, query,
+                                                  unstarted_for=unstarted_for,
+                                                  tracked_since=tracked_since,
+                                                  resends=resends):
+                    execution = replace(execution, state=ExecutionState.CLAIMED,
+                                        last_error=resend_reason(execution, now))
+                    conn.execute(sa.update(E).where(E.c.key == execution.key)
+                                 .values(state=ExecutionState.CLAIMED.value,
+                                         last_error=execution.last_error))
                     resent.append(execution)
+        resent.sort(key=lambda e: (e.submitted_at or e.claimed_at, e.key))
         return resent
+
+    def _resend_candidates(self, now: datetime, unstarted_for: timedelta,
+                           tracked_since: datetime, resends: int) -> sa.Select[Any]:
+        """Unstarted runs sent after ``tracked_since`` long enough ago to be resent, with
+        their schedule's next occurrence (for its period), longest unsent first."""
+        return (
+            sa.select(E, S.c.next_occurrence_at.label("s_next"))
+            .select_from(E.outerjoin(S, S.c.name == E.c.schedule_name))
+            .where(_IS_UNSTARTED,
+                   E.c.submitted_at < now - min(MIN_RESEND_WAIT, unstarted_for),
+                   E.c.submitted_at >= tracked_since, E.c.attempts <= resends)
+            .order_by(E.c.submitted_at, E.c.key))
+
+    @staticmethod
+    def _resendable(conn: sa.Connection, now: datetime, query: sa.Select[Any], *,
+                    unstarted_for: timedelta, tracked_since: datetime,
+                    resends: int) -> list[Execution]:
+        """The executions of ``query`` that core.rules.runs.resend_due says to send again."""
+        chosen = []
+        for row in conn.execute(query):
+            execution = _execution(row)
+            if resend_due(_run_record(row), dispatched_at=_dispatched_at(execution),
+                          expires_at=execution.expires_at, attempts=execution.attempts,
+                          now=now, unstarted_for=unstarted_for, tracked_since=tracked_since,
+                          resends=resends,
+                          period=schedule_period(execution.occurrence_at, row.s_next)):
+                chosen.append(execution)
+        return chosen
