@@ -9,6 +9,9 @@ SCHEDULE = "goatbeat_schedule"
 OCCURRENCE = "goatbeat_occurrence"
 #: The fencing token of the leader that sent it.
 TOKEN = "goatbeat_token"
+#: Which send of the run this message is (1 the first; a resubmission or a resend of a run
+#: never started counts on): a worker tracking runs checks a later send for a duplicate.
+SEND = "goatbeat_send"
 #: Present (true) on an extra run asked for by hand.
 MANUAL = "goatbeat_manual"
 #: The header Celery's own beat puts on every message it sends.

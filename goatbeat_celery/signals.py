@@ -66,6 +66,12 @@ ignored; it never stops the loop.
     (:class:`~goatbeat_celery.core.loop.observer.OccurrenceRecord` with ``outcome``, ``runtime``,
     ``worker`` and ``run_error`` set).
 
+``run_duplicate_suppressed``
+    Sent in a worker tracking runs (:func:`goatbeat_celery.track_runs`): a delivery of a run
+    sent again (or delivered again by the broker) was acknowledged and not run, because the
+    run had ended or was running elsewhere with a live heartbeat. ``key``, ``schedule_name``,
+    ``reason`` (str), ``worker`` (str: the node name).
+
 ``run_resent``
     A run the broker took and no worker started within its start timeout (with run tracking)
     was put back to be sent again under its key, by the leader, up to ``goatbeat_run_resends``
@@ -90,6 +96,7 @@ __all__ = [
     "occurrence_skipped",
     "occurrence_submit_failed",
     "occurrence_submitted",
+    "run_duplicate_suppressed",
     "run_ended",
     "run_resent",
     "schedule_paused",
@@ -132,6 +139,10 @@ schedule_paused = Signal(
 run_ended = Signal(
     name="goatbeat_run_ended",
     providing_args={"key", "schedule_name", "outcome", "record"},
+)
+run_duplicate_suppressed = Signal(
+    name="goatbeat_run_duplicate_suppressed",
+    providing_args={"key", "schedule_name", "reason", "worker"},
 )
 run_resent = Signal(
     name="goatbeat_run_resent",

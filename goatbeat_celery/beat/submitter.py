@@ -120,6 +120,7 @@ class CelerySubmitter:
             HEADER_SCHEDULE: execution.schedule_name,
             HEADER_OCCURRENCE: execution.occurrence_at.isoformat(),
             HEADER_TOKEN: batch.token,
+            headers.SEND: execution.attempts,
         }
         if execution.manual:
             own_headers[HEADER_MANUAL] = True

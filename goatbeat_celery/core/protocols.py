@@ -11,7 +11,7 @@ from typing import Protocol
 
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillRequest, BackfillStep
 from goatbeat_celery.core.rules.calendars import Calendar
-from goatbeat_celery.core.rules.runs import RunEvent
+from goatbeat_celery.core.rules.runs import RunEvent, RunRecord
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
@@ -460,6 +460,12 @@ class RunLog(Protocol):
         read, made again if another writer changed the row meanwhile. Returns how many events
         named no execution (ignored: a pruned row, or a task id that only looks like a key).
         """
+        ...
+
+    def read_runs(self, keys: Collection[str]) -> tuple[datetime, dict[str, RunRecord]]:
+        """The store's now and the run columns of those of ``keys`` that name an execution, in
+        one read (a worker checks a delivery sent again against them; it needs ``SELECT`` on
+        ``goatbeat_execution`` only)."""
         ...
 
     def heartbeat(self, keys: Collection[str]) -> int:

@@ -185,3 +185,19 @@ def test_a_run_waits_no_longer_than_its_schedules_period(store: Store,
     clock.move_to(sent_at(store, dispatch.key) + period + MICROSECOND)
     assert [e.key for e in resend(store, unstarted_for=timedelta(minutes=10))] == \
         [dispatch.key]
+
+
+def test_read_runs_gives_the_store_now_and_the_run_columns_of_the_keys_that_exist(
+        store: Store) -> None:
+    key = submitted(store)
+    store.record_runs([RunEvent.started(key, run="r1", worker="w", age=timedelta(0))])
+    before = store.now()
+
+    now, found = store.read_runs([key, "no-such:key", key])
+
+    assert now >= before
+    assert list(found) == [key]
+    assert (found[key].run_state, found[key].run_id, found[key].worker) == \
+        (RunState.RUNNING, "r1", "w")
+    later, none = store.read_runs(["no-such:key"])
+    assert none == {} and later >= now

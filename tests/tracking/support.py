@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 from goatbeat_celery.core.protocols import RunLog
-from goatbeat_celery.core.rules.runs import RunEvent
+from goatbeat_celery.core.rules.runs import RunEvent, RunRecord
 from goatbeat_celery.core.types.errors import StoreError, StoreUnavailable
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -64,6 +64,12 @@ class RecordingLog:
         if self.store is not None:
             return self.store.heartbeat(keys)
         return len(keys)
+
+    def read_runs(self, keys: Collection[str]) -> tuple[datetime, dict[str, RunRecord]]:
+        self._enter()
+        if self.store is not None:
+            return self.store.read_runs(keys)
+        return datetime.now(timezone.utc), {}
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
                   tracked_since: datetime | None = None,

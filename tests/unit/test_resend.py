@@ -5,6 +5,7 @@ and that the leader sends each resend once under its key, a failover included.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -16,6 +17,7 @@ from goatbeat_celery.core.rules.runs import (
     RunOutcome,
     RunRecord,
     RunState,
+    duplicate_reason,
     resend_due,
     resend_wait,
     schedule_period,
@@ -222,3 +224,44 @@ def test_a_resend_put_back_by_a_leader_that_dies_is_sent_once_by_the_next() -> N
     assert second_submitter.keys == [key]
     (execution,) = store.executions()
     assert (execution.state.value, execution.attempts) == ("submitted", 2)
+
+
+# -- duplicates on the worker ---------------------------------------------------------------
+NOW = SENT + timedelta(seconds=30)
+LIVE = timedelta(seconds=60)
+
+
+def duplicate(record: RunRecord | None, *, redelivered: bool = False) -> str | None:
+    return duplicate_reason(record, now=NOW, live_for=LIVE, redelivered=redelivered)
+
+
+@pytest.mark.parametrize("state", [RunState.SUCCEEDED, RunState.FAILED, RunState.REVOKED,
+                                   RunState.REJECTED])
+def test_a_delivery_of_a_run_that_ended_is_a_duplicate(state: RunState) -> None:
+    record = RunRecord(run_state=state, finished_at=SENT)
+    assert duplicate(record) == f"the run already {state.value}"
+    assert duplicate(record, redelivered=True) == f"the run already {state.value}"
+
+
+def test_a_redelivery_after_the_pool_process_died_runs() -> None:
+    record = RunRecord(run_state=RunState.FAILED, run_error="WorkerLostError: died")
+    assert duplicate(record, redelivered=True) is None
+    assert duplicate(record) == "the run already failed"  # a resend of it does not
+
+
+def test_a_copy_sent_again_while_the_run_beats_is_a_duplicate_until_its_heartbeat_is_old(
+        ) -> None:
+    beating = RunRecord(run_state=RunState.RUNNING, worker="celery@a",
+                        heartbeat_at=NOW - LIVE + timedelta(microseconds=1))
+    assert duplicate(beating) == "the run is running on celery@a"
+    assert duplicate(replace(beating, heartbeat_at=NOW - LIVE)) is None
+    # The broker redelivers only once the consumer that held it went away: it runs.
+    assert duplicate(beating, redelivered=True) is None
+
+
+@pytest.mark.parametrize("record", [None, RunRecord(), RunRecord(run_state=RunState.RETRYING),
+                                    RunRecord(run_state=RunState.LOST),
+                                    RunRecord(run_state=RunState.UNKNOWN)])
+def test_a_run_not_started_retrying_lost_or_unknown_runs(record: RunRecord | None) -> None:
+    assert duplicate(record) is None
+    assert duplicate(record, redelivered=True) is None

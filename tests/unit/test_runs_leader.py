@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from goatbeat_celery.core.loop.engine import Engine
-from goatbeat_celery.core.rules.runs import RunEvent, RunState
+from goatbeat_celery.core.rules.runs import RunEvent, RunRecord, RunState
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
@@ -38,6 +38,9 @@ class CountingLog:
 
     def heartbeat(self, keys: Collection[str]) -> int:
         return self.store.heartbeat(keys)
+
+    def read_runs(self, keys: Collection[str]) -> tuple[datetime, dict[str, RunRecord]]:
+        return self.store.read_runs(keys)
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
                   tracked_since: datetime | None = None,

@@ -60,6 +60,7 @@ __all__ = [
     "UNTRACKED_REASON",
     "apply_event",
     "apply_events",
+    "duplicate_reason",
     "error_summary",
     "last_news",
     "lost_after_problem",
@@ -427,6 +428,43 @@ def resend_reason(execution: Any, now: datetime) -> str:
 def _whole(value: timedelta) -> timedelta:
     return timedelta(seconds=round(value.total_seconds()))
 
+
+def duplicate_reason(record: RunRecord | None, *, now: datetime, live_for: timedelta,
+                     redelivered: bool) -> str | None:
+    """Why a delivery of a run must not run, as a worker tracking runs judges it from the row
+    at store-time ``now``: None when it must run.
+
+    * the run ended (succeeded, failed, revoked, rejected): this delivery is a copy of a run
+      already over;
+    * it is running with a heartbeat younger than ``live_for`` and this delivery is not the
+      broker's redelivery: a copy sent again (a resend, a resubmission) while it runs.
+
+    A broker's redelivery (``redelivered``) of a running run does run: the broker redelivers
+    only once the consumer that held the message went away, so that attempt is presumed lost;
+    so does one of a run that failed because its pool process died (``WorkerLostError``, with
+    ``task_reject_on_worker_lost``).
+    A run not started, retrying (``self.retry()`` sends the same id again), lost or of unknown
+    outcome runs. A row not found runs too (the report of it is ignored as for any task).
+    """
+    if record is None:
+        return None
+    state = record.run_state
+    if state is not None and state in _ENDED_BY_WORKER:
+        if redelivered and state is RunState.FAILED \
+                and (record.run_error or "").startswith(_WORKER_LOST):
+            return None  # its pool process died: the message is delivered again to run it
+        return f"the run already {state.value}"
+    if state is RunState.RUNNING and not redelivered:
+        beat = record.heartbeat_at or record.started_at
+        if beat is not None and now - beat < live_for:
+            return f"the run is running on {record.worker}"
+    return None
+
+
+#: The ends a worker reports; a delivery of a run that has one is a duplicate.
+_ENDED_BY_WORKER = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.REVOKED,
+                              RunState.REJECTED})
+_WORKER_LOST = "WorkerLostError"
 
 #: Why a run's outcome is unknown: what its ``run_error`` says.
 UNTRACKED_REASON = "workers do not track runs (goatbeat_track_runs is off)"

@@ -42,6 +42,11 @@ class MemoryRuns(MemoryStoreBase):
                         settled=settled_after_report(execution.settled, after.run_state))
         return unknown
 
+    def read_runs(self, keys: Collection[str]) -> tuple[datetime, dict[str, RunRecord]]:
+        with self._lock:
+            return self.now(), {key: RunRecord.of(execution) for key in set(keys)
+                                if (execution := self._executions.get(key)) is not None}
+
     def heartbeat(self, keys: Collection[str]) -> int:
         beaten = 0
         with self._lock:

@@ -141,6 +141,14 @@ class SQLRuns(SQLStoreBase):
                 written.add(change.key)
         return written
 
+    def read_runs(self, keys: Collection[str]) -> tuple[datetime, dict[str, RunRecord]]:
+        with self._read("read runs") as conn:
+            now, found = self._read_runs(conn, sorted(set(keys)))
+            if now is None:
+                now = conn.execute(sa.select(self._now_sql())).scalar_one()
+        assert now is not None
+        return now, {key: record for key, (_, record) in found.items()}
+
     def heartbeat(self, keys: Collection[str]) -> int:
         wanted = sorted(set(keys))
         beaten = 0

@@ -24,6 +24,7 @@ from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome, RunTimes, error_summary
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
+from goatbeat_celery.worker.tracking.duplicates import DuplicateCheck, install
 from goatbeat_celery.worker.tracking.writer import (
     _FINISHED,
     _RETRIED,
@@ -117,6 +118,9 @@ class RunTracker:
         # Writers a fork left behind: never used again, and never closed or collected in the
         # child, whose parent still uses their connections.
         self._abandoned: list[RunWriter] = []
+        #: Deliveries sent again, checked against their rows in the main process.
+        self.duplicates = DuplicateCheck(self._open_log, self._run_times,
+                                         lambda: self._hostname or _default_hostname())
         _after_fork_in_child(self)
 
     # -- wiring ----------------------------------------------------------------------------
@@ -165,6 +169,7 @@ class RunTracker:
         self._writer = None
         self._running = {}
         self._run_ids = _RunIds()
+        self.duplicates.forked()
 
     # -- configuration -----------------------------------------------------------------------
     def _load_config(self) -> config_module.GoatbeatConfig | None:
@@ -188,12 +193,15 @@ class RunTracker:
             raise ConfigurationError(["run tracking: the goatbeat configuration is invalid"])
         return config.open_store()
 
-    def _heartbeat_seconds(self) -> float:
+    def _run_times(self) -> RunTimes:
         times = self._times
         if times is None:
             config = self._load_config()
             times = config.settings.run_times if config is not None else RunTimes()
-        return times.heartbeat_interval.total_seconds()
+        return times
+
+    def _heartbeat_seconds(self) -> float:
+        return self._run_times().heartbeat_interval.total_seconds()
 
     # -- noting ----------------------------------------------------------------------------
     def _note(self, noted: _Noted) -> None:
@@ -327,6 +335,9 @@ class RunTracker:
             config = self._load_config()
             if config is not None:
                 _load_store_code(config.database_url)
+            if not self._disabled:
+                # Before the consumer builds its strategies, which read each task's Request.
+                install(self.app, self.duplicates)
         except Exception as exc:
             _handler_failed("worker_init", exc)
 
