@@ -87,6 +87,29 @@ def private_redis() -> Iterator[PrivateRedis]:
 
 
 @pytest.fixture
+def durable_redis() -> Iterator[PrivateRedis]:
+    """A Redis server of this test's own with an append-only file synced on every write (the
+    broker a scenario kills and restarts on its files)."""
+    server = PrivateRedis(durable=True)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def durable_broker_cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
+                           redis_url: str, durable_redis: PrivateRedis) -> Iterator[Cluster]:
+    """A scenario's processes with the durable private Redis as their broker (the worker's
+    records on the shared Redis, so that they outlive the broker)."""
+    with running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
+                                   redis_url=redis_url,
+                                   broker_url=durable_redis.url)) as world:
+        yield world
+
+
+@pytest.fixture
 def pg_cluster(request: pytest.FixtureRequest, tmp_path: Path, private_postgres: PrivatePostgres,
                redis_url: str) -> Iterator[Cluster]:
     """A scenario's processes on the private PostgreSQL server (stopped before the server)."""

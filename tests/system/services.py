@@ -123,11 +123,14 @@ class PrivatePostgres:
 
 
 class PrivateRedis:
-    """A Redis server of the scenario's own, keeping nothing on disk."""
+    """A Redis server of the scenario's own, keeping nothing on disk; ``durable``: with an
+    append-only file written before each command is answered (``appendfsync always``), so that
+    a :meth:`kill` loses nothing Redis acknowledged and :meth:`start` again reads it back."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="goatbeat-redis-"))
         self.port = free_port()
+        self.durable = durable
         self.popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -144,7 +147,9 @@ class PrivateRedis:
         with (self.root / "redis.log").open("ab") as log:
             self.popen = subprocess.Popen(
                 [executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", str(self.root), "--daemonize", "no"],
+                 *(["--appendonly", "yes", "--appendfsync", "always"] if self.durable
+                   else ["--appendonly", "no"]),
+                 "--dir", str(self.root), "--daemonize", "no"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )
         client = redis.Redis(port=self.port, socket_connect_timeout=1)
@@ -165,6 +170,12 @@ class PrivateRedis:
     def stop(self) -> None:
         if self.popen is not None:
             _stop_pid(self.popen, signal.SIGTERM, 15)
+
+    def kill(self) -> None:
+        """SIGKILL the server (by pid) and reap it: no shutdown, no final write."""
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait(10)
 
     def close(self) -> None:
         self.stop()

@@ -4,7 +4,8 @@ task whose duration and outcome the scenario chooses.
 ``trackproj.work(label, seconds=0, fail=False)`` notes its process id under its task id (in the
 hash ``<record key>:pids``), sleeps ``seconds``, appends what it saw to the scenario's Redis
 list (task id, schedule, when it started by the wall clock, how long its body took by its own
-monotonic clock) and then raises ValueError("boom") when ``fail``.
+monotonic clock) and then raises ValueError("boom") when ``fail``. A delivery the worker
+suppresses as a duplicate is appended to ``<record key>:suppressed``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,18 @@ from typing import Any
 
 from sysproj import RECORD_KEY, _redis, app
 
-from goatbeat_celery import track_runs
+from goatbeat_celery import signals, track_runs
 
 __all__ = ["app"]
 
 track_runs(app)
+
+
+@signals.run_duplicate_suppressed.connect
+def _suppressed(sender: Any = None, key: str = "", reason: str = "", **_: Any) -> None:
+    """Each delivery the worker acknowledged and did not run, in ``<record key>:suppressed``."""
+    _redis.rpush(f"{RECORD_KEY}:suppressed", json.dumps({"id": key, "reason": reason,
+                                                         "at": time.time()}))
 
 
 @app.task(bind=True, name="trackproj.work")
