@@ -139,7 +139,7 @@ def judge(cluster: Cluster, until: float) -> dict[str, Any]:
     """Wait until every occurrence due before ``until`` ran and nothing more is owed (no run
     left unstarted that a resend could still bring), then count how often each ran."""
     def settled() -> list[dict[str, Any]] | None:
-        rows = [r for r in runs(cluster, "due_at <= to_timestamp(:until)", until=until)]
+        rows = runs(cluster, "due_at <= to_timestamp(:until)", until=until)
         done = ran(cluster)
         if rows and all(done[r["key"]] for r in rows):
             return rows

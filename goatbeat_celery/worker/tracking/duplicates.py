@@ -8,24 +8,30 @@ does not deduplicate task ids, so each copy would run.
 Each goatbeat message says which send it is (header ``goatbeat_send``), and the broker says
 whether it delivers a message again (``redelivered``). A delivery that is neither a first send
 nor the broker's first delivery is checked, in the worker's main process before it goes to the
-pool, against the run's row (one indexed read): if
-:func:`~goatbeat_celery.core.rules.runs.duplicate_reason` says the run ended, or is running
-elsewhere with a live heartbeat, the message is acknowledged and not run, with a log line
+pool: against what the worker holds (another copy received or running here, or ended here in
+the last seconds, which the database may not know yet), then against the run's row (one
+indexed read), where :func:`~goatbeat_celery.core.rules.runs.duplicate_reason` says whether
+the run ended or is running elsewhere with a live heartbeat. A duplicate is acknowledged and
+not run, with a log line
 (``action=duplicate_suppressed``), the :data:`~goatbeat_celery.signals.run_duplicate_suppressed`
 signal and the counter ``goatbeat_duplicates_suppressed_total``. A first send is never checked,
 so tracking adds no read to the common path.
 
-What remains: a copy that arrives before the first attempt's start is written (the worker's
-writer batches every 0.5 s) finds no start and runs.
+What remains: a copy that reaches another worker (or, under the prefork pool, this one just
+after the first ended) before the first attempt's start or end is written (the worker's writer
+batches every 0.5 s) finds nothing and runs.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from celery.worker import state as worker_state
 from celery.worker.request import Request
 from celery.worker.state import task_ready
 
@@ -38,6 +44,10 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["DuplicateCheck", "install"]
 
+#: How many runs ended in this process are remembered, and for how long (seconds): longer
+#: than the writer takes to write their ends, outages of the database aside.
+ENDED_KEPT = 10_000
+ENDED_FOR = 30.0
 #: Celery's own request class: a task that names another keeps it (and goes unchecked).
 _CELERY_REQUEST = "celery.worker.request:Request"
 
@@ -54,13 +64,45 @@ class DuplicateCheck:
         self._log: RunLog | None = None
         self._lock = threading.Lock()
         self._counter = _counter()
+        # Runs this process ended lately (key → monotonic instant): what the database learns
+        # only with the writer's next batch.
+        self._ended: dict[str, float] = {}
+        self._ended_lock = threading.Lock()
 
     def forked(self) -> None:
         """In a forked child: the parent's connections are not ours to use."""
         self._log = None
         self._lock = threading.Lock()
+        self._ended = {}
+        self._ended_lock = threading.Lock()
 
-    def reason(self, task_id: str, headers: Any, delivery_info: Any) -> str | None:
+    def ended(self, task_id: str, at: float) -> None:
+        """Note that a run ended in this process (a pool thread's task_postrun), kept until its
+        report has surely been written: at most :data:`ENDED_KEPT` runs for
+        :data:`ENDED_FOR` seconds."""
+        with self._ended_lock:
+            ended = self._ended
+            ended[task_id] = at
+            if len(ended) > ENDED_KEPT:
+                for key in list(itertools.islice(ended, len(ended) - ENDED_KEPT)):
+                    del ended[key]
+
+    def _local_reason(self, task_id: str, request: Any, now: float) -> str | None:
+        """Why a delivery is a duplicate by what this worker itself holds: another copy
+        received or running here, or the run ended here moments ago."""
+        for others, what in ((worker_state.active_requests, "running"),
+                             (worker_state.reserved_requests, "received")):
+            for other in list(others):
+                if other is not request and getattr(other, "id", None) == task_id:
+                    return f"another copy is {what} in this worker"
+        with self._ended_lock:
+            at = self._ended.get(task_id)
+        if at is not None and now - at < ENDED_FOR:
+            return "the run already ended in this worker"
+        return None
+
+    def reason(self, task_id: str, headers: Any, delivery_info: Any,
+               request: Any = None) -> str | None:
         """Why this delivery must not run (None: run it). Never raises: a check that fails
         runs the task, as it would have run without tracking."""
         if not isinstance(headers, Mapping) or not isinstance(headers.get(SCHEDULE), str) \
@@ -71,6 +113,9 @@ class DuplicateCheck:
             and bool(delivery_info.get("redelivered"))
         if not redelivered and not (isinstance(send, int) and send > 1):
             return None  # a first send, delivered once: the common path reads nothing
+        local = self._local_reason(task_id, request, time.monotonic())
+        if local is not None:
+            return local
         try:
             with self._lock:
                 if self._log is None:
@@ -116,7 +161,7 @@ def request_class(check: DuplicateCheck) -> type[Request]:
                 return False
             self._goatbeat_judged = True
             headers = getattr(self.message, "headers", None)
-            reason = check.reason(self.id, headers, self.delivery_info)
+            reason = check.reason(self.id, headers, self.delivery_info, self)
             if reason is None or not isinstance(headers, Mapping):
                 return False
             task_ready(self)

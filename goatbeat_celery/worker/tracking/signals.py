@@ -246,6 +246,8 @@ class RunTracker:
             run, started = entry
             now = self._monotonic()
             worker = self._hostname or self._worker_of(getattr(task, "request", None))
+            if state != celery_states.RETRY:
+                self.duplicates.ended(task_id, now)
             if state == celery_states.RETRY:
                 self._note((_RETRIED, task_id, run, worker, now, None, now - started,
                             error_summary(_exception(retval)), started))
