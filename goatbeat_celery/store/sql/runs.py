@@ -224,16 +224,19 @@ class SQLRuns(SQLStoreBase):
             for chunk in self._chunks(keys):
                 query = self._resend_candidates(now, unstarted_for, tracked_since, resends) \
                     .where(self._in(E.c.key, chunk)).with_for_update(skip_locked=True, of=E)
+                by_reason: dict[str, list[Execution]] = {}
                 for execution in self._resendable(conn, now, query,
                                                   unstarted_for=unstarted_for,
                                                   tracked_since=tracked_since,
                                                   resends=resends):
-                    execution = replace(execution, state=ExecutionState.CLAIMED,
-                                        last_error=resend_reason(execution, now))
-                    conn.execute(sa.update(E).where(E.c.key == execution.key)
-                                 .values(state=ExecutionState.CLAIMED.value,
-                                         last_error=execution.last_error))
-                    resent.append(execution)
+                    reason = resend_reason(execution, now)
+                    by_reason.setdefault(reason, []).append(
+                        replace(execution, state=ExecutionState.CLAIMED, last_error=reason))
+                # One statement per reason: a burst's runs mostly share theirs.
+                for reason, executions in by_reason.items():
+                    conn.execute(sa.update(E).where(self._in(E.c.key, [e.key for e in executions]))
+                                 .values(state=ExecutionState.CLAIMED.value, last_error=reason))
+                    resent.extend(executions)
         resent.sort(key=lambda e: (e.submitted_at or e.claimed_at, e.key))
         return resent
 
