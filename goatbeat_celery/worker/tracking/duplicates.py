@@ -48,6 +48,8 @@ __all__ = ["DuplicateCheck", "install"]
 #: than the writer takes to write their ends, outages of the database aside.
 ENDED_KEPT = 10_000
 ENDED_FOR = 30.0
+#: The worker's counter of suppressed deliveries (``_total`` added by prometheus_client).
+DUPLICATES_METRIC = "goatbeat_duplicates_suppressed"
 #: Celery's own request class: a task that names another keeps it (and goes unchecked).
 _CELERY_REQUEST = "celery.worker.request:Request"
 
@@ -196,10 +198,10 @@ def _counter() -> Any:
         return None
     try:
         return prometheus_client.Counter(
-            "goatbeat_duplicates_suppressed",
+            DUPLICATES_METRIC,
             "Deliveries of goatbeat runs acknowledged and not run: the run had ended or was "
             "running elsewhere (run tracking)")
     except ValueError:  # registered already, by another tracker of this process
         from prometheus_client import REGISTRY
 
-        return REGISTRY._names_to_collectors.get("goatbeat_duplicates_suppressed_total")
+        return REGISTRY._names_to_collectors.get(f"{DUPLICATES_METRIC}_total")
