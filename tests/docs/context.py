@@ -26,7 +26,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
+from tests.conftest import stop_process_groups
 from tests.docs import output
 from tests.docs.blocks import Block, Chain, console_commands
 
@@ -194,8 +194,6 @@ class ChainRunner:
             yield
         finally:
             _forget_proj()
-            # The tasks the chain's imports of proj shared with every later app.
-            _state._on_app_finalizers.intersection_update(self.shared_tasks)
             # proj's app made itself Celery's current app; give it back.
             _state.default_app = previous_app
             _state._set_current_app(previous_current)
@@ -402,20 +400,9 @@ class ChainRunner:
                         pytrace=False)
 
     def _stop_background(self) -> None:
-        """SIGTERM to each background command's process group, as Ctrl-C in its terminal
-        would; SIGKILL for one still running after :data:`STOP_TIMEOUT`."""
+        """SIGTERM to each background command, as Ctrl-C in its terminal would."""
         running, self.background = self.background, []
-        for process in running:
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-        for process in running:
-            try:
-                process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_process_groups(running, STOP_TIMEOUT)
 
     def _sql(self, block: Block, code: str) -> None:
         if not self.database_url.startswith("postgresql"):
