@@ -39,7 +39,7 @@ class SQLCalendars(SQLStoreBase):
                 .returning(*C.c)
             ).one_or_none()
             if row is None:
-                raise ScheduleConflict(f"a calendar named {calendar.name!r} already exists")
+                raise ScheduleConflict.taken("calendar", calendar.name)
             txn.announce = True
         return _calendar(row)
 
@@ -61,8 +61,8 @@ class SQLCalendars(SQLStoreBase):
                 ).scalar_one_or_none()
                 if version is None:
                     raise CalendarNotFound(calendar.name)
-                raise ScheduleConflict(f"calendar {calendar.name!r} is at version {version}, "
-                                       f"not {expected_version}: reload it and retry")
+                raise ScheduleConflict.stale("calendar", calendar.name, version,
+                                             expected_version)
             txn.announce = True
         return _calendar(row)
 

@@ -76,7 +76,7 @@ class SQLSchedules(SQLStoreBase):
                 .returning(*S.c)
             ).one_or_none()
             if row is None:
-                raise ScheduleConflict(f"a schedule named {spec.name!r} already exists")
+                raise ScheduleConflict.taken("schedule", spec.name)
             txn.announce = True
         return _schedule(row)
 
@@ -107,10 +107,7 @@ class SQLSchedules(SQLStoreBase):
                 ).scalar_one_or_none()
                 if version is None:
                     raise ScheduleNotFound(spec.name)
-                raise ScheduleConflict(
-                    f"schedule {spec.name!r} is at version {version}, "
-                    f"not {expected_version}: reload it and retry"
-                )
+                raise ScheduleConflict.stale("schedule", spec.name, version, expected_version)
             txn.announce = True
         return _schedule(row)
 
