@@ -123,6 +123,8 @@ def test_a_registered_task_is_sent_through_its_own_apply_async_as_celery_beat_do
         assert headers["celery_beat_task"] is True
         assert headers["goatbeat_schedule"] == "locked-schedule"
         assert headers["goatbeat_token"] == 7
+        # Which send of the run this is: the execution's attempts.
+        assert headers["goatbeat_send"] == one.execution.attempts
     finally:
         client.delete(special)
 
