@@ -48,6 +48,8 @@ __all__ = ["DuplicateCheck", "install"]
 #: than the writer takes to write their ends, outages of the database aside.
 ENDED_KEPT = 10_000
 ENDED_FOR = 30.0
+#: After a check the database failed, deliveries run unchecked this long (seconds).
+UNCHECKED_AFTER_FAILURE = 5.0
 #: The worker's counter of suppressed deliveries (``_total`` added by prometheus_client).
 DUPLICATES_METRIC = "goatbeat_duplicates_suppressed"
 #: Celery's own request class: a task that names another keeps it (and goes unchecked).
@@ -70,6 +72,7 @@ class DuplicateCheck:
         # only with the writer's next batch.
         self._ended: dict[str, float] = {}
         self._ended_lock = threading.Lock()
+        self._unchecked_until = 0.0
 
     def forked(self) -> None:
         """In a forked child: the parent's connections are not ours to use."""
@@ -115,21 +118,28 @@ class DuplicateCheck:
             and bool(delivery_info.get("redelivered"))
         if not redelivered and not (isinstance(send, int) and send > 1):
             return None  # a first send, delivered once: the common path reads nothing
-        local = self._local_reason(task_id, request, time.monotonic())
+        now = time.monotonic()
+        local = self._local_reason(task_id, request, now)
         if local is not None:
             return local
+        if now < self._unchecked_until:
+            return None  # the database failed a check moments ago: do not hold the consumer
         try:
             with self._lock:
                 if self._log is None:
                     self._log = self._open_log()
                 log = self._log
-            now, found = log.read_runs([task_id])
-            return duplicate_reason(found.get(task_id), now=now,
+            store_now, found = log.read_runs([task_id])
+            return duplicate_reason(found.get(task_id), now=store_now,
                                     live_for=self._times().run_lost_after,
                                     redelivered=redelivered)
         except Exception as exc:
-            logger.warning("goatbeat: could not check whether %s already ran (%s); running it",
-                           task_id, exc, extra={"action": "duplicate_check_failed"})
+            # The check runs on the worker's consumer thread: while the database fails, the
+            # deliveries of the next seconds run unchecked rather than each waiting on it.
+            self._unchecked_until = time.monotonic() + UNCHECKED_AFTER_FAILURE
+            logger.warning("goatbeat: could not check whether %s already ran (%s); running it, "
+                           "and the deliveries of the next %gs unchecked", task_id, exc,
+                           UNCHECKED_AFTER_FAILURE, extra={"action": "duplicate_check_failed"})
             return None
 
     def suppressed(self, task_id: str, headers: Mapping[str, Any], reason: str) -> None:
