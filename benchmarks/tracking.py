@@ -251,12 +251,15 @@ def thread_cpu(pid: int) -> dict[int, float]:
 
 
 def backend_cpu(engine: Any) -> float:
-    """CPU time of the PostgreSQL sessions the store opens (application_name goatbeat_celery)."""
+    """CPU time of the PostgreSQL sessions the store opens (application_name goatbeat_celery)
+    on the benchmark's database: those of other goatbeat processes on a shared server are not
+    the worker's."""
     import sqlalchemy as sa
 
     with engine.connect() as connection:
         pids = connection.execute(sa.text(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = 'goatbeat_celery'"
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'goatbeat_celery' "
+            "AND datname = current_database()"
         )).scalars().all()
     return sum(cpu_seconds(pid) for pid in pids)
 
