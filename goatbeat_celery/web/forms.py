@@ -153,22 +153,23 @@ def trigger_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
     if kind == "cron":
         return {"cron": values.get("cron", ""), "timezone": zone}
     if kind == "at":
-        instant = _instant(values.get("at", ""), zone, state)
+        instant = read_instant(values.get("at", ""), zone, state)
         return {} if instant is None else {"at": instant}
     state.add("kind", "trigger: choose every, cron or at")
     return {}
 
 
-def _instant(text: str, zone: str, state: FormState) -> datetime | None:
+def read_instant(text: str, zone: str, state: FormState, name: str = "at",
+                 ) -> datetime | None:
     """An ISO-8601 instant; one without an offset (a browser's date-time field) is read in
-    ``zone``."""
+    ``zone``; unreadable text is reported under the field ``name``."""
     raw = text.strip()
     if raw.endswith(("Z", "z")):
         raw = raw[:-1] + "+00:00"
     try:
         instant = datetime.fromisoformat(raw)
     except ValueError:
-        state.add("at", f"at: {text!r} is not an ISO-8601 instant; give e.g. "
+        state.add(name, f"{name}: {text!r} is not an ISO-8601 instant; give e.g. "
                         "2026-12-24T18:00 (in the zone below) or 2026-12-24T18:00:00+01:00")
         return None
     if instant.tzinfo is None:

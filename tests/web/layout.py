@@ -1,0 +1,48 @@
+"""A check run in the browser on a rendered page: which table cells' text overflows the cell, and
+which wraps inside a word (``submi/tted``, ``Europe/P/aris``, an instant cut in two), and which
+table is wider than the page (it would scroll sideways).
+
+Evaluated with ``page.evaluate(LAYOUT_CHECK)``; it returns one line per problem (empty: none),
+naming the table, the column's header and the cell's text. A word is a run of characters
+without white space in one text node: each is measured with a Range, and one whose boxes lie on
+more than one line was broken inside. Hidden cells (a column left out at this width) are not
+looked at.
+"""
+
+from __future__ import annotations
+
+LAYOUT_CHECK = r"""
+() => {
+  const problems = [];
+  for (const box of document.querySelectorAll('.scroll')) {
+    if (box.offsetParent !== null && box.scrollWidth > box.clientWidth + 1) {
+      const table = box.querySelector('table');
+      problems.push(`#${table ? table.id : '?'}: wider than the page (${box.scrollWidth} > ${box.clientWidth} px)`);
+    }
+  }
+  for (const cell of document.querySelectorAll('table.rows th, table.rows td')) {
+    if (cell.offsetParent === null || cell.getClientRects().length === 0) continue;
+    const table = cell.closest('table');
+    const header = table.querySelectorAll('thead th')[cell.cellIndex];
+    const where = `#${table.id || '?'} ${header ? header.textContent.trim() : cell.cellIndex}`;
+    const text = cell.textContent.trim().replace(/\s+/g, ' ').slice(0, 80);
+    if (cell.scrollWidth > cell.clientWidth + 1) {
+      problems.push(`${where}: overflows its cell (${cell.scrollWidth} > ${cell.clientWidth} px): ${text}`);
+    }
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const tops = new Set([...range.getClientRects()]
+          .filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) {
+          problems.push(`${where}: wraps inside the word ${JSON.stringify(match[0])}`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+"""
