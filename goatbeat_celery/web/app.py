@@ -30,6 +30,7 @@ from starlette.templating import Jinja2Templates
 
 from goatbeat_celery import __version__, display
 from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.core.rules.backfill import Backfill, BackfillMode
 from goatbeat_celery.core.rules.calendars import resolve
 from goatbeat_celery.core.rules.controls import upcoming_runs
 from goatbeat_celery.core.rules.misfire import first_occurrence
@@ -43,7 +44,6 @@ from goatbeat_celery.core.types.errors import (
     ScheduleNotFound,
     StoreUnavailable,
 )
-from goatbeat_celery.core.rules.backfill import Backfill, BackfillMode
 from goatbeat_celery.core.types.execution import Execution, idempotency_key
 from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
@@ -605,7 +605,8 @@ async def _schedule_page(request: Request, context: _Context, *,
         request, context, "schedule.html", status_code=status_code, s=schedule,
         detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
         fields=display.schedule_fields(schedule, context.schedules.config.settings, detail.now),
-        kinds=forms.KINDS, outcome=outcome, statuses=display.RUN_STATUSES,
+        kinds=forms.KINDS, overlaps=forms.OVERLAP_CHOICES, modes=forms.MODE_CHOICES,
+        outcome=outcome, statuses=display.RUN_STATUSES,
         zone=display.zone_of(schedule.spec.trigger) or context.schedules.default_timezone,
         # The definition as this page shows it, sent back with an edit: a refusal because it
         # changed since can then say what changed.
@@ -655,11 +656,13 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
         return await _schedule_page(request, context, state=state, status_code=422)
     trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
     call = forms.call_keywords(state)
+    policies = forms.policy_keywords(state, context.schedules.default_timezone)
     version = _text(form, "version")
     if not state.errors:
         try:
-            await _call(context.schedules.update, name, **trigger, **call,
-                        expected_version=_count(version) if version else None)
+            await _call(functools.partial(
+                context.schedules.update, name, **trigger, **call, **policies,
+                expected_version=_count(version) if version else None))
         except ScheduleConflict as exc:
             changed = display.changed_since_read(name, forms.read_values(form), forms.stored_values(
                 await _call(context.schedules.get, name), context.schedules.default_timezone))
@@ -707,13 +710,13 @@ async def _new_page(request: Request, context: _Context, *,
     if state is None:
         state = forms.FormState(_blank_values(context))
     return _render(request, context, "new.html", status_code=status_code, form=state,
-                   kinds=forms.KINDS)
+                   kinds=forms.KINDS, overlaps=forms.OVERLAP_CHOICES, modes=forms.MODE_CHOICES)
 
 
 def _blank_values(context: _Context) -> dict[str, str]:
     return {**dict.fromkeys(forms.FIELDS, ""), "kind": "every",
             "timezone": context.schedules.default_timezone, "args": "[]", "kwargs": "{}",
-            "options": "{}"}
+            "options": "{}", "mode": "fixed_rate"}
 
 
 async def _create(request: Request, context: _Context, form: FormData) -> Response:
@@ -721,10 +724,14 @@ async def _create(request: Request, context: _Context, form: FormData) -> Respon
     values = state.values
     trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
     call = forms.call_keywords(state)
+    policies = {key: value for key, value in
+                forms.policy_keywords(state, context.schedules.default_timezone).items()
+                if value not in (None, [])}
     if not state.errors:
         try:
-            await _call(context.schedules.create, values["name"], values["task"], **trigger,
-                        **call, enabled=form.get("paused") is None)
+            await _call(functools.partial(
+                context.schedules.create, values["name"], values["task"], **trigger, **call,
+                **policies, enabled=form.get("paused") is None))
         except ConfigurationError as exc:
             state.add_problems(exc.details)
         except ScheduleConflict as exc:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from markupsafe import Markup, escape
 
 from goatbeat_celery import display
 from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.instants import UTC
 
 #: The colour of each state's pill: what went well, what went wrong, what is under way, what
 #: deserves a look, and what is simply so.

@@ -17,7 +17,8 @@ LAYOUT_CHECK = r"""
   for (const box of document.querySelectorAll('.scroll')) {
     if (box.offsetParent !== null && box.scrollWidth > box.clientWidth + 1) {
       const table = box.querySelector('table');
-      problems.push(`#${table ? table.id : '?'}: wider than the page (${box.scrollWidth} > ${box.clientWidth} px)`);
+      const id = table ? table.id : '?';
+      problems.push(`#${id}: wider than the page (${box.scrollWidth} > ${box.clientWidth} px)`);
     }
   }
   for (const cell of document.querySelectorAll('table.rows th, table.rows td')) {
@@ -27,7 +28,8 @@ LAYOUT_CHECK = r"""
     const where = `#${table.id || '?'} ${header ? header.textContent.trim() : cell.cellIndex}`;
     const text = cell.textContent.trim().replace(/\s+/g, ' ').slice(0, 80);
     if (cell.scrollWidth > cell.clientWidth + 1) {
-      problems.push(`${where}: overflows its cell (${cell.scrollWidth} > ${cell.clientWidth} px): ${text}`);
+      const sizes = `${cell.scrollWidth} > ${cell.clientWidth} px`;
+      problems.push(`${where}: overflows its cell (${sizes}): ${text}`);
     }
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
