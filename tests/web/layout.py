@@ -11,6 +11,11 @@ looked at.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from playwright.sync_api import Page
+
 LAYOUT_CHECK = r"""
 () => {
   const problems = [];
@@ -48,3 +53,29 @@ LAYOUT_CHECK = r"""
   return problems;
 }
 """
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Where the browser tests leave their screenshots, every run (git-ignored; CI keeps it as an
+#: artefact): ``test-artifacts/web/<page>-<width>.png``.
+ARTIFACTS = Path(os.environ.get("GOATBEAT_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "web"
+#: docs/images is written only when asked, once, deliberately: GOATBEAT_WEB_DOCS_IMAGES=1.
+DOCS_IMAGES = ROOT / "docs" / "images"
+WIDTHS = (1280, 800)
+
+
+def photograph(page: Page, name: str, *, docs: bool = False) -> Path:
+    """A full-page screenshot of ``page`` into :data:`ARTIFACTS` as ``<name>-<width>.png``;
+    with ``docs`` and GOATBEAT_WEB_DOCS_IMAGES=1, at 1280 px into docs/images as well."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    viewport = page.viewport_size
+    width = viewport["width"] if viewport else 0
+    path = ARTIFACTS / f"{name}-{width}.png"
+    page.screenshot(path=str(path), full_page=True)
+    if docs and width == WIDTHS[0] and os.environ.get("GOATBEAT_WEB_DOCS_IMAGES") == "1":
+        page.screenshot(path=str(DOCS_IMAGES / f"web-{name}.png"), full_page=True)
+    return path
+
+
+def layout_problems(page: Page) -> list[str]:
+    """What :data:`LAYOUT_CHECK` finds on the page as rendered now."""
+    return list(page.evaluate(LAYOUT_CHECK))
