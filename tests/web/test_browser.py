@@ -24,7 +24,6 @@ from tests.web.conftest import TOKEN, Server, serve
 from tests.web.layout import photograph
 
 
-
 @pytest.fixture
 def page(chromium: Browser) -> Iterator[Page]:
     # chromium: tests/conftest.py's, shared with the Django admin's browser tests.
