@@ -396,8 +396,6 @@ class _Overview:
     sharding: list[LeaseInfo] | None = None
     #: The live replicas leading nothing.
     standbys: list[Replica] = field(default_factory=list)
-    #: Every lease row of the sharding prefix: the shards' and the replicas' member rows.
-    members: list[LeaseInfo] = field(default_factory=list)
 
 
 def _read_overview(context: _Context) -> _Overview:
@@ -414,7 +412,7 @@ def _read_overview(context: _Context) -> _Overview:
     rows = _lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name))
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
                      lateness_chart(recent, now), None if settings.shards == 1 else rows,
-                     display.standby_replicas(rows, info, settings), rows)
+                     display.standby_replicas(rows, info, settings))
 
 
 async def _overview(request: Request, context: _Context) -> Response:
@@ -773,8 +771,27 @@ async def _run_page(request: Request, context: _Context) -> Response:
                    status=display.run_status(execution), late=display.lateness(execution))
 
 
+@dataclass(frozen=True)
+class _Fleet:
+    lease: LeaseInfo | None
+    now: datetime
+    #: Every lease row of the sharding prefix: the shards' and the replicas' member rows.
+    members: list[LeaseInfo]
+    standbys: list[Replica]
+
+
+def _read_fleet(context: _Context) -> _Fleet:
+    """The lease rows only: the fleet page reads nothing of the schedules."""
+    settings = context.schedules.config.settings
+    leases = _lease_manager(context.schedules)
+    info = leases.inspect(context.lease_name)
+    rows = leases.list_leases(sharding_prefix(settings.lease_name))
+    return _Fleet(info, context.schedules.store.now(), rows,
+                  display.standby_replicas(rows, info, settings))
+
+
 async def _fleet(request: Request, context: _Context) -> Response:
-    data = await _call(_read_overview, context)
+    data = await _call(_read_fleet, context)
     settings = context.schedules.config.settings
     by_name = {row.name: row for row in data.members}
     if data.lease is not None:
