@@ -139,8 +139,8 @@ def test_every_page_at_two_widths_fits_and_says_what_happened(page: Page,
                                                                scene: Scene) -> None:
     run_query = urlencode({"key": scene.failed_key})
     pages = {
-        "overview": "/", "list": "/schedules", "schedule": f"/schedule?name={BUSY}",
-        "schedule-flaky": f"/schedule?name={FLAKY}",
+        "overview": "/", "list": "/schedules", "schedule": f"/schedule?name={FLAKY}",
+        "schedule-busy": f"/schedule?name={BUSY}",
         "schedule-nightly": f"/schedule?name={NIGHTLY}", "run": f"/run?{run_query}",
         "backfill-progress": f"/backfill?id={scene.backfill_id}", "backfills": "/backfills",
         "calendars": "/calendars", "calendar": "/calendar?name=fr-public-holidays",
