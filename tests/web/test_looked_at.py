@@ -78,6 +78,9 @@ def scene() -> Iterator[Scene]:
     schedules = Schedules(store, default_timezone="Europe/Paris")
     broker = RecordingSubmitter()
     settings = Settings(track_runs=True, backfill_per_tick=20)
+    # A replica led before this one and stopped: the fleet page shows the takeover.
+    before = store.acquire("default", "beat-0.beat.prod.svc:12922:06efc6a7", timedelta(seconds=30))
+    assert before is not None and store.release(before)
     leader = build_engine(store, clock=clock, submitter=broker, holder="replica-a:4242",
                           settings=settings)
     schedules.create_calendar("fr-public-holidays", dates=["2026-12-25", "2027-01-01"],
@@ -197,6 +200,7 @@ def test_every_page_at_two_widths_fits_and_says_what_happened(page: Page,
 
     page.goto(scene.url + "/fleet")
     expect(page.locator("#leases")).to_contain_text("replica-a:4242")
+    expect(page.locator("#leases")).to_contain_text("from beat-0.beat.prod.svc:12922:06efc6a7")
 
 
 def test_remove_backfill_and_policies_by_clicking(page: Page, scene: Scene) -> None:
