@@ -92,8 +92,8 @@ def scene() -> Iterator[Scene]:
     schedules.create(SLOW, "proj.reports.tasks.aggregate", every=20)
     schedules.create(NIGHTLY, "proj.exports.tasks.warehouse_sync", cron="30 2 * * mon-fri",
                      timezone="Europe/Paris", calendars=["fr-public-holidays"],
-                     tags=["nightly", "team-data"], overlap="skip", failure_backoff=timedelta(minutes=5),
-                     pause_after_failures=3,
+                     tags=["nightly", "team-data"], overlap="skip",
+                     failure_backoff=timedelta(minutes=5), pause_after_failures=3,
                      description="Copies the day's orders to the warehouse")
     schedules.create("legacy.paused-import", "proj.tasks.legacy_import", every=3600,
                      enabled=False)
