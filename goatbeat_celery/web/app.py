@@ -147,6 +147,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     environment.filters["breakable"] = present.breakable
     environment.globals["run_status"] = display.run_status
     environment.globals["short_key"] = present.short_key
+    environment.globals["backfill_of"] = present.backfill_of
     environment.globals["seconds_text"] = present.seconds_text
     context = _Context(
         schedules=schedules, settings=settings,

@@ -128,6 +128,12 @@ def short_key(execution: Execution) -> str:
     return text
 
 
+def backfill_of(execution: Execution) -> str | None:
+    """``backfill 3`` for a run a backfill made (its key ends ``:backfill-3``), else None."""
+    _, marker, rest = execution.key.rpartition(":backfill-")
+    return f"backfill {rest}" if marker and rest.isdigit() else None
+
+
 def seconds_text(value: timedelta | float | None) -> str:
     if value is None:
         return display.NONE
