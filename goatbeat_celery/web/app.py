@@ -97,6 +97,7 @@ NOTICES = {
     "saved": "Saved.", "created": "Created.", "removed": "Removed; its history stays.",
     "backfill": "Backfill stored: the leader runs it after the live schedules, a few a tick.",
     "cancelled": "Cancelled: nothing more is claimed for it; what it claimed already is sent.",
+    "calendar": "Saved: the leader applies it the next time it plans.",
 }
 
 Handler = Callable[..., Awaitable[Response]]
@@ -183,6 +184,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/backfills", _backfill_list, "backfills", ["GET"]),
         route("/calendars", _calendar_list, "calendars", ["GET"]),
         route("/calendar", _calendar_page, "calendar", ["GET"]),
+        route("/calendars", _calendar_create, "calendar_create", ["POST"]),
+        route("/calendar/edit", _calendar_edit, "calendar_edit", ["POST"]),
         route("/fleet", _fleet, "fleet", ["GET"]),
         route("/new", _new_page, "new", ["GET"]),
         route("/new", _create, "create", ["POST"]),
@@ -904,22 +907,67 @@ async def _backfill_list(request: Request, context: _Context) -> Response:
 
 
 # -- calendars --------------------------------------------------------------------------------
-async def _calendar_list(request: Request, context: _Context) -> Response:
+async def _calendar_list(request: Request, context: _Context, *,
+                         state: forms.FormState | None = None,
+                         status_code: int = 200) -> Response:
     found = await _call(context.schedules.list_calendars)
-    return _render(request, context, "calendars.html", found=found,
-                   entries=display.calendar_entries)
+    return _render(request, context, "calendars.html", status_code=status_code, found=found,
+                   entries=display.calendar_entries,
+                   form=state or forms.FormState(dict.fromkeys(forms.CALENDAR_FIELDS, "")))
 
 
-async def _calendar_page(request: Request, context: _Context) -> Response:
-    name = request.query_params.get("name", "")
+async def _calendar_create(request: Request, context: _Context, form: FormData) -> Response:
+    state = forms.FormState({key: _text(form, key).strip() for key in forms.CALENDAR_FIELDS})
+    name = state.values["name"]
+    try:
+        await _call(functools.partial(context.schedules.create_calendar, name,
+                                      **forms.calendar_keywords(state)))
+    except ConfigurationError as exc:
+        forms.add_calendar_problems(state, exc.details)
+    except ScheduleConflict as exc:  # the name is taken
+        state.add("name", str(exc))
+    if state.errors:
+        return await _calendar_list(request, context, state=state, status_code=422)
+    return RedirectResponse(_link(request, "calendar", name=name, notice="calendar"),
+                            status_code=303)
+
+
+async def _calendar_page(request: Request, context: _Context, *,
+                         state: forms.FormState | None = None,
+                         status_code: int = 200) -> Response:
+    name = request.query_params.get("name", "") if state is None else state.values["name"]
     try:
         calendar = await _call(context.schedules.get_calendar, name)
         observing = await _call(context.schedules.observing, name)
     except CalendarNotFound as exc:
         return _refusal(request, context, 404, "No such calendar", str(exc))
-    return _render(request, context, "calendar.html", c=calendar, observing=observing,
-                   entries=display.calendar_entries(calendar),
-                   fields=display.calendar_fields(calendar, observing))
+    entries = display.calendar_entries(calendar)
+    return _render(request, context, "calendar.html", status_code=status_code, c=calendar,
+                   observing=observing, entries=entries,
+                   notice=NOTICES.get(request.query_params.get("notice", "")),
+                   form=state or forms.FormState(forms.calendar_values(
+                       entries, calendar.description, calendar.name)))
+
+
+async def _calendar_edit(request: Request, context: _Context, form: FormData) -> Response:
+    state = forms.FormState({key: _text(form, key).strip() for key in forms.CALENDAR_FIELDS})
+    name = state.values["name"]
+    version = _text(form, "version")
+    try:
+        await _call(functools.partial(
+            context.schedules.update_calendar, name, **forms.calendar_keywords(state),
+            expected_version=_count(version) if version else None))
+    except CalendarNotFound as exc:
+        return _refusal(request, context, 404, "No such calendar", str(exc))
+    except ConfigurationError as exc:
+        forms.add_calendar_problems(state, exc.details)
+    except ScheduleConflict as exc:  # changed since the page was read
+        state.add(forms.GENERAL, str(exc))
+    if state.errors:
+        request.scope["query_string"] = urlencode({"name": name}).encode()
+        return await _calendar_page(request, context, state=state, status_code=422)
+    return RedirectResponse(_link(request, "calendar", name=name, notice="calendar"),
+                            status_code=303)
 
 
 # -- signing in -------------------------------------------------------------------------------

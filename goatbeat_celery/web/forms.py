@@ -315,3 +315,31 @@ def options_value(state: FormState) -> dict[str, Any]:
 
 def _plain_number(seconds: float) -> int | float:
     return int(seconds) if seconds.is_integer() else seconds
+
+
+#: The fields of the calendar forms.
+CALENDAR_FIELDS = ("name", "entries", "description")
+
+
+def calendar_values(entries: Iterable[str], description: str | None, name: str) -> dict[str, str]:
+    """A calendar's form: one date (``2026-12-25``) or range (``2026-12-24..2027-01-02``) a
+    line, as ``celery goatbeat calendar`` takes them."""
+    return {"name": name, "entries": "\n".join(entries), "description": description or ""}
+
+
+def calendar_keywords(state: FormState) -> dict[str, Any]:
+    """``dates=``, ``ranges=`` and ``description=`` from the form: an entry with ``..`` is a
+    range, any other a date; the API reads and judges each (lines, commas or spaces apart)."""
+    entries = [part for part in re.split(r"[\s,]+", state.values.get("entries", "")) if part]
+    return {"dates": [entry for entry in entries if ".." not in entry],
+            "ranges": [entry for entry in entries if ".." in entry],
+            "description": state.values.get("description", "").strip() or None}
+
+
+def add_calendar_problems(state: FormState, problems: Iterable[Problem]) -> None:
+    """The API's problems with a calendar under its fields (dates and ranges: ``entries``)."""
+    for problem in problems:
+        root = problem.root
+        field_name = ("entries" if root in ("dates", "ranges")
+                      else root if root in CALENDAR_FIELDS else GENERAL)
+        state.add(field_name, problem.text)

@@ -203,7 +203,7 @@ def test_every_page_at_two_widths_fits_and_says_what_happened(page: Page,
     expect(page.locator("#leases")).to_contain_text("from beat-0.beat.prod.svc:12922:06efc6a7")
 
 
-def test_remove_backfill_and_policies_by_clicking(page: Page, scene: Scene) -> None:
+def test_remove_backfill_policies_and_calendars_by_clicking(page: Page, scene: Scene) -> None:
     schedules = scene.schedules
     sign_in(page, scene.url)
 
@@ -238,6 +238,13 @@ def test_remove_backfill_and_policies_by_clicking(page: Page, scene: Scene) -> N
     expect(page.locator(".notice")).to_contain_text("Cancelled")
     newest = schedules.backfills(name=SLOW)[0]
     assert newest.state.value == "cancelled"
+
+    page.goto(scene.url + "/calendar?name=fr-public-holidays")
+    page.fill("#entries", "2026-12-25\n2026-12-31..2027-01-01")
+    page.click("#save-calendar")
+    expect(page.locator(".notice")).to_contain_text("Saved")
+    expect(page.locator("#entries")).to_have_value("2026-12-25\n2026-12-31..2027-01-01")
+    assert len(schedules.get_calendar("fr-public-holidays").ranges) == 1
 
     page.goto(scene.url + f"/schedule?name={FLAKY}")
     page.click("#remove")

@@ -226,3 +226,47 @@ def test_the_fleet_shows_the_lease_its_last_takeover_and_the_replicas(
                       replicas)
     assert rows == [("replica-b:4343", "leader"), ("replica-c:4444", "standby")]
     assert "Older takeovers are not recorded" in page
+
+
+def test_calendars_are_created_and_changed_from_their_pages(
+        client: Browser, schedules: Schedules) -> None:
+    created = client.submit("/calendars", name="closures", description="office closed",
+                            entries="2030-12-25\n2030-12-24..2030-12-26, 2031-01-01")
+    assert created.status_code == 303, created.text
+    calendar = schedules.get_calendar("closures")
+    assert [d.isoformat() for d in calendar.dates] == ["2030-12-25", "2031-01-01"]
+    assert len(calendar.ranges) == 1 and calendar.description == "office closed"
+
+    page = client.get(created.headers["location"]).text
+    assert "Saved" in page and 'name="version" value="1"' in page
+    edited = client.submit("/calendar/edit", name="closures", version="1",
+                           entries="2030-12-31", description="")
+    assert edited.status_code == 303, edited.text
+    calendar = schedules.get_calendar("closures")
+    assert [d.isoformat() for d in calendar.dates] == ["2030-12-31"] and not calendar.ranges
+    assert calendar.description is None
+
+    stale = client.submit("/calendar/edit", name="closures", version="1", entries="2030-01-01")
+    assert stale.status_code == 422 and "changed since it was read" in stale.text
+    bad = client.submit("/calendar/edit", name="closures", version="2",
+                        entries="2030-02-30\n2030-03-01..2030-02-01")
+    assert bad.status_code == 422
+    assert "2030-02-30" in error_of(bad.text, "entries")
+    assert 'name="entries"' in bad.text and "2030-03-01..2030-02-01" in bad.text
+    taken = client.submit("/calendars", name="closures", entries="2030-01-01")
+    assert taken.status_code == 422 and "closures" in error_of(taken.text, "name")
+    assert [d.isoformat() for d in schedules.get_calendar("closures").dates] == ["2030-12-31"]
+
+
+def test_a_read_only_dashboard_shows_no_form_on_the_new_pages(
+        make_client: Any, schedules: Schedules) -> None:
+    from goatbeat_celery.web import WebSettings
+
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    schedules.create_calendar("closures", dates=["2030-12-25"])
+    client = make_client(WebSettings(read_only=True))
+    for path in ("/schedule/delete?name=tick", "/backfill/new?name=tick", "/calendars",
+                 "/calendar?name=closures", "/fleet", "/backfills"):
+        page = client.get(path)
+        assert page.status_code == 200, path
+        assert 'method="post"' not in page.text, path
