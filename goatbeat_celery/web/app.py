@@ -415,7 +415,8 @@ def _read_overview(context: _Context) -> _Overview:
     # The member rows of every replica, and with several shards the shards' rows.
     rows = _lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name))
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
-                     lateness_chart(recent, now), None if settings.shards == 1 else rows,
+                     lateness_chart(recent, now, limit=CHART_EXECUTIONS),
+                     None if settings.shards == 1 else rows,
                      display.standby_replicas(rows, info, settings))
 
 
@@ -577,7 +578,7 @@ def _read_detail(context: _Context, name: str, outcome: str = "") -> _Detail:
     runtimes = [e.runtime.total_seconds() for e in read if e.runtime is not None]
     backfills = context.schedules.backfills(name=name, limit=10)
     return _Detail(schedule, shown[:HISTORY_SHOWN], now, runs, problem,
-                   lateness_chart(read[:HISTORY_SHOWN], now), read=len(read),
+                   lateness_chart(read, now, limit=RUNS_READ), read=len(read),
                    outcomes=outcomes, runtimes=present.percentiles(runtimes),
                    measured=len(runtimes), backfills=backfills)
 
