@@ -270,3 +270,17 @@ def test_a_read_only_dashboard_shows_no_form_on_the_new_pages(
         page = client.get(path)
         assert page.status_code == 200, path
         assert 'method="post"' not in page.text, path
+
+
+def test_a_new_schedule_is_created_with_its_policies_and_controls(
+        client: Browser, schedules: Schedules) -> None:
+    response = client.submit("/new", name="fresh", task="proj.tasks.tick", kind="every",
+                             every="5m", timezone="UTC", queue="", args="[]", kwargs="{}",
+                             overlap="buffer_one", mode="fixed_rate", max_runs="3",
+                             tags="a, b", description="three runs", failure_backoff="",
+                             calendars="", start_at="", end_at="")
+    assert response.status_code == 303, response.text
+    spec = schedules.get("fresh").spec
+    assert spec.overlap is OverlapPolicy.BUFFER_ONE and spec.max_runs == 3
+    assert spec.tags == ("a", "b") and spec.description == "three runs"
+    assert spec.failure_backoff is None and spec.start_at is None
