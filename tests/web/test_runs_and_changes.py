@@ -284,3 +284,13 @@ def test_a_new_schedule_is_created_with_its_policies_and_controls(
     assert spec.overlap is OverlapPolicy.BUFFER_ONE and spec.max_runs == 3
     assert spec.tags == ("a", "b") and spec.description == "three runs"
     assert spec.failure_backoff is None and spec.start_at is None
+
+
+def test_unknown_or_unreadable_ids_keys_and_names_are_a_404_never_a_500(
+        client: Browser, schedules: Schedules) -> None:
+    for path in ("/backfill?id=abc", "/backfill?id=0", "/backfill?id=99999999999999999999",
+                 "/run?key=", "/run?key=%3Cx%3E", "/calendar?name=",
+                 "/schedule/delete?name=nope", "/backfill/new?name=nope"):
+        assert client.get(path).status_code == 404, path
+    assert client.submit("/backfill/cancel", id="abc").status_code == 404
+    assert client.submit("/calendar/edit", name="nope", entries="").status_code == 404
