@@ -19,6 +19,7 @@ script notices; a dry run too, as the real run would.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from goatbeat_celery.core.types.errors import (
 )
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.cron import CronTrigger
+from goatbeat_celery.display import human_duration, when
 from goatbeat_celery.store import open_store
 
 #: Added by Celery to every beat; goatbeat adds it itself.
@@ -204,11 +206,18 @@ class Command(BaseCommand):
             self.refuse(report, name, reason if isinstance(exc, ConfigurationError)
                         else f"cannot be copied: {reason}")
             return
-        detail = describe(arguments)
+        phase = None
+        if "every" in arguments:
+            anchor, what = interval_phase(task, now)
+            phase = f"phase kept from {what} at {when(anchor)}" + (
+                " (it never ran)" if what == "its last change" else "")
+        detail = describe(arguments, phase)
         if arguments.get("end_at") is not None and arguments["end_at"] <= now:
             detail += ", already past: it will not run"
         if not schedule.spec.enabled:
             detail += ", paused (disabled in django-celery-beat)"
+        elif phase is not None and schedule.next_run_at is not None:
+            detail += f", next run {when(schedule.next_run_at)}"
         self.line(report.created, "would create" if dry_run else "created", name, detail)
 
     def line(self, bucket: list[str], verb: str, name: str, detail: str) -> None:
@@ -276,12 +285,12 @@ def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[
     }
     if start is not None and start > now and not task.one_off:
         arguments["start_at"] = start
-        if "every" in arguments:
-            # django-celery-beat runs it first at start_time, then every interval: the grid
-            # is shifted to pass through start_time (an offset is always under the interval).
-            shift = (start - datetime(1970, 1, 1, tzinfo=UTC)) % arguments["every"]
-            if shift:
-                arguments["offset"] = shift
+    if "every" in arguments:
+        # django-celery-beat runs an interval task `every` after its last run: goatbeat's grid
+        # is shifted to pass through that phase (an offset is always under the interval).
+        shift = grid_offset(interval_phase(task, now)[0], arguments["every"], now)
+        if shift:
+            arguments["offset"] = shift
     if task.expires is not None:
         # django-celery-beat sends nothing after it (and disables the task): an end date.
         arguments["end_at"] = aware(task.expires)
@@ -318,6 +327,33 @@ def trigger_arguments(task: Any, crontab: Crontab | None) -> dict[str, Any]:
             raise Refused(f"one-off crontab {expression!r} never occurs again")
         return {"at": first}
     raise Refused("it has no schedule (no interval, crontab, clocked or solar)")
+
+
+def interval_phase(task: Any, now: datetime) -> tuple[datetime, str]:
+    """The instant an interval task's runs are counted from in django-celery-beat, and what
+    it is: a ``start_time`` still to come (its first run), else its last run (the next is
+    ``every`` after it), else a ``start_time`` already past, else its last change (which
+    django-celery-beat takes for its last run when it never ran)."""
+    start = aware(task.start_time) if task.start_time is not None else None
+    if start is not None and start > now:
+        return start, "its start_time"
+    if task.last_run_at is not None:
+        return aware(task.last_run_at), "its last run"
+    if start is not None:
+        return start, "its start_time"
+    return aware(task.date_changed), "its last change"
+
+
+def grid_offset(anchor: datetime, every: timedelta, now: datetime) -> timedelta | None:
+    """The offset that puts ``anchor`` on goatbeat's grid of ``every``, to the second: rounded
+    up (django-celery-beat runs a task at its first tick after it is due, a fraction of a
+    second late), but down when rounding up would make a grid point of the last second before
+    ``now`` come after it, and run at once what django-celery-beat runs ``every`` later."""
+    exact = (anchor - datetime(1970, 1, 1, tzinfo=UTC)) % every
+    up = math.ceil(exact.total_seconds())
+    late = anchor + (timedelta(seconds=up) - exact) > now
+    shift = timedelta(seconds=math.floor(exact.total_seconds()) if late else up) % every
+    return shift or None
 
 
 def interval(period: str, every: int) -> timedelta:
@@ -398,9 +434,9 @@ def aware(value: datetime) -> datetime:
     return value if timezone.is_aware(value) else timezone.make_aware(value)
 
 
-def describe(arguments: dict[str, Any]) -> str:
+def describe(arguments: dict[str, Any], phase: str | None = None) -> str:
     if "every" in arguments:
-        text = f"every {arguments['every']}"
+        text = f"every {human_duration(arguments['every'])}, {phase}"
     elif "cron" in arguments:
         text = (f"cron {arguments['cron']!r} in {arguments['timezone']} (day of month and day "
                 "of week both matched, as Celery's crontab)")
