@@ -457,15 +457,15 @@ def test_imported_intervals_keep_their_phase_and_run_when_django_celery_beat_wou
     start = (now + timedelta(days=2)).replace(hour=5, minute=41, second=9, microsecond=0)
     cases = {
         # A daily task that last ran 10 h 24 min ago: next at that time of day, not midnight.
-        "daily": dict(interval=day,
-                      last_run_at=now - timedelta(hours=10, minutes=24, seconds=3.25)),
-        "two-hourly": dict(interval=two_hours,
-                           last_run_at=now - timedelta(minutes=73, seconds=0.5)),
-        "ninety-seconds": dict(interval=ninety, last_run_at=now - timedelta(seconds=20)),
+        "daily": {"interval": day,
+                      "last_run_at": now - timedelta(hours=10, minutes=24, seconds=3.25)},
+        "two-hourly": {"interval": two_hours,
+                           "last_run_at": now - timedelta(minutes=73, seconds=0.5)},
+        "ninety-seconds": {"interval": ninety, "last_run_at": now - timedelta(seconds=20)},
         # Never ran: django-celery-beat counts from its last change.
-        "never-ran": dict(interval=every_15),
+        "never-ran": {"interval": every_15},
         # Not started yet: the first run at start_time, then every two hours from there.
-        "starts-later": dict(interval=two_hours, start_time=start),
+        "starts-later": {"interval": two_hours, "start_time": start},
     }
     with transaction.atomic():
         clocked = ClockedSchedule.objects.create(
