@@ -458,9 +458,9 @@ def test_imported_intervals_keep_their_phase_and_run_when_django_celery_beat_wou
     cases = {
         # A daily task that last ran 10 h 24 min ago: next at that time of day, not midnight.
         "daily": {"interval": day,
-                      "last_run_at": now - timedelta(hours=10, minutes=24, seconds=3.25)},
+                  "last_run_at": now - timedelta(hours=10, minutes=24, seconds=3.25)},
         "two-hourly": {"interval": two_hours,
-                           "last_run_at": now - timedelta(minutes=73, seconds=0.5)},
+                       "last_run_at": now - timedelta(minutes=73, seconds=0.5)},
         "ninety-seconds": {"interval": ninety, "last_run_at": now - timedelta(seconds=20)},
         # Never ran: django-celery-beat counts from its last change.
         "never-ran": {"interval": every_15},

@@ -96,6 +96,9 @@ class Report:
     skipped: list[str] = field(default_factory=list)
     #: (name, reason) of each refused task, in the order of the lines.
     refused: list[tuple[str, str]] = field(default_factory=list)
+    #: The periodic tasks goatbeat runs from now on (created, already there, or entries of
+    #: beat_schedule), which --disable-source disables.
+    taken_over: list[str] = field(default_factory=list)
 
 
 class Command(BaseCommand):
@@ -107,6 +110,9 @@ class Command(BaseCommand):
                             help="validate and report every task, write nothing")
         parser.add_argument("--database", default="default",
                             help="the Django database holding django-celery-beat's tables")
+        parser.add_argument("--disable-source", action="store_true",
+                            help="disable, in one transaction, the periodic tasks goatbeat "
+                                 "now runs, each with a note in its description")
 
     def handle(self, *args: Any, **options: Any) -> None:
         from django.apps import apps
@@ -120,10 +126,13 @@ class Command(BaseCommand):
         # django-celery-beat's scheduler stores the entries of beat_schedule as periodic tasks
         # too; goatbeat syncs those from the config itself, as config schedules.
         config_names = frozenset(integration.celery_app().conf.beat_schedule or {})
+        database = options["database"]
         try:
-            rows = read_rows(options["database"])
+            rows = read_rows(database)
             with integration.schedules() as target:
                 report = self.copy(rows, target, dry_run=dry_run, config_names=config_names)
+            if options["disable_source"]:
+                self.disable_source(report, database, dry_run=dry_run)
         except GoatbeatError as exc:
             raise CommandError(str(exc)) from exc
         except DatabaseError as exc:
@@ -140,6 +149,33 @@ class Command(BaseCommand):
             noun = "task was" if len(report.refused) == 1 else "tasks were"
             raise CommandError(f"{len(report.refused)} periodic {noun} refused: "
                                + ", ".join(repr(name) for name, _ in report.refused))
+
+    def disable_source(self, report: Report, database: str, *, dry_run: bool) -> None:
+        """Disable the periodic tasks goatbeat now runs, in one transaction of django-celery-
+        beat's database, and tell a running DatabaseScheduler to reload them."""
+        from django.db import transaction
+        from django.utils import timezone
+        from django_celery_beat.models import PeriodicTask, PeriodicTasks
+
+        with transaction.atomic(using=database):
+            tasks = list(PeriodicTask.objects.using(database).select_for_update()
+                         .filter(name__in=report.taken_over, enabled=True).order_by("name")
+                         .values_list("pk", "name", "description"))
+            if not dry_run:
+                for pk, name, description in tasks:
+                    text = str(description or "").rstrip()
+                    PeriodicTask.objects.using(database).filter(pk=pk).update(
+                        enabled=False, description=(text + "\n\n" if text else "")
+                        + disabled_note(name, datetime.now(UTC)))
+                if tasks:
+                    # What django-celery-beat's own save() signals do: its scheduler reloads.
+                    PeriodicTasks.objects.using(database).update_or_create(
+                        ident=1, defaults={"last_update": timezone.now()})
+        verb = "would disable" if dry_run else "disabled"
+        noun = "periodic task" if len(tasks) == 1 else "periodic tasks"
+        self.stdout.write(f"{verb} {len(tasks)} {noun} in django-celery-beat, which goatbeat "
+                          "runs now" + (f": {', '.join(repr(name) for _, name, _ in tasks)}"
+                                        if tasks else ""))
 
     def copy(self, rows: list[Row], target: Schedules, *, dry_run: bool,
              config_names: frozenset[str] = frozenset()) -> Report:
@@ -165,10 +201,12 @@ class Command(BaseCommand):
             self.refuse(report, name, row.unreadable)
             return
         if task.task == BACKEND_CLEANUP:
+            report.taken_over.append(name)
             self.line(report.skipped, "skipped", name, "celery.backend_cleanup is added by "
                       "goatbeat itself")
             return
         if name in config_names:
+            report.taken_over.append(name)
             self.line(report.skipped, "skipped", name, "an entry of beat_schedule, which "
                       "goatbeat's beat syncs from the config itself")
             return
@@ -177,6 +215,7 @@ class Command(BaseCommand):
         except ScheduleNotFound:
             pass
         else:
+            report.taken_over.append(name)
             self.line(report.skipped, "skipped", name, "a schedule of that name is already "
                       "in goatbeat")
             return
@@ -195,6 +234,7 @@ class Command(BaseCommand):
             self.refuse(report, name, str(exc))
             return
         except ScheduleConflict:
+            report.taken_over.append(name)
             self.line(report.skipped, "skipped", name, "a schedule of that name is already "
                       "in goatbeat")
             return
@@ -218,6 +258,7 @@ class Command(BaseCommand):
             detail += ", paused (disabled in django-celery-beat)"
         elif phase is not None and schedule.next_run_at is not None:
             detail += f", next run {when(schedule.next_run_at)}"
+        report.taken_over.append(name)
         self.line(report.created, "would create" if dry_run else "created", name, detail)
 
     def line(self, bucket: list[str], verb: str, name: str, detail: str) -> None:
@@ -227,6 +268,15 @@ class Command(BaseCommand):
     def refuse(self, report: Report, name: str, reason: str) -> None:
         report.refused.append((name, reason))
         self.stdout.write(self.style.WARNING(f"refused {name!r}: {reason}"))
+
+
+#: The start of the note --disable-source appends to a task's description; the export finds it.
+NOTE_START = "Disabled by goatbeat_import_django_celery_beat"
+
+
+def disabled_note(name: str, now: datetime) -> str:
+    return (f"{NOTE_START} on {now.strftime('%Y-%m-%d %H:%M')} UTC: goatbeat runs it now, as "
+            f"schedule {name!r}. goatbeat_export_django_celery_beat enables it again.")
 
 
 def read_rows(database: str) -> list[Row]:
