@@ -131,3 +131,117 @@ def test_the_guard_warns_while_both_are_enabled_and_fails_once_both_beats_ran(
     import_tasks("--disable-source")
     assert guard() == ([], ["ok: no enabled periodic task has an enabled goatbeat schedule "
                             "of its name"])
+
+
+# -- the way back -------------------------------------------------------------------------------
+def export(*args: str) -> str:
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("goatbeat_export_django_celery_beat", *args, stdout=out, no_color=True)
+    return out.getvalue()
+
+
+def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> None:
+    """django-celery-beat → import --disable-source → goatbeat's leader runs what falls due →
+    export: django-celery-beat's own is_due (a clock starting at the export) runs each task
+    next exactly when goatbeat would have, so no run is sent twice and none is skipped."""
+    from django_celery_beat.models import (
+        ClockedSchedule,
+        CrontabSchedule,
+        IntervalSchedule,
+        PeriodicTask,
+    )
+
+    from goatbeat_celery import config as config_module
+    from goatbeat_celery.core.types.settings import Settings
+    from goatbeat_celery.testing import RecordingSubmitter, build_engine
+    from tests.django.test_import_command import celery_beat_runs
+
+    PeriodicTask.objects.all().delete()
+    now = datetime.now(timezone.utc)
+    two_seconds = IntervalSchedule.objects.create(every=2, period=IntervalSchedule.SECONDS)
+    hourly = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.HOURS)[0]
+    night = CrontabSchedule.objects.create(minute="30", hour="2", day_of_week="mon-fri",
+                                           timezone="Europe/Paris")
+    soon = ClockedSchedule.objects.create(clocked_time=now + timedelta(seconds=2))
+    later = ClockedSchedule.objects.create(clocked_time=now + timedelta(days=3))
+    PeriodicTask.objects.create(name="fast", task="shop.ping", interval=two_seconds,
+                                last_run_at=now - timedelta(seconds=0.5), args='[1, "a"]',
+                                queue="pings", priority=3, headers='{"tenant": "acme"}',
+                                expire_seconds=30, description="Pings the shop")
+    PeriodicTask.objects.create(name="hourly", task="reports.hourly", interval=hourly,
+                                last_run_at=now - timedelta(minutes=20))
+    PeriodicTask.objects.create(name="nightly", task="shop.sync", crontab=night,
+                                last_run_at=now - timedelta(hours=5))
+    PeriodicTask.objects.create(name="launch", task="shop.open", clocked=soon, one_off=True)
+    PeriodicTask.objects.create(name="later", task="shop.open", clocked=later, one_off=True)
+    import_tasks_ok("--disable-source")
+    # A schedule made in goatbeat after the switch goes back too.
+    api.create("made-in-goatbeat", "shop.audit", cron="15 6 1-7 * mon", timezone="UTC",
+               day_or=False)
+
+    # goatbeat's leader runs what falls due until the one-off has run and the 2-second
+    # interval twice; it waits as beat waits (on the store's notifications), at most 30 s,
+    # which covers a busy 2-core machine many times over for a 2-second schedule.
+    submitter = RecordingSubmitter()
+    engine = build_engine(api.store, submitter=submitter, triggers=config_module.base_registry(),
+                          settings=Settings())
+    deadline = datetime.now(timezone.utc) + timedelta(seconds=30)
+    while not (submitter.of("launch") and len(submitter.of("fast")) >= 2):
+        assert datetime.now(timezone.utc) < deadline, submitter.keys()
+        api.store.wait(min(engine.tick(), 0.5))
+    engine.close()
+    ran_in_goatbeat = {name: [d.execution.due_at for d in submitter.of(name)]
+                       for name in ("fast", "launch")}
+    expected = {name: api.next_runs(name, 3) for name in ("fast", "hourly", "nightly",
+                                                         "made-in-goatbeat")}
+    expected["later"] = api.next_runs("later", 1)
+
+    output = export()
+    assert "refused '" not in output, output
+    assert ("wrote 'fast': every 2s, enabled, last run "
+            f"{ran_in_goatbeat['fast'][-1].strftime('%Y-%m-%dT%H:%M:%SZ')}") in output, output
+    assert "wrote 'launch': once at " in output and ", disabled, " in output, output
+    assert "6 written, 0 refused; goatbeat's schedules written are paused" in output, output
+    assert all(not schedule.spec.enabled for schedule in api.list(source="api"))
+
+    tasks = {task.name: task for task in PeriodicTask.objects.all()}
+    fast = tasks["fast"]
+    assert fast.enabled and fast.args == '[1, "a"]' and fast.queue == "pings"
+    assert fast.priority == 3 and fast.expire_seconds == 30
+    assert json_of(fast.headers) == {"tenant": "acme"}
+    assert fast.description == "Pings the shop"  # the import's note taken out again
+    assert not tasks["launch"].enabled  # goatbeat ran it: never again
+    made = tasks["made-in-goatbeat"]
+    assert made.crontab is not None and made.crontab.day_of_week == "mon"
+
+    export_time = datetime.now(timezone.utc)
+    for name, runs in expected.items():
+        theirs = celery_beat_runs(tasks[name], export_time, len(runs))
+        # The phase of an interval is kept to the second (the import rounds it).
+        assert len(theirs) == len(runs) and all(
+            abs(their - ours) < timedelta(seconds=1) for their, ours in zip(
+                theirs, runs, strict=True)), (name, theirs, runs)
+    # Nothing goatbeat sent is sent again: django-celery-beat's first run of `fast` comes
+    # after goatbeat's last, the one-off it ran never runs.
+    assert celery_beat_runs(tasks["launch"], export_time, 1) == []
+    assert celery_beat_runs(tasks["fast"], export_time, 1)[0] > ran_in_goatbeat["fast"][-1]
+
+    # The guard is quiet: goatbeat's schedules are paused.
+    assert guard()[1] == ["ok: no enabled periodic task has an enabled goatbeat schedule of "
+                          "its name"]
+
+
+def import_tasks_ok(*args: str) -> str:
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("goatbeat_import_django_celery_beat", *args, stdout=out, no_color=True)
+    return out.getvalue()
+
+
+def json_of(text: str) -> object:
+    import json
+
+    return json.loads(text)
