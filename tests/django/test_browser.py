@@ -75,7 +75,7 @@ def test_find_pause_an_invalid_cron_config_read_only_and_escaped_names(
     page.fill("#searchbar", "dig")
     page.press("#searchbar", "Enter")
     expect(page.locator("#result_list tbody tr")).to_have_count(1)
-    expect(row(page, "digest")).to_contain_text("cron 0 7 * * mon-fri Europe/Paris")
+    expect(row(page, "digest")).to_contain_text("cron 0 7 * * mon-fri in Europe/Paris")
 
     # Pause it with the admin action.
     row(page, "digest").locator("input.action-select").check()
