@@ -46,7 +46,8 @@ def test_the_changelist_shows_next_run_last_run_state_and_source(client: Any,
     text = page.content.decode()
     assert page.status_code == 200
     for expected in ("digest", "cron 0 7 * * mon-fri in Europe/Paris: At 07:00 AM, Monday "
-                     "through Friday", "paused", "enabled", "set aside: task refused by the broker", "config (beat_schedule)",
+                     "through Friday", "paused", "enabled",
+                     "set aside: task refused by the broker", "config (beat_schedule)",
                      "database", "next run", "last run"):
         assert expected.lower() in text.lower(), expected
 
