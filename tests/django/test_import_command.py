@@ -99,7 +99,11 @@ def run(*args: str) -> str:
 def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None:
     output = run("--dry-run")
     assert "would create 'refresh-cache'" in output
-    assert "refused 'lights-off': solar schedule (sunrise at 48.85, 2.35)" in output
+    assert ("refused 'lights-off': a solar schedule (sunrise at 48.85, 2.35) has no database "
+            "form in goatbeat: add \"lights-off\": {\"task\": \"garden.lights_off\", "
+            "\"schedule\": solar(\"sunrise\", 48.85, 2.35)} to CELERY_BEAT_SCHEDULE (from "
+            "celery.schedules import solar; Celery needs the ephem package: celery[solar]), "
+            "then disable this periodic task") in output, output
     assert re.search(r"'refresh-cache': every 15m, phase kept from its last change at \S+ "
                      r"\(it never ran\), options \{\"exchange\": \"tasks\", \"headers\": "
                      r"\{\"tenant\": \"acme\"\}, \"priority\": 5, \"queue\": \"cache\", "

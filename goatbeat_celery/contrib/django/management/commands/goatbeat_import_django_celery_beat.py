@@ -322,9 +322,7 @@ def read_rows(database: str) -> list[Row]:
 def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[str, Any]:
     """The keywords of Schedules.create for one PeriodicTask; Refused when goatbeat has none."""
     if task.solar_id is not None:
-        raise Refused(f"solar schedule ({task.solar.event} at {float(task.solar.latitude):g}, "
-                      f"{float(task.solar.longitude):g}) has no database form in goatbeat: put "
-                      "it in beat_schedule as solar(...)")
+        raise Refused(solar_advice(task))
     start = aware(task.start_time) if task.start_time is not None else None
     arguments: dict[str, Any] = {
         **trigger_arguments(task, crontab),
@@ -348,6 +346,25 @@ def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[
     if text:
         arguments["description"] = text
     return arguments
+
+
+def solar_advice(task: Any) -> str:
+    """Why a solar task is refused, and the entry of CELERY_BEAT_SCHEDULE that runs it as
+    django-celery-beat does (goatbeat runs Celery's solar from the config), in Python."""
+    solar = task.solar
+    place = f"{float(solar.latitude):g}, {float(solar.longitude):g}"
+    entry = (f'{json.dumps(str(task.name))}: {{"task": {json.dumps(str(task.task))}, '
+             f'"schedule": solar({json.dumps(str(solar.event))}, {place})')
+    for name, kind, empty in (("args", list, "[]"), ("kwargs", dict, "{}")):
+        try:
+            value = json_field(task, name, kind, empty)
+        except Refused:
+            continue  # its own refusal is the JSON's, once this one is dealt with
+        if value:
+            entry += f", {json.dumps(name)}: {json.dumps(value)}"
+    return (f"a solar schedule ({solar.event} at {place}) has no database form in goatbeat: "
+            f"add {entry}}} to CELERY_BEAT_SCHEDULE (from celery.schedules import solar; "
+            "Celery needs the ephem package: celery[solar]), then disable this periodic task")
 
 
 def trigger_arguments(task: Any, crontab: Crontab | None) -> dict[str, Any]:
