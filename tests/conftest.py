@@ -8,8 +8,10 @@ database cannot pass by accident.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import signal
+import subprocess
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import pytest
@@ -39,6 +41,24 @@ def _shared_tasks_kept_to_their_test() -> Iterator[None]:
     before = set(_state._on_app_finalizers)
     yield
     _state._on_app_finalizers.intersection_update(before)
+
+
+def stop_process_groups(processes: Iterable[subprocess.Popen[Any]], timeout: float) -> None:
+    """SIGTERM to the process group of each process started with ``start_new_session`` (the
+    command and what it started), SIGKILL to a group whose leader still runs after
+    ``timeout`` seconds."""
+    processes = list(processes)
+    for process in processes:
+        if process.poll() is None:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def _admin_engine(url: URL) -> sa.Engine:

@@ -2,8 +2,11 @@
 
 Every chain gets a fresh temporary directory holding ``proj.py`` (the app the pages call
 ``proj``) and, unless it runs on PostgreSQL, the SQLite file its store lives in. Python blocks
-run in this process with that directory as the working directory; console commands run in a
-subprocess there, through the real ``celery`` executable.
+run in this process with that directory as the working directory. A console command that is
+plain ``celery … goatbeat …`` words runs in this process too, through Celery's own top-level
+``celery`` command (the one its executable calls, with the ``goatbeat`` plugin found the same
+way); one that needs a shell (pipes, redirections, ``||``, variables), Celery's own commands
+(beat, worker) and background commands run in a subprocess.
 
 Pages write the chain's directory as :data:`SHOWN_DIRECTORY`: what commands print is compared
 with that directory's path written so.
@@ -21,12 +24,13 @@ import functools
 import io
 import os
 import re
+import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +42,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
+from tests.conftest import stop_process_groups
 from tests.docs import output
 from tests.docs.blocks import Block, Chain, console_commands
 
@@ -101,18 +106,22 @@ class ChainRunner:
     process's environment by default). With ``isolated``, Python blocks run in a subprocess of
     that ``python`` rather than in this process, and hidden blocks and doctests, which need
     this process, are refused. ``installer`` runs ``install`` blocks; without one they are
-    skipped.
+    skipped. With ``in_process=False`` every console command runs in a subprocess.
     """
 
     def __init__(self, chain: Chain, request: pytest.FixtureRequest, tmp_path: Path,
                  monkeypatch: pytest.MonkeyPatch, *, bin: Path = BIN, isolated: bool = False,
-                 installer: Installer | None = None) -> None:
+                 installer: Installer | None = None,
+                 in_process: bool = True) -> None:
         self.chain = chain
         self.request = request
         self.directory = tmp_path
         self.monkeypatch = monkeypatch
         self.isolated = isolated
         self.installer = installer
+        self.in_process = in_process
+        #: Each console command run: its text, exit status and what it printed.
+        self.ran: list[tuple[str, int, str]] = []
         self.env: dict[str, str] = {}
         self._use_bin(bin)
         roles = (chain.value("roles") or "").split(",")
@@ -121,6 +130,8 @@ class ChainRunner:
         self.database_url = self._database()
         self.printed: str | None = None  # what the last Python block printed
         self.background: list[subprocess.Popen[bytes]] = []
+        #: Celery's shared tasks as the chain found them (see :func:`_shared_tasks`).
+        self.shared_tasks: set[Any] = set()
         self.namespace: dict[str, Any] = {
             "__name__": "__docs__",
             "docs": Docs(directory=tmp_path, database_url=self.database_url, roles=self.roles,
@@ -175,6 +186,7 @@ class ChainRunner:
 
         previous_app = _state.default_app
         previous_current = _state.get_current_app()
+        self.shared_tasks = set(_state._on_app_finalizers)
         self.monkeypatch.chdir(self.directory)
         self.monkeypatch.syspath_prepend(str(self.directory))
         _forget_proj()
@@ -296,25 +308,56 @@ class ChainRunner:
     def _console(self, block: Block, code: str) -> None:
         commands = console_commands(Block(page=block.page, line=block.line, lang=block.lang,
                                           code=code))
-        env = self._command_env()
         for command in commands:
             where = f"docs/{block.page}:{command.line}"
-            result = subprocess.run(
-                ["bash", "-c", command.text], cwd=self.directory, env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                timeout=COMMAND_TIMEOUT, check=False,
-            )
-            shown = f"$ {command.text}\n{result.stdout}"
-            if "fails" in block.flags and result.returncode == 0:
+            status, printed = self._command(command.text)
+            self.ran.append((command.text, status, printed))
+            shown = f"$ {command.text}\n{printed}"
+            if "fails" in block.flags and status == 0:
                 pytest.fail(f"{where}: the page shows this command failing, it succeeded:\n"
                             f"{shown}", pytrace=False)
-            if "fails" not in block.flags and result.returncode != 0:
-                pytest.fail(f"{where}: exit status {result.returncode}:\n{shown}", pytrace=False)
+            if "fails" not in block.flags and status != 0:
+                pytest.fail(f"{where}: exit status {status}:\n{shown}", pytrace=False)
             if command.expected and not output.matches(command.expected,
-                                                       self._as_shown(result.stdout)):
+                                                       self._as_shown(printed)):
                 pytest.fail(f"{where}: the output differs from the page.\n--- page\n"
                             + "\n".join(command.expected) + f"\n--- actual\n{shown}",
                             pytrace=False)
+
+    def _in_process(self) -> bool:
+        """Whether this process can stand in for a ``celery`` executable: the chain uses this
+        environment, and its app is not a Django project (Django is set up once a process)."""
+        return (self.in_process and self.bin == BIN and not self.isolated
+                and not (self.directory / "proj").is_dir())
+
+    def _command(self, text: str) -> tuple[int, str]:
+        """Run one command; its exit status and what it printed (stdout and stderr, in order)."""
+        argv = celery_words(text) if self._in_process() else None
+        if argv is None:
+            result = subprocess.run(
+                ["bash", "-c", text], cwd=self.directory, env=self._command_env(),
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                timeout=COMMAND_TIMEOUT, check=False,
+            )
+            return result.returncode, result.stdout
+        from celery.bin.celery import celery
+        from click.testing import CliRunner
+
+        _forget_proj()  # the command reads the chain's files as they are now
+        # The environment a subprocess would get: the chain's variables, no COLUMNS.
+        env: dict[str, str | None] = {**self.env, "COLUMNS": None}
+        environ = dict(os.environ)  # what the app's import sets (setdefault) ends with it
+        try:
+            with _shared_tasks(self.shared_tasks):
+                ran = CliRunner().invoke(celery, argv, env=env, prog_name="celery")
+        finally:
+            os.environ.clear()
+            os.environ.update(environ)
+        printed = ran.output
+        if ran.exception is not None and not isinstance(ran.exception, SystemExit):
+            # What the executable would print: the traceback of what escaped.
+            printed += "".join(traceback.format_exception(ran.exception))
+        return ran.exit_code, printed
 
     def _background(self, block: Block, code: str) -> None:
         """Start every command of the block, wait until each has printed what the page shows
@@ -357,20 +400,9 @@ class ChainRunner:
                         pytrace=False)
 
     def _stop_background(self) -> None:
-        """SIGTERM to each background command's process group, as Ctrl-C in its terminal
-        would; SIGKILL for one still running after :data:`STOP_TIMEOUT`."""
+        """SIGTERM to each background command, as Ctrl-C in its terminal would."""
         running, self.background = self.background, []
-        for process in running:
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-        for process in running:
-            try:
-                process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_process_groups(running, STOP_TIMEOUT)
 
     def _sql(self, block: Block, code: str) -> None:
         if not self.database_url.startswith("postgresql"):
@@ -386,11 +418,50 @@ class ChainRunner:
             engine.dispose()
 
 
+@contextmanager
+def _shared_tasks(kept: set[Any]) -> Iterator[None]:
+    """Celery's registry of shared tasks holding only ``kept`` meanwhile.
+
+    Every import of ``proj`` leaves its tasks there, to be added to each app created later;
+    a command run in this process must not find those of earlier imports, which a new process
+    would not have (each would collide with the task of the same name its own import defines).
+    """
+    from celery import _state
+
+    finalizers = _state._on_app_finalizers
+    before = set(finalizers)
+    finalizers.clear()
+    finalizers.update(kept)
+    try:
+        yield
+    finally:
+        finalizers.clear()
+        finalizers.update(before)
+
+
 def _forget_proj() -> None:
     """Drop the ``proj`` module (or package and its modules) this process imported, so the
     next import reads the chain's files."""
     for name in [name for name in sys.modules if name == "proj" or name.startswith("proj.")]:
         del sys.modules[name]
+
+
+#: What makes a command need a shell, outside quotes: operators, expansions, globs.
+_SHELL_SYNTAX = re.compile(r"[|&;<>()$`*?\[\]{}~\\]")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"$`\\]*\"")
+
+
+def celery_words(text: str) -> list[str] | None:
+    """The arguments after ``celery`` of a command that is plain words; None for one that
+    needs a shell (or is not ``celery``)."""
+    if _SHELL_SYNTAX.search(_QUOTED.sub("", text)):
+        return None
+    words = shlex.split(text)
+    # goatbeat's own commands; Celery's (beat, worker) configure logging and signals for a
+    # process of their own.
+    if words[:1] != ["celery"] or "goatbeat" not in words:
+        return None
+    return words[1:]
 
 
 def sql_statements(code: str) -> list[str]:

@@ -2,19 +2,21 @@
 
 Every block marked runnable in ``docs/*.md`` (see :mod:`tests.docs.blocks` for the markers) runs
 here: Python against a real store (a SQLite file in a temporary directory, or PostgreSQL where
-the page is about PostgreSQL), ``celery -A proj goatbeat …`` commands in a subprocess against a
-small app module, SQL on PostgreSQL. A command's output must match the output the page shows.
+the page is about PostgreSQL), ``celery -A proj goatbeat …`` commands against a small app module
+(in this process, through Celery's own ``celery`` command, unless they need a shell), SQL on
+PostgreSQL. A command's output must match the output the page shows.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.docs import output
 from tests.docs.blocks import Chain, DocsSyntaxError, chains, page_blocks
-from tests.docs.context import ChainRunner, sql_statements
+from tests.docs.context import ChainRunner, celery_words, sql_statements
 
 
 def _collect() -> list[Chain] | DocsSyntaxError:
@@ -105,3 +107,72 @@ def test_sql_blocks_split_into_statements_without_comments() -> None:
     code = "-- roles\nCREATE ROLE a LOGIN;  -- the beat\nGRANT USAGE ON SCHEMA public\n  TO a;\n"
 
     assert sql_statements(code) == ["CREATE ROLE a LOGIN", "GRANT USAGE ON SCHEMA public\n  TO a"]
+
+
+def test_only_plain_goatbeat_commands_run_in_this_process() -> None:
+    assert celery_words('celery -A proj goatbeat add d mail.digest --cron "0 7 * * *" '
+                        """--kwargs '{"limit": 50}'""") == [
+        "-A", "proj", "goatbeat", "add", "d", "mail.digest", "--cron", "0 7 * * *",
+        "--kwargs", '{"limit": 50}']
+    for needs_a_shell in ["celery -A proj goatbeat remove x --yes || echo $?",
+                          "celery -A proj goatbeat add w m.d --cron '0 8 * * mon' 2>&1 >/dev/null",
+                          'celery -A proj goatbeat show "$NAME"',
+                          "celery -A proj goatbeat list | head -3",
+                          "celery -A proj beat -S goatbeat_celery.Scheduler",
+                          "python -c 'print(1)'"]:
+        assert celery_words(needs_a_shell) is None, needs_a_shell
+
+
+CHECKED_BOTH_WAYS = """\
+<!-- test -->
+```console
+$ celery -A proj goatbeat migrate
+...
+$ celery -A proj goatbeat add nightly reports.build --cron "0 2 * * *" --json
+...
+$ celery -A proj goatbeat list
+...
+$ celery -A proj goatbeat check
+...
+```
+
+<!-- test: continue fails -->
+```console
+$ celery -A proj goatbeat show nope
+Error: no schedule named 'nope'; `celery -A proj goatbeat list` shows the schedules
+```
+
+<!-- test: continue fails -->
+```console
+$ celery -A proj goatbeat edit nightly --every 5x
+...
+```
+"""
+
+
+def test_a_command_run_in_this_process_prints_and_exits_as_the_executable(
+        tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "page.md").write_text(CHECKED_BOTH_WAYS)
+    [chain] = chains(tmp_path)
+    runs = []
+    for in_process in (True, False):
+        directory = tmp_path / f"in_process_{in_process}"
+        directory.mkdir()
+        runner = ChainRunner(chain, request, directory, monkeypatch, in_process=in_process)
+        runner.run()
+        runs.append([(text, status, printed.replace(str(directory), "DIR"))
+                     for text, status, printed in runner.ran])
+
+    here, executable = runs
+    assert [status for _, status, _ in here] == [0, 0, 0, 0, 1, 2]
+    # The same lines, but for the instants the store wrote and the times left until them.
+    for (text, status, printed), (_, executable_status, executable_printed) in zip(
+            here, executable, strict=True):
+        assert status == executable_status, text
+        assert _masked(printed).splitlines() == _masked(executable_printed).splitlines(), text
+
+
+def _masked(printed: str) -> str:
+    for pattern in (r"\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d)", r"\(in [^)]*\)"):
+        printed = re.sub(pattern, "…", printed)
+    return printed

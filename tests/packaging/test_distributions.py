@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import email
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import pytest
 from sqlalchemy.engine import URL
 
 import goatbeat_celery
-from tests.conftest import empty_database
+from tests.conftest import empty_database, stop_process_groups
 from tests.packaging.dist import (
     DISTRIBUTION,
     EXTRAS,
@@ -154,17 +153,7 @@ class Project:
                                 for n, _, log in self.processes), pytrace=False)
 
     def stop(self) -> None:
-        for _, process, _ in self.processes:
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-        for _, process, _ in self.processes:
-            try:
-                process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_process_groups([process for _, process, _ in self.processes], STOP_TIMEOUT)
 
 
 def fetch(url: str, timeout: float = 30) -> str:

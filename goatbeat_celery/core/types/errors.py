@@ -90,6 +90,17 @@ class CalendarInUse(GoatbeatError):
 class ScheduleConflict(GoatbeatError):
     """A schedule name is already taken, or an edit lost a compare-and-set race."""
 
+    @classmethod
+    def taken(cls, kind: str, name: str) -> ScheduleConflict:
+        """``name`` is already used by a ``kind`` (schedule, calendar)."""
+        return cls(f"a {kind} named {name!r} already exists")
+
+    @classmethod
+    def stale(cls, kind: str, name: str, version: int, expected: int | None) -> ScheduleConflict:
+        """An edit made against ``expected`` found the ``kind`` at ``version``."""
+        return cls(f"{kind} {name!r} is at version {version}, not {expected}: "
+                   "reload it and retry")
+
 
 class LeaseLost(GoatbeatError):
     """The caller's fencing token is stale: another replica holds, or held, the lease since.

@@ -16,7 +16,7 @@ class MemoryCalendars(MemoryStoreBase):
     def create_calendar(self, calendar: Calendar) -> Calendar:
         with self._lock:
             if calendar.name in self._calendars:
-                raise ScheduleConflict(f"a calendar named {calendar.name!r} already exists")
+                raise ScheduleConflict.taken("calendar", calendar.name)
             now = self.now()
             stored = replace(calendar, version=1, created_at=now, updated_at=now, damage=())
             self._calendars[calendar.name] = stored
@@ -28,9 +28,8 @@ class MemoryCalendars(MemoryStoreBase):
         with self._lock:
             current = self.get_calendar(calendar.name)
             if expected_version is not None and current.version != expected_version:
-                raise ScheduleConflict(f"calendar {calendar.name!r} is at version "
-                                       f"{current.version}, not {expected_version}: reload "
-                                       "it and retry")
+                raise ScheduleConflict.stale("calendar", calendar.name, current.version,
+                                             expected_version)
             stored = replace(current, description=calendar.description,
                              dates=calendar.dates, ranges=calendar.ranges,
                              version=current.version + 1, updated_at=self.now(), damage=())

@@ -35,7 +35,7 @@ class MemorySchedules(MemoryStoreBase):
         check_aware(next_occurrence_at, next_run_at)
         with self._lock:
             if spec.name in self._schedules:
-                raise ScheduleConflict(f"a schedule named {spec.name!r} already exists")
+                raise ScheduleConflict.taken("schedule", spec.name)
             now = self.now()
             schedule = Schedule(spec=spec, next_occurrence_at=next_occurrence_at,
                                 next_run_at=next_run_at, created_at=now, updated_at=now)
@@ -54,10 +54,8 @@ class MemorySchedules(MemoryStoreBase):
         with self._lock:
             current = self.get_schedule(spec.name)
             if expected_version is not None and current.version != expected_version:
-                raise ScheduleConflict(
-                    f"schedule {spec.name!r} is at version {current.version}, "
-                    f"not {expected_version}: reload it and retry"
-                )
+                raise ScheduleConflict.stale("schedule", spec.name, current.version,
+                                             expected_version)
             schedule = replace(
                 current, spec=replace(spec, source=current.spec.source),
                 next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, ClassVar
@@ -13,6 +13,7 @@ from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
 from goatbeat_celery.core.rules.claims import InFlight, in_flight
 from goatbeat_celery.core.rules.fence import fenced_clock
+from goatbeat_celery.core.types.errors import GoatbeatError, ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.errors import translated
@@ -27,6 +28,18 @@ L = lease_table
 
 
 Insert = PGInsert | SQLiteInsert
+
+
+def refused_edit(conn: sa.Connection, table: sa.Table, name: str, expected_version: int | None,
+                 kind: str, missing: Callable[[str], GoatbeatError]) -> GoatbeatError:
+    """Why a versioned UPDATE of the row named ``name`` matched none: it is gone, or another
+    edit moved it past ``expected_version``."""
+    version = conn.execute(
+        sa.select(table.c.version).where(table.c.name == name)
+    ).scalar_one_or_none()
+    if version is None:
+        return missing(name)
+    return ScheduleConflict.stale(kind, name, version, expected_version)
 
 
 class _Write:

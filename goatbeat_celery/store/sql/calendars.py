@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.types.errors import CalendarInUse, CalendarNotFound, ScheduleConflict
 from goatbeat_celery.store.schema import calendar_table, schedule_table
-from goatbeat_celery.store.sql.base import SQLStoreBase
+from goatbeat_celery.store.sql.base import SQLStoreBase, refused_edit
 from goatbeat_celery.store.sql.rows import _calendar
 
 S = schedule_table
@@ -39,7 +39,7 @@ class SQLCalendars(SQLStoreBase):
                 .returning(*C.c)
             ).one_or_none()
             if row is None:
-                raise ScheduleConflict(f"a calendar named {calendar.name!r} already exists")
+                raise ScheduleConflict.taken("calendar", calendar.name)
             txn.announce = True
         return _calendar(row)
 
@@ -56,13 +56,8 @@ class SQLCalendars(SQLStoreBase):
                 .returning(*C.c)
             ).one_or_none()
             if row is None:
-                version = conn.execute(
-                    sa.select(C.c.version).where(C.c.name == calendar.name)
-                ).scalar_one_or_none()
-                if version is None:
-                    raise CalendarNotFound(calendar.name)
-                raise ScheduleConflict(f"calendar {calendar.name!r} is at version {version}, "
-                                       f"not {expected_version}: reload it and retry")
+                raise refused_edit(conn, C, calendar.name, expected_version, "calendar",
+                                   CalendarNotFound)
             txn.announce = True
         return _calendar(row)
 

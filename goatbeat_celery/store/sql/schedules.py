@@ -26,7 +26,7 @@ from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
 from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.store.schema import schedule_table, schedule_tag_table
-from goatbeat_celery.store.sql.base import SQLStoreBase
+from goatbeat_celery.store.sql.base import SQLStoreBase, refused_edit
 from goatbeat_celery.store.sql.rows import _schedule, _spec_values, _summary
 
 S = schedule_table
@@ -76,7 +76,7 @@ class SQLSchedules(SQLStoreBase):
                 .returning(*S.c)
             ).one_or_none()
             if row is None:
-                raise ScheduleConflict(f"a schedule named {spec.name!r} already exists")
+                raise ScheduleConflict.taken("schedule", spec.name)
             txn.announce = True
         return _schedule(row)
 
@@ -102,15 +102,8 @@ class SQLSchedules(SQLStoreBase):
                 .returning(*S.c)
             ).one_or_none()
             if row is None:
-                version = conn.execute(
-                    sa.select(S.c.version).where(S.c.name == spec.name)
-                ).scalar_one_or_none()
-                if version is None:
-                    raise ScheduleNotFound(spec.name)
-                raise ScheduleConflict(
-                    f"schedule {spec.name!r} is at version {version}, "
-                    f"not {expected_version}: reload it and retry"
-                )
+                raise refused_edit(conn, S, spec.name, expected_version, "schedule",
+                                   ScheduleNotFound)
             txn.announce = True
         return _schedule(row)
 
