@@ -245,3 +245,33 @@ def json_of(text: str) -> object:
     import json
 
     return json.loads(text)
+
+
+def test_the_export_refuses_what_django_celery_beat_cannot_hold_and_writes_the_rest(
+        api: Schedules) -> None:
+    from django.core.management import CommandError, call_command
+    from django_celery_beat.models import PeriodicTask
+
+    from tests.django.conftest import add_config_schedule
+
+    PeriodicTask.objects.all().delete()
+    later = datetime.now(timezone.utc) + timedelta(days=3)
+    # django-celery-beat's model refuses an end and an expiry in seconds together.
+    api.create("both-ends", "shop.sync", every=60, end_at=later, options={"expires": 30})
+    api.create("either-day", "pay.run", cron="0 9 1-7 * fri")  # standard cron's OR
+    api.create("fine", "shop.sync", every=300)
+    add_config_schedule(api, "heartbeat", "proj.heartbeat")  # no periodic task of its name
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="2 schedules were refused: 'both-ends', "
+                                           "'either-day'"):
+        call_command("goatbeat_export_django_celery_beat", stdout=out, no_color=True)
+    output = out.getvalue()
+    assert "refused 'both-ends': cannot be written: ValidationError" in output, output
+    assert ("refused 'either-day': a cron restricting both days and matching either one "
+            "(standard cron); Celery's crontab matches both") in output, output
+    assert "wrote 'fine': every 5m, enabled, last run " in output, output
+    assert set(PeriodicTask.objects.values_list("name", flat=True)) == {"fine"}
+    # What went back is paused in goatbeat, the config entry too (django-celery-beat's beat
+    # sends it from the config now); what was refused keeps running in goatbeat.
+    assert not api.get("fine").spec.enabled and not api.get("heartbeat").spec.enabled
+    assert api.get("both-ends").spec.enabled and api.get("either-day").spec.enabled

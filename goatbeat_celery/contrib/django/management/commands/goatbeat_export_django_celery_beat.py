@@ -14,7 +14,8 @@ would have run it:
   time has passed at once).
 
 A schedule of ``beat_schedule`` is not written (django-celery-beat's scheduler stores those
-itself, from the config) but its periodic task's ``last_run_at`` is, when it has one. The
+itself, from the config) but its periodic task's ``last_run_at`` is, when it has one; it is
+paused in goatbeat like the others. The
 note ``--disable-source`` of the import put in a description is taken out again.
 
 django-celery-beat's side is written in one transaction; then each exported goatbeat schedule
@@ -32,14 +33,16 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DataError, IntegrityError
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.contrib.django.management.commands.goatbeat_import_django_celery_beat import (  # noqa: E501
     NOTE_START,
     PERIODIC_TASK_NAME,
 )
-from goatbeat_celery.core.types.errors import GoatbeatError
+from goatbeat_celery.core.types.errors import GoatbeatError, failure_reason
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
@@ -47,6 +50,9 @@ from goatbeat_celery.display import describe_trigger, when
 
 #: The note each exported goatbeat schedule is paused with.
 PAUSE_NOTE = "exported to django-celery-beat (goatbeat_export_django_celery_beat)"
+#: What writing one periodic task can raise from its own data: its model's validation (both
+#: an end and an expiry in seconds, say), a value the database refuses.
+ROW_ERRORS = (ValidationError, DataError, IntegrityError, ValueError, TypeError)
 #: Message options a periodic task has a column for.
 COLUMNS = ("queue", "exchange", "routing_key", "priority")
 
@@ -76,6 +82,8 @@ class Command(BaseCommand):
 
         dry_run, database = bool(options["dry_run"]), str(options["database"])
         written: list[str] = []
+        #: Entries of beat_schedule: paused too, as django-celery-beat's beat sends them now.
+        config: list[str] = []
         refused: list[tuple[str, str]] = []
         try:
             with integration.schedules() as source:
@@ -84,12 +92,18 @@ class Command(BaseCommand):
                 with transaction.atomic(using=database):
                     for schedule in schedules:
                         try:
-                            line = export_one(schedule, source, database, now)
-                        except Refused as exc:
-                            refused.append((schedule.name, str(exc)))
+                            # A savepoint each: a row the database refuses is refused alone.
+                            with transaction.atomic(using=database):
+                                line = export_one(schedule, source, database, now)
+                        except (Refused, *ROW_ERRORS) as exc:
+                            reason = str(exc) if isinstance(exc, Refused) else (
+                                f"cannot be written: {failure_reason(exc)}")
+                            refused.append((schedule.name, reason))
                             self.stdout.write(self.style.WARNING(
-                                f"refused {schedule.name!r}: {exc}"))
+                                f"refused {schedule.name!r}: {reason}"))
                             continue
+                        if schedule.spec.source is ScheduleSource.CONFIG:
+                            config.append(schedule.name)
                         if line is None:
                             self.stdout.write(f"skipped {schedule.name!r}: an entry of "
                                               "beat_schedule, which django-celery-beat's "
@@ -103,8 +117,9 @@ class Command(BaseCommand):
                     if dry_run:
                         transaction.set_rollback(True, using=database)
                 if not dry_run:
+                    paused = {*written, *config}
                     for schedule in schedules:
-                        if schedule.name in written and schedule.spec.enabled:
+                        if schedule.name in paused and schedule.spec.enabled:
                             source.pause(schedule.name, note=PAUSE_NOTE)
         except GoatbeatError as exc:
             raise CommandError(str(exc)) from exc
