@@ -8,8 +8,10 @@ leases, and says:
 
 * a *warning* for tasks enabled in both (nothing may run twice yet: django-celery-beat's beat
   may be stopped already), naming them and how to disable them;
-* an *error* for those whose ``last_run_at`` is later than the moment goatbeat's beat took its
-  lease: a ``DatabaseScheduler`` still runs them while goatbeat does.
+* an *error* for those whose ``last_run_at`` is later than the moment goatbeat's running beat
+  took its lease (a lease held now): a ``DatabaseScheduler`` still runs them while goatbeat
+  does. Once goatbeat's beat is stopped (its lease released or expired), nothing is sent
+  twice, and the warning remains.
 
 The rule is written here once; ``celery goatbeat check`` and Django's system checks show it.
 A rollback (``goatbeat_export_django_celery_beat``) pauses goatbeat's schedules, which ends
@@ -52,8 +54,8 @@ class Overlap:
     both_enabled: tuple[str, ...]
     #: Of those, the ones django-celery-beat ran after goatbeat's beat took its lease.
     ran_since: tuple[SourceTask, ...]
-    #: When goatbeat's beat took its lease (the earliest holder's start still on record);
-    #: None when no goatbeat beat ever held it.
+    #: When goatbeat's running beat took its lease (the earliest of the leases held now, a
+    #: sharded deployment holding several); None when no goatbeat beat holds one.
     lease_taken_at: datetime | None
 
     def warning(self) -> str | None:
@@ -125,7 +127,7 @@ def overlap(store: _Store, tasks: Sequence[SourceTask], lease_name: str) -> Over
         if schedule.spec.enabled:
             both.append(task)
     taken = [info.acquired_at for info in store.list_leases(lease_name)
-             if info.acquired_at is not None and info.token > 0]
+             if info.acquired_at is not None and info.held]
     since = min(taken) if taken else None
     ran = tuple(task for task in both if since is not None and task.last_run_at is not None
                 and task.last_run_at > since)

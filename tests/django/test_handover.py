@@ -275,3 +275,21 @@ def test_the_export_refuses_what_django_celery_beat_cannot_hold_and_writes_the_r
     # sends it from the config now); what was refused keeps running in goatbeat.
     assert not api.get("fine").spec.enabled and not api.get("heartbeat").spec.enabled
     assert api.get("both-ends").spec.enabled and api.get("either-day").spec.enabled
+
+
+def test_the_guard_fails_only_while_goatbeats_beat_holds_its_lease(api: Schedules,
+                                                                    tasks: None) -> None:
+    """goatbeat's beat stopped (its lease released), django-celery-beat running alone sends
+    nothing twice: the error becomes the warning."""
+    from django_celery_beat.models import PeriodicTask
+
+    import_tasks()
+    grant = api.store.acquire("default", "replica-1", timedelta(seconds=30))
+    assert grant is not None
+    PeriodicTask.objects.filter(name="nightly-sync").update(
+        last_run_at=api.store.now() + timedelta(seconds=1))
+    assert guard()[1][0].startswith("fail: django-celery-beat ran 1 periodic task")
+    assert api.store.release(grant)
+    django, cli = guard()
+    assert [line.split(":")[0] for line in django] == ["goatbeat.W005"], django
+    assert cli[0].startswith("warn: 2 django-celery-beat periodic tasks are enabled"), cli
