@@ -143,6 +143,10 @@ def export_one(schedule: Schedule, source: Schedules, database: str,
     tasks = PeriodicTask.objects.using(database)
     existing = tasks.filter(name=spec.name).first()
     last_run = last_run_at(schedule, now)
+    if (existing is not None and existing.last_run_at is not None
+            and schedule.paused_reason == PAUSE_NOTE):
+        # Exported before, and paused since: goatbeat ran nothing, what was written holds.
+        last_run = existing.last_run_at
     if spec.source is ScheduleSource.CONFIG:
         if existing is None:
             return None
@@ -196,10 +200,16 @@ def task_fields(schedule: Schedule, source: Schedules, database: str,
         headers=json.dumps(headers), expire_seconds=None if expires is None else int(expires),
         start_time=spec.start_at if spec.start_at is not None and spec.start_at > now else None,
         expires=spec.end_at, description=spec.description or "",
-        enabled=bool(spec.enabled and not ran_once and schedule.paused_until is None),
+        enabled=bool(running(schedule) and not ran_once and schedule.paused_until is None),
         total_run_count=schedule.total_runs,
     )
     return fields
+
+
+def running(schedule: Schedule) -> bool:
+    """Whether the schedule runs in goatbeat, or did until an earlier export paused it (a
+    second export writes the same as the first)."""
+    return schedule.spec.enabled or schedule.paused_reason == PAUSE_NOTE
 
 
 def trigger_fields(schedule: Schedule, database: str) -> dict[str, Any]:
