@@ -34,17 +34,51 @@ def fill(url: str, count: int) -> None:
         connection.execute(sa.text(
             "INSERT INTO goatbeat_schedule (name, task, args, kwargs, options, trigger, enabled,"
             " source, spec_hash, total_runs, total_missed, version, next_occurrence_at,"
-            " next_run_at, created_at, updated_at, tags) "
+            " next_run_at, created_at, updated_at, tags, last_occurrence_at) "
             "SELECT 'sched-' || lpad(n::text, 6, '0'), 'proj.tasks.tick', '[]', '{}', '{}',"
             " '{\"kind\": \"interval\", \"every\": 60}', n % 10 <> 0,"
             " CASE WHEN n % 3 = 0 THEN 'config' ELSE 'api' END, 'bench', 0, 0, 1,"
             " now() + make_interval(secs => 60 + n % 3600),"
             " now() + make_interval(secs => 60 + n % 3600), now(), now(),"
             " CASE WHEN n % 2 = 0 THEN json_build_array("
-            "'team-' || lpad((n / 2 % 50)::text, 2, '0'), 'nightly') END "
+            "'team-' || lpad((n / 2 % 50)::text, 2, '0'), 'nightly') END,"
+            " date_trunc('minute', now()) - make_interval(mins => 1 + n % 60) "
             "FROM generate_series(1, :count) AS n"), {"count": count})
+        # Each schedule's last occurrence ran (one in 7 failed): the list shows its state.
+        connection.execute(sa.text(
+            f"INSERT INTO goatbeat_execution ({EXECUTION_COLUMNS}) "
+            f"SELECT {_execution_values('last_occurrence_at', 'n')} "
+            "FROM (SELECT name, last_occurrence_at, row_number() OVER () AS n"
+            " FROM goatbeat_schedule) AS s"))
+        # And the busy one ran every second for the last BUSY_RUNS seconds.
+        connection.execute(sa.text(
+            f"INSERT INTO goatbeat_execution ({EXECUTION_COLUMNS}) "
+            f"SELECT {_execution_values('at', 'k')} "
+            "FROM (SELECT :busy AS name, date_trunc('minute', now()) - make_interval(secs => k)"
+            " AS at, k FROM generate_series(61, 60 + :runs) AS k) AS s "
+            "ON CONFLICT (key) DO NOTHING"),
+            {"busy": BUSY, "runs": BUSY_RUNS})
         connection.execute(sa.text("ANALYZE"))
     engine.dispose()
+
+
+BUSY = "sched-000001"
+BUSY_RUNS = 2_000
+EXECUTION_COLUMNS = ("key, schedule_name, occurrence_at, due_at, token, state, claimed_at,"
+                     " submitted_at, attempts, missed, manual, run_state, worker, run_attempts,"
+                     " started_at, finished_at, runtime, run_error")
+
+
+def _execution_values(at: str, n: str) -> str:
+    """The columns of a run of ``name`` at ``at`` (SQL), failed when ``n`` is a multiple of
+    7: its key as goatbeat writes it (the instant in UTC, ISO-8601)."""
+    failed = f"{n} % 7 = 0"
+    return (f"name || ':' || to_char({at} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
+            f" || '+00:00', name, {at}, {at}, 1, 'submitted', {at} + interval '10 ms',"
+            f" {at} + interval '20 ms', 1, 0, false,"
+            f" CASE WHEN {failed} THEN 'failed' ELSE 'succeeded' END, 'celery@bench', 1,"
+            f" {at} + interval '30 ms', {at} + interval '530 ms', 0.5 + ({n} % 10) / 10.0,"
+            f" CASE WHEN {failed} THEN 'ValueError: upstream answered 503' END")
 
 
 def measure(client: object, path: str, repeat: int) -> list[float]:
@@ -107,6 +141,7 @@ def main() -> int:
         middle = f"sched-{options.schedules // 2:06d}"
         middle_run = schedules.get(middle).next_run_at
         assert middle_run is not None
+        busy_key = schedules.history(BUSY, limit=1)[0].key
         pages = {
             "schedules, first page": "/schedules",
             "schedules, name prefix": "/schedules?q=sched-0500",
@@ -127,6 +162,12 @@ def main() -> int:
                                            "after_run": middle_run.isoformat(), "page": 1000}),
             "overview": "/",
             "one schedule": f"/schedule?name={middle}",
+            f"a busy schedule ({BUSY_RUNS:,} runs)": f"/schedule?name={BUSY}",
+            "its failed runs": f"/schedule?name={BUSY}&outcome=failed",
+            "a run": "/run?" + urlencode({"key": busy_key}),
+            "fleet": "/fleet",
+            "backfills": "/backfills",
+            "calendars": "/calendars",
         }
         admin_pages = {
             "admin: schedule list": "/admin/goatbeat/schedule/",

@@ -557,6 +557,20 @@ def lateness(execution: Execution) -> float | None:
     return (execution.submitted_at - execution.due_at).total_seconds()
 
 
+def run_status(execution: Execution) -> str:
+    """One word for where a run stands, the truthful one: what a worker reported (or the
+    leader's verdict) once there is any, beat's dispatch state before that. A run that was
+    ``submitted`` and then failed is ``failed``, never both."""
+    if execution.run_state is not None:
+        return str(execution.run_state.value)
+    return str(execution.state.value)
+
+
+#: Every word :func:`run_status` can give, in the order a filter lists them.
+RUN_STATUSES = ("succeeded", "failed", "running", "retrying", "submitted", "claimed", "held",
+                "lost", "unknown", "revoked", "rejected", "skipped", "expired", "abandoned")
+
+
 def execution_json(execution: Execution) -> dict[str, Any]:
     return {
         "key": execution.key,

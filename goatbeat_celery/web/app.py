@@ -9,6 +9,7 @@ synchronous: each request makes them in Starlette's thread pool.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,24 +30,27 @@ from starlette.templating import Jinja2Templates
 
 from goatbeat_celery import __version__, display
 from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.core.rules.backfill import Backfill, BackfillMode
 from goatbeat_celery.core.rules.calendars import resolve
 from goatbeat_celery.core.rules.controls import upcoming_runs
 from goatbeat_celery.core.rules.misfire import first_occurrence
 from goatbeat_celery.core.rules.shards import Replica, Shard, shard_lease_name, sharding_prefix
 from goatbeat_celery.core.types.errors import (
+    BackfillNotFound,
+    CalendarNotFound,
     ConfigurationError,
     GoatbeatError,
     ScheduleConflict,
     ScheduleNotFound,
     StoreUnavailable,
 )
-from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.execution import Execution, idempotency_key
 from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
 from goatbeat_celery.store.url import mask_url
-from goatbeat_celery.web import forms
+from goatbeat_celery.web import forms, present
 from goatbeat_celery.web.chart import Chart, lateness_chart
 from goatbeat_celery.web.security import (
     CSRF_COOKIE,
@@ -69,6 +73,9 @@ PAGE_SIZE = 50
 #: Executions read for the overview's chart, newest first.
 CHART_EXECUTIONS = 500
 HISTORY_SHOWN = 50
+#: Runs read for a schedule's page: its runtime percentiles and its filter by outcome look at
+#: these (the newest), the table shows the first HISTORY_SHOWN that pass the filter.
+RUNS_READ = 500
 NEXT_RUNS_SHOWN = 5
 STATES = ("enabled", "paused", "set-aside")
 #: Methods that change nothing: every other one is checked for its CSRF token.
@@ -88,6 +95,9 @@ NOTICES = {
     "paused": "Paused.", "resumed": "Resumed from its next occurrence.",
     "queued": "Run queued: the leader sends it within a second or so.",
     "saved": "Saved.", "created": "Created.", "removed": "Removed; its history stays.",
+    "backfill": "Backfill stored: the leader runs it after the live schedules, a few a tick.",
+    "cancelled": "Cancelled: nothing more is claimed for it; what it claimed already is sent.",
+    "calendar": "Saved: the leader applies it the next time it plans.",
 }
 
 Handler = Callable[..., Awaitable[Response]]
@@ -132,6 +142,14 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     environment.globals["human_seconds"] = display.human_seconds
     environment.globals["lateness"] = display.lateness
     environment.globals["version"] = __version__
+    environment.globals["ago"] = present.ago
+    environment.globals["after"] = present.after
+    environment.globals["pill"] = present.pill
+    environment.filters["breakable"] = present.breakable
+    environment.globals["run_status"] = display.run_status
+    environment.globals["short_key"] = present.short_key
+    environment.globals["backfill_of"] = present.backfill_of
+    environment.globals["seconds_text"] = present.seconds_text
     context = _Context(
         schedules=schedules, settings=settings,
         # With shards, shard 0's lease heads the overview: its leader does the global work.
@@ -156,7 +174,19 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/schedule/resume", _resume, "resume", ["POST"]),
         route("/schedule/run", _run_now, "run_now", ["POST"]),
         route("/schedule/edit", _edit, "edit", ["POST"]),
+        route("/schedule/delete", _delete_page, "delete_confirm", ["GET"]),
         route("/schedule/delete", _delete, "delete", ["POST"]),
+        route("/run", _run_page, "run", ["GET"]),
+        route("/backfill/new", _backfill_form, "backfill_new", ["GET"]),
+        route("/backfill/new", _backfill_start, "backfill_start", ["POST"]),
+        route("/backfill", _backfill_page, "backfill", ["GET"]),
+        route("/backfill/cancel", _backfill_cancel, "backfill_cancel", ["POST"]),
+        route("/backfills", _backfill_list, "backfills", ["GET"]),
+        route("/calendars", _calendar_list, "calendars", ["GET"]),
+        route("/calendar", _calendar_page, "calendar", ["GET"]),
+        route("/calendars", _calendar_create, "calendar_create", ["POST"]),
+        route("/calendar/edit", _calendar_edit, "calendar_edit", ["POST"]),
+        route("/fleet", _fleet, "fleet", ["GET"]),
         route("/new", _new_page, "new", ["GET"]),
         route("/new", _create, "create", ["POST"]),
         route("/login", _login, "login", ["GET", "POST"], public=True, read_only_too=True),
@@ -385,7 +415,8 @@ def _read_overview(context: _Context) -> _Overview:
     # The member rows of every replica, and with several shards the shards' rows.
     rows = _lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name))
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
-                     lateness_chart(recent, now), None if settings.shards == 1 else rows,
+                     lateness_chart(recent, now, limit=CHART_EXECUTIONS),
+                     None if settings.shards == 1 else rows,
                      display.standby_replicas(rows, info, settings))
 
 
@@ -430,6 +461,17 @@ def _list_page(context: _Context, prefix: str, source: ScheduleSource | None, st
     return found[:PAGE_SIZE], len(found) > PAGE_SIZE
 
 
+def _last_runs(context: _Context, found: list[Schedule]) -> dict[str, Execution]:
+    """The execution of each schedule's last occurrence, by schedule name: one read by key for
+    the whole page (a run now is not an occurrence, so it is not the one shown)."""
+    keys = {idempotency_key(s.name, s.last_occurrence_at): s.name for s in found
+            if s.last_occurrence_at is not None}
+    if not keys:
+        return {}
+    runs = context.schedules.store.executions_by_key(list(keys))
+    return {keys[key]: run for key, run in runs.items()}
+
+
 def _cursor(order: ScheduleOrder, query: Mapping[str, str]) -> str | RunOrderCursor | None:
     """Where the previous page ended, from the link to this one (none when unreadable)."""
     name = query.get("after", "")
@@ -468,6 +510,7 @@ async def _schedule_list(request: Request, context: _Context) -> Response:
     page = _count(query.get("page", "")) if after else 0
     tag = query.get("tag", "").strip()
     found, more = await _call(_list_page, context, prefix, source, state, tag, order, after)
+    last_runs = await _call(_last_runs, context, found)
     # The state of a pause with an end depends on the time: judged by the database clock.
     now = await _call(context.schedules.store.now)
     filters = {"q": prefix, "source": source.value if source else "", "state": state,
@@ -477,7 +520,8 @@ async def _schedule_list(request: Request, context: _Context) -> Response:
         first=_link(request, "schedules", **filters) if after else None,
         next=(_next_link(request, filters, order, found[-1], page) if more and found
               else None),
-        page=page, page_size=PAGE_SIZE, now=now,
+        page=page, page_size=PAGE_SIZE, now=now, last_runs=last_runs,
+        default_zone=context.schedules.default_timezone,
     )
 
 
@@ -489,6 +533,14 @@ class _Detail:
     upcoming: list[datetime]
     upcoming_problem: str | None
     chart: Chart
+    #: The runs read (at most RUNS_READ, newest first) before the filter by outcome.
+    read: int = 0
+    #: How many of those runs are in each state (run_status), for the filter.
+    outcomes: dict[str, int] = field(default_factory=dict)
+    #: p50, p90, p99 and max runtime of the runs read that report one.
+    runtimes: list[tuple[str, str]] = field(default_factory=list)
+    measured: int = 0
+    backfills: list[Backfill] = field(default_factory=list)
 
 
 def _upcoming(context: _Context, schedule: Schedule) -> tuple[list[datetime], str | None]:
@@ -513,12 +565,22 @@ def _upcoming(context: _Context, schedule: Schedule) -> tuple[list[datetime], st
     return runs, None
 
 
-def _read_detail(context: _Context, name: str) -> _Detail:
+def _read_detail(context: _Context, name: str, outcome: str = "") -> _Detail:
     schedule = context.schedules.get(name)
-    history = context.schedules.history(name, limit=HISTORY_SHOWN)
+    read = context.schedules.history(name, limit=RUNS_READ)
     now = context.schedules.store.now()
     runs, problem = _upcoming(context, schedule)
-    return _Detail(schedule, history, now, runs, problem, lateness_chart(history, now))
+    outcomes: dict[str, int] = {}
+    for execution in read:
+        status = display.run_status(execution)
+        outcomes[status] = outcomes.get(status, 0) + 1
+    shown = [e for e in read if not outcome or display.run_status(e) == outcome]
+    runtimes = [e.runtime.total_seconds() for e in read if e.runtime is not None]
+    backfills = context.schedules.backfills(name=name, limit=10)
+    return _Detail(schedule, shown[:HISTORY_SHOWN], now, runs, problem,
+                   lateness_chart(read, now, limit=RUNS_READ), read=len(read),
+                   outcomes=outcomes, runtimes=present.percentiles(runtimes),
+                   measured=len(runtimes), backfills=backfills)
 
 
 def _read_only_reason(schedule: Schedule) -> str | None:
@@ -533,9 +595,11 @@ async def _schedule_page(request: Request, context: _Context, *,
                          state: forms.FormState | None = None,
                          status_code: int = 200) -> Response:
     name = request.query_params.get("name", "")
+    outcome = request.query_params.get("outcome", "")
+    outcome = outcome if outcome in display.RUN_STATUSES else ""
     if state is not None:
         name = state.values["name"]
-    detail = await _call(_read_detail, context, name)
+    detail = await _call(_read_detail, context, name, outcome)
     schedule = detail.schedule
     if state is None:
         state = forms.FormState(forms.stored_values(schedule, context.schedules.default_timezone))
@@ -544,7 +608,9 @@ async def _schedule_page(request: Request, context: _Context, *,
         request, context, "schedule.html", status_code=status_code, s=schedule,
         detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
         fields=display.schedule_fields(schedule, context.schedules.config.settings, detail.now),
-        kinds=forms.KINDS,
+        kinds=forms.KINDS, overlaps=forms.OVERLAP_CHOICES, modes=forms.MODE_CHOICES,
+        outcome=outcome, statuses=display.RUN_STATUSES,
+        zone=display.zone_of(schedule.spec.trigger) or context.schedules.default_timezone,
         # The definition as this page shows it, sent back with an edit: a refusal because it
         # changed since can then say what changed.
         read=json.dumps(forms.stored_values(schedule, context.schedules.default_timezone)),
@@ -593,11 +659,13 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
         return await _schedule_page(request, context, state=state, status_code=422)
     trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
     call = forms.call_keywords(state)
+    policies = forms.policy_keywords(state, context.schedules.default_timezone)
     version = _text(form, "version")
     if not state.errors:
         try:
-            await _call(context.schedules.update, name, **trigger, **call,
-                        expected_version=_count(version) if version else None)
+            await _call(functools.partial(
+                context.schedules.update, name, **trigger, **call, **policies,
+                expected_version=_count(version) if version else None))
         except ScheduleConflict as exc:
             changed = display.changed_since_read(name, forms.read_values(form), forms.stored_values(
                 await _call(context.schedules.get, name), context.schedules.default_timezone))
@@ -612,6 +680,15 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
     return _back_to(request, name, "saved")
 
 
+async def _delete_page(request: Request, context: _Context) -> Response:
+    """The confirmation a removal asks for: what goes, what stays, and the button that does
+    it (a form posted with its CSRF token)."""
+    name = request.query_params.get("name", "")
+    schedule = await _call(context.schedules.get, name)
+    return _render(request, context, "delete.html", s=schedule,
+                   locked=_read_only_reason(schedule))
+
+
 async def _delete(request: Request, context: _Context, form: FormData) -> Response:
     name = _text(form, "name")
     current = await _call(context.schedules.get, name)
@@ -620,6 +697,9 @@ async def _delete(request: Request, context: _Context, form: FormData) -> Respon
         state = forms.FormState(forms.stored_values(current, context.schedules.default_timezone))
         state.add(forms.GENERAL, locked)
         return await _schedule_page(request, context, state=state, status_code=422)
+    if _text(form, "confirm") != "remove":
+        # Only the confirmation page's button removes: any other post is asked to confirm.
+        return RedirectResponse(_link(request, "delete_confirm", name=name), status_code=303)
     await _call(context.schedules.delete, name)
     return RedirectResponse(_link(request, "schedules", notice="removed"), status_code=303)
 
@@ -633,13 +713,13 @@ async def _new_page(request: Request, context: _Context, *,
     if state is None:
         state = forms.FormState(_blank_values(context))
     return _render(request, context, "new.html", status_code=status_code, form=state,
-                   kinds=forms.KINDS)
+                   kinds=forms.KINDS, overlaps=forms.OVERLAP_CHOICES, modes=forms.MODE_CHOICES)
 
 
 def _blank_values(context: _Context) -> dict[str, str]:
     return {**dict.fromkeys(forms.FIELDS, ""), "kind": "every",
             "timezone": context.schedules.default_timezone, "args": "[]", "kwargs": "{}",
-            "options": "{}"}
+            "options": "{}", "mode": "fixed_rate"}
 
 
 async def _create(request: Request, context: _Context, form: FormData) -> Response:
@@ -647,10 +727,14 @@ async def _create(request: Request, context: _Context, form: FormData) -> Respon
     values = state.values
     trigger = forms.trigger_keywords(state, context.schedules.default_timezone)
     call = forms.call_keywords(state)
+    policies = {key: value for key, value in
+                forms.policy_keywords(state, context.schedules.default_timezone).items()
+                if value not in (None, [])}
     if not state.errors:
         try:
-            await _call(context.schedules.create, values["name"], values["task"], **trigger,
-                        **call, enabled=form.get("paused") is None)
+            await _call(functools.partial(
+                context.schedules.create, values["name"], values["task"], **trigger, **call,
+                **policies, enabled=form.get("paused") is None))
         except ConfigurationError as exc:
             state.add_problems(exc.details)
         except ScheduleConflict as exc:
@@ -658,6 +742,233 @@ async def _create(request: Request, context: _Context, form: FormData) -> Respon
     if state.errors:
         return await _new_page(request, context, state=state, status_code=422)
     return _back_to(request, values["name"], "created")
+
+
+def _read_run(context: _Context, key: str) -> tuple[Execution, Schedule | None, datetime]:
+    found = context.schedules.store.executions_by_key([key])
+    if key not in found:
+        raise RunNotShown(key)
+    execution = found[key]
+    try:
+        schedule: Schedule | None = context.schedules.get(execution.schedule_name)
+    except ScheduleNotFound:
+        schedule = None  # removed since: its history stays
+    return execution, schedule, context.schedules.store.now()
+
+
+class RunNotShown(GoatbeatError):
+    """No execution has this key (pruned, or never claimed)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"no run has the key {key!r}: it was never claimed, or was pruned "
+                         "since (goatbeat_history_retention)")
+
+
+async def _run_page(request: Request, context: _Context) -> Response:
+    key = request.query_params.get("key", "")
+    try:
+        execution, schedule, now = await _call(_read_run, context, key)
+    except RunNotShown as exc:
+        return _refusal(request, context, 404, "No such run", str(exc))
+    zone = (context.schedules.default_timezone if schedule is None
+            else display.zone_of(schedule.spec.trigger) or context.schedules.default_timezone)
+    return _render(request, context, "run.html", e=execution, s=schedule, now=now, zone=zone,
+                   status=display.run_status(execution), late=display.lateness(execution))
+
+
+@dataclass(frozen=True)
+class _Fleet:
+    lease: LeaseInfo | None
+    now: datetime
+    #: Every lease row of the sharding prefix: the shards' and the replicas' member rows.
+    members: list[LeaseInfo]
+    standbys: list[Replica]
+
+
+def _read_fleet(context: _Context) -> _Fleet:
+    """The lease rows only: the fleet page reads nothing of the schedules."""
+    settings = context.schedules.config.settings
+    leases = _lease_manager(context.schedules)
+    info = leases.inspect(context.lease_name)
+    rows = leases.list_leases(sharding_prefix(settings.lease_name))
+    return _Fleet(info, context.schedules.store.now(), rows,
+                  display.standby_replicas(rows, info, settings))
+
+
+async def _fleet(request: Request, context: _Context) -> Response:
+    data = await _call(_read_fleet, context)
+    settings = context.schedules.config.settings
+    by_name = {row.name: row for row in data.members}
+    if data.lease is not None:
+        by_name[data.lease.name] = data.lease
+    shards = []
+    for k in range(settings.shards):
+        name = shard_lease_name(settings.lease_name, Shard(k, settings.shards))
+        shards.append((k, name, by_name.get(name)))
+    names = {name for _k, name, _row in shards}
+    replicas = sorted((row for row in data.members
+                       if row.name not in names and row.holder is not None),
+                      key=lambda row: row.holder or "")
+    leaders = {row.holder for _k, _n, row in shards if row is not None and row.held}
+    return _render(
+        request, context, "fleet.html", now=data.now, shards=shards, replicas=replicas,
+        leaders=leaders, standbys={r.holder for r in data.standbys},
+        ttl=settings.lease_ttl, renew=settings.lease_renew_interval,
+        zone=context.schedules.default_timezone,
+    )
+
+
+# -- backfills -------------------------------------------------------------------------------
+BACKFILL_FIELDS = ("name", "start", "end", "mode", "newest_first")
+PREVIEW_SHOWN = 200
+
+
+async def _backfill_form(request: Request, context: _Context, *,
+                         state: forms.FormState | None = None, preview: Any = None,
+                         status_code: int = 200) -> Response:
+    name = request.query_params.get("name", "") if state is None else state.values["name"]
+    schedule = await _call(context.schedules.get, name)
+    zone = display.zone_of(schedule.spec.trigger) or context.schedules.default_timezone
+    if state is None:
+        state = forms.FormState({"name": name, "start": "", "end": "", "mode": "missing",
+                                 "newest_first": "", "timezone": zone})
+    return _render(request, context, "backfill_new.html", status_code=status_code, s=schedule,
+                   form=state, preview=preview, zone=zone, shown=PREVIEW_SHOWN,
+                   modes=[mode.value for mode in BackfillMode])
+
+
+def _backfill_keywords(state: forms.FormState) -> dict[str, Any] | None:
+    values = state.values
+    zone = values.get("timezone") or "UTC"
+    start = forms.read_instant(values.get("start", ""), zone, state, "start")
+    end = forms.read_instant(values.get("end", ""), zone, state, "end")
+    if start is None or end is None:
+        return None
+    return {"start": start, "end": end, "mode": values.get("mode", ""),
+            "newest_first": values.get("newest_first") == "on"}
+
+
+async def _backfill_start(request: Request, context: _Context, form: FormData) -> Response:
+    """Preview (a dry run, nothing stored) unless the form is the preview's confirmation."""
+    name = _text(form, "name")
+    schedule = await _call(context.schedules.get, name)
+    zone = display.zone_of(schedule.spec.trigger) or context.schedules.default_timezone
+    state = forms.FormState({"name": name, "timezone": zone,
+                             **{key: _text(form, key).strip() for key in BACKFILL_FIELDS[1:]}})
+    keywords = _backfill_keywords(state)
+    confirmed = _text(form, "confirm") == "start"
+    preview = None
+    if keywords is not None:
+        try:
+            if confirmed:
+                backfill = await _call(context.schedules.backfill, name, **keywords)
+                return RedirectResponse(_link(request, "backfill", id=backfill.id,
+                                              notice="backfill"), status_code=303)
+            preview = await _call(functools.partial(context.schedules.backfill, name,
+                                                    **keywords, dry_run=True))
+        except ConfigurationError as exc:
+            for problem in exc.details:
+                state.add(problem.root if problem.root in BACKFILL_FIELDS else forms.GENERAL,
+                          problem.text)
+    return await _backfill_form(request, context, state=state, preview=preview,
+                                status_code=422 if state.errors else 200)
+
+
+def _backfill_id(text: str) -> int:
+    return _count(text)
+
+
+async def _backfill_page(request: Request, context: _Context) -> Response:
+    identifier = _backfill_id(request.query_params.get("id", ""))
+    try:
+        backfill = await _call(context.schedules.get_backfill, identifier)
+    except BackfillNotFound as exc:
+        return _refusal(request, context, 404, "No such backfill", str(exc))
+    now = await _call(context.schedules.store.now)
+    return _render(request, context, "backfill.html", b=backfill, now=now,
+                   zone=context.schedules.default_timezone,
+                   notice=NOTICES.get(request.query_params.get("notice", "")))
+
+
+async def _backfill_cancel(request: Request, context: _Context, form: FormData) -> Response:
+    identifier = _backfill_id(_text(form, "id"))
+    try:
+        await _call(context.schedules.cancel_backfill, identifier)
+    except BackfillNotFound as exc:
+        return _refusal(request, context, 404, "No such backfill", str(exc))
+    return RedirectResponse(_link(request, "backfill", id=identifier, notice="cancelled"),
+                            status_code=303)
+
+
+async def _backfill_list(request: Request, context: _Context) -> Response:
+    found = await _call(functools.partial(context.schedules.backfills, limit=100))
+    now = await _call(context.schedules.store.now)
+    return _render(request, context, "backfills.html", found=found, now=now,
+                   zone=context.schedules.default_timezone)
+
+
+# -- calendars --------------------------------------------------------------------------------
+async def _calendar_list(request: Request, context: _Context, *,
+                         state: forms.FormState | None = None,
+                         status_code: int = 200) -> Response:
+    found = await _call(context.schedules.list_calendars)
+    return _render(request, context, "calendars.html", status_code=status_code, found=found,
+                   entries=display.calendar_entries,
+                   form=state or forms.FormState(dict.fromkeys(forms.CALENDAR_FIELDS, "")))
+
+
+async def _calendar_create(request: Request, context: _Context, form: FormData) -> Response:
+    state = forms.FormState({key: _text(form, key).strip() for key in forms.CALENDAR_FIELDS})
+    name = state.values["name"]
+    try:
+        await _call(functools.partial(context.schedules.create_calendar, name,
+                                      **forms.calendar_keywords(state)))
+    except ConfigurationError as exc:
+        forms.add_calendar_problems(state, exc.details)
+    except ScheduleConflict as exc:  # the name is taken
+        state.add("name", str(exc))
+    if state.errors:
+        return await _calendar_list(request, context, state=state, status_code=422)
+    return RedirectResponse(_link(request, "calendar", name=name, notice="calendar"),
+                            status_code=303)
+
+
+async def _calendar_page(request: Request, context: _Context, *,
+                         state: forms.FormState | None = None,
+                         status_code: int = 200) -> Response:
+    name = request.query_params.get("name", "") if state is None else state.values["name"]
+    try:
+        calendar = await _call(context.schedules.get_calendar, name)
+        observing = await _call(context.schedules.observing, name)
+    except CalendarNotFound as exc:
+        return _refusal(request, context, 404, "No such calendar", str(exc))
+    entries = display.calendar_entries(calendar)
+    return _render(request, context, "calendar.html", status_code=status_code, c=calendar,
+                   observing=observing, entries=entries,
+                   notice=NOTICES.get(request.query_params.get("notice", "")),
+                   form=state or forms.FormState(forms.calendar_values(
+                       entries, calendar.description, calendar.name)))
+
+
+async def _calendar_edit(request: Request, context: _Context, form: FormData) -> Response:
+    state = forms.FormState({key: _text(form, key).strip() for key in forms.CALENDAR_FIELDS})
+    name = state.values["name"]
+    version = _text(form, "version")
+    try:
+        await _call(functools.partial(
+            context.schedules.update_calendar, name, **forms.calendar_keywords(state),
+            expected_version=_count(version) if version else None))
+    except CalendarNotFound as exc:
+        return _refusal(request, context, 404, "No such calendar", str(exc))
+    except ConfigurationError as exc:
+        forms.add_calendar_problems(state, exc.details)
+    except ScheduleConflict as exc:  # changed since the page was read
+        state.add(forms.GENERAL, str(exc))
+    if state.errors:
+        request.scope["query_string"] = urlencode({"name": name}).encode()
+        return await _calendar_page(request, context, state=state, status_code=422)
+    return RedirectResponse(_link(request, "calendar", name=name, notice="calendar"),
+                            status_code=303)
 
 
 # -- signing in -------------------------------------------------------------------------------

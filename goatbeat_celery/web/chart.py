@@ -11,9 +11,9 @@ from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.display import human_seconds, lateness, when
 
 WIDTH = 720
-HEIGHT = 220
-#: Room for the axis labels: left, right, top, bottom.
-MARGIN = (56, 12, 12, 28)
+HEIGHT = 240
+#: Room for the axis labels and titles: left, right, top, bottom.
+MARGIN = (72, 16, 12, 46)
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,9 @@ class Chart:
     y_ticks: tuple[Tick, ...]
     worst: str
     count: int
+    #: When the executions given were only the newest ones read (``limit``), and the window
+    #: holds more: the earliest due instant among them, before which the chart knows nothing.
+    partial_since: datetime | None = None
 
     @property
     def polyline(self) -> str:
@@ -62,8 +65,10 @@ def _nice_ceiling(value: float) -> float:
 
 
 def lateness_chart(executions: Sequence[Execution], now: datetime, *,
-                   window: timedelta = timedelta(hours=1)) -> Chart:
-    """Lateness against due time over ``window`` ending ``now`` (the database clock)."""
+                   window: timedelta = timedelta(hours=1), limit: int | None = None) -> Chart:
+    """Lateness against due time over ``window`` ending ``now`` (the database clock).
+    ``limit``: the executions are the newest ``limit`` read, so when there are that many and
+    the oldest falls inside the window, the chart says from when it is complete."""
     left, right = MARGIN[0], WIDTH - MARGIN[1]
     top, bottom = MARGIN[2], HEIGHT - MARGIN[3]
     start = now - window
@@ -91,7 +96,10 @@ def lateness_chart(executions: Sequence[Execution], now: datetime, *,
                          "now" if m == minutes else f"-{minutes - m}m")
                     for m in range(0, minutes + 1, max(1, minutes // 6)))
     y_ticks = tuple(Tick(y_of(ceiling * share), human_seconds(ceiling * share))
-                    for share in (0.0, 0.5, 1.0))
+                    for share in (0.0, 0.25, 0.5, 0.75, 1.0))
     worst = human_seconds(max(late for _, late, _ in seen)) if seen else "-"
+    oldest = min((e.due_at for e in executions), default=None)
+    partial = (oldest if limit is not None and len(executions) >= limit and oldest is not None
+               and oldest > start else None)
     return Chart(WIDTH, HEIGHT, left, right, top, bottom, points, x_ticks, y_ticks, worst,
-                 len(points))
+                 len(points), partial)

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import parse_duration
 from goatbeat_celery.core.types.problems import Problem
@@ -31,8 +32,17 @@ KINDS = tuple(KEYWORD_OF_KIND.values())
 #: Options with a field of their own; the others are edited as JSON in ``options``.
 OPTION_FIELDS = ("queue", "priority", "expires")
 #: Form fields, in page order; problems naming none of them are shown above the form.
+#: The run policies and controls, each named as the API's keyword.
+POLICY_FIELDS = ("overlap", "mode", "failure_backoff", "failure_backoff_factor",
+                 "failure_backoff_max", "pause_after_failures")
+CONTROL_FIELDS = ("start_at", "end_at", "max_runs", "calendars", "tags", "description")
 FIELDS = ("name", "task", "kind", "every", "cron", "at", "timezone", *OPTION_FIELDS, "args",
-          "kwargs", "options")
+          "kwargs", "options", *POLICY_FIELDS, *CONTROL_FIELDS)
+#: Choices of the two policies shown as lists (empty: the global setting).
+OVERLAP_CHOICES = ("", *(policy.value for policy in OverlapPolicy))
+MODE_CHOICES = tuple(mode.value for mode in ScheduleMode)
+_DURATIONS = ("failure_backoff", "failure_backoff_max")
+_COUNTS = ("pause_after_failures", "max_runs")
 GENERAL = "_form"
 
 #: Fields of a spec shown under another form field (the trigger's kind is chosen in ``kind``).
@@ -86,7 +96,70 @@ def stored_values(schedule: Schedule, default_timezone: str) -> dict[str, str]:
         **option_values(spec.options),
         "args": _json_text(list(spec.args) if isinstance(spec.args, (list, tuple)) else []),
         "kwargs": _json_text(dict(spec.kwargs) if isinstance(spec.kwargs, Mapping) else {}),
+        **policy_values(schedule),
     }
+
+
+def policy_values(schedule: Schedule) -> dict[str, str]:
+    """The policy and control fields of a stored schedule, as text that reads back the same
+    (saving the form unchanged changes nothing)."""
+    spec = schedule.spec
+    values = {
+        "overlap": "" if spec.overlap is None else str(getattr(spec.overlap, "value",
+                                                               spec.overlap)),
+        "mode": str(getattr(spec.mode, "value", spec.mode)),
+        "failure_backoff_factor": ("" if spec.failure_backoff_factor is None
+                                   else _number_text(spec.failure_backoff_factor)),
+        "start_at": "" if spec.start_at is None else spec.start_at.isoformat(),
+        "end_at": "" if spec.end_at is None else spec.end_at.isoformat(),
+        "tags": ", ".join(spec.tags), "calendars": ", ".join(spec.calendars),
+        "description": spec.description or "",
+    }
+    for key in _DURATIONS:
+        value = getattr(spec, key)
+        values[key] = "" if value is None else _number_text(value.total_seconds())
+    for key in _COUNTS:
+        value = getattr(spec, key)
+        values[key] = "" if value is None else str(value)
+    return values
+
+
+def policy_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
+    """The API's keywords for the policy and control fields the form sent: empty text unsets
+    one (the global setting, no bound, no limit). Text is passed on for the API to read
+    (policy names, durations); only what the API takes as a value is read here: numbers,
+    instants (ISO-8601, one without offset in the form's zone) and comma-separated lists."""
+    values = state.values
+    found: dict[str, Any] = {}
+    for key in POLICY_FIELDS + CONTROL_FIELDS:
+        if key not in values:
+            continue
+        text = values[key].strip()
+        if key in ("tags", "calendars"):
+            found[key] = [part.strip() for part in text.split(",") if part.strip()]
+        elif key == "mode":
+            found[key] = text or ScheduleMode.FIXED_RATE.value
+        elif not text:
+            found[key] = None
+        elif key in _COUNTS:
+            if re.fullmatch(r"[+-]?[0-9]{1,18}", text):
+                found[key] = int(text)
+            else:
+                state.add(key, f"{key}: {text!r} is not a whole number; give e.g. 3, or leave "
+                               "it empty for none")
+        elif key == "failure_backoff_factor":
+            try:
+                found[key] = float(text)
+            except ValueError:
+                state.add(key, f"{key}: {text!r} is not a number; give e.g. 2")
+        elif key in ("start_at", "end_at"):
+            instant = read_instant(text, values.get("timezone") or default_timezone, state,
+                                   key)
+            if instant is not None:
+                found[key] = instant
+        else:
+            found[key] = text
+    return found
 
 
 def read_values(form: Mapping[str, Any]) -> dict[str, str]:
@@ -153,22 +226,23 @@ def trigger_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
     if kind == "cron":
         return {"cron": values.get("cron", ""), "timezone": zone}
     if kind == "at":
-        instant = _instant(values.get("at", ""), zone, state)
+        instant = read_instant(values.get("at", ""), zone, state)
         return {} if instant is None else {"at": instant}
     state.add("kind", "trigger: choose every, cron or at")
     return {}
 
 
-def _instant(text: str, zone: str, state: FormState) -> datetime | None:
+def read_instant(text: str, zone: str, state: FormState, name: str = "at",
+                 ) -> datetime | None:
     """An ISO-8601 instant; one without an offset (a browser's date-time field) is read in
-    ``zone``."""
+    ``zone``; unreadable text is reported under the field ``name``."""
     raw = text.strip()
     if raw.endswith(("Z", "z")):
         raw = raw[:-1] + "+00:00"
     try:
         instant = datetime.fromisoformat(raw)
     except ValueError:
-        state.add("at", f"at: {text!r} is not an ISO-8601 instant; give e.g. "
+        state.add(name, f"{name}: {text!r} is not an ISO-8601 instant; give e.g. "
                         "2026-12-24T18:00 (in the zone below) or 2026-12-24T18:00:00+01:00")
         return None
     if instant.tzinfo is None:
@@ -241,3 +315,31 @@ def options_value(state: FormState) -> dict[str, Any]:
 
 def _plain_number(seconds: float) -> int | float:
     return int(seconds) if seconds.is_integer() else seconds
+
+
+#: The fields of the calendar forms.
+CALENDAR_FIELDS = ("name", "entries", "description")
+
+
+def calendar_values(entries: Iterable[str], description: str | None, name: str) -> dict[str, str]:
+    """A calendar's form: one date (``2026-12-25``) or range (``2026-12-24..2027-01-02``) a
+    line, as ``celery goatbeat calendar`` takes them."""
+    return {"name": name, "entries": "\n".join(entries), "description": description or ""}
+
+
+def calendar_keywords(state: FormState) -> dict[str, Any]:
+    """``dates=``, ``ranges=`` and ``description=`` from the form: an entry with ``..`` is a
+    range, any other a date; the API reads and judges each (lines, commas or spaces apart)."""
+    entries = [part for part in re.split(r"[\s,]+", state.values.get("entries", "")) if part]
+    return {"dates": [entry for entry in entries if ".." not in entry],
+            "ranges": [entry for entry in entries if ".." in entry],
+            "description": state.values.get("description", "").strip() or None}
+
+
+def add_calendar_problems(state: FormState, problems: Iterable[Problem]) -> None:
+    """The API's problems with a calendar under its fields (dates and ranges: ``entries``)."""
+    for problem in problems:
+        root = problem.root
+        field_name = ("entries" if root in ("dates", "ranges")
+                      else root if root in CALENDAR_FIELDS else GENERAL)
+        state.add(field_name, problem.text)

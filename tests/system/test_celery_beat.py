@@ -67,7 +67,7 @@ def test_two_replicas_for_a_minute_claim_nothing_twice_and_lose_nothing(cluster:
                                     for n in names}, settings=FAST_LEASE)
     cluster.start_worker()
     replicas = [cluster.start_beat("beat-1"), cluster.start_beat("beat-2")]
-    wait_until(cluster.leader_pid, timeout=20, what="a leader")
+    cluster.wait_for_leader()
     time.sleep(60)  # the scenario's duration, not a synchronisation
     for replica in replicas:
         assert replica.alive(), f"{replica.name} died:\n{replica.log()[-3000:]}"
@@ -125,7 +125,7 @@ def test_database_schedule_fires_without_restarting_beat(cluster: Cluster):
     cluster.write_config(schedules={}, settings=FAST_LEASE)
     cluster.start_worker()
     cluster.start_beat("beat-1")
-    wait_until(cluster.leader_pid, timeout=20, what="a leader")
+    cluster.wait_for_leader()
 
     store = open_store(cluster.database_url)
     schedules = Schedules(store, config=GoatbeatConfig(database_url=cluster.database_url))

@@ -142,6 +142,9 @@ def test_the_parsed_url_of_any_password_is_masked_whole(password: str) -> None:
     except (ArgumentError, ValueError):  # masked as text, above
         assume(False)
     else:
+        # SQLAlchemy may read another password from such a text ("beat:@/@db…" has an empty
+        # one and a database named "@db:5432/app"): what is masked is the one it read.
+        assume(parsed.password == password)
         assert mask_url(parsed) == MASKED
 
 

@@ -169,7 +169,14 @@ def test_creating_and_removing_an_api_schedule(client: Browser, schedules: Sched
     assert created.spec.args == (1, "a") and created.spec.kwargs == {"k": True}
     assert created.spec.options == {"queue": "q1"}
 
-    removed = client.submit("/schedule/delete", name="fresh")
+    # A post without the confirmation page's field removes nothing: it asks to confirm.
+    asked = client.submit("/schedule/delete", name="fresh")
+    assert asked.status_code == 303 and "/schedule/delete?name=fresh" in asked.headers["location"]
+    assert [s.name for s in schedules.list()] == ["fresh"]
+    confirm = client.get(asked.headers["location"]).text
+    assert 'name="confirm" value="remove"' in confirm and "history of runs stays" in confirm
+
+    removed = client.submit("/schedule/delete", name="fresh", confirm="remove")
     assert removed.status_code == 303
     assert schedules.list() == []
     assert "Removed" in client.get(removed.headers["location"]).text

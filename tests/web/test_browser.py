@@ -1,5 +1,6 @@
 """The dashboard in a real browser: Debian's chromium, headless, driven by Playwright, against
-the server on a loopback port. Saves screenshots of the main pages to docs/images/.
+the server on a loopback port. Saves screenshots of the pages it visits into test-artifacts/web/
+(tests/web/layout.py).
 
 A missing chromium fails these tests (scripts/browser.sh installs it): they are never skipped.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -21,8 +21,7 @@ from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter
 from goatbeat_celery.web import WebSettings, create_app
 from tests.cli.conftest import config_schedule, set_aside
 from tests.web.conftest import TOKEN, Server, serve
-
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+from tests.web.layout import photograph
 
 
 @pytest.fixture
@@ -62,19 +61,18 @@ def arrange(schedules: Schedules) -> None:
 
 def test_dashboard_find_pause_run_now_and_an_invalid_cron(page: Page, server: Server) -> None:
     arrange(server.schedules)
-    IMAGES.mkdir(parents=True, exist_ok=True)
 
     sign_in(page, server)
     expect(page.locator("#lease")).to_contain_text("replica-a")
     expect(page.locator("#set-aside")).to_contain_text("bad interval")
-    page.screenshot(path=str(IMAGES / "web-overview.png"), full_page=True)
+    photograph(page, "overview-small")
 
     page.click("nav >> text=Schedules")
     page.fill("#q", "reports.")
     page.click("form.filters button[type=submit]")
     rows = page.locator("#schedules tbody tr")
     expect(rows).to_have_count(2)
-    page.screenshot(path=str(IMAGES / "web-schedules.png"), full_page=True)
+    photograph(page, "list-filtered")
 
     page.click("#schedules >> text=reports.daily")
     expect(page.locator("h1")).to_have_text("reports.daily")
@@ -86,7 +84,8 @@ def test_dashboard_find_pause_run_now_and_an_invalid_cron(page: Page, server: Se
     page.click("#run-now")
     expect(page.locator(".notice")).to_contain_text("Run queued")
     [execution] = server.schedules.history("reports.daily")
-    expect(page.locator("#history")).to_contain_text(execution.key)
+    # Shown short, the whole key on hover and on the run's page.
+    expect(page.locator(f'#history a[title="{execution.key}"]')).to_have_count(1)
 
     page.fill("#priority", "7")
     page.fill("#expires", "10m")
@@ -115,11 +114,11 @@ def test_dashboard_find_pause_run_now_and_an_invalid_cron(page: Page, server: Se
     expect(page.locator("#cron")).to_have_attribute("aria-describedby", "cron-error")
     assert server.schedules.get("reports.daily").spec.trigger.params["expression"] \
         == "30 2 * * *"
-    page.screenshot(path=str(IMAGES / "web-schedule-invalid-cron.png"), full_page=True)
+    photograph(page, "schedule-invalid-cron", docs=True)
 
     page.goto(server.url + "/schedule?name=reports.hourly")
     expect(page.locator("figure.chart circle")).to_have_count(3)
-    page.screenshot(path=str(IMAGES / "web-schedule.png"), full_page=True)
+    photograph(page, "schedule-manual-runs")
 
 
 def test_config_schedules_show_why_they_are_read_only(page: Page, server: Server) -> None:
@@ -211,7 +210,7 @@ def test_pausing_in_the_dashboard_stops_beat_and_run_now_is_sent(page: Page,
     beat.leader.tick()
     [manual] = [key for key in beat.sent("reports.hourly") if key not in sent_before]
     page.reload()
-    row = page.locator("#history tbody tr", has_text=manual)
+    row = page.locator("#history tbody tr", has=page.locator(f'a[title="{manual}"]'))
     expect(row).to_contain_text("run now")
     expect(row.locator("td.state")).to_have_text("submitted")
 

@@ -44,3 +44,12 @@ def test_only_the_last_hour_and_only_submitted_runs_are_drawn() -> None:
 def test_names_in_point_titles_are_data_for_the_template_to_escape() -> None:
     chart = lateness_chart([submitted("<b>x</b>", NOW - timedelta(minutes=1), 0.5)], NOW)
     assert chart.points[0].title.startswith("<b>x</b>: due")
+
+
+def test_a_chart_of_the_newest_runs_read_says_from_when_it_is_complete() -> None:
+    newest = [submitted("a", NOW - timedelta(minutes=m), 0.1) for m in (1, 2, 3)]
+    partial = lateness_chart(newest, NOW, limit=3)
+    assert partial.partial_since == NOW - timedelta(minutes=3)
+    assert lateness_chart(newest, NOW, limit=4).partial_since is None  # all there were
+    older = [*newest, submitted("a", NOW - timedelta(hours=2), 0.1)]
+    assert lateness_chart(older, NOW, limit=4).partial_since is None  # the hour is complete

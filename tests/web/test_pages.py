@@ -23,7 +23,14 @@ from tests.web.conftest import Browser
 
 
 def names_on(html: str) -> list[str]:
-    return re.findall(r'<a href="[^"]*schedule\?name=[^"]*">([^<]*)</a>', html)
+    # A name may wrap after its dots and dashes (<wbr>), never inside a part.
+    return [name.replace("<wbr>", "") for name in
+            re.findall(r'<a href="[^"]*schedule\?name=[^"]*">((?:[^<]|<wbr>)*)</a>', html)]
+
+
+def next_runs_on(html: str) -> list[str]:
+    """The next runs a schedule page lists, as the exact UTC instant each shows on hover."""
+    return re.findall(r'<li><time class="nw" datetime="[^"]+" title="(\S+Z) UTC', html)
 
 
 def test_the_overview_shows_the_lease_by_the_database_clock(
@@ -131,6 +138,10 @@ def test_the_schedules_page_pages_by_name_without_gaps_or_repeats(
     assert seen == [f"job-{number:04d}" for number in range(total)]
 
 
+def pills_in(html: str) -> list[str]:
+    return re.findall(r'<span class="pill \w+">([^<]*)</span>', html)
+
+
 def test_a_schedule_page_shows_spec_next_runs_and_history_with_lateness(
         client: Browser, schedules: Schedules) -> None:
     schedules.create("nightly", "proj.tasks.report", cron="30 2 * * *",
@@ -142,7 +153,7 @@ def test_a_schedule_page_shows_spec_next_runs_and_history_with_lateness(
 
     assert "cron 30 2 * * *" in html and "Europe/Paris" in html
     assert "proj.tasks.report" in html
-    assert len(re.findall(r"<li>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ</li>", html)) == 5
+    assert len(next_runs_on(html)) == 5
     history = html[html.index('id="history"'):]
     assert execution.key in history and "submitted" in history
     assert "1 submission" in html  # the chart of the last hour
@@ -159,7 +170,7 @@ def test_a_schedule_page_previews_runs_without_the_dates_its_calendars_exclude(
 
     html = client.get("/schedule", params={"name": "nightly"}).text
 
-    shown = re.findall(r"<li>(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)</li>", html)
+    shown = next_runs_on(html)
     assert shown == [f"{run:%Y-%m-%dT%H:%M:%SZ}" for run in schedules.next_runs("nightly", 5)]
     assert f"{first:%Y-%m-%dT%H:%M:%SZ}" not in shown
     assert "closed" in html  # the calendars it observes, with the spec
@@ -284,15 +295,19 @@ def test_the_history_shows_run_outcomes_runtimes_workers_and_attempts(
 
     rows = {key: row for row in re.findall(r"<tr>(.*?)</tr>", html, re.S)
             for key in (ok.key, bad.key, untracked.key) if key in row}
-    assert 'class="outcome succeeded">succeeded<' in rows[ok.key]
-    assert "<td>1.5s</td>" in rows[ok.key] and "<td>celery@w1</td>" in rows[ok.key]
-    assert 'class="outcome failed">failed<' in rows[bad.key]
-    assert "<td>1m30s</td>" in rows[bad.key]
+    # One state a run, the truthful one: a run sent and then failed is failed, not submitted.
+    assert pills_in(rows[ok.key]) == ["succeeded"]
+    assert '<td class="nw">1.5s</td>' in rows[ok.key]
+    assert '<td>celery@w1</td>' in rows[ok.key]
+    assert pills_in(rows[bad.key]) == ["failed"]
+    assert '<td class="nw">1m30s</td>' in rows[bad.key]
     assert str(escape(hostile_worker)) in rows[bad.key]
     assert "ValueError: &lt;b&gt;no&lt;/b&gt;" in rows[bad.key]
     assert "<img" not in html and "<b>no" not in html
-    assert 'class="outcome untracked">-<' in rows[untracked.key]
-    assert rows[untracked.key].count("<td>-</td>") >= 3  # runtime, worker, run attempts
+    assert pills_in(rows[untracked.key]) == ["claimed"]  # not sent yet
+    # sent, started, ended, lateness, runtime and worker: nothing reported
+    assert rows[untracked.key].count('">-</td>') + rows[untracked.key].count("<td>-</td>") == 6
+    assert '<td class="nw">0/0</td>' in rows[untracked.key]  # sent / run attempts
 
 
 def test_a_schedule_page_shows_its_controls_and_previews_within_them(
@@ -304,7 +319,7 @@ def test_a_schedule_page_shows_its_controls_and_previews_within_them(
 
     html = client.get("/schedule", params={"name": "limited"}).text
 
-    assert re.findall(r"<li>(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)</li>", html) == [
+    assert next_runs_on(html) == [
         "2030-03-01T09:00:00Z", "2030-03-01T10:00:00Z", "2030-03-01T11:00:00Z"]
     assert "Runs &lt;three&gt; times." in html
     assert "reports, eu" in html and "3 (3 left)" in html
@@ -322,7 +337,7 @@ def test_the_schedules_page_filters_on_a_tag_and_links_each_tag(
 
     billing = client.get("/schedules?tag=billing").text
     assert names_on(billing) == ["invoices", "refunds"]
-    assert re.search(r'class="badge" href="[^"]*/schedules\?tag=nightly">nightly<', billing)
+    assert re.search(r'class="badge nw" href="[^"]*/schedules\?tag=nightly">nightly<', billing)
     assert names_on(client.get("/schedules?tag=nightly&sort=next_run").text) == [
         "cleanup", "invoices"]
     assert "No schedules match." in client.get("/schedules?tag=nothing").text

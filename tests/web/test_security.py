@@ -65,10 +65,14 @@ def test_a_post_from_a_browser_without_the_cookie_is_refused(
 def test_every_form_carries_the_csrf_token_of_its_cookie(client: Browser,
                                                          schedules: Schedules) -> None:
     schedules.create("tick", "proj.tasks.tick", every=60)
-    html = client.get("/schedule", params={"name": "tick"}).text
-    cookie = client.cookies[CSRF_COOKIE]
-    assert html.count('method="post"') == html.count(f'name="{CSRF_FIELD}" value="{cookie}"')
-    assert html.count('method="post"') >= 4
+    posted = 0
+    for path in ("/schedule", "/schedule/delete", "/backfill/new"):
+        html = client.get(path, params={"name": "tick"}).text
+        cookie = client.cookies[CSRF_COOKIE]
+        assert html.count('method="post"') == html.count(
+            f'name="{CSRF_FIELD}" value="{cookie}"'), path
+        posted += html.count('method="post"')
+    assert posted >= 5  # pause, run now, edit; remove; backfill preview
 
 
 def test_csrf_cookie_is_strict_and_http_only(client: Browser) -> None:

@@ -1,0 +1,154 @@
+"""How the pages show instants, keys, states and runtimes: short in the cell, exact on hover.
+
+An instant is shown relative to the database clock (``3m ago``, ``in 12s``) inside a ``<time>``
+element whose ``title`` holds the exact UTC value and the same instant in a zone of the
+operator's (the schedule's own, else the dashboard's default zone): no script is needed to read
+either. States are pills in one vocabulary, :func:`goatbeat_celery.display.run_status` for runs
+and :func:`goatbeat_celery.display.state_text` for schedules, the words the CLI prints.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from markupsafe import Markup, escape
+
+from goatbeat_celery import display
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.instants import UTC
+
+#: The colour of each state's pill: what went well, what went wrong, what is under way, what
+#: deserves a look, and what is simply so.
+_TONES = {
+    "succeeded": "good", "enabled": "good",
+    "failed": "bad", "lost": "bad", "rejected": "bad", "abandoned": "bad", "expired": "bad",
+    "set aside": "bad", "paused, damaged": "bad",
+    "running": "live", "retrying": "live", "submitted": "live", "claimed": "live",
+    "held": "live",
+    "revoked": "warn", "skipped": "warn", "unknown": "warn", "paused": "warn",
+    "paused until": "warn",
+    "ended": "quiet",
+    # Backfills and leases.
+    "active": "live", "done": "good", "cancelled": "quiet",
+    "leader": "good", "standby": "quiet", "gone": "warn", "silent": "bad", "not taken": "warn",
+}
+#: Runtime percentiles shown for a schedule (nearest rank), and the most runs they are read from.
+PERCENTILES = (50, 90, 99)
+
+
+def tone(state: str) -> str:
+    """The pill colour of a state word (``paused until <instant>`` as ``paused until``)."""
+    if state.startswith("paused until"):
+        return "warn"
+    return _TONES.get(state, "quiet")
+
+
+def pill(state: str, *, title: str = "", text: str = "") -> Markup:
+    """``state`` as a pill of its colour, reading ``text`` when given (a count after it)."""
+    hover = Markup(' title="{}"').format(title) if title else Markup("")
+    return Markup('<span class="pill {tone}"{hover}>{text}</span>').format(
+        tone=tone(state), hover=hover, text=text or state)
+
+
+_SEPARATORS = re.compile(r"([./:_-])")
+
+
+def breakable(text: str) -> Markup:
+    """``text`` escaped, with a line-break opportunity after each ``.``, ``/``, ``:``, ``_`` and
+    ``-``: a long dotted name or task wraps between its parts, never inside one."""
+    return Markup(_SEPARATORS.sub(r"\1<wbr>", str(escape(text))))
+
+
+def zone(name: str | None) -> ZoneInfo | None:
+    try:
+        return ZoneInfo(name) if name else None
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def coarse(seconds: float) -> str:
+    """A duration as people read it at a glance: ``0.4s``, ``12s``, ``5m12s``, ``2h5m``,
+    ``3d4h`` (the exact value is in the title)."""
+    if not math.isfinite(seconds):
+        return f"{seconds}s"
+    value = abs(seconds)
+    if value < 10:
+        return display.human_seconds(round(value, 1))
+    whole = round(value)
+    if whole < 3600:
+        return display.human_seconds(whole)
+    if whole < 86400:
+        return display.human_seconds(whole - whole % 60)
+    return display.human_seconds(whole - whole % 3600)
+
+
+def exact(instant: datetime, local: str | None) -> str:
+    """``2026-12-04T15:40:01Z UTC · 2026-12-04 16:40:01 CET (Europe/Paris)``."""
+    text = f"{display.when(instant)} UTC"
+    where = zone(local)
+    if where is not None and local != "UTC":
+        there = instant.astimezone(where)
+        text += f" · {there:%Y-%m-%d %H:%M:%S} {there.tzname()} ({local})"
+    return text
+
+
+def ago(instant: datetime | None, now: datetime, local: str | None = None) -> Markup:
+    """``<time>`` showing ``3m ago`` / ``in 12s``, exact on hover; ``-`` for none."""
+    if instant is None:
+        return Markup(display.NONE)
+    delta = (instant - now).total_seconds()
+    text = "now" if abs(delta) < 0.5 else (f"in {coarse(delta)}" if delta > 0
+                                            else f"{coarse(delta)} ago")
+    return Markup('<time class="nw" datetime="{iso}" title="{title}">{text}</time>').format(
+        iso=display.iso(instant), title=exact(instant, local), text=text)
+
+
+def after(instant: datetime | None, start: datetime | None, local: str | None = None) -> Markup:
+    """``instant`` as an offset from ``start`` (``+0.012s``): a run's steps after it fell due."""
+    if instant is None or start is None:
+        return Markup(display.NONE)
+    delta = (instant - start).total_seconds()
+    sign = "+" if delta >= 0 else "-"
+    text = sign + display.human_seconds(round(abs(delta), 3))
+    return Markup('<time class="nw" datetime="{iso}" title="{title}">{text}</time>').format(
+        iso=display.iso(instant), title=exact(instant, local), text=text)
+
+
+def short_key(execution: Execution) -> str:
+    """A run's key without its schedule's name (shown beside it): the occurrence's time of day
+    in UTC, ``run now`` runs marked; the whole key is on the run page."""
+    occurrence = execution.occurrence_at.astimezone(UTC)
+    text = f"{occurrence:%m-%d %H:%M:%S}"
+    if occurrence.microsecond:
+        text += f".{occurrence.microsecond // 1000:03d}"
+    return text
+
+
+def backfill_of(execution: Execution) -> str | None:
+    """``backfill 3`` for a run a backfill made (its key ends ``:backfill-3``), else None."""
+    _, marker, rest = execution.key.rpartition(":backfill-")
+    return f"backfill {rest}" if marker and rest.isdigit() else None
+
+
+def seconds_text(value: timedelta | float | None) -> str:
+    if value is None:
+        return display.NONE
+    number = value.total_seconds() if isinstance(value, timedelta) else value
+    return display.human_seconds(round(number, 3))
+
+
+def percentiles(runtimes: Sequence[float]) -> list[tuple[str, str]]:
+    """``p50``, ``p90``, ``p99`` and ``max`` of ``runtimes`` (nearest rank); empty for none."""
+    if not runtimes:
+        return []
+    ordered = sorted(runtimes)
+    found = []
+    for rank in PERCENTILES:
+        index = max(0, math.ceil(rank / 100 * len(ordered)) - 1)
+        found.append((f"p{rank}", seconds_text(ordered[index])))
+    found.append(("max", seconds_text(ordered[-1])))
+    return found
