@@ -71,7 +71,8 @@ def test_every_face_gives_the_same_status(state: State, api: Schedules, client: 
     # The dashboard: the list's state cell, and its paused filter.
     with TestClient(create_app(api), base_url="http://127.0.0.1") as browser:
         listed = browser.get("/schedules").text
-        assert f'class="state {state.value.replace(" ", "-")}"' in listed
+        row = next(part for part in listed.split("<tr") if '?name=job"' in part)
+        assert re.search(rf'class="pill \w+"[^>]*>{re.escape(state.value)}\b[^<]*</span>', row), row
         filtered = browser.get("/schedules", params={"state": "paused"}).text
         assert ('?name=job"' in filtered) is paused
         assert ('?name=other"' in filtered) is False
