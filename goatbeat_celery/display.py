@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -188,8 +189,53 @@ def describe_trigger(trigger: TriggerSpec) -> str:
     if kind == "once" and isinstance(at, str):
         return f"once at {_instant_text(at)}"
     if kind == "celery" and ("repr" in params or "entry" in params):
-        return f"celery {params.get('repr', params.get('entry'))}"
+        text = str(params.get("repr", params.get("entry")))
+        found = _SOLAR.fullmatch(text)
+        if found is not None:
+            return f"solar {found['event']} at {_place(found['lat'], found['lon'])}"
+        return f"celery {text}"
     return f"{kind} {compact_json(dict(params))}"
+
+
+#: How celery.schedules.solar shows itself (its repr), the only trace a stored trigger keeps.
+_SOLAR = re.compile(r"<solar: (?P<event>[\w_]+) at latitude (?P<lat>-?[\d.]+), "
+                    r"longitude: (?P<lon>-?[\d.]+)>")
+
+
+def _place(latitude: str, longitude: str) -> str:
+    """``48.85°N 2.35°E``."""
+    lat, lon = float(latitude), float(longitude)
+    return (f"{abs(lat):g}°{'N' if lat >= 0 else 'S'} "
+            f"{abs(lon):g}°{'E' if lon >= 0 else 'W'}")
+
+
+def trigger_text(trigger: TriggerSpec) -> str:
+    """The trigger in full, for a page: :func:`describe_trigger`, a cron's zone and, when
+    cron-descriptor is installed (django-celery-beat brings it), what it means in words."""
+    text = describe_trigger(trigger)
+    zone = zone_of(trigger)
+    if zone is not None:
+        text = text.replace(f"cron {_params(trigger).get('expression')}",
+                            f"cron {_params(trigger).get('expression')} in {zone}", 1)
+    phrase = cron_phrase(trigger)
+    return text if phrase is None else f"{text}: {phrase}"
+
+
+def cron_phrase(trigger: TriggerSpec) -> str | None:
+    """A cron expression in words (``At 07:30 AM, Monday through Friday``), None for other
+    triggers, or without cron-descriptor, or for what it cannot read."""
+    expression = _params(trigger).get("expression")
+    if trigger.kind != "cron" or not isinstance(expression, str):
+        return None
+    try:
+        from cron_descriptor import get_description  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        phrase = str(get_description(expression))
+    except Exception:  # its own error types differ between versions; a phrase is a nicety
+        return None
+    return phrase or None
 
 
 def _params(trigger: TriggerSpec) -> Mapping[str, Any]:

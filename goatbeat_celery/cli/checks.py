@@ -76,6 +76,8 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
         untracked = config.tracking_warning()
         if untracked is not None:
             checks.append(Check(name="runs", outcome=Outcome.WARN, detail=untracked))
+        if not failed(checks):
+            checks.extend(_handover(config.database_url, config.settings.lease_name))
     from goatbeat_celery.beat.scheduler import broker_warning
 
     unconfirmed = broker_warning(app)
@@ -150,6 +152,27 @@ def _database(url: str, app_given: str | None) -> list[Check]:
                                detail=f"at revision {current} (head {head_revision()})")]
     finally:
         engine.dispose()
+
+
+def _handover(url: str, lease_name: str) -> list[Check]:
+    """django-celery-beat's periodic tasks that goatbeat would also send (handover.py); no
+    line when the database holds no django-celery-beat table."""
+    from goatbeat_celery.handover import find_overlap
+
+    try:
+        found = find_overlap(url, lease_name)
+    except GoatbeatError as exc:
+        return [Check(name="django-celery-beat", outcome=Outcome.FAIL,
+                      detail=f"its table cannot be compared with goatbeat's schedules: {exc}")]
+    if found is None:
+        return []
+    error, warning = found.error(), found.warning()
+    if error is not None:
+        return [Check(name="django-celery-beat", outcome=Outcome.FAIL, detail=error)]
+    if warning is not None:
+        return [Check(name="django-celery-beat", outcome=Outcome.WARN, detail=warning)]
+    return [Check(name="django-celery-beat", outcome=Outcome.OK,
+                  detail="no enabled periodic task has an enabled goatbeat schedule of its name")]
 
 
 def missing_sqlite_problem(url: str, app_given: str | None) -> str | None:

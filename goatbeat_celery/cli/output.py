@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -38,21 +37,17 @@ def warn_config_source(schedule: Schedule, consequence: str) -> None:
 def warn_unknown_task(ctx: click.Context, task: str) -> None:
     """Warn (never refuse: beat may not import every task module) when ``task`` is not among
     the app's tasks once its task modules are imported as a worker imports them."""
-    app = celery_app(ctx)
+    from goatbeat_celery.tasknames import registered_tasks, unknown_task_warning
+
     try:
-        app.loader.import_default_modules()  # `imports`, `include` and autodiscovery
-        known = sorted(str(name) for name in app.tasks)
+        known = registered_tasks([celery_app(ctx)])
     except Exception as exc:  # the app's own modules failed to import: nothing to compare
         warn(f"could not check task {task!r}: importing the task modules of {app_label()} "
              f"failed ({type(exc).__name__}: {exc})")
         return
-    if task in known:
-        return
-    close = difflib.get_close_matches(task, [n for n in known if not n.startswith("celery.")],
-                                      n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    warn(f"task {task!r} is not registered in {app_label()}{hint}: stored anyway, as beat "
-         "sends tasks by name, but a worker that does not know it rejects every run")
+    warning = unknown_task_warning(task, known, app_label())
+    if warning is not None:
+        warn(warning)
 
 
 def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,

@@ -45,7 +45,8 @@ def test_the_changelist_shows_next_run_last_run_state_and_source(client: Any,
     page = client.get(CHANGELIST)
     text = page.content.decode()
     assert page.status_code == 200
-    for expected in ("digest", "cron 0 7 * * mon-fri Europe/Paris", "paused", "enabled",
+    for expected in ("digest", "cron 0 7 * * mon-fri in Europe/Paris: At 07:00 AM, Monday "
+                     "through Friday", "paused", "enabled",
                      "set aside: task refused by the broker", "config (beat_schedule)",
                      "database", "next run", "last run"):
         assert expected.lower() in text.lower(), expected
@@ -654,3 +655,101 @@ def test_each_plain_field_is_placed_created_shown_and_cleared(client: Any, api: 
         **needs, version=str(api.get("poll").spec_version)))
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert getattr(api.get("poll").spec, field.name) is None
+
+
+# -- what the pages say, as the other faces say it -----------------------------------------
+def test_each_trigger_is_shown_once_in_words(client: Any, api: Schedules) -> None:
+    """One rendering per trigger, the one `goatbeat list` uses: an interval in units, a cron
+    with its zone, Celery's day matching said once, and what it means in words; a solar entry
+    of beat_schedule as its event and place, not as the raw stored trigger."""
+    from goatbeat_celery.core.types.spec import ScheduleSpec, SyncEntry, TriggerSpec
+
+    api.create("ten", "feeds.poll", every=600)
+    api.create("payday", "pay.run", cron="0 9 1-7 * fri", timezone="Europe/Paris",
+               day_or=False)
+    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
+    dawn = ScheduleSpec(name="dawn", task="garden.lights_off", source=ScheduleSource.CONFIG,
+                        trigger=TriggerSpec(kind="celery", params={
+                            "entry": "dawn",
+                            "repr": "<solar: sunrise at latitude 48.85, longitude: -2.35>"}))
+    now = api.store.now()
+    api.store.sync_config([SyncEntry(spec=dawn, next_occurrence_at=now, next_run_at=now)],
+                          lease=grant)
+
+    text = client.get(CHANGELIST).content.decode()
+    assert cells(text, "ten")["runs"] == "every 10m"
+    payday = cells(text, "payday")["runs"]
+    assert payday == ("cron 0 9 1-7 * fri in Europe/Paris (day of month and day of week): At "
+                      "09:00 AM, between day 1 and 7 of the month, only on Friday"), payday
+    assert cells(text, "dawn")["runs"] == "solar sunrise at 48.85°N 2.35°W"
+    assert "not readable" not in text
+
+
+def test_the_add_form_starts_with_celerys_day_matching_and_empty_headers(
+        client: Any, api: Schedules) -> None:
+    page = client.get(ADD)
+    form = page.context["adminform"].form
+    assert form["day_or"].value() is False
+    text = page.content.decode()
+    assert 'name="day_or"' in text and 'name="day_or" checked' not in text
+    assert form["headers"].value() == "{}" or form["headers"].value() == {}
+    assert ">null</textarea>" not in text
+    # Saved as it comes: a cron restricting both days matches both, as Celery's crontab.
+    response = client.post(ADD, form_data(name="payday", kind="cron", every="",
+                                          cron="0 9 1-7 * fri", timezone="UTC",
+                                          headers="{}"))
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert api.get("payday").spec.trigger.params["day_or"] is False
+    assert "headers" not in api.get("payday").spec.options
+    # An edit shows the stored headers, never null.
+    assert ">null</textarea>" not in client.get(change_url("payday")).content.decode()
+
+
+def test_run_now_is_shown_on_the_runs_someone_asked_for_only(client: Any,
+                                                             api: Schedules) -> None:
+    from tests.conformance.support import claim_next, create_due
+
+    due = create_due(api.store, "poll", every=60)
+    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
+    api.store.claim([claim_next(due)], lease=grant)
+    manual = api.run_now("poll")
+    page = client.get(EXECUTIONS)
+    rows = {row.pk: row for row in page.context["cl"].result_list}
+    assert len(rows) == 2
+    text = page.content.decode()
+    scheduled = next(key for key in rows if key != manual.key)
+    assert cells_of_execution(text, manual.key)["origin"] == "run now"
+    assert cells_of_execution(text, scheduled)["origin"] == "-"  # the admin's "nothing"
+    assert "icon-no.svg" not in text  # no red cross on the schedule's own runs
+
+
+def cells_of_execution(text: str, key: str) -> dict[str, str]:
+    import html
+    import re
+
+    [row] = [row for row in text.split("<tr")[1:] if f">{html.escape(key)}</a></th>" in row]
+    found = re.findall(r'<t[dh] class="field-(\w+)[^"]*"[^>]*>(.*?)</t[dh]>', row, re.S)
+    return {field: html.unescape(re.sub(r"<[^>]+>", "", value)).strip()
+            for field, value in found}
+
+
+def test_a_task_the_project_does_not_know_is_saved_with_the_clis_warning(
+        client: Any, api: Schedules) -> None:
+    from tests.django.testproj.celery import app
+
+    def poll() -> None:
+        pass
+
+    app.task(name="feeds.poll", shared=False)(poll)
+    try:
+        response = client.post(ADD, form_data(name="typo", task="feeds.pol"), follow=True)
+        shown = [str(message) for message in response.context["messages"]]
+        assert api.get("typo").spec.task == "feeds.pol"  # a warning, never a refusal
+        assert ("task 'feeds.pol' is not registered in the project's Celery app (did you "
+                "mean 'feeds.poll'?): stored anyway, as beat sends tasks by name, but a "
+                "worker that does not know it rejects every run") in shown, shown
+        response = client.post(ADD, form_data(name="known"), follow=True)
+        shown = [str(message) for message in response.context["messages"]]
+        assert not any("not registered" in message for message in shown), shown
+    finally:
+        app.tasks.pop("feeds.poll", None)

@@ -75,7 +75,7 @@ def test_find_pause_an_invalid_cron_config_read_only_and_escaped_names(
     page.fill("#searchbar", "dig")
     page.press("#searchbar", "Enter")
     expect(page.locator("#result_list tbody tr")).to_have_count(1)
-    expect(row(page, "digest")).to_contain_text("cron 0 7 * * mon-fri Europe/Paris")
+    expect(row(page, "digest")).to_contain_text("cron 0 7 * * mon-fri in Europe/Paris")
 
     # Pause it with the admin action.
     row(page, "digest").locator("input.action-select").check()
@@ -191,3 +191,59 @@ def test_a_run_policy_round_trips_through_the_change_form_with_its_error_on_its_
     expect(page.locator("#id_overlap")).to_have_value("skip")
     expect(page.locator(".field-consecutive_failures")).to_contain_text("0")
     not_pwned(page)
+
+
+def test_adding_a_cron_and_running_it_now_reads_as_celery_users_expect(
+        page: Page, live_server: str, api: Schedules) -> None:
+    """The add form starts with Celery's day matching and empty headers; a typo'd task is
+    saved with the CLI's warning; the list says the trigger once, in words; run now marks
+    that run only, on the executions page."""
+    import os
+
+    from tests.django.testproj.celery import app
+
+    def digest() -> None:
+        pass
+
+    app.task(name="mail.digest", shared=False)(digest)
+    shots = os.environ.get("GOATBEAT_SCREENSHOTS")
+    api.create("ten", TASK, every=600)
+    try:
+        log_in(page, live_server)
+        page.goto(live_server + "/admin/goatbeat/schedule/add/")
+        expect(page.locator("#id_day_or")).not_to_be_checked()
+        expect(page.locator("#id_headers")).to_have_value("{}")
+        page.fill("#id_name", "first-friday")
+        page.fill("#id_task", "mail.digets")
+        page.locator("input[name=kind][value=cron]").check()
+        page.fill("#id_cron", "0 9 1-7 * fri")
+        page.fill("#id_timezone", "Europe/Paris")
+        if shots:
+            page.screenshot(path=f"{shots}/add-form.png", full_page=True)
+        page.click("input[name=_save]")
+        messages = page.locator(".messagelist")
+        expect(messages).to_contain_text("was added successfully")
+        # The admin's style capitalises a message's first letter.
+        expect(messages).to_contain_text("task 'mail.digets' is not registered in the "
+                                         "project's Celery app (did you mean 'mail.digest'?)",
+                                         ignore_case=True)
+        assert api.get("first-friday").spec.trigger.params["day_or"] is False
+        expect(row(page, "first-friday")).to_contain_text(
+            "cron 0 9 1-7 * fri in Europe/Paris (day of month and day of week): At 09:00 AM, "
+            "between day 1 and 7 of the month, only on Friday")
+        expect(row(page, "ten")).to_contain_text("every 10m")
+        if shots:
+            page.screenshot(path=f"{shots}/changelist.png", full_page=True)
+
+        row(page, "ten").locator("input.action-select").check()
+        page.select_option("select[name=action]", "run_now")
+        page.locator("button[name=index]").click()
+        expect(page.locator(".messagelist")).to_contain_text("1 schedule queued to run now")
+        page.goto(live_server + "/admin/goatbeat/execution/")
+        expect(page.locator("#result_list tbody tr")).to_have_count(1)
+        expect(page.locator("#result_list tbody tr .field-origin")).to_have_text("run now")
+        expect(page.locator("#result_list img[src*=icon-no]")).to_have_count(0)
+        if shots:
+            page.screenshot(path=f"{shots}/executions.png", full_page=True)
+    finally:
+        app.tasks.pop("mail.digest", None)

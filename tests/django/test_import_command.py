@@ -99,21 +99,30 @@ def run(*args: str) -> str:
 def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None:
     output = run("--dry-run")
     assert "would create 'refresh-cache'" in output
-    assert "refused 'lights-off': solar schedule (sunrise at 48.85, 2.35)" in output
-    assert ("'refresh-cache': every 0:15:00, options {\"exchange\": \"tasks\", "
-            "\"headers\": {\"tenant\": \"acme\"}, \"priority\": 5, \"queue\": \"cache\", "
-            "\"routing_key\": \"cache.refresh\"}, with its description") in output
+    assert ("refused 'lights-off': a solar schedule (sunrise at 48.85, 2.35) has no database "
+            "form in goatbeat: add \"lights-off\": {\"task\": \"garden.lights_off\", "
+            "\"schedule\": solar(\"sunrise\", 48.85, 2.35)} to CELERY_BEAT_SCHEDULE (from "
+            "celery.schedules import solar; Celery needs the ephem package: celery[solar]), "
+            "then disable this periodic task") in output, output
+    assert re.search(r"'refresh-cache': every 15m, phase kept from its last change at \S+ "
+                     r"\(it never ran\), options \{\"exchange\": \"tasks\", \"headers\": "
+                     r"\{\"tenant\": \"acme\"\}, \"priority\": 5, \"queue\": \"cache\", "
+                     r"\"routing_key\": \"cache.refresh\"\}, with its description, next run \S+Z$",
+                     output, re.MULTILINE), output
     assert "refused 'bad-args': args" in output
-    assert (f"would create 'ends': every 0:15:00, until {LATER.isoformat(timespec='seconds')}"
-            in output)
-    assert (f"would create 'starts-later': every 0:15:00, from "
-            f"{START.isoformat(timespec='seconds')}") in output
+    assert re.search(r"would create 'ends': every 15m, phase kept from its last change at \S+ "
+                     rf"\(it never ran\), until {re.escape(LATER.isoformat(timespec='seconds'))}",
+                     output), output
+    start_z = START.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert (f"would create 'starts-later': every 15m, phase kept from its start_time at "
+            f"{start_z}, from {START.isoformat(timespec='seconds')}, next run {start_z}"
+            in output), output
     assert "skipped 'celery.backend_cleanup'" in output
     # A one-off that already ran has nothing left to run: skipped, not an error.
     assert ("skipped 'ran-once': a one-off whose time has passed (django-celery-beat ran it): "
             "nothing left to run") in output
-    assert re.search(r"would create 'ended': every 0:15:00, until \S+, already past: it will "
-                     "not run", output), output
+    assert re.search(r"would create 'ended': every 15m, phase \D+ \S+ \(it never ran\), "
+                     r"until \S+, already past: it will not run", output), output
     assert "13 would be created, 2 skipped, 2 refused (dry run: nothing written)" in output
     assert api.list() == []
 
@@ -362,3 +371,187 @@ def test_a_bad_row_is_refused_with_its_reason_and_the_others_are_copied(
     else:
         assert "refresh-cache" in names and "first-friday" in names
         assert not names & set(refused)
+
+
+# -- the instants: goatbeat's next runs are those django-celery-beat's own beat would choose ---
+#: How long django-celery-beat's simulated beat may loop before a test calls it stuck: each
+#: step either runs the task or sleeps until is_due says it may be due.
+_STEPS = 10_000
+
+
+def celery_beat_runs(task: object, clock_start: datetime, count: int) -> list[datetime]:
+    """The instants django-celery-beat's DatabaseScheduler sends ``task`` (a PeriodicTask),
+    its own ModelEntry.is_due driven by a clock that starts at ``clock_start`` and moves as
+    beat's loop does, sleeping exactly the seconds is_due returns: a run happens at the first
+    instant is_due says so, and the next entry dates its last run then, as beat does."""
+    from django_celery_beat.schedulers import ModelEntry
+    from django_celery_beat.utils import NEVER_CHECK_TIMEOUT
+
+    from tests.django.testproj.celery import app
+
+    clock = [clock_start]
+
+    class FixedClockEntry(ModelEntry):  # type: ignore[misc]
+        def __init__(self, model: object, app: object = app) -> None:
+            super().__init__(model, app=app)
+            self.schedule.nowfun = lambda: clock[0]
+
+        def _default_now(self) -> datetime:
+            return clock[0]
+
+    runs: list[datetime] = []
+    if not task.enabled:  # type: ignore[attr-defined]
+        return runs  # is_due would ask again every 5 s, forever: a disabled task never runs
+    entry = FixedClockEntry(task)
+    for _ in range(_STEPS):
+        due, wait = entry.is_due()
+        if due:
+            runs.append(clock[0])
+            if len(runs) == count:
+                return runs
+            entry = next(entry)
+        elif wait >= NEVER_CHECK_TIMEOUT:
+            return runs
+        else:
+            clock[0] += timedelta(seconds=wait)
+    raise AssertionError(f"no decision after {_STEPS} steps for {task}")
+
+
+def goatbeat_runs(api: Schedules, name: str, after: datetime, count: int) -> list[datetime]:
+    """The due instants of the imported schedule's next runs strictly after ``after``, by its
+    trigger and offset (as the leader plans them)."""
+    from goatbeat_celery import config as config_module
+    from goatbeat_celery.core.rules.misfire import first_occurrence
+
+    spec = api.get(name).spec
+    trigger = config_module.base_registry().build(spec.trigger)
+    runs: list[datetime] = []
+    while len(runs) < count:
+        _, due = first_occurrence(trigger, after, spec.effective_offset())
+        if due is None:
+            break
+        runs.append(due)
+        after = due
+    return runs
+
+
+def import_only(names: list[str]) -> str:
+    """Import with every periodic task but ``names`` deleted (in the caller's transaction)."""
+    from django.core.management import call_command
+    from django_celery_beat.models import PeriodicTask
+
+    PeriodicTask.objects.exclude(name__in=names).delete()
+    out = io.StringIO()
+    call_command("goatbeat_import_django_celery_beat", stdout=out, no_color=True)
+    return out.getvalue()
+
+
+def test_imported_intervals_keep_their_phase_and_run_when_django_celery_beat_would(
+        api: Schedules) -> None:
+    """Each interval runs every `every` after its last run in django-celery-beat: the import
+    puts goatbeat's grid through that instant (rounded up to the second), so that the next
+    five runs fall where django-celery-beat's own is_due puts them, not at midnight UTC or on
+    even hours."""
+    from django.db import transaction
+    from django_celery_beat.models import ClockedSchedule, IntervalSchedule, PeriodicTask
+
+    now = datetime.now(timezone.utc)
+    day = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.DAYS)
+    two_hours = IntervalSchedule.objects.create(every=2, period=IntervalSchedule.HOURS)
+    ninety = IntervalSchedule.objects.create(every=90, period=IntervalSchedule.SECONDS)
+    every_15 = IntervalSchedule.objects.get(every=15, period=IntervalSchedule.MINUTES)
+    start = (now + timedelta(days=2)).replace(hour=5, minute=41, second=9, microsecond=0)
+    cases = {
+        # A daily task that last ran 10 h 24 min ago: next at that time of day, not midnight.
+        "daily": {"interval": day,
+                  "last_run_at": now - timedelta(hours=10, minutes=24, seconds=3.25)},
+        "two-hourly": {"interval": two_hours,
+                       "last_run_at": now - timedelta(minutes=73, seconds=0.5)},
+        "ninety-seconds": {"interval": ninety, "last_run_at": now - timedelta(seconds=20)},
+        # Never ran: django-celery-beat counts from its last change.
+        "never-ran": {"interval": every_15},
+        # Not started yet: the first run at start_time, then every two hours from there.
+        "starts-later": {"interval": two_hours, "start_time": start},
+    }
+    with transaction.atomic():
+        clocked = ClockedSchedule.objects.create(
+            clocked_time=now + timedelta(days=1, hours=3, seconds=7))
+        PeriodicTask.objects.create(name="clocked", task="shop.open_sales", clocked=clocked,
+                                    one_off=True)
+        for name, fields in cases.items():
+            PeriodicTask.objects.create(name=f"phase-{name}", task="shop.sync", **fields)
+        PeriodicTask.objects.filter(name="phase-never-ran").update(
+            date_changed=now - timedelta(minutes=4, seconds=12))
+        output = import_only(["clocked", *(f"phase-{name}" for name in cases)])
+        theirs = {task.name: celery_beat_runs(task, now, 5)
+                  for task in PeriodicTask.objects.filter(name__in=["clocked", *(
+                      f"phase-{name}" for name in cases)])}
+        transaction.set_rollback(True)
+
+    assert "6 created, 0 skipped, 0 refused" in output, output
+    for name, runs in theirs.items():
+        assert len(runs) == (1 if name == "clocked" else 5), (name, runs)
+        ours = api.next_runs(name, 5)
+        # The phase is rounded up to the second, and django-celery-beat's beat sleeps whole
+        # seconds until a start_time: within a second of each other, never further apart.
+        assert len(ours) == len(runs) and all(
+            abs(mine - their) < timedelta(seconds=1)
+            for mine, their in zip(ours, runs, strict=True)), (name, ours, runs)
+    last = now - timedelta(hours=10, minutes=24, seconds=3.25)
+    next_daily = api.next_runs("phase-daily", 1)[0]
+    assert (f"created 'phase-daily': every 1d, phase kept from its last run at "
+            f"{last.strftime('%Y-%m-%dT%H:%M:%S')}.{last.microsecond // 1000:03d}Z, next run "
+            f"{next_daily.strftime('%Y-%m-%dT%H:%M:%S')}Z") in output, output
+    assert re.search(r"created 'phase-never-ran': every 15m, phase kept from its last change "
+                     r"at \S+ \(it never ran\), next run", output), output
+    assert (f"created 'phase-starts-later': every 2h, phase kept from its start_time at "
+            f"{start.strftime('%Y-%m-%dT%H:%M:%SZ')}, from {start.isoformat(timespec='seconds')}"
+            ) in output, output
+
+
+#: Crontabs and the instant django-celery-beat's beat last ran each: in zones with daylight
+#: saving across a change (Paris springs forward on 2027-03-28, New York falls back on
+#: 2027-11-07, Sydney springs forward on 2026-10-04), a 30-minute zone, and both day fields
+#: restricted (Celery matches the two together).
+CRONTAB_RUNS = {
+    "tab-paris-daily": (("30", "4", "*", "*", "*", "Europe/Paris"),
+                    datetime(2027, 3, 26, 3, 30, tzinfo=timezone.utc)),
+    "tab-paris-hourly": (("15", "*", "*", "*", "*", "Europe/Paris"),
+                     datetime(2027, 3, 28, 0, 15, tzinfo=timezone.utc)),
+    "tab-new-york-night": (("45", "0-3", "*", "*", "*", "America/New_York"),
+                       datetime(2027, 11, 7, 4, 45, tzinfo=timezone.utc)),
+    "tab-sydney-morning": (("0", "9", "*", "*", "mon-fri", "Australia/Sydney"),
+                       datetime(2026, 10, 1, 23, 0, tzinfo=timezone.utc)),
+    "tab-kolkata-noon": (("0", "12", "*", "*", "*", "Asia/Kolkata"),
+                     datetime(2027, 1, 1, 6, 30, tzinfo=timezone.utc)),
+    "tab-first-friday": (("0", "9", "1-7", "*", "fri", "Europe/Paris"),
+                     datetime(2027, 1, 1, 8, 0, tzinfo=timezone.utc)),
+    "tab-friday-13th": (("0", "12", "13", "*", "fri", "UTC"),
+                    datetime(2026, 2, 13, 12, 0, tzinfo=timezone.utc)),
+}
+
+
+def test_imported_crontabs_run_when_django_celery_beats_is_due_says(api: Schedules) -> None:
+    """The next five runs of each imported crontab, by goatbeat, are the instants
+    django-celery-beat's ModelEntry.is_due makes due, with its clock starting at its last run."""
+    from django.db import transaction
+    from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+    with transaction.atomic():
+        for name, (fields, last) in CRONTAB_RUNS.items():
+            minute, hour, day_of_month, month, day_of_week, zone = fields
+            tab = CrontabSchedule.objects.create(
+                minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month,
+                day_of_week=day_of_week, timezone=zone)
+            PeriodicTask.objects.create(name=name, task="shop.sync", crontab=tab,
+                                        last_run_at=last)
+        output = import_only(list(CRONTAB_RUNS))
+        theirs = {task.name: celery_beat_runs(task, CRONTAB_RUNS[task.name][1], 5)
+                  for task in PeriodicTask.objects.filter(name__in=list(CRONTAB_RUNS))}
+        transaction.set_rollback(True)
+
+    assert f"{len(CRONTAB_RUNS)} created, 0 skipped, 0 refused" in output, output
+    assert len(theirs) == len(CRONTAB_RUNS)
+    for name, runs in theirs.items():
+        assert len(runs) == 5, (name, runs)
+        assert goatbeat_runs(api, name, CRONTAB_RUNS[name][1], 5) == runs, name

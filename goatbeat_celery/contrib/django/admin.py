@@ -106,17 +106,15 @@ class TagFilter(admin.SimpleListFilter):
 
 
 def describe_trigger(row: Schedule) -> str:
-    """The trigger as goatbeat describes it (``every 0:05:00``, ``cron 0 7 * * * UTC``)."""
-    from goatbeat_celery import config as config_module
+    """The trigger as every face describes it (``every 10m``, ``cron 0 7 * * * in
+    Europe/Paris: At 07:00 AM``, ``solar sunrise at 48.85°N 2.35°E``), or as stored."""
+    from goatbeat_celery.display import trigger_text
 
     try:
         spec = TriggerSpec.from_json(dict(row.trigger or {}))
-        text = config_module.base_registry().build(spec).describe()
     except (ConfigurationError, KeyError, TypeError, ValueError):
         return f"{row.trigger!r} (not readable)"
-    if spec.kind == "cron" and spec.params.get("day_or") is False:
-        text += " (day of month AND day of week)"
-    return text
+    return trigger_text(spec)
 
 
 def status_of(row: Schedule) -> Status:
@@ -247,6 +245,10 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     # redirect use that name alone.
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
         obj.pk = form.saved.name if form.saved is not None else obj.pk
+        if form.saved is not None:
+            warning = integration.unknown_task_warning(form.saved.spec.task)
+            if warning is not None:
+                messages.warning(request, warning)
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any,
                      change: bool) -> None:
@@ -400,7 +402,7 @@ class ScheduleNameFilter(admin.SimpleListFilter):
 
 @admin.register(Execution)
 class ExecutionAdmin(GoatbeatReadMixin, admin.ModelAdmin):
-    list_display = ("key", "schedule_name", "occurrence_at", "state", "attempts", "manual",
+    list_display = ("key", "schedule_name", "occurrence_at", "state", "attempts", "origin",
                     "submitted_at", "error", "run", "worker", "runtime_shown")
     list_filter = (ScheduleNameFilter, "state", "run_state", "manual")
     search_fields = ("schedule_name", "key")
@@ -412,6 +414,12 @@ class ExecutionAdmin(GoatbeatReadMixin, admin.ModelAdmin):
                        "expires_at", "token", "run_state", "run_id", "worker", "run_attempts",
                        "started_at", "finished_at", "heartbeat_at", "runtime", "run_error")
     fields = readonly_fields
+
+    @admin.display(description="asked by", ordering="manual")
+    def origin(self, row: Execution) -> str:
+        """"run now" for a run someone asked for; empty for the schedule's own runs (a red
+        cross on each of those would read as a failure)."""
+        return "run now" if row.manual else ""
 
     @admin.display(description="last error")
     def error(self, row: Execution) -> str:

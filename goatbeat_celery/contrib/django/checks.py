@@ -82,8 +82,33 @@ def goatbeat_checks(app_configs: Any = None, databases: Any = None,
                  "(proj/celery.py): beat and the workers import it (docs/django.md).",
             id="goatbeat.I001",
         ))
-    found.extend(schema_messages(url))
+    schema = schema_messages(url)
+    found.extend(schema)
+    if not schema:
+        found.extend(handover_messages(url, loaded.config.settings.lease_name))
     return found
+
+
+def handover_messages(url: str, lease_name: str) -> list[checks.CheckMessage]:
+    """django-celery-beat's periodic tasks that goatbeat would send too (goatbeat_celery.
+    handover, the rule ``celery goatbeat check`` shows as well)."""
+    from goatbeat_celery.handover import find_overlap
+
+    try:
+        found = find_overlap(url, lease_name)
+    except GoatbeatError as exc:
+        return [checks.Warning(f"django-celery-beat's periodic tasks cannot be compared with "
+                               f"goatbeat's schedules: {exc}", id="goatbeat.W006")]
+    if found is None:
+        return []
+    error, warning = found.error(), found.warning()
+    if error is not None:
+        return [checks.Error(error, hint="docs/migrating.md#switch-the-scheduler; silence "
+                                         "with SILENCED_SYSTEM_CHECKS only once no "
+                                         "DatabaseScheduler runs", id="goatbeat.E002")]
+    if warning is not None:
+        return [checks.Warning(warning, hint="docs/migrating.md#import", id="goatbeat.W005")]
+    return []
 
 
 def schema_messages(url: str) -> list[checks.CheckMessage]:

@@ -73,8 +73,9 @@ class ScheduleForm(forms.ModelForm):
                            help_text="5 fields: minute hour day-of-month month day-of-week")
     timezone = forms.CharField(required=False, help_text="IANA zone of the cron expression "
                                "(empty: the app's timezone)")
+    # Unticked by default: Celery's crontab (and django-celery-beat) match both day fields.
     day_or = forms.BooleanField(
-        required=False, initial=True, label="day of month OR day of week",
+        required=False, initial=False, label="day of month OR day of week",
         help_text="ticked: either restricted day field matches (standard cron); unticked: "
                   "both must match (Celery's crontab)")
     at = forms.DateTimeField(required=False, label="at",
@@ -88,7 +89,8 @@ class ScheduleForm(forms.ModelForm):
     priority = forms.IntegerField(required=False)
     expires = duration_field("expires", "a message not started this long after it is sent is "
                              "dropped by the worker")
-    headers = forms.JSONField(required=False, help_text="a JSON object of message headers")
+    headers = forms.JSONField(required=False, initial=dict,
+                              help_text="a JSON object of message headers")
     misfire_policy = forms.ChoiceField(
         required=False, label="misfire policy",
         choices=[("", "the global setting"), *((p.value, p.value) for p in MisfirePolicy)])
@@ -296,7 +298,8 @@ def initial_values(row: Schedule) -> dict[str, Any]:
         "enabled": row.enabled, "version": row.spec_version,
         "queue": options.get("queue", ""), "exchange": options.get("exchange", ""),
         "routing_key": options.get("routing_key", ""), "priority": options.get("priority"),
-        "expires": seconds_text(options.get("expires")), "headers": options.get("headers"),
+        "expires": seconds_text(options.get("expires")),
+        "headers": options.get("headers") or {},
     }
     if kind == "every":
         values["every"] = seconds_text(trigger.get("every"))

@@ -21,13 +21,15 @@ from goatbeat_celery.store import django_databases as databases
 from goatbeat_celery.store.url import mask_url
 
 NAMESPACE = "CELERY"
+#: The name of the Celery app goatbeat's Django app reads the settings with.
+OWN_APP = "goatbeat_django"
 
 
 def celery_app() -> Any:
     """A Celery app configured from Django's settings under the ``CELERY_`` namespace."""
     from goatbeat_celery.worker.tracking import tracks_runs
 
-    app = Celery("goatbeat_django", set_as_current=False, fixups=[])
+    app = Celery(OWN_APP, set_as_current=False, fixups=[])
     app.config_from_object("django.conf:settings", namespace=NAMESPACE)
     # The project's app, which proj/__init__.py loads with Django, calls track_runs(app):
     # its CELERY_GOATBEAT_TRACK_RUNS holds for this app too, unless the settings say.
@@ -64,3 +66,24 @@ def database_alias() -> str | None:
 def masked_database_url() -> str:
     """goatbeat's database URL with the password hidden, for messages."""
     return mask_url(goatbeat_config().config.database_url)
+
+
+def unknown_task_warning(task: str) -> str | None:
+    """The warning ``celery goatbeat add`` gives for a task the project's Celery app does not
+    know (goatbeat_celery.tasknames), judged against every Celery app of this process but
+    goatbeat's own (the project's, which proj/__init__.py loads); None when it is known, or
+    when no app with tasks of its own is loaded here, or its task modules fail to import:
+    nothing to compare with."""
+    from celery import _state
+
+    from goatbeat_celery.tasknames import registered_tasks
+    from goatbeat_celery.tasknames import unknown_task_warning as warning_for
+
+    apps = [app for app in _state._get_active_apps() if app.main != OWN_APP]
+    try:
+        known = registered_tasks(apps)
+    except Exception:  # the project's own modules: their errors are shown where they run
+        return None
+    if not any(not name.startswith("celery.") for name in known):
+        return None
+    return warning_for(task, known, "the project's Celery app")

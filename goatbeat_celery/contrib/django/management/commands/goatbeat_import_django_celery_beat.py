@@ -19,6 +19,7 @@ script notices; a dry run too, as the real run would.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from goatbeat_celery.core.types.errors import (
 )
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.cron import CronTrigger
+from goatbeat_celery.display import human_duration, when
 from goatbeat_celery.store import open_store
 
 #: Added by Celery to every beat; goatbeat adds it itself.
@@ -94,6 +96,9 @@ class Report:
     skipped: list[str] = field(default_factory=list)
     #: (name, reason) of each refused task, in the order of the lines.
     refused: list[tuple[str, str]] = field(default_factory=list)
+    #: The periodic tasks goatbeat runs from now on (created, already there, or entries of
+    #: beat_schedule), which --disable-source disables.
+    taken_over: list[str] = field(default_factory=list)
 
 
 class Command(BaseCommand):
@@ -105,6 +110,9 @@ class Command(BaseCommand):
                             help="validate and report every task, write nothing")
         parser.add_argument("--database", default="default",
                             help="the Django database holding django-celery-beat's tables")
+        parser.add_argument("--disable-source", action="store_true",
+                            help="disable, in one transaction, the periodic tasks goatbeat "
+                                 "now runs, each with a note in its description")
 
     def handle(self, *args: Any, **options: Any) -> None:
         from django.apps import apps
@@ -118,10 +126,13 @@ class Command(BaseCommand):
         # django-celery-beat's scheduler stores the entries of beat_schedule as periodic tasks
         # too; goatbeat syncs those from the config itself, as config schedules.
         config_names = frozenset(integration.celery_app().conf.beat_schedule or {})
+        database = options["database"]
         try:
-            rows = read_rows(options["database"])
+            rows = read_rows(database)
             with integration.schedules() as target:
                 report = self.copy(rows, target, dry_run=dry_run, config_names=config_names)
+            if options["disable_source"]:
+                self.disable_source(report, database, dry_run=dry_run)
         except GoatbeatError as exc:
             raise CommandError(str(exc)) from exc
         except DatabaseError as exc:
@@ -138,6 +149,33 @@ class Command(BaseCommand):
             noun = "task was" if len(report.refused) == 1 else "tasks were"
             raise CommandError(f"{len(report.refused)} periodic {noun} refused: "
                                + ", ".join(repr(name) for name, _ in report.refused))
+
+    def disable_source(self, report: Report, database: str, *, dry_run: bool) -> None:
+        """Disable the periodic tasks goatbeat now runs, in one transaction of django-celery-
+        beat's database, and tell a running DatabaseScheduler to reload them."""
+        from django.db import transaction
+        from django.utils import timezone
+        from django_celery_beat.models import PeriodicTask, PeriodicTasks
+
+        with transaction.atomic(using=database):
+            tasks = list(PeriodicTask.objects.using(database).select_for_update()
+                         .filter(name__in=report.taken_over, enabled=True).order_by("name")
+                         .values_list("pk", "name", "description"))
+            if not dry_run:
+                for pk, name, description in tasks:
+                    text = str(description or "").rstrip()
+                    PeriodicTask.objects.using(database).filter(pk=pk).update(
+                        enabled=False, description=(text + "\n\n" if text else "")
+                        + disabled_note(name, datetime.now(UTC)))
+                if tasks:
+                    # What django-celery-beat's own save() signals do: its scheduler reloads.
+                    PeriodicTasks.objects.using(database).update_or_create(
+                        ident=1, defaults={"last_update": timezone.now()})
+        verb = "would disable" if dry_run else "disabled"
+        noun = "periodic task" if len(tasks) == 1 else "periodic tasks"
+        self.stdout.write(f"{verb} {len(tasks)} {noun} in django-celery-beat, which goatbeat "
+                          "runs now" + (f": {', '.join(repr(name) for _, name, _ in tasks)}"
+                                        if tasks else ""))
 
     def copy(self, rows: list[Row], target: Schedules, *, dry_run: bool,
              config_names: frozenset[str] = frozenset()) -> Report:
@@ -163,10 +201,12 @@ class Command(BaseCommand):
             self.refuse(report, name, row.unreadable)
             return
         if task.task == BACKEND_CLEANUP:
+            report.taken_over.append(name)
             self.line(report.skipped, "skipped", name, "celery.backend_cleanup is added by "
                       "goatbeat itself")
             return
         if name in config_names:
+            report.taken_over.append(name)
             self.line(report.skipped, "skipped", name, "an entry of beat_schedule, which "
                       "goatbeat's beat syncs from the config itself")
             return
@@ -175,6 +215,7 @@ class Command(BaseCommand):
         except ScheduleNotFound:
             pass
         else:
+            report.taken_over.append(name)
             self.line(report.skipped, "skipped", name, "a schedule of that name is already "
                       "in goatbeat")
             return
@@ -193,6 +234,7 @@ class Command(BaseCommand):
             self.refuse(report, name, str(exc))
             return
         except ScheduleConflict:
+            report.taken_over.append(name)
             self.line(report.skipped, "skipped", name, "a schedule of that name is already "
                       "in goatbeat")
             return
@@ -204,11 +246,19 @@ class Command(BaseCommand):
             self.refuse(report, name, reason if isinstance(exc, ConfigurationError)
                         else f"cannot be copied: {reason}")
             return
-        detail = describe(arguments)
+        phase = None
+        if "every" in arguments:
+            anchor, what = interval_phase(task, now)
+            phase = f"phase kept from {what} at {when(anchor)}" + (
+                " (it never ran)" if what == "its last change" else "")
+        detail = describe(arguments, phase)
         if arguments.get("end_at") is not None and arguments["end_at"] <= now:
             detail += ", already past: it will not run"
         if not schedule.spec.enabled:
             detail += ", paused (disabled in django-celery-beat)"
+        elif phase is not None and schedule.next_run_at is not None:
+            detail += f", next run {when(schedule.next_run_at)}"
+        report.taken_over.append(name)
         self.line(report.created, "would create" if dry_run else "created", name, detail)
 
     def line(self, bucket: list[str], verb: str, name: str, detail: str) -> None:
@@ -218,6 +268,15 @@ class Command(BaseCommand):
     def refuse(self, report: Report, name: str, reason: str) -> None:
         report.refused.append((name, reason))
         self.stdout.write(self.style.WARNING(f"refused {name!r}: {reason}"))
+
+
+#: The start of the note --disable-source appends to a task's description; the export finds it.
+NOTE_START = "Disabled by goatbeat_import_django_celery_beat"
+
+
+def disabled_note(name: str, now: datetime) -> str:
+    return (f"{NOTE_START} on {now.strftime('%Y-%m-%d %H:%M')} UTC: goatbeat runs it now, as "
+            f"schedule {name!r}. goatbeat_export_django_celery_beat enables it again.")
 
 
 def read_rows(database: str) -> list[Row]:
@@ -263,9 +322,7 @@ def read_rows(database: str) -> list[Row]:
 def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[str, Any]:
     """The keywords of Schedules.create for one PeriodicTask; Refused when goatbeat has none."""
     if task.solar_id is not None:
-        raise Refused(f"solar schedule ({task.solar.event} at {float(task.solar.latitude):g}, "
-                      f"{float(task.solar.longitude):g}) has no database form in goatbeat: put "
-                      "it in beat_schedule as solar(...)")
+        raise Refused(solar_advice(task))
     start = aware(task.start_time) if task.start_time is not None else None
     arguments: dict[str, Any] = {
         **trigger_arguments(task, crontab),
@@ -276,12 +333,12 @@ def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[
     }
     if start is not None and start > now and not task.one_off:
         arguments["start_at"] = start
-        if "every" in arguments:
-            # django-celery-beat runs it first at start_time, then every interval: the grid
-            # is shifted to pass through start_time (an offset is always under the interval).
-            shift = (start - datetime(1970, 1, 1, tzinfo=UTC)) % arguments["every"]
-            if shift:
-                arguments["offset"] = shift
+    if "every" in arguments:
+        # django-celery-beat runs an interval task `every` after its last run: goatbeat's grid
+        # is shifted to pass through that phase (an offset is always under the interval).
+        shift = grid_offset(interval_phase(task, now)[0], arguments["every"], now)
+        if shift:
+            arguments["offset"] = shift
     if task.expires is not None:
         # django-celery-beat sends nothing after it (and disables the task): an end date.
         arguments["end_at"] = aware(task.expires)
@@ -289,6 +346,25 @@ def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[
     if text:
         arguments["description"] = text
     return arguments
+
+
+def solar_advice(task: Any) -> str:
+    """Why a solar task is refused, and the entry of CELERY_BEAT_SCHEDULE that runs it as
+    django-celery-beat does (goatbeat runs Celery's solar from the config), in Python."""
+    solar = task.solar
+    place = f"{float(solar.latitude):g}, {float(solar.longitude):g}"
+    entry = (f'{json.dumps(str(task.name))}: {{"task": {json.dumps(str(task.task))}, '
+             f'"schedule": solar({json.dumps(str(solar.event))}, {place})')
+    for name, kind, empty in (("args", list, "[]"), ("kwargs", dict, "{}")):
+        try:
+            value = json_field(task, name, kind, empty)
+        except Refused:
+            continue  # its own refusal is the JSON's, once this one is dealt with
+        if value:
+            entry += f", {json.dumps(name)}: {json.dumps(value)}"
+    return (f"a solar schedule ({solar.event} at {place}) has no database form in goatbeat: "
+            f"add {entry}}} to CELERY_BEAT_SCHEDULE (from celery.schedules import solar; "
+            "Celery needs the ephem package: celery[solar]), then disable this periodic task")
 
 
 def trigger_arguments(task: Any, crontab: Crontab | None) -> dict[str, Any]:
@@ -318,6 +394,33 @@ def trigger_arguments(task: Any, crontab: Crontab | None) -> dict[str, Any]:
             raise Refused(f"one-off crontab {expression!r} never occurs again")
         return {"at": first}
     raise Refused("it has no schedule (no interval, crontab, clocked or solar)")
+
+
+def interval_phase(task: Any, now: datetime) -> tuple[datetime, str]:
+    """The instant an interval task's runs are counted from in django-celery-beat, and what
+    it is: a ``start_time`` still to come (its first run), else its last run (the next is
+    ``every`` after it), else a ``start_time`` already past, else its last change (which
+    django-celery-beat takes for its last run when it never ran)."""
+    start = aware(task.start_time) if task.start_time is not None else None
+    if start is not None and start > now:
+        return start, "its start_time"
+    if task.last_run_at is not None:
+        return aware(task.last_run_at), "its last run"
+    if start is not None:
+        return start, "its start_time"
+    return aware(task.date_changed), "its last change"
+
+
+def grid_offset(anchor: datetime, every: timedelta, now: datetime) -> timedelta | None:
+    """The offset that puts ``anchor`` on goatbeat's grid of ``every``, to the second: rounded
+    up (django-celery-beat runs a task at its first tick after it is due, a fraction of a
+    second late), but down when rounding up would make a grid point of the last second before
+    ``now`` come after it, and run at once what django-celery-beat runs ``every`` later."""
+    exact = (anchor - datetime(1970, 1, 1, tzinfo=UTC)) % every
+    up = math.ceil(exact.total_seconds())
+    late = anchor + (timedelta(seconds=up) - exact) > now
+    shift = timedelta(seconds=math.floor(exact.total_seconds()) if late else up) % every
+    return shift or None
 
 
 def interval(period: str, every: int) -> timedelta:
@@ -398,9 +501,9 @@ def aware(value: datetime) -> datetime:
     return value if timezone.is_aware(value) else timezone.make_aware(value)
 
 
-def describe(arguments: dict[str, Any]) -> str:
+def describe(arguments: dict[str, Any], phase: str | None = None) -> str:
     if "every" in arguments:
-        text = f"every {arguments['every']}"
+        text = f"every {human_duration(arguments['every'])}, {phase}"
     elif "cron" in arguments:
         text = (f"cron {arguments['cron']!r} in {arguments['timezone']} (day of month and day "
                 "of week both matched, as Celery's crontab)")

@@ -1,0 +1,158 @@
+"""Handing over from django-celery-beat: whether both schedulers could send the same task.
+
+django-celery-beat's ``DatabaseScheduler`` sends every enabled periodic task; goatbeat's beat
+sends every enabled schedule. A task enabled in both, once imported, is sent twice as soon as
+both beats run. This module reads django-celery-beat's table (``django_celery_beat_periodictask``,
+in goatbeat's database, where a Django project keeps both) beside goatbeat's schedules and
+leases, and says:
+
+* a *warning* for tasks enabled in both (nothing may run twice yet: django-celery-beat's beat
+  may be stopped already), naming them and how to disable them;
+* an *error* for those whose ``last_run_at`` is later than the moment goatbeat's running beat
+  took its lease (a lease held now): a ``DatabaseScheduler`` still runs them while goatbeat
+  does. Once goatbeat's beat is stopped (its lease released or expired), nothing is sent
+  twice, and the warning remains.
+
+The rule is written here once; ``celery goatbeat check`` and Django's system checks show it.
+A rollback (``goatbeat_export_django_celery_beat``) pauses goatbeat's schedules, which ends
+both messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import sqlalchemy as sa
+
+from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
+from goatbeat_celery.core.types.errors import ScheduleNotFound, StoreError, failure_reason
+from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.display import when
+
+#: django-celery-beat's table of periodic tasks.
+PERIODIC_TASK_TABLE = "django_celery_beat_periodictask"
+#: Names shown in a message before "and N more".
+SHOWN = 5
+
+
+@dataclass(frozen=True)
+class SourceTask:
+    """An enabled periodic task of django-celery-beat, as its table holds it."""
+
+    name: str
+    last_run_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """What running both schedulers would send twice."""
+
+    #: Enabled in django-celery-beat and enabled in goatbeat, by name.
+    both_enabled: tuple[str, ...]
+    #: Of those, the ones django-celery-beat ran after goatbeat's beat took its lease.
+    ran_since: tuple[SourceTask, ...]
+    #: When goatbeat's running beat took its lease (the earliest of the leases held now, a
+    #: sharded deployment holding several); None when no goatbeat beat holds one.
+    lease_taken_at: datetime | None
+
+    def warning(self) -> str | None:
+        if not self.both_enabled:
+            return None
+        count = len(self.both_enabled)
+        noun = "periodic task is" if count == 1 else "periodic tasks are"
+        return (f"{count} django-celery-beat {noun} enabled and goatbeat has an enabled "
+                f"schedule of the same name ({listed(self.both_enabled)}): a beat running "
+                "django-celery-beat's DatabaseScheduler would send each of them a second "
+                "time; disable them (`manage.py goatbeat_import_django_celery_beat "
+                "--disable-source` does it for the tasks it imported) or pause goatbeat's")
+
+    def error(self) -> str | None:
+        if not self.ran_since or self.lease_taken_at is None:
+            return None
+        taken = self.lease_taken_at
+        latest = max(self.ran_since, key=lambda task: task.last_run_at or taken)
+        count = len(self.ran_since)
+        noun = "periodic task" if count == 1 else "periodic tasks"
+        return (f"django-celery-beat ran {count} {noun} after goatbeat's beat took its lease "
+                f"at {when(self.lease_taken_at)} ({listed([t.name for t in self.ran_since])}; "
+                f"{latest.name!r} at {when(latest.last_run_at)}): a DatabaseScheduler is still "
+                "running and each of them is sent twice; stop every beat started with "
+                "django_celery_beat.schedulers:DatabaseScheduler, then disable the tasks")
+
+
+class _Store(ScheduleStore, LeaseManager, Protocol):
+    """What :func:`overlap` reads: schedules and leases."""
+
+
+def listed(names: Sequence[str]) -> str:
+    shown = ", ".join(repr(name) for name in names[:SHOWN])
+    rest = len(names) - SHOWN
+    return shown + (f" and {rest} more" if rest > 0 else "")
+
+
+def read_source(engine: sa.Engine) -> list[SourceTask] | None:
+    """django-celery-beat's enabled periodic tasks, by name; None without its table."""
+    if not sa.inspect(engine).has_table(PERIODIC_TASK_TABLE):
+        return None
+    table = sa.table(PERIODIC_TASK_TABLE, sa.column("name"), sa.column("enabled"),
+                     sa.column("last_run_at"))
+    query = (sa.select(table.c.name, table.c.last_run_at)
+             .where(table.c.enabled == sa.true()).order_by(table.c.name))
+    with engine.connect() as connection:
+        rows = connection.execute(query).all()
+    return [SourceTask(str(name), _aware(last)) for name, last in rows]
+
+
+def _aware(value: object) -> datetime | None:
+    # PostgreSQL gives aware datetimes; SQLite naive text in UTC (Django's USE_TZ storage).
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def overlap(store: _Store, tasks: Sequence[SourceTask], lease_name: str) -> Overlap:
+    """Compare django-celery-beat's enabled ``tasks`` with goatbeat's schedules in ``store``
+    and the leases named ``lease_name`` (and its shards)."""
+    both: list[SourceTask] = []
+    for task in tasks:
+        try:
+            schedule = store.get_schedule(task.name)
+        except ScheduleNotFound:
+            continue
+        if schedule.spec.enabled:
+            both.append(task)
+    taken = [info.acquired_at for info in store.list_leases(lease_name)
+             if info.acquired_at is not None and info.held]
+    since = min(taken) if taken else None
+    ran = tuple(task for task in both if since is not None and task.last_run_at is not None
+                and task.last_run_at > since)
+    return Overlap(tuple(task.name for task in both), ran, since)
+
+
+def find_overlap(url: str, lease_name: str) -> Overlap | None:
+    """:func:`overlap` on goatbeat's database ``url``; None when it holds no
+    django-celery-beat table (nothing to compare)."""
+    from goatbeat_celery.store import migration_engine, open_store
+    from goatbeat_celery.store.url import Backend, backend_of
+
+    if backend_of(url) is Backend.MEMORY:
+        return None
+    engine = migration_engine(url)
+    try:
+        tasks = read_source(engine)
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreError(f"cannot read {PERIODIC_TASK_TABLE}: {failure_reason(exc)}") from exc
+    finally:
+        engine.dispose()
+    if tasks is None:
+        return None
+    store = open_store(url, create_schema=False)
+    try:
+        return overlap(store, tasks, lease_name)
+    finally:
+        store.close()
