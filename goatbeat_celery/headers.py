@@ -14,5 +14,7 @@ TOKEN = "goatbeat_token"
 SEND = "goatbeat_send"
 #: Present (true) on an extra run asked for by hand.
 MANUAL = "goatbeat_manual"
+#: Every header above: what goatbeat adds to a message Celery's beat would send.
+OWN = frozenset({SCHEDULE, OCCURRENCE, TOKEN, SEND, MANUAL})
 #: The header Celery's own beat puts on every message it sends.
 CELERY_BEAT = "celery_beat_task"

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.core.types.execution import idempotency_key
+from goatbeat_celery.headers import OWN as GOATBEAT_HEADERS
 from tests.system.harness import HERE, Process, World, running, wait_until
 
 pytestmark = pytest.mark.system
@@ -74,8 +75,6 @@ LANDING = {
 #: queue (per process) and kombu's delivery tag. Everything else is compared.
 VARYING_HEADERS = {"id", "root_id", "expires", "origin"}
 VARYING_PROPERTIES = {"correlation_id", "reply_to", "delivery_tag"}
-GOATBEAT_HEADERS = {"goatbeat_schedule", "goatbeat_occurrence", "goatbeat_token",
-                    "goatbeat_manual"}
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
