@@ -133,23 +133,15 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    environment.globals["when"] = display.when
-    environment.globals["describe_trigger"] = display.describe_trigger
-    environment.globals["zone_of"] = display.zone_of
-    environment.globals["state_text"] = display.state_text
-    environment.globals["next_run_text"] = display.next_run_text
-    environment.globals["compact_json"] = display.compact_json
-    environment.globals["human_seconds"] = display.human_seconds
-    environment.globals["lateness"] = display.lateness
-    environment.globals["version"] = __version__
-    environment.globals["ago"] = present.ago
-    environment.globals["after"] = present.after
-    environment.globals["pill"] = present.pill
+    environment.globals.update(
+        when=display.when, describe_trigger=display.describe_trigger, zone_of=display.zone_of,
+        state_text=display.state_text, next_run_text=display.next_run_text,
+        compact_json=display.compact_json, human_seconds=display.human_seconds,
+        lateness=display.lateness, run_status=display.run_status, version=__version__,
+        ago=present.ago, after=present.after, pill=present.pill, short_key=present.short_key,
+        backfill_of=present.backfill_of, seconds_text=present.seconds_text,
+    )
     environment.filters["breakable"] = present.breakable
-    environment.globals["run_status"] = display.run_status
-    environment.globals["short_key"] = present.short_key
-    environment.globals["backfill_of"] = present.backfill_of
-    environment.globals["seconds_text"] = present.seconds_text
     context = _Context(
         schedules=schedules, settings=settings,
         # With shards, shard 0's lease heads the overview: its leader does the global work.

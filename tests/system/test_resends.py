@@ -180,24 +180,25 @@ def assert_once(verdict: dict[str, Any]) -> None:
     assert not twice, f"{len(twice)} ran more than once: {twice[:5]}"
 
 
-def test_redis_killed_mid_burst_and_restarted_on_its_files_runs_every_occurrence_once(
-        durable_broker_cluster: Cluster, durable_redis: PrivateRedis, report: Any) -> None:
-    cluster = durable_broker_cluster
+def killed_mid_burst(cluster: Cluster, broker: PrivateRedis | PrivateRabbitMQ, report: Any, *,
+                     into: float) -> dict[str, Any]:
+    """Run the bursts, SIGKILL ``broker`` ``into`` seconds into one, restart it 3 s later with
+    a new worker, and judge every occurrence due until a burst after the restart."""
     cluster.write_config(schedules=burst_schedules(), settings=SETTINGS)
     worker = start_worker(cluster)
     start_beat(cluster)
     wait_until(lambda: len(ran(cluster)) >= BURST, timeout=30, what="a first burst run")
 
-    mid_burst(cluster, 0.25)
+    mid_burst(cluster, into)
     killed_at = time.time()
-    durable_redis.kill()
-    time.sleep(3)  # the scenario: Redis down for 3 s
-    # A new worker consumes from the restarted server. Celery 5.7's worker can die of the lost
-    # connection itself ("'NoneType' object has no attribute 'hostname'" in its Redis
-    # consumer), which is not what this judges; what the old one held unacknowledged stays
-    # in the server's unacked set, for goatbeat to resend.
+    broker.kill()
+    time.sleep(3)  # the scenario: the broker down for 3 s
+    # A new worker consumes from the restarted broker: Celery's own reconnection is not what
+    # this judges (see test_rabbitmq.py; Celery 5.7's worker can even die of a lost Redis,
+    # "'NoneType' object has no attribute 'hostname'" in its consumer). What the old one held
+    # unacknowledged stays with the broker, for goatbeat to resend.
     worker.kill_tree()
-    durable_redis.start()
+    broker.start()
     up_at = time.time()
     start_worker(cluster, "worker2")
     # Two bursts after the restart are judged too: claimed during the outage, sent after.
@@ -212,36 +213,17 @@ def test_redis_killed_mid_burst_and_restarted_on_its_files_runs_every_occurrence
            ran_times=dict(verdict["times"]), **window(verdict["rows"]))
     assert len(verdict["rows"]) >= BURST * 4
     assert_once(verdict)
+    return verdict
+
+
+def test_redis_killed_mid_burst_and_restarted_on_its_files_runs_every_occurrence_once(
+        durable_broker_cluster: Cluster, durable_redis: PrivateRedis, report: Any) -> None:
+    verdict = killed_mid_burst(durable_broker_cluster, durable_redis, report, into=0.25)
+
     assert all(r["run_state"] == "succeeded" for r in verdict["rows"]), \
         Counter(r["run_state"] for r in verdict["rows"])
 
 
 def test_rabbitmq_killed_mid_dispatch_and_restarted_runs_every_occurrence_once(
         rabbitmq_cluster: Cluster, private_rabbitmq: PrivateRabbitMQ, report: Any) -> None:
-    cluster = rabbitmq_cluster
-    cluster.write_config(schedules=burst_schedules(), settings=SETTINGS)
-    worker = start_worker(cluster)
-    start_beat(cluster)
-    wait_until(lambda: len(ran(cluster)) >= BURST, timeout=30, what="a first burst run")
-
-    mid_burst(cluster, 0.1)
-    killed_at = time.time()
-    private_rabbitmq.kill()
-    time.sleep(3)  # the scenario: RabbitMQ down for 3 s
-    # A new worker consumes from the restarted node (Celery's own reconnection is not what
-    # this judges: see test_rabbitmq.py).
-    worker.kill_tree()
-    private_rabbitmq.start()
-    up_at = time.time()
-    start_worker(cluster, "worker2")
-    time.sleep(2 * BURST_EVERY)  # the scenario: bursts after the restart
-    until = time.time() - BURST_EVERY
-
-    verdict = judge(cluster, until)
-    executions = {e["key"]: e for e in cluster.executions()}
-    resent = sum(1 for r in verdict["rows"] if executions[r["key"]]["attempts"] > 1)
-    report(judged=len(verdict["rows"]), outage=f"{up_at - killed_at:.1f}s",
-           sent_more_than_once=resent, suppressed=len(suppressed(cluster)),
-           ran_times=dict(verdict["times"]), **window(verdict["rows"]))
-    assert len(verdict["rows"]) >= BURST * 4
-    assert_once(verdict)
+    killed_mid_burst(rabbitmq_cluster, private_rabbitmq, report, into=0.1)
