@@ -20,6 +20,8 @@ import statistics
 import sys
 import time
 import warnings
+from datetime import timedelta
+from typing import Any
 from urllib.parse import urlencode
 
 import sqlalchemy as sa
@@ -67,6 +69,28 @@ BUSY_RUNS = 2_000
 EXECUTION_COLUMNS = ("key, schedule_name, occurrence_at, due_at, token, state, claimed_at,"
                      " submitted_at, attempts, missed, manual, run_state, worker, run_attempts,"
                      " started_at, finished_at, runtime, run_error")
+
+
+def calendar_and_backfill(url: str, schedules: Any) -> tuple[str, int]:
+    """A calendar that OBSERVERS schedules observe (written in SQL, as the fill), and a
+    backfill of the busy schedule's last hour (through the API: the leader would drain it)."""
+    schedules.create_calendar(CALENDAR, dates=["2030-12-25"], ranges=["2030-08-01..2030-08-15"],
+                              description="Days off")
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    with engine.begin() as connection:
+        connection.execute(sa.text(
+            "UPDATE goatbeat_schedule SET calendars = json_build_array(CAST(:calendar AS text)) "
+            "WHERE name IN (SELECT name FROM goatbeat_schedule ORDER BY name DESC LIMIT :n)"),
+            {"calendar": CALENDAR, "n": OBSERVERS})
+        connection.execute(sa.text("ANALYZE goatbeat_schedule"))
+    engine.dispose()
+    end = schedules.store.now()
+    backfill = schedules.backfill(BUSY, end - timedelta(hours=1), end)
+    return CALENDAR, backfill.id
+
+
+CALENDAR = "days-off"
+OBSERVERS = 100
 
 
 def _execution_values(at: str, n: str) -> str:
@@ -142,6 +166,7 @@ def main() -> int:
         middle_run = schedules.get(middle).next_run_at
         assert middle_run is not None
         busy_key = schedules.history(BUSY, limit=1)[0].key
+        calendar, backfill = calendar_and_backfill(url, schedules)
         pages = {
             "schedules, first page": "/schedules",
             "schedules, name prefix": "/schedules?q=sched-0500",
@@ -167,7 +192,12 @@ def main() -> int:
             "a run": "/run?" + urlencode({"key": busy_key}),
             "fleet": "/fleet",
             "backfills": "/backfills",
+            "a backfill": f"/backfill?id={backfill}",
+            "the backfill form": f"/backfill/new?name={BUSY}",
             "calendars": "/calendars",
+            f"a calendar ({OBSERVERS:,} schedules observe it)": f"/calendar?name={calendar}",
+            "the new schedule form": "/new",
+            "the delete confirmation": f"/schedule/delete?name={middle}",
         }
         admin_pages = {
             "admin: schedule list": "/admin/goatbeat/schedule/",

@@ -218,6 +218,15 @@ sa.Index(
     sqlite_where=sa.text("enabled"),
 )
 
+# The dashboard's set-aside schedules, by name: a few rows, so only those are indexed.
+SET_ASIDE_PREDICATE = "fault IS NOT NULL"
+sa.Index(
+    "ix_goatbeat_schedule_set_aside",
+    schedule_table.c.name,
+    postgresql_where=sa.text(SET_ASIDE_PREDICATE),
+    sqlite_where=sa.text(SET_ASIDE_PREDICATE),
+)
+
 # The tag index: one row per tag a schedule carries (its ``tags`` column stays what is shown).
 # Triggers on goatbeat_schedule, created by migration 0008, keep it in step with that column in
 # the writing transaction, whoever writes it: this release, a replica of the previous one during
@@ -279,6 +288,13 @@ sa.Index(
     "ix_goatbeat_execution_history",
     execution_table.c.schedule_name,
     execution_table.c.occurrence_at,
+)
+# The newest runs of every schedule (the overview's chart, history without a name), read
+# backwards in (occurrence_at, key) order instead of sorting the whole history.
+sa.Index(
+    "ix_goatbeat_execution_recent",
+    execution_table.c.occurrence_at,
+    execution_table.c.key,
 )
 # Pruning deletes the oldest rows no longer claimed; claimed rows stay out of this index, which
 # spares every claim one index insertion.
