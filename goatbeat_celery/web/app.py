@@ -37,6 +37,7 @@ from goatbeat_celery.core.rules.misfire import first_occurrence
 from goatbeat_celery.core.rules.shards import Replica, Shard, shard_lease_name, sharding_prefix
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
+    CalendarInUse,
     CalendarNotFound,
     ConfigurationError,
     GoatbeatError,
@@ -98,6 +99,7 @@ NOTICES = {
     "backfill": "Backfill stored: the leader runs it after the live schedules, a few a tick.",
     "cancelled": "Cancelled: nothing more is claimed for it; what it claimed already is sent.",
     "calendar": "Saved: the leader applies it the next time it plans.",
+    "calendar-removed": "Calendar removed.",
 }
 
 Handler = Callable[..., Awaitable[Response]]
@@ -178,6 +180,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/calendar", _calendar_page, "calendar", ["GET"]),
         route("/calendars", _calendar_create, "calendar_create", ["POST"]),
         route("/calendar/edit", _calendar_edit, "calendar_edit", ["POST"]),
+        route("/calendar/delete", _calendar_delete_page, "calendar_delete_confirm", ["GET"]),
+        route("/calendar/delete", _calendar_delete, "calendar_delete", ["POST"]),
         route("/fleet", _fleet, "fleet", ["GET"]),
         route("/new", _new_page, "new", ["GET"]),
         route("/new", _create, "create", ["POST"]),
@@ -906,6 +910,7 @@ async def _calendar_list(request: Request, context: _Context, *,
     found = await _call(context.schedules.list_calendars)
     return _render(request, context, "calendars.html", status_code=status_code, found=found,
                    entries=display.calendar_entries,
+                   notice=NOTICES.get(request.query_params.get("notice", "")),
                    form=state or forms.FormState(dict.fromkeys(forms.CALENDAR_FIELDS, "")))
 
 
@@ -960,6 +965,40 @@ async def _calendar_edit(request: Request, context: _Context, form: FormData) ->
         request.scope["query_string"] = urlencode({"name": name}).encode()
         return await _calendar_page(request, context, state=state, status_code=422)
     return RedirectResponse(_link(request, "calendar", name=name, notice="calendar"),
+                            status_code=303)
+
+
+async def _calendar_delete_page(request: Request, context: _Context, *,
+                                name: str | None = None, refused: str | None = None,
+                                status_code: int = 200) -> Response:
+    """The confirmation a calendar's removal asks for; while schedules observe it, the reason
+    it would be refused (the API's) instead of the button."""
+    name = request.query_params.get("name", "") if name is None else name
+    try:
+        calendar = await _call(context.schedules.get_calendar, name)
+        observing = await _call(context.schedules.observing, name)
+    except CalendarNotFound as exc:
+        return _refusal(request, context, 404, "No such calendar", str(exc))
+    if refused is None and observing:
+        refused = str(CalendarInUse(name, observing))
+    return _render(request, context, "calendar_delete.html", status_code=status_code,
+                   c=calendar, observing=observing, refused=refused)
+
+
+async def _calendar_delete(request: Request, context: _Context, form: FormData) -> Response:
+    name = _text(form, "name")
+    if _text(form, "confirm") != "remove":
+        # Only the confirmation page's button removes: any other post is asked to confirm.
+        return RedirectResponse(_link(request, "calendar_delete_confirm", name=name),
+                                status_code=303)
+    try:
+        await _call(context.schedules.delete_calendar, name)
+    except CalendarNotFound as exc:
+        return _refusal(request, context, 404, "No such calendar", str(exc))
+    except CalendarInUse as exc:  # a schedule took it up since the page was read
+        return await _calendar_delete_page(request, context, name=name, refused=str(exc),
+                                           status_code=409)
+    return RedirectResponse(_link(request, "calendars", notice="calendar-removed"),
                             status_code=303)
 
 

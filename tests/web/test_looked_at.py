@@ -3,8 +3,9 @@ scene: a schedule every second with a worker reporting each run (some fail), a s
 running, a cron schedule in Europe/Paris observing a calendar, a paused one, a backfill half
 done. Each page is photographed into test-artifacts/web/ and checked in the browser: no table
 cell's text overflows its cell or wraps inside a word, no table is wider than the page
-(tests/web/layout.py). Then the flows that change things, by clicking: remove (with its
-confirmation), backfill (preview, start, cancel) and the policies of the edit form.
+(tests/web/layout.py). Then the flows that change things, by clicking: remove a schedule and
+a calendar (with their confirmations), backfill (preview, start, cancel) and the policies of
+the edit form.
 
 GOATBEAT_WEB_DOCS_IMAGES=1 also writes docs/images/web-<page>.png at 1280 px (done once, by
 hand, when the pages change).
@@ -245,6 +246,21 @@ def test_remove_backfill_policies_and_calendars_by_clicking(page: Page, scene: S
     expect(page.locator(".notice")).to_contain_text("Saved")
     expect(page.locator("#entries")).to_have_value("2026-12-25\n2026-12-31..2027-01-01")
     assert len(schedules.get_calendar("fr-public-holidays").ranges) == 1
+
+    # Observed by the nightly schedule: the removal is refused, saying by whom.
+    page.click("#remove-calendar")
+    expect(page.locator("#remove-refused")).to_contain_text(f"observed by '{NIGHTLY}'")
+    expect(page.locator("#confirm")).to_have_count(0)
+    schedules.update(NIGHTLY, calendars=[])
+    page.reload()
+    expect(page.locator("#confirm-remove")).to_contain_text("No schedule observes it")
+    page.click("#cancel")
+    expect(page.locator("h1")).to_have_text("fr-public-holidays")
+    page.click("#remove-calendar")
+    page.click("#confirm")
+    expect(page.locator(".notice")).to_have_text("Calendar removed.")
+    expect(page.locator("#calendars")).to_have_count(0)
+    assert schedules.list_calendars() == []
 
     page.goto(scene.url + f"/schedule?name={FLAKY}")
     page.click("#remove")

@@ -266,7 +266,8 @@ def test_a_read_only_dashboard_shows_no_form_on_the_new_pages(
     schedules.create_calendar("closures", dates=["2030-12-25"])
     client = make_client(WebSettings(read_only=True))
     for path in ("/schedule/delete?name=tick", "/backfill/new?name=tick", "/calendars",
-                 "/calendar?name=closures", "/fleet", "/backfills"):
+                 "/calendar?name=closures", "/calendar/delete?name=closures", "/fleet",
+                 "/backfills"):
         page = client.get(path)
         assert page.status_code == 200, path
         assert 'method="post"' not in page.text, path
@@ -294,3 +295,35 @@ def test_unknown_or_unreadable_ids_keys_and_names_are_a_404_never_a_500(
         assert client.get(path).status_code == 404, path
     assert client.submit("/backfill/cancel", id="abc").status_code == 404
     assert client.submit("/calendar/edit", name="nope", entries="").status_code == 404
+
+
+def test_a_calendar_is_removed_only_when_confirmed_and_no_schedule_observes_it(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create_calendar("closures", dates=["2030-12-25"])
+    # A post without the confirmation page's field removes nothing: it asks to confirm.
+    asked = client.submit("/calendar/delete", name="closures")
+    assert asked.status_code == 303
+    assert asked.headers["location"].endswith("/calendar/delete?name=closures")
+    confirm = client.get(asked.headers["location"]).text
+    assert 'name="confirm" value="remove"' in confirm and "No schedule observes it" in confirm
+    assert schedules.get_calendar("closures")
+
+    # Taken up by a schedule after the confirmation was read: refused, with the API's reason.
+    schedules.create("billing", "proj.tasks.tick", every=60, calendars=["closures"])
+    refused = client.submit("/calendar/delete", name="closures", confirm="remove")
+    assert refused.status_code == 409
+    assert "observed by &#39;billing&#39;; remove it from those schedules first" in refused.text
+    assert 'id="confirm"' not in refused.text and 'href="/schedule?name=billing"' in refused.text
+    assert schedules.get_calendar("closures")
+    shown = client.get("/calendar/delete", params={"name": "closures"}).text
+    assert "Refused: calendar" in shown and 'id="confirm"' not in shown
+
+    schedules.update("billing", calendars=[])
+    removed = client.submit("/calendar/delete", name="closures", confirm="remove")
+    assert removed.status_code == 303 and removed.headers["location"] == (
+        "/calendars?notice=calendar-removed")
+    assert "Calendar removed." in client.get(removed.headers["location"]).text
+    assert schedules.list_calendars() == []
+    assert client.submit("/calendar/delete", name="closures",
+                         confirm="remove").status_code == 404
+    assert client.get("/calendar/delete", params={"name": "closures"}).status_code == 404
