@@ -755,20 +755,30 @@ def lease_json(name: str, info: LeaseInfo | None,
 def lease_health(info: LeaseInfo | None, settings: Settings) -> str:
     """``status``'s line on the holder: when it last renewed and, when it has gone silent,
     what happens next (the lease expires, then a standby takes over)."""
+    renewed, rest = lease_health_parts(info, settings)
+    if info is None or renewed is None:
+        return rest
+    return relative(renewed, info.store_now) + rest
+
+
+def lease_health_parts(info: LeaseInfo | None,
+                       settings: Settings) -> tuple[datetime | None, str]:
+    """:func:`lease_health`'s line in two: the instant of the last renewal it opens with (None
+    when it opens with none), for a face to show its own way, and the words after it."""
     renewed = None if info is None else info.last_renewal(settings.lease_ttl)
     if info is None or renewed is None:
-        return NONE
+        return None, NONE
     every = human_duration(settings.lease_renew_interval)
     if not info.held:
-        return (f"{relative(renewed, info.store_now)}: the holder stopped renewing and its "
-                "lease expired; a standby takes it at its next attempt")
+        return renewed, (": the holder stopped renewing and its lease expired; a standby "
+                         "takes it at its next attempt")
     if info.silent(settings.lease_ttl, settings.lease_renew_interval):
         silence = human_seconds((info.store_now - renewed).total_seconds())
         left = human_seconds(((info.expires_at or info.store_now) - info.store_now)
                              .total_seconds())
-        return (f"holder silent for {silence} (it renews every {every}): lease expires in "
-                f"{left}, then a standby takes over")
-    return f"{relative(renewed, info.store_now)}; the leader renews every {every}"
+        return None, (f"holder silent for {silence} (it renews every {every}): lease expires "
+                      f"in {left}, then a standby takes over")
+    return renewed, f"; the leader renews every {every}"
 
 
 def previous_holder_line(info: LeaseInfo | None) -> str:
@@ -834,15 +844,27 @@ def shards_json(rows: Sequence[LeaseInfo], settings: Settings) -> dict[str, Any]
 def shard_lines(rows: Sequence[LeaseInfo], settings: Settings) -> tuple[str, ...]:
     """``status``'s shards: one line each (holder, token, expiry), then the live replicas."""
     lines = []
-    for k, _name, info in _shard_rows(rows, settings):
-        if info is None or not info.held or info.expires_at is None:
+    for k, info in shard_holders(rows, settings):
+        if info is None or info.expires_at is None:
             lines.append(f"{k}: not held")
             continue
         lines.append(f"{k}: {info.holder}, token {info.token}, expires "
                      f"{relative(info.expires_at, info.store_now)}")
-    members = _members(rows, settings)
-    lines.append(f"{len(members)} live replicas: {', '.join(members) or NONE}")
+    lines.append(shard_members_line(rows, settings))
     return tuple(lines)
+
+
+def shard_holders(rows: Sequence[LeaseInfo],
+                  settings: Settings) -> list[tuple[int, LeaseInfo | None]]:
+    """Each shard's number and its lease row while held (None: not held)."""
+    return [(k, info if info is not None and info.held and info.expires_at is not None
+             else None) for k, _name, info in _shard_rows(rows, settings)]
+
+
+def shard_members_line(rows: Sequence[LeaseInfo], settings: Settings) -> str:
+    """``3 live replicas: a, b, c``: the replicas sharing the shards."""
+    members = _members(rows, settings)
+    return f"{len(members)} live replicas: {', '.join(members) or NONE}"
 
 
 # -- layout -----------------------------------------------------------------------------------

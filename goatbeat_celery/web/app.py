@@ -142,6 +142,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         lateness=display.lateness, run_status=display.run_status, version=__version__,
         ago=present.ago, after=present.after, pill=present.pill, short_key=present.short_key,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,
+        state_pill=present.state_pill,
     )
     environment.filters["breakable"] = present.breakable
     context = _Context(
@@ -419,21 +420,20 @@ def _read_overview(context: _Context) -> _Overview:
 async def _overview(request: Request, context: _Context) -> Response:
     data = await _call(_read_overview, context)
     info = data.lease
+    settings = context.schedules.config.settings
     return _render(
         request, context, "overview.html", data=data, lease_name=context.lease_name,
         lease=info, held=info is not None and info.held,
-        expires=(display.NONE if info is None or info.expires_at is None
-                 else display.relative(info.expires_at, info.store_now)),
-        renewal=display.lease_health(info, context.schedules.config.settings),
-        silent=info is not None and info.silent(context.schedules.config.settings.lease_ttl,
-                                                context.schedules.config.settings
-                                                .lease_renew_interval),
+        renewal=display.lease_health_parts(info, settings),
+        silent=info is not None and info.silent(settings.lease_ttl,
+                                                settings.lease_renew_interval),
         database=mask_url(context.schedules.config.database_url),
-        shown=display.SET_ASIDE_SHOWN,
+        shown=display.SET_ASIDE_SHOWN, zone=context.schedules.default_timezone,
         standbys=display.standbys_line(data.standbys, data.now),
-        previous_holder=display.previous_holder_line(info),
         shards=(None if data.sharding is None
-                else display.shard_lines(data.sharding, context.schedules.config.settings)),
+                else display.shard_holders(data.sharding, settings)),
+        members=(None if data.sharding is None
+                 else display.shard_members_line(data.sharding, settings)),
         pending_lag=(None if data.pending is None
                      else display.human_seconds((data.now - data.pending.due_at).total_seconds())),
     )

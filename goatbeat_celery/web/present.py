@@ -18,8 +18,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from markupsafe import Markup, escape
 
 from goatbeat_celery import display
+from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.schedule import Schedule
 
 #: The colour of each state's pill: what went well, what went wrong, what is under way, what
 #: deserves a look, and what is simply so.
@@ -96,15 +98,30 @@ def exact(instant: datetime, local: str | None) -> str:
     return text
 
 
+def moment(instant: datetime, now: datetime) -> str:
+    """``3m ago``, ``in 12s`` or ``now`` (within half a second)."""
+    delta = (instant - now).total_seconds()
+    if abs(delta) < 0.5:
+        return "now"
+    return f"in {coarse(delta)}" if delta > 0 else f"{coarse(delta)} ago"
+
+
 def ago(instant: datetime | None, now: datetime, local: str | None = None) -> Markup:
     """``<time>`` showing ``3m ago`` / ``in 12s``, exact on hover; ``-`` for none."""
     if instant is None:
         return Markup(display.NONE)
-    delta = (instant - now).total_seconds()
-    text = "now" if abs(delta) < 0.5 else (f"in {coarse(delta)}" if delta > 0
-                                            else f"{coarse(delta)} ago")
     return Markup('<time class="nw" datetime="{iso}" title="{title}">{text}</time>').format(
-        iso=display.iso(instant), title=exact(instant, local), text=text)
+        iso=display.iso(instant), title=exact(instant, local), text=moment(instant, now))
+
+
+def state_pill(schedule: Schedule, now: datetime, local: str | None = None) -> Markup:
+    """A schedule's state (:func:`~goatbeat_celery.display.state_text`) as a pill; a pause
+    with an end reads when it resumes (``paused, resumes in 2h``), the exact end on hover."""
+    found = schedule.status_at(now)
+    if found.state is State.PAUSED_UNTIL and found.until is not None:
+        return pill("paused until", title=f"paused until {exact(found.until, local)}",
+                    text=f"paused, resumes {moment(found.until, now)}")
+    return pill(display.state_text(schedule, now))
 
 
 def after(instant: datetime | None, start: datetime | None, local: str | None = None) -> Markup:

@@ -41,10 +41,16 @@ def test_the_overview_shows_the_lease_by_the_database_clock(
     html = client.get("/").text
 
     lease = html[html.index('id="lease"'):html.index("</dl>", html.index('id="lease"'))]
-    assert "replica-a:4242" in lease
+    assert "replica-a:4242" in lease.replace("<wbr>", "")
     assert f"<dd>{grant.token}</dd>" in lease
     assert ">yes<" in lease
-    assert "(in 2" in lease or "(in 30s)" in lease  # expiry relative to the database clock
+    # Relative to the database clock, the exact UTC and local instants on hover: a renewal
+    # just made is "now" (or a second or so ago on a slow machine), never "in 0s".
+    instant = r'<time class="nw" datetime="[^"]+" title="\S+Z UTC · [^"]+ \(Europe/Paris\)">'
+    assert re.search(f'<dd id="expires">{instant}in (2\\d|30)s</time></dd>', lease), lease
+    assert re.search(f'<dd id="renewal" class="">{instant}(now|\\d+s ago)</time>; the leader '
+                     "renews every", lease), lease
+    assert "in 0s" not in lease and "(in " not in lease
 
 
 def test_the_overview_shows_the_standbys_and_the_previous_holder(
@@ -59,9 +65,10 @@ def test_the_overview_shows_the_standbys_and_the_previous_holder(
     html = client.get("/").text
 
     lease = html[html.index('id="lease"'):html.index("</dl>", html.index('id="lease"'))]
+    lease = lease.replace("<wbr>", "")
     assert re.search(r'<dd id="standbys">replica-c:4444 \(seen \d+s ago\)</dd>', lease)
-    assert re.search(r'<dd id="previous-holder">replica-a:4242 until \S+Z \([^)]* ago\)</dd>',
-                     lease)
+    assert re.search(r'<dd id="previous-holder">replica-a:4242 until <time class="nw" '
+                     r'datetime="[^"]+" title="\S+Z UTC[^"]*">(now|\d+s ago)</time></dd>', lease)
 
 
 def test_the_overview_says_so_when_no_replica_has_taken_the_lease(client: Browser) -> None:
@@ -325,7 +332,10 @@ def test_a_schedule_page_shows_its_controls_and_previews_within_them(
     assert "reports, eu" in html and "3 (3 left)" in html
     assert "waiting for data" in html and "2030-03-01T08:30:00Z" in html
     listed = client.get("/schedules").text
-    assert "paused until 2030-03-01T08:30:00Z" in listed
+    # Short in the pill, the exact end of the pause on hover.
+    assert re.search(r'<span class="pill warn" title="paused until 2030-03-01T08:30:00Z UTC · '
+                     r'2030-03-01 09:30:00 CET \(Europe/Paris\)">paused, resumes in '
+                     r'\d+d(\d+h)?</span>', listed), listed
 
 
 def test_the_schedules_page_filters_on_a_tag_and_links_each_tag(
@@ -356,8 +366,10 @@ def test_the_overview_with_shards_shows_shard_zeros_lease_and_every_shard(
 
     assert "<code>default.shard-0-of-2</code>" in html
     lease = html[html.index('id="lease"'):html.index("</dl>", html.index('id="lease"'))]
+    lease = lease.replace("<wbr>", "")
     assert "replica-a" in lease and ">yes<" in lease
     shards = html[html.index('id="shards"'):html.index("</ul>", html.index('id="shards"'))]
+    shards = shards.replace("<wbr>", "")
     assert "0: replica-a, token 1, expires" in shards
     assert "1: not held" in shards
     assert "1 live replicas: replica-a" in shards
