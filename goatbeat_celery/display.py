@@ -182,7 +182,7 @@ def describe_trigger(trigger: TriggerSpec) -> str:
     expression = params.get("expression")
     if kind == "cron" and isinstance(expression, str):
         text = f"cron {expression}"
-        if params.get("day_or") is False:
+        if params.get("day_or") is False and _both_days_restricted(expression):
             text += " (day of month and day of week)"
         return text
     at = params.get("at")
@@ -195,6 +195,13 @@ def describe_trigger(trigger: TriggerSpec) -> str:
             return f"solar {found['event']} at {_place(found['lat'], found['lon'])}"
         return f"celery {text}"
     return f"{kind} {compact_json(dict(params))}"
+
+
+def _both_days_restricted(expression: str) -> bool:
+    """Whether a cron expression restricts both its day of month and its day of week: only
+    then does matching both (Celery's crontab) differ from matching either (cron's rule)."""
+    fields = expression.split()
+    return len(fields) == 5 and fields[2] != "*" and fields[4] != "*"
 
 
 #: How celery.schedules.solar shows itself (its repr), the only trace a stored trigger keeps.

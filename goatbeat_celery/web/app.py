@@ -908,8 +908,10 @@ async def _calendar_list(request: Request, context: _Context, *,
                          state: forms.FormState | None = None,
                          status_code: int = 200) -> Response:
     found = await _call(context.schedules.list_calendars)
+    now = await _call(context.schedules.store.now)
     return _render(request, context, "calendars.html", status_code=status_code, found=found,
-                   entries=display.calendar_entries,
+                   entries=display.calendar_entries, now=now,
+                   zone=context.schedules.default_timezone,
                    notice=NOTICES.get(request.query_params.get("notice", "")),
                    form=state or forms.FormState(dict.fromkeys(forms.CALENDAR_FIELDS, "")))
 
@@ -940,8 +942,10 @@ async def _calendar_page(request: Request, context: _Context, *,
     except CalendarNotFound as exc:
         return _refusal(request, context, 404, "No such calendar", str(exc))
     entries = display.calendar_entries(calendar)
+    now = await _call(context.schedules.store.now)
     return _render(request, context, "calendar.html", status_code=status_code, c=calendar,
-                   observing=observing, entries=entries,
+                   observing=observing, entries=entries, now=now,
+                   zone=context.schedules.default_timezone,
                    notice=NOTICES.get(request.query_params.get("notice", "")),
                    form=state or forms.FormState(forms.calendar_values(
                        entries, calendar.description, calendar.name)))

@@ -164,6 +164,20 @@ def test_odd_parameters_are_shown_as_stored(trigger: TriggerSpec, expected: str)
     assert display.describe_trigger(trigger) == expected
 
 
+@pytest.mark.parametrize(("expression", "expected"), [
+    ("0 9 1-7 * fri", "cron 0 9 1-7 * fri (day of month and day of week)"),
+    ("30 7 * * mon-fri", "cron 30 7 * * mon-fri"),
+    ("0 4 * * *", "cron 0 4 * * *"),
+    ("0 0 13 * *", "cron 0 0 13 * *"),
+])
+def test_matching_both_days_is_said_only_where_it_differs_from_either(
+        expression: str, expected: str) -> None:
+    # Celery's crontab (day_or false) matches both day fields; cron matches either. With one
+    # of them "*" the two rules pick the same days, and the note would only puzzle.
+    trigger = TriggerSpec(kind="cron", params={"expression": expression, "day_or": False})
+    assert display.describe_trigger(trigger) == expected
+
+
 def test_a_duration_that_is_no_number_of_seconds_is_shown_as_it_is() -> None:
     assert display.human_seconds(math.nan) == "nans"
     assert display.human_seconds(math.inf) == "infs"

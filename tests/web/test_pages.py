@@ -82,7 +82,7 @@ def test_the_overview_never_shows_the_database_password(schedules: Schedules) ->
     shown = Schedules(schedules.store, config=replace(
         schedules.config, database_url=url.render_as_string(hide_password=False)))
     with TestClient(create_app(shown), base_url="http://127.0.0.1") as client:
-        html = client.get("/").text
+        html = client.get("/").text.replace("<wbr>", "")  # may wrap between its parts
     assert secret not in html
     assert ":***@127.0.0.1" in html
 
