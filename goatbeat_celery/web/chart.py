@@ -48,6 +48,8 @@ class Chart:
     #: When the executions given were only the newest ones read (``limit``), and the window
     #: holds more: the earliest due instant among them, before which the chart knows nothing.
     partial_since: datetime | None = None
+    #: The end of the window (the database clock), which the caption's times are relative to.
+    now: datetime | None = None
 
     @property
     def polyline(self) -> str:
@@ -102,4 +104,4 @@ def lateness_chart(executions: Sequence[Execution], now: datetime, *,
     partial = (oldest if limit is not None and len(executions) >= limit and oldest is not None
                and oldest > start else None)
     return Chart(WIDTH, HEIGHT, left, right, top, bottom, points, x_ticks, y_ticks, worst,
-                 len(points), partial)
+                 len(points), partial, now)

@@ -152,9 +152,13 @@ def backfill_of(execution: Execution) -> str | None:
 
 
 def seconds_text(value: timedelta | float | None) -> str:
+    """A runtime to the millisecond; one shorter than half a millisecond reads ``<0.001s``,
+    never ``0s`` (the task did run)."""
     if value is None:
         return display.NONE
     number = value.total_seconds() if isinstance(value, timedelta) else value
+    if 0 < number < 0.0005:
+        return "<0.001s"
     return display.human_seconds(round(number, 3))
 
 

@@ -53,6 +53,15 @@ def test_a_run_page_shows_its_whole_key_its_one_state_its_timeline_and_its_error
     assert missing.status_code == 404 and "never claimed, or was pruned" in missing.text
 
 
+def test_a_runtime_under_a_millisecond_reads_as_such_never_as_zero() -> None:
+    from goatbeat_celery.web.present import seconds_text
+
+    assert seconds_text(0.0002) == "<0.001s"
+    assert seconds_text(0.0006) == "0.001s"
+    assert seconds_text(0.0) == "0s" and seconds_text(None) == "-"
+    assert seconds_text(timedelta(seconds=1.5)) == "1.5s"
+
+
 def test_the_runs_filter_by_outcome_and_the_runtime_percentiles(
         client: Browser, schedules: Schedules) -> None:
     schedules.create("nightly", "proj.tasks.report", every=60)
