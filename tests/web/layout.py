@@ -1,6 +1,7 @@
-"""A check run in the browser on a rendered page: which table cells' text overflows the cell, and
-which wraps inside a word (``submi/tted``, ``Europe/P/aris``, an instant cut in two), and which
-table is wider than the page (it would scroll sideways).
+"""A check run in the browser on a rendered page: which table cells' text (and the values of a
+card's pairs) overflows the cell, and which wraps inside a word (``submi/tted``,
+``Europe/P/aris``, an instant cut in two), and which table is wider than the page (it would
+scroll sideways).
 
 Evaluated with ``page.evaluate(LAYOUT_CHECK)``; it returns one line per problem (empty: none),
 naming the table, the column's header and the cell's text. A word is a run of characters
@@ -26,11 +27,19 @@ LAYOUT_CHECK = r"""
       problems.push(`#${id}: wider than the page (${box.scrollWidth} > ${box.clientWidth} px)`);
     }
   }
-  for (const cell of document.querySelectorAll('table.rows th, table.rows td')) {
+  const cells = 'table.rows th, table.rows td, dl.pairs dd';
+  for (const cell of document.querySelectorAll(cells)) {
     if (cell.offsetParent === null || cell.getClientRects().length === 0) continue;
-    const table = cell.closest('table');
-    const header = table.querySelectorAll('thead th')[cell.cellIndex];
-    const where = `#${table.id || '?'} ${header ? header.textContent.trim() : cell.cellIndex}`;
+    let where;
+    if (cell.tagName === 'DD') {
+      // A card's pair: named by its list and the term before it.
+      const term = cell.previousElementSibling;
+      where = `#${cell.closest('dl').id || '?'} ${term ? term.textContent.trim() : '?'}`;
+    } else {
+      const table = cell.closest('table');
+      const header = table.querySelectorAll('thead th')[cell.cellIndex];
+      where = `#${table.id || '?'} ${header ? header.textContent.trim() : cell.cellIndex}`;
+    }
     const text = cell.textContent.trim().replace(/\s+/g, ' ').slice(0, 80);
     if (cell.scrollWidth > cell.clientWidth + 1) {
       const sizes = `${cell.scrollWidth} > ${cell.clientWidth} px`;
