@@ -116,11 +116,13 @@ def ago(instant: datetime | None, now: datetime, local: str | None = None) -> Ma
 
 def state_pill(schedule: Schedule, now: datetime, local: str | None = None) -> Markup:
     """A schedule's state (:func:`~goatbeat_celery.display.state_text`) as a pill; a pause
-    with an end reads when it resumes (``paused, resumes in 2h``), the exact end on hover."""
+    with an end reads how long it lasts (``paused until 2h from now``), the exact end on hover."""
     found = schedule.status_at(now)
     if found.state is State.PAUSED_UNTIL and found.until is not None:
+        left = (found.until - now).total_seconds()
+        text = "now" if left < 0.5 else f"{coarse(left)} from now"
         return pill("paused until", title=f"paused until {exact(found.until, local)}",
-                    text=f"paused, resumes {moment(found.until, now)}")
+                    text=f"paused until {text}")
     return pill(display.state_text(schedule, now))
 
 
