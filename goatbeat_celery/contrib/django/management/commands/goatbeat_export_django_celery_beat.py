@@ -14,8 +14,9 @@ would have run it:
   time has passed at once).
 
 A schedule of ``beat_schedule`` is not written (django-celery-beat's scheduler stores those
-itself, from the config) but its periodic task's ``last_run_at`` is, when it has one; it is
-paused in goatbeat like the others. The
+itself, from the config) but its periodic task's ``last_run_at`` is, when it has one, and the
+task is enabled again when the import's ``--disable-source`` disabled it; it is paused in
+goatbeat like the others. The
 note ``--disable-source`` of the import put in a description is taken out again.
 
 django-celery-beat's side is written in one transaction; then each exported goatbeat schedule
@@ -150,8 +151,15 @@ def export_one(schedule: Schedule, source: Schedules, database: str,
     if spec.source is ScheduleSource.CONFIG:
         if existing is None:
             return None
-        tasks.filter(pk=existing.pk).update(last_run_at=last_run)
-        return f"last run {when(last_run)} (an entry of beat_schedule: only its last run)"
+        written: dict[str, Any] = {"last_run_at": last_run}
+        # Disabled by the import's --disable-source: django-celery-beat's beat enables no
+        # entry of beat_schedule itself, so without this it would never send it again.
+        enable = NOTE_START in str(existing.description or "") and running(schedule)
+        if enable:
+            written.update(enabled=True, description=without_note(existing.description))
+        tasks.filter(pk=existing.pk).update(**written)
+        return (f"last run {when(last_run)} (an entry of beat_schedule: only its last run"
+                + (", enabled again)" if enable else ")"))
     fields = task_fields(schedule, source, database, now)
     fields["last_run_at"] = last_run
     if existing is None:
