@@ -125,12 +125,18 @@ def api(django_db: str) -> Iterator[Schedules]:
 
 def add_config_schedule(api: Schedules, name: str, task: str) -> None:
     """A schedule as beat's config sync stores it."""
+    add_config_schedules(api, {name: task})
+
+
+def add_config_schedules(api: Schedules, tasks: dict[str, str]) -> None:
+    """The schedules of a beat_schedule (name: task) as beat's config sync stores them; one
+    sync, which disables the config schedules it does not name."""
     grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
-    spec = ScheduleSpec(name=name, task=task, source=ScheduleSource.CONFIG,
-                        trigger=TriggerSpec(kind="interval", params={"every": 60.0}))
     now = api.store.now()
-    api.store.sync_config([SyncEntry(spec=spec, next_occurrence_at=now, next_run_at=now)],
-                          lease=grant)
+    api.store.sync_config([SyncEntry(spec=ScheduleSpec(
+        name=name, task=task, source=ScheduleSource.CONFIG,
+        trigger=TriggerSpec(kind="interval", params={"every": 60.0})),
+        next_occurrence_at=now, next_run_at=now) for name, task in tasks.items()], lease=grant)
 
 
 def set_aside(api: Schedules, name: str, reason: str) -> None:

@@ -5,6 +5,7 @@ send the same task."""
 from __future__ import annotations
 
 import io
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -301,3 +302,34 @@ def test_the_guard_fails_only_while_goatbeats_beat_holds_its_lease(api: Schedule
     django, cli = guard()
     assert [line.split(":")[0] for line in django] == ["goatbeat.W005"], django
     assert cli[0].startswith("warn: 2 django-celery-beat periodic tasks are enabled"), cli
+
+
+def test_the_export_enables_again_an_entry_of_beat_schedule_the_import_disabled(
+        api: Schedules, tasks: None) -> None:
+    """django-celery-beat's beat stores the entries of beat_schedule as periodic tasks but
+    never enables one: the export does, for those the import's --disable-source disabled."""
+    from django.test import override_settings
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    from tests.django.conftest import add_config_schedules
+
+    hourly = IntervalSchedule.objects.get(every=1, period=IntervalSchedule.HOURS)
+    PeriodicTask.objects.create(name="heartbeat", task="proj.heartbeat", interval=hourly,
+                                description="Says it is alive")
+    PeriodicTask.objects.create(name="cleanup", task="proj.cleanup", interval=hourly,
+                                enabled=False)
+    beat_schedule = {name: {"task": f"proj.{name}", "schedule": 3600}
+                     for name in ("heartbeat", "cleanup")}
+    with override_settings(CELERY_BEAT_SCHEDULE=beat_schedule):
+        import_tasks("--disable-source")
+    assert enabled()["heartbeat"] is False
+    add_config_schedules(api, {name: f"proj.{name}" for name in beat_schedule})
+
+    output = export()
+    assert re.search(r"wrote 'heartbeat': last run \S+ \(an entry of beat_schedule: only its "
+                     r"last run, enabled again\)", output), output
+    heartbeat = PeriodicTask.objects.get(name="heartbeat")
+    assert heartbeat.enabled and heartbeat.description == "Says it is alive"
+    # Disabled in django-celery-beat before the import: it stays so.
+    assert "wrote 'cleanup': last run " in output and enabled()["cleanup"] is False
+    assert "enabled again" not in export()
