@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEn
 from goatbeat_celery.core.types.tick import SetAside
 from goatbeat_celery.store import open_store
 from tests.conftest import migrated_database
+from tests.django.processes import Project
+from tests.system.conftest import redis_url  # noqa: F401  (a fixture, used below)
 
 
 def _configure() -> None:
@@ -164,3 +167,15 @@ def live_server(django_db: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{thread.port}"
     finally:
         thread.terminate()
+
+
+@pytest.fixture
+def project(api: Schedules, django_db: str, redis_url: str,  # noqa: F811
+            tmp_path: Path) -> Iterator[Project]:
+    """The test project's processes, on the module's database (goatbeat's tables emptied
+    first) and Redis; each stopped at the end."""
+    world = Project(workdir=tmp_path, database_url=django_db, redis_url=redis_url)
+    try:
+        yield world
+    finally:
+        world.stop_all()

@@ -15,32 +15,24 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from goatbeat_celery.api import Schedules
+from tests.django.processes import START_TIMEOUT, Project, ready
 from tests.django.test_import_command import celery_beat_runs
 from tests.django.testproj.switch_settings import RECORD_TASK, SOLAR_NAME, beat_schedule
-from tests.system.conftest import redis_url  # noqa: F401  (the fixture)
-from tests.system.harness import Process, World, run_for, wait_until
+from tests.system.harness import run_for, wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 #: goatbeat's run: several occurrences of every frequent task.
 GOATBEAT_RUN = 120.0
 #: django-celery-beat's run after the export: each interval of 20 s or less runs again.
 ROLLBACK_RUN = 25.0
-#: A process imports Celery and Django and is ready within seconds; 60 s covers a busy 2-core
-#: machine.
-START_TIMEOUT = 60.0
 #: How late django-celery-beat may run an instant after the handover (goatbeat's beat told to
 #: stop, then the export), which it runs late like any beat's downtime: it notices the export
 #: within its loop interval (CELERY_BEAT_MAX_LOOP_INTERVAL, 1 s in switch_settings) and runs
@@ -60,52 +52,6 @@ FREQUENT = ("every-10s", "every-10s-fraction", "every-15s", "every-15s-late", "e
             "every-20s-never-ran", "every-10s-until", "every-15s-from")
 #: Every minute, whatever the hour: twice or more.
 MINUTELY = ("minutely-paris", "minutely-kolkata", "every-minute")
-SETTINGS = "tests.django.testproj.switch_settings"
-
-
-class Switch(World):
-    """The scenario's processes: a worker, goatbeat's beat, django-celery-beat's beat."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.queue = f"switch-{self.run_id}"
-        self.record_key = f"switch-records-{self.run_id}"
-
-    def env(self, place: str) -> dict[str, str]:
-        return {**os.environ, "DJANGO_SETTINGS_MODULE": SETTINGS,
-                # The project's settings take their database from this URL.
-                "GOATBEAT_TEST_PG_URL": self.database_url,
-                "SWITCH_BROKER_URL": f"{self.broker_url}/0", "SWITCH_QUEUE": self.queue,
-                "SWITCH_RECORD_URL": self.redis_url, "SWITCH_RECORD_KEY": self.record_key,
-                "SWITCH_SOLAR": place,
-                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                            os.environ.get("PYTHONPATH")]))}
-
-    def celery(self, name: str, place: str, *args: str) -> Process:
-        return self.spawn(name, [sys.executable, "-m", "celery", "-A",
-                                 "tests.django.testproj.celery", *args], self.env(place))
-
-    def records(self) -> list[dict[str, Any]]:
-        return [json.loads(item) for item in self.redis.lrange(self.record_key, 0, -1)]
-
-    def clean_up(self) -> None:
-        self.redis.delete(self.record_key, self.queue)
-
-
-def ready(process: Process, line: str) -> None:
-    wait_until(lambda: not process.alive() or line in process.log(),
-               timeout=START_TIMEOUT, what=f"{process.name} to start")
-    assert process.alive(), f"{process.name} exited:\n{process.log()}"
-
-
-@pytest.fixture
-def switch(api: Schedules, django_db: str, redis_url: str,  # noqa: F811
-           tmp_path: Path) -> Iterator[Switch]:
-    world = Switch(workdir=tmp_path, database_url=django_db, redis_url=redis_url)
-    try:
-        yield world
-    finally:
-        world.stop_all()
 
 
 def solar_noon_place(target: datetime, latitude: float = 45.0) -> tuple[float, float]:
@@ -194,7 +140,7 @@ def import_tasks(*args: str) -> str:
 
 
 def test_a_project_switches_to_goatbeat_and_back_running_each_instant_once(
-        switch: Switch, api: Schedules) -> None:
+        project: Project, api: Schedules) -> None:
     from django.core.management import CommandError, call_command
     from django.db import transaction
     from django.test import override_settings
@@ -204,7 +150,7 @@ def test_a_project_switches_to_goatbeat_and_back_running_each_instant_once(
     # a minute), before goatbeat's two minutes end.
     latitude, longitude = solar_noon_place(datetime.now(timezone.utc)
                                            + timedelta(seconds=75))
-    place = f"{latitude},{longitude}"
+    solar = {"SWITCH_SOLAR": f"{latitude},{longitude}"}
     noon = SolarSchedule.objects.create(event="solar_noon", latitude=latitude,
                                         longitude=longitude)
     PeriodicTask.objects.create(name=SOLAR_NAME, task=RECORD_TASK, solar=noon,
@@ -219,11 +165,9 @@ def test_a_project_switches_to_goatbeat_and_back_running_each_instant_once(
             f'{latitude:g}, {longitude:g}), "args": ["{SOLAR_NAME}"]}} to CELERY_BEAT_SCHEDULE'
             ) in out.getvalue(), out.getvalue()
 
-    worker = switch.celery("worker", place, "worker", "--pool", "solo", "-Q", switch.queue,
-                           "-n", f"switch-{switch.run_id}@%h", "--without-heartbeat",
-                           "--without-gossip", "--without-mingle", "--loglevel", "INFO")
-    goatbeat = switch.celery("goatbeat", place, "beat", "-S", "goatbeat_celery.Scheduler",
-                             "--loglevel", "INFO")
+    worker = project.worker(env=solar)
+    goatbeat = project.celery("goatbeat", "beat", "-S", "goatbeat_celery.Scheduler",
+                              "--loglevel", "INFO", env=solar)
     ready(worker, " ready.")
     ready(goatbeat, "acquired lease")
 
@@ -246,9 +190,9 @@ def test_a_project_switches_to_goatbeat_and_back_running_each_instant_once(
     # Two minutes of goatbeat; django-celery-beat's beat is started meanwhile (every periodic
     # task is disabled: it sends nothing), to take over once the export enables them.
     run_for(GOATBEAT_RUN - 20 - (datetime.now(timezone.utc) - switched).total_seconds())
-    django_celery_beat = switch.celery(
-        "django-celery-beat", place, "beat", "-S",
-        "django_celery_beat.schedulers:DatabaseScheduler", "--loglevel", "DEBUG")
+    django_celery_beat = project.celery(
+        "django-celery-beat", "beat", "-S", "django_celery_beat.schedulers:DatabaseScheduler",
+        "--loglevel", "DEBUG", env=solar)
     ready(django_celery_beat, "beat: Ticking with max interval")
     run_for(GOATBEAT_RUN - (datetime.now(timezone.utc) - switched).total_seconds())
     assert goatbeat.alive(), goatbeat.log()
@@ -270,23 +214,23 @@ def test_a_project_switches_to_goatbeat_and_back_running_each_instant_once(
     # one message at a time, in the queue's order).
     from celery import Celery
 
-    with Celery("switch-test", broker=f"{switch.broker_url}/0",
+    with Celery("switch-test", broker=f"{project.broker_url}/0",
                 set_as_current=False) as sender:
-        sender.send_task(RECORD_TASK, args=["end"], queue=switch.queue)
-    wait_until(lambda: any(record["name"] == "end" for record in switch.records()),
+        sender.send_task(RECORD_TASK, args=["end"], queue=project.queue)
+    wait_until(lambda: any(record["name"] == "end" for record in project.records()),
                timeout=START_TIMEOUT, what="the worker to run every message")
     assert worker.alive(), worker.log()
-    records = [record for record in switch.records() if record["name"] != "end"]
+    records = [record for record in project.records() if record["name"] != "end"]
 
     # What django-celery-beat would have run, from the switch on.
     with transaction.atomic():
         expected = {task.name: [instant for instant in celery_beat_runs(task, switched, 20)
                                 if instant <= ended] for task in before}
         transaction.set_rollback(True)
-    due = due_instants(switch)
+    due = due_instants(project)
 
     judged = judge(expected, records, due, handover, handover_took, ended)
-    assert judged["problems"] == [], "\n".join([*judged["problems"], switch.logs()])
+    assert judged["problems"] == [], "\n".join([*judged["problems"], project.logs()])
     goatbeat_runs, rollback_runs = judged["goatbeat"], judged["rollback"]
     for name in FREQUENT:
         assert len(goatbeat_runs[name]) >= 4, (name, goatbeat_runs[name])
@@ -313,10 +257,10 @@ def test_a_project_switches_to_goatbeat_and_back_running_each_instant_once(
           f"export) {handover_took:.2f}s, its runs at most {judged['takeover']:.2f}s late")
 
 
-def due_instants(switch: Switch) -> dict[str, datetime]:
+def due_instants(project: Project) -> dict[str, datetime]:
     """The instant each of goatbeat's runs was due (its occurrence and the schedule's shift),
     by its key, the task id the worker saw."""
-    rows = switch.sql("SELECT key, due_at FROM goatbeat_execution")
+    rows = project.sql("SELECT key, due_at FROM goatbeat_execution")
     return {row["key"]: row["due_at"] for row in rows}
 
 

@@ -1,6 +1,7 @@
-"""The test project as tests/django/test_switch.py runs it in real processes (beat, worker):
-a Redis broker and a queue of the test's own, the task that records its runs, and the solar
-entry the import's advice gives for the periodic task it refuses."""
+"""The test project as tests/django/processes.py runs it in real processes (beat, worker): a
+Redis broker and a queue of the test's own, the task that records its runs, and for
+tests/django/test_switch.py the solar entry the import's advice gives for the periodic task
+it refuses."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ if "SWITCH_QUEUE" in os.environ:
     CELERY_BROKER_URL = os.environ["SWITCH_BROKER_URL"]
     CELERY_TASK_DEFAULT_QUEUE = os.environ["SWITCH_QUEUE"]
     CELERY_IMPORTS = ["tests.django.testproj.switch_tasks"]
-    _latitude, _longitude = (float(part) for part in os.environ["SWITCH_SOLAR"].split(","))
-    CELERY_BEAT_SCHEDULE = beat_schedule(_latitude, _longitude)
+    if "SWITCH_SOLAR" in os.environ:
+        _latitude, _longitude = (float(part) for part in os.environ["SWITCH_SOLAR"].split(","))
+        CELERY_BEAT_SCHEDULE = beat_schedule(_latitude, _longitude)
     # django-celery-beat's DatabaseScheduler looks for changed periodic tasks once a loop: at
     # most a second (5 s by default) after the export, it runs what goatbeat ran.
     CELERY_BEAT_MAX_LOOP_INTERVAL = 1

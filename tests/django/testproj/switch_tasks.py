@@ -1,4 +1,4 @@
-"""The task the periodic tasks of tests/django/test_switch.py run: it records each run it
+"""The task the schedules of tests/django/processes.py's project run: it records each run it
 makes (its task id, which scheduler sent it and the instant it ran) in a Redis list."""
 
 from __future__ import annotations
