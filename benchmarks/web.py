@@ -131,7 +131,8 @@ def main() -> int:
 
     server = make_url(os.environ.get("GOATBEAT_TEST_PG_URL",
                                      "postgresql+psycopg://postgres@127.0.0.1:5432/test"))
-    with migrated_database(server, "goatbeat_bench_web") as url:
+    # A name of this run's own: two runs on one server never drop each other's database.
+    with migrated_database(server, f"goatbeat_bench_web_{os.getpid()}") as url:
         started = time.perf_counter()
         fill(url, options.schedules)
         print(f"stored {options.schedules:,} schedules in {time.perf_counter() - started:.1f}s")
