@@ -799,9 +799,11 @@ def test_the_change_page_lists_the_last_runs_with_their_outcome_and_error(
 
     # The read-only page of a config schedule lists its runs too, and an edit of a schedule
     # with a history saves as before.
-    add_config_schedule(api, "heartbeat", "proj.heartbeat")
-    api.run_now("heartbeat")
-    assert len(history_of(client.get(change_url("heartbeat")).content.decode())) == 1
+    add_config_schedule(api, "heart & beat", "proj.heartbeat")
+    api.run_now("heart & beat")
+    text = client.get(change_url("heart & beat")).content.decode()
+    assert len(history_of(text)) == 1
+    assert f'{EXECUTIONS}?schedule=heart+%26+beat">all its runs' in text
     version = client.get(change_url("poll")).context["adminform"].form.initial["version"]
     response = client.post(change_url("poll"), form_data(every="60", version=str(version)))
     assert response.status_code == 302, response.context["adminform"].form.errors

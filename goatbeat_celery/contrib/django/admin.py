@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -231,7 +232,8 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         return str(format_html(
             '<table class="goatbeat-history"><thead><tr><th>occurrence</th><th>asked by</th>'
             '<th>outcome</th><th>error</th></tr></thead><tbody>{}</tbody></table>'
-            '<p><a href="{}?schedule={}">all its runs</a></p>', lines, everything, row.name))
+            '<p><a href="{}?{}">all its runs</a></p>', lines, everything,
+            urlencode({"schedule": row.name})))
 
     @admin.display(description="runs so far")
     def counts(self, row: Schedule) -> str:
