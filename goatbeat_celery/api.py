@@ -198,6 +198,7 @@ class Schedules:
         mode: ScheduleMode | str = ScheduleMode.FIXED_RATE,
         failure_backoff: Duration | None = None, failure_backoff_factor: float | None = None,
         failure_backoff_max: Duration | None = None, pause_after_failures: int | None = None,
+        run_resends: int | None = None,
         start_at: datetime | None = None, end_at: datetime | None = None,
         max_runs: int | None = None, description: str | None = None,
         tags: builtins.list[str] | tuple[str, ...] = (),
@@ -213,8 +214,10 @@ class Schedules:
         ``mode="fixed_delay"`` (with ``every``: the next run ``every`` after the previous one
         finished), ``failure_backoff`` (the pause after a failed run, times
         ``failure_backoff_factor`` (2) for each further failure in a row, at most
-        ``failure_backoff_max``) and ``pause_after_failures`` (the schedule pauses itself after
-        that many failed runs in a row, until resumed).
+        ``failure_backoff_max``), ``pause_after_failures`` (the schedule pauses itself after
+        that many failed runs in a row, until resumed) and ``run_resends`` (how many times a
+        run no worker started is sent again, 0 to 10; None: the global
+        ``goatbeat_run_resends``).
 
         The controls (``docs/controls.md``): no run due before ``start_at`` or after
         ``end_at`` (aware datetimes), at most ``max_runs`` runs (manual runs do not count),
@@ -231,8 +234,8 @@ class Schedules:
             starting_deadline=starting_deadline, enabled=enabled, overlap=overlap, mode=mode,
             failure_backoff=failure_backoff, failure_backoff_factor=failure_backoff_factor,
             failure_backoff_max=failure_backoff_max, pause_after_failures=pause_after_failures,
-            start_at=start_at, end_at=end_at, max_runs=max_runs, description=description,
-            tags=tags, calendars=calendars,
+            run_resends=run_resends, start_at=start_at, end_at=end_at, max_runs=max_runs,
+            description=description, tags=tags, calendars=calendars,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
         return self.store.create_schedule(spec, next_occurrence_at=occurrence, next_run_at=run)

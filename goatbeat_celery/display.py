@@ -479,7 +479,8 @@ def control_fields(schedule: Schedule, defaults: Settings) -> list[tuple[str, Va
 
 
 def policy_fields(schedule: Schedule, defaults: Settings) -> list[tuple[str, Value]]:
-    """The run policies that differ from the defaults, and the failures in a row."""
+    """The run policies that differ from the defaults (those a setting stands in for always,
+    as ``default (…)`` while it does), and the failures in a row."""
     spec = schedule.spec
     pairs: list[tuple[str, Value]] = []
     if spec.overlap is not None:

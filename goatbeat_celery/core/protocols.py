@@ -479,6 +479,9 @@ class RunLog(Protocol):
         """In one transaction fenced by ``lease``, put back to ``claimed`` up to ``limit`` runs
         that :func:`~goatbeat_celery.core.rules.runs.resend_due` says must be sent again
         (longest unsent first), with ``last_error`` saying why, and return them as written.
+        Each run is judged with its schedule's own ``run_resends``; ``resends`` (the setting)
+        stands in where the schedule gives none or is gone, so a setting of 0 still resends
+        the runs of a schedule that asks for it.
         The leader's pending resubmission then sends each under its key, counting a send
         attempt; a failover between the two leaves them claimed for the next leader, so a
         resend is neither repeated nor lost. Raises LeaseLost when ``lease`` is not current."""

@@ -207,6 +207,9 @@ schedule_table = sa.Table(
     # spec_hash, never at a claim, a report or a pause. `version` above counts every write
     # and is what a claim compares and sets. The default keeps older replicas' inserts valid.
     sa.Column("spec_version", sa.BigInteger(), nullable=False, server_default=sa.text("1")),
+    # How many times a run no worker started is sent again (core.rules.runs.resend_due; NULL:
+    # the setting goatbeat_run_resends).
+    sa.Column("run_resends", sa.Integer(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -31,9 +32,10 @@ def grant_of(store: Store) -> LeaseGrant:
 
 
 def submitted(store: Store, name: str = "report",
-              deadline: timedelta | None = None) -> str:
-    """The key of a new execution the broker took (with a starting deadline if given)."""
-    claim = replace(claim_next(create_due(store, name)), expires_after=deadline)
+              deadline: timedelta | None = None, **fields: Any) -> str:
+    """The key of a new execution the broker took (with a starting deadline if given), of a
+    schedule with ``fields``."""
+    claim = replace(claim_next(create_due(store, name, **fields)), expires_after=deadline)
     (dispatch,) = store.claim([claim], lease=grant_of(store)).dispatches
     assert store.mark_submitted([dispatch.key]) == 1
     return dispatch.key
@@ -92,6 +94,37 @@ def test_the_number_of_resends_is_bounded_then_the_run_is_lost(
     (lost,) = store.mark_lost(silent_for=UNSTARTED, unstarted_for=UNSTARTED,
                               tracked_since=LONG_TRACKED)
     assert (lost.key, lost.run_state, lost.attempts) == (key, RunState.LOST, 3)
+
+
+def send_again(store: Store, keys: list[str]) -> None:
+    """What the leader's resubmission does with runs put back to claimed: send each again."""
+    assert sorted(p.key for p in store.take_pending(lease=grant_of(store), limit=10)) == \
+        sorted(keys)
+    assert store.mark_submitted(keys) == len(keys)
+
+
+def test_each_schedule_resends_its_own_number_of_times_else_the_settings(
+        store: Store, clock: StoreClock) -> None:
+    never = submitted(store, "never", run_resends=0)
+    default = submitted(store, "default")
+    twice = submitted(store, "twice", run_resends=2)
+    keys = (never, default, twice)
+    # A start timeout this short is the whole wait (PostgreSQL's clock is waited for, thrice).
+    short = timedelta(milliseconds=500)
+
+    def resent(resends: int) -> list[str]:
+        clock.move_to(max(sent_at(store, key) for key in keys) + short + MICROSECOND)
+        return [e.key for e in resend(store, resends=resends, unstarted_for=short)]
+
+    assert resent(1) == [default, twice]
+    send_again(store, [default, twice])
+    # The setting at 0 stops only the schedules that give no number of their own.
+    assert resent(0) == [twice]
+    send_again(store, [twice])
+    # A larger setting gives more to the schedule that follows it, none to the others.
+    assert resent(10) == [default]
+    assert [run_of(store, key).attempts for key in keys] == [1, 2, 3]
+    assert run_of(store, never).state is ExecutionState.SUBMITTED
 
 
 def test_no_resend_when_resends_are_off_or_tracking_is_not_known(

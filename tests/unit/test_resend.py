@@ -42,11 +42,12 @@ NOT_STARTED = RunRecord()
 
 def due(record: RunRecord = NOT_STARTED, *, after: timedelta = TIMEOUT + timedelta(seconds=1),
         attempts: int = 1, expires_at: datetime | None = None, resends: int = 1,
-        tracked_since: datetime | None = TRACKED,
+        schedule_resends: int | None = None, tracked_since: datetime | None = TRACKED,
         dispatched_at: datetime | None = SENT) -> bool:
     return resend_due(record, dispatched_at=dispatched_at, expires_at=expires_at,
                       attempts=attempts, now=SENT + after, unstarted_for=TIMEOUT,
-                      tracked_since=tracked_since, resends=resends)
+                      tracked_since=tracked_since, resends=resends,
+                      schedule_resends=schedule_resends)
 
 
 # -- the rule -------------------------------------------------------------------------------
@@ -73,6 +74,30 @@ def test_only_runs_sent_to_workers_known_to_track_runs_are_resent() -> None:
 def test_a_run_is_sent_at_most_one_plus_resends_times(attempts: int, resends: int,
                                                       expected: bool) -> None:
     assert due(attempts=attempts, resends=resends) is expected
+
+
+@pytest.mark.parametrize(("schedule_resends", "setting", "attempts", "expected"), [
+    # Unset: the setting decides.
+    (None, 1, 1, True), (None, 1, 2, False), (None, 0, 1, False), (None, 2, 2, True),
+    # 0: never, whatever the setting.
+    (0, 1, 1, False), (0, 10, 1, False),
+    # 2: twice, whatever the setting, 0 included.
+    (2, 1, 2, True), (2, 0, 1, True), (2, 0, 2, True), (2, 10, 3, False),
+])
+def test_a_schedules_own_resends_win_over_the_setting(schedule_resends: int | None,
+                                                      setting: int, attempts: int,
+                                                      expected: bool) -> None:
+    assert due(attempts=attempts, resends=setting,
+               schedule_resends=schedule_resends) is expected
+
+
+def test_a_schedules_resends_are_a_count_from_0_to_10() -> None:
+    for fine in (None, 0, 10):
+        assert replace(HOURLY, run_resends=fine).problems() == []
+    for wrong in (-1, 11, 1.5, True, "1"):
+        (problem,) = replace(HOURLY, run_resends=wrong).problems()  # type: ignore[arg-type]
+        assert (problem.field, problem.message) == (
+            "run_resends", f"must be an integer from 0 to 10, got {wrong!r}")
 
 
 def test_a_run_past_its_starting_deadline_is_not_resent() -> None:
@@ -178,6 +203,25 @@ def test_the_leader_sends_a_run_nobody_started_again_once_then_marks_it_lost(
     assert (execution.run_state, execution.run_error) == \
         (RunState.LOST, "never started within 60s")
     assert submitter.keys == [key, key]  # resent once only
+
+
+def test_with_the_setting_at_0_the_leader_resends_the_runs_of_a_schedule_that_asks() -> None:
+    clock = ManualClock()
+    store = MemoryStore(clock)
+    submitter = RecordingSubmitter()
+    engine = build_engine(store, monotonic=clock.monotonic_for("leader"),
+                          settings=replace(SETTINGS, run_resends=0), holder="leader",
+                          runs=store, config_schedules=[replace(HOURLY, run_resends=1)],
+                          submitter=submitter)
+    engine.tick()
+    key = store.request_run("hourly").key
+    engine.tick()
+    look = SETTINGS.run_start_timeout + SETTINGS.heartbeat_interval + SETTINGS.max_interval
+
+    run_until(engine, clock, lambda: store.executions()[0].run_state is not None, 2 * look)
+
+    assert submitter.keys == [key, key]
+    assert store.executions()[0].run_state is RunState.LOST
 
 
 def test_a_run_started_before_its_start_timeout_is_not_resent() -> None:

@@ -92,6 +92,7 @@ class Schedule(ReadOnlyModel):
     calendars = StoredJSON(null=True)
     #: The definition's version: what the change form is checked against (runs never move it).
     spec_version = models.BigIntegerField("version", default=1)
+    run_resends = models.IntegerField(null=True)
 
     class Meta:
         managed = False

@@ -631,8 +631,8 @@ class Engine:
         their keys at once. Returns how many."""
         grant = self._leadership.grant
         tracked_since = self._tracked_since()
-        if self.runs is None or grant is None or tracked_since is None \
-                or self.settings.run_resends <= 0:
+        # Looked for even with the setting at 0: a schedule's own run_resends may ask.
+        if self.runs is None or grant is None or tracked_since is None:
             return 0
         resent = self.runs.resend_unstarted(
             lease=grant, unstarted_for=self.settings.run_start_timeout,

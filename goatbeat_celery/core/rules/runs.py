@@ -37,6 +37,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.rules.defaults import own_or_default
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.problems import Problem, listed
 
@@ -49,6 +50,7 @@ __all__ = [
     "LOST_AFTER_HEARTBEATS",
     "MAX_ATTEMPTS",
     "MAX_ERROR_LENGTH",
+    "MAX_RUN_RESENDS",
     "RUN_COLUMNS",
     "RUN_TIME_MAXIMA",
     "RunEvent",
@@ -80,7 +82,8 @@ MAX_ATTEMPTS = 1_000_000_000
 DEFAULT_HEARTBEAT_INTERVAL = timedelta(seconds=10)
 DEFAULT_LOST_AFTER = timedelta(seconds=60)
 DEFAULT_START_TIMEOUT = timedelta(minutes=10)
-#: How many times a run sent and never started is sent again (``goatbeat_run_resends``).
+#: How many times a run sent and never started is sent again (``goatbeat_run_resends``, for
+#: the schedules that give no ``run_resends`` of their own), and the most either may say.
 DEFAULT_RUN_RESENDS = 1
 MAX_RUN_RESENDS = 10
 #: A run is never sent again sooner than this after its last send: a worker's start report
@@ -396,7 +399,8 @@ def schedule_period(occurrence_at: datetime, next_occurrence_at: datetime | None
 def resend_due(record: RunRecord, *, dispatched_at: datetime | None,
                expires_at: datetime | None, attempts: int, now: datetime,
                unstarted_for: timedelta, tracked_since: datetime | None,
-               resends: int, period: timedelta | None = None) -> bool:
+               resends: int, schedule_resends: int | None = None,
+               period: timedelta | None = None) -> bool:
     """Whether a run the broker took and no worker started must be sent again, under its own
     key, at store-time ``now`` (instead of being judged lost by :func:`lost_verdict`):
 
@@ -404,11 +408,13 @@ def resend_due(record: RunRecord, *, dispatched_at: datetime | None,
       :func:`lost_verdict`): only then does a missing start mean it never started;
     * it has waited :func:`resend_wait` since its last send (strictly longer);
     * it is still within its starting deadline (``expires_at``), so a worker would run it;
-    * it was sent fewer than ``1 + resends`` times (``attempts`` counts every send, a send
-      retried after a broker failure included).
+    * it was sent fewer than ``1 + n`` times, ``n`` its schedule's own ``run_resends``
+      (``schedule_resends``) or, where the schedule gives none, the setting (``resends``)
+      (``attempts`` counts every send, a send retried after a broker failure included).
     """
     if (record.run_state is not None or dispatched_at is None or tracked_since is None
-            or dispatched_at < tracked_since or attempts > resends):
+            or dispatched_at < tracked_since
+            or attempts > own_or_default(schedule_resends, resends)):
         return False
     if expires_at is not None and expires_at <= now:
         return False

@@ -20,6 +20,7 @@ from goatbeat_celery.core.rules.policies import (
     ScheduleMode,
     backoff_problems,
 )
+from goatbeat_celery.core.rules.runs import MAX_RUN_RESENDS
 from goatbeat_celery.core.types.fields import FieldInfo, described, plain_fields
 from goatbeat_celery.core.types.instants import UTC, JSONValue
 from goatbeat_celery.core.types.problems import Problem, listed
@@ -130,6 +131,14 @@ class ScheduleSpec:
         off="turns it off",
         help="Pause the schedule after this many failed runs in a row, with the reason "
              "shown; resume clears it."))
+    #: How many times a run of this schedule that no worker started is sent again
+    #: (:func:`~goatbeat_celery.core.rules.runs.resend_due`); None: the global
+    #: ``run_resends``; 0: never.
+    run_resends: int | None = field(default=None, metadata=described(
+        kind="count", label="resends", group="policies", default="run_resends",
+        maximum=MAX_RUN_RESENDS,
+        help="Send a run no worker started again this many times before it is lost "
+             "(0 never)."))
     #: Controls (:mod:`goatbeat_celery.core.rules.controls`): no run due before ``start_at`` or
     #: after ``end_at`` (aware instants, None: unbounded), at most ``max_runs`` runs in all
     #: (the schedule's ``total_runs``; manual runs do not count; None: no limit), and a free
@@ -231,6 +240,9 @@ class ScheduleSpec:
             found.extend(listed(validation.count_problem(
                 self.pause_after_failures, "pause_after_failures", minimum=1,
                 maximum=MAX_PAUSE_AFTER)))
+        if self.run_resends is not None:
+            found.extend(listed(validation.count_problem(
+                self.run_resends, "run_resends", minimum=0, maximum=MAX_RUN_RESENDS)))
         return found
 
     def _control_problems(self) -> list[Problem]:
@@ -329,6 +341,7 @@ class ScheduleSpec:
             "failure_backoff_factor": self.failure_backoff_factor,
             "failure_backoff_max": _seconds(self.failure_backoff_max),
             "pause_after_failures": self.pause_after_failures,
+            "run_resends": self.run_resends,
         }
         payload.update((key, value) for key, value in policies.items() if value is not None)
         # The controls, likewise; the description and tags too, so that a config entry whose

@@ -82,16 +82,14 @@ class MemoryRuns(MemoryStoreBase):
     def resend_unstarted(self, *, lease: LeaseGrant, unstarted_for: timedelta,
                          tracked_since: datetime | None, resends: int,
                          limit: int = 1000) -> list[Execution]:
-        if resends <= 0 or tracked_since is None:
+        if tracked_since is None:
             return []
         with self._lock:
             now = self._check_fence(lease)
             due = sorted(
                 (e for e in self._executions.values()
-                 if resend_due(RunRecord.of(e), dispatched_at=_dispatched_at(e),
-                               expires_at=e.expires_at, attempts=e.attempts, now=now,
-                               unstarted_for=unstarted_for, tracked_since=tracked_since,
-                               resends=resends, period=self._period(e))),
+                 if self._resend_due(e, now=now, unstarted_for=unstarted_for,
+                                     tracked_since=tracked_since, resends=resends)),
                 key=lambda e: (e.submitted_at or e.claimed_at, e.key))[:limit]
             resent = [replace(e, state=ExecutionState.CLAIMED, last_error=resend_reason(e, now))
                       for e in due]
@@ -99,7 +97,15 @@ class MemoryRuns(MemoryStoreBase):
                 self._executions[execution.key] = execution
         return resent
 
-    def _period(self, execution: Execution) -> timedelta | None:
+    def _resend_due(self, execution: Execution, *, now: datetime, unstarted_for: timedelta,
+                    tracked_since: datetime, resends: int) -> bool:
+        """core.rules.runs.resend_due on ``execution``, with its schedule's period and own
+        ``run_resends`` (a deleted schedule's run: neither)."""
         schedule = self._schedules.get(execution.schedule_name)
-        return None if schedule is None else schedule_period(
-            execution.occurrence_at, schedule.next_occurrence_at)
+        return resend_due(
+            RunRecord.of(execution), dispatched_at=_dispatched_at(execution),
+            expires_at=execution.expires_at, attempts=execution.attempts, now=now,
+            unstarted_for=unstarted_for, tracked_since=tracked_since, resends=resends,
+            schedule_resends=None if schedule is None else schedule.spec.run_resends,
+            period=None if schedule is None else schedule_period(
+                execution.occurrence_at, schedule.next_occurrence_at))

@@ -25,6 +25,7 @@ from goatbeat_celery.core.rules.runs import (
     schedule_period,
     settled_after_report,
 )
+from goatbeat_celery.core.rules.validation import stored_value
 from goatbeat_celery.core.types.errors import StoreError
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -203,7 +204,7 @@ class SQLRuns(SQLStoreBase):
     def resend_unstarted(self, *, lease: LeaseGrant, unstarted_for: timedelta,
                          tracked_since: datetime | None, resends: int,
                          limit: int = 1000) -> list[Execution]:
-        if resends <= 0 or tracked_since is None:
+        if tracked_since is None:
             return []
         # A read first, through the partial index of unstarted runs: a look that finds
         # nothing to resend, the usual case, writes nothing (no fence, no lock).
@@ -242,14 +243,19 @@ class SQLRuns(SQLStoreBase):
 
     def _resend_candidates(self, now: datetime, unstarted_for: timedelta,
                            tracked_since: datetime, resends: int) -> sa.Select[Any]:
-        """Unstarted runs sent after ``tracked_since`` long enough ago to be resent, with
-        their schedule's next occurrence (for its period), longest unsent first."""
+        """Unstarted runs sent after ``tracked_since`` long enough ago to be resent, and fewer
+        times than their schedule's resends (its own, else ``resends``) allow, with their
+        schedule's next occurrence (for its period) and own resends, longest unsent first."""
         return (
-            sa.select(E, S.c.next_occurrence_at.label("s_next"))
+            sa.select(E, S.c.next_occurrence_at.label("s_next"),
+                      S.c.run_resends.label("s_resends"))
             .select_from(E.outerjoin(S, S.c.name == E.c.schedule_name))
             .where(_IS_UNSTARTED,
                    E.c.submitted_at < now - min(MIN_RESEND_WAIT, unstarted_for),
-                   E.c.submitted_at >= tracked_since, E.c.attempts <= resends)
+                   E.c.submitted_at >= tracked_since,
+                   # resend_due's bound, read here too so that the runs of a schedule that
+                   # resends none never fill the limit ahead of those to resend.
+                   E.c.attempts <= sa.func.coalesce(S.c.run_resends, resends))
             .order_by(E.c.submitted_at, E.c.key))
 
     @staticmethod
@@ -264,6 +270,10 @@ class SQLRuns(SQLStoreBase):
                           expires_at=execution.expires_at, attempts=execution.attempts,
                           now=now, unstarted_for=unstarted_for, tracked_since=tracked_since,
                           resends=resends,
+                          # Damage written by hand reads as unset, as the schedule's row does
+                          # (which names it).
+                          schedule_resends=stored_value(row.s_resends, int, None,
+                                                        "run_resends", []),
                           period=schedule_period(execution.occurrence_at, row.s_next)):
                 chosen.append(execution)
         return chosen
