@@ -193,8 +193,8 @@ class RunEvent:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunRecord:
-    """The run columns of one execution, named as the columns are (and as the fields of
-    :class:`~goatbeat_celery.core.types.execution.Execution`)."""
+    """The run columns of one execution, named as the columns are; an
+    :class:`~goatbeat_celery.core.types.execution.Execution` has them as its own fields."""
 
     run_state: RunState | None = None
     run_id: str | None = None

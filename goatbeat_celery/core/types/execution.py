@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.rules.runs import RunRecord
 from goatbeat_celery.core.types.instants import ensure_aware
 
 
@@ -46,8 +46,11 @@ def manual_key(schedule_name: str, requested_at: datetime) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Execution:
-    """One claimed occurrence, as recorded in the executions table."""
+class Execution(RunRecord):
+    """One claimed occurrence, as recorded in the executions table. Its run columns are the
+    fields of :class:`~goatbeat_celery.core.rules.runs.RunRecord`: what workers did with it
+    (run tracking), written by workers and the leader's lost-run verdicts, never by beat's
+    dispatch; ``run_state`` None: not started (yet)."""
 
     key: str
     schedule_name: str
@@ -63,18 +66,6 @@ class Execution:
     manual: bool = False
     #: The starting deadline: not sent once past, and carried as the message's ``expires``.
     expires_at: datetime | None = None
-    #: What workers did with it (run tracking, :mod:`goatbeat_celery.core.rules.runs`): written by
-    #: workers and the leader's lost-run verdicts, never by beat's dispatch. ``run_state`` None:
-    #: not started (yet).
-    run_state: RunState | None = None
-    run_id: str | None = None
-    worker: str | None = None
-    run_attempts: int = 0
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    heartbeat_at: datetime | None = None
-    runtime: timedelta | None = None
-    run_error: str | None = None
     #: Whether its end has been applied to its schedule by the run policies
     #: (:func:`~goatbeat_celery.core.rules.policies.settle`): None when its schedule had no policy
     #: waiting for it when it was claimed, False until it ends and is settled, then True.
