@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEn
 from goatbeat_celery.core.types.tick import SetAside
 from goatbeat_celery.store import open_store
 from tests.conftest import migrated_database
+from tests.django.processes import Project
+from tests.system.conftest import redis_url  # noqa: F401  (a fixture, used below)
 
 
 def _configure() -> None:
@@ -125,12 +128,18 @@ def api(django_db: str) -> Iterator[Schedules]:
 
 def add_config_schedule(api: Schedules, name: str, task: str) -> None:
     """A schedule as beat's config sync stores it."""
+    add_config_schedules(api, {name: task})
+
+
+def add_config_schedules(api: Schedules, tasks: dict[str, str]) -> None:
+    """The schedules of a beat_schedule (name: task) as beat's config sync stores them; one
+    sync, which disables the config schedules it does not name."""
     grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
-    spec = ScheduleSpec(name=name, task=task, source=ScheduleSource.CONFIG,
-                        trigger=TriggerSpec(kind="interval", params={"every": 60.0}))
     now = api.store.now()
-    api.store.sync_config([SyncEntry(spec=spec, next_occurrence_at=now, next_run_at=now)],
-                          lease=grant)
+    api.store.sync_config([SyncEntry(spec=ScheduleSpec(
+        name=name, task=task, source=ScheduleSource.CONFIG,
+        trigger=TriggerSpec(kind="interval", params={"every": 60.0})),
+        next_occurrence_at=now, next_run_at=now) for name, task in tasks.items()], lease=grant)
 
 
 def set_aside(api: Schedules, name: str, reason: str) -> None:
@@ -158,3 +167,15 @@ def live_server(django_db: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{thread.port}"
     finally:
         thread.terminate()
+
+
+@pytest.fixture
+def project(api: Schedules, django_db: str, redis_url: str,  # noqa: F811
+            tmp_path: Path) -> Iterator[Project]:
+    """The test project's processes, on the module's database (goatbeat's tables emptied
+    first) and Redis; each stopped at the end."""
+    world = Project(workdir=tmp_path, database_url=django_db, redis_url=redis_url)
+    try:
+        yield world
+    finally:
+        world.stop_all()

@@ -753,3 +753,57 @@ def test_a_task_the_project_does_not_know_is_saved_with_the_clis_warning(
         assert not any("not registered" in message for message in shown), shown
     finally:
         app.tasks.pop("feeds.poll", None)
+
+
+def history_of(text: str) -> list[list[str]]:
+    """The cells of each run the change page lists under History, newest first."""
+    import html
+    import re
+
+    table = text.split('class="goatbeat-history"', 1)[1].split("</table>", 1)[0]
+    body = table.split("<tbody>", 1)[1]
+    return [[html.unescape(cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row, re.S)]
+            for row in body.split("<tr>")[1:]]
+
+
+def test_the_change_page_lists_the_last_runs_with_their_outcome_and_error(
+        client: Any, api: Schedules) -> None:
+    from goatbeat_celery.contrib.django.admin import HISTORY_LENGTH
+
+    api.create("poll", "feeds.poll", every=30)
+    assert "none yet" in client.get(change_url("poll")).content.decode()
+
+    failed = api.run_now("poll")
+    api.store.mark_submitted([failed.key])
+    api.store.record_runs([
+        RunEvent.started(failed.key, run="attempt-1", worker="celery@w1",
+                         age=timedelta(seconds=2)),
+        RunEvent.finished(failed.key, run="attempt-1", worker="celery@w1", age=timedelta(0),
+                          outcome=RunOutcome.FAILED, runtime=timedelta(seconds=1.5),
+                          error="ValueError: <b>boom</b>")])
+    sent = api.run_now("poll")
+    api.store.mark_submitted([sent.key])
+    text = client.get(change_url("poll")).content.decode()
+    runs = history_of(text)
+    assert [run[1:] for run in runs] == [["run now", "submitted", ""],
+                                         ["run now", "failed", "ValueError: <b>boom</b>"]]
+    assert "ValueError: &lt;b&gt;boom&lt;/b&gt;" in text  # escaped
+    table = text.split('class="goatbeat-history"', 1)[1].split("</table>", 1)[0]
+    assert "<input" not in table and "<textarea" not in table  # read-only
+    assert f'{EXECUTIONS}?schedule=poll">all its runs' in text
+
+    # The last ones only; the executions' list has the rest.
+    for _ in range(HISTORY_LENGTH):
+        api.run_now("poll")
+    assert len(history_of(client.get(change_url("poll")).content.decode())) == HISTORY_LENGTH
+
+    # The read-only page of a config schedule lists its runs too, and an edit of a schedule
+    # with a history saves as before.
+    add_config_schedule(api, "heart & beat", "proj.heartbeat")
+    api.run_now("heart & beat")
+    text = client.get(change_url("heart & beat")).content.decode()
+    assert len(history_of(text)) == 1
+    assert f'{EXECUTIONS}?schedule=heart+%26+beat">all its runs' in text
+    version = client.get(change_url("poll")).context["adminform"].form.initial["version"]
+    response = client.post(change_url("poll"), form_data(every="60", version=str(version)))
+    assert response.status_code == 302, response.context["adminform"].form.errors

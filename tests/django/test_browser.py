@@ -16,12 +16,18 @@ from playwright.sync_api import Page, expect
 
 from goatbeat_celery.api import Schedules
 from tests.django.conftest import add_config_schedule, set_aside
+from tests.django.processes import TRACKED_APP, Project, ready
+from tests.django.testproj.switch_settings import RECORD_TASK
+from tests.system.harness import wait_until
 
 #: Names written to break out of an attribute or a text node if a page forgot to escape them.
 SCRIPT_NAME = "<script>window.pwned='name'</script>"
 ATTRIBUTE_NAME = "\"><img src=x onerror=\"window.pwned='attribute'\">"
 TASK = "feeds.poll"
 REASON = "<b onmouseover=\"window.pwned='reason'\">refused</b> & gone"
+#: An edit wakes the leader at once (LISTEN/NOTIFY), a run is sent within a second or two and
+#: the worker's report of it written within a few more; 20 s covers a busy 2-core machine.
+REACH_TIMEOUT = 20.0
 
 
 @pytest.fixture
@@ -247,3 +253,64 @@ def test_adding_a_cron_and_running_it_now_reads_as_celery_users_expect(
             page.screenshot(path=f"{shots}/executions.png", full_page=True)
     finally:
         app.tasks.pop("mail.digest", None)
+
+
+def test_a_busy_schedule_is_added_edited_paused_and_run_now_with_its_outcome_shown(
+        page: Page, live_server: str, api: Schedules, project: Project) -> None:
+    """With goatbeat's beat and a worker tracking runs: a schedule added in the admin runs
+    every second; an edit saved after beat ran it since the page was read is not refused (runs
+    never move the definition's version); paused, it runs no more; run now, its run's outcome,
+    as the worker reported it, is shown on its page."""
+    from goatbeat_celery.core.rules.runs import RunState
+
+    worker = project.worker(app=TRACKED_APP)
+    beat = project.celery("beat", "beat", "-S", "goatbeat_celery.Scheduler", "--loglevel",
+                          "INFO", app=TRACKED_APP)
+    ready(worker, " ready.")
+    ready(beat, "acquired lease")
+
+    log_in(page, live_server)
+    page.goto(live_server + "/admin/goatbeat/schedule/add/")
+    page.fill("#id_name", "busy")
+    page.fill("#id_task", RECORD_TASK)
+    page.locator("input[name=kind][value=every]").check()
+    page.fill("#id_every", "1")
+    page.fill("#id_args", '["busy"]')
+    page.click("input[name=_save]")
+    expect(page.locator(".messagelist")).to_contain_text("was added successfully")
+
+    def succeeded(*, manual: bool = False) -> list[Any]:
+        return [run for run in api.history("busy", limit=50) if run.manual is manual
+                and run.run_state is RunState.SUCCEEDED]
+
+    wait_until(lambda: len(succeeded()) >= 2, timeout=REACH_TIMEOUT,
+               what="the worker to run busy twice")
+
+    # The change page is read; beat runs the schedule (writing its row) before the save.
+    row(page, "busy").get_by_role("link", name="busy", exact=True).click()
+    expect(page.locator("#id_every")).to_have_value("1")
+    read = api.get("busy").version
+    wait_until(lambda: api.get("busy").version > read, timeout=REACH_TIMEOUT,
+               what="beat to run busy after the page was read")
+    page.fill("#id_every", "2")
+    page.click("input[name=_save]")
+    expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+    assert api.get("busy").spec.trigger.params["every"] == 2.0
+
+    row(page, "busy").locator("input.action-select").check()
+    page.select_option("select[name=action]", "pause_schedules")
+    page.locator("button[name=index]").click()
+    expect(page.locator(".messagelist")).to_contain_text("1 schedule paused: 'busy'")
+    assert api.get("busy").spec.enabled is False
+
+    row(page, "busy").locator("input.action-select").check()
+    page.select_option("select[name=action]", "run_now")
+    page.locator("button[name=index]").click()
+    expect(page.locator(".messagelist")).to_contain_text("1 schedule queued to run now")
+    wait_until(lambda: succeeded(manual=True), timeout=REACH_TIMEOUT,
+               what="the worker to report the run asked for")
+    row(page, "busy").get_by_role("link", name="busy", exact=True).click()
+    newest = page.locator(".goatbeat-history tbody tr").first
+    expect(newest).to_contain_text("run now")
+    expect(newest).to_contain_text("succeeded")
+    expect(page.locator(".field-state")).to_contain_text("paused")

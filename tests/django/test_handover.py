@@ -5,6 +5,7 @@ send the same task."""
 from __future__ import annotations
 
 import io
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -301,3 +302,75 @@ def test_the_guard_fails_only_while_goatbeats_beat_holds_its_lease(api: Schedule
     django, cli = guard()
     assert [line.split(":")[0] for line in django] == ["goatbeat.W005"], django
     assert cli[0].startswith("warn: 2 django-celery-beat periodic tasks are enabled"), cli
+
+
+def test_the_export_enables_again_an_entry_of_beat_schedule_the_import_disabled(
+        api: Schedules, tasks: None) -> None:
+    """django-celery-beat's beat stores the entries of beat_schedule as periodic tasks but
+    never enables one: the export does, for those the import's --disable-source disabled."""
+    from django.test import override_settings
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    from tests.django.conftest import add_config_schedules
+
+    hourly = IntervalSchedule.objects.get(every=1, period=IntervalSchedule.HOURS)
+    PeriodicTask.objects.create(name="heartbeat", task="proj.heartbeat", interval=hourly,
+                                description="Says it is alive")
+    PeriodicTask.objects.create(name="cleanup", task="proj.cleanup", interval=hourly,
+                                enabled=False)
+    beat_schedule = {name: {"task": f"proj.{name}", "schedule": 3600}
+                     for name in ("heartbeat", "cleanup")}
+    with override_settings(CELERY_BEAT_SCHEDULE=beat_schedule):
+        import_tasks("--disable-source")
+    assert enabled()["heartbeat"] is False
+    add_config_schedules(api, {name: f"proj.{name}" for name in beat_schedule})
+
+    output = export()
+    assert re.search(r"wrote 'heartbeat': last run \S+ \(an entry of beat_schedule: only its "
+                     r"last run, enabled again\)", output), output
+    heartbeat = PeriodicTask.objects.get(name="heartbeat")
+    assert heartbeat.enabled and heartbeat.description == "Says it is alive"
+    # Disabled in django-celery-beat before the import: it stays so.
+    assert "wrote 'cleanup': last run " in output and enabled()["cleanup"] is False
+    assert "enabled again" not in export()
+
+
+def test_an_occurrence_claimed_and_never_sent_is_sent_by_django_celery_beat_after_the_export(
+        api: Schedules) -> None:
+    """goatbeat stopped between a claim and its send (here the broker refused it): its next
+    leader would have sent it under its key; after a rollback django-celery-beat sends it at
+    once, and a one-off is run, not disabled as one that ran."""
+    from django_celery_beat.models import PeriodicTask
+
+    from goatbeat_celery import config as config_module
+    from goatbeat_celery.core.types.execution import ExecutionState
+    from goatbeat_celery.core.types.settings import Settings
+    from goatbeat_celery.testing import RecordingSubmitter, build_engine
+    from tests.django.test_import_command import celery_beat_runs
+
+    PeriodicTask.objects.all().delete()
+    api.create("every-2s", "shop.ping", every=2)
+    api.create("launch", "shop.open", at=datetime.now(timezone.utc) + timedelta(seconds=1))
+    submitter = RecordingSubmitter(failing=True)
+    engine = build_engine(api.store, submitter=submitter, triggers=config_module.base_registry(),
+                          settings=Settings())
+    # Ticks until both schedules have a claim the broker refused: due within 2 s, 30 s covers
+    # a busy machine many times over.
+    deadline = datetime.now(timezone.utc) + timedelta(seconds=30)
+    while not (submitter.of("every-2s") and submitter.of("launch")):
+        assert datetime.now(timezone.utc) < deadline, submitter.keys
+        api.store.wait(min(engine.tick(), 0.5))
+    engine.close()
+    unsent = {name: min(e.due_at for e in api.history(name)
+                        if e.state is ExecutionState.CLAIMED)
+              for name in ("every-2s", "launch")}
+
+    export()
+
+    export_time = datetime.now(timezone.utc)
+    tasks = {task.name: task for task in PeriodicTask.objects.all()}
+    assert tasks["launch"].enabled
+    assert all(tasks[name].last_run_at < due for name, due in unsent.items())
+    for name in unsent:
+        # Sent at once: it is overdue (the simulation moves the model's last_run_at).
+        assert celery_beat_runs(tasks[name], export_time, 1) == [export_time], name

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -21,9 +22,10 @@ from django.db.models.expressions import RawSQL
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils import timezone
-from django.utils.html import format_html
+from django.utils import formats, timezone
+from django.utils.html import format_html, format_html_join
 
+from goatbeat_celery import display
 from goatbeat_celery.contrib.django import integration
 from goatbeat_celery.contrib.django.forms import ScheduleForm
 from goatbeat_celery.contrib.django.models import Execution, Schedule
@@ -34,6 +36,8 @@ from goatbeat_celery.core.types.spec import PLAIN_FIELDS, TriggerSpec
 from goatbeat_celery.store.schema import SCHEDULE_TAG_TABLE
 
 CONFIG_READ_ONLY = "comes from beat_schedule: change it in the Celery config"
+#: Runs the change page of a schedule lists, newest first (the executions' list has them all).
+HISTORY_LENGTH = 10
 #: Most tags the tag filter offers.
 MAX_TAG_CHOICES = 200
 
@@ -177,6 +181,8 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
                       "misfire_policy", *(field.column for field in PLAIN_FIELDS), "mode",
                       "overlap", "start_at", "end_at", "calendars", "total_runs", "total_missed",
                       "total_skipped", "created_at", "updated_at")
+    #: Below the form: its last runs, read-only.
+    history_shown = ("history",)
 
     # -- columns -------------------------------------------------------------------------
     @admin.display(description="runs")
@@ -206,6 +212,29 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     def tags_shown(self, row: Schedule) -> str:
         return ", ".join(str(tag) for tag in row.tags or ())
 
+    @admin.display(description="last runs")
+    def history(self, row: Schedule) -> str:
+        """The last runs, newest first: when, whether someone asked for it, its outcome (what
+        a worker reported, else beat's dispatch state) and its error, through the API."""
+        try:
+            with integration.schedules() as api:
+                runs = api.history(row.name, limit=HISTORY_LENGTH)
+        except GoatbeatError as exc:
+            return f"could not be read: {exc}"
+        if not runs:
+            return "none yet"
+        lines = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+            (formats.localize(timezone.localtime(run.occurrence_at)),
+             "run now" if run.manual else "", display.run_status(run),
+             shortened(run.run_error or run.last_error, 200)) for run in runs))
+        everything = reverse("admin:goatbeat_execution_changelist",
+                             current_app=self.admin_site.name)
+        return str(format_html(
+            '<table class="goatbeat-history"><thead><tr><th>occurrence</th><th>asked by</th>'
+            '<th>outcome</th><th>error</th></tr></thead><tbody>{}</tbody></table>'
+            '<p><a href="{}?{}">all its runs</a></p>', lines, everything,
+            urlencode({"schedule": row.name})))
+
     @admin.display(description="runs so far")
     def counts(self, row: Schedule) -> str:
         text = f"{row.total_runs} run, {row.total_missed} missed, {row.total_skipped} skipped"
@@ -225,17 +254,18 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         return bool(super().has_delete_permission(request, obj))
 
     def get_fieldsets(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
+        history = ("History", {"fields": self.history_shown})
         if obj is not None and not self.has_change_permission(request, obj):
-            return ((None, {"fields": self.readonly_shown}),)
+            return ((None, {"fields": self.readonly_shown}), history)
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:
             return fieldsets
-        return (("Status", {"fields": self.status_shown}), *fieldsets)
+        return (("Status", {"fields": self.status_shown}), *fieldsets, history)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
         if obj is not None and not self.has_change_permission(request, obj):
-            return self.readonly_shown
-        return self.status_shown if obj is not None else ()
+            return (*self.readonly_shown, *self.history_shown)
+        return (*self.status_shown, *self.history_shown) if obj is not None else ()
 
     # -- writing: the form wrote through the API already ---------------------------------
     # ScheduleForm.clean() makes the API call, so that the API's problems land on the fields

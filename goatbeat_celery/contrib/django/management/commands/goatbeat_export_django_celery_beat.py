@@ -11,11 +11,16 @@ would have run it:
 * a cron: goatbeat's last run, or the schedule's creation when it never ran (django-celery-
   beat runs it at the first match after that);
 * a one-off that goatbeat ran: disabled (django-celery-beat would run a clocked task whose
-  time has passed at once).
+  time has passed at once);
+* an occurrence goatbeat claimed and had not sent when it stopped (a broker outage, a stop
+  between the claim and the send), which goatbeat's next leader would have sent: the last
+  run is written before it, so that django-celery-beat sends it at once (a cron or an
+  interval) or runs the one-off.
 
 A schedule of ``beat_schedule`` is not written (django-celery-beat's scheduler stores those
-itself, from the config) but its periodic task's ``last_run_at`` is, when it has one; it is
-paused in goatbeat like the others. The
+itself, from the config) but its periodic task's ``last_run_at`` is, when it has one, and the
+task is enabled again when the import's ``--disable-source`` disabled it; it is paused in
+goatbeat like the others. The
 note ``--disable-source`` of the import put in a description is taken out again.
 
 django-celery-beat's side is written in one transaction; then each exported goatbeat schedule
@@ -43,6 +48,7 @@ from goatbeat_celery.contrib.django.management.commands.goatbeat_import_django_c
     PERIODIC_TASK_NAME,
 )
 from goatbeat_celery.core.types.errors import GoatbeatError, failure_reason
+from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
@@ -53,6 +59,9 @@ PAUSE_NOTE = "exported to django-celery-beat (goatbeat_export_django_celery_beat
 #: What writing one periodic task can raise from its own data: its model's validation (both
 #: an end and an expiry in seconds, say), a value the database refuses.
 ROW_ERRORS = (ValidationError, DataError, IntegrityError, ValueError, TypeError)
+#: How long before an occurrence never sent its cron task's last run is written (less than
+#: any cron's step of a minute, so the occurrence is the first match after it).
+UNSENT_BEFORE = timedelta(seconds=1)
 #: Message options a periodic task has a column for.
 COLUMNS = ("queue", "exchange", "routing_key", "priority")
 
@@ -142,7 +151,9 @@ def export_one(schedule: Schedule, source: Schedules, database: str,
     spec = schedule.spec
     tasks = PeriodicTask.objects.using(database)
     existing = tasks.filter(name=spec.name).first()
-    last_run = last_run_at(schedule, now)
+    never_sent = unsent_due(schedule, source)
+    unsent = never_sent[0] if never_sent else None
+    last_run = last_run_at(schedule, now, unsent)
     if (existing is not None and existing.last_run_at is not None
             and schedule.paused_reason == PAUSE_NOTE):
         # Exported before, and paused since: goatbeat ran nothing, what was written holds.
@@ -150,9 +161,16 @@ def export_one(schedule: Schedule, source: Schedules, database: str,
     if spec.source is ScheduleSource.CONFIG:
         if existing is None:
             return None
-        tasks.filter(pk=existing.pk).update(last_run_at=last_run)
-        return f"last run {when(last_run)} (an entry of beat_schedule: only its last run)"
-    fields = task_fields(schedule, source, database, now)
+        written: dict[str, Any] = {"last_run_at": last_run}
+        # Disabled by the import's --disable-source: django-celery-beat's beat enables no
+        # entry of beat_schedule itself, so without this it would never send it again.
+        enable = NOTE_START in str(existing.description or "") and running(schedule)
+        if enable:
+            written.update(enabled=True, description=without_note(existing.description))
+        tasks.filter(pk=existing.pk).update(**written)
+        return (f"last run {when(last_run)} (an entry of beat_schedule: only its last run"
+                + (", enabled again)" if enable else ")"))
+    fields = task_fields(schedule, source, database, now, len(never_sent))
     fields["last_run_at"] = last_run
     if existing is None:
         tasks.create(name=spec.name, **fields)
@@ -164,21 +182,42 @@ def export_one(schedule: Schedule, source: Schedules, database: str,
             f"{when(last_run) if last_run is not None else 'never'}")
 
 
-def last_run_at(schedule: Schedule, now: datetime) -> datetime | None:
+#: How many of a schedule's newest executions are looked through for claims never sent: a
+#: leader claims at most a few occurrences of one schedule before sending them.
+UNSENT_LOOK = 50
+
+
+def unsent_due(schedule: Schedule, source: Schedules) -> list[datetime]:
+    """When each occurrence goatbeat claimed and never sent was due, earliest first."""
+    waiting = (ExecutionState.CLAIMED, ExecutionState.HELD)
+    return sorted(execution.due_at for execution in source.history(
+        schedule.name, limit=UNSENT_LOOK) if execution.state in waiting and not execution.manual)
+
+
+def last_run_at(schedule: Schedule, now: datetime,
+                unsent: datetime | None = None) -> datetime | None:
     """The ``last_run_at`` that makes django-celery-beat run the task next when goatbeat
-    would have: see the module's docstring."""
+    would have (or at ``unsent``, an occurrence claimed and never sent): see the module's
+    docstring."""
     spec = schedule.spec
     offset = spec.effective_offset()
     last = (schedule.last_occurrence_at + offset
             if schedule.last_occurrence_at is not None else None)
     every = spec.trigger.params.get("every") if spec.trigger.kind == "interval" else None
-    if isinstance(every, (int, float)) and schedule.next_run_at is not None:
-        return schedule.next_run_at - timedelta(seconds=every)
+    if isinstance(every, (int, float)):
+        due = unsent if unsent is not None else schedule.next_run_at
+        if due is not None:
+            return due - timedelta(seconds=every)
+    if unsent is not None:
+        # django-celery-beat runs a cron at its first match after the last run.
+        return unsent - UNSENT_BEFORE
     return last if last is not None else schedule.created_at or now
 
 
 def task_fields(schedule: Schedule, source: Schedules, database: str,
-                now: datetime) -> dict[str, Any]:
+                now: datetime, unsent: int = 0) -> dict[str, Any]:
+    """The columns of the schedule's periodic task; ``unsent`` claims it never sent are not
+    counted as runs (django-celery-beat never runs a one-off that has a run)."""
     spec = schedule.spec
     fields: dict[str, Any] = {"interval": None, "crontab": None, "clocked": None,
                               "solar": None, "one_off": False}
@@ -194,14 +233,15 @@ def task_fields(schedule: Schedule, source: Schedules, database: str,
     if options:
         raise Refused(f"message options django-celery-beat has no column for: "
                       f"{', '.join(sorted(options))}")
-    ran_once = fields["one_off"] and (schedule.total_runs > 0 or schedule.next_run_at is None)
+    runs = max(0, schedule.total_runs - unsent)
+    ran_once = fields["one_off"] and not unsent and (runs > 0 or schedule.next_run_at is None)
     fields.update(
         task=spec.task, args=json.dumps(list(spec.args)), kwargs=json.dumps(dict(spec.kwargs)),
         headers=json.dumps(headers), expire_seconds=None if expires is None else int(expires),
         start_time=spec.start_at if spec.start_at is not None and spec.start_at > now else None,
         expires=spec.end_at, description=spec.description or "",
         enabled=bool(running(schedule) and not ran_once and schedule.paused_until is None),
-        total_run_count=schedule.total_runs,
+        total_run_count=runs,
     )
     return fields
 
