@@ -604,7 +604,7 @@ async def _schedule_page(request: Request, context: _Context, *,
         request, context, "schedule.html", status_code=status_code, s=schedule,
         detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
         fields=display.schedule_fields(schedule, context.schedules.config.settings, detail.now),
-        kinds=forms.KINDS, overlaps=forms.OVERLAP_CHOICES, modes=forms.MODE_CHOICES,
+        **_form_choices(context),
         outcome=outcome, statuses=display.RUN_STATUSES,
         zone=display.zone_of(schedule.spec.trigger) or context.schedules.default_timezone,
         # The definition as this page shows it, sent back with an edit: a refusal because it
@@ -709,7 +709,15 @@ async def _new_page(request: Request, context: _Context, *,
     if state is None:
         state = forms.FormState(_blank_values(context))
     return _render(request, context, "new.html", status_code=status_code, form=state,
-                   kinds=forms.KINDS, overlaps=forms.OVERLAP_CHOICES, modes=forms.MODE_CHOICES)
+                   **_form_choices(context))
+
+
+def _form_choices(context: _Context) -> dict[str, Any]:
+    """What the schedule form's template needs beside its values: the choices of its lists and
+    its plain fields, hinted with the settings standing in for them."""
+    return {"kinds": forms.KINDS, "misfires": forms.MISFIRE_CHOICES,
+            "overlaps": forms.OVERLAP_CHOICES, "modes": forms.MODE_CHOICES,
+            "plain": forms.plain_groups(context.schedules.config.settings)}
 
 
 def _blank_values(context: _Context) -> dict[str, str]:

@@ -17,36 +17,90 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.fields import FieldInfo, Group
 from goatbeat_celery.core.types.instants import parse_duration
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import PLAIN_FIELDS, MisfirePolicy
+from goatbeat_celery.display import human_duration
 from goatbeat_celery.specs import KEYWORD_OF_KIND
 
 KINDS = tuple(KEYWORD_OF_KIND.values())
 #: Options with a field of their own; the others are edited as JSON in ``options``.
 OPTION_FIELDS = ("queue", "priority", "expires")
+#: The spec's plain fields (durations, counts, factors), each a text field made from its
+#: description and shown in its group's fieldset; named as the API's keyword.
+PLAIN = {field.name: field for field in PLAIN_FIELDS}
+#: The other fields of lateness, run policies and controls, each named as the API's keyword.
+POLICY_FIELDS = ("misfire_policy", "overlap", "mode")
+CONTROL_FIELDS = ("start_at", "end_at", "calendars", "tags", "description")
 #: Form fields, in page order; problems naming none of them are shown above the form.
-#: The run policies and controls, each named as the API's keyword.
-POLICY_FIELDS = ("overlap", "mode", "failure_backoff", "failure_backoff_factor",
-                 "failure_backoff_max", "pause_after_failures")
-CONTROL_FIELDS = ("start_at", "end_at", "max_runs", "calendars", "tags", "description")
 FIELDS = ("name", "task", "kind", "every", "cron", "at", "timezone", *OPTION_FIELDS, "args",
-          "kwargs", "options", *POLICY_FIELDS, *CONTROL_FIELDS)
-#: Choices of the two policies shown as lists (empty: the global setting).
+          "kwargs", "options", *POLICY_FIELDS, *PLAIN, *CONTROL_FIELDS)
+#: Choices of the policies shown as lists (empty: the global setting).
+MISFIRE_CHOICES = ("", *(policy.value for policy in MisfirePolicy))
 OVERLAP_CHOICES = ("", *(policy.value for policy in OverlapPolicy))
 MODE_CHOICES = tuple(mode.value for mode in ScheduleMode)
-_DURATIONS = ("failure_backoff", "failure_backoff_max")
-_COUNTS = ("pause_after_failures", "max_runs")
 GENERAL = "_form"
+#: What a duration field's hint says it takes (the short form of ``DURATION_FORMS``).
+_DURATION_HINT = "seconds, or 30s, 5m, 1h30m"
+#: A typical value of each kind, shown in its empty field.
+_PLACEHOLDERS = {"duration": "5m", "count": "3", "factor": "2"}
 
 #: Fields of a spec shown under another form field (the trigger's kind is chosen in ``kind``).
 _SHOWN_IN = {"trigger": "kind", "cron expression": "cron"}
+
+
+@dataclass(frozen=True)
+class PlainField:
+    """A plain field as the form shows it: its description, and the hint made from it."""
+
+    info: FieldInfo
+    hint: str
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def label(self) -> str:
+        return self.info.label[0].upper() + self.info.label[1:]
+
+    @property
+    def placeholder(self) -> str:
+        return _PLACEHOLDERS[self.info.kind]
+
+
+def plain_groups(settings: Settings) -> dict[Group, list[PlainField]]:
+    """The plain fields of each group, in their order, with their hints: what the field does,
+    how it is typed, and what empty means (the setting standing in, with its value now, or
+    none; ``settings`` are those of the dashboard's app)."""
+    found: dict[Group, list[PlainField]] = {"lateness": [], "policies": [], "controls": []}
+    for info in PLAIN_FIELDS:
+        # As the form's other hints read: lower case, no full stop.
+        hint = info.help[0].lower() + info.help[1:].rstrip(".")
+        if info.kind == "duration":
+            hint += f": {_DURATION_HINT}"
+        empty = _empty_means(info, settings)
+        found[info.group].append(PlainField(info, f"{hint}; empty for {empty}"))
+    return found
+
+
+def _empty_means(info: FieldInfo, settings: Settings) -> str:
+    """What an empty field gives: the setting standing in, with its value, or none."""
+    if info.default is None:
+        return "none"
+    value = getattr(settings, info.default)
+    text = ("none" if value is None else human_duration(value)
+            if isinstance(value, timedelta) else _number_text(value))
+    return f"the global setting ({text})"
 
 
 @dataclass
@@ -101,37 +155,38 @@ def stored_values(schedule: Schedule, default_timezone: str) -> dict[str, str]:
 
 
 def policy_values(schedule: Schedule) -> dict[str, str]:
-    """The policy and control fields of a stored schedule, as text that reads back the same
-    (saving the form unchanged changes nothing)."""
+    """The lateness, policy and control fields of a stored schedule, as text that reads back
+    the same (saving the form unchanged changes nothing): a duration in seconds."""
     spec = schedule.spec
     values = {
-        "overlap": "" if spec.overlap is None else str(getattr(spec.overlap, "value",
-                                                               spec.overlap)),
-        "mode": str(getattr(spec.mode, "value", spec.mode)),
-        "failure_backoff_factor": ("" if spec.failure_backoff_factor is None
-                                   else _number_text(spec.failure_backoff_factor)),
+        "misfire_policy": _choice_text(spec.misfire_policy),
+        "overlap": _choice_text(spec.overlap),
+        "mode": _choice_text(spec.mode),
         "start_at": "" if spec.start_at is None else spec.start_at.isoformat(),
         "end_at": "" if spec.end_at is None else spec.end_at.isoformat(),
         "tags": ", ".join(spec.tags), "calendars": ", ".join(spec.calendars),
         "description": spec.description or "",
     }
-    for key in _DURATIONS:
-        value = getattr(spec, key)
-        values[key] = "" if value is None else _number_text(value.total_seconds())
-    for key in _COUNTS:
-        value = getattr(spec, key)
-        values[key] = "" if value is None else str(value)
+    for name in PLAIN:
+        value = getattr(spec, name)
+        values[name] = ("" if value is None else _number_text(value.total_seconds())
+                        if isinstance(value, timedelta) else _number_text(value))
     return values
 
 
+def _choice_text(value: object) -> str:
+    return "" if value is None else str(getattr(value, "value", value))
+
+
 def policy_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
-    """The API's keywords for the policy and control fields the form sent: empty text unsets
-    one (the global setting, no bound, no limit). Text is passed on for the API to read
-    (policy names, durations); only what the API takes as a value is read here: numbers,
-    instants (ISO-8601, one without offset in the form's zone) and comma-separated lists."""
+    """The API's keywords for the lateness, policy and control fields the form sent: empty
+    text unsets one (the global setting, no bound, no limit). Text is passed on for the API to
+    read (policy names, durations); only what the API takes as a value is read here: counts and
+    factors (:func:`plain_value`), instants (ISO-8601, one without offset in the form's zone)
+    and comma-separated lists."""
     values = state.values
     found: dict[str, Any] = {}
-    for key in POLICY_FIELDS + CONTROL_FIELDS:
+    for key in (*POLICY_FIELDS, *PLAIN, *CONTROL_FIELDS):
         if key not in values:
             continue
         text = values[key].strip()
@@ -141,17 +196,10 @@ def policy_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
             found[key] = text or ScheduleMode.FIXED_RATE.value
         elif not text:
             found[key] = None
-        elif key in _COUNTS:
-            if re.fullmatch(r"[+-]?[0-9]{1,18}", text):
-                found[key] = int(text)
-            else:
-                state.add(key, f"{key}: {text!r} is not a whole number; give e.g. 3, or leave "
-                               "it empty for none")
-        elif key == "failure_backoff_factor":
-            try:
-                found[key] = float(text)
-            except ValueError:
-                state.add(key, f"{key}: {text!r} is not a number; give e.g. 2")
+        elif key in PLAIN:
+            value = plain_value(PLAIN[key], text, state)
+            if value is not None:
+                found[key] = value
         elif key in ("start_at", "end_at"):
             instant = read_instant(text, values.get("timezone") or default_timezone, state,
                                    key)
@@ -160,6 +208,30 @@ def policy_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
         else:
             found[key] = text
     return found
+
+
+def plain_value(info: FieldInfo, text: str, state: FormState) -> str | float | int | None:
+    """The value of a plain field typed as ``text`` (not empty), read by its kind: a count a
+    whole number, a factor a number; unreadable text is reported under the field (None). A
+    duration (seconds, or ``30s``, ``5m``) goes on as typed: the API reads it, so that its
+    problems come with the API's others. Whether a value is allowed is the API's to say."""
+    name = info.name
+    if info.kind == "duration":
+        return text
+    if info.kind == "count":
+        if re.fullmatch(r"[+-]?[0-9]{1,18}", text):
+            return int(text)
+        state.add(name, f"{name}: {text!r} is not a whole number; give e.g. 3, or leave it "
+                        "empty")
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value):
+        return value
+    state.add(name, f"{name}: {text!r} is not a number; give e.g. 2 or 1.5, or leave it empty")
+    return None
 
 
 def read_values(form: Mapping[str, Any]) -> dict[str, str]:

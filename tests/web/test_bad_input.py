@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.types.spec import PLAIN_FIELDS
 from tests.web.conftest import Browser
 
 # Each example is a request against PostgreSQL: a few dozen cover the shapes of text (digits of
@@ -19,7 +20,7 @@ WEB_PROPERTY = settings(max_examples=60, deadline=None, derandomize=True,
                         suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                HealthCheck.too_slow])
 FORM_FIELDS = ("name", "task", "kind", "every", "cron", "at", "timezone", "queue", "priority",
-               "expires", "args", "kwargs", "options")
+               "expires", "args", "kwargs", "options", *(field.name for field in PLAIN_FIELDS))
 #: Text as people, browsers and attackers send it: any character, and numbers too long to read.
 ODD_TEXT = st.one_of(st.text(max_size=40), st.sampled_from(
     ["²", "٣", "\x00", "9" * 5000, "-1", "1e309", "{}" * 3, "NaN", "9999-03-01T00:00"]))

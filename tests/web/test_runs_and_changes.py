@@ -14,6 +14,7 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.spec import MisfirePolicy
 from tests.web.conftest import Browser
 from tests.web.test_actions import error_of
 from tests.web.test_pages import pills_in
@@ -92,7 +93,8 @@ def test_the_edit_form_changes_policies_and_controls_and_saving_unchanged_change
         client: Browser, schedules: Schedules) -> None:
     schedules.create("tick", "proj.tasks.tick", every=60)
     schedules.create_calendar("holidays", dates=["2030-12-25"])
-    fields = {"kind": "every", "every": "60", "queue": "", "overlap": "skip",
+    fields = {"kind": "every", "every": "60", "queue": "", "misfire_policy": "all",
+              "overlap": "skip",
               "mode": "fixed_delay", "failure_backoff": "30s", "failure_backoff_factor": "3",
               "failure_backoff_max": "1h", "pause_after_failures": "4",
               "start_at": "2030-01-01T09:00", "end_at": "2031-01-01T00:00+00:00",
@@ -104,6 +106,7 @@ def test_the_edit_form_changes_policies_and_controls_and_saving_unchanged_change
     assert response.status_code == 303, response.text
     spec = schedules.get("tick").spec
     assert spec.overlap is OverlapPolicy.SKIP and spec.mode is ScheduleMode.FIXED_DELAY
+    assert spec.misfire_policy is MisfirePolicy.ALL
     assert spec.failure_backoff == timedelta(seconds=30) and spec.failure_backoff_factor == 3
     assert spec.failure_backoff_max == timedelta(hours=1) and spec.pause_after_failures == 4
     assert spec.start_at is not None and spec.start_at.isoformat() == "2030-01-01T08:00:00+00:00"
@@ -117,19 +120,22 @@ def test_the_edit_form_changes_policies_and_controls_and_saving_unchanged_change
              re.findall(r'<input id="(\w+)" name="\w+" type="text" value="([^"]*)"', page)}
     assert shown["failure_backoff"] == "30" and shown["tags"] == "billing, nightly"
     assert '<option value="skip" selected>' in page
+    assert '<option value="all" selected>' in page
     assert client.submit("/schedule/edit", name="tick", kind="every", overlap="skip",
+                         misfire_policy="all",
                          mode="fixed_delay", **{k: v for k, v in shown.items()
                                                 if k not in ("name",)}).status_code == 303
     assert schedules.get("tick").spec_version == version
 
     # Emptied: back to the global setting, no bound, no limit.
-    cleared = {**fields, "overlap": "", "mode": "fixed_rate", "failure_backoff": "",
+    cleared = {**fields, "misfire_policy": "", "overlap": "", "mode": "fixed_rate", "failure_backoff": "",
                "failure_backoff_factor": "", "failure_backoff_max": "",
                "pause_after_failures": "", "start_at": "", "end_at": "", "max_runs": "",
                "calendars": "", "tags": "", "description": ""}
     assert client.submit("/schedule/edit", name="tick", **cleared).status_code == 303
     spec = schedules.get("tick").spec
     assert spec.overlap is None and spec.failure_backoff is None and spec.max_runs is None
+    assert spec.misfire_policy is None
     assert spec.tags == () and spec.calendars == () and spec.description is None
 
 
