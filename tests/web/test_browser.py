@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
@@ -17,6 +18,7 @@ from playwright.sync_api import Browser, Dialog, Page, expect
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.display import human_duration
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 from goatbeat_celery.web import WebSettings, create_app
 from tests.cli.conftest import config_schedule, set_aside
@@ -119,6 +121,26 @@ def test_dashboard_find_pause_run_now_and_an_invalid_cron(page: Page, server: Se
     page.goto(server.url + "/schedule?name=reports.hourly")
     expect(page.locator("figure.chart circle")).to_have_count(3)
     photograph(page, "schedule-manual-runs")
+
+
+def test_a_lateness_field_is_filled_in_its_fieldset_and_saved(page: Page,
+                                                              server: Server) -> None:
+    server.schedules.create("reports.hourly", "proj.tasks.report", every=3600)
+    sign_in(page, server)
+    page.goto(server.url + "/schedule?name=reports.hourly")
+
+    lateness = page.locator("#edit-form fieldset#lateness")
+    expect(lateness).to_be_visible()
+    expect(lateness.locator("legend")).to_have_text("Lateness")
+    expect(lateness.locator("#misfire_grace")).to_be_visible()
+    grace = human_duration(server.schedules.config.settings.misfire_grace)
+    expect(lateness).to_contain_text(f"empty for the global setting ({grace})")
+    page.fill("#misfire_grace", "2m")
+    page.click("#save")
+
+    expect(page.locator(".notice")).to_have_text("Saved.")
+    expect(page.locator("#misfire_grace")).to_have_value("120")
+    assert server.schedules.get("reports.hourly").spec.misfire_grace == timedelta(minutes=2)
 
 
 def test_config_schedules_show_why_they_are_read_only(page: Page, server: Server) -> None:

@@ -128,8 +128,8 @@ def test_the_edit_form_changes_policies_and_controls_and_saving_unchanged_change
     assert schedules.get("tick").spec_version == version
 
     # Emptied: back to the global setting, no bound, no limit.
-    cleared = {**fields, "misfire_policy": "", "overlap": "", "mode": "fixed_rate", "failure_backoff": "",
-               "failure_backoff_factor": "", "failure_backoff_max": "",
+    cleared = {**fields, "misfire_policy": "", "overlap": "", "mode": "fixed_rate",
+               "failure_backoff": "", "failure_backoff_factor": "", "failure_backoff_max": "",
                "pause_after_failures": "", "start_at": "", "end_at": "", "max_runs": "",
                "calendars": "", "tags": "", "description": ""}
     assert client.submit("/schedule/edit", name="tick", **cleared).status_code == 303
