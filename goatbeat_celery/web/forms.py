@@ -84,8 +84,7 @@ def plain_groups(settings: Settings) -> dict[Group, list[PlainField]]:
     none; ``settings`` are those of the dashboard's app)."""
     found: dict[Group, list[PlainField]] = {"lateness": [], "policies": [], "controls": []}
     for info in PLAIN_FIELDS:
-        # As the form's other hints read: lower case, no full stop.
-        hint = info.help[0].lower() + info.help[1:].rstrip(".")
+        hint = info.phrase  # as the form's other hints read
         if info.kind == "duration":
             hint += f": {_DURATION_HINT}"
         empty = _empty_means(info, settings)
@@ -169,7 +168,8 @@ def policy_values(schedule: Schedule) -> dict[str, str]:
     }
     for name in PLAIN:
         value = getattr(spec, name)
-        values[name] = ("" if value is None else _number_text(value.total_seconds())
+        values[name] = ("" if value is None else str(value) if isinstance(value, int)
+                        else _number_text(value.total_seconds())
                         if isinstance(value, timedelta) else _number_text(value))
     return values
 

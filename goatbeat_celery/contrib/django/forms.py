@@ -46,8 +46,7 @@ def plain_form_fields() -> dict[str, forms.Field]:
     means unset (the setting, or off)."""
     found: dict[str, forms.Field] = {}
     for field in PLAIN_FIELDS:
-        # As the admin's other help texts read: lower case, no full stop.
-        help_text = field.help[0].lower() + field.help[1:].rstrip(".")
+        help_text = field.phrase  # as the admin's other help texts read
         if field.kind == "duration":
             found[field.name] = duration_field(field.label, f"{help_text}: {DURATION_FORMS}")
         elif field.kind == "count":

@@ -4,9 +4,10 @@ when it is unset, and how it is stored.
 
 Each such field of :class:`~goatbeat_celery.core.types.spec.ScheduleSpec` carries its
 :class:`FieldInfo` in its dataclass metadata (:func:`described`), and the command-line options,
-the ``show`` lines and JSON, the Django form and admin, the row mapping and the config entry
-keys are all made from :data:`~goatbeat_celery.core.types.spec.PLAIN_FIELDS`: a new field of
-this kind is declared once, beside its type.
+the ``show`` lines and JSON, the Django form and admin, the dashboard's form, the row mapping
+and the config entry keys are all made from
+:data:`~goatbeat_celery.core.types.spec.PLAIN_FIELDS`: a new field of this kind is declared
+once, beside its type.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class FieldInfo:
     def column(self) -> str:
         """The column of ``goatbeat_schedule`` (and of the Django model) holding it."""
         return f"{self.name}_seconds" if self.kind == "duration" else self.name
+
+    @property
+    def phrase(self) -> str:
+        """The help text as a form's hint reads it: lower case, no full stop."""
+        return self.help[0].lower() + self.help[1:].rstrip(".")
 
     @property
     def option(self) -> str:
