@@ -143,7 +143,9 @@ def plain_options(group: Group, *, editing: bool) -> list[Callable[[F], F]]:
             kind, metavar = click.IntRange(min=0 if off else int(field.minimum)), "N"
         else:
             kind, metavar = click.FloatRange(min=field.minimum, max=field.maximum), "FACTOR"
-        help_text = field.help.rstrip(".") + (f"; 0 {field.off}." if off else ".")
+        help_text = (field.help.rstrip(".")
+                     + (f" (default {field.unset})" if field.unset is not None else "")
+                     + (f"; 0 {field.off}." if off else "."))
         options.append(click.option(field.option, field.name, type=kind, metavar=metavar,
                                     help=help_text))
     return options

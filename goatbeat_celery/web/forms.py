@@ -95,7 +95,7 @@ def plain_groups(settings: Settings) -> dict[Group, list[PlainField]]:
 def _empty_means(info: FieldInfo, settings: Settings) -> str:
     """What an empty field gives: the setting standing in, with its value, or none."""
     if info.default is None:
-        return "none"
+        return info.unset or "none"
     value = getattr(settings, info.default)
     text = ("none" if value is None else human_duration(value)
             if isinstance(value, timedelta) else _number_text(value))

@@ -115,7 +115,7 @@ def test_each_plain_field_is_in_its_groups_fieldset_with_what_empty_means(
         assert label.lower() == field.label
         assert field.help[1:].rstrip(".") in hint
         if field.default is None:
-            assert hint.endswith("empty for none")
+            assert hint.endswith(f"empty for {field.unset or 'none'}")
         else:
             assert "empty for the global setting (" in hint, hint
             if getattr(settings, field.default) is None:

@@ -47,6 +47,8 @@ def plain_form_fields() -> dict[str, forms.Field]:
     found: dict[str, forms.Field] = {}
     for field in PLAIN_FIELDS:
         help_text = field.phrase  # as the admin's other help texts read
+        if field.unset is not None:
+            help_text += f"; empty for {field.unset}"
         if field.kind == "duration":
             found[field.name] = duration_field(field.label, f"{help_text}: {DURATION_FORMS}")
         elif field.kind == "count":

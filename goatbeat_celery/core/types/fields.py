@@ -45,6 +45,8 @@ class FieldInfo:
     minimum: float = 0
     maximum: float | None = None
     off: str | None = None
+    #: What an unset field means where no setting stands in (``"2"``); None: the rule is off.
+    unset: str | None = None
 
     @property
     def column(self) -> str:

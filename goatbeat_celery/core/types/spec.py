@@ -123,7 +123,7 @@ class ScheduleSpec:
              "for each further failure in a row."))
     failure_backoff_factor: float | None = field(default=None, metadata=described(
         kind="factor", label="backoff factor", group="policies", minimum=1, maximum=100,
-        help="How much each further failure multiplies the backoff (default 2)."))
+        unset="2", help="How much each further failure multiplies the backoff."))
     failure_backoff_max: timedelta | None = field(default=None, metadata=described(
         kind="duration", label="backoff cap", group="policies", help="The longest backoff."))
     pause_after_failures: int | None = field(default=None, metadata=described(
