@@ -7,6 +7,7 @@ database cannot pass by accident.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -24,6 +25,16 @@ DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 #: The tables the store owns; emptied between tests instead of recreating the database.
 STORE_TABLES = ("goatbeat_execution", "goatbeat_schedule", "goatbeat_lease", "goatbeat_backfill",
                 "goatbeat_calendar", "goatbeat_schedule_tag")
+
+
+@pytest.fixture(autouse=True)
+def _root_level_kept() -> Iterator[None]:
+    """Celery's in-process test worker sets the root logger to its own level (ERROR) and
+    leaves it there: put it back, so that a later test in the same process still sees the
+    warnings it asserts on."""
+    level = logging.root.level
+    yield
+    logging.root.setLevel(level)
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ run columns, and that tasks goatbeat did not send are left alone."""
 from __future__ import annotations
 
 import itertools
-import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -29,15 +28,6 @@ from tests.tracking.support import RecordingLog, constant, wait_for
 #: within a flush interval (20 ms here); ten seconds is for a busy two-core machine.
 SETTLE = 10.0
 HEARTBEAT = timedelta(seconds=0.05)
-
-
-@pytest.fixture(autouse=True)
-def _root_level_kept() -> Iterator[None]:
-    # The in-process worker sets the root logger to its own level (ERROR); put it back so that
-    # the tests after these still see warnings.
-    level = logging.root.level
-    yield
-    logging.root.setLevel(level)
 
 
 @pytest.fixture(params=["solo", "threads"])
