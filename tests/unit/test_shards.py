@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.rules.backfill import BackfillRequest
 from goatbeat_celery.core.rules.policies import ScheduleMode
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
@@ -48,6 +49,18 @@ def spread(world: World, count: int = 4, per_shard: int = 2) -> list[str]:
     for name in names:
         world.create(name)
     return names
+
+
+def two_sharing(world: World) -> tuple[Engine, Engine]:
+    """Replicas ``a`` and ``b`` on four shards, past the look at which they share them."""
+    a = world.replica("a", settings=sharded())
+    b = world.replica("b", settings=sharded())
+    a.tick()
+    b.tick()
+    world.advance(10)
+    a.tick()
+    b.tick()
+    return a, b
 
 
 def leading(world: World) -> dict[str, list[int]]:
@@ -163,13 +176,7 @@ def test_two_and_three_replicas_share_four_shards_fairly(world: World) -> None:
 
 def test_a_frozen_replicas_shards_are_taken_over_when_its_leases_expire(world: World) -> None:
     names = spread(world)
-    a = world.replica("a", settings=sharded())
-    b = world.replica("b", settings=sharded())
-    a.tick()
-    b.tick()
-    world.advance(10)
-    a.tick()
-    b.tick()
+    a, b = two_sharing(world)
     assert sorted(len(v) for v in leading(world).values()) == [2, 2]
     lost = a.led_shards()
 
@@ -189,13 +196,7 @@ def test_a_frozen_replicas_shards_are_taken_over_when_its_leases_expire(world: W
 
 
 def test_a_replica_closing_releases_its_shards_for_the_others_at_once(world: World) -> None:
-    a = world.replica("a", settings=sharded())
-    b = world.replica("b", settings=sharded())
-    a.tick()
-    b.tick()
-    world.advance(10)
-    a.tick()
-    b.tick()
+    a, b = two_sharing(world)
 
     a.close()
     assert b.shards is not None
