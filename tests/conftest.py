@@ -54,6 +54,18 @@ def _shared_tasks_kept_to_their_test() -> Iterator[None]:
     _state._on_app_finalizers.intersection_update(before)
 
 
+def stop_process(process: subprocess.Popen[Any], timeout: float) -> None:
+    """SIGTERM to ``process`` if it still runs, SIGKILL if it has not exited ``timeout``
+    seconds later."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def stop_process_groups(processes: Iterable[subprocess.Popen[Any]], timeout: float) -> None:
     """SIGTERM to the process group of each process started with ``start_new_session`` (the
     command and what it started), SIGKILL to a group whose leader still runs after
