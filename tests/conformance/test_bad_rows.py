@@ -80,6 +80,14 @@ def lead_once(database: Database) -> RecordingSubmitter:
     return submitter
 
 
+def only_the_canary_sent(database: Database, broken: str) -> None:
+    """One tick of a leader sends the canary and nothing of ``broken``."""
+    sent = lead_once(database)
+
+    assert [key for key in sent.keys if key.startswith("canary:")]
+    assert not [key for key in sent.keys if key.startswith(f"{broken}:")]
+
+
 #: (column, value, JSON?, a word the recorded reason must contain)
 BROKEN: dict[str, tuple[str, Any, bool, str]] = {
     "empty-trigger": ("trigger", "{}", True, "trigger"),
@@ -129,10 +137,7 @@ def test_a_row_broken_by_hand_is_set_aside_and_the_others_run(database: Database
     create_due(database.store, "broken", every=1)
     database.write("broken", column, value, json=json)
 
-    sent = lead_once(database)
-
-    assert [key for key in sent.keys if key.startswith("canary:")]
-    assert not [key for key in sent.keys if key.startswith("broken:")]
+    only_the_canary_sent(database, "broken")
     fault = database.fault("broken")
     assert fault is not None and word in fault, fault
     # An operator can still see and remove it.
@@ -155,10 +160,7 @@ def test_a_calendar_broken_by_hand_sets_aside_only_the_schedules_observing_it(
         conn.execute(sa.text("UPDATE goatbeat_calendar SET entries = :v WHERE name = 'broken'"),
                      {"v": entries})
 
-    sent = lead_once(database)
-
-    assert [key for key in sent.keys if key.startswith("canary:")]
-    assert not [key for key in sent.keys if key.startswith("observer:")]
+    only_the_canary_sent(database, "observer")
     fault = database.fault("observer") or ""
     assert "calendar 'broken' cannot be read" in fault and "entries" in fault, fault
 
@@ -173,10 +175,7 @@ def test_an_end_written_before_the_start_is_set_aside(database: Database) -> Non
         value = end.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
     database.write("broken", "end_at", value)
 
-    sent = lead_once(database)
-
-    assert [key for key in sent.keys if key.startswith("canary:")]
-    assert not [key for key in sent.keys if key.startswith("broken:")]
+    only_the_canary_sent(database, "broken")
     assert "end_at" in (database.fault("broken") or "")
 
 
@@ -190,10 +189,7 @@ def test_an_unreadable_start_is_set_aside_naming_it(database: Database) -> None:
             f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
             "WHERE name = 'broken'"), {"v": value})
 
-    sent = lead_once(database)
-
-    assert [key for key in sent.keys if key.startswith("canary:")]
-    assert not [key for key in sent.keys if key.startswith("broken:")]
+    only_the_canary_sent(database, "broken")
     assert "start_at: the stored instant cannot be read" in (database.fault("broken") or "")
 
 
