@@ -26,6 +26,7 @@ BACKFILL_TABLE = "goatbeat_backfill"
 BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
 CALENDAR_TABLE = "goatbeat_calendar"
 SCHEDULE_TAG_TABLE = "goatbeat_schedule_tag"
+OUTBOX_TABLE = "goatbeat_outbox"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -404,4 +405,40 @@ calendar_table = sa.Table(
     sa.Column("version", sa.BigInteger(), nullable=False),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+# Events delivered off the scheduling path (core.types.outbox): one row per event id.
+outbox_table = sa.Table(
+    OUTBOX_TABLE,
+    metadata,
+    sa.Column("event_id", _identifier(), primary_key=True),
+    sa.Column("kind", sa.Text(), nullable=False),
+    sa.Column("payload", _json(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("attempts", sa.Integer(), nullable=False),
+    sa.Column("next_attempt_at", UTCDateTime(), nullable=False),
+    sa.Column("delivered_at", UTCDateTime(), nullable=True),
+    # The keys of the destinations that took the event already (a JSON array), or NULL.
+    sa.Column("delivered_to", _json(), nullable=True),
+    sa.Column("last_error", sa.Text(), nullable=True),
+    sa.Column("claimed_by", sa.Text(), nullable=True),
+    sa.Column("claimed_until", UTCDateTime(), nullable=True),
+)
+
+#: Deliverers read the undelivered events by their next attempt; pruning reads the delivered
+#: ones by when.
+UNDELIVERED_PREDICATE = "delivered_at IS NULL"
+DELIVERED_PREDICATE = "delivered_at IS NOT NULL"
+sa.Index(
+    "ix_goatbeat_outbox_due",
+    outbox_table.c.next_attempt_at,
+    outbox_table.c.event_id,
+    postgresql_where=sa.text(UNDELIVERED_PREDICATE),
+    sqlite_where=sa.text(UNDELIVERED_PREDICATE),
+)
+sa.Index(
+    "ix_goatbeat_outbox_delivered",
+    outbox_table.c.delivered_at,
+    postgresql_where=sa.text(DELIVERED_PREDICATE),
+    sqlite_where=sa.text(DELIVERED_PREDICATE),
 )

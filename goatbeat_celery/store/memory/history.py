@@ -8,12 +8,13 @@ from datetime import datetime
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.memory.base import MemoryStoreBase
+from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
 #: Never pruned: claims not yet sent, and claims held back for their turn.
 _NEVER_PRUNED = frozenset({ExecutionState.CLAIMED, ExecutionState.HELD})
 
 
-class MemoryHistory(MemoryStoreBase):
+class MemoryHistory(MemoryOutbox, MemoryStoreBase):
     """Reads of past executions, and pruning."""
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
@@ -53,4 +54,4 @@ class MemoryHistory(MemoryStoreBase):
             )[:limit]
             for backfill in finished:
                 del self._backfills[backfill.id]
-            return len(old) + len(finished)
+            return len(old) + len(finished) + self._prune_events_locked(before, limit)

@@ -12,13 +12,14 @@ from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.schema import backfill_table, execution_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution
+from goatbeat_celery.store.sql.outbox import SQLOutbox
 from goatbeat_celery.store.sql.predicates import _ACTIVE_BACKFILL, _PRUNABLE
 
 E = execution_table
 B = backfill_table
 
 
-class SQLHistory(SQLStoreBase):
+class SQLHistory(SQLOutbox, SQLStoreBase):
     """Reads of past executions, and pruning."""
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
@@ -56,4 +57,5 @@ class SQLHistory(SQLStoreBase):
             result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
             backfills = txn.conn.execute(
                 sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())))
-            return result.rowcount + backfills.rowcount
+            events = self._prune_events(txn.conn, before, limit)
+            return result.rowcount + backfills.rowcount + events
