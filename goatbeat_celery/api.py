@@ -188,7 +188,8 @@ class Schedules:
     # -- writing -------------------------------------------------------------------------
     def create(
         self, name: str, task: str, *, every: Duration | None = None, cron: str | None = None,
-        at: datetime | None = None, timezone: str | None = None, args: tuple[Any, ...] = (),
+        at: datetime | str | None = None, timezone: str | None = None,
+        args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
         misfire_policy: MisfirePolicy | str | None = None, misfire_grace: Duration | None = None,
         max_catchup: int | None = None, offset: Duration | None = None,
@@ -199,13 +200,14 @@ class Schedules:
         failure_backoff: Duration | None = None, failure_backoff_factor: float | None = None,
         failure_backoff_max: Duration | None = None, pause_after_failures: int | None = None,
         run_resends: int | None = None,
-        start_at: datetime | None = None, end_at: datetime | None = None,
+        start_at: datetime | str | None = None, end_at: datetime | str | None = None,
         max_runs: int | None = None, description: str | None = None,
         tags: builtins.list[str] | tuple[str, ...] = (),
         calendars: builtins.list[str] | tuple[str, ...] = (),
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
-        (5 fields, in ``timezone``) or ``at`` (an aware instant). A cron restricting both day of
+        (5 fields, in ``timezone``) or ``at`` (an aware instant; ``at``, ``start_at`` and
+        ``end_at`` may be ISO-8601 text with an offset too). A cron restricting both day of
         month and day of week matches either (standard cron); ``day_or=False`` asks for both, as
         Celery's ``crontab`` does. Every problem is reported at once and nothing is stored.
 
@@ -241,7 +243,7 @@ class Schedules:
         return self.store.create_schedule(spec, next_occurrence_at=occurrence, next_run_at=run)
 
     def update(self, name: str, *, every: Duration | None = None, cron: str | None = None,
-               at: datetime | None = None, timezone: str | None = None,
+               at: datetime | str | None = None, timezone: str | None = None,
                enabled: bool | None = None, day_or: bool | None = None,
                expected_version: int | None = None, **changes: Any) -> Schedule:
         """Change some fields of a schedule (the same keywords as :meth:`create`).
@@ -279,7 +281,7 @@ class Schedules:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _updated(self, current: Schedule, *, every: Duration | None, cron: str | None,
-                 at: datetime | None, timezone: str | None, enabled: bool | None,
+                 at: datetime | str | None, timezone: str | None, enabled: bool | None,
                  day_or: bool | None, changes: dict[str, Any]) -> Schedule:
         name = current.name
         problems: list[Problem] = []
@@ -580,7 +582,8 @@ class Schedules:
         already in ``problems``). ``at_given``: the ``at`` of a one-time ``trigger`` was given
         by this call, and is refused unless it is still ahead."""
         name, enabled = values.pop("name"), values.pop("enabled")
-        fields = specs.spec_fields(values, problems)
+        # ISO-8601 text is read as an instant too, as a JSON document gives one.
+        fields = specs.spec_fields(values, problems, text_instants=True)
         spec = specs.checked_spec(fields, problems, name=name, trigger=trigger,
                                   enabled=enabled, source=ScheduleSource.API)
         if at_given and trigger is not None and trigger.kind == "once":

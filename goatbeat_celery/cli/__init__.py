@@ -33,6 +33,7 @@ from goatbeat_celery.cli import (  # noqa: F401
     schedules,
     schema,
     status,
+    tokens,
 )
 from goatbeat_celery.cli.group import goatbeat
 

@@ -26,6 +26,7 @@ BACKFILL_TABLE = "goatbeat_backfill"
 BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
 CALENDAR_TABLE = "goatbeat_calendar"
 SCHEDULE_TAG_TABLE = "goatbeat_schedule_tag"
+API_TOKEN_TABLE = "goatbeat_api_token"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -404,4 +405,17 @@ calendar_table = sa.Table(
     sa.Column("version", sa.BigInteger(), nullable=False),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+# The HTTP API's tokens (core.types.tokens): a secret's SHA-256 digest, never the secret.
+# scopes is a comma-separated list of read, write, run.
+api_token_table = sa.Table(
+    API_TOKEN_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False, unique=True),
+    sa.Column("scopes", sa.Text(), nullable=False),
+    sa.Column("prefix", sa.Text(), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("revoked_at", UTCDateTime(), nullable=True),
 )

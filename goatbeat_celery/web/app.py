@@ -52,6 +52,7 @@ from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import forms, present
+from goatbeat_celery.web.api import api_routes
 from goatbeat_celery.web.chart import Chart, lateness_chart
 from goatbeat_celery.web.security import (
     CSRF_COOKIE,
@@ -122,10 +123,11 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     """The dashboard as an ASGI application over ``schedules``.
 
     Mount it inside another Starlette or FastAPI application (``Mount("/beat", app=...)``):
-    links and cookies follow the mount path. ``settings`` guard it (token, read-only); with no
-    token, serve it on loopback only. ``close_on_shutdown`` closes ``schedules`` when the
-    application shuts down (the ``web`` command passes it; an embedding application that owns
-    ``schedules`` leaves it False).
+    links and cookies follow the mount path. The JSON API is served by the same application,
+    under ``/api/v1`` (:mod:`goatbeat_celery.web.api`). ``settings`` guard it (token,
+    read-only); with no token, serve it on loopback only. ``close_on_shutdown`` closes
+    ``schedules`` when the application shuts down (the ``web`` command passes it; an embedding
+    application that owns ``schedules`` leaves it False).
     """
     settings = settings or WebSettings()
     problems = settings.problems()
@@ -189,6 +191,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/login", _login, "login", ["GET", "POST"], public=True, read_only_too=True),
         route("/logout", _logout, "logout", ["POST"], read_only_too=True),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+        # The JSON API: its own checks (bearer tokens, never cookies), see web/api.py.
+        *api_routes(schedules, settings),
     ]
 
     @contextlib.asynccontextmanager

@@ -18,10 +18,12 @@ from goatbeat_celery.store.memory.lease import MemoryLeases
 from goatbeat_celery.store.memory.runs import MemoryRuns
 from goatbeat_celery.store.memory.schedules import MemorySchedules
 from goatbeat_celery.store.memory.settlement import MemorySettlement
+from goatbeat_celery.store.memory.tokens import MemoryTokens
 
 
 class MemoryStore(MemoryLeases, MemorySchedules, MemoryCalendars, MemoryClaims, MemoryDispatch,
-                  MemoryBackfills, MemoryHistory, MemorySettlement, MemoryRuns, MemoryStoreBase):
+                  MemoryBackfills, MemoryHistory, MemorySettlement, MemoryRuns, MemoryTokens,
+                  MemoryStoreBase):
     """ScheduleStore, LeaseManager and RunLog in one object, guarded by one lock."""
 
 

@@ -20,6 +20,7 @@ from goatbeat_celery.core.types.instants import UTC, ensure_aware
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.tick import Dispatch
+from goatbeat_celery.core.types.tokens import ApiToken
 
 Clock = Callable[[], datetime]
 
@@ -83,6 +84,8 @@ class MemoryStoreBase:
         self._generation = 0
         self._schedules = _Schedules()
         self._calendars: dict[str, Calendar] = {}
+        #: API tokens by name, with their secrets' digests.
+        self._tokens: dict[str, tuple[ApiToken, str]] = {}
         self._executions: dict[str, Execution] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._backfills: dict[int, Backfill] = {}

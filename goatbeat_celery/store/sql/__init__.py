@@ -15,6 +15,7 @@ It is composed of one class per concern, each in its own module over the shared 
 * :mod:`.history` — past executions and pruning;
 * :mod:`.settlement` — ended runs settled for run policies;
 * :mod:`.runs` — run reports, heartbeats, lost runs;
+* :mod:`.tokens` — the HTTP API's tokens;
 
 with rows read and written as model types in :mod:`.rows` and :mod:`.execution_rows`, and the
 predicates several parts share in :mod:`.predicates`.
@@ -55,10 +56,11 @@ from goatbeat_celery.store.sql.rows import waiting_from_row
 from goatbeat_celery.store.sql.runs import RunChange, SQLRuns
 from goatbeat_celery.store.sql.schedules import SQLSchedules
 from goatbeat_celery.store.sql.settlement import SQLSettlement
+from goatbeat_celery.store.sql.tokens import SQLTokens
 
 
 class SQLStore(SQLLeases, SQLSchedules, SQLCalendars, SQLDue, SQLClaims, SQLDispatch,
-               SQLBackfills, SQLHistory, SQLSettlement, SQLRuns, SQLStoreBase):
+               SQLBackfills, SQLHistory, SQLSettlement, SQLRuns, SQLTokens, SQLStoreBase):
     """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
 
     ``engine`` runs write transactions; ``read_engine`` runs reads and ``single_engine`` writes
