@@ -8,7 +8,7 @@ import click
 from celery.bin.base import CeleryCommand
 
 from goatbeat_celery import display
-from goatbeat_celery.cli.context import opened, reported
+from goatbeat_celery.cli.context import app_command, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option
 from goatbeat_celery.cli.output import emit, say
@@ -64,6 +64,9 @@ def token_list(ctx: click.Context, as_json: bool) -> None:
         found = Tokens(schedules.store).list()
     if as_json:
         emit([token_json(t) for t in found])
+        return
+    if not found:
+        say(f"no tokens: `{app_command('token create NAME --scope read')}` makes one")
         return
     rows = [(t.name, ",".join(token_json(t)["scopes"]), t.prefix or display.NONE,
              display.when(t.created_at), display.when(t.revoked_at)) for t in found]
