@@ -140,7 +140,7 @@ def api_routes(schedules: Schedules, settings: WebSettings) -> list[Route]:
     # Sub-resources before the bare name: a name may hold "/", and "{name:path}" is greedy.
     named = "/schedules/{name:path}"
     return [
-        Route(API_PREFIX + "/openapi.json", functools.partial(_openapi, api), methods=["GET"]),
+        Route(API_PREFIX + "/openapi.json", _openapi_endpoint(api), methods=["GET"]),
         route("/schedules", _list, ["GET"], Scope.READ),
         route(named + "/history", _history, ["GET"], Scope.READ),
         route(named + "/next", _next_runs, ["GET"], Scope.READ),
@@ -367,15 +367,18 @@ def _query_bool(request: Request, key: str) -> bool | None:
 
 
 # -- the OpenAPI document -----------------------------------------------------------------------
-async def _openapi(api: _Api, request: Request) -> Response:
-    """The API's description; public (it holds no data), behind the ``Host`` check only."""
-    from goatbeat_celery.web.openapi import document
+def _openapi_endpoint(api: _Api) -> Callable[[Request], Awaitable[Response]]:
+    async def openapi(request: Request) -> Response:
+        """The API's description; public (it holds no data), behind the ``Host`` check."""
+        from goatbeat_celery.web.openapi import document
 
-    misdirected = host_refusal(request.headers.get("host"), api.settings)
-    if misdirected is not None:
-        return problem_response(ApiProblem(400, "Misdirected request", misdirected))
-    root = str(request.scope.get("root_path") or "")
-    return _json(document(server=root + API_PREFIX))
+        misdirected = host_refusal(request.headers.get("host"), api.settings)
+        if misdirected is not None:
+            return problem_response(ApiProblem(400, "Misdirected request", misdirected))
+        root = str(request.scope.get("root_path") or "")
+        return _json(document(server=root + API_PREFIX))
+
+    return openapi
 
 
 # -- schedules ----------------------------------------------------------------------------------
