@@ -50,6 +50,7 @@ _OPTION_OF = {
     "tags": "--tag",
     "calendars": "--calendar",
     "note": "--note",
+    "reason": "--reason",
     "until": "--until",
     "count": "--count",
     "task": "TASK",
