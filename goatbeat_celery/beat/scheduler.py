@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from celery import beat
-from celery.schedules import crontab
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.beat import observability
@@ -23,7 +22,6 @@ from goatbeat_celery.beat.entries import GoatbeatEntry
 from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
-from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.display import with_migrate_command
 from goatbeat_celery.store import mask_url
 
@@ -98,7 +96,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             settings=config.settings,
             holder=holder,
             triggers=loaded.triggers,
-            config_schedules=(*loaded.schedules, *self._default_entries(loaded.schedules)),
+            config_schedules=config_module.synced_schedules(self.app, loaded),
             task_allowed=config.task_allowed,
             observer=self._observability.observer,
             runs=store,
@@ -186,20 +184,6 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
     @property
     def engine(self) -> Engine | None:
         return self._engine
-
-    def _default_entries(self, specs: tuple[ScheduleSpec, ...]) -> list[ScheduleSpec]:
-        """Celery's own daily result cleanup, as the default scheduler would add it."""
-        if any(spec.name == "celery.backend_cleanup" for spec in specs):
-            return []
-        if not self.app.conf.result_expires or self.app.backend.supports_autoexpire:
-            return []
-        entry = {"task": "celery.backend_cleanup", "schedule": crontab("0", "4", "*"),
-                 "options": {"expires": 12 * 3600}}
-        problems: list[str] = []
-        spec = config_module.entry_to_spec(
-            "celery.backend_cleanup", entry, config_module.default_timezone(self.app),
-            problems, {})
-        return [spec] if spec is not None else []
 
 
 #: Signals Celery's beat service stops on (it closes the scheduler, then raises SystemExit).

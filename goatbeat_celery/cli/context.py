@@ -51,6 +51,7 @@ _OPTION_OF = {
     "tags": "--tag",
     "calendars": "--calendar",
     "note": "--note",
+    "reason": "--reason",
     "until": "--until",
     "count": "--count",
     "task": "TASK",

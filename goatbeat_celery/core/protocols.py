@@ -13,6 +13,7 @@ from goatbeat_celery.core.rules.backfill import Backfill, BackfillRequest, Backf
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.rules.runs import RunEvent, RunRecord
 from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.audit import AuditEntry, AuditNote
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
@@ -99,6 +100,15 @@ class ScheduleStore(Protocol):
     :meth:`mark_expired`, :meth:`record_failures`, :meth:`prune`) notify no one: the leader
     knows what it wrote, and a standby has nothing to do until it leads.
 
+    Audit: the writes an operator or config sync makes to a schedule take an ``audit``
+    :class:`~goatbeat_celery.core.types.audit.AuditNote` (:meth:`create_schedule`,
+    :meth:`replace_schedule`, :meth:`delete_schedule`, :meth:`request_run`,
+    :meth:`create_backfill`, :meth:`cancel_backfill`); given one, the store writes it as an
+    entry of the audit log of the schedule named, at the store's clock, in the transaction of
+    the change: both are committed or neither is, and a write refused or that changes nothing
+    records nothing. :meth:`sync_config` records an entry for each schedule it changes, as
+    :func:`goatbeat_celery.core.rules.audit.sync_notes` says.
+
     ``wakes_on_every_change``: true when :meth:`wait` is woken by those writes from any
     process, and by the end of a run that a schedule's run policy waits on (a worker's report
     through :class:`goatbeat_celery.core.protocols.RunLog`). The leader then sleeps until the next
@@ -125,16 +135,16 @@ class ScheduleStore(Protocol):
     # -- schedules -----------------------------------------------------------------------
     def create_schedule(
         self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
-        next_run_at: datetime | None,
+        next_run_at: datetime | None, audit: AuditNote | None = None,
     ) -> Schedule:
         """Insert a new schedule with version 1. Raises ScheduleConflict if the name exists.
-        Notifies waiting replicas."""
+        Notifies waiting replicas. Records ``audit``."""
         ...
 
     def replace_schedule(
         self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
         next_run_at: datetime | None, expected_version: int | None = None,
-        pause: PauseNote | None = None,
+        pause: PauseNote | None = None, audit: AuditNote | None = None,
     ) -> Schedule:
         """Overwrite a schedule's spec and next times, incrementing its version.
 
@@ -144,13 +154,13 @@ class ScheduleStore(Protocol):
         :data:`~goatbeat_celery.core.loop.settlement.RESUME_CLEARS` (the reason a schedule paused
         itself, its end, its failures in a row). With ``pause``, its reason and end are then
         written in ``paused_reason`` and ``paused_until`` (a pause, or an edit during one).
-        Raises ScheduleNotFound. Notifies waiting replicas.
+        Raises ScheduleNotFound. Notifies waiting replicas. Records ``audit``.
         """
         ...
 
-    def delete_schedule(self, name: str) -> None:
-        """Delete the schedule (its executions stay as history). Raises ScheduleNotFound.
-        Notifies waiting replicas."""
+    def delete_schedule(self, name: str, *, audit: AuditNote | None = None) -> None:
+        """Delete the schedule (its executions and audit entries stay as history). Raises
+        ScheduleNotFound. Notifies waiting replicas. Records ``audit``."""
         ...
 
     def get_schedule(self, name: str) -> Schedule:
@@ -222,11 +232,14 @@ class ScheduleStore(Protocol):
         read."""
         ...
 
-    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant,
+                    prune_after: timedelta | None = None) -> SyncReport:
         """Apply config entries as :func:`goatbeat_celery.core.rules.sync.plan_config_sync`
-        decides, in one transaction fenced by ``lease``
+        decides (with ``prune_after``, pruning on: ``prune_before`` = store-now minus it), in
+        one transaction fenced by ``lease``
         (:func:`goatbeat_celery.core.rules.fence.check_fence`: LeaseLost if stale, nothing
-        changed)."""
+        changed), with an audit entry for each schedule created, rewritten, disabled or
+        deleted (:func:`goatbeat_celery.core.rules.audit.sync_notes`, actor ``config``)."""
         ...
 
     # -- claiming ------------------------------------------------------------------------
@@ -340,10 +353,11 @@ class ScheduleStore(Protocol):
         (given up: never resubmitted)."""
         ...
 
-    def request_run(self, name: str) -> Execution:
+    def request_run(self, name: str, *, audit: AuditNote | None = None) -> Execution:
         """Queue an extra run of ``name`` now, under its own key (manual), as a ``claimed``
         execution the leader submits with its pending ones. Raises ScheduleNotFound.
-        Notifies waiting replicas."""
+        Notifies waiting replicas. Records ``audit``, with the run's key added to its changes
+        as ``run``."""
         ...
 
     def oldest_pending(self) -> Execution | None:
@@ -353,10 +367,12 @@ class ScheduleStore(Protocol):
         ...
 
     # -- backfills -----------------------------------------------------------------------
-    def create_backfill(self, request: BackfillRequest) -> Backfill:
+    def create_backfill(self, request: BackfillRequest, *,
+                        audit: AuditNote | None = None) -> Backfill:
         """Store ``request`` (checked by the caller) as a new ``active`` backfill with the next
         id, nothing examined, ``created_at`` = store-now; notify waiting replicas. Raises
-        ScheduleNotFound when its schedule does not exist."""
+        ScheduleNotFound when its schedule does not exist. Records ``audit``, with the
+        backfill's id added to its changes as ``backfill``."""
         ...
 
     def get_backfill(self, backfill_id: int) -> Backfill:
@@ -378,9 +394,11 @@ class ScheduleStore(Protocol):
         (and harmless stand-ins), never raised. Reads only."""
         ...
 
-    def cancel_backfill(self, backfill_id: int) -> Backfill:
+    def cancel_backfill(self, backfill_id: int, *,
+                        audit: AuditNote | None = None) -> Backfill:
         """Mark an active backfill ``cancelled`` (finished_at = store-now); its executions
-        claimed already stay. A finished one is returned unchanged. Raises BackfillNotFound."""
+        claimed already stay. A finished one is returned unchanged (nothing recorded). Raises
+        BackfillNotFound. Records ``audit`` under the backfill's schedule."""
         ...
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
@@ -419,8 +437,19 @@ class ScheduleStore(Protocol):
 
     def prune(self, *, before: datetime, limit: int) -> int:
         """Delete up to ``limit`` executions that are neither ``claimed`` nor ``held`` and were
-        claimed before ``before``, and up to ``limit`` backfills that finished before
-        ``before`` (active ones are never deleted). Returns how many rows were deleted."""
+        claimed before ``before``, up to ``limit`` backfills that finished before ``before``
+        (active ones are never deleted) and up to ``limit`` audit entries recorded before
+        ``before``, oldest first. Returns how many rows were deleted."""
+        ...
+
+    # -- audit log -----------------------------------------------------------------------
+    def audit_log(self, *, schedule_name: str | None = None, limit: int = 50,
+                  before_id: int | None = None) -> list[AuditEntry]:
+        """Audit entries, newest first (by id, which grows with each entry), of one schedule
+        (existing or deleted) or of all; with ``before_id``, only those older than that entry
+        (the next page). Never fails on what a row holds: what cannot be read is named in
+        ``AuditEntry.damage``. Reads only; cost grows with ``limit`` (an index by schedule
+        and id)."""
         ...
 
     def close(self) -> None:

@@ -13,6 +13,9 @@ CSRF token is needed: a cross-site page cannot attach a bearer token. The ``Host
 the refusal of state changes a browser marks as sent from another site are the dashboard's
 (:mod:`~goatbeat_celery.web.security`).
 
+Changes are recorded in the audit log as made by ``token:<name>``, with the reason given in
+the ``X-Goatbeat-Reason`` header.
+
 A token limited to a prefix answers a read of a name outside it with 404, exactly as for a
 name that does not exist, so it cannot learn what other teams have; and refuses a write of
 such a name with 403 before anything is looked up, since the refusal depends on the name
@@ -75,6 +78,8 @@ MAX_BODY = 1024 * 1024
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 JSON_TYPES = frozenset({"application/json", "application/merge-patch+json"})
 STATES = ("enabled", "paused", "set-aside")
+#: The header a change's reason is given in (recorded in the audit log).
+REASON_HEADER = "X-Goatbeat-Reason"
 HEADERS = {
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
@@ -144,6 +149,7 @@ def api_routes(schedules: Schedules, settings: WebSettings) -> list[Route]:
         route("/schedules", _list, ["GET"], Scope.READ),
         route(named + "/history", _history, ["GET"], Scope.READ),
         route(named + "/next", _next_runs, ["GET"], Scope.READ),
+        route(named + "/audit", _audit, ["GET"], Scope.READ),
         route(named + "/pause", _pause, ["POST"], Scope.WRITE),
         route(named + "/resume", _resume, ["POST"], Scope.WRITE),
         route(named + "/run", _run_now, ["POST"], Scope.RUN),
@@ -189,7 +195,9 @@ def _guarded(api: _Api, handler: Handler, scope: Scope) -> Callable[[Request], A
             if api.settings.read_only and scope is not Scope.READ:
                 raise ApiProblem(403, "Read-only", "this server was started read-only; nothing "
                                  "was changed")
-            return await handler(request, api, token)
+            # Every change this request makes is recorded as the token's.
+            acting = dataclasses.replace(api, schedules=api.schedules.acting_as(token.actor))
+            return await handler(request, acting, token)
         except ApiProblem as exc:
             return problem_response(exc)
         except GoatbeatError as exc:
@@ -288,6 +296,18 @@ def _call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[
     return run_in_threadpool(functools.partial(function, *args, **kwargs))
 
 
+def _reason(request: Request) -> str | None:
+    """The reason the audit log records with the change: the ``X-Goatbeat-Reason`` header
+    (UTF-8; checked by ``Schedules``, as every face's)."""
+    given = request.headers.get(REASON_HEADER)
+    if given is None:
+        return None
+    try:
+        return given.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return given
+
+
 def _etag(version: int) -> str:
     return f'"{version}"'
 
@@ -350,7 +370,7 @@ def _query_int(request: Request, key: str, default: int, most: int = MAX_PAGE) -
     text = request.query_params.get(key)
     if text is None or text == "":
         return default
-    if not (text.isascii() and text.isdigit() and len(text) <= 9 and 1 <= int(text) <= most):
+    if not (text.isascii() and text.isdigit() and len(text) <= 18 and 1 <= int(text) <= most):
         raise ApiProblem(422, "Invalid input", f"invalid {key}", (
             Problem(key, f"expected a whole number from 1 to {most}, got {text!r}"),))
     return int(text)
@@ -477,7 +497,7 @@ _SPEC_DEFAULTS = {f.name: (f.default_factory() if f.default_factory is not datac
 
 
 def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int | str | None,
-                  create_only: bool) -> tuple[Schedule, bool, datetime]:
+                  create_only: bool, reason: str | None) -> tuple[Schedule, bool, datetime]:
     """Create ``name`` from ``given``, or replace its whole definition: fields left out take
     the values a new schedule would have (``enabled`` alone is kept, as pause and resume set
     it). Returns the schedule, whether it was created, and the store's now."""
@@ -493,7 +513,7 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
         keywords = dict(given)
         task = keywords.pop("task", None)
         try:
-            created = schedules.create(name, task, **keywords)
+            created = schedules.create(name, task, **keywords, reason=reason)
             return created, True, schedules.store.now()
         except ScheduleConflict:
             # Made by another request since this one looked: answered as a PUT over it,
@@ -511,7 +531,7 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
         name, every=given.get("every"), cron=cron, at=given.get("at"),
         timezone=given.get("timezone", schedules.default_timezone if cron is not None else None),
         day_or=given.get("day_or", True if cron is not None else None),
-        enabled=given.get("enabled"), expected_version=expected, **keywords)
+        enabled=given.get("enabled"), expected_version=expected, reason=reason, **keywords)
     return updated, False, schedules.store.now()
 
 
@@ -526,7 +546,7 @@ async def _put(request: Request, api: _Api, token: ApiToken) -> Response:
     given = _definition(await _body(request), name)
     try:
         schedule, created, now = await _call(_put_schedule, api, name, given, precondition,
-                                             create_only)
+                                             create_only, _reason(request))
     except ScheduleConflict as exc:
         raise _conflict(exc, precondition is not None) from exc
     if created:
@@ -536,7 +556,8 @@ async def _put(request: Request, api: _Api, token: ApiToken) -> Response:
 
 
 def _patch_schedule(api: _Api, name: str, given: dict[str, Any],
-                    precondition: int | str | None) -> tuple[Schedule, datetime]:
+                    precondition: int | str | None, reason: str | None
+                    ) -> tuple[Schedule, datetime]:
     schedules = api.schedules
     current = schedules.get(name)
     _config_row_refusal(current)
@@ -545,7 +566,7 @@ def _patch_schedule(api: _Api, name: str, given: dict[str, Any],
     changes = dict(given)
     triggers = {key: changes.pop(key, None) for key in TRIGGER_KEYS}
     updated = schedules.update(name, **triggers, enabled=changes.pop("enabled", None),
-                               expected_version=expected, **changes)
+                               expected_version=expected, reason=reason, **changes)
     return updated, schedules.store.now()
 
 
@@ -560,7 +581,8 @@ async def _patch(request: Request, api: _Api, token: ApiToken) -> Response:
             Problem("name", "cannot be changed", "create a schedule under the new name and "
                     "delete this one"),))
     try:
-        schedule, now = await _call(_patch_schedule, api, name, given, precondition)
+        schedule, now = await _call(_patch_schedule, api, name, given, precondition,
+                                    _reason(request))
     except ScheduleConflict as exc:
         raise _conflict(exc, precondition is not None) from exc
     return _schedule_response(api, schedule, now)
@@ -576,7 +598,7 @@ async def _delete(request: Request, api: _Api, token: ApiToken) -> Response:
                          "send DELETE without If-Match")
     current = await _call(api.schedules.get, name)
     _config_row_refusal(current)
-    await _call(api.schedules.delete, name)
+    await _call(api.schedules.delete, name, reason=_reason(request))
     return Response(status_code=204, headers=HEADERS)
 
 
@@ -590,14 +612,15 @@ async def _pause(request: Request, api: _Api, token: ApiToken) -> Response:
     until = _instant(body.get("until"), "until", problems)
     if problems:
         raise ConfigurationError(problems, subject=f"pause of {name!r}")
-    schedule = await _call(api.schedules.pause, name, note=body.get("note"), until=until)
+    schedule = await _call(api.schedules.pause, name, note=body.get("note"), until=until,
+                           reason=_reason(request))
     return _schedule_response(api, schedule, await _call(api.schedules.store.now))
 
 
 async def _resume(request: Request, api: _Api, token: ApiToken) -> Response:
     name = request.path_params["name"]
     _writable(token, name)
-    schedule = await _call(api.schedules.resume, name)
+    schedule = await _call(api.schedules.resume, name, reason=_reason(request))
     return _schedule_response(api, schedule, await _call(api.schedules.store.now))
 
 
@@ -605,7 +628,7 @@ async def _run_now(request: Request, api: _Api, token: ApiToken) -> Response:
     """An extra run under its own key; 202: the leader sends it within a second or so."""
     name = request.path_params["name"]
     _writable(token, name)
-    execution = await _call(api.schedules.run_now, name)
+    execution = await _call(api.schedules.run_now, name, reason=_reason(request))
     return _json(display.execution_json(execution), 202)
 
 
@@ -623,6 +646,22 @@ async def _next_runs(request: Request, api: _Api, token: ApiToken) -> Response:
     count = _query_int(request, "count", 5, MAX_PREVIEW)
     runs = await _call(api.schedules.next_runs, name, count)
     return _json({"next_runs": [display.iso(at) for at in runs]})
+
+
+async def _audit(request: Request, api: _Api, token: ApiToken) -> Response:
+    """Its changes, newest first (who, why, each field before and after), also after it was
+    deleted; ``next`` links to the older ones."""
+    name = request.path_params["name"]
+    _readable(token, name, ScheduleNotFound(name))
+    limit = _query_int(request, "limit", 50)
+    before = request.query_params.get("before_id")
+    before_id = _query_int(request, "before_id", 0, 2**62) if before else None
+    found = await _call(api.schedules.audit, name, limit=limit + 1, before_id=before_id)
+    following = None
+    if len(found) > limit:
+        found = found[:limit]
+        following = f"{request.url.path}?{urlencode({'limit': limit, 'before_id': found[-1].id})}"
+    return _json({"entries": [display.audit_json(e) for e in found], "next": following})
 
 
 # -- backfills ----------------------------------------------------------------------------------
@@ -684,7 +723,8 @@ async def _backfill_start(request: Request, api: _Api, token: ApiToken) -> Respo
     result = await _call(api.schedules.backfill, name, start, end,
                          mode=body.get("mode", "missing"),
                          newest_first=body.get("newest_first", False),
-                         per_tick=body.get("per_tick"), dry_run=body.get("dry_run", False))
+                         per_tick=body.get("per_tick"), dry_run=body.get("dry_run", False),
+                         reason=_reason(request))
     if isinstance(result, BackfillPreview):
         return _json(display.backfill_preview_json(result))
     return _json(display.backfill_json(result), 201,
@@ -696,7 +736,8 @@ async def _backfill_cancel(request: Request, api: _Api, token: ApiToken) -> Resp
     found: Backfill = await _call(api.schedules.get_backfill, identifier)
     # Known by its id only: one of another prefix is answered as absent.
     _readable(token, found.schedule_name, BackfillNotFound(identifier))
-    cancelled = await _call(api.schedules.cancel_backfill, identifier)
+    cancelled = await _call(api.schedules.cancel_backfill, identifier,
+                            reason=_reason(request))
     return _json(display.backfill_json(cancelled))
 
 

@@ -33,6 +33,9 @@ def _problems(*statuses: int) -> dict[str, Any]:
 
 _ETAG = {"ETag": {"description": "The definition's version, quoted: give it as If-Match",
                   "schema": {"type": "string"}}}
+_REASON = {"name": "X-Goatbeat-Reason", "in": "header", "required": False,
+           "description": "Why: recorded with the change in the audit log",
+           "schema": {"type": "string"}}
 _IF_MATCH = {"name": "If-Match", "in": "header", "required": False,
              "description": 'The ETag read ("3"): the edit applies only to that version; '
                             "* : only to an existing one",
@@ -48,6 +51,8 @@ def _op(summary: str, scope: str, responses: dict[str, Any], *,
         body: dict[str, Any] | None = None) -> dict[str, Any]:
     operation: dict[str, Any] = {"summary": summary, "security": [{"bearer": [scope]}],
                                  "responses": responses}
+    if scope != "read":
+        parameters = [*(parameters or []), _REASON]
     if parameters:
         operation["parameters"] = parameters
     if body is not None:
@@ -176,6 +181,13 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
                 "type": "array", "items": {"type": "string", "format": "date-time"}}}}, "OK"),
              **_problems(*_READ, 422)},
             parameters=[_query("count", "1 to 1000 (5)", "integer")])},
+        named + "/audit": {"parameters": [_NAME], "get": _op(
+            "Its changes, newest first: who, why, each field before and after", "read",
+            {"200": _body({"type": "object", "properties": {
+                "entries": {"type": "array", "items": {"type": "object"}},
+                "next": {"type": ["string", "null"]}}}, "OK"), **_problems(*_READ, 422)},
+            parameters=[_query("limit", "1 to 1000 (50)", "integer"),
+                        _query("before_id", "Older than this entry (from next)", "integer")])},
         named + "/backfills": {
             "parameters": [_NAME],
             "get": _op("Its backfills, newest first", "read",

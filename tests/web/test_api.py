@@ -16,8 +16,8 @@ from starlette.testclient import TestClient
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.types.errors import ConfigurationError
-from goatbeat_celery.web import WebSettings, create_app
 from goatbeat_celery.tokens import Tokens
+from goatbeat_celery.web import WebSettings, create_app
 
 from .conftest import TOKEN
 
@@ -340,3 +340,27 @@ def test_calendars_are_put_read_guarded_by_version_and_removed(api: Api,
     assert bad.status_code == 422 and bad.json()["problems"][0]["field"] == "dates"
     listed = api.client.get("/api/v1/calendars", headers=auth).json()
     assert [c["name"] for c in listed["calendars"]] == ["holidays"]
+
+
+# -- the audit log ----------------------------------------------------------------------------------
+def test_changes_are_recorded_as_the_token_s_with_the_reason_given(api: Api,
+                                                                   auth: dict[str, str]) -> None:
+    put(api, auth, "daily", DAILY, **{"X-Goatbeat-Reason": "ticket OPS-12"})
+    api.client.patch("/api/v1/schedules/daily", json={"kwargs": {}},
+                     headers={**auth, "X-Goatbeat-Reason": "d\u00e9j\u00e0 vu".encode()})
+    api.client.post("/api/v1/schedules/daily/pause", headers=auth)
+    too_long = api.client.post("/api/v1/schedules/daily/resume",
+                               headers={**auth, "X-Goatbeat-Reason": "x" * 5000})
+
+    first = api.client.get("/api/v1/schedules/daily/audit?limit=2", headers=auth).json()
+    rest = api.client.get(first["next"], headers=auth).json()
+
+    entries = first["entries"] + rest["entries"]
+    assert [(e["action"], e["actor"], e["reason"]) for e in entries] == [
+        ("pause", "token:ci", None), ("edit", "token:ci", "d\u00e9j\u00e0 vu"),
+        ("create", "token:ci", "ticket OPS-12")]
+    assert entries[1]["changes"]["kwargs"] == [{"limit": 50}, {}]
+    assert too_long.status_code == 422
+    assert too_long.json()["problems"][0]["field"] == "reason"
+    team_b = api.token("team-b", prefix="team-b-")
+    assert api.client.get("/api/v1/schedules/daily/audit", headers=team_b).status_code == 404

@@ -15,11 +15,15 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
+from goatbeat_celery.core.rules.audit import MAX_ACTOR_LENGTH
 from goatbeat_celery.core.rules.validation import name_problems, nul_problem, shown_value
 from goatbeat_celery.core.types.problems import Problem, listed
 
 #: Every secret starts so: a leaked one is recognisable in a log or a scanner's rules.
 SECRET_PREFIX = "gbt_"
+#: A change made with a token is recorded in the audit log as made by ``token:<name>``.
+ACTOR_PREFIX = "token:"
+MAX_TOKEN_NAME_LENGTH = MAX_ACTOR_LENGTH - len(ACTOR_PREFIX)
 
 
 class Scope(str, enum.Enum):
@@ -54,7 +58,7 @@ class ApiToken:
     @property
     def actor(self) -> str:
         """Who a change made with this token is recorded as."""
-        return f"token:{self.name}"
+        return ACTOR_PREFIX + self.name
 
 
 def new_secret() -> str:
@@ -88,6 +92,10 @@ def read_scopes(value: object, label: str, problems: list[Problem]) -> frozenset
 def token_problems(name: object, prefix: object) -> list[Problem]:
     """Problems of a new token's name and prefix (a prefix is text a name may start with)."""
     found = name_problems(name)
+    if not found and isinstance(name, str) and len(name) > MAX_TOKEN_NAME_LENGTH:
+        found.append(Problem("name", f"{len(name)} characters",
+                             f"at most {MAX_TOKEN_NAME_LENGTH} are allowed (the audit log "
+                             f"records its changes as {ACTOR_PREFIX}NAME)"))
     if prefix is not None:
         if not isinstance(prefix, str) or not prefix:
             found.append(Problem("prefix", f"expected non-empty text, got {shown_value(prefix)}",

@@ -8,6 +8,7 @@ one class per concern, as the SQL store is, over the state of
 
 from __future__ import annotations
 
+from goatbeat_celery.store.memory.audit import MemoryAudit
 from goatbeat_celery.store.memory.backfills import MemoryBackfills
 from goatbeat_celery.store.memory.base import Clock, MemoryStoreBase, system_clock
 from goatbeat_celery.store.memory.calendars import MemoryCalendars
@@ -22,7 +23,8 @@ from goatbeat_celery.store.memory.tokens import MemoryTokens
 
 
 class MemoryStore(MemoryLeases, MemorySchedules, MemoryCalendars, MemoryClaims, MemoryDispatch,
-                  MemoryBackfills, MemoryHistory, MemorySettlement, MemoryRuns, MemoryTokens,
+                  MemoryBackfills, MemoryHistory, MemorySettlement, MemoryRuns, MemoryAudit,
+                  MemoryTokens,
                   MemoryStoreBase):
     """ScheduleStore, LeaseManager and RunLog in one object, guarded by one lock."""
 

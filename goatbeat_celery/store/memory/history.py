@@ -53,4 +53,9 @@ class MemoryHistory(MemoryStoreBase):
             )[:limit]
             for backfill in finished:
                 del self._backfills[backfill.id]
-            return len(old) + len(finished)
+            # Ids grow with time: the oldest entries are the lowest ids.
+            logged = sorted(entry_id for entry_id, entry in self._audit.items()
+                            if entry.at < before)[:limit]
+            for entry_id in logged:
+                del self._audit[entry_id]
+            return len(old) + len(finished) + len(logged)

@@ -15,6 +15,7 @@ It is composed of one class per concern, each in its own module over the shared 
 * :mod:`.history` — past executions and pruning;
 * :mod:`.settlement` — ended runs settled for run policies;
 * :mod:`.runs` — run reports, heartbeats, lost runs;
+* :mod:`.audit` — the audit log;
 * :mod:`.tokens` — the HTTP API's tokens;
 
 with rows read and written as model types in :mod:`.rows` and :mod:`.execution_rows`, and the
@@ -36,6 +37,7 @@ compiler leaves it out, and SQLite serialises writers with ``BEGIN IMMEDIATE`` i
 
 from __future__ import annotations
 
+from goatbeat_celery.store.sql.audit import SQLAudit
 from goatbeat_celery.store.sql.backfills import SQLBackfills
 from goatbeat_celery.store.sql.base import Insert, SQLStoreBase
 from goatbeat_celery.store.sql.calendars import SQLCalendars
@@ -60,7 +62,8 @@ from goatbeat_celery.store.sql.tokens import SQLTokens
 
 
 class SQLStore(SQLLeases, SQLSchedules, SQLCalendars, SQLDue, SQLClaims, SQLDispatch,
-               SQLBackfills, SQLHistory, SQLSettlement, SQLRuns, SQLTokens, SQLStoreBase):
+               SQLBackfills, SQLHistory, SQLSettlement, SQLRuns, SQLAudit, SQLTokens,
+               SQLStoreBase):
     """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
 
     ``engine`` runs write transactions; ``read_engine`` runs reads and ``single_engine`` writes

@@ -1,8 +1,8 @@
 """The HTTP API's tokens: the ``goatbeat_api_token`` table (a secret's digest, its scopes and
 the name prefix it is limited to).
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2027-07-01
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013"
-down_revision: str | None = "0012"
+revision: str = "0014"
+down_revision: str | None = "0013"
 branch_labels: str | None = None
 depends_on: str | None = None
 
