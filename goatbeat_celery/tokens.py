@@ -13,6 +13,7 @@ secret is replaced by a new token, never recovered.
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING, cast
 
 from goatbeat_celery.core.protocols import TokenStore
 from goatbeat_celery.core.types.errors import ConfigurationError
@@ -26,6 +27,9 @@ from goatbeat_celery.core.types.tokens import (
     token_problems,
 )
 
+if TYPE_CHECKING:
+    from goatbeat_celery.api import Schedules
+
 #: Longer than any secret this module makes: anything longer is refused unread.
 MAX_SECRET_LENGTH = 200
 
@@ -35,6 +39,12 @@ class Tokens:
 
     def __init__(self, store: TokenStore) -> None:
         self.store = store
+
+    @classmethod
+    def of(cls, schedules: Schedules) -> Tokens:
+        """The tokens of ``schedules``' store (:func:`~goatbeat_celery.store.open_store`
+        returns one object that is the schedule store and the token store too)."""
+        return cls(cast(TokenStore, schedules.store))
 
     def create(self, name: str, *, scopes: object,
                prefix: str | None = None) -> tuple[ApiToken, str]:

@@ -43,7 +43,7 @@ def token_create(ctx: click.Context, name: str, scopes: str, prefix: str | None,
     from goatbeat_celery.tokens import Tokens
 
     with opened(ctx) as schedules, reported():
-        made, secret = Tokens(schedules.store).create(name, scopes=scopes, prefix=prefix)
+        made, secret = Tokens.of(schedules).create(name, scopes=scopes, prefix=prefix)
     if as_json:
         emit({**token_json(made), "secret": secret})
         return
@@ -61,7 +61,7 @@ def token_list(ctx: click.Context, as_json: bool) -> None:
     from goatbeat_celery.tokens import Tokens
 
     with opened(ctx) as schedules, reported():
-        found = Tokens(schedules.store).list()
+        found = Tokens.of(schedules).list()
     if as_json:
         emit([token_json(t) for t in found])
         return
@@ -81,5 +81,5 @@ def token_revoke(ctx: click.Context, name: str) -> None:
     from goatbeat_celery.tokens import Tokens
 
     with opened(ctx) as schedules, reported():
-        Tokens(schedules.store).revoke(name)
+        Tokens.of(schedules).revoke(name)
     say(f"revoked token {name!r}")

@@ -137,7 +137,7 @@ def _json(body: Any, status: int = 200, *, media_type: str = "application/json",
 def api_routes(schedules: Schedules, settings: WebSettings) -> list[Route]:
     """The API's routes, to add to the dashboard's application (paths under
     :data:`API_PREFIX`)."""
-    api = _Api(schedules=schedules, settings=settings, tokens=Tokens(schedules.store))
+    api = _Api(schedules=schedules, settings=settings, tokens=Tokens.of(schedules))
 
     def route(path: str, handler: Handler, methods: list[str], scope: Scope) -> Route:
         return Route(API_PREFIX + path, _guarded(api, handler, scope), methods=methods)

@@ -342,7 +342,7 @@ def test_calendars_are_put_read_guarded_by_version_and_removed(api: Api,
     assert [c["name"] for c in listed["calendars"]] == ["holidays"]
 
 
-# -- the audit log ----------------------------------------------------------------------------------
+# -- the audit log --------------------------------------------------------------------------------
 def test_changes_are_recorded_as_the_token_s_with_the_reason_given(api: Api,
                                                                    auth: dict[str, str]) -> None:
     put(api, auth, "daily", DAILY, **{"X-Goatbeat-Reason": "ticket OPS-12"})
