@@ -524,7 +524,8 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
                          "(If-None-Match: *)")
     _config_row_refusal(current)
     cron = given.get("cron")
-    keywords = {**_SPEC_DEFAULTS, **{k: v for k, v in given.items() if k in specs.SPEC_FIELDS}}
+    keywords = {**{k: dict(v) if isinstance(v, dict) else v for k, v in _SPEC_DEFAULTS.items()},
+                **{k: v for k, v in given.items() if k in specs.SPEC_FIELDS}}
     expected = current.spec_version if precondition in (None, "*") else precondition
     assert expected is None or isinstance(expected, int)
     updated = schedules.update(

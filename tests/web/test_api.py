@@ -154,7 +154,7 @@ def test_put_replaces_the_whole_definition(api: Api, auth: dict[str, str]) -> No
     assert replaced.status_code == 200
     body = replaced.json()
     assert (body["task"], body["trigger"]) == ("proj.tasks.other",
-                                               {"kind": "interval", "seconds": 300.0})
+                                               {"kind": "interval", "every": 300.0})
     assert body["misfire_grace"] is None and body["tags"] == [] and body["kwargs"] == {}
 
 
