@@ -412,10 +412,11 @@ def _listed(api: _Api, token: ApiToken, request: Request
         problems.append(Problem("state", f"unknown state {state!r}",
                                 f"use one of: {', '.join(STATES)}"))
     order_text = query.get("order") or ScheduleOrder.NAME.value
-    after: str | RunOrderCursor | None = query.get("after") or None
-    if after is not None and order_text == ScheduleOrder.NEXT_RUN.value:
+    last = query.get("after") or None
+    after: str | RunOrderCursor | None = last
+    if last is not None and order_text == ScheduleOrder.NEXT_RUN.value:
         run_at = _instant(query.get("after_run") or None, "after_run", problems)
-        after = RunOrderCursor(next_run_at=run_at, name=after)
+        after = RunOrderCursor(next_run_at=run_at, name=last)
     if problems:
         raise ConfigurationError(problems, subject="list arguments")
     prefix = query.get("prefix") or None
@@ -761,8 +762,9 @@ async def _calendar(request: Request, api: _Api, token: ApiToken) -> Response:
 def _put_calendar(api: _Api, name: str, body: dict[str, Any],
                   precondition: int | str | None) -> tuple[Any, bool]:
     schedules = api.schedules
-    keywords = {"dates": body.get("dates") or (), "ranges": body.get("ranges") or (),
-                "description": body.get("description")}
+    keywords: dict[str, Any] = {"dates": body.get("dates") or (),
+                                "ranges": body.get("ranges") or (),
+                                "description": body.get("description")}
     try:
         current = schedules.get_calendar(name)
     except CalendarNotFound:
