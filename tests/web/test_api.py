@@ -71,6 +71,35 @@ def test_every_request_needs_a_bearer_token_and_cookies_or_basic_auth_are_not_on
                           headers={"Authorization": f"Bearer {secret}"}).status_code == 401
 
 
+def test_no_state_changing_route_takes_a_signed_in_browser_s_session(
+        schedules: Schedules) -> None:
+    from starlette.routing import Route
+
+    from goatbeat_celery.web.security import CSRF_FIELD
+
+    from .conftest import Browser
+
+    put_body = {"task": "proj.tasks.tick", "every": 60}
+    schedules.create("tick", "proj.tasks.tick", every=60)
+    before = schedules.get("tick")
+    app = create_app(schedules, WebSettings(token=TOKEN))
+    with Browser(app, base_url="http://127.0.0.1") as browser:
+        signed_in = browser.post("/login", data={CSRF_FIELD: browser.csrf(), "token": TOKEN},
+                                 follow_redirects=False)
+        assert signed_in.status_code == 303
+        assert browser.get("/schedules").status_code == 200  # the session opens the pages
+        routes = [(method, route.path.replace("{name:path}", "tick").replace("{id}", "1"))
+                  for route in app.routes if isinstance(route, Route)
+                  and route.path.startswith("/api/") for method in route.methods or ()
+                  if method not in ("GET", "HEAD")]
+        assert len(routes) >= 10
+        for method, path in routes:
+            answered = browser.request(method, path, json=put_body,
+                                       headers={"X-CSRF-Token": browser.csrf()})
+            assert answered.status_code == 401, (method, path)
+    assert schedules.get("tick") == before
+
+
 def test_each_scope_opens_its_own_operations_only(api: Api) -> None:
     reader, writer = api.token("reader", "read"), api.token("writer", "write")
     assert put(api, reader, "daily", DAILY).status_code == 403
