@@ -827,5 +827,5 @@ def test_every_change_made_in_the_admin_is_in_the_audit_log_as_its_user(
                                          {"kind": "interval", "every": 60.0})
 
     page = client.get(change_url("poll")).content.decode()
-    assert "last changes" in page and actor in page
+    assert "Last changes" in page and actor in page
     assert "trigger: " in page and "slower &lt;b&gt;vendor&lt;/b&gt;" in page
