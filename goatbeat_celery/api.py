@@ -265,9 +265,10 @@ class Schedules:
                                     f"got {shown_value(before_id)}"))
         if problems:
             raise ConfigurationError(problems, subject="audit arguments")
-        return self.store.audit_log(schedule_name=name, limit=limit,
-                                    before_id=min(before_id, _MAX_BACKFILL_ID)
-                                    if before_id is not None else None)
+        # An id past what a database holds is past every entry.
+        return self.store.audit_log(
+            schedule_name=name, limit=limit,
+            before_id=None if before_id is None else min(before_id, _MAX_ROW_ID))
 
     def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
         """The schedule's executions, newest first, at most ``limit`` (1 to
@@ -810,8 +811,8 @@ def _lookup_problems(name: object) -> builtins.list[Problem]:
     return [] if isinstance(name, str) else name_problems(name)
 
 
-#: The largest backfill id a store can hold (a 64-bit integer).
-_MAX_BACKFILL_ID = 2**63 - 1
+#: The largest id a store can hold (a 64-bit integer): of a backfill, of an audit entry.
+_MAX_ROW_ID = _MAX_BACKFILL_ID = 2**63 - 1
 
 
 def _backfill_id(backfill_id: int) -> int:

@@ -39,8 +39,8 @@ def audit(ctx: click.Context, name: str | None, limit: int, before_id: int | Non
     if not entries:
         say("no changes recorded" + ("" if name is None else f" for {name!r}"))
         return
-    columns = display.AUDIT_COLUMNS
-    rows = [display.audit_row(entry) for entry in entries]
+    columns: tuple[str, ...] = display.AUDIT_COLUMNS
+    rows: list[tuple[str, ...]] = [display.audit_row(entry) for entry in entries]
     if name is None:
         columns = ("SCHEDULE", *columns)
         rows = [(entry.schedule_name, *row) for entry, row in zip(entries, rows, strict=True)]

@@ -127,7 +127,7 @@ def backfills(ctx: click.Context, name: str | None, active: bool | None, limit: 
 def backfill_cancel(ctx: click.Context, backfill_id: int, reason: str | None,
                     as_json: bool) -> None:
     """Stop backfill ID: nothing more is claimed for it; what it claimed is still sent."""
-    with opened(ctx) as schedules, reported(as_options=True):
+    with opened(ctx) as schedules, reported():
         cancelled = schedules.cancel_backfill(backfill_id, reason=reason)
     if as_json:
         emit(display.backfill_json(cancelled))

@@ -21,7 +21,7 @@ from goatbeat_celery.core.rules.validation import MAX_LIMIT
 @click.pass_context
 def run_now(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> None:
     """Queue an extra run of NAME under its own key; the leader sends it."""
-    with opened(ctx) as schedules, reported(as_options=True):
+    with opened(ctx) as schedules, reported():
         execution = schedules.run_now(name, reason=reason)
         settings = schedules.config.settings
         # The leader of the schedule's shard sends it.

@@ -165,7 +165,7 @@ def pause(ctx: click.Context, name: str, note: str | None, until: datetime | Non
 def resume(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> None:
     """Run paused schedule NAME again from its next occurrence (no backlog)."""
     with opened(ctx) as schedules:
-        with reported(as_options=True):
+        with reported():
             schedule = schedules.resume(name, reason=reason)
         show_schedule(schedules, schedule, as_json, headline=f"resumed {name!r}")
 
@@ -205,7 +205,7 @@ def remove(ctx: click.Context, name: str, yes: bool, reason: str | None, as_json
             click.confirm(display.shown(f"Remove schedule {name!r} "
                                       f"({display.describe_trigger(schedule.spec.trigger)}, "
                                       f"{schedule.spec.task})?"), abort=True, err=True)
-        with reported(as_options=True):
+        with reported():
             schedules.delete(name, reason=reason)
         warn_config_source(schedule, "creates it again")
     if as_json:

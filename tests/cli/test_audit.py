@@ -54,7 +54,8 @@ def test_audit_pages_on_and_lists_every_schedule_without_a_name(cli: Cli) -> Non
     first = cli.ok("audit", "--limit", "2")
     rows = table_rows(first.stdout.split("older entries")[0])
     assert [row["SCHEDULE"] for row in rows] == ["c", "b"]
-    older = cli.json("audit", "--limit", "2", "--before", first.stdout.split("--before ")[1])
+    before = first.stdout.split("--before ")[1].strip()
+    older = cli.json("audit", "--limit", "2", "--before", before)
     assert [e["schedule"] for e in older] == ["a"]
     assert "no changes recorded for 'nothing'" in cli.ok("audit", "nothing").stdout
 

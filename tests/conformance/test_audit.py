@@ -123,7 +123,7 @@ def test_config_sync_records_what_it_changes_as_config(store: Store) -> None:
     log = store.audit_log()
     assert {e.actor for e in log} == {CONFIG_ACTOR}
     assert [(e.schedule_name, e.action) for e in reversed(log)] == [
-        ("cleanup", AuditAction.CREATE), ("report", AuditAction.CREATE),
+        ("report", AuditAction.CREATE), ("cleanup", AuditAction.CREATE),
         ("report", AuditAction.EDIT), ("cleanup", AuditAction.DISABLE)]
     edited = log[1]
     assert edited.changes == {"trigger": ({"kind": "interval", "every": 60},
@@ -159,8 +159,9 @@ def test_prune_removes_entries_recorded_before_the_cutoff_at_most_limit(store: S
         store.create_schedule(interval_spec(name), next_occurrence_at=None, next_run_at=None,
                               audit=note(AuditAction.CREATE))
     newest = store.audit_log()[0]
-    assert store.prune(before=newest.at, limit=10) == len(
-        [e for e in store.audit_log() if e.at < newest.at])
+    older = [e for e in store.audit_log() if e.at < newest.at]  # strictly before: kept at it
+    assert store.prune(before=newest.at, limit=10) == len(older)
+    assert newest in store.audit_log()
     cutoff = newest.at + timedelta(microseconds=1)
     left = len(store.audit_log())
     assert store.prune(before=cutoff, limit=1) == min(1, left)

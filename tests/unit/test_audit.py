@@ -19,7 +19,7 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, TriggerSpec
-from goatbeat_celery.testing import ManualClock, MemoryStore
+from goatbeat_celery.testing import ManualClock, MemoryStore, build_engine
 
 NOW = datetime(2026, 1, 5, 12, 0, 30, tzinfo=UTC)
 
@@ -168,3 +168,33 @@ def test_the_config_plan_applies_the_prune_settings(clock: ManualClock) -> None:
         ("c", AuditAction.CREATE), ("b", AuditAction.DELETE)]
     assert plan.unchanged == ("a",)
     assert Schedules(store).config_plan([config_spec("a")]).changes == ()
+
+
+def test_a_leader_with_config_prune_deletes_what_left_config_after_the_grace(
+        clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
+    store = MemoryStore(clock)
+    pruning = Settings(config_prune=True, config_prune_grace=timedelta(hours=1))
+    first = build_engine(store, clock=clock, settings=pruning,
+                         config_schedules=[config_spec("a"), config_spec("b")])
+    first.tick()
+    first.close()
+
+    def lead_with(specs: list[ScheduleSpec], settings: Settings) -> None:
+        engine = build_engine(store, clock=clock, settings=settings, config_schedules=specs)
+        engine.tick()
+        engine.close()
+
+    lead_with([config_spec("a")], pruning)
+    assert not store.get_schedule("b").spec.enabled  # out of config: disabled first
+    clock.advance(timedelta(minutes=59))
+    lead_with([config_spec("a")], pruning)
+    store.get_schedule("b")  # within the grace
+    clock.advance(timedelta(minutes=2))
+    lead_with([config_spec("a")], Settings())
+    store.get_schedule("b")  # pruning off: kept
+    with caplog.at_level("WARNING"):
+        lead_with([config_spec("a")], pruning)
+    assert [s.name for s in store.list_schedules()] == ["a"]
+    assert "config schedule 'b' deleted" in caplog.text
+    deleted = store.audit_log(schedule_name="b")[0]
+    assert (deleted.action, deleted.actor) == (AuditAction.DELETE, "config")

@@ -322,8 +322,11 @@ class Engine:
             self._store_seen = (now, self._mono())
             entries = [entry for spec in self.config_schedules
                        if (entry := self._sync_entry(spec, now)) is not None]
-            prune = self.settings.config_prune_grace if self.settings.config_prune else None
-            report = self.store.sync_config(entries, lease=grant, prune_after=prune)
+            if self.settings.config_prune:
+                report = self.store.sync_config(
+                    entries, lease=grant, prune_after=self.settings.config_prune_grace)
+            else:
+                report = self.store.sync_config(entries, lease=grant)
         except LeaseLost:
             self._leadership.lose("fencing token refused during config sync")
             return

@@ -142,8 +142,9 @@ class SQLStoreBase:
         at = self._now_sql() if now is None else now
         if isinstance(at, datetime):
             conn.execute(sa.insert(audit_table), [{**row, "at": at} for row in rows])
-        else:
-            conn.execute(sa.insert(audit_table).values(at=at), rows)
+            return
+        for row in rows:  # the clock as an SQL expression: one statement a row (one, mostly)
+            conn.execute(sa.insert(audit_table).values(at=at, **row))
 
     def _fence(self, conn: sa.Connection, lease: LeaseGrant) -> datetime:
         """Check ``lease`` is the current, unexpired grant, with the lease row share-locked so a
