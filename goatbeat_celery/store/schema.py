@@ -26,6 +26,11 @@ BACKFILL_TABLE = "goatbeat_backfill"
 BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
 CALENDAR_TABLE = "goatbeat_calendar"
 SCHEDULE_TAG_TABLE = "goatbeat_schedule_tag"
+AUDIT_TABLE = "goatbeat_audit"
+#: The sequence PostgreSQL numbers audit entries with (the roles that change schedules need
+#: USAGE on it).
+AUDIT_ID_SEQUENCE = f"{AUDIT_TABLE}_id_seq"
+API_TOKEN_TABLE = "goatbeat_api_token"
 OUTBOX_TABLE = "goatbeat_outbox"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
@@ -405,6 +410,38 @@ calendar_table = sa.Table(
     sa.Column("version", sa.BigInteger(), nullable=False),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+# The audit log: one row per change of a schedule, written in the transaction of the change.
+# No foreign key: the entries of a deleted schedule stay, until the retention prunes them.
+audit_table = sa.Table(
+    AUDIT_TABLE,
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("schedule_name", _identifier(), nullable=False),
+    sa.Column("at", UTCDateTime(), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("actor", sa.Text(), nullable=False),
+    sa.Column("reason", sa.Text(), nullable=True),
+    # {"field": [before, after], ...}
+    sa.Column("changes", _json(), nullable=False),
+)
+# A schedule's entries, newest first; and the oldest entries, for pruning.
+sa.Index("ix_goatbeat_audit_schedule", audit_table.c.schedule_name, audit_table.c.id)
+sa.Index("ix_goatbeat_audit_at", audit_table.c.at)
+
+# The HTTP API's tokens (core.types.tokens): a secret's SHA-256 digest, never the secret.
+# scopes is a comma-separated list of read, write, run.
+api_token_table = sa.Table(
+    API_TOKEN_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False, unique=True),
+    sa.Column("scopes", sa.Text(), nullable=False),
+    sa.Column("prefix", sa.Text(), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("revoked_at", UTCDateTime(), nullable=True),
 )
 
 # Events delivered off the scheduling path (core.types.outbox): one row per event id.

@@ -54,4 +54,10 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase):
             )[:limit]
             for backfill in finished:
                 del self._backfills[backfill.id]
-            return len(old) + len(finished) + self._prune_events_locked(before, limit)
+            # Ids grow with time: the oldest entries are the lowest ids.
+            logged = sorted(entry_id for entry_id, entry in self._audit.items()
+                            if entry.at < before)[:limit]
+            for entry_id in logged:
+                del self._audit[entry_id]
+            return (len(old) + len(finished) + len(logged)
+                    + self._prune_events_locked(before, limit))
