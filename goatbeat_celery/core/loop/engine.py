@@ -599,8 +599,9 @@ class Engine:
         self._next_prune = self._mono() + (1.0 if deleted >= self.settings.prune_batch
                                            else PRUNE_EVERY)
         if deleted:
-            logger.info("pruned %d rows of history (executions, backfills, outbox events) "
-                        "older than %s", deleted, before.isoformat(), extra={"action": "pruned"})
+            logger.info("pruned %d rows of history (executions, backfills, audit entries, "
+                        "outbox events) older than %s", deleted, before.isoformat(),
+                        extra={"action": "pruned"})
 
     def _mark_lost(self) -> int:
         """Once per heartbeat interval, end the runs whose worker went silent or that never
