@@ -13,6 +13,7 @@ metric                                             type       meaning
 ``goatbeat_oldest_unsubmitted_claim_age_seconds``  gauge      see GoatbeatMetrics
 ``goatbeat_schedules{state}``                      gauge      schedules in each status state
 ``goatbeat_standbys``                              gauge      live replicas leading nothing
+``goatbeat_webhook_deliveries_total{outcome}``     counter    events delivered or failed
 =================================================  =========  ==============================
 
 The last two are read from the database when scraped (one count and one lease read, whatever
@@ -36,6 +37,7 @@ from datetime import datetime, timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from goatbeat_celery.beat.health import HealthEndpoints, serve
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
 from goatbeat_celery.core.rules.status import State
@@ -178,6 +180,12 @@ class GoatbeatMetrics:
             "goatbeat_run_runtime_seconds",
             "Seconds a run ran on its worker, from its start to its end (runs with a runtime)",
             buckets=RUNTIME_BUCKETS, registry=reg)
+        self.webhook_deliveries = client.Counter(
+            "goatbeat_webhook_deliveries",
+            "Attempts to deliver an outbox event to the webhooks, by outcome (delivered: every "
+            "webhook took it; failed: retried later)", ["outcome"], registry=reg)
+        for outcome in ("delivered", "failed"):
+            self.webhook_deliveries.labels(outcome=outcome)
         self.oldest_claim_age = client.Gauge(
             "goatbeat_oldest_unsubmitted_claim_age_seconds",
             "Age of the oldest claim this leader has not yet had accepted by the broker",
@@ -264,6 +272,10 @@ class GoatbeatMetrics:
             if record.lateness is not None:
                 self.lateness.observe(record.lateness.total_seconds())
 
+    def webhook_attempted(self, delivered: bool) -> None:
+        """One event's delivery attempt ended (from the webhooks' thread)."""
+        self.webhook_deliveries.labels(outcome="delivered" if delivered else "failed").inc()
+
     # -- derived -------------------------------------------------------------------------
     def oldest_unsubmitted_age(self) -> float:
         """Seconds since the oldest pending claim was made, by the database clock (0 if none)."""
@@ -325,16 +337,21 @@ class MetricsExporter:
     def start(cls, *, port: int, lease_ttl: timedelta, addr: str = "127.0.0.1",
               monotonic: Callable[[], float] = time.monotonic,
               shard_leases: Sequence[str] = (),
-              read_status: Callable[[], StatusReading] | None = None) -> MetricsExporter:
-        """Serve a fresh registry on ``addr:port`` (port 0 picks a free one: read ``.port``).
+              read_status: Callable[[], StatusReading] | None = None,
+              health: HealthEndpoints | None = None) -> MetricsExporter:
+        """Serve a fresh registry on ``addr:port`` (port 0 picks a free one: read ``.port``),
+        with ``health``'s ``/healthz`` and ``/readyz`` beside ``/metrics`` when given.
 
         Raises ConfigurationError when prometheus-client is missing or the port cannot be bound.
         """
         client = _client()
         metrics = GoatbeatMetrics(lease_ttl=lease_ttl, monotonic=monotonic,
                                   shard_leases=shard_leases, read_status=read_status)
+        app = client.make_wsgi_app(metrics.registry)
+        if health is not None:
+            app = health.wrap(app)
         try:
-            server, thread = client.start_http_server(port, addr=addr, registry=metrics.registry)
+            server, thread = serve(app, addr=addr, port=port)
         except OSError as exc:
             raise ConfigurationError(
                 [f"{SETTING}: cannot serve metrics on {addr}:{port}: {exc}"]

@@ -11,8 +11,11 @@ given by ``-A`` and reads goatbeat's settings (``goatbeat_database_url``, …) f
     celery -A proj goatbeat edit report --queue reports
     celery -A proj goatbeat run-now report       # an extra run, sent by the leader
     celery -A proj goatbeat history report
+    celery -A proj goatbeat audit report         # who changed it, when, why, what
+    celery -A proj goatbeat sync --plan          # what beat_schedule would change (exit 2)
     celery -A proj goatbeat migrate              # bring the schema to this version
     celery -A proj goatbeat check                # settings, beat_schedule, database, schema
+    celery -A proj goatbeat health               # this host's replica: 0 leads, 3 standby, …
 
 Tables are for people; ``--json`` gives scripts the same data, instants in ISO-8601 UTC.
 Database URLs are always shown with the password masked. Invalid input changes nothing and
@@ -26,13 +29,16 @@ from __future__ import annotations
 
 # Each command module adds its commands to the group when imported.
 from goatbeat_celery.cli import (  # noqa: F401
+    audit,
     backfills,
     calendars,
     dashboard,
+    health,
     runs,
     schedules,
     schema,
     status,
+    tokens,
 )
 from goatbeat_celery.cli.group import goatbeat
 

@@ -2,8 +2,10 @@
 
 :func:`open_store` picks one from a database URL. The object it returns is the
 :class:`~goatbeat_celery.core.protocols.ScheduleStore`, the
-:class:`~goatbeat_celery.core.protocols.LeaseManager` and the
-:class:`~goatbeat_celery.core.protocols.RunLog`.
+:class:`~goatbeat_celery.core.protocols.LeaseManager`, the
+:class:`~goatbeat_celery.core.protocols.RunLog`, the
+:class:`~goatbeat_celery.core.protocols.TokenStore` and the
+:class:`~goatbeat_celery.core.protocols.Outbox`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.protocols import LeaseManager, RunLog, ScheduleStore
+from goatbeat_celery.core.protocols import (
+    LeaseManager,
+    Outbox,
+    RunLog,
+    ScheduleStore,
+    TokenStore,
+)
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
 
@@ -32,9 +40,10 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
 }
 
 
-class Store(ScheduleStore, LeaseManager, RunLog, Protocol):
-    """A schedule store that is also the lease manager and the run log (where workers' run
-    reports land), as :func:`open_store` returns."""
+class Store(ScheduleStore, LeaseManager, RunLog, TokenStore, Outbox, Protocol):
+    """A schedule store that is also the lease manager, the run log (where workers' run
+    reports land), the HTTP API's token store and the outbox (events delivered off the
+    scheduling path), as :func:`open_store` returns."""
 
 
 def open_store(url: str, *, clock: Callable[[], datetime] | None = None,

@@ -26,6 +26,12 @@ BACKFILL_TABLE = "goatbeat_backfill"
 BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
 CALENDAR_TABLE = "goatbeat_calendar"
 SCHEDULE_TAG_TABLE = "goatbeat_schedule_tag"
+AUDIT_TABLE = "goatbeat_audit"
+#: The sequence PostgreSQL numbers audit entries with (the roles that change schedules need
+#: USAGE on it).
+AUDIT_ID_SEQUENCE = f"{AUDIT_TABLE}_id_seq"
+API_TOKEN_TABLE = "goatbeat_api_token"
+OUTBOX_TABLE = "goatbeat_outbox"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -390,3 +396,66 @@ calendar_table = sa.Table(
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
 )
+
+# The audit log: one row per change of a schedule, written in the transaction of the change.
+# No foreign key: the entries of a deleted schedule stay, until the retention prunes them.
+audit_table = sa.Table(
+    AUDIT_TABLE,
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("schedule_name", _identifier(), nullable=False),
+    sa.Column("at", UTCDateTime(), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("actor", sa.Text(), nullable=False),
+    sa.Column("reason", sa.Text(), nullable=True),
+    # {"field": [before, after], ...}
+    sa.Column("changes", _json(), nullable=False),
+)
+# A schedule's entries, newest first; and the oldest entries, for pruning.
+sa.Index("ix_goatbeat_audit_schedule", audit_table.c.schedule_name, audit_table.c.id)
+sa.Index("ix_goatbeat_audit_at", audit_table.c.at)
+
+# The HTTP API's tokens (core.types.tokens): a secret's SHA-256 digest, never the secret.
+# scopes is a comma-separated list of read, write, run.
+api_token_table = sa.Table(
+    API_TOKEN_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False, unique=True),
+    sa.Column("scopes", sa.Text(), nullable=False),
+    sa.Column("prefix", sa.Text(), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("revoked_at", UTCDateTime(), nullable=True),
+)
+
+# Events delivered off the scheduling path (core.types.outbox): one row per event id.
+outbox_table = sa.Table(
+    OUTBOX_TABLE,
+    metadata,
+    sa.Column("event_id", _identifier(), primary_key=True),
+    sa.Column("kind", sa.Text(), nullable=False),
+    sa.Column("payload", _json(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("attempts", sa.Integer(), nullable=False),
+    sa.Column("next_attempt_at", UTCDateTime(), nullable=False),
+    sa.Column("delivered_at", UTCDateTime(), nullable=True),
+    # The keys of the destinations that took the event already (a JSON array), or NULL.
+    sa.Column("delivered_to", _json(), nullable=True),
+    sa.Column("last_error", sa.Text(), nullable=True),
+    sa.Column("claimed_by", sa.Text(), nullable=True),
+    sa.Column("claimed_until", UTCDateTime(), nullable=True),
+)
+
+#: Deliverers read the undelivered events by their next attempt; pruning reads the delivered
+#: ones by when.
+UNDELIVERED_PREDICATE = "delivered_at IS NULL"
+DELIVERED_PREDICATE = "delivered_at IS NOT NULL"
+_partial_index(
+    "ix_goatbeat_outbox_due",
+    outbox_table.c.next_attempt_at,
+    outbox_table.c.event_id,
+    where=UNDELIVERED_PREDICATE,
+)
+_partial_index("ix_goatbeat_outbox_delivered", outbox_table.c.delivered_at,
+               where=DELIVERED_PREDICATE)

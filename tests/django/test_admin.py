@@ -807,3 +807,25 @@ def test_the_change_page_lists_the_last_runs_with_their_outcome_and_error(
     version = client.get(change_url("poll")).context["adminform"].form.initial["version"]
     response = client.post(change_url("poll"), form_data(every="60", version=str(version)))
     assert response.status_code == 302, response.context["adminform"].form.errors
+
+
+def test_every_change_made_in_the_admin_is_in_the_audit_log_as_its_user(
+        client: Any, api: Schedules, superuser: Any) -> None:
+    actor = f"django:{superuser.get_username()}"
+    assert client.post(ADD, form_data(reason="feeds moved here")).status_code == 302
+    version = api.get("poll").spec_version
+    assert client.post(change_url("poll"), form_data(every="60", version=str(version),
+                                                     reason="slower <b>vendor</b>")
+                       ).status_code == 302
+    client.post(CHANGELIST, {"action": "pause_schedules", "_selected_action": ["poll"]})
+
+    paused, edited, created = api.audit("poll")
+    assert [(e.action.value, e.actor, e.reason) for e in (created, edited, paused)] == [
+        ("create", actor, "feeds moved here"), ("edit", actor, "slower <b>vendor</b>"),
+        ("pause", actor, None)]
+    assert edited.changes["trigger"] == ({"kind": "interval", "every": 30.0},
+                                         {"kind": "interval", "every": 60.0})
+
+    page = client.get(change_url("poll")).content.decode()
+    assert "Last changes" in page and actor in page
+    assert "trigger: " in page and "slower &lt;b&gt;vendor&lt;/b&gt;" in page

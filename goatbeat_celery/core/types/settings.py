@@ -40,6 +40,7 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "misfire_grace": (validation.MAX_GRACE, True),
     "max_interval": (_HOUR, False),
     "retention": (validation.MAX_DURATION, True),
+    "config_prune_grace": (validation.MAX_DURATION, True),
     "retry_backoff": (_HOUR, False),
     "retry_backoff_max": (_DAY, False),
     **{name: (maximum, False) for name, maximum in RUN_TIME_MAXIMA.items()},
@@ -125,6 +126,11 @@ class Settings:
     #: How many shards the schedules are split into, each led under its own lease
     #: (core.rules.shards); 1 is a single leader under ``lease_name``.
     shards: int = 1
+    #: Delete the config schedules whose entry left ``beat_schedule`` (off: they stay,
+    #: disabled), once they have been out of it and unwritten for ``config_prune_grace``
+    #: (core.rules.sync), each deletion in the audit log.
+    config_prune: bool = False
+    config_prune_grace: _Duration = _Duration(timedelta(days=7))
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -148,9 +154,10 @@ class Settings:
         if problem is not None:
             problems.append(problem)
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
-        if not isinstance(self.track_runs, bool):
-            problems.append(Problem("track_runs",
-                                    f"expected True or False, got {self.track_runs!r}"))
+        for flag in ("track_runs", "config_prune"):
+            if not isinstance(getattr(self, flag), bool):
+                problems.append(Problem(flag,
+                                        f"expected True or False, got {getattr(self, flag)!r}"))
         policy = MisfirePolicy.read(given["misfire_policy"], "misfire_policy", problems)
         object.__setattr__(self, "misfire_policy", policy or MisfirePolicy.LATEST)
         overlap = OverlapPolicy.read(given["overlap_policy"], "overlap_policy", problems)

@@ -8,6 +8,7 @@ one class per concern, as the SQL store is, over the state of
 
 from __future__ import annotations
 
+from goatbeat_celery.store.memory.audit import MemoryAudit
 from goatbeat_celery.store.memory.backfills import MemoryBackfills
 from goatbeat_celery.store.memory.base import Clock, MemoryStoreBase, system_clock
 from goatbeat_celery.store.memory.calendars import MemoryCalendars
@@ -15,14 +16,18 @@ from goatbeat_celery.store.memory.claims import MemoryClaims
 from goatbeat_celery.store.memory.dispatch import MemoryDispatch
 from goatbeat_celery.store.memory.history import MemoryHistory
 from goatbeat_celery.store.memory.lease import MemoryLeases
+from goatbeat_celery.store.memory.outbox import MemoryOutbox
 from goatbeat_celery.store.memory.runs import MemoryRuns
 from goatbeat_celery.store.memory.schedules import MemorySchedules
 from goatbeat_celery.store.memory.settlement import MemorySettlement
+from goatbeat_celery.store.memory.tokens import MemoryTokens
 
 
 class MemoryStore(MemoryLeases, MemorySchedules, MemoryCalendars, MemoryClaims, MemoryDispatch,
-                  MemoryBackfills, MemoryHistory, MemorySettlement, MemoryRuns, MemoryStoreBase):
-    """ScheduleStore, LeaseManager and RunLog in one object, guarded by one lock."""
+                  MemoryBackfills, MemoryHistory, MemoryOutbox, MemorySettlement, MemoryRuns,
+                  MemoryAudit, MemoryTokens, MemoryStoreBase):
+    """ScheduleStore, LeaseManager, RunLog, the token store and the Outbox in one object,
+    guarded by one lock."""
 
 
 __all__ = ["Clock", "MemoryStore", "system_clock"]

@@ -8,12 +8,13 @@ from datetime import datetime
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.memory.base import MemoryStoreBase
+from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
 #: Never pruned: claims not yet sent, and claims held back for their turn.
 _NEVER_PRUNED = frozenset({ExecutionState.CLAIMED, ExecutionState.HELD})
 
 
-class MemoryHistory(MemoryStoreBase):
+class MemoryHistory(MemoryOutbox, MemoryStoreBase):
     """Reads of past executions, and pruning."""
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
@@ -55,4 +56,10 @@ class MemoryHistory(MemoryStoreBase):
             )[:limit]
             for backfill in finished:
                 del self._backfills[backfill.id]
-            return len(old) + len(finished)
+            # Ids grow with time: the oldest entries are the lowest ids.
+            logged = sorted(entry_id for entry_id, entry in self._audit.items()
+                            if entry.at < before)[:limit]
+            for entry_id in logged:
+                del self._audit[entry_id]
+            return (len(old) + len(finished) + len(logged)
+                    + self._prune_events_locked(before, limit))

@@ -13,8 +13,11 @@ It is composed of one class per concern, each in its own module over the shared 
 * :mod:`.dispatch` — pending executions, submissions, failures, manual runs;
 * :mod:`.backfills` — backfills and their steps;
 * :mod:`.history` — past executions and pruning;
+* :mod:`.outbox` — events delivered off the scheduling path (alerts to webhooks);
 * :mod:`.settlement` — ended runs settled for run policies;
 * :mod:`.runs` — run reports, heartbeats, lost runs;
+* :mod:`.audit` — the audit log;
+* :mod:`.tokens` — the HTTP API's tokens;
 
 with rows read and written as model types in :mod:`.rows` and :mod:`.execution_rows`, and the
 predicates several parts share in :mod:`.predicates`.
@@ -35,6 +38,7 @@ compiler leaves it out, and SQLite serialises writers with ``BEGIN IMMEDIATE`` i
 
 from __future__ import annotations
 
+from goatbeat_celery.store.sql.audit import SQLAudit
 from goatbeat_celery.store.sql.backfills import SQLBackfills
 from goatbeat_celery.store.sql.base import Insert, SQLStoreBase
 from goatbeat_celery.store.sql.calendars import SQLCalendars
@@ -49,16 +53,19 @@ from goatbeat_celery.store.sql.execution_rows import (
 )
 from goatbeat_celery.store.sql.history import SQLHistory
 from goatbeat_celery.store.sql.lease import SQLLeases
+from goatbeat_celery.store.sql.outbox import SQLOutbox
 from goatbeat_celery.store.sql.predicates import due_params
 from goatbeat_celery.store.sql.rows import _spec_values as _spec_values
 from goatbeat_celery.store.sql.rows import waiting_from_row
 from goatbeat_celery.store.sql.runs import RunChange, SQLRuns
 from goatbeat_celery.store.sql.schedules import SQLSchedules
 from goatbeat_celery.store.sql.settlement import SQLSettlement
+from goatbeat_celery.store.sql.tokens import SQLTokens
 
 
 class SQLStore(SQLLeases, SQLSchedules, SQLCalendars, SQLDue, SQLClaims, SQLDispatch,
-               SQLBackfills, SQLHistory, SQLSettlement, SQLRuns, SQLStoreBase):
+               SQLBackfills, SQLHistory, SQLOutbox, SQLSettlement, SQLRuns, SQLAudit, SQLTokens,
+               SQLStoreBase):
     """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
 
     ``engine`` runs write transactions; ``read_engine`` runs reads and ``single_engine`` writes

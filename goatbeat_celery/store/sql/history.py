@@ -9,16 +9,18 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
-from goatbeat_celery.store.schema import backfill_table, execution_table
+from goatbeat_celery.store.schema import audit_table, backfill_table, execution_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution
+from goatbeat_celery.store.sql.outbox import SQLOutbox
 from goatbeat_celery.store.sql.predicates import _ACTIVE_BACKFILL, _PRUNABLE
 
 E = execution_table
 B = backfill_table
+A = audit_table
 
 
-class SQLHistory(SQLStoreBase):
+class SQLHistory(SQLOutbox, SQLStoreBase):
     """Reads of past executions, and pruning."""
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
@@ -55,8 +57,13 @@ class SQLHistory(SQLStoreBase):
                   .order_by(E.c.claimed_at).limit(limit))
         finished = (sa.select(B.c.id).where(sa.not_(_ACTIVE_BACKFILL), B.c.finished_at < before)
                     .order_by(B.c.finished_at).limit(limit))
+        # Ids grow with time: the oldest entries are the lowest ids, found by the time index.
+        logged = sa.select(A.c.id).where(A.c.at < before).order_by(A.c.at).limit(limit)
         with self._write("prune executions") as txn:
             result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
             backfills = txn.conn.execute(
                 sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())))
-            return result.rowcount + backfills.rowcount
+            audit = txn.conn.execute(
+                sa.delete(A).where(A.c.id.in_(logged.scalar_subquery())))
+            events = self._prune_events(txn.conn, before, limit)
+            return result.rowcount + backfills.rowcount + audit.rowcount + events
