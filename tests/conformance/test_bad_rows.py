@@ -89,6 +89,17 @@ def only_the_canary_sent(database: Database, broken: str) -> None:
     assert not [key for key in sent.keys if key.startswith(f"{broken}:")]
 
 
+def write_unreadable_instant(database: Database, name: str, column: str) -> None:
+    """An instant Python cannot read in ``column`` of schedule ``name``: PostgreSQL's infinity,
+    text that is no time on SQLite."""
+    value = "infinity" if database.dialect == "postgres" else "not a time"
+    with database.raw.begin() as conn:
+        conn.execute(sa.text(
+            f"UPDATE goatbeat_schedule SET {column} = "
+            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
+            "WHERE name = :name"), {"v": value, "name": name})
+
+
 #: (column, value, JSON?, a word the recorded reason must contain)
 BROKEN: dict[str, tuple[str, Any, bool, str]] = {
     "empty-trigger": ("trigger", "{}", True, "trigger"),
@@ -183,12 +194,7 @@ def test_an_end_written_before_the_start_is_set_aside(database: Database) -> Non
 def test_an_unreadable_start_is_set_aside_naming_it(database: Database) -> None:
     create_due(database.store, "canary", every=1)
     create_due(database.store, "broken", every=1)
-    value = "infinity" if database.dialect == "postgres" else "not a time"
-    with database.raw.begin() as conn:
-        conn.execute(sa.text(
-            f"UPDATE goatbeat_schedule SET start_at = "
-            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
-            "WHERE name = 'broken'"), {"v": value})
+    write_unreadable_instant(database, "broken", "start_at")
 
     only_the_canary_sent(database, "broken")
     assert "start_at: the stored instant cannot be read" in (database.fault("broken") or "")
@@ -210,12 +216,7 @@ def test_nan_durations_are_set_aside(database: Database) -> None:
 
 def test_an_unreadable_next_occurrence_starts_the_schedule_again(database: Database) -> None:
     broken = create_due(database.store, "broken", every=1)
-    value = "infinity" if database.dialect == "postgres" else "not a time"
-    with database.raw.begin() as conn:
-        conn.execute(sa.text(
-            f"UPDATE goatbeat_schedule SET next_occurrence_at = "
-            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
-            "WHERE name = 'broken'"), {"v": value})
+    write_unreadable_instant(database, "broken", "next_occurrence_at")
 
     lead_once(database)
 
