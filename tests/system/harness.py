@@ -235,6 +235,14 @@ class Cluster(World):
         return self.spawn(name, [*prefix, sys.executable, "-m", "celery", "-A", "sysproj", *args],
                           self.env(env))
 
+    def goatbeat(self, *args: str) -> str:
+        """A ``celery -A sysproj goatbeat`` command's output; it must succeed."""
+        done = subprocess.run([sys.executable, "-m", "celery", "-A", "sysproj", "goatbeat",
+                               *args], cwd=self.workdir, env=self.env(), capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
     def start_beat(self, name: str, *, prefix: Sequence[str] = (),
                    env: dict[str, str] | None = None) -> Process:
         return self.start(name, ["beat", "-S", "goatbeat_celery.Scheduler", "--loglevel",
