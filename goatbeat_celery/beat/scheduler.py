@@ -102,6 +102,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             task_allowed=config.task_allowed,
             observer=self._observability.observer,
             runs=store,
+            alerts=store,
         )
         settings = config.settings
         logger.info("goatbeat: replica %s on %s, lease %r%s", holder,

@@ -11,6 +11,7 @@ given by ``-A`` and reads goatbeat's settings (``goatbeat_database_url``, …) f
     celery -A proj goatbeat edit report --queue reports
     celery -A proj goatbeat run-now report       # an extra run, sent by the leader
     celery -A proj goatbeat history report
+    celery -A proj goatbeat alerts               # open alerts: missed, failed, lost, silent...
     celery -A proj goatbeat migrate              # bring the schema to this version
     celery -A proj goatbeat check                # settings, beat_schedule, database, schema
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 # Each command module adds its commands to the group when imported.
 from goatbeat_celery.cli import (  # noqa: F401
+    alerts,
     backfills,
     calendars,
     dashboard,

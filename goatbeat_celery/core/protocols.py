@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from goatbeat_celery.core.rules.alerts import Alert, AlertChange, AlertEvent
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillRequest, BackfillStep
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.rules.runs import RunEvent, RunRecord
@@ -19,6 +20,7 @@ from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, S
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
 from goatbeat_celery.core.types.tick import (
+    AlertPage,
     ClaimResult,
     Dispatch,
     DueBatch,
@@ -496,4 +498,42 @@ class RunLog(Protocol):
 
         A row changed by a report or a heartbeat while it was judged is left for the next call.
         Rows past ``limit`` are left for later calls."""
+        ...
+
+
+class AlertLog(Protocol):
+    """Where the leader keeps alerts (:mod:`goatbeat_celery.core.rules.alerts`): one row per
+    alert, ``open`` until resolved, at most one open per schedule and rule. What a change writes
+    is decided in the core (:func:`~goatbeat_celery.core.rules.alerts.plan_alerts`); the store
+    writes it, fenced by the leader's lease. Instants are the store's clock."""
+
+    def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
+        """Up to ``limit`` schedules whose name sorts after ``after`` (from the first with
+        None), in name order, each with its ``depth`` newest executions (newest occurrence
+        first) and, for those schedules, the alerts open. ``last`` is the last name returned,
+        or None when fewer than ``limit`` were left. Reads only; cost grows with ``limit`` ×
+        ``depth``, never with the schedules or executions outside the page (the history
+        index)."""
+        ...
+
+    def record_alerts(self, changes: Sequence[AlertChange], *,
+                      lease: LeaseGrant) -> list[AlertEvent]:
+        """Apply ``changes`` in one transaction fenced by ``lease`` (LeaseLost if stale,
+        nothing changed), each with the store's now, and return the alerts as written:
+
+        * ``open``: insert an open alert (count 1, first and last time now) unless one is open
+          for that schedule and rule, which is counted again instead (as ``repeat``);
+        * ``repeat``: on the open alert whose ``key`` differs from the change's, count + 1,
+          last time now, the change's key and reason; otherwise nothing;
+        * ``resolve``: the open alert becomes ``resolved`` (resolved and last time now);
+          none open: nothing.
+
+        A change that writes nothing is left out of the result, so a change planned twice (two
+        leaders' looks, a look repeated after a failover) is written once."""
+        ...
+
+    def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,
+                    limit: int = 100) -> list[Alert]:
+        """Alerts, open ones first then newest first (by id), optionally only open ones or
+        only one schedule's. Reads only."""
         ...

@@ -2,8 +2,9 @@
 
 :func:`open_store` picks one from a database URL. The object it returns is the
 :class:`~goatbeat_celery.core.protocols.ScheduleStore`, the
-:class:`~goatbeat_celery.core.protocols.LeaseManager` and the
-:class:`~goatbeat_celery.core.protocols.RunLog`.
+:class:`~goatbeat_celery.core.protocols.LeaseManager`, the
+:class:`~goatbeat_celery.core.protocols.RunLog` and the
+:class:`~goatbeat_celery.core.protocols.AlertLog`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.protocols import LeaseManager, RunLog, ScheduleStore
+from goatbeat_celery.core.protocols import AlertLog, LeaseManager, RunLog, ScheduleStore
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
 
@@ -32,9 +33,9 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
 }
 
 
-class Store(ScheduleStore, LeaseManager, RunLog, Protocol):
-    """A schedule store that is also the lease manager and the run log (where workers' run
-    reports land), as :func:`open_store` returns."""
+class Store(ScheduleStore, LeaseManager, RunLog, AlertLog, Protocol):
+    """A schedule store that is also the lease manager, the run log (where workers' run
+    reports land) and the alert log, as :func:`open_store` returns."""
 
 
 def open_store(url: str, *, clock: Callable[[], datetime] | None = None,

@@ -8,6 +8,7 @@ one class per concern, as the SQL store is, over the state of
 
 from __future__ import annotations
 
+from goatbeat_celery.store.memory.alerts import MemoryAlerts
 from goatbeat_celery.store.memory.backfills import MemoryBackfills
 from goatbeat_celery.store.memory.base import Clock, MemoryStoreBase, system_clock
 from goatbeat_celery.store.memory.calendars import MemoryCalendars
@@ -21,8 +22,9 @@ from goatbeat_celery.store.memory.settlement import MemorySettlement
 
 
 class MemoryStore(MemoryLeases, MemorySchedules, MemoryCalendars, MemoryClaims, MemoryDispatch,
-                  MemoryBackfills, MemoryHistory, MemorySettlement, MemoryRuns, MemoryStoreBase):
-    """ScheduleStore, LeaseManager and RunLog in one object, guarded by one lock."""
+                  MemoryBackfills, MemoryHistory, MemorySettlement, MemoryRuns, MemoryAlerts,
+                  MemoryStoreBase):
+    """ScheduleStore, LeaseManager, RunLog and AlertLog in one object, guarded by one lock."""
 
 
 __all__ = ["Clock", "MemoryStore", "system_clock"]

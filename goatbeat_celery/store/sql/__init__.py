@@ -15,6 +15,7 @@ It is composed of one class per concern, each in its own module over the shared 
 * :mod:`.history` — past executions and pruning;
 * :mod:`.settlement` — ended runs settled for run policies;
 * :mod:`.runs` — run reports, heartbeats, lost runs;
+* :mod:`.alerts` — the evidence of alerts and their rows;
 
 with rows read and written as model types in :mod:`.rows` and :mod:`.execution_rows`, and the
 predicates several parts share in :mod:`.predicates`.
@@ -35,6 +36,7 @@ compiler leaves it out, and SQLite serialises writers with ``BEGIN IMMEDIATE`` i
 
 from __future__ import annotations
 
+from goatbeat_celery.store.sql.alerts import SQLAlerts
 from goatbeat_celery.store.sql.backfills import SQLBackfills
 from goatbeat_celery.store.sql.base import Insert, SQLStoreBase
 from goatbeat_celery.store.sql.calendars import SQLCalendars
@@ -58,7 +60,7 @@ from goatbeat_celery.store.sql.settlement import SQLSettlement
 
 
 class SQLStore(SQLLeases, SQLSchedules, SQLCalendars, SQLDue, SQLClaims, SQLDispatch,
-               SQLBackfills, SQLHistory, SQLSettlement, SQLRuns, SQLStoreBase):
+               SQLBackfills, SQLHistory, SQLSettlement, SQLRuns, SQLAlerts, SQLStoreBase):
     """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
 
     ``engine`` runs write transactions; ``read_engine`` runs reads and ``single_engine`` writes
