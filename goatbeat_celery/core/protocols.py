@@ -420,8 +420,9 @@ class ScheduleStore(Protocol):
 
     def prune(self, *, before: datetime, limit: int) -> int:
         """Delete up to ``limit`` executions that are neither ``claimed`` nor ``held`` and were
-        claimed before ``before``, and up to ``limit`` backfills that finished before
-        ``before`` (active ones are never deleted). Returns how many rows were deleted."""
+        claimed before ``before``, up to ``limit`` backfills that finished before
+        ``before`` (active ones are never deleted), and up to ``limit`` alerts resolved before
+        ``before`` (open ones are never deleted). Returns how many rows were deleted."""
         ...
 
     def close(self) -> None:
@@ -510,8 +511,9 @@ class AlertLog(Protocol):
     def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
         """Up to ``limit`` schedules whose name sorts after ``after`` (from the first with
         None), in name order, each with its ``depth`` newest executions (newest occurrence
-        first) and, for those schedules, the alerts open. ``last`` is the last name returned,
-        or None when fewer than ``limit`` were left. Reads only; cost grows with ``limit`` ×
+        first) and the alerts open on the names of the page's range (after ``after``, up to
+        ``last``: those of schedules deleted since too). ``last`` is the last name returned,
+        or None when no schedule was left after it (the range then runs to the end). Reads only; cost grows with ``limit`` ×
         ``depth``, never with the schedules or executions outside the page (the history
         index)."""
         ...

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 
+from goatbeat_celery import Schedules
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.rules.alerts import AlertRule, AlertState
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
@@ -177,3 +178,24 @@ def test_one_look_reads_one_page_and_the_next_pages_follow_soon(
         engine.tick()
     assert pages == [(None, 2), ("s1", 2), ("s3", 1), (None, 2)][:len(pages)]
     assert len(pages) == 3  # after the last page, the next look waits alert_interval
+
+
+def test_the_open_alert_of_a_deleted_schedule_is_resolved(store: MemoryStore,
+                                                          clock: ManualClock) -> None:
+    engine = leader(store, clock, specs=())
+    Schedules(store).create("gone", "t.gone", every=60)
+    engine.tick()
+    for _ in range(3):
+        clock.advance(60)
+        engine.tick()
+        (run,) = store.executions(schedule_name="gone", limit=1)
+        ends(store, run.key, RunOutcome.FAILED)
+    clock.advance(60)
+    engine.tick()
+    assert [a.state for a in store.list_alerts()] == [AlertState.OPEN]
+
+    store.delete_schedule("gone")
+    clock.advance(SETTINGS.alert_interval)
+    engine.tick()
+
+    assert [a.state for a in store.list_alerts()] == [AlertState.RESOLVED]

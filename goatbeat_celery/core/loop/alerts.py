@@ -19,6 +19,7 @@ from goatbeat_celery.core.protocols import AlertLog
 from goatbeat_celery.core.rules.alerts import (
     ALERT_DEPTH,
     Alert,
+    AlertChange,
     AlertEvent,
     AlertRule,
     AlertRules,
@@ -37,6 +38,8 @@ logger = logging.getLogger(__name__)
 
 #: The log line's ``action`` for each change written.
 ACTIONS = {"open": "alert_opened", "repeat": "alert_repeated", "resolve": "alert_resolved"}
+#: Why the open alert of a schedule deleted since is resolved.
+DELETED = "the schedule was deleted"
 #: While pages of schedules are left, the next one is read this soon (seconds).
 NEXT_PAGE_PAUSE = 0.5
 
@@ -81,7 +84,7 @@ class AlertWatcher:
                                          depth=ALERT_DEPTH)
         opened: dict[tuple[str, AlertRule], Alert] = {
             (alert.schedule_name, alert.rule): alert for alert in page.open_alerts}
-        changes = []
+        changes: list[AlertChange] = []
         for schedule, runs in page.schedules:
             try:
                 evidence = Evidence(
@@ -95,6 +98,10 @@ class AlertWatcher:
                 logger.error("could not judge the alerts of schedule %s: %s",
                              quoted_name(schedule.name), failure_reason(exc),
                              extra={"action": "alert_failed"})
+        present = {schedule.name for schedule, _ in page.schedules}
+        changes.extend(AlertChange(schedule_name=name, rule=rule, action="resolve",
+                                   reason=DELETED)
+                       for (name, rule) in opened if name not in present)
         events = self.store.record_alerts(changes, lease=lease) if changes else []
         self._cursor = page.last
         self.next_look = self._mono() + (interval if page.last is None

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from goatbeat_celery.core.rules.alerts import Alert, AlertChange, AlertEvent, AlertState
+from goatbeat_celery.core.rules.alerts import (
+    Alert,
+    AlertAction,
+    AlertChange,
+    AlertEvent,
+    AlertState,
+)
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.tick import AlertPage
@@ -30,10 +36,12 @@ class MemoryAlerts(MemoryStoreBase):
                  tuple(sorted(runs[name], key=lambda e: (e.occurrence_at, e.key),
                               reverse=True)[:depth]))
                 for name in page)
-            open_alerts = tuple(alert for alert in self._alerts.values()
-                                if alert.open and alert.schedule_name in wanted)
-        return AlertPage(now=now, schedules=schedules, open_alerts=open_alerts,
-                         last=page[-1] if len(names) > limit else None)
+            last = page[-1] if len(names) > limit else None
+            open_alerts = tuple(
+                alert for alert in sorted(self._alerts.values(), key=lambda a: a.id)
+                if alert.open and (after is None or alert.schedule_name > after)
+                and (last is None or alert.schedule_name <= last))
+        return AlertPage(now=now, schedules=schedules, open_alerts=open_alerts, last=last)
 
     def record_alerts(self, changes: Sequence[AlertChange], *,
                       lease: LeaseGrant) -> list[AlertEvent]:
@@ -62,8 +70,9 @@ class MemoryAlerts(MemoryStoreBase):
                 else:
                     continue
                 self._alerts[written.id] = written
-                action = "repeat" if current is not None and change.action == "open" \
-                    else change.action
+                action: AlertAction = change.action
+                if current is not None and change.action == "open":
+                    action = "repeat"
                 events.append(AlertEvent(action=action, alert=written))
             return events
 

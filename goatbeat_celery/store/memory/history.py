@@ -53,4 +53,11 @@ class MemoryHistory(MemoryStoreBase):
             )[:limit]
             for backfill in finished:
                 del self._backfills[backfill.id]
-            return len(old) + len(finished)
+            resolved = sorted(
+                (a for a in self._alerts.values()
+                 if a.resolved_at is not None and a.resolved_at < before),
+                key=lambda a: a.resolved_at or before,
+            )[:limit]
+            for alert in resolved:
+                del self._alerts[alert.id]
+            return len(old) + len(finished) + len(resolved)

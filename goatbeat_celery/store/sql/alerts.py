@@ -63,14 +63,18 @@ class SQLAlerts(SQLStoreBase):
             schedules = [_schedule(row[:-1]) for row in page]
             names = [schedule.name for schedule in schedules]
             runs = self._recent_runs(conn, names, depth)
-            open_alerts = [
-                _alert(row) for chunk in self._chunks(names)
-                for row in conn.execute(sa.select(A).where(_OPEN, self._in(A.c.schedule_name,
-                                                                         chunk)))]
+            last = names[-1] if len(rows) > limit else None
+            # The open alerts of the page's range of names: those of a schedule deleted since
+            # are in it too, for the leader to resolve.
+            within = sa.select(A).where(_OPEN).order_by(A.c.id)
+            if after is not None:
+                within = within.where(A.c.schedule_name > after)
+            if last is not None:
+                within = within.where(A.c.schedule_name <= last)
+            open_alerts = [_alert(row) for row in conn.execute(within)]
         return AlertPage(now=now, schedules=tuple((s, tuple(runs.get(s.name, ())))
                                                   for s in schedules),
-                         open_alerts=tuple(open_alerts),
-                         last=names[-1] if len(rows) > limit else None)
+                         open_alerts=tuple(open_alerts), last=last)
 
     def _recent_runs(self, conn: sa.Connection, names: Sequence[str],
                      depth: int) -> dict[str, list[Execution]]:
