@@ -513,9 +513,9 @@ class AlertLog(Protocol):
         None), in name order, each with its ``depth`` newest executions (newest occurrence
         first) and the alerts open on the names of the page's range (after ``after``, up to
         ``last``: those of schedules deleted since too). ``last`` is the last name returned,
-        or None when no schedule was left after it (the range then runs to the end). Reads only; cost grows with ``limit`` ×
-        ``depth``, never with the schedules or executions outside the page (the history
-        index)."""
+        or None when no schedule was left after it (the range then runs to the end). Reads
+        only; cost grows with ``limit`` × ``depth``, never with the schedules or executions
+        outside the page (the history index)."""
         ...
 
     def record_alerts(self, changes: Sequence[AlertChange], *,

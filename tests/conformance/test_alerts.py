@@ -4,6 +4,8 @@ and rule, a change planned twice written once), and alerts listed open first."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from goatbeat_celery.core.rules.alerts import AlertChange, AlertRule, AlertState
@@ -98,3 +100,18 @@ def test_two_writers_opening_the_same_alert_at_once_open_one(store: Store,
     written = [event for result in results if isinstance(result, list) for event in result]
     assert [event.action for event in written] == ["open"]
     assert len(store.list_alerts()) == 1
+
+
+def test_pruning_deletes_resolved_alerts_before_the_instant_never_open_ones(
+        store: Store) -> None:
+    grant = grant_of(store)
+    store.record_alerts([change("open", name="old"), change("open", name="live")], lease=grant)
+    store.record_alerts([change("resolve", name="old")], lease=grant)
+    (resolved,) = store.list_alerts(schedule_name="old")
+    assert resolved.resolved_at is not None
+
+    assert store.prune(before=resolved.resolved_at, limit=10) == 0
+    assert store.prune(before=resolved.resolved_at + timedelta(seconds=1), limit=10) == 1
+
+    assert [(a.schedule_name, a.state) for a in store.list_alerts()] == [
+        ("live", AlertState.OPEN)]

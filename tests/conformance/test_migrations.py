@@ -43,7 +43,8 @@ from goatbeat_celery.store.sql import _spec_values
 from tests.conftest import empty_database
 
 GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease",
-                   "goatbeat_backfill", "goatbeat_calendar", "goatbeat_schedule_tag"}
+                   "goatbeat_backfill", "goatbeat_calendar", "goatbeat_schedule_tag",
+                   "goatbeat_alert"}
 
 
 @contextmanager
