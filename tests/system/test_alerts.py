@@ -117,6 +117,7 @@ def test_a_failing_task_raises_failed_after_n_and_resolves_and_an_overrun_is_rai
                  "goatbeat": {"max_runtime": 1.5}}})
     start_worker(cluster, "threads")
     beat = start_beat(cluster, "beat")
+    cluster.wait_for_leader()
     try:
         slow = request_run(cluster, "slow")
         # failed: raised once three runs in a row failed.
