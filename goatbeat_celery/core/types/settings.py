@@ -54,7 +54,7 @@ _COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 1_000, "prune_ba
 _OPTIONAL_ALERT_DURATIONS = ("alert_late", "max_runtime", "alert_silent")
 #: How often the leader judges alerts, and how many schedules at a time.
 DEFAULT_ALERT_INTERVAL = timedelta(seconds=10)
-DEFAULT_ALERT_BATCH = 200
+DEFAULT_ALERT_BATCH = 100
 
 _Read = TypeVar("_Read")
 _Given = TypeVar("_Given")
