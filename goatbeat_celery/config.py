@@ -22,6 +22,8 @@ from celery.beat import BeatLazyFunc
 from goatbeat_celery import cron, specs
 from goatbeat_celery import schedules as generic
 from goatbeat_celery.beat import metrics
+from goatbeat_celery.beat.webhooks import KEYS as WEBHOOK_KEYS
+from goatbeat_celery.beat.webhooks import WebhookSettings, read_webhooks
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.controls import bounded_first
 from goatbeat_celery.core.rules.defaults import own_or_default
@@ -45,7 +47,7 @@ PREFIX = "goatbeat_"
 #: ``goatbeat_<name>`` → the Settings field ``<name>``: every field is a setting.
 _SETTINGS_KEYS = tuple(settings_field.name for settings_field in fields(Settings))
 _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port",
-             "metrics_address", "occurrence_hook")
+             "metrics_address", "occurrence_hook", *WEBHOOK_KEYS)
 #: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
 DEFAULT_METRICS_ADDRESS = "127.0.0.1"
 _KNOWN = frozenset(PREFIX + key for key in (*_SETTINGS_KEYS, *_OWN_KEYS))
@@ -72,6 +74,25 @@ class GoatbeatConfig:
     metrics_port: int | None = None
     metrics_address: str = DEFAULT_METRICS_ADDRESS
     occurrence_hook: OccurrenceHook | None = None
+    #: Where the outbox's events (alerts) are POSTed; None: nowhere (``goatbeat_webhooks``).
+    webhooks: WebhookSettings | None = None
+
+    @property
+    def webhook_secret(self) -> str | None:
+        """The secret webhooks sign with unless they give their own (never printed)."""
+        return None if self.webhooks is None else self.webhooks.secret
+
+    @property
+    def webhook_timeout(self) -> float:
+        return (self.webhooks or WebhookSettings(hooks=())).timeout.total_seconds()
+
+    @property
+    def webhook_retry_backoff(self) -> float:
+        return (self.webhooks or WebhookSettings(hooks=())).retry_backoff.total_seconds()
+
+    @property
+    def webhook_retry_backoff_max(self) -> float:
+        return (self.webhooks or WebhookSettings(hooks=())).retry_backoff_max.total_seconds()
 
     def open_store(self) -> Store:
         """Open the configured store, with the options its backend takes."""
@@ -240,10 +261,11 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
         address = DEFAULT_METRICS_ADDRESS
 
     hook = load_hook(conf.get(PREFIX + "occurrence_hook"), PREFIX + "occurrence_hook", problems)
+    hooks = read_webhooks(conf, problems)
 
     return GoatbeatConfig(database_url=url, settings=settings, allowed_tasks=allowed,
                           statement_timeout=statement_timeout, metrics_port=port,
-                          metrics_address=address, occurrence_hook=hook)
+                          metrics_address=address, occurrence_hook=hook, webhooks=hooks)
 
 
 def load_hook(value: object, setting: str, problems: list[str]) -> OccurrenceHook | None:

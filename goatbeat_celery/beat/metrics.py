@@ -36,6 +36,7 @@ from datetime import datetime, timedelta
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from goatbeat_celery.beat.health import HealthEndpoints, serve
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.alerts import AlertEvent, AlertRule
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
@@ -338,16 +339,21 @@ class MetricsExporter:
     def start(cls, *, port: int, lease_ttl: timedelta, addr: str = "127.0.0.1",
               monotonic: Callable[[], float] = time.monotonic,
               shard_leases: Sequence[str] = (),
-              read_status: Callable[[], StatusReading] | None = None) -> MetricsExporter:
-        """Serve a fresh registry on ``addr:port`` (port 0 picks a free one: read ``.port``).
+              read_status: Callable[[], StatusReading] | None = None,
+              health: HealthEndpoints | None = None) -> MetricsExporter:
+        """Serve a fresh registry on ``addr:port`` (port 0 picks a free one: read ``.port``),
+        with ``health``'s ``/healthz`` and ``/readyz`` beside ``/metrics`` when given.
 
         Raises ConfigurationError when prometheus-client is missing or the port cannot be bound.
         """
         client = _client()
         metrics = GoatbeatMetrics(lease_ttl=lease_ttl, monotonic=monotonic,
                                   shard_leases=shard_leases, read_status=read_status)
+        app = client.make_wsgi_app(metrics.registry)
+        if health is not None:
+            app = health.wrap(app)
         try:
-            server, thread = client.start_http_server(port, addr=addr, registry=metrics.registry)
+            server, thread = serve(app, addr=addr, port=port)
         except OSError as exc:
             raise ConfigurationError(
                 [f"{SETTING}: cannot serve metrics on {addr}:{port}: {exc}"]

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from goatbeat_celery import display, signals
+from goatbeat_celery.beat.health import HealthEndpoints
 from goatbeat_celery.beat.metrics import MetricsExporter, StatusReading
 from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
 from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
@@ -223,9 +224,11 @@ class Observability:
 
 
 def start(sender: object, config: GoatbeatConfig,
-          store: StatusStore | None = None) -> Observability:
+          store: StatusStore | None = None,
+          health: HealthEndpoints | None = None) -> Observability:
     """Build the observer for a scheduler and start its metrics exporter when a port is set
-    (with ``store``, it reads the schedules' states and the standbys from it when scraped).
+    (with ``store``, it reads the schedules' states and the standbys from it when scraped;
+    with ``health``, it answers ``/healthz`` and ``/readyz`` too).
 
     Raises ConfigurationError when the exporter cannot start (client missing, port taken).
     """
@@ -238,6 +241,7 @@ def start(sender: object, config: GoatbeatConfig,
             shard_leases=() if settings.shards == 1 else [
                 shard_lease_name(settings.lease_name, Shard(k, settings.shards))
                 for k in range(settings.shards)],
-            read_status=None if store is None else partial(read_status, store, settings))
+            read_status=None if store is None else partial(read_status, store, settings),
+            health=health)
         observers.append(exporter.observer)
     return Observability(MultiObserver(observers), exporter)

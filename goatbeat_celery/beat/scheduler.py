@@ -11,15 +11,17 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import Any
 
 from celery import beat
 from celery.schedules import crontab
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery.beat import observability
+from goatbeat_celery.beat import observability, webhooks
 from goatbeat_celery.beat.entries import GoatbeatEntry
+from goatbeat_celery.beat.health import HealthEndpoints, Liveness
 from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
@@ -61,6 +63,8 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
     def __init__(self, app: Any, *args: Any, lazy: bool = False, **kwargs: Any) -> None:
         self._engine: Engine | None = None
         self._observability: observability.Observability | None = None
+        self._delivery: webhooks.WebhookDelivery | None = None
+        self._liveness = Liveness(stale_after=timedelta(0))  # replaced when set up
         self._closed = False
         self._ticking_thread: int | None = None
         try:
@@ -84,9 +88,16 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             message = with_migrate_command(str(exc), app_given(sys.argv))
             raise SystemExit(f"goatbeat: cannot open {mask_url(config.database_url)}: "
                              f"{message}") from exc
+        settings = config.settings
+        # Every replica ticks at least each renew interval, and no call in a tick outlives the
+        # lease's local validity: a loop silent for longer is stuck.
+        self._liveness = Liveness(stale_after=settings.lease_ttl + settings.lease_renew_interval)
+        health = HealthEndpoints(
+            liveness=self._liveness, leading=self._leading,
+            read_database=partial(store.inspect, settings.lease_name))
         try:
             # Only the real (non-lazy) instance gets here: it alone serves metrics.
-            self._observability = observability.start(self, config, store)
+            self._observability = observability.start(self, config, store, health)
         except GoatbeatError as exc:
             store.close()
             raise SystemExit(f"goatbeat: {exc}") from exc
@@ -104,7 +115,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             runs=store,
             alerts=store,
         )
-        settings = config.settings
+        if config.webhooks is not None:
+            # Off the scheduling path: a thread of its own, on the store's pool.
+            self._delivery = webhooks.start(store, config.webhooks, holder=holder)
         logger.info("goatbeat: replica %s on %s, lease %r%s", holder,
                     mask_url(config.database_url), settings.lease_name,
                     "" if settings.shards == 1 else f" in {settings.shards} shards",
@@ -126,6 +139,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         if engine is None:
             return float(self.max_interval)
         self._ticking_thread = threading.get_ident()
+        self._liveness.ticked()
         try:
             with _stop_signals_held():
                 seconds = engine.tick()
@@ -156,9 +170,13 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         if self._closed:
             return
         self._closed = True
+        delivery, self._delivery = self._delivery, None
         engine, self._engine = self._engine, None
         if engine is not None:
-            engine.close()
+            engine.close()  # the lease first: a request to a hanging webhook never delays it
+        if delivery is not None:
+            delivery.close()  # before the store it uses is closed
+        if engine is not None:
             engine.store.close()
         watch, self._observability = self._observability, None
         if watch is not None:
@@ -187,6 +205,10 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
     @property
     def engine(self) -> Engine | None:
         return self._engine
+
+    def _leading(self) -> bool:
+        engine = self._engine
+        return engine is not None and engine.is_leader()
 
     def _default_entries(self, specs: tuple[ScheduleSpec, ...]) -> list[ScheduleSpec]:
         """Celery's own daily result cleanup, as the default scheduler would add it."""

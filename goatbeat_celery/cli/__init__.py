@@ -14,6 +14,7 @@ given by ``-A`` and reads goatbeat's settings (``goatbeat_database_url``, …) f
     celery -A proj goatbeat alerts               # open alerts: missed, failed, lost, silent...
     celery -A proj goatbeat migrate              # bring the schema to this version
     celery -A proj goatbeat check                # settings, beat_schedule, database, schema
+    celery -A proj goatbeat health               # this host's replica: 0 leads, 3 standby, …
 
 Tables are for people; ``--json`` gives scripts the same data, instants in ISO-8601 UTC.
 Database URLs are always shown with the password masked. Invalid input changes nothing and
@@ -31,6 +32,7 @@ from goatbeat_celery.cli import (  # noqa: F401
     backfills,
     calendars,
     dashboard,
+    health,
     runs,
     schedules,
     schema,

@@ -4,7 +4,8 @@
 :class:`~goatbeat_celery.core.protocols.ScheduleStore`, the
 :class:`~goatbeat_celery.core.protocols.LeaseManager`, the
 :class:`~goatbeat_celery.core.protocols.RunLog` and the
-:class:`~goatbeat_celery.core.protocols.AlertLog`.
+:class:`~goatbeat_celery.core.protocols.AlertLog` and the
+:class:`~goatbeat_celery.core.protocols.Outbox`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.protocols import AlertLog, LeaseManager, RunLog, ScheduleStore
+from goatbeat_celery.core.protocols import (
+    AlertLog,
+    LeaseManager,
+    Outbox,
+    RunLog,
+    ScheduleStore,
+)
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
 
@@ -33,9 +40,10 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
 }
 
 
-class Store(ScheduleStore, LeaseManager, RunLog, AlertLog, Protocol):
+class Store(ScheduleStore, LeaseManager, RunLog, AlertLog, Outbox, Protocol):
     """A schedule store that is also the lease manager, the run log (where workers' run
-    reports land) and the alert log, as :func:`open_store` returns."""
+    reports land), the alert log and the outbox (events delivered off the scheduling path), as
+    :func:`open_store` returns."""
 
 
 def open_store(url: str, *, clock: Callable[[], datetime] | None = None,

@@ -29,6 +29,7 @@ SCHEDULE_TAG_TABLE = "goatbeat_schedule_tag"
 ALERT_TABLE = "goatbeat_alert"
 #: The sequence PostgreSQL numbers alerts with (the beat role needs USAGE on it).
 ALERT_ID_SEQUENCE = f"{ALERT_TABLE}_id_seq"
+OUTBOX_TABLE = "goatbeat_outbox"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -446,3 +447,38 @@ sa.Index(
     sqlite_where=sa.text(OPEN_ALERT_PREDICATE),
 )
 sa.Index("ix_goatbeat_alert_schedule", alert_table.c.schedule_name, alert_table.c.id)
+# Events delivered off the scheduling path (core.types.outbox): one row per event id.
+outbox_table = sa.Table(
+    OUTBOX_TABLE,
+    metadata,
+    sa.Column("event_id", _identifier(), primary_key=True),
+    sa.Column("kind", sa.Text(), nullable=False),
+    sa.Column("payload", _json(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("attempts", sa.Integer(), nullable=False),
+    sa.Column("next_attempt_at", UTCDateTime(), nullable=False),
+    sa.Column("delivered_at", UTCDateTime(), nullable=True),
+    # The keys of the destinations that took the event already (a JSON array), or NULL.
+    sa.Column("delivered_to", _json(), nullable=True),
+    sa.Column("last_error", sa.Text(), nullable=True),
+    sa.Column("claimed_by", sa.Text(), nullable=True),
+    sa.Column("claimed_until", UTCDateTime(), nullable=True),
+)
+
+#: Deliverers read the undelivered events by their next attempt; pruning reads the delivered
+#: ones by when.
+UNDELIVERED_PREDICATE = "delivered_at IS NULL"
+DELIVERED_PREDICATE = "delivered_at IS NOT NULL"
+sa.Index(
+    "ix_goatbeat_outbox_due",
+    outbox_table.c.next_attempt_at,
+    outbox_table.c.event_id,
+    postgresql_where=sa.text(UNDELIVERED_PREDICATE),
+    sqlite_where=sa.text(UNDELIVERED_PREDICATE),
+)
+sa.Index(
+    "ix_goatbeat_outbox_delivered",
+    outbox_table.c.delivered_at,
+    postgresql_where=sa.text(DELIVERED_PREDICATE),
+    sqlite_where=sa.text(DELIVERED_PREDICATE),
+)

@@ -192,7 +192,8 @@ NOT_SILENT = replace(RULES, silent=None)
 
 
 def plan(*runs: Execution, open_alerts: Mapping[AlertRule, Alert] = {},
-         rules: AlertRules = NOT_SILENT, tracked: datetime | None = TRACKED) -> list[tuple[str, str]]:
+         rules: AlertRules = NOT_SILENT,
+         tracked: datetime | None = TRACKED) -> list[tuple[str, str]]:
     changes = plan_alerts(evidence(*runs, rules=rules), open_alerts, now=NOW,
                           tracked_since=tracked)
     return [(change.rule.value, change.action) for change in changes]

@@ -25,6 +25,7 @@ from typing import Final, Literal
 
 from goatbeat_celery.core.rules.runs import RunState, seconds_text
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.outbox import OutboxEvent
 
 __all__ = [
     "ALERT_DEPTH",
@@ -41,6 +42,7 @@ __all__ = [
     "Evidence",
     "Finding",
     "judge",
+    "outbox_event",
     "plan_alerts",
 ]
 
@@ -158,6 +160,27 @@ class AlertEvent:
 
     action: AlertAction
     alert: Alert
+
+
+#: The outbox event kind of each change (``alert.opened``...), and the noun in its summary.
+EVENT_KINDS = {"open": "alert.opened", "repeat": "alert.repeated", "resolve": "alert.resolved"}
+
+
+def outbox_event(event: AlertEvent) -> OutboxEvent:
+    """The outbox event of one alert change, written in the transaction that records it: its
+    id stable for the change (the alert's id, the change and, for a repeat, the count), its
+    payload the alert as plain data with the change and a one-line summary."""
+    alert = event.alert
+    suffix = f":{alert.count}" if event.action == "repeat" else ""
+    summary = {
+        "open": f"{alert.schedule_name}: {alert.rule.value} alert raised: {alert.reason}",
+        "repeat": f"{alert.schedule_name}: {alert.rule.value} alert again ({alert.count} "
+                  f"times): {alert.reason}",
+        "resolve": f"{alert.schedule_name}: {alert.rule.value} alert resolved",
+    }[event.action]
+    return OutboxEvent(event_id=f"alert:{alert.id}:{event.action}{suffix}",
+                       kind=EVENT_KINDS[event.action],
+                       payload={**alert.as_json(), "action": event.action, "summary": summary})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,15 +16,17 @@ from goatbeat_celery.store.memory.claims import MemoryClaims
 from goatbeat_celery.store.memory.dispatch import MemoryDispatch
 from goatbeat_celery.store.memory.history import MemoryHistory
 from goatbeat_celery.store.memory.lease import MemoryLeases
+from goatbeat_celery.store.memory.outbox import MemoryOutbox
 from goatbeat_celery.store.memory.runs import MemoryRuns
 from goatbeat_celery.store.memory.schedules import MemorySchedules
 from goatbeat_celery.store.memory.settlement import MemorySettlement
 
 
 class MemoryStore(MemoryLeases, MemorySchedules, MemoryCalendars, MemoryClaims, MemoryDispatch,
-                  MemoryBackfills, MemoryHistory, MemorySettlement, MemoryRuns, MemoryAlerts,
-                  MemoryStoreBase):
-    """ScheduleStore, LeaseManager, RunLog and AlertLog in one object, guarded by one lock."""
+                  MemoryBackfills, MemoryHistory, MemoryAlerts, MemoryOutbox, MemorySettlement,
+                  MemoryRuns, MemoryStoreBase):
+    """ScheduleStore, LeaseManager, RunLog, AlertLog and Outbox in one object, guarded by one
+    lock."""
 
 
 __all__ = ["Clock", "MemoryStore", "system_clock"]

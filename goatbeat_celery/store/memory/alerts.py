@@ -11,15 +11,17 @@ from goatbeat_celery.core.rules.alerts import (
     AlertChange,
     AlertEvent,
     AlertState,
+    outbox_event,
 )
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.tick import AlertPage
-from goatbeat_celery.store.memory.base import MemoryStoreBase
+from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
 
-class MemoryAlerts(MemoryStoreBase):
-    """The alert log (core.protocols.AlertLog)."""
+class MemoryAlerts(MemoryOutbox):
+    """The alert log (core.protocols.AlertLog); each change's outbox event is written with
+    it."""
 
     def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
         with self._lock:
@@ -74,6 +76,8 @@ class MemoryAlerts(MemoryStoreBase):
                 if current is not None and change.action == "open":
                     action = "repeat"
                 events.append(AlertEvent(action=action, alert=written))
+            # Each change's event goes out with it, or not at all (docs/webhooks.md).
+            self._enqueue_events_locked([outbox_event(event) for event in events])
             return events
 
     def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,

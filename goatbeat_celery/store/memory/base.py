@@ -19,6 +19,7 @@ from goatbeat_celery.core.types.errors import ScheduleNotFound
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import UTC, ensure_aware
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
+from goatbeat_celery.core.types.outbox import OutboxEntry
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.tick import Dispatch
 
@@ -87,6 +88,7 @@ class MemoryStoreBase:
         self._executions: dict[str, Execution] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._backfills: dict[int, Backfill] = {}
+        self._outbox: dict[str, OutboxEntry] = {}
         # Ids are never reused, as a database sequence would not, though old ones are pruned.
         self._backfill_ids = itertools.count(1)
         self._alerts: dict[int, Alert] = {}

@@ -8,12 +8,13 @@ from datetime import datetime
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.memory.base import MemoryStoreBase
+from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
 #: Never pruned: claims not yet sent, and claims held back for their turn.
 _NEVER_PRUNED = frozenset({ExecutionState.CLAIMED, ExecutionState.HELD})
 
 
-class MemoryHistory(MemoryStoreBase):
+class MemoryHistory(MemoryOutbox, MemoryStoreBase):
     """Reads of past executions, and pruning."""
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
@@ -60,4 +61,5 @@ class MemoryHistory(MemoryStoreBase):
             )[:limit]
             for alert in resolved:
                 del self._alerts[alert.id]
-            return len(old) + len(finished) + len(resolved)
+            return (len(old) + len(finished) + len(resolved)
+                    + self._prune_events_locked(before, limit))

@@ -13,6 +13,7 @@ It is composed of one class per concern, each in its own module over the shared 
 * :mod:`.dispatch` — pending executions, submissions, failures, manual runs;
 * :mod:`.backfills` — backfills and their steps;
 * :mod:`.history` — past executions and pruning;
+* :mod:`.outbox` — events delivered off the scheduling path (alerts to webhooks);
 * :mod:`.settlement` — ended runs settled for run policies;
 * :mod:`.runs` — run reports, heartbeats, lost runs;
 * :mod:`.alerts` — the evidence of alerts and their rows;
@@ -51,6 +52,7 @@ from goatbeat_celery.store.sql.execution_rows import (
 )
 from goatbeat_celery.store.sql.history import SQLHistory
 from goatbeat_celery.store.sql.lease import SQLLeases
+from goatbeat_celery.store.sql.outbox import SQLOutbox
 from goatbeat_celery.store.sql.predicates import due_params
 from goatbeat_celery.store.sql.rows import _spec_values as _spec_values
 from goatbeat_celery.store.sql.rows import waiting_from_row
@@ -60,7 +62,8 @@ from goatbeat_celery.store.sql.settlement import SQLSettlement
 
 
 class SQLStore(SQLLeases, SQLSchedules, SQLCalendars, SQLDue, SQLClaims, SQLDispatch,
-               SQLBackfills, SQLHistory, SQLSettlement, SQLRuns, SQLAlerts, SQLStoreBase):
+               SQLBackfills, SQLHistory, SQLAlerts, SQLOutbox, SQLSettlement, SQLRuns,
+               SQLStoreBase):
     """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
 
     ``engine`` runs write transactions; ``read_engine`` runs reads and ``single_engine`` writes

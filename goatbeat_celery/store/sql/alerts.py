@@ -15,6 +15,7 @@ from goatbeat_celery.core.rules.alerts import (
     AlertEvent,
     AlertRule,
     AlertState,
+    outbox_event,
 )
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -25,8 +26,8 @@ from goatbeat_celery.store.schema import (
     execution_table,
     schedule_table,
 )
-from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution
+from goatbeat_celery.store.sql.outbox import SQLOutbox
 from goatbeat_celery.store.sql.rows import _schedule
 
 A = alert_table
@@ -43,8 +44,8 @@ def _alert(row: Any) -> Alert:
                  resolved_at=row.resolved_at)
 
 
-class SQLAlerts(SQLStoreBase):
-    """The alert log."""
+class SQLAlerts(SQLOutbox):
+    """The alert log; each change's outbox event is written in its transaction."""
 
     #: Whether the dialect reads each schedule's newest runs in one statement (a LATERAL
     #: join); otherwise one indexed statement per schedule of the page.
@@ -136,6 +137,8 @@ class SQLAlerts(SQLStoreBase):
                         .returning(*A.c)).one_or_none()
                 if written is not None:
                     events.append(AlertEvent(action=action, alert=_alert(written)))
+            # Each change's event goes out with it, or not at all (docs/webhooks.md).
+            self._enqueue_events(conn, [outbox_event(event) for event in events])
         return events
 
     def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,

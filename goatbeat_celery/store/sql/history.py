@@ -12,6 +12,7 @@ from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.schema import alert_table, backfill_table, execution_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution
+from goatbeat_celery.store.sql.outbox import SQLOutbox
 from goatbeat_celery.store.sql.predicates import _ACTIVE_BACKFILL, _PRUNABLE
 
 E = execution_table
@@ -19,7 +20,7 @@ B = backfill_table
 A = alert_table
 
 
-class SQLHistory(SQLStoreBase):
+class SQLHistory(SQLOutbox, SQLStoreBase):
     """Reads of past executions, and pruning."""
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
@@ -60,4 +61,5 @@ class SQLHistory(SQLStoreBase):
             backfills = txn.conn.execute(
                 sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())))
             alerts = txn.conn.execute(sa.delete(A).where(A.c.id.in_(resolved.scalar_subquery())))
-            return result.rowcount + backfills.rowcount + alerts.rowcount
+            events = self._prune_events(txn.conn, before, limit)
+            return result.rowcount + backfills.rowcount + alerts.rowcount + events

@@ -1,0 +1,55 @@
+"""``health``: whether this host's replica leads, stands by, lost its lease, or is not running,
+as an exit status an orchestrator's probe reads."""
+
+from __future__ import annotations
+
+import socket
+
+import click
+from celery.bin.base import CeleryCommand
+
+from goatbeat_celery.cli.context import lease_manager, opened, reported
+from goatbeat_celery.cli.group import goatbeat
+from goatbeat_celery.cli.options import json_option
+from goatbeat_celery.cli.output import emit, say
+from goatbeat_celery.core.rules.health import Health, judge
+from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
+
+#: The exit status of each verdict (docs/cli.md#health); 69 is the database unreachable, as
+#: for every command.
+EXIT_CODES = {
+    Health.LEADING: 0,
+    Health.STANDBY: 3,
+    Health.LEASE_LOST: 4,
+    Health.NOT_RUNNING: 5,
+}
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.option("--holder", metavar="HOST[:PID]",
+              help="The replica to judge: a host name (its replicas; the one heard from last) "
+                   "or host:pid. Default: this host's name.")
+@json_option
+@click.pass_context
+def health(ctx: click.Context, holder: str | None, as_json: bool) -> None:
+    """Exit 0 when this host's replica leads, 3 on standby, 4 when it lost its lease (it led,
+    and its lease expired unrenewed or was taken), 5 when it is not running, 69 when the
+    database cannot be reached."""
+    wanted = holder or socket.gethostname()
+    with opened(ctx) as schedules, reported():
+        settings = schedules.config.settings
+        manager = lease_manager(schedules)
+        rows = list(manager.list_leases(sharding_prefix(settings.lease_name)))
+        if settings.shards == 1:
+            row = manager.inspect(shard_lease_name(settings.lease_name, Shard(0, 1)))
+            if row is not None:
+                rows.append(row)
+    verdict = judge(rows, wanted=wanted, lease_name=settings.lease_name,
+                    shards=settings.shards, ttl=settings.lease_ttl)
+    code = EXIT_CODES[verdict.health]
+    if as_json:
+        emit({"health": verdict.health.value, "exit_code": code, "replica": verdict.holder,
+              "asked": wanted, "reason": verdict.reason, "leases": list(verdict.leases)})
+    else:
+        say(f"{verdict.health.value}: {verdict.holder or wanted}: {verdict.reason}")
+    ctx.exit(code)

@@ -1,0 +1,174 @@
+"""health: this host's replica as an exit status, judged from the lease rows by the database
+clock. The replicas are played by the store, with the calls a beat replica makes (its member
+row, then the lease)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from datetime import datetime, timedelta
+
+from goatbeat_celery.core.rules.health import member_prefix
+from goatbeat_celery.store import Store
+
+from .conftest import Cli
+
+LEADING, STANDBY, LEASE_LOST, NOT_RUNNING, UNREACHABLE = 0, 3, 4, 5, 69
+TTL = timedelta(seconds=30)
+#: Short enough to wait for on the database clock.
+SHORT = timedelta(seconds=1)
+
+
+def member(holder: str) -> str:
+    return member_prefix("default", 1) + holder
+
+
+def heartbeat(store: Store, holder: str, ttl: timedelta = TTL) -> None:
+    assert store.acquire(member(holder), holder, ttl) is not None
+
+
+def lead(store: Store, holder: str, ttl: timedelta = TTL) -> None:
+    heartbeat(store, holder, ttl)
+    assert store.acquire("default", holder, ttl) is not None
+
+
+def past(store: Store, instant: datetime) -> None:
+    """Wait for the database clock to pass ``instant`` (a second's ttl, and 10 s of margin
+    for a busy machine)."""
+    deadline = time.monotonic() + 10 + SHORT.total_seconds()
+    while store.now() <= instant:
+        assert time.monotonic() < deadline, f"the database clock never passed {instant}"
+        time.sleep(0.05)
+
+
+def health(cli: Cli, *args: str, exit_code: int) -> dict[str, object]:
+    result = cli("health", *args, "--json")
+    assert result.exit_code == exit_code, (result.exit_code, result.output)
+    document: dict[str, object] = json.loads(result.stdout)
+    assert document["exit_code"] == exit_code
+    return document
+
+
+def test_a_replica_holding_the_lease_leads(cli: Cli, store: Store) -> None:
+    lead(store, "host-a:10:aaaa")
+
+    answer = health(cli, "--holder", "host-a", exit_code=LEADING)
+
+    assert (answer["health"], answer["replica"], answer["leases"]) == (
+        "leading", "host-a:10:aaaa", ["default"])
+    result = cli("health", "--holder", "host-a")
+    assert result.stdout == "leading: host-a:10:aaaa: holds default\n"
+
+
+def test_by_default_the_replica_of_this_host_is_judged(cli: Cli, store: Store) -> None:
+    lead(store, f"{socket.gethostname()}:10:aaaa")
+    heartbeat(store, "elsewhere:11:bbbb")
+
+    assert health(cli, exit_code=LEADING)["asked"] == socket.gethostname()
+
+
+def test_a_live_replica_leading_nothing_stands_by(cli: Cli, store: Store) -> None:
+    lead(store, "host-a:10:aaaa")
+    heartbeat(store, "host-b:20:bbbb")
+
+    answer = health(cli, "--holder", "host-b", exit_code=STANDBY)
+
+    assert answer["health"] == "standby"
+
+
+def test_a_leader_whose_lease_expired_unrenewed_lost_it(cli: Cli, store: Store) -> None:
+    lead(store, "host-a:10:aaaa", ttl=SHORT)
+    expires = store.inspect("default")
+    assert expires is not None and expires.expires_at is not None
+    past(store, expires.expires_at)
+
+    answer = health(cli, "--holder", "host-a", exit_code=LEASE_LOST)
+
+    assert "expired" in str(answer["reason"]) and answer["leases"] == ["default"]
+
+
+def test_a_leader_whose_lease_was_taken_while_it_was_silent_lost_it(cli: Cli,
+                                                                   store: Store) -> None:
+    lead(store, "host-a:10:aaaa", ttl=SHORT)
+    expires = store.inspect("default")
+    assert expires is not None and expires.expires_at is not None
+    past(store, expires.expires_at)
+    lead(store, "host-b:20:bbbb")  # a standby takes over
+
+    answer = health(cli, "--holder", "host-a:10", exit_code=LEASE_LOST)
+
+    assert "taken by host-b:20:bbbb" in str(answer["reason"])
+    # The one that took over leads.
+    health(cli, "--holder", "host-b", exit_code=LEADING)
+
+
+def test_a_replica_that_lost_the_lease_and_heartbeats_again_stands_by(cli: Cli,
+                                                                      store: Store) -> None:
+    lead(store, "host-a:10:aaaa", ttl=SHORT)
+    expires = store.inspect("default")
+    assert expires is not None and expires.expires_at is not None
+    past(store, expires.expires_at)
+    lead(store, "host-b:20:bbbb")
+    heartbeat(store, "host-a:10:aaaa")  # it woke, tried, and found the lease taken
+
+    health(cli, "--holder", "host-a", exit_code=STANDBY)
+
+
+def test_a_restarted_replica_on_the_same_host_is_the_one_judged(cli: Cli, store: Store) -> None:
+    lead(store, "host-a:10:aaaa", ttl=SHORT)
+    expires = store.inspect("default")
+    assert expires is not None and expires.expires_at is not None
+    past(store, expires.expires_at)
+    lead(store, "host-b:20:bbbb")
+    heartbeat(store, "host-a:11:cccc")  # the container restarted: same host, a new process
+
+    answer = health(cli, "--holder", "host-a", exit_code=STANDBY)
+
+    assert answer["replica"] == "host-a:11:cccc"
+
+
+def test_no_replica_of_the_host_or_one_stopped_cleanly_is_not_running(cli: Cli,
+                                                                       store: Store) -> None:
+    health(cli, "--holder", "host-a", exit_code=NOT_RUNNING)
+
+    heartbeat(store, "host-a:10:aaaa")
+    grant = store.acquire("default", "host-a:10:aaaa", TTL)
+    assert grant is not None
+    member_grant = store.acquire(member("host-a:10:aaaa"), "host-a:10:aaaa", TTL)
+    assert member_grant is not None
+    assert store.release(grant) and store.release(member_grant)  # a clean stop
+
+    answer = health(cli, "--holder", "host-a", exit_code=NOT_RUNNING)
+    assert "stopped" in str(answer["reason"])
+
+
+def test_a_standby_gone_silent_is_not_running(cli: Cli, store: Store) -> None:
+    lead(store, "host-b:20:bbbb")
+    heartbeat(store, "host-a:10:aaaa", ttl=SHORT)
+    row = store.inspect(member("host-a:10:aaaa"))
+    assert row is not None and row.expires_at is not None
+    past(store, row.expires_at)
+
+    answer = health(cli, "--holder", "host-a", exit_code=NOT_RUNNING)
+    assert "not heard from since" in str(answer["reason"])
+
+
+def test_an_unreachable_database_has_its_own_exit_status(cli: Cli) -> None:
+    cli.configure(goatbeat_database_url="postgresql://beat:hunter2@127.0.0.1:1/app")
+
+    result = cli("health")
+
+    assert result.exit_code == UNREACHABLE, result.output
+    assert "hunter2" not in result.output
+
+
+def test_health_follows_the_lease_name_and_shards(cli: Cli, store: Store) -> None:
+    cli.configure(goatbeat_lease_name="green", goatbeat_shards=2)
+    holder = "host-a:10:aaaa"
+    assert store.acquire(member_prefix("green", 2) + holder, holder, TTL) is not None
+    assert store.acquire("green.shard-1-of-2", holder, TTL) is not None
+
+    answer = health(cli, "--holder", "host-a", exit_code=LEADING)
+
+    assert answer["leases"] == ["green.shard-1-of-2"]

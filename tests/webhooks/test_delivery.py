@@ -1,0 +1,207 @@
+"""Webhook delivery from the outbox to real receivers: down, refusing, back again, signed."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from goatbeat_celery.beat.webhooks import (
+    BATCH,
+    POLL_INTERVAL,
+    Webhook,
+    WebhookDelivery,
+    WebhookFormat,
+    WebhookSettings,
+)
+from goatbeat_celery.core.types.outbox import OutboxEvent
+from goatbeat_celery.store import Store, open_store
+
+from .receiver import Receiver
+
+SECRET = "whsec-test-0123456789"
+#: Short backoff: the retries of a down period of a second or two, not minutes.
+FIRST, MOST = timedelta(seconds=0.2), timedelta(seconds=0.8)
+TIMEOUT = timedelta(seconds=2)
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+    return value
+
+
+def events(count: int, prefix: str = "alert") -> list[OutboxEvent]:
+    return [OutboxEvent(event_id=f"{prefix}-{n}", kind="alert.opened",
+                        payload={"schedule": f"report-{n}", "summary": f"report-{n} failed"})
+            for n in range(count)]
+
+
+def settings(*hooks: Webhook) -> WebhookSettings:
+    return WebhookSettings(hooks=hooks, timeout=TIMEOUT, retry_backoff=FIRST,
+                           retry_backoff_max=MOST)
+
+
+@pytest.fixture
+def pg_store(pg_empty_url: str) -> Iterator[Store]:
+    store = open_store(pg_empty_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    store = open_store(f"sqlite:///{tmp_path / 'goatbeat.db'}")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def receivers() -> Iterator[list[Receiver]]:
+    started: list[Receiver] = []
+    yield started
+    for receiver in started:
+        receiver.stop()
+
+
+def test_a_receiver_down_for_a_while_gets_every_event_afterwards_exactly_once(
+        pg_store: Store, receivers: list[Receiver]) -> None:
+    # Bind a port, then close it: the receiver is down (connections refused) at that address.
+    down = Receiver(secret=SECRET).start()
+    port = down.port
+    down.stop()
+    hook = Webhook(url=f"http://127.0.0.1:{port}/hooks?token=s3cr3t-path", secret=SECRET)
+    delivery = WebhookDelivery(pg_store, settings(hook), holder="host:1:a").start()
+    try:
+        count = BATCH + 5  # more than one batch
+        pg_store.enqueue_events(events(count))
+        # Down for long enough that every event fails a few times: at least three attempts at
+        # the backoff's maximum.
+        down_for = 3 * MOST.total_seconds() + POLL_INTERVAL
+        wait_for(lambda: all(e.attempts >= 2 for e in pg_store.list_events()),
+                 timeout=down_for + 10, what="every event to fail twice")
+        time.sleep(down_for / 2)  # and stay down a little longer: more failed attempts
+        assert not any(e.delivered for e in pg_store.list_events())
+
+        up = Receiver(secret=SECRET, port=port).start()
+        receivers.append(up)
+        # Back: within the longest backoff, a poll and a request of each batch, on a busy
+        # 2-core machine (a margin of 10 s).
+        wait_for(lambda: len(up.ids()) == count, timeout=MOST.total_seconds() + 10,
+                 what="every event at the receiver")
+        wait_for(lambda: all(e.delivered for e in pg_store.list_events()), timeout=10,
+                 what="every event marked delivered")
+        time.sleep(2 * POLL_INTERVAL)  # nothing more is sent once they are delivered
+    finally:
+        delivery.close()
+
+    assert up.ids() == {f"alert-{n}": 1 for n in range(count)}
+    assert up.all_verified()
+    (first,) = [body for event_id, body, _ in up.accepted if event_id == "alert-0"]
+    assert first["id"] == "alert-0" and first["kind"] == "alert.opened"
+    assert first["data"] == {"schedule": "report-0", "summary": "report-0 failed"}
+    assert first["attempt"] >= 3
+    failed_before = [e for e in pg_store.list_events() if e.attempts >= 3]
+    assert len(failed_before) == count
+
+
+def test_a_receiver_answering_503_is_retried_with_backoff_then_delivered_once(
+        sqlite_store: Store, receivers: list[Receiver]) -> None:
+    receiver = Receiver(secret=SECRET, mode="unavailable").start()
+    receivers.append(receiver)
+    hook = Webhook(url=receiver.url, secret=SECRET)
+    delivery = WebhookDelivery(sqlite_store, settings(hook), holder="host:1:a").start()
+    try:
+        sqlite_store.enqueue_events(events(3))
+        wait_for(lambda: receiver.refused >= 6, timeout=20, what="two refusals each")
+        (entry, *_) = sqlite_store.list_events()
+        assert entry.last_error is not None and "HTTP 503: down for maintenance" in \
+            entry.last_error
+        assert "s3cr3t-path" not in entry.last_error  # the URL's secret part is never kept
+        receiver.mode = "ok"
+        wait_for(lambda: len(receiver.ids()) == 3, timeout=MOST.total_seconds() + 10,
+                 what="every event at the receiver")
+        wait_for(lambda: all(e.delivered for e in sqlite_store.list_events()), timeout=10,
+                 what="every event marked delivered")
+        time.sleep(2 * POLL_INTERVAL)
+    finally:
+        delivery.close()
+    assert receiver.ids() == {"alert-0": 1, "alert-1": 1, "alert-2": 1}
+    assert receiver.all_verified()
+
+
+def test_a_webhook_that_took_an_event_is_not_sent_it_again_while_another_is_retried(
+        sqlite_store: Store, receivers: list[Receiver]) -> None:
+    good = Receiver(secret=SECRET).start()
+    bad = Receiver(secret="its-own-secret", mode="unavailable").start()
+    receivers.extend([good, bad])
+    hooks = (Webhook(url=good.url, secret=SECRET),
+             Webhook(url=bad.url, secret="its-own-secret", format=WebhookFormat.SLACK))
+    delivery = WebhookDelivery(sqlite_store, settings(*hooks), holder="host:1:a").start()
+    try:
+        sqlite_store.enqueue_events(events(2))
+        wait_for(lambda: bad.refused >= 6, timeout=20, what="the failing hook retried")
+        assert good.ids() == {"alert-0": 1, "alert-1": 1}
+        assert all(e.delivered_to == (hooks[0].key,) for e in sqlite_store.list_events())
+        bad.mode = "ok"
+        wait_for(lambda: all(e.delivered for e in sqlite_store.list_events()), timeout=10,
+                 what="every event marked delivered")
+    finally:
+        delivery.close()
+    assert good.ids() == {"alert-0": 1, "alert-1": 1}
+    assert bad.ids() == {"alert-0": 1, "alert-1": 1}
+    assert bad.all_verified()  # signed with the hook's own secret
+    # Slack's shape: one line of text, the payload's summary in it.
+    assert sorted(body["text"] for _, body, _ in bad.accepted) == [
+        "goatbeat alert.opened: report-0 failed", "goatbeat alert.opened: report-1 failed"]
+
+
+def test_a_hanging_receiver_costs_the_timeout_and_the_event_is_retried(
+        sqlite_store: Store, receivers: list[Receiver]) -> None:
+    receiver = Receiver(secret=SECRET, mode="hang").start()
+    receivers.append(receiver)
+    hook = Webhook(url=receiver.url, secret=SECRET)
+    short = WebhookSettings(hooks=(hook,), timeout=timedelta(seconds=0.5), retry_backoff=FIRST,
+                            retry_backoff_max=MOST)
+    delivery = WebhookDelivery(sqlite_store, short, holder="host:1:a")
+    sqlite_store.enqueue_events(events(1))
+    started = time.monotonic()
+    assert delivery.deliver_due() == 1
+    took = time.monotonic() - started
+    # The request's timeout, and a margin of 2 s for a busy machine.
+    assert 0.5 <= took < 0.5 + 2
+    (entry,) = sqlite_store.list_events()
+    assert (entry.delivered, entry.attempts, entry.claimed_by) == (False, 1, None)
+    assert entry.last_error is not None and "timed out" in entry.last_error
+    assert "s3cr3t-path" not in entry.last_error
+
+
+def test_the_envelope_and_headers_a_generic_receiver_gets(sqlite_store: Store) -> None:
+    sent: list[tuple[str, bytes, dict[str, str]]] = []
+
+    def send(url: str, body: bytes, headers: Any, timeout: float) -> None:
+        sent.append((url, body, dict(headers)))
+
+    hook = Webhook(url="https://hooks.example/goatbeat", secret=SECRET)
+    delivery = WebhookDelivery(sqlite_store, settings(hook), holder="host:1:a", send=send,
+                               clock=lambda: 1_900_000_000.0)
+    sqlite_store.enqueue_events(events(1))
+    delivery.deliver_due()
+
+    ((url, body, headers),) = sent
+    assert url == "https://hooks.example/goatbeat"
+    assert headers["Goatbeat-Event-Id"] == "alert-0"
+    assert headers["Goatbeat-Event-Kind"] == "alert.opened"
+    assert headers["Goatbeat-Timestamp"] == "1900000000"
+    assert headers["Content-Type"] == "application/json"
+    assert headers["Goatbeat-Signature"].startswith("v1=")
+    document = json.loads(body)
+    assert list(document) == ["id", "kind", "created_at", "attempt", "data"]
+    assert document["created_at"].endswith("Z") and document["attempt"] == 1
