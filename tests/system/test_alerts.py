@@ -149,3 +149,8 @@ def test_a_failing_task_raises_failed_after_n_and_resolves_and_an_overrun_is_rai
     assert failed_actions[0] == "opened" and failed_actions[-1] == "resolved"
     assert set(failed_actions[1:-1]) <= {"repeated"}
     assert beat.log().count("alert failed raised on schedule 'flaky'") == 1
+    # And each went to the outbox, for webhooks, in the transaction that wrote it.
+    events = {row["event_id"] for row in cluster.sql(
+        "SELECT event_id FROM goatbeat_outbox WHERE kind LIKE 'alert.%'")}
+    assert {f"alert:{failed_row['id']}:open", f"alert:{failed_row['id']}:resolve",
+            f"alert:{overrun['id']}:open", f"alert:{overrun['id']}:resolve"} <= events
