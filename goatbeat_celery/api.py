@@ -6,6 +6,11 @@ list, get, run now, and backfill a past range.
 ...                  timezone="Europe/Paris")
 >>> schedules.run_now("report")
 
+Every change is written to the audit log with who made it (``actor``: by default
+``os:<user>`` of this process; :meth:`Schedules.acting_as` binds another) and why (the
+``reason`` keyword of each method that changes a schedule), in the transaction of the change:
+:meth:`Schedules.audit` reads it back.
+
 Edits take effect on the leader within a second on PostgreSQL (NOTIFY wakes it); on SQLite the
 leader sees them at its next wake-up (``goatbeat_max_interval``).
 """
@@ -13,8 +18,9 @@ leader sees them at its next wake-up (``goatbeat_max_interval``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable
-from dataclasses import replace
+import getpass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any, Literal, TypeVar, cast, overload
 
@@ -23,6 +29,13 @@ from goatbeat_celery import specs
 from goatbeat_celery.core.protocols import AlertLog, ScheduleStore
 from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.allowlist import sending_problems
+from goatbeat_celery.core.rules.audit import (
+    actor_problems,
+    audit_value,
+    reason_problems,
+    spec_changes,
+    sync_notes,
+)
 from goatbeat_celery.core.rules.backfill import (
     MAX_BACKFILL_OCCURRENCES,
     Backfill,
@@ -44,6 +57,7 @@ from goatbeat_celery.core.rules.controls import (
 )
 from goatbeat_celery.core.rules.misfire import first_occurrence
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.sync import plan_config_sync, stored_summary
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.rules.validation import (
     MAX_REASON_LENGTH,
@@ -56,6 +70,7 @@ from goatbeat_celery.core.rules.validation import (
     nul_problem,
     shown_value,
 )
+from goatbeat_celery.core.types.audit import AuditAction, AuditEntry, AuditNote, FieldChange
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
     CalendarNotFound,
@@ -73,6 +88,7 @@ from goatbeat_celery.core.types.spec import (
     MisfirePolicy,
     ScheduleSource,
     ScheduleSpec,
+    SyncEntry,
     TriggerSpec,
     quoted_name,
 )
@@ -84,24 +100,65 @@ _UNSET: Any = object()
 _RESCHEDULING = ("start_at", "end_at", "max_runs")
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConfigPlan:
+    """What a config sync would do now (:meth:`Schedules.config_plan`): the change it would
+    make to each schedule, as its audit entry would record it (action ``create``, ``edit``,
+    ``disable`` or ``delete``, and the fields before and after), the entries it would leave
+    unchanged, and those it would leave alone because a schedule of that name was created
+    through the API."""
+
+    changes: tuple[tuple[str, AuditNote], ...]
+    unchanged: tuple[str, ...]
+    conflicts: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"changes": [{"name": name, "action": note.action.value, "reason": note.reason,
+                             "changes": {key: [before, after]
+                                         for key, (before, after) in note.changes.items()}}
+                            for name, note in self.changes],
+                "unchanged": list(self.unchanged), "conflicts": list(self.conflicts)}
+
+
 class Schedules:
-    """The schedules stored in goatbeat's database, with the app's settings applied."""
+    """The schedules stored in goatbeat's database, with the app's settings applied.
+
+    ``actor`` names who makes the changes in the audit log (None: ``os:<user>`` of this
+    process, :func:`os_actor`); :meth:`acting_as` gives the same schedules under another."""
 
     def __init__(self, store: ScheduleStore, *,
                  config: config_module.GoatbeatConfig | None = None,
-                 triggers: TriggerRegistry | None = None, default_timezone: str = "UTC") -> None:
+                 triggers: TriggerRegistry | None = None, default_timezone: str = "UTC",
+                 actor: str | None = None) -> None:
         self.store = store
         self.config = config or config_module.GoatbeatConfig()
         self.triggers = triggers or config_module.base_registry()
         self.default_timezone = default_timezone
+        actor = os_actor() if actor is None else actor
+        problems = actor_problems(actor)
+        if problems:
+            raise ConfigurationError(problems, subject="actor")
+        self.actor = actor
 
     @classmethod
-    def from_app(cls, app: Any) -> Schedules:
+    def from_app(cls, app: Any, *, actor: str | None = None) -> Schedules:
         """Open the store named by ``app.conf.goatbeat_database_url``."""
         loaded = config_module.load(app, with_schedules=False)
         store = loaded.config.open_store()
         return cls(store, config=loaded.config, triggers=loaded.triggers,
-                   default_timezone=config_module.default_timezone(app))
+                   default_timezone=config_module.default_timezone(app), actor=actor)
+
+    def acting_as(self, actor: str) -> Schedules:
+        """The same schedules, on the same store, whose changes are recorded as made by
+        ``actor`` (a token's name, ``django:<username>``, …; at most 200 printable
+        characters, else ConfigurationError). Closing either closes the store."""
+        return Schedules(self.store, config=self.config, triggers=self.triggers,
+                         default_timezone=self.default_timezone, actor=actor)
+
+    def _note(self, action: AuditAction, reason: str | None,
+              changes: dict[str, FieldChange] | None = None) -> AuditNote:
+        return AuditNote(action=action, actor=self.actor, reason=reason,
+                         changes=changes or {})
 
     def close(self) -> None:
         self.store.close()
@@ -153,6 +210,24 @@ class Schedules:
                                          limit=limit, set_aside=set_aside, after=after,
                                          order=chosen, tags=tuple(tags))
 
+    def config_plan(self, specs: Sequence[ScheduleSpec]) -> ConfigPlan:
+        """What a config sync of ``specs`` (an app's ``beat_schedule``, as
+        :func:`goatbeat_celery.config.synced_schedules` reads it) would change in the database
+        now, with this app's pruning settings; decided by the rule config sync applies
+        (:func:`~goatbeat_celery.core.rules.sync.plan_config_sync`). Reads only."""
+        now = self.store.now()
+        wanted = {spec.name for spec in specs}
+        stored = {schedule.name: schedule for schedule in self.store.list_schedules()
+                  if schedule.name in wanted or schedule.spec.source is ScheduleSource.CONFIG}
+        settings = self.config.settings
+        plan = plan_config_sync(
+            {name: stored_summary(schedule) for name, schedule in stored.items()},
+            [SyncEntry(spec=spec, next_occurrence_at=None, next_run_at=None) for spec in specs],
+            prune_before=now - settings.config_prune_grace if settings.config_prune else None)
+        notes = sync_notes(plan, {name: schedule.spec for name, schedule in stored.items()})
+        return ConfigPlan(changes=tuple(notes), unchanged=plan.report.unchanged,
+                          conflicts=plan.report.conflicts)
+
     def counts(self) -> ScheduleCounts:
         """How many schedules there are, in all, paused, set aside and by source."""
         return self.store.count_schedules()
@@ -176,6 +251,25 @@ class Schedules:
                       if spec.calendars else None)
         return upcoming_runs(schedule, lambda instant: first_occurrence(trigger, instant, offset),
                              count, delay=spec.delay(), exclusions=exclusions)
+
+    def audit(self, name: str | None = None, *, limit: int = 50,
+              before_id: int | None = None) -> builtins.list[AuditEntry]:
+        """The audit log, newest first: the changes of the schedule ``name`` (one that exists
+        or existed: a deleted schedule's entries stay until the retention prunes them), or of
+        every schedule; at most ``limit`` (1 to
+        :data:`~goatbeat_celery.core.rules.validation.MAX_LIMIT`); with ``before_id``, those
+        older than that entry (the next page)."""
+        problems = [*_text_problems(name, "name"), *_limit_problems(limit)]
+        if before_id is not None and (isinstance(before_id, bool)
+                                      or not isinstance(before_id, int) or before_id < 1):
+            problems.append(Problem("before_id", "expected an entry's id (a positive integer), "
+                                    f"got {shown_value(before_id)}"))
+        if problems:
+            raise ConfigurationError(problems, subject="audit arguments")
+        # An id past what a database holds is past every entry.
+        return self.store.audit_log(
+            schedule_name=name, limit=limit,
+            before_id=None if before_id is None else min(before_id, _MAX_ROW_ID))
 
     def history(self, name: str, *, limit: int = 20) -> builtins.list[Execution]:
         """The schedule's executions, newest first, at most ``limit`` (1 to
@@ -202,7 +296,8 @@ class Schedules:
     # -- writing -------------------------------------------------------------------------
     def create(
         self, name: str, task: str, *, every: Duration | None = None, cron: str | None = None,
-        at: datetime | None = None, timezone: str | None = None, args: tuple[Any, ...] = (),
+        at: datetime | str | None = None, timezone: str | None = None,
+        args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
         misfire_policy: MisfirePolicy | str | None = None, misfire_grace: Duration | None = None,
         max_catchup: int | None = None, offset: Duration | None = None,
@@ -213,15 +308,17 @@ class Schedules:
         failure_backoff: Duration | None = None, failure_backoff_factor: float | None = None,
         failure_backoff_max: Duration | None = None, pause_after_failures: int | None = None,
         run_resends: int | None = None,
-        start_at: datetime | None = None, end_at: datetime | None = None,
+        start_at: datetime | str | None = None, end_at: datetime | str | None = None,
         max_runs: int | None = None, description: str | None = None,
         tags: builtins.list[str] | tuple[str, ...] = (),
         calendars: builtins.list[str] | tuple[str, ...] = (),
         alert_late: Duration | None = None, alert_failures: int | None = None,
         max_runtime: Duration | None = None, alert_silent: Duration | None = None,
+        reason: str | None = None,
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
-        (5 fields, in ``timezone``) or ``at`` (an aware instant). A cron restricting both day of
+        (5 fields, in ``timezone``) or ``at`` (an aware instant; ``at``, ``start_at`` and
+        ``end_at`` may be ISO-8601 text with an offset too). A cron restricting both day of
         month and day of week matches either (standard cron); ``day_or=False`` asks for both, as
         Celery's ``crontab`` does. Every problem is reported at once and nothing is stored.
 
@@ -244,8 +341,10 @@ class Schedules:
         ``goatbeat_alert_failures``, ``goatbeat_max_runtime``, ``goatbeat_alert_silent``):
         ``alert_late`` (a run sent this late), ``alert_failures`` (failed runs in a row),
         ``max_runtime`` (a run still running this long) and ``alert_silent`` (no success
-        this long)."""
-        problems: list[Problem] = []
+        this long).
+
+        ``reason``: why, for the audit log (every method that changes a schedule takes it)."""
+        problems: list[Problem] = reason_problems(reason)
         trigger = specs.trigger_spec(every, cron, at, timezone, problems,
                                      default_zone=self.default_timezone, day_or=day_or)
         spec = self._spec(
@@ -261,12 +360,15 @@ class Schedules:
             alert_failures=alert_failures, max_runtime=max_runtime, alert_silent=alert_silent,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
-        return self.store.create_schedule(spec, next_occurrence_at=occurrence, next_run_at=run)
+        return self.store.create_schedule(
+            spec, next_occurrence_at=occurrence, next_run_at=run,
+            audit=self._note(AuditAction.CREATE, reason, spec_changes(None, spec)))
 
     def update(self, name: str, *, every: Duration | None = None, cron: str | None = None,
-               at: datetime | None = None, timezone: str | None = None,
+               at: datetime | str | None = None, timezone: str | None = None,
                enabled: bool | None = None, day_or: bool | None = None,
-               expected_version: int | None = None, **changes: Any) -> Schedule:
+               expected_version: int | None = None, reason: str | None = None,
+               **changes: Any) -> Schedule:
         """Change some fields of a schedule (the same keywords as :meth:`create`).
 
         A changed trigger, offset, ``start_at``, ``end_at`` or ``max_runs`` reschedules it from
@@ -278,9 +380,10 @@ class Schedules:
         so does another edit made between this method's read and its write. The schedule's own
         runs and pauses never count as such an edit.
         """
+        _check_reason(reason, name)
         return self._rewrite(name, lambda current: self._updated(
             current, every=every, cron=cron, at=at, timezone=timezone, enabled=enabled,
-            day_or=day_or, changes=changes), expected_version, pin=True)
+            day_or=day_or, changes=changes, reason=reason), expected_version, pin=True)
 
     def _rewrite(self, name: str, write: Callable[[Schedule], Schedule],
                  expected_spec_version: int | None = None, *, pin: bool = False) -> Schedule:
@@ -302,8 +405,9 @@ class Schedules:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _updated(self, current: Schedule, *, every: Duration | None, cron: str | None,
-                 at: datetime | None, timezone: str | None, enabled: bool | None,
-                 day_or: bool | None, changes: dict[str, Any]) -> Schedule:
+                 at: datetime | str | None, timezone: str | None, enabled: bool | None,
+                 day_or: bool | None, changes: dict[str, Any],
+                 reason: str | None = None) -> Schedule:
         name = current.name
         problems: list[Problem] = []
         given = {key for key, value in (("every", every), ("cron", cron), ("at", at))
@@ -357,17 +461,19 @@ class Schedules:
                                           runs=current.total_runs)
         else:
             occurrence, run = current.next_occurrence_at, current.next_run_at
-        return self.store.replace_schedule(spec, next_occurrence_at=occurrence, next_run_at=run,
-                                           expected_version=current.version, pause=pause)
+        return self.store.replace_schedule(
+            spec, next_occurrence_at=occurrence, next_run_at=run,
+            expected_version=current.version, pause=pause,
+            audit=self._note(AuditAction.EDIT, reason, spec_changes(current.spec, spec)))
 
-    def pause(self, name: str, *, note: str | None = None,
-              until: datetime | None = None) -> Schedule:
+    def pause(self, name: str, *, note: str | None = None, until: datetime | None = None,
+              reason: str | None = None) -> Schedule:
         """Stop a schedule from running; its history stays. ``note`` says why (shown with the
         schedule). With ``until`` (an aware instant after now) the pause ends by itself: the
         schedule stays enabled and its next run is its first occurrence at or after ``until``
         (the occurrences inside the pause never run and are not counted missed); without, it
-        lasts until :meth:`resume`."""
-        problems = _lookup_problems(name)
+        lasts until :meth:`resume`. The audit log's reason is ``reason``, else ``note``."""
+        problems = [*_lookup_problems(name), *reason_problems(reason)]
         now = self.store.now()
         if note is not None:
             problem = description_problem(note, "note")
@@ -387,51 +493,65 @@ class Schedules:
                                             "give a later instant, or resume"))
         if problems:
             raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
-        return self._rewrite(name, lambda current: self._paused(current, note, until))
+        why = note if reason is None else reason
+        return self._rewrite(name, lambda current: self._paused(current, note, until, why))
 
-    def _paused(self, current: Schedule, note: str | None,
-                until: datetime | None) -> Schedule:
+    def _paused(self, current: Schedule, note: str | None, until: datetime | None,
+                reason: str | None = None) -> Schedule:
         _require_repair(current, set())
         if until is None:
             if not current.spec.enabled and (note is None or note == current.paused_reason):
                 return current
+            pause = PauseNote(reason=(current.paused_reason if note is None
+                                      and not current.spec.enabled else note))
             return self.store.replace_schedule(
                 replace(current.spec, enabled=False),
                 next_occurrence_at=current.next_occurrence_at,
                 next_run_at=current.next_run_at, expected_version=current.version,
-                pause=PauseNote(reason=(current.paused_reason if note is None
-                                        and not current.spec.enabled else note)))
+                pause=pause, audit=self._note(AuditAction.PAUSE, reason,
+                                              _pause_changes(current, False, pause)))
         spec = replace(current.spec, enabled=True)
         occurrence, run = self._first(spec, until, runs=current.total_runs)
+        pause = PauseNote(reason=note, until=until)
         return self.store.replace_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,
-            expected_version=current.version, pause=PauseNote(reason=note, until=until))
+            expected_version=current.version, pause=pause,
+            audit=self._note(AuditAction.PAUSE, reason, _pause_changes(current, True, pause)))
 
-    def resume(self, name: str) -> Schedule:
+    def resume(self, name: str, *, reason: str | None = None) -> Schedule:
         """Run a paused schedule again from its next occurrence after now: the occurrences
         that fell inside the pause are not run (no backlog) and not counted missed. Ends a
         pause with an end at once, too."""
-        return self._rewrite(name, self._resumed)
+        _check_reason(reason, name)
+        return self._rewrite(name, lambda current: self._resumed(current, reason))
 
-    def _resumed(self, current: Schedule) -> Schedule:
+    def _resumed(self, current: Schedule, reason: str | None = None) -> Schedule:
         _require_repair(current, set())
         if not current.paused_at(self.store.now()):
             return current
         spec = replace(current.spec, enabled=True)
         occurrence, run = self._first(spec, runs=current.total_runs)
-        return self.store.replace_schedule(spec, next_occurrence_at=occurrence, next_run_at=run,
-                                           expected_version=current.version)
+        return self.store.replace_schedule(
+            spec, next_occurrence_at=occurrence, next_run_at=run,
+            expected_version=current.version,
+            audit=self._note(AuditAction.RESUME, reason,
+                             _pause_changes(current, True, PauseNote())))
 
-    def delete(self, name: str) -> None:
-        """Remove a schedule; its executions stay as history."""
-        self.store.delete_schedule(_schedule_name(name))
+    def delete(self, name: str, *, reason: str | None = None) -> None:
+        """Remove a schedule; its executions and its audit log stay as history (until the
+        retention prunes them)."""
+        _check_reason(reason, name)
+        current = self.store.get_schedule(_schedule_name(name))
+        self.store.delete_schedule(name, audit=self._note(
+            AuditAction.DELETE, reason, spec_changes(current.spec, None)))
 
-    def run_now(self, name: str) -> Execution:
+    def run_now(self, name: str, *, reason: str | None = None) -> Execution:
         """Queue an extra run under its own key; the leader submits it within a second or so."""
+        _check_reason(reason, name)
         schedule = self.store.get_schedule(_schedule_name(name))
         _require_repair(schedule, set())
         self._check_task(schedule.spec)
-        return self.store.request_run(name)
+        return self.store.request_run(name, audit=self._note(AuditAction.RUN_NOW, reason))
 
     def _check_task(self, spec: ScheduleSpec) -> None:
         """Refuse a run of a task the allow-list does not cover. This process does not hold
@@ -445,17 +565,19 @@ class Schedules:
     @overload
     def backfill(self, name: str, start: datetime, end: datetime, *,
                  mode: BackfillMode | str = ..., newest_first: bool = ...,
-                 per_tick: int | None = ..., dry_run: Literal[False] = ...) -> Backfill: ...
+                 per_tick: int | None = ..., dry_run: Literal[False] = ...,
+                 reason: str | None = ...) -> Backfill: ...
 
     @overload
     def backfill(self, name: str, start: datetime, end: datetime, *,
                  mode: BackfillMode | str = ..., newest_first: bool = ...,
-                 per_tick: int | None = ..., dry_run: Literal[True]) -> BackfillPreview: ...
+                 per_tick: int | None = ..., dry_run: Literal[True],
+                 reason: str | None = ...) -> BackfillPreview: ...
 
     def backfill(self, name: str, start: datetime, end: datetime, *,
                  mode: BackfillMode | str = BackfillMode.MISSING, newest_first: bool = False,
-                 per_tick: int | None = None,
-                 dry_run: bool = False) -> Backfill | BackfillPreview:
+                 per_tick: int | None = None, dry_run: bool = False,
+                 reason: str | None = None) -> Backfill | BackfillPreview:
         """Run the occurrences of ``name`` in ``[start, end]`` (aware instants, ``end`` not in
         the future) that ``mode`` selects, without moving its next run: ``missing`` (no
         execution), ``failed`` (failed, lost, expired or abandoned) or ``all``. The leader
@@ -467,6 +589,7 @@ class Schedules:
         request = BackfillRequest(schedule_name=name, start=start, end=end, mode=chosen,
                                   newest_first=newest_first, per_tick=per_tick)
         problems.extend(request_problems(replace(request, mode=chosen), self.store.now()))
+        problems.extend(reason_problems(reason))
         if problems:
             raise ConfigurationError(problems, subject="backfill")
         schedule = self.store.get_schedule(_schedule_name(name))
@@ -482,7 +605,12 @@ class Schedules:
                 "split it into shorter ranges"], subject="backfill")
         request = replace(request, start=start, end=end, total=total)
         if not dry_run:
-            return self.store.create_backfill(request)
+            return self.store.create_backfill(request, audit=self._note(
+                AuditAction.BACKFILL, reason,
+                {key: (None, audit_value(value)) for key, value in (
+                    ("start", start), ("end", end), ("mode", chosen),
+                    ("newest_first", newest_first), ("per_tick", per_tick),
+                    ("total", total))}))
         return self._backfill_preview(request, trigger.next_after)
 
     def _backfill_preview(self, request: BackfillRequest,
@@ -519,9 +647,12 @@ class Schedules:
         """One backfill and its progress. Raises BackfillNotFound."""
         return self.store.get_backfill(_backfill_id(backfill_id))
 
-    def cancel_backfill(self, backfill_id: int) -> Backfill:
+    def cancel_backfill(self, backfill_id: int, *, reason: str | None = None) -> Backfill:
         """Stop a backfill: nothing more is claimed for it; what it claimed already is sent."""
-        return self.store.cancel_backfill(_backfill_id(backfill_id))
+        _check_reason(reason, f"backfill {backfill_id}")
+        return self.store.cancel_backfill(_backfill_id(backfill_id), audit=self._note(
+            AuditAction.CANCEL_BACKFILL, reason,
+            {"backfill": (backfill_id, backfill_id), "state": ("active", "cancelled")}))
 
     # -- exclusion calendars -------------------------------------------------------------
     def get_calendar(self, name: str) -> Calendar:
@@ -603,7 +734,8 @@ class Schedules:
         already in ``problems``). ``at_given``: the ``at`` of a one-time ``trigger`` was given
         by this call, and is refused unless it is still ahead."""
         name, enabled = values.pop("name"), values.pop("enabled")
-        fields = specs.spec_fields(values, problems)
+        # ISO-8601 text is read as an instant too, as a JSON document gives one.
+        fields = specs.spec_fields(values, problems, text_instants=True)
         spec = specs.checked_spec(fields, problems, name=name, trigger=trigger,
                                   enabled=enabled, source=ScheduleSource.API)
         if at_given and trigger is not None and trigger.kind == "once":
@@ -626,6 +758,34 @@ _REPAIRED_BY = {
                                     "overlap", "mode", "start_at", "end_at", "description",
                                     "tags", "calendars")},
 }
+
+
+def os_actor() -> str:
+    """``os:<user>``: the actor of the changes this process makes when none is named."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name in the environment nor the password database
+        user = "unknown"
+    return f"os:{user}"
+
+
+def _check_reason(reason: object, subject: str) -> None:
+    problems = reason_problems(reason)
+    if problems:
+        raise ConfigurationError(problems, subject=f"schedule {quoted_name(subject)}")
+
+
+def _pause_changes(current: Schedule, enabled: bool,
+                   pause: PauseNote) -> dict[str, FieldChange]:
+    """What a pause or a resume changes: ``enabled``, the pause's end and its note."""
+    changes: dict[str, FieldChange] = {}
+    for key, before, after in (
+            ("enabled", current.spec.enabled, enabled),
+            ("paused_until", current.paused_until, pause.until),
+            ("paused_reason", current.paused_reason, pause.reason)):
+        if before != after:
+            changes[key] = (audit_value(before), audit_value(after))
+    return changes
 
 
 def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
@@ -675,8 +835,8 @@ def _lookup_problems(name: object) -> builtins.list[Problem]:
     return [] if isinstance(name, str) else name_problems(name)
 
 
-#: The largest backfill id a store can hold (a 64-bit integer).
-_MAX_BACKFILL_ID = 2**63 - 1
+#: The largest id a store can hold (a 64-bit integer): of a backfill, of an audit entry.
+_MAX_ROW_ID = _MAX_BACKFILL_ID = 2**63 - 1
 
 
 def _backfill_id(backfill_id: int) -> int:

@@ -179,6 +179,21 @@ def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
     return LoadedConfig(config=config, schedules=tuple(specs), triggers=registry, lazy=lazy)
 
 
+def synced_schedules(app: Any, loaded: LoadedConfig) -> tuple[ScheduleSpec, ...]:
+    """The schedules config sync writes: those of ``beat_schedule``, and Celery's own daily
+    result cleanup as its default scheduler adds it (unless the entries name it, or the result
+    backend expires results by itself)."""
+    specs = loaded.schedules
+    if any(spec.name == "celery.backend_cleanup" for spec in specs):
+        return specs
+    if not app.conf.result_expires or app.backend.supports_autoexpire:
+        return specs
+    entry = {"task": "celery.backend_cleanup", "schedule": celery_schedules.crontab("0", "4", "*"),
+             "options": {"expires": 12 * 3600}}
+    spec = entry_to_spec("celery.backend_cleanup", entry, default_timezone(app), [], {})
+    return specs if spec is None else (*specs, spec)
+
+
 def base_registry() -> TriggerRegistry:
     """The trigger kinds every process knows: interval, once and cron."""
     return cron.register(TriggerRegistry.default())

@@ -58,16 +58,21 @@ def given_triggers(values: Mapping[str, Any]) -> list[str]:
     return [key for key in ("every", "cron", "at") if values.get(key) is not None]
 
 
-def trigger_spec(every: Duration | None, cron: str | None, at: datetime | None,
+def trigger_spec(every: Duration | None, cron: str | None, at: datetime | str | None,
                  timezone: str | None, problems: list[Problem], *, default_zone: str,
                  day_or: bool = True) -> TriggerSpec | None:
     """The trigger of exactly one of ``every``, ``cron`` (read in ``timezone``, by default
-    ``default_zone``) or ``at``; None with the problems appended."""
+    ``default_zone``) or ``at`` (an aware datetime, or ISO-8601 text with an offset); None
+    with the problems appended."""
     given = given_triggers({"every": every, "cron": cron, "at": at})
     if len(given) != 1:
         problems.append(Problem("trigger", "give exactly one of every=, cron= or at= "
                                 f"(got {', '.join(given) or 'none'})"))
         return None
+    if isinstance(at, str):
+        at = _instant(at, "at", problems, text=True)
+        if at is None:
+            return None
     if timezone is not None and cron is None:
         problems.append(ZONE_WITHOUT_CRON)
         return None

@@ -16,7 +16,6 @@ from functools import partial
 from typing import Any
 
 from celery import beat
-from celery.schedules import crontab
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.beat import observability, webhooks
@@ -25,7 +24,6 @@ from goatbeat_celery.beat.health import HealthEndpoints, Liveness
 from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
-from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.display import with_migrate_command
 from goatbeat_celery.store import mask_url
 
@@ -109,7 +107,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             settings=config.settings,
             holder=holder,
             triggers=loaded.triggers,
-            config_schedules=(*loaded.schedules, *self._default_entries(loaded.schedules)),
+            config_schedules=config_module.synced_schedules(self.app, loaded),
             task_allowed=config.task_allowed,
             observer=self._observability.observer,
             runs=store,
@@ -209,20 +207,6 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
     def _leading(self) -> bool:
         engine = self._engine
         return engine is not None and engine.is_leader()
-
-    def _default_entries(self, specs: tuple[ScheduleSpec, ...]) -> list[ScheduleSpec]:
-        """Celery's own daily result cleanup, as the default scheduler would add it."""
-        if any(spec.name == "celery.backend_cleanup" for spec in specs):
-            return []
-        if not self.app.conf.result_expires or self.app.backend.supports_autoexpire:
-            return []
-        entry = {"task": "celery.backend_cleanup", "schedule": crontab("0", "4", "*"),
-                 "options": {"expires": 12 * 3600}}
-        problems: list[str] = []
-        spec = config_module.entry_to_spec(
-            "celery.backend_cleanup", entry, config_module.default_timezone(self.app),
-            problems, {})
-        return [spec] if spec is not None else []
 
 
 #: Signals Celery's beat service stops on (it closes the scheduler, then raises SystemExit).

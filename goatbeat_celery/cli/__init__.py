@@ -12,6 +12,8 @@ given by ``-A`` and reads goatbeat's settings (``goatbeat_database_url``, …) f
     celery -A proj goatbeat run-now report       # an extra run, sent by the leader
     celery -A proj goatbeat history report
     celery -A proj goatbeat alerts               # open alerts: missed, failed, lost, silent...
+    celery -A proj goatbeat audit report         # who changed it, when, why, what
+    celery -A proj goatbeat sync --plan          # what beat_schedule would change (exit 2)
     celery -A proj goatbeat migrate              # bring the schema to this version
     celery -A proj goatbeat check                # settings, beat_schedule, database, schema
     celery -A proj goatbeat health               # this host's replica: 0 leads, 3 standby, …
@@ -29,6 +31,7 @@ from __future__ import annotations
 # Each command module adds its commands to the group when imported.
 from goatbeat_celery.cli import (  # noqa: F401
     alerts,
+    audit,
     backfills,
     calendars,
     dashboard,
@@ -37,6 +40,7 @@ from goatbeat_celery.cli import (  # noqa: F401
     schedules,
     schema,
     status,
+    tokens,
 )
 from goatbeat_celery.cli.group import goatbeat
 

@@ -12,7 +12,7 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery import display
 from goatbeat_celery.cli.context import app_command, lease_manager, opened, reported
 from goatbeat_celery.cli.group import goatbeat
-from goatbeat_celery.cli.options import InstantParam, json_option
+from goatbeat_celery.cli.options import InstantParam, json_option, reason_option
 from goatbeat_celery.cli.output import emit, say, warn
 from goatbeat_celery.core.rules.backfill import MAX_PER_TICK, BackfillMode
 from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
@@ -34,10 +34,12 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 @click.option("--per-tick", type=click.IntRange(min=1, max=MAX_PER_TICK), metavar="N",
               help="Occurrences the leader claims a tick (default: goatbeat_backfill_per_tick).")
 @click.option("--dry-run", is_flag=True, help="List what would run; store nothing.")
+@reason_option
 @json_option
 @click.pass_context
 def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode: str,
-             newest_first: bool, per_tick: int | None, dry_run: bool, as_json: bool) -> None:
+             newest_first: bool, per_tick: int | None, dry_run: bool, reason: str | None,
+             as_json: bool) -> None:
     """Run NAME's occurrences between --from and --to that --mode selects, without moving its
     next run; the leader sends them after the live schedules, a few each tick."""
     with opened(ctx) as schedules, reported(), _backfill_options():
@@ -46,7 +48,8 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
                                          per_tick=per_tick, dry_run=True)
         else:
             created = schedules.backfill(name, start, end, mode=mode,
-                                         newest_first=newest_first, per_tick=per_tick)
+                                         newest_first=newest_first, per_tick=per_tick,
+                                         reason=reason)
             settings = schedules.config.settings
             # The leader of the schedule's shard runs its backfills.
             lease_name = shard_lease_name(settings.lease_name, shard_of(name, settings.shards))
@@ -73,7 +76,7 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
 
 #: Fields of a backfill request → the options of ``backfill`` that give them.
 _BACKFILL_OPTION = {"start": "--from", "end": "--to", "mode": "--mode",
-                    "per_tick": "--per-tick", "range": "--from/--to"}
+                    "per_tick": "--per-tick", "range": "--from/--to", "reason": "--reason"}
 
 
 @contextmanager
@@ -118,12 +121,14 @@ def backfills(ctx: click.Context, name: str | None, active: bool | None, limit: 
 
 @goatbeat.command(name="backfill-cancel", cls=CeleryCommand)
 @click.argument("backfill_id", type=click.IntRange(min=1), metavar="ID")
+@reason_option
 @json_option
 @click.pass_context
-def backfill_cancel(ctx: click.Context, backfill_id: int, as_json: bool) -> None:
+def backfill_cancel(ctx: click.Context, backfill_id: int, reason: str | None,
+                    as_json: bool) -> None:
     """Stop backfill ID: nothing more is claimed for it; what it claimed is still sent."""
     with opened(ctx) as schedules, reported():
-        cancelled = schedules.cancel_backfill(backfill_id)
+        cancelled = schedules.cancel_backfill(backfill_id, reason=reason)
     if as_json:
         emit(display.backfill_json(cancelled))
     else:

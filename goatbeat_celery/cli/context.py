@@ -23,6 +23,7 @@ from goatbeat_celery.core.types.errors import (
     ScheduleConflict,
     ScheduleNotFound,
     StoreUnavailable,
+    TokenNotFound,
 )
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS
@@ -50,6 +51,7 @@ _OPTION_OF = {
     "tags": "--tag",
     "calendars": "--calendar",
     "note": "--note",
+    "reason": "--reason",
     "until": "--until",
     "count": "--count",
     "task": "TASK",
@@ -138,6 +140,8 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
         raise CommandError(str(exc)) from exc
     except BackfillNotFound as exc:
         raise CommandError(f"{exc}; `{app_command('backfills')}` shows the backfills") from exc
+    except TokenNotFound as exc:
+        raise CommandError(f"{exc}; `{app_command('token list')}` shows the tokens") from exc
     except StoreUnavailable as exc:
         raise DatabaseUnavailable(str(exc)) from exc
     except GoatbeatError as exc:  # SchemaOutOfDate names the migrate command

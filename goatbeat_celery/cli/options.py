@@ -33,6 +33,11 @@ def json_option(f: F) -> F:
                         help="Print a JSON document (instants in ISO-8601 UTC) for scripts.")(f)
 
 
+def reason_option(f: F) -> F:
+    return click.option("--reason", metavar="TEXT",
+                        help="Why, for the audit log (`audit NAME` shows it).")(f)
+
+
 # -- option types ---------------------------------------------------------------------------
 class JSONParam(_ParamType):
     """A JSON array or object given on the command line."""

@@ -8,7 +8,7 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery import display
 from goatbeat_celery.cli.context import lease_manager, opened, reported
 from goatbeat_celery.cli.group import goatbeat
-from goatbeat_celery.cli.options import json_option
+from goatbeat_celery.cli.options import json_option, reason_option
 from goatbeat_celery.cli.output import emit, say, warn
 from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
 from goatbeat_celery.core.rules.validation import MAX_LIMIT
@@ -16,12 +16,13 @@ from goatbeat_celery.core.rules.validation import MAX_LIMIT
 
 @goatbeat.command(name="run-now", cls=CeleryCommand)
 @click.argument("name")
+@reason_option
 @json_option
 @click.pass_context
-def run_now(ctx: click.Context, name: str, as_json: bool) -> None:
+def run_now(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> None:
     """Queue an extra run of NAME under its own key; the leader sends it."""
     with opened(ctx) as schedules, reported():
-        execution = schedules.run_now(name)
+        execution = schedules.run_now(name, reason=reason)
         settings = schedules.config.settings
         # The leader of the schedule's shard sends it.
         lease_name = shard_lease_name(settings.lease_name, shard_of(name, settings.shards))

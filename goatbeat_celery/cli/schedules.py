@@ -15,6 +15,7 @@ from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import (
     InstantParam,
     json_option,
+    reason_option,
     spec_changes,
     spec_options,
     trigger_choice,
@@ -86,17 +87,18 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.argument("name")
 @click.argument("task")
 @spec_options(editing=False)
+@reason_option
 @json_option
 @click.pass_context
-def add(ctx: click.Context, /, name: str, task: str, paused: bool, as_json: bool,
-        **given: Any) -> None:
+def add(ctx: click.Context, /, name: str, task: str, paused: bool, reason: str | None,
+        as_json: bool, **given: Any) -> None:
     """Store a new schedule NAME sending TASK (give one of --every, --cron or --at)."""
     trigger = trigger_choice(given, required=True)
     with opened(ctx) as schedules:
         with reported(as_options=True):
             try:
                 schedule = schedules.create(name, task, enabled=not paused, **trigger,
-                                            **spec_changes(given, None))
+                                            **spec_changes(given, None), reason=reason)
             except ScheduleConflict as exc:
                 raise CommandError(f"{exc}; change it with `edit`") from exc
         warn_unknown_task(ctx, task)
@@ -106,10 +108,11 @@ def add(ctx: click.Context, /, name: str, task: str, paused: bool, as_json: bool
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
 @spec_options(editing=True)
+@reason_option
 @json_option
 @click.pass_context
-def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
-         **given: Any) -> None:
+def edit(ctx: click.Context, /, name: str, paused: bool | None, reason: str | None,
+         as_json: bool, **given: Any) -> None:
     """Change schedule NAME: only the options given change.
 
     A new trigger, offset or jitter reschedules it from now; other changes keep its next run.
@@ -123,7 +126,8 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
             trigger = trigger_choice(given, required=False, current=current)
             changes = spec_changes(given, current)
             enabled = None if paused is None else not paused
-            schedule = schedules.update(name, enabled=enabled, **trigger, **changes)
+            schedule = schedules.update(name, enabled=enabled, **trigger, **changes,
+                                        reason=reason)
         if schedule.version != current.version:
             warn_config_source(schedule, "puts back the configured version")
         if given.get("task") is not None:
@@ -137,30 +141,32 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, as_json: bool,
 @click.option("--until", type=InstantParam(), metavar="ISO",
               help="End the pause by itself at this instant: the schedule then runs from its "
                    "first occurrence at or after it.")
+@reason_option
 @json_option
 @click.pass_context
 def pause(ctx: click.Context, name: str, note: str | None, until: datetime | None,
-          as_json: bool) -> None:
+          reason: str | None, as_json: bool) -> None:
     """Stop schedule NAME from running (its history stays), until resumed or --until."""
     with opened(ctx) as schedules:
         with reported():
             current = schedules.get(name)
         # The note and the end are named as typed; a damaged row's columns as stored.
         with reported(as_options=True, stored=current.damage):
-            schedule = schedules.pause(name, note=note, until=until)
+            schedule = schedules.pause(name, note=note, until=until, reason=reason)
         warn_config_source(schedule, "enables it again (set its goatbeat.enabled to False)")
         show_schedule(schedules, schedule, as_json, headline=f"paused {name!r}")
 
 
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
+@reason_option
 @json_option
 @click.pass_context
-def resume(ctx: click.Context, name: str, as_json: bool) -> None:
+def resume(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> None:
     """Run paused schedule NAME again from its next occurrence (no backlog)."""
     with opened(ctx) as schedules:
         with reported():
-            schedule = schedules.resume(name)
+            schedule = schedules.resume(name, reason=reason)
         show_schedule(schedules, schedule, as_json, headline=f"resumed {name!r}")
 
 
@@ -187,9 +193,10 @@ def next_(ctx: click.Context, name: str, count: int, as_json: bool) -> None:
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@reason_option
 @json_option
 @click.pass_context
-def remove(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
+def remove(ctx: click.Context, name: str, yes: bool, reason: str | None, as_json: bool) -> None:
     """Delete schedule NAME; its executions stay as history."""
     with opened(ctx) as schedules:
         with reported():
@@ -199,7 +206,7 @@ def remove(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
                                       f"({display.describe_trigger(schedule.spec.trigger)}, "
                                       f"{schedule.spec.task})?"), abort=True, err=True)
         with reported():
-            schedules.delete(name)
+            schedules.delete(name, reason=reason)
         warn_config_source(schedule, "creates it again")
     if as_json:
         emit({"removed": name})

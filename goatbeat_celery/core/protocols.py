@@ -14,6 +14,7 @@ from goatbeat_celery.core.rules.backfill import Backfill, BackfillRequest, Backf
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.rules.runs import RunEvent, RunRecord
 from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.audit import AuditEntry, AuditNote
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
@@ -34,6 +35,7 @@ from goatbeat_celery.core.types.tick import (
     SubmitResult,
     Waiting,
 )
+from goatbeat_celery.core.types.tokens import ApiToken
 
 
 class LeaseManager(Protocol):
@@ -101,6 +103,15 @@ class ScheduleStore(Protocol):
     :meth:`mark_expired`, :meth:`record_failures`, :meth:`prune`) notify no one: the leader
     knows what it wrote, and a standby has nothing to do until it leads.
 
+    Audit: the writes an operator or config sync makes to a schedule take an ``audit``
+    :class:`~goatbeat_celery.core.types.audit.AuditNote` (:meth:`create_schedule`,
+    :meth:`replace_schedule`, :meth:`delete_schedule`, :meth:`request_run`,
+    :meth:`create_backfill`, :meth:`cancel_backfill`); given one, the store writes it as an
+    entry of the audit log of the schedule named, at the store's clock, in the transaction of
+    the change: both are committed or neither is, and a write refused or that changes nothing
+    records nothing. :meth:`sync_config` records an entry for each schedule it changes, as
+    :func:`goatbeat_celery.core.rules.audit.sync_notes` says.
+
     ``wakes_on_every_change``: true when :meth:`wait` is woken by those writes from any
     process, and by the end of a run that a schedule's run policy waits on (a worker's report
     through :class:`goatbeat_celery.core.protocols.RunLog`). The leader then sleeps until the next
@@ -127,16 +138,16 @@ class ScheduleStore(Protocol):
     # -- schedules -----------------------------------------------------------------------
     def create_schedule(
         self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
-        next_run_at: datetime | None,
+        next_run_at: datetime | None, audit: AuditNote | None = None,
     ) -> Schedule:
         """Insert a new schedule with version 1. Raises ScheduleConflict if the name exists.
-        Notifies waiting replicas."""
+        Notifies waiting replicas. Records ``audit``."""
         ...
 
     def replace_schedule(
         self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
         next_run_at: datetime | None, expected_version: int | None = None,
-        pause: PauseNote | None = None,
+        pause: PauseNote | None = None, audit: AuditNote | None = None,
     ) -> Schedule:
         """Overwrite a schedule's spec and next times, incrementing its version.
 
@@ -146,13 +157,13 @@ class ScheduleStore(Protocol):
         :data:`~goatbeat_celery.core.loop.settlement.RESUME_CLEARS` (the reason a schedule paused
         itself, its end, its failures in a row). With ``pause``, its reason and end are then
         written in ``paused_reason`` and ``paused_until`` (a pause, or an edit during one).
-        Raises ScheduleNotFound. Notifies waiting replicas.
+        Raises ScheduleNotFound. Notifies waiting replicas. Records ``audit``.
         """
         ...
 
-    def delete_schedule(self, name: str) -> None:
-        """Delete the schedule (its executions stay as history). Raises ScheduleNotFound.
-        Notifies waiting replicas."""
+    def delete_schedule(self, name: str, *, audit: AuditNote | None = None) -> None:
+        """Delete the schedule (its executions and audit entries stay as history). Raises
+        ScheduleNotFound. Notifies waiting replicas. Records ``audit``."""
         ...
 
     def get_schedule(self, name: str) -> Schedule:
@@ -224,11 +235,14 @@ class ScheduleStore(Protocol):
         read."""
         ...
 
-    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant,
+                    prune_after: timedelta | None = None) -> SyncReport:
         """Apply config entries as :func:`goatbeat_celery.core.rules.sync.plan_config_sync`
-        decides, in one transaction fenced by ``lease``
+        decides (with ``prune_after``, pruning on: ``prune_before`` = store-now minus it), in
+        one transaction fenced by ``lease``
         (:func:`goatbeat_celery.core.rules.fence.check_fence`: LeaseLost if stale, nothing
-        changed)."""
+        changed), with an audit entry for each schedule created, rewritten, disabled or
+        deleted (:func:`goatbeat_celery.core.rules.audit.sync_notes`, actor ``config``)."""
         ...
 
     # -- claiming ------------------------------------------------------------------------
@@ -342,10 +356,11 @@ class ScheduleStore(Protocol):
         (given up: never resubmitted)."""
         ...
 
-    def request_run(self, name: str) -> Execution:
+    def request_run(self, name: str, *, audit: AuditNote | None = None) -> Execution:
         """Queue an extra run of ``name`` now, under its own key (manual), as a ``claimed``
         execution the leader submits with its pending ones. Raises ScheduleNotFound.
-        Notifies waiting replicas."""
+        Notifies waiting replicas. Records ``audit``, with the run's key added to its changes
+        as ``run``."""
         ...
 
     def oldest_pending(self) -> Execution | None:
@@ -355,10 +370,12 @@ class ScheduleStore(Protocol):
         ...
 
     # -- backfills -----------------------------------------------------------------------
-    def create_backfill(self, request: BackfillRequest) -> Backfill:
+    def create_backfill(self, request: BackfillRequest, *,
+                        audit: AuditNote | None = None) -> Backfill:
         """Store ``request`` (checked by the caller) as a new ``active`` backfill with the next
         id, nothing examined, ``created_at`` = store-now; notify waiting replicas. Raises
-        ScheduleNotFound when its schedule does not exist."""
+        ScheduleNotFound when its schedule does not exist. Records ``audit``, with the
+        backfill's id added to its changes as ``backfill``."""
         ...
 
     def get_backfill(self, backfill_id: int) -> Backfill:
@@ -380,9 +397,11 @@ class ScheduleStore(Protocol):
         (and harmless stand-ins), never raised. Reads only."""
         ...
 
-    def cancel_backfill(self, backfill_id: int) -> Backfill:
+    def cancel_backfill(self, backfill_id: int, *,
+                        audit: AuditNote | None = None) -> Backfill:
         """Mark an active backfill ``cancelled`` (finished_at = store-now); its executions
-        claimed already stay. A finished one is returned unchanged. Raises BackfillNotFound."""
+        claimed already stay. A finished one is returned unchanged (nothing recorded). Raises
+        BackfillNotFound. Records ``audit`` under the backfill's schedule."""
         ...
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
@@ -423,9 +442,20 @@ class ScheduleStore(Protocol):
         """Delete up to ``limit`` executions that are neither ``claimed`` nor ``held`` and were
         claimed before ``before``, up to ``limit`` backfills that finished before ``before``
         (active ones are never deleted), up to ``limit`` alerts resolved before ``before``
-        (open ones are never deleted), and up to ``limit`` outbox events
+        (open ones are never deleted), up to ``limit`` outbox events
         (:class:`Outbox`) delivered before ``before`` or, never delivered, created before it
-        (given up after the retention). Returns how many rows were deleted."""
+        (given up after the retention), and up to ``limit`` audit entries recorded before
+        ``before``, oldest first. Returns how many rows were deleted."""
+        ...
+
+    # -- audit log -----------------------------------------------------------------------
+    def audit_log(self, *, schedule_name: str | None = None, limit: int = 50,
+                  before_id: int | None = None) -> list[AuditEntry]:
+        """Audit entries, newest first (by id, which grows with each entry), of one schedule
+        (existing or deleted) or of all; with ``before_id``, only those older than that entry
+        (the next page). Never fails on what a row holds: what cannot be read is named in
+        ``AuditEntry.damage``. Reads only; cost grows with ``limit`` (an index by schedule
+        and id)."""
         ...
 
     def close(self) -> None:
@@ -589,4 +619,28 @@ class Outbox(Protocol):
                     limit: int = 100) -> list[OutboxEntry]:
         """Up to ``limit`` events, oldest first (``created_at``, then ``event_id``), only
         delivered ones or undelivered ones when ``delivered`` says so. Reads only."""
+        ...
+
+
+class TokenStore(Protocol):
+    """The HTTP API's tokens (:mod:`goatbeat_celery.core.types.tokens`): only a secret's
+    digest is stored, never the secret. Driver errors surface as StoreError."""
+
+    def create_token(self, token: ApiToken, digest: str) -> ApiToken:
+        """Store ``token`` with its secret's ``digest``, created at the store's now; returns it
+        as stored. ScheduleConflict when a token of that name exists (revoked ones too: a
+        name recorded against past changes is never given to someone else)."""
+        ...
+
+    def token_by_digest(self, digest: str) -> ApiToken | None:
+        """The token whose secret has ``digest`` (revoked or not), or None."""
+        ...
+
+    def list_tokens(self) -> list[ApiToken]:
+        """Every token, revoked ones included, by name."""
+        ...
+
+    def revoke_token(self, name: str) -> ApiToken:
+        """Mark the token ``name`` revoked at the store's now (once: revoking it again keeps
+        the first instant) and return it. TokenNotFound when there is none."""
         ...

@@ -4,8 +4,9 @@
 :class:`~goatbeat_celery.core.protocols.ScheduleStore`, the
 :class:`~goatbeat_celery.core.protocols.LeaseManager`, the
 :class:`~goatbeat_celery.core.protocols.RunLog` and the
-:class:`~goatbeat_celery.core.protocols.AlertLog` and the
-:class:`~goatbeat_celery.core.protocols.Outbox`.
+:class:`~goatbeat_celery.core.protocols.AlertLog`, the
+:class:`~goatbeat_celery.core.protocols.Outbox` and the
+:class:`~goatbeat_celery.core.protocols.TokenStore`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from goatbeat_celery.core.protocols import (
     Outbox,
     RunLog,
     ScheduleStore,
+    TokenStore,
 )
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
@@ -40,10 +42,10 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
 }
 
 
-class Store(ScheduleStore, LeaseManager, RunLog, AlertLog, Outbox, Protocol):
+class Store(ScheduleStore, LeaseManager, RunLog, AlertLog, Outbox, TokenStore, Protocol):
     """A schedule store that is also the lease manager, the run log (where workers' run
-    reports land), the alert log and the outbox (events delivered off the scheduling path), as
-    :func:`open_store` returns."""
+    reports land), the alert log, the outbox (events delivered off the scheduling path) and
+    the HTTP API's token store, as :func:`open_store` returns."""
 
 
 def open_store(url: str, *, clock: Callable[[], datetime] | None = None,

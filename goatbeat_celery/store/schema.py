@@ -30,6 +30,11 @@ ALERT_TABLE = "goatbeat_alert"
 #: The sequence PostgreSQL numbers alerts with (the beat role needs USAGE on it).
 ALERT_ID_SEQUENCE = f"{ALERT_TABLE}_id_seq"
 OUTBOX_TABLE = "goatbeat_outbox"
+AUDIT_TABLE = "goatbeat_audit"
+#: The sequence PostgreSQL numbers audit entries with (the roles that change schedules need
+#: USAGE on it).
+AUDIT_ID_SEQUENCE = f"{AUDIT_TABLE}_id_seq"
+API_TOKEN_TABLE = "goatbeat_api_token"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -481,4 +486,36 @@ sa.Index(
     outbox_table.c.delivered_at,
     postgresql_where=sa.text(DELIVERED_PREDICATE),
     sqlite_where=sa.text(DELIVERED_PREDICATE),
+)
+
+# The audit log: one row per change of a schedule, written in the transaction of the change.
+# No foreign key: the entries of a deleted schedule stay, until the retention prunes them.
+audit_table = sa.Table(
+    AUDIT_TABLE,
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("schedule_name", _identifier(), nullable=False),
+    sa.Column("at", UTCDateTime(), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("actor", sa.Text(), nullable=False),
+    sa.Column("reason", sa.Text(), nullable=True),
+    # {"field": [before, after], ...}
+    sa.Column("changes", _json(), nullable=False),
+)
+# A schedule's entries, newest first; and the oldest entries, for pruning.
+sa.Index("ix_goatbeat_audit_schedule", audit_table.c.schedule_name, audit_table.c.id)
+sa.Index("ix_goatbeat_audit_at", audit_table.c.at)
+
+# The HTTP API's tokens (core.types.tokens): a secret's SHA-256 digest, never the secret.
+# scopes is a comma-separated list of read, write, run.
+api_token_table = sa.Table(
+    API_TOKEN_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False, unique=True),
+    sa.Column("scopes", sa.Text(), nullable=False),
+    sa.Column("prefix", sa.Text(), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("revoked_at", UTCDateTime(), nullable=True),
 )

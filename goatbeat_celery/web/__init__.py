@@ -12,7 +12,9 @@ Served by ``celery -A proj goatbeat web``, or mounted in your own ASGI applicati
     routes = [..., Mount("/beat", app=beat)]
 
 Pages are rendered on the server (Jinja, autoescaped); no script runs and nothing is loaded
-from outside the package. Every change goes through :class:`~goatbeat_celery.api.Schedules`.
+from outside the package. The same application serves the JSON API under ``/api/v1``
+(:mod:`goatbeat_celery.web.api`, bearer tokens of its own). Every change goes through
+:class:`~goatbeat_celery.api.Schedules`.
 """
 
 from goatbeat_celery.web.app import create_app

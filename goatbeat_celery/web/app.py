@@ -36,6 +36,7 @@ from goatbeat_celery.core.rules.calendars import resolve
 from goatbeat_celery.core.rules.controls import upcoming_runs
 from goatbeat_celery.core.rules.misfire import first_occurrence
 from goatbeat_celery.core.rules.shards import Replica, Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.types.audit import AuditEntry
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
     CalendarInUse,
@@ -53,6 +54,7 @@ from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import forms, present
+from goatbeat_celery.web.api import api_routes
 from goatbeat_celery.web.chart import Chart, lateness_chart
 from goatbeat_celery.web.security import (
     CSRF_COOKIE,
@@ -77,6 +79,8 @@ CHART_EXECUTIONS = 500
 #: Alerts the overview lists (open ones) and a schedule's page (open, then the last resolved).
 ALERTS_SHOWN = 20
 HISTORY_SHOWN = 50
+#: The newest changes of a schedule its page shows (``celery goatbeat audit NAME`` pages on).
+AUDIT_SHOWN = 20
 #: Runs read for a schedule's page: its runtime percentiles and its filter by outcome look at
 #: these (the newest), the table shows the first HISTORY_SHOWN that pass the filter.
 RUNS_READ = 500
@@ -125,15 +129,17 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     """The dashboard as an ASGI application over ``schedules``.
 
     Mount it inside another Starlette or FastAPI application (``Mount("/beat", app=...)``):
-    links and cookies follow the mount path. ``settings`` guard it (token, read-only); with no
-    token, serve it on loopback only. ``close_on_shutdown`` closes ``schedules`` when the
-    application shuts down (the ``web`` command passes it; an embedding application that owns
-    ``schedules`` leaves it False).
+    links and cookies follow the mount path. The JSON API is served by the same application,
+    under ``/api/v1`` (:mod:`goatbeat_celery.web.api`). ``settings`` guard it (token,
+    read-only); with no token, serve it on loopback only. ``close_on_shutdown`` closes
+    ``schedules`` when the application shuts down (the ``web`` command passes it; an embedding
+    application that owns ``schedules`` leaves it False).
     """
     settings = settings or WebSettings()
     problems = settings.problems()
     if problems:
         raise ConfigurationError(problems, subject="goatbeat web")
+    schedules = schedules.acting_as(settings.actor)
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -145,7 +151,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         lateness=display.lateness, run_status=display.run_status, version=__version__,
         ago=present.ago, after=present.after, pill=present.pill, short_key=present.short_key,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,
-        state_pill=present.state_pill,
+        state_pill=present.state_pill, audit_changes=display.audit_changes_text,
+        audit_action=display.audit_action,
     )
     environment.filters["breakable"] = present.breakable
     context = _Context(
@@ -192,6 +199,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/login", _login, "login", ["GET", "POST"], public=True, read_only_too=True),
         route("/logout", _logout, "logout", ["POST"], read_only_too=True),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+        # The JSON API: its own checks (bearer tokens, never cookies), see web/api.py.
+        *api_routes(schedules, settings),
     ]
 
     @contextlib.asynccontextmanager
@@ -546,6 +555,7 @@ class _Detail:
     backfills: list[Backfill] = field(default_factory=list)
     #: Its open alerts, and the last few resolved.
     alerts: list[Alert] = field(default_factory=list)
+    audit: list[AuditEntry] = field(default_factory=list)
 
 
 def _upcoming(context: _Context, schedule: Schedule) -> tuple[list[datetime], str | None]:
@@ -586,7 +596,8 @@ def _read_detail(context: _Context, name: str, outcome: str = "") -> _Detail:
     return _Detail(schedule, shown[:HISTORY_SHOWN], now, runs, problem,
                    lateness_chart(read, now, limit=RUNS_READ), read=len(read),
                    outcomes=outcomes, runtimes=present.percentiles(runtimes),
-                   measured=len(runtimes), backfills=backfills, alerts=alerts)
+                   measured=len(runtimes), backfills=backfills, alerts=alerts,
+                   audit=context.schedules.audit(name, limit=AUDIT_SHOWN))
 
 
 def _read_only_reason(schedule: Schedule) -> str | None:
@@ -671,7 +682,8 @@ async def _edit(request: Request, context: _Context, form: FormData) -> Response
         try:
             await _call(functools.partial(
                 context.schedules.update, name, **trigger, **call, **policies,
-                expected_version=_count(version) if version else None))
+                expected_version=_count(version) if version else None,
+                reason=_text(form, "reason") or None))
         except ScheduleConflict as exc:
             changed = display.changed_since_read(name, forms.read_values(form), forms.stored_values(
                 await _call(context.schedules.get, name), context.schedules.default_timezone))
@@ -706,7 +718,13 @@ async def _delete(request: Request, context: _Context, form: FormData) -> Respon
     if _text(form, "confirm") != "remove":
         # Only the confirmation page's button removes: any other post is asked to confirm.
         return RedirectResponse(_link(request, "delete_confirm", name=name), status_code=303)
-    await _call(context.schedules.delete, name)
+    try:
+        await _call(functools.partial(context.schedules.delete, name,
+                                      reason=_text(form, "reason") or None))
+    except ConfigurationError as exc:
+        state = forms.FormState(forms.stored_values(current, context.schedules.default_timezone))
+        state.add_refusal(exc)
+        return await _schedule_page(request, context, state=state, status_code=422)
     return RedirectResponse(_link(request, "schedules", notice="removed"), status_code=303)
 
 

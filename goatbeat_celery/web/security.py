@@ -67,6 +67,7 @@ class WebSettings:
     ``allowed_hosts``: names besides the loopback ones a request's ``Host`` may give (the name
     a reverse proxy or a tunnel reaches the dashboard by); checked with or without a token.
     ``session_lifetime``: how long a sign-in lasts.
+    ``actor``: who the audit log says made the changes made here.
     """
 
     token: str | None = None
@@ -74,6 +75,7 @@ class WebSettings:
     secure_cookies: bool = False
     allowed_hosts: tuple[str, ...] = ()
     session_lifetime: timedelta = SESSION_LIFETIME
+    actor: str = "dashboard"
 
     def problems(self) -> list[str]:
         found = []

@@ -19,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from goatbeat_celery.core.rules.calendars import Calendar
+from goatbeat_celery.core.types.audit import AuditAction, AuditNote
 from goatbeat_celery.core.types.errors import StoreError, StoreUnavailable
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.tick import SET_ASIDE_RETRY, PlannedClaim
@@ -27,7 +28,7 @@ from goatbeat_celery.store.url import normalise_url
 from goatbeat_celery.testing import build_engine
 
 from .conftest import Store
-from .support import RecordingSubmitter, create_due
+from .support import RecordingSubmitter, create_due, interval_spec
 
 
 @dataclass
@@ -297,3 +298,19 @@ def test_a_set_aside_row_waits_for_its_retry_time(database: Database) -> None:
     assert schedule.next_run_at is not None and schedule.fault_at is not None
     assert schedule.next_run_at > database.store.now()
     assert schedule.next_run_at <= schedule.fault_at + SET_ASIDE_RETRY
+
+
+@pytest.mark.parametrize("changes", ['"text"', '{"task": "not a pair"}', '[1, 2]'],
+                         ids=["string", "not-pairs", "array"])
+def test_an_audit_entry_broken_by_hand_is_read_naming_its_damage(database: Database,
+                                                                 changes: str) -> None:
+    database.store.create_schedule(interval_spec("job"), next_occurrence_at=None,
+                                   next_run_at=None,
+                                   audit=AuditNote(action=AuditAction.CREATE, actor="os:ops"))
+    with database.raw.begin() as conn:
+        conn.execute(sa.text("UPDATE goatbeat_audit SET changes = :v, action = 'renamed'"),
+                     {"v": changes})
+
+    [entry] = database.store.audit_log(schedule_name="job")
+    assert (entry.changes, entry.action, entry.actor) == ({}, "renamed", "os:ops")
+    assert entry.damage == ("changes: expected a JSON object of [before, after] pairs",)

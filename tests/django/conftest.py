@@ -120,7 +120,7 @@ def api(django_db: str) -> Iterator[Schedules]:
     engine = sa.create_engine(django_db, poolclass=sa.NullPool)
     with engine.begin() as connection:
         connection.execute(sa.text("TRUNCATE goatbeat_schedule, goatbeat_execution, "
-                                   "goatbeat_lease, goatbeat_calendar"))
+                                   "goatbeat_lease, goatbeat_calendar, goatbeat_audit"))
     engine.dispose()
     with Schedules(open_store(django_db)) as schedules:
         yield schedules

@@ -833,3 +833,25 @@ def test_alerts_are_listed_open_first_read_only_with_filters(client: Any,
     page = client.get("/admin/goatbeat/alert/")
     assert "failed &lt;b&gt;" in page.content.decode()
     assert client.get("/admin/goatbeat/alert/add/").status_code == 403
+
+
+def test_every_change_made_in_the_admin_is_in_the_audit_log_as_its_user(
+        client: Any, api: Schedules, superuser: Any) -> None:
+    actor = f"django:{superuser.get_username()}"
+    assert client.post(ADD, form_data(reason="feeds moved here")).status_code == 302
+    version = api.get("poll").spec_version
+    assert client.post(change_url("poll"), form_data(every="60", version=str(version),
+                                                     reason="slower <b>vendor</b>")
+                       ).status_code == 302
+    client.post(CHANGELIST, {"action": "pause_schedules", "_selected_action": ["poll"]})
+
+    paused, edited, created = api.audit("poll")
+    assert [(e.action.value, e.actor, e.reason) for e in (created, edited, paused)] == [
+        ("create", actor, "feeds moved here"), ("edit", actor, "slower <b>vendor</b>"),
+        ("pause", actor, None)]
+    assert edited.changes["trigger"] == ({"kind": "interval", "every": 30.0},
+                                         {"kind": "interval", "every": 60.0})
+
+    page = client.get(change_url("poll")).content.decode()
+    assert "Last changes" in page and actor in page
+    assert "trigger: " in page and "slower &lt;b&gt;vendor&lt;/b&gt;" in page

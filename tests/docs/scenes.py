@@ -32,18 +32,15 @@ def lead(app: Any, *, seconds: float, start: datetime | None = None,
     store (0: one tick, which takes the lease and syncs the config); return the keys sent. With
     ``refuse``, the broker refuses every message with that error. The lease is left held (not
     released), as a running leader holds it."""
-    from goatbeat_celery.beat.scheduler import Scheduler
-
     loaded = config_module.load(app)
-    # Celery's own cleanup entry, added the way the real scheduler adds it.
-    defaults = Scheduler(app, lazy=True)._default_entries(loaded.schedules)
     clock = ManualClock(start or datetime.now(UTC))
     store = open_store(loaded.config.database_url, clock=clock)
     submitter = RecordingSubmitter(failing=refuse is not None, failure=refuse)
     engine = build_engine(store, clock=clock, submitter=submitter,
                           settings=loaded.config.settings, holder=holder,
                           triggers=loaded.triggers,
-                          config_schedules=(*loaded.schedules, *defaults),
+                          # With Celery's own cleanup entry, as the real scheduler adds it.
+                          config_schedules=config_module.synced_schedules(app, loaded),
                           task_allowed=loaded.config.task_allowed)
     try:
         while True:

@@ -4,7 +4,7 @@ leader whose config sync failed keeps its lease, told to observers once, and syn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from goatbeat_celery.core.loop.engine import Engine
@@ -91,11 +91,12 @@ class SyncFailing:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant,
+                    prune_after: timedelta | None = None) -> SyncReport:
         if self.failures:
             self.failures -= 1
             raise StoreUnavailable("connection reset during the config sync")
-        return self._store.sync_config(entries, lease=lease)
+        return self._store.sync_config(entries, lease=lease, prune_after=prune_after)
 
 
 CLEANUP = ScheduleSpec(name="cleanup", task="app.cleanup",

@@ -93,9 +93,16 @@ def test_dashboard_find_pause_run_now_and_an_invalid_cron(page: Page, server: Se
     page.fill("#expires", "10m")
     page.fill("#options", '{"routing_key": "reports"}')
     page.fill("#kwargs", '{"format": "pdf"}')
+    page.fill("#reason", "finance wants pdf")
     page.click("#save")
     expect(page.locator(".notice")).to_have_text("Saved.")
     expect(page.locator("#spec")).to_contain_text('"priority": 7')
+    # The change log, newest first: this edit, by the dashboard, with its reason.
+    newest = page.locator("#audit-log tbody tr").first
+    expect(newest).to_contain_text("edit")
+    expect(newest).to_contain_text("dashboard")
+    expect(newest).to_contain_text("finance wants pdf")
+    expect(page.locator("#reason")).to_have_value("")
     saved = server.schedules.get("reports.daily").spec
     assert saved.options == {"priority": 7, "expires": 600, "routing_key": "reports"}
     assert saved.kwargs == {"format": "pdf"}

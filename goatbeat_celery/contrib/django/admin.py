@@ -38,6 +38,8 @@ from goatbeat_celery.store.schema import SCHEDULE_TAG_TABLE
 CONFIG_READ_ONLY = "comes from beat_schedule: change it in the Celery config"
 #: Runs the change page of a schedule lists, newest first (the executions' list has them all).
 HISTORY_LENGTH = 10
+#: Changes the change page of a schedule lists, newest first (``goatbeat audit`` has them all).
+CHANGES_LENGTH = 10
 #: Most tags the tag filter offers.
 MAX_TAG_CHOICES = 200
 
@@ -173,6 +175,7 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         ("Controls", {"classes": ("collapse",), "fields": (
             "start_at", "end_at", *_plain("controls"), "description", "tags", "calendars")}),
         ("Alerts", {"classes": ("collapse",), "fields": _plain("alerts")}),
+        ("Change log", {"fields": ("reason",)}),
     )
     #: What the change page of a stored schedule shows above the form: how it is doing (the
     #: state says until when and why it is paused).
@@ -182,8 +185,8 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
                       "misfire_policy", *(field.column for field in PLAIN_FIELDS), "mode",
                       "overlap", "start_at", "end_at", "calendars", "total_runs", "total_missed",
                       "total_skipped", "created_at", "updated_at")
-    #: Below the form: its last runs, read-only.
-    history_shown = ("history",)
+    #: Below the form: its last runs and its last changes, read-only.
+    history_shown = ("history", "changes")
 
     # -- columns -------------------------------------------------------------------------
     @admin.display(description="runs")
@@ -236,6 +239,29 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
             '<p><a href="{}?{}">all its runs</a></p>', lines, everything,
             urlencode({"schedule": row.name})))
 
+    @admin.display(description="last changes")
+    def changes(self, row: Schedule) -> str:
+        """The audit log's newest entries of the schedule: when, what, who, why, and each
+        field changed, through the API."""
+        try:
+            with integration.schedules() as api:
+                entries = api.audit(row.name, limit=CHANGES_LENGTH)
+        except GoatbeatError as exc:
+            return f"could not be read: {exc}"
+        if not entries:
+            return "none recorded"
+        lines = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+                (formats.localize(timezone.localtime(entry.at)),
+                 display.audit_action(entry.action), entry.actor,
+                 shortened(display.audit_changes_text(entry.changes), 300),
+                 entry.reason or "") for entry in entries))
+        return str(format_html(
+            '<table class="goatbeat-audit"><thead><tr><th>when</th><th>action</th><th>by</th>'
+            '<th>what changed</th><th>reason</th></tr></thead><tbody>{}</tbody></table>'
+            '<p>all of them: <code>celery -A proj goatbeat audit {}</code></p>', lines,
+            row.name))
+
     @admin.display(description="runs so far")
     def counts(self, row: Schedule) -> str:
         text = f"{row.total_runs} run, {row.total_missed} missed, {row.total_skipped} skipped"
@@ -253,6 +279,12 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         if obj is not None and obj.is_config:
             return False
         return bool(super().has_delete_permission(request, obj))
+
+    def get_form(self, request: HttpRequest, obj: Schedule | None = None,
+                 change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        # The form makes the API call (see below): it names the signed-in user.
+        return type(form.__name__, (form,), {"actor": integration.django_actor(request)})
 
     def get_fieldsets(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
         history = ("History", {"fields": self.history_shown})
@@ -290,7 +322,7 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         and this call) is gone all the same, and a database that cannot be reached deletes
         nothing: either way a message says so, and response_delete claims no success."""
         try:
-            with integration.schedules() as api:
+            with integration.schedules(integration.django_actor(request)) as api:
                 api.delete(obj.name)
         except ScheduleNotFound:
             messages.warning(request, f"{obj.name!r} was already deleted.")
@@ -374,7 +406,7 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         to, and one per row refused, with the reason. The names it was applied to."""
         changed: list[str] = []
         try:
-            with integration.schedules() as api:
+            with integration.schedules(integration.django_actor(request)) as api:
                 for row in rows:
                     if row.is_config and not config_too:
                         messages.warning(request, f"{row.name!r} was not {done}: it "

@@ -15,6 +15,7 @@ from goatbeat_celery import display
 from goatbeat_celery.contrib.django import integration
 from goatbeat_celery.contrib.django.models import Schedule
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.validation import MAX_REASON_LENGTH
 from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     GoatbeatError,
@@ -116,6 +117,8 @@ class ScheduleForm(forms.ModelForm):
         required=False, label="exclusion calendars",
         help_text="names of calendars whose dates it does not run on, separated by commas")
     enabled = forms.BooleanField(required=False, initial=True)
+    reason = forms.CharField(required=False, max_length=MAX_REASON_LENGTH,
+                             help_text="why, for the schedule's change log (optional)")
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
     #: The fields as this page showed them (:func:`shown_values`, as JSON): a refusal because
     #: the definition changed since can then say what changed.
@@ -124,6 +127,9 @@ class ScheduleForm(forms.ModelForm):
     class Meta:
         model = Schedule
         fields: tuple[str, ...] = ()
+
+    #: Who the audit log says made the change (the admin sets the signed-in user's name).
+    actor: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -157,12 +163,15 @@ class ScheduleForm(forms.ModelForm):
             return data
         adding = not self.editing
         try:
-            with integration.schedules() as api:
+            reason = data.get("reason") or None
+            with integration.schedules(self.actor) as api:
                 if adding:
-                    self.saved = api.create(data["name"], data["task"], **values)
+                    self.saved = api.create(data["name"], data["task"], **values,
+                                            reason=reason)
                 else:
                     self.saved = api.update(self.instance.pk, task=data["task"],
-                                            expected_version=data.get("version"), **values)
+                                            expected_version=data.get("version"), **values,
+                                            reason=reason)
         except ConfigurationError as exc:
             for problem in exc.details:
                 self.add_problem(problem)

@@ -44,11 +44,20 @@ def goatbeat_config() -> config_module.LoadedConfig:
 
 
 @contextmanager
-def schedules() -> Iterator[Schedules]:
-    """The Schedules API on goatbeat's database, closed afterwards."""
+def schedules(actor: str | None = None) -> Iterator[Schedules]:
+    """The Schedules API on goatbeat's database, its changes made by ``actor`` in the audit
+    log (None: this process's OS user; the admin names the signed-in user,
+    :func:`django_actor`), closed afterwards."""
     app = celery_app()
-    with Schedules.from_app(app) as opened:
+    with Schedules.from_app(app, actor=actor) as opened:
         yield opened
+
+
+def django_actor(request: Any) -> str:
+    """``django:<username>``: the admin's user, as the audit log names who made a change."""
+    user = getattr(request, "user", None)
+    name = user.get_username() if user is not None and user.is_authenticated else ""
+    return f"django:{name or 'anonymous'}"
 
 
 def database_alias() -> str | None:

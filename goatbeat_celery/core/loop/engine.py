@@ -335,7 +335,11 @@ class Engine:
             self._store_seen = (now, self._mono())
             entries = [entry for spec in self.config_schedules
                        if (entry := self._sync_entry(spec, now)) is not None]
-            report = self.store.sync_config(entries, lease=grant)
+            if self.settings.config_prune:
+                report = self.store.sync_config(
+                    entries, lease=grant, prune_after=self.settings.config_prune_grace)
+            else:
+                report = self.store.sync_config(entries, lease=grant)
         except LeaseLost:
             self._leadership.lose("fencing token refused during config sync")
             return
@@ -352,6 +356,10 @@ class Engine:
             len(report.created), len(report.updated), len(report.unchanged),
             len(report.disabled), extra={"action": "config_synced"},
         )
+        for name in report.deleted:
+            logger.warning("config schedule %r deleted: out of beat_schedule and unchanged for "
+                           "goatbeat_config_prune_grace (%s)", name,
+                           self.settings.config_prune_grace, extra={"action": "config_pruned"})
         for name in report.conflicts:
             logger.warning("config entry %r left alone: a schedule of that name was created "
                            "through the API", name, extra={"action": "config_conflict"})

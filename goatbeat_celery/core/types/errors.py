@@ -8,6 +8,7 @@
     ├── BackfillNotFound            no backfill of that id
     ├── CalendarNotFound            no exclusion calendar of that name
     ├── CalendarInUse               a calendar to delete is observed by schedules
+    ├── TokenNotFound               no API token of that name
     ├── ScheduleConflict            a name is taken, or a compare-and-set lost to a concurrent edit
     ├── LeaseLost                   the fencing token is no longer current: stop claiming
     └── StoreError                  the store failed (driver errors are wrapped here)
@@ -73,6 +74,14 @@ class CalendarNotFound(GoatbeatError, LookupError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no calendar named {name!r}")
+
+
+class TokenNotFound(GoatbeatError, LookupError):
+    """No API token has the given name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no API token named {name!r}")
 
 
 class CalendarInUse(GoatbeatError):

@@ -41,6 +41,7 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "misfire_grace": (validation.MAX_GRACE, True),
     "max_interval": (_HOUR, False),
     "retention": (validation.MAX_DURATION, True),
+    "config_prune_grace": (validation.MAX_DURATION, True),
     "retry_backoff": (_HOUR, False),
     "retry_backoff_max": (_DAY, False),
     "alert_interval": (_HOUR, False),
@@ -132,6 +133,11 @@ class Settings:
     #: How many shards the schedules are split into, each led under its own lease
     #: (core.rules.shards); 1 is a single leader under ``lease_name``.
     shards: int = 1
+    #: Delete the config schedules whose entry left ``beat_schedule`` (off: they stay,
+    #: disabled), once they have been out of it and unwritten for ``config_prune_grace``
+    #: (core.rules.sync), each deletion in the audit log.
+    config_prune: bool = False
+    config_prune_grace: _Duration = _Duration(timedelta(days=7))
     #: Alerts (core.rules.alerts), for the schedules that give no value of their own:
     #: ``late`` after this lateness, ``failed`` after this many failed runs in a row (0: off),
     #: ``overrun`` after this runtime, ``silent`` after this long without a success (None:
@@ -173,10 +179,10 @@ class Settings:
         if problem is not None:
             problems.append(problem)
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
-        for flag in ("track_runs", "alert_missed", "alert_lost"):
+        for flag in ("track_runs", "config_prune", "alert_missed", "alert_lost"):
             if not isinstance(getattr(self, flag), bool):
-                problems.append(Problem(flag, f"expected True or False, got "
-                                              f"{getattr(self, flag)!r}"))
+                problems.append(Problem(flag,
+                                        f"expected True or False, got {getattr(self, flag)!r}"))
         policy = MisfirePolicy.read(given["misfire_policy"], "misfire_policy", problems)
         object.__setattr__(self, "misfire_policy", policy or MisfirePolicy.LATEST)
         overlap = OverlapPolicy.read(given["overlap_policy"], "overlap_policy", problems)

@@ -441,3 +441,5 @@ class SyncReport:
     unchanged: tuple[str, ...] = ()
     disabled: tuple[str, ...] = ()
     conflicts: tuple[str, ...] = ()
+    #: Config rows deleted: out of config past ``goatbeat_config_prune_grace``.
+    deleted: tuple[str, ...] = ()

@@ -9,6 +9,7 @@ one class per concern, as the SQL store is, over the state of
 from __future__ import annotations
 
 from goatbeat_celery.store.memory.alerts import MemoryAlerts
+from goatbeat_celery.store.memory.audit import MemoryAudit
 from goatbeat_celery.store.memory.backfills import MemoryBackfills
 from goatbeat_celery.store.memory.base import Clock, MemoryStoreBase, system_clock
 from goatbeat_celery.store.memory.calendars import MemoryCalendars
@@ -20,13 +21,14 @@ from goatbeat_celery.store.memory.outbox import MemoryOutbox
 from goatbeat_celery.store.memory.runs import MemoryRuns
 from goatbeat_celery.store.memory.schedules import MemorySchedules
 from goatbeat_celery.store.memory.settlement import MemorySettlement
+from goatbeat_celery.store.memory.tokens import MemoryTokens
 
 
 class MemoryStore(MemoryLeases, MemorySchedules, MemoryCalendars, MemoryClaims, MemoryDispatch,
                   MemoryBackfills, MemoryHistory, MemoryAlerts, MemoryOutbox, MemorySettlement,
-                  MemoryRuns, MemoryStoreBase):
-    """ScheduleStore, LeaseManager, RunLog, AlertLog and Outbox in one object, guarded by one
-    lock."""
+                  MemoryRuns, MemoryAudit, MemoryTokens, MemoryStoreBase):
+    """ScheduleStore, LeaseManager, RunLog, AlertLog, Outbox and the token store in one
+    object, guarded by one lock."""
 
 
 __all__ = ["Clock", "MemoryStore", "system_clock"]

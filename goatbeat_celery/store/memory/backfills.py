@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from goatbeat_celery.core.rules.audit import with_change
 from goatbeat_celery.core.rules.backfill import (
     Backfill,
     BackfillRequest,
@@ -14,6 +15,7 @@ from goatbeat_celery.core.rules.backfill import (
 )
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.errors import BackfillNotFound
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -24,16 +26,20 @@ from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
 class MemoryBackfills(MemoryStoreBase):
     """Backfills as the API creates them and the leader steps through them."""
 
-    def create_backfill(self, request: BackfillRequest) -> Backfill:
+    def create_backfill(self, request: BackfillRequest, *,
+                        audit: AuditNote | None = None) -> Backfill:
         check_aware(request.start, request.end)
         with self._lock:
             self.get_schedule(request.schedule_name)  # raises ScheduleNotFound
+            now = self.now()
             backfill = Backfill(
                 id=next(self._backfill_ids), schedule_name=request.schedule_name,
                 start=request.start, end=request.end, mode=request.mode,
                 newest_first=request.newest_first, per_tick=request.per_tick,
-                total=request.total, created_at=self.now())
+                total=request.total, created_at=now)
             self._backfills[backfill.id] = backfill
+            self._record(request.schedule_name, with_change(audit, "backfill", backfill.id),
+                         now)
         self.notify()
         return backfill
 
@@ -60,13 +66,15 @@ class MemoryBackfills(MemoryStoreBase):
                            key=lambda b: b.id)
         return found[:limit]
 
-    def cancel_backfill(self, backfill_id: int) -> Backfill:
+    def cancel_backfill(self, backfill_id: int, *,
+                        audit: AuditNote | None = None) -> Backfill:
         with self._lock:
             backfill = self.get_backfill(backfill_id)
             if backfill.active:
-                backfill = replace(backfill, state=BackfillState.CANCELLED,
-                                   finished_at=self.now())
+                now = self.now()
+                backfill = replace(backfill, state=BackfillState.CANCELLED, finished_at=now)
                 self._backfills[backfill_id] = backfill
+                self._record(backfill.schedule_name, audit, now)
         return backfill
 
     def claim_backfill(self, step: BackfillStep, *, lease: LeaseGrant) -> ClaimResult:

@@ -15,6 +15,7 @@ from goatbeat_celery.core.rules.controls import has_tags
 from goatbeat_celery.core.rules.fence import check_fence
 from goatbeat_celery.core.rules.runs import RunRecord, last_news
 from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.audit import AuditEntry, AuditNote
 from goatbeat_celery.core.types.errors import ScheduleNotFound
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import UTC, ensure_aware
@@ -22,6 +23,7 @@ from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.outbox import OutboxEntry
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.tick import Dispatch
+from goatbeat_celery.core.types.tokens import ApiToken
 
 Clock = Callable[[], datetime]
 
@@ -85,12 +87,16 @@ class MemoryStoreBase:
         self._generation = 0
         self._schedules = _Schedules()
         self._calendars: dict[str, Calendar] = {}
+        #: API tokens by name, with their secrets' digests.
+        self._tokens: dict[str, tuple[ApiToken, str]] = {}
         self._executions: dict[str, Execution] = {}
         self._leases: dict[str, LeaseInfo] = {}
         self._backfills: dict[int, Backfill] = {}
         self._outbox: dict[str, OutboxEntry] = {}
         # Ids are never reused, as a database sequence would not, though old ones are pruned.
         self._backfill_ids = itertools.count(1)
+        self._audit: dict[int, AuditEntry] = {}
+        self._audit_ids = itertools.count(1)
         self._alerts: dict[int, Alert] = {}
         self._alert_ids = itertools.count(1)
 
@@ -118,6 +124,15 @@ class MemoryStoreBase:
             if schedule is None:
                 raise ScheduleNotFound(name)
             return schedule
+
+    def _record(self, name: str, audit: AuditNote | None, now: datetime) -> None:
+        """Write ``audit`` as an entry of ``name``'s log (under the lock, with the change)."""
+        if audit is None:
+            return
+        entry = AuditEntry(id=next(self._audit_ids), schedule_name=name, at=now,
+                           action=audit.action, actor=audit.actor, reason=audit.reason,
+                           changes=dict(audit.changes))
+        self._audit[entry.id] = entry
 
     def _check_fence(self, lease: LeaseGrant) -> datetime:
         now = self.now()

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
+from goatbeat_celery.core.rules.audit import with_change
 from goatbeat_celery.core.rules.claims import manual_execution, manual_run_exists, next_attempt
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.tick import Dispatch
@@ -74,13 +76,15 @@ class MemoryDispatch(MemoryStoreBase):
                 self._executions[key] = replace(execution, last_error=reason_text(error),
                                                 state=state)
 
-    def request_run(self, name: str) -> Execution:
+    def request_run(self, name: str, *, audit: AuditNote | None = None) -> Execution:
         with self._lock:
             self.get_schedule(name)  # raises ScheduleNotFound
-            execution = manual_execution(name, self.now())
+            now = self.now()
+            execution = manual_execution(name, now)
             if execution.key in self._executions:
                 raise manual_run_exists(execution)
             self._executions[execution.key] = execution
+            self._record(name, with_change(audit, "run", execution.key), now)
         self.notify()
         return execution
 

@@ -61,5 +61,10 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase):
             )[:limit]
             for alert in resolved:
                 del self._alerts[alert.id]
-            return (len(old) + len(finished) + len(resolved)
+            # Ids grow with time: the oldest entries are the lowest ids.
+            logged = sorted(entry_id for entry_id, entry in self._audit.items()
+                            if entry.at < before)[:limit]
+            for entry_id in logged:
+                del self._audit[entry_id]
+            return (len(old) + len(finished) + len(resolved) + len(logged)
                     + self._prune_events_locked(before, limit))

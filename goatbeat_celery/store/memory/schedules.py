@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
+from goatbeat_celery.core.rules.audit import sync_notes
 from goatbeat_celery.core.rules.faults import EDIT_CLEARS
 from goatbeat_celery.core.rules.status import State
-from goatbeat_celery.core.rules.sync import StoredSummary, plan_config_sync
+from goatbeat_celery.core.rules.sync import plan_config_sync, stored_summary
+from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -31,7 +33,8 @@ class MemorySchedules(MemoryStoreBase):
     """Schedules as the API and configuration write and list them."""
 
     def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
-                        next_run_at: datetime | None) -> Schedule:
+                        next_run_at: datetime | None,
+                        audit: AuditNote | None = None) -> Schedule:
         check_aware(next_occurrence_at, next_run_at)
         with self._lock:
             if spec.name in self._schedules:
@@ -40,12 +43,14 @@ class MemorySchedules(MemoryStoreBase):
             schedule = Schedule(spec=spec, next_occurrence_at=next_occurrence_at,
                                 next_run_at=next_run_at, created_at=now, updated_at=now)
             self._schedules[spec.name] = schedule
+            self._record(spec.name, audit, now)
         self.notify()
         return schedule
 
     def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
                          next_run_at: datetime | None, expected_version: int | None = None,
-                         pause: PauseNote | None = None) -> Schedule:
+                         pause: PauseNote | None = None,
+                         audit: AuditNote | None = None) -> Schedule:
         check_aware(next_occurrence_at, next_run_at)
         if pause is not None:
             check_aware(pause.until)
@@ -56,21 +61,24 @@ class MemorySchedules(MemoryStoreBase):
             if expected_version is not None and current.version != expected_version:
                 raise ScheduleConflict.stale("schedule", spec.name, current.version,
                                              expected_version)
+            now = self.now()
             schedule = replace(
                 current, spec=replace(spec, source=current.spec.source),
                 next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
                 version=current.version + 1, spec_version=spec_version_after(current, spec),
-                updated_at=self.now(), **EDIT_CLEARS,
+                updated_at=now, **EDIT_CLEARS,
                 **{**(RESUME_CLEARS if spec.enabled else {}), **paused},
             )
             self._schedules[spec.name] = schedule
+            self._record(spec.name, audit, now)
         self.notify()
         return schedule
 
-    def delete_schedule(self, name: str) -> None:
+    def delete_schedule(self, name: str, *, audit: AuditNote | None = None) -> None:
         with self._lock:
             if not self._schedules.remove(name):
                 raise ScheduleNotFound(name)
+            self._record(name, audit, self.now())
         self.notify()
 
     def list_schedules(self, *, paused: bool | None = None,
@@ -113,19 +121,18 @@ class MemorySchedules(MemoryStoreBase):
             by_state={state: sum(s.status_at(now).state is state for s in every)
                       for state in State})
 
-    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant,
+                    prune_after: timedelta | None = None) -> SyncReport:
         for entry in entries:
             check_aware(entry.next_occurrence_at, entry.next_run_at)
         with self._lock:
             now = self._check_fence(lease)
             names = {e.spec.name for e in entries}
-            existing = {
-                name: StoredSummary(spec_hash=s.spec.spec_hash(), enabled=s.spec.enabled,
-                                    source=s.spec.source, paused=s.paused_reason is not None)
-                for name, s in self._schedules.items()
-                if name in names or s.spec.source is ScheduleSource.CONFIG
-            }
-            plan = plan_config_sync(existing, entries)
+            read = {name: s for name, s in self._schedules.items()
+                    if name in names or s.spec.source is ScheduleSource.CONFIG}
+            plan = plan_config_sync(
+                {name: stored_summary(s) for name, s in read.items()}, entries,
+                prune_before=None if prune_after is None else now - prune_after)
             for entry in plan.insert:
                 self._schedules[entry.spec.name] = Schedule(
                     spec=replace(entry.spec, source=ScheduleSource.CONFIG),
@@ -148,4 +155,8 @@ class MemorySchedules(MemoryStoreBase):
                     current, spec=replace(current.spec, enabled=False),
                     version=current.version + 1, updated_at=now,
                 )
+            for name in plan.delete:
+                self._schedules.remove(name)
+            for name, note in sync_notes(plan, {n: s.spec for n, s in read.items()}):
+                self._record(name, note, now)
         return plan.report

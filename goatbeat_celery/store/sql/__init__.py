@@ -17,6 +17,8 @@ It is composed of one class per concern, each in its own module over the shared 
 * :mod:`.settlement` — ended runs settled for run policies;
 * :mod:`.runs` — run reports, heartbeats, lost runs;
 * :mod:`.alerts` — the evidence of alerts and their rows;
+* :mod:`.audit` — the audit log;
+* :mod:`.tokens` — the HTTP API's tokens;
 
 with rows read and written as model types in :mod:`.rows` and :mod:`.execution_rows`, and the
 predicates several parts share in :mod:`.predicates`.
@@ -38,6 +40,7 @@ compiler leaves it out, and SQLite serialises writers with ``BEGIN IMMEDIATE`` i
 from __future__ import annotations
 
 from goatbeat_celery.store.sql.alerts import SQLAlerts
+from goatbeat_celery.store.sql.audit import SQLAudit
 from goatbeat_celery.store.sql.backfills import SQLBackfills
 from goatbeat_celery.store.sql.base import Insert, SQLStoreBase
 from goatbeat_celery.store.sql.calendars import SQLCalendars
@@ -59,10 +62,12 @@ from goatbeat_celery.store.sql.rows import waiting_from_row
 from goatbeat_celery.store.sql.runs import RunChange, SQLRuns
 from goatbeat_celery.store.sql.schedules import SQLSchedules
 from goatbeat_celery.store.sql.settlement import SQLSettlement
+from goatbeat_celery.store.sql.tokens import SQLTokens
 
 
 class SQLStore(SQLLeases, SQLSchedules, SQLCalendars, SQLDue, SQLClaims, SQLDispatch,
                SQLBackfills, SQLHistory, SQLAlerts, SQLOutbox, SQLSettlement, SQLRuns,
+               SQLAudit, SQLTokens,
                SQLStoreBase):
     """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.rules.audit import with_change
 from goatbeat_celery.core.rules.backfill import (
     Backfill,
     BackfillRequest,
@@ -14,6 +15,7 @@ from goatbeat_celery.core.rules.backfill import (
 )
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.errors import BackfillNotFound, ScheduleNotFound
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -30,7 +32,8 @@ B = backfill_table
 class SQLBackfills(SQLStoreBase):
     """Backfills as the API creates them and the leader steps through them."""
 
-    def create_backfill(self, request: BackfillRequest) -> Backfill:
+    def create_backfill(self, request: BackfillRequest, *,
+                        audit: AuditNote | None = None) -> Backfill:
         check_aware(request.start, request.end)
         with self._write("create backfill") as txn:
             conn = txn.conn
@@ -47,6 +50,7 @@ class SQLBackfills(SQLStoreBase):
                     state=BackfillState.ACTIVE.value, created_at=self._now_sql())
                 .returning(*B.c)
             ).one()
+            self._record(conn, [(request.schedule_name, with_change(audit, "backfill", row.id))])
             txn.announce = True
         return _backfill(row)
 
@@ -77,13 +81,16 @@ class SQLBackfills(SQLStoreBase):
         with self._read("read the active backfills") as conn:
             return [_backfill(row) for row in conn.execute(stmt, params)]
 
-    def cancel_backfill(self, backfill_id: int) -> Backfill:
+    def cancel_backfill(self, backfill_id: int, *,
+                        audit: AuditNote | None = None) -> Backfill:
         with self._write("cancel backfill") as txn:
             row = txn.conn.execute(
                 sa.update(B).where(B.c.id == backfill_id, _ACTIVE_BACKFILL)
                 .values(state=BackfillState.CANCELLED.value, finished_at=self._now_sql())
                 .returning(*B.c)
             ).one_or_none()
+            if row is not None:
+                self._record(txn.conn, [(row.schedule_name, audit)])
         return self.get_backfill(backfill_id) if row is None else _backfill(row)
 
     def claim_backfill(self, step: BackfillStep, *, lease: LeaseGrant) -> ClaimResult:

@@ -13,11 +13,17 @@ from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
 from goatbeat_celery.core.rules.claims import InFlight, in_flight
 from goatbeat_celery.core.rules.fence import fenced_clock
+from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.errors import GoatbeatError, ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.errors import translated
-from goatbeat_celery.store.schema import execution_table, lease_table, schedule_table
+from goatbeat_celery.store.schema import (
+    audit_table,
+    execution_table,
+    lease_table,
+    schedule_table,
+)
 from goatbeat_celery.store.sql.execution_rows import execution_values
 from goatbeat_celery.store.sql.predicates import _IS_IN_FLIGHT
 from goatbeat_celery.store.url import mask_url
@@ -122,6 +128,23 @@ class SQLStoreBase:
     def _chunks(self, values: Sequence[str]) -> Iterator[Sequence[str]]:
         for start in range(0, len(values), self._IN_CHUNK):
             yield values[start:start + self._IN_CHUNK]
+
+    def _record(self, conn: sa.Connection, entries: Sequence[tuple[str, AuditNote | None]],
+                now: datetime | sa.ColumnElement[datetime] | None = None) -> None:
+        """Write each ``(schedule name, note)`` as an audit entry, in the transaction of the
+        change, at ``now`` (default: the store's clock)."""
+        rows = [{"schedule_name": name, "action": note.action.value, "actor": note.actor,
+                 "reason": note.reason,
+                 "changes": {key: list(pair) for key, pair in note.changes.items()}}
+                for name, note in entries if note is not None]
+        if not rows:
+            return
+        at = self._now_sql() if now is None else now
+        if isinstance(at, datetime):
+            conn.execute(sa.insert(audit_table), [{**row, "at": at} for row in rows])
+            return
+        for row in rows:  # the clock as an SQL expression: one statement a row (one, mostly)
+            conn.execute(sa.insert(audit_table).values(at=at, **row))
 
     def _fence(self, conn: sa.Connection, lease: LeaseGrant) -> datetime:
         """Check ``lease`` is the current, unexpired grant, with the lease row share-locked so a

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.rules.audit import with_change
 from goatbeat_celery.core.rules.claims import (
     ATTEMPTS_MAX,
     manual_execution,
@@ -16,6 +17,7 @@ from goatbeat_celery.core.rules.claims import (
 )
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.errors import ScheduleNotFound
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -118,7 +120,7 @@ class SQLDispatch(SQLStoreBase):
                     conn.execute(sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
                                  .values(**values))
 
-    def request_run(self, name: str) -> Execution:
+    def request_run(self, name: str, *, audit: AuditNote | None = None) -> Execution:
         with self._write("request run") as txn:
             conn = txn.conn
             exists = sa.select(S.c.name).where(S.c.name == name).scalar_subquery()
@@ -129,6 +131,7 @@ class SQLDispatch(SQLStoreBase):
             execution = manual_execution(name, row.now)
             if not self._insert_executions(conn, [execution]):
                 raise manual_run_exists(execution)
+            self._record(conn, [(name, with_change(audit, "run", execution.key))], row.now)
             txn.announce = True
         return execution
 

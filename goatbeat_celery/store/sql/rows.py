@@ -14,7 +14,6 @@ from typing import Any
 from goatbeat_celery.core.rules.calendars import Calendar, calendar_from_row
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.rules.shards import shard_hash
-from goatbeat_celery.core.rules.sync import StoredSummary
 from goatbeat_celery.core.rules.validation import (
     payload_problems,
     reason_text,
@@ -263,12 +262,3 @@ def _instant(value: datetime | None) -> datetime | None:
 
 def _found(value: object) -> str:
     return reason_text(shown_value(value))
-
-
-def _summary(schedule: Schedule) -> StoredSummary:
-    """What config sync compares, judged from the row's content: a row whose spec_hash column
-    was kept while its task was changed by hand is a changed row, rewritten from config."""
-    spec_hash = "" if schedule.damage else schedule.spec.spec_hash()
-    return StoredSummary(spec_hash=spec_hash, enabled=schedule.spec.enabled,
-                         source=schedule.spec.source,
-                         paused=schedule.paused_reason is not None)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
 from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
+from goatbeat_celery.core.rules.audit import sync_notes
 from goatbeat_celery.core.rules.faults import EDIT_CLEARS
 from goatbeat_celery.core.rules.status import State
-from goatbeat_celery.core.rules.sync import plan_config_sync
+from goatbeat_celery.core.rules.sync import plan_config_sync, stored_summary
+from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -27,7 +29,7 @@ from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEn
 from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.store.schema import schedule_table, schedule_tag_table
 from goatbeat_celery.store.sql.base import SQLStoreBase, refused_edit
-from goatbeat_celery.store.sql.rows import _schedule, _spec_values, _summary
+from goatbeat_celery.store.sql.rows import _schedule, _spec_values
 
 S = schedule_table
 T = schedule_tag_table
@@ -61,7 +63,8 @@ class SQLSchedules(SQLStoreBase):
     """Schedules as the API and configuration write and list them."""
 
     def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
-                        next_run_at: datetime | None) -> Schedule:
+                        next_run_at: datetime | None,
+                        audit: AuditNote | None = None) -> Schedule:
         check_aware(next_occurrence_at, next_run_at)
         values = _spec_values(spec)
         with self._write("create schedule") as txn:
@@ -77,12 +80,14 @@ class SQLSchedules(SQLStoreBase):
             ).one_or_none()
             if row is None:
                 raise ScheduleConflict.taken("schedule", spec.name)
+            self._record(txn.conn, [(spec.name, audit)], now)
             txn.announce = True
         return _schedule(row)
 
     def replace_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,
                          next_run_at: datetime | None, expected_version: int | None = None,
-                         pause: PauseNote | None = None) -> Schedule:
+                         pause: PauseNote | None = None,
+                         audit: AuditNote | None = None) -> Schedule:
         check_aware(next_occurrence_at, next_run_at)
         paused = {} if pause is None else {"paused_reason": pause.reason,
                                            "paused_until": pause.until}
@@ -104,14 +109,16 @@ class SQLSchedules(SQLStoreBase):
             if row is None:
                 raise refused_edit(conn, S, spec.name, expected_version, "schedule",
                                    ScheduleNotFound)
+            self._record(conn, [(spec.name, audit)])
             txn.announce = True
         return _schedule(row)
 
-    def delete_schedule(self, name: str) -> None:
+    def delete_schedule(self, name: str, *, audit: AuditNote | None = None) -> None:
         with self._write("delete schedule") as txn:
             result = txn.conn.execute(sa.delete(S).where(S.c.name == name))
             if result.rowcount == 0:
                 raise ScheduleNotFound(name)
+            self._record(txn.conn, [(name, audit)])
             txn.announce = True
 
     def get_schedule(self, name: str) -> Schedule:
@@ -192,7 +199,8 @@ class SQLSchedules(SQLStoreBase):
                 sa.and_(S.c.end_at.is_not(None), S.c.end_at <= now))), State.ENDED.value),
             else_=State.ENABLED.value)
 
-    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant) -> SyncReport:
+    def sync_config(self, entries: Sequence[SyncEntry], *, lease: LeaseGrant,
+                    prune_after: timedelta | None = None) -> SyncReport:
         for entry in entries:
             check_aware(entry.next_occurrence_at, entry.next_run_at)
             _spec_values(entry.spec)  # refuse what cannot be stored before changing anything
@@ -208,9 +216,10 @@ class SQLSchedules(SQLStoreBase):
                 rows.extend(conn.execute(
                     sa.select(S).where(self._in(S.c.name, chunk)).with_for_update()
                 ))
-            existing = {schedule.name: _summary(schedule)
-                        for schedule in map(_schedule, rows)}
-            plan = plan_config_sync(existing, entries)
+            read = {schedule.name: schedule for schedule in map(_schedule, rows)}
+            plan = plan_config_sync(
+                {name: stored_summary(s) for name, s in read.items()}, entries,
+                prune_before=None if prune_after is None else now - prune_after)
             created = self._sync_insert(conn, plan.insert, now)
             for enabled in (True, False):
                 rewrite = [e for e in plan.rewrite if e.spec.enabled is enabled]
@@ -232,6 +241,11 @@ class SQLSchedules(SQLStoreBase):
                     sa.update(S).where(self._in(S.c.name, chunk))
                     .values(enabled=False, version=S.c.version + 1, updated_at=now)
                 )
+            for chunk in self._chunks(plan.delete):
+                conn.execute(sa.delete(S).where(self._in(S.c.name, chunk)))
+            spec_of = {name: schedule.spec for name, schedule in read.items()}
+            self._record(conn, [(name, note) for name, note in sync_notes(plan, spec_of)
+                                if name not in plan.report.created or name in created], now)
         report = plan.report
         if len(created) != len(report.created):
             # Created through the API between our read and our insert: left alone.

@@ -1,4 +1,4 @@
-"""Alerts: the schedule's own thresholds and the alert rows (goatbeat's migration 0013 adds
+"""Alerts: the schedule's own thresholds and the alert rows (goatbeat's migration 0016 adds
 the columns and the table; Django only records them, as for every table of these unmanaged
 models)."""
 

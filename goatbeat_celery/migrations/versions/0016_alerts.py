@@ -2,8 +2,8 @@
 rule) and the schedule's own thresholds, ``alert_late_seconds``, ``alert_failures``,
 ``max_runtime_seconds`` and ``alert_silent_seconds`` (NULL: the settings).
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0016
+Revises: 0015
 Create Date: 2027-07-15
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014"
-down_revision: str | None = "0013"
+revision: str = "0016"
+down_revision: str | None = "0015"
 branch_labels: str | None = None
 depends_on: str | None = None
 
