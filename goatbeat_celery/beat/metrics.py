@@ -13,6 +13,7 @@ metric                                             type       meaning
 ``goatbeat_oldest_unsubmitted_claim_age_seconds``  gauge      see GoatbeatMetrics
 ``goatbeat_schedules{state}``                      gauge      schedules in each status state
 ``goatbeat_standbys``                              gauge      live replicas leading nothing
+``goatbeat_webhook_deliveries_total{outcome}``     counter    events delivered or failed
 =================================================  =========  ==============================
 
 The last two are read from the database when scraped (one count and one lease read, whatever
@@ -188,6 +189,12 @@ class GoatbeatMetrics:
         for rule in AlertRule:
             for action in ("open", "repeat", "resolve"):
                 self.alerts_total.labels(rule=rule.value, action=action)
+        self.webhook_deliveries = client.Counter(
+            "goatbeat_webhook_deliveries",
+            "Attempts to deliver an outbox event to the webhooks, by outcome (delivered: every "
+            "webhook took it; failed: retried later)", ["outcome"], registry=reg)
+        for outcome in ("delivered", "failed"):
+            self.webhook_deliveries.labels(outcome=outcome)
         self.oldest_claim_age = client.Gauge(
             "goatbeat_oldest_unsubmitted_claim_age_seconds",
             "Age of the oldest claim this leader has not yet had accepted by the broker",
@@ -277,6 +284,10 @@ class GoatbeatMetrics:
             self.submissions_total.inc()
             if record.lateness is not None:
                 self.lateness.observe(record.lateness.total_seconds())
+
+    def webhook_attempted(self, delivered: bool) -> None:
+        """One event's delivery attempt ended (from the webhooks' thread)."""
+        self.webhook_deliveries.labels(outcome="delivered" if delivered else "failed").inc()
 
     # -- derived -------------------------------------------------------------------------
     def oldest_unsubmitted_age(self) -> float:

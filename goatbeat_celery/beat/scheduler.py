@@ -115,7 +115,10 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         )
         if config.webhooks is not None:
             # Off the scheduling path: a thread of its own, on the store's pool.
-            self._delivery = webhooks.start(store, config.webhooks, holder=holder)
+            exporter = self._observability.exporter
+            self._delivery = webhooks.start(
+                store, config.webhooks, holder=holder,
+                report=None if exporter is None else exporter.metrics.webhook_attempted)
         logger.info("goatbeat: replica %s on %s, lease %r%s", holder,
                     mask_url(config.database_url), settings.lease_name,
                     "" if settings.shards == 1 else f" in {settings.shards} shards",

@@ -312,8 +312,11 @@ class WebhookDelivery:
     one batch at a time (:meth:`deliver_due`)."""
 
     def __init__(self, outbox: Outbox, settings: WebhookSettings, *, holder: str,
-                 send: Sender = post, clock: Callable[[], float] = time.time) -> None:
+                 send: Sender = post, clock: Callable[[], float] = time.time,
+                 report: Callable[[bool], None] | None = None) -> None:
         self.outbox = outbox
+        #: Told whether each event's attempt delivered it (the metrics' counter).
+        self._report = report
         self.settings = settings
         self.holder = holder
         self._send = send
@@ -358,6 +361,8 @@ class WebhookDelivery:
                 errors.append(f"{hook.shown}: {exc}")
                 continue
             took.add(hook.key)
+        if self._report is not None:
+            self._report(not errors)
         if not errors:
             self.outbox.mark_events_delivered([entry.event_id])
             logger.info("webhook event %s (%s) delivered", entry.event_id, entry.kind,
@@ -408,6 +413,8 @@ class WebhookDelivery:
             thread.join(STOP_TIMEOUT)
 
 
-def start(outbox: Outbox, settings: WebhookSettings, *, holder: str) -> WebhookDelivery:
-    """Start delivering the outbox to ``settings``' webhooks on a thread of its own."""
-    return WebhookDelivery(outbox, settings, holder=holder).start()
+def start(outbox: Outbox, settings: WebhookSettings, *, holder: str,
+          report: Callable[[bool], None] | None = None) -> WebhookDelivery:
+    """Start delivering the outbox to ``settings``' webhooks on a thread of its own (telling
+    ``report`` whether each attempt delivered its event)."""
+    return WebhookDelivery(outbox, settings, holder=holder, report=report).start()

@@ -29,12 +29,12 @@ SCHEDULE_TAG_TABLE = "goatbeat_schedule_tag"
 ALERT_TABLE = "goatbeat_alert"
 #: The sequence PostgreSQL numbers alerts with (the beat role needs USAGE on it).
 ALERT_ID_SEQUENCE = f"{ALERT_TABLE}_id_seq"
-OUTBOX_TABLE = "goatbeat_outbox"
 AUDIT_TABLE = "goatbeat_audit"
 #: The sequence PostgreSQL numbers audit entries with (the roles that change schedules need
 #: USAGE on it).
 AUDIT_ID_SEQUENCE = f"{AUDIT_TABLE}_id_seq"
 API_TOKEN_TABLE = "goatbeat_api_token"
+OUTBOX_TABLE = "goatbeat_outbox"
 
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
@@ -421,37 +421,38 @@ calendar_table = sa.Table(
     sa.Column("updated_at", UTCDateTime(), nullable=False),
 )
 
-# Alerts (core.rules.alerts): one row per alert, open until resolved, written by the leader in
-# its fenced transaction. No foreign key: an alert outlives its schedule as history.
-alert_table = sa.Table(
-    ALERT_TABLE,
+# The audit log: one row per change of a schedule, written in the transaction of the change.
+# No foreign key: the entries of a deleted schedule stay, until the retention prunes them.
+audit_table = sa.Table(
+    AUDIT_TABLE,
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
               autoincrement=True),
     sa.Column("schedule_name", _identifier(), nullable=False),
-    sa.Column("rule", sa.String(16), nullable=False),
-    sa.Column("state", sa.String(16), nullable=False),
-    sa.Column("reason", sa.Text(), nullable=False),
-    # The last run that showed it (NULL: no one run does, as for silent).
-    sa.Column("key", sa.Text(), nullable=True),
-    sa.Column("first_at", UTCDateTime(), nullable=False),
-    sa.Column("last_at", UTCDateTime(), nullable=False),
-    sa.Column("resolved_at", UTCDateTime(), nullable=True),
-    sa.Column("count", sa.Integer(), nullable=False),
+    sa.Column("at", UTCDateTime(), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("actor", sa.Text(), nullable=False),
+    sa.Column("reason", sa.Text(), nullable=True),
+    # {"field": [before, after], ...}
+    sa.Column("changes", _json(), nullable=False),
+)
+# A schedule's entries, newest first; and the oldest entries, for pruning.
+sa.Index("ix_goatbeat_audit_schedule", audit_table.c.schedule_name, audit_table.c.id)
+sa.Index("ix_goatbeat_audit_at", audit_table.c.at)
+
+# The HTTP API's tokens (core.types.tokens): a secret's SHA-256 digest, never the secret.
+# scopes is a comma-separated list of read, write, run.
+api_token_table = sa.Table(
+    API_TOKEN_TABLE,
+    metadata,
+    sa.Column("name", _identifier(), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False, unique=True),
+    sa.Column("scopes", sa.Text(), nullable=False),
+    sa.Column("prefix", sa.Text(), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("revoked_at", UTCDateTime(), nullable=True),
 )
 
-#: At most one open alert per schedule and rule, whoever writes: the database keeps a change
-#: planned twice (two leaders' looks around a failover) from opening a second one.
-OPEN_ALERT_PREDICATE = "state = 'open'"
-sa.Index(
-    "ix_goatbeat_alert_open",
-    alert_table.c.schedule_name,
-    alert_table.c.rule,
-    unique=True,
-    postgresql_where=sa.text(OPEN_ALERT_PREDICATE),
-    sqlite_where=sa.text(OPEN_ALERT_PREDICATE),
-)
-sa.Index("ix_goatbeat_alert_schedule", alert_table.c.schedule_name, alert_table.c.id)
 # Events delivered off the scheduling path (core.types.outbox): one row per event id.
 outbox_table = sa.Table(
     OUTBOX_TABLE,
@@ -488,34 +489,34 @@ sa.Index(
     sqlite_where=sa.text(DELIVERED_PREDICATE),
 )
 
-# The audit log: one row per change of a schedule, written in the transaction of the change.
-# No foreign key: the entries of a deleted schedule stay, until the retention prunes them.
-audit_table = sa.Table(
-    AUDIT_TABLE,
+# Alerts (core.rules.alerts): one row per alert, open until resolved, written by the leader in
+# its fenced transaction. No foreign key: an alert outlives its schedule as history.
+alert_table = sa.Table(
+    ALERT_TABLE,
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
               autoincrement=True),
     sa.Column("schedule_name", _identifier(), nullable=False),
-    sa.Column("at", UTCDateTime(), nullable=False),
-    sa.Column("action", sa.String(32), nullable=False),
-    sa.Column("actor", sa.Text(), nullable=False),
-    sa.Column("reason", sa.Text(), nullable=True),
-    # {"field": [before, after], ...}
-    sa.Column("changes", _json(), nullable=False),
+    sa.Column("rule", sa.String(16), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text(), nullable=False),
+    # The last run that showed it (NULL: no one run does, as for silent).
+    sa.Column("key", sa.Text(), nullable=True),
+    sa.Column("first_at", UTCDateTime(), nullable=False),
+    sa.Column("last_at", UTCDateTime(), nullable=False),
+    sa.Column("resolved_at", UTCDateTime(), nullable=True),
+    sa.Column("count", sa.Integer(), nullable=False),
 )
-# A schedule's entries, newest first; and the oldest entries, for pruning.
-sa.Index("ix_goatbeat_audit_schedule", audit_table.c.schedule_name, audit_table.c.id)
-sa.Index("ix_goatbeat_audit_at", audit_table.c.at)
 
-# The HTTP API's tokens (core.types.tokens): a secret's SHA-256 digest, never the secret.
-# scopes is a comma-separated list of read, write, run.
-api_token_table = sa.Table(
-    API_TOKEN_TABLE,
-    metadata,
-    sa.Column("name", _identifier(), primary_key=True),
-    sa.Column("digest", sa.String(64), nullable=False, unique=True),
-    sa.Column("scopes", sa.Text(), nullable=False),
-    sa.Column("prefix", sa.Text(), nullable=True),
-    sa.Column("created_at", UTCDateTime(), nullable=False),
-    sa.Column("revoked_at", UTCDateTime(), nullable=True),
+#: At most one open alert per schedule and rule, whoever writes: the database keeps a change
+#: planned twice (two leaders' looks around a failover) from opening a second one.
+OPEN_ALERT_PREDICATE = "state = 'open'"
+sa.Index(
+    "ix_goatbeat_alert_open",
+    alert_table.c.schedule_name,
+    alert_table.c.rule,
+    unique=True,
+    postgresql_where=sa.text(OPEN_ALERT_PREDICATE),
+    sqlite_where=sa.text(OPEN_ALERT_PREDICATE),
 )
+sa.Index("ix_goatbeat_alert_schedule", alert_table.c.schedule_name, alert_table.c.id)

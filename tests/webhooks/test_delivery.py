@@ -205,3 +205,31 @@ def test_the_envelope_and_headers_a_generic_receiver_gets(sqlite_store: Store) -
     document = json.loads(body)
     assert list(document) == ["id", "kind", "created_at", "attempt", "data"]
     assert document["created_at"].endswith("Z") and document["attempt"] == 1
+
+
+def test_each_attempt_is_counted_by_outcome_in_the_metrics(
+        sqlite_store: Store, receivers: list[Receiver]) -> None:
+    from goatbeat_celery.beat.metrics import GoatbeatMetrics
+
+    metrics = GoatbeatMetrics(lease_ttl=timedelta(seconds=30))
+    receiver = Receiver(secret=SECRET, mode="unavailable").start()
+    receivers.append(receiver)
+    delivery = WebhookDelivery(sqlite_store, settings(Webhook(url=receiver.url, secret=SECRET)),
+                               holder="host:1:a", report=metrics.webhook_attempted)
+    sqlite_store.enqueue_events(events(2))
+    assert delivery.deliver_due() == 2
+    receiver.mode = "ok"
+    # Nothing is due until each event's first backoff has passed; then it is delivered.
+
+    def delivered() -> bool:
+        delivery.deliver_due()
+        return all(e.delivered for e in sqlite_store.list_events())
+
+    wait_for(delivered, timeout=FIRST.total_seconds() + 10, what="the retries delivered")
+
+    def count(outcome: str) -> float | None:
+        return metrics.registry.get_sample_value("goatbeat_webhook_deliveries_total",
+                                                 {"outcome": outcome})
+
+    assert (count("failed"), count("delivered")) == (2, 2)
+    assert receiver.ids() == {"alert-0": 1, "alert-1": 1}

@@ -613,7 +613,8 @@ class Engine:
         self._next_prune = self._mono() + (1.0 if deleted >= self.settings.prune_batch
                                            else PRUNE_EVERY)
         if deleted:
-            logger.info("pruned %d executions older than %s", deleted, before.isoformat(),
+            logger.info("pruned %d rows of history (executions, backfills, audit entries, "
+                        "outbox events) older than %s", deleted, before.isoformat(),
                         extra={"action": "pruned"})
 
     def _mark_lost(self) -> int:
