@@ -22,11 +22,12 @@ import getpass
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, cast, overload
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery import specs
-from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.protocols import AlertLog, ScheduleStore
+from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.allowlist import sending_problems
 from goatbeat_celery.core.rules.audit import (
     actor_problems,
@@ -279,6 +280,19 @@ class Schedules:
         self.store.get_schedule(_schedule_name(name))  # a clear ScheduleNotFound for a typo
         return self.store.executions(schedule_name=name, limit=limit)
 
+    def alerts(self, *, name: str | None = None, open_only: bool = False,
+               limit: int = 100) -> builtins.list[Alert]:
+        """Alerts (``docs/alerts.md``), open ones first then newest first: of one schedule
+        with ``name``, only the open ones with ``open_only``. The leader raises and resolves
+        them; nothing here changes one."""
+        problems = _limit_problems(limit)
+        if name is not None:
+            problems += _lookup_problems(name)
+        if problems:
+            raise ConfigurationError(problems, subject="alerts")
+        return cast(AlertLog, self.store).list_alerts(open_only=open_only, schedule_name=name,
+                                                      limit=limit)
+
     # -- writing -------------------------------------------------------------------------
     def create(
         self, name: str, task: str, *, every: Duration | None = None, cron: str | None = None,
@@ -297,7 +311,10 @@ class Schedules:
         start_at: datetime | str | None = None, end_at: datetime | str | None = None,
         max_runs: int | None = None, description: str | None = None,
         tags: builtins.list[str] | tuple[str, ...] = (),
-        calendars: builtins.list[str] | tuple[str, ...] = (), reason: str | None = None,
+        calendars: builtins.list[str] | tuple[str, ...] = (),
+        alert_late: Duration | None = None, alert_failures: int | None = None,
+        max_runtime: Duration | None = None, alert_silent: Duration | None = None,
+        reason: str | None = None,
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
         (5 fields, in ``timezone``) or ``at`` (an aware instant; ``at``, ``start_at`` and
@@ -320,6 +337,12 @@ class Schedules:
         a free ``description`` and ``tags`` (short labels to filter :meth:`list` by), and
         the exclusion ``calendars`` it observes (by name; see :meth:`create_calendar`).
 
+        The alert thresholds (``docs/alerts.md``; None: the settings ``goatbeat_alert_late``,
+        ``goatbeat_alert_failures``, ``goatbeat_max_runtime``, ``goatbeat_alert_silent``):
+        ``alert_late`` (a run sent this late), ``alert_failures`` (failed runs in a row),
+        ``max_runtime`` (a run still running this long) and ``alert_silent`` (no success
+        this long).
+
         ``reason``: why, for the audit log (every method that changes a schedule takes it)."""
         problems: list[Problem] = reason_problems(reason)
         trigger = specs.trigger_spec(every, cron, at, timezone, problems,
@@ -333,7 +356,8 @@ class Schedules:
             failure_backoff=failure_backoff, failure_backoff_factor=failure_backoff_factor,
             failure_backoff_max=failure_backoff_max, pause_after_failures=pause_after_failures,
             run_resends=run_resends, start_at=start_at, end_at=end_at, max_runs=max_runs,
-            description=description, tags=tags, calendars=calendars,
+            description=description, tags=tags, calendars=calendars, alert_late=alert_late,
+            alert_failures=alert_failures, max_runtime=max_runtime, alert_silent=alert_silent,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
         return self.store.create_schedule(

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeGuard, Union
 
+from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillPreview
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.rules.defaults import own_or_default
@@ -445,6 +446,7 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         *plain_lines(spec, defaults, "lateness", {"offset": [("offset", shift)], "jitter": []}),
         *policy_fields(schedule, defaults),
         *control_fields(schedule, defaults),
+        *plain_lines(spec, defaults, "alerts", {}),
         ("next run", at(schedule.next_run_at) if shows_next_run(schedule.status_at(now).state)
          else NONE),
         ("next occurrence", when(schedule.next_occurrence_at)),
@@ -1127,3 +1129,21 @@ def fields(pairs: Sequence[tuple[str, Value]]) -> str:
         lines.append(f"{shown(label).ljust(width)}  {first}".rstrip())
         lines.extend(f"{'':{width}}  {line}".rstrip() for line in rest)
     return "\n".join(lines)
+
+
+# -- alerts (docs/alerts.md) -----------------------------------------------------------------
+ALERT_COLUMNS = ("ID", "SCHEDULE", "RULE", "STATE", "COUNT", "FIRST", "LAST", "REASON")
+
+
+def alert_row(alert: Alert) -> list[str]:
+    """An alert as a row of :data:`ALERT_COLUMNS`."""
+    return [str(alert.id), alert.schedule_name, alert.rule.value, alert.state.value,
+            str(alert.count), when(alert.first_at), when(alert.last_at), alert.reason]
+
+
+def untracked_rules_note(settings: Settings) -> str | None:
+    """What the alerts cannot say where the workers do not track runs; None where they do."""
+    if settings.track_runs:
+        return None
+    return ("the workers do not track runs (goatbeat_track_runs is off): overrun and silent "
+            "are not judged, and failed and lost have no evidence (docs/run-tracking.md)")

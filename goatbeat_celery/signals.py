@@ -78,6 +78,14 @@ ignored; it never stops the loop.
     times. ``key``, ``schedule_name``, ``reason`` (str: how long it waited, which send it was),
     ``attempt`` (int: the send it replaces; the resend is the next).
 
+``alert_opened``, ``alert_repeated``, ``alert_resolved``
+    An alert (docs/alerts.md) was raised on a schedule, counted again for a new run that shows
+    it, or resolved; each sent once, by the leader that wrote it in its fenced transaction.
+    ``alert`` (:class:`~goatbeat_celery.core.rules.alerts.Alert`: ``id``, ``rule``, ``state``,
+    ``reason``, ``first_at``, ``last_at``, ``count``, ``key``, ``resolved_at``; ``as_json()``
+    gives it as plain data), ``schedule_name`` (str), ``rule`` (str: ``missed``, ``late``,
+    ``failed``, ``lost``, ``overrun`` or ``silent``), ``reason`` (str).
+
 ``schedule_paused``
     A schedule paused itself after ``pause_after_failures`` failed runs in a row;
     ``celery goatbeat resume`` starts it again. ``schedule_name`` (str), ``reason`` (str, as
@@ -89,6 +97,9 @@ from __future__ import annotations
 from celery.utils.dispatch import Signal
 
 __all__ = [
+    "alert_opened",
+    "alert_repeated",
+    "alert_resolved",
     "lease_acquired",
     "lease_lost",
     "occurrence_claimed",
@@ -151,4 +162,16 @@ run_resent = Signal(
 schedule_set_aside = Signal(
     name="goatbeat_schedule_set_aside",
     providing_args={"schedule_name", "reason"},
+)
+alert_opened = Signal(
+    name="goatbeat_alert_opened",
+    providing_args={"alert", "schedule_name", "rule", "reason"},
+)
+alert_repeated = Signal(
+    name="goatbeat_alert_repeated",
+    providing_args={"alert", "schedule_name", "rule", "reason"},
+)
+alert_resolved = Signal(
+    name="goatbeat_alert_resolved",
+    providing_args={"alert", "schedule_name", "rule", "reason"},
 )

@@ -29,7 +29,14 @@ from typing import Any, ClassVar, NamedTuple, cast
 
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
-from goatbeat_celery.core.protocols import LeaseManager, RunLog, ScheduleStore, TaskSubmitter
+from goatbeat_celery.core.protocols import (
+    AlertLog,
+    LeaseManager,
+    RunLog,
+    ScheduleStore,
+    TaskSubmitter,
+)
+from goatbeat_celery.core.rules.alerts import AlertEvent
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import UTC, Duration, ensure_aware
@@ -258,6 +265,10 @@ class RecordingObserver(EngineObserver):
     def runs_ended(self, executions: Sequence[Execution]) -> None:
         self.events.append(("runs_ended", [(e.key, e.run_state) for e in executions]))
 
+    def alerts_changed(self, events: Sequence[AlertEvent]) -> None:
+        self.events.append(("alerts_changed", [(e.action, e.alert.schedule_name,
+                                                e.alert.rule.value) for e in events]))
+
 
 def build_engine(
     store: ScheduleStore,
@@ -269,6 +280,7 @@ def build_engine(
     holder: str = "test",
     lease: LeaseManager | None = None,
     runs: RunLog | None = None,
+    alerts: AlertLog | None = None,
     triggers: TriggerRegistry | None = None,
     config_schedules: Sequence[ScheduleSpec] = (),
     observer: EngineObserver | None = None,
@@ -287,7 +299,8 @@ def build_engine(
     * ``settings``: ``Settings()``, the defaults a deployment starts from.
     * ``holder``: ``"test"``; give each replica of a test its own.
     * ``runs``: None, so runs are not judged (pass the store to have the leader mark silent
-      runs lost); ``triggers``, ``config_schedules``, ``observer`` and ``task_allowed`` are
+      runs lost); ``alerts``: None, so no alert is judged (pass the store to have the leader
+      judge them); ``triggers``, ``config_schedules``, ``observer`` and ``task_allowed`` are
       the Engine's own defaults.
     """
     if clock is not None and monotonic is not None:
@@ -307,4 +320,5 @@ def build_engine(
         task_allowed=task_allowed,
         monotonic=monotonic if monotonic is not None else time.monotonic,
         runs=runs,
+        alerts=alerts,
     )

@@ -24,8 +24,8 @@ pytest_plugins = ("celery.contrib.pytest",)
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 #: The tables the store owns; emptied between tests instead of recreating the database.
 STORE_TABLES = ("goatbeat_execution", "goatbeat_schedule", "goatbeat_lease", "goatbeat_backfill",
-                "goatbeat_calendar", "goatbeat_schedule_tag", "goatbeat_audit",
-                "goatbeat_api_token", "goatbeat_outbox")
+                "goatbeat_calendar", "goatbeat_schedule_tag", "goatbeat_alert", "goatbeat_outbox",
+                "goatbeat_audit", "goatbeat_api_token")
 
 
 @pytest.fixture(autouse=True)

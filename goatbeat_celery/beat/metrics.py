@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from goatbeat_celery.beat.health import HealthEndpoints, serve
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
+from goatbeat_celery.core.rules.alerts import AlertEvent, AlertRule
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
 from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.errors import ConfigurationError
@@ -180,6 +181,14 @@ class GoatbeatMetrics:
             "goatbeat_run_runtime_seconds",
             "Seconds a run ran on its worker, from its start to its end (runs with a runtime)",
             buckets=RUNTIME_BUCKETS, registry=reg)
+        self.alerts_total = client.Counter(
+            "goatbeat_alerts",
+            "Alert changes by rule (missed, late, failed, lost, overrun, silent) and action "
+            "(open, repeat, resolve), as the leader wrote them (each once across the cluster's "
+            "leaders)", ["rule", "action"], registry=reg)
+        for rule in AlertRule:
+            for action in ("open", "repeat", "resolve"):
+                self.alerts_total.labels(rule=rule.value, action=action)
         self.webhook_deliveries = client.Counter(
             "goatbeat_webhook_deliveries",
             "Attempts to deliver an outbox event to the webhooks, by outcome (delivered: every "
@@ -254,6 +263,10 @@ class GoatbeatMetrics:
             self.runs_total.labels(outcome=execution.run_state.value).inc()
             if execution.runtime is not None:
                 self.runtime.observe(execution.runtime.total_seconds())
+
+    def alerts_changed(self, events: Sequence[AlertEvent]) -> None:
+        for event in events:
+            self.alerts_total.labels(rule=event.alert.rule.value, action=event.action).inc()
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
         with self._lock:

@@ -22,6 +22,7 @@ from goatbeat_celery.beat.metrics import MetricsExporter, StatusReading
 from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
 from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
+from goatbeat_celery.core.rules.alerts import AlertEvent
 from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -37,6 +38,11 @@ __all__ = [
     "OccurrenceHook",
     "start",
 ]
+
+
+#: The signal each alert change sends.
+_ALERT_SIGNALS = {"open": signals.alert_opened, "repeat": signals.alert_repeated,
+                  "resolve": signals.alert_resolved}
 
 
 def _guarded(call: Callable[..., object], *args: Any, **kwargs: Any) -> None:
@@ -124,6 +130,13 @@ class CeleryObserver:
             if self.hook is not None:
                 self._call_hook(self.hook, record)
 
+    def alerts_changed(self, events: Sequence[AlertEvent]) -> None:
+        for event in events:
+            alert = event.alert
+            _guarded(_ALERT_SIGNALS[event.action].send, sender=self.sender, alert=alert,
+                     schedule_name=alert.schedule_name, rule=alert.rule.value,
+                     reason=alert.reason)
+
     @staticmethod
     def _call_hook(hook: OccurrenceHook, record: OccurrenceRecord) -> None:
         try:
@@ -178,6 +191,10 @@ class MultiObserver:
     def runs_ended(self, executions: Sequence[Execution]) -> None:
         for observer in self.observers:
             _guarded(observer.runs_ended, executions)
+
+    def alerts_changed(self, events: Sequence[AlertEvent]) -> None:
+        for observer in self.observers:
+            _guarded(observer.alerts_changed, events)
 
 
 class StatusStore(ScheduleStore, LeaseManager, Protocol):

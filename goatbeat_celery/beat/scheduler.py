@@ -111,6 +111,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             task_allowed=config.task_allowed,
             observer=self._observability.observer,
             runs=store,
+            alerts=store,
         )
         if config.webhooks is not None:
             # Off the scheduling path: a thread of its own, on the store's pool.

@@ -11,6 +11,7 @@ given by ``-A`` and reads goatbeat's settings (``goatbeat_database_url``, …) f
     celery -A proj goatbeat edit report --queue reports
     celery -A proj goatbeat run-now report       # an extra run, sent by the leader
     celery -A proj goatbeat history report
+    celery -A proj goatbeat alerts               # open alerts: missed, failed, lost, silent...
     celery -A proj goatbeat audit report         # who changed it, when, why, what
     celery -A proj goatbeat sync --plan          # what beat_schedule would change (exit 2)
     celery -A proj goatbeat migrate              # bring the schema to this version
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 # Each command module adds its commands to the group when imported.
 from goatbeat_celery.cli import (  # noqa: F401
+    alerts,
     audit,
     backfills,
     calendars,

@@ -201,6 +201,8 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
                      metavar="ISO", help="No run due after this instant; then it has no next "
                                          "run" + (" (none removes it)." if editing else ".")),
         *plain_options("controls", editing=editing),
+        # The alert thresholds (docs/alerts.md).
+        *plain_options("alerts", editing=editing),
         click.option("--description", metavar="TEXT",
                      help="What the schedule is for, shown with it"
                           + (" (\"\" removes it)." if editing else ".")),

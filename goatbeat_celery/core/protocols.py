@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from goatbeat_celery.core.rules.alerts import Alert, AlertChange, AlertEvent
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillRequest, BackfillStep
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.rules.runs import RunEvent, RunRecord
@@ -21,6 +22,7 @@ from goatbeat_celery.core.types.outbox import OutboxEntry, OutboxEvent, OutboxRe
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
 from goatbeat_celery.core.types.tick import (
+    AlertPage,
     ClaimResult,
     Dispatch,
     DueBatch,
@@ -441,10 +443,11 @@ class ScheduleStore(Protocol):
     def prune(self, *, before: datetime, limit: int) -> int:
         """Delete up to ``limit`` executions that are neither ``claimed`` nor ``held`` and were
         claimed before ``before``, up to ``limit`` backfills that finished before ``before``
-        (active ones are never deleted), up to ``limit`` audit entries recorded before
-        ``before``, oldest first, and up to ``limit`` outbox events (:class:`Outbox`)
-        delivered before ``before`` or, never delivered, created before it (given up after the
-        retention). Returns how many rows were deleted."""
+        (active ones are never deleted), up to ``limit`` alerts resolved before ``before``
+        (open ones are never deleted), up to ``limit`` outbox events
+        (:class:`Outbox`) delivered before ``before`` or, never delivered, created before it
+        (given up after the retention), and up to ``limit`` audit entries recorded before
+        ``before``, oldest first. Returns how many rows were deleted."""
         ...
 
     # -- audit log -----------------------------------------------------------------------
@@ -534,27 +537,42 @@ class RunLog(Protocol):
         ...
 
 
-class TokenStore(Protocol):
-    """The HTTP API's tokens (:mod:`goatbeat_celery.core.types.tokens`): only a secret's
-    digest is stored, never the secret. Driver errors surface as StoreError."""
+class AlertLog(Protocol):
+    """Where the leader keeps alerts (:mod:`goatbeat_celery.core.rules.alerts`): one row per
+    alert, ``open`` until resolved, at most one open per schedule and rule. What a change writes
+    is decided in the core (:func:`~goatbeat_celery.core.rules.alerts.plan_alerts`); the store
+    writes it, fenced by the leader's lease. Instants are the store's clock."""
 
-    def create_token(self, token: ApiToken, digest: str) -> ApiToken:
-        """Store ``token`` with its secret's ``digest``, created at the store's now; returns it
-        as stored. ScheduleConflict when a token of that name exists (revoked ones too: a
-        name recorded against past changes is never given to someone else)."""
+    def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
+        """Up to ``limit`` schedules whose name sorts after ``after`` (from the first with
+        None), in name order, each with its ``depth`` newest executions (newest occurrence
+        first) and the alerts open on the names of the page's range (after ``after``, up to
+        ``last``: those of schedules deleted since too). ``last`` is the last name returned,
+        or None when no schedule was left after it (the range then runs to the end). Reads
+        only; cost grows with ``limit`` × ``depth``, never with the schedules or executions
+        outside the page (the history index)."""
         ...
 
-    def token_by_digest(self, digest: str) -> ApiToken | None:
-        """The token whose secret has ``digest`` (revoked or not), or None."""
+    def record_alerts(self, changes: Sequence[AlertChange], *,
+                      lease: LeaseGrant) -> list[AlertEvent]:
+        """Apply ``changes`` in one transaction fenced by ``lease`` (LeaseLost if stale,
+        nothing changed), each with the store's now, and return the alerts as written:
+
+        * ``open``: insert an open alert (count 1, first and last time now) unless one is open
+          for that schedule and rule, which is counted again instead (as ``repeat``);
+        * ``repeat``: on the open alert whose ``key`` differs from the change's, count + 1,
+          last time now, the change's key and reason; otherwise nothing;
+        * ``resolve``: the open alert becomes ``resolved`` (resolved and last time now);
+          none open: nothing.
+
+        A change that writes nothing is left out of the result, so a change planned twice (two
+        leaders' looks, a look repeated after a failover) is written once."""
         ...
 
-    def list_tokens(self) -> list[ApiToken]:
-        """Every token, revoked ones included, by name."""
-        ...
-
-    def revoke_token(self, name: str) -> ApiToken:
-        """Mark the token ``name`` revoked at the store's now (once: revoking it again keeps
-        the first instant) and return it. TokenNotFound when there is none."""
+    def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,
+                    limit: int = 100) -> list[Alert]:
+        """Alerts, open ones first then newest first (by id), optionally only open ones or
+        only one schedule's. Reads only."""
         ...
 
 
@@ -603,4 +621,28 @@ class Outbox(Protocol):
                     limit: int = 100) -> list[OutboxEntry]:
         """Up to ``limit`` events, oldest first (``created_at``, then ``event_id``), only
         delivered ones or undelivered ones when ``delivered`` says so. Reads only."""
+        ...
+
+
+class TokenStore(Protocol):
+    """The HTTP API's tokens (:mod:`goatbeat_celery.core.types.tokens`): only a secret's
+    digest is stored, never the secret. Driver errors surface as StoreError."""
+
+    def create_token(self, token: ApiToken, digest: str) -> ApiToken:
+        """Store ``token`` with its secret's ``digest``, created at the store's now; returns it
+        as stored. ScheduleConflict when a token of that name exists (revoked ones too: a
+        name recorded against past changes is never given to someone else)."""
+        ...
+
+    def token_by_digest(self, digest: str) -> ApiToken | None:
+        """The token whose secret has ``digest`` (revoked or not), or None."""
+        ...
+
+    def list_tokens(self) -> list[ApiToken]:
+        """Every token, revoked ones included, by name."""
+        ...
+
+    def revoke_token(self, name: str) -> ApiToken:
+        """Mark the token ``name`` revoked at the store's now (once: revoking it again keeps
+        the first instant) and return it. TokenNotFound when there is none."""
         ...

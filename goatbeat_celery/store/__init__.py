@@ -3,9 +3,10 @@
 :func:`open_store` picks one from a database URL. The object it returns is the
 :class:`~goatbeat_celery.core.protocols.ScheduleStore`, the
 :class:`~goatbeat_celery.core.protocols.LeaseManager`, the
-:class:`~goatbeat_celery.core.protocols.RunLog`, the
-:class:`~goatbeat_celery.core.protocols.TokenStore` and the
-:class:`~goatbeat_celery.core.protocols.Outbox`.
+:class:`~goatbeat_celery.core.protocols.RunLog` and the
+:class:`~goatbeat_celery.core.protocols.AlertLog`, the
+:class:`~goatbeat_celery.core.protocols.Outbox` and the
+:class:`~goatbeat_celery.core.protocols.TokenStore`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 
 from goatbeat_celery.core.protocols import (
+    AlertLog,
     LeaseManager,
     Outbox,
     RunLog,
@@ -40,10 +42,10 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
 }
 
 
-class Store(ScheduleStore, LeaseManager, RunLog, TokenStore, Outbox, Protocol):
+class Store(ScheduleStore, LeaseManager, RunLog, AlertLog, Outbox, TokenStore, Protocol):
     """A schedule store that is also the lease manager, the run log (where workers' run
-    reports land), the HTTP API's token store and the outbox (events delivered off the
-    scheduling path), as :func:`open_store` returns."""
+    reports land), the alert log, the outbox (events delivered off the scheduling path) and
+    the HTTP API's token store, as :func:`open_store` returns."""
 
 
 def open_store(url: str, *, clock: Callable[[], datetime] | None = None,

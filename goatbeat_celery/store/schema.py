@@ -26,6 +26,9 @@ BACKFILL_TABLE = "goatbeat_backfill"
 BACKFILL_ID_SEQUENCE = f"{BACKFILL_TABLE}_id_seq"
 CALENDAR_TABLE = "goatbeat_calendar"
 SCHEDULE_TAG_TABLE = "goatbeat_schedule_tag"
+ALERT_TABLE = "goatbeat_alert"
+#: The sequence PostgreSQL numbers alerts with (the beat role needs USAGE on it).
+ALERT_ID_SEQUENCE = f"{ALERT_TABLE}_id_seq"
 AUDIT_TABLE = "goatbeat_audit"
 #: The sequence PostgreSQL numbers audit entries with (the roles that change schedules need
 #: USAGE on it).
@@ -38,9 +41,10 @@ SQLITE_TIMESTAMP_WIDTH = 26
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def _partial_index(name: str, *columns: sa.Column[Any], where: str) -> sa.Index:
+def _partial_index(name: str, *columns: sa.Column[Any], where: str,
+                   unique: bool = False) -> sa.Index:
     """An index of the rows matching ``where`` only, on PostgreSQL and SQLite alike."""
-    return sa.Index(name, *columns, postgresql_where=sa.text(where),
+    return sa.Index(name, *columns, unique=unique, postgresql_where=sa.text(where),
                     sqlite_where=sa.text(where))
 
 
@@ -222,6 +226,12 @@ schedule_table = sa.Table(
     # How many times a run no worker started is sent again (core.rules.runs.resend_due; NULL:
     # the setting goatbeat_run_resends).
     sa.Column("run_resends", sa.Integer(), nullable=True),
+    # Alert thresholds (core.rules.alerts; NULL: the settings goatbeat_alert_late,
+    # goatbeat_alert_failures, goatbeat_max_runtime, goatbeat_alert_silent).
+    sa.Column("alert_late_seconds", Seconds(), nullable=True),
+    sa.Column("alert_failures", sa.Integer(), nullable=True),
+    sa.Column("max_runtime_seconds", Seconds(), nullable=True),
+    sa.Column("alert_silent_seconds", Seconds(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.
@@ -459,3 +469,34 @@ _partial_index(
 )
 _partial_index("ix_goatbeat_outbox_delivered", outbox_table.c.delivered_at,
                where=DELIVERED_PREDICATE)
+
+# Alerts (core.rules.alerts): one row per alert, open until resolved, written by the leader in
+# its fenced transaction. No foreign key: an alert outlives its schedule as history.
+alert_table = sa.Table(
+    ALERT_TABLE,
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("schedule_name", _identifier(), nullable=False),
+    sa.Column("rule", sa.String(16), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text(), nullable=False),
+    # The last run that showed it (NULL: no one run does, as for silent).
+    sa.Column("key", sa.Text(), nullable=True),
+    sa.Column("first_at", UTCDateTime(), nullable=False),
+    sa.Column("last_at", UTCDateTime(), nullable=False),
+    sa.Column("resolved_at", UTCDateTime(), nullable=True),
+    sa.Column("count", sa.Integer(), nullable=False),
+)
+
+#: At most one open alert per schedule and rule, whoever writes: the database keeps a change
+#: planned twice (two leaders' looks around a failover) from opening a second one.
+OPEN_ALERT_PREDICATE = "state = 'open'"
+_partial_index(
+    "ix_goatbeat_alert_open",
+    alert_table.c.schedule_name,
+    alert_table.c.rule,
+    unique=True,
+    where=OPEN_ALERT_PREDICATE,
+)
+sa.Index("ix_goatbeat_alert_schedule", alert_table.c.schedule_name, alert_table.c.id)

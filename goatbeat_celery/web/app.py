@@ -30,6 +30,7 @@ from starlette.templating import Jinja2Templates
 
 from goatbeat_celery import __version__, display
 from goatbeat_celery.core.protocols import LeaseManager
+from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillMode
 from goatbeat_celery.core.rules.calendars import resolve
 from goatbeat_celery.core.rules.controls import upcoming_runs
@@ -75,6 +76,8 @@ HERE = Path(__file__).parent
 PAGE_SIZE = 50
 #: Executions read for the overview's chart, newest first.
 CHART_EXECUTIONS = 500
+#: Alerts the overview lists (open ones) and a schedule's page (open, then the last resolved).
+ALERTS_SHOWN = 20
 HISTORY_SHOWN = 50
 #: The newest changes of a schedule its page shows (``celery goatbeat audit NAME`` pages on).
 AUDIT_SHOWN = 20
@@ -406,6 +409,8 @@ class _Overview:
     sharding: list[LeaseInfo] | None = None
     #: The live replicas leading nothing.
     standbys: list[Replica] = field(default_factory=list)
+    #: The open alerts (at most ALERTS_SHOWN + 1, to know there are more).
+    alerts: list[Alert] = field(default_factory=list)
 
 
 def _read_overview(context: _Context) -> _Overview:
@@ -423,7 +428,8 @@ def _read_overview(context: _Context) -> _Overview:
     return _Overview(info, now, store.oldest_pending(), set_aside, counts,
                      lateness_chart(recent, now, limit=CHART_EXECUTIONS),
                      None if settings.shards == 1 else rows,
-                     display.standby_replicas(rows, info, settings))
+                     display.standby_replicas(rows, info, settings),
+                     schedules.alerts(open_only=True, limit=ALERTS_SHOWN + 1))
 
 
 async def _overview(request: Request, context: _Context) -> Response:
@@ -438,6 +444,7 @@ async def _overview(request: Request, context: _Context) -> Response:
                                                 settings.lease_renew_interval),
         database=mask_url(context.schedules.config.database_url),
         shown=display.SET_ASIDE_SHOWN, zone=context.schedules.default_timezone,
+        alerts_shown=ALERTS_SHOWN, alerts_note=display.untracked_rules_note(settings),
         standbys=display.standbys_line(data.standbys, data.now),
         shards=(None if data.sharding is None
                 else display.shard_holders(data.sharding, settings)),
@@ -546,6 +553,8 @@ class _Detail:
     runtimes: list[tuple[str, str]] = field(default_factory=list)
     measured: int = 0
     backfills: list[Backfill] = field(default_factory=list)
+    #: Its open alerts, and the last few resolved.
+    alerts: list[Alert] = field(default_factory=list)
     audit: list[AuditEntry] = field(default_factory=list)
 
 
@@ -583,10 +592,11 @@ def _read_detail(context: _Context, name: str, outcome: str = "") -> _Detail:
     shown = [e for e in read if not outcome or display.run_status(e) == outcome]
     runtimes = [e.runtime.total_seconds() for e in read if e.runtime is not None]
     backfills = context.schedules.backfills(name=name, limit=10)
+    alerts = context.schedules.alerts(name=name, limit=ALERTS_SHOWN)
     return _Detail(schedule, shown[:HISTORY_SHOWN], now, runs, problem,
                    lateness_chart(read, now, limit=RUNS_READ), read=len(read),
                    outcomes=outcomes, runtimes=present.percentiles(runtimes),
-                   measured=len(runtimes), backfills=backfills,
+                   measured=len(runtimes), backfills=backfills, alerts=alerts,
                    audit=context.schedules.audit(name, limit=AUDIT_SHOWN))
 
 

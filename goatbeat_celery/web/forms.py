@@ -82,7 +82,8 @@ def plain_groups(settings: Settings) -> dict[Group, list[PlainField]]:
     """The plain fields of each group, in their order, with their hints: what the field does,
     how it is typed, and what empty means (the setting standing in, with its value now, or
     none; ``settings`` are those of the dashboard's app)."""
-    found: dict[Group, list[PlainField]] = {"lateness": [], "policies": [], "controls": []}
+    found: dict[Group, list[PlainField]] = {"lateness": [], "policies": [], "controls": [],
+                                          "alerts": []}
     for info in PLAIN_FIELDS:
         hint = info.phrase  # as the form's other hints read
         if info.kind == "duration":

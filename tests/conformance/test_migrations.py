@@ -44,7 +44,7 @@ from tests.conftest import empty_database
 
 GOATBEAT_TABLES = {"goatbeat_schedule", "goatbeat_execution", "goatbeat_lease",
                    "goatbeat_backfill", "goatbeat_calendar", "goatbeat_schedule_tag",
-                   "goatbeat_audit", "goatbeat_api_token", "goatbeat_outbox"}
+                   "goatbeat_alert", "goatbeat_outbox", "goatbeat_audit", "goatbeat_api_token"}
 
 
 @contextmanager

@@ -813,6 +813,32 @@ def test_the_change_page_lists_the_last_runs_with_their_outcome_and_error(
     assert response.status_code == 302, response.context["adminform"].form.errors
 
 
+def test_alerts_are_listed_open_first_read_only_with_filters(client: Any,
+                                                              api: Schedules) -> None:
+    from goatbeat_celery.core.rules.alerts import AlertChange, AlertRule
+
+    store: Any = api.store
+    grant = store.acquire("default", "replica-a", timedelta(seconds=60))
+    for name, rule in (("poll", AlertRule.LOST), ("digest", AlertRule.FAILED)):
+        store.record_alerts([AlertChange(schedule_name=name, rule=rule, action="open",
+                                         reason=f"{rule.value} <b>", key=f"{name}:1")],
+                            lease=grant)
+    store.record_alerts([AlertChange(schedule_name="poll", rule=AlertRule.LOST,
+                                     action="resolve", reason="")], lease=grant)
+
+    def rows(query: str) -> list[tuple[str, str]]:
+        page = client.get("/admin/goatbeat/alert/" + query)
+        assert page.status_code == 200
+        return [(row.schedule_name, row.state) for row in page.context["cl"].result_list]
+
+    assert rows("") == [("digest", "open"), ("poll", "resolved")]
+    assert rows("?state__exact=open") == [("digest", "open")]
+    assert rows("?rule__exact=lost") == [("poll", "resolved")]
+    page = client.get("/admin/goatbeat/alert/")
+    assert "failed &lt;b&gt;" in page.content.decode()
+    assert client.get("/admin/goatbeat/alert/add/").status_code == 403
+
+
 def test_every_change_made_in_the_admin_is_in_the_audit_log_as_its_user(
         client: Any, api: Schedules, superuser: Any) -> None:
     actor = f"django:{superuser.get_username()}"

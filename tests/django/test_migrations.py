@@ -14,7 +14,7 @@ def deconstructed(fields: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     return {name: tuple(field.deconstruct()[1:]) for name, field in fields.items()}
 
 
-@pytest.mark.parametrize("model", ["schedule", "execution"])
+@pytest.mark.parametrize("model", ["schedule", "execution", "alert"])
 def test_the_migration_lists_every_field_of_the_model_as_models_py_has_it(model: str) -> None:
     from django.apps import apps
     from django.db.migrations.loader import MigrationLoader

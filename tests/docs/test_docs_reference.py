@@ -26,7 +26,12 @@ from goatbeat_celery import signals
 from goatbeat_celery.beat.metrics import GoatbeatMetrics
 from goatbeat_celery.cli import goatbeat
 from goatbeat_celery.migrations import VERSION_TABLE
-from goatbeat_celery.store.schema import AUDIT_ID_SEQUENCE, BACKFILL_ID_SEQUENCE, metadata
+from goatbeat_celery.store.schema import (
+    ALERT_ID_SEQUENCE,
+    AUDIT_ID_SEQUENCE,
+    BACKFILL_ID_SEQUENCE,
+    metadata,
+)
 from goatbeat_celery.web import security as web_security
 from goatbeat_celery.worker.tracking.duplicates import DUPLICATES_METRIC
 from tests.docs.blocks import DOCS
@@ -76,7 +81,8 @@ def code_names() -> set[str]:
     cookies = {web_security.CSRF_COOKIE, web_security.SESSION_COOKIE}
     # The worker's own counter (run tracking), outside beat's registry.
     samples |= {f"{DUPLICATES_METRIC}_total"}
-    return ({*metadata.tables, BACKFILL_ID_SEQUENCE, AUDIT_ID_SEQUENCE, VERSION_TABLE,
+    return ({*metadata.tables, BACKFILL_ID_SEQUENCE, ALERT_ID_SEQUENCE, AUDIT_ID_SEQUENCE,
+             VERSION_TABLE,
              "goatbeat_celery"}
             | samples | families | headers | signal_names | management_commands() | cookies)
 

@@ -1,5 +1,5 @@
 """The admin pages for goatbeat: schedules (listed, searched, filtered, edited, paused, resumed,
-run now) and their executions (history, read only).
+run now), their executions (history, read only) and alerts (read only).
 
 Lists come from goatbeat's tables through unmanaged models, read from the ``DATABASES`` alias
 that names goatbeat's database; every change goes through
@@ -28,7 +28,7 @@ from django.utils.html import format_html, format_html_join
 from goatbeat_celery import display
 from goatbeat_celery.contrib.django import integration
 from goatbeat_celery.contrib.django.forms import ScheduleForm
-from goatbeat_celery.contrib.django.models import Execution, Schedule
+from goatbeat_celery.contrib.django.models import Alert, Execution, Schedule
 from goatbeat_celery.core.rules.status import Status, shows_next_run, status
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError, ScheduleNotFound
 from goatbeat_celery.core.types.fields import Group
@@ -174,6 +174,7 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
             "mode", "overlap", *_plain("policies"))}),
         ("Controls", {"classes": ("collapse",), "fields": (
             "start_at", "end_at", *_plain("controls"), "description", "tags", "calendars")}),
+        ("Alerts", {"classes": ("collapse",), "fields": _plain("alerts")}),
         ("Change log", {"fields": ("reason",)}),
     )
     #: What the change page of a stored schedule shows above the form: how it is doing (the
@@ -511,9 +512,42 @@ class ExecutionAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         return False
 
 
+@admin.register(Alert)
+class AlertAdmin(GoatbeatReadMixin, admin.ModelAdmin):
+    """Alerts (docs/alerts.md), open ones first, read only: the leader raises and resolves
+    them."""
+
+    list_display = ("id", "schedule_name", "rule", "state", "count", "first_at", "last_at",
+                    "resolved_at", "reason_shown")
+    list_filter = ("state", "rule", ScheduleNameFilter)
+    search_fields = ("schedule_name", "reason")
+    list_per_page = 100
+    readonly_fields = ("id", "schedule_name", "rule", "state", "reason", "key", "count",
+                       "first_at", "last_at", "resolved_at")
+    fields = readonly_fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # Open alerts first, then the newest.
+        return super().get_queryset(request).order_by(
+            RawSQL("CASE WHEN state = 'open' THEN 0 ELSE 1 END", ()), "-id")
+
+    @admin.display(description="reason")
+    def reason_shown(self, row: Alert) -> str:
+        return shortened(row.reason, 120)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 def shortened(text: str | None, limit: int = 80) -> str:
     text = text or ""
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-__all__ = ["ExecutionAdmin", "ScheduleAdmin"]
+__all__ = ["AlertAdmin", "ExecutionAdmin", "ScheduleAdmin"]

@@ -12,9 +12,10 @@ from typing import Any
 
 from django.db import models
 
+from goatbeat_celery.core.rules.alerts import AlertRule, AlertState
 from goatbeat_celery.core.rules.runs import RunState
 from goatbeat_celery.core.types.execution import ExecutionState
-from goatbeat_celery.store.schema import EXECUTION_TABLE, SCHEDULE_TABLE
+from goatbeat_celery.store.schema import ALERT_TABLE, EXECUTION_TABLE, SCHEDULE_TABLE
 
 
 class ReadOnlyModel(models.Model):
@@ -93,6 +94,10 @@ class Schedule(ReadOnlyModel):
     #: The definition's version: what the change form is checked against (runs never move it).
     spec_version = models.BigIntegerField("version", default=1)
     run_resends = models.IntegerField(null=True)
+    alert_late_seconds = models.FloatField(null=True)
+    alert_failures = models.IntegerField(null=True)
+    max_runtime_seconds = models.FloatField(null=True)
+    alert_silent_seconds = models.FloatField(null=True)
 
     class Meta:
         managed = False
@@ -145,3 +150,30 @@ class Execution(ReadOnlyModel):
 
     def __str__(self) -> str:
         return str(self.key)
+
+
+class Alert(ReadOnlyModel):
+    """A row of ``goatbeat_alert``: a rule that held for a schedule (core.rules.alerts),
+    written by the leader only."""
+
+    RULES = tuple((rule.value, rule.value) for rule in AlertRule)
+    STATES = tuple((state.value, state.value) for state in AlertState)
+
+    id = models.BigAutoField(primary_key=True)
+    schedule_name = models.TextField("schedule")
+    rule = models.CharField(max_length=16, choices=RULES)
+    state = models.CharField(max_length=16, choices=STATES)
+    reason = models.TextField()
+    key = models.TextField("last run", null=True)
+    first_at = models.DateTimeField("first")
+    last_at = models.DateTimeField("last")
+    resolved_at = models.DateTimeField("resolved", null=True)
+    count = models.IntegerField()
+
+    class Meta:
+        managed = False
+        db_table = ALERT_TABLE
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.rule} on {self.schedule_name}"

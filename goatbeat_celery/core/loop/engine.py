@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.loop.alerts import AlertWatcher
 from goatbeat_celery.core.loop.backfill_driver import BackfillDriver
 from goatbeat_celery.core.loop.leadership import STORE_RETRY, Leadership, ShardLeadership
 from goatbeat_celery.core.loop.observer import EngineObserver, NullObserver
@@ -25,7 +26,13 @@ from goatbeat_celery.core.loop.planner import Planner
 from goatbeat_celery.core.loop.settlement import RunSettler
 from goatbeat_celery.core.loop.submission import InFlight, SubmissionPipeline
 from goatbeat_celery.core.loop.trigger_cache import TriggerCache
-from goatbeat_celery.core.protocols import LeaseManager, RunLog, ScheduleStore, TaskSubmitter
+from goatbeat_celery.core.protocols import (
+    AlertLog,
+    LeaseManager,
+    RunLog,
+    ScheduleStore,
+    TaskSubmitter,
+)
 from goatbeat_celery.core.rules.controls import bounded_first
 from goatbeat_celery.core.rules.misfire import first_occurrence
 from goatbeat_celery.core.rules.runs import RunState
@@ -94,6 +101,7 @@ class Engine:
         task_allowed: Callable[[str], bool] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         runs: RunLog | None = None,
+        alerts: AlertLog | None = None,
     ) -> None:
         self.store = store
         #: Where workers record runs (the store, in practice): the leader marks the silent
@@ -153,6 +161,10 @@ class Engine:
             store=store, settings=settings, planner=self._planner,
             submissions=self._submissions, observer=self.observer, is_leader=self.is_leader,
             drop_expired=self._drop_expired)
+        #: Judges the schedules' alerts (core.loop.alerts) where the store keeps them; None:
+        #: no alerts.
+        self.alerts = None if alerts is None else AlertWatcher(
+            store=alerts, settings=settings, observer=self.observer, monotonic=monotonic)
         self._settler = RunSettler(store=store, grid_after=self._planner.grid_after,
                                    observer=self.observer, batch_size=settings.batch_size)
 
@@ -273,6 +285,7 @@ class Engine:
         self._prune(waiting.now)
         if self._mark_lost():
             self._news = True  # their ends are settled by the next look
+        self._look_at_alerts()
         return self._sleep_for(waiting.next_due_at, waiting.now)
 
     def _next_renew(self) -> float:
@@ -400,6 +413,7 @@ class Engine:
                     if global_work:
                         self._prune(batch.now)
                         self._mark_lost()
+                        self._look_at_alerts()
                     return next_due, batch.now
                 claims: list[PlannedClaim] = []
                 asides: list[SetAside] = []
@@ -633,6 +647,12 @@ class Engine:
                          extra={"action": f"run_{verdict}", "key": execution.key})
         return len(ended)
 
+    def _look_at_alerts(self) -> None:
+        """When due, judge one page of schedules' alerts (core.loop.alerts), after the due
+        runs were sent: a look never delays a run."""
+        if self.alerts is not None and self.alerts.due(TIMER_SLACK):
+            self.alerts.safe_look(self._leadership.grant, self._tracked_since())
+
     def _resend_unstarted(self) -> int:
         """Before judging runs lost, put back to claimed, in the leader's fenced transaction,
         the runs sent to tracking workers that none started in time and that are still within
@@ -691,6 +711,8 @@ class Engine:
             candidates.append(self._until(self._next_prune, capped=capped))
             if self.runs is not None:
                 candidates.append(self._until(self._next_lost_look, capped=capped))
+            if self.alerts is not None:
+                candidates.append(self._until(self.alerts.next_look, capped=capped))
         if next_due is not None:
             until_due = (next_due - store_now).total_seconds()
             if self._store_seen is not None and self._store_seen[0] == store_now:

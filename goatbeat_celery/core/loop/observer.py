@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from goatbeat_celery.core.rules.alerts import AlertEvent
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.tick import Dispatch
@@ -113,6 +114,11 @@ class EngineObserver(Protocol):
         ``run_error`` on each row)."""
         ...
 
+    def alerts_changed(self, events: Sequence[AlertEvent]) -> None:
+        """Alerts were raised, counted again or resolved, each once, by the leader that wrote
+        it (:mod:`goatbeat_celery.core.rules.alerts`)."""
+        ...
+
 
 class NullObserver:
     """An observer that ignores everything."""
@@ -145,4 +151,7 @@ class NullObserver:
         pass
 
     def runs_ended(self, executions: Sequence[Execution]) -> None:
+        pass
+
+    def alerts_changed(self, events: Sequence[AlertEvent]) -> None:
         pass

@@ -18,7 +18,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any, Literal
 
 Kind = Literal["duration", "count", "factor"]
-Group = Literal["lateness", "policies", "controls"]
+Group = Literal["lateness", "policies", "controls", "alerts"]
 
 _METADATA_KEY = "goatbeat"
 

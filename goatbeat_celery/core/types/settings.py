@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar, Union
 
 from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.rules.alerts import DEFAULT_ALERT_FAILURES, MAX_ALERT_FAILURES
 from goatbeat_celery.core.rules.policies import OverlapPolicy
 from goatbeat_celery.core.rules.runs import (
     DEFAULT_HEARTBEAT_INTERVAL,
@@ -43,12 +44,18 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "config_prune_grace": (validation.MAX_DURATION, True),
     "retry_backoff": (_HOUR, False),
     "retry_backoff_max": (_DAY, False),
+    "alert_interval": (_HOUR, False),
     **{name: (maximum, False) for name, maximum in RUN_TIME_MAXIMA.items()},
 }
 #: The most shards a deployment may split its schedules into (core.rules.shards).
 MAX_SHARDS = 1024
 _COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 1_000, "prune_batch": 100_000,
-           "backfill_per_tick": 10_000, "shards": MAX_SHARDS}
+           "backfill_per_tick": 10_000, "shards": MAX_SHARDS, "alert_batch": 10_000}
+#: The alert thresholds that are off unless given.
+_OPTIONAL_ALERT_DURATIONS = ("alert_late", "max_runtime", "alert_silent")
+#: How often the leader judges alerts, and how many schedules at a time.
+DEFAULT_ALERT_INTERVAL = timedelta(seconds=10)
+DEFAULT_ALERT_BATCH = 100
 
 _Read = TypeVar("_Read")
 _Given = TypeVar("_Given")
@@ -131,6 +138,19 @@ class Settings:
     #: (core.rules.sync), each deletion in the audit log.
     config_prune: bool = False
     config_prune_grace: _Duration = _Duration(timedelta(days=7))
+    #: Alerts (core.rules.alerts), for the schedules that give no value of their own:
+    #: ``late`` after this lateness, ``failed`` after this many failed runs in a row (0: off),
+    #: ``overrun`` after this runtime, ``silent`` after this long without a success (None:
+    #: off); ``missed`` and ``lost`` on or off for every schedule. The leader judges them every
+    #: ``alert_interval``, ``alert_batch`` schedules at a time.
+    alert_late: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
+    alert_failures: int = DEFAULT_ALERT_FAILURES
+    max_runtime: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
+    alert_silent: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
+    alert_missed: bool = True
+    alert_lost: bool = True
+    alert_interval: _Duration = _Duration(DEFAULT_ALERT_INTERVAL)
+    alert_batch: int = DEFAULT_ALERT_BATCH
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -140,10 +160,15 @@ class Settings:
                               zero_allowed=zero_allowed)
             # An invalid one is replaced by a stand-in, so that the checks below still run.
             object.__setattr__(self, name, timedelta(seconds=1) if value is None else value)
-        if given["starting_deadline"] is not None:
-            object.__setattr__(self, "starting_deadline", _duration(
-                given["starting_deadline"], "starting_deadline", problems,
-                maximum=validation.MAX_DURATION, zero_allowed=False))
+        for name in ("starting_deadline", *_OPTIONAL_ALERT_DURATIONS):
+            if given[name] is not None:
+                object.__setattr__(self, name, _duration(
+                    given[name], name, problems, maximum=validation.MAX_DURATION,
+                    zero_allowed=False))
+        problem = validation.count_problem(self.alert_failures, "alert_failures", minimum=0,
+                                           maximum=MAX_ALERT_FAILURES)
+        if problem is not None:
+            problems.append(problem)
         for name, most in _COUNTS.items():
             problem = validation.count_problem(getattr(self, name), name, minimum=1,
                                                maximum=most)
@@ -154,7 +179,7 @@ class Settings:
         if problem is not None:
             problems.append(problem)
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
-        for flag in ("track_runs", "config_prune"):
+        for flag in ("track_runs", "config_prune", "alert_missed", "alert_lost"):
             if not isinstance(getattr(self, flag), bool):
                 problems.append(Problem(flag,
                                         f"expected True or False, got {getattr(self, flag)!r}"))

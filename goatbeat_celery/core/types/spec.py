@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.rules.alerts import MAX_ALERT_FAILURES
 from goatbeat_celery.core.rules.policies import (
     MAX_PAUSE_AFTER,
     Choice,
@@ -139,6 +140,25 @@ class ScheduleSpec:
         maximum=MAX_RUN_RESENDS,
         help="Send a run no worker started again this many times before it is lost "
              "(0 never)."))
+    #: Alerts (:mod:`goatbeat_celery.core.rules.alerts`): raise ``late`` when a run is sent more
+    #: than ``alert_late`` after it was due, ``failed`` after ``alert_failures`` failed runs in
+    #: a row, ``overrun`` when a run still runs ``max_runtime`` after it started, ``silent``
+    #: when no run succeeded within ``alert_silent``; None: the global setting.
+    alert_late: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="late alert", group="alerts", default="alert_late",
+        help="Raise a late alert when a run is sent more than this long after it was due."))
+    alert_failures: int | None = field(default=None, metadata=described(
+        kind="count", label="failures alert", group="alerts", default="alert_failures",
+        minimum=1, maximum=MAX_ALERT_FAILURES,
+        help="Raise a failed alert after this many failed runs in a row."))
+    max_runtime: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="max runtime", group="alerts", default="max_runtime",
+        help="Raise an overrun alert when a run still runs this long after it started "
+             "(needs run tracking)."))
+    alert_silent: timedelta | None = field(default=None, metadata=described(
+        kind="duration", label="silence alert", group="alerts", default="alert_silent",
+        help="Raise a silent alert when no run succeeded within this long (needs run "
+             "tracking)."))
     #: Controls (:mod:`goatbeat_celery.core.rules.controls`): no run due before ``start_at`` or
     #: after ``end_at`` (aware instants, None: unbounded), at most ``max_runs`` runs in all
     #: (the schedule's ``total_runs``; manual runs do not count; None: no limit), and a free
@@ -243,6 +263,20 @@ class ScheduleSpec:
         if self.run_resends is not None:
             found.extend(listed(validation.count_problem(
                 self.run_resends, "run_resends", minimum=0, maximum=MAX_RUN_RESENDS)))
+        found.extend(self._alert_problems())
+        return found
+
+    def _alert_problems(self) -> list[Problem]:
+        """Problems of the alert thresholds: durations above zero, a count from 1."""
+        found: list[Problem] = []
+        for label, value in (("alert_late", self.alert_late), ("max_runtime", self.max_runtime),
+                             ("alert_silent", self.alert_silent)):
+            if value is not None:
+                found.extend(listed(validation.seconds_problem(
+                    value, label, maximum=validation.MAX_DURATION, inclusive_minimum=False)))
+        if self.alert_failures is not None:
+            found.extend(listed(validation.count_problem(
+                self.alert_failures, "alert_failures", minimum=1, maximum=MAX_ALERT_FAILURES)))
         return found
 
     def _control_problems(self) -> list[Problem]:
@@ -342,6 +376,10 @@ class ScheduleSpec:
             "failure_backoff_max": _seconds(self.failure_backoff_max),
             "pause_after_failures": self.pause_after_failures,
             "run_resends": self.run_resends,
+            "alert_late": _seconds(self.alert_late),
+            "alert_failures": self.alert_failures,
+            "max_runtime": _seconds(self.max_runtime),
+            "alert_silent": _seconds(self.alert_silent),
         }
         payload.update((key, value) for key, value in policies.items() if value is not None)
         # The controls, likewise; the description and tags too, so that a config entry whose

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.policies import OverlapPolicy
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import JSONValue
@@ -226,3 +227,16 @@ class SubmitResult:
     accepted: list[str]
     failed: dict[str, str] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertPage:
+    """One page of schedules the leader judges alerts on
+    (:meth:`~goatbeat_celery.core.protocols.AlertLog.alert_evidence`): the store's clock, each
+    schedule in name order with its newest executions (newest occurrence first), the alerts open
+    on them, and the last name read (None once the page reached the end of the schedules)."""
+
+    now: datetime
+    schedules: tuple[tuple[Schedule, tuple[Execution, ...]], ...]
+    open_alerts: tuple[Alert, ...]
+    last: str | None

@@ -8,6 +8,7 @@ one class per concern, as the SQL store is, over the state of
 
 from __future__ import annotations
 
+from goatbeat_celery.store.memory.alerts import MemoryAlerts
 from goatbeat_celery.store.memory.audit import MemoryAudit
 from goatbeat_celery.store.memory.backfills import MemoryBackfills
 from goatbeat_celery.store.memory.base import Clock, MemoryStoreBase, system_clock
@@ -24,10 +25,10 @@ from goatbeat_celery.store.memory.tokens import MemoryTokens
 
 
 class MemoryStore(MemoryLeases, MemorySchedules, MemoryCalendars, MemoryClaims, MemoryDispatch,
-                  MemoryBackfills, MemoryHistory, MemoryOutbox, MemorySettlement, MemoryRuns,
-                  MemoryAudit, MemoryTokens, MemoryStoreBase):
-    """ScheduleStore, LeaseManager, RunLog, the token store and the Outbox in one object,
-    guarded by one lock."""
+                  MemoryBackfills, MemoryHistory, MemoryAlerts, MemoryOutbox, MemorySettlement,
+                  MemoryRuns, MemoryAudit, MemoryTokens, MemoryStoreBase):
+    """ScheduleStore, LeaseManager, RunLog, AlertLog, Outbox and the token store in one
+    object, guarded by one lock."""
 
 
 __all__ = ["Clock", "MemoryStore", "system_clock"]

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 
+from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.backfill import Backfill
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.rules.claims import InFlight, in_flight
@@ -96,6 +97,8 @@ class MemoryStoreBase:
         self._backfill_ids = itertools.count(1)
         self._audit: dict[int, AuditEntry] = {}
         self._audit_ids = itertools.count(1)
+        self._alerts: dict[int, Alert] = {}
+        self._alert_ids = itertools.count(1)
 
     def now(self) -> datetime:
         return ensure_aware(self._clock(), "clock()")

@@ -56,10 +56,17 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase):
             )[:limit]
             for backfill in finished:
                 del self._backfills[backfill.id]
+            resolved = sorted(
+                (a for a in self._alerts.values()
+                 if a.resolved_at is not None and a.resolved_at < before),
+                key=lambda a: a.resolved_at or before,
+            )[:limit]
+            for alert in resolved:
+                del self._alerts[alert.id]
             # Ids grow with time: the oldest entries are the lowest ids.
             logged = sorted(entry_id for entry_id, entry in self._audit.items()
                             if entry.at < before)[:limit]
             for entry_id in logged:
                 del self._audit[entry_id]
-            return (len(old) + len(finished) + len(logged)
+            return (len(old) + len(finished) + len(resolved) + len(logged)
                     + self._prune_events_locked(before, limit))

@@ -71,6 +71,8 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
 
     #: Arrays carry any number of keys in one bound parameter.
     _IN_CHUNK = 10_000
+    #: The newest runs of a page of schedules in one statement.
+    _LATERAL = True
 
     def __init__(
         self, url: str | URL, *, create_schema: bool = False, connect_timeout: float = 5.0,

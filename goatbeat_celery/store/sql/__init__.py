@@ -16,6 +16,7 @@ It is composed of one class per concern, each in its own module over the shared 
 * :mod:`.outbox` — events delivered off the scheduling path (alerts to webhooks);
 * :mod:`.settlement` — ended runs settled for run policies;
 * :mod:`.runs` — run reports, heartbeats, lost runs;
+* :mod:`.alerts` — the evidence of alerts and their rows;
 * :mod:`.audit` — the audit log;
 * :mod:`.tokens` — the HTTP API's tokens;
 
@@ -38,6 +39,7 @@ compiler leaves it out, and SQLite serialises writers with ``BEGIN IMMEDIATE`` i
 
 from __future__ import annotations
 
+from goatbeat_celery.store.sql.alerts import SQLAlerts
 from goatbeat_celery.store.sql.audit import SQLAudit
 from goatbeat_celery.store.sql.backfills import SQLBackfills
 from goatbeat_celery.store.sql.base import Insert, SQLStoreBase
@@ -64,7 +66,8 @@ from goatbeat_celery.store.sql.tokens import SQLTokens
 
 
 class SQLStore(SQLLeases, SQLSchedules, SQLCalendars, SQLDue, SQLClaims, SQLDispatch,
-               SQLBackfills, SQLHistory, SQLOutbox, SQLSettlement, SQLRuns, SQLAudit, SQLTokens,
+               SQLBackfills, SQLHistory, SQLAlerts, SQLOutbox, SQLSettlement, SQLRuns,
+               SQLAudit, SQLTokens,
                SQLStoreBase):
     """ScheduleStore and LeaseManager in one object, on one SQLAlchemy engine.
 

@@ -9,7 +9,12 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
-from goatbeat_celery.store.schema import audit_table, backfill_table, execution_table
+from goatbeat_celery.store.schema import (
+    alert_table,
+    audit_table,
+    backfill_table,
+    execution_table,
+)
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution
 from goatbeat_celery.store.sql.outbox import SQLOutbox
@@ -18,6 +23,7 @@ from goatbeat_celery.store.sql.predicates import _ACTIVE_BACKFILL, _PRUNABLE
 E = execution_table
 B = backfill_table
 A = audit_table
+AL = alert_table
 
 
 class SQLHistory(SQLOutbox, SQLStoreBase):
@@ -57,13 +63,19 @@ class SQLHistory(SQLOutbox, SQLStoreBase):
                   .order_by(E.c.claimed_at).limit(limit))
         finished = (sa.select(B.c.id).where(sa.not_(_ACTIVE_BACKFILL), B.c.finished_at < before)
                     .order_by(B.c.finished_at).limit(limit))
+        resolved = (sa.select(AL.c.id).where(AL.c.state == "resolved",
+                                             AL.c.resolved_at < before)
+                    .order_by(AL.c.resolved_at).limit(limit))
         # Ids grow with time: the oldest entries are the lowest ids, found by the time index.
         logged = sa.select(A.c.id).where(A.c.at < before).order_by(A.c.at).limit(limit)
         with self._write("prune executions") as txn:
             result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
             backfills = txn.conn.execute(
                 sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())))
+            alerts = txn.conn.execute(
+                sa.delete(AL).where(AL.c.id.in_(resolved.scalar_subquery())))
+            events = self._prune_events(txn.conn, before, limit)
             audit = txn.conn.execute(
                 sa.delete(A).where(A.c.id.in_(logged.scalar_subquery())))
-            events = self._prune_events(txn.conn, before, limit)
-            return result.rowcount + backfills.rowcount + audit.rowcount + events
+            return (result.rowcount + backfills.rowcount + alerts.rowcount + events
+                    + audit.rowcount)

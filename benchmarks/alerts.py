@@ -1,0 +1,152 @@
+"""What judging alerts costs the leader, on PostgreSQL.
+
+    python benchmarks/alerts.py [--schedules 2000] [--runs 25] [--failing 0.1] [--reps 5]
+
+Creates its own database on the server of ``GOATBEAT_BENCH_PG_URL`` (default: the test server),
+drops it at the end. ``--schedules`` schedules, each with ``--runs`` executions that ended
+(a ``--failing`` share of the schedules with their newest three runs failed, the others
+succeeded), then the leader's looks (``AlertWatcher.look``: one page of ``alert_batch``
+schedules with their newest runs, judged, and the changes written in one fenced transaction),
+a full cycle over every schedule at a time:
+
+1. the first cycle, which opens an alert for each failing schedule;
+2. the next cycles, which find nothing new: what a look costs in the steady state.
+
+For each: statements, milliseconds of wall time, and CPU milliseconds of this process (reading
+the rows and judging them) per look and per schedule. A plain script that reports figures,
+not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import time
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from goatbeat_celery.core.loop.alerts import AlertWatcher
+from goatbeat_celery.core.loop.observer import NullObserver
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
+from goatbeat_celery.store import upgrade_schema
+from goatbeat_celery.store.postgres import PostgresStore
+from goatbeat_celery.store.schema import execution_table
+
+DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--schedules", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument("--failing", type=float, default=0.1)
+    parser.add_argument("--batch", type=int, default=Settings().alert_batch)
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)  # one line per alert opened: not what is measured
+    base = make_url(os.environ.get("GOATBEAT_BENCH_PG_URL", DEFAULT_URL))
+    name = f"goatbeat_alert_bench_{os.getpid()}"
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    url = base.set(database=name).render_as_string(hide_password=False)
+    try:
+        upgrade_schema(url)
+        run(url, args)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+def populate(store: PostgresStore, engine: sa.Engine, args: argparse.Namespace) -> None:
+    now = store.now()
+    every = timedelta(minutes=1)
+    failing = int(args.schedules * args.failing)
+    rows: list[dict[str, Any]] = []
+    for index in range(args.schedules):
+        spec = ScheduleSpec(name=f"s{index:05d}", task="bench.tick",
+                            trigger=TriggerSpec(kind="interval", params={"every": 60}))
+        store.create_schedule(spec, next_occurrence_at=now + every, next_run_at=now + every)
+        for back in range(args.runs):
+            due = now - every * (back + 1)
+            state = "failed" if index < failing and back < 3 else "succeeded"
+            rows.append({"key": f"{spec.name}:{due.isoformat()}", "schedule_name": spec.name,
+                         "occurrence_at": due, "due_at": due, "token": 1, "state": "submitted",
+                         "claimed_at": due, "submitted_at": due + timedelta(seconds=0.2),
+                         "attempts": 1, "missed": 0, "manual": False, "run_state": state,
+                         "run_attempts": 1, "started_at": due + timedelta(seconds=0.3),
+                         "finished_at": due + timedelta(seconds=1.3),
+                         "runtime": timedelta(seconds=1),
+                         "run_error": "ValueError: boom" if state == "failed" else None})
+        if len(rows) >= 10_000:
+            with engine.begin() as conn:
+                conn.execute(sa.insert(execution_table), rows)
+            rows = []
+    if rows:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(execution_table), rows)
+    with engine.begin() as conn:
+        conn.execute(sa.text("ANALYZE"))
+
+
+def run(url: str, args: argparse.Namespace) -> None:
+    store = PostgresStore(url)
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    populate(store, engine, args)
+    statements = [0]
+    for target in _engines(store):
+        sa.event.listen(target, "after_cursor_execute",
+                        lambda *_: statements.__setitem__(0, statements[0] + 1))
+    grant = store.acquire("default", "bench", timedelta(minutes=30))
+    assert grant is not None
+    settings = Settings(alert_batch=args.batch, track_runs=True)
+    watcher = AlertWatcher(store=store, settings=settings, observer=NullObserver())
+    tracked = store.now() - timedelta(days=1)
+
+    def cycle() -> dict[str, Any]:
+        looks: list[tuple[float, float, int]] = []
+        changes = 0
+        while True:
+            before, wall, cpu = statements[0], time.perf_counter(), time.process_time()
+            changes += len(watcher.look(grant, tracked))
+            looks.append((time.perf_counter() - wall, time.process_time() - cpu,
+                          statements[0] - before))
+            if watcher.cycle_done:
+                break
+        walls = [wall for wall, _, _ in looks]
+        return {"looks": len(looks), "changes_written": changes,
+                "ms_per_look_median": round(statistics.median(walls) * 1000, 1),
+                "ms_per_look_max": round(max(walls) * 1000, 1),
+                "cpu_ms_per_look_median": round(
+                    statistics.median(c for _, c, _ in looks) * 1000, 1),
+                "statements_per_look": sorted({n for _, _, n in looks}),
+                "ms_per_schedule": round(sum(walls) * 1000 / args.schedules, 3)}
+
+    figures: dict[str, Any] = {"schedules": args.schedules, "runs_each": args.runs,
+                               "failing": int(args.schedules * args.failing),
+                               "alert_batch": args.batch,
+                               "first_cycle": cycle(),
+                               "steady_cycles": [cycle() for _ in range(args.reps)]}
+    store.close()
+    engine.dispose()
+    print(json.dumps(figures, indent=2))
+
+
+def _engines(store: PostgresStore) -> list[sa.Engine]:
+    """The store's SQLAlchemy engines (an engine with options shares its parent's listeners)."""
+    from sqlalchemy.engine.base import OptionEngine
+
+    return [value for value in vars(store).values()
+            if isinstance(value, sa.Engine) and not isinstance(value, OptionEngine)]
+
+
+if __name__ == "__main__":
+    main()

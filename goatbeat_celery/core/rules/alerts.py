@@ -1,0 +1,368 @@
+"""Alerts: when a schedule misses, fails, overruns or goes quiet, and when that is over.
+
+The leader looks at a page of schedules at a time, each with its newest executions
+(:class:`Evidence`), and :func:`plan_alerts` decides, from that evidence and the alerts open on
+the schedule, what to write: open an alert, count it again, or resolve it
+(:class:`AlertChange`). The store writes the changes in the leader's fenced transaction, with at
+most one open alert per schedule and rule, so that replicas and failovers neither repeat nor
+lose one.
+
+Each rule judges a *condition* on the evidence, with three answers: it holds (a
+:class:`Finding`, with the run that shows it), it does not (the alert, if open, resolves), or
+the evidence cannot say (:data:`UNJUDGED`: an open alert stays open, none is opened). Nothing is
+judged from silence where nothing tracks runs: ``overrun`` and ``silent`` need run tracking,
+and ``failed`` and ``lost`` are drawn only from what workers reported or the leader's lost
+verdict (``unknown`` outcomes are no evidence).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final, Literal
+
+from goatbeat_celery.core.rules.runs import RunState, seconds_text
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.outbox import OutboxEvent
+
+__all__ = [
+    "ALERT_DEPTH",
+    "DEFAULT_ALERT_FAILURES",
+    "MAX_ALERT_FAILURES",
+    "UNJUDGED",
+    "Alert",
+    "AlertAction",
+    "AlertChange",
+    "AlertEvent",
+    "AlertRule",
+    "AlertRules",
+    "AlertState",
+    "Evidence",
+    "Finding",
+    "judge",
+    "outbox_event",
+    "plan_alerts",
+]
+
+#: The most failed runs in a row an alert may wait for, and the newest executions of each
+#: schedule the leader reads to judge its alerts (enough for that count and a success).
+MAX_ALERT_FAILURES = 20
+ALERT_DEPTH = MAX_ALERT_FAILURES + 5
+#: Failed runs in a row before ``failed`` is raised, for schedules that give no count.
+DEFAULT_ALERT_FAILURES = 3
+
+
+class AlertRule(str, enum.Enum):
+    """What an alert says about a schedule."""
+
+    #: Occurrences before its newest one did not run (coalesced by the misfire policy or
+    #: later than the misfire grace), or its newest expired (past its starting deadline
+    #: before it could be sent).
+    MISSED = "missed"
+    #: Its newest run was sent more than ``alert_late`` after it was due.
+    LATE = "late"
+    #: ``alert_failures`` runs failed in a row; resolved when one succeeds.
+    FAILED = "failed"
+    #: A run was marked lost since the last success; resolved when one succeeds.
+    LOST = "lost"
+    #: A run is still running ``max_runtime`` after it started (needs run tracking).
+    OVERRUN = "overrun"
+    #: No run succeeded within ``alert_silent`` (needs run tracking): the dead man's switch.
+    SILENT = "silent"
+
+    @property
+    def needs_tracking(self) -> bool:
+        """Whether the rule is judged only where the workers track runs."""
+        return self in (AlertRule.OVERRUN, AlertRule.SILENT)
+
+
+class AlertState(str, enum.Enum):
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+AlertAction = Literal["open", "repeat", "resolve"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertRules:
+    """The rules in force for one schedule (its own values, or the settings'); None: off."""
+
+    missed: bool = True
+    lost: bool = True
+    late: timedelta | None = None
+    failures: int | None = DEFAULT_ALERT_FAILURES
+    max_runtime: timedelta | None = None
+    silent: timedelta | None = None
+
+    def on(self, rule: AlertRule) -> bool:
+        """Whether ``rule`` is in force."""
+        return {
+            AlertRule.MISSED: self.missed, AlertRule.LOST: self.lost,
+            AlertRule.LATE: self.late is not None, AlertRule.FAILED: self.failures is not None,
+            AlertRule.OVERRUN: self.max_runtime is not None,
+            AlertRule.SILENT: self.silent is not None,
+        }[rule]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alert:
+    """One alert row: a rule that held for a schedule, from ``first_at`` to ``resolved_at``.
+
+    ``count`` is how many distinct runs showed it (``key`` the last of them); ``last_at`` when
+    it was last counted (or resolved)."""
+
+    id: int
+    schedule_name: str
+    rule: AlertRule
+    state: AlertState
+    reason: str
+    first_at: datetime
+    last_at: datetime
+    count: int = 1
+    key: str | None = None
+    resolved_at: datetime | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.state is AlertState.OPEN
+
+    def as_json(self) -> dict[str, object]:
+        """The alert as plain data (what ``alerts --json``, the dashboard and an outbox event
+        carry)."""
+        return {
+            "id": self.id, "schedule": self.schedule_name, "rule": self.rule.value,
+            "state": self.state.value, "reason": self.reason,
+            "first_at": self.first_at.isoformat(), "last_at": self.last_at.isoformat(),
+            "count": self.count, "key": self.key,
+            "resolved_at": None if self.resolved_at is None else self.resolved_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertChange:
+    """What the leader writes about one schedule and rule: ``open`` a new alert (counted again
+    instead when one is open already), ``repeat`` (count the open one again, for ``key``) or
+    ``resolve`` it."""
+
+    schedule_name: str
+    rule: AlertRule
+    action: AlertAction
+    reason: str
+    key: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertEvent:
+    """An alert as one change left it, with that change's ``action``."""
+
+    action: AlertAction
+    alert: Alert
+
+
+#: The outbox event kind of each change (``alert.opened``...), and the noun in its summary.
+EVENT_KINDS = {"open": "alert.opened", "repeat": "alert.repeated", "resolve": "alert.resolved"}
+
+
+def outbox_event(event: AlertEvent) -> OutboxEvent:
+    """The outbox event of one alert change, written in the transaction that records it: its
+    id stable for the change (the alert's id, the change and, for a repeat, the count), its
+    payload the alert as plain data with the change and a one-line summary."""
+    alert = event.alert
+    suffix = f":{alert.count}" if event.action == "repeat" else ""
+    summary = {
+        "open": f"{alert.schedule_name}: {alert.rule.value} alert raised: {alert.reason}",
+        "repeat": f"{alert.schedule_name}: {alert.rule.value} alert again ({alert.count} "
+                  f"times): {alert.reason}",
+        "resolve": f"{alert.schedule_name}: {alert.rule.value} alert resolved",
+    }[event.action]
+    return OutboxEvent(event_id=f"alert:{alert.id}:{event.action}{suffix}",
+                       kind=EVENT_KINDS[event.action],
+                       payload={**alert.as_json(), "action": event.action, "summary": summary})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """What the leader judges one schedule by: its rules, whether it is enabled, when it was
+    created, and its newest executions (newest occurrence first, at most :data:`ALERT_DEPTH`)."""
+
+    schedule_name: str
+    rules: AlertRules
+    enabled: bool
+    created_at: datetime | None
+    runs: Sequence[Execution]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule holds: why, and the run that shows it (None when no one run does)."""
+
+    reason: str
+    key: str | None = None
+
+
+class _Unjudged:
+    def __repr__(self) -> str:
+        return "UNJUDGED"
+
+
+#: The evidence cannot say whether a rule holds: an open alert stays open, none is opened.
+UNJUDGED: Final = _Unjudged()
+
+Verdict = Finding | None | _Unjudged
+
+#: Run ends that are evidence of an outcome (``unknown`` is none).
+_KNOWN_ENDS = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.REVOKED,
+                         RunState.REJECTED, RunState.LOST})
+
+
+def plan_alerts(evidence: Evidence, open_alerts: Mapping[AlertRule, Alert], *,
+                now: datetime, tracked_since: datetime | None) -> list[AlertChange]:
+    """The changes to the alerts of one schedule: open what holds and is not open, count again
+    an open one that a new run shows, resolve an open one that no longer holds (or whose rule
+    was turned off), leave alone what cannot be judged.
+
+    ``tracked_since``: from when the leader knows the workers track runs (None: it does not);
+    the rules that need tracking are judged only then."""
+    changes: list[AlertChange] = []
+    name = evidence.schedule_name
+    for rule in AlertRule:
+        current = open_alerts.get(rule)
+        if not evidence.rules.on(rule):
+            if current is not None:
+                changes.append(AlertChange(schedule_name=name, rule=rule, action="resolve",
+                                           reason="the rule was turned off"))
+            continue
+        verdict = judge(rule, evidence, now=now, tracked_since=tracked_since)
+        if isinstance(verdict, _Unjudged):
+            continue
+        if verdict is None:
+            if current is not None:
+                changes.append(AlertChange(schedule_name=name, rule=rule, action="resolve",
+                                           reason=current.reason))
+        elif current is None:
+            changes.append(AlertChange(schedule_name=name, rule=rule, action="open",
+                                       reason=verdict.reason, key=verdict.key))
+        elif verdict.key is not None and verdict.key != current.key:
+            changes.append(AlertChange(schedule_name=name, rule=rule, action="repeat",
+                                       reason=verdict.reason, key=verdict.key))
+    return changes
+
+
+def judge(rule: AlertRule, evidence: Evidence, *, now: datetime,
+          tracked_since: datetime | None) -> Verdict:
+    """Whether ``rule`` holds for the schedule at ``now`` (its rule in force)."""
+    if rule.needs_tracking and tracked_since is None:
+        return UNJUDGED
+    rules, runs = evidence.rules, evidence.runs
+    if rule is AlertRule.MISSED:
+        return _missed(runs)
+    if rule is AlertRule.LATE:
+        assert rules.late is not None
+        return _late(runs, rules.late)
+    if rule is AlertRule.FAILED:
+        assert rules.failures is not None
+        return _failed(runs, rules.failures)
+    if rule is AlertRule.LOST:
+        return _lost(runs)
+    if rule is AlertRule.OVERRUN:
+        assert rules.max_runtime is not None
+        return _overrun(runs, rules.max_runtime, now)
+    assert rules.silent is not None and tracked_since is not None
+    return _silent(evidence, rules.silent, now, tracked_since)
+
+
+def _scheduled(runs: Sequence[Execution]) -> list[Execution]:
+    """The runs of the schedule's own occurrences (no manual run, nothing held back)."""
+    return [run for run in runs if not run.manual and run.state is not ExecutionState.HELD]
+
+
+def _missed(runs: Sequence[Execution]) -> Verdict:
+    newest = next((run for run in _scheduled(runs)
+                   if run.state is not ExecutionState.SKIPPED), None)
+    if newest is None:
+        return UNJUDGED
+    if newest.state is ExecutionState.EXPIRED:
+        return Finding(f"occurrence {newest.key} passed its starting deadline before it could "
+                       "be sent (no leader could send it in time)", newest.key)
+    if newest.missed > 0:
+        plural = "s" if newest.missed > 1 else ""
+        return Finding(f"{newest.missed} occurrence{plural} before {newest.key} did not run: "
+                       "no leader sent them in time (coalesced by the misfire policy, or later "
+                       "than the misfire grace)", newest.key)
+    return None
+
+
+def _late(runs: Sequence[Execution], late: timedelta) -> Verdict:
+    newest = next((run for run in _scheduled(runs) if run.submitted_at is not None), None)
+    if newest is None or newest.submitted_at is None:
+        return UNJUDGED
+    lateness = newest.submitted_at - newest.due_at
+    if lateness > late:
+        return Finding(f"run {newest.key} sent {seconds_text(lateness)} after it was due "
+                       f"(more than {seconds_text(late)})", newest.key)
+    return None
+
+
+def _ended(runs: Sequence[Execution]) -> list[Execution]:
+    """The runs with a known outcome, newest first."""
+    return [run for run in runs if run.run_state in _KNOWN_ENDS]
+
+
+def _failed(runs: Sequence[Execution], failures: int) -> Verdict:
+    ended = _ended(runs)
+    if not ended:
+        return UNJUDGED
+    if ended[0].run_state is RunState.SUCCEEDED:
+        return None
+    in_a_row = 0
+    for run in ended:
+        if run.run_state is not RunState.FAILED:
+            break
+        in_a_row += 1
+    if in_a_row >= failures:
+        last = ended[0]
+        return Finding(f"{in_a_row} runs failed in a row (the last, {last.key}: "
+                       f"{last.run_error or 'no error given'})", last.key)
+    return UNJUDGED
+
+
+def _lost(runs: Sequence[Execution]) -> Verdict:
+    ended = _ended(runs)
+    if not ended:
+        return UNJUDGED
+    for run in ended:
+        if run.run_state is RunState.SUCCEEDED:
+            return None
+        if run.run_state is RunState.LOST:
+            return Finding(f"run {run.key} lost: {run.run_error or 'no reason given'}", run.key)
+    return UNJUDGED
+
+
+def _overrun(runs: Sequence[Execution], max_runtime: timedelta, now: datetime) -> Verdict:
+    for run in runs:
+        if (run.run_state is RunState.RUNNING and run.started_at is not None
+                and now - run.started_at > max_runtime):
+            return Finding(f"run {run.key} has been running for "
+                           f"{seconds_text(now - run.started_at)} (more than "
+                           f"{seconds_text(max_runtime)})", run.key)
+    return None
+
+
+def _silent(evidence: Evidence, window: timedelta, now: datetime,
+            tracked_since: datetime) -> Verdict:
+    if not evidence.enabled:
+        return None  # a paused schedule is quiet on purpose
+    since = now - window
+    successes = [run.finished_at for run in evidence.runs
+                 if run.run_state is RunState.SUCCEEDED and run.finished_at is not None]
+    if any(finished > since for finished in successes):
+        return None
+    watched_from = max(tracked_since, evidence.created_at or tracked_since)
+    if watched_from > since:
+        return UNJUDGED  # not watched for a whole window yet
+    last = (f"; the last success ended {max(successes).isoformat()}" if successes
+            else "; none among its recent runs")
+    return Finding(f"no run succeeded in the last {seconds_text(window)}{last}")

@@ -1,0 +1,90 @@
+"""Alerts: the evidence the leader judges them by, and their rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from goatbeat_celery.core.rules.alerts import (
+    Alert,
+    AlertAction,
+    AlertChange,
+    AlertEvent,
+    AlertState,
+    outbox_event,
+)
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import AlertPage
+from goatbeat_celery.store.memory.outbox import MemoryOutbox
+
+
+class MemoryAlerts(MemoryOutbox):
+    """The alert log (core.protocols.AlertLog); each change's outbox event is written with
+    it."""
+
+    def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
+        with self._lock:
+            now = self.now()
+            names = sorted(name for name in self._schedules if after is None or name > after)
+            page = names[:limit]
+            wanted = set(page)
+            runs: dict[str, list[Execution]] = {name: [] for name in page}
+            for execution in self._executions.values():
+                if execution.schedule_name in wanted:
+                    runs[execution.schedule_name].append(execution)
+            schedules = tuple(
+                (self._schedules[name],
+                 tuple(sorted(runs[name], key=lambda e: (e.occurrence_at, e.key),
+                              reverse=True)[:depth]))
+                for name in page)
+            last = page[-1] if len(names) > limit else None
+            open_alerts = tuple(
+                alert for alert in sorted(self._alerts.values(), key=lambda a: a.id)
+                if alert.open and (after is None or alert.schedule_name > after)
+                and (last is None or alert.schedule_name <= last))
+        return AlertPage(now=now, schedules=schedules, open_alerts=open_alerts, last=last)
+
+    def record_alerts(self, changes: Sequence[AlertChange], *,
+                      lease: LeaseGrant) -> list[AlertEvent]:
+        with self._lock:
+            now = self._check_fence(lease)
+            events: list[AlertEvent] = []
+            for change in changes:
+                current = next((alert for alert in self._alerts.values() if alert.open
+                                and alert.schedule_name == change.schedule_name
+                                and alert.rule is change.rule), None)
+                if change.action == "resolve":
+                    if current is None:
+                        continue
+                    written = replace(current, state=AlertState.RESOLVED, resolved_at=now,
+                                      last_at=now)
+                elif current is None:
+                    if change.action != "open":
+                        continue
+                    written = Alert(id=next(self._alert_ids), schedule_name=change.schedule_name,
+                                    rule=change.rule, state=AlertState.OPEN,
+                                    reason=change.reason, first_at=now, last_at=now,
+                                    key=change.key)
+                elif change.key is not None and change.key != current.key:
+                    written = replace(current, count=current.count + 1, last_at=now,
+                                      key=change.key, reason=change.reason)
+                else:
+                    continue
+                self._alerts[written.id] = written
+                action: AlertAction = change.action
+                if current is not None and change.action == "open":
+                    action = "repeat"
+                events.append(AlertEvent(action=action, alert=written))
+            # Each change's event goes out with it, or not at all (docs/webhooks.md).
+            self._enqueue_events_locked([outbox_event(event) for event in events])
+            return events
+
+    def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,
+                    limit: int = 100) -> list[Alert]:
+        with self._lock:
+            found = [alert for alert in self._alerts.values()
+                     if (not open_only or alert.open)
+                     and (schedule_name is None or alert.schedule_name == schedule_name)]
+        found.sort(key=lambda alert: (not alert.open, -alert.id))
+        return found[:limit]

@@ -1,0 +1,152 @@
+"""Alerts: the evidence the leader judges them by, and their rows (core.protocols.AlertLog)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, ClassVar
+
+import sqlalchemy as sa
+
+from goatbeat_celery.core.rules.alerts import (
+    Alert,
+    AlertAction,
+    AlertChange,
+    AlertEvent,
+    AlertRule,
+    AlertState,
+    outbox_event,
+)
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import AlertPage
+from goatbeat_celery.store.schema import (
+    OPEN_ALERT_PREDICATE,
+    alert_table,
+    execution_table,
+    schedule_table,
+)
+from goatbeat_celery.store.sql.execution_rows import _execution
+from goatbeat_celery.store.sql.outbox import SQLOutbox
+from goatbeat_celery.store.sql.rows import _schedule
+
+A = alert_table
+E = execution_table
+S = schedule_table
+
+_OPEN = A.c.state == AlertState.OPEN.value
+
+
+def _alert(row: Any) -> Alert:
+    return Alert(id=row.id, schedule_name=row.schedule_name, rule=AlertRule(row.rule),
+                 state=AlertState(row.state), reason=row.reason, first_at=row.first_at,
+                 last_at=row.last_at, count=row.count, key=row.key,
+                 resolved_at=row.resolved_at)
+
+
+class SQLAlerts(SQLOutbox):
+    """The alert log; each change's outbox event is written in its transaction."""
+
+    #: Whether the dialect reads each schedule's newest runs in one statement (a LATERAL
+    #: join); otherwise one indexed statement per schedule of the page.
+    _LATERAL: ClassVar[bool] = False
+
+    def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
+        stmt = sa.select(S, self._now_sql().label("alert_now")).order_by(S.c.name).limit(limit + 1)
+        if after is not None:
+            stmt = stmt.where(S.c.name > after)
+        with self._read("read the evidence of alerts") as conn:
+            rows = conn.execute(stmt).all()
+            now: datetime | None = rows[0].alert_now if rows else None
+            if now is None:
+                now = conn.execute(sa.select(self._now_sql())).scalar_one()
+            page = rows[:limit]
+            schedules = [_schedule(row[:-1]) for row in page]
+            names = [schedule.name for schedule in schedules]
+            runs = self._recent_runs(conn, names, depth)
+            last = names[-1] if len(rows) > limit else None
+            # The open alerts of the page's range of names: those of a schedule deleted since
+            # are in it too, for the leader to resolve.
+            within = sa.select(A).where(_OPEN).order_by(A.c.id)
+            if after is not None:
+                within = within.where(A.c.schedule_name > after)
+            if last is not None:
+                within = within.where(A.c.schedule_name <= last)
+            open_alerts = [_alert(row) for row in conn.execute(within)]
+        return AlertPage(now=now, schedules=tuple((s, tuple(runs.get(s.name, ())))
+                                                  for s in schedules),
+                         open_alerts=tuple(open_alerts), last=last)
+
+    def _recent_runs(self, conn: sa.Connection, names: Sequence[str],
+                     depth: int) -> dict[str, list[Execution]]:
+        """Each of ``names``' ``depth`` newest executions, newest occurrence first, through the
+        history index."""
+        found: dict[str, list[Execution]] = {name: [] for name in names}
+        if not names:
+            return found
+        if self._LATERAL:
+            recent = (sa.select(E).where(E.c.schedule_name == S.c.name)
+                      .order_by(E.c.occurrence_at.desc(), E.c.key.desc()).limit(depth)
+                      .lateral("recent"))
+            for chunk in self._chunks(names):
+                stmt = (sa.select(recent).select_from(S).join(recent, sa.true())
+                        .where(self._in(S.c.name, chunk))
+                        .order_by(recent.c.schedule_name, recent.c.occurrence_at.desc(),
+                                  recent.c.key.desc()))
+                for row in conn.execute(stmt):
+                    found[row.schedule_name].append(_execution(row))
+            return found
+        each = (sa.select(E).where(E.c.schedule_name == sa.bindparam("name"))
+                .order_by(E.c.occurrence_at.desc(), E.c.key.desc()).limit(depth))
+        for name in names:
+            found[name] = [_execution(row) for row in conn.execute(each, {"name": name})]
+        return found
+
+    def record_alerts(self, changes: Sequence[AlertChange], *,
+                      lease: LeaseGrant) -> list[AlertEvent]:
+        events: list[AlertEvent] = []
+        with self._write("record alerts") as txn:
+            conn = txn.conn
+            now = self._fence(conn, lease)
+            for change in changes:
+                written: Any = None
+                action: AlertAction = change.action
+                which = (A.c.schedule_name == change.schedule_name,
+                         A.c.rule == change.rule.value, _OPEN)
+                if change.action == "open":
+                    written = conn.execute(
+                        self._insert(A).values(
+                            schedule_name=change.schedule_name, rule=change.rule.value,
+                            state=AlertState.OPEN.value, reason=change.reason, key=change.key,
+                            first_at=now, last_at=now, count=1)
+                        .on_conflict_do_nothing(index_elements=[A.c.schedule_name, A.c.rule],
+                                                index_where=sa.text(OPEN_ALERT_PREDICATE))
+                        .returning(*A.c)).one_or_none()
+                    action = "open" if written is not None else "repeat"
+                if written is None and change.action != "resolve" and change.key is not None:
+                    written = conn.execute(
+                        sa.update(A).where(*which, sa.or_(A.c.key.is_(None),
+                                                          A.c.key != change.key))
+                        .values(count=A.c.count + 1, last_at=now, key=change.key,
+                                reason=change.reason)
+                        .returning(*A.c)).one_or_none()
+                elif change.action == "resolve":
+                    written = conn.execute(
+                        sa.update(A).where(*which)
+                        .values(state=AlertState.RESOLVED.value, resolved_at=now, last_at=now)
+                        .returning(*A.c)).one_or_none()
+                if written is not None:
+                    events.append(AlertEvent(action=action, alert=_alert(written)))
+            # Each change's event goes out with it, or not at all (docs/webhooks.md).
+            self._enqueue_events(conn, [outbox_event(event) for event in events])
+        return events
+
+    def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,
+                    limit: int = 100) -> list[Alert]:
+        stmt = sa.select(A).order_by(sa.case((_OPEN, 0), else_=1), A.c.id.desc()).limit(limit)
+        if open_only:
+            stmt = stmt.where(_OPEN)
+        if schedule_name is not None:
+            stmt = stmt.where(A.c.schedule_name == schedule_name)
+        with self._read("read alerts") as conn:
+            return [_alert(row) for row in conn.execute(stmt)]
