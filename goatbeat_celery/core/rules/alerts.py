@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, Literal
 
-from goatbeat_celery.core.rules.runs import RunState, seconds_text
+from goatbeat_celery.core.rules.runs import RunState, measured_text, seconds_text
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.outbox import OutboxEvent
 
@@ -301,7 +301,7 @@ def _late(runs: Sequence[Execution], late: timedelta) -> Verdict:
         return UNJUDGED
     lateness = newest.submitted_at - newest.due_at
     if lateness > late:
-        return Finding(f"run {newest.key} sent {seconds_text(lateness)} after it was due "
+        return Finding(f"run {newest.key} sent {measured_text(lateness)} after it was due "
                        f"(more than {seconds_text(late)})", newest.key)
     return None
 
@@ -324,7 +324,10 @@ def _failed(runs: Sequence[Execution], failures: int) -> Verdict:
         in_a_row += 1
     if in_a_row >= failures:
         last = ended[0]
-        return Finding(f"{in_a_row} runs failed in a row (the last, {last.key}: "
+        # Only the newest ALERT_DEPTH runs are read: a streak that fills them may be longer.
+        counted = (f"{in_a_row}" if in_a_row < len(ended) or len(runs) < ALERT_DEPTH
+                   else f"at least {in_a_row}")
+        return Finding(f"{counted} runs failed in a row (the last, {last.key}: "
                        f"{last.run_error or 'no error given'})", last.key)
     return UNJUDGED
 
@@ -346,7 +349,7 @@ def _overrun(runs: Sequence[Execution], max_runtime: timedelta, now: datetime) -
         if (run.run_state is RunState.RUNNING and run.started_at is not None
                 and now - run.started_at > max_runtime):
             return Finding(f"run {run.key} has been running for "
-                           f"{seconds_text(now - run.started_at)} (more than "
+                           f"{measured_text(now - run.started_at)} (more than "
                            f"{seconds_text(max_runtime)})", run.key)
     return None
 
