@@ -128,6 +128,10 @@ def test_a_failed_streak_filling_every_run_read_is_counted_as_at_least() -> None
     found = verdict(AlertRule.FAILED, *failures)
     assert isinstance(found, Finding)
     assert found.reason.startswith(f"at least {ALERT_DEPTH} runs failed in a row"), found
+    # The schedule's own count, where it knows more.
+    found = judge(AlertRule.FAILED, replace(evidence(*failures), failures_in_a_row=130),
+                  now=NOW, tracked_since=TRACKED)
+    assert isinstance(found, Finding) and found.reason.startswith("130 runs failed in a row")
     # Fewer runs than a full read: the schedule has no more, so the count is exact.
     found = verdict(AlertRule.FAILED, *failures[:4])
     assert isinstance(found, Finding) and found.reason.startswith("4 runs failed in a row")

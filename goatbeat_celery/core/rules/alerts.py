@@ -193,6 +193,9 @@ class Evidence:
     enabled: bool
     created_at: datetime | None
     runs: Sequence[Execution]
+    #: The schedule's own count of failed runs in a row (its run policies keep it), which
+    #: the reason gives where the failures fill every run read.
+    failures_in_a_row: int = 0
 
 
 @dataclass(frozen=True)
@@ -264,7 +267,7 @@ def judge(rule: AlertRule, evidence: Evidence, *, now: datetime,
         return _late(runs, rules.late)
     if rule is AlertRule.FAILED:
         assert rules.failures is not None
-        return _failed(runs, rules.failures)
+        return _failed(runs, rules.failures, evidence.failures_in_a_row)
     if rule is AlertRule.LOST:
         return _lost(runs)
     if rule is AlertRule.OVERRUN:
@@ -311,7 +314,7 @@ def _ended(runs: Sequence[Execution]) -> list[Execution]:
     return [run for run in runs if run.run_state in _KNOWN_ENDS]
 
 
-def _failed(runs: Sequence[Execution], failures: int) -> Verdict:
+def _failed(runs: Sequence[Execution], failures: int, counted: int) -> Verdict:
     ended = _ended(runs)
     if not ended:
         return UNJUDGED
@@ -324,10 +327,15 @@ def _failed(runs: Sequence[Execution], failures: int) -> Verdict:
         in_a_row += 1
     if in_a_row >= failures:
         last = ended[0]
-        # Only the newest ALERT_DEPTH runs are read: a streak that fills them may be longer.
-        counted = (f"{in_a_row}" if in_a_row < len(ended) or len(runs) < ALERT_DEPTH
-                   else f"at least {in_a_row}")
-        return Finding(f"{counted} runs failed in a row (the last, {last.key}: "
+        # Only the newest ALERT_DEPTH runs are read: a streak that fills them may be longer,
+        # as the schedule's own count may tell.
+        if in_a_row < len(ended) or len(runs) < ALERT_DEPTH:
+            streak = f"{in_a_row}"
+        elif counted > in_a_row:
+            streak = f"{counted}"
+        else:
+            streak = f"at least {in_a_row}"
+        return Finding(f"{streak} runs failed in a row (the last, {last.key}: "
                        f"{last.run_error or 'no error given'})", last.key)
     return UNJUDGED
 
