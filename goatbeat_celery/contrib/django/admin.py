@@ -57,6 +57,19 @@ class GoatbeatReadMixin:
         return queryset.using(alias)
 
 
+class ReadOnlyMixin:
+    """Rows goatbeat writes itself (runs, alerts): shown, never added, changed or deleted."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class StateFilter(admin.SimpleListFilter):
     title = "state"
     parameter_name = "state"
@@ -464,7 +477,7 @@ class ScheduleNameFilter(admin.SimpleListFilter):
 
 
 @admin.register(Execution)
-class ExecutionAdmin(GoatbeatReadMixin, admin.ModelAdmin):
+class ExecutionAdmin(GoatbeatReadMixin, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("key", "schedule_name", "occurrence_at", "state", "attempts", "origin",
                     "submitted_at", "error", "run", "worker", "runtime_shown")
     list_filter = (ScheduleNameFilter, "state", "run_state", "manual")
@@ -502,18 +515,9 @@ class ExecutionAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     def runtime_shown(self, row: Execution) -> str:
         return "" if row.runtime is None else f"{row.runtime:.3f}s"
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 @admin.register(Alert)
-class AlertAdmin(GoatbeatReadMixin, admin.ModelAdmin):
+class AlertAdmin(GoatbeatReadMixin, ReadOnlyMixin, admin.ModelAdmin):
     """Alerts (docs/alerts.md), open ones first, read only: the leader raises and resolves
     them."""
 
@@ -534,15 +538,6 @@ class AlertAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     @admin.display(description="reason")
     def reason_shown(self, row: Alert) -> str:
         return shortened(row.reason, 120)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 def shortened(text: str | None, limit: int = 80) -> str:
