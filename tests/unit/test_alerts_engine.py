@@ -23,16 +23,6 @@ SETTINGS = Settings(track_runs=True, run_resends=0, alert_failures=2, alert_inte
 SPEC = ScheduleSpec(name="minutely", task="t.minutely", trigger=EVERY_MINUTE)
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def store(clock: ManualClock) -> MemoryStore:
-    return MemoryStore(clock)
-
-
 def leader(store: MemoryStore, clock: ManualClock, holder: str = "leader",
            settings: Settings = SETTINGS, observer: RecordingObserver | None = None,
            specs: tuple[ScheduleSpec, ...] = (SPEC,)) -> Engine:

@@ -58,16 +58,6 @@ class CountingLog:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def store(clock: ManualClock) -> MemoryStore:
-    return MemoryStore(clock)
-
-
-@pytest.fixture
 def log(store: MemoryStore) -> CountingLog:
     return CountingLog(store)
 

@@ -1,0 +1,18 @@
+"""Fixtures the unit tests share: a manual clock and a memory store on it (a test module that
+needs another start or another store defines its own)."""
+
+from __future__ import annotations
+
+import pytest
+
+from goatbeat_celery.testing import ManualClock, MemoryStore
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def store(clock: ManualClock) -> MemoryStore:
+    return MemoryStore(clock)
