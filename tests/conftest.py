@@ -13,11 +13,14 @@ import signal
 import subprocess
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
+
+if TYPE_CHECKING:
+    from goatbeat_celery.store import Store
 
 pytest_plugins = ("celery.contrib.pytest",)
 
@@ -249,6 +252,16 @@ def pg_empty_url(pg_url: str, pg_tables_engine: sa.Engine) -> str:
     with pg_tables_engine.begin() as connection:
         connection.execute(sa.text(f"TRUNCATE {', '.join(STORE_TABLES)}"))
     return pg_url
+
+
+@pytest.fixture
+def pg_store(pg_empty_url: str) -> Iterator[Store]:
+    """A store on the session database, emptied for this test, opened as beat would."""
+    from goatbeat_celery.store import open_store
+
+    store = open_store(pg_empty_url)
+    yield store
+    store.close()
 
 
 #: Debian's chromium, which the browser tests drive through Playwright (scripts/browser.sh

@@ -28,7 +28,7 @@ from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.types.tick import SetAside
-from goatbeat_celery.store import Store, open_store
+from goatbeat_celery.store import Store
 from goatbeat_celery.store.schema import SCHEDULE_TABLE
 from tests.conftest import empty_database
 
@@ -122,11 +122,9 @@ def cli(cli_for: Any, pg_empty_url: str) -> Cli:
 
 
 @pytest.fixture
-def store(pg_empty_url: str) -> Iterator[Store]:
+def store(pg_store: Store) -> Store:
     """The same database as the CLI sees, opened as beat would (to arrange and to verify)."""
-    opened = open_store(pg_empty_url)
-    yield opened
-    opened.close()
+    return pg_store
 
 
 @pytest.fixture

@@ -49,11 +49,23 @@ def settings(*hooks: Webhook) -> WebhookSettings:
                            retry_backoff_max=MOST)
 
 
-@pytest.fixture
-def pg_store(pg_empty_url: str) -> Iterator[Store]:
-    store = open_store(pg_empty_url)
-    yield store
-    store.close()
+def refusing_port() -> int:
+    """A port a receiver was bound to, then closed: connections to it are refused (the
+    receiver is down), and a receiver started on it later is back."""
+    down = Receiver(secret=SECRET).start()
+    port = down.port
+    down.stop()
+    return port
+
+
+def all_delivered(store: Store, receiver: Receiver, count: int, timeout: float) -> None:
+    """Wait until ``receiver`` has all ``count`` events and ``store`` marks them delivered,
+    then a little longer: nothing more is sent once they are delivered."""
+    wait_for(lambda: len(receiver.ids()) == count, timeout=timeout,
+             what="every event at the receiver")
+    wait_for(lambda: all(e.delivered for e in store.list_events()), timeout=10,
+             what="every event marked delivered")
+    time.sleep(2 * POLL_INTERVAL)
 
 
 @pytest.fixture
@@ -74,9 +86,7 @@ def receivers() -> Iterator[list[Receiver]]:
 def test_a_receiver_down_for_a_while_gets_every_event_afterwards_exactly_once(
         pg_store: Store, receivers: list[Receiver]) -> None:
     # Bind a port, then close it: the receiver is down (connections refused) at that address.
-    down = Receiver(secret=SECRET).start()
-    port = down.port
-    down.stop()
+    port = refusing_port()
     hook = Webhook(url=f"http://127.0.0.1:{port}/hooks?token=s3cr3t-path", secret=SECRET)
     delivery = WebhookDelivery(pg_store, settings(hook), holder="host:1:a").start()
     try:
@@ -94,11 +104,7 @@ def test_a_receiver_down_for_a_while_gets_every_event_afterwards_exactly_once(
         receivers.append(up)
         # Back: within the longest backoff, a poll and a request of each batch, on a busy
         # 2-core machine (a margin of 10 s).
-        wait_for(lambda: len(up.ids()) == count, timeout=MOST.total_seconds() + 10,
-                 what="every event at the receiver")
-        wait_for(lambda: all(e.delivered for e in pg_store.list_events()), timeout=10,
-                 what="every event marked delivered")
-        time.sleep(2 * POLL_INTERVAL)  # nothing more is sent once they are delivered
+        all_delivered(pg_store, up, count, timeout=MOST.total_seconds() + 10)
     finally:
         delivery.close()
 
@@ -116,9 +122,7 @@ def test_a_receiver_down_for_30_seconds_gets_every_event_once_with_the_default_b
         pg_store: Store, receivers: list[Receiver]) -> None:
     # The outage of the alerting docs' promise, at the settings a deployment gets by default
     # (first retry after 1 s, doubling, at most 5 minutes apart).
-    down = Receiver(secret=SECRET).start()
-    port = down.port
-    down.stop()
+    port = refusing_port()
     hook = Webhook(url=f"http://127.0.0.1:{port}/hooks", secret=SECRET)
     delivery = WebhookDelivery(pg_store, WebhookSettings(hooks=(hook,)),
                                holder="host:1:a").start()
@@ -138,11 +142,7 @@ def test_a_receiver_down_for_30_seconds_gets_every_event_once_with_the_default_b
         # the poll after it; 10 s of margin for a busy 2-core machine.
         latest = max(e.next_attempt_at for e in pg_store.list_events())
         bound = (latest - datetime.now(timezone.utc)).total_seconds() + POLL_INTERVAL + 10
-        wait_for(lambda: len(up.ids()) == count, timeout=max(bound, 10),
-                 what="every event at the receiver")
-        wait_for(lambda: all(e.delivered for e in pg_store.list_events()), timeout=10,
-                 what="every event marked delivered")
-        time.sleep(2 * POLL_INTERVAL)  # nothing more is sent once they are delivered
+        all_delivered(pg_store, up, count, timeout=max(bound, 10))
     finally:
         delivery.close()
 
