@@ -22,24 +22,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import statistics
 import time
 from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
+from scratch import scratch_database, store_engines
 
 from goatbeat_celery.core.loop.alerts import AlertWatcher
 from goatbeat_celery.core.loop.observer import NullObserver
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
-from goatbeat_celery.store import upgrade_schema
 from goatbeat_celery.store.postgres import PostgresStore
 from goatbeat_celery.store.schema import execution_table
-
-DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 def main() -> None:
@@ -51,19 +47,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # one line per alert opened: not what is measured
-    base = make_url(os.environ.get("GOATBEAT_BENCH_PG_URL", DEFAULT_URL))
-    name = f"goatbeat_alert_bench_{os.getpid()}"
-    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    url = base.set(database=name).render_as_string(hide_password=False)
-    try:
-        upgrade_schema(url)
+    with scratch_database("goatbeat_alert_bench") as url:
         run(url, args)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 def populate(store: PostgresStore, engine: sa.Engine, args: argparse.Namespace) -> None:
@@ -102,7 +87,7 @@ def run(url: str, args: argparse.Namespace) -> None:
     engine = sa.create_engine(url, poolclass=sa.NullPool)
     populate(store, engine, args)
     statements = [0]
-    for target in _engines(store):
+    for target in store_engines(store):
         sa.event.listen(target, "after_cursor_execute",
                         lambda *_: statements.__setitem__(0, statements[0] + 1))
     grant = store.acquire("default", "bench", timedelta(minutes=30))
@@ -138,14 +123,6 @@ def run(url: str, args: argparse.Namespace) -> None:
     store.close()
     engine.dispose()
     print(json.dumps(figures, indent=2))
-
-
-def _engines(store: PostgresStore) -> list[sa.Engine]:
-    """The store's SQLAlchemy engines (an engine with options shares its parent's listeners)."""
-    from sqlalchemy.engine.base import OptionEngine
-
-    return [value for value in vars(store).values()
-            if isinstance(value, sa.Engine) and not isinstance(value, OptionEngine)]
 
 
 if __name__ == "__main__":

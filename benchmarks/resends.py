@@ -19,22 +19,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
+from scratch import scratch_database, store_engines
 
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.types.tick import PlannedClaim
-from goatbeat_celery.store import upgrade_schema
 from goatbeat_celery.store.postgres import PostgresStore
 
-DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 TRACKED = datetime(2000, 1, 1, tzinfo=UTC)
 
 
@@ -73,25 +70,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=500)
     args = parser.parse_args()
-    base = make_url(os.environ.get("GOATBEAT_BENCH_PG_URL", DEFAULT_URL))
-    name = f"goatbeat_resend_bench_{os.getpid()}"
-    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    url = base.set(database=name).render_as_string(hide_password=False)
-    try:
-        upgrade_schema(url)
+    with scratch_database("goatbeat_resend_bench") as url:
         run(url, args.runs)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 def run(url: str, count: int) -> None:
     store = PostgresStore(url)
     counting = Counting()
-    for engine in {id(e): e for e in _engines(store)}.values():
+    for engine in {id(e): e for e in store_engines(store)}.values():
         counting.attach(engine)
     grant = store.acquire("default", "bench", timedelta(minutes=5))
     assert grant is not None
@@ -123,15 +109,6 @@ def run(url: str, count: int) -> None:
     figures["worker_check_of_one_key"] = counting.step(lambda: len(store.read_runs(keys[:1])[1]))
     store.close()
     print(json.dumps(figures, indent=2, default=str))
-
-
-def _engines(store: PostgresStore) -> list[sa.Engine]:
-    """The store's SQLAlchemy engines (an engine with options shares its parent's listeners:
-    left out, or its statements would count twice)."""
-    from sqlalchemy.engine.base import OptionEngine
-
-    return [value for value in vars(store).values()
-            if isinstance(value, sa.Engine) and not isinstance(value, OptionEngine)]
 
 
 if __name__ == "__main__":

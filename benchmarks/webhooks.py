@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import threading
@@ -31,14 +30,12 @@ from typing import Any
 
 import sqlalchemy as sa
 from celery import Celery
-from sqlalchemy.engine import make_url
+from scratch import scratch_database
 
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.types.outbox import OutboxEvent
-from goatbeat_celery.store import open_store, upgrade_schema
-
-DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+from goatbeat_celery.store import open_store
 
 
 class HangingReceiver:
@@ -140,20 +137,9 @@ def main() -> None:
     parser.add_argument("--schedules", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=20)
     args = parser.parse_args()
-    server = make_url(os.environ.get("GOATBEAT_BENCH_PG_URL", DEFAULT_URL))
-    name = f"goatbeat_bench_webhooks_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = server.set(database=name).render_as_string(hide_password=False)
-    try:
-        upgrade_schema(url)
+    with scratch_database("goatbeat_bench_webhooks") as url:
         results = [run(url, schedules=args.schedules, seconds=args.seconds, hanging=hanging)
                    for hanging in (False, True)]
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
     for result in results:
         print(json.dumps(result))
 
