@@ -337,6 +337,22 @@ def _conflict(exc: ScheduleConflict, guarded: bool) -> ApiProblem:
     return ApiProblem(409, "Conflict", str(exc))
 
 
+def _refuse_if_match_on_absent(kind: str, name: str, precondition: int | str | None) -> None:
+    """If-Match on a resource that does not exist cannot match: 412 (a PUT without it
+    creates)."""
+    if precondition is not None:
+        raise ApiProblem(412, "Precondition failed",
+                         f"no {kind} named {name!r}: If-Match needs one to exist")
+
+
+def _expected_version(current: int, precondition: int | str | None) -> int:
+    """The version a write compares with: the one If-Match names, else the one just read
+    (no If-Match, or ``*``)."""
+    expected = current if precondition in (None, "*") else precondition
+    assert isinstance(expected, int)
+    return expected
+
+
 def _schedule_response(api: _Api, schedule: Schedule, now: datetime, status: int = 200,
                        headers: Mapping[str, str] | None = None) -> Response:
     document = display.schedule_json(schedule, api.schedules.config.settings, now)
@@ -508,9 +524,7 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
     except ScheduleNotFound:
         current = None
     if current is None:
-        if precondition is not None:
-            raise ApiProblem(412, "Precondition failed",
-                             f"no schedule named {name!r}: If-Match needs one to exist")
+        _refuse_if_match_on_absent("schedule", name, precondition)
         keywords = dict(given)
         task = keywords.pop("task", None)
         try:
@@ -527,8 +541,7 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
     cron = given.get("cron")
     keywords = {**{k: dict(v) if isinstance(v, dict) else v for k, v in _SPEC_DEFAULTS.items()},
                 **{k: v for k, v in given.items() if k in specs.SPEC_FIELDS}}
-    expected = current.spec_version if precondition in (None, "*") else precondition
-    assert expected is None or isinstance(expected, int)
+    expected = _expected_version(current.spec_version, precondition)
     updated = schedules.update(
         name, every=given.get("every"), cron=cron, at=given.get("at"),
         timezone=given.get("timezone", schedules.default_timezone if cron is not None else None),
@@ -563,8 +576,7 @@ def _patch_schedule(api: _Api, name: str, given: dict[str, Any],
     schedules = api.schedules
     current = schedules.get(name)
     _config_row_refusal(current)
-    expected = current.spec_version if precondition in (None, "*") else precondition
-    assert expected is None or isinstance(expected, int)
+    expected = _expected_version(current.spec_version, precondition)
     changes = dict(given)
     triggers = {key: changes.pop(key, None) for key in TRIGGER_KEYS}
     updated = schedules.update(name, **triggers, enabled=changes.pop("enabled", None),
@@ -770,15 +782,12 @@ def _put_calendar(api: _Api, name: str, body: dict[str, Any],
     except CalendarNotFound:
         current = None
     if current is None:
-        if precondition is not None:
-            raise ApiProblem(412, "Precondition failed",
-                             f"no calendar named {name!r}: If-Match needs one to exist")
+        _refuse_if_match_on_absent("calendar", name, precondition)
         try:
             return schedules.create_calendar(name, **keywords), True
         except ScheduleConflict:
             current = schedules.get_calendar(name)
-    expected = current.version if precondition in (None, "*") else precondition
-    assert expected is None or isinstance(expected, int)
+    expected = _expected_version(current.version, precondition)
     return schedules.update_calendar(name, **keywords, expected_version=expected), False
 
 
