@@ -8,17 +8,15 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery import display
 from goatbeat_celery.cli.context import opened, reported
 from goatbeat_celery.cli.group import goatbeat
-from goatbeat_celery.cli.options import json_option
+from goatbeat_celery.cli.options import json_option, limit_option
 from goatbeat_celery.cli.output import emit, say, warn
-from goatbeat_celery.core.rules.validation import MAX_LIMIT
 
 
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name", required=False)
 @click.option("--all", "everything", is_flag=True,
               help="Resolved alerts too, newest first after the open ones.")
-@click.option("--limit", type=click.IntRange(min=1, max=MAX_LIMIT), default=100,
-              show_default=True, metavar="N", help="How many alerts at most.")
+@limit_option(100, "How many alerts at most.")
 @json_option
 @click.pass_context
 def alerts(ctx: click.Context, name: str | None, everything: bool, limit: int,

@@ -8,9 +8,8 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery import display
 from goatbeat_celery.cli.context import celery_app, masked_url, opened, reported
 from goatbeat_celery.cli.group import goatbeat
-from goatbeat_celery.cli.options import json_option
+from goatbeat_celery.cli.options import json_option, limit_option
 from goatbeat_celery.cli.output import emit, say, warn
-from goatbeat_celery.core.rules.validation import MAX_LIMIT
 from goatbeat_celery.core.types.audit import AuditAction
 
 #: ``sync --plan`` exits with this status when config sync would change the database (0 when
@@ -20,8 +19,7 @@ EXIT_CHANGES = 2
 
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name", required=False)
-@click.option("--limit", type=click.IntRange(min=1, max=MAX_LIMIT), default=20,
-              show_default=True, metavar="N", help="How many entries, newest first.")
+@limit_option(20, "How many entries, newest first.")
 @click.option("--before", "before_id", type=click.IntRange(min=1), metavar="ID",
               help="Only the entries older than entry ID (the next page).")
 @json_option

@@ -12,11 +12,10 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery import display
 from goatbeat_celery.cli.context import app_command, lease_manager, opened, reported
 from goatbeat_celery.cli.group import goatbeat
-from goatbeat_celery.cli.options import InstantParam, json_option, reason_option
+from goatbeat_celery.cli.options import InstantParam, json_option, limit_option, reason_option
 from goatbeat_celery.cli.output import emit, say, warn
 from goatbeat_celery.core.rules.backfill import MAX_PER_TICK, BackfillMode
 from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
-from goatbeat_celery.core.rules.validation import MAX_LIMIT
 from goatbeat_celery.core.types.errors import ConfigurationError
 
 
@@ -99,8 +98,7 @@ def _backfill_options() -> Iterator[None]:
 @click.option("--schedule", "name", metavar="NAME", help="Only the backfills of NAME.")
 @click.option("--active/--finished", "active", default=None,
               help="Only active backfills, or only finished ones (done, cancelled, failed).")
-@click.option("--limit", type=click.IntRange(min=1, max=MAX_LIMIT), default=50,
-              show_default=True, metavar="N", help="How many, newest first.")
+@limit_option(50, "How many, newest first.")
 @json_option
 @click.pass_context
 def backfills(ctx: click.Context, name: str | None, active: bool | None, limit: int,

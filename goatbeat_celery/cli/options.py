@@ -12,7 +12,7 @@ import click
 
 from goatbeat_celery import display
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.rules.validation import INSTANT_RANGE, instant_problem
+from goatbeat_celery.core.rules.validation import INSTANT_RANGE, MAX_LIMIT, instant_problem
 from goatbeat_celery.core.types.fields import Group
 from goatbeat_celery.core.types.instants import parse_duration
 from goatbeat_celery.core.types.schedule import Schedule
@@ -36,6 +36,12 @@ def json_option(f: F) -> F:
 def reason_option(f: F) -> F:
     return click.option("--reason", metavar="TEXT",
                         help="Why, for the audit log (`audit NAME` shows it).")(f)
+
+
+def limit_option(default: int, help: str) -> Callable[[F], F]:
+    """``--limit N`` of a listing: from 1 to the most a store reads in one listing."""
+    return click.option("--limit", type=click.IntRange(min=1, max=MAX_LIMIT), default=default,
+                        show_default=True, metavar="N", help=help)
 
 
 # -- option types ---------------------------------------------------------------------------

@@ -8,10 +8,9 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery import display
 from goatbeat_celery.cli.context import lease_manager, opened, reported
 from goatbeat_celery.cli.group import goatbeat
-from goatbeat_celery.cli.options import json_option, reason_option
+from goatbeat_celery.cli.options import json_option, limit_option, reason_option
 from goatbeat_celery.cli.output import emit, say, warn
 from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
-from goatbeat_celery.core.rules.validation import MAX_LIMIT
 
 
 @goatbeat.command(name="run-now", cls=CeleryCommand)
@@ -38,8 +37,7 @@ def run_now(ctx: click.Context, name: str, reason: str | None, as_json: bool) ->
 
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
-@click.option("--limit", type=click.IntRange(min=1, max=MAX_LIMIT), default=20,
-              show_default=True, metavar="N", help="How many executions, newest first.")
+@limit_option(20, "How many executions, newest first.")
 @click.option("--wide", is_flag=True,
               help="Show every column (key, occurrence, claimed and submitted instants, missed "
                    "occurrences) and every value whole.")
