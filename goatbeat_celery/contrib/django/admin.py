@@ -9,8 +9,8 @@ config is their source of truth (they can still be run now).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
@@ -34,6 +34,11 @@ from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError,
 from goatbeat_celery.core.types.fields import Group
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, TriggerSpec
 from goatbeat_celery.store.schema import SCHEDULE_TAG_TABLE
+
+if TYPE_CHECKING:
+    from goatbeat_celery.api import Schedules
+
+T = TypeVar("T")
 
 CONFIG_READ_ONLY = "comes from beat_schedule: change it in the Celery config"
 #: Runs the change page of a schedule lists, newest first (the executions' list has them all).
@@ -233,11 +238,9 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     def history(self, row: Schedule) -> str:
         """The last runs, newest first: when, whether someone asked for it, its outcome (what
         a worker reported, else beat's dispatch state) and its error, through the API."""
-        try:
-            with integration.schedules() as api:
-                runs = api.history(row.name, limit=HISTORY_LENGTH)
-        except GoatbeatError as exc:
-            return f"could not be read: {exc}"
+        runs = read_through_api(lambda api: api.history(row.name, limit=HISTORY_LENGTH))
+        if isinstance(runs, str):
+            return runs
         if not runs:
             return "none yet"
         lines = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
@@ -256,11 +259,9 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     def changes(self, row: Schedule) -> str:
         """The audit log's newest entries of the schedule: when, what, who, why, and each
         field changed, through the API."""
-        try:
-            with integration.schedules() as api:
-                entries = api.audit(row.name, limit=CHANGES_LENGTH)
-        except GoatbeatError as exc:
-            return f"could not be read: {exc}"
+        entries = read_through_api(lambda api: api.audit(row.name, limit=CHANGES_LENGTH))
+        if isinstance(entries, str):
+            return entries
         if not entries:
             return "none recorded"
         lines = format_html_join(
@@ -538,6 +539,15 @@ class AlertAdmin(GoatbeatReadMixin, ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="reason")
     def reason_shown(self, row: Alert) -> str:
         return shortened(row.reason, 120)
+
+
+def read_through_api(read: Callable[[Schedules], Sequence[T]]) -> Sequence[T] | str:
+    """What ``read`` gets through the API, or why it could not be read (shown in its place)."""
+    try:
+        with integration.schedules() as api:
+            return read(api)
+    except GoatbeatError as exc:
+        return f"could not be read: {exc}"
 
 
 def shortened(text: str | None, limit: int = 80) -> str:
