@@ -55,6 +55,18 @@ def _shared_tasks_kept_to_their_test() -> Iterator[None]:
     _state._on_app_finalizers.intersection_update(before)
 
 
+def stop_process(process: subprocess.Popen[Any], timeout: float) -> None:
+    """SIGTERM to ``process`` if it still runs, SIGKILL if it has not exited ``timeout``
+    seconds later."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def stop_process_groups(processes: Iterable[subprocess.Popen[Any]], timeout: float) -> None:
     """SIGTERM to the process group of each process started with ``start_new_session`` (the
     command and what it started), SIGKILL to a group whose leader still runs after
@@ -163,7 +175,7 @@ def _template_for(server_url: URL) -> str:
 LONG = ("tests/system/", "tests/packaging/test_distributions.py",
         "tests/docs/test_installed_wheel.py", "tests/docs/test_docs_examples.py",
         "tests/django/test_running_beat.py", "tests/django/test_example.py",
-        "tests/tracking/", "tests/property/")
+        "tests/property/")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

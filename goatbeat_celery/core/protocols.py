@@ -15,7 +15,7 @@ from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.rules.runs import RunEvent, RunRecord
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.audit import AuditEntry, AuditNote
-from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
 from goatbeat_celery.core.types.outbox import OutboxEntry, OutboxEvent, OutboxRetry
@@ -433,9 +433,11 @@ class ScheduleStore(Protocol):
 
     # -- history -------------------------------------------------------------------------
     def executions(
-        self, *, schedule_name: str | None = None, limit: int = 50
+        self, *, schedule_name: str | None = None,
+        states: Collection[ExecutionState] | None = None, limit: int = 50
     ) -> list[Execution]:
-        """Recent executions, newest occurrence first."""
+        """Recent executions, newest occurrence first: of ``schedule_name`` when given, in one
+        of ``states`` when given (every schedule's claims never sent, say, in one read)."""
         ...
 
     def prune(self, *, before: datetime, limit: int) -> int:

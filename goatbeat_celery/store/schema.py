@@ -41,6 +41,13 @@ SQLITE_TIMESTAMP_WIDTH = 26
 _MICROSECOND = timedelta(microseconds=1)
 
 
+def _partial_index(name: str, *columns: sa.Column[Any], where: str,
+                   unique: bool = False) -> sa.Index:
+    """An index of the rows matching ``where`` only, on PostgreSQL and SQLite alike."""
+    return sa.Index(name, *columns, unique=unique, postgresql_where=sa.text(where),
+                    sqlite_where=sa.text(where))
+
+
 class UTCDateTime(sa.types.TypeDecorator[datetime]):
     """An instant: aware datetimes in, aware UTC datetimes out, naive ones refused.
 
@@ -231,22 +238,16 @@ schedule_table = sa.Table(
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.
-sa.Index(
+_partial_index(
     "ix_goatbeat_schedule_due",
     schedule_table.c.next_run_at,
     schedule_table.c.name,
-    postgresql_where=sa.text("enabled"),
-    sqlite_where=sa.text("enabled"),
+    where="enabled",
 )
 
 # The dashboard's set-aside schedules, by name: a few rows, so only those are indexed.
 SET_ASIDE_PREDICATE = "fault IS NOT NULL"
-sa.Index(
-    "ix_goatbeat_schedule_set_aside",
-    schedule_table.c.name,
-    postgresql_where=sa.text(SET_ASIDE_PREDICATE),
-    sqlite_where=sa.text(SET_ASIDE_PREDICATE),
-)
+_partial_index("ix_goatbeat_schedule_set_aside", schedule_table.c.name, where=SET_ASIDE_PREDICATE)
 
 # The tag index: one row per tag a schedule carries (its ``tags`` column stays what is shown).
 # Triggers on goatbeat_schedule, created by migration 0008, keep it in step with that column in
@@ -298,12 +299,11 @@ execution_table = sa.Table(
 )
 
 # Resubmission reads the few rows still claimed, oldest first.
-sa.Index(
+_partial_index(
     "ix_goatbeat_execution_pending",
     execution_table.c.claimed_at,
     execution_table.c.key,
-    postgresql_where=sa.text("state = 'claimed'"),
-    sqlite_where=sa.text("state = 'claimed'"),
+    where="state = 'claimed'",
 )
 sa.Index(
     "ix_goatbeat_execution_history",
@@ -319,11 +319,10 @@ sa.Index(
 )
 # Pruning deletes the oldest rows no longer claimed; claimed rows stay out of this index, which
 # spares every claim one index insertion.
-sa.Index(
+_partial_index(
     "ix_goatbeat_execution_claimed_at",
     execution_table.c.claimed_at,
-    postgresql_where=sa.text("state <> 'claimed'"),
-    sqlite_where=sa.text("state <> 'claimed'"),
+    where="state <> 'claimed'",
 )
 
 #: The predicates of the two indexes the leader's search for lost runs reads (the store's
@@ -331,17 +330,15 @@ sa.Index(
 #: and runs the broker took that no worker has started, by submission.
 RUNNING_PREDICATE = "run_state IN ('running', 'retrying')"
 UNSTARTED_PREDICATE = "state = 'submitted' AND run_state IS NULL"
-sa.Index(
+_partial_index(
     "ix_goatbeat_execution_running",
     execution_table.c.heartbeat_at,
-    postgresql_where=sa.text(RUNNING_PREDICATE),
-    sqlite_where=sa.text(RUNNING_PREDICATE),
+    where=RUNNING_PREDICATE,
 )
-sa.Index(
+_partial_index(
     "ix_goatbeat_execution_unstarted",
     execution_table.c.submitted_at,
-    postgresql_where=sa.text(UNSTARTED_PREDICATE),
-    sqlite_where=sa.text(UNSTARTED_PREDICATE),
+    where=UNSTARTED_PREDICATE,
 )
 
 #: The predicates of the indexes the run policies read (repeated as written by the store's
@@ -350,19 +347,13 @@ sa.Index(
 IN_FLIGHT_PREDICATE = ("state IN ('claimed', 'submitted', 'held') "
                        "AND (run_state IS NULL OR run_state IN ('running', 'retrying'))")
 UNSETTLED_PREDICATE = "NOT settled"
-sa.Index(
+_partial_index(
     "ix_goatbeat_execution_in_flight",
     execution_table.c.schedule_name,
     execution_table.c.claimed_at,
-    postgresql_where=sa.text(IN_FLIGHT_PREDICATE),
-    sqlite_where=sa.text(IN_FLIGHT_PREDICATE),
+    where=IN_FLIGHT_PREDICATE,
 )
-sa.Index(
-    "ix_goatbeat_execution_unsettled",
-    execution_table.c.key,
-    postgresql_where=sa.text(UNSETTLED_PREDICATE),
-    sqlite_where=sa.text(UNSETTLED_PREDICATE),
-)
+_partial_index("ix_goatbeat_execution_unsettled", execution_table.c.key, where=UNSETTLED_PREDICATE)
 
 lease_table = sa.Table(
     LEASE_TABLE,
@@ -403,12 +394,7 @@ backfill_table = sa.Table(
 
 #: The leader reads the few active backfills, oldest first, every tick.
 ACTIVE_BACKFILL_PREDICATE = "state = 'active'"
-sa.Index(
-    "ix_goatbeat_backfill_active",
-    backfill_table.c.id,
-    postgresql_where=sa.text(ACTIVE_BACKFILL_PREDICATE),
-    sqlite_where=sa.text(ACTIVE_BACKFILL_PREDICATE),
-)
+_partial_index("ix_goatbeat_backfill_active", backfill_table.c.id, where=ACTIVE_BACKFILL_PREDICATE)
 sa.Index("ix_goatbeat_backfill_schedule", backfill_table.c.schedule_name, backfill_table.c.id)
 
 # Exclusion calendars (core.rules.calendars): entries is a JSON array of "YYYY-MM-DD" dates and
@@ -478,19 +464,14 @@ outbox_table = sa.Table(
 #: ones by when.
 UNDELIVERED_PREDICATE = "delivered_at IS NULL"
 DELIVERED_PREDICATE = "delivered_at IS NOT NULL"
-sa.Index(
+_partial_index(
     "ix_goatbeat_outbox_due",
     outbox_table.c.next_attempt_at,
     outbox_table.c.event_id,
-    postgresql_where=sa.text(UNDELIVERED_PREDICATE),
-    sqlite_where=sa.text(UNDELIVERED_PREDICATE),
+    where=UNDELIVERED_PREDICATE,
 )
-sa.Index(
-    "ix_goatbeat_outbox_delivered",
-    outbox_table.c.delivered_at,
-    postgresql_where=sa.text(DELIVERED_PREDICATE),
-    sqlite_where=sa.text(DELIVERED_PREDICATE),
-)
+_partial_index("ix_goatbeat_outbox_delivered", outbox_table.c.delivered_at,
+               where=DELIVERED_PREDICATE)
 
 # Alerts (core.rules.alerts): one row per alert, open until resolved, written by the leader in
 # its fenced transaction. No foreign key: an alert outlives its schedule as history.
@@ -514,12 +495,11 @@ alert_table = sa.Table(
 #: At most one open alert per schedule and rule, whoever writes: the database keeps a change
 #: planned twice (two leaders' looks around a failover) from opening a second one.
 OPEN_ALERT_PREDICATE = "state = 'open'"
-sa.Index(
+_partial_index(
     "ix_goatbeat_alert_open",
     alert_table.c.schedule_name,
     alert_table.c.rule,
     unique=True,
-    postgresql_where=sa.text(OPEN_ALERT_PREDICATE),
-    sqlite_where=sa.text(OPEN_ALERT_PREDICATE),
+    where=OPEN_ALERT_PREDICATE,
 )
 sa.Index("ix_goatbeat_alert_schedule", alert_table.c.schedule_name, alert_table.c.id)

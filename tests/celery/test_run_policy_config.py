@@ -7,25 +7,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from celery import Celery
 from celery.schedules import crontab
 
 from goatbeat_celery.config import load, policy_warnings
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.settings import Settings
+from tests.celery.test_control_config import entry, make_app
 
 TEN_MINUTES = timedelta(minutes=10)
-
-
-def make_app(**conf: object) -> Celery:
-    app = Celery("cfg", broker="memory://", set_as_current=False)
-    app.conf.update(conf)
-    return app
-
-
-def entry(**own: object) -> dict[str, object]:
-    return {"task": "proj.tasks.poll", "schedule": 60, "goatbeat": own}
 
 
 def problems_of(**own: object) -> list[str]:

@@ -14,7 +14,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,15 @@ def config_schedule(store: Store, name: str, every: float = 60) -> None:
                         trigger=TriggerSpec(kind="interval", params={"every": every}))
     next_at = store.now() + timedelta(seconds=every)
     store.create_schedule(spec, next_occurrence_at=next_at, next_run_at=next_at)
+
+
+def table_instant(value: datetime | None) -> str:
+    """An instant as the tables print it: UTC, to the millisecond when it has a fraction."""
+    assert value is not None
+    text = value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond // 1000:03d}"
+    return text + "Z"
 
 
 def table_rows(output: str) -> list[dict[str, str]]:

@@ -33,6 +33,15 @@ def lead(store: Store, holder: str, ttl: timedelta = TTL) -> None:
     assert store.acquire("default", holder, ttl) is not None
 
 
+def lead_until_it_expires(store: Store, holder: str) -> None:
+    """``holder`` takes the lease for a second (SHORT), and the database clock passes its
+    expiry."""
+    lead(store, holder, ttl=SHORT)
+    expires = store.inspect("default")
+    assert expires is not None and expires.expires_at is not None
+    past(store, expires.expires_at)
+
+
 def past(store: Store, instant: datetime) -> None:
     """Wait for the database clock to pass ``instant`` (a second's ttl, and 10 s of margin
     for a busy machine)."""
@@ -78,10 +87,7 @@ def test_a_live_replica_leading_nothing_stands_by(cli: Cli, store: Store) -> Non
 
 
 def test_a_leader_whose_lease_expired_unrenewed_lost_it(cli: Cli, store: Store) -> None:
-    lead(store, "host-a:10:aaaa", ttl=SHORT)
-    expires = store.inspect("default")
-    assert expires is not None and expires.expires_at is not None
-    past(store, expires.expires_at)
+    lead_until_it_expires(store, "host-a:10:aaaa")
 
     answer = health(cli, "--holder", "host-a", exit_code=LEASE_LOST)
 
@@ -90,10 +96,7 @@ def test_a_leader_whose_lease_expired_unrenewed_lost_it(cli: Cli, store: Store) 
 
 def test_a_leader_whose_lease_was_taken_while_it_was_silent_lost_it(cli: Cli,
                                                                    store: Store) -> None:
-    lead(store, "host-a:10:aaaa", ttl=SHORT)
-    expires = store.inspect("default")
-    assert expires is not None and expires.expires_at is not None
-    past(store, expires.expires_at)
+    lead_until_it_expires(store, "host-a:10:aaaa")
     lead(store, "host-b:20:bbbb")  # a standby takes over
 
     answer = health(cli, "--holder", "host-a:10", exit_code=LEASE_LOST)
@@ -105,10 +108,7 @@ def test_a_leader_whose_lease_was_taken_while_it_was_silent_lost_it(cli: Cli,
 
 def test_a_replica_that_lost_the_lease_and_heartbeats_again_stands_by(cli: Cli,
                                                                       store: Store) -> None:
-    lead(store, "host-a:10:aaaa", ttl=SHORT)
-    expires = store.inspect("default")
-    assert expires is not None and expires.expires_at is not None
-    past(store, expires.expires_at)
+    lead_until_it_expires(store, "host-a:10:aaaa")
     lead(store, "host-b:20:bbbb")
     heartbeat(store, "host-a:10:aaaa")  # it woke, tried, and found the lease taken
 
@@ -116,10 +116,7 @@ def test_a_replica_that_lost_the_lease_and_heartbeats_again_stands_by(cli: Cli,
 
 
 def test_a_restarted_replica_on_the_same_host_is_the_one_judged(cli: Cli, store: Store) -> None:
-    lead(store, "host-a:10:aaaa", ttl=SHORT)
-    expires = store.inspect("default")
-    assert expires is not None and expires.expires_at is not None
-    past(store, expires.expires_at)
+    lead_until_it_expires(store, "host-a:10:aaaa")
     lead(store, "host-b:20:bbbb")
     heartbeat(store, "host-a:11:cccc")  # the container restarted: same host, a new process
 

@@ -8,7 +8,14 @@ from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource
 from goatbeat_celery.store import Store
 
-from .conftest import Cli, config_schedule, field_lines, instant, table_rows
+from .conftest import (
+    Cli,
+    config_schedule,
+    field_lines,
+    instant,
+    table_instant,
+    table_rows,
+)
 
 
 # -- add ------------------------------------------------------------------------------------
@@ -132,7 +139,7 @@ def test_list_shows_each_schedule_with_trigger_zone_runs_state_source_and_policy
     assert (report["TASK"], report["TRIGGER"], report["ZONE"]) == (
         "proj.report", "cron 0 7 * * *", "Europe/Paris")
     assert (report["STATE"], report["SOURCE"], report["MISFIRE"]) == ("enabled", "api", "skip")
-    assert report["NEXT RUN"] == _table_instant(store.get_schedule("report").next_run_at)
+    assert report["NEXT RUN"] == table_instant(store.get_schedule("report").next_run_at)
     assert report["LAST RUN"] == "-"
     assert (rows["poll"]["STATE"], rows["poll"]["NEXT RUN"]) == ("paused", "-")
     assert rows["poll"]["MISFIRE"] == "default (latest)"
@@ -191,7 +198,7 @@ def test_show_json_is_the_stored_schedule(cli: Cli, store: Store) -> None:
 def test_show_lists_every_detail_for_people(cli: Cli, store: Store) -> None:
     cli.ok("add", "report", "proj.report", "--cron", "0 7 * * *", "--timezone", "Europe/Paris",
            "--queue", "reports")
-    next_run = _table_instant(store.get_schedule("report").next_run_at)
+    next_run = table_instant(store.get_schedule("report").next_run_at)
 
     lines = field_lines(cli.ok("show", "report").stdout)
 
@@ -365,11 +372,3 @@ def _zone(name: str):  # type: ignore[no-untyped-def]
     from zoneinfo import ZoneInfo
 
     return ZoneInfo(name)
-
-
-def _table_instant(value: datetime | None) -> str:
-    assert value is not None
-    text = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    if value.microsecond:
-        text += f".{value.microsecond // 1000:03d}"
-    return text + "Z"

@@ -6,11 +6,8 @@ run as stored; a row whose columns cannot be read at all is written here with ra
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import sqlalchemy as sa
 
-from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.store import Store
 
 from .conftest import (
@@ -19,6 +16,7 @@ from .conftest import (
     insert_row,
     instant,
     set_aside,
+    table_instant,
     table_rows,
 )
 
@@ -42,9 +40,9 @@ def test_show_says_why_since_when_how_often_and_when_it_is_retried(
 
     assert lines["set aside"] == [REASON]
     assert stored.fault_at is not None and stored.next_run_at is not None
-    assert lines["set aside since"][0].startswith(_table_instant(stored.fault_at) + " (")
+    assert lines["set aside since"][0].startswith(table_instant(stored.fault_at) + " (")
     assert lines["times in a row"] == ["3"]
-    assert lines["retry at"][0].startswith(_table_instant(stored.next_run_at) + " (in ")
+    assert lines["retry at"][0].startswith(table_instant(stored.next_run_at) + " (in ")
     assert "damage" not in lines
 
 
@@ -83,7 +81,7 @@ def test_list_marks_set_aside_rows_in_the_state_column(cli: Cli, store: Store) -
 
     assert {name: row["STATE"] for name, row in rows.items()} == {
         "broken": "set aside", "healthy": "enabled", "resting": "paused"}
-    assert rows["broken"]["NEXT RUN"] == _table_instant(store.get_schedule("broken").next_run_at)
+    assert rows["broken"]["NEXT RUN"] == table_instant(store.get_schedule("broken").next_run_at)
     listed = {s["name"]: s for s in cli.json("list")}
     assert (listed["broken"]["set_aside"], listed["broken"]["fault"]) == (True, REASON)
     assert (listed["healthy"]["set_aside"], listed["healthy"]["fault"]) == (False, None)
@@ -272,13 +270,3 @@ def test_an_edit_giving_the_unreadable_columns_anew_repairs_a_corrupt_row(
     assert (edited["set_aside"], edited["damage"], edited["args"]) == (False, [], [1])
     assert table_rows(cli.ok("list").stdout)[0]["STATE"] == "enabled"
     assert store.get_schedule("torn").damage == ()
-
-
-# -- helpers --------------------------------------------------------------------------------
-def _table_instant(value: datetime | None) -> str:
-    assert value is not None
-    text = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    if value.microsecond:
-        text += f".{value.microsecond // 1000:03d}"
-    return text + "Z"
-

@@ -81,6 +81,25 @@ def lead_once(database: Database) -> RecordingSubmitter:
     return submitter
 
 
+def only_the_canary_sent(database: Database, broken: str) -> None:
+    """One tick of a leader sends the canary and nothing of ``broken``."""
+    sent = lead_once(database)
+
+    assert [key for key in sent.keys if key.startswith("canary:")]
+    assert not [key for key in sent.keys if key.startswith(f"{broken}:")]
+
+
+def write_unreadable_instant(database: Database, name: str, column: str) -> None:
+    """An instant Python cannot read in ``column`` of schedule ``name``: PostgreSQL's infinity,
+    text that is no time on SQLite."""
+    value = "infinity" if database.dialect == "postgres" else "not a time"
+    with database.raw.begin() as conn:
+        conn.execute(sa.text(
+            f"UPDATE goatbeat_schedule SET {column} = "
+            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
+            "WHERE name = :name"), {"v": value, "name": name})
+
+
 #: (column, value, JSON?, a word the recorded reason must contain)
 BROKEN: dict[str, tuple[str, Any, bool, str]] = {
     "empty-trigger": ("trigger", "{}", True, "trigger"),
@@ -130,10 +149,7 @@ def test_a_row_broken_by_hand_is_set_aside_and_the_others_run(database: Database
     create_due(database.store, "broken", every=1)
     database.write("broken", column, value, json=json)
 
-    sent = lead_once(database)
-
-    assert [key for key in sent.keys if key.startswith("canary:")]
-    assert not [key for key in sent.keys if key.startswith("broken:")]
+    only_the_canary_sent(database, "broken")
     fault = database.fault("broken")
     assert fault is not None and word in fault, fault
     # An operator can still see and remove it.
@@ -156,10 +172,7 @@ def test_a_calendar_broken_by_hand_sets_aside_only_the_schedules_observing_it(
         conn.execute(sa.text("UPDATE goatbeat_calendar SET entries = :v WHERE name = 'broken'"),
                      {"v": entries})
 
-    sent = lead_once(database)
-
-    assert [key for key in sent.keys if key.startswith("canary:")]
-    assert not [key for key in sent.keys if key.startswith("observer:")]
+    only_the_canary_sent(database, "observer")
     fault = database.fault("observer") or ""
     assert "calendar 'broken' cannot be read" in fault and "entries" in fault, fault
 
@@ -174,27 +187,16 @@ def test_an_end_written_before_the_start_is_set_aside(database: Database) -> Non
         value = end.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
     database.write("broken", "end_at", value)
 
-    sent = lead_once(database)
-
-    assert [key for key in sent.keys if key.startswith("canary:")]
-    assert not [key for key in sent.keys if key.startswith("broken:")]
+    only_the_canary_sent(database, "broken")
     assert "end_at" in (database.fault("broken") or "")
 
 
 def test_an_unreadable_start_is_set_aside_naming_it(database: Database) -> None:
     create_due(database.store, "canary", every=1)
     create_due(database.store, "broken", every=1)
-    value = "infinity" if database.dialect == "postgres" else "not a time"
-    with database.raw.begin() as conn:
-        conn.execute(sa.text(
-            f"UPDATE goatbeat_schedule SET start_at = "
-            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
-            "WHERE name = 'broken'"), {"v": value})
+    write_unreadable_instant(database, "broken", "start_at")
 
-    sent = lead_once(database)
-
-    assert [key for key in sent.keys if key.startswith("canary:")]
-    assert not [key for key in sent.keys if key.startswith("broken:")]
+    only_the_canary_sent(database, "broken")
     assert "start_at: the stored instant cannot be read" in (database.fault("broken") or "")
 
 
@@ -214,12 +216,7 @@ def test_nan_durations_are_set_aside(database: Database) -> None:
 
 def test_an_unreadable_next_occurrence_starts_the_schedule_again(database: Database) -> None:
     broken = create_due(database.store, "broken", every=1)
-    value = "infinity" if database.dialect == "postgres" else "not a time"
-    with database.raw.begin() as conn:
-        conn.execute(sa.text(
-            f"UPDATE goatbeat_schedule SET next_occurrence_at = "
-            f"{'CAST(:v AS timestamptz)' if database.dialect == 'postgres' else ':v'} "
-            "WHERE name = 'broken'"), {"v": value})
+    write_unreadable_instant(database, "broken", "next_occurrence_at")
 
     lead_once(database)
 

@@ -128,7 +128,9 @@ def test_pending_executions_of_a_deleted_schedule_are_abandoned(store: Store) ->
     assert stored.state is ExecutionState.ABANDONED
 
 
-def test_history_lists_the_newest_occurrence_first(store: Store) -> None:
+def claim_three(store: Store) -> list[str]:
+    """The keys of three claims, oldest occurrence first, of schedules named out of that
+    order."""
     grant = store.acquire("beat", "a", LONG_TTL)
     assert grant is not None
     keys = []
@@ -136,9 +138,25 @@ def test_history_lists_the_newest_occurrence_first(store: Store) -> None:
         (dispatch,) = store.claim([claim_next(create_due(store, name, steps_back=steps_back))],
                                   lease=grant).dispatches
         keys.append(dispatch.key)
+    return keys
+
+
+def test_history_lists_the_newest_occurrence_first(store: Store) -> None:
+    keys = claim_three(store)
 
     assert [e.key for e in store.executions(limit=2)] == [keys[2], keys[1]]
     assert [e.key for e in store.executions(schedule_name="b-old")] == [keys[0]]
+
+
+def test_history_of_some_states_lists_only_theirs_for_every_schedule(store: Store) -> None:
+    keys = claim_three(store)
+    assert store.mark_submitted([keys[1]]) == 1
+    claimed = [ExecutionState.CLAIMED, ExecutionState.HELD]
+
+    assert [e.key for e in store.executions(states=claimed)] == [keys[2], keys[0]]
+    assert [e.key for e in store.executions(states=claimed, limit=1)] == [keys[2]]
+    assert [e.key for e in store.executions(states=[ExecutionState.SUBMITTED])] == [keys[1]]
+    assert store.executions(schedule_name="a-mid", states=claimed) == []
 
 
 def test_a_dispatch_carries_its_schedules_trigger_and_run_count(backend: Backend) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from goatbeat_celery.core.rules.runs import RunEvent, RunState
+from goatbeat_celery.core.rules.runs import MIN_RESEND_WAIT, RunEvent, RunState
 from goatbeat_celery.core.types.errors import LeaseLost
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import UTC
@@ -146,27 +146,30 @@ def test_a_run_a_worker_started_is_never_resent(store: Store, clock: StoreClock)
     store.record_runs([RunEvent.started(ended, run="r2", worker="w", age=timedelta(0))])
     store.record_runs([RunEvent.retried(ended, run="r2", worker="w", age=timedelta(0),
                                         runtime=timedelta(seconds=1), error="again")])
-    clock.move_to(max(sent_at(store, running), sent_at(store, ended)) + UNSTARTED * 2)
+    clock.move_to(max(sent_at(store, running), sent_at(store, ended)) + UNSTARTED + MICROSECOND)
 
     assert resend(store) == []
 
 
 def test_a_run_with_a_deadline_waits_half_its_time_left_and_none_past_it(
         store: Store, clock: StoreClock) -> None:
-    # Deadlines measured from the grid point, which may lie up to a minute back: 30 s from
-    # now for one, 6 s for the other.
+    # Deadlines measured from the grid point, which may lie up to a minute back: 24 s from
+    # now for one (half of it over the least wait, by 2 s), 6 s for the other.
     schedule = create_due(store, "deadline")
     assert schedule.next_occurrence_at is not None
     behind = store.now() - schedule.next_occurrence_at
-    claim = replace(claim_next(schedule), expires_after=behind + timedelta(seconds=30))
+    deadline = 2 * MIN_RESEND_WAIT + timedelta(seconds=4)
+    claim = replace(claim_next(schedule), expires_after=behind + deadline)
     (dispatch,) = store.claim([claim], lease=grant_of(store)).dispatches
     key = dispatch.key
     store.mark_submitted([key])
     gone = submitted(store, "gone", deadline=behind + timedelta(seconds=6))
     expires_at = run_of(store, key).expires_at
     assert expires_at is not None
-    # About 15 s: neither the 10 minutes' start timeout nor the schedule's minute.
+    # About 12 s: neither the 10 minutes' start timeout, the least wait nor the
+    # schedule's minute.
     half = (expires_at - sent_at(store, key)) / 2
+    assert half > MIN_RESEND_WAIT, f"sent {deadline - 2 * half} after the claim: machine too slow"
 
     clock.move_just_before(sent_at(store, key) + half)
     assert resend(store, unstarted_for=timedelta(minutes=10)) == []
@@ -193,7 +196,7 @@ def test_a_resend_under_a_stale_grant_is_refused(backend: Backend) -> None:
     assert old is not None
     (dispatch,) = store.claim([claim_next(create_due(store, "report"))], lease=old).dispatches
     store.mark_submitted([dispatch.key])
-    clock.move_to(max(old.expires_at, sent_at(store, dispatch.key) + UNSTARTED * 2))
+    clock.move_to(max(old.expires_at, sent_at(store, dispatch.key) + UNSTARTED + MICROSECOND))
     assert store.acquire("beat", "b", LONG_TTL) is not None
 
     with pytest.raises(LeaseLost):
@@ -205,13 +208,15 @@ def test_a_resend_under_a_stale_grant_is_refused(backend: Backend) -> None:
 
 def test_a_run_waits_no_longer_than_its_schedules_period(store: Store,
                                                           clock: StoreClock) -> None:
-    # An every-20-seconds schedule: its run is resent 20 s after its send, not after the
-    # 10 minutes' start timeout.
-    schedule = create_due(store, "frequent", every=20)
-    (dispatch,) = store.claim([claim_next(schedule, every=20)],
+    # A period two seconds over the least wait: its run is resent a period after its send,
+    # neither after the 10 minutes' start timeout nor at the least wait (on PostgreSQL the
+    # test waits the period out on the real clock).
+    period = MIN_RESEND_WAIT + timedelta(seconds=2)
+    every = period.total_seconds()
+    schedule = create_due(store, "frequent", every=every)
+    (dispatch,) = store.claim([claim_next(schedule, every=every)],
                               lease=grant_of(store)).dispatches
     store.mark_submitted([dispatch.key])
-    period = timedelta(seconds=20)
 
     clock.move_just_before(sent_at(store, dispatch.key) + period)
     assert resend(store, unstarted_for=timedelta(minutes=10)) == []

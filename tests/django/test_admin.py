@@ -12,6 +12,7 @@ from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.types.fields import FieldInfo
+from goatbeat_celery.core.types.schedule import Schedule as StoredSchedule
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, ScheduleSource
 from tests.django.conftest import add_config_schedule, set_aside
 
@@ -63,17 +64,24 @@ def cells(text: str, name: str) -> dict[str, str]:
             for field, value in found}
 
 
+def claimed_poll(api: Schedules) -> StoredSchedule:
+    """Schedule ``poll`` (every minute, due) with its run claimed as a leader claims it; the
+    schedule as it was before the claim."""
+    from tests.conformance.support import claim_next, create_due
+
+    due = create_due(api.store, "poll", every=60)
+    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
+    api.store.claim([claim_next(due)], lease=grant)
+    return due
+
+
 def test_the_changelist_shows_the_next_and_last_run_of_each_schedule(client: Any,
                                                                      api: Schedules) -> None:
     from django.contrib.admin.utils import display_for_value
 
-    from tests.conformance.support import claim_next, create_due
-
     # A run claimed as the leader claims it: its occurrence is the last run, the one after it
     # the next run.
-    due = create_due(api.store, "poll", every=60)
-    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
-    api.store.claim([claim_next(due)], lease=grant)
+    due = claimed_poll(api)
     poll = api.get("poll")
     assert poll.last_occurrence_at == due.next_occurrence_at
     api.create("digest", "mail.digest", cron="0 7 * * mon-fri", timezone="Europe/Paris")
@@ -707,11 +715,7 @@ def test_the_add_form_starts_with_celerys_day_matching_and_empty_headers(
 
 def test_run_now_is_shown_on_the_runs_someone_asked_for_only(client: Any,
                                                              api: Schedules) -> None:
-    from tests.conformance.support import claim_next, create_due
-
-    due = create_due(api.store, "poll", every=60)
-    grant = api.store.acquire("default", "tests", timedelta(seconds=30))  # type: ignore[attr-defined]
-    api.store.claim([claim_next(due)], lease=grant)
+    claimed_poll(api)
     manual = api.run_now("poll")
     page = client.get(EXECUTIONS)
     rows = {row.pk: row for row in page.context["cl"].result_list}

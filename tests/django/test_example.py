@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import goatbeat_celery
+from tests.conftest import stop_process
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "django"
 BIN = Path(sys.executable).parent
@@ -89,13 +89,7 @@ def beat_until(directory: Path, printed: str) -> str:
                 log.read_text()
             time.sleep(0.2)
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, timeout=20)
     text = log.read_text()
     assert printed in text, text
     return text

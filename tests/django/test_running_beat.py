@@ -8,7 +8,6 @@ Verdicts come from the executions beat records, read through the Schedules API.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +20,9 @@ import pytest
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from tests.conftest import stop_process
 from tests.django.test_admin import ADD, CHANGELIST, change_url, form_data
+from tests.system import harness
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Beat imports Celery and Django and takes the lease in a few seconds; 60 s covers a busy
@@ -33,14 +34,7 @@ T = TypeVar("T")
 
 
 def wait_until(condition: Callable[[], T], what: str, timeout: float = REACH_TIMEOUT) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
+    return harness.wait_until(condition, timeout=timeout, what=what)
 
 
 @pytest.fixture
@@ -63,13 +57,7 @@ def beat(django_db: str, api: Schedules, tmp_path: Path) -> Iterator[Path]:
         assert process.poll() is None, f"beat exited:\n{log.read_text()}"
         yield log
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, timeout=20)
 
 
 def claimed(api: Schedules, name: str, *, manual: bool = False) -> list[Execution]:

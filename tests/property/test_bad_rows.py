@@ -655,6 +655,19 @@ def _nested(depth: int) -> list[Any]:
     return outer
 
 
+def _ticked_beside_a_bad_row(rig: Rig, **row: Any) -> tuple[RecordingSubmitter, list[str]]:
+    """The healthy canary and a row ``bad`` written by hand (``sql`` or ``values``, as
+    :func:`_raw_row` takes them), ticked a few times on a reset store: what was dispatched, and
+    the errors that escaped a schedule."""
+    rig.reset()
+    _healthy_canary(rig)
+    _raw_row(rig, "bad", **row)
+    submitter = RecordingSubmitter()
+    with loop_errors() as errors:
+        _tick_a_few(rig, engine_on(rig, submitter))
+    return submitter, errors.seen
+
+
 def _tick_a_few(rig: Rig, engine: Engine, ticks: int = 3) -> None:
     for _ in range(ticks):
         wait = engine.tick()
@@ -708,16 +721,11 @@ def test_a_minutely_cron_row_sixty_days_behind_is_planned_without_walking_the_ba
 @_only("postgres")
 def test_json_python_cannot_parse_sets_one_row_aside_not_the_store(rig: Rig,
                                                                      value: str) -> None:
-    rig.reset()
-    _healthy_canary(rig)
-    _raw_row(rig, "bad", sql={"args": value})
-    submitter = RecordingSubmitter()
-    with loop_errors() as errors:
-        _tick_a_few(rig, engine_on(rig, submitter))
+    submitter, errors = _ticked_beside_a_bad_row(rig, sql={"args": value})
     assert {s.name for s in rig.store.list_schedules()} >= {"bad", CANARY.name}
     assert submitter.of(CANARY.name), "the canary was not dispatched"
     assert rig.store.get_schedule("bad").set_aside
-    assert errors.seen == []
+    assert errors == []
 
 
 @pytest.mark.parametrize("column,value", [("args", "[1,"), ("kwargs", "not json"),
@@ -726,13 +734,8 @@ def test_json_python_cannot_parse_sets_one_row_aside_not_the_store(rig: Rig,
 @_only("sqlite")
 def test_sqlite_text_that_is_not_json_sets_its_row_aside_not_the_store(
         rig: Rig, column: str, value: str) -> None:
-    rig.reset()
-    _healthy_canary(rig)
-    _raw_row(rig, "bad", values={column: value})
-    submitter = RecordingSubmitter()
-    with loop_errors() as errors:
-        _tick_a_few(rig, engine_on(rig, submitter))
-    assert errors.seen == []
+    submitter, errors = _ticked_beside_a_bad_row(rig, values={column: value})
+    assert errors == []
     assert submitter.of(CANARY.name), "the canary was not dispatched"
     assert submitter.of("bad") == []
     bad = rig.store.get_schedule("bad")
@@ -747,15 +750,10 @@ def test_sqlite_text_that_is_not_json_sets_its_row_aside_not_the_store(
 @_only("sqlite")
 def test_sqlite_instants_python_cannot_hold_set_their_row_aside_not_the_store(
         rig: Rig, column: str, value: str) -> None:
-    rig.reset()
-    _healthy_canary(rig)
-    _raw_row(rig, "bad", values={column: value})
-    submitter = RecordingSubmitter()
-    with loop_errors() as errors:
-        _tick_a_few(rig, engine_on(rig, submitter))
+    submitter, errors = _ticked_beside_a_bad_row(rig, values={column: value})
     assert {s.name for s in rig.store.list_schedules()} >= {"bad", CANARY.name}
     assert submitter.of(CANARY.name), "the canary was not dispatched"
-    assert errors.seen == []
+    assert errors == []
 
 
 @_only("sqlite")

@@ -8,6 +8,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,27 +76,29 @@ def private_postgres() -> Iterator[PrivatePostgres]:
         server.close()
 
 
-@pytest.fixture
-def private_redis() -> Iterator[PrivateRedis]:
-    """A Redis server of this test's own (the broker a scenario stops)."""
-    server = PrivateRedis()
+@contextmanager
+def started(server: PrivateRedis) -> Iterator[PrivateRedis]:
+    """``server`` started, and closed at the end whatever happened."""
     try:
         server.start()
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    """A Redis server of this test's own (the broker a scenario stops)."""
+    with started(PrivateRedis()) as server:
+        yield server
 
 
 @pytest.fixture
 def durable_redis() -> Iterator[PrivateRedis]:
     """A Redis server of this test's own with an append-only file synced on every write (the
     broker a scenario kills and restarts on its files)."""
-    server = PrivateRedis(durable=True)
-    try:
-        server.start()
+    with started(PrivateRedis(durable=True)) as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture

@@ -60,14 +60,20 @@ app.conf.beat_schedule = {
 _redis = redis.Redis.from_url(os.environ["SYS_RECORD_URL"])
 
 
-@app.task(bind=True, name="sysproj.record")
-def record(self: Any, label: str = "") -> None:
-    request = self.request
+def append_record(request: Any, label: str, received_at: float, **more: Any) -> None:
+    """Append what a task received to the scenario's record list: its task id, label,
+    goatbeat's headers and when it arrived, and ``more``."""
     _redis.rpush(RECORD_KEY, json.dumps({
         "id": request.id,
         "label": label,
         "schedule": getattr(request, "goatbeat_schedule", None),
         "occurrence": getattr(request, "goatbeat_occurrence", None),
         "token": getattr(request, "goatbeat_token", None),
-        "received_at": time.time(),
+        "received_at": received_at,
+        **more,
     }))
+
+
+@app.task(bind=True, name="sysproj.record")
+def record(self: Any, label: str = "") -> None:
+    append_record(self.request, label, time.time())

@@ -28,12 +28,6 @@ TEAMS = [f"team-a-{i:03}" for i in range(50)] + [f"team-b-{i:03}" for i in range
 START_BOUND = 30.0
 
 
-def cli(cluster: Cluster, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "celery", "-A", "sysproj", "goatbeat", *args],
-                          cwd=cluster.workdir, env=cluster.env(), capture_output=True,
-                          text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
 
 
 def curl(url: str, secret: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -65,9 +59,9 @@ def start_web(cluster: Cluster) -> tuple[Process, str]:
 def test_two_clients_editing_at_once_never_overwrite_each_other_while_beat_runs(
         cluster: Cluster, tmp_path: Path) -> None:
     cluster.write_config(settings=SETTINGS, schedules={})
-    secret = json.loads(cli(cluster, "token", "create", "ops", "--scope", "read,write,run",
+    secret = json.loads(cluster.goatbeat("token", "create", "ops", "--scope", "read,write,run",
                             "--json"))["secret"]
-    team_a = json.loads(cli(cluster, "token", "create", "team-a", "--scope",
+    team_a = json.loads(cluster.goatbeat("token", "create", "team-a", "--scope",
                             "read,write,run", "--prefix", "team-a-", "--json"))["secret"]
     cluster.start_worker()
     cluster.start_beat("beat-1")

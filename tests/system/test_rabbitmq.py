@@ -237,16 +237,23 @@ def test_two_replicas_on_rabbitmq_claim_every_point_once_and_deliver_it_once(
     assert submit[int(0.99 * len(submit))] < 1.0, figures
 
 
-# -- b. RabbitMQ stopped gracefully ---------------------------------------------------------
-def test_rabbitmq_stopped_mid_dispatch_loses_nothing_and_the_claims_are_resent_under_their_keys(
-        rabbitmq_cluster: Cluster, private_rabbitmq: PrivateRabbitMQ, report: Any) -> None:
-    cluster = rabbitmq_cluster
+def four_seconds_in(cluster: Cluster) -> tuple[dict[str, Any], Process, list[Process], datetime]:
+    """SCHEDULES every second, two replicas and a worker, run for four seconds: the schedules,
+    the worker, the replicas and the database's time when they had started."""
     schedules = every_second(SCHEDULES)
     cluster.write_config(schedules=schedules, settings=RABBITMQ_SETTINGS)
     worker = cluster.start_worker()
     replicas = start_replicas(cluster, 2)
     started = cluster.db_now()
     run_for(4)
+    return schedules, worker, replicas, started
+
+
+# -- b. RabbitMQ stopped gracefully ---------------------------------------------------------
+def test_rabbitmq_stopped_mid_dispatch_loses_nothing_and_the_claims_are_resent_under_their_keys(
+        rabbitmq_cluster: Cluster, private_rabbitmq: PrivateRabbitMQ, report: Any) -> None:
+    cluster = rabbitmq_cluster
+    schedules, worker, replicas, started = four_seconds_in(cluster)
 
     mid_dispatch(cluster)
     stopping_at = time.time()
@@ -272,12 +279,7 @@ def test_rabbitmq_stopped_mid_dispatch_loses_nothing_and_the_claims_are_resent_u
 def test_rabbitmq_killed_mid_dispatch_keeps_what_it_confirmed_and_gets_the_rest_resent(
         rabbitmq_cluster: Cluster, private_rabbitmq: PrivateRabbitMQ, report: Any) -> None:
     cluster = rabbitmq_cluster
-    schedules = every_second(SCHEDULES)
-    cluster.write_config(schedules=schedules, settings=RABBITMQ_SETTINGS)
-    worker = cluster.start_worker()
-    replicas = start_replicas(cluster, 2)
-    started = cluster.db_now()
-    run_for(4)
+    schedules, worker, replicas, started = four_seconds_in(cluster)
 
     # A backlog in the queue when RabbitMQ dies: with the worker frozen, what beat sends is
     # confirmed and stays queued (or unacknowledged in the worker's prefetch).

@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.system import test_run_tracking as run_tracking
 from tests.system.harness import Cluster, Process, wait_until
 from tests.system.test_fidelity import STARTUP, assert_alive
 
 pytestmark = pytest.mark.system
-
-TRACKING_DIR = Path(__file__).resolve().parent.parent / "tracking"
 
 HEARTBEAT = 1.0
 LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
@@ -54,16 +49,7 @@ def write_config(cluster: Cluster, schedules: dict[str, Any]) -> None:
 
 def start(cluster: Cluster, name: str, args: list[str]) -> Process:
     """A celery process of ``policyproj`` (sysproj with run tracking and a flaky task)."""
-    extra = {"PYTHONPATH": os.pathsep.join([str(TRACKING_DIR), cluster.env()["PYTHONPATH"]])}
-    log_path = cluster.workdir / f"{name}.log"
-    with log_path.open("ab") as handle:
-        popen = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "policyproj", *args],
-            cwd=cluster.workdir, env=cluster.env(extra), stdout=handle,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    process = Process(name=name, popen=popen, log_path=log_path)
-    cluster.processes.append(process)
-    return process
+    return run_tracking.start(cluster, name, args, app="policyproj")
 
 
 @pytest.fixture(params=["prefork", "threads"])
@@ -92,10 +78,7 @@ def start_worker(cluster: Cluster, pool: str, name: str = "worker") -> Process:
 
 
 def start_beat(cluster: Cluster) -> Process:
-    beat = start(cluster, "beat", ["beat", "-S", "goatbeat_celery.Scheduler", "--loglevel",
-                                   "INFO", "-s", str(cluster.workdir / "beat.schedule")])
-    cluster.wait_for_leader()
-    return beat
+    return run_tracking.start_beat(cluster, app="policyproj")
 
 
 def rows(cluster: Cluster, where: str = "true", **params: Any) -> list[dict[str, Any]]:

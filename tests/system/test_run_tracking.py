@@ -66,14 +66,15 @@ def write_config(cluster: Cluster, schedules: dict[str, Any]) -> None:
 
 # -- processes -------------------------------------------------------------------------------
 def start(cluster: Cluster, name: str, args: list[str],
-          env: dict[str, str] | None = None) -> Process:
-    """A celery process of the tracked app (``trackproj``: sysproj + track_runs)."""
+          env: dict[str, str] | None = None, *, app: str = "trackproj") -> Process:
+    """A celery process of a tracked app of tests/tracking (``trackproj``: sysproj +
+    track_runs, unless told another)."""
     extra = {"PYTHONPATH": os.pathsep.join([str(TRACKING_DIR), cluster.env()["PYTHONPATH"]]),
              **(env or {})}
     log_path = cluster.workdir / f"{name}.log"
     with log_path.open("ab") as handle:
         popen = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "trackproj", *args],
+            [sys.executable, "-m", "celery", "-A", app, *args],
             cwd=cluster.workdir, env=cluster.env(extra), stdout=handle,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     process = Process(name=name, popen=popen, log_path=log_path)
@@ -89,9 +90,11 @@ def start_worker(cluster: Cluster, pool: str, *, name: str = "worker", concurren
         "--without-mingle", "--loglevel", "INFO"], env)
 
 
-def start_beat(cluster: Cluster) -> Process:
+def start_beat(cluster: Cluster, *, app: str = "trackproj") -> Process:
+    """Beat of the tracked app, once it leads."""
     beat = start(cluster, "beat", ["beat", "-S", "goatbeat_celery.Scheduler", "--loglevel",
-                                   "INFO", "-s", str(cluster.workdir / "beat.schedule")])
+                                   "INFO", "-s", str(cluster.workdir / "beat.schedule")],
+                 app=app)
     cluster.wait_for_leader()
     return beat
 

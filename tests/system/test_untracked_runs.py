@@ -10,8 +10,6 @@ settings below.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import timedelta
 from typing import Any
 
@@ -79,22 +77,15 @@ def test_without_tracking_runs_the_worker_completed_are_unknown_never_lost(
 
     # The history shows the outcome as unknown, in its table and in JSON.
     # --wide: the 100-column table shows each run by its due instant, not its key.
-    history = goatbeat(cluster, "history", "tick", "--limit", "100", "--wide")
+    history = cluster.goatbeat("history", "tick", "--limit", "100", "--wide")
     shown = [line for line in history.splitlines() if keys[0] in line]
     assert len(shown) == 1 and " unknown " in shown[0] + " ", history
     entries = {e["key"]: e for e in json.loads(
-        goatbeat(cluster, "history", "tick", "--limit", "100", "--json"))}
+        cluster.goatbeat("history", "tick", "--limit", "100", "--json"))}
     assert entries[keys[0]]["run_state"] == "unknown"
 
     # The check says why, and passes.
-    check = goatbeat(cluster, "check")
+    check = cluster.goatbeat("check")
     assert "goatbeat_track_runs is off" in check and "all checks passed" in check, check
 
 
-def goatbeat(cluster: Cluster, *args: str) -> str:
-    """A ``celery -A sysproj goatbeat`` command's output; it must succeed."""
-    done = subprocess.run([sys.executable, "-m", "celery", "-A", "sysproj", "goatbeat", *args],
-                          cwd=cluster.workdir, env=cluster.env(), capture_output=True,
-                          text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout

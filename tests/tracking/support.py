@@ -38,6 +38,12 @@ class RecordingLog:
         self.closed = False
         self._lock = threading.Lock()
 
+    def restart(self, store: RunLog | None) -> None:
+        """Forget what was recorded and counted, and hand on to ``store`` from now on."""
+        with self._lock:
+            self.store = store
+            self.batches, self.heartbeats, self.calls = [], [], 0
+
     def _enter(self) -> None:
         with self._lock:
             self.calls += 1

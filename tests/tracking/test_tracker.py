@@ -1,18 +1,27 @@
 """The tracker's Celery signal handlers, in a real in-process worker (memory broker, solo and
 threads pools), writing to the memory store: what each kind of run leaves in its execution's
-run columns, and that tasks goatbeat did not send are left alone."""
+run columns, and that tasks goatbeat did not send are left alone.
+
+One worker per pool serves every test of the module (stopping one takes seconds: its consumer
+waits out a 2 s poll), with one tracker connected before it starts, as ``track_runs`` is in a
+real worker; each test gets a store and a log of its own (:func:`log`)."""
 
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from celery import Celery
+from celery.contrib.testing.app import TestApp, setup_default_app
+from celery.contrib.testing.worker import start_worker
 from celery.exceptions import Reject
 
 from goatbeat_celery.core.rules.runs import RunEventKind, RunState, RunTimes
@@ -30,15 +39,84 @@ SETTLE = 10.0
 HEARTBEAT = timedelta(seconds=0.05)
 
 
-@pytest.fixture(params=["solo", "threads"])
-def celery_worker_pool(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def app_config(directory: Path) -> dict[str, Any]:
+    # The memory broker is polled: every 50 ms rather than every second, so that a test
+    # waits for its run, not for the worker's next look.
+    return {"broker_url": "memory://", "result_backend": "cache+memory://",
+            "broker_transport_options": {"polling_interval": 0.05},
+            "goatbeat_database_url": f"sqlite:///{directory / 'goatbeat.sqlite3'}"}
 
 
 @pytest.fixture
-def celery_config(tmp_path: Any) -> dict[str, Any]:
-    return {"broker_url": "memory://", "result_backend": "cache+memory://",
-            "goatbeat_database_url": f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"}
+def celery_config(tmp_path: Path) -> dict[str, Any]:
+    return app_config(tmp_path)
+
+
+class Tasks:
+    def __init__(self, app: Celery) -> None:
+        #: What ``hold`` waits for; each test gets a new one (:func:`tasks`).
+        self.release = threading.Event()
+        self.seen_running: list[list[str]] = []
+
+        # Not shared: they belong to this app alone, which outlives a test.
+        @app.task(name="t.ok", shared=False)
+        def ok(seconds: float = 0.0) -> str:
+            time.sleep(seconds)
+            return "done"
+
+        @app.task(name="t.fail", shared=False)
+        def fail() -> None:
+            raise ValueError("boom")
+
+        @app.task(name="t.reject", shared=False)
+        def reject() -> None:
+            raise Reject("not for me", requeue=False)
+
+        @app.task(bind=True, name="t.flaky", max_retries=3, shared=False)
+        def flaky(task: Any) -> str:
+            if task.request.retries == 0:
+                raise task.retry(countdown=0, exc=ConnectionError("try again"))
+            return "second time"
+
+        @app.task(name="t.hold", shared=False)
+        def hold() -> None:
+            self.release.wait(SETTLE)
+
+        self.ok, self.fail, self.reject, self.flaky, self.hold = ok, fail, reject, flaky, hold
+
+
+@dataclass
+class Served:
+    """One pool's in-process worker, its app and tasks, and the tracker connected before it
+    started, writing to a log each test gives a store of its own."""
+
+    app: Celery
+    worker: Any
+    tasks: Tasks
+    tracker: RunTracker
+    log: RecordingLog
+
+
+@pytest.fixture(scope="module", params=["solo", "threads"])
+def served(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    app = TestApp(config=app_config(tmp_path_factory.mktemp("tracker")))
+    log = RecordingLog(store=MemoryStore())
+    # Starting a worker sets the root logger to the worker's level: given back at the end.
+    level = logging.root.level
+    with setup_default_app(app):
+        tasks = Tasks(app)  # registered before the worker starts
+        tracker = RunTracker(app, open_log=constant(log), flush_interval=0.02,
+                             times=RunTimes(heartbeat_interval=HEARTBEAT,
+                                            run_lost_after=HEARTBEAT * 3))
+        tracker.connect()
+        try:
+            with start_worker(app, pool=str(request.param)) as worker:
+                yield Served(app, worker, tasks, tracker, log)
+        finally:
+            tracker.disconnect()
+            tracker.stop(timeout=2)
+            logging.root.setLevel(level)
 
 
 @pytest.fixture
@@ -47,55 +125,28 @@ def store() -> MemoryStore:
 
 
 @pytest.fixture
-def log(store: MemoryStore) -> RecordingLog:
-    return RecordingLog(store=store)
+def log(served: Served, store: MemoryStore) -> Iterator[RecordingLog]:
+    """The module's log, emptied and handing on to this test's store; what the worker noted
+    for this test is written before the next test's turn."""
+    served.log.restart(store)
+    yield served.log
+    assert served.tracker.writer.flush(SETTLE), "the writer did not catch up"
 
 
 @pytest.fixture
-def tracker(celery_app: Celery, log: RecordingLog) -> Iterator[RunTracker]:
-    made = RunTracker(celery_app, open_log=constant(log), flush_interval=0.02,
-                      times=RunTimes(heartbeat_interval=HEARTBEAT,
-                                     run_lost_after=HEARTBEAT * 3))
-    made.connect()
-    yield made
-    made.disconnect()
-    made.stop(timeout=2)
-
-
-class Tasks:
-    def __init__(self, app: Celery) -> None:
-        self.release = threading.Event()
-        self.seen_running: list[list[str]] = []
-
-        @app.task(name="t.ok")
-        def ok(seconds: float = 0.0) -> str:
-            time.sleep(seconds)
-            return "done"
-
-        @app.task(name="t.fail")
-        def fail() -> None:
-            raise ValueError("boom")
-
-        @app.task(name="t.reject")
-        def reject() -> None:
-            raise Reject("not for me", requeue=False)
-
-        @app.task(bind=True, name="t.flaky", max_retries=3)
-        def flaky(task: Any) -> str:
-            if task.request.retries == 0:
-                raise task.retry(countdown=0, exc=ConnectionError("try again"))
-            return "second time"
-
-        @app.task(name="t.hold")
-        def hold() -> None:
-            self.release.wait(SETTLE)
-
-        self.ok, self.fail, self.reject, self.flaky, self.hold = ok, fail, reject, flaky, hold
+def tracker(served: Served, log: RecordingLog) -> RunTracker:
+    return served.tracker
 
 
 @pytest.fixture
-def tasks(celery_app: Celery) -> Tasks:
-    return Tasks(celery_app)  # registered before the worker starts
+def celery_worker(served: Served) -> Any:
+    return served.worker
+
+
+@pytest.fixture
+def tasks(served: Served) -> Tasks:
+    served.tasks.release = threading.Event()
+    return served.tasks
 
 
 _names = itertools.count()
@@ -189,9 +240,8 @@ def test_a_message_that_expired_before_it_started_is_recorded_revoked_by_the_wor
 
 
 def test_a_task_the_worker_does_not_know_is_recorded_rejected(
-        tracker: RunTracker, celery_app: Celery, celery_worker: Any,
-        store: MemoryStore) -> None:
-    missing = celery_app.signature("t.missing")
+        tracker: RunTracker, served: Served, celery_worker: Any, store: MemoryStore) -> None:
+    missing = served.app.signature("t.missing")
     key = goatbeat_send(store, missing)
 
     run = ended(store, key)
@@ -231,11 +281,11 @@ def test_a_running_run_is_in_its_process_heartbeat_until_it_ends(
 
 
 def test_the_heartbeat_interval_is_read_from_the_app_configuration(
-        celery_app: Celery, log: RecordingLog) -> None:
+        celery_app: Celery) -> None:
     celery_app.conf.goatbeat_heartbeat_interval = "2s"
     celery_app.conf.goatbeat_run_lost_after = 6
 
-    tracker = RunTracker(celery_app, open_log=constant(log))
+    tracker = RunTracker(celery_app, open_log=constant(RecordingLog()))
 
     assert tracker.writer._heartbeat_interval == 2.0
 

@@ -20,7 +20,7 @@ import os
 import time
 from typing import Any
 
-from sysproj import RECORD_KEY, _redis, app
+from sysproj import RECORD_KEY, _redis, app, append_record
 
 from goatbeat_celery import signals, track_runs
 
@@ -65,16 +65,8 @@ def work(self: Any, label: str = "", seconds: float = 0.0, fail: bool = False) -
     # Which process runs it, while it runs: a scenario may kill that pool process.
     _redis.hset(f"{RECORD_KEY}:pids", request.id, os.getpid())
     time.sleep(seconds)
-    _redis.rpush(RECORD_KEY, json.dumps({
-        "id": request.id,
-        "label": label,
-        "schedule": getattr(request, "goatbeat_schedule", None),
-        "occurrence": getattr(request, "goatbeat_occurrence", None),
-        "token": getattr(request, "goatbeat_token", None),
-        "received_at": began_wall,
-        "body_seconds": time.monotonic() - began,
-        "pid": os.getpid(),
-    }))
+    append_record(request, label, began_wall, body_seconds=time.monotonic() - began,
+                  pid=os.getpid())
     if fail:
         raise ValueError("boom")
     return label

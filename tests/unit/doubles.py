@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from goatbeat_celery import testing
+from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.types.lease import LeaseGrant
 
 
@@ -21,3 +24,12 @@ class LeaseRecordingObserver(testing.RecordingObserver):
     def lease_events(self) -> list[tuple[str, object]]:
         """The lease's events alone, in order."""
         return [(kind, what) for kind, what in self.events if kind in {"acquired", "lost"}]
+
+
+def run_until(engine: Engine, clock: testing.ManualClock, end: datetime) -> None:
+    """Tick, sleeping as the engine asks, until ``end``: a leader that is always on time."""
+    while clock() < end:
+        wait = engine.tick()
+        step = min(max(wait, 0.001), (end - clock()).total_seconds())
+        clock.advance(max(step, 0.000001))
+    engine.tick()

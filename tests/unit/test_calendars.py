@@ -35,6 +35,7 @@ from goatbeat_celery.testing import (
     RecordingSubmitter,
     build_engine,
 )
+from tests.unit.doubles import run_until
 
 T0 = ManualClock.DEFAULT_START  # 2026-01-01 00:00 UTC, a Thursday
 H = timedelta(hours=1)
@@ -57,12 +58,7 @@ class World:
         self.api = Schedules(self.store)
 
     def run_until(self, end: datetime) -> None:
-        """Tick, sleeping as the engine asks, until ``end``: a leader that is always on time."""
-        while self.clock() < end:
-            wait = self.engine.tick()
-            step = min(max(wait, 0.001), (end - self.clock()).total_seconds())
-            self.clock.advance(max(step, 0.000001))
-        self.engine.tick()
+        run_until(self.engine, self.clock, end)
 
     def sent(self, name: str = "job") -> list[datetime]:
         return [d.execution.due_at for d in self.submitter.dispatches

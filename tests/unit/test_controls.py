@@ -18,6 +18,7 @@ from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
+from tests.unit.doubles import run_until
 
 T0 = ManualClock.DEFAULT_START
 S = timedelta(seconds=1)
@@ -37,12 +38,7 @@ class World:
         self.api = Schedules(self.store)
 
     def run_until(self, end: datetime) -> None:
-        """Tick, sleeping as the engine asks, until ``end``: a leader that is always on time."""
-        while self.clock() < end:
-            wait = self.engine.tick()
-            step = min(max(wait, 0.001), (end - self.clock()).total_seconds())
-            self.clock.advance(max(step, 0.000001))
-        self.engine.tick()
+        run_until(self.engine, self.clock, end)
 
     def sent(self, name: str = "job", *, manual: bool = False) -> list[datetime]:
         return [d.execution.due_at for d in self.submitter.dispatches

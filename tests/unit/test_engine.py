@@ -700,17 +700,22 @@ def test_an_api_schedule_sending_a_task_outside_the_allow_list_is_postponed(
     assert world.store.get_schedule("rogue").next_run_at == world.now + SET_ASIDE_RETRY
 
 
-def test_config_schedules_are_not_subject_to_the_allow_list(world: World) -> None:
-    spec = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE)
+def sent_allowing_no_task(world: World, entry: ScheduleSpec) -> list[str]:
+    """The keys a leader with the config ``entry`` and an allow-list that allows no task
+    sends over its first thirty seconds."""
     submitter = RecordingSubmitter()
-    engine = world.replica("a", submitter=submitter, config=[spec],
+    engine = world.replica("a", submitter=submitter, config=[entry],
                            task_allowed=lambda task: False)
     engine.tick()
-
     world.advance(30)
     engine.tick()
+    return submitter.keys
 
-    assert submitter.keys == [idempotency_key("cleanup", minute(1))]
+
+def test_config_schedules_are_not_subject_to_the_allow_list(world: World) -> None:
+    spec = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE)
+
+    assert sent_allowing_no_task(world, spec) == [idempotency_key("cleanup", minute(1))]
 
 
 # -- store errors and pruning ------------------------------------------------------------------

@@ -35,6 +35,7 @@ from tests.unit.test_engine import (
     RecordingSubmitter,
     World,
     minute,
+    sent_allowing_no_task,
 )
 
 
@@ -319,15 +320,8 @@ def test_a_row_marked_config_that_no_entry_matches_is_held_to_the_allow_list(
 def test_a_config_row_equal_to_the_entry_is_sent_whatever_the_allow_list(world: World) -> None:
     entry = ScheduleSpec(name="cleanup", task="app.cleanup", trigger=EVERY_MINUTE,
                          args=(1, [2]), kwargs={"a": {"b": 1}}, options={"queue": "low"})
-    submitter = RecordingSubmitter()
-    engine = world.replica("a", submitter=submitter, config=[entry],
-                           task_allowed=lambda task: False)
-    engine.tick()
 
-    world.advance(30)
-    engine.tick()
-
-    assert submitter.keys == [idempotency_key("cleanup", minute(1))]
+    assert sent_allowing_no_task(world, entry) == [idempotency_key("cleanup", minute(1))]
 
 
 def test_a_manual_run_is_logged_as_one_not_as_a_resubmission(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.rules.backfill import BackfillRequest
 from goatbeat_celery.core.rules.policies import ScheduleMode
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
@@ -48,6 +49,18 @@ def spread(world: World, count: int = 4, per_shard: int = 2) -> list[str]:
     for name in names:
         world.create(name)
     return names
+
+
+def two_sharing(world: World, count: int = 4) -> tuple[Engine, Engine]:
+    """Replicas ``a`` and ``b`` on ``count`` shards, past the look at which they share them."""
+    a = world.replica("a", settings=sharded(count))
+    b = world.replica("b", settings=sharded(count))
+    a.tick()
+    b.tick()
+    world.advance(10)
+    a.tick()
+    b.tick()
+    return a, b
 
 
 def leading(world: World) -> dict[str, list[int]]:
@@ -163,13 +176,7 @@ def test_two_and_three_replicas_share_four_shards_fairly(world: World) -> None:
 
 def test_a_frozen_replicas_shards_are_taken_over_when_its_leases_expire(world: World) -> None:
     names = spread(world)
-    a = world.replica("a", settings=sharded())
-    b = world.replica("b", settings=sharded())
-    a.tick()
-    b.tick()
-    world.advance(10)
-    a.tick()
-    b.tick()
+    a, b = two_sharing(world)
     assert sorted(len(v) for v in leading(world).values()) == [2, 2]
     lost = a.led_shards()
 
@@ -189,13 +196,7 @@ def test_a_frozen_replicas_shards_are_taken_over_when_its_leases_expire(world: W
 
 
 def test_a_replica_closing_releases_its_shards_for_the_others_at_once(world: World) -> None:
-    a = world.replica("a", settings=sharded())
-    b = world.replica("b", settings=sharded())
-    a.tick()
-    b.tick()
-    world.advance(10)
-    a.tick()
-    b.tick()
+    a, b = two_sharing(world)
 
     a.close()
     assert b.shards is not None
@@ -246,13 +247,7 @@ def test_claims_left_pending_are_each_resent_once_by_their_shards_leaders(world:
 
 
 def test_a_replica_leading_only_other_shards_sleeps_until_its_next_due_run(world: World) -> None:
-    a = world.replica("a", settings=sharded(2))
-    b = world.replica("b", settings=sharded(2))
-    a.tick()
-    b.tick()
-    world.advance(10)
-    a.tick()
-    b.tick()
+    a, b = two_sharing(world, 2)
     other = a if a.led_shards() == [1] else b
     assert other.led_shards() == [1]
     world.create(names_in(Shard(1, 2), 1)[0], next_at=world.now + timedelta(seconds=3))
@@ -320,13 +315,7 @@ def test_a_run_end_that_moves_its_schedule_wakes_the_other_shards_leaders(
         world: World, monkeypatch: pytest.MonkeyPatch, mode: ScheduleMode) -> None:
     name = names_in(Shard(1, 2), 1)[0]
     world.create(name, mode=mode)
-    a = world.replica("a", settings=sharded(2))
-    b = world.replica("b", settings=sharded(2))
-    a.tick()
-    b.tick()
-    world.advance(10)
-    a.tick()
-    b.tick()
+    a, b = two_sharing(world, 2)
     leader0 = a if 0 in a.led_shards() else b
     world.advance(21)  # minute 1: the shard-1 schedule is claimed and sent
     for engine in (a, b):

@@ -100,11 +100,20 @@ def test_the_overview_lists_set_aside_schedules_with_their_reason_and_counts(
     table = html[html.index('id="set-aside"'):]
     assert "broken" in table and "trigger raised ValueError: boom" in table
     assert "<td>3</td>" in table
-    counts = html[html.index('id="counts"'):html.index("</dl>", html.index('id="counts"'))]
-    assert re.search(r"all</dt><dd><a [^>]*>4<", counts)
-    assert re.search(r"paused</dt><dd><a [^>]*>1<", counts)
-    assert re.search(r"set aside</dt><dd><a [^>]*>1<", counts)
-    assert re.search(r"from config</dt><dd><a [^>]*>1<", counts)
+    assert_counts(counts_of(html), all=4, paused=1, set_aside=1, from_config=1)
+
+
+def counts_of(html: str) -> str:
+    """The overview's counts (its ``<dl id="counts">``)."""
+    start = html.index('id="counts"')
+    return html[start:html.index("</dl>", start)]
+
+
+def assert_counts(counts: str, **expected: int) -> None:
+    """Each count shown under its label (``set_aside`` for "set aside") links to its list."""
+    for label, count in expected.items():
+        assert re.search(rf"{label.replace('_', ' ')}</dt><dd><a [^>]*>{count}<", counts), \
+            (label, count, counts)
 
 
 def test_the_schedules_page_searches_by_name_prefix_and_filters(
@@ -241,14 +250,10 @@ def test_the_overview_counts_every_schedule_by_state_and_source(
     set_aside(schedules.store, "b", "boom")
 
     def counts() -> str:
-        html = client.get("/").text
-        return html[html.index('id="counts"'):html.index("</dl>", html.index('id="counts"'))]
+        return counts_of(client.get("/").text)
 
     shown = counts()
-    assert re.search(r"all</dt><dd><a [^>]*>5<", shown)
-    assert re.search(r"paused</dt><dd><a [^>]*>1<", shown)
-    assert re.search(r"set aside</dt><dd><a [^>]*>1<", shown)
-    assert re.search(r"from config</dt><dd><a [^>]*>1<", shown)
+    assert_counts(shown, all=5, paused=1, set_aside=1, from_config=1)
     assert re.search(r"from the API</dt><dd><a [^>]*>4<", shown)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
@@ -30,10 +30,12 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase):
         return sorted(found, key=lambda e: (e.occurrence_at, e.key))
 
     def executions(self, *, schedule_name: str | None = None,
+                   states: Collection[ExecutionState] | None = None,
                    limit: int = 50) -> list[Execution]:
         with self._lock:
             rows = [e for e in self._executions.values()
-                    if schedule_name is None or e.schedule_name == schedule_name]
+                    if (schedule_name is None or e.schedule_name == schedule_name)
+                    and (states is None or e.state in states)]
         rows.sort(key=lambda e: (e.occurrence_at, e.key), reverse=True)
         return rows[:limit]
 

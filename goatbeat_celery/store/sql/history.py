@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.schema import (
     alert_table,
@@ -47,10 +47,13 @@ class SQLHistory(SQLOutbox, SQLStoreBase):
             return [_execution(row) for row in conn.execute(stmt)]
 
     def executions(self, *, schedule_name: str | None = None,
+                   states: Collection[ExecutionState] | None = None,
                    limit: int = 50) -> list[Execution]:
         stmt = sa.select(E).order_by(E.c.occurrence_at.desc(), E.c.key.desc()).limit(limit)
         if schedule_name is not None:
             stmt = stmt.where(E.c.schedule_name == schedule_name)
+        if states is not None:
+            stmt = stmt.where(E.c.state.in_(sorted(state.value for state in states)))
         with self._read("read executions") as conn:
             return [_execution(row) for row in conn.execute(stmt)]
 

@@ -47,6 +47,7 @@ from goatbeat_celery.contrib.django.management.commands.goatbeat_import_django_c
     NOTE_START,
     PERIODIC_TASK_NAME,
 )
+from goatbeat_celery.core.rules.validation import MAX_LIMIT
 from goatbeat_celery.core.types.errors import GoatbeatError, failure_reason
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import UTC
@@ -98,12 +99,14 @@ class Command(BaseCommand):
             with integration.schedules() as source:
                 now = source.store.now()
                 schedules = source.list()
+                never_sent = unsent_due(source)
                 with transaction.atomic(using=database):
                     for schedule in schedules:
                         try:
                             # A savepoint each: a row the database refuses is refused alone.
                             with transaction.atomic(using=database):
-                                line = export_one(schedule, source, database, now)
+                                line = export_one(schedule, source, database, now,
+                                                  never_sent.get(schedule.name, ()))
                         except (Refused, *ROW_ERRORS) as exc:
                             reason = str(exc) if isinstance(exc, Refused) else (
                                 f"cannot be written: {failure_reason(exc)}")
@@ -143,15 +146,15 @@ class Command(BaseCommand):
 
 
 def export_one(schedule: Schedule, source: Schedules, database: str,
-               now: datetime) -> str | None:
-    """Write one schedule into its periodic task; the line saying what was written, None for
-    a config schedule without a periodic task."""
+               now: datetime, never_sent: Sequence[datetime] = ()) -> str | None:
+    """Write one schedule into its periodic task (``never_sent``: when its claims never sent
+    were due, earliest first); the line saying what was written, None for a config schedule
+    without a periodic task."""
     from django_celery_beat.models import PeriodicTask
 
     spec = schedule.spec
     tasks = PeriodicTask.objects.using(database)
     existing = tasks.filter(name=spec.name).first()
-    never_sent = unsent_due(schedule, source)
     unsent = never_sent[0] if never_sent else None
     last_run = last_run_at(schedule, now, unsent)
     if (existing is not None and existing.last_run_at is not None
@@ -182,16 +185,20 @@ def export_one(schedule: Schedule, source: Schedules, database: str,
             f"{when(last_run) if last_run is not None else 'never'}")
 
 
-#: How many of a schedule's newest executions are looked through for claims never sent: a
-#: leader claims at most a few occurrences of one schedule before sending them.
-UNSENT_LOOK = 50
+#: Claims never sent are read all at once, for every schedule: a few per schedule at most (a
+#: leader claims a few occurrences of one schedule before sending them), kept until sent.
+UNSENT_LOOK = MAX_LIMIT
 
 
-def unsent_due(schedule: Schedule, source: Schedules) -> list[datetime]:
-    """When each occurrence goatbeat claimed and never sent was due, earliest first."""
+def unsent_due(source: Schedules) -> dict[str, list[datetime]]:
+    """When each occurrence goatbeat claimed and never sent was due, earliest first, by
+    schedule name; read in one query for every schedule."""
     waiting = (ExecutionState.CLAIMED, ExecutionState.HELD)
-    return sorted(execution.due_at for execution in source.history(
-        schedule.name, limit=UNSENT_LOOK) if execution.state in waiting and not execution.manual)
+    due: dict[str, list[datetime]] = {}
+    for execution in source.store.executions(states=waiting, limit=UNSENT_LOOK):
+        if not execution.manual:
+            due.setdefault(execution.schedule_name, []).append(execution.due_at)
+    return {name: sorted(instants) for name, instants in due.items()}
 
 
 def last_run_at(schedule: Schedule, now: datetime,
