@@ -211,3 +211,11 @@ def test_missed_and_lost_take_the_schedules_count_or_the_settings() -> None:
     own = dataclasses.replace(SPEC, alert_missed=0, alert_lost=3)
     assert (rules_of(own, settings).missed, rules_of(own, settings).lost) == (None, 3)
     assert not rules_of(own, settings).on(AlertRule.MISSED)
+
+
+def test_a_schedules_missed_and_lost_counts_are_0_to_20_each_problem_named() -> None:
+    spec = dataclasses.replace(SPEC, alert_missed=-1, alert_lost=21)
+    assert [p.split(": ", 1)[1] for p in map(str, spec.problems())] == [
+        "alert_missed: must be an integer from 0 to 20, got -1",
+        "alert_lost: must be an integer from 0 to 20, got 21"]
+    assert dataclasses.replace(SPEC, alert_missed=0, alert_lost=20).problems() == []
