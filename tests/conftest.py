@@ -175,7 +175,7 @@ def _template_for(server_url: URL) -> str:
 LONG = ("tests/system/", "tests/packaging/test_distributions.py",
         "tests/docs/test_installed_wheel.py", "tests/docs/test_docs_examples.py",
         "tests/django/test_running_beat.py", "tests/django/test_example.py",
-        "tests/property/")
+        "tests/property/", "tests/webhooks/test_delivery.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.core.rules.alerts import (
+    ALERT_DEPTH,
     UNJUDGED,
     Alert,
     AlertRule,
@@ -141,6 +142,20 @@ def test_failed_holds_after_the_count_of_failures_in_a_row() -> None:
                             "boom)", last.key)
 
 
+def test_a_failed_streak_filling_every_run_read_is_counted_as_at_least() -> None:
+    failures = [run(minutes, run_state=RunState.FAILED) for minutes in range(1, ALERT_DEPTH + 1)]
+    found = verdict(AlertRule.FAILED, *failures)
+    assert isinstance(found, Finding)
+    assert found.reason.startswith(f"at least {ALERT_DEPTH} runs failed in a row"), found
+    # The schedule's own count, where it knows more.
+    found = judge(AlertRule.FAILED, replace(evidence(*failures), failures_in_a_row=130),
+                  now=NOW, tracked_since=TRACKED)
+    assert isinstance(found, Finding) and found.reason.startswith("130 runs failed in a row")
+    # Fewer runs than a full read: the schedule has no more, so the count is exact.
+    found = verdict(AlertRule.FAILED, *failures[:4])
+    assert isinstance(found, Finding) and found.reason.startswith("4 runs failed in a row")
+
+
 @pytest.mark.parametrize(("runs", "expected"), [
     ((run(1, run_state=RunState.FAILED), run(2)), UNJUDGED),  # one failure: not yet
     ((run(1), run(2, run_state=RunState.FAILED), run(3, run_state=RunState.FAILED)), None),
@@ -180,9 +195,11 @@ def test_lost_resolves_on_a_success_and_is_unjudged_on_failures_alone() -> None:
 
 # -- overrun ----------------------------------------------------------------------------------
 def test_overrun_holds_while_a_run_runs_past_max_runtime() -> None:
-    long = run(7, run_state=RunState.RUNNING)
+    long = run(7, run_state=RunState.RUNNING, late=0.123456)
     found = verdict(AlertRule.OVERRUN, long)
     assert isinstance(found, Finding) and found.key == long.key
+    # Started 1.123456s after due, 7 minutes ago: shown to the hundredth.
+    assert found.reason == (f"run {long.key} has been running for 418.88s (more than 300s)")
     assert verdict(AlertRule.OVERRUN, run(3, run_state=RunState.RUNNING)) is None
     assert verdict(AlertRule.OVERRUN, run(7)) is None  # ended: over
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,44 @@ def test_a_receiver_down_for_a_while_gets_every_event_afterwards_exactly_once(
     assert first["attempt"] >= 3
     failed_before = [e for e in pg_store.list_events() if e.attempts >= 3]
     assert len(failed_before) == count
+
+
+def test_a_receiver_down_for_30_seconds_gets_every_event_once_with_the_default_backoff(
+        pg_store: Store, receivers: list[Receiver]) -> None:
+    # The outage of the alerting docs' promise, at the settings a deployment gets by default
+    # (first retry after 1 s, doubling, at most 5 minutes apart).
+    down = Receiver(secret=SECRET).start()
+    port = down.port
+    down.stop()
+    hook = Webhook(url=f"http://127.0.0.1:{port}/hooks", secret=SECRET)
+    delivery = WebhookDelivery(pg_store, WebhookSettings(hooks=(hook,)),
+                               holder="host:1:a").start()
+    try:
+        count = BATCH + 3
+        pg_store.enqueue_events(events(count, prefix="outage"))
+        came_back = time.monotonic() + 30  # the outage is the scenario, not a wait for it
+        while (left := came_back - time.monotonic()) > 0:
+            time.sleep(min(left, 1.0))
+        assert not any(e.delivered for e in pg_store.list_events())
+        # Attempts at about 0, 1, 3, 7 and 15 s: each event failed at least four times.
+        assert all(e.attempts >= 4 for e in pg_store.list_events()), pg_store.list_events()
+
+        up = Receiver(secret=SECRET, port=port).start()
+        receivers.append(up)
+        # Delivered at each event's next attempt, which the backoff set while it was down, and
+        # the poll after it; 10 s of margin for a busy 2-core machine.
+        latest = max(e.next_attempt_at for e in pg_store.list_events())
+        bound = (latest - datetime.now(timezone.utc)).total_seconds() + POLL_INTERVAL + 10
+        wait_for(lambda: len(up.ids()) == count, timeout=max(bound, 10),
+                 what="every event at the receiver")
+        wait_for(lambda: all(e.delivered for e in pg_store.list_events()), timeout=10,
+                 what="every event marked delivered")
+        time.sleep(2 * POLL_INTERVAL)  # nothing more is sent once they are delivered
+    finally:
+        delivery.close()
+
+    assert up.ids() == {f"outage-{n}": 1 for n in range(count)}
+    assert up.all_verified()
 
 
 def test_a_receiver_answering_503_is_retried_with_backoff_then_delivered_once(

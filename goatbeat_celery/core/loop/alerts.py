@@ -91,7 +91,8 @@ class AlertWatcher:
             try:
                 evidence = Evidence(
                     schedule_name=schedule.name, rules=rules_of(schedule.spec, self.settings),
-                    enabled=schedule.spec.enabled, created_at=schedule.created_at, runs=runs)
+                    enabled=schedule.spec.enabled, created_at=schedule.created_at, runs=runs,
+                    failures_in_a_row=schedule.consecutive_failures)
                 mine = {rule: alert for (name, rule), alert in opened.items()
                         if name == schedule.name}
                 changes.extend(plan_alerts(evidence, mine, now=page.now,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, Literal
 
-from goatbeat_celery.core.rules.runs import RunState, seconds_text
+from goatbeat_celery.core.rules.runs import RunState, measured_text, seconds_text
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.outbox import OutboxEvent
 
@@ -200,6 +200,9 @@ class Evidence:
     enabled: bool
     created_at: datetime | None
     runs: Sequence[Execution]
+    #: The schedule's own count of failed runs in a row (its run policies keep it), which
+    #: the reason gives where the failures fill every run read.
+    failures_in_a_row: int = 0
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,7 @@ def judge(rule: AlertRule, evidence: Evidence, *, now: datetime,
         return _late(runs, rules.late)
     if rule is AlertRule.FAILED:
         assert rules.failures is not None
-        return _failed(runs, rules.failures)
+        return _failed(runs, rules.failures, evidence.failures_in_a_row)
     if rule is AlertRule.LOST:
         assert rules.lost is not None
         return _lost(runs, rules.lost)
@@ -320,7 +323,7 @@ def _late(runs: Sequence[Execution], late: timedelta) -> Verdict:
         return UNJUDGED
     lateness = newest.submitted_at - newest.due_at
     if lateness > late:
-        return Finding(f"run {newest.key} sent {seconds_text(lateness)} after it was due "
+        return Finding(f"run {newest.key} sent {measured_text(lateness)} after it was due "
                        f"(more than {seconds_text(late)})", newest.key)
     return None
 
@@ -330,7 +333,7 @@ def _ended(runs: Sequence[Execution]) -> list[Execution]:
     return [run for run in runs if run.run_state in _KNOWN_ENDS]
 
 
-def _failed(runs: Sequence[Execution], failures: int) -> Verdict:
+def _failed(runs: Sequence[Execution], failures: int, counted: int) -> Verdict:
     ended = _ended(runs)
     if not ended:
         return UNJUDGED
@@ -343,7 +346,15 @@ def _failed(runs: Sequence[Execution], failures: int) -> Verdict:
         in_a_row += 1
     if in_a_row >= failures:
         last = ended[0]
-        return Finding(f"{in_a_row} runs failed in a row (the last, {last.key}: "
+        # Only the newest ALERT_DEPTH runs are read: a streak that fills them may be longer,
+        # as the schedule's own count may tell.
+        if in_a_row < len(ended) or len(runs) < ALERT_DEPTH:
+            streak = f"{in_a_row}"
+        elif counted > in_a_row:
+            streak = f"{counted}"
+        else:
+            streak = f"at least {in_a_row}"
+        return Finding(f"{streak} runs failed in a row (the last, {last.key}: "
                        f"{last.run_error or 'no error given'})", last.key)
     return UNJUDGED
 
@@ -374,7 +385,7 @@ def _overrun(runs: Sequence[Execution], max_runtime: timedelta, now: datetime) -
         if (run.run_state is RunState.RUNNING and run.started_at is not None
                 and now - run.started_at > max_runtime):
             return Finding(f"run {run.key} has been running for "
-                           f"{seconds_text(now - run.started_at)} (more than "
+                           f"{measured_text(now - run.started_at)} (more than "
                            f"{seconds_text(max_runtime)})", run.key)
     return None
 

@@ -516,6 +516,12 @@ def seconds_text(value: timedelta) -> str:
     return f"{value.total_seconds():g}s"
 
 
+def measured_text(value: timedelta) -> str:
+    """A measured duration, to the hundredth of a second: ``2.39s``, ``0.03s``, ``600s``
+    (a clock reading's microseconds say nothing to the reader)."""
+    return f"{value.total_seconds():.2f}".rstrip("0").rstrip(".") + "s"
+
+
 def error_summary(error: BaseException | str | None) -> str | None:
     """``ExcType: message`` on one line, control characters escaped, at most
     :data:`MAX_ERROR_LENGTH` characters; a string is kept as given (cleaned and cut alike)."""
