@@ -114,6 +114,11 @@ def test_missed_counts_expired_occurrences_in_a_row_with_those_coalesced_between
     assert "3 occurrences in a row did not run" in found.reason
     # Below the count while none ran since: the streak may still grow.
     assert verdict(AlertRule.MISSED, *runs, rules=replace(RULES, missed=4)) is UNJUDGED
+    every = tuple(run(i, state=ExecutionState.EXPIRED, run_state=None)
+                  for i in range(1, ALERT_DEPTH + 1))
+    found = verdict(AlertRule.MISSED, *every, rules=replace(RULES, missed=3))
+    assert isinstance(found, Finding)
+    assert f"at least {ALERT_DEPTH} occurrences in a row" in found.reason
 
 
 # -- late -----------------------------------------------------------------------------------
@@ -185,6 +190,10 @@ def test_lost_waits_for_its_count_of_runs_lost_since_the_last_success() -> None:
     assert found == Finding(f"run {newest.key} lost: never started (2 runs lost since the "
                             "last success)", newest.key)
     assert verdict(AlertRule.LOST, run(0), newest, older, rules=two) is None
+    # Every run read lost, none succeeded: more may have been lost before them.
+    every = tuple(run(i, run_state=RunState.LOST) for i in range(1, ALERT_DEPTH + 1))
+    found = verdict(AlertRule.LOST, *every, rules=two)
+    assert isinstance(found, Finding) and f"(at least {ALERT_DEPTH} runs lost" in found.reason
 
 
 def test_lost_resolves_on_a_success_and_is_unjudged_on_failures_alone() -> None:

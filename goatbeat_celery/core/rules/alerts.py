@@ -305,14 +305,18 @@ def _missed(runs: Sequence[Execution], missed: int) -> Verdict:
         return Finding(f"{newest.missed} occurrence{plural} before {newest.key} did not run: "
                        "no leader sent them in time (coalesced by the misfire policy, or later "
                        "than the misfire grace)", newest.key)
-    in_a_row = 0
+    in_a_row, ended = 0, False
     for run in scheduled:
         if run.state is not ExecutionState.EXPIRED:
+            ended = True
             break
         in_a_row += 1 + run.missed
     if in_a_row < missed:
         return UNJUDGED  # none ran since: the streak may still reach the count
-    streak = f"; {in_a_row} occurrences in a row did not run" if in_a_row > 1 else ""
+    # A streak that fills every run read may be longer.
+    least = "" if ended or len(runs) < ALERT_DEPTH else "at least "
+    streak = (f"; {least}{in_a_row} occurrences in a row did not run" if in_a_row > 1
+              else "")
     return Finding(f"occurrence {newest.key} passed its starting deadline before it could "
                    f"be sent (no leader could send it in time{streak})", newest.key)
 
@@ -365,14 +369,19 @@ def _lost(runs: Sequence[Execution], lost: int) -> Verdict:
     if not ended:
         return UNJUDGED
     found: list[Execution] = []
+    succeeded = False
     for run in ended:
         if run.run_state is RunState.SUCCEEDED:
+            succeeded = True
             break
         if run.run_state is RunState.LOST:
             found.append(run)
     if len(found) >= lost:
         newest = found[0]
-        many = f" ({len(found)} runs lost since the last success)" if len(found) > 1 else ""
+        # Where no success is among the runs read, more may have been lost before them.
+        least = "" if succeeded or len(runs) < ALERT_DEPTH else "at least "
+        many = (f" ({least}{len(found)} runs lost since the last success)" if len(found) > 1
+                else "")
         return Finding(f"run {newest.key} lost: {newest.run_error or 'no reason given'}{many}",
                        newest.key)
     if ended[0].run_state is RunState.SUCCEEDED:
