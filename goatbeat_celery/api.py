@@ -314,6 +314,7 @@ class Schedules:
         calendars: builtins.list[str] | tuple[str, ...] = (),
         alert_late: Duration | None = None, alert_failures: int | None = None,
         max_runtime: Duration | None = None, alert_silent: Duration | None = None,
+        alert_missed: int | None = None, alert_lost: int | None = None,
         reason: str | None = None,
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
@@ -338,10 +339,12 @@ class Schedules:
         the exclusion ``calendars`` it observes (by name; see :meth:`create_calendar`).
 
         The alert thresholds (``docs/alerts.md``; None: the settings ``goatbeat_alert_late``,
-        ``goatbeat_alert_failures``, ``goatbeat_max_runtime``, ``goatbeat_alert_silent``):
-        ``alert_late`` (a run sent this late), ``alert_failures`` (failed runs in a row),
-        ``max_runtime`` (a run still running this long) and ``alert_silent`` (no success
-        this long).
+        ``goatbeat_alert_failures``, ``goatbeat_max_runtime``, ``goatbeat_alert_silent``,
+        ``goatbeat_alert_missed``, ``goatbeat_alert_lost``): ``alert_late`` (a run sent this
+        late), ``alert_failures`` (failed runs in a row), ``max_runtime`` (a run still running
+        this long), ``alert_silent`` (no success this long), ``alert_missed`` (occurrences in a
+        row that did not run; 0: never) and ``alert_lost`` (runs lost since the last success;
+        0: never).
 
         ``reason``: why, for the audit log (every method that changes a schedule takes it)."""
         problems: list[Problem] = reason_problems(reason)
@@ -358,6 +361,7 @@ class Schedules:
             run_resends=run_resends, start_at=start_at, end_at=end_at, max_runs=max_runs,
             description=description, tags=tags, calendars=calendars, alert_late=alert_late,
             alert_failures=alert_failures, max_runtime=max_runtime, alert_silent=alert_silent,
+            alert_missed=alert_missed, alert_lost=alert_lost,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
         return self.store.create_schedule(

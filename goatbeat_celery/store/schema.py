@@ -227,11 +227,14 @@ schedule_table = sa.Table(
     # the setting goatbeat_run_resends).
     sa.Column("run_resends", sa.Integer(), nullable=True),
     # Alert thresholds (core.rules.alerts; NULL: the settings goatbeat_alert_late,
-    # goatbeat_alert_failures, goatbeat_max_runtime, goatbeat_alert_silent).
+    # goatbeat_alert_failures, goatbeat_max_runtime, goatbeat_alert_silent,
+    # goatbeat_alert_missed, goatbeat_alert_lost).
     sa.Column("alert_late_seconds", Seconds(), nullable=True),
     sa.Column("alert_failures", sa.Integer(), nullable=True),
     sa.Column("max_runtime_seconds", Seconds(), nullable=True),
     sa.Column("alert_silent_seconds", Seconds(), nullable=True),
+    sa.Column("alert_missed", sa.Integer(), nullable=True),
+    sa.Column("alert_lost", sa.Integer(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.

@@ -53,6 +53,16 @@ def test_the_evidence_is_a_page_of_schedules_by_name_with_their_newest_runs(
     assert first.now <= second.now
 
 
+def test_the_evidence_carries_each_schedules_own_alert_counts(store: Store) -> None:
+    create_due(store, "own", alert_missed=0, alert_lost=3)
+    create_due(store, "unset")
+
+    page = store.alert_evidence(after=None, limit=5, depth=1)
+
+    assert [(s.name, s.spec.alert_missed, s.spec.alert_lost) for s, _ in page.schedules] == [
+        ("own", 0, 3), ("unset", None, None)]
+
+
 def test_an_alert_opens_once_is_counted_for_new_runs_only_and_resolves(store: Store) -> None:
     grant = grant_of(store)
     (opened,) = store.record_alerts([change("open", "s:1")], lease=grant)

@@ -97,6 +97,30 @@ def test_missed_is_unjudged_for_a_schedule_that_never_ran() -> None:
     assert verdict(AlertRule.MISSED) is UNJUDGED
 
 
+def test_missed_waits_for_its_count_of_occurrences_that_did_not_run() -> None:
+    three = replace(RULES, missed=3)
+    assert verdict(AlertRule.MISSED, run(1, missed=2), rules=three) is None  # it ran: over
+    newest = run(1, missed=3)
+    found = verdict(AlertRule.MISSED, newest, rules=three)
+    assert isinstance(found, Finding) and found.key == newest.key
+
+
+def test_missed_counts_expired_occurrences_in_a_row_with_those_coalesced_between() -> None:
+    expired = run(1, state=ExecutionState.EXPIRED, run_state=None)
+    earlier = run(2, state=ExecutionState.EXPIRED, run_state=None, missed=1)
+    runs = (expired, earlier, run(3, missed=5))  # the 5 before the run that ran are over
+    found = verdict(AlertRule.MISSED, *runs, rules=replace(RULES, missed=3))
+    assert isinstance(found, Finding) and found.key == expired.key
+    assert "3 occurrences in a row did not run" in found.reason
+    # Below the count while none ran since: the streak may still grow.
+    assert verdict(AlertRule.MISSED, *runs, rules=replace(RULES, missed=4)) is UNJUDGED
+    every = tuple(run(i, state=ExecutionState.EXPIRED, run_state=None)
+                  for i in range(1, ALERT_DEPTH + 1))
+    found = verdict(AlertRule.MISSED, *every, rules=replace(RULES, missed=3))
+    assert isinstance(found, Finding)
+    assert f"at least {ALERT_DEPTH} occurrences in a row" in found.reason
+
+
 # -- late -----------------------------------------------------------------------------------
 def test_late_holds_when_the_newest_run_was_sent_past_the_threshold() -> None:
     newest = run(1, late=45)
@@ -154,6 +178,22 @@ def test_lost_holds_for_a_lost_run_since_the_last_success_even_behind_a_failure(
     lost = run(2, run_state=RunState.LOST, error="worker silent for 60s")
     found = verdict(AlertRule.LOST, run(1, run_state=RunState.FAILED), lost, run(3))
     assert found == Finding(f"run {lost.key} lost: worker silent for 60s", lost.key)
+
+
+def test_lost_waits_for_its_count_of_runs_lost_since_the_last_success() -> None:
+    two = replace(RULES, lost=2)
+    newest = run(1, run_state=RunState.LOST, error="never started")
+    older = run(3, run_state=RunState.LOST)
+    assert verdict(AlertRule.LOST, newest, run(2), older, rules=two) is UNJUDGED
+    found = verdict(AlertRule.LOST, newest, run(2, run_state=RunState.FAILED), older, run(4),
+                    rules=two)
+    assert found == Finding(f"run {newest.key} lost: never started (2 runs lost since the "
+                            "last success)", newest.key)
+    assert verdict(AlertRule.LOST, run(0), newest, older, rules=two) is None
+    # Every run read lost, none succeeded: more may have been lost before them.
+    every = tuple(run(i, run_state=RunState.LOST) for i in range(1, ALERT_DEPTH + 1))
+    found = verdict(AlertRule.LOST, *every, rules=two)
+    assert isinstance(found, Finding) and f"(at least {ALERT_DEPTH} runs lost" in found.reason
 
 
 def test_lost_resolves_on_a_success_and_is_unjudged_on_failures_alone() -> None:

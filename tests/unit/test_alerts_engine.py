@@ -4,12 +4,14 @@ repeats nor loses an alert. Memory store, manual clock."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import timedelta
 
 import pytest
 
 from goatbeat_celery import Schedules
+from goatbeat_celery.core.loop.alerts import rules_of
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.rules.alerts import AlertRule, AlertState
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
@@ -191,3 +193,19 @@ def test_the_open_alert_of_a_deleted_schedule_is_resolved(store: MemoryStore,
     engine.tick()
 
     assert [a.state for a in store.list_alerts()] == [AlertState.RESOLVED]
+
+
+def test_missed_and_lost_take_the_schedules_count_or_the_settings() -> None:
+    settings = Settings(alert_missed=2, alert_lost=False)
+    assert (rules_of(SPEC, settings).missed, rules_of(SPEC, settings).lost) == (2, None)
+    own = dataclasses.replace(SPEC, alert_missed=0, alert_lost=3)
+    assert (rules_of(own, settings).missed, rules_of(own, settings).lost) == (None, 3)
+    assert not rules_of(own, settings).on(AlertRule.MISSED)
+
+
+def test_a_schedules_missed_and_lost_counts_are_0_to_20_each_problem_named() -> None:
+    spec = dataclasses.replace(SPEC, alert_missed=-1, alert_lost=21)
+    assert [p.split(": ", 1)[1] for p in map(str, spec.problems())] == [
+        "alert_missed: must be an integer from 0 to 20, got -1",
+        "alert_lost: must be an integer from 0 to 20, got 21"]
+    assert dataclasses.replace(SPEC, alert_missed=0, alert_lost=20).problems() == []

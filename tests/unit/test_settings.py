@@ -61,6 +61,7 @@ def test_the_error_message_lists_every_problem() -> None:
     ("max_catchup", 0), ("batch_size", -3), ("batch_size", 1_001), ("prune_batch", 1.5),
     ("max_catchup", True),
     ("lease_name", ""), ("lease_name", "   "), ("lease_ttl", "soon"),
+    ("alert_missed", -1), ("alert_lost", 21), ("alert_lost", "yes"),
 ], ids=lambda value: str(value))
 def test_a_bad_value_is_reported_naming_its_field(field: str, value: object) -> None:
     found = problems(**{field: value})
@@ -103,3 +104,12 @@ def test_as_dict_gives_plain_values_for_display() -> None:
     assert shown["lease_renew_interval"] == 15.0
     assert shown["misfire_policy"] == "skip"
     assert shown["batch_size"] == 500
+
+
+def test_alert_missed_and_lost_are_counts_and_still_take_true_or_false() -> None:
+    assert (Settings().alert_missed, Settings().alert_lost) == (1, 1)
+    assert (Settings(alert_missed=3, alert_lost=2).alert_missed,
+            Settings(alert_missed=3, alert_lost=2).alert_lost) == (3, 2)
+    switched = Settings(alert_missed=False, alert_lost=True)
+    assert (switched.alert_missed, switched.alert_lost) == (0, 1)
+    assert type(switched.alert_missed) is int and type(switched.alert_lost) is int

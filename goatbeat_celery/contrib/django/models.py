@@ -98,6 +98,8 @@ class Schedule(ReadOnlyModel):
     alert_failures = models.IntegerField(null=True)
     max_runtime_seconds = models.FloatField(null=True)
     alert_silent_seconds = models.FloatField(null=True)
+    alert_missed = models.IntegerField(null=True)
+    alert_lost = models.IntegerField(null=True)
 
     class Meta:
         managed = False

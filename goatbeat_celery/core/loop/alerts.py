@@ -47,8 +47,10 @@ NEXT_PAGE_PAUSE = 0.5
 def rules_of(spec: ScheduleSpec, settings: Settings) -> AlertRules:
     """The alert rules in force for ``spec``: its own thresholds, or the settings'."""
     failures = own_or_default(spec.alert_failures, settings.alert_failures)
+    missed = own_or_default(spec.alert_missed, settings.alert_missed)
+    lost = own_or_default(spec.alert_lost, settings.alert_lost)
     return AlertRules(
-        missed=settings.alert_missed, lost=settings.alert_lost,
+        missed=missed or None, lost=lost or None,
         late=own_or_default(spec.alert_late, settings.alert_late),
         failures=failures or None,
         max_runtime=own_or_default(spec.max_runtime, settings.max_runtime),

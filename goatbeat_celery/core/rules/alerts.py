@@ -30,6 +30,8 @@ from goatbeat_celery.core.types.outbox import OutboxEvent
 __all__ = [
     "ALERT_DEPTH",
     "DEFAULT_ALERT_FAILURES",
+    "DEFAULT_ALERT_LOST",
+    "DEFAULT_ALERT_MISSED",
     "MAX_ALERT_FAILURES",
     "UNJUDGED",
     "Alert",
@@ -46,26 +48,31 @@ __all__ = [
     "plan_alerts",
 ]
 
-#: The most failed runs in a row an alert may wait for, and the newest executions of each
-#: schedule the leader reads to judge its alerts (enough for that count and a success).
+#: The most runs an alert may wait for (failed runs in a row, lost runs, missed occurrences),
+#: and the newest executions of each schedule the leader reads to judge its alerts (enough for
+#: that count and a success).
 MAX_ALERT_FAILURES = 20
 ALERT_DEPTH = MAX_ALERT_FAILURES + 5
 #: Failed runs in a row before ``failed`` is raised, for schedules that give no count.
 DEFAULT_ALERT_FAILURES = 3
+#: Missed occurrences in a row before ``missed`` is raised, and lost runs since the last
+#: success before ``lost`` is, for schedules that give no count.
+DEFAULT_ALERT_MISSED = 1
+DEFAULT_ALERT_LOST = 1
 
 
 class AlertRule(str, enum.Enum):
     """What an alert says about a schedule."""
 
-    #: Occurrences before its newest one did not run (coalesced by the misfire policy or
-    #: later than the misfire grace), or its newest expired (past its starting deadline
-    #: before it could be sent).
+    #: ``alert_missed`` occurrences in a row did not run: before its newest one (coalesced by
+    #: the misfire policy or later than the misfire grace), or its newest expired (past its
+    #: starting deadline before it could be sent).
     MISSED = "missed"
     #: Its newest run was sent more than ``alert_late`` after it was due.
     LATE = "late"
     #: ``alert_failures`` runs failed in a row; resolved when one succeeds.
     FAILED = "failed"
-    #: A run was marked lost since the last success; resolved when one succeeds.
+    #: ``alert_lost`` runs were marked lost since the last success; resolved when one succeeds.
     LOST = "lost"
     #: A run is still running ``max_runtime`` after it started (needs run tracking).
     OVERRUN = "overrun"
@@ -90,8 +97,8 @@ AlertAction = Literal["open", "repeat", "resolve"]
 class AlertRules:
     """The rules in force for one schedule (its own values, or the settings'); None: off."""
 
-    missed: bool = True
-    lost: bool = True
+    missed: int | None = DEFAULT_ALERT_MISSED
+    lost: int | None = DEFAULT_ALERT_LOST
     late: timedelta | None = None
     failures: int | None = DEFAULT_ALERT_FAILURES
     max_runtime: timedelta | None = None
@@ -100,7 +107,7 @@ class AlertRules:
     def on(self, rule: AlertRule) -> bool:
         """Whether ``rule`` is in force."""
         return {
-            AlertRule.MISSED: self.missed, AlertRule.LOST: self.lost,
+            AlertRule.MISSED: self.missed is not None, AlertRule.LOST: self.lost is not None,
             AlertRule.LATE: self.late is not None, AlertRule.FAILED: self.failures is not None,
             AlertRule.OVERRUN: self.max_runtime is not None,
             AlertRule.SILENT: self.silent is not None,
@@ -261,7 +268,8 @@ def judge(rule: AlertRule, evidence: Evidence, *, now: datetime,
         return UNJUDGED
     rules, runs = evidence.rules, evidence.runs
     if rule is AlertRule.MISSED:
-        return _missed(runs)
+        assert rules.missed is not None
+        return _missed(runs, rules.missed)
     if rule is AlertRule.LATE:
         assert rules.late is not None
         return _late(runs, rules.late)
@@ -269,7 +277,8 @@ def judge(rule: AlertRule, evidence: Evidence, *, now: datetime,
         assert rules.failures is not None
         return _failed(runs, rules.failures, evidence.failures_in_a_row)
     if rule is AlertRule.LOST:
-        return _lost(runs)
+        assert rules.lost is not None
+        return _lost(runs, rules.lost)
     if rule is AlertRule.OVERRUN:
         assert rules.max_runtime is not None
         return _overrun(runs, rules.max_runtime, now)
@@ -282,20 +291,34 @@ def _scheduled(runs: Sequence[Execution]) -> list[Execution]:
     return [run for run in runs if not run.manual and run.state is not ExecutionState.HELD]
 
 
-def _missed(runs: Sequence[Execution]) -> Verdict:
-    newest = next((run for run in _scheduled(runs)
-                   if run.state is not ExecutionState.SKIPPED), None)
-    if newest is None:
+def _missed(runs: Sequence[Execution], missed: int) -> Verdict:
+    """``missed`` occurrences in a row did not run, up to the newest: those coalesced before
+    the newest run, or, while the newest expired, the expired ones and those before each."""
+    scheduled = [run for run in _scheduled(runs) if run.state is not ExecutionState.SKIPPED]
+    if not scheduled:
         return UNJUDGED
-    if newest.state is ExecutionState.EXPIRED:
-        return Finding(f"occurrence {newest.key} passed its starting deadline before it could "
-                       "be sent (no leader could send it in time)", newest.key)
-    if newest.missed > 0:
+    newest = scheduled[0]
+    if newest.state is not ExecutionState.EXPIRED:
+        if newest.missed < missed:
+            return None  # it ran, after fewer missed than the rule waits for
         plural = "s" if newest.missed > 1 else ""
         return Finding(f"{newest.missed} occurrence{plural} before {newest.key} did not run: "
                        "no leader sent them in time (coalesced by the misfire policy, or later "
                        "than the misfire grace)", newest.key)
-    return None
+    in_a_row, ended = 0, False
+    for run in scheduled:
+        if run.state is not ExecutionState.EXPIRED:
+            ended = True
+            break
+        in_a_row += 1 + run.missed
+    if in_a_row < missed:
+        return UNJUDGED  # none ran since: the streak may still reach the count
+    # A streak that fills every run read may be longer.
+    least = "" if ended or len(runs) < ALERT_DEPTH else "at least "
+    streak = (f"; {least}{in_a_row} occurrences in a row did not run" if in_a_row > 1
+              else "")
+    return Finding(f"occurrence {newest.key} passed its starting deadline before it could "
+                   f"be sent (no leader could send it in time{streak})", newest.key)
 
 
 def _late(runs: Sequence[Execution], late: timedelta) -> Verdict:
@@ -340,15 +363,29 @@ def _failed(runs: Sequence[Execution], failures: int, counted: int) -> Verdict:
     return UNJUDGED
 
 
-def _lost(runs: Sequence[Execution]) -> Verdict:
+def _lost(runs: Sequence[Execution], lost: int) -> Verdict:
+    """``lost`` runs were marked lost since the last success."""
     ended = _ended(runs)
     if not ended:
         return UNJUDGED
+    found: list[Execution] = []
+    succeeded = False
     for run in ended:
         if run.run_state is RunState.SUCCEEDED:
-            return None
+            succeeded = True
+            break
         if run.run_state is RunState.LOST:
-            return Finding(f"run {run.key} lost: {run.run_error or 'no reason given'}", run.key)
+            found.append(run)
+    if len(found) >= lost:
+        newest = found[0]
+        # Where no success is among the runs read, more may have been lost before them.
+        least = "" if succeeded or len(runs) < ALERT_DEPTH else "at least "
+        many = (f" ({least}{len(found)} runs lost since the last success)" if len(found) > 1
+                else "")
+        return Finding(f"run {newest.key} lost: {newest.run_error or 'no reason given'}{many}",
+                       newest.key)
+    if ended[0].run_state is RunState.SUCCEEDED:
+        return None
     return UNJUDGED
 
 

@@ -14,7 +14,12 @@ from datetime import timedelta
 from typing import Any, Generic, TypeVar, Union
 
 from goatbeat_celery.core.rules import validation
-from goatbeat_celery.core.rules.alerts import DEFAULT_ALERT_FAILURES, MAX_ALERT_FAILURES
+from goatbeat_celery.core.rules.alerts import (
+    DEFAULT_ALERT_FAILURES,
+    DEFAULT_ALERT_LOST,
+    DEFAULT_ALERT_MISSED,
+    MAX_ALERT_FAILURES,
+)
 from goatbeat_celery.core.rules.policies import OverlapPolicy
 from goatbeat_celery.core.rules.runs import (
     DEFAULT_HEARTBEAT_INTERVAL,
@@ -141,14 +146,16 @@ class Settings:
     #: Alerts (core.rules.alerts), for the schedules that give no value of their own:
     #: ``late`` after this lateness, ``failed`` after this many failed runs in a row (0: off),
     #: ``overrun`` after this runtime, ``silent`` after this long without a success (None:
-    #: off); ``missed`` and ``lost`` on or off for every schedule. The leader judges them every
-    #: ``alert_interval``, ``alert_batch`` schedules at a time.
+    #: off), ``missed`` after this many occurrences in a row did not run, ``lost`` after this
+    #: many runs lost since the last success (0: off; True and False, as these two were once
+    #: given, read as 1 and 0). The leader judges them every ``alert_interval``,
+    #: ``alert_batch`` schedules at a time.
     alert_late: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
     alert_failures: int = DEFAULT_ALERT_FAILURES
     max_runtime: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
     alert_silent: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
-    alert_missed: bool = True
-    alert_lost: bool = True
+    alert_missed: int = DEFAULT_ALERT_MISSED
+    alert_lost: int = DEFAULT_ALERT_LOST
     alert_interval: _Duration = _Duration(DEFAULT_ALERT_INTERVAL)
     alert_batch: int = DEFAULT_ALERT_BATCH
 
@@ -165,10 +172,14 @@ class Settings:
                 object.__setattr__(self, name, _duration(
                     given[name], name, problems, maximum=validation.MAX_DURATION,
                     zero_allowed=False))
-        problem = validation.count_problem(self.alert_failures, "alert_failures", minimum=0,
-                                           maximum=MAX_ALERT_FAILURES)
-        if problem is not None:
-            problems.append(problem)
+        for name in ("alert_missed", "alert_lost"):
+            if isinstance(given[name], bool):  # on/off switches before they were counts
+                object.__setattr__(self, name, int(given[name]))
+        for name in ("alert_failures", "alert_missed", "alert_lost"):
+            problem = validation.count_problem(getattr(self, name), name, minimum=0,
+                                               maximum=MAX_ALERT_FAILURES)
+            if problem is not None:
+                problems.append(problem)
         for name, most in _COUNTS.items():
             problem = validation.count_problem(getattr(self, name), name, minimum=1,
                                                maximum=most)
@@ -179,7 +190,7 @@ class Settings:
         if problem is not None:
             problems.append(problem)
         problems.extend(validation.name_problems(self.lease_name, "lease_name"))
-        for flag in ("track_runs", "config_prune", "alert_missed", "alert_lost"):
+        for flag in ("track_runs", "config_prune"):
             if not isinstance(getattr(self, flag), bool):
                 problems.append(Problem(flag,
                                         f"expected True or False, got {getattr(self, flag)!r}"))

@@ -143,7 +143,9 @@ class ScheduleSpec:
     #: Alerts (:mod:`goatbeat_celery.core.rules.alerts`): raise ``late`` when a run is sent more
     #: than ``alert_late`` after it was due, ``failed`` after ``alert_failures`` failed runs in
     #: a row, ``overrun`` when a run still runs ``max_runtime`` after it started, ``silent``
-    #: when no run succeeded within ``alert_silent``; None: the global setting.
+    #: when no run succeeded within ``alert_silent``, ``missed`` after ``alert_missed``
+    #: occurrences in a row did not run, ``lost`` after ``alert_lost`` runs lost since the last
+    #: success (0: never); None: the global setting.
     alert_late: timedelta | None = field(default=None, metadata=described(
         kind="duration", label="late alert", group="alerts", default="alert_late",
         help="Raise a late alert when a run is sent more than this long after it was due."))
@@ -159,6 +161,16 @@ class ScheduleSpec:
         kind="duration", label="silence alert", group="alerts", default="alert_silent",
         help="Raise a silent alert when no run succeeded within this long (needs run "
              "tracking)."))
+    alert_missed: int | None = field(default=None, metadata=described(
+        kind="count", label="missed alert", group="alerts", default="alert_missed",
+        maximum=MAX_ALERT_FAILURES,
+        help="Raise a missed alert after this many occurrences in a row did not run "
+             "(0 never)."))
+    alert_lost: int | None = field(default=None, metadata=described(
+        kind="count", label="lost alert", group="alerts", default="alert_lost",
+        maximum=MAX_ALERT_FAILURES,
+        help="Raise a lost alert after this many runs were lost since the last success "
+             "(0 never)."))
     #: Controls (:mod:`goatbeat_celery.core.rules.controls`): no run due before ``start_at`` or
     #: after ``end_at`` (aware instants, None: unbounded), at most ``max_runs`` runs in all
     #: (the schedule's ``total_runs``; manual runs do not count; None: no limit), and a free
@@ -267,7 +279,8 @@ class ScheduleSpec:
         return found
 
     def _alert_problems(self) -> list[Problem]:
-        """Problems of the alert thresholds: durations above zero, a count from 1."""
+        """Problems of the alert thresholds: durations above zero, the failures from 1, the
+        missed and lost from 0."""
         found: list[Problem] = []
         for label, value in (("alert_late", self.alert_late), ("max_runtime", self.max_runtime),
                              ("alert_silent", self.alert_silent)):
@@ -277,6 +290,11 @@ class ScheduleSpec:
         if self.alert_failures is not None:
             found.extend(listed(validation.count_problem(
                 self.alert_failures, "alert_failures", minimum=1, maximum=MAX_ALERT_FAILURES)))
+        for label, count in (("alert_missed", self.alert_missed),
+                             ("alert_lost", self.alert_lost)):
+            if count is not None:
+                found.extend(listed(validation.count_problem(
+                    count, label, minimum=0, maximum=MAX_ALERT_FAILURES)))
         return found
 
     def _control_problems(self) -> list[Problem]:
@@ -380,6 +398,8 @@ class ScheduleSpec:
             "alert_failures": self.alert_failures,
             "max_runtime": _seconds(self.max_runtime),
             "alert_silent": _seconds(self.alert_silent),
+            "alert_missed": self.alert_missed,
+            "alert_lost": self.alert_lost,
         }
         payload.update((key, value) for key, value in policies.items() if value is not None)
         # The controls, likewise; the description and tags too, so that a config entry whose

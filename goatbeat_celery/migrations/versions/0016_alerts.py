@@ -1,6 +1,7 @@
 """Alerts: the table ``goatbeat_alert`` (one row per alert, at most one open per schedule and
 rule) and the schedule's own thresholds, ``alert_late_seconds``, ``alert_failures``,
-``max_runtime_seconds`` and ``alert_silent_seconds`` (NULL: the settings).
+``max_runtime_seconds``, ``alert_silent_seconds``, ``alert_missed`` and ``alert_lost`` (NULL:
+the settings).
 
 Revision ID: 0016
 Revises: 0015
@@ -24,7 +25,8 @@ INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 _COLUMNS = (("alert_late_seconds", sa.Float(precision=53)), ("alert_failures", sa.Integer()),
             ("max_runtime_seconds", sa.Float(precision=53)),
-            ("alert_silent_seconds", sa.Float(precision=53)))
+            ("alert_silent_seconds", sa.Float(precision=53)), ("alert_missed", sa.Integer()),
+            ("alert_lost", sa.Integer()))
 
 
 def upgrade() -> None:

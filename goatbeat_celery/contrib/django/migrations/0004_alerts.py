@@ -21,6 +21,10 @@ class Migration(migrations.Migration):
                             field=models.FloatField(null=True)),
         migrations.AddField(model_name="schedule", name="alert_silent_seconds",
                             field=models.FloatField(null=True)),
+        migrations.AddField(model_name="schedule", name="alert_missed",
+                            field=models.IntegerField(null=True)),
+        migrations.AddField(model_name="schedule", name="alert_lost",
+                            field=models.IntegerField(null=True)),
         migrations.CreateModel(
             name="Alert",
             fields=[
