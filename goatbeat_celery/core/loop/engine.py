@@ -649,7 +649,8 @@ class Engine:
 
     def _look_at_alerts(self) -> None:
         """When due, judge one page of schedules' alerts (core.loop.alerts), after the due
-        runs were sent: a look never delays a run."""
+        runs were sent: only a run falling due during the look (bounded by alert_batch)
+        waits for it."""
         if self.alerts is not None and self.alerts.due(TIMER_SLACK):
             self.alerts.safe_look(self._leadership.grant, self._tracked_since())
 
