@@ -3,8 +3,12 @@
 Configured entirely from the environment by ``compare.py`` (the scheduler's own part from its
 adapter in ``schedulers/``):
 
-* ``BENCH_BROKER_URL``, ``BENCH_QUEUE`` — the Redis broker (a database number of its own) and
-  the queue every message goes to; no worker consumes it.
+* ``BENCH_BROKER_URL``, ``BENCH_QUEUE`` — the broker (Redis, a database number of its own, or
+  RabbitMQ) and the queue every message goes to; no worker consumes it.
+* ``BENCH_TRANSPORT_OPTIONS`` — JSON of ``broker_transport_options``, the same for every
+  scheduler: on RabbitMQ, publisher confirms (``confirm_publish``), which goatbeat's beat sets
+  there on its own.
+* ``BENCH_REDBEAT_REDIS_URL`` — RedBeat's store, the run's Redis database whichever the broker.
 * ``BENCH_KIND`` — ``goatbeat``, ``default`` (Celery's PersistentScheduler), ``django``
   (django-celery-beat) or ``redbeat``.
 * ``BENCH_GOATBEAT_URL`` — for ``goatbeat``, its database; ``BENCH_DJANGO_DB`` and
@@ -45,10 +49,11 @@ app.conf.update(
     enable_utc=True,
     task_default_queue=QUEUE,
     broker_connection_retry_on_startup=True,
+    broker_transport_options=json.loads(os.environ.get("BENCH_TRANSPORT_OPTIONS", "{}")),
     # No result backend: beat only publishes.
     result_backend=None,
     goatbeat_database_url=os.environ.get("BENCH_GOATBEAT_URL", ""),
-    redbeat_redis_url=os.environ["BENCH_BROKER_URL"],
+    redbeat_redis_url=os.environ.get("BENCH_REDBEAT_REDIS_URL", os.environ["BENCH_BROKER_URL"]),
     redbeat_key_prefix=os.environ.get("BENCH_REDBEAT_PREFIX", "redbeat:"),
     **json.loads(os.environ.get("BENCH_SETTINGS", "{}")),
 )
@@ -116,7 +121,10 @@ class _PublishLog:
 def _stamp_at_flush(log: _PublishLog) -> None:
     """A message published inside a kombu publish batch (goatbeat's submitter on Redis) reaches
     the broker when the batch is flushed, not when ``after_task_publish`` fires: hold its name
-    until the flush that wrote it returns, and stamp it then."""
+    until the flush that wrote it returns, and stamp it then. A transport without batches
+    (RabbitMQ's) never goes through ``PublishBatch``: each message is stamped at
+    ``after_task_publish``, which fires once the publish returned (with confirms, once RabbitMQ
+    acknowledged it)."""
     try:
         from kombu.transport.redis import PublishBatch
     except ImportError:  # kombu before 5.7: every publish is written at once

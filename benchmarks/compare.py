@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/compare.py [--quick] [--reps 3] [--only goatbeat,redbeat]
                                            [--bench dispatch,idle,lateness,burst,edit,failover]
+                                           [--broker redis|amqp]
 
 Every scenario runs a real ``celery -A benchproj beat`` process per scheduler, alternating the
 schedulers within the run, against a Redis broker (a database number of its own, emptied at the
@@ -33,6 +34,17 @@ Scenarios (medians over ``--reps`` repetitions; see docs/performance.md):
 
 Plus the publish ceiling: a bare loop of ``send_task`` through one pooled producer, run right
 before each of goatbeat's dispatch runs (``--bench ceiling,dispatch``).
+
+``--broker amqp`` runs the ceiling, dispatch and lateness scenarios against RabbitMQ instead
+(``GOATBEAT_BENCH_AMQP_URL``, default amqp://guest:guest@127.0.0.1:5672//): each measurement
+publishes to a queue of its own, declared as Celery declares it, counted by its message count
+(a passive ``queue.declare``) and deleted afterwards. Every app publishing there, each
+scheduler's beat process and the ceiling loop, sets ``broker_transport_options=
+{"confirm_publish": True}``: goatbeat's beat publishes with publisher confirms on AMQP on its
+own, and the others are held to the same promise (a run counts as sent once RabbitMQ took it),
+not measured writing to a socket. kombu's AMQP transport has no publish batches: goatbeat sends
+one message at a time there, and the table has no batched ceiling. Redis is still needed, as
+RedBeat's store.
 
 PostgreSQL databases are created for the run and dropped after it. A plain script that prints
 figures, not a test.
@@ -67,12 +79,18 @@ sys.path.insert(0, str(HERE))
 
 import populate  # noqa: E402
 from schedulers import ADAPTERS, KINDS, Adapter, World, log  # noqa: E402
+from schedulers.base import DEFAULT_AMQP, RedisBroker  # noqa: E402
 from schedulers.goatbeat import Goatbeat  # noqa: E402
 
 #: The scheduler the table compares with the best of the others, and the publish ceiling's.
 SUBJECT = "goatbeat"
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS = "redis://127.0.0.1:6379"
+#: What runs on each broker: the rest counts on Redis alone so far.
+BENCHES = {"redis": "ceiling,dispatch,idle,lateness,burst,edit,failover",
+           "amqp": "ceiling,dispatch,lateness"}
+#: What a publish of the ceiling loop may take, as goatbeat bounds one by its batch's time left.
+PUBLISH_TIMEOUT = 30.0
 #: Failover settings, the same for goatbeat and RedBeat: ttl 10 s, polled every 3 s.
 FAILOVER_TTL = 10
 FAILOVER_POLL = 3
@@ -251,9 +269,10 @@ class Bench:
         self.with_ceiling = False
 
     def load(self, kind: str, plan: populate.Plan) -> float:
-        """Put ``plan`` into ``kind``'s store, on an empty broker; returns seconds taken."""
+        """Put ``plan`` into ``kind``'s store, after emptying the run's Redis database (the
+        broker's on Redis); returns seconds taken."""
         started = time.perf_counter()
-        self.world.redis.flushdb()
+        self.world.empty()
         self.adapters[kind].load(plan)
         return time.perf_counter() - started
 
@@ -269,6 +288,8 @@ class Bench:
             "BENCH_KIND": kind,
             "BENCH_QUEUE": queue,
             "BENCH_BROKER_URL": world.broker_url,
+            "BENCH_TRANSPORT_OPTIONS": json.dumps(world.broker.transport_options),
+            "BENCH_REDBEAT_REDIS_URL": world.redis_url,
             "BENCH_SETTINGS": json.dumps(settings or {}),
         })
         env.update(adapter.env())
@@ -299,46 +320,73 @@ class Bench:
         run, so that both see the same load on the machine. Then the same loop in kombu's
         publish batches, flushed every ``submitter.FLUSH_EVERY`` messages as goatbeat's
         submitter flushes them (where the transport has batches, Redis, and kombu 5.7 on): the
-        ceiling of the publishing goatbeat does, for its own overhead. Returns the bare loop's
-        rate, the ceiling the targets are stated against."""
-        rates = {}
+        ceiling of the publishing goatbeat does, for its own overhead. On a transport without
+        batches goatbeat publishes as the bare loop does, and that row says so rather than
+        show a figure. Returns the bare loop's rate, the ceiling the targets are stated
+        against."""
+        rates: dict[str, float | None] = {}
         for key, label, batched in (
                 ("ceiling", "bare send_task loop, one pooled producer", False),
                 ("ceiling-batched", "the same loop in kombu publish batches", True)):
-            rates[key] = self._publish_loop(count, batched=batched)
+            rates[key] = rate = self._publish_loop(count, batched=batched)
             metric = self.report.metric(key, f"publish ceiling: {label}", "messages/s", True,
                                         "{:,.0f}")
-            metric.add(SUBJECT, rates[key])
             metric.notes.update({k: "" for k in self.kinds if k != SUBJECT})
-        log(f"ceiling: {rates['ceiling']:,.0f}/s, in publish batches "
-            f"{rates['ceiling-batched']:,.0f}/s")
-        return rates["ceiling"]
+            if rate is None:
+                metric.notes[SUBJECT] = "n/a (no publish batches on this broker)"
+            else:
+                metric.add(SUBJECT, rate)
+        bare, batched_rate = rates["ceiling"], rates["ceiling-batched"]
+        assert bare is not None
+        log(f"ceiling: {bare:,.0f}/s, " + ("no publish batches on this broker"
+                                           if batched_rate is None
+                                           else f"in publish batches {batched_rate:,.0f}/s"))
+        return bare
 
-    def _publish_loop(self, count: int, *, batched: bool) -> float:
+    def _publish_loop(self, count: int, *, batched: bool) -> float | None:
+        """Messages per second of ``count`` published as goatbeat's submitter publishes on this
+        broker (its message shape, its retry setting, the broker's confirms); None when
+        ``batched`` and the transport has no publish batches."""
         from contextlib import nullcontext
 
         from celery import Celery
 
-        from goatbeat_celery.beat.submitter import FLUSH_EVERY
+        from goatbeat_celery import headers
+        from goatbeat_celery.beat.submitter import FLUSH_EVERY, _Batch
 
-        app = Celery("bench-ceiling", broker=self.world.broker_url, set_as_current=False)
-        app.conf.task_default_queue = queue = self.world.fresh_queue()
-        started = time.perf_counter()
-        with app.producer_or_acquire() as producer:
-            with (producer.batch(max_size=1 << 30) if batched else nullcontext()) as batch:
-                for index in range(count):
-                    key = f"s-{index:07d}:2026-01-01T00:00:00+00:00"
-                    app.send_task("bench.noop", args=[f"s-{index:07d}"], task_id=key,
-                                  producer=producer,
-                                  headers={"goatbeat_schedule": f"s-{index:07d}",
-                                           "goatbeat_occurrence": "2026-01-01T00:00:00+00:00",
-                                           "goatbeat_token": 1})
-                    if batch is not None and index % FLUSH_EVERY == FLUSH_EVERY - 1:
-                        batch.flush()
-        elapsed = time.perf_counter() - started
-        assert self.world.llen(queue) == count
-        self.world.redis.delete(queue)
-        app.close()
+        world = self.world
+        app = Celery("bench-ceiling", broker=world.broker_url, set_as_current=False)
+        app.conf.broker_transport_options = dict(world.broker.transport_options)
+        app.conf.task_default_queue = queue = world.fresh_queue()
+        try:
+            started = time.perf_counter()
+            with app.producer_or_acquire() as producer:
+                if batched and not getattr(producer, "supports_batch_publish", False):
+                    return None
+                # What the submitter passes with every message: its retry setting for this
+                # transport (none on AMQP) and a bound on the publish and its confirm.
+                call = {**_Batch(app, producer, 1).call, "timeout": PUBLISH_TIMEOUT,
+                        "confirm_timeout": PUBLISH_TIMEOUT}
+                with (producer.batch(max_size=1 << 30) if batched else nullcontext()) as batch:
+                    for index in range(count):
+                        name = f"s-{index:07d}"
+                        app.send_task("bench.noop", args=[name],
+                                      task_id=f"{name}:2026-01-01T00:00:00+00:00",
+                                      producer=producer,
+                                      headers={headers.CELERY_BEAT: True,
+                                               headers.SCHEDULE: name,
+                                               headers.OCCURRENCE: "2026-01-01T00:00:00+00:00",
+                                               headers.TOKEN: 1, headers.SEND: 1},
+                                      **call)
+                        if batch is not None and index % FLUSH_EVERY == FLUSH_EVERY - 1:
+                            batch.flush()
+            elapsed = time.perf_counter() - started
+            # Untimed: every publish has returned (confirmed, on AMQP); the count only checks.
+            _wait(lambda: world.llen(queue) >= count, 30, "the ceiling's messages counted")
+            assert world.llen(queue) == count
+        finally:
+            world.delete_queue(queue)
+            app.close()
         return count / elapsed
 
     # 1. dispatch -------------------------------------------------------------------------------
@@ -392,7 +440,7 @@ class Bench:
                 if beat.launched + ready > due - 0.3:
                     log(f"dispatch {kind} {count}: started {ready:.1f}s after launch, after the "
                         f"due instant; again with a longer warm-up")
-                    world.redis.delete(queue)
+                    world.delete_queue(queue)
                     continue
                 t_first = None
                 got = 0
@@ -405,7 +453,7 @@ class Bench:
                         break
                     time.sleep(POLL)
                 now = time.time()
-            world.redis.delete(queue)
+            world.delete_queue(queue)
             if got >= count:
                 elapsed = now - due
                 log(f"dispatch {kind} {count}: {elapsed:.2f}s, {count / elapsed:,.0f}/s, "
@@ -530,7 +578,7 @@ class Bench:
                 firsts: dict[str, float] = {}
                 for name, at in beat.published():
                     firsts.setdefault(name, at)
-                self.world.redis.delete(queue)
+                self.world.delete_queue(queue)
                 late = sorted((firsts[plan.name(i)] - plan.due(i)) * 1000
                               for i in range(count) if plan.name(i) in firsts)
                 missing = count - len(late)
@@ -576,7 +624,7 @@ class Bench:
                         time.sleep(0.2)
                 time.sleep(0.3)  # the flush thread writes every 0.2 s
                 published = [at for _name, at in beat.published()]
-                self.world.redis.delete(queue)
+                self.world.delete_queue(queue)
                 if len(published) < count:
                     took.notes[kind] = f"> 65 ({count - len(published):,} unsent)"
                     log(f"burst {kind}: {count - len(published):,} unsent after 65 s")
@@ -624,7 +672,7 @@ class Bench:
                         break
                     metric.add(kind, took)
                     log(f"edit {kind}: {took:.3f}s")
-            self.world.redis.delete(queue)
+            self.world.delete_queue(queue)
 
     # 5. failover --------------------------------------------------------------------------------
     def failover(self) -> None:
@@ -671,7 +719,7 @@ class Bench:
             finally:
                 for beat in beats:
                     beat.stop()
-                self.world.redis.delete(queue)
+                self.world.delete_queue(queue)
 
 
     # 6. shards --------------------------------------------------------------------------------
@@ -723,7 +771,7 @@ class Bench:
                 time.sleep(POLL)
             elapsed = time.time() - due
             spent = [beat.cpu() - used for beat, used in zip(beats, before, strict=True)]
-        world.redis.delete(queue)
+        world.delete_queue(queue)
         per_replica = statistics.mean(spent)
         # Short of all N within the cap, the rate is what was sent by then.
         sent = f"{count:,}" if got >= count else f"{got:,} of {count:,} (cap)"
@@ -762,11 +810,14 @@ def machine(world: World) -> str:
     with world.admin.connect() as conn:
         pg_version = conn.execute(sa.text("SHOW server_version")).scalar_one()
     redis_version = world.redis.info("server")["redis_version"]
+    # Redis is there whichever the broker (RedBeat's store); the broker is named either way.
+    stores = (f"Redis {redis_version} (broker)" if isinstance(world.broker, RedisBroker)
+              else f"Redis {redis_version}; {world.broker.describe()} (broker)")
     import celery
 
     return (f"{cpu}, {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
             f" RAM; Linux {platform.release()}; Python {platform.python_version()}; "
-            f"PostgreSQL {pg_version}; Redis {redis_version}; Celery {celery.__version__}")
+            f"PostgreSQL {pg_version}; {stores}; Celery {celery.__version__}")
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -778,8 +829,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--only", default=",".join(KINDS), help="schedulers, comma-separated")
-    parser.add_argument("--bench",
-                        default="ceiling,dispatch,idle,lateness,burst,edit,failover")
+    parser.add_argument("--bench", help=f"scenarios, comma-separated (default on Redis: "
+                        f"{BENCHES['redis']}; on RabbitMQ: {BENCHES['amqp']}; also: shards)")
+    parser.add_argument("--broker", choices=tuple(BENCHES), default="redis",
+                        help="where the beat processes publish: redis (default) or amqp "
+                             "(RabbitMQ, GOATBEAT_BENCH_AMQP_URL; Redis is still RedBeat's store)")
     parser.add_argument("--dispatch-sizes", type=_sizes, help="e.g. 10000,100000")
     parser.add_argument("--idle-sizes", type=_sizes, help="e.g. 10000,100000,1000000")
     parser.add_argument("--idle-window", type=float,
@@ -794,11 +848,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     only = args.only.split(",")
-    benches = set(args.bench.split(","))
+    benches = set((args.bench or BENCHES[args.broker]).split(","))
+    if args.broker == "amqp" and benches - set(BENCHES["amqp"].split(",")):
+        parser.error(f"--bench: on --broker amqp only {BENCHES['amqp']}, not "
+                     f"{','.join(sorted(benches - set(BENCHES['amqp'].split(','))))}")
     pg = make_url(os.environ.get("GOATBEAT_BENCH_PG_URL", DEFAULT_PG)).set(
         drivername="postgresql+psycopg")
     redis_url = os.environ.get("GOATBEAT_BENCH_REDIS_URL", DEFAULT_REDIS)
-    world = World(pg, redis_url, args.redis_db)
+    world = World(pg, redis_url, args.redis_db, broker=args.broker,
+                  amqp_url=os.environ.get("GOATBEAT_BENCH_AMQP_URL", DEFAULT_AMQP))
     world.keep = args.keep
     with ExitStack() as cleanup:  # whatever was set up is closed, last first
         cleanup.callback(world.close)

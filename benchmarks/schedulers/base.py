@@ -18,22 +18,141 @@ import redis
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
+#: The RabbitMQ ``--broker amqp`` publishes to, unless ``GOATBEAT_BENCH_AMQP_URL`` says another.
+DEFAULT_AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-class World:
-    """The broker, the PostgreSQL server and the scratch directory of one benchmark run."""
+class Broker:
+    """Where the beat processes publish: the queues a run makes there and how full they are."""
 
-    def __init__(self, pg: URL, redis_url: str, redis_db: int) -> None:
+    #: The Celery broker URL the beat processes and the ceiling loop are given.
+    url: str
+    #: ``broker_transport_options`` of every app publishing there (benchproj's, the ceiling's).
+    transport_options: dict[str, Any]
+
+    def describe(self) -> str:
+        """The broker's product and version, for the report's machine line."""
+        raise NotImplementedError
+
+    def declare(self, queue: str) -> None:
+        """Make ``queue`` exist before anything publishes to it, as Celery would declare it."""
+
+    def count(self, queue: str) -> int:
+        """Messages in ``queue`` (0 when it does not exist yet)."""
+        raise NotImplementedError
+
+    def delete(self, queue: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Delete what this run left on the broker; close the connections."""
+
+
+class RedisBroker(Broker):
+    """Redis as the broker: a database number of the run's own, each queue a list."""
+
+    def __init__(self, client: redis.Redis, url: str) -> None:
+        self.client, self.url = client, url
+        self.transport_options = {}
+
+    def describe(self) -> str:
+        return f"Redis {self.client.info('server')['redis_version']}"
+
+    def count(self, queue: str) -> int:
+        return int(self.client.llen(queue))
+
+    def delete(self, queue: str) -> None:
+        self.client.delete(queue)
+
+
+class AmqpBroker(Broker):
+    """RabbitMQ as the broker: each queue declared and deleted by name, counted with a passive
+    ``queue.declare`` on a connection of this process's own.
+
+    Every app publishes with publisher confirms, for every scheduler: goatbeat's beat sets
+    ``confirm_publish`` on AMQP on its own (a run counts as sent once RabbitMQ has taken it),
+    and a scheduler publishing without waiting for that would be measured writing to a socket.
+    """
+
+    def __init__(self, url: str) -> None:
+        from celery import Celery
+
+        self.url = url
+        self.transport_options = {"confirm_publish": True}
+        self.connection = Celery("bench-broker", broker=url,
+                                 set_as_current=False).connection_for_write()
+        self.connection.connect()
+        self.channel = self.connection.channel()
+        #: queue -> the exchange Celery declared with it (its own, named after it).
+        self._exchanges: dict[str, str] = {}
+
+    def describe(self) -> str:
+        version = self.connection.connection.server_properties.get("version", "?")
+        return f"RabbitMQ {version.decode() if isinstance(version, bytes) else version}"
+
+    def declare(self, queue: str) -> None:
+        # Celery's own declaration of its default queue (durability, exchange, queue type), so
+        # that the beat process's declare on its first publish finds the same queue; declared
+        # here, the queue is counted from the start rather than missing until then.
+        from celery import Celery
+
+        app = Celery("bench-queue", broker=self.url, set_as_current=False)
+        app.conf.task_default_queue = queue
+        declared = app.amqp.queues[queue]
+        declared(self.channel).declare()
+        self._exchanges[queue] = declared.exchange.name
+
+    def count(self, queue: str) -> int:
+        from amqp.exceptions import NotFound
+
+        try:
+            return int(self.channel.queue_declare(queue=queue, passive=True).message_count)
+        except NotFound:
+            # RabbitMQ closes the channel on a passive declare of a missing queue.
+            self.channel = self.connection.channel()
+            return 0
+
+    def delete(self, queue: str) -> None:
+        # Both are no-ops on RabbitMQ when the entity is gone already.
+        self.channel.queue_delete(queue)
+        exchange = self._exchanges.pop(queue, None)
+        if exchange:
+            self.channel.exchange_delete(exchange)
+
+    def close(self) -> None:
+        try:
+            for queue in list(self._exchanges):
+                self.delete(queue)
+        finally:
+            self.connection.release()
+
+
+class World:
+    """The broker, the PostgreSQL server, Redis and the scratch directory of one benchmark run.
+
+    The Redis database is the run's own whichever the broker: RedBeat keeps its schedules
+    there, and on a Redis broker it holds the queues too.
+    """
+
+    def __init__(self, pg: URL, redis_url: str, redis_db: int, broker: str = "redis",
+                 amqp_url: str = DEFAULT_AMQP) -> None:
         self.pg = pg
         self.run = f"{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        self.broker_url = f"{redis_url}/{redis_db}"
-        self.redis = redis.Redis.from_url(self.broker_url)
+        self.redis_url = f"{redis_url}/{redis_db}"
+        self.redis = redis.Redis.from_url(self.redis_url)
         if self.redis.dbsize():
-            raise SystemExit(f"Redis database {self.broker_url} is not empty: pick another "
+            raise SystemExit(f"Redis database {self.redis_url} is not empty: pick another "
                              "with --redis-db (this script only ever empties its own)")
+        if broker == "redis":
+            self.broker: Broker = RedisBroker(self.redis, self.redis_url)
+        elif broker == "amqp":
+            self.broker = AmqpBroker(amqp_url)
+        else:
+            raise ValueError(f"broker: redis or amqp, not {broker!r}")
+        self.broker_url = self.broker.url
         self.workdir = Path(tempfile.mkdtemp(prefix="goatbeat-bench-"))
         self.admin = sa.create_engine(pg, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
         self.counter = 0
@@ -50,11 +169,13 @@ class World:
         return self.pg.set(database=name)
 
     def close(self) -> None:
-        """Drop the run's databases, empty its Redis database, remove its scratch directory."""
+        """Drop the run's databases, delete its queues, empty its Redis database, remove its
+        scratch directory."""
         with self.admin.connect() as conn:
             for name in self._databases:
                 conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         self.admin.dispose()
+        self.broker.close()
         self.redis.flushdb()  # our own database number only
         self.redis.close()
         if not self.keep:
@@ -62,19 +183,32 @@ class World:
         else:
             log(f"logs and publish records kept in {self.workdir}")
 
+    def empty(self) -> None:
+        """Empty the run's Redis database before a load: RedBeat's store, and on a Redis broker
+        the queues. Queues on RabbitMQ are the run's own by name, each deleted after its
+        measurement (and whatever is left at :meth:`close`)."""
+        self.redis.flushdb()
+
     def fresh_queue(self) -> str:
+        """A queue no message has gone to yet, declared on the broker where queues are."""
         self.counter += 1
-        return f"bench-{self.run}-{self.counter}"
+        queue = f"bench-{self.run}-{self.counter}"
+        self.broker.declare(queue)
+        return queue
 
     def llen(self, queue: str) -> int:
-        return int(self.redis.llen(queue))
+        """Messages in ``queue`` (the name stays from when the broker was Redis only)."""
+        return self.broker.count(queue)
+
+    def delete_queue(self, queue: str) -> None:
+        self.broker.delete(queue)
 
 
 class Adapter:
     """One scheduler as the benchmark drives it: its store, its beat process, its limits.
 
     The runner calls :meth:`setup` once, then :meth:`load` before each scenario (after emptying
-    the broker's database), launches ``celery -A benchproj beat -S`` :attr:`scheduler` with
+    the run's Redis database), launches ``celery -A benchproj beat -S`` :attr:`scheduler` with
     :meth:`env` added to the environment, and :meth:`teardown` at the end. A scenario the
     scheduler cannot take part in is named by its ``no_*`` attribute: the table's cell text.
     """

@@ -1,4 +1,5 @@
-"""RedBeat on Redis (the broker's database number, under the ``redbeat:`` key prefix)."""
+"""RedBeat on Redis (the run's Redis database, the broker's on Redis, under the ``redbeat:`` key
+prefix)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ class RedBeat(Adapter):
         from celery import Celery
 
         app = Celery("bench-loader", broker=self.world.broker_url, set_as_current=False)
-        app.conf.redbeat_redis_url = self.world.broker_url
+        app.conf.redbeat_redis_url = self.world.redis_url
         return app
 
     def load(self, plan: populate.Plan) -> None:
