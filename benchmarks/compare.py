@@ -39,8 +39,8 @@ before each of goatbeat's dispatch runs (``--bench ceiling,dispatch``).
 (``GOATBEAT_BENCH_AMQP_URL``, default amqp://guest:guest@127.0.0.1:5672//): each measurement
 publishes to a queue of its own, declared as Celery declares it, counted by its message count
 (a passive ``queue.declare``) and deleted afterwards. Every app publishing there, each
-scheduler's beat process and the ceiling loop, sets ``broker_transport_options=
-{"confirm_publish": True}``: goatbeat's beat publishes with publisher confirms on AMQP on its
+scheduler's beat process and the ceiling loop, sets ``confirm_publish=True`` in its
+``broker_transport_options``: goatbeat's beat publishes with publisher confirms on AMQP on its
 own, and the others are held to the same promise (a run counts as sent once RabbitMQ took it),
 not measured writing to a socket. kombu's AMQP transport has no publish batches: goatbeat sends
 one message at a time there, and the table has no batched ceiling. Redis is still needed, as

@@ -103,7 +103,7 @@ def main() -> int:
             recorder.wait(60)
         log(f"{world.llen(queue):,} of {args.due:,} in the broker {took:.2f} s after the due "
             f"instant ({args.due / took:,.0f}/s); beat process CPU {cpu:.1f} s")
-        world.redis.delete(queue)
+        world.delete_queue(queue)
     finally:
         adapter.teardown()
         world.close()
