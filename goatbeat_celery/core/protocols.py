@@ -23,6 +23,7 @@ from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
 from goatbeat_celery.core.types.tick import (
     AlertPage,
+    AlertScope,
     ClaimResult,
     Dispatch,
     DueBatch,
@@ -543,14 +544,17 @@ class AlertLog(Protocol):
     is decided in the core (:func:`~goatbeat_celery.core.rules.alerts.plan_alerts`); the store
     writes it, fenced by the leader's lease. Instants are the store's clock."""
 
-    def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
+    def alert_evidence(self, *, after: str | None, limit: int, depth: int,
+                       scope: AlertScope | None = None) -> AlertPage:
         """Up to ``limit`` schedules whose name sorts after ``after`` (from the first with
-        None), in name order, each with its ``depth`` newest executions (newest occurrence
-        first) and the alerts open on the names of the page's range (after ``after``, up to
-        ``last``: those of schedules deleted since too). ``last`` is the last name returned,
-        or None when no schedule was left after it (the range then runs to the end). Reads
-        only; cost grows with ``limit`` × ``depth``, never with the schedules or executions
-        outside the page (the history index)."""
+        None) and that are in ``scope`` (None: every schedule), in name order, each with its
+        ``depth`` newest executions (newest occurrence first) and the alerts open on the names
+        of the page's range (after ``after``, up to ``last``: those of schedules deleted since
+        too). ``last`` is the last name returned, or None when no schedule in scope was left
+        after it (the range then runs to the end). Reads only; cost grows with ``limit`` ×
+        ``depth``, never with the executions outside the page (the history index); finding
+        the schedules in a ``scope`` reads the indexes of runs in flight, unsettled or newly
+        claimed, and of open alerts."""
         ...
 
     def record_alerts(self, changes: Sequence[AlertChange], *,

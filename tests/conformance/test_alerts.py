@@ -9,10 +9,12 @@ from datetime import timedelta
 import pytest
 
 from goatbeat_celery.core.rules.alerts import AlertChange, AlertRule, AlertState
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.types.errors import LeaseLost
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import AlertScope, RunSettlement
 
-from .conftest import Backend, Store
+from .conftest import Backend, Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, run_together
 
 FAILED = AlertRule.FAILED
@@ -152,3 +154,57 @@ def test_each_change_written_sends_its_outbox_event_once_and_a_refused_write_non
         "id": alert_id, "schedule": "s", "rule": "failed", "state": "open", "count": 2,
         "key": "s:2", "action": "repeat"}
     assert payload["summary"] == "s: failed alert again (2 times): repeat s:2"
+
+
+def test_a_scope_reads_only_the_schedules_whose_verdict_can_have_changed(
+        store: Store, clock: StoreClock) -> None:
+    grant = grant_of(store)
+    for name in ("alerted", "ended", "flying", "fresh", "named", "never", "unsettled"):
+        create_due(store, name, steps_back=2)
+    create_due(store, "quiet", alert_silent=timedelta(hours=1))
+
+    def run(name: str, *, end: bool, settle: bool = True) -> None:
+        (sent,) = store.claim([claim_next(store.get_schedule(name))], lease=grant).dispatches
+        store.mark_submitted([sent.key])
+        if end:  # it ran, and (with settle) its end was applied to its schedule
+            store.record_runs([
+                RunEvent.started(sent.key, run="r", worker="celery@w", age=timedelta(0)),
+                RunEvent.finished(sent.key, run="r", worker="celery@w", age=timedelta(0),
+                                  outcome=RunOutcome.SUCCEEDED)])
+            if settle:
+                store.settle_runs([RunSettlement(key=sent.key, schedule_name=name,
+                                                 version=None)], lease=grant)
+
+    for name in ("ended", "named"):
+        run(name, end=True)
+    run("flying", end=False)
+    run("unsettled", end=True, settle=False)
+    clock.advance(0.2)
+    since = store.now()
+    clock.advance(0.2)
+    run("fresh", end=True)  # claimed and ended since
+    store.record_alerts([change("open", name="alerted")], lease=grant)
+
+    def read(scope: AlertScope | None) -> list[str]:
+        names: list[str] = []
+        after = None
+        while True:
+            page = store.alert_evidence(after=after, limit=2, depth=3, scope=scope)
+            names += [schedule.name for schedule, _ in page.schedules]
+            if page.last is None:
+                return names
+            after = page.last
+
+    every = ["alerted", "ended", "flying", "fresh", "named", "never", "quiet", "unsettled"]
+    assert read(None) == every
+    # A full cycle: what has runs, or an open alert; a schedule that never ran has no verdict.
+    assert read(AlertScope()) == ["alerted", "ended", "flying", "fresh", "named", "unsettled"]
+    assert read(AlertScope(silent_own=True)) == [
+        "alerted", "ended", "flying", "fresh", "named", "quiet", "unsettled"]
+    # Since an instant: runs in flight or not settled, claimed since, open alerts, and the
+    # names given.
+    assert read(AlertScope(changed_since=since)) == ["alerted", "flying", "fresh", "unsettled"]
+    assert read(AlertScope(changed_since=since, names=frozenset({"named", "gone"}))) == [
+        "alerted", "flying", "fresh", "named", "unsettled"]
+    assert read(AlertScope(changed_since=store.now() + timedelta(hours=1))) == [
+        "alerted", "flying", "unsettled"]

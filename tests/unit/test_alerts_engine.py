@@ -154,13 +154,16 @@ def test_overrun_is_raised_while_a_run_runs_too_long_and_resolved_when_it_ends(
 
 def test_one_look_reads_one_page_and_the_next_pages_follow_soon(
         store: MemoryStore, clock: ManualClock) -> None:
-    settings = Settings(track_runs=True, alert_interval=10, alert_batch=2, max_interval=5)
+    # A silent window over every schedule: each is read, runs or not.
+    settings = Settings(track_runs=True, alert_interval=10, alert_batch=2, max_interval=5,
+                        alert_silent=3600)
     specs = tuple(ScheduleSpec(name=f"s{i}", task="t", trigger=EVERY_MINUTE) for i in range(5))
     pages: list[tuple[str | None, int]] = []
     evidence = store.alert_evidence
 
-    def counted(*, after: str | None, limit: int, depth: int):  # type: ignore[no-untyped-def]
-        page = evidence(after=after, limit=limit, depth=depth)
+    def counted(*, after: str | None, limit: int, depth: int,  # type: ignore[no-untyped-def]
+                scope=None):
+        page = evidence(after=after, limit=limit, depth=depth, scope=scope)
         pages.append((after, len(page.schedules)))
         return page
 
@@ -209,3 +212,38 @@ def test_a_schedules_missed_and_lost_counts_are_0_to_20_each_problem_named() -> 
         "alert_missed: must be an integer from 0 to 20, got -1",
         "alert_lost: must be an integer from 0 to 20, got 21"]
     assert dataclasses.replace(SPEC, alert_missed=0, alert_lost=20).problems() == []
+
+
+def test_a_look_reads_only_what_can_have_changed_and_a_run_ended_since_it_was_in_flight(
+        store: MemoryStore, clock: ManualClock) -> None:
+    """Schedules that never ran are not read; a run in flight at one cycle is read again at
+    the next although it ended, and was settled, before it: its failure opens the alert."""
+    hourly = TriggerSpec(kind="interval", params={"every": 3600})
+    idle = tuple(ScheduleSpec(name=f"idle{i}", task="t", trigger=hourly) for i in range(20))
+    settings = dataclasses.replace(SETTINGS, alert_failures=1)
+    read: list[list[str]] = []
+    evidence = store.alert_evidence
+
+    def counted(*, after: str | None, limit: int, depth: int,  # type: ignore[no-untyped-def]
+                scope=None):
+        page = evidence(after=after, limit=limit, depth=depth, scope=scope)
+        read.append([schedule.name for schedule, _ in page.schedules])
+        return page
+
+    store.alert_evidence = counted  # type: ignore[method-assign]
+    engine = leader(store, clock, settings=settings, specs=(SPEC, *idle))
+    engine.tick()
+    key = next_run(engine, store, clock)  # sent; judged in flight by the look after it
+    assert read[-1] == ["minutely"]
+    clock.advance(2)
+    engine.tick()
+    assert read[-1] == ["minutely"]  # still in flight: watched
+    ends(store, key, RunOutcome.FAILED)
+    clock.advance(2)
+    engine.tick()  # settles the end, then looks
+    (alert,) = store.list_alerts(open_only=True)
+    assert (alert.rule, alert.key) == (AlertRule.FAILED, key)
+    clock.advance(2)
+    engine.tick()
+    assert read[-1] == ["minutely"]  # its open alert keeps it in scope
+    assert not any(name.startswith("idle") for page in read for name in page)

@@ -38,6 +38,8 @@ class HeardStore(MemoryStore):
         super().__init__(clock)
         self.due_reads = 0
         self.lost_looks = 0
+        self.waitings = 0
+        self.alert_reads = 0
         self._unheard = False
 
     def notify(self) -> None:
@@ -53,6 +55,14 @@ class HeardStore(MemoryStore):
     def due_schedules(self, limit: int, *, shard: Shard | None = None) -> Any:
         self.due_reads += 1
         return super().due_schedules(limit, shard=shard)
+
+    def waiting(self) -> Any:
+        self.waitings += 1
+        return super().waiting()
+
+    def alert_evidence(self, **kwargs: Any) -> Any:
+        self.alert_reads += 1
+        return super().alert_evidence(**kwargs)
 
     def mark_lost(self, *, silent_for: timedelta, unstarted_for: timedelta,
                   tracked_since: datetime | None = None,
@@ -78,9 +88,9 @@ def broker() -> RecordingSubmitter:
 
 
 def leader(store: HeardStore, clock: ManualClock, broker: RecordingSubmitter,
-           schedules: Sequence[ScheduleSpec] = ()) -> Engine:
-    return build_engine(store, clock=clock, submitter=broker, settings=SETTINGS,
-                        holder="leader", runs=store,
+           schedules: Sequence[ScheduleSpec] = (), settings: Settings = SETTINGS) -> Engine:
+    return build_engine(store, clock=clock, submitter=broker, settings=settings,
+                        holder="leader", runs=store, alerts=store,
                         config_schedules=schedules or [ScheduleSpec(name="hourly",
                                                                     task="t.hourly",
                                                                     trigger=EVERY_HOUR)])
@@ -114,6 +124,23 @@ def test_an_idle_leader_renews_without_looking_until_the_quiet_look_interval(
     assert lease.expires_at - clock.current >= SETTINGS.lease_ttl - SETTINGS.lease_renew_interval
     run_for(engine, clock, 10)
     assert store.due_reads == looked + 1
+
+
+def test_an_idle_leaders_alert_looks_read_nothing_until_something_waits(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    """The store said nothing waits (no run in flight or open, no alert open) and nothing was
+    claimed since the last cycle began: the alert looks of the quiet wakes read nothing. A
+    run sent makes the next cycle read it."""
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 60)
+    alert_reads = store.alert_reads
+
+    run_for(engine, clock, QUIET_LOOK_EVERY - 70)
+
+    assert store.alert_reads == alert_reads
+    key = store.request_run("hourly").key  # notified: a full look sends it
+    run_for(engine, clock, 15)
+    assert broker.keys == [key] and store.alert_reads > alert_reads
 
 
 def test_a_notified_change_is_looked_at_on_the_next_wake(

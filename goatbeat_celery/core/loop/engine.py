@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.loop.alerts import AlertWatcher
+from goatbeat_celery.core.loop.alerts import AlertWatcher, Quiet
 from goatbeat_celery.core.loop.backfill_driver import BackfillDriver
 from goatbeat_celery.core.loop.leadership import STORE_RETRY, Leadership, ShardLeadership
 from goatbeat_celery.core.loop.observer import EngineObserver, NullObserver
@@ -64,6 +64,9 @@ logger = logging.getLogger(__name__)
 #: A batch in which nothing moved (rows locked by an edit) is read again after this pause.
 NOTHING_MOVED_PAUSE = 0.05
 PRUNE_EVERY = 60.0
+#: After a prune that found nothing to delete: history older than the retention is only
+#: written as time passes, so an idle leader asks this seldom.
+PRUNE_IDLE_EVERY = 600.0
 #: A periodic look (pruning, lost runs) due this soon is taken with the wake at hand rather
 #: than with a wake of its own a moment later.
 TIMER_SLACK = 0.5
@@ -164,7 +167,8 @@ class Engine:
         #: Judges the schedules' alerts (core.loop.alerts) where the store keeps them; None:
         #: no alerts.
         self.alerts = None if alerts is None else AlertWatcher(
-            store=alerts, settings=settings, observer=self.observer, monotonic=monotonic)
+            store=alerts, settings=settings, observer=self.observer, monotonic=monotonic,
+            every_cycle_full=settings.shards > 1)
         self._settler = RunSettler(store=store, grid_after=self._planner.grid_after,
                                    observer=self.observer, batch_size=settings.batch_size)
 
@@ -276,7 +280,7 @@ class Engine:
     def _quiet_wake(self) -> float | None:
         """A wake with no news: ask the store what waits; None when something does (a run due,
         an end to settle, a claim to send), else the periodic looks that are due (pruning,
-        lost runs while a run may be lost) and the sleep until the next thing known."""
+        lost runs while a run may be lost, alerts) and the sleep until the next thing known."""
         waiting = self.store.waiting()
         self._store_seen = (waiting.now, self._mono())
         self._known_due, self._open_runs = waiting.next_due_at, waiting.open_runs
@@ -285,7 +289,8 @@ class Engine:
         self._prune(waiting.now)
         if self._mark_lost():
             self._news = True  # their ends are settled by the next look
-        self._look_at_alerts()
+        look = self._last_look
+        self._look_at_alerts(None if look is None else Quiet(waiting, look[1]))
         return self._sleep_for(waiting.next_due_at, waiting.now)
 
     def _next_renew(self) -> float:
@@ -310,6 +315,8 @@ class Engine:
             return False
         if woken:
             self._news = True
+            if self.alerts is not None:
+                self.alerts.changes_heard()
             if self.shards is not None:
                 self.shards.ask_soon()
             else:
@@ -611,7 +618,7 @@ class Engine:
         deleted = self.store.prune(before=before, limit=self.settings.prune_batch)
         # A full batch means more are waiting: come back soon rather than in a minute.
         self._next_prune = self._mono() + (1.0 if deleted >= self.settings.prune_batch
-                                           else PRUNE_EVERY)
+                                           else PRUNE_EVERY if deleted else PRUNE_IDLE_EVERY)
         if deleted:
             logger.info("pruned %d rows of history (executions, backfills, audit entries, "
                         "outbox events) older than %s", deleted, before.isoformat(),
@@ -647,12 +654,12 @@ class Engine:
                          extra={"action": f"run_{verdict}", "key": execution.key})
         return len(ended)
 
-    def _look_at_alerts(self) -> None:
+    def _look_at_alerts(self, quiet: Quiet | None = None) -> None:
         """When due, judge one page of schedules' alerts (core.loop.alerts), after the due
         runs were sent: only a run falling due during the look (bounded by alert_batch)
-        waits for it."""
+        waits for it. ``quiet``: in a wake with no news, what the store said waits."""
         if self.alerts is not None and self.alerts.due(TIMER_SLACK):
-            self.alerts.safe_look(self._leadership.grant, self._tracked_since())
+            self.alerts.safe_look(self._leadership.grant, self._tracked_since(), quiet)
 
     def _resend_unstarted(self) -> int:
         """Before judging runs lost, put back to claimed, in the leader's fenced transaction,

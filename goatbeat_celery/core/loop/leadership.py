@@ -67,6 +67,10 @@ class Leadership:
         #: Monotonic instants: when the grant stops being trusted, and when to ask again.
         self.deadline = 0.0
         self.next_renew = 0.0
+        # When the leader next lists the member rows to delete those of replicas gone: when the
+        # first row it saw expires, or a ttl after it looked (a row written since expires no
+        # sooner), so that an idle leader does not list them at every renewal.
+        self._next_forget = 0.0
 
     def holds(self) -> bool:
         """True while holding a grant and inside the local deadline."""
@@ -111,8 +115,8 @@ class Leadership:
         took_over = self.grant is None or grant.changed_holder
         self.grant = grant
         self.deadline = asked + settings.local_validity.total_seconds()
-        if self.member is not None:
-            self._forget_gone()
+        if self.member is not None and asked >= self._next_forget:
+            self._forget_gone(asked)
         if took_over:
             logger.info("acquired lease %r with token %d", grant.name, grant.token,
                         extra={"action": "lease_acquired"})
@@ -161,7 +165,7 @@ class Leadership:
                         extra={"action": "lease_released"})
             self.observer.lease_lost(grant.name, self.holder, "released")
 
-    def _forget_gone(self) -> None:
+    def _forget_gone(self, asked: float) -> None:
         """The leader deletes the member rows of replicas gone, as shard 0's leader does with
         several shards: a crashed replica's row would stay, and each process has its own."""
         try:
@@ -173,6 +177,9 @@ class Leadership:
         view = ShardingView.read(rows, lease_name=self.settings.lease_name, count=1,
                                  holder=self.holder)
         _forget(self.lease, view.gone)
+        left = [(row.expires_at - row.store_now).total_seconds() for row in rows
+                if row.held and row.expires_at is not None and row.name != self.member]
+        self._next_forget = asked + min([*left, self.settings.lease_ttl.total_seconds()])
 
     def _ask_again_at_expiry(self) -> None:
         """Refused: ask again when the holder's lease runs out, if that comes before the next

@@ -228,6 +228,12 @@ _KNOWN_ENDS = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.REVOKED,
                          RunState.REJECTED, RunState.LOST})
 
 
+def run_changed_since(run: Execution, since: datetime) -> bool:
+    """Whether ``run`` may weigh differently in a verdict than it did before ``since``: in
+    flight, waiting to be settled, or claimed since (AlertScope)."""
+    return run.in_flight or run.settled is False or run.claimed_at >= since
+
+
 def plan_alerts(evidence: Evidence, open_alerts: Mapping[AlertRule, Alert], *,
                 now: datetime, tracked_since: datetime | None) -> list[AlertChange]:
     """The changes to the alerts of one schedule: open what holds and is not open, count again

@@ -18,6 +18,8 @@ from datetime import datetime
 from goatbeat_celery.core.rules.policies import OverlapAction, OverlapPolicy, overlap_decision
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.execution import (
+    IN_FLIGHT_STATES,
+    LIVE_RUN_STATES,
     Execution,
     ExecutionState,
     idempotency_key,
@@ -107,10 +109,6 @@ class InFlight:
 
 _NOTHING_IN_FLIGHT = InFlight()
 
-#: What a store reads to know a schedule's runs in flight (as :func:`in_flight` takes them):
-#: executions in these states whose ``run_state`` is none or one of :data:`LIVE_RUN_STATES`.
-IN_FLIGHT_STATES = ("claimed", "submitted", "held")
-LIVE_RUN_STATES = ("running", "retrying")
 
 
 def in_flight(rows: Iterable[tuple[str, str, str | None]]) -> InFlight:

@@ -45,6 +45,13 @@ def manual_key(schedule_name: str, requested_at: datetime) -> str:
     return f"{schedule_name}:{ensure_aware(requested_at, 'requested_at').isoformat()}:manual"
 
 
+#: What a store reads to know a schedule's runs in flight (as
+#: :func:`~goatbeat_celery.core.rules.claims.in_flight` takes them): executions in these states
+#: whose ``run_state`` is none or one of :data:`LIVE_RUN_STATES`.
+IN_FLIGHT_STATES = ("claimed", "submitted", "held")
+LIVE_RUN_STATES = ("running", "retrying")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Execution(RunRecord):
     """One claimed occurrence, as recorded in the executions table. Its run columns are the
@@ -70,3 +77,10 @@ class Execution(RunRecord):
     #: (:func:`~goatbeat_celery.core.rules.policies.settle`): None when its schedule had no policy
     #: waiting for it when it was claimed, False until it ends and is settled, then True.
     settled: bool | None = None
+
+    @property
+    def in_flight(self) -> bool:
+        """Claimed, sent or held, and not ended: it may still change without a new claim
+        (the store's ``IN_FLIGHT_PREDICATE``)."""
+        return self.state.value in IN_FLIGHT_STATES and (
+            self.run_state is None or self.run_state.value in LIVE_RUN_STATES)

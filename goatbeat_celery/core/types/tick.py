@@ -58,7 +58,8 @@ class Waiting:
     ``next_due_at`` is :attr:`DueBatch.next_due_at`; ``unsettled``: a run's end waits to be
     applied (``finished_runs`` would return it); ``claimed``: a claim waits to be sent
     (``take_pending`` would take it); ``open_runs``: a run exists that may yet be marked lost
-    (:func:`goatbeat_celery.core.rules.runs.may_be_lost`).
+    (:func:`goatbeat_celery.core.rules.runs.may_be_lost`); ``alerts_waiting``: an alert is open
+    or a run is in flight, so a look at alerts may find something to change (:class:`AlertScope`).
     """
 
     now: datetime
@@ -66,6 +67,7 @@ class Waiting:
     unsettled: bool
     claimed: bool
     open_runs: bool
+    alerts_waiting: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,6 +229,22 @@ class SubmitResult:
     accepted: list[str]
     failed: dict[str, str] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertScope:
+    """Which schedules a look at alerts reads
+    (:meth:`~goatbeat_celery.core.protocols.AlertLog.alert_evidence`): only those whose verdict
+    can have changed, so that a look at schedules with nothing new costs next to nothing.
+
+    A schedule is in scope when it has an open alert, is one of ``names``, has a silent window
+    of its own and ``silent_own`` is set, or: with ``changed_since`` None, when it has any
+    execution (one that never ran has nothing to judge); with ``changed_since``, when one of
+    its executions is in flight, not yet settled, or claimed at or after that instant."""
+
+    changed_since: datetime | None = None
+    names: frozenset[str] = frozenset()
+    silent_own: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

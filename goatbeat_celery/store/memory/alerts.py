@@ -12,10 +12,11 @@ from goatbeat_celery.core.rules.alerts import (
     AlertEvent,
     AlertState,
     outbox_event,
+    run_changed_since,
 )
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import AlertPage
+from goatbeat_celery.core.types.tick import AlertPage, AlertScope
 from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
 
@@ -23,16 +24,26 @@ class MemoryAlerts(MemoryOutbox):
     """The alert log (core.protocols.AlertLog); each change's outbox event is written with
     it."""
 
-    def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
+    def alert_evidence(self, *, after: str | None, limit: int, depth: int,
+                       scope: AlertScope | None = None) -> AlertPage:
         with self._lock:
             now = self.now()
             names = sorted(name for name in self._schedules if after is None or name > after)
-            page = names[:limit]
-            wanted = set(page)
-            runs: dict[str, list[Execution]] = {name: [] for name in page}
+            every: dict[str, list[Execution]] = {name: [] for name in names}
             for execution in self._executions.values():
-                if execution.schedule_name in wanted:
-                    runs[execution.schedule_name].append(execution)
+                if execution.schedule_name in every:
+                    every[execution.schedule_name].append(execution)
+            if scope is not None:
+                alerted = {alert.schedule_name for alert in self._alerts.values()
+                           if alert.open}
+                names = [name for name in names if name in alerted or name in scope.names
+                         or (scope.silent_own
+                             and self._schedules[name].spec.alert_silent is not None)
+                         or any(scope.changed_since is None
+                                or run_changed_since(run, scope.changed_since)
+                                for run in every[name])]
+            page = names[:limit]
+            runs = {name: every[name] for name in page}
             schedules = tuple(
                 (self._schedules[name],
                  tuple(sorted(runs[name], key=lambda e: (e.occurrence_at, e.key),

@@ -49,7 +49,9 @@ class MemoryClaims(MemoryStoreBase):
                               for e in executions),
                 claimed=any(e.state is ExecutionState.CLAIMED for e in executions),
                 open_runs=any(may_be_lost(RunRecord.of(e), dispatched_at=_dispatched_at(e))
-                              for e in executions))
+                              for e in executions),
+                alerts_waiting=(any(e.in_flight for e in executions)
+                                or any(alert.open for alert in self._alerts.values())))
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         for claim in claims:

@@ -19,7 +19,7 @@ from goatbeat_celery.core.rules.alerts import (
 )
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import AlertPage
+from goatbeat_celery.core.types.tick import AlertPage, AlertScope
 from goatbeat_celery.store.schema import (
     OPEN_ALERT_PREDICATE,
     alert_table,
@@ -28,6 +28,12 @@ from goatbeat_celery.store.schema import (
 )
 from goatbeat_celery.store.sql.execution_rows import _execution
 from goatbeat_celery.store.sql.outbox import SQLOutbox
+from goatbeat_celery.store.sql.predicates import (
+    _IS_CLAIMED,
+    _IS_IN_FLIGHT,
+    _IS_UNSETTLED,
+    _NOT_CLAIMED,
+)
 from goatbeat_celery.store.sql.rows import _schedule
 
 A = alert_table
@@ -35,6 +41,30 @@ E = execution_table
 S = schedule_table
 
 _OPEN = A.c.state == AlertState.OPEN.value
+
+
+def _in_scope(scope: AlertScope) -> sa.ColumnElement[bool]:
+    """The schedules of ``scope`` (core.types.tick.AlertScope), each part read through its
+    own index: open alerts, runs in flight, runs not yet settled, claims by time."""
+    def names_of(table: sa.Table, *where: sa.ColumnElement[bool] | sa.TextClause
+                 ) -> sa.ColumnElement[bool]:
+        return S.c.name.in_(sa.select(table.c.schedule_name).where(*where))
+
+    parts = [names_of(A, _OPEN)]
+    if scope.changed_since is None:
+        parts.append(sa.select(sa.literal_column("1")).select_from(E)
+                     .where(E.c.schedule_name == S.c.name).exists())
+    else:
+        since = scope.changed_since
+        parts += [names_of(E, _IS_IN_FLIGHT), names_of(E, _IS_UNSETTLED),
+                  # Two conditions, one per partial index on claimed_at.
+                  names_of(E, _IS_CLAIMED, E.c.claimed_at >= since),
+                  names_of(E, _NOT_CLAIMED, E.c.claimed_at >= since)]
+    if scope.names:
+        parts.append(S.c.name.in_(sorted(scope.names)))
+    if scope.silent_own:
+        parts.append(S.c.alert_silent_seconds.is_not(None))
+    return sa.or_(*parts)
 
 
 def _alert(row: Any) -> Alert:
@@ -51,10 +81,13 @@ class SQLAlerts(SQLOutbox):
     #: join); otherwise one indexed statement per schedule of the page.
     _LATERAL: ClassVar[bool] = False
 
-    def alert_evidence(self, *, after: str | None, limit: int, depth: int) -> AlertPage:
+    def alert_evidence(self, *, after: str | None, limit: int, depth: int,
+                       scope: AlertScope | None = None) -> AlertPage:
         stmt = sa.select(S, self._now_sql().label("alert_now")).order_by(S.c.name).limit(limit + 1)
         if after is not None:
             stmt = stmt.where(S.c.name > after)
+        if scope is not None:
+            stmt = stmt.where(_in_scope(scope))
         with self._read("read the evidence of alerts") as conn:
             rows = conn.execute(stmt).all()
             now: datetime | None = rows[0].alert_now if rows else None

@@ -9,12 +9,18 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.tick import DueBatch, Waiting
-from goatbeat_celery.store.schema import execution_table, schedule_table
+from goatbeat_celery.store.schema import (
+    OPEN_ALERT_PREDICATE,
+    alert_table,
+    execution_table,
+    schedule_table,
+)
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.predicates import (
     _IN_SHARD,
     _IS_CLAIMED,
     _IS_ENABLED,
+    _IS_IN_FLIGHT,
     _IS_RUNNING,
     _IS_UNSETTLED,
     _IS_UNSTARTED,
@@ -24,6 +30,8 @@ from goatbeat_celery.store.sql.rows import _schedule, waiting_from_row
 
 S = schedule_table
 E = execution_table
+A = alert_table
+_OPEN_ALERT = sa.text(OPEN_ALERT_PREDICATE)
 
 
 class SQLDue(SQLStoreBase):
@@ -91,4 +99,5 @@ class SQLDue(SQLStoreBase):
             some(E, _IS_CLAIMED),
             # core.rules.runs.may_be_lost
             sa.or_(some(E, _IS_RUNNING), some(E, _IS_UNSTARTED)),
+            sa.or_(some(A, _OPEN_ALERT), some(E, _IS_IN_FLIGHT)),
         )
