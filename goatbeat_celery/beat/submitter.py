@@ -91,7 +91,10 @@ class CelerySubmitter:
                         else:
                             pending.append(dispatch.key)
                         sent += 1
-                        if publishing is None or len(pending) >= FLUSH_EVERY:
+                        # As many as went before, up to FLUSH_EVERY: 1, 1, 2, 4, ... 100.
+                        written = sent - len(pending)
+                        if publishing is None or len(pending) >= min(FLUSH_EVERY,
+                                                                     max(1, written)):
                             _flush(producer, publishing, pending, result, deadline)
                     _flush(producer, publishing, pending, result, deadline)
         except _OutOfTime:
@@ -212,7 +215,9 @@ def publish_entry(app: Any, entry: GoatbeatEntry, producer: Any) -> Any:
 
 #: Messages written to the broker in one round trip where its transport batches publishes
 #: (kombu's ``Producer.batch``: a Redis pipeline); each flush is also when they count as
-#: accepted. Small enough that a failed flush leaves little to send again.
+#: accepted. Small enough that a failed flush leaves little to send again. A batch's first
+#: flushes are smaller (1, 2, 4, ... messages: each flush holds as many as were sent before
+#: it), so that its first messages do not wait for a hundred others.
 FLUSH_EVERY = 100
 #: The publish batch's own flush threshold, never reached: the submitter flushes by hand.
 _NEVER_ON_ITS_OWN = 1 << 30

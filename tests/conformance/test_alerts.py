@@ -208,3 +208,6 @@ def test_a_scope_reads_only_the_schedules_whose_verdict_can_have_changed(
         "alerted", "flying", "fresh", "named", "unsettled"]
     assert read(AlertScope(changed_since=store.now() + timedelta(hours=1))) == [
         "alerted", "flying", "unsettled"]
+    # Without run tracking a run the broker took changes no verdict: it is not watched.
+    assert read(AlertScope(changed_since=store.now() + timedelta(hours=1),
+                           runs_tracked=False)) == ["alerted", "unsettled"]

@@ -31,6 +31,7 @@ from goatbeat_celery.core.rules.alerts import (
     AlertRules,
     Evidence,
     plan_alerts,
+    run_watched,
 )
 from goatbeat_celery.core.rules.defaults import own_or_default
 from goatbeat_celery.core.types.errors import LeaseLost, StoreUnavailable, failure_reason
@@ -122,16 +123,16 @@ class AlertWatcher:
 
     def _begin_cycle(self, lease: LeaseGrant, tracked_since: datetime | None) -> None:
         self._began_mono = self._mono()
-        silent = tracked_since is not None
-        if silent and self.settings.alert_silent is not None:
+        tracked = tracked_since is not None
+        if tracked and self.settings.alert_silent is not None:
             self._scope = None  # a silent window over every schedule: each may be silent now
         elif (self._every_cycle_full or self._changes_heard or self._since is None
               or lease.token != self._token or len(self._watched) > WATCH_MAX
               or self._mono() - self._last_full >= FULL_CYCLE_EVERY):
-            self._scope = AlertScope(silent_own=silent)
+            self._scope = AlertScope(silent_own=tracked, runs_tracked=tracked)
         else:
             self._scope = AlertScope(changed_since=self._since, names=self._watched,
-                                     silent_own=silent)
+                                     silent_own=tracked, runs_tracked=tracked)
         if self._scope is None or self._scope.changed_since is None:
             self._last_full = self._mono()
         self._changes_heard = False  # heard from here on: for the next cycle
@@ -163,7 +164,8 @@ class AlertWatcher:
             (alert.schedule_name, alert.rule): alert for alert in page.open_alerts}
         changes: list[AlertChange] = []
         for schedule, runs in page.schedules:
-            if any(run.in_flight for run in runs):
+            tracked = self._scope is None or self._scope.runs_tracked
+            if any(run_watched(run, runs_tracked=tracked) for run in runs):
                 self._watching.add(schedule.name)
             try:
                 evidence = Evidence(

@@ -63,6 +63,10 @@ logger = logging.getLogger(__name__)
 
 #: A batch in which nothing moved (rows locked by an edit) is read again after this pause.
 NOTHING_MOVED_PAUSE = 0.05
+#: The first batch a look claims is this small, and each next one twice the last, up to
+#: ``batch_size``: the first messages leave after a short claim, while the next, larger batch
+#: is claimed beside their sending.
+FIRST_BATCH = 25
 PRUNE_EVERY = 60.0
 #: After a prune that found nothing to delete: history older than the retention is only
 #: written as time passes, so an idle leader asks this seldom.
@@ -401,13 +405,14 @@ class Engine:
             self._settle_runs(grant)
         if not submissions.backing_off():
             self._resubmit_pending(grant)
-        batch_size = self.settings.batch_size
+        batch_size = min(FIRST_BATCH, self.settings.batch_size)
         # One batch goes to the broker on a helper thread while the next one is claimed: the
         # broker's round trips and the database's overlap instead of adding up.
         inflight = InFlight(submissions)
         try:
             while True:
                 batch = self.store.due_schedules(batch_size, shard=self._shard)
+                batch_size = min(batch_size * 2, self.settings.batch_size)
                 self._store_seen = (batch.now, self._mono())
                 if not batch.schedules or not self.is_leader():
                     inflight.settle()

@@ -228,10 +228,17 @@ _KNOWN_ENDS = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.REVOKED,
                          RunState.REJECTED, RunState.LOST})
 
 
-def run_changed_since(run: Execution, since: datetime) -> bool:
-    """Whether ``run`` may weigh differently in a verdict than it did before ``since``: in
-    flight, waiting to be settled, or claimed since (AlertScope)."""
-    return run.in_flight or run.settled is False or run.claimed_at >= since
+def run_watched(run: Execution, *, runs_tracked: bool) -> bool:
+    """Whether ``run`` may change without a new claim in a way a verdict reads: in flight, but
+    without run tracking only until the broker took it (AlertScope.runs_tracked)."""
+    return run.in_flight and (runs_tracked or run.state is not ExecutionState.SUBMITTED)
+
+
+def run_changed_since(run: Execution, since: datetime, *, runs_tracked: bool) -> bool:
+    """Whether ``run`` may weigh differently in a verdict than it did before ``since``:
+    watched, waiting to be settled, or claimed since (AlertScope)."""
+    return (run_watched(run, runs_tracked=runs_tracked) or run.settled is False
+            or run.claimed_at >= since)
 
 
 def plan_alerts(evidence: Evidence, open_alerts: Mapping[AlertRule, Alert], *,

@@ -240,11 +240,14 @@ class AlertScope:
     A schedule is in scope when it has an open alert, is one of ``names``, has a silent window
     of its own and ``silent_own`` is set, or: with ``changed_since`` None, when it has any
     execution (one that never ran has nothing to judge); with ``changed_since``, when one of
-    its executions is in flight, not yet settled, or claimed at or after that instant."""
+    its executions is in flight, not yet settled, or claimed at or after that instant. With
+    ``runs_tracked`` false a run the broker took counts as in flight no longer: without run
+    tracking nothing a worker does changes a verdict."""
 
     changed_since: datetime | None = None
     names: frozenset[str] = frozenset()
     silent_own: bool = False
+    runs_tracked: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

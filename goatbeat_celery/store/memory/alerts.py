@@ -40,7 +40,8 @@ class MemoryAlerts(MemoryOutbox):
                          or (scope.silent_own
                              and self._schedules[name].spec.alert_silent is not None)
                          or any(scope.changed_since is None
-                                or run_changed_since(run, scope.changed_since)
+                                or run_changed_since(run, scope.changed_since,
+                                                     runs_tracked=scope.runs_tracked)
                                 for run in every[name])]
             page = names[:limit]
             runs = {name: every[name] for name in page}

@@ -41,6 +41,8 @@ E = execution_table
 S = schedule_table
 
 _OPEN = A.c.state == AlertState.OPEN.value
+#: In flight but not yet taken by the broker (core.rules.alerts.run_watched without tracking).
+_NOT_SENT = sa.text("goatbeat_execution.state <> 'submitted'")
 
 
 def _in_scope(scope: AlertScope) -> sa.ColumnElement[bool]:
@@ -56,7 +58,8 @@ def _in_scope(scope: AlertScope) -> sa.ColumnElement[bool]:
                      .where(E.c.schedule_name == S.c.name).exists())
     else:
         since = scope.changed_since
-        parts += [names_of(E, _IS_IN_FLIGHT), names_of(E, _IS_UNSETTLED),
+        watched = [_IS_IN_FLIGHT] if scope.runs_tracked else [_IS_IN_FLIGHT, _NOT_SENT]
+        parts += [names_of(E, *watched), names_of(E, _IS_UNSETTLED),
                   # Two conditions, one per partial index on claimed_at.
                   names_of(E, _IS_CLAIMED, E.c.claimed_at >= since),
                   names_of(E, _NOT_CLAIMED, E.c.claimed_at >= since)]
