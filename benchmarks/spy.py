@@ -5,10 +5,12 @@
 Loads ``--due`` schedules due at one instant (``populate``, as ``compare.py --bench dispatch``
 does), starts ``celery -A benchproj beat -S goatbeat_celery.Scheduler`` the same way, attaches
 ``py-spy record`` to it once it is idle, stops it when every message is in the broker, and
-prints each part's share of the samples. ``--gil`` keeps only the samples of the thread holding
-the GIL (the process's Python work; without it, threads waiting on a socket count too). The raw
-stacks (py-spy's collapsed format) stay in ``--out``. Needs py-spy (in the ``bench`` extra) and
-the same PostgreSQL and Redis as ``compare.py`` (``--redis-db``, default 12, must be empty).
+prints each part's share of the samples and, from the beat process's CPU time between
+start-up and the last message, of the CPU per message. ``--gil`` keeps only the samples of the
+thread holding the GIL (the process's Python work; without it, threads waiting on a socket
+count too). The raw stacks (py-spy's collapsed format) stay in ``--out``. Needs py-spy (in the
+``bench`` extra) and the same PostgreSQL and Redis as ``compare.py`` (``--redis-db``, default
+12, must be empty).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from schedulers.goatbeat import Goatbeat  # noqa: E402
 #: part one of its frames matches, in this order (the innermost parts first).
 PARTS = (
     ("kombu: a new Redis client object per publish", ("Channel._create_client",)),
+    ("kombu and redis-py: writing a publish batch (one pipeline per flush)",
+     ("_ProducerBatch.flush", "PublishBatch.flush")),
     ("redis-py: the LPUSH command (send, read the reply)", ("Redis.execute_command",)),
     ("kombu: the rest of the publish", ("Producer.publish",)),
     ("Celery: building the message (amqp.as_task_v2)", ("AMQP.as_task_v2",)),
@@ -45,7 +49,8 @@ PARTS = (
     ("goatbeat: marking the batch submitted", ("mark_submitted",)),
     ("goatbeat: the submitter (headers, options, checks)", ("CelerySubmitter.",)),
     ("goatbeat: reading and decoding the due rows", ("due_schedules",)),
-    ("goatbeat: the claim (lock, executions, advance)", ("SQLStore.claim",)),
+    ("goatbeat: the claim (lock, executions, advance)", ("SQLClaims.claim", "SQLStore.claim")),
+    ("goatbeat: judging alerts", ("AlertWatcher.look",)),
     ("goatbeat: planning (validation, trigger, misfires)", ("Planner.plan",)),
     ("goatbeat: recording the batch (observers)", ("SubmissionPipeline.settle",
                                                     "SubmissionPipeline._record")),
@@ -91,6 +96,7 @@ def main() -> int:
         beat = bench.launch("goatbeat", queue)
         with running([beat]):
             beat.wait_ready(timeout=60)
+            idle_cpu = beat.cpu()
             command = [spy, "record", "--pid", str(beat.popen.pid), "--rate", str(args.rate),
                        "--threads", "--format", "raw", "-o", str(args.out)]
             recorder = subprocess.Popen(command + (["--gil"] if args.gil else []),
@@ -98,11 +104,13 @@ def main() -> int:
             while time.time() < plan.first_due + 120 and world.llen(queue) < args.due:
                 time.sleep(0.05)
             took = time.time() - plan.first_due
-            cpu = beat.cpu()
+            cpu = beat.cpu() - idle_cpu
             recorder.send_signal(signal.SIGINT)
             recorder.wait(60)
-        log(f"{world.llen(queue):,} of {args.due:,} in the broker {took:.2f} s after the due "
-            f"instant ({args.due / took:,.0f}/s); beat process CPU {cpu:.1f} s")
+        sent = world.llen(queue)
+        log(f"{sent:,} of {args.due:,} in the broker {took:.2f} s after the due "
+            f"instant ({args.due / took:,.0f}/s); beat process CPU {cpu:.1f} s from start-up "
+            f"to the last message, {1e6 * cpu / max(1, sent):,.0f} µs per message")
         world.delete_queue(queue)
     finally:
         adapter.teardown()
@@ -110,8 +118,13 @@ def main() -> int:
     total, found = shares(args.out)
     print(f"{total:,} samples{' (GIL holder only)' if args.gil else ''}; raw stacks in "
           f"{args.out}")
+    # Each part's share of the process's CPU per message: shares of the GIL holder's samples
+    # apply to its Python work; CPU spent with the GIL released (socket calls) falls on the
+    # part that made the call.
+    per_message = 1e6 * cpu / max(1, sent)
     for name, samples in sorted(found.items(), key=lambda item: -item[1]):
-        print(f"{100 * samples / total:5.1f} %  {name}")
+        share = samples / total
+        print(f"{100 * share:5.1f} %  {per_message * share:6.0f} µs/message  {name}")
     return 0
 
 

@@ -56,6 +56,13 @@ class LeaseManager(Protocol):
         """
         ...
 
+    def acquire_many(self, names: Sequence[str], holder: str,
+                     ttl: timedelta) -> list[LeaseGrant | None]:
+        """:meth:`acquire` each of ``names``, as calls one after the other would: the grants
+        (or None) in the same order. A store may renew the leases ``holder`` holds in one
+        round trip (an idle leader's lease and its member row)."""
+        ...
+
     def release(self, grant: LeaseGrant) -> bool:
         """Give the lease up so a standby can take it at once (with token + 1).
 

@@ -260,3 +260,19 @@ def test_a_stale_release_records_nothing(store: Store) -> None:
     after = store.inspect("beat")
     assert recorded is not None and after is not None
     assert after == replace(recorded, store_now=after.store_now)
+
+
+def test_acquire_many_is_acquire_of_each_in_order(store: Store) -> None:
+    """Held leases are renewed (token kept), free ones taken, another holder's refused: as
+    the calls one after the other, whatever the store does in one round trip."""
+    first = store.acquire("mine", "a", LONG_TTL)
+    assert first is not None and store.acquire("theirs", "b", LONG_TTL) is not None
+
+    mine, theirs, free = store.acquire_many(["mine", "theirs", "free"], "a", LONG_TTL)
+
+    assert mine is not None and (mine.token, mine.changed_holder) == (first.token, False)
+    assert mine.expires_at >= first.expires_at
+    assert theirs is None
+    assert free is not None and (free.holder, free.token, free.changed_holder) == ("a", 1, True)
+    info = store.inspect("theirs")
+    assert info is not None and info.holder == "b"

@@ -422,3 +422,27 @@ def test_the_due_query_reads_the_partial_index_of_enabled_schedules(sql_store: S
     plan = _plan(sql_store, sql_store._due_statement(),  # type: ignore[attr-defined]
                  {"due_limit": 500, "goatbeat_now": "2026-01-01 00:00:00.000000"})
     assert plan.count("ix_goatbeat_schedule_due") == 2, plan  # due rows, and the earliest
+
+
+def test_a_postgres_renewal_reads_what_waits_for_the_look_made_at_once(
+        pg_empty_url: str) -> None:
+    """An idle leader's wake is one round trip: the renewal of its lease and member row reads
+    what waits, and the look made right after takes that answer; the next look asks again,
+    and a write through the store drops the answer."""
+    store = open_store(pg_empty_url)
+    other = open_store(pg_empty_url)
+    try:
+        assert None not in store.acquire_many(["beat.m", "beat"], "a", timedelta(seconds=30))
+        store.acquire_many(["beat.m", "beat"], "a", timedelta(seconds=30))  # renewals
+        schedule = other.create_schedule(interval_spec("job"), next_occurrence_at=other.now(),
+                                         next_run_at=other.now())
+
+        assert store.waiting().next_due_at is None  # the renewal's answer, read before it
+        assert store.waiting().next_due_at == schedule.next_run_at  # asked again
+
+        store.acquire_many(["beat.m", "beat"], "a", timedelta(seconds=30))
+        store.delete_schedule("job")  # a write of its own drops the renewal's answer
+        assert store.waiting().next_due_at is None
+    finally:
+        other.close()
+        store.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from goatbeat_celery.core.rules.alerts import AlertChange, AlertRule
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.types.tick import RunSettlement, Waiting
 
@@ -76,3 +77,19 @@ def test_a_retrying_run_may_still_be_lost(store: Store) -> None:
         RunEvent.retried(dispatch.key, run="r1", worker=A, age=timedelta(0))])
 
     assert store.waiting().open_runs
+
+
+def test_alerts_wait_while_a_run_is_in_flight_or_an_alert_is_open(store: Store) -> None:
+    grant = store.acquire("beat", "replica", LONG_TTL)
+    assert grant is not None
+    assert store.waiting().alerts_waiting is False
+    (dispatch,) = store.claim([claim_next(create_due(store, "job"))], lease=grant).dispatches
+    assert store.waiting().alerts_waiting is True  # claimed
+    store.mark_submitted([dispatch.key])
+    store.record_runs([RunEvent.started(dispatch.key, run="r1", worker=A, age=timedelta(0)),
+                       RunEvent.finished(dispatch.key, run="r1", worker=A, age=timedelta(0),
+                                         outcome=RunOutcome.FAILED)])
+    assert store.waiting().alerts_waiting is False  # ended: nothing in flight
+    store.record_alerts([AlertChange(schedule_name="job", rule=AlertRule.FAILED, action="open",
+                                     reason="failed", key=dispatch.key)], lease=grant)
+    assert store.waiting().alerts_waiting is True

@@ -51,6 +51,10 @@ class FlakyLease:
         self.down = False
         self.releases = 0
 
+    def acquire_many(self, names: Sequence[str], holder: str,
+                     ttl: timedelta) -> list[LeaseGrant | None]:
+        return [self.acquire(name, holder, ttl) for name in names]
+
     def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
         if self.down:
             raise StoreUnavailable("connection refused")

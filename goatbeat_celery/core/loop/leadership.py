@@ -95,8 +95,12 @@ class Leadership:
         asked = self._mono()
         try:
             if self.member is not None:
-                self._member = self.lease.acquire(self.member, self.holder, settings.lease_ttl)
-            grant = self.lease.acquire(self.name, self.holder, settings.lease_ttl)
+                # The member row first, in the same call: an idle leader's renewal is one
+                # round trip where the store can.
+                self._member, grant = self.lease.acquire_many(
+                    [self.member, self.name], self.holder, settings.lease_ttl)
+            else:
+                grant = self.lease.acquire(self.name, self.holder, settings.lease_ttl)
         except StoreError as exc:
             # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
@@ -27,6 +28,10 @@ class MemoryLeases(MemoryStoreBase):
                                            previous_holder=write.previous_holder,
                                            changed_at=write.changed_at)
             return grant
+
+    def acquire_many(self, names: Sequence[str], holder: str,
+                     ttl: timedelta) -> list[LeaseGrant | None]:
+        return [self.acquire(name, holder, ttl) for name in names]
 
     def release(self, grant: LeaseGrant) -> bool:
         with self._lock:

@@ -22,7 +22,14 @@ class PostgresDirect(SQLStoreBase):
     _direct_lock: threading.Lock
 
     def _direct(self, what: str, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        """The first row of one autocommit statement on the direct connection, opened on first
+        """The first row of one autocommit statement on the direct connection
+        (:meth:`_direct_rows`)."""
+        rows = self._direct_rows(what, sql, params)
+        return rows[0] if rows else None
+
+    def _direct_rows(self, what: str, sql: str,
+                     params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """The rows of one autocommit statement on the direct connection, opened on first
         use; one found broken (a server restart) is opened again and the statement tried once
         more, as the pool's ping would have it."""
         with self._direct_lock, translated(what, self._where):
@@ -33,7 +40,7 @@ class PostgresDirect(SQLStoreBase):
                         self._conninfo, autocommit=True, **self._direct_kwargs)
                     _on_connect(conn, None)
                 try:
-                    return conn.execute(sql, params, prepare=True).fetchone()
+                    return conn.execute(sql, params, prepare=True).fetchall()
                 except psycopg.Error:
                     if last or not (conn.broken or conn.closed):
                         raise

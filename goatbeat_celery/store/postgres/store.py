@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,7 +44,7 @@ from goatbeat_celery.store.postgres.statements import (
     _WRITE_RUNS_ARRAYS,
     _report_arrays,
 )
-from goatbeat_celery.store.schema import UTCDateTime, utc_from_db
+from goatbeat_celery.store.schema import UTCDateTime, lease_table, utc_from_db
 from goatbeat_celery.store.sql import (
     Insert,
     RunChange,
@@ -52,6 +54,10 @@ from goatbeat_celery.store.sql import (
     waiting_from_row,
 )
 from goatbeat_celery.store.url import normalise_url
+
+#: How long what waits, read by a renewal (acquire_many), answers the next look for it (in
+#: seconds): the engine asks right after renewing, in the same wake.
+RENEWAL_WAITING_FRESH = 0.05
 
 
 class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
@@ -117,6 +123,10 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         self._direct_lock = threading.Lock()
         dialect = engine.dialect
         self._renew_sql = str(_RENEW.compile(dialect=dialect))
+        self._renew_many_sql = str(self._renewal_and_waiting().compile(dialect=dialect))
+        # What waits, as the last renewal read it beside the leases (monotonic instant); the
+        # next look for waiting work, made at once, takes it (waiting()).
+        self._renewal_waiting: tuple[Waiting, float] | None = None
         self._waiting_sql = str(self._waiting_statement().compile(dialect=dialect))
         self._due_sql: dict[bool, str] = {}
         self._listen_lock = threading.Lock()
@@ -289,7 +299,58 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         return LeaseGrant(name=name, holder=holder, token=token, expires_at=expires,
                           changed_holder=False)
 
+    def acquire_many(self, names: Sequence[str], holder: str,
+                     ttl: timedelta) -> list[LeaseGrant | None]:
+        # The leases ``holder`` holds renewed in one statement (as acquire), which also reads
+        # what waits for the leader: an idle leader's wake is then one round trip.
+        rows = self._direct_rows("acquire leases", self._renew_many_sql, {
+            "ttl": ttl, "lease_names": array_literal(names), "holder_name": holder})
+        renewed: dict[str, LeaseGrant] = {}
+        for name, token, expires_at, now, next_due, *flags in rows:
+            expires = utc_from_db(expires_at)
+            assert expires is not None  # just written: now() + ttl
+            renewed[name] = LeaseGrant(name=name, holder=holder, token=token,
+                                       expires_at=expires, changed_holder=False)
+            self._renewal_waiting = (waiting_from_row(
+                (utc_from_db(now), utc_from_db(next_due), *flags)), time.monotonic())
+        grants: list[LeaseGrant | None] = []
+        for name in names:  # those not renewed by the general path, as acquire does
+            grant = renewed.get(name)
+            grants.append(grant if grant is not None else super().acquire(name, holder, ttl))
+        return grants
+
+    def _renewal_and_waiting(self) -> sa.Select[Any]:
+        """The holder's renewal of several leases (acquire_many), each row with the columns of
+        the look for waiting work."""
+        lease = lease_table
+        names = sa.cast(sa.bindparam("lease_names", type_=sa.types.NullType()),
+                        postgresql.ARRAY(sa.Text()))
+        renewed = (sa.update(lease)
+                   .where(lease.c.name == sa.any_(names),
+                          lease.c.holder == sa.bindparam("holder_name"))
+                   .values(expires_at=sa.func.now()
+                           + sa.bindparam("ttl", type_=sa.Interval()))
+                   .returning(lease.c.name, lease.c.token, lease.c.expires_at)
+                   .cte("renewed"))
+        waiting = self._waiting_statement().subquery("waiting")
+        return sa.select(renewed, waiting).select_from(renewed.join(waiting, sa.true()))
+
+    @contextmanager
+    def _write(self, what: str) -> Iterator[Any]:
+        self._renewal_waiting = None  # a write of its own: what waits may have changed
+        with super()._write(what) as txn:
+            yield txn
+
+    @contextmanager
+    def _write_each(self, what: str) -> Iterator[sa.Connection]:
+        self._renewal_waiting = None
+        with super()._write_each(what) as conn:
+            yield conn
+
     def waiting(self) -> Waiting:
+        seen, self._renewal_waiting = self._renewal_waiting, None
+        if seen is not None and time.monotonic() - seen[1] < RENEWAL_WAITING_FRESH:
+            return seen[0]
         row = self._direct("look for waiting work", self._waiting_sql, {})
         assert row is not None  # one row, always
         now, next_due, *flags = row

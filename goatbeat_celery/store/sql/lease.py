@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +44,10 @@ class SQLLeases(SQLStoreBase):
                 )
             )
         return grant
+
+    def acquire_many(self, names: Sequence[str], holder: str,
+                     ttl: timedelta) -> list[LeaseGrant | None]:
+        return [self.acquire(name, holder, ttl) for name in names]
 
     def release(self, grant: LeaseGrant) -> bool:
         release = released_by(grant.holder, self._now_sql())
