@@ -365,7 +365,8 @@ class Bench:
                     return None
                 # What the submitter passes with every message: its retry setting for this
                 # transport (none on AMQP) and a bound on the publish and its confirm.
-                call = {**_Batch(app, producer, 1).call, "timeout": PUBLISH_TIMEOUT,
+                call = {**_Batch(app, producer, 1, batched=batched).call,
+                        "timeout": PUBLISH_TIMEOUT,
                         "confirm_timeout": PUBLISH_TIMEOUT}
                 with (producer.batch(max_size=1 << 30) if batched else nullcontext()) as batch:
                     for index in range(count):
