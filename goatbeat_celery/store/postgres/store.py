@@ -20,7 +20,7 @@ from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES, RunEvent
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC
-from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.postgres.arrays import array_literal
@@ -58,6 +58,12 @@ from goatbeat_celery.store.url import normalise_url
 #: How long what waits, read by a renewal (acquire_many), answers the next look for it (in
 #: seconds): the engine asks right after renewing, in the same wake.
 RENEWAL_WAITING_FRESH = 0.05
+
+
+def _aware(value: Any) -> datetime:
+    instant = utc_from_db(value)
+    assert instant is not None  # now() is never null
+    return instant
 
 
 class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
@@ -124,6 +130,10 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         dialect = engine.dialect
         self._renew_sql = str(_RENEW.compile(dialect=dialect))
         self._renew_many_sql = str(self._renewal_and_waiting().compile(dialect=dialect))
+        self._list_leases_sql = str(sa.select(lease_table, sa.func.now())
+                                    .where(lease_table.c.name.like(sa.bindparam("pattern"),
+                                                                   escape="\\"))
+                                    .order_by(lease_table.c.name).compile(dialect=dialect))
         # What waits, as the last renewal read it beside the leases (monotonic instant); the
         # next look for waiting work, made at once, takes it (waiting()).
         self._renewal_waiting: tuple[Waiting, float] | None = None
@@ -334,6 +344,19 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                    .cte("renewed"))
         waiting = self._waiting_statement().subquery("waiting")
         return sa.select(renewed, waiting).select_from(renewed.join(waiting, sa.true()))
+
+    def list_leases(self, prefix: str) -> list[LeaseInfo]:
+        # On the direct connection: the leader looks for the member rows of replicas gone
+        # every lease ttl, idle or not.
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._direct_rows("list leases", self._list_leases_sql,
+                                 {"pattern": escaped + "%"})
+        return [LeaseInfo(name=name, holder=holder, token=token,
+                          acquired_at=utc_from_db(acquired_at), expires_at=utc_from_db(expires),
+                          store_now=_aware(now), previous_holder=previous,
+                          changed_at=utc_from_db(changed_at))
+                for name, holder, token, acquired_at, expires, previous, changed_at, now
+                in rows]
 
     @contextmanager
     def _write(self, what: str) -> Iterator[Any]:
