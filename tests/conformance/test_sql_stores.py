@@ -427,8 +427,8 @@ def test_the_due_query_reads_the_partial_index_of_enabled_schedules(sql_store: S
 def test_a_postgres_renewal_reads_what_waits_for_the_look_made_at_once(
         pg_empty_url: str) -> None:
     """An idle leader's wake is one round trip: the renewal of its lease and member row reads
-    what waits, and the look made right after takes that answer; the next look asks again,
-    and a write through the store drops the answer."""
+    what waits, and the look made in the same wake takes that answer; the next look asks
+    again, and a wait (the next wake) or a write through the store drops the answer."""
     store = open_store(pg_empty_url)
     other = open_store(pg_empty_url)
     try:
@@ -440,7 +440,14 @@ def test_a_postgres_renewal_reads_what_waits_for_the_look_made_at_once(
         assert store.waiting().next_due_at is None  # the renewal's answer, read before it
         assert store.waiting().next_due_at == schedule.next_run_at  # asked again
 
-        store.acquire_many(["beat.m", "beat"], "a", timedelta(seconds=30))
+        store.acquire_many(["beat.m", "beat"], "a", timedelta(seconds=30))  # reads it due
+        other.delete_schedule("job")
+        store.wait(0)  # the wake ended
+        assert store.waiting().next_due_at is None
+
+        other.create_schedule(interval_spec("job"), next_occurrence_at=other.now(),
+                              next_run_at=other.now())
+        store.acquire_many(["beat.m", "beat"], "a", timedelta(seconds=30))  # reads it due
         store.delete_schedule("job")  # a write of its own drops the renewal's answer
         assert store.waiting().next_due_at is None
     finally:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -54,10 +53,6 @@ from goatbeat_celery.store.sql import (
     waiting_from_row,
 )
 from goatbeat_celery.store.url import normalise_url
-
-#: How long what waits, read by a renewal (acquire_many), answers the next look for it (in
-#: seconds): the engine asks right after renewing, in the same wake.
-RENEWAL_WAITING_FRESH = 0.05
 
 
 def _aware(value: Any) -> datetime:
@@ -134,9 +129,10 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                                     .where(lease_table.c.name.like(sa.bindparam("pattern"),
                                                                    escape="\\"))
                                     .order_by(lease_table.c.name).compile(dialect=dialect))
-        # What waits, as the last renewal read it beside the leases (monotonic instant); the
-        # next look for waiting work, made at once, takes it (waiting()).
-        self._renewal_waiting: tuple[Waiting, float] | None = None
+        # What waits, as the renewal of this wake read it beside the leases: the look for
+        # waiting work made in the same wake takes it (waiting()); the next wait, or a write
+        # of this store's own, drops it.
+        self._renewal_waiting: Waiting | None = None
         self._waiting_sql = str(self._waiting_statement().compile(dialect=dialect))
         self._due_sql: dict[bool, str] = {}
         self._listen_lock = threading.Lock()
@@ -321,8 +317,8 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
             assert expires is not None  # just written: now() + ttl
             renewed[name] = LeaseGrant(name=name, holder=holder, token=token,
                                        expires_at=expires, changed_holder=False)
-            self._renewal_waiting = (waiting_from_row(
-                (utc_from_db(now), utc_from_db(next_due), *flags)), time.monotonic())
+            self._renewal_waiting = waiting_from_row(
+                (utc_from_db(now), utc_from_db(next_due), *flags))
         grants: list[LeaseGrant | None] = []
         for name in names:  # those not renewed by the general path, as acquire does
             grant = renewed.get(name)
@@ -370,10 +366,14 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         with super()._write_each(what) as conn:
             yield conn
 
+    def wait(self, timeout: float) -> bool:
+        self._renewal_waiting = None  # a new wake asks again
+        return super().wait(timeout)
+
     def waiting(self) -> Waiting:
         seen, self._renewal_waiting = self._renewal_waiting, None
-        if seen is not None and time.monotonic() - seen[1] < RENEWAL_WAITING_FRESH:
-            return seen[0]
+        if seen is not None:
+            return seen
         row = self._direct("look for waiting work", self._waiting_sql, {})
         assert row is not None  # one row, always
         now, next_due, *flags = row
