@@ -23,6 +23,7 @@ from goatbeat_celery.core.types.execution import (
     Execution,
     ExecutionState,
     idempotency_key,
+    in_flight_state,
     manual_key,
 )
 from goatbeat_celery.core.types.tick import ClaimResult, Dispatch, PlannedClaim
@@ -119,8 +120,7 @@ def in_flight(rows: Iterable[tuple[str, str, str | None]]) -> InFlight:
     unfinished: str | None = None
     waiting: str | None = None
     for key, state, run_state in rows:
-        if state not in IN_FLIGHT_STATES or (run_state is not None
-                                             and run_state not in LIVE_RUN_STATES):
+        if not in_flight_state(state, run_state):
             continue
         if state == "held":
             waiting = waiting or key

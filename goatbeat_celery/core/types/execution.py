@@ -52,6 +52,12 @@ IN_FLIGHT_STATES = ("claimed", "submitted", "held")
 LIVE_RUN_STATES = ("running", "retrying")
 
 
+def in_flight_state(state: str, run_state: str | None) -> bool:
+    """Whether an execution in ``state`` whose run is in ``run_state`` (stored values) is in
+    flight: claimed, sent or held, and not ended (the store's ``IN_FLIGHT_PREDICATE``)."""
+    return state in IN_FLIGHT_STATES and (run_state is None or run_state in LIVE_RUN_STATES)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Execution(RunRecord):
     """One claimed occurrence, as recorded in the executions table. Its run columns are the
@@ -82,5 +88,5 @@ class Execution(RunRecord):
     def in_flight(self) -> bool:
         """Claimed, sent or held, and not ended: it may still change without a new claim
         (the store's ``IN_FLIGHT_PREDICATE``)."""
-        return self.state.value in IN_FLIGHT_STATES and (
-            self.run_state is None or self.run_state.value in LIVE_RUN_STATES)
+        return in_flight_state(self.state.value,
+                               None if self.run_state is None else self.run_state.value)
