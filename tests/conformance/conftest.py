@@ -7,7 +7,9 @@ difference is a capability of the fixture objects:
   tests move instantly; PostgreSQL's clock is the database's ``now()``, so moving it means
   waiting on the real clock (polling the database with a deadline).
 * ``backend.expiring_ttl`` is the lease TTL of tests that wait for a lease to expire: long on an
-  injected clock (moving it is free), a couple of seconds on PostgreSQL.
+  injected clock (moving it is free), a couple of seconds on PostgreSQL. A test that must do
+  work under a grant before it lapses holds it for ``LONG_TTL`` and ends it with
+  ``backend.let_expire(grant)``, so that a busy machine cannot lapse it early.
 * ``backend.open_peer()`` gives a second store object on the same data, as another replica
   would hold: the same object for memory (its state lives in the process), a new connection
   for SQLite and PostgreSQL.
@@ -25,6 +27,7 @@ import pytest
 
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.testing import ManualClock
 
@@ -33,6 +36,8 @@ from goatbeat_celery.testing import ManualClock
 CLOCK_START = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 #: How much later than asked a database clock may be reached before a test gives up.
 CLOCK_SLACK = 10.0
+#: How long :meth:`Backend.let_expire` renews a grant for before letting it lapse.
+LAPSE_AFTER = timedelta(milliseconds=10)
 
 
 class StoreClock(Protocol):
@@ -94,6 +99,15 @@ class Backend:
         if peer is not self.store:
             self._peers.append(peer)
         return peer
+
+    def let_expire(self, grant: LeaseGrant) -> LeaseGrant:
+        """Let ``grant`` lapse now, as a holder that renews and then dies would: renewed by its
+        holder for an instant (the token kept), then the store's clock moved past that
+        instant. Returns the renewed grant."""
+        renewed = self.store.acquire(grant.name, grant.holder, LAPSE_AFTER)
+        assert renewed is not None and renewed.token == grant.token, renewed
+        self.clock.move_to(renewed.expires_at)
+        return renewed
 
     def close(self) -> None:
         for peer in self._peers:

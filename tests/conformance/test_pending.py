@@ -14,12 +14,12 @@ from .support import LONG_TTL, claim_next, create_due
 def test_an_unsubmitted_claim_is_resubmitted_by_the_next_leader_under_its_key(
     backend: Backend,
 ) -> None:
-    store, clock, ttl = backend.store, backend.clock, backend.expiring_ttl
-    first = store.acquire("beat", "a", ttl)
+    store = backend.store
+    first = store.acquire("beat", "a", LONG_TTL)
     assert first is not None
     result = store.claim([claim_next(create_due(store, "report"))], lease=first)
     (claimed,) = result.dispatches
-    clock.move_to(first.expires_at)  # the first leader died before submitting
+    backend.let_expire(first)  # the first leader died before submitting
     second = store.acquire("beat", "b", LONG_TTL)
     assert second is not None
 
@@ -34,11 +34,11 @@ def test_an_unsubmitted_claim_is_resubmitted_by_the_next_leader_under_its_key(
 
 
 def test_take_pending_under_a_stale_grant_is_refused(backend: Backend) -> None:
-    store, clock, ttl = backend.store, backend.clock, backend.expiring_ttl
-    old = store.acquire("beat", "a", ttl)
+    store = backend.store
+    old = store.acquire("beat", "a", LONG_TTL)
     assert old is not None
     store.claim([claim_next(create_due(store, "report"))], lease=old)
-    clock.move_to(old.expires_at)
+    old = backend.let_expire(old)
     assert store.acquire("beat", "b", LONG_TTL) is not None
 
     with pytest.raises(LeaseLost):
@@ -162,15 +162,15 @@ def test_history_of_some_states_lists_only_theirs_for_every_schedule(store: Stor
 def test_a_dispatch_carries_its_schedules_trigger_and_run_count(backend: Backend) -> None:
     """What beat hands code that hooks it (the entry's schedule and total_run_count), read with
     the claim and with a resubmission."""
-    store, clock, ttl = backend.store, backend.clock, backend.expiring_ttl
-    first = store.acquire("beat", "a", ttl)
+    store = backend.store
+    first = store.acquire("beat", "a", LONG_TTL)
     assert first is not None
     schedule = create_due(store, "report")
     (claimed,) = store.claim([claim_next(schedule)], lease=first).dispatches
     assert claimed.trigger == schedule.spec.trigger.to_json() == {"kind": "interval",
                                                                    "every": 60.0}
     assert claimed.total_runs == 0, "the runs counted before this claim"
-    clock.move_to(first.expires_at)
+    backend.let_expire(first)
     second = store.acquire("beat", "b", LONG_TTL)
     assert second is not None
 

@@ -44,11 +44,6 @@ REPORT_SLACK = 2.0
 LOST_BOUND = LOST_AFTER + HEARTBEAT + MAX_INTERVAL
 #: For a busy two-core machine: the sweep's statement, and a tick woken late.
 LOST_MARGIN = 2.0
-#: How late a task may start when nothing holds it back: beat sends within about a second of
-#: the due instant (max_interval 1 s) and an idle worker starts it within milliseconds; the
-#: rest is a busy two-core machine. A task thread that waited on the database would start the
-#: tasks behind it seconds later, the outage's length.
-START_BOUND = 2.5
 #: Beat syncs its config in the tick that takes the lease, right after the lease's statement;
 #: the margin is for that transaction on a busy two-core machine.
 SYNCED_WITHIN = MAX_INTERVAL + LOST_MARGIN
@@ -245,6 +240,11 @@ def test_a_pool_process_killed_mid_run_is_reported_failed_by_the_workers_main_pr
 
 # -- 3. the database out of reach -------------------------------------------------------------
 OUTAGE = 10.0
+#: How late a task may start once the worker runs tasks: beat sends within about a second of
+#: the due instant (max_interval 1 s) and an idle worker starts it within milliseconds; the
+#: rest is a busy two-core machine. A task thread that waited on the database would start the
+#: tasks behind it seconds later, the outage's length.
+START_BOUND = 2.5
 
 
 @pools()
@@ -295,14 +295,21 @@ def test_a_database_out_of_reach_for_ten_seconds_neither_fails_nor_delays_a_task
     assert len(during) >= 3 * (OUTAGE - 2), "tasks were sent during the outage"
     assert len(unwritten) >= 3 * (OUTAGE - 3)
     assert {row["run_state"] for row in unwritten} <= {None, "lost"}, unwritten
-    late = [(records[row["key"]]["received_at"] - row["due_at"].timestamp(), row["key"])
-            for row in rows if row["key"] in records]
-    assert len(late) == len(rows), "every run reached its task"
-    worst = max(lateness for lateness, _ in late)
+    assert all(row["key"] in records for row in rows), "every run reached its task"
+    # Runs due before the worker ran its first task waited for the worker to start, not for
+    # anything this test is about.
+    ready_at = min(record["received_at"] for record in records.values())
+    # (how late the task started, of which beat's claim, the run) for each run
+    late = [(records[row["key"]]["received_at"] - row["due_at"].timestamp(),
+             (row["claimed_at"] - row["due_at"]).total_seconds(), row["key"])
+            for row in rows if row["due_at"].timestamp() >= ready_at]
+    worst = max(lateness for lateness, _, _ in late)
     worst_during = max(records[row["key"]]["received_at"] - row["due_at"].timestamp()
                        for row in during)
     report(pool=pool, runs=len(rows), during_outage=len(during),
            worst_start=f"{worst:.2f}s", worst_start_during=f"{worst_during:.2f}s",
+           worst_claim=f"{max(claim for _, claim, _ in late):.2f}s",
+           worst_run=max(late)[2],
            recorded_after_heal=f"{recovered:.1f}s")
     assert worst < START_BOUND, sorted(late)[-5:]
     assert all(row["run_attempts"] == 1 for row in rows)
