@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import sys
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
@@ -21,6 +19,7 @@ from goatbeat_celery import config as config_module
 from goatbeat_celery.beat import observability, webhooks
 from goatbeat_celery.beat.entries import GoatbeatEntry
 from goatbeat_celery.beat.health import HealthEndpoints, Liveness
+from goatbeat_celery.beat.stopsignals import StopSignals
 from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
@@ -65,6 +64,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._liveness = Liveness(stale_after=timedelta(0))  # replaced when set up
         self._closed = False
         self._ticking_thread: int | None = None
+        self._stop_signals = StopSignals()
         try:
             self.goatbeat = config_module.load(app)
         except ConfigurationError as exc:
@@ -142,7 +142,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._ticking_thread = threading.get_ident()
         self._liveness.ticked()
         try:
-            with _stop_signals_held():
+            with self._stop_signals.held():
                 seconds = engine.tick()
             engine.wait(seconds)
         finally:
@@ -182,6 +182,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         watch, self._observability = self._observability, None
         if watch is not None:
             watch.close()  # after engine.close(): the release still reaches the observers
+        self._stop_signals.restore()
         super().close()
 
     def sync(self) -> None:
@@ -210,51 +211,6 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
     def _leading(self) -> bool:
         engine = self._engine
         return engine is not None and engine.is_leader()
-
-
-#: Signals Celery's beat service stops on (it closes the scheduler, then raises SystemExit).
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-@contextmanager
-def _stop_signals_held() -> Iterator[None]:
-    """Hold SIGTERM and SIGINT while a tick claims, sends and records, and hand the first one
-    to its handler when the tick is over; a second one is handed over at once.
-
-    Celery's handler raises SystemExit wherever the main thread is: between sending a batch and
-    marking it submitted, it left the batch ``claimed`` and the next leader sent it again (a
-    duplicate delivery on a clean stop). A tick lasts milliseconds, and its calls are bounded
-    by the store's and the broker's timeouts; a second signal still stops a replica whose call
-    never returns (a database behind a connection that swallows traffic). Only the main thread
-    can set handlers; elsewhere (or for a signal without a Python handler) nothing is held.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[tuple[int, Any]] = []
-    previous: dict[int, Any] = {}
-
-    def hold(number: int, frame: Any) -> None:
-        if held:
-            held.clear()  # handed over now, not again when the tick ends
-            previous[number](number, frame)
-            return
-        held.append((number, frame))
-
-    for stop in _STOP_SIGNALS:
-        signum = int(stop)
-        handler = signal.getsignal(signum)
-        if callable(handler):
-            previous[signum] = handler
-            signal.signal(signum, hold)
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if held:
-            number, frame = held[0]
-            previous[number](number, frame)
 
 
 def _bound_broker_sockets(app: Any) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from celery import Celery
 
-from goatbeat_celery.beat.scheduler import Scheduler, _stop_signals_held
+from goatbeat_celery.beat.scheduler import Scheduler
+from goatbeat_celery.beat.stopsignals import StopSignals
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.store import open_store
 
@@ -98,7 +99,7 @@ def test_a_second_stop_signal_while_one_is_held_is_handled_at_once() -> None:
     previous = signal.signal(signal.SIGTERM, celery_beat_handler)
     try:
         with pytest.raises(SystemExit):
-            with _stop_signals_held():
+            with StopSignals().held():
                 signal_self()
                 carry_on(1)
                 signal_self()
@@ -107,3 +108,51 @@ def test_a_second_stop_signal_while_one_is_held_is_handled_at_once() -> None:
         signal.signal(signal.SIGTERM, previous)
     assert handled == [signal.SIGTERM]
     assert went_on == [1]
+
+
+def test_between_blocks_a_stop_signal_is_handed_over_at_once_and_restore_puts_back_the_handler(
+        ) -> None:
+    handled: list[str] = []
+
+    def celery_beat_handler(signum: int, frame: Any) -> None:
+        handled.append("stop")
+
+    def carry_on(step: str) -> None:  # entering a function runs the handlers pending
+        handled.append(step)
+
+    previous = signal.signal(signal.SIGTERM, celery_beat_handler)
+    stops = StopSignals()
+    try:
+        with stops.held():
+            signal_self()
+            carry_on("in the block")
+        carry_on("after the block")
+        signal_self()  # between ticks: Celery's handler runs as if nothing were in front of it
+        carry_on("between blocks")
+        assert signal.getsignal(signal.SIGTERM) != celery_beat_handler, "held by StopSignals"
+
+        stops.restore()
+
+        assert signal.getsignal(signal.SIGTERM) == celery_beat_handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert handled == ["in the block", "stop", "after the block", "stop", "between blocks"]
+
+
+def test_restore_leaves_a_handler_set_after_its_own_in_place() -> None:
+    def first(signum: int, frame: Any) -> None: ...
+
+    def later(signum: int, frame: Any) -> None: ...
+
+    previous = signal.signal(signal.SIGTERM, first)
+    stops = StopSignals()
+    try:
+        with stops.held():
+            pass
+        signal.signal(signal.SIGTERM, later)
+
+        stops.restore()
+
+        assert signal.getsignal(signal.SIGTERM) == later
+    finally:
+        signal.signal(signal.SIGTERM, previous)
