@@ -7,7 +7,7 @@ difference is a capability of the fixture objects:
   tests move instantly; PostgreSQL's clock is the database's ``now()``, so moving it means
   waiting on the real clock (polling the database with a deadline).
 * ``backend.expiring_ttl`` is the lease TTL of tests that wait for a lease to expire: long on an
-  injected clock (moving it is free), a couple of seconds on PostgreSQL. A test that must do
+  injected clock (moving it is free), a few seconds on PostgreSQL. A test that must do
   work under a grant before it lapses holds it for ``LONG_TTL`` and ends it with
   ``backend.let_expire(grant)``, so that a busy machine cannot lapse it early.
 * ``backend.open_peer()`` gives a second store object on the same data, as another replica
@@ -36,6 +36,10 @@ from goatbeat_celery.testing import ManualClock
 CLOCK_START = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 #: How much later than asked a database clock may be reached before a test gives up.
 CLOCK_SLACK = 10.0
+#: The lease TTL of tests that wait for a lease to expire on PostgreSQL's real clock: what a
+#: test does between taking the lease and looking just before its expiry must fit in it, and a
+#: busy two-core machine running the rest of the suite has stalled a test for over 2 s.
+EXPIRING_ON_POSTGRES = timedelta(seconds=4)
 #: How long :meth:`Backend.let_expire` renews a grant for before letting it lapse.
 LAPSE_AFTER = timedelta(milliseconds=10)
 
@@ -135,7 +139,7 @@ def _postgres(request: pytest.FixtureRequest) -> Backend:
     url: str = request.getfixturevalue("pg_empty_url")
     store = open_store(url)
     return Backend(name="postgres", store=store, clock=DatabaseClock(store),
-                   expiring_ttl=timedelta(seconds=2), _open_peer=lambda: open_store(url))
+                   expiring_ttl=EXPIRING_ON_POSTGRES, _open_peer=lambda: open_store(url))
 
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
