@@ -104,9 +104,9 @@ class PostgresListening(SQLStoreBase):
 
 def _notified(conn: psycopg.Connection[Any]) -> bool:
     """Whether a notification has arrived on ``conn``: libpq reads what the socket holds and
-    every notification parsed is taken, so that one announcement wakes one wait. Called on
-    libpq directly: psycopg's ``notifies()`` generator cost an idle leader a tenth of each
-    wake's CPU. Raises psycopg.OperationalError when the connection is lost."""
+    every notification parsed is taken, so that a burst of announcements wakes one wait.
+    Called on libpq directly: psycopg's ``notifies()`` generator cost an idle leader a tenth
+    of each wake's CPU. Raises psycopg.OperationalError when the connection is lost."""
     pgconn = conn.pgconn
     pgconn.consume_input()
     arrived = False
