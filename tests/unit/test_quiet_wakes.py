@@ -40,6 +40,8 @@ class HeardStore(MemoryStore):
         self.lost_looks = 0
         self.waitings = 0
         self.alert_reads = 0
+        self.end_reads = 0
+        self.pending_reads = 0
         self._unheard = False
 
     def notify(self) -> None:
@@ -55,6 +57,14 @@ class HeardStore(MemoryStore):
     def due_schedules(self, limit: int, *, shard: Shard | None = None) -> Any:
         self.due_reads += 1
         return super().due_schedules(limit, shard=shard)
+
+    def finished_runs(self, limit: int) -> Any:
+        self.end_reads += 1
+        return super().finished_runs(limit)
+
+    def take_pending(self, *, lease: Any, limit: int, shard: Shard | None = None) -> Any:
+        self.pending_reads += 1
+        return super().take_pending(lease=lease, limit=limit, shard=shard)
 
     def waiting(self) -> Any:
         self.waitings += 1
@@ -124,6 +134,38 @@ def test_an_idle_leader_renews_without_looking_until_the_quiet_look_interval(
     assert lease.expires_at - clock.current >= SETTINGS.lease_ttl - SETTINGS.lease_renew_interval
     run_for(engine, clock, 10)
     assert store.due_reads == looked + 1
+
+
+def test_the_periodic_full_look_reads_no_ends_nor_claims_the_store_says_none_wait(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    """The full look every QUIET_LOOK_EVERY reads the due schedules; the ends to settle and
+    the claims to send it reads only when the wake's answer to what waits says some do."""
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 15)
+    looked, ends, pending = store.due_reads, store.end_reads, store.pending_reads
+
+    run_for(engine, clock, QUIET_LOOK_EVERY + 5)
+
+    assert store.due_reads == looked + 1
+    assert (store.end_reads, store.pending_reads) == (ends, pending)
+
+
+def test_a_run_claimed_unannounced_and_never_started_ends_within_the_bound(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    """No run was open when the wake asked what waits; the look claims one that fell due
+    without a notification. Nobody starts it: it still ends within the documented bound."""
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 15)
+    assert store.executions() == []
+    run_for(engine, clock, 3600)
+    [sent] = broker.of("hourly")
+    sent_at = sent.execution.claimed_at
+
+    while store.executions_by_key([sent.key])[sent.key].run_state is not RunState.UNKNOWN:
+        run_for(engine, clock, 1)
+        assert clock.current - sent_at <= (SETTINGS.run_start_timeout
+                                           + SETTINGS.heartbeat_interval
+                                           + SETTINGS.max_interval)
 
 
 def test_an_idle_leaders_alert_looks_read_nothing_until_something_waits(

@@ -56,6 +56,7 @@ from goatbeat_celery.core.types.tick import (
     Dispatch,
     PlannedClaim,
     SetAside,
+    Waiting,
     set_aside_delay,
 )
 
@@ -245,12 +246,15 @@ class Engine:
         leadership = self._leadership
         grant = leadership.grant
         try:
-            if self._quiet():
-                sleep = self._quiet_wake()
-                if sleep is not None:
-                    return sleep
+            waiting = None
+            if self._heard_nothing():
+                waiting = self._ask_what_waits()
+                if not self._full_look_due():
+                    sleep = self._quiet_wake(waiting)
+                    if sleep is not None:
+                        return sleep
             self._news = False  # what is heard from here on calls for another look
-            next_due, store_now = self._dispatch()
+            next_due, store_now = self._dispatch(waiting)
         except LeaseLost:
             leadership.lose("fencing token refused")
             return 0.0
@@ -266,28 +270,38 @@ class Engine:
             self._news = True  # the claims left to resend wait for a full look
         return self._sleep_for(next_due, store_now)
 
-    def _quiet(self) -> bool:
-        """Whether this wake may ask the store what waits instead of looking at everything: on
-        a store that wakes the leader on every change it must act on, when nothing was heard
-        since a full look made under the same grant less than QUIET_LOOK_EVERY ago, nothing
-        known is due and nothing waits to be sent again. With several shards every wake looks
-        at everything."""
+    def _heard_nothing(self) -> bool:
+        """Whether this wake may start from what the store says waits instead of looking at
+        everything: on a store that wakes the leader on every change it must act on, when
+        nothing was heard since a full look made under the same grant, nothing known is due
+        and nothing waits to be sent again. With several shards every wake looks at
+        everything."""
         look, grant = self._last_look, self._leadership.grant
         if (self.shards is not None or not self.store.wakes_on_every_change or self._news
                 or look is None or grant is None or look[0] != grant.token
-                or self._mono() - look[1] >= QUIET_LOOK_EVERY - TIMER_SLACK
                 or self._submissions.backing_off() or self._submissions.resend_now):
             return False
         now = self._store_now()
         return now is not None and not _due(self._known_due, now)
 
-    def _quiet_wake(self) -> float | None:
-        """A wake with no news: ask the store what waits; None when something does (a run due,
-        an end to settle, a claim to send), else the periodic looks that are due (pruning,
-        lost runs while a run may be lost, alerts) and the sleep until the next thing known."""
+    def _full_look_due(self) -> bool:
+        """Whether QUIET_LOOK_EVERY has passed since the last full look: it reads everything,
+        for what was written by hand without notifying."""
+        look = self._last_look
+        return look is None or self._mono() - look[1] >= QUIET_LOOK_EVERY - TIMER_SLACK
+
+    def _ask_what_waits(self) -> Waiting:
+        """The store's answer to what waits (one round trip at most: PostgreSQL's renewal
+        brings it along)."""
         waiting = self.store.waiting()
         self._store_seen = (waiting.now, self._mono())
         self._known_due, self._open_runs = waiting.next_due_at, waiting.open_runs
+        return waiting
+
+    def _quiet_wake(self, waiting: Waiting) -> float | None:
+        """A wake with no news: None when something waits (a run due, an end to settle, a
+        claim to send), else the periodic looks that are due (pruning, lost runs while a run
+        may be lost, alerts) and the sleep until the next thing known."""
         if waiting.unsettled or waiting.claimed or _due(waiting.next_due_at, waiting.now):
             return None
         self._prune(waiting.now)
@@ -389,21 +403,27 @@ class Engine:
         return SyncEntry(spec=spec, next_occurrence_at=occurrence, next_run_at=run)
 
     # -- dispatch ------------------------------------------------------------------------
-    def _dispatch(self) -> tuple[datetime | None, datetime]:
+    def _dispatch(self, waiting: Waiting | None = None) -> tuple[datetime | None, datetime]:
         """Resubmit, then claim and submit batch after batch; returns the next due instant
-        and the store's clock it was read with."""
+        and the store's clock it was read with. ``waiting``: what the store said waits at this
+        wake, when nothing was heard since; the ends to settle and the claims to send are read
+        only when it says some wait (the same predicates, core.types.tick.Waiting)."""
         grant = self._leadership.grant
         assert grant is not None
         submissions = self._submissions
         planner = self._planner
         plan = planner.plan
         global_work = self._does_global_work()
-        self._open_runs = True  # this look may send runs
+        if waiting is None:
+            # Unknown: the lost-run look asks the store. With an answer, runs sent from here
+            # on are looked at from the next lost-run look, as after a quiet wake: none of
+            # them can be lost yet.
+            self._open_runs = True
         # Ends first: a fixed delay or a backoff moves a schedule before it is claimed, and a
         # held run released here goes out with the pending ones.
-        if global_work:
+        if global_work and (waiting is None or waiting.unsettled):
             self._settle_runs(grant)
-        if not submissions.backing_off():
+        if not submissions.backing_off() and (waiting is None or waiting.claimed):
             self._resubmit_pending(grant)
         batch_size = min(FIRST_BATCH, self.settings.batch_size)
         # One batch goes to the broker on a helper thread while the next one is claimed: the
