@@ -139,6 +139,9 @@ class ScheduleObjects:
     def __init__(self, app: Any) -> None:
         self.app = app
         self._built: dict[tuple[str, str], Any] = {}
+        # The app's beat_schedule, read at the first build: a burst of new schedules would
+        # otherwise copy it out of Celery's settings once each.
+        self._config: Mapping[str, Any] | None = None
 
     def get(self, name: str, trigger: Mapping[str, Any] | None) -> Any:
         if trigger is None:
@@ -159,7 +162,9 @@ class ScheduleObjects:
 
     def _configured(self, name: str) -> Any:
         """The schedule this app's ``beat_schedule`` gives ``name``, as Celery reads it."""
-        entry = dict(self.app.conf.beat_schedule or {}).get(name)
+        if self._config is None:
+            self._config = dict(self.app.conf.beat_schedule or {})
+        entry = self._config.get(name)
         if not isinstance(entry, Mapping) or entry.get("schedule") is None:
             return None
         return celery_schedules.maybe_schedule(entry["schedule"], app=self.app)

@@ -17,6 +17,7 @@ import redis
 from celery import Celery, Task
 from celery.beat import BeatLazyFunc
 from celery.signals import after_task_publish
+from kombu import Exchange, Queue
 
 from goatbeat_celery.beat.submitter import FLUSH_EVERY, CelerySubmitter
 from goatbeat_celery.config import LAZY_MARKER
@@ -322,3 +323,25 @@ def test_messages_held_in_a_publish_batch_past_the_deadline_are_dropped_unwritte
     assert result.accepted == [] and not result.rejected
     assert list(result.failed) == [d.key for d in batch]
     assert "deadline" in result.failed[first.key]
+
+
+def test_queues_first_met_mid_batch_on_an_exchange_of_their_own_are_declared_and_reached(
+        broker: tuple[Celery, redis.Redis, str]) -> None:
+    """Queues are declared (bound to their exchange) once a batch, not once a message: a queue
+    first met after others were sent still gets its binding, so its messages reach it."""
+    app, client, queue = broker
+    exchange = Exchange(f"{queue}-x", type="topic")  # direct ones need no binding on Redis
+    names = [f"{queue}-a", f"{queue}-b", f"{queue}-c"]
+    app.conf.task_queues = [Queue(names[0], exchange, routing_key="a"),
+                            Queue(names[1], exchange, routing_key="b"),
+                            Queue(names[2], exchange, routing_key="c", auto_delete=True)]
+    order = [0, 0, 1, 0, 1, 2, 2, 0]
+    batch = [dispatch(f"job-{i}", {"queue": names[which]}) for i, which in enumerate(order)]
+    try:
+        result = CelerySubmitter(app).submit(batch, token=1, timeout=5.0)
+        lengths = [client.llen(name) for name in names]
+    finally:
+        client.delete(*names, f"_kombu.binding.{exchange.name}")
+
+    assert result.accepted == [d.key for d in batch]
+    assert lengths == [order.count(which) for which in range(3)]
