@@ -52,13 +52,8 @@ from goatbeat_celery.store.sql import (
     execution_columns,
     waiting_from_row,
 )
+from goatbeat_celery.store.sql.lease import lease_info, leases_named_like, prefix_pattern
 from goatbeat_celery.store.url import normalise_url
-
-
-def _aware(value: Any) -> datetime:
-    instant = utc_from_db(value)
-    assert instant is not None  # now() is never null
-    return instant
 
 
 class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
@@ -125,10 +120,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         dialect = engine.dialect
         self._renew_sql = str(_RENEW.compile(dialect=dialect))
         self._renew_many_sql = str(self._renewal_and_waiting().compile(dialect=dialect))
-        self._list_leases_sql = str(sa.select(lease_table, sa.func.now())
-                                    .where(lease_table.c.name.like(sa.bindparam("pattern"),
-                                                                   escape="\\"))
-                                    .order_by(lease_table.c.name).compile(dialect=dialect))
+        self._list_leases_sql = str(leases_named_like(sa.func.now()).compile(dialect=dialect))
         # What waits, as the renewal of this wake read it beside the leases: the look for
         # waiting work made in the same wake takes it (waiting()); the next wait, or a write
         # of this store's own, drops it.
@@ -344,15 +336,9 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
         # On the direct connection: the leader looks for the member rows of replicas gone
         # every lease ttl, idle or not.
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._direct_rows("list leases", self._list_leases_sql,
-                                 {"pattern": escaped + "%"})
-        return [LeaseInfo(name=name, holder=holder, token=token,
-                          acquired_at=utc_from_db(acquired_at), expires_at=utc_from_db(expires),
-                          store_now=_aware(now), previous_holder=previous,
-                          changed_at=utc_from_db(changed_at))
-                for name, holder, token, acquired_at, expires, previous, changed_at, now
-                in rows]
+                                 {"pattern": prefix_pattern(prefix)})
+        return [lease_info(row) for row in rows]
 
     @contextmanager
     def _write(self, what: str) -> Iterator[Any]:

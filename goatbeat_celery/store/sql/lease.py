@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.rules.fence import grant_lease, released_by
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
-from goatbeat_celery.store.schema import lease_table
+from goatbeat_celery.store.schema import lease_table, utc_from_db
 from goatbeat_celery.store.sql.base import SQLStoreBase
 
 L = lease_table
@@ -66,11 +66,9 @@ class SQLLeases(SQLStoreBase):
 
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
         with self._read("list leases") as conn:
-            rows = conn.execute(
-                sa.select(L, self._now_sql().label("now"))
-                .where(L.c.name.startswith(prefix, autoescape=True)).order_by(L.c.name)
-            ).all()
-        return [_info(row) for row in rows]
+            rows = conn.execute(leases_named_like(self._now_sql()),
+                                {"pattern": prefix_pattern(prefix)}).all()
+        return [lease_info(row) for row in rows]
 
     def forget(self, name: str) -> bool:
         with self._write("forget lease") as txn:
@@ -86,10 +84,29 @@ class SQLLeases(SQLStoreBase):
             row = conn.execute(
                 sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
             ).one_or_none()
-        return None if row is None else _info(row)
+        return None if row is None else lease_info(row)
 
 
-def _info(row: sa.Row[Any]) -> LeaseInfo:
-    return LeaseInfo(name=row.name, holder=row.holder, token=row.token,
-                     acquired_at=row.acquired_at, expires_at=row.expires_at, store_now=row.now,
-                     previous_holder=row.previous_holder, changed_at=row.changed_at)
+def leases_named_like(now: sa.ColumnElement[Any]) -> sa.Select[Any]:
+    """The lease rows whose names match the LIKE pattern bound as ``pattern``
+    (:func:`prefix_pattern`), by name, each with the store's clock ``now`` (:func:`lease_info`
+    reads a row)."""
+    return (sa.select(L, now.label("now"))
+            .where(L.c.name.like(sa.bindparam("pattern"), escape="\\")).order_by(L.c.name))
+
+
+def prefix_pattern(prefix: str) -> str:
+    """The LIKE pattern of :func:`leases_named_like` for the names that begin with ``prefix``."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
+def lease_info(row: Sequence[Any]) -> LeaseInfo:
+    """A lease row: the table's columns in order, then the store's clock."""
+    name, holder, token, acquired_at, expires_at, previous_holder, changed_at, now = row
+    store_now = utc_from_db(now)
+    assert store_now is not None  # the clock is never null
+    return LeaseInfo(name=name, holder=holder, token=token,
+                     acquired_at=utc_from_db(acquired_at), expires_at=utc_from_db(expires_at),
+                     store_now=store_now, previous_holder=previous_holder,
+                     changed_at=utc_from_db(changed_at))
