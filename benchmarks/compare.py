@@ -494,11 +494,12 @@ class Bench:
         label = f"idle {count:,}"
         rss = self.report.metric(f"rss-{count}", f"{label}: RSS", "MB", False, "{:.0f}")
         start = self.report.metric(f"start-{count}", f"{label}: start-up", "s", False)
+        # Four decimals: an idle beat uses a few milliseconds a minute.
         cpu = self.report.metric(f"cpu-{count}", f"{label}: CPU per idle minute", "s/min",
-                                 False, "{:.3f}")
+                                 False, "{:.4f}")
         bounded = self.report.metric(
             f"cpu-bounded-{count}", f"{label}: CPU per idle minute, failover within "
-            f"{IDLE_TTL} s (renewed every {IDLE_POLL} s)", "s/min", False, "{:.3f}")
+            f"{IDLE_TTL} s (renewed every {IDLE_POLL} s)", "s/min", False, "{:.4f}")
         tick = self.report.metric(f"tick-{count}", f"{label}: store time of one idle tick",
                                   "ms", False)
         for kind in self.kinds:
@@ -522,7 +523,7 @@ class Bench:
                 rss.add(kind, peak / 2**20)
                 cpu.add(kind, used)
                 log(f"idle {kind} {count}: start {ready:.2f}s, RSS {peak / 2**20:.0f} MB, "
-                    f"CPU {used:.3f} s/min")
+                    f"CPU {used:.4f} s/min")
                 if adapter.no_failover is not None:
                     bounded.notes[kind] = adapter.no_failover
                     continue
@@ -531,7 +532,7 @@ class Bench:
                 if measured is not None:
                     bounded.add(kind, measured[2])
                     log(f"idle {kind} {count}, failover within {IDLE_TTL} s: "
-                        f"CPU {measured[2]:.3f} s/min")
+                        f"CPU {measured[2]:.4f} s/min")
             if adapter.no_idle_tick is not None:
                 tick.notes[kind] = adapter.no_idle_tick
                 continue

@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 from goatbeat_celery.core.types.errors import ConfigurationError, StoreError, StoreUnavailable
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store import mask_url, open_store
@@ -131,21 +132,31 @@ def test_an_unreachable_server_fails_fast_without_showing_the_password() -> None
     assert refused.value.__cause__ is not None
 
 
-def test_a_call_waiting_on_a_lock_is_cut_by_the_statement_timeout(pg_empty_url: str) -> None:
+@pytest.mark.parametrize("several", [False, True], ids=["one lease", "several leases"])
+def test_a_call_waiting_on_a_lock_is_cut_by_the_statement_timeout(
+        pg_empty_url: str, several: bool) -> None:
+    """A renewal, one lease or several at once (acquire_many, run straight through libpq),
+    that waits on a row lock ends at the statement timeout as an outage, and the next one
+    renews."""
     store = open_store(pg_empty_url, statement_timeout=1.0)
     blocker = sa.create_engine(pg_empty_url, poolclass=sa.NullPool)
+
+    def renew() -> LeaseGrant | None:
+        if several:
+            return store.acquire_many(["beat.m", "beat"], "a", LONG_TTL)[1]
+        return store.acquire("beat", "a", LONG_TTL)
     try:
-        grant = store.acquire("beat", "a", LONG_TTL)
+        grant = renew()
         assert grant is not None
         with blocker.connect() as connection:
             connection.execute(sa.text(
                 "SELECT 1 FROM goatbeat_lease WHERE name = 'beat' FOR UPDATE"))
             started = time.monotonic()
             with pytest.raises(StoreUnavailable, match="acquire lease"):
-                store.acquire("beat", "a", LONG_TTL)
+                renew()
             assert time.monotonic() - started < 5
             connection.rollback()
-        renewed = store.acquire("beat", "a", LONG_TTL)
+        renewed = renew()
         assert renewed is not None and renewed.token == grant.token
     finally:
         blocker.dispose()
@@ -193,6 +204,22 @@ def test_the_store_carries_on_after_the_server_dropped_its_connections(
         assert heard == [True]
     finally:
         peer.close()
+        store.close()
+
+
+def test_a_renewal_after_the_server_dropped_its_connection_prepares_its_statement_again(
+        pg_empty_url: str) -> None:
+    store = open_store(pg_empty_url)
+    try:
+        first = store.acquire_many(["beat.m", "beat"], "a", LONG_TTL)
+        assert _drop_connections(pg_empty_url) >= 1
+
+        renewed = store.acquire_many(["beat.m", "beat"], "a", LONG_TTL)
+
+        assert [(g.name, g.token, g.changed_holder) for g in renewed if g is not None] == [
+            (g.name, g.token, False) for g in first if g is not None]
+        assert len(renewed) == 2
+    finally:
         store.close()
 
 

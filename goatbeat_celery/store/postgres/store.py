@@ -23,7 +23,7 @@ from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.postgres.arrays import array_literal
-from goatbeat_celery.store.postgres.direct import PostgresDirect
+from goatbeat_celery.store.postgres.direct import PostgresDirect, prepared
 from goatbeat_celery.store.postgres.engine import (
     connect_args,
     create_migration_engine,
@@ -119,7 +119,8 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         self._direct_lock = threading.Lock()
         dialect = engine.dialect
         self._renew_sql = str(_RENEW.compile(dialect=dialect))
-        self._renew_many_sql = str(self._renewal_and_waiting().compile(dialect=dialect))
+        self._renew_many = prepared("goatbeat_renew_leases", self._renewal_and_waiting())
+        self._direct_names = set()
         self._list_leases_sql = str(leases_named_like(sa.func.now()).compile(dialect=dialect))
         # What waits, as the renewal of this wake read it beside the leases: the look for
         # waiting work made in the same wake takes it (waiting()); the next wait, or a write
@@ -301,8 +302,9 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                      ttl: timedelta) -> list[LeaseGrant | None]:
         # The leases ``holder`` holds renewed in one statement (as acquire), which also reads
         # what waits for the leader: an idle leader's wake is then one round trip.
-        rows = self._direct_rows("acquire leases", self._renew_many_sql, {
-            "ttl": ttl, "lease_names": array_literal(names), "holder_name": holder})
+        rows = self._direct_prepared("acquire leases", self._renew_many, {
+            "ttl": f"{ttl.total_seconds()} seconds", "lease_names": array_literal(names),
+            "holder_name": holder})
         renewed: dict[str, LeaseGrant] = {}
         for name, token, expires_at, now, next_due, *flags in rows:
             expires = utc_from_db(expires_at)
@@ -327,7 +329,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                    .where(lease.c.name == sa.any_(names),
                           lease.c.holder == sa.bindparam("holder_name"))
                    .values(expires_at=sa.func.now()
-                           + sa.bindparam("ttl", type_=sa.Interval()))
+                           + sa.cast(sa.bindparam("ttl"), sa.Interval()))
                    .returning(lease.c.name, lease.c.token, lease.c.expires_at)
                    .cte("renewed"))
         waiting = self._waiting_statement().subquery("waiting")
