@@ -271,11 +271,11 @@ class Engine:
         return self._sleep_for(next_due, store_now)
 
     def _heard_nothing(self) -> bool:
-        """Whether this wake may start from what the store says waits instead of looking at
-        everything: on a store that wakes the leader on every change it must act on, when
-        nothing was heard since a full look made under the same grant, nothing known is due
-        and nothing waits to be sent again. With several shards every wake looks at
-        everything."""
+        """Whether this wake may start from what the store says waits (a quiet wake, or a
+        periodic full look that skips what it says is empty): on a store that wakes the leader
+        on every change it must act on, when nothing was heard since a full look made under the
+        same grant, nothing known is due and nothing waits to be sent again. With several
+        shards every wake looks at everything."""
         look, grant = self._last_look, self._leadership.grant
         if (self.shards is not None or not self.store.wakes_on_every_change or self._news
                 or look is None or grant is None or look[0] != grant.token
