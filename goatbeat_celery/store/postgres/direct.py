@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 import sqlalchemy as sa
-from psycopg import pq
+from psycopg import abc, pq
 from psycopg.adapt import Transformer
 from psycopg.errors import error_from_result
 from psycopg.generators import execute
@@ -45,6 +45,7 @@ class PostgresDirect(SQLStoreBase):
     _direct_conn: psycopg.Connection[Any] | None
     _direct_lock: threading.Lock
     _direct_names: set[bytes]
+    _direct_loader: abc.Transformer | None
 
     def _direct(self, what: str, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of one autocommit statement on the direct connection
@@ -76,7 +77,9 @@ class PostgresDirect(SQLStoreBase):
                 self._direct_names.add(statement.name)
             pgconn.send_query_prepared(statement.name, params)
             result = _result(conn, conn.wait(execute(pgconn)))
-            rows = Transformer(conn)
+            rows = self._direct_loader
+            if rows is None:  # one per connection, as a cursor keeps one
+                rows = self._direct_loader = Transformer(conn)
             rows.set_pgresult(result)
             return rows.load_rows(0, result.ntuples, tuple)
         return self._on_direct(what, run)
@@ -86,7 +89,7 @@ class PostgresDirect(SQLStoreBase):
             for last in (False, True):
                 conn = self._direct_conn
                 if conn is None or conn.closed:
-                    self._direct_names = set()
+                    self._direct_names, self._direct_loader = set(), None
                     conn = self._direct_conn = psycopg.connect(
                         self._conninfo, autocommit=True, **self._direct_kwargs)
                     _on_connect(conn, None)

@@ -120,7 +120,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         dialect = engine.dialect
         self._renew_sql = str(_RENEW.compile(dialect=dialect))
         self._renew_many = prepared("goatbeat_renew_leases", self._renewal_and_waiting())
-        self._direct_names = set()
+        self._direct_names, self._direct_loader = set(), None
         self._list_leases_sql = str(leases_named_like(sa.func.now()).compile(dialect=dialect))
         # What waits, as the renewal of this wake read it beside the leases: the look for
         # waiting work made in the same wake takes it (waiting()); the next wait, or a write
