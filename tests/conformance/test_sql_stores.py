@@ -164,12 +164,14 @@ def test_a_call_waiting_on_a_lock_is_cut_by_the_statement_timeout(
 
 
 def _drop_connections(url: str) -> int:
-    """What a server restart does to a client: every session but this one is ended."""
+    """What a server restart does to a client: every session but this one is ended, and gone
+    from pg_stat_activity when this returns (PostgreSQL 14's wait), so that a later test of
+    the same database does not count a backend still on its way out."""
     engine = sa.create_engine(url, poolclass=sa.NullPool)
     try:
         with engine.connect() as connection:
             killed = connection.execute(sa.text(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar_one()
             return int(killed)
     finally:
