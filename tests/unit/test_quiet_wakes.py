@@ -185,6 +185,23 @@ def test_an_idle_leaders_alert_looks_read_nothing_until_something_waits(
     assert broker.keys == [key] and store.alert_reads > alert_reads
 
 
+def test_the_quiet_wakes_after_a_periodic_full_look_read_no_alerts(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    """The periodic full look's alert cycle begins after its claims, so it saw them all: the
+    quiet wakes that follow read nothing, up to the next full look."""
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 60)
+    looked = store.due_reads
+    while store.due_reads == looked:  # up to the periodic full look
+        run_for(engine, clock, 1)
+    alert_reads = store.alert_reads
+
+    run_for(engine, clock, QUIET_LOOK_EVERY - 15)
+
+    assert store.due_reads == looked + 1
+    assert store.alert_reads == alert_reads
+
+
 def test_a_notified_change_is_looked_at_on_the_next_wake(
         store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
     engine = leader(store, clock, broker)

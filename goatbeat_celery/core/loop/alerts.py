@@ -72,11 +72,11 @@ def rules_of(spec: ScheduleSpec, settings: Settings) -> AlertRules:
 
 @dataclass(frozen=True)
 class Quiet:
-    """A wake with no news, as an alert look sees it: what the store said waits, and the
-    monotonic instant the leader last looked at everything (claimed what was due)."""
+    """A wake with no news, as an alert look sees it: what the store said waits, and how many
+    full looks (the only ones that claim what is due) the leader had begun by then."""
 
     waiting: Waiting
-    full_look_at: float
+    full_looks: int
 
 
 class AlertWatcher:
@@ -92,11 +92,13 @@ class AlertWatcher:
         #: With shards, runs are claimed by other replicas' leaders too: every cycle is full.
         self._every_cycle_full = every_cycle_full
         self._cursor: str | None = None
-        # The cycle under way: what it reads, when it began (store clock), and the schedules
-        # it met with runs in flight, which the next cycle reads again whatever they did.
+        # The cycle under way: what it reads, when it began (store clock), how many full
+        # looks the leader had begun then (one begun since may have claimed what the cycle did
+        # not see), and the schedules it met with runs in flight, which the next cycle reads
+        # again whatever they did.
         self._scope: AlertScope | None = None
         self._began: datetime | None = None
-        self._began_mono = 0.0
+        self._began_after = -1
         self._watching: set[str] = set()
         # What the last whole cycle left: its start, its watched names, the lease it ran
         # under, and when the last full one began (monotonic).
@@ -121,8 +123,9 @@ class AlertWatcher:
         schedule that has runs."""
         self._changes_heard = True
 
-    def _begin_cycle(self, lease: LeaseGrant, tracked_since: datetime | None) -> None:
-        self._began_mono = self._mono()
+    def _begin_cycle(self, lease: LeaseGrant, tracked_since: datetime | None,
+                     full_looks: int) -> None:
+        self._began_after = full_looks
         tracked = tracked_since is not None
         if tracked and self.settings.alert_silent is not None:
             self._scope = None  # a silent window over every schedule: each may be silent now
@@ -140,19 +143,20 @@ class AlertWatcher:
         self._began = None
         self._watching = set()
 
-    def look(self, lease: LeaseGrant, tracked_since: datetime | None,
+    def look(self, lease: LeaseGrant, tracked_since: datetime | None, *, full_looks: int,
              quiet: Quiet | None = None) -> list[AlertEvent]:
         """Judge one page of schedules and write what changed; returns the alerts written.
         Raises LeaseLost and StoreUnavailable; one schedule's trouble only skips it.
 
-        ``quiet``: the look comes in a wake with no news, with what the store said waits and
-        when the leader last looked at everything; a cycle it shows to have nothing to read is
-        done without reading."""
+        ``full_looks``: how many full looks the leader has begun, this one included when the
+        look ends one (after its claims). ``quiet``: the look comes in a wake with no news,
+        with what the store said waits; a cycle it shows to have nothing to read is done
+        without reading."""
         interval = self.settings.alert_interval.total_seconds()
         if self._cursor is None:
-            began = self._began_mono
-            self._begin_cycle(lease, tracked_since)
-            if quiet is not None and self._nothing_to_read(quiet, began):
+            began_after = self._began_after
+            self._begin_cycle(lease, tracked_since, full_looks)
+            if quiet is not None and self._nothing_to_read(quiet, began_after):
                 self._since, self._watched = quiet.waiting.now, frozenset()
                 self.next_look = self._mono() + interval
                 return []
@@ -196,25 +200,25 @@ class AlertWatcher:
             self.observer.alerts_changed(events)
         return events
 
-    def _nothing_to_read(self, quiet: Quiet, last_began: float) -> bool:
+    def _nothing_to_read(self, quiet: Quiet, last_began_after: int) -> bool:
         """Whether this cycle's scope is empty: read since the last cycle began, with no claim
-        since (claims are made only by a full look, and none came after that cycle began), no
+        since (claims are made only by a full look, and none began after that cycle did), no
         run in flight, unsettled or watched, no alert open, and no silent window to watch."""
         waiting = quiet.waiting
         scope = self._scope
         return (scope is not None and scope.changed_since is not None and not scope.names
-                and not scope.silent_own and quiet.full_look_at < last_began
+                and not scope.silent_own and quiet.full_looks == last_began_after
                 and not (waiting.unsettled or waiting.claimed or waiting.open_runs
                          or waiting.alerts_waiting))
 
-    def safe_look(self, lease: LeaseGrant | None, tracked_since: datetime | None,
-                  quiet: Quiet | None = None) -> None:
+    def safe_look(self, lease: LeaseGrant | None, tracked_since: datetime | None, *,
+                  full_looks: int, quiet: Quiet | None = None) -> None:
         """:meth:`look`, for the engine: a store error other than an outage is logged and the
         look tried again at the next interval."""
         if lease is None:
             return
         try:
-            self.look(lease, tracked_since, quiet)
+            self.look(lease, tracked_since, full_looks=full_looks, quiet=quiet)
         except (LeaseLost, StoreUnavailable):
             raise
         except Exception as exc:

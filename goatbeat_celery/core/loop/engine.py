@@ -133,6 +133,9 @@ class Engine:
         # Quiet wakes (QUIET_LOOK_EVERY): the token and monotonic instant of the last full
         # look, the next due instant known, and whether anything was heard since.
         self._last_look: tuple[int, float] | None = None
+        # How many full looks were begun: an alert cycle begun after the last one's claims
+        # has seen them all (core.loop.alerts).
+        self._full_looks = 0
         self._known_due: datetime | None = None
         self._news = True
         # Whether a run the leader may have to mark lost may be in the store; false only while
@@ -254,6 +257,7 @@ class Engine:
                     if sleep is not None:
                         return sleep
             self._news = False  # what is heard from here on calls for another look
+            self._full_looks += 1
             next_due, store_now = self._dispatch(waiting)
         except LeaseLost:
             leadership.lose("fencing token refused")
@@ -307,8 +311,7 @@ class Engine:
         self._prune(waiting.now)
         if self._mark_lost():
             self._news = True  # their ends are settled by the next look
-        look = self._last_look
-        self._look_at_alerts(None if look is None else Quiet(waiting, look[1]))
+        self._look_at_alerts(Quiet(waiting, self._full_looks))
         return self._sleep_for(waiting.next_due_at, waiting.now)
 
     def _next_renew(self) -> float:
@@ -684,7 +687,8 @@ class Engine:
         runs were sent: only a run falling due during the look (bounded by alert_batch)
         waits for it. ``quiet``: in a wake with no news, what the store said waits."""
         if self.alerts is not None and self.alerts.due(TIMER_SLACK):
-            self.alerts.safe_look(self._leadership.grant, self._tracked_since(), quiet)
+            self.alerts.safe_look(self._leadership.grant, self._tracked_since(),
+                                  full_looks=self._full_looks, quiet=quiet)
 
     def _resend_unstarted(self) -> int:
         """Before judging runs lost, put back to claimed, in the leader's fenced transaction,
