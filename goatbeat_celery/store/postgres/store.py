@@ -121,7 +121,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         self._renew_sql = str(_RENEW.compile(dialect=dialect))
         self._renew_many = prepared("goatbeat_renew_leases", self._renewal_and_waiting())
         self._direct_names, self._direct_loader = set(), None
-        self._list_leases_sql = str(leases_named_like(sa.func.now()).compile(dialect=dialect))
+        self._list_leases = prepared("goatbeat_list_leases", leases_named_like(sa.func.now()))
         # What waits, as the renewal of this wake read it beside the leases: the look for
         # waiting work made in the same wake takes it (waiting()); the next wait, or a write
         # of this store's own, drops it.
@@ -338,8 +338,8 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
         # On the direct connection: the leader looks for the member rows of replicas gone
         # every lease ttl, idle or not.
-        rows = self._direct_rows("list leases", self._list_leases_sql,
-                                 {"pattern": prefix_pattern(prefix)})
+        rows = self._direct_prepared("list leases", self._list_leases,
+                                     {"pattern": prefix_pattern(prefix)})
         return [lease_info(row) for row in rows]
 
     @contextmanager
