@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 from collections.abc import Iterator, Sequence
@@ -303,14 +304,16 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         # The leases ``holder`` holds renewed in one statement (as acquire), which also reads
         # what waits for the leader: an idle leader's wake is then one round trip.
         rows = self._direct_prepared("acquire leases", self._renew_many, {
-            "ttl": f"{ttl.total_seconds()} seconds", "lease_names": array_literal(names),
+            "ttl": f"{ttl.total_seconds()} seconds", "lease_names": _names_literal(tuple(names)),
             "holder_name": holder})
         renewed: dict[str, LeaseGrant] = {}
-        for name, token, expires_at, now, next_due, *flags in rows:
+        for name, token, expires_at, *_ in rows:
             expires = utc_from_db(expires_at)
             assert expires is not None  # just written: now() + ttl
             renewed[name] = LeaseGrant(name=name, holder=holder, token=token,
                                        expires_at=expires, changed_holder=False)
+        if rows:  # every row carries the same answer
+            _, _, _, now, next_due, *flags = rows[0]
             self._renewal_waiting = waiting_from_row(
                 (utc_from_db(now), utc_from_db(next_due), *flags))
         grants: list[LeaseGrant | None] = []
@@ -383,3 +386,9 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                 for end in ends:
                     end.close()
         super().close()
+
+
+@functools.lru_cache(maxsize=64)
+def _names_literal(names: tuple[str, ...]) -> str:
+    """The array literal of the lease names a replica renews at every wake, built once."""
+    return array_literal(names)
