@@ -81,6 +81,8 @@ class PostgresListening(SQLStoreBase):
                         return False
                     ready, _, _ = select.select([conn.pgconn.socket, woken_by.fileno()], [],
                                                 [], remaining)
+                    if not ready:  # the timeout: nothing arrived, nothing for libpq to read
+                        return False
                     if woken_by.fileno() in ready:  # close() is under way; left readable for good
                         return False
             except psycopg.Error as exc:
