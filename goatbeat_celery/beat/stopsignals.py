@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -39,21 +38,25 @@ class StopSignals:
         self._holding = False
         self._held: tuple[int, FrameType | None] | None = None
 
-    @contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self) -> StopSignals:
+        """The block of a ``with`` statement holding the stop signals (this object, which
+        enters and leaves it without a generator: it runs at every wake)."""
+        return self
+
+    def __enter__(self) -> None:
         if threading.current_thread() is not threading.main_thread():
-            yield
             return
         if not self._installed:
             self._install()
         self._holding, self._held = True, None
-        try:
-            yield
-        finally:
-            self._holding = False
-            held, self._held = self._held, None
-            if held is not None:
-                self._hand_over(*held)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self._holding = False
+        held, self._held = self._held, None
+        if held is not None:
+            self._hand_over(*held)
 
     def restore(self) -> None:
         """Put back the handlers this replaced, where its own is still in place."""
