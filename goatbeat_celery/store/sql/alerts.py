@@ -86,21 +86,26 @@ class SQLAlerts(SQLOutbox):
 
     def alert_evidence(self, *, after: str | None, limit: int, depth: int,
                        scope: AlertScope | None = None) -> AlertPage:
-        stmt = sa.select(S, self._now_sql().label("alert_now")).order_by(S.c.name).limit(limit + 1)
+        stmt = sa.select(S).order_by(S.c.name).limit(limit + 1)
         if after is not None:
             stmt = stmt.where(S.c.name > after)
         if scope is not None:
             stmt = stmt.where(_in_scope(scope))
+        # The clock's row always comes back, joined to the page's if any: one statement, an
+        # empty page (an idle leader's) included.
+        page_rows = stmt.subquery("page")
+        head = sa.select(self._now_sql().label("alert_now")).subquery("head")
+        stmt = (sa.select(head, page_rows).select_from(head.outerjoin(page_rows, sa.true()))
+                .order_by(page_rows.c.name))
         with self._read("read the evidence of alerts") as conn:
             rows = conn.execute(stmt).all()
-            now: datetime | None = rows[0].alert_now if rows else None
-            if now is None:
-                now = conn.execute(sa.select(self._now_sql())).scalar_one()
-            page = rows[:limit]
-            schedules = [_schedule(row[:-1]) for row in page]
+            now: datetime = rows[0][0]
+            found = [row[1:] for row in rows if row[1] is not None]  # a name is never null
+            page = found[:limit]
+            schedules = [_schedule(row) for row in page]
             names = [schedule.name for schedule in schedules]
             runs = self._recent_runs(conn, names, depth)
-            last = names[-1] if len(rows) > limit else None
+            last = names[-1] if len(found) > limit else None
             # The open alerts of the page's range of names: those of a schedule deleted since
             # are in it too, for the leader to resolve.
             within = sa.select(A).where(_OPEN).order_by(A.c.id)
