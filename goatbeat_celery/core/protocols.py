@@ -63,6 +63,15 @@ class LeaseManager(Protocol):
         round trip (an idle leader's lease and its member row)."""
         ...
 
+    def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
+                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+        """:meth:`acquire_many`, and whether a lease row whose name starts with ``prefix``
+        (taken literally, as :meth:`list_leases` takes it) is released or expired by the
+        store's clock once they are renewed: a row :meth:`forget` would delete. A store may
+        answer both in one round trip; the leader then lists the member rows only when one is
+        to be forgotten."""
+        ...
+
     def release(self, grant: LeaseGrant) -> bool:
         """Give the lease up so a standby can take it at once (with token + 1).
 

@@ -153,6 +153,31 @@ def test_a_released_or_expired_lease_row_is_forgotten_and_a_live_one_never(
     assert again is not None and again.token == 1
 
 
+def test_a_renewal_watching_a_prefix_says_whether_a_row_there_is_to_be_forgotten(
+        backend: Backend) -> None:
+    store, clock, ttl = backend.store, backend.clock, backend.expiring_ttl
+    held = store.acquire("app.a", "a", LONG_TTL * 10)
+    other = store.acquire("app.b", "b", LONG_TTL * 10)
+    assert held is not None and other is not None
+    stray = store.acquire("app_x", "c", LONG_TTL)  # "_" is no wildcard: not under "app."
+    assert stray is not None and store.release(stray)
+
+    [renewed], stale = store.acquire_watching(["app.a"], "a", LONG_TTL * 10, "app.")
+
+    assert renewed is not None and renewed.token == held.token and not renewed.changed_holder
+    assert stale is False  # every row there is live; "app_x" is not there
+    assert store.release(other)
+    assert store.acquire_watching(["app.a"], "a", LONG_TTL * 10, "app.")[1] is True
+    assert store.forget("app.b")
+    assert store.acquire_watching(["app.a"], "a", LONG_TTL * 10, "app.")[1] is False
+    expiring = store.acquire("app.c", "c", ttl)
+    assert expiring is not None
+    clock.move_to(expiring.expires_at)
+    # Asked by a replica that holds none of the names: the same answer.
+    grants, stale = store.acquire_watching([], "z", LONG_TTL, "app.")
+    assert (grants, stale) == ([], True)
+
+
 def test_a_shards_active_backfills_are_those_of_its_schedules_and_shard_zero_the_orphans(
         store: Store) -> None:
     mine, theirs, gone = in_shard(1, 1)[0], in_shard(2, 1)[0], in_shard(2, 2)[1]

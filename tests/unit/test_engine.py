@@ -55,6 +55,11 @@ class FlakyLease:
                      ttl: timedelta) -> list[LeaseGrant | None]:
         return [self.acquire(name, holder, ttl) for name in names]
 
+    def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
+                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+        grants = self.acquire_many(names, holder, ttl)
+        return grants, self.store.acquire_watching([], holder, ttl, prefix)[1]
+
     def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
         if self.down:
             raise StoreUnavailable("connection refused")

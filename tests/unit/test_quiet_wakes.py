@@ -16,7 +16,7 @@ import pytest
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.loop.engine import BACKFILL_PAUSE, QUIET_LOOK_EVERY, Engine
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome, RunState
-from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.rules.shards import Shard, member_lease_name
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
@@ -42,6 +42,7 @@ class HeardStore(MemoryStore):
         self.alert_reads = 0
         self.end_reads = 0
         self.pending_reads = 0
+        self.lease_lists = 0
         self._unheard = False
 
     def notify(self) -> None:
@@ -69,6 +70,10 @@ class HeardStore(MemoryStore):
     def waiting(self) -> Any:
         self.waitings += 1
         return super().waiting()
+
+    def list_leases(self, prefix: str) -> Any:
+        self.lease_lists += 1
+        return super().list_leases(prefix)
 
     def alert_evidence(self, **kwargs: Any) -> Any:
         self.alert_reads += 1
@@ -200,6 +205,24 @@ def test_the_quiet_wakes_after_a_periodic_full_look_read_no_alerts(
 
     assert store.due_reads == looked + 1
     assert store.alert_reads == alert_reads
+
+
+def test_the_leader_lists_the_member_rows_only_when_its_renewal_says_one_is_to_go(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    """Alone, an idle leader never lists them; a standby's row that runs out is listed and
+    forgotten at the first renewal after it did."""
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 60)
+    lists = store.lease_lists
+
+    run_for(engine, clock, QUIET_LOOK_EVERY)
+    assert store.lease_lists == lists
+    standby = member_lease_name(SETTINGS.lease_name, 1, "standby")
+    assert store.acquire(standby, "standby", SETTINGS.lease_ttl) is not None
+    run_for(engine, clock, (SETTINGS.lease_ttl + SETTINGS.lease_renew_interval).total_seconds())
+
+    assert store.inspect(standby) is None
+    assert store.lease_lists == lists + 1
 
 
 def test_a_notified_change_is_looked_at_on_the_next_wake(

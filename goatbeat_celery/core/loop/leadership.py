@@ -26,6 +26,7 @@ from goatbeat_celery.core.rules.shards import (
     Shard,
     ShardingView,
     member_lease_name,
+    members_prefix,
     quota,
     shard_lease_name,
     sharding_prefix,
@@ -67,10 +68,6 @@ class Leadership:
         #: Monotonic instants: when the grant stops being trusted, and when to ask again.
         self.deadline = 0.0
         self.next_renew = 0.0
-        # When the leader next lists the member rows to delete those of replicas gone: when the
-        # first row it saw expires, or a ttl after it looked (a row written since expires no
-        # sooner), so that an idle leader does not list them at every renewal.
-        self._next_forget = 0.0
 
     def holds(self) -> bool:
         """True while holding a grant and inside the local deadline."""
@@ -93,14 +90,21 @@ class Leadership:
         settings = self.settings
         renew_interval = settings.lease_renew_interval.total_seconds()
         asked = self._mono()
+        stale = False
         try:
-            if self.member is not None:
+            if self.member is None:
+                grant = self.lease.acquire(self.name, self.holder, settings.lease_ttl)
+            elif self.grant is None:
                 # The member row first, in the same call: an idle leader's renewal is one
                 # round trip where the store can.
                 self._member, grant = self.lease.acquire_many(
                     [self.member, self.name], self.holder, settings.lease_ttl)
             else:
-                grant = self.lease.acquire(self.name, self.holder, settings.lease_ttl)
+                # The leader's renewal also says whether a replica's member row is to be
+                # forgotten: the rows are listed only then.
+                (self._member, grant), stale = self.lease.acquire_watching(
+                    [self.member, self.name], self.holder, settings.lease_ttl,
+                    members_prefix(settings.lease_name))
         except StoreError as exc:
             # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
@@ -119,8 +123,8 @@ class Leadership:
         took_over = self.grant is None or grant.changed_holder
         self.grant = grant
         self.deadline = asked + settings.local_validity.total_seconds()
-        if self.member is not None and asked >= self._next_forget:
-            self._forget_gone(asked)
+        if stale:
+            self._forget_gone()
         if took_over:
             logger.info("acquired lease %r with token %d", grant.name, grant.token,
                         extra={"action": "lease_acquired"})
@@ -169,21 +173,17 @@ class Leadership:
                         extra={"action": "lease_released"})
             self.observer.lease_lost(grant.name, self.holder, "released")
 
-    def _forget_gone(self, asked: float) -> None:
-        """The leader deletes the member rows of replicas gone, as shard 0's leader does with
-        several shards: a crashed replica's row would stay, and each process has its own."""
+    def _forget_gone(self) -> None:
+        """The leader deletes the member rows of replicas gone (of any shard count), as shard
+        0's leader does with several shards: a crashed replica's row would stay, and each
+        process has its own."""
         try:
-            rows = self.lease.list_leases(sharding_prefix(self.settings.lease_name))
+            rows = self.lease.list_leases(members_prefix(self.settings.lease_name))
         except StoreError as exc:
             logger.warning("could not list leases %r: %s", self.settings.lease_name, exc,
                            extra={"action": "lease_error"})
             return
-        view = ShardingView.read(rows, lease_name=self.settings.lease_name, count=1,
-                                 holder=self.holder)
-        _forget(self.lease, view.gone)
-        left = [(row.expires_at - row.store_now).total_seconds() for row in rows
-                if row.held and row.expires_at is not None and row.name != self.member]
-        self._next_forget = asked + min([*left, self.settings.lease_ttl.total_seconds()])
+        _forget(self.lease, [row.name for row in rows if not row.held])
 
     def _ask_again_at_expiry(self) -> None:
         """Refused: ask again when the holder's lease runs out, if that comes before the next

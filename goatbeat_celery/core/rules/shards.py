@@ -73,13 +73,18 @@ def sharding_prefix(lease_name: str) -> str:
     return f"{lease_name}."
 
 
+def members_prefix(lease_name: str) -> str:
+    """What the member rows of every shard count start with."""
+    return f"{lease_name}.replicas-of-"
+
+
 def member_lease_name(lease_name: str, count: int, holder: str) -> str:
     """The row a replica heartbeats to count as a member of the sharding into ``count``."""
-    return f"{lease_name}.replicas-of-{count}.{holder}"
+    return f"{members_prefix(lease_name)}{count}.{holder}"
 
 
 def _is_member_row(name: str, lease_name: str) -> bool:
-    prefix = f"{lease_name}.replicas-of-"
+    prefix = members_prefix(lease_name)
     return name.startswith(prefix) and name[len(prefix):].split(".", 1)[0].isdigit()
 
 
@@ -149,5 +154,6 @@ def standbys(rows: Sequence[LeaseInfo], *, lease_name: str, count: int, ttl: tim
             if at is not None and holder not in leaders]
 
 
-__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "member_lease_name", "standbys",
+__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "member_lease_name", "members_prefix",
+           "standbys",
            "quota", "shard_hash", "shard_lease_name", "sharding_prefix"]

@@ -33,6 +33,15 @@ class MemoryLeases(MemoryStoreBase):
                      ttl: timedelta) -> list[LeaseGrant | None]:
         return [self.acquire(name, holder, ttl) for name in names]
 
+    def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
+                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+        grants = self.acquire_many(names, holder, ttl)
+        with self._lock:
+            now = self.now()
+            stale = any(not lease_live(row.holder, row.expires_at, now)
+                        for name, row in self._leases.items() if name.startswith(prefix))
+        return grants, stale
+
     def release(self, grant: LeaseGrant) -> bool:
         with self._lock:
             row = self._leases.get(grant.name)

@@ -24,7 +24,7 @@ from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.postgres.arrays import array_literal
-from goatbeat_celery.store.postgres.direct import PostgresDirect, prepared
+from goatbeat_celery.store.postgres.direct import PostgresDirect, Prepared, prepared
 from goatbeat_celery.store.postgres.engine import (
     connect_args,
     create_migration_engine,
@@ -53,7 +53,12 @@ from goatbeat_celery.store.sql import (
     execution_columns,
     waiting_from_row,
 )
-from goatbeat_celery.store.sql.lease import lease_info, leases_named_like, prefix_pattern
+from goatbeat_celery.store.sql.lease import (
+    lease_info,
+    leases_named_like,
+    prefix_pattern,
+    stale_named_like,
+)
 from goatbeat_celery.store.url import normalise_url
 
 
@@ -121,8 +126,11 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         dialect = engine.dialect
         self._renew_sql = str(_RENEW.compile(dialect=dialect))
         self._renew_many = prepared("goatbeat_renew_leases", self._renewal_and_waiting())
+        self._renew_watching = prepared("goatbeat_renew_watching",
+                                        self._renewal_and_waiting(watching=True))
         self._direct_names, self._direct_loader = set(), None
         self._list_leases = prepared("goatbeat_list_leases", leases_named_like(sa.func.now()))
+        self._stale_sql = str(sa.select(stale_named_like(sa.func.now())).compile(dialect=dialect))
         # What waits, as the renewal of this wake read it beside the leases: the look for
         # waiting work made in the same wake takes it (waiting()); the next wait, or a write
         # of this store's own, drops it.
@@ -303,28 +311,51 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                      ttl: timedelta) -> list[LeaseGrant | None]:
         # The leases ``holder`` holds renewed in one statement (as acquire), which also reads
         # what waits for the leader: an idle leader's wake is then one round trip.
-        rows = self._direct_prepared("acquire leases", self._renew_many, {
+        grants, _ = self._renewed(self._renew_many, names, holder, ttl, {})
+        return grants
+
+    def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
+                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+        # The same statement, with one more column: the leader's renewal answers whether a
+        # member row is to be forgotten, so that it lists them only then.
+        return self._renewed(self._renew_watching, names, holder, ttl,
+                             {"pattern": prefix_pattern(prefix)})
+
+    def _renewed(self, statement: Prepared, names: Sequence[str], holder: str, ttl: timedelta,
+                 values: dict[str, str]) -> tuple[list[LeaseGrant | None], bool]:
+        rows = self._direct_prepared("acquire leases", statement, {
             "ttl": f"{ttl.total_seconds()} seconds", "lease_names": _names_literal(tuple(names)),
-            "holder_name": holder})
+            "holder_name": holder, **values})
         renewed: dict[str, LeaseGrant] = {}
         for name, token, expires_at, *_ in rows:
             expires = utc_from_db(expires_at)
             assert expires is not None  # just written: now() + ttl
             renewed[name] = LeaseGrant(name=name, holder=holder, token=token,
                                        expires_at=expires, changed_holder=False)
+        stale = False
         if rows:  # every row carries the same answer
             _, _, _, now, next_due, *flags = rows[0]
+            if values:
+                *flags, stale = flags
             self._renewal_waiting = waiting_from_row(
                 (utc_from_db(now), utc_from_db(next_due), *flags))
         grants: list[LeaseGrant | None] = []
         for name in names:  # those not renewed by the general path, as acquire does
             grant = renewed.get(name)
             grants.append(grant if grant is not None else super().acquire(name, holder, ttl))
-        return grants
+        if values and not rows:  # not the holder: asked as the other stores ask
+            stale = self._stale_leases(values["pattern"])
+        return grants, bool(stale)
 
-    def _renewal_and_waiting(self) -> sa.Select[Any]:
+    def _stale_leases(self, pattern: str) -> bool:
+        row = self._direct("look for lease rows to forget", self._stale_sql,
+                           {"pattern": pattern})
+        return bool(row is not None and row[0])
+
+    def _renewal_and_waiting(self, *, watching: bool = False) -> sa.Select[Any]:
         """The holder's renewal of several leases (acquire_many), each row with the columns of
-        the look for waiting work."""
+        the look for waiting work, and with ``watching`` whether a lease row matching the
+        pattern bound as ``pattern`` is to be forgotten (acquire_watching)."""
         lease = lease_table
         names = sa.cast(sa.bindparam("lease_names", type_=sa.types.NullType()),
                         postgresql.ARRAY(sa.Text()))
@@ -336,7 +367,10 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                    .returning(lease.c.name, lease.c.token, lease.c.expires_at)
                    .cte("renewed"))
         waiting = self._waiting_statement().subquery("waiting")
-        return sa.select(renewed, waiting).select_from(renewed.join(waiting, sa.true()))
+        stmt = sa.select(renewed, waiting).select_from(renewed.join(waiting, sa.true()))
+        if watching:
+            stmt = stmt.add_columns(stale_named_like(sa.func.now()).label("stale"))
+        return stmt
 
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
         # On the direct connection: the leader looks for the member rows of replicas gone

@@ -49,6 +49,14 @@ class SQLLeases(SQLStoreBase):
                      ttl: timedelta) -> list[LeaseGrant | None]:
         return [self.acquire(name, holder, ttl) for name in names]
 
+    def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
+                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+        grants = self.acquire_many(names, holder, ttl)
+        with self._read("look for lease rows to forget") as conn:
+            stale = conn.execute(sa.select(stale_named_like(self._now_sql())),
+                                 {"pattern": prefix_pattern(prefix)}).scalar_one()
+        return grants, bool(stale)
+
     def release(self, grant: LeaseGrant) -> bool:
         release = released_by(grant.holder, self._now_sql())
         with self._write("release lease") as txn:
@@ -73,10 +81,7 @@ class SQLLeases(SQLStoreBase):
     def forget(self, name: str) -> bool:
         with self._write("forget lease") as txn:
             result = txn.conn.execute(
-                # core.types.lease.lease_live in the database's clock: a lease no one holds.
-                sa.delete(L).where(L.c.name == name, sa.or_(
-                    L.c.holder.is_(None), L.c.expires_at.is_(None),
-                    L.c.expires_at <= self._now_sql())))
+                sa.delete(L).where(L.c.name == name, not_live(self._now_sql())))
             return result.rowcount == 1
 
     def inspect(self, name: str) -> LeaseInfo | None:
@@ -93,6 +98,20 @@ def leases_named_like(now: sa.ColumnElement[Any]) -> sa.Select[Any]:
     reads a row)."""
     return (sa.select(L, now.label("now"))
             .where(L.c.name.like(sa.bindparam("pattern"), escape="\\")).order_by(L.c.name))
+
+
+def not_live(now: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+    """core.types.lease.lease_live, negated, in the database's clock ``now``: a lease row no
+    one holds, which anyone may take or forget."""
+    return sa.or_(L.c.holder.is_(None), L.c.expires_at.is_(None), L.c.expires_at <= now)
+
+
+def stale_named_like(now: sa.ColumnElement[Any]) -> sa.Exists:
+    """Whether a lease row whose name matches the LIKE pattern bound as ``pattern``
+    (:func:`prefix_pattern`) is not live at ``now`` (:meth:`SQLLeases.forget` would delete it)."""
+    return (sa.select(sa.literal_column("1")).select_from(L)
+            .where(L.c.name.like(sa.bindparam("pattern"), escape="\\"), not_live(now))
+            .exists())
 
 
 def prefix_pattern(prefix: str) -> str:
