@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
@@ -65,6 +66,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._closed = False
         self._ticking_thread: int | None = None
         self._stop_signals = StopSignals()
+        self._frozen = False
         try:
             self.goatbeat = config_module.load(app)
         except ConfigurationError as exc:
@@ -144,11 +146,23 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         try:
             with self._stop_signals.held():
                 seconds = engine.tick()
+            if not self._frozen:
+                self._freeze_heap()
             engine.wait(seconds)
         finally:
             self._ticking_thread = None
         # The engine already waited (woken early by NOTIFY); Celery's loop must not sleep more.
         return 0.0
+
+    def _freeze_heap(self) -> None:
+        """After the first tick, the objects start-up built (Celery, the app, the store's
+        statements: 135,000 of them) go to the collector's permanent generation: a full
+        collection, which an idle beat runs every few minutes, then traverses only what came
+        since (2 ms, not 70). Garbage left by start-up is collected first; close() gives them
+        back to the collector."""
+        self._frozen = True
+        gc.collect()
+        gc.freeze()
 
     # apply_entry is Celery's own, never overridden here: tools that watch beat wrap it on
     # celery.beat.Scheduler, and the submitter calls it once per claimed occurrence.
@@ -183,6 +197,8 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         if watch is not None:
             watch.close()  # after engine.close(): the release still reaches the observers
         self._stop_signals.restore()
+        if self._frozen:
+            gc.unfreeze()
         super().close()
 
     def sync(self) -> None:
