@@ -2,7 +2,7 @@
 not read everything on a wake that brings no news: it renews its lease, asks the store what
 waits (ScheduleStore.waiting) and looks further only when something does. It reads everything
 when notified, when a run is due, after its own submissions failed, and at least every
-QUIET_LOOK_EVERY. On the memory store and a manual clock; the loop is driven as Celery's beat
+QUIET_LOOK_EVERY (what the wake's answer does not cover). On the memory store and a manual clock; the loop is driven as Celery's beat
 drives it (wait, then tick)."""
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class HeardStore(MemoryStore):
         self.end_reads = 0
         self.pending_reads = 0
         self.lease_lists = 0
+        self.backfill_reads = 0
         self._unheard = False
 
     def notify(self) -> None:
@@ -70,6 +71,10 @@ class HeardStore(MemoryStore):
     def waiting(self) -> Any:
         self.waitings += 1
         return super().waiting()
+
+    def active_backfills(self, limit: int, *, shard: Shard | None = None) -> Any:
+        self.backfill_reads += 1
+        return super().active_backfills(limit, shard=shard)
 
     def list_leases(self, prefix: str) -> Any:
         self.lease_lists += 1
@@ -127,32 +132,34 @@ def test_an_idle_leader_renews_without_looking_until_the_quiet_look_interval(
     engine.tick()
     engine.wait(0.001)  # the config sync notified: heard
     engine.tick()
-    looked = store.due_reads
-    assert looked >= 1
+    looked, due_reads = store.backfill_reads, store.due_reads
+    assert looked >= 1 and due_reads >= 1
 
     run_for(engine, clock, QUIET_LOOK_EVERY - 5)
 
-    assert store.due_reads == looked  # renewals only
+    assert (store.backfill_reads, store.due_reads) == (looked, due_reads)  # renewals only
     lease = store.inspect(SETTINGS.lease_name)
     assert lease is not None and lease.holder == "leader"
     assert lease.expires_at is not None
     assert lease.expires_at - clock.current >= SETTINGS.lease_ttl - SETTINGS.lease_renew_interval
     run_for(engine, clock, 10)
-    assert store.due_reads == looked + 1
+    assert store.backfill_reads == looked + 1
 
 
-def test_the_periodic_full_look_reads_no_ends_nor_claims_the_store_says_none_wait(
+def test_the_periodic_full_look_reads_no_due_rows_ends_nor_claims_the_store_says_none_wait(
         store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
-    """The full look every QUIET_LOOK_EVERY reads the due schedules; the ends to settle and
-    the claims to send it reads only when the wake's answer to what waits says some do."""
+    """The full look every QUIET_LOOK_EVERY reads what the wake's answer to what waits does
+    not cover (backfills); the due schedules, the ends to settle and the claims to send it
+    reads only when that answer says some wait."""
     engine = leader(store, clock, broker)
     run_for(engine, clock, 15)
-    looked, ends, pending = store.due_reads, store.end_reads, store.pending_reads
+    looked, due_reads = store.backfill_reads, store.due_reads
+    ends, pending = store.end_reads, store.pending_reads
 
     run_for(engine, clock, QUIET_LOOK_EVERY + 5)
 
-    assert store.due_reads == looked + 1
-    assert (store.end_reads, store.pending_reads) == (ends, pending)
+    assert store.backfill_reads == looked + 1
+    assert (store.due_reads, store.end_reads, store.pending_reads) == (due_reads, ends, pending)
 
 
 def test_a_run_claimed_unannounced_and_never_started_ends_within_the_bound(
@@ -196,14 +203,14 @@ def test_the_quiet_wakes_after_a_periodic_full_look_read_no_alerts(
     quiet wakes that follow read nothing, up to the next full look."""
     engine = leader(store, clock, broker)
     run_for(engine, clock, 60)
-    looked = store.due_reads
-    while store.due_reads == looked:  # up to the periodic full look
+    looked = store.backfill_reads
+    while store.backfill_reads == looked:  # up to the periodic full look
         run_for(engine, clock, 1)
     alert_reads = store.alert_reads
 
     run_for(engine, clock, QUIET_LOOK_EVERY - 15)
 
-    assert store.due_reads == looked + 1
+    assert store.backfill_reads == looked + 1
     assert store.alert_reads == alert_reads
 
 

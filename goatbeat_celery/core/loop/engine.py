@@ -54,6 +54,7 @@ from goatbeat_celery.core.types.spec import ScheduleSpec, SyncEntry, SyncReport,
 from goatbeat_celery.core.types.tick import (
     ClaimResult,
     Dispatch,
+    DueBatch,
     PlannedClaim,
     SetAside,
     Waiting,
@@ -428,15 +429,25 @@ class Engine:
             self._settle_runs(grant)
         if not submissions.backing_off() and (waiting is None or waiting.claimed):
             self._resubmit_pending(grant)
+        # Nothing was due when the wake asked, and no end was settled since (which could have
+        # moved a schedule): the first due read would answer what that answer did, the same
+        # earliest instant of the same schedules.
+        known = None
+        if waiting is not None and not waiting.unsettled and not _due(waiting.next_due_at,
+                                                                      waiting.now):
+            known = DueBatch(now=waiting.now, schedules=(), next_due_at=waiting.next_due_at)
         batch_size = min(FIRST_BATCH, self.settings.batch_size)
         # One batch goes to the broker on a helper thread while the next one is claimed: the
         # broker's round trips and the database's overlap instead of adding up.
         inflight = InFlight(submissions)
         try:
             while True:
-                batch = self.store.due_schedules(batch_size, shard=self._shard)
+                if known is not None:
+                    batch, known = known, None
+                else:
+                    batch = self.store.due_schedules(batch_size, shard=self._shard)
+                    self._store_seen = (batch.now, self._mono())
                 batch_size = min(batch_size * 2, self.settings.batch_size)
-                self._store_seen = (batch.now, self._mono())
                 if not batch.schedules or not self.is_leader():
                     inflight.settle()
                     next_due = batch.next_due_at
