@@ -86,17 +86,13 @@ class SQLAlerts(SQLOutbox):
 
     def alert_evidence(self, *, after: str | None, limit: int, depth: int,
                        scope: AlertScope | None = None) -> AlertPage:
-        stmt = sa.select(S).order_by(S.c.name).limit(limit + 1)
-        if after is not None:
-            stmt = stmt.where(S.c.name > after)
-        if scope is not None:
-            stmt = stmt.where(_in_scope(scope))
-        # The clock's row always comes back, joined to the page's if any: one statement, an
-        # empty page (an idle leader's) included.
-        page_rows = stmt.subquery("page")
-        head = sa.select(self._now_sql().label("alert_now")).subquery("head")
-        stmt = (sa.select(head, page_rows).select_from(head.outerjoin(page_rows, sa.true()))
-                .order_by(page_rows.c.name))
+        constant = after is None and (scope is None or (scope.changed_since is None
+                                                        and not scope.names))
+        stmt = self._alert_pages.get((limit, scope)) if constant else None
+        if stmt is None:
+            stmt = self._alert_page(after, limit, scope)
+            if constant:
+                self._alert_pages[(limit, scope)] = stmt
         with self._read("read the evidence of alerts") as conn:
             rows = conn.execute(stmt).all()
             now: datetime = rows[0][0]
@@ -117,6 +113,20 @@ class SQLAlerts(SQLOutbox):
         return AlertPage(now=now, schedules=tuple((s, tuple(runs.get(s.name, ())))
                                                   for s in schedules),
                          open_alerts=tuple(open_alerts), last=last)
+
+    def _alert_page(self, after: str | None, limit: int,
+                    scope: AlertScope | None) -> sa.Select[Any]:
+        """Up to ``limit + 1`` schedules in scope after ``after``, by name; the store's clock
+        comes back joined to them, so an empty page (an idle leader's) is one statement."""
+        stmt = sa.select(S).order_by(S.c.name).limit(limit + 1)
+        if after is not None:
+            stmt = stmt.where(S.c.name > after)
+        if scope is not None:
+            stmt = stmt.where(_in_scope(scope))
+        page_rows = stmt.subquery("page")
+        head = sa.select(self._now_sql().label("alert_now")).subquery("head")
+        return (sa.select(head, page_rows).select_from(head.outerjoin(page_rows, sa.true()))
+                .order_by(page_rows.c.name))
 
     def _recent_runs(self, conn: sa.Connection, names: Sequence[str],
                      depth: int) -> dict[str, list[Execution]]:

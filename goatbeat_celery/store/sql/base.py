@@ -76,6 +76,10 @@ class SQLStoreBase:
         self._where = mask_url(engine.url)
         self._closed = False
         self._due_stmts: dict[bool, sa.Select[Any]] = {}
+        # The alert pages read from the first schedule with a scope of no instant or names (a
+        # full cycle's first page, every 5 minutes), by limit and scope: built once, so that
+        # SQLAlchemy keys its cache on them once (SQLAlerts.alert_evidence).
+        self._alert_pages: dict[tuple[int, Any], sa.Select[Any]] = {}
 
     # -- dialect hooks -------------------------------------------------------------------
     def _now_sql(self) -> sa.ColumnElement[datetime]:
