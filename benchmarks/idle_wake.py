@@ -11,8 +11,8 @@ it walks a few megabytes of objects, so that the wake starts from cold caches as
 part's thread CPU time, in total over the wakes and per call: the wait on the LISTEN socket,
 the renewal (its statement apart), the member rows' listing (only when one ran out), the
 checks of a quiet wake, the alert looks, and the full look every 300 s. Parts nest: a part's
-time includes the parts it calls. Dropped at the end. A plain script that reports figures, not a test; ``compare.py
---bench idle`` measures the whole process.
+time includes the parts it calls. Dropped at the end. A plain script that reports figures,
+not a test; ``compare.py --bench idle`` measures the whole process.
 """
 
 from __future__ import annotations

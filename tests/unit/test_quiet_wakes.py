@@ -2,8 +2,8 @@
 not read everything on a wake that brings no news: it renews its lease, asks the store what
 waits (ScheduleStore.waiting) and looks further only when something does. It reads everything
 when notified, when a run is due, after its own submissions failed, and at least every
-QUIET_LOOK_EVERY (what the wake's answer does not cover). On the memory store and a manual clock; the loop is driven as Celery's beat
-drives it (wait, then tick)."""
+QUIET_LOOK_EVERY (what the wake's answer does not cover). On the memory store and a manual
+clock; the loop is driven as Celery's beat drives it (wait, then tick)."""
 
 from __future__ import annotations
 
