@@ -373,8 +373,8 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         return stmt
 
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
-        # On the direct connection: the leader looks for the member rows of replicas gone
-        # every lease ttl, idle or not.
+        # On the direct connection, prepared: a sharded replica reads its sharding every
+        # renew interval, and a leader the member rows when its renewal says one ran out.
         rows = self._direct_prepared("list leases", self._list_leases,
                                      {"pattern": prefix_pattern(prefix)})
         return [lease_info(row) for row in rows]
