@@ -139,9 +139,9 @@ def test_the_heap_built_at_start_up_is_frozen_after_the_first_tick_and_thawed_at
         # Celery's, the app's and the store's objects are out of the collector's way...
         frozen = gc.get_freeze_count()
         assert frozen > 10_000
-        # ... and a second tick freezes nothing more.
+        # ... and a second tick freezes nothing more (frozen objects freed since leave it).
         scheduler.tick()
-        assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() <= frozen
     finally:
         scheduler.close()
     assert gc.get_freeze_count() == 0
