@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from goatbeat_celery.core.rules.alerts import AlertChange, AlertRule
+from goatbeat_celery.core.rules.backfill import BackfillRequest
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.types.tick import RunSettlement, Waiting
 
@@ -93,3 +94,18 @@ def test_alerts_wait_while_a_run_is_in_flight_or_an_alert_is_open(store: Store) 
     store.record_alerts([AlertChange(schedule_name="job", rule=AlertRule.FAILED, action="open",
                                      reason="failed", key=dispatch.key)], lease=grant)
     assert store.waiting().alerts_waiting is True
+
+
+def test_a_backfill_waits_while_it_is_active(store: Store) -> None:
+    assert store.waiting().backfills is False
+    create_due(store, "job")
+    end = store.now()
+    backfill = store.create_backfill(BackfillRequest(
+        schedule_name="job", start=end - timedelta(minutes=2), end=end, total=3))
+    assert store.waiting().backfills is True
+    assert [b.id for b in store.active_backfills(10)] == [backfill.id]
+
+    store.cancel_backfill(backfill.id)
+
+    assert store.waiting().backfills is False
+    assert store.active_backfills(10) == []

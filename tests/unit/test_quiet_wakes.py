@@ -1,9 +1,9 @@
 """A leader on a store that wakes it on every change it must act on (PostgreSQL's NOTIFY) does
 not read everything on a wake that brings no news: it renews its lease, asks the store what
 waits (ScheduleStore.waiting) and looks further only when something does. It reads everything
-when notified, when a run is due, after its own submissions failed, and at least every
-QUIET_LOOK_EVERY (what the wake's answer does not cover). On the memory store and a manual
-clock; the loop is driven as Celery's beat drives it (wait, then tick)."""
+when notified, when a run is due and after its own submissions failed; the wake's answer covers
+the rest, written by hand without notifying. On the memory store and a manual clock; the loop
+is driven as Celery's beat drives it (wait, then tick)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.core.loop.engine import BACKFILL_PAUSE, QUIET_LOOK_EVERY, Engine
+from goatbeat_celery.core.loop.alerts import FULL_CYCLE_EVERY
+from goatbeat_celery.core.loop.engine import BACKFILL_PAUSE, Engine
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome, RunState
 from goatbeat_celery.core.rules.shards import Shard, member_lease_name
 from goatbeat_celery.core.types.execution import Execution
@@ -44,6 +45,7 @@ class HeardStore(MemoryStore):
         self.pending_reads = 0
         self.lease_lists = 0
         self.backfill_reads = 0
+        self.prunes = 0
         self._unheard = False
 
     def notify(self) -> None:
@@ -75,6 +77,10 @@ class HeardStore(MemoryStore):
     def active_backfills(self, limit: int, *, shard: Shard | None = None) -> Any:
         self.backfill_reads += 1
         return super().active_backfills(limit, shard=shard)
+
+    def prune(self, *, before: datetime, limit: int) -> int:
+        self.prunes += 1
+        return super().prune(before=before, limit=limit)
 
     def list_leases(self, prefix: str) -> Any:
         self.lease_lists += 1
@@ -126,40 +132,59 @@ def run_for(engine: Engine, clock: ManualClock, seconds: float) -> None:
         clock.advance(max(0.001, min(sleep, end - clock.monotonic())))
 
 
-def test_an_idle_leader_renews_without_looking_until_the_quiet_look_interval(
+def test_an_idle_leader_only_renews(
         store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    """For longer than any periodic look's interval: no read of due rows or backfills, and
+    every wake renews the lease (pruning, lost runs and alerts come with the renewals)."""
     engine = leader(store, clock, broker)
     engine.tick()
     engine.wait(0.001)  # the config sync notified: heard
     engine.tick()
     looked, due_reads = store.backfill_reads, store.due_reads
     assert looked >= 1 and due_reads >= 1
+    prunes = store.prunes
+    # One wake comes 3.7 s late (a busy machine): the renewals move, the timers set before
+    # do not.
+    clock.advance(engine.tick() + 3.7)
+    renewals: set[datetime] = set()
+    wakes = 0
+    end = clock.monotonic() + 1200
+    while clock.monotonic() < end:
+        engine.wait(0.001)
+        sleep = engine.tick()
+        wakes += 1
+        lease = store.inspect(SETTINGS.lease_name)
+        assert lease is not None and lease.holder == "leader" and lease.expires_at is not None
+        renewals.add(lease.expires_at)
+        clock.advance(max(0.001, sleep))
 
-    run_for(engine, clock, QUIET_LOOK_EVERY - 5)
-
-    assert (store.backfill_reads, store.due_reads) == (looked, due_reads)  # renewals only
-    lease = store.inspect(SETTINGS.lease_name)
-    assert lease is not None and lease.holder == "leader"
-    assert lease.expires_at is not None
-    assert lease.expires_at - clock.current >= SETTINGS.lease_ttl - SETTINGS.lease_renew_interval
-    run_for(engine, clock, 10)
-    assert store.backfill_reads == looked + 1
+    assert (store.backfill_reads, store.due_reads) == (looked, due_reads)
+    assert len(renewals) == wakes  # each wake renewed: none of its own for a periodic look
+    assert store.prunes > prunes  # pruning still came, with a renewal
 
 
-def test_the_periodic_full_look_reads_no_due_rows_ends_nor_claims_the_store_says_none_wait(
+def test_rows_written_without_a_notification_are_found_at_the_next_renewal(
         store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
-    """The full look every QUIET_LOOK_EVERY reads what the wake's answer to what waits does
-    not cover (backfills); the due schedules, the ends to settle and the claims to send it
-    reads only when that answer says some wait."""
+    """A backfill inserted by hand without notifying is begun at the next wake: what waits
+    says so. Until then no wake read the backfills."""
     engine = leader(store, clock, broker)
     run_for(engine, clock, 15)
-    looked, due_reads = store.backfill_reads, store.due_reads
-    ends, pending = store.end_reads, store.pending_reads
+    looked = store.backfill_reads
+    run_for(engine, clock, 45)
+    assert store.backfill_reads == looked
+    api = Schedules(store)
+    backfill = api.backfill("hourly", clock.current - timedelta(hours=3),
+                            clock.current - timedelta(minutes=1), mode="all")
+    assert backfill.total >= 2
+    store.wait(0)  # someone else heard it: this leader never will
+    written_at = clock.current
 
-    run_for(engine, clock, QUIET_LOOK_EVERY + 5)
+    while not broker.of("hourly"):
+        run_for(engine, clock, 1)
+        assert clock.current - written_at <= SETTINGS.lease_renew_interval + timedelta(seconds=1)
 
-    assert store.backfill_reads == looked + 1
-    assert (store.due_reads, store.end_reads, store.pending_reads) == (due_reads, ends, pending)
+    assert store.backfill_reads > looked
+    assert len(broker.of("hourly")) == backfill.total
 
 
 def test_a_run_claimed_unannounced_and_never_started_ends_within_the_bound(
@@ -189,7 +214,7 @@ def test_an_idle_leaders_alert_looks_read_nothing_until_something_waits(
     run_for(engine, clock, 60)
     alert_reads = store.alert_reads
 
-    run_for(engine, clock, QUIET_LOOK_EVERY - 70)
+    run_for(engine, clock, FULL_CYCLE_EVERY - 70)
 
     assert store.alert_reads == alert_reads
     key = store.request_run("hourly").key  # notified: a full look sends it
@@ -197,20 +222,21 @@ def test_an_idle_leaders_alert_looks_read_nothing_until_something_waits(
     assert broker.keys == [key] and store.alert_reads > alert_reads
 
 
-def test_the_quiet_wakes_after_a_periodic_full_look_read_no_alerts(
+def test_the_quiet_wakes_after_a_full_look_read_no_alerts(
         store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
-    """The periodic full look's alert cycle begins after its claims, so it saw them all: the
-    quiet wakes that follow read nothing, up to the next full look."""
+    """A full look's alert cycle begins after its claims, so it saw them all: the quiet wakes
+    that follow read nothing, up to the next full alert cycle."""
     engine = leader(store, clock, broker)
     run_for(engine, clock, 60)
-    looked = store.backfill_reads
-    while store.backfill_reads == looked:  # up to the periodic full look
-        run_for(engine, clock, 1)
+    due_reads = store.due_reads
+    store.notify()  # a change heard: a full look, and its alert cycle reads every schedule
+    run_for(engine, clock, 15)
+    assert store.due_reads == due_reads + 1
     alert_reads = store.alert_reads
 
-    run_for(engine, clock, QUIET_LOOK_EVERY - 15)
+    run_for(engine, clock, FULL_CYCLE_EVERY - 30)
 
-    assert store.backfill_reads == looked + 1
+    assert store.due_reads == due_reads + 1
     assert store.alert_reads == alert_reads
 
 
@@ -222,7 +248,7 @@ def test_the_leader_lists_the_member_rows_only_when_its_renewal_says_one_is_to_g
     run_for(engine, clock, 60)
     lists = store.lease_lists
 
-    run_for(engine, clock, QUIET_LOOK_EVERY)
+    run_for(engine, clock, 300)
     assert store.lease_lists == lists
     standby = member_lease_name(SETTINGS.lease_name, 1, "standby")
     assert store.acquire(standby, "standby", SETTINGS.lease_ttl) is not None

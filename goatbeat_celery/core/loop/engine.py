@@ -81,12 +81,6 @@ LOST_BATCH = 1000
 #: While a backfill has occurrences left, the leader comes back for its next step this soon:
 #: each tick dispatches the live schedules first, so a long backfill only ever waits for them.
 BACKFILL_PAUSE = 0.1
-#: On a store that wakes the leader on every change it must act on, a wake with no news (no
-#: notification, nothing due, no backoff) renews the lease and asks the store what waits
-#: (ScheduleStore.waiting, one round trip) instead of looking at everything; it still looks at
-#: everything at least this often (seconds, as often as Celery's own beat loop at most sleeps),
-#: for what was written by hand without notifying.
-QUIET_LOOK_EVERY = 300.0
 
 
 class Engine:
@@ -127,13 +121,16 @@ class Engine:
         self._aside_locally: dict[str, float] = {}
         self._mono = monotonic
         self._next_prune = 0.0
+        # Whether the last prune left rows to delete: only then does pruning wake the leader;
+        # else it waits for a wake at hand (no promise is made of when history goes).
+        self._prune_more = False
         self._next_lost_look = 0.0
         # The fencing token whose lease began when this leader started judging runs with
         # tracking on, and that instant (core.rules.runs.lost_verdict's tracked_since).
         self._tracking_from: tuple[int, datetime] | None = None
-        # Quiet wakes (QUIET_LOOK_EVERY): the token and monotonic instant of the last full
-        # look, the next due instant known, and whether anything was heard since.
-        self._last_look: tuple[int, float] | None = None
+        # Quiet wakes: the fencing token of the last full look, the next due instant known,
+        # and whether anything was heard since.
+        self._looked_under: int | None = None
         # How many full looks were begun: an alert cycle begun after the last one's claims
         # has seen them all (core.loop.alerts).
         self._full_looks = 0
@@ -253,10 +250,9 @@ class Engine:
             waiting = None
             if self._heard_nothing():
                 waiting = self._ask_what_waits()
-                if not self._full_look_due():
-                    sleep = self._quiet_wake(waiting)
-                    if sleep is not None:
-                        return sleep
+                sleep = self._quiet_wake(waiting)
+                if sleep is not None:
+                    return sleep
             self._news = False  # what is heard from here on calls for another look
             self._full_looks += 1
             next_due, store_now = self._dispatch(waiting)
@@ -269,7 +265,7 @@ class Engine:
                            extra={"action": "store_error"})
             return min(STORE_RETRY, self._until(self._next_renew()))
         if grant is not None:
-            self._last_look = (grant.token, self._mono())
+            self._looked_under = grant.token
         self._known_due = next_due
         if self._submissions.backing_off():
             self._news = True  # the claims left to resend wait for a full look
@@ -277,23 +273,18 @@ class Engine:
 
     def _heard_nothing(self) -> bool:
         """Whether this wake may start from what the store says waits (a quiet wake, or a
-        periodic full look that skips what it says is empty): on a store that wakes the leader
-        on every change it must act on, when nothing was heard since a full look made under the
-        same grant, nothing known is due and nothing waits to be sent again. With several
-        shards every wake looks at everything."""
-        look, grant = self._last_look, self._leadership.grant
+        full look that skips what it says is empty): on a store that wakes the leader on every
+        change it must act on, when nothing was heard since a full look made under the same
+        grant, nothing known is due and nothing waits to be sent again. The answer covers all
+        a full look reads, so a row written by hand without notifying is found at the next
+        wake too. With several shards every wake looks at everything."""
+        grant = self._leadership.grant
         if (self.shards is not None or not self.store.wakes_on_every_change or self._news
-                or look is None or grant is None or look[0] != grant.token
+                or grant is None or self._looked_under != grant.token
                 or self._submissions.backing_off() or self._submissions.resend_now):
             return False
         now = self._store_now()
         return now is not None and not _due(self._known_due, now)
-
-    def _full_look_due(self) -> bool:
-        """Whether QUIET_LOOK_EVERY has passed since the last full look: it reads everything,
-        for what was written by hand without notifying."""
-        look = self._last_look
-        return look is None or self._mono() - look[1] >= QUIET_LOOK_EVERY - TIMER_SLACK
 
     def _ask_what_waits(self) -> Waiting:
         """The store's answer to what waits (one round trip at most: PostgreSQL's renewal
@@ -305,9 +296,10 @@ class Engine:
 
     def _quiet_wake(self, waiting: Waiting) -> float | None:
         """A wake with no news: None when something waits (a run due, an end to settle, a
-        claim to send), else the periodic looks that are due (pruning, lost runs while a run
-        may be lost, alerts) and the sleep until the next thing known."""
-        if waiting.unsettled or waiting.claimed or _due(waiting.next_due_at, waiting.now):
+        claim to send, an active backfill), else the periodic looks that are due (pruning,
+        lost runs while a run may be lost, alerts) and the sleep until the next thing known."""
+        if (waiting.unsettled or waiting.claimed or waiting.backfills
+                or _due(waiting.next_due_at, waiting.now)):
             return None
         self._prune(waiting.now)
         if self._mark_lost():
@@ -453,7 +445,8 @@ class Engine:
                     next_due = batch.next_due_at
                     # Backfills only once the live schedules due are claimed and sent; each
                     # by its schedule's shard's leader, which alone resends its claims.
-                    if self.is_leader() and self._backfills.drain(grant, self._shard):
+                    if (self.is_leader() and (waiting is None or waiting.backfills)
+                            and self._backfills.drain(grant, self._shard)):
                         soon = batch.now + timedelta(seconds=BACKFILL_PAUSE)
                         next_due = soon if next_due is None else min(next_due, soon)
                     if global_work:
@@ -656,7 +649,8 @@ class Engine:
         before = now - self.settings.retention
         deleted = self.store.prune(before=before, limit=self.settings.prune_batch)
         # A full batch means more are waiting: come back soon rather than in a minute.
-        self._next_prune = self._mono() + (1.0 if deleted >= self.settings.prune_batch
+        self._prune_more = deleted >= self.settings.prune_batch
+        self._next_prune = self._mono() + (1.0 if self._prune_more
                                            else PRUNE_EVERY if deleted else PRUNE_IDLE_EVERY)
         if deleted:
             logger.info("pruned %d rows of history (executions, backfills, audit entries, "
@@ -756,7 +750,8 @@ class Engine:
         capped = not self.store.wakes_on_every_change
         candidates = [self._until(self._next_renew(), capped=capped)]
         if self._does_global_work():  # the periodic looks are shard 0's
-            candidates.append(self._until(self._next_prune, capped=capped))
+            if self._prune_more:
+                candidates.append(self._until(self._next_prune, capped=capped))
             if self.runs is not None:
                 candidates.append(self._until(self._next_lost_look, capped=capped))
             if self.alerts is not None:

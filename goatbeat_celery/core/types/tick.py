@@ -59,7 +59,8 @@ class Waiting:
     applied (``finished_runs`` would return it); ``claimed``: a claim waits to be sent
     (``take_pending`` would take it); ``open_runs``: a run exists that may yet be marked lost
     (:func:`goatbeat_celery.core.rules.runs.may_be_lost`); ``alerts_waiting``: an alert is open
-    or a run is in flight, so a look at alerts may find something to change (:class:`AlertScope`).
+    or a run is in flight, so a look at alerts may find something to change (:class:`AlertScope`);
+    ``backfills``: a backfill is active (``active_backfills`` would return one).
     """
 
     now: datetime
@@ -68,6 +69,7 @@ class Waiting:
     claimed: bool
     open_runs: bool
     alerts_waiting: bool = True
+    backfills: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

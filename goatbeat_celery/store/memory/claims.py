@@ -51,7 +51,8 @@ class MemoryClaims(MemoryStoreBase):
                 open_runs=any(may_be_lost(RunRecord.of(e), dispatched_at=_dispatched_at(e))
                               for e in executions),
                 alerts_waiting=(any(e.in_flight for e in executions)
-                                or any(alert.open for alert in self._alerts.values())))
+                                or any(alert.open for alert in self._alerts.values())),
+                backfills=any(b.active for b in self._backfills.values()))
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
         for claim in claims:

@@ -10,8 +10,10 @@ import sqlalchemy as sa
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.tick import DueBatch, Waiting
 from goatbeat_celery.store.schema import (
+    ACTIVE_BACKFILL_PREDICATE,
     OPEN_ALERT_PREDICATE,
     alert_table,
+    backfill_table,
     execution_table,
     schedule_table,
 )
@@ -31,7 +33,10 @@ from goatbeat_celery.store.sql.rows import _schedule, waiting_from_row
 S = schedule_table
 E = execution_table
 A = alert_table
+B = backfill_table
 _OPEN_ALERT = sa.text(OPEN_ALERT_PREDICATE)
+# As the partial index has it, which a generic prepared plan can match.
+_ACTIVE = sa.text(ACTIVE_BACKFILL_PREDICATE)
 
 
 class SQLDue(SQLStoreBase):
@@ -100,4 +105,5 @@ class SQLDue(SQLStoreBase):
             # core.rules.runs.may_be_lost
             sa.or_(some(E, _IS_RUNNING), some(E, _IS_UNSTARTED)),
             sa.or_(some(A, _OPEN_ALERT), some(E, _IS_IN_FLIGHT)),
+            some(B, _ACTIVE),
         )

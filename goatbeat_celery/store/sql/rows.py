@@ -37,10 +37,10 @@ S = schedule_table
 
 def waiting_from_row(row: Sequence[Any]) -> Waiting:
     """A row of the waiting statement (SQLStore._waiting_statement) as a Waiting."""
-    now, next_due, unsettled, claimed, open_runs, alerts_waiting = row
+    now, next_due, unsettled, claimed, open_runs, alerts_waiting, backfills = row
     return Waiting(now=now, next_due_at=next_due, unsettled=bool(unsettled),
                    claimed=bool(claimed), open_runs=bool(open_runs),
-                   alerts_waiting=bool(alerts_waiting))
+                   alerts_waiting=bool(alerts_waiting), backfills=bool(backfills))
 
 
 def _zone_of(trigger: TriggerSpec) -> str | None:
