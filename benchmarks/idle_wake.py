@@ -10,9 +10,10 @@ it walks a few megabytes of objects, so that the wake starts from cold caches as
 10 s asleep (a wake's calls take several times longer cold than in a loop). It prints each
 part's thread CPU time, in total over the wakes and per call: the wait on the LISTEN socket,
 the renewal (its statement apart), the member rows' listing (only when one ran out), the
-checks of a quiet wake, the alert looks, and the full look every 300 s. Parts nest: a part's
-time includes the parts it calls. Dropped at the end. A plain script that reports figures,
-not a test; ``compare.py --bench idle`` measures the whole process.
+checks of a quiet wake (pruning among them), the alert looks and their page reads, and any
+full look (an idle leader makes none). Parts nest: a part's time includes the parts it calls.
+Dropped at the end. A plain script that reports figures, not a test; ``compare.py --bench
+idle`` measures the whole process.
 """
 
 from __future__ import annotations
@@ -95,10 +96,12 @@ def main() -> None:
         timed(spent, store, "wait", "wait on the LISTEN socket")
         timed(spent, engine._leadership, "renew", "renewal, its statement included")
         timed(spent, store, "acquire_watching", "renewal statement (lease and member row)")
+        timed(spent, store, "alert_evidence", "alert page read (a full cycle every 300 s)")
         timed(spent, store, "list_leases", "member rows listed (when one ran out)")
         timed(spent, engine, "_quiet_wake", "quiet wake: pruning, lost runs, alerts")
         timed(spent, engine, "_look_at_alerts", "alert look")
-        timed(spent, engine, "_dispatch", "full look (every 300 s)")
+        timed(spent, engine, "_dispatch", "full look")
+        timed(spent, store, "prune", "pruning (every 10 minutes)")
         timed(spent, engine, "tick", "tick, all of it")
         try:
             for _ in range(args.wakes):

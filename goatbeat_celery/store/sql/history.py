@@ -58,6 +58,13 @@ class SQLHistory(SQLOutbox, SQLStoreBase):
             return [_execution(row) for row in conn.execute(stmt)]
 
     def prune(self, *, before: datetime, limit: int) -> int:
+        deletes = self._prune_deletes(before, limit)
+        with self._write("prune history") as txn:
+            return sum(txn.conn.execute(delete).rowcount for delete in deletes)
+
+    def _prune_deletes(self, before: datetime, limit: int) -> list[sa.Delete]:
+        """The deletes of one prune: up to ``limit`` rows of each kind of history older than
+        ``before``, oldest first."""
         before = ensure_aware(before, "before")
         oldest = (sa.select(E.c.key).where(_PRUNABLE, E.c.claimed_at < before)
                   .order_by(E.c.claimed_at).limit(limit))
@@ -68,14 +75,8 @@ class SQLHistory(SQLOutbox, SQLStoreBase):
                     .order_by(AL.c.resolved_at).limit(limit))
         # Ids grow with time: the oldest entries are the lowest ids, found by the time index.
         logged = sa.select(A.c.id).where(A.c.at < before).order_by(A.c.at).limit(limit)
-        with self._write("prune executions") as txn:
-            result = txn.conn.execute(sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())))
-            backfills = txn.conn.execute(
-                sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())))
-            alerts = txn.conn.execute(
-                sa.delete(AL).where(AL.c.id.in_(resolved.scalar_subquery())))
-            events = self._prune_events(txn.conn, before, limit)
-            audit = txn.conn.execute(
-                sa.delete(A).where(A.c.id.in_(logged.scalar_subquery())))
-            return (result.rowcount + backfills.rowcount + alerts.rowcount + events
-                    + audit.rowcount)
+        return [sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())),
+                sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())),
+                sa.delete(AL).where(AL.c.id.in_(resolved.scalar_subquery())),
+                *self._prune_event_deletes(before, limit),
+                sa.delete(A).where(A.c.id.in_(logged.scalar_subquery()))]

@@ -128,15 +128,13 @@ class SQLOutbox(SQLStoreBase):
         with self._read("read outbox events") as conn:
             return [_entry(row) for row in conn.execute(stmt)]
 
-    def _prune_events(self, conn: sa.Connection, before: datetime, limit: int) -> int:
-        """Delete up to ``limit`` events delivered before ``before`` and up to ``limit``
-        undelivered ones created before it, inside the caller's transaction."""
+    def _prune_event_deletes(self, before: datetime, limit: int) -> list[sa.Delete]:
+        """The deletes of up to ``limit`` events delivered before ``before`` and up to
+        ``limit`` undelivered ones created before it (SQLHistory.prune)."""
         delivered = (sa.select(O.c.event_id)
                      .where(O.c.delivered_at.is_not(None), O.c.delivered_at < before)
                      .order_by(O.c.delivered_at).limit(limit))
         given_up = (sa.select(O.c.event_id).where(_UNDELIVERED, O.c.created_at < before)
                     .order_by(O.c.created_at).limit(limit))
-        deleted = conn.execute(
-            sa.delete(O).where(O.c.event_id.in_(delivered.scalar_subquery()))).rowcount
-        return deleted + conn.execute(
-            sa.delete(O).where(O.c.event_id.in_(given_up.scalar_subquery()))).rowcount
+        return [sa.delete(O).where(O.c.event_id.in_(delivered.scalar_subquery())),
+                sa.delete(O).where(O.c.event_id.in_(given_up.scalar_subquery()))]
