@@ -374,15 +374,20 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         return stmt
 
     def prune(self, *, before: datetime, limit: int) -> int:
-        # One statement, the deletes as data-modifying CTEs: one round trip, not a
-        # transaction of eight (an idle leader prunes every 10 minutes and finds nothing).
+        params = self._prune_params(before, limit)
+        with self._write_each("prune history") as conn:
+            return int(conn.execute(self._prune_statement, params).scalar_one())
+
+    @functools.cached_property
+    def _prune_statement(self) -> sa.Select[Any]:
+        """The deletes of a prune as data-modifying CTEs, and how many rows they deleted: one
+        round trip, not a transaction of eight (an idle leader prunes every 10 minutes and
+        finds nothing)."""
         counts = [sa.select(sa.func.count()).select_from(
                       delete.returning(sa.literal_column("1")).cte(f"pruned_{index}"))
                   .scalar_subquery()
-                  for index, delete in enumerate(self._prune_deletes(before, limit))]
-        with self._write_each("prune history") as conn:
-            return int(conn.execute(sa.select(functools.reduce(operator.add, counts)))
-                       .scalar_one())
+                  for index, delete in enumerate(self._prune_deletes)]
+        return sa.select(functools.reduce(operator.add, counts))
 
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
         # On the direct connection, prepared: a sharded replica reads its sharding every

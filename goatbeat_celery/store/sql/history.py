@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -58,14 +60,23 @@ class SQLHistory(SQLOutbox, SQLStoreBase):
             return [_execution(row) for row in conn.execute(stmt)]
 
     def prune(self, *, before: datetime, limit: int) -> int:
-        deletes = self._prune_deletes(before, limit)
+        params = self._prune_params(before, limit)
         with self._write("prune history") as txn:
-            return sum(txn.conn.execute(delete).rowcount for delete in deletes)
+            return sum(txn.conn.execute(delete, params).rowcount
+                       for delete in self._prune_deletes)
 
-    def _prune_deletes(self, before: datetime, limit: int) -> list[sa.Delete]:
-        """The deletes of one prune: up to ``limit`` rows of each kind of history older than
-        ``before``, oldest first."""
-        before = ensure_aware(before, "before")
+    @staticmethod
+    def _prune_params(before: datetime, limit: int) -> dict[str, Any]:
+        """The parameters of :attr:`_prune_deletes`."""
+        return {"before": ensure_aware(before, "before"), "prune_limit": limit}
+
+    @functools.cached_property
+    def _prune_deletes(self) -> list[sa.Delete]:
+        """The deletes of one prune: up to ``prune_limit`` rows of each kind of history older
+        than ``before`` (bound parameters), oldest first. Built once: a prune finding nothing
+        is then mostly its round trip."""
+        before: sa.BindParameter[Any] = sa.bindparam("before")
+        limit = sa.bindparam("prune_limit", type_=sa.Integer())
         oldest = (sa.select(E.c.key).where(_PRUNABLE, E.c.claimed_at < before)
                   .order_by(E.c.claimed_at).limit(limit))
         finished = (sa.select(B.c.id).where(sa.not_(_ACTIVE_BACKFILL), B.c.finished_at < before)

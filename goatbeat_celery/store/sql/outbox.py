@@ -128,9 +128,10 @@ class SQLOutbox(SQLStoreBase):
         with self._read("read outbox events") as conn:
             return [_entry(row) for row in conn.execute(stmt)]
 
-    def _prune_event_deletes(self, before: datetime, limit: int) -> list[sa.Delete]:
+    def _prune_event_deletes(self, before: sa.BindParameter[Any],
+                             limit: sa.BindParameter[Any]) -> list[sa.Delete]:
         """The deletes of up to ``limit`` events delivered before ``before`` and up to
-        ``limit`` undelivered ones created before it (SQLHistory.prune)."""
+        ``limit`` undelivered ones created before it (SQLHistory._prune_deletes)."""
         delivered = (sa.select(O.c.event_id)
                      .where(O.c.delivered_at.is_not(None), O.c.delivered_at < before)
                      .order_by(O.c.delivered_at).limit(limit))
