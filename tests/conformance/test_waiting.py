@@ -97,6 +97,8 @@ def test_alerts_wait_while_a_run_is_in_flight_or_an_alert_is_open(store: Store) 
 
 
 def test_a_backfill_waits_while_it_is_active(store: Store) -> None:
+    """Asked on its own, and with a leader's renewal (one statement on PostgreSQL)."""
+    assert store.acquire("beat", "replica", LONG_TTL) is not None
     assert store.waiting().backfills is False
     create_due(store, "job")
     end = store.now()
@@ -104,6 +106,10 @@ def test_a_backfill_waits_while_it_is_active(store: Store) -> None:
         schedule_name="job", start=end - timedelta(minutes=2), end=end, total=3))
     assert store.waiting().backfills is True
     assert [b.id for b in store.active_backfills(10)] == [backfill.id]
+    store.wait(0)
+    [grant], _ = store.acquire_watching(["beat"], "replica", LONG_TTL, "beat.")
+    assert grant is not None
+    assert store.waiting().backfills is True
 
     store.cancel_backfill(backfill.id)
 
