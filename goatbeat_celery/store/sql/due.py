@@ -10,7 +10,6 @@ import sqlalchemy as sa
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.tick import DueBatch, Waiting
 from goatbeat_celery.store.schema import (
-    ACTIVE_BACKFILL_PREDICATE,
     OPEN_ALERT_PREDICATE,
     alert_table,
     backfill_table,
@@ -20,6 +19,7 @@ from goatbeat_celery.store.schema import (
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.predicates import (
     _IN_SHARD,
+    _IS_ACTIVE_BACKFILL,
     _IS_CLAIMED,
     _IS_ENABLED,
     _IS_IN_FLIGHT,
@@ -35,8 +35,6 @@ E = execution_table
 A = alert_table
 B = backfill_table
 _OPEN_ALERT = sa.text(OPEN_ALERT_PREDICATE)
-# As the partial index has it, which a generic prepared plan can match.
-_ACTIVE = sa.text(ACTIVE_BACKFILL_PREDICATE)
 
 
 class SQLDue(SQLStoreBase):
@@ -105,5 +103,5 @@ class SQLDue(SQLStoreBase):
             # core.rules.runs.may_be_lost
             sa.or_(some(E, _IS_RUNNING), some(E, _IS_UNSTARTED)),
             sa.or_(some(A, _OPEN_ALERT), some(E, _IS_IN_FLIGHT)),
-            some(B, _ACTIVE),
+            some(B, _IS_ACTIVE_BACKFILL),
         )

@@ -10,6 +10,7 @@ from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.store.schema import (
+    ACTIVE_BACKFILL_PREDICATE,
     IN_FLIGHT_PREDICATE,
     RUNNING_PREDICATE,
     UNSETTLED_PREDICATE,
@@ -50,6 +51,9 @@ _PRUNABLE = sa.and_(_NOT_CLAIMED, sa.text("goatbeat_execution.state <> 'held'"))
 _IS_RUNNING = sa.text(RUNNING_PREDICATE)
 _IS_UNSTARTED = sa.text(UNSTARTED_PREDICATE)
 _ACTIVE_BACKFILL = B.c.state == BackfillState.ACTIVE.value
+# The same test as the partial index has it, for a read of the backfill table alone (the look
+# for waiting work), which a generic prepared plan can then match.
+_IS_ACTIVE_BACKFILL = sa.text(ACTIVE_BACKFILL_PREDICATE)
 
 
 def _shard_rows(shard: Shard) -> sa.ColumnElement[bool]:
