@@ -52,6 +52,7 @@ from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
+from goatbeat_celery.links import doc
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import forms, present
 from goatbeat_celery.web.api import api_routes
@@ -147,7 +148,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     environment.globals.update(
         when=display.when, describe_trigger=display.describe_trigger, zone_of=display.zone_of,
         state_text=display.state_text, next_run_text=display.next_run_text,
-        compact_json=display.compact_json, human_seconds=display.human_seconds,
+        compact_json=display.compact_json, human_seconds=display.human_seconds, doc=doc,
         lateness=display.lateness, run_status=display.run_status, version=__version__,
         ago=present.ago, after=present.after, pill=present.pill, short_key=present.short_key,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from goatbeat_celery import __version__, specs
+from goatbeat_celery.links import doc
 
 _REF = "#/components/schemas/"
 _PROBLEM = {"application/problem+json": {"schema": {"$ref": _REF + "Problem"}}}
@@ -223,7 +224,7 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "goatbeat", "version": __version__,
-                 "description": "Schedules of goatbeat_celery over HTTP (docs/api.md)."},
+                 "description": f"Schedules of goatbeat_celery over HTTP ({doc('api.md')})."},
         "servers": [{"url": server}],
         "paths": paths,
         "components": {
