@@ -5,30 +5,17 @@ PostgreSQL database."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-import pytest
-from starlette.testclient import TestClient
-
-from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
-from goatbeat_celery.web import create_app
 
+from . import test_api
 from .test_api import DAILY, Api, put
 
-
-@pytest.fixture
-def api(schedules: Schedules) -> Iterator[Api]:
-    with TestClient(create_app(schedules), base_url="http://127.0.0.1") as client:
-        yield Api(client, schedules)
-
-
-@pytest.fixture
-def auth(api: Api) -> dict[str, str]:
-    """An unlimited token's: every scope, no prefix."""
-    return api.token("admin")
+# The client of test_api and its unlimited token (every scope, no prefix), shared.
+api = test_api.api
+auth = test_api.auth
 
 
 def problem_fields(answer: Any) -> set[str]:
