@@ -42,7 +42,7 @@ from starlette.routing import Route
 
 from goatbeat_celery import display, specs
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillPreview
-from goatbeat_celery.core.rules.controls import MAX_PREVIEW
+from goatbeat_celery.core.rules.controls import MAX_PREVIEW, tag_filter_problems
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
     CalendarInUse,
@@ -421,6 +421,8 @@ def _listed(api: _Api, token: ApiToken, request: Request
     if last is not None and order_text == ScheduleOrder.NEXT_RUN.value:
         run_at = _instant(query.get("after_run") or None, "after_run", problems)
         after = RunOrderCursor(next_run_at=run_at, name=last)
+    tags = query.getlist("tag")
+    problems.extend(tag_filter_problems(tags, "tag"))
     if problems:
         raise ConfigurationError(problems, subject="list arguments")
     prefix = query.get("prefix") or None
@@ -437,7 +439,7 @@ def _listed(api: _Api, token: ApiToken, request: Request
     elif state == "set-aside":
         filters["set_aside"] = True
     found = api.schedules.list(prefix=prefix, source=query.get("source") or None,
-                               tags=query.getlist("tag"), order=order_text, after=after,
+                               tags=tags, order=order_text, after=after,
                                limit=limit + 1, **filters)
     return found[:limit], len(found) > limit, api.schedules.store.now()
 

@@ -179,21 +179,22 @@ def has_tags(tags: Collection[str], wanted: Sequence[str]) -> bool:
     return all(tag in tags for tag in wanted)
 
 
-def tag_filter_problems(wanted: object) -> list[Problem]:
+def tag_filter_problems(wanted: object, label: str = "tags") -> list[Problem]:
     """Problems of the tags a listing is filtered by: a list (or tuple, or set) of at most
-    :data:`MAX_FILTER_TAGS` strings without NUL, every problem at once."""
+    :data:`MAX_FILTER_TAGS` strings without NUL, every problem at once, named ``label`` (the
+    HTTP API's query parameter is ``tag``)."""
     if not isinstance(wanted, (list, tuple, set, frozenset)):
-        return [Problem("tags", f"expected a list of tags, got {shown_value(wanted)}")]
+        return [Problem(label, f"expected a list of tags, got {shown_value(wanted)}")]
     found: list[Problem] = []
     if len(wanted) > MAX_FILTER_TAGS:
-        found.append(Problem("tags", f"{len(wanted)} tags given; a listing is filtered by at "
+        found.append(Problem(label, f"{len(wanted)} tags given; a listing is filtered by at "
                              f"most {MAX_FILTER_TAGS}",
                              f"give the {MAX_FILTER_TAGS} that narrow it most (tag= in the "
                              "HTTP API, --tag on the command line)"))
     for tag in wanted:
         if not isinstance(tag, str):
-            found.append(Problem("tags", f"expected text, got {shown_value(tag)}"))
-        elif (problem := nul_problem(tag, "tags")) is not None:
+            found.append(Problem(label, f"expected text, got {shown_value(tag)}"))
+        elif (problem := nul_problem(tag, label)) is not None:
             found.append(problem)
     return found
 
