@@ -61,6 +61,16 @@ def test_list_filters_by_every_tag_given(cli: Cli) -> None:
     assert cli.ok("list", "--tag", "nope").output.strip() == "no schedules match"
 
 
+def test_list_refuses_more_tags_than_a_listing_takes_naming_the_option(cli: Cli) -> None:
+    from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
+
+    cli.ok("add", "a", "feeds.poll", "--every", "60", "--tag", "t0")
+    words = [word for index in range(MAX_FILTER_TAGS + 1) for word in ("--tag", f"t{index}")]
+    refused = cli.fails("list", *words)
+    assert "--tag" in refused.output and f"at most {MAX_FILTER_TAGS}" in refused.output
+    assert cli.ok("list", *words[:-2]).output.strip() == "no schedules match"
+
+
 def test_pause_with_a_note_and_an_end_is_shown_everywhere(cli: Cli) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "1h")
     shown = cli.json("pause", "poll", "--note", "vendor maintenance", "--until",
