@@ -111,12 +111,6 @@ def test_next_of_a_paused_schedule_says_it_has_none(cli: Cli) -> None:
     assert "has no next run" in cli.ok("next", "poll").output
 
 
-def test_next_with_a_bad_count_names_the_option(cli: Cli) -> None:
-    cli.ok("add", "poll", "feeds.poll", "--every", "1h")
-    result = cli.fails("next", "poll", "--count", "0")
-    assert "--count: must be an integer from 1 to 1000, got 0" in result.output
-
-
 def test_bad_controls_name_their_options_and_store_nothing(cli: Cli, store: Store) -> None:
     result = cli.fails("add", "poll", "feeds.poll", "--every", "1h", "--start-at",
                        "2030-03-02T00:00:00Z", "--end-at", "2030-03-01T00:00:00Z",
