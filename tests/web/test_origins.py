@@ -111,9 +111,9 @@ def test_allowed_hosts_are_answered_and_only_they(make_client: object) -> None:
     guarded.headers["Authorization"] = f"Bearer {TOKEN}"
     for host, answers in (("beat.example.com", (False, True, True)),
                           ("BEAT.example.com:8443", (False, True, True)),
-                          ("127.0.0.1:8765", (True, True, False)),
-                          ("localhost", (True, True, False)),
-                          ("[::1]:8765", (True, True, False)),
+                          ("127.0.0.1:8765", (True, True, True)),
+                          ("localhost", (True, True, True)),
+                          ("[::1]:8765", (True, True, True)),
                           ("127.0.0.1.nip.io", (False, False, False)),
                           ("evil.example", (False, False, False))):
         codes = tuple(client.get("/", headers={"Host": host}).status_code == 200
