@@ -180,20 +180,23 @@ def _written(pid: int) -> int:
 
 
 def _send(url: str, method: str, path: str, headers: dict[str, str], size: int, *,
-          chunked: bool) -> tuple[int, int]:
-    """Send a body of ``size`` bytes over a raw socket, stopping as soon as the server answers
-    or closes; (the status it answered, the bytes the kernel took)."""
+          chunked: bool, prefix: bytes = b"") -> tuple[int, int]:
+    """Send ``prefix`` and ``size`` bytes more as a body over a raw socket, stopping as soon as
+    the server answers or closes; (the status it answered, the bytes the kernel took)."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     piece = b"a=" + b"x" * (512 * 1024 - 3) + b"&"
     framing = ({"Transfer-Encoding": "chunked"} if chunked
-               else {"Content-Length": str(size)})
+               else {"Content-Length": str(len(prefix) + size)})
     head = "".join(f"{name}: {value}\r\n" for name, value in
                    {"Host": f"{host}:{port}", **headers, **framing}.items())
     sent = 0
     with socket.create_connection((host, port), timeout=60) as sock:
         sock.sendall(f"{method} {path} HTTP/1.1\r\n{head}\r\n".encode())
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            if prefix:
+                sock.sendall(f"{len(prefix):x}\r\n".encode() + prefix + b"\r\n" if chunked
+                             else prefix)
             while sent < size and not select.select([sock], [], [], 0)[0]:
                 frame = (f"{len(piece):x}\r\n".encode() + piece + b"\r\n" if chunked
                          else piece)
@@ -227,11 +230,16 @@ def test_a_real_server_holds_no_large_body_in_memory_or_on_disk(
                                        "Authorization": f"Bearer {secret}"}, False),
             ("/login", {"Content-Type": "multipart/form-data; boundary=b"}, False),
         ]
+        # A file part: a server that parses it spools it to a temp file past 1 MiB.
+        upload = (b'--b\r\nContent-Disposition: form-data; name="f"; filename="f.bin"\r\n'
+                  b"Content-Type: application/octet-stream\r\n\r\n")
         answers: list[tuple[str, int, int]] = []
 
         def attack(path: str, headers: dict[str, str], chunked: bool) -> None:
             method = "PUT" if path.startswith("/api/") else "POST"
-            answers.append((path, *_send(url, method, path, headers, LARGE, chunked=chunked)))
+            prefix = upload if "multipart" in headers["Content-Type"] else b""
+            answers.append((path, *_send(url, method, path, headers, LARGE, chunked=chunked,
+                                         prefix=prefix)))
 
         # In parallel, as the attack was made: three at a time held 3 GB before.
         threads = [threading.Thread(target=attack, args=one) for one in attacks]
