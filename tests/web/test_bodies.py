@@ -18,11 +18,12 @@ from urllib.parse import urlsplit
 
 import anyio
 import pytest
+from starlette.routing import Route
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.tokens import Tokens
 from goatbeat_celery.web import WebSettings, create_app
-from goatbeat_celery.web.api import MAX_BODY
+from goatbeat_celery.web.api import API_PREFIX, MAX_BODY
 from goatbeat_celery.web.bodies import FORM_BODY, FORM_FIELDS, SIGN_IN_BODY
 from goatbeat_celery.web.security import CSRF_FIELD
 from tests.web.conftest import TOKEN, Browser, serving
@@ -117,6 +118,20 @@ def test_a_body_over_the_limit_is_refused_having_read_at_most_the_limit(
         # Otherwise what was pulled is the limit and the one chunk that crossed it.
         assert body.pulled <= face.limit + CHUNK, (face.path, body.pulled)
     assert schedules.list() == []
+
+
+def test_every_form_of_the_dashboard_is_bounded(schedules: Schedules) -> None:
+    app = create_app(schedules, WebSettings(token=TOKEN))
+    paths = sorted({route.path for route in app.routes if isinstance(route, Route)
+                    and (route.methods or set()) - {"GET", "HEAD"}
+                    and not route.path.startswith(API_PREFIX)})
+    assert {"/login", "/logout", "/new", "/schedule/edit", "/calendars"} <= set(paths)
+    for path in paths:
+        limit = SIGN_IN_BODY if path == "/login" else FORM_BODY
+        face = Face(path, limit, {"Authorization": f"Bearer {TOKEN}"})
+        body = Counted(LARGE)
+        assert _drive(app, face, body, None)[0] == 413, path
+        assert body.pulled <= limit + CHUNK, (path, body.pulled)
 
 
 def test_a_body_within_the_limit_is_read_as_before(make_client: Any,
