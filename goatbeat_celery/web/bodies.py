@@ -21,7 +21,7 @@ from typing import Protocol
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import FormData, UploadFile
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 #: The sign-in form: a CSRF field and a token, read before the sender is known.
 SIGN_IN_BODY = 16 * 1024
@@ -70,14 +70,19 @@ async def read(request: Request, limit: int, *, refuse: Refusal = BodyRefused) -
         if not (text.isascii() and text.isdigit()):
             raise refuse(400, "Unreadable length", f"Content-Length {declared[:40]!r} is not "
                          "a number of bytes; nothing was read", headers=CLOSE)
-        if int(text) > limit:
+        # More digits than any limit has is too large (and int() of thousands is refused).
+        if len(text) > len(str(limit)) or int(text) > limit:
             raise _too_large(refuse, limit)
     received = bytearray()
-    async with contextlib.aclosing(request.stream()) as stream:
-        async for chunk in stream:
-            if len(received) + len(chunk) > limit:
-                raise _too_large(refuse, limit)
-            received += chunk
+    try:
+        async with contextlib.aclosing(request.stream()) as stream:
+            async for chunk in stream:
+                if len(received) + len(chunk) > limit:
+                    raise _too_large(refuse, limit)
+                received += chunk
+    except ClientDisconnect as exc:
+        raise refuse(400, "Body cut short", "the connection closed before the body ended; "
+                     "nothing was changed", headers=CLOSE) from exc
     return bytes(received)
 
 

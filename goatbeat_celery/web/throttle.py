@@ -14,12 +14,15 @@ and they share one count.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
 
 #: Failed sign-ins one address may make within WINDOW seconds.
 ATTEMPTS = 5
@@ -65,6 +68,10 @@ class SignInThrottle:
         with self._lock:
             failures = self._recent(key, now)
             failures.append(now)
+            if len(failures) == self.attempts:
+                logger.warning("sign-in: %d wrong tokens from %r within %d s; its sign-ins "
+                               "are refused until the oldest is %d s old", self.attempts, key,
+                               self.window, self.window, extra={"action": "sign_in_throttled"})
             self._failures[key] = failures
             self._failures.move_to_end(key)
             while len(self._failures) > self.addresses:

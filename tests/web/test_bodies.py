@@ -75,9 +75,11 @@ def app_and_faces(schedules: Schedules) -> tuple[Any, list[Face]]:
     return create_app(schedules, WebSettings(token=TOKEN)), _faces(schedules)
 
 
-def _drive(app: Any, face: Face, body: Counted, length: str | None) -> tuple[int, dict[str, str]]:
+def _drive(app: Any, face: Face, body: Counted, length: str | None, *,
+           cut: bool = False) -> tuple[int, dict[str, str]]:
     """One request through the application as a server makes it (ASGI), the body handed over a
-    chunk at a time as it is asked for: (status, headers)."""
+    chunk at a time as it is asked for (``cut``: the client goes away after the last one):
+    (status, headers)."""
     headers = {**face.headers, "Host": "127.0.0.1", "Content-Type": face.media}
     if length is not None:
         headers["Content-Length"] = length
@@ -91,6 +93,8 @@ def _drive(app: Any, face: Face, body: Counted, length: str | None) -> tuple[int
 
     async def receive() -> dict[str, Any]:
         piece = next(chunks, b"")
+        if cut and not piece:
+            return {"type": "http.disconnect"}
         return {"type": "http.request", "body": piece, "more_body": bool(piece)}
 
     async def send(message: dict[str, Any]) -> None:
@@ -117,6 +121,17 @@ def test_a_body_over_the_limit_is_refused_having_read_at_most_the_limit(
             assert body.pulled == 0, face.path
         # Otherwise what was pulled is the limit and the one chunk that crossed it.
         assert body.pulled <= face.limit + CHUNK, (face.path, body.pulled)
+    assert schedules.list() == []
+
+
+def test_an_unreadable_length_or_a_body_cut_short_is_refused_not_crashed_on(
+        app_and_faces: tuple[Any, list[Face]], schedules: Schedules) -> None:
+    app, faces = app_and_faces
+    for face in faces:
+        assert _drive(app, face, Counted(0), "9" * 5000)[0] == 413, face.path
+        assert _drive(app, face, Counted(0), "ten")[0] == 400, face.path
+        short = Counted(10, piece=b"a=b&c=d&e=")
+        assert _drive(app, face, short, None, cut=True)[0] == 400, face.path
     assert schedules.list() == []
 
 

@@ -3,6 +3,10 @@ token or not, and is told how long."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.web import WebSettings, create_app
 from goatbeat_celery.web.security import SESSION_COOKIE
@@ -19,7 +23,8 @@ class Clock:
 
 
 def test_an_address_that_failed_too_often_waits_even_with_the_right_token(
-        schedules: Schedules) -> None:
+        schedules: Schedules, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="goatbeat_celery.web.throttle")
     app = create_app(schedules, WebSettings(token=TOKEN))
     with Browser(app, base_url="http://127.0.0.1", client=("203.0.113.7", 50000)) as guesser, \
             Browser(app, base_url="http://127.0.0.1", client=("198.51.100.2", 50000)) as other:
@@ -32,6 +37,9 @@ def test_an_address_that_failed_too_often_waits_even_with_the_right_token(
             assert "Too many" in refused.text
             assert SESSION_COOKIE not in refused.headers.get("set-cookie", "")
         assert guesser.get("/", follow_redirects=False).status_code == 303  # not signed in
+        throttled = [r for r in caplog.records
+                     if getattr(r, "action", None) == "sign_in_throttled"]
+        assert len(throttled) == 1 and "'203.0.113.7'" in throttled[0].getMessage()
         # Another address of the same server is not held up by it.
         assert other.submit("/login", token="wrong-" + TOKEN).status_code == 401
         assert other.submit("/login", token=TOKEN).status_code == 303
