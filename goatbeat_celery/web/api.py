@@ -60,7 +60,7 @@ from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec
 from goatbeat_celery.core.types.tokens import ApiToken, Scope
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.tokens import Tokens
-from goatbeat_celery.web import token_limits
+from goatbeat_celery.web import bodies, token_limits
 from goatbeat_celery.web.problem import ApiProblem
 from goatbeat_celery.web.security import WebSettings, cross_site_refusal, host_refusal
 
@@ -241,15 +241,13 @@ def _writable(token: ApiToken, name: str) -> None:
 async def _body(request: Request, *, optional: bool = False) -> dict[str, Any]:
     """The request's JSON object; 415, 413 or 400 for anything else, 422 for text holding
     a NUL character (no stored text can)."""
-    raw = await request.body()
+    raw = await bodies.read(request, MAX_BODY, refuse=ApiProblem)
     if not raw and optional:
         return {}
-    media = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    media = bodies.media_type(request)
     if media not in JSON_TYPES:
         raise ApiProblem(415, "JSON expected",
                          "send the body as JSON with 'Content-Type: application/json'")
-    if len(raw) > MAX_BODY:
-        raise ApiProblem(413, "Body too large", f"a body holds at most {MAX_BODY} bytes")
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
