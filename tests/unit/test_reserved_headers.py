@@ -1,7 +1,10 @@
 """A schedule's ``options.headers`` cannot set the headers Celery's message and goatbeat's own
-are made of: one list, judged by one rule, whatever writes the schedule."""
+are made of: one list, judged by one rule, whatever writes the schedule; and a worker matches a
+message's task id to the run its goatbeat headers name."""
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from celery import Celery
@@ -11,6 +14,12 @@ from goatbeat_celery.config import load
 from goatbeat_celery.core.rules.headers import RESERVED_HEADERS, reserved, without_reserved
 from goatbeat_celery.core.rules.validation import options_problems
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import (
+    backfill_key,
+    idempotency_key,
+    is_key_of,
+    manual_key,
+)
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.headers import CELERY_BEAT, OWN
 
@@ -88,3 +97,20 @@ def test_a_beat_schedule_entry_setting_one_is_reported_as_other_bad_options_are(
     text = str(raised.value)
     assert "beat_schedule['job'].options.headers.task" in text
     assert "beat_schedule['job'].options.headers.eta" in text
+
+
+def test_a_run_s_key_is_matched_to_the_schedule_and_occurrence_its_headers_name() -> None:
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    sent = at.isoformat()
+
+    for key in (idempotency_key("a:b", at), manual_key("a:b", at), backfill_key("a:b", at, 7),
+                f"a:b:manual:{sent}", "a:b:2026-01-01T01:00:00+01:00"):
+        assert is_key_of(key, "a:b", sent), key
+    for key, name, occurrence in [
+            (idempotency_key("team-b", at), "team-a", sent),
+            (idempotency_key("team-a", at + timedelta(hours=1)), "team-a", sent),
+            (idempotency_key("team-a", at) + ":other", "team-a", sent),
+            ("team-a:2026-01-01T00:00:00", "team-a", "2026-01-01T00:00:00"),
+            (idempotency_key("team-a", at), "team-a", "not an instant"),
+            (idempotency_key("team-a", at), None, sent), (None, "team-a", sent)]:
+        assert not is_key_of(key, name, occurrence), key

@@ -59,13 +59,14 @@ _KEY_SUFFIX = re.compile(r":(?:manual|backfill-[^:]+)\Z")
 def is_key_of(key: object, schedule_name: object, occurrence: object) -> bool:
     """Whether ``key`` is a key goatbeat gives a run of ``schedule_name``'s occurrence at
     ``occurrence`` (an ISO-8601 instant, as goatbeat's headers carry it): its grid key, or a
-    manual or a backfill key of that instant. A worker records a report only for a message
-    whose task id and goatbeat headers agree, so a message whose id was set to another
-    schedule's key writes nothing onto that run."""
+    manual or a backfill key of that instant (or a manual key as 0.1 wrote it,
+    ``"<name>:manual:<instant>"``). A worker records a report only for a message whose task
+    id and goatbeat headers agree, so a message whose id was set to another schedule's key
+    writes nothing onto that run."""
     if not (isinstance(key, str) and isinstance(schedule_name, str)
             and isinstance(occurrence, str) and key.startswith(f"{schedule_name}:")):
         return False
-    instant = _KEY_SUFFIX.sub("", key[len(schedule_name) + 1:])
+    instant = _KEY_SUFFIX.sub("", key[len(schedule_name) + 1:]).removeprefix("manual:")
     try:
         keyed, sent = datetime.fromisoformat(instant), datetime.fromisoformat(occurrence)
         return keyed.tzinfo is not None and sent.tzinfo is not None and keyed == sent
