@@ -16,8 +16,10 @@ from goatbeat_celery import headers
 from goatbeat_celery.beat import tracing
 from goatbeat_celery.beat.entries import GoatbeatEntry, ScheduleObjects
 from goatbeat_celery.config import LAZY_MARKER
+from goatbeat_celery.core.rules.headers import without_reserved
 from goatbeat_celery.core.rules.validation import call_problems, options_problems
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.spec import quoted_name
 from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 
 logger = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ class CelerySubmitter:
         self.lazy = lazy or {}
         self.scheduler = scheduler
         self.schedules = ScheduleObjects(app)
+        # Schedules whose stored headers were dropped, each logged once by this process.
+        self._dropped_from: set[str] = set()
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
                timeout: float) -> SubmitResult:
@@ -110,14 +114,13 @@ class CelerySubmitter:
         return result
 
     def _send(self, batch: _Batch, dispatch: Dispatch, remaining: float) -> None:
-        problems = [*call_problems(dispatch.args, dispatch.kwargs),
-                    *options_problems(dispatch.options)]
+        execution = dispatch.execution
+        options = self._without_reserved_headers(execution.schedule_name, dispatch.options)
+        problems = [*call_problems(dispatch.args, dispatch.kwargs), *options_problems(options)]
         if problems:
             raise ConfigurationError(problems, subject="message")
-        execution = dispatch.execution
         args, kwargs = _evaluated(self.lazy.get(execution.schedule_name, _NO_LAZY),
                                   list(dispatch.args), dict(dispatch.kwargs))
-        options = dict(dispatch.options)
         own_headers = {
             HEADER_CELERY_BEAT: True,
             HEADER_SCHEDULE: execution.schedule_name,
@@ -176,6 +179,25 @@ class CelerySubmitter:
             if not entry.sent:
                 raise HookError("apply_entry returned without calling apply_async: "
                                 "the run was not sent")
+
+
+    def _without_reserved_headers(self, name: str, stored: Mapping[str, Any]
+                                  ) -> dict[str, Any]:
+        """A copy of a schedule's stored ``options`` without the headers only Celery and
+        goatbeat set: a row written before they were refused must not rewrite the task or its
+        id. Logged once per schedule."""
+        options = dict(stored)
+        given = options.get("headers")
+        if not isinstance(given, Mapping):
+            return options
+        options["headers"], dropped = without_reserved(given)
+        if dropped and name not in self._dropped_from:
+            self._dropped_from.add(name)
+            logger.warning("schedule %s: its stored options.headers set %s, which only Celery "
+                           "and goatbeat may set; sent without them. Remove them from the "
+                           "schedule", quoted_name(name), ", ".join(map(repr, dropped)),
+                           extra={"action": "reserved_headers_dropped", "schedule": name})
+        return options
 
 
 class HookError(GoatbeatError):
