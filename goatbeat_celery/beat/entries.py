@@ -120,11 +120,33 @@ class GoatbeatEntry(beat.ScheduleEntry):  # type: ignore[misc]
         self.own_headers: Mapping[str, Any] = {}
         self.batch: Any = None
 
-    def _next_instance(self, last_run_at: datetime | None = None) -> Any:
-        # Celery's reserve() builds the next entry; goatbeat's next run is the store's.
-        raise NotImplementedError("goatbeat advances schedules in its store, not in entries")
+    def _next_instance(self, last_run_at: datetime | None = None) -> beat.ScheduleEntry:
+        """The entry of the schedule's run after this one, as Celery's ``next(entry)``: a plain
+        ``ScheduleEntry`` with ``last_run_at`` this occurrence (or the instant given) and one
+        run more. goatbeat's own headers stay with this run. The store advanced the schedule
+        when it claimed this run, so nothing is advanced here, and sending the returned entry
+        yourself would send a run goatbeat does not know of."""
+        options = dict(self.options)
+        headers = {key: value for key, value in (options.get("headers") or {}).items()
+                   if key not in self.own_headers}
+        if headers:
+            options["headers"] = headers
+        else:
+            options.pop("headers", None)
+        return beat.ScheduleEntry(
+            name=self.name, task=self.task, last_run_at=last_run_at or self.occurrence_at,
+            total_run_count=self.total_run_count + 1, schedule=self.schedule,
+            args=list(self.args), kwargs=dict(self.kwargs), options=options, app=self.app)
 
     __next__ = next = _next_instance
+
+    def is_due(self) -> Any:
+        """Due, as every entry Celery's beat hands ``apply_entry`` is, with the seconds until
+        the schedule's run after this one (Celery's ``schedstate``)."""
+        if self.schedule is None:  # a trigger edited by hand: no Celery schedule to ask
+            return celery_schedules.schedstate(is_due=True, next=NEVER_CHECK_AGAIN)
+        _, seconds = self.schedule.is_due(self.occurrence_at)
+        return celery_schedules.schedstate(is_due=True, next=seconds)
 
     def __reduce__(self) -> Any:
         return beat.ScheduleEntry, (self.name, self.task, self.last_run_at,
