@@ -17,6 +17,7 @@ import pytest
 from celery import Celery, beat, current_app, signals
 from celery.schedules import schedstate
 
+from goatbeat_celery.beat.context import app_current
 from goatbeat_celery.beat.entries import GoatbeatEntry
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.core.types.execution import ExecutionState
@@ -225,8 +226,25 @@ def test_a_before_task_publish_handler_sees_the_beats_app_current(tmp_path: Path
         scheduler.close()
         signals.before_task_publish.disconnect(handler)
     assert seen[0][:2] == (app.main, True)
-    # And the thread that sent is left as it was.
-    assert current_app.main != app.main or app is current_app._get_current_object()
+
+
+def test_the_app_is_current_for_the_block_only_and_the_thread_gets_its_own_back() -> None:
+    app = Celery("beatsapp", set_as_current=False)
+    before: list[Any] = []
+    inside: list[Any] = []
+    after: list[Any] = []
+
+    def on_a_fresh_thread() -> None:
+        before.append(current_app._get_current_object())
+        with app_current(app):
+            inside.append(current_app._get_current_object())
+        after.append(current_app._get_current_object())
+
+    thread = threading.Thread(target=on_a_fresh_thread)
+    thread.start()
+    thread.join(TIMEOUT)
+    assert inside == [app]
+    assert after == before and before[0] is not app
 
 
 # -- the entries a hook is handed -------------------------------------------------------------
