@@ -14,6 +14,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from goatbeat_celery import headers
 from goatbeat_celery.beat import tracing
+from goatbeat_celery.beat.context import app_current
 from goatbeat_celery.beat.entries import GoatbeatEntry, ScheduleObjects
 from goatbeat_celery.config import LAZY_MARKER
 from goatbeat_celery.core.rules.headers import without_reserved
@@ -67,7 +68,8 @@ class CelerySubmitter:
         pending: list[str] = []
         reason = "timed out before the lease's local deadline"
         try:
-            with self.app.producer_or_acquire() as producer:
+            # Whatever thread sends (the submission's own, in beat), the beat's app is current.
+            with app_current(self.app), self.app.producer_or_acquire() as producer:
                 outage = _outage_errors(producer.connection)
                 # One immediate retry: kombu's default waits 2 s before it, and the claim loop
                 # waits for this batch, so a refusing broker would hold every claim that long.
@@ -205,15 +207,17 @@ class HookError(GoatbeatError):
     returned without sending: this message fails alone, as a message the broker refuses."""
 
 
-def publish_entry(app: Any, entry: GoatbeatEntry, producer: Any) -> Any:
+def publish_entry(app: Any, entry: GoatbeatEntry, producer: Any,
+                  send_task: Any = None) -> Any:
     """Send ``entry`` as Celery's ``Scheduler.apply_async`` does, with its key as the task id.
 
     A task this process knows goes through its own ``apply_async`` (a class that overrides it,
     to take a lock or add headers, keeps working, and its decorator's options apply); any other
-    name through ``send_task``. ``entry.options`` as hooks left them are the message's options;
-    goatbeat's own headers are set over whatever a hook put in their place. The publish's error
-    is kept on the entry (Celery's ``apply_entry`` swallows it) and raised as Celery's
-    ``SchedulingError``.
+    name through ``send_task``: the scheduler's own (a subclass's override is called, as
+    Celery's beat calls it), the app's without a scheduler. ``entry.options`` as hooks left
+    them are the message's options; goatbeat's own headers are set over whatever a hook put in
+    their place. The publish's error is kept on the entry (Celery's ``apply_entry`` swallows
+    it) and raised as Celery's ``SchedulingError``.
     """
     options = entry.options
     sent_headers = dict(options.get("headers") or {})
@@ -226,8 +230,8 @@ def publish_entry(app: Any, entry: GoatbeatEntry, producer: Any) -> Any:
         if task is not None:
             result = task.apply_async(entry.args, entry.kwargs, producer=producer, **call)
         else:
-            result = app.send_task(entry.task, entry.args, entry.kwargs, producer=producer,
-                                   **call)
+            result = (send_task or app.send_task)(entry.task, entry.args, entry.kwargs,
+                                                  producer=producer, **call)
     except Exception as exc:
         entry.error = exc
         raise SchedulingError(f"Couldn't apply scheduled task {entry.name}: {exc}") from exc
