@@ -4,8 +4,10 @@ its own events.
 A lane takes the events handed to it in order and answers each with the attempt's error (None
 when the receiver took it). Two rules keep a bad receiver from holding events it will not take:
 
-* a lane holds at most :data:`DEPTH` events; one handed to a full lane is answered at once as
-  not tried, and tried again later with the event's backoff;
+* a lane holds at most :data:`DEPTH` events. Events are taken only while every lane has room
+  for them, except a *stalled* lane, whose request under way has taken :data:`STALL` seconds
+  already: it does not hold the others back, and an event handed to it when it is full is
+  answered at once as not tried, to be tried again later with the event's backoff;
 * after a request that ran out of time, the events already waiting in the lane are answered
   at once as not tried: a receiver that hangs or trickles costs one request's timeout per
   round, not one per event.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +31,9 @@ logger = logging.getLogger(__name__)
 
 #: The most events waiting in one lane (the one under way included).
 DEPTH = 10
+#: How long a request may be under way before its lane no longer holds the others back (a
+#: receiver answers in milliseconds when it is well).
+STALL = 1.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,8 @@ class Lane:
         self._queue: queue.SimpleQueue[OutboxEntry | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._waiting = 0
+        #: When the request under way started (monotonic); None between requests.
+        self._since: float | None = None
         self._thread: threading.Thread | None = None
 
     def hand(self, entry: OutboxEntry) -> None:
@@ -79,6 +87,11 @@ class Lane:
         """How many more events the lane takes now."""
         with self._lock:
             return DEPTH - self._waiting
+
+    def stalled(self) -> bool:
+        """Whether the request under way has taken :data:`STALL` seconds already."""
+        since = self._since
+        return since is not None and time.monotonic() - since >= STALL
 
     def close(self, timeout: float) -> None:
         """Let the thread end after the request under way (waiting at most ``timeout``)."""
@@ -108,9 +121,12 @@ class Lane:
                     self._waiting -= 1
 
     def _attempted(self, entry: OutboxEntry) -> Failed | None:
+        self._since = time.monotonic()
         try:
             return self._attempt(entry)
         except Exception:  # never let the lane die: its events would wait forever
             logger.exception("goatbeat webhooks: unexpected error sending an event",
                              extra={"action": "webhook_error"})
             return Failed("unexpected error (in beat's log)")
+        finally:
+            self._since = None
