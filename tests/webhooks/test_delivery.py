@@ -18,6 +18,7 @@ from goatbeat_celery.beat.webhooks import (
     WebhookDelivery,
     WebhookFormat,
     WebhookSettings,
+    sign,
 )
 from goatbeat_celery.core.types.outbox import OutboxEvent
 from goatbeat_celery.store import Store, open_store
@@ -243,6 +244,12 @@ def test_the_envelope_and_headers_a_generic_receiver_gets(sqlite_store: Store) -
     document = json.loads(body)
     assert list(document) == ["id", "kind", "created_at", "attempt", "data"]
     assert document["created_at"].endswith("Z") and document["attempt"] == 1
+    # The id a receiver deduplicates on is the body's, under the signature; the header repeats
+    # it. Another id in the body would not verify.
+    assert document["id"] == headers["Goatbeat-Event-Id"]
+    assert headers["Goatbeat-Signature"] == sign(SECRET, "1900000000", body)
+    forged = body.replace(b'"id":"alert-0"', b'"id":"alert-9"')
+    assert forged != body and sign(SECRET, "1900000000", forged) != headers["Goatbeat-Signature"]
 
 
 def test_each_attempt_is_counted_by_outcome_in_the_metrics(
