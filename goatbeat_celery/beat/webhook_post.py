@@ -97,10 +97,13 @@ def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *,
     accepts it, anything else (a redirect too: it would lose the body) raises DeliveryFailed
     naming the failure, never the URL."""
     deadline = _Deadline(timeout, clock)
-    where = target(url)
-    connection = http.client.HTTPConnection(where.host, where.port, timeout=timeout)
+    connection: http.client.HTTPConnection | None = None
     sock: socket.socket | None = None
     try:
+        where = target(url)
+        # The class gives the Host header its default port; the connection is made here.
+        connection = (http.client.HTTPSConnection(where.host, where.port, context=_TLS)
+                      if where.tls else http.client.HTTPConnection(where.host, where.port))
         sock = socket.create_connection((where.host, where.port), timeout=deadline.left())
         if where.tls:
             sock.settimeout(deadline.left())  # the handshake as a whole
@@ -119,7 +122,8 @@ def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *,
         text = str(exc).replace(url, shown_url(url))
         raise DeliveryFailed(f"{type(exc).__name__}: {answer_text(text.encode())}") from None
     finally:
-        connection.close()
+        if connection is not None:
+            connection.close()
         if sock is not None:
             sock.close()
     if not 200 <= status < 300:

@@ -214,6 +214,7 @@ def test_a_hanging_receiver_costs_the_timeout_and_the_event_is_retried(
     started = time.monotonic()
     assert delivery.deliver_due() == 1
     took = time.monotonic() - started
+    delivery.close()  # its lane's thread
     # The request's timeout, and a margin of 2 s for a busy machine.
     assert 0.5 <= took < 0.5 + 2
     (entry,) = sqlite_store.list_events()
@@ -233,6 +234,7 @@ def test_the_envelope_and_headers_a_generic_receiver_gets(sqlite_store: Store) -
                                clock=lambda: 1_900_000_000.0)
     sqlite_store.enqueue_events(events(1))
     delivery.deliver_due()
+    delivery.close()
 
     ((url, body, headers),) = sent
     assert url == "https://hooks.example/goatbeat"
@@ -271,6 +273,7 @@ def test_each_attempt_is_counted_by_outcome_in_the_metrics(
         return all(e.delivered for e in sqlite_store.list_events())
 
     wait_for(delivered, timeout=FIRST.total_seconds() + 10, what="the retries delivered")
+    delivery.close()
 
     def count(outcome: str) -> float | None:
         return metrics.registry.get_sample_value("goatbeat_webhook_deliveries_total",
