@@ -202,7 +202,10 @@ def _webhook(item: object, label: str, secret: str | None,
     url = own.get("url")
     where = f"{label}.url" if isinstance(item, Mapping) else label
     before = len(found)
-    if not isinstance(url, str) or not url.strip():
+    if url is not None and not isinstance(url, str):
+        found.append(Problem(where, f"expected a URL, got {type(url).__name__}",
+                             "give the receiver's http:// or https:// URL as a string"))
+    elif url is None or not url.strip():
         found.append(Problem(where, "is empty", "give the receiver's http:// or https:// URL"))
     else:
         found.extend(url_problems(url.strip(), where))

@@ -141,3 +141,11 @@ def test_a_shown_url_never_raises_whatever_it_is_given() -> None:
     # A log line names a webhook by it: an invalid URL is shown as one, never a traceback.
     for url in ("http://h:99999/x", "http://[::1/x", "", "::", "http://h\x1b/x", "ftp://h/x"):
         assert shown_url(url) == "(an invalid URL)", url
+
+
+def test_a_url_that_is_not_a_string_is_named_as_such() -> None:
+    _, problems = read(webhooks=[{"url": 8080}, {"url": None}], webhook_secret=SECRET)
+    assert problems == [
+        "goatbeat_webhooks[0].url: expected a URL, got int; give the receiver's http:// or "
+        "https:// URL as a string",
+        "goatbeat_webhooks[1].url: is empty; give the receiver's http:// or https:// URL"]
