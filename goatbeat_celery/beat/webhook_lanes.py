@@ -5,9 +5,10 @@ A lane takes the events handed to it in order and answers each with the attempt'
 when the receiver took it). Two rules keep a bad receiver from holding events it will not take:
 
 * a lane holds at most :data:`DEPTH` events. Events are taken only while every lane has room
-  for them, except a *stalled* lane, whose request under way has taken :data:`STALL` seconds
-  already: it does not hold the others back, and an event handed to it when it is full is
-  answered at once as not tried, to be tried again later with the event's backoff;
+  for them, except a lane that does not :meth:`~Lane.hold_back` the others: one whose last
+  request failed, or whose request under way has taken :data:`STALL` seconds already. An event
+  handed to such a lane when it is full is answered at once as not tried, to be tried again
+  later with the event's backoff;
 * after a request that ran out of time, the events already waiting in the lane are answered
   at once as not tried: a receiver that hangs or trickles costs one request's timeout per
   round, not one per event.
@@ -65,6 +66,8 @@ class Lane:
         self._waiting = 0
         #: When the request under way started (monotonic); None between requests.
         self._since: float | None = None
+        #: Whether the last request failed (until one succeeds).
+        self._failing = False
         self._thread: threading.Thread | None = None
 
     def hand(self, entry: OutboxEntry) -> None:
@@ -88,10 +91,11 @@ class Lane:
         with self._lock:
             return DEPTH - self._waiting
 
-    def stalled(self) -> bool:
-        """Whether the request under way has taken :data:`STALL` seconds already."""
+    def holds_back(self) -> bool:
+        """Whether events should wait for room here: not when the last request failed, nor
+        while the request under way has taken :data:`STALL` seconds already."""
         since = self._since
-        return since is not None and time.monotonic() - since >= STALL
+        return not self._failing and (since is None or time.monotonic() - since < STALL)
 
     def close(self, timeout: float) -> None:
         """Let the thread end after the request under way (waiting at most ``timeout``)."""
@@ -112,6 +116,7 @@ class Lane:
                     error: str | None = "not tried: the request before it timed out"
                 else:
                     failed = self._attempted(entry)
+                    self._failing = failed is not None
                     error = None if failed is None else failed.error
                     if failed is not None and failed.timed_out:
                         skip = self._queue.qsize()

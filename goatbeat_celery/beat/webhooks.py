@@ -287,9 +287,10 @@ class WebhookDelivery:
 
     The thread takes due events and hands each to the lane of every webhook that has not taken
     it (:mod:`~goatbeat_celery.beat.webhook_lanes`); it records an event once every lane has
-    answered for it. It never waits on a stalled lane: while a slow receiver's request drags
-    on, events are still taken for the others, so one slow receiver delays only its own events
-    (and a well one, for a moment, those that wait for room in its lane).
+    answered for it. It never waits on a lane that is failing or stalled: while a slow
+    receiver's request drags on, events are still taken for the others, so one slow receiver
+    delays only its own events (and a well one, for a moment, those that wait for room in its
+    lane).
     """
 
     def __init__(self, outbox: Outbox, settings: WebhookSettings, *, holder: str,
@@ -330,9 +331,11 @@ class WebhookDelivery:
         return taken
 
     def _take(self) -> int:
-        # Take only what every lane has room for, a stalled one's aside: a busy lane makes the
-        # others wait a moment; a stalled one turns away what it cannot hold.
-        room = min((lane.room() for lane in self._lanes if not lane.stalled()), default=0)
+        # Take what every lane has room for, those that do not hold the others back aside: a
+        # busy lane makes the others wait a moment; a failing or stalled one turns away what it
+        # cannot hold. With none holding back, what one of them has room for.
+        holding = [lane.room() for lane in self._lanes if lane.holds_back()]
+        room = min(holding) if holding else max((lane.room() for lane in self._lanes), default=0)
         if room <= 0:
             return 0
         taken = self.outbox.take_events(holder=self.holder, limit=min(BATCH, room),

@@ -141,6 +141,23 @@ def test_a_full_lane_answers_at_once_and_takes_events_again_once_it_has_room(
     lane.close(PATIENCE)
 
 
+def test_a_lane_whose_last_request_failed_holds_no_one_back_until_one_succeeds(
+        stop: threading.Event) -> None:
+    gate, answers = Gate(Failed("timed out: no whole answer within 1s", timed_out=True)), \
+        Answers()
+    gate.through.set()
+    lane = lane_with(gate, answers, stop)
+    assert lane.holds_back()  # a lane never tried is presumed well
+    lane.hand(entry(0))
+    answers.wait(1)
+    assert not lane.holds_back()
+    gate.outcome = None
+    lane.hand(entry(1))
+    answers.wait(2)
+    assert lane.holds_back()
+    lane.close(PATIENCE)
+
+
 def test_an_unexpected_error_in_an_attempt_is_an_answer_not_a_lost_event(
         stop: threading.Event, caplog: pytest.LogCaptureFixture) -> None:
     def broken(entry: OutboxEntry) -> Failed | None:
