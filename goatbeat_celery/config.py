@@ -36,6 +36,7 @@ from goatbeat_celery.core.types.instants import to_timedelta
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec, quoted_name
+from goatbeat_celery.hidden_settings import hide_secret_settings
 from goatbeat_celery.links import doc
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
@@ -154,6 +155,7 @@ class LoadedConfig:
 
 def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
     """Read and validate ``app.conf``; raises ConfigurationError listing every problem."""
+    hide_secret_settings()  # wherever goatbeat runs, Celery prints no webhook secret
     problems: list[str] = []
     config = read_settings(app.conf, problems, namespace=getattr(app, "namespace", None))
     specs: list[ScheduleSpec] = []

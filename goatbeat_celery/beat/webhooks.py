@@ -1,12 +1,14 @@
-"""Webhooks: the outbox's events POSTed as signed JSON, from a thread of their own.
+"""Webhooks: the outbox's events POSTed as signed JSON, from threads of their own.
 
 Delivery never runs on the scheduling path. A :class:`WebhookDelivery` thread takes due events
 from the outbox (:class:`~goatbeat_celery.core.protocols.Outbox`) under a claim that expires,
-POSTs each to every webhook that has not taken it yet, and records the outcome: delivered, or
-tried again after a delay that doubles each time (``goatbeat_webhook_retry_backoff`` up to
-``goatbeat_webhook_retry_backoff_max``). A receiver that is slow, hangs or is down holds up
-this thread only, each request bounded by ``goatbeat_webhook_timeout``; the scheduling loop
-never waits on it. Delivery is at least once: a receiver deduplicates on the event id.
+hands each to the lane of every webhook that has not taken it yet (a thread per webhook,
+:mod:`~goatbeat_celery.beat.webhook_lanes`), and records the outcome: delivered, or tried again
+after a delay that doubles each time (``goatbeat_webhook_retry_backoff`` up to
+``goatbeat_webhook_retry_backoff_max``). A request as a whole, answer included, is bounded by
+``goatbeat_webhook_timeout`` (:mod:`~goatbeat_celery.beat.webhook_post`); a receiver that is
+slow, hangs or is down holds up its own lane only; the scheduling loop never waits on it.
+Delivery is at least once: a receiver deduplicates on the event id.
 
 Each request carries::
 
@@ -18,6 +20,9 @@ Each request carries::
 
 A receiver recomputes the HMAC over the timestamp, a dot and the raw body, compares it in
 constant time, and refuses a timestamp far from its own clock (replays): see docs/webhooks.md.
+The event id it deduplicates on is the body's ``id``, which the signature covers; the header
+repeats it for routing before the body is read, and is not signed (signing it too would change
+what every receiver verifies).
 
 The secret is never printed: not in a problem, a log line, or a repr. Webhook URLs are shown as
 ``scheme://host/…`` only, since incoming-webhook URLs carry their own secret in the path.
@@ -27,20 +32,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import http.client
 import json
 import logging
+import queue
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
+from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
+from goatbeat_celery.beat.webhook_lanes import DEPTH, Failed, Lane
+from goatbeat_celery.beat.webhook_post import DeliveryFailed, post
+from goatbeat_celery.beat.webhook_urls import shown_url, url_problems
 from goatbeat_celery.core.protocols import Outbox
 from goatbeat_celery.core.rules.outbox import retry_delay
 from goatbeat_celery.core.rules.validation import seconds_problem
@@ -51,8 +57,8 @@ from goatbeat_celery.core.types.problems import Problem
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Webhook", "WebhookDelivery", "WebhookFormat", "WebhookSettings", "read_webhooks",
-           "sign", "start"]
+__all__ = ["DeliveryFailed", "Webhook", "WebhookDelivery", "WebhookFormat", "WebhookSettings",
+           "post", "read_webhooks", "shown_url", "sign", "start"]
 
 PREFIX = "goatbeat_"
 #: The settings this module reads (``goatbeat_`` + each).
@@ -63,16 +69,15 @@ _HOOK_KEYS = ("url", "format", "secret")
 DEFAULT_TIMEOUT = timedelta(seconds=5)
 DEFAULT_BACKOFF = timedelta(seconds=1)
 DEFAULT_BACKOFF_MAX = timedelta(minutes=5)
-#: Events taken in one claim: each may wait up to the timeout on every webhook.
+#: The most events taken at once.
 BATCH = 10
 #: How long the thread waits for new events when it found none.
 POLL_INTERVAL = 1.0
-#: A claim covers the batch's worst case (every request timing out) and this margin.
+#: A claim covers the worst case of an event's wait (a full lane, every request timing out)
+#: and this margin.
 CLAIM_MARGIN = timedelta(seconds=30)
-#: How long :meth:`WebhookDelivery.close` waits for a request under way.
+#: How long :meth:`WebhookDelivery.close` waits for the requests under way.
 STOP_TIMEOUT = 5.0
-#: How much of a receiver's answer is kept in the error of a failed attempt.
-ANSWER_KEPT = 200
 
 #: Without the version: the package root imports what imports this module.
 USER_AGENT = "goatbeat_celery-webhooks"
@@ -87,15 +92,6 @@ class WebhookFormat(Enum):
 
     GENERIC = "generic"
     SLACK = "slack"
-
-
-def shown_url(url: str) -> str:
-    """``scheme://host/…``: where a webhook goes, without the path or query that may hold its
-    secret."""
-    parts = urlsplit(url)
-    host = parts.hostname or "?"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}/…"
 
 
 @dataclass(frozen=True)
@@ -206,22 +202,17 @@ def _webhook(item: object, label: str, secret: str | None,
     url = own.get("url")
     where = f"{label}.url" if isinstance(item, Mapping) else label
     before = len(found)
-    if not isinstance(url, str) or not url.strip():
+    if url is not None and not isinstance(url, str):
+        found.append(Problem(where, f"expected a URL, got {type(url).__name__}",
+                             "give the receiver's http:// or https:// URL as a string"))
+    elif url is None or not url.strip():
         found.append(Problem(where, "is empty", "give the receiver's http:// or https:// URL"))
     else:
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("http", "https"):
-            # The scheme only: the rest of a URL may be its secret.
-            found.append(Problem(where, f"must be an http:// or https:// URL, got a "
-                                 f"{parts.scheme or 'relative'} one"))
-        elif not parts.hostname:
-            found.append(Problem(where, "has no host", "give the receiver's full URL"))
-        elif any(char.isspace() for char in url.strip()):
-            found.append(Problem(where, "contains spaces", "encode them as %20"))
+        found.extend(url_problems(url.strip(), where))
     kind = own.get("format", WebhookFormat.GENERIC.value)
     try:
         shape = WebhookFormat(kind.value if isinstance(kind, WebhookFormat) else kind)
-    except ValueError:
+    except (ValueError, TypeError):
         found.append(Problem(f"{label}.format", f"unknown format {kind!r}",
                              "use generic or slack"))
         shape = WebhookFormat.GENERIC
@@ -260,56 +251,47 @@ def body_of(entry: OutboxEntry, hook: Webhook) -> bytes:
 
 
 def slack_text(entry: OutboxEntry) -> str:
-    """The line a Slack-style receiver shows: the payload's ``summary`` when it has one."""
+    """The line a Slack-style receiver shows: the payload's ``summary`` when it has one, with
+    ``&``, ``<`` and ``>`` escaped as Slack asks: a task's error or a name holding
+    ``<!channel>`` or ``<https://…|text>`` shows as written, never as a mention or a link."""
     summary = entry.payload.get("summary")
     if isinstance(summary, str) and summary.strip():
-        return f"goatbeat {entry.kind}: {summary}"
+        return slack_escaped(f"goatbeat {entry.kind}: {summary}")
     compact = json.dumps(dict(entry.payload), ensure_ascii=False, separators=(",", ":"))
-    return f"goatbeat {entry.kind}: {compact[:1000]}"
+    return slack_escaped(f"goatbeat {entry.kind}: {compact[:1000]}")
 
 
-class DeliveryFailed(Exception):
-    """One request that the receiver did not accept (a status, a timeout, a refusal)."""
+def slack_escaped(text: str) -> str:
+    """``text`` with the three characters Slack's markup gives a meaning escaped."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    # A redirect would turn the POST into a GET without its body: a failure to report.
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
 
 #: Sends one request: (url, body, headers, timeout in seconds); raises DeliveryFailed.
 Sender = Callable[[str, bytes, Mapping[str, str], float], None]
 
 
-def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> None:
-    """POST ``body``; any 2xx answer accepts it, anything else raises DeliveryFailed."""
-    request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
-    try:
-        with _OPENER.open(request, timeout=timeout) as answer:
-            status = answer.status
-            answer.read(ANSWER_KEPT)
-    except urllib.error.HTTPError as exc:
-        said = exc.read(ANSWER_KEPT).decode("utf-8", "replace").strip()
-        raise DeliveryFailed(f"HTTP {exc.code}" + (f": {said}" if said else "")) from None
-    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
-        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        # A URL error may quote the URL: name the failure, never the URL.
-        raise DeliveryFailed(f"{type(reason).__name__}: {_without(str(reason), url)}") from None
-    if not 200 <= status < 300:
-        raise DeliveryFailed(f"HTTP {status}")
-
-
-def _without(text: str, url: str) -> str:
-    return text.replace(url, shown_url(url))
-
-
 # -- the delivery thread -----------------------------------------------------------------
+@dataclass
+class _InFlight:
+    """An event handed to the lanes: the webhooks still to answer, and what they said."""
+
+    entry: OutboxEntry
+    waiting: set[str]
+    took: set[str]
+    errors: list[str] = field(default_factory=list)
+
+
 class WebhookDelivery:
     """Drains the outbox to the webhooks, on a daemon thread of its own (:meth:`start`), or
-    one batch at a time (:meth:`deliver_due`)."""
+    one batch at a time (:meth:`deliver_due`).
+
+    The thread takes due events and hands each to the lane of every webhook that has not taken
+    it (:mod:`~goatbeat_celery.beat.webhook_lanes`); it records an event once every lane has
+    answered for it. It never waits on a lane that is failing or stalled: while a slow
+    receiver's request drags on, events are still taken for the others, so one slow receiver
+    delays only its own events (and a well one, for a moment, those that wait for room in its
+    lane).
+    """
 
     def __init__(self, outbox: Outbox, settings: WebhookSettings, *, holder: str,
                  send: Sender = post, clock: Callable[[], float] = time.time,
@@ -323,61 +305,132 @@ class WebhookDelivery:
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._hooks = {hook.key: hook for hook in settings.hooks}
+        self._lanes = [Lane(hook.key, f"goatbeat-webhook-{index}", partial(self._attempt, hook),
+                            self._answered, self._stop)
+                       for index, hook in enumerate(settings.hooks)]
+        #: Answers from the lanes (None wakes the thread to stop); read by one thread only.
+        self._answers: queue.SimpleQueue[tuple[str, str, str | None] | None] = \
+            queue.SimpleQueue()
+        self._in_flight: dict[str, _InFlight] = {}
 
     @property
     def claim(self) -> timedelta:
-        """How long a batch is held: every request of it timing out, and a margin."""
-        return self.settings.timeout * BATCH * len(self.settings.hooks) + CLAIM_MARGIN
+        """How long taken events are held: a full lane's requests all timing out, and a
+        margin."""
+        return self.settings.timeout * DEPTH + CLAIM_MARGIN
 
     def deliver_due(self) -> int:
-        """Take a batch of due events and deliver each to the webhooks that have not taken it;
-        returns how many were taken. Store errors are raised (the caller waits and retries)."""
-        taken = self.outbox.take_events(holder=self.holder, limit=BATCH, hold_for=self.claim)
+        """Take a batch of due events, hand each to the webhooks that have not taken it, and
+        record the outcome once they all answered; returns how many were taken. Store errors
+        are raised (the caller waits and retries). Not to be called while :meth:`start`'s
+        thread runs."""
+        taken = self._take()
+        while self._in_flight and not self._stop.is_set():
+            self._record(POLL_INTERVAL)
+        return taken
+
+    def _take(self) -> int:
+        # Take what every lane has room for, those that do not hold the others back aside: a
+        # busy lane makes the others wait a moment; a failing or stalled one turns away what it
+        # cannot hold. With none holding back, what one of them has room for.
+        holding = [lane.room() for lane in self._lanes if lane.holds_back()]
+        room = min(holding) if holding else max((lane.room() for lane in self._lanes), default=0)
+        if room <= 0:
+            return 0
+        taken = self.outbox.take_events(holder=self.holder, limit=min(BATCH, room),
+                                        hold_for=self.claim)
+        done: list[_InFlight] = []
         for entry in taken:
-            if self._stop.is_set():
-                break  # the claim runs out and the event is taken again, here or elsewhere
-            self._deliver(entry)
+            if entry.event_id in self._in_flight:
+                continue  # its claim ran out while it waited in a lane: that one stands
+            pending = _InFlight(entry, waiting={lane.key for lane in self._lanes} -
+                                set(entry.delivered_to), took=set(entry.delivered_to))
+            if not pending.waiting:
+                done.append(pending)
+                continue
+            self._in_flight[entry.event_id] = pending
+            for lane in self._lanes:
+                if lane.key in pending.waiting:
+                    lane.hand(entry)
+        self._settle(done)
         return len(taken)
 
-    def _deliver(self, entry: OutboxEntry) -> None:
-        took = set(entry.delivered_to)
-        errors: list[str] = []
-        for hook in self.settings.hooks:
-            if hook.key in took:
-                continue
-            body = body_of(entry, hook)
-            stamp = str(int(self._clock()))
-            headers = {
-                "Content-Type": "application/json",
-                "User-Agent": USER_AGENT,
-                EVENT_ID_HEADER: entry.event_id,
-                EVENT_KIND_HEADER: entry.kind,
-                TIMESTAMP_HEADER: stamp,
-                SIGNATURE_HEADER: sign(hook.secret, stamp, body),
-            }
-            try:
-                self._send(hook.url, body, headers, self.settings.timeout.total_seconds())
-            except DeliveryFailed as exc:
-                errors.append(f"{hook.shown}: {exc}")
-                continue
-            took.add(hook.key)
-        if self._report is not None:
-            self._report(not errors)
-        if not errors:
-            self.outbox.mark_events_delivered([entry.event_id])
-            logger.info("webhook event %s (%s) delivered", entry.event_id, entry.kind,
-                        extra={"action": "webhook_delivered"})
+    def _attempt(self, hook: Webhook, entry: OutboxEntry) -> Failed | None:
+        """One request of ``entry`` to ``hook`` (on its lane's thread): how it failed, or
+        None."""
+        body = body_of(entry, hook)
+        stamp = str(int(self._clock()))
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            EVENT_ID_HEADER: entry.event_id,
+            EVENT_KIND_HEADER: entry.kind,
+            TIMESTAMP_HEADER: stamp,
+            SIGNATURE_HEADER: sign(hook.secret, stamp, body),
+        }
+        try:
+            self._send(hook.url, body, headers, self.settings.timeout.total_seconds())
+        except DeliveryFailed as exc:
+            return Failed(str(exc), timed_out=exc.timed_out)
+        return None
+
+    def _answered(self, entry: OutboxEntry, key: str, error: str | None) -> None:
+        self._answers.put((entry.event_id, key, error))
+
+    def _record(self, wait: float) -> None:
+        """Wait up to ``wait`` seconds for a lane's answer, read every answer there is, and
+        record the events every lane has answered for."""
+        try:
+            answers = [self._answers.get(timeout=wait) if wait > 0 else
+                       self._answers.get_nowait()]
+        except queue.Empty:
             return
-        attempt = entry.attempts + 1
-        delay = retry_delay(attempt, first=self.settings.retry_backoff,
-                            most=self.settings.retry_backoff_max)
-        error = "; ".join(errors)
-        self.outbox.retry_events([OutboxRetry(event_id=entry.event_id, delay=delay, error=error,
-                                              delivered_to=tuple(sorted(took)))],
-                                 holder=self.holder)
-        logger.warning("webhook event %s (%s) not delivered (attempt %d): %s; next attempt "
-                       "in %gs", entry.event_id, entry.kind, attempt, error,
-                       delay.total_seconds(), extra={"action": "webhook_failed"})
+        while True:
+            try:
+                answers.append(self._answers.get_nowait())
+            except queue.Empty:
+                break
+        done: list[_InFlight] = []
+        for answer in answers:
+            pending = None if answer is None else self._in_flight.get(answer[0])
+            if answer is None or pending is None:
+                continue
+            _, key, error = answer
+            pending.waiting.discard(key)
+            if error is None:
+                pending.took.add(key)
+            else:
+                pending.errors.append(f"{self._hooks[key].shown}: {error}")
+            if not pending.waiting:
+                done.append(self._in_flight.pop(pending.entry.event_id))
+        self._settle(done)
+
+    def _settle(self, done: Sequence[_InFlight]) -> None:
+        """Record the events every webhook answered for: delivered, or tried again later."""
+        delivered = [pending.entry for pending in done if not pending.errors]
+        if delivered:
+            self.outbox.mark_events_delivered([entry.event_id for entry in delivered])
+        retries: list[OutboxRetry] = []
+        for pending in done:
+            if self._report is not None:
+                self._report(not pending.errors)
+            entry = pending.entry
+            if not pending.errors:
+                logger.info("webhook event %s (%s) delivered", entry.event_id, entry.kind,
+                            extra={"action": "webhook_delivered"})
+                continue
+            attempt = entry.attempts + 1
+            delay = retry_delay(attempt, first=self.settings.retry_backoff,
+                                most=self.settings.retry_backoff_max)
+            error = "; ".join(pending.errors)
+            retries.append(OutboxRetry(event_id=entry.event_id, delay=delay, error=error,
+                                       delivered_to=tuple(sorted(pending.took))))
+            logger.warning("webhook event %s (%s) not delivered (attempt %d): %s; next attempt "
+                           "in %gs", entry.event_id, entry.kind, attempt, error,
+                           delay.total_seconds(), extra={"action": "webhook_failed"})
+        if retries:
+            self.outbox.retry_events(retries, holder=self.holder)
 
     # -- the thread ----------------------------------------------------------------------
     def start(self) -> WebhookDelivery:
@@ -391,26 +444,34 @@ class WebhookDelivery:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            try:
-                taken = self.deliver_due()
-            except GoatbeatError as exc:
-                logger.warning("goatbeat webhooks: cannot read the outbox: %s", exc,
-                               extra={"action": "webhook_store_error"})
-                taken = 0
-            except Exception:  # never let the thread die: events would wait forever
-                logger.exception("goatbeat webhooks: unexpected error; retrying",
-                                 extra={"action": "webhook_error"})
-                taken = 0
-            if taken < BATCH:
-                self._stop.wait(POLL_INTERVAL)
+            taken = self._safely(self._take)
+            # A full batch: more may be due at once. Otherwise wait for an answer or the poll.
+            self._safely(partial(self._record, 0.0 if taken == BATCH else POLL_INTERVAL))
+        self._safely(partial(self._record, 0.0))  # what the lanes answered before they stopped
+
+    def _safely(self, step: Callable[[], int | None]) -> int:
+        try:
+            return step() or 0
+        except GoatbeatError as exc:
+            logger.warning("goatbeat webhooks: cannot read or write the outbox: %s", exc,
+                           extra={"action": "webhook_store_error"})
+        except Exception:  # never let the thread die: events would wait forever
+            logger.exception("goatbeat webhooks: unexpected error; retrying",
+                             extra={"action": "webhook_error"})
+        self._stop.wait(POLL_INTERVAL)
+        return 0
 
     def close(self) -> None:
-        """Stop after the request under way (waiting at most a few seconds: the thread is a
-        daemon, and what it had claimed is taken again once the claim runs out)."""
+        """Stop after the requests under way (waiting at most a few seconds in all: the
+        threads are daemons, and what was taken is taken again once its claim runs out)."""
         self._stop.set()
+        until = time.monotonic() + STOP_TIMEOUT
+        for lane in self._lanes:
+            lane.close(max(until - time.monotonic(), 0.0))
+        self._answers.put(None)
         thread, self._thread = self._thread, None
         if thread is not None:
-            thread.join(STOP_TIMEOUT)
+            thread.join(max(until - time.monotonic(), 0.0))
 
 
 def start(outbox: Outbox, settings: WebhookSettings, *, holder: str,

@@ -43,5 +43,9 @@ from goatbeat_celery.cli import (  # noqa: F401
     tokens,
 )
 from goatbeat_celery.cli.group import goatbeat
+from goatbeat_celery.hidden_settings import hide_secret_settings
+
+# Each celery command imports this plug-in: report and inspect conf print no webhook secret.
+hide_secret_settings()
 
 __all__ = ["goatbeat"]

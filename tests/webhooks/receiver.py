@@ -42,8 +42,9 @@ class Receiver:
     mode: str = "ok"
     #: What was accepted: (event id, body as JSON, signature verified).
     accepted: list[tuple[str, Any, bool]] = field(default_factory=list)
-    #: Requests refused with 503 (while unavailable).
+    #: Requests refused with 503 (while unavailable), and the body of that answer.
     refused: int = 0
+    answer: bytes = b"down for maintenance"
     _server: ThreadingHTTPServer | None = None
     _release: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -62,7 +63,7 @@ class Receiver:
                         receiver.refused += 1
                     self.send_response(503)
                     self.end_headers()
-                    self.wfile.write(b"down for maintenance")
+                    self.wfile.write(receiver.answer)
                     return
                 with receiver._lock:
                     receiver.accepted.append((self.headers.get("Goatbeat-Event-Id", ""),

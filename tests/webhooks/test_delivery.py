@@ -18,6 +18,7 @@ from goatbeat_celery.beat.webhooks import (
     WebhookDelivery,
     WebhookFormat,
     WebhookSettings,
+    sign,
 )
 from goatbeat_celery.core.types.outbox import OutboxEvent
 from goatbeat_celery.store import Store, open_store
@@ -213,6 +214,7 @@ def test_a_hanging_receiver_costs_the_timeout_and_the_event_is_retried(
     started = time.monotonic()
     assert delivery.deliver_due() == 1
     took = time.monotonic() - started
+    delivery.close()  # its lane's thread
     # The request's timeout, and a margin of 2 s for a busy machine.
     assert 0.5 <= took < 0.5 + 2
     (entry,) = sqlite_store.list_events()
@@ -232,6 +234,7 @@ def test_the_envelope_and_headers_a_generic_receiver_gets(sqlite_store: Store) -
                                clock=lambda: 1_900_000_000.0)
     sqlite_store.enqueue_events(events(1))
     delivery.deliver_due()
+    delivery.close()
 
     ((url, body, headers),) = sent
     assert url == "https://hooks.example/goatbeat"
@@ -243,6 +246,12 @@ def test_the_envelope_and_headers_a_generic_receiver_gets(sqlite_store: Store) -
     document = json.loads(body)
     assert list(document) == ["id", "kind", "created_at", "attempt", "data"]
     assert document["created_at"].endswith("Z") and document["attempt"] == 1
+    # The id a receiver deduplicates on is the body's, under the signature; the header repeats
+    # it. Another id in the body would not verify.
+    assert document["id"] == headers["Goatbeat-Event-Id"]
+    assert headers["Goatbeat-Signature"] == sign(SECRET, "1900000000", body)
+    forged = body.replace(b'"id":"alert-0"', b'"id":"alert-9"')
+    assert forged != body and sign(SECRET, "1900000000", forged) != headers["Goatbeat-Signature"]
 
 
 def test_each_attempt_is_counted_by_outcome_in_the_metrics(
@@ -264,6 +273,7 @@ def test_each_attempt_is_counted_by_outcome_in_the_metrics(
         return all(e.delivered for e in sqlite_store.list_events())
 
     wait_for(delivered, timeout=FIRST.total_seconds() + 10, what="the retries delivered")
+    delivery.close()
 
     def count(outcome: str) -> float | None:
         return metrics.registry.get_sample_value("goatbeat_webhook_deliveries_total",

@@ -92,3 +92,60 @@ def test_a_misspelt_webhook_setting_is_named() -> None:
 def test_a_shown_url_keeps_only_scheme_host_and_port() -> None:
     assert shown_url(SLACK) == "https://hooks.slack.example/…"
     assert shown_url("http://user:pw@127.0.0.1:8080/x?token=y") == "http://127.0.0.1:8080/…"
+
+
+# -- URLs checked whole ------------------------------------------------------------------------
+BAD_URLS = {
+    "http://receiver.example:99999/XXXXsecretXXXX": "has an invalid port; give a port from 1 "
+    "to 65535 after the host, or none for the scheme's default",
+    "http://receiver.example:http/XXXXsecretXXXX": "has an invalid port",
+    "https://receiver.example:0/XXXXsecretXXXX": "has an invalid port",
+    "http://[::1/XXXXsecretXXXX": "is not a valid URL (its host cannot be read); write an IPv6 "
+    "host in brackets, as http://[::1]:8080/path",
+    "http://:8080/XXXXsecretXXXX": "has no host",
+    "https:XXXXsecretXXXX": "has no host",
+    "mailto:ops@example.com?XXXXsecretXXXX": "must be an http:// or https:// URL, got a mailto "
+    "one",
+    "//receiver.example/XXXXsecretXXXX": "must be an http:// or https:// URL, got a relative one",
+    "http://user:XXXXsecretXXXX@receiver.example/": "has credentials before the host, which are "
+    "never sent",
+    "http://receiver.example/a b/XXXXsecretXXXX": "contains spaces or control characters",
+    "http://receiver.example/\x1b[2J/XXXXsecretXXXX": "contains spaces or control characters",
+    "http://recéiver.example/XXXXsecretXXXX": "contains characters outside ASCII",
+}
+
+
+def test_every_bad_url_is_a_problem_naming_its_entry_and_never_quoting_the_url() -> None:
+    urls = list(BAD_URLS)
+    hooks, problems = read(webhooks=[*urls[:6], *({"url": url} for url in urls[6:])],
+                           webhook_secret=SECRET)
+    assert hooks is None
+    assert not any("XXXXsecretXXXX" in problem for problem in problems)
+    for index, (url, message) in enumerate(BAD_URLS.items()):
+        where = f"goatbeat_webhooks[{index}]" + (".url" if index >= 6 else "")
+        mine = [p for p in problems if p.startswith(f"{where}: ")]
+        assert any(message in p for p in mine), (url, mine)
+
+
+def test_sound_urls_of_every_shape_are_accepted() -> None:
+    urls = ["http://127.0.0.1:8080/hook", "https://[::1]:8443/h?x=1&y=%20", "http://h.example",
+            "https://xn--rceiver-dya.example/p#ignored", "http://h.example:/p"]
+    hooks, problems = read(webhooks=urls, webhook_secret=SECRET)
+    assert problems == []
+    assert [h.shown for h in hooks.hooks] == [
+        "http://127.0.0.1:8080/…", "https://[::1]:8443/…", "http://h.example/…",
+        "https://xn--rceiver-dya.example/…", "http://h.example/…"]
+
+
+def test_a_shown_url_never_raises_whatever_it_is_given() -> None:
+    # A log line names a webhook by it: an invalid URL is shown as one, never a traceback.
+    for url in ("http://h:99999/x", "http://[::1/x", "", "::", "http://h\x1b/x", "ftp://h/x"):
+        assert shown_url(url) == "(an invalid URL)", url
+
+
+def test_a_url_that_is_not_a_string_is_named_as_such() -> None:
+    _, problems = read(webhooks=[{"url": 8080}, {"url": None}], webhook_secret=SECRET)
+    assert problems == [
+        "goatbeat_webhooks[0].url: expected a URL, got int; give the receiver's http:// or "
+        "https:// URL as a string",
+        "goatbeat_webhooks[1].url: is empty; give the receiver's http:// or https:// URL"]
