@@ -46,12 +46,12 @@ class CelerySubmitter:
     """
 
     def __init__(self, app: Any, *, lazy: Mapping[str, Mapping[str, Any]] | None = None,
-                 scheduler: Any = None) -> None:
+                 scheduler: Any = None, entries: Mapping[str, Any] | None = None) -> None:
         self.app = app
         # Lazy arguments of this replica's config entries, called as each run is sent.
-        self.lazy = lazy or {}
+        self.lazy = {} if lazy is None else lazy  # the very mapping: entries may be added
         self.scheduler = scheduler
-        self.schedules = ScheduleObjects(app)
+        self.schedules = ScheduleObjects(app, entries)
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
                timeout: float) -> SubmitResult:

@@ -42,3 +42,7 @@ class TriggerCache:
         else:
             self._built.move_to_end(key)
         return trigger
+
+    def clear(self) -> None:
+        """Forget every trigger built (the registry changed)."""
+        self._built.clear()
