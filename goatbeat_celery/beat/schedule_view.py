@@ -15,7 +15,7 @@ cost grows with the number of schedules; a beat nobody reads the view of never p
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Mapping
 from typing import Any
 
 from goatbeat_celery.beat.declared import DeclaredSchedule
@@ -25,44 +25,37 @@ from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
 
 
-class ScheduleView(MutableMapping[str, Any]):
-    """The entries by name; see the module's docstring."""
+class ScheduleView(dict[str, Any]):
+    """The entries by name, a ``dict`` as Celery's own schedule is: read through
+    :meth:`current` (the scheduler's ``schedule``); every write declares (see the module's
+    docstring) and is seen in the dict at once."""
 
     def __init__(self, scheduler: Any, declared: DeclaredSchedule) -> None:
+        super().__init__()
         self.scheduler = scheduler
         self.declared = declared
-        self._entries: dict[str, Any] | None = None
+        self._fresh = False
         self._lock = threading.Lock()
 
     def stale(self) -> None:
-        """Read the store again at the next read (after a sync, or a change)."""
-        self._entries = None
+        """Read the store again at the next :meth:`current` (after a sync)."""
+        self._fresh = False
 
-    # -- reading -------------------------------------------------------------------------
-    def __getitem__(self, name: str) -> Any:
-        return self._current()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._current()))
-
-    def __len__(self) -> int:
-        return len(self._current())
-
-    def __repr__(self) -> str:
-        return f"<schedule of {len(self)} entries: {sorted(self)!r}>"
-
-    def _current(self) -> dict[str, Any]:
+    def current(self) -> ScheduleView:
+        """This view, read again first if a sync made it stale."""
         with self._lock:
-            entries = self._entries
-            if entries is None:
-                entries = self._entries = self._read()
-            return entries
+            if not self._fresh:
+                entries = self._read()
+                super().clear()
+                super().update(entries)
+                self._fresh = True
+        return self
 
     def _read(self) -> dict[str, Any]:
         engine = getattr(self.scheduler, "engine", None)
         store: ScheduleStore | None = None if engine is None else engine.store
         stored = {} if store is None else {row.name: row for row in store.list_schedules()}
-        entries = {name: self.entry(name, fields, stored.get(name))
+        entries = {name: self.entry(name, fields, _run_state(stored.get(name)))
                    for name, fields in list(self.declared.entries.items())}
         app = self.scheduler.app
         for name, row in stored.items():
@@ -75,30 +68,67 @@ class ScheduleView(MutableMapping[str, Any]):
                 kwargs=dict(spec.kwargs), options=dict(spec.options), **_run_state(row))
         return entries
 
-    def entry(self, name: str, fields: Mapping[str, Any], row: Schedule | None = None) -> Any:
-        """The scheduler's ``Entry`` for a declared entry's ``fields`` (the run state of
-        ``row``, the stored schedule of that name, if given)."""
+    def entry(self, name: str, fields: Mapping[str, Any],
+              run: Mapping[str, Any] | None = None) -> Any:
+        """The scheduler's ``Entry`` for a declared entry's ``fields``, with the run state
+        ``run`` (``last_run_at``, ``total_run_count``) if given."""
         return self.scheduler.Entry(
             name=name, app=self.scheduler.app, task=fields.get("task"),
             schedule=fields.get("schedule"), args=fields.get("args") or (),
             kwargs=fields.get("kwargs"), options=fields.get("options"),
-            relative=bool(fields.get("relative")), **_run_state(row))
+            relative=bool(fields.get("relative")), **(run or {}))
 
     # -- writing: declares config entries ------------------------------------------------
+    def declare(self, given: Mapping[Any, Any], *, replace: bool = False) -> None:
+        """Declare the entries ``given`` (all or none; with ``replace``, in place of all the
+        others) and show them here."""
+        self.declared.declare(given, replace=replace)
+        with self._lock:
+            if replace:
+                self._fresh = False
+            for name in map(str, given):
+                old = super().get(name)
+                run = {} if old is None else {"last_run_at": old.last_run_at,
+                                              "total_run_count": old.total_run_count}
+                super().__setitem__(name, self.entry(name, self.declared.entries[name], run))
+
     def __setitem__(self, name: str, entry: Any) -> None:
-        self.update({name: entry})
+        self.declare({name: entry})
+
+    def update(self, other: Any = (), /, **more: Any) -> None:
+        self.declare(dict(other, **more))
+
+    def __ior__(self, other: Any) -> ScheduleView:  # type: ignore[override,misc]
+        self.update(other)
+        return self
+
+    def setdefault(self, name: str, default: Any = None) -> Any:
+        if name not in self:
+            self[name] = default
+        return self[name]
 
     def __delitem__(self, name: str) -> None:
         if name not in self.declared.entries:
             raise KeyError(f"{name!r} is not a config entry of this beat; a schedule made "
                            "through the API is deleted there")
         self.declared.remove(name)
+        with self._lock:
+            super().pop(name, None)
 
-    def update(self, other: Any = (), /, **more: Any) -> None:
-        """Declare every entry given at once: all of them, or none (see
-        :meth:`DeclaredSchedule.declare`)."""
-        given = dict(other, **more)
-        self.declared.declare(given)
+    def pop(self, name: str, *default: Any) -> Any:
+        if name not in self.declared.entries and default:
+            return default[0]
+        entry = self[name] if name in self else None
+        del self[name]
+        return entry
+
+    def popitem(self) -> tuple[str, Any]:
+        for name in self.declared.entries:
+            return name, self.pop(name)
+        raise KeyError("popitem(): no config entry declared")
+
+    def clear(self) -> None:
+        self.declare({}, replace=True)
 
 
 def _run_state(row: Schedule | None) -> dict[str, Any]:

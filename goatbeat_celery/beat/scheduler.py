@@ -82,6 +82,8 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
 
     # -- Celery's hooks ------------------------------------------------------------------
     def setup_schedule(self) -> None:
+        if self._engine is not None:
+            return  # set up once: a second call (Celery's own tests make one) changes nothing
         loaded = self.goatbeat
         config = loaded.config
         _bound_broker_sockets(self.app)
@@ -221,7 +223,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
     # -- the schedule: a view of what this replica would send, and the door to its config ----
     def get_schedule(self) -> ScheduleView:
         """Every schedule this replica would send (:mod:`goatbeat_celery.beat.schedule_view`)."""
-        return self._view()
+        return self._view().current()
 
     def set_schedule(self, schedule: Mapping[str, Any]) -> None:
         """Declare ``schedule`` as the config entries, in place of all the others."""
@@ -238,18 +240,18 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             raise ConfigurationError([f"name: expected the entry's name, got {name!r}"],
                                      subject="schedule entry")
         view = self._view()
-        view.update({name: kwargs})
-        return view.entry(name, view.declared.entries[name])
+        view.declare({name: kwargs})
+        return dict.get(view, name)
 
     def update_from_dict(self, dict_: Mapping[str, Any]) -> None:
         """Declare these config entries (``beat_schedule``-shaped dicts or Celery entries),
         all at once, beside the others."""
-        self._view().update(dict_)
+        self._view().declare(dict_)
 
     def merge_inplace(self, b: Mapping[str, Any]) -> None:
         """Declare these config entries, all at once, in place of all the others: those left
         out are disabled as a removed ``beat_schedule`` entry is."""
-        self._view().declared.declare(b, replace=True)
+        self._view().declare(b, replace=True)
 
     def _view(self) -> ScheduleView:
         view: ScheduleView | None = self.__dict__.get("_schedule_view")
@@ -260,7 +262,6 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         return view
 
     def _on_declared(self, specs: tuple[ScheduleSpec, ...], triggers: TriggerRegistry) -> None:
-        self._view().stale()
         engine = self._engine
         if engine is not None:
             engine.declare(specs, triggers)
