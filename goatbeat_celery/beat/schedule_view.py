@@ -60,7 +60,12 @@ class ScheduleView(dict[str, Any]):
         app = self.scheduler.app
         for name, row in stored.items():
             spec = row.spec
-            if name in entries or spec.source is not ScheduleSource.API or not spec.enabled:
+            if spec.source is not ScheduleSource.API:
+                continue
+            # Config sync leaves a schedule made through the API alone, whatever is declared
+            # under its name: that row is what is sent, if anything is.
+            entries.pop(name, None)
+            if not spec.enabled:
                 continue
             entries[name] = self.scheduler.Entry(
                 name=name, app=app, task=spec.task,

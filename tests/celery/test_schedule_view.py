@@ -226,7 +226,10 @@ def test_api_schedules_are_listed_while_enabled(celery_app: Celery, database_url
     try:
         api.create("from-api", "rec.record", every=30, args=("api",))
         api.create("off", "rec.record", cron="0 4 * * *", enabled=False)
+        api.create("taken", "rec.other", every=60)
+        scheduler.add(name="taken", task="rec.record", schedule=5.0)  # left alone by sync
         scheduler.sync()
+        assert scheduler.schedule["taken"].task == "rec.other"
         entry = scheduler.schedule["from-api"]
         assert (entry.task, entry.args) == ("rec.record", ("api",))
         assert entry.schedule == schedule(timedelta(seconds=30))
