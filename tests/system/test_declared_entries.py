@@ -54,13 +54,13 @@ def test_entries_a_subclass_adds_in_setup_schedule_run_once_each_across_a_handov
     second = cluster.start("beat-2", [*beat, "-s", str(cluster.workdir / "2.schedule")])
     cluster.wait_for_replicas(2)
     started = cluster.db_now()
-    run_for(8)  # the scenario's duration: several runs of each entry under the first leader
+    run_for(5)  # the scenario's duration: several runs of each entry under the first leader
     lease = cluster.lease()
     assert lease is not None
     assert_alive(first, second)
     first.stop()  # releases the lease: the standby takes over and syncs its own entries
     wait_for_takeover(cluster, lease["token"])
-    run_for(6)
+    run_for(4)  # and under the second
     outcome = finish(cluster, [second])
 
     outcome.assert_sound()
