@@ -53,6 +53,7 @@ from goatbeat_celery.core.rules.controls import (
     MAX_PREVIEW,
     bounded_first,
     past_once_problem,
+    tag_filter_problems,
     upcoming_runs,
 )
 from goatbeat_celery.core.rules.misfire import first_occurrence
@@ -196,11 +197,7 @@ class Schedules:
             tags = (tags,)  # one tag given bare is still one tag, not its characters
         problems.extend(_text_problems(prefix, "prefix"))
         problems.extend(_limit_problems(limit, optional=True))
-        if not isinstance(tags, (builtins.list, tuple, set, frozenset)):
-            problems.append(Problem("tags", f"expected a list of tags, got {shown_value(tags)}"))
-            tags = ()
-        for tag in tags:
-            problems.extend(_text_problems(tag, "tags", optional=False))
+        problems.extend(tag_filter_problems(tags))
         problems.extend(_after_problems(after, chosen))
         if problems:
             raise ConfigurationError(problems, subject="list arguments")

@@ -36,6 +36,7 @@ from goatbeat_celery.core.types.instants import to_timedelta
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec, quoted_name
+from goatbeat_celery.links import doc
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
@@ -131,7 +132,7 @@ class GoatbeatConfig:
                 f"shown as unknown once {timeout:g}s ({spelt(PREFIX + 'run_start_timeout')}) "
                 "have passed after it was sent, and no run is judged lost or failed, nor "
                 "alerted on. Call goatbeat_celery.track_runs(app) in the app module (it sets "
-                f"{setting}) to record what the workers do (docs/run-tracking.md).")
+                f"{setting}) to record what the workers do ({doc('run-tracking.md')}).")
 
     def task_allowed(self, task: str) -> bool:
         """Whether an API-created schedule may send ``task`` (all tasks when the setting is
@@ -389,7 +390,7 @@ def stray_settings(keys: Iterable[object], namespace: str | None) -> list[str]:
             iter(difflib.get_close_matches(bare, names, n=1)), None)
         if match is None:
             found.append(f"{key}: unknown setting; the goatbeat settings are listed in "
-                         "docs/configuration.md")
+                         f"{doc('configuration.md#settings')}")
             continue
         lower = key.startswith(PREFIX) or not upper_prefix
         spelling = PREFIX + match if lower else f"{upper_prefix}{match.upper()}"

@@ -45,6 +45,7 @@ from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, ScheduleSpec, TriggerSpec, quoted_name
+from goatbeat_celery.links import doc
 
 NONE = "-"
 
@@ -1146,4 +1147,4 @@ def untracked_rules_note(settings: Settings) -> str | None:
     if settings.track_runs:
         return None
     return ("the workers do not track runs (goatbeat_track_runs is off): overrun and silent "
-            "are not judged, and failed and lost have no evidence (docs/run-tracking.md)")
+            f"are not judged, and failed and lost have no evidence ({doc('run-tracking.md')})")

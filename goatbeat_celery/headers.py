@@ -1,20 +1,18 @@
 """The message headers goatbeat puts on every run it sends (read back by
-:func:`goatbeat_celery.occurrence_of` on the worker)."""
+:func:`goatbeat_celery.occurrence_of` on the worker). Their names are the core's
+(:mod:`goatbeat_celery.core.types.headers`), where validation refuses them in a schedule's
+``options.headers``."""
 
 from __future__ import annotations
 
-#: The schedule's name.
-SCHEDULE = "goatbeat_schedule"
-#: The occurrence instant, ISO-8601 in UTC (the grid point, before any offset).
-OCCURRENCE = "goatbeat_occurrence"
-#: The fencing token of the leader that sent it.
-TOKEN = "goatbeat_token"
-#: Which send of the run this message is (1 the first; a resubmission or a resend of a run
-#: never started counts on): a worker tracking runs checks a later send for a duplicate.
-SEND = "goatbeat_send"
-#: Present (true) on an extra run asked for by hand.
-MANUAL = "goatbeat_manual"
-#: Every header above: what goatbeat adds to a message Celery's beat would send.
-OWN = frozenset({SCHEDULE, OCCURRENCE, TOKEN, SEND, MANUAL})
-#: The header Celery's own beat puts on every message it sends.
-CELERY_BEAT = "celery_beat_task"
+from goatbeat_celery.core.types.headers import (
+    CELERY_BEAT,
+    MANUAL,
+    OCCURRENCE,
+    OWN,
+    SCHEDULE,
+    SEND,
+    TOKEN,
+)
+
+__all__ = ["CELERY_BEAT", "MANUAL", "OCCURRENCE", "OWN", "SCHEDULE", "SEND", "TOKEN"]

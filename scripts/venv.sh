@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install goatbeat_celery with the given extras (default: dev). Idempotent.
+# `dev` and `bench` are dependency groups of pyproject.toml (not published extras): each is
+# installed beside the extras of the package that it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras=${1:-dev}
@@ -19,6 +21,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # metadata directory, which Python finds on the path of an editable install.
   .venv/bin/python -m pip uninstall -q -y goatbeat_celery >/dev/null 2>&1 || true
   rm -rf goatbeat_celery.egg-info
-  .venv/bin/python -m pip install -q -e ".[$extras]"
+  case "$extras" in
+    dev) install=(-e ".[postgres,redis,metrics,web,opentelemetry]" --group dev) ;;
+    bench) install=(-e ".[postgres,redis]" --group bench) ;;
+    *) install=(-e ".[$extras]") ;;
+  esac
+  .venv/bin/python -m pip install -q "${install[@]}"
   touch "$stamp"
 fi

@@ -89,8 +89,9 @@ class GoatbeatEntry(beat.ScheduleEntry):  # type: ignore[misc]
     ``name``, ``task``, ``args``, ``kwargs``, ``options`` (goatbeat's headers and the starting
     deadline included), ``schedule``, ``last_run_at`` (the occurrence instant this run is for)
     and ``total_run_count`` (runs of the schedule claimed before this one, as the store read
-    them) are Celery's; ``key``, ``occurrence_at``, ``token`` and ``manual`` are goatbeat's.
-    What a hook changes in ``options`` (headers, a queue) reaches the message.
+    them) are Celery's, and ``is_due()`` and ``next(entry)`` answer as Celery's entry does;
+    ``key``, ``occurrence_at``, ``token`` and ``manual`` are goatbeat's. What a hook changes in
+    ``options`` (headers, a queue) reaches the message.
     """
 
     def __init__(self, *, app: Any, name: str, task: str, args: list[Any],
@@ -120,11 +121,33 @@ class GoatbeatEntry(beat.ScheduleEntry):  # type: ignore[misc]
         self.own_headers: Mapping[str, Any] = {}
         self.batch: Any = None
 
-    def _next_instance(self, last_run_at: datetime | None = None) -> Any:
-        # Celery's reserve() builds the next entry; goatbeat's next run is the store's.
-        raise NotImplementedError("goatbeat advances schedules in its store, not in entries")
+    def _next_instance(self, last_run_at: datetime | None = None) -> beat.ScheduleEntry:
+        """The entry of the schedule's run after this one, as Celery's ``next(entry)``: a plain
+        ``ScheduleEntry`` with ``last_run_at`` this occurrence (or the instant given) and one
+        run more. goatbeat's own headers stay with this run. The store advanced the schedule
+        when it claimed this run, so nothing is advanced here, and sending the returned entry
+        yourself would send a run goatbeat does not know of."""
+        options = dict(self.options)
+        headers = {key: value for key, value in (options.get("headers") or {}).items()
+                   if key not in self.own_headers}
+        if headers:
+            options["headers"] = headers
+        else:
+            options.pop("headers", None)
+        return beat.ScheduleEntry(
+            name=self.name, task=self.task, last_run_at=last_run_at or self.occurrence_at,
+            total_run_count=self.total_run_count + 1, schedule=self.schedule,
+            args=list(self.args), kwargs=dict(self.kwargs), options=options, app=self.app)
 
     __next__ = next = _next_instance
+
+    def is_due(self) -> Any:
+        """Due, as every entry Celery's beat hands ``apply_entry`` is, with the seconds until
+        the schedule's run after this one (Celery's ``schedstate``)."""
+        if self.schedule is None:  # a trigger edited by hand: no Celery schedule to ask
+            return celery_schedules.schedstate(is_due=True, next=NEVER_CHECK_AGAIN)
+        _, seconds = self.schedule.is_due(self.occurrence_at)
+        return celery_schedules.schedstate(is_due=True, next=seconds)
 
     def __reduce__(self) -> Any:
         return beat.ScheduleEntry, (self.name, self.task, self.last_run_at,

@@ -46,6 +46,7 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.tick import Dispatch
+from goatbeat_celery.links import doc
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -56,7 +57,7 @@ logger = logging.getLogger(__name__)
 
 SETTING = "goatbeat_metrics_port"
 INSTALL_HINT = ("install goatbeat with its 'metrics' extra, which brings prometheus-client "
-                "(docs/getting-started.md)")
+                f"({doc('getting-started.md#install')})")
 #: From a few milliseconds (a healthy tick) to an hour (catch-up after downtime).
 LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
                     3600.0)

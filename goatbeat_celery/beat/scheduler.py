@@ -8,6 +8,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
@@ -21,6 +22,7 @@ from goatbeat_celery.beat import observability, webhooks
 from goatbeat_celery.beat.declared import DeclaredSchedule
 from goatbeat_celery.beat.entries import GoatbeatEntry
 from goatbeat_celery.beat.health import HealthEndpoints, Liveness
+from goatbeat_celery.beat.pace import Pace
 from goatbeat_celery.beat.schedule_view import ScheduleView
 from goatbeat_celery.beat.stopsignals import StopSignals
 from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
@@ -76,8 +78,10 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         except ConfigurationError as exc:
             # The exit message is the report (printed once, every problem listed).
             raise SystemExit(f"goatbeat: {exc}") from exc
-        # Celery passes its own max interval (300 s by default); goatbeat's governs the loop.
-        kwargs["max_interval"] = self.goatbeat.config.settings.max_interval.total_seconds()
+        # Celery's max_interval (the argument, beat_max_loop_interval, --max-interval) as
+        # Celery reads it; goatbeat_max_interval stands in for Celery's 300 s default.
+        self.max_interval = self.goatbeat.config.settings.max_interval.total_seconds()
+        self._pace = Pace()
         super().__init__(app, *args, lazy=lazy, **kwargs)
 
     # -- Celery's hooks ------------------------------------------------------------------
@@ -149,22 +153,47 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         for warning in config_module.legacy_entry_warnings(dict(self.app.conf.beat_schedule or {})):
             logger.warning("goatbeat: %s", warning, extra={"action": "config_deprecated"})
 
+    #: Whether :meth:`tick` waits for the next thing to do itself, woken early by a change the
+    #: store announces (PostgreSQL's NOTIFY), and returns 0.0; Celery's ``Service`` sleeps
+    #: with ``time.sleep``, which nothing can cut short. False: ``tick`` returns at once with
+    #: the seconds to sleep, as Celery's does, for a loop that sleeps them (or calls
+    #: :meth:`wait`). Either way no wait lasts longer than ``max_interval``.
+    tick_waits = True
+
     def tick(self, *args: Any, **kwargs: Any) -> float:
+        """Do what is due, then wait for the next thing to do (see :attr:`tick_waits`)."""
         engine = self._engine
         if engine is None:
             return float(self.max_interval)
         self._ticking_thread = threading.get_ident()
         self._liveness.ticked()
         try:
-            with self._stop_signals.held():
-                seconds = engine.tick()
-            if not self._frozen:
-                self._freeze_heap()
-            engine.wait(seconds)
+            if self._pace.due():
+                with self._stop_signals.held():
+                    self._pace.planned(engine.tick())
+                if not self._frozen:
+                    self._freeze_heap()
+            seconds = min(self._pace.left(), float(self.max_interval))
+            if not self.tick_waits:
+                return seconds
+            self.wait(seconds)
         finally:
             self._ticking_thread = None
-        # The engine already waited (woken early by NOTIFY); Celery's loop must not sleep more.
+        # The wait is over (the instant came, or max_interval, or a change was heard).
         return 0.0
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds`` (at most ``max_interval``), woken early by a change the store
+        announces; True when woken (the next :meth:`tick` then looks at once)."""
+        seconds = min(seconds, float(self.max_interval))
+        engine = self._engine
+        if engine is None:
+            time.sleep(max(0.0, seconds))
+            return False
+        woken = engine.wait(seconds)
+        if woken:
+            self._pace.planned(0.0)
+        return woken
 
     def _freeze_heap(self) -> None:
         """After the first tick, the objects start-up built (Celery, the app, the store's
@@ -186,8 +215,18 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         that is not goatbeat's (one a subclass built) is sent as Celery would send it.
         """
         if isinstance(entry, GoatbeatEntry):
-            return publish_entry(self.app, entry, producer)
+            return publish_entry(self.app, entry, producer, self.send_task)
         return super().apply_async(entry, producer=producer, advance=False, **kwargs)
+
+    def reserve(self, entry: Any) -> Any:
+        """The entry of the run after ``entry`` (``next(entry)``), as Celery's ``reserve``.
+
+        A claimed occurrence's schedule was advanced in the store when it was claimed: its next
+        entry is returned and ``schedule`` is left as it is.
+        """
+        if isinstance(entry, GoatbeatEntry):
+            return next(entry)
+        return super().reserve(entry)
 
     def close(self) -> None:
         if self._ticking_thread == threading.get_ident():

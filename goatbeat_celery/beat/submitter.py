@@ -14,10 +14,13 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from goatbeat_celery import headers
 from goatbeat_celery.beat import tracing
+from goatbeat_celery.beat.context import app_current
 from goatbeat_celery.beat.entries import GoatbeatEntry, ScheduleObjects
 from goatbeat_celery.config import LAZY_MARKER
+from goatbeat_celery.core.rules.headers import without_reserved
 from goatbeat_celery.core.rules.validation import call_problems, options_problems
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.spec import quoted_name
 from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 
 logger = logging.getLogger(__name__)
@@ -52,6 +55,8 @@ class CelerySubmitter:
         self.lazy = {} if lazy is None else lazy  # the very mapping: entries may be added
         self.scheduler = scheduler
         self.schedules = ScheduleObjects(app, entries)
+        # Schedules whose stored headers were dropped, each logged once by this process.
+        self._dropped_from: set[str] = set()
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
                timeout: float) -> SubmitResult:
@@ -63,7 +68,8 @@ class CelerySubmitter:
         pending: list[str] = []
         reason = "timed out before the lease's local deadline"
         try:
-            with self.app.producer_or_acquire() as producer:
+            # Whatever thread sends (the submission's own, in beat), the beat's app is current.
+            with app_current(self.app), self.app.producer_or_acquire() as producer:
                 outage = _outage_errors(producer.connection)
                 # One immediate retry: kombu's default waits 2 s before it, and the claim loop
                 # waits for this batch, so a refusing broker would hold every claim that long.
@@ -110,14 +116,13 @@ class CelerySubmitter:
         return result
 
     def _send(self, batch: _Batch, dispatch: Dispatch, remaining: float) -> None:
-        problems = [*call_problems(dispatch.args, dispatch.kwargs),
-                    *options_problems(dispatch.options)]
+        execution = dispatch.execution
+        options = self._without_reserved_headers(execution.schedule_name, dispatch.options)
+        problems = [*call_problems(dispatch.args, dispatch.kwargs), *options_problems(options)]
         if problems:
             raise ConfigurationError(problems, subject="message")
-        execution = dispatch.execution
         args, kwargs = _evaluated(self.lazy.get(execution.schedule_name, _NO_LAZY),
                                   list(dispatch.args), dict(dispatch.kwargs))
-        options = dict(dispatch.options)
         own_headers = {
             HEADER_CELERY_BEAT: True,
             HEADER_SCHEDULE: execution.schedule_name,
@@ -178,20 +183,41 @@ class CelerySubmitter:
                                 "the run was not sent")
 
 
+    def _without_reserved_headers(self, name: str, stored: Mapping[str, Any]
+                                  ) -> dict[str, Any]:
+        """A copy of a schedule's stored ``options`` without the headers only Celery and
+        goatbeat set: a row written before they were refused must not rewrite the task or its
+        id. Logged once per schedule."""
+        options = dict(stored)
+        given = options.get("headers")
+        if not isinstance(given, Mapping):
+            return options
+        options["headers"], dropped = without_reserved(given)
+        if dropped and name not in self._dropped_from:
+            self._dropped_from.add(name)
+            logger.warning("schedule %s: its stored options.headers set %s, which only Celery "
+                           "and goatbeat may set; sent without them. Remove them from the "
+                           "schedule", quoted_name(name), ", ".join(map(repr, dropped)),
+                           extra={"action": "reserved_headers_dropped", "schedule": name})
+        return options
+
+
 class HookError(GoatbeatError):
     """Code hooked around ``apply_entry`` (a monitoring tool, a Scheduler subclass) raised, or
     returned without sending: this message fails alone, as a message the broker refuses."""
 
 
-def publish_entry(app: Any, entry: GoatbeatEntry, producer: Any) -> Any:
+def publish_entry(app: Any, entry: GoatbeatEntry, producer: Any,
+                  send_task: Any = None) -> Any:
     """Send ``entry`` as Celery's ``Scheduler.apply_async`` does, with its key as the task id.
 
     A task this process knows goes through its own ``apply_async`` (a class that overrides it,
     to take a lock or add headers, keeps working, and its decorator's options apply); any other
-    name through ``send_task``. ``entry.options`` as hooks left them are the message's options;
-    goatbeat's own headers are set over whatever a hook put in their place. The publish's error
-    is kept on the entry (Celery's ``apply_entry`` swallows it) and raised as Celery's
-    ``SchedulingError``.
+    name through ``send_task``: the scheduler's own (a subclass's override is called, as
+    Celery's beat calls it), the app's without a scheduler. ``entry.options`` as hooks left
+    them are the message's options; goatbeat's own headers are set over whatever a hook put in
+    their place. The publish's error is kept on the entry (Celery's ``apply_entry`` swallows
+    it) and raised as Celery's ``SchedulingError``.
     """
     options = entry.options
     sent_headers = dict(options.get("headers") or {})
@@ -204,8 +230,8 @@ def publish_entry(app: Any, entry: GoatbeatEntry, producer: Any) -> Any:
         if task is not None:
             result = task.apply_async(entry.args, entry.kwargs, producer=producer, **call)
         else:
-            result = app.send_task(entry.task, entry.args, entry.kwargs, producer=producer,
-                                   **call)
+            result = (send_task or app.send_task)(entry.task, entry.args, entry.kwargs,
+                                                  producer=producer, **call)
     except Exception as exc:
         entry.error = exc
         raise SchedulingError(f"Couldn't apply scheduled task {entry.name}: {exc}") from exc

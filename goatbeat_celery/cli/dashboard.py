@@ -8,6 +8,7 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery.cli.context import CommandError, masked_url, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.output import say
+from goatbeat_celery.links import doc
 
 
 @goatbeat.command(cls=CeleryCommand)
@@ -41,7 +42,7 @@ def web(ctx: click.Context, bind: str, read_only: bool,
         from goatbeat_celery.web.server import DEFAULT_PORT, serve
     except ImportError as exc:
         raise CommandError(f"the web dashboard needs celery-goatbeat's web extra, installed as "
-                           f"docs/getting-started.md#install says ({exc})") from exc
+                           f"{doc('getting-started.md#install')} says ({exc})") from exc
     try:
         host, port = parse_bind(bind, DEFAULT_PORT)
     except ValueError as exc:

@@ -154,7 +154,10 @@ def pause(ctx: click.Context, name: str, note: str | None, until: datetime | Non
         with reported(as_options=True, stored=current.damage):
             schedule = schedules.pause(name, note=note, until=until, reason=reason)
         warn_config_source(schedule, "enables it again (set its goatbeat.enabled to False)")
-        show_schedule(schedules, schedule, as_json, headline=f"paused {name!r}")
+        # A pause of a schedule paused alike changes no row: say so, not "paused".
+        headline = (f"{name!r} was already paused; nothing changed"
+                    if schedule.version == current.version else f"paused {name!r}")
+        show_schedule(schedules, schedule, as_json, headline=headline)
 
 
 @goatbeat.command(cls=CeleryCommand)
@@ -166,13 +169,16 @@ def resume(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> 
     """Run paused schedule NAME again from its next occurrence (no backlog)."""
     with opened(ctx) as schedules:
         with reported():
+            current = schedules.get(name)
             schedule = schedules.resume(name, reason=reason)
-        show_schedule(schedules, schedule, as_json, headline=f"resumed {name!r}")
+        headline = (f"{name!r} was not paused; nothing changed"
+                    if schedule.version == current.version else f"resumed {name!r}")
+        show_schedule(schedules, schedule, as_json, headline=headline)
 
 
 @goatbeat.command(name="next", cls=CeleryCommand)
 @click.argument("name")
-@click.option("--count", type=int, default=5, show_default=True, metavar="N",
+@click.option("--count", type=click.IntRange(1, 1000), default=5, show_default=True, metavar="N",
               help="How many runs to list (at most 1000).")
 @json_option
 @click.pass_context

@@ -42,7 +42,7 @@ from starlette.routing import Route
 
 from goatbeat_celery import display, specs
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillPreview
-from goatbeat_celery.core.rules.controls import MAX_PREVIEW
+from goatbeat_celery.core.rules.controls import MAX_PREVIEW, tag_filter_problems
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
     CalendarInUse,
@@ -60,6 +60,8 @@ from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec
 from goatbeat_celery.core.types.tokens import ApiToken, Scope
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.tokens import Tokens
+from goatbeat_celery.web import bodies, token_limits
+from goatbeat_celery.web.problem import ApiProblem
 from goatbeat_celery.web.security import WebSettings, cross_site_refusal, host_refusal
 
 if TYPE_CHECKING:
@@ -100,20 +102,6 @@ class _Api:
     schedules: Schedules
     settings: WebSettings
     tokens: Tokens
-
-
-class ApiProblem(Exception):
-    """A refusal, answered as ``application/problem+json`` with ``status``."""
-
-    def __init__(self, status: int, title: str, detail: str,
-                 problems: tuple[Problem, ...] = (), headers: Mapping[str, str] | None = None
-                 ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.title = title
-        self.detail = detail
-        self.problems = problems
-        self.headers = dict(headers or {})
 
 
 def problem_response(exc: ApiProblem) -> Response:
@@ -253,15 +241,13 @@ def _writable(token: ApiToken, name: str) -> None:
 async def _body(request: Request, *, optional: bool = False) -> dict[str, Any]:
     """The request's JSON object; 415, 413 or 400 for anything else, 422 for text holding
     a NUL character (no stored text can)."""
-    raw = await request.body()
+    raw = await bodies.read(request, MAX_BODY, refuse=ApiProblem)
     if not raw and optional:
         return {}
-    media = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    media = bodies.media_type(request)
     if media not in JSON_TYPES:
         raise ApiProblem(415, "JSON expected",
                          "send the body as JSON with 'Content-Type: application/json'")
-    if len(raw) > MAX_BODY:
-        raise ApiProblem(413, "Body too large", f"a body holds at most {MAX_BODY} bytes")
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -433,6 +419,8 @@ def _listed(api: _Api, token: ApiToken, request: Request
     if last is not None and order_text == ScheduleOrder.NEXT_RUN.value:
         run_at = _instant(query.get("after_run") or None, "after_run", problems)
         after = RunOrderCursor(next_run_at=run_at, name=last)
+    tags = query.getlist("tag")
+    problems.extend(tag_filter_problems(tags, "tag"))
     if problems:
         raise ConfigurationError(problems, subject="list arguments")
     prefix = query.get("prefix") or None
@@ -449,7 +437,7 @@ def _listed(api: _Api, token: ApiToken, request: Request
     elif state == "set-aside":
         filters["set_aside"] = True
     found = api.schedules.list(prefix=prefix, source=query.get("source") or None,
-                               tags=query.getlist("tag"), order=order_text, after=after,
+                               tags=tags, order=order_text, after=after,
                                limit=limit + 1, **filters)
     return found[:limit], len(found) > limit, api.schedules.store.now()
 
@@ -559,6 +547,7 @@ async def _put(request: Request, api: _Api, token: ApiToken) -> Response:
     precondition = _if_match(request)
     create_only = (request.headers.get("if-none-match") or "").strip() == "*"
     given = _definition(await _body(request), name)
+    await _call(token_limits.refuse_beyond_token, api.schedules, token, name, given)
     try:
         schedule, created, now = await _call(_put_schedule, api, name, given, precondition,
                                              create_only, _reason(request))
@@ -594,6 +583,7 @@ async def _patch(request: Request, api: _Api, token: ApiToken) -> Response:
         raise ApiProblem(422, "Invalid input", "a schedule's name is not changed", (
             Problem("name", "cannot be changed", "create a schedule under the new name and "
                     "delete this one"),))
+    await _call(token_limits.refuse_beyond_token, api.schedules, token, name, given)
     try:
         schedule, now = await _call(_patch_schedule, api, name, given, precondition,
                                     _reason(request))
@@ -767,7 +757,8 @@ async def _calendar(request: Request, api: _Api, token: ApiToken) -> Response:
     _readable(token, name, CalendarNotFound(name))
     found = await _call(api.schedules.get_calendar, name)
     observing = await _call(api.schedules.observing, name)
-    return _json({**display.calendar_json(found), "observed_by": observing},
+    return _json({**display.calendar_json(found),
+                  "observed_by": token_limits.shown_observers(token, observing)},
                  headers={"ETag": _etag(found.version)})
 
 
@@ -812,13 +803,18 @@ async def _calendar_put(request: Request, api: _Api, token: ApiToken) -> Respons
     except ScheduleConflict as exc:
         raise _conflict(exc, precondition is not None) from exc
     observing = await _call(api.schedules.observing, name)
-    return _json({**display.calendar_json(calendar), "observed_by": observing},
+    return _json({**display.calendar_json(calendar),
+                  "observed_by": token_limits.shown_observers(token, observing)},
                  201 if created else 200, headers={"ETag": _etag(calendar.version)})
 
 
 async def _calendar_delete(request: Request, api: _Api, token: ApiToken) -> Response:
-    """Remove a calendar; 409 naming the schedules that still observe it."""
+    """Remove a calendar; 409 naming the schedules that still observe it (those the token
+    may see)."""
     name = request.path_params["name"]
     _writable(token, name)
-    await _call(api.schedules.delete_calendar, name)
+    try:
+        await _call(api.schedules.delete_calendar, name)
+    except CalendarInUse as exc:
+        raise token_limits.calendar_in_use(token, exc) from exc
     return Response(status_code=204, headers=HEADERS)

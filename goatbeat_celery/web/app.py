@@ -24,8 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, ImmutableMultiDict
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from goatbeat_celery import __version__, display
@@ -52,13 +51,15 @@ from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
+from goatbeat_celery.links import doc
 from goatbeat_celery.store.url import mask_url
-from goatbeat_celery.web import forms, present
+from goatbeat_celery.web import bodies, forms, present
 from goatbeat_celery.web.api import api_routes
 from goatbeat_celery.web.chart import Chart, lateness_chart
 from goatbeat_celery.web.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
+    SECURITY_HEADERS,
     SESSION_COOKIE,
     Signer,
     WebSettings,
@@ -67,6 +68,8 @@ from goatbeat_celery.web.security import (
     host_refusal,
     same_secret,
 )
+from goatbeat_celery.web.static import static_file
+from goatbeat_celery.web.throttle import SignInThrottle, client_key
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
@@ -89,26 +92,6 @@ STATES = ("enabled", "paused", "set-aside")
 #: Methods that change nothing: every other one is checked for its CSRF token.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-#: Sent with every page: nothing but the package's own stylesheet may load, no script runs.
-SECURITY_HEADERS = {
-    "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
-                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "X-Frame-Options": "DENY",
-}
-
-#: Messages shown after an action redirects back (by code, so no text travels in the URL).
-NOTICES = {
-    "paused": "Paused.", "resumed": "Resumed from its next occurrence.",
-    "queued": "Run queued: the leader sends it within a second or so.",
-    "saved": "Saved.", "created": "Created.", "removed": "Removed; its history stays.",
-    "backfill": "Backfill stored: the leader runs it after the live schedules, a few a tick.",
-    "cancelled": "Cancelled: nothing more is claimed for it; what it claimed already is sent.",
-    "calendar": "Saved: the leader applies it the next time it plans.",
-    "calendar-removed": "Calendar removed.",
-}
-
 Handler = Callable[..., Awaitable[Response]]
 
 
@@ -119,6 +102,7 @@ class _Context:
     lease_name: str
     templates: Jinja2Templates
     signer: Signer
+    throttle: SignInThrottle = field(default_factory=SignInThrottle)
 
     def cookie(self, name: str) -> str:
         return self.settings.cookie_name(name)
@@ -147,7 +131,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     environment.globals.update(
         when=display.when, describe_trigger=display.describe_trigger, zone_of=display.zone_of,
         state_text=display.state_text, next_run_text=display.next_run_text,
-        compact_json=display.compact_json, human_seconds=display.human_seconds,
+        compact_json=display.compact_json, human_seconds=display.human_seconds, doc=doc,
         lateness=display.lateness, run_status=display.run_status, version=__version__,
         ago=present.ago, after=present.after, pill=present.pill, short_key=present.short_key,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,
@@ -198,7 +182,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/new", _create, "create", ["POST"]),
         route("/login", _login, "login", ["GET", "POST"], public=True, read_only_too=True),
         route("/logout", _logout, "logout", ["POST"], read_only_too=True),
-        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+        route("/static/{path:path}", static_file, "static", ["GET"], public=True),
         # The JSON API: its own checks (bearer tokens, never cookies), see web/api.py.
         *api_routes(schedules, settings),
     ]
@@ -293,7 +277,8 @@ def _guarded(context: _Context, handler: Handler, *, public: bool = False,
     4. no field or query parameter may hold a NUL character (400), which no name, task or
        filter can contain and the database would refuse.
 
-    A state-changing handler is called with the form read here; a safe one without it.
+    A state-changing handler is called with the form read here, bounded before it is parsed
+    (:mod:`~goatbeat_celery.web.bodies`); a safe one without it.
     """
 
     async def endpoint(request: Request) -> Response:
@@ -318,7 +303,8 @@ def _guarded(context: _Context, handler: Handler, *, public: bool = False,
                 response = (_bad_text_refusal(request, context, request.query_params)
                             or await handler(request, context))
             else:
-                form = await request.form()
+                form = await bodies.read_form(
+                    request, bodies.SIGN_IN_BODY if public else bodies.FORM_BODY)
                 refused = (_cross_site(request, context) or _csrf_refusal(request, context, form)
                            or _bad_text_refusal(request, context, request.query_params)
                            or _bad_text_refusal(request, context, form))
@@ -327,6 +313,9 @@ def _guarded(context: _Context, handler: Handler, *, public: bool = False,
                         request, context, 403, "Read-only",
                         "This dashboard was started read-only; nothing was changed.")
                 response = refused or await handler(request, context, form)
+        except bodies.BodyRefused as exc:
+            response = _refusal(request, context, exc.status, exc.title, exc.detail)
+            response.headers.update(exc.headers)
         except ScheduleNotFound as exc:
             response = _refusal(request, context, 404, "No such schedule", str(exc))
         except StoreUnavailable as exc:
@@ -620,7 +609,7 @@ async def _schedule_page(request: Request, context: _Context, *,
     schedule = detail.schedule
     if state is None:
         state = forms.FormState(forms.stored_values(schedule, context.schedules.default_timezone))
-    notice = NOTICES.get(request.query_params.get("notice", ""))
+    notice = present.NOTICES.get(request.query_params.get("notice", ""))
     return _render(
         request, context, "schedule.html", status_code=status_code, s=schedule,
         detail=detail, form=state, notice=notice, locked=_read_only_reason(schedule),
@@ -919,7 +908,7 @@ async def _backfill_page(request: Request, context: _Context) -> Response:
     now = await _call(context.schedules.store.now)
     return _render(request, context, "backfill.html", b=backfill, now=now,
                    zone=context.schedules.default_timezone,
-                   notice=NOTICES.get(request.query_params.get("notice", "")))
+                   notice=present.NOTICES.get(request.query_params.get("notice", "")))
 
 
 async def _backfill_cancel(request: Request, context: _Context, form: FormData) -> Response:
@@ -948,7 +937,7 @@ async def _calendar_list(request: Request, context: _Context, *,
     return _render(request, context, "calendars.html", status_code=status_code, found=found,
                    entries=display.calendar_entries, now=now,
                    zone=context.schedules.default_timezone,
-                   notice=NOTICES.get(request.query_params.get("notice", "")),
+                   notice=present.NOTICES.get(request.query_params.get("notice", "")),
                    form=state or forms.FormState(dict.fromkeys(forms.CALENDAR_FIELDS, "")))
 
 
@@ -982,7 +971,7 @@ async def _calendar_page(request: Request, context: _Context, *,
     return _render(request, context, "calendar.html", status_code=status_code, c=calendar,
                    observing=observing, entries=entries, now=now,
                    zone=context.schedules.default_timezone,
-                   notice=NOTICES.get(request.query_params.get("notice", "")),
+                   notice=present.NOTICES.get(request.query_params.get("notice", "")),
                    form=state or forms.FormState(forms.calendar_values(
                        entries, calendar.description, calendar.name)))
 
@@ -1050,9 +1039,16 @@ async def _login(request: Request, context: _Context,
     # Only a path of this application: never an address elsewhere.
     if not target.startswith("/") or target.startswith("//"):
         target = ""
-    error = None
+    error, client = None, client_key(request.client and request.client.host)
     if form is not None:
+        wait = context.throttle.wait(client)
+        if wait is not None:
+            response = _refusal(request, context, 429, "Too many attempts", "Too many wrong "
+                                f"tokens from this address: try again in {wait} s.")
+            response.headers["Retry-After"] = str(wait)
+            return response
         if token is not None and same_secret(_text(form, "token"), token):
+            context.throttle.succeeded(client)
             response = RedirectResponse(target or _link(request, "overview"), status_code=303)
             response.set_cookie(context.cookie(SESSION_COOKIE), context.signer.new_session(),
                                 max_age=int(context.settings.session_lifetime.total_seconds()),
@@ -1060,6 +1056,7 @@ async def _login(request: Request, context: _Context,
                                 path=_cookie_path(request, context),
                                 secure=context.settings.secure_cookies)
             return response
+        context.throttle.failed(client)
         error = "That is not the token this dashboard was started with."
     return _render(request, context, "login.html", status_code=401 if error else 200,
                    error=error, next=target, needs_token=token is not None)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from goatbeat_celery import __version__, specs
+from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
+from goatbeat_celery.links import doc
 
 _REF = "#/components/schemas/"
 _PROBLEM = {"application/problem+json": {"schema": {"$ref": _REF + "Problem"}}}
@@ -143,7 +145,8 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
                                   parameters=[
             _query("prefix", "Names starting with it"),
             _query("state", "enabled, paused or set-aside"),
-            _query("source", "config or api"), _query("tag", "Carrying it (repeatable)"),
+            _query("source", "config or api"),
+            _query("tag", f"Carrying it (repeatable, at most {MAX_FILTER_TAGS})"),
             _query("order", "name (default) or next_run"),
             _query("limit", "1 to 1000 (100)", "integer"),
             _query("after", "The last name of the previous page (from next)"),
@@ -223,7 +226,7 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "goatbeat", "version": __version__,
-                 "description": "Schedules of goatbeat_celery over HTTP (docs/api.md)."},
+                 "description": f"Schedules of goatbeat_celery over HTTP ({doc('api.md')})."},
         "servers": [{"url": server}],
         "paths": paths,
         "components": {

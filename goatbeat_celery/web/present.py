@@ -38,6 +38,16 @@ _TONES = {
     "active": "live", "done": "good", "cancelled": "quiet",
     "leader": "good", "standby": "quiet", "gone": "warn", "silent": "bad", "not taken": "warn",
 }
+#: Messages shown after an action redirects back (by code, so no text travels in the URL).
+NOTICES = {
+    "paused": "Paused.", "resumed": "Resumed from its next occurrence.",
+    "queued": "Run queued: the leader sends it within a second or so.",
+    "saved": "Saved.", "created": "Created.", "removed": "Removed; its history stays.",
+    "backfill": "Backfill stored: the leader runs it after the live schedules, a few a tick.",
+    "cancelled": "Cancelled: nothing more is claimed for it; what it claimed already is sent.",
+    "calendar": "Saved: the leader applies it the next time it plans.",
+    "calendar-removed": "Calendar removed.",
+}
 #: Runtime percentiles shown for a schedule (nearest rank), and the most runs they are read from.
 PERCENTILES = (50, 90, 99)
 

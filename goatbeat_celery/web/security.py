@@ -2,11 +2,12 @@
 
 * **Binding.** The server listens on loopback unless told otherwise, and refuses an address
   other hosts can reach while no token is configured (:func:`bind_problem`).
-* **Names.** Without a token, a request is answered only when its ``Host`` names a loopback
-  address literally (``127.0.0.1``, ``[::1]``, ``localhost``) or a name given in
-  ``allowed_hosts`` (:func:`host_refusal`). A web page whose name an attacker re-points at
-  127.0.0.1 (DNS rebinding) is same-origin with a dashboard that answers any name; one that
-  checks the name is not. A name is never resolved to decide: resolving is what rebinding fools.
+* **Names.** A request is answered when its ``Host`` names a loopback address literally
+  (``127.0.0.1``, ``[::1]``, ``localhost``) or a name given in ``allowed_hosts``; with a token
+  and no ``allowed_hosts``, whatever its ``Host`` (:func:`host_refusal`). A web page whose
+  name an attacker re-points at 127.0.0.1 (DNS rebinding) is same-origin with a dashboard that
+  answers any name; one that checks the name is not. A name is never resolved to decide:
+  resolving is what rebinding fools.
 * **Origins.** A state-changing request sent by a browser from another site
   (``Sec-Fetch-Site``) or from another origin than the one it is addressed to (``Origin``) is
   refused (:func:`cross_site_refusal`), whatever its cookies say.
@@ -51,6 +52,14 @@ SECURE_PREFIX = "__Host-"
 MIN_TOKEN_LENGTH = 16
 #: How long a sign-in lasts unless the settings say otherwise.
 SESSION_LIFETIME = timedelta(hours=12)
+#: Sent with every page: nothing but the package's own stylesheet may load, no script runs.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
+                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
 _LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 _HOST_NAME = re.compile(rf"(?i){_LABEL}(?:\.{_LABEL})*")
 #: Host names that always mean this host and that no DNS answer can re-point.
@@ -118,19 +127,20 @@ def host_name(host_header: str) -> str:
 def host_refusal(host_header: str | None, settings: WebSettings) -> str | None:
     """Why a request with this ``Host`` is not answered, or None when it is.
 
-    Allowed: a name in ``settings.allowed_hosts``; and, with no token, a loopback address
-    written as such or ``localhost``. With a token and no ``allowed_hosts``, every name is
-    answered: a rebound page holds neither the token nor this host's session cookie.
+    Allowed: a loopback address written as such or ``localhost``, with or without a token (a
+    rebound page is addressed by its own name, never by these, and an operator on the host
+    reaches the dashboard by them: a health check, an SSH tunnel); and a name in
+    ``settings.allowed_hosts``. With a token and no ``allowed_hosts``, every name is answered:
+    a rebound page holds neither the token nor this host's session cookie.
     """
     name = host_name(host_header or "")
     if name and name in {allowed.lower().strip("[]") for allowed in settings.allowed_hosts}:
         return None
     if settings.token is not None and not settings.allowed_hosts:
         return None
-    if settings.token is None and (name in LOOPBACK_NAMES or _loopback_literal(name)):
+    if name in LOOPBACK_NAMES or _loopback_literal(name):
         return None
-    names = ["127.0.0.1", "[::1]", "localhost"] if settings.token is None else []
-    names.extend(settings.allowed_hosts)
+    names = ["127.0.0.1", "[::1]", "localhost", *settings.allowed_hosts]
     return (f"this dashboard answers only to {', '.join(names)}, not to the name "
             f"{host_header or '(none)'!r}; to reach it by that name, start it with "
             "--allowed-host NAME")

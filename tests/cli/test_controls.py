@@ -61,6 +61,16 @@ def test_list_filters_by_every_tag_given(cli: Cli) -> None:
     assert cli.ok("list", "--tag", "nope").output.strip() == "no schedules match"
 
 
+def test_list_refuses_more_tags_than_a_listing_takes_naming_the_option(cli: Cli) -> None:
+    from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
+
+    cli.ok("add", "a", "feeds.poll", "--every", "60", "--tag", "t0")
+    words = [word for index in range(MAX_FILTER_TAGS + 1) for word in ("--tag", f"t{index}")]
+    refused = cli.fails("list", *words)
+    assert "--tag" in refused.output and f"at most {MAX_FILTER_TAGS}" in refused.output
+    assert cli.ok("list", *words[:-2]).output.strip() == "no schedules match"
+
+
 def test_pause_with_a_note_and_an_end_is_shown_everywhere(cli: Cli) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "1h")
     shown = cli.json("pause", "poll", "--note", "vendor maintenance", "--until",
@@ -99,12 +109,6 @@ def test_next_lists_the_runs_within_the_bounds_and_the_limit(cli: Cli) -> None:
 def test_next_of_a_paused_schedule_says_it_has_none(cli: Cli) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "1h", "--paused")
     assert "has no next run" in cli.ok("next", "poll").output
-
-
-def test_next_with_a_bad_count_names_the_option(cli: Cli) -> None:
-    cli.ok("add", "poll", "feeds.poll", "--every", "1h")
-    result = cli.fails("next", "poll", "--count", "0")
-    assert "--count: must be an integer from 1 to 1000, got 0" in result.output
 
 
 def test_bad_controls_name_their_options_and_store_nothing(cli: Cli, store: Store) -> None:

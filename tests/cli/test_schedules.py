@@ -327,9 +327,28 @@ def test_pause_of_a_paused_schedule_changes_nothing(cli: Cli, store: Store) -> N
     cli.ok("add", "poll", "feeds.poll", "--every", "60", "--paused")
     version = store.get_schedule("poll").version
 
-    assert cli.ok("pause", "poll").stdout.startswith("paused 'poll'")
+    assert cli.ok("pause", "poll").stdout.startswith("'poll' was already paused; nothing changed")
 
     assert store.get_schedule("poll").version == version
+
+
+def test_resume_of_a_running_schedule_says_nothing_changed(cli: Cli, store: Store) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+    version = store.get_schedule("poll").version
+
+    assert cli.ok("resume", "poll").stdout.startswith("'poll' was not paused; nothing changed")
+    assert store.get_schedule("poll").version == version
+    cli.ok("pause", "poll")
+    assert cli.ok("resume", "poll").stdout.startswith("resumed 'poll'")
+
+
+def test_next_with_a_count_out_of_range_is_a_usage_error(cli: Cli) -> None:
+    cli.ok("add", "poll", "feeds.poll", "--every", "60")
+
+    for count in ("0", "1001"):
+        result = cli("next", "poll", "--count", count)
+        assert result.exit_code == 2, result.output
+        assert "--count" in result.output
 
 
 def test_remove_with_yes_deletes_the_schedule(cli: Cli, store: Store) -> None:

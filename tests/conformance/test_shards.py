@@ -98,7 +98,7 @@ def test_executions_of_a_deleted_schedule_are_abandoned_by_shard_zero_only(store
 
 def test_lease_rows_are_listed_by_a_literal_prefix_in_name_order(store: Store) -> None:
     for name in ("app.shard-1-of-2", "app.shard-0-of-2", "app.replicas-of-2.h:1", "appx",
-                 "other", "a%p.shard-0-of-2", "a_p.x"):
+                 "other", "a%p.shard-0-of-2", "a_p.x", "a/p.x", "a\\p.x", "a/%.x", "abp.x"):
         assert store.acquire(name, "h:1", LONG_TTL) is not None
     released = store.acquire("app.shard-9-of-9", "h:2", LONG_TTL)
     assert released is not None and store.release(released)
@@ -111,6 +111,10 @@ def test_lease_rows_are_listed_by_a_literal_prefix_in_name_order(store: Store) -
     assert all(row.store_now <= store.now() for row in rows)
     assert [row.name for row in store.list_leases("a%p.")] == ["a%p.shard-0-of-2"]
     assert [row.name for row in store.list_leases("a_p")] == ["a_p.x"]
+    # The pattern's escape character and a backslash are literal too.
+    assert [row.name for row in store.list_leases("a/p")] == ["a/p.x"]
+    assert [row.name for row in store.list_leases("a\\p")] == ["a\\p.x"]
+    assert [row.name for row in store.list_leases("a/%")] == ["a/%.x"]
     assert store.list_leases("nothing") == []
 
 

@@ -5,14 +5,17 @@ an operator), and its entries are exactly the distinct strings of each row's tag
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
+from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleOrder
@@ -140,6 +143,18 @@ def test_tags_combine_with_the_other_filters(store: Store) -> None:
     assert tagged(store, "billing", source=ScheduleSource.CONFIG) == []
 
 
+def test_a_listing_by_the_most_tags_finds_only_the_schedules_carrying_every_one(
+        store: Store) -> None:
+    wanted = [f"t{index}" for index in range(MAX_FILTER_TAGS)]
+    create(store, "all", *reversed(wanted), "extra")
+    create(store, "all-but-one", *wanted[1:])
+    create(store, "one", wanted[0])
+    assert tagged(store, *wanted) == ["all"]
+    assert tagged(store, *wanted[1:]) == ["all", "all-but-one"]
+    assert tagged(store, *wanted, *wanted) == ["all"]  # a repeat asks for nothing more
+    assert tagged(store, wanted[0], "missing") == []
+
+
 # -- the SQL stores' index, written by the database --------------------------------------
 @pytest.fixture(params=["sqlite", "postgres"])
 def sql_url(request: pytest.FixtureRequest) -> str:
@@ -216,3 +231,45 @@ def test_emptying_the_schedules_empties_the_index(sql_store: Store, engine: sa.E
     assert entries(engine) == set()
     create(sql_store, "job", "eu")
     assert entries(engine) == {("job", "eu")}
+
+
+# -- one grouped look, whatever the number of tags ----------------------------------------
+def _listing_statement(store: Any, tags: list[str]) -> tuple[str, Any]:
+    """The statement (and its parameters) the store sends to list by ``tags``."""
+    sent: list[tuple[str, Any]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        sent.append((statement, parameters))
+
+    engine: sa.Engine = store._reader
+    sa.event.listen(engine, "before_cursor_execute", seen)
+    try:
+        store.list_schedules(tags=tags)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", seen)
+    (listing,) = [(text, params) for text, params in sent if "goatbeat_schedule_tag" in text]
+    return listing
+
+
+def _plan_nodes(plan: dict[str, Any]) -> int:
+    return 1 + sum(_plan_nodes(child) for child in plan.get("Plans", ()))
+
+
+def test_a_listing_by_many_tags_is_one_look_in_the_index_whatever_their_number(
+        sql_store: Store) -> None:
+    many = [f"t{index}" for index in range(MAX_FILTER_TAGS)]
+    create(sql_store, "job", *many)
+    few_text, few_params = _listing_statement(sql_store, many[:2])
+    many_text, many_params = _listing_statement(sql_store, many)
+    # One reference to the index (no sub-select per tag), the same shape for 2 tags and 10.
+    assert many_text.count("FROM goatbeat_schedule_tag") == 1, many_text
+    assert many_text.count("SELECT") == few_text.count("SELECT") == 2, many_text
+    engine: sa.Engine = sql_store._reader  # type: ignore[attr-defined]
+    if engine.dialect.name != "postgresql":
+        return
+    # Planned alike: as many nodes for 10 tags as for 2 (each tag's sub-select added its own).
+    with engine.connect() as connection:
+        plans = [connection.exec_driver_sql("EXPLAIN (FORMAT JSON) " + text, params).scalar_one()
+                 for text, params in ((few_text, few_params), (many_text, many_params))]
+    few_plan, many_plan = (json.loads(p) if isinstance(p, str) else p for p in plans)
+    assert _plan_nodes(many_plan[0]["Plan"]) == _plan_nodes(few_plan[0]["Plan"])

@@ -713,6 +713,34 @@ def test_the_add_form_starts_with_celerys_day_matching_and_empty_headers(
     assert ">null</textarea>" not in client.get(change_url("payday")).content.decode()
 
 
+@pytest.mark.parametrize("headers", [
+    {"task": "probe.secret_admin"}, {"id": "<another schedule's run key>"},
+    {"ETA": "2030-01-01T00:00:00+00:00"}, {"shadow": "feeds.poll", "goatbeat_schedule": "x"},
+], ids=["task", "id", "eta", "shadow-and-goatbeat"])
+def test_headers_only_celery_and_goatbeat_set_are_refused_on_the_headers_field(
+        client: Any, api: Schedules, headers: dict[str, str]) -> None:
+    import json
+
+    api.create("other", "feeds.other", every=60)
+    key = api.run_now("other").key
+    given = {name: key if value.startswith("<") else value for name, value in headers.items()}
+
+    added = client.post(ADD, form_data(headers=json.dumps({**given, "team": "ops"})))
+    api.create("poll", "feeds.poll", every=30, options={"headers": {"team": "ops"}})
+    version = client.get(change_url("poll")).context["adminform"].form.initial["version"]
+    edited = client.post(change_url("poll"), form_data(headers=json.dumps(given),
+                                                       version=str(version)))
+
+    for response in (added, edited):
+        assert response.status_code == 200
+        errors = response.context["adminform"].form.errors
+        assert list(errors) == ["headers"], errors
+        assert [e.split(" is refused")[0] for e in errors["headers"]] == [
+            repr(name) for name in given]
+    assert api.get("poll").spec.options == {"headers": {"team": "ops"}}
+    assert [s.name for s in api.list()] == ["other", "poll"]
+
+
 def test_run_now_is_shown_on_the_runs_someone_asked_for_only(client: Any,
                                                              api: Schedules) -> None:
     claimed_poll(api)

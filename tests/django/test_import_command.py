@@ -4,6 +4,7 @@ django-celery-beat's own models on PostgreSQL."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -555,3 +556,46 @@ def test_imported_crontabs_run_when_django_celery_beats_is_due_says(api: Schedul
     for name, runs in theirs.items():
         assert len(runs) == 5, (name, runs)
         assert goatbeat_runs(api, name, CRONTAB_RUNS[name][1], 5) == runs, name
+
+
+def test_headers_only_celery_and_goatbeat_set_are_refused_by_the_import(
+        api: Schedules) -> None:
+    """django-celery-beat sends a periodic task's headers as they are: goatbeat's import
+    judges them by the rule every face uses, and refuses the task naming each header."""
+    from django.core.management import CommandError, call_command
+    from django.db import transaction
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    api.create("team-b-report", "shop.sync", every=60)
+    key = api.run_now("team-b-report").key
+    refused = {
+        "eta": {"eta": "2030-01-01T00:00:00+00:00"},
+        "other-task": {"task": "probe.secret_admin", "shadow": "shop.sync"},
+        "forged-id": {"id": key, "tenant": "acme"},
+        "goatbeat-own": {"Goatbeat_Occurrence": "2030-01-01T00:00:00+00:00"},
+        "retry": {"retries": 3, "timelimit": [1, 2], "stamps": {}},
+    }
+    every_15 = IntervalSchedule.objects.get(every=15, period=IntervalSchedule.MINUTES)
+    out = io.StringIO()
+    with transaction.atomic():
+        PeriodicTask.objects.all().delete()
+        for name, headers in refused.items():
+            PeriodicTask.objects.create(name=name, task="shop.sync", interval=every_15,
+                                        headers=json.dumps(headers))
+        PeriodicTask.objects.create(name="tenant", task="shop.sync", interval=every_15,
+                                    headers='{"tenant": "acme"}')
+        with pytest.raises(CommandError) as caught:
+            call_command("goatbeat_import_django_celery_beat", stdout=out, no_color=True)
+        transaction.set_rollback(True)
+    output = out.getvalue()
+
+    assert str(caught.value) == "5 periodic tasks were refused: " + ", ".join(
+        repr(name) for name in sorted(refused))
+    for name, headers in refused.items():
+        [line] = [line for line in output.splitlines() if line.startswith(f"refused {name!r}")]
+        for header in headers:
+            if header != "tenant":
+                assert f"options.headers.{header}: {header!r} is refused" in line, line
+    assert sorted(s.name for s in api.list()) == ["team-b-report", "tenant"]
+    assert api.get("tenant").spec.options["headers"] == {"tenant": "acme",
+                                                         "periodic_task_name": "tenant"}

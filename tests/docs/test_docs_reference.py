@@ -261,3 +261,22 @@ def test_links_between_pages_lead_to_pages_and_headings_that_exist() -> None:
                 broken.append(f"{page.name}: {target} (no such heading)")
 
     assert broken == []
+
+
+_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+
+
+def test_the_docs_count_goatbeat_s_tables_as_the_schema_has_them() -> None:
+    tables = set(metadata.tables)
+    counts = [(page.name, word) for page in PAGES
+              for word in re.findall(r"\bits (\w+) tables\b", page.read_text(encoding="utf-8"))]
+    assert counts, "no page counts the tables"
+    assert [(page, _NUMBERS.get(word)) for page, word in counts] == [
+        (page, len(tables)) for page, _ in counts]
+
+
+def test_the_tables_to_drop_are_all_of_goatbeat_s_tables() -> None:
+    sentence = text("migrating.md").split("goatbeat's tables can stay", 1)[1].split(".\n", 1)[0]
+    assert set(re.findall(r"`(goatbeat_\w+)`", sentence)) == set(metadata.tables) | {
+        VERSION_TABLE}

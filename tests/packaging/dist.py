@@ -27,7 +27,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the sdist is built from: the files pyproject.toml packages, and the ones it names.
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "goatbeat_celery")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "CHANGELOG.md", "mkdocs.yml",
+           "mkdocs_hooks.py", "docs", "goatbeat_celery")
 #: The distribution's name on the package index (the import name is goatbeat_celery).
 DISTRIBUTION = "celery-goatbeat"
 #: Its extras, each installed alone in a fresh environment by tests/packaging.

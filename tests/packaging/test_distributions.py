@@ -88,6 +88,11 @@ def test_the_sdist_holds_the_package_and_no_tests(dist: Built) -> None:
     assert {"pyproject.toml", "README.md", "PKG-INFO"} <= names
     assert package_files() <= names, sorted(package_files() - names)
     assert not [name for name in names if name.startswith("tests/")]
+    # The documentation, and what builds it as a site.
+    docs = {path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").rglob("*")
+            if path.is_file()}
+    assert docs <= names, sorted(docs - names)
+    assert {"CHANGELOG.md", "mkdocs.yml", "mkdocs_hooks.py"} <= names
 
 
 def test_the_metadata_names_the_distribution_its_version_and_its_extras(dist: Built) -> None:
@@ -100,6 +105,10 @@ def test_the_metadata_names_the_distribution_its_version_and_its_extras(dist: Bu
     assert metadata["Version"] == goatbeat_celery.__version__
     assert metadata["Requires-Python"] == ">=3.10"
     assert set(EXTRAS) <= set(metadata.get_all("Provides-Extra") or [])
+    # The suite's and the benchmarks' tools are dependency groups, offered to no user.
+    assert not {"dev", "bench"} & set(metadata.get_all("Provides-Extra") or [])
+    urls = dict(url.split(", ", 1) for url in metadata.get_all("Project-URL") or [])
+    assert urls["Documentation"].startswith("https://")
     requires = metadata.get_all("Requires-Dist") or []
     # The redis extra is Celery's own: the client and what kombu's transport imports.
     assert 'celery[redis]>=5.5; extra == "redis"' in requires

@@ -73,8 +73,10 @@ def sent(store: MemoryStore) -> str:
     return key
 
 
-def headers(send: int | None = None) -> dict[str, Any]:
-    found: dict[str, Any] = {SCHEDULE: "hourly", OCCURRENCE: "2026-01-01T00:00:00+00:00"}
+def headers(key: str, send: int | None = None) -> dict[str, Any]:
+    """goatbeat's headers on the message of the run whose key is ``key``."""
+    occurrence = key.removeprefix("hourly:").removesuffix(":manual")
+    found: dict[str, Any] = {SCHEDULE: "hourly", OCCURRENCE: occurrence}
     if send is not None:
         found[SEND] = send
     return found
@@ -86,8 +88,8 @@ def test_a_first_send_delivered_once_is_never_checked(check: DuplicateCheck, ope
     store.record_runs([RunEvent.finished(key, run="r1", worker="w", age=timedelta(0),
                                          outcome=RunOutcome.SUCCEEDED, started_age=timedelta(0))])
 
-    assert check.reason(key, headers(1), {"redelivered": False}) is None
-    assert check.reason(key, headers(), {}) is None  # sent by an older beat: no header
+    assert check.reason(key, headers(key, 1), {"redelivered": False}) is None
+    assert check.reason(key, headers(key), {}) is None  # sent by an older beat: no header
     assert check.reason(key, {"id": key}, {"redelivered": True}) is None  # not goatbeat's
     assert opener.opened == 0
 
@@ -95,12 +97,12 @@ def test_a_first_send_delivered_once_is_never_checked(check: DuplicateCheck, ope
 def test_a_later_send_or_a_redelivery_of_a_run_that_ended_is_a_duplicate(
         check: DuplicateCheck, store: MemoryStore) -> None:
     key = sent(store)
-    assert check.reason(key, headers(2), {}) is None  # not started: it runs
+    assert check.reason(key, headers(key, 2), {}) is None  # not started: it runs
     store.record_runs([RunEvent.finished(key, run="r1", worker="w", age=timedelta(0),
                                          outcome=RunOutcome.SUCCEEDED, started_age=timedelta(0))])
 
-    assert check.reason(key, headers(2), {}) == "the run already succeeded"
-    assert check.reason(key, headers(1), {"redelivered": True}) == "the run already succeeded"
+    assert check.reason(key, headers(key, 2), {}) == "the run already succeeded"
+    assert check.reason(key, headers(key, 1), {"redelivered": True}) == "the run already succeeded"
 
 
 def test_a_copy_of_a_run_beating_elsewhere_is_a_duplicate_unless_the_broker_redelivers_it(
@@ -108,8 +110,8 @@ def test_a_copy_of_a_run_beating_elsewhere_is_a_duplicate_unless_the_broker_rede
     key = sent(store)
     store.record_runs([RunEvent.started(key, run="r1", worker="celery@a", age=timedelta(0))])
 
-    assert check.reason(key, headers(2), {}) == "the run is running on celery@a"
-    assert check.reason(key, headers(1), {"redelivered": True}) is None
+    assert check.reason(key, headers(key, 2), {}) == "the run is running on celery@a"
+    assert check.reason(key, headers(key, 1), {"redelivered": True}) is None
 
 
 def test_a_run_ended_in_this_worker_is_known_before_the_database_knows_it(
@@ -117,7 +119,7 @@ def test_a_run_ended_in_this_worker_is_known_before_the_database_knows_it(
     key = sent(store)
     check.ended(key, at=time.monotonic())
 
-    assert check.reason(key, headers(2), {}) == "the run already ended in this worker"
+    assert check.reason(key, headers(key, 2), {}) == "the run already ended in this worker"
     assert opener.opened == 0
 
 
@@ -132,8 +134,8 @@ def test_another_copy_received_in_this_worker_is_a_duplicate_but_not_the_deliver
     first, second = _Request(key), _Request(key)
     worker_state.reserved_requests.add(first)
     try:
-        assert check.reason(key, headers(2), {}, first) is None
-        assert check.reason(key, headers(2), {}, second) == \
+        assert check.reason(key, headers(key, 2), {}, first) is None
+        assert check.reason(key, headers(key, 2), {}, second) == \
             "another copy is received in this worker"
     finally:
         worker_state.reserved_requests.discard(first)
@@ -148,14 +150,14 @@ def test_a_check_that_cannot_reach_the_database_runs_the_task(
     opener.failing = True
 
     with caplog.at_level(logging.WARNING):
-        assert check.reason(key, headers(2), {}) is None
+        assert check.reason(key, headers(key, 2), {}) is None
 
     (record,) = [r for r in caplog.records if getattr(r, "action", None)
                  == "duplicate_check_failed"]
     assert key in record.getMessage()
     # The next deliveries run unchecked for a while rather than each wait on the database.
     opener.failing = False
-    assert check.reason(key, headers(2), {}) is None
+    assert check.reason(key, headers(key, 2), {}) is None
 
 
 def test_a_suppressed_delivery_is_logged_and_signalled(
@@ -168,7 +170,7 @@ def test_a_suppressed_delivery_is_logged_and_signalled(
     signals.run_duplicate_suppressed.connect(receiver, weak=False)
     try:
         with caplog.at_level(logging.INFO):
-            check.suppressed("hourly:x", headers(2), "the run already succeeded")
+            check.suppressed("hourly:x", headers("hourly:x", 2), "the run already succeeded")
     finally:
         signals.run_duplicate_suppressed.disconnect(receiver)
 

@@ -156,16 +156,9 @@ def goatbeat_send(store: MemoryStore, task: Any, **options: Any) -> str:
     """Send ``task`` as goatbeat does, for a new execution the broker took: its key as the task
     id, goatbeat's headers. Each key is new: the worker's revoked ids and the memory broker
     outlive a test."""
-    name = f"nightly-{next(_names)}"
-    store.create_schedule(ScheduleSpec(name=name, task=str(task.name),
-                                       trigger=TriggerSpec(kind="interval",
-                                                           params={"every": 3600})),
-                          next_occurrence_at=None, next_run_at=None)
-    execution = store.request_run(name)
-    store.mark_submitted([execution.key])
-    task.apply_async(task_id=execution.key, headers={
-        SCHEDULE: name, OCCURRENCE: execution.occurrence_at.isoformat()}, **options)
-    return execution.key
+    [sent] = goatbeat_runs(store, 1, task=str(task.name))
+    task.apply_async(task_id=sent.key, headers=sent.headers, **options)
+    return sent.key
 
 
 def run_of(store: MemoryStore, key: str) -> Execution:
@@ -260,6 +253,50 @@ def test_tasks_goatbeat_did_not_send_are_left_alone(
     ended(store, key)
 
     assert {event.key for event in log.events} == {key}
+
+
+def test_a_message_whose_id_is_another_schedule_s_run_key_writes_nothing_to_that_run(
+        tracker: RunTracker, tasks: Tasks, served: Served, celery_worker: Any,
+        store: MemoryStore, log: RecordingLog) -> None:
+    """What a schedule's headers could once do: its message sent under the key of another
+    schedule's run, with goatbeat's headers naming its own schedule and occurrence (or that
+    schedule under another occurrence). Failing, expiring or unknown, it reports nothing."""
+    [own] = goatbeat_runs(store, 1)
+    forged = [(tasks.fail, {}), (tasks.reject, {}), (tasks.ok, {"expires": -1.0}),
+              (served.app.signature("t.missing"), {})]
+    victims = goatbeat_runs(store, len(forged))
+    for index, ((task, options), victim) in enumerate(zip(forged, victims, strict=True)):
+        headers = [own.headers, {**victim.headers, OCCURRENCE: own.headers[OCCURRENCE]}]
+        task.apply_async(task_id=victim.key, headers=headers[index % 2], **options)
+    key = goatbeat_send(store, tasks.ok)  # a marker: once it ended, the others ran too
+
+    ended(store, key)
+
+    assert {event.key for event in log.events} == {key}
+    for run in (own, *victims):
+        assert run_of(store, run.key).run_state is None
+
+
+@dataclass
+class Sent:
+    key: str
+    headers: dict[str, str]
+
+
+def goatbeat_runs(store: MemoryStore, count: int, task: str = "t.ok") -> list[Sent]:
+    """``count`` runs the broker took, not sent here: their keys and the goatbeat headers
+    their messages carry."""
+    found = []
+    for _ in range(count):
+        name = f"nightly-{next(_names)}"
+        store.create_schedule(ScheduleSpec(name=name, task=task, trigger=TriggerSpec(
+            kind="interval", params={"every": 3600})), next_occurrence_at=None,
+            next_run_at=None)
+        execution = store.request_run(name)
+        store.mark_submitted([execution.key])
+        found.append(Sent(execution.key, {SCHEDULE: name,
+                                          OCCURRENCE: execution.occurrence_at.isoformat()}))
+    return found
 
 
 def test_a_running_run_is_in_its_process_heartbeat_until_it_ends(

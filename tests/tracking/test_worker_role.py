@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome, RunState
 from goatbeat_celery.core.types.errors import StoreError
+from goatbeat_celery.links import doc
 from goatbeat_celery.migrations import VERSION_TABLE
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.schema import EXECUTION_TABLE
@@ -184,7 +185,7 @@ def test_a_missing_grant_is_named_once_per_privilege_and_the_events_wait_for_it(
     assert "privilege (permission denied for table goatbeat_alembic_version)" in first
     assert "privilege (permission denied for table goatbeat_execution)" in second
     for message in (first, second):
-        assert "docs/deploying.md#a-worker-role-with-the-least-rights" in message
+        assert doc("deploying.md#a-worker-role-with-the-least-rights") in message
         assert "***@" in message and "run tracking is not allowed to write" in message
     dropped = [r.getMessage() for r in caplog.records
                if getattr(r, "action", None) == "run_events_dropped"]

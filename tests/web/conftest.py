@@ -3,14 +3,18 @@ level) and through a real server on a loopback port (for the browser tests)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import pytest
 import sqlalchemy as sa
 import uvicorn
@@ -121,6 +125,35 @@ def server(schedules: Schedules) -> Iterator[Server]:
     """The dashboard, token-protected, served on a loopback port."""
     for url in serve(create_app(schedules, WebSettings(token=TOKEN))):
         yield Server(url, schedules)
+
+
+@contextlib.contextmanager
+def serving(cli: Any, environment: dict[str, str],
+            *options: str) -> Iterator[tuple[str, list[str], int]]:
+    """``goatbeat web`` in a process of its own on a free loopback port: yields its URL once
+    it answers, a list that holds its output once it has stopped, and its process id."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", cli.module, "goatbeat", "web", "--bind",
+         f"127.0.0.1:{port}", *options], cwd=cli.directory, env=environment,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    output: list[str] = []
+    try:
+        # Celery and uvicorn start in a second or two; 20 s covers a busy 2-core machine.
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx2.get(f"{url}/login")
+                break
+            except httpx2.TransportError:
+                assert process.poll() is None, process.communicate()[0]
+                assert time.monotonic() < deadline, "the web command did not answer"
+                time.sleep(0.2)
+        yield url, output, process.pid
+    finally:
+        process.terminate()
+        output.append(process.communicate(timeout=20)[0])
 
 
 # The CLI's fixtures, for the `web` command's tests.

@@ -10,8 +10,15 @@ import httpx2
 import pytest
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.tokens import Tokens
 from goatbeat_celery.web import WebSettings, create_app
-from goatbeat_celery.web.security import CSRF_COOKIE, CSRF_FIELD, host_name, host_refusal
+from goatbeat_celery.web.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    SECURITY_HEADERS,
+    host_name,
+    host_refusal,
+)
 from tests.web.conftest import TOKEN, form_token, serve
 
 REBOUND = "rebind.attacker.example"
@@ -111,9 +118,9 @@ def test_allowed_hosts_are_answered_and_only_they(make_client: object) -> None:
     guarded.headers["Authorization"] = f"Bearer {TOKEN}"
     for host, answers in (("beat.example.com", (False, True, True)),
                           ("BEAT.example.com:8443", (False, True, True)),
-                          ("127.0.0.1:8765", (True, True, False)),
-                          ("localhost", (True, True, False)),
-                          ("[::1]:8765", (True, True, False)),
+                          ("127.0.0.1:8765", (True, True, True)),
+                          ("localhost", (True, True, True)),
+                          ("[::1]:8765", (True, True, True)),
                           ("127.0.0.1.nip.io", (False, False, False)),
                           ("evil.example", (False, False, False))):
         codes = tuple(client.get("/", headers={"Host": host}).status_code == 200
@@ -138,3 +145,41 @@ def test_allowed_hosts_must_be_plain_names(schedules: Schedules) -> None:
     problems = settings.problems()
     assert len(problems) == 3
     assert all("allowed host" in problem for problem in problems)
+
+
+def test_the_stylesheet_is_guarded_as_a_page_is(make_client: object) -> None:
+    plain = make_client(WebSettings())  # type: ignore[operator]
+    guarded = make_client(  # type: ignore[operator]
+        WebSettings(token=TOKEN, allowed_hosts=("beat.example.com",)))
+    for client in (plain, guarded):
+        sheet = client.get("/static/style.css")  # no sign-in: the sign-in page uses it
+        assert sheet.status_code == 200 and sheet.headers["content-type"].startswith("text/css")
+        for header, value in SECURITY_HEADERS.items():
+            assert sheet.headers[header] == value, header
+        rebound = client.get("/static/style.css", headers={"Host": REBOUND})
+        assert rebound.status_code == 400 and "--allowed-host" in rebound.text
+        assert "{" not in rebound.text  # not a line of the stylesheet
+        for missing in ("/static/none.css", "/static/..%2Fapp.py", "/static/a%00.css"):
+            refused = client.get(missing)
+            assert refused.status_code in (400, 404), missing
+            assert refused.headers["X-Content-Type-Options"] == "nosniff"
+            assert "import" not in refused.text
+
+
+def test_with_a_token_and_allowed_hosts_the_loopback_names_are_answered_too(
+        make_client: object, schedules: Schedules) -> None:
+    # An operator on the beat host (a health check, an SSH tunnel) reaches it by loopback
+    # names; a rebound page is addressed by its own name, never by these.
+    client = make_client(  # type: ignore[operator]
+        WebSettings(token=TOKEN, allowed_hosts=("beat.internal",)))
+    client.headers["Authorization"] = f"Bearer {TOKEN}"
+    _, secret = Tokens(schedules.store).create("ci", scopes="read")
+    api = {"Authorization": f"Bearer {secret}"}
+    for host in ("127.0.0.1:8765", "localhost", "[::1]:8765", "beat.internal"):
+        assert client.get("/", headers={"Host": host}).status_code == 200, host
+        assert client.get("/api/v1/schedules", headers={"Host": host, **api}).status_code == 200
+    refused = client.get("/", headers={"Host": REBOUND})
+    assert refused.status_code == 400
+    assert "127.0.0.1, [::1], localhost, beat.internal" in refused.text
+    assert client.get("/api/v1/schedules",
+                      headers={"Host": REBOUND, **api}).status_code == 400

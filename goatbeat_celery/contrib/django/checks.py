@@ -20,6 +20,7 @@ from typing import Any
 from django.core import checks
 
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.links import doc
 
 
 def register() -> None:
@@ -32,7 +33,8 @@ def setting_names_check(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     return [checks.Warning(
         problem,
         hint="goatbeat reads its settings in a Django project as CELERY_GOATBEAT_<NAME> "
-             "(docs/django.md); beat refuses to start while this one is set.",
+             f"({doc('django.md#settings-that-are-not-read')}); beat refuses to start while "
+             "this one is set.",
         id="goatbeat.W004",
     ) for problem in stray_settings()]
 
@@ -61,7 +63,7 @@ def goatbeat_checks(app_configs: Any = None, databases: Any = None,
             return []
         return [checks.Error(
             "goatbeat's settings are invalid: " + "; ".join(problems),
-            hint="Fix the CELERY_GOATBEAT_* settings (docs/configuration.md).",
+            hint=f"Fix the CELERY_GOATBEAT_* settings ({doc('configuration.md')}).",
             id="goatbeat.E001",
         )]
     found: list[checks.CheckMessage] = []
@@ -79,7 +81,7 @@ def goatbeat_checks(app_configs: Any = None, databases: Any = None,
         found.append(checks.Info(
             untracked,
             hint="Call goatbeat_celery.track_runs(app) where the Celery app is made "
-                 "(proj/celery.py): beat and the workers import it (docs/django.md).",
+                 f"(proj/celery.py): beat and the workers import it ({doc('django.md')}).",
             id="goatbeat.I001",
         ))
     schema = schema_messages(url)
@@ -103,11 +105,11 @@ def handover_messages(url: str, lease_name: str) -> list[checks.CheckMessage]:
         return []
     error, warning = found.error(), found.warning()
     if error is not None:
-        return [checks.Error(error, hint="docs/migrating.md#switch-the-scheduler; silence "
+        return [checks.Error(error, hint=f"{doc('migrating.md#switch-the-scheduler')}; silence "
                                          "with SILENCED_SYSTEM_CHECKS only once no "
                                          "DatabaseScheduler runs", id="goatbeat.E002")]
     if warning is not None:
-        return [checks.Warning(warning, hint="docs/migrating.md#import", id="goatbeat.W005")]
+        return [checks.Warning(warning, hint=doc("migrating.md#import"), id="goatbeat.W005")]
     return []
 
 

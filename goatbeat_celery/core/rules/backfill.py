@@ -35,7 +35,12 @@ from datetime import datetime, timedelta
 from goatbeat_celery.core.rules import validation
 from goatbeat_celery.core.rules.policies import Choice
 from goatbeat_celery.core.rules.runs import RunState
-from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.execution import (
+    Execution,
+    ExecutionState,
+    backfill_key,
+    idempotency_key,
+)
 from goatbeat_celery.core.types.instants import ensure_aware
 from goatbeat_celery.core.types.problems import Problem, listed
 
@@ -179,12 +184,6 @@ class BackfillProgress:
     cursor: datetime | None
     state: BackfillState
     finished_at: datetime | None
-
-
-def backfill_key(schedule_name: str, occurrence: datetime, backfill_id: int | str) -> str:
-    """``"<idempotency key>:backfill-<id>"``: the key of an occurrence run again by a
-    backfill. Like a manual key it never ends with an instant, so it never equals a grid key."""
-    return f"{idempotency_key(schedule_name, occurrence)}:backfill-{backfill_id}"
 
 
 def failed_execution(execution: Execution) -> bool:

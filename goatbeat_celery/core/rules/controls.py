@@ -24,7 +24,12 @@ from goatbeat_celery.core.rules.calendars import MAX_SCAN, Exclusions
 # The first ``(occurrence, due)`` of a schedule whose due instant is strictly after an
 # instant, ``(None, None)`` when there is none (the trigger is exhausted).
 from goatbeat_celery.core.rules.policies import GridAfter
-from goatbeat_celery.core.rules.validation import LATEST_INSTANT, instant_problem
+from goatbeat_celery.core.rules.validation import (
+    LATEST_INSTANT,
+    instant_problem,
+    nul_problem,
+    shown_value,
+)
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSpec
@@ -32,6 +37,9 @@ from goatbeat_celery.core.types.tick import PlannedClaim
 
 #: The most runs one preview lists.
 MAX_PREVIEW = 1_000
+#: The most tags one listing filters by. A reader chooses how many it sends, and each is one
+#: more value to match in the tag index: bounded, so that no read costs more than it should.
+MAX_FILTER_TAGS = 10
 
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -171,5 +179,25 @@ def has_tags(tags: Collection[str], wanted: Sequence[str]) -> bool:
     return all(tag in tags for tag in wanted)
 
 
-__all__ = ["MAX_PREVIEW", "bound_claim", "bounded_first", "has_tags",
-           "lower_bound", "past_once_problem", "upcoming_runs"]
+def tag_filter_problems(wanted: object, label: str = "tags") -> list[Problem]:
+    """Problems of the tags a listing is filtered by: a list (or tuple, or set) of at most
+    :data:`MAX_FILTER_TAGS` strings without NUL, every problem at once, named ``label`` (the
+    HTTP API's query parameter is ``tag``)."""
+    if not isinstance(wanted, (list, tuple, set, frozenset)):
+        return [Problem(label, f"expected a list of tags, got {shown_value(wanted)}")]
+    found: list[Problem] = []
+    if len(wanted) > MAX_FILTER_TAGS:
+        found.append(Problem(label, f"{len(wanted)} tags given; a listing is filtered by at "
+                             f"most {MAX_FILTER_TAGS}",
+                             f"give the {MAX_FILTER_TAGS} that narrow it most (tag= in the "
+                             "HTTP API, --tag on the command line)"))
+    for tag in wanted:
+        if not isinstance(tag, str):
+            found.append(Problem(label, f"expected text, got {shown_value(tag)}"))
+        elif (problem := nul_problem(tag, label)) is not None:
+            found.append(problem)
+    return found
+
+
+__all__ = ["MAX_FILTER_TAGS", "MAX_PREVIEW", "bound_claim", "bounded_first", "has_tags",
+           "lower_bound", "past_once_problem", "tag_filter_problems", "upcoming_runs"]

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
+from goatbeat_celery.core.rules.headers import header_problems
 from goatbeat_celery.core.types.problems import Problem
 
 #: Longest schedule (or lease) name, in characters.
@@ -334,9 +335,14 @@ REFUSED_OPTIONS: Mapping[str, str] = {
 }
 
 
-def options_problems(options: object, label: str = "options") -> list[Problem]:
+def options_problems(options: object, label: str = "options", *,
+                     stored: bool = False) -> list[Problem]:
     """Problems of a schedule's ``options``: only the keys listed in :data:`OPTION_CHECKS`,
-    each of its type."""
+    each of its type, and no header only Celery or goatbeat may set
+    (:mod:`~goatbeat_celery.core.rules.headers`).
+
+    ``stored=True`` judges options read from a row: such headers are no problem there, as the
+    submitter drops them from rows written before they were refused."""
     if not isinstance(options, Mapping):
         return [Problem(label, "expected an object of apply_async options, got "
                         f"{type(options).__name__}")]
@@ -353,6 +359,8 @@ def options_problems(options: object, label: str = "options") -> list[Problem]:
         problem = check(value)
         if problem is not None:
             found.append(Problem(f"{label}.{key}", f"{problem}, got {shown_value(value)}"))
+        elif key == "headers" and not stored:
+            found.extend(header_problems(value, f"{label}.headers"))
     return found
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -43,6 +44,34 @@ def manual_key(schedule_name: str, requested_at: datetime) -> str:
     chosen, makes one equal the other.
     """
     return f"{schedule_name}:{ensure_aware(requested_at, 'requested_at').isoformat()}:manual"
+
+
+def backfill_key(schedule_name: str, occurrence: datetime, backfill_id: int | str) -> str:
+    """``"<idempotency key>:backfill-<id>"``: the key of an occurrence run again by a
+    backfill. Like a manual key it never ends with an instant, so it never equals a grid key."""
+    return f"{idempotency_key(schedule_name, occurrence)}:backfill-{backfill_id}"
+
+
+# What follows the instant in a manual or a backfill key.
+_KEY_SUFFIX = re.compile(r":(?:manual|backfill-[^:]+)\Z")
+
+
+def is_key_of(key: object, schedule_name: object, occurrence: object) -> bool:
+    """Whether ``key`` is a key goatbeat gives a run of ``schedule_name``'s occurrence at
+    ``occurrence`` (an ISO-8601 instant, as goatbeat's headers carry it): its grid key, or a
+    manual or a backfill key of that instant (or a manual key as 0.1 wrote it,
+    ``"<name>:manual:<instant>"``). A worker records a report only for a message whose task
+    id and goatbeat headers agree, so a message whose id was set to another schedule's key
+    writes nothing onto that run."""
+    if not (isinstance(key, str) and isinstance(schedule_name, str)
+            and isinstance(occurrence, str) and key.startswith(f"{schedule_name}:")):
+        return False
+    instant = _KEY_SUFFIX.sub("", key[len(schedule_name) + 1:]).removeprefix("manual:")
+    try:
+        keyed, sent = datetime.fromisoformat(instant), datetime.fromisoformat(occurrence)
+        return keyed.tzinfo is not None and sent.tzinfo is not None and keyed == sent
+    except ValueError:
+        return False
 
 
 #: What a store reads to know a schedule's runs in flight (as

@@ -192,9 +192,11 @@ class ScheduleSpec:
         """Every problem with this spec, by the rules of
         :mod:`~goatbeat_celery.core.rules.validation`.
 
-        ``payload=False`` skips encoding args, kwargs and options as JSON (their size and
-        faithfulness): values read from a database row are JSON already, and the engine checks
-        every row it plans.
+        ``payload=False`` judges a spec read from a database row: it skips encoding args,
+        kwargs and options as JSON (their size and faithfulness: the row's values are JSON
+        already, and the engine checks every row it plans), and lets ``options.headers`` hold
+        a header only Celery or goatbeat may set, which the submitter drops from rows written
+        before it was refused.
         """
         found = [*validation.name_problems(self.name), *validation.task_problems(self.task)]
         if not isinstance(self.enabled, bool):
@@ -217,7 +219,7 @@ class ScheduleSpec:
         found.extend(self._control_problems())
         shapes = validation.call_problems(self.args, self.kwargs)
         found.extend(shapes)
-        found.extend(validation.options_problems(self.options))
+        found.extend(validation.options_problems(self.options, stored=not payload))
         if payload and not shapes:
             payloads: tuple[tuple[str, object], ...] = (
                 ("args", list(self.args) if isinstance(self.args, tuple) else self.args),

@@ -29,7 +29,7 @@ MAX_TOKEN_NAME_LENGTH = MAX_ACTOR_LENGTH - len(ACTOR_PREFIX)
 class Scope(str, enum.Enum):
     """What a token may do: ``read`` (list, get, history, backfills, calendars), ``write``
     (create, update, pause, resume, delete schedules and calendars), ``run`` (run now,
-    start and cancel backfills: they send tasks)."""
+    start and cancel backfills, set a one-time run due soon: they send tasks on demand)."""
 
     READ = "read"
     WRITE = "write"

@@ -92,12 +92,17 @@ class SQLLeases(SQLStoreBase):
         return None if row is None else lease_info(row)
 
 
+#: The escape character of the lease-name LIKE patterns. Not a backslash: SQLAlchemy 2.0
+#: renders ``escape="\\"`` as ``ESCAPE '\\\\'``, a two-character string PostgreSQL refuses.
+LIKE_ESCAPE = "/"
+
+
 def leases_named_like(now: sa.ColumnElement[Any]) -> sa.Select[Any]:
     """The lease rows whose names match the LIKE pattern bound as ``pattern``
     (:func:`prefix_pattern`), by name, each with the store's clock ``now`` (:func:`lease_info`
     reads a row)."""
     return (sa.select(L, now.label("now"))
-            .where(L.c.name.like(sa.bindparam("pattern"), escape="\\")).order_by(L.c.name))
+            .where(L.c.name.like(sa.bindparam("pattern"), escape=LIKE_ESCAPE)).order_by(L.c.name))
 
 
 def not_live(now: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
@@ -110,13 +115,14 @@ def stale_named_like(now: sa.ColumnElement[Any]) -> sa.Exists:
     """Whether a lease row whose name matches the LIKE pattern bound as ``pattern``
     (:func:`prefix_pattern`) is not live at ``now`` (:meth:`SQLLeases.forget` would delete it)."""
     return (sa.select(sa.literal_column("1")).select_from(L)
-            .where(L.c.name.like(sa.bindparam("pattern"), escape="\\"), not_live(now))
+            .where(L.c.name.like(sa.bindparam("pattern"), escape=LIKE_ESCAPE), not_live(now))
             .exists())
 
 
 def prefix_pattern(prefix: str) -> str:
     """The LIKE pattern of :func:`leases_named_like` for the names that begin with ``prefix``."""
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = "".join(LIKE_ESCAPE + char if char in "%_" + LIKE_ESCAPE else char
+                      for char in prefix)
     return escaped + "%"
 
 

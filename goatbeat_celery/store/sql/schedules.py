@@ -43,13 +43,6 @@ def _spec_version_after(spec_hash: Any) -> sa.ColumnElement[int]:
                    else_=S.c.spec_version + 1)
 
 
-def _carrying(tags: Sequence[str]) -> sa.ColumnElement[bool]:
-    """The rows carrying every one of ``tags`` (core.rules.controls.has_tags), found through the tag
-    index: one lookup of (tag, name) per tag."""
-    return sa.and_(*(S.c.name.in_(sa.select(T.c.schedule_name).where(T.c.tag == tag))
-                     for tag in dict.fromkeys(tags)))
-
-
 def _after_in_run_order(cursor: RunOrderCursor) -> sa.ColumnElement[bool]:
     """Rows after ``cursor`` in (next_run_at, name) order, those with no next run last."""
     if cursor.next_run_at is None:
@@ -148,7 +141,7 @@ class SQLSchedules(SQLStoreBase):
             pausing = self._paused()
             stmt = stmt.where(pausing if paused else sa.not_(pausing))
         if tags:
-            stmt = stmt.where(_carrying(tags))
+            stmt = stmt.where(self._carrying(tags))
         if set_aside is not None:
             stmt = stmt.where(S.c.fault.is_not(None) if set_aside else S.c.fault.is_(None))
         if source is not None:
@@ -184,6 +177,17 @@ class SQLSchedules(SQLStoreBase):
             config=sum(row.n for row in groups if row.source == ScheduleSource.CONFIG.value),
             api=sum(row.n for row in groups if row.source == ScheduleSource.API.value),
             by_state=by_state)
+
+    def _carrying(self, tags: Sequence[str]) -> sa.ColumnElement[bool]:
+        """The rows carrying every one of ``tags`` (core.rules.controls.has_tags), found through
+        the tag index in one grouped look: the index holds one entry per (name, tag), so a name
+        carrying every distinct wanted tag has that many entries among them. One statement
+        whatever the count (PostgreSQL: one array), where a sub-select per tag made planning
+        grow with each."""
+        wanted = list(dict.fromkeys(tags))
+        return S.c.name.in_(sa.select(T.c.schedule_name).where(self._in(T.c.tag, wanted))
+                            .group_by(T.c.schedule_name)
+                            .having(sa.func.count() == len(wanted)))
 
     def _state(self) -> sa.ColumnElement[str]:
         """core.rules.status.status of a row at the store's clock, from its columns (in that

@@ -38,6 +38,7 @@ from celery.worker.state import task_ready
 from goatbeat_celery import signals
 from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import RunTimes, duplicate_reason
+from goatbeat_celery.core.types.execution import is_key_of
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE, SEND
 
 logger = logging.getLogger(__name__)
@@ -110,9 +111,9 @@ class DuplicateCheck:
                request: Any = None) -> str | None:
         """Why this delivery must not run (None: run it). Never raises: a check that fails
         runs the task, as it would have run without tracking."""
-        if not isinstance(headers, Mapping) or not isinstance(headers.get(SCHEDULE), str) \
-                or not isinstance(headers.get(OCCURRENCE), str):
-            return None
+        if not isinstance(headers, Mapping) or not is_key_of(task_id, headers.get(SCHEDULE),
+                                                             headers.get(OCCURRENCE)):
+            return None  # not a run goatbeat sent under this key
         send = headers.get(SEND)
         redelivered = isinstance(delivery_info, Mapping) \
             and bool(delivery_info.get("redelivered"))

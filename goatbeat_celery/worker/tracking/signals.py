@@ -23,6 +23,7 @@ from goatbeat_celery import config as config_module
 from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome, RunTimes, error_summary
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import is_key_of
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
 from goatbeat_celery.worker.tracking.duplicates import DuplicateCheck, install
 from goatbeat_celery.worker.tracking.writer import (
@@ -43,9 +44,10 @@ logger = logging.getLogger(__name__)
 __all__ = ["RunTracker", "track_runs", "tracks_runs"]
 
 
-def _sent_by_goatbeat(request: Any) -> bool:
+def _sent_by_goatbeat(request: Any, task_id: object) -> bool:
     """Whether a task request carries goatbeat's headers (as attributes, or in its
-    ``headers``)."""
+    ``headers``) and its task id is the key of the run they name: a report is written only
+    onto that run."""
     schedule = getattr(request, SCHEDULE, None)
     occurrence = getattr(request, OCCURRENCE, None)
     if schedule is None or occurrence is None:
@@ -53,13 +55,13 @@ def _sent_by_goatbeat(request: Any) -> bool:
         if isinstance(headers, Mapping):
             schedule = headers.get(SCHEDULE, schedule)
             occurrence = headers.get(OCCURRENCE, occurrence)
-    return isinstance(schedule, str) and isinstance(occurrence, str)
+    return is_key_of(task_id, schedule, occurrence)
 
 
-def _headers_sent_by_goatbeat(headers: Any) -> bool:
-    """Whether a message's headers are goatbeat's."""
-    return (isinstance(headers, Mapping) and isinstance(headers.get(SCHEDULE), str)
-            and isinstance(headers.get(OCCURRENCE), str))
+def _headers_sent_by_goatbeat(headers: Any, task_id: object) -> bool:
+    """Whether a message's headers are goatbeat's, for the run whose key is ``task_id``."""
+    return isinstance(headers, Mapping) and is_key_of(task_id, headers.get(SCHEDULE),
+                                                      headers.get(OCCURRENCE))
 
 
 #: The outcome (its value) of each final state task_postrun reports.
@@ -224,7 +226,7 @@ class RunTracker:
                    **_: Any) -> None:
         try:
             request = getattr(task, "request", None)
-            if (task_id is None or not _sent_by_goatbeat(request)
+            if (task_id is None or not _sent_by_goatbeat(request, task_id)
                     or getattr(request, "is_eager", False)):
                 return
             run = self._run_ids.next()
@@ -271,7 +273,8 @@ class RunTracker:
             if task_id is None or any(key == task_id for key, _ in tuple(self._running)):
                 return
             request = getattr(sender, "request", None)
-            if not _sent_by_goatbeat(request) or getattr(request, "id", task_id) != task_id:
+            if (not _sent_by_goatbeat(request, task_id)
+                    or getattr(request, "id", task_id) != task_id):
                 return
             self._note(_noted(RunEventKind.FINISHED, task_id, None, self._worker_of(request),
                               self._monotonic(), RunOutcome.FAILED,
@@ -283,7 +286,7 @@ class RunTracker:
                     signum: Any = None, expired: bool = False, **_: Any) -> None:
         try:
             task_id = getattr(request, "id", None)
-            if not isinstance(task_id, str) or not _sent_by_goatbeat(request):
+            if not isinstance(task_id, str) or not _sent_by_goatbeat(request, task_id):
                 return
             if expired:
                 reason = "expired before it started"
@@ -301,7 +304,7 @@ class RunTracker:
         try:
             headers = getattr(message, "headers", None)
             task_id = headers.get("id") if isinstance(headers, Mapping) else None
-            if not isinstance(task_id, str) or not _headers_sent_by_goatbeat(headers):
+            if not isinstance(task_id, str) or not _headers_sent_by_goatbeat(headers, task_id):
                 return
             self._note(_noted(RunEventKind.FINISHED, task_id, None, self._worker_of(sender),
                               self._monotonic(), RunOutcome.REJECTED,
@@ -314,7 +317,7 @@ class RunTracker:
                     id: str | None = None, **_: Any) -> None:
         try:
             headers = getattr(message, "headers", None)
-            if not isinstance(id, str) or not _headers_sent_by_goatbeat(headers):
+            if not isinstance(id, str) or not _headers_sent_by_goatbeat(headers, id):
                 return
             self._note(_noted(RunEventKind.FINISHED, id, None, self._worker_of(sender),
                               self._monotonic(), RunOutcome.REJECTED,

@@ -18,6 +18,7 @@ from datetime import timedelta
 from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import RunEvent, RunEventKind, RunOutcome
 from goatbeat_celery.core.types.errors import StoreUnavailable
+from goatbeat_celery.links import doc
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ DROP_REPORT_INTERVAL = 10.0
 #: SQLSTATE insufficient_privilege: the worker's database role lacks a grant.
 _INSUFFICIENT_PRIVILEGE = "42501"
 #: Where the grants a worker needs are written.
-_WORKER_ROLE_DOC = "docs/deploying.md#a-worker-role-with-the-least-rights"
+_WORKER_ROLE_DOC = doc("deploying.md#a-worker-role-with-the-least-rights")
 
 
 #: What a task's thread notes, turned into a RunEvent when written: (kind, key, run, worker,
