@@ -120,6 +120,10 @@ def test_an_entry_added_before_the_first_tick_is_sent_with_its_key_as_task_id(
     assert all(run.key == idempotency_key("added", run.occurrence_at) for run in runs)
 
 
+class OwnSchedule(schedule):  # type: ignore[misc]
+    """A schedule class of a user's own (not Celery's ``schedule`` itself)."""
+
+
 def test_entries_declared_while_leading_are_synced_at_the_next_tick_and_sent(
         celery_app: Celery, received: list[str], celery_worker: Any):
     scheduler = Scheduler(app=celery_app)
@@ -134,9 +138,14 @@ def test_entries_declared_while_leading_are_synced_at_the_next_tick_and_sent(
                                            app=celery_app)})
         scheduler.schedule["assigned"] = {"task": "rec.record", "schedule": 1.0,
                                           "args": ["assigned"]}
-        for label in ("from-dict", "as-entry", "assigned"):
+        # A schedule class of the user's: its trigger asks the object, which beat now knows.
+        scheduler.add(name="own-class", task="rec.record", schedule=OwnSchedule(1.0),
+                      args=["own-class"])
+        for label in ("from-dict", "as-entry", "assigned", "own-class"):
             ticked_until(scheduler, received, label)
-        assert sorted(scheduler.schedule) == ["as-entry", "assigned", "every-10s", "from-dict"]
+        assert sorted(scheduler.schedule) == [
+            "as-entry", "assigned", "every-10s", "from-dict", "own-class"]
+        assert isinstance(scheduler.schedule["own-class"].schedule, OwnSchedule)
     finally:
         scheduler.close()
 
@@ -271,3 +280,22 @@ def test_setting_up_twice_keeps_the_one_engine(celery_app: Celery):
         assert scheduler.engine is engine
     finally:
         scheduler.close()
+
+
+def test_every_write_to_the_schedule_declares_and_is_seen_at_once(celery_app: Celery):
+    scheduler = Scheduler(app=celery_app, lazy=True)
+    fields = {"task": "rec.record", "schedule": 5.0}
+    scheduler.schedule = {"a": fields, "b": fields}  # Celery's set_schedule: all of them
+    assert sorted(scheduler.schedule) == ["a", "b"]
+    view = scheduler.schedule
+    view.setdefault("c", fields)
+    view.update(d=fields)
+    assert sorted(view) == sorted(scheduler.schedule) == ["a", "b", "c", "d"]
+    assert view.pop("a").task == "rec.record"
+    assert view.pop("a", None) is None
+    assert sorted(scheduler.schedule) == ["b", "c", "d"]
+    with pytest.raises(ConfigurationError):
+        view["e"] = {"task": "rec.record", "schedule": "now and then"}
+    assert "e" not in view and "e" not in scheduler.schedule
+    view.clear()
+    assert scheduler.schedule == {}
