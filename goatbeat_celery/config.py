@@ -11,7 +11,7 @@ import fnmatch
 import importlib
 import numbers
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
@@ -53,6 +53,8 @@ _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port
 #: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
 DEFAULT_METRICS_ADDRESS = "127.0.0.1"
 _KNOWN = frozenset(PREFIX + key for key in (*_SETTINGS_KEYS, *_OWN_KEYS))
+#: The key of an entry's options under which goatbeat's own options go.
+OPTIONS_KEY = "goatbeat"
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 #: What an entry's ``goatbeat`` key may give: every spec field the entry does not give itself.
 _GOATBEAT_ENTRY_KEYS = {
@@ -151,6 +153,38 @@ class LoadedConfig:
     #: Celery ``BeatLazyFunc`` arguments of config entries, by entry name and position
     #: (``args.0``, ``kwargs.key``): stored as placeholders, called when a run is sent.
     lazy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The schedule objects of entries whose schedule is a class of its own, by entry name.
+    objects: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntriesRead:
+    """``beat_schedule``-shaped entries read: their specs, and what the specs refer to."""
+
+    specs: tuple[ScheduleSpec, ...]
+    objects: dict[str, Any]
+    lazy: dict[str, dict[str, Any]]
+
+
+def read_entries(entries: Mapping[Any, Any], zone: str, problems: list[str],
+                 objects: Mapping[str, Any] | None = None) -> EntriesRead:
+    """Config entries (``beat_schedule``'s, or given to the scheduler's ``add``) → specs;
+    problems appended. Each entry's trigger is built once with the schedule objects of these
+    entries and ``objects`` (those of the other entries kept), to report what cannot be."""
+    specs: list[ScheduleSpec] = []
+    found: dict[str, Any] = {}
+    lazy: dict[str, dict[str, Any]] = {}
+    for name, entry in sorted(entries.items(), key=lambda item: str(item[0])):
+        spec = entry_to_spec(str(name), entry, zone, problems, found, lazy)
+        if spec is not None:
+            specs.append(spec)
+    registry = generic.register(base_registry(), {**(objects or {}), **found})
+    for spec in specs:
+        try:
+            registry.build(spec.trigger)
+        except ConfigurationError as exc:
+            problems.extend(f"beat_schedule[{spec.name!r}].{p}" for p in exc.problems)
+    return EntriesRead(specs=tuple(specs), objects=found, lazy=lazy)
 
 
 def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
@@ -158,28 +192,18 @@ def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
     hide_secret_settings()  # wherever goatbeat runs, Celery prints no webhook secret
     problems: list[str] = []
     config = read_settings(app.conf, problems, namespace=getattr(app, "namespace", None))
-    specs: list[ScheduleSpec] = []
-    objects: dict[str, Any] = {}
-    lazy: dict[str, dict[str, Any]] = {}
-    registry = base_registry()
+    read = EntriesRead(specs=(), objects={}, lazy={})
     if with_schedules:
         zone = default_timezone(app)
         # The app's zone is where every crontab entry without a zone of its own runs: an
         # unknown one is reported whether or not an entry needs it yet.
         problems.extend(map(str, cron.zone_problems(zone, "timezone")))
-        for name, entry in sorted(dict(app.conf.beat_schedule or {}).items()):
-            spec = entry_to_spec(str(name), entry, zone, problems, objects, lazy)
-            if spec is not None:
-                specs.append(spec)
-    registry = generic.register(registry, objects)
-    for spec in specs:
-        try:
-            registry.build(spec.trigger)
-        except ConfigurationError as exc:
-            problems.extend(f"beat_schedule[{spec.name!r}].{p}" for p in exc.problems)
+        read = read_entries(dict(app.conf.beat_schedule or {}), zone, problems)
     if problems:
         raise ConfigurationError(problems, subject="goatbeat configuration")
-    return LoadedConfig(config=config, schedules=tuple(specs), triggers=registry, lazy=lazy)
+    return LoadedConfig(config=config, schedules=read.specs,
+                        triggers=generic.register(base_registry(), read.objects),
+                        lazy=read.lazy, objects=read.objects)
 
 
 def synced_schedules(app: Any, loaded: LoadedConfig) -> tuple[ScheduleSpec, ...]:
@@ -187,14 +211,20 @@ def synced_schedules(app: Any, loaded: LoadedConfig) -> tuple[ScheduleSpec, ...]
     result cleanup as its default scheduler adds it (unless the entries name it, or the result
     backend expires results by itself)."""
     specs = loaded.schedules
-    if any(spec.name == "celery.backend_cleanup" for spec in specs):
-        return specs
-    if not app.conf.result_expires or app.backend.supports_autoexpire:
-        return specs
-    entry = {"task": "celery.backend_cleanup", "schedule": celery_schedules.crontab("0", "4", "*"),
-             "options": {"expires": 12 * 3600}}
-    spec = entry_to_spec("celery.backend_cleanup", entry, default_timezone(app), [], {})
-    return specs if spec is None else (*specs, spec)
+    defaults = default_entries(app, {spec.name for spec in specs})
+    return (*specs, *read_entries(defaults, default_timezone(app), []).specs)
+
+
+def default_entries(app: Any, names: Collection[str]) -> dict[str, dict[str, Any]]:
+    """The entries Celery's scheduler adds to those named ``names``
+    (``Scheduler.install_default_entries``): its result cleanup, unless named already or the
+    result backend expires results by itself."""
+    if "celery.backend_cleanup" in names or not app.conf.result_expires \
+            or app.backend.supports_autoexpire:
+        return {}
+    return {"celery.backend_cleanup": {
+        "task": "celery.backend_cleanup", "schedule": celery_schedules.crontab("0", "4", "*"),
+        "options": {"expires": 12 * 3600}}}
 
 
 def base_registry() -> TriggerRegistry:
@@ -401,22 +431,18 @@ def entry_to_spec(
     before = len(problems)
     for key in sorted(set(entry) - _ENTRY_KEYS):
         problems.append(f"{where}.{key}: unknown key; use one of {sorted(_ENTRY_KEYS)}")
-    own = entry.get("goatbeat") or {}
-    if not isinstance(own, Mapping):
-        problems.append(f"{where}.goatbeat: expected a dict of goatbeat options, got {own!r}")
-        own = {}
+    options, own, own_where = _split_options(entry, where, problems)
     for key in sorted(set(own) - _GOATBEAT_ENTRY_KEYS):
         problems.append(
-            f"{where}.goatbeat.{key}: unknown option; use one of {sorted(_GOATBEAT_ENTRY_KEYS)}"
+            f"{own_where}.{key}: unknown option; use one of {sorted(_GOATBEAT_ENTRY_KEYS)}"
         )
 
     zone = own.get("timezone", default_zone)
     if "timezone" in own and not isinstance(entry.get("schedule"), celery_schedules.crontab):
         # A crontab reports its zone's problems when it is built; any other schedule has no
         # use for one, and a zone given there is a mistake worth naming.
-        problems.extend(map(str, cron.zone_problems(own["timezone"],
-                                                       f"{where}.goatbeat.timezone")))
-        problems.append(f"{where}.goatbeat.timezone: has no meaning for this schedule (a "
+        problems.extend(map(str, cron.zone_problems(own["timezone"], f"{own_where}.timezone")))
+        problems.append(f"{own_where}.timezone: has no meaning for this schedule (a "
                         "zone applies to crontab schedules only); remove it")
     trigger = _trigger_spec(name, entry.get("schedule"), str(zone), f"{where}.schedule",
                             problems, objects)
@@ -429,7 +455,6 @@ def entry_to_spec(
         problems.append(f"{where}.kwargs: expected a dict, got {type(kwargs).__name__}")
         kwargs = {}
     args, kwargs = lazy_placeholders(name, args, kwargs, {} if lazy is None else lazy)
-    options = dict(entry.get("options") or {})
     expires = options.get("expires")
     if isinstance(expires, timedelta):
         options["expires"] = expires.total_seconds()
@@ -439,11 +464,11 @@ def entry_to_spec(
 
     enabled = own.get("enabled", True)
     if not isinstance(enabled, bool):
-        problems.append(f"{where}.goatbeat.enabled: expected true or false, got {enabled!r}")
+        problems.append(f"{own_where}.enabled: expected true or false, got {enabled!r}")
         enabled = True
     # A task, args, kwargs or options under "goatbeat" is reported above; the entry's own win.
     found: list[Problem] = []
-    fields = specs.spec_fields(own, found, label=lambda key: f"{where}.goatbeat.{key}",
+    fields = specs.spec_fields(own, found, label=lambda key: f"{own_where}.{key}",
                                text_instants=True)
     fields.update(task=entry.get("task") or "", args=tuple(args), kwargs=dict(kwargs),
                   options=options)
@@ -453,6 +478,43 @@ def entry_to_spec(
                               options_label=f"{where}.options")
     problems.extend(map(str, found))
     return spec if len(problems) == before else None
+
+
+def _split_options(entry: Mapping[str, Any], where: str, problems: list[str]
+                   ) -> tuple[dict[str, Any], Mapping[str, Any], str]:
+    """An entry's Celery options, its goatbeat options and where those were given.
+
+    Goatbeat's options go under ``options["goatbeat"]``: Celery's own schedulers hand options
+    to ``apply_async`` and django-celery-beat's drops keys it does not know, so the same
+    ``beat_schedule`` starts under either (the way back needs no edit). They are taken out of
+    the options goatbeat sends. The entry's top-level ``goatbeat`` key still works (see
+    :func:`legacy_entry_warnings`)."""
+    given = entry.get("options") or {}
+    if not isinstance(given, Mapping):
+        problems.append(f"{where}.options: expected a dict of apply_async options, got "
+                        f"{type(given).__name__}")
+        given = {}
+    options = dict(given)
+    nested, legacy = options.pop(OPTIONS_KEY, None), entry.get(OPTIONS_KEY)
+    if nested is not None and legacy is not None:
+        problems.append(f"{where}.goatbeat: given here and in options['goatbeat']; keep "
+                        "options['goatbeat'] only")
+    own, own_where = ((nested, f"{where}.options.goatbeat") if nested is not None
+                      else (legacy or {}, f"{where}.goatbeat"))
+    if not isinstance(own, Mapping):
+        problems.append(f"{own_where}: expected a dict of goatbeat options, got {own!r}")
+        own = {}
+    return options, own, own_where
+
+
+def legacy_entry_warnings(beat_schedule: Mapping[str, Any]) -> list[str]:
+    """Entries that give goatbeat's options under a top-level ``goatbeat`` key: Celery's own
+    ``ScheduleEntry`` refuses that key, so rolling back to Celery's scheduler would need an
+    edit."""
+    return [f"beat_schedule[{name!r}].goatbeat: deprecated; move it into the entry's options "
+            "(options={'goatbeat': {...}}) so that Celery's own schedulers start with the same "
+            "beat_schedule" for name, entry in sorted(beat_schedule.items())
+            if isinstance(entry, Mapping) and OPTIONS_KEY in entry]
 
 
 def policy_warnings(schedules: Iterable[ScheduleSpec], settings: Settings,

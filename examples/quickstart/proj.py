@@ -29,7 +29,7 @@ app.conf.update(
             "task": "proj.report",
             "schedule": timedelta(seconds=10),
             "args": ["every ten seconds"],
-            "goatbeat": {"misfire_policy": "all", "max_catchup": 5},
+            "options": {"goatbeat": {"misfire_policy": "all", "max_catchup": 5}},
         },
         "each-minute": {"task": "proj.report", "schedule": crontab(), "args": ["cron"]},
     },

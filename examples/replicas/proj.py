@@ -30,12 +30,12 @@ app.conf.update(
     goatbeat_lease_renew_interval=5,
     beat_schedule={
         "refresh-cache": {"task": "proj.refresh", "schedule": 30.0,
-                          "goatbeat": {"jitter": 30}},
+                          "options": {"goatbeat": {"jitter": 30}}},
         "nightly-report": {
             "task": "proj.report",
             "schedule": crontab(hour="2", minute="30"),
-            "options": {"queue": "reports", "expires": 3600},
-            "goatbeat": {"misfire_policy": "latest", "misfire_grace": 3600},
+            "options": {"queue": "reports", "expires": 3600,
+                        "goatbeat": {"misfire_policy": "latest", "misfire_grace": 3600}},
         },
     },
 )

@@ -159,12 +159,13 @@ class ScheduleObjects:
     """The Celery schedule object of each schedule, by name and stored trigger: the object a
     config entry of this app gave, or one built from the trigger."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, entries: Mapping[str, Any] | None = None) -> None:
         self.app = app
         self._built: dict[tuple[str, str], Any] = {}
-        # The app's beat_schedule, read at the first build: a burst of new schedules would
-        # otherwise copy it out of Celery's settings once each.
-        self._config: Mapping[str, Any] | None = None
+        # The config entries (those the scheduler declares), else the app's beat_schedule read
+        # at the first build: a burst of new schedules would otherwise copy it out of Celery's
+        # settings once each.
+        self._config: Mapping[str, Any] | None = entries
 
     def get(self, name: str, trigger: Mapping[str, Any] | None) -> Any:
         if trigger is None:

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
@@ -19,13 +19,17 @@ from celery import beat
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.beat import observability, webhooks
+from goatbeat_celery.beat.declared import DeclaredSchedule
 from goatbeat_celery.beat.entries import GoatbeatEntry
 from goatbeat_celery.beat.health import HealthEndpoints, Liveness
 from goatbeat_celery.beat.pace import Pace
+from goatbeat_celery.beat.schedule_view import ScheduleView
 from goatbeat_celery.beat.stopsignals import StopSignals
 from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
 from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.display import with_migrate_command
 from goatbeat_celery.store import mask_url
 
@@ -82,6 +86,8 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
 
     # -- Celery's hooks ------------------------------------------------------------------
     def setup_schedule(self) -> None:
+        if self._engine is not None:
+            return  # set up once: a second call (Celery's own tests make one) changes nothing
         loaded = self.goatbeat
         config = loaded.config
         _bound_broker_sockets(self.app)
@@ -106,14 +112,18 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             store.close()
             raise SystemExit(f"goatbeat: {exc}") from exc
         holder = new_holder_id()
+        # What a subclass declares before calling this (add, update_from_dict, ...) is kept;
+        # what it declares after is synced at the next tick.
+        declared = self._view().declared
         self._engine = Engine(
             store=store,
             lease=store,
-            submitter=CelerySubmitter(self.app, lazy=loaded.lazy, scheduler=self),
+            submitter=CelerySubmitter(self.app, lazy=declared.lazy, scheduler=self,
+                                      entries=declared.entries),
             settings=config.settings,
             holder=holder,
-            triggers=loaded.triggers,
-            config_schedules=config_module.synced_schedules(self.app, loaded),
+            triggers=declared.triggers,
+            config_schedules=tuple(declared.specs.values()),
             task_allowed=config.task_allowed,
             observer=self._observability.observer,
             runs=store,
@@ -140,6 +150,8 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             logger.warning("goatbeat: %s", warning, extra={"action": "needs_run_tracking"})
         for warning in config_module.never_run_warnings(loaded, datetime.now(timezone.utc)):
             logger.warning("goatbeat: %s", warning, extra={"action": "config_never_runs"})
+        for warning in config_module.legacy_entry_warnings(dict(self.app.conf.beat_schedule or {})):
+            logger.warning("goatbeat: %s", warning, extra={"action": "config_deprecated"})
 
     #: Whether :meth:`tick` waits for the next thing to do itself, woken early by a change the
     #: store announces (PostgreSQL's NOTIFY), and returns 0.0; Celery's ``Service`` sleeps
@@ -241,7 +253,57 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         super().close()
 
     def sync(self) -> None:
-        """Nothing to persist: every claim is written when it is made."""
+        """Nothing to persist (every claim is written when it is made): the view of the
+        schedule reads the store again when next read."""
+        view = self.__dict__.get("_schedule_view")
+        if view is not None:
+            view.stale()
+
+    # -- the schedule: a view of what this replica would send, and the door to its config ----
+    def get_schedule(self) -> ScheduleView:
+        """Every schedule this replica would send (:mod:`goatbeat_celery.beat.schedule_view`)."""
+        return self._view().current()
+
+    def set_schedule(self, schedule: Mapping[str, Any]) -> None:
+        """Declare ``schedule`` as the config entries, in place of all the others."""
+        self.merge_inplace(schedule)
+
+    schedule = property(get_schedule, set_schedule)
+
+    def add(self, **kwargs: Any) -> Any:
+        """Declare one config entry, as ``beat_schedule`` gives one (``name``, ``task``,
+        ``schedule``, ``args``, ``kwargs``, ``options``); returns its entry. Raises
+        ConfigurationError naming every problem, and declares nothing then."""
+        name = kwargs.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError([f"name: expected the entry's name, got {name!r}"],
+                                     subject="schedule entry")
+        view = self._view()
+        view.declare({name: kwargs})
+        return dict.get(view, name)
+
+    def update_from_dict(self, dict_: Mapping[str, Any]) -> None:
+        """Declare these config entries (``beat_schedule``-shaped dicts or Celery entries),
+        all at once, beside the others."""
+        self._view().declare(dict_)
+
+    def merge_inplace(self, b: Mapping[str, Any]) -> None:
+        """Declare these config entries, all at once, in place of all the others: those left
+        out are disabled as a removed ``beat_schedule`` entry is."""
+        self._view().declare(b, replace=True)
+
+    def _view(self) -> ScheduleView:
+        view: ScheduleView | None = self.__dict__.get("_schedule_view")
+        if view is None:
+            view = ScheduleView(self, DeclaredSchedule(self.app, self.goatbeat))
+            view.declared.watch(self._on_declared)
+            self.__dict__["_schedule_view"] = view
+        return view
+
+    def _on_declared(self, specs: tuple[ScheduleSpec, ...], triggers: TriggerRegistry) -> None:
+        engine = self._engine
+        if engine is not None:
+            engine.declare(specs, triggers)
 
     @property
     def info(self) -> str:

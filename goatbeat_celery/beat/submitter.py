@@ -49,12 +49,12 @@ class CelerySubmitter:
     """
 
     def __init__(self, app: Any, *, lazy: Mapping[str, Mapping[str, Any]] | None = None,
-                 scheduler: Any = None) -> None:
+                 scheduler: Any = None, entries: Mapping[str, Any] | None = None) -> None:
         self.app = app
         # Lazy arguments of this replica's config entries, called as each run is sent.
-        self.lazy = lazy or {}
+        self.lazy = {} if lazy is None else lazy  # the very mapping: entries may be added
         self.scheduler = scheduler
-        self.schedules = ScheduleObjects(app)
+        self.schedules = ScheduleObjects(app, entries)
         # Schedules whose stored headers were dropped, each logged once by this process.
         self._dropped_from: set[str] = set()
 

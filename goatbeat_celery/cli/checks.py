@@ -102,6 +102,7 @@ def _beat_schedule(app: Any) -> Check:
         warnings = config_module.policy_warnings(loaded.schedules, settings,
                                                  settings.run_start_timeout)
         warnings += config_module.never_run_warnings(loaded, datetime.now(timezone.utc))
+        warnings += config_module.legacy_entry_warnings(dict(app.conf.beat_schedule or {}))
         if warnings:
             return Check(name="beat_schedule", outcome=Outcome.WARN,
                          detail=_listed(warnings))

@@ -42,9 +42,9 @@ def app_with_entries() -> Celery:
         "launched": {"task": "shop.launch", "schedule": OneOff(NOW - timedelta(days=1))},
         "launch": {"task": "shop.launch", "schedule": OneOff(NOW + timedelta(days=1))},
         "ended": {"task": "shop.sync", "schedule": 60,
-                  "goatbeat": {"end_at": NOW - timedelta(hours=1)}},
+                  "options": {"goatbeat": {"end_at": NOW - timedelta(hours=1)}}},
         "paused": {"task": "shop.launch", "schedule": OneOff(NOW - timedelta(days=1)),
-                   "goatbeat": {"enabled": False}},
+                   "options": {"goatbeat": {"enabled": False}}},
         "poll": {"task": "shop.poll", "schedule": 60},
     }
     return app

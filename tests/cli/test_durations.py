@@ -72,8 +72,8 @@ def test_a_bad_duration_is_refused_naming_the_option(cli: Cli, store: Store, opt
 
 def test_settings_and_beat_schedule_entries_take_durations(cli: Cli) -> None:
     cli.configure(goatbeat_statement_timeout="2s", beat_schedule={
-        "tick": {"task": "proj.tick", "schedule": 60,
-                 "goatbeat": {"offset": "10s", "misfire_grace": "5m", "jitter": None}},
+        "tick": {"task": "proj.tick", "schedule": 60, "options": {
+            "goatbeat": {"offset": "10s", "misfire_grace": "5m", "jitter": None}}},
     })
 
     checks = {c["name"]: c for c in cli.json("check")["checks"]}

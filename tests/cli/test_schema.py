@@ -238,3 +238,19 @@ def _revision(url: str) -> str:
                 sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar_one())
     finally:
         engine.dispose()
+
+
+def test_check_warns_of_goatbeat_options_beside_task_which_celerys_scheduler_refuses(
+        cli: Cli) -> None:
+    cli.configure(beat_schedule={
+        "old": {"task": "proj.tick", "schedule": 60, "goatbeat": {"jitter": 5}},
+        "new": {"task": "proj.tick", "schedule": 60, "options": {"goatbeat": {"jitter": 5}}},
+    })
+
+    checks = _checks(cli.json("check"))
+
+    assert checks["beat_schedule"]["status"] == "warn"
+    assert checks["beat_schedule"]["detail"] == (
+        "- beat_schedule['old'].goatbeat: deprecated; move it into the entry's options "
+        "(options={'goatbeat': {...}}) so that Celery's own schedulers start with the same "
+        "beat_schedule")

@@ -53,6 +53,7 @@ app.conf.beat_schedule = {
         "schedule": _schedule(entry),
         "args": entry.get("args", [name]),
         **({"goatbeat": entry["goatbeat"]} if "goatbeat" in entry else {}),
+        **({"options": entry["options"]} if "options" in entry else {}),
     }
     for name, entry in CONFIG.get("schedules", {}).items()
 }

@@ -68,7 +68,7 @@ CELERY_BEAT_SCHEDULE = {
     "nightly-heartbeat": {
         "task": "proj.heartbeat",
         "schedule": crontab(hour=2, minute=30),
-        "goatbeat": {"misfire_grace": 3600},
+        "options": {"goatbeat": {"misfire_grace": 3600}},
     },
 }
 # goatbeat's settings take the same namespace. Left out, the database is DATABASES["default"]:

@@ -144,6 +144,7 @@ class Engine:
         # record needs the store's "now", not its (old) claimed_at.
         self._store_seen: tuple[datetime, float] | None = None
         self.last_sync: SyncReport | None = None
+        self._declared = False  # a config declared since the last sync, synced at the next tick
         #: With several shards, which ones this replica leads (core.rules.shards); None with one.
         self.shards: ShardLeadership | None = None
         #: The shard being dispatched (None with one shard) and its leadership; with one
@@ -215,6 +216,7 @@ class Engine:
             return min(STORE_RETRY, self.settings.max_interval.total_seconds())
 
     def _tick(self) -> float:
+        self._sync_declared()
         if self.shards is not None:
             return self._sharded_tick(self.shards)
         leadership = self._leadership
@@ -348,9 +350,28 @@ class Engine:
             self._leadership.release()
 
     # -- config sync ---------------------------------------------------------------------
-    def _sync_config(self, grant: LeaseGrant | None) -> None:
+    def declare(self, config_schedules: Sequence[ScheduleSpec],
+                triggers: TriggerRegistry | None = None) -> None:
+        """This replica's config is now ``config_schedules`` (built by ``triggers`` if given):
+        synced under the grant held at the next tick, else when a lease is next taken."""
+        if triggers is not None:
+            self.triggers = triggers
+            self._trigger_cache.registry = triggers
+            self._trigger_cache.clear()
+        self.config_schedules = tuple(config_schedules)
+        self._planner.trust(self.config_schedules)
+        self._declared = True
+
+    def _sync_declared(self) -> None:
+        leadership = self._leadership if self.shards is None else self.shards.leaderships[0]
+        if self._declared and leadership.holds():
+            self._sync_config(leadership.grant, leadership)
+
+    def _sync_config(self, grant: LeaseGrant | None,
+                     leadership: Leadership | None = None) -> None:
         if grant is None:
             return
+        self._declared = False  # what is read below is synced, or synced again on failure
         try:
             now = self.store.now()
             self._store_seen = (now, self._mono())
@@ -362,14 +383,16 @@ class Engine:
             else:
                 report = self.store.sync_config(entries, lease=grant)
         except LeaseLost:
-            self._leadership.lose("fencing token refused during config sync")
+            (leadership or self._leadership).lose("fencing token refused during config sync")
             return
         except StoreError as exc:
             # Still holding the lease, config pending: synced again after the next renewal.
             logger.warning("config sync failed, retrying: %s", exc,
                            extra={"action": "config_sync_failed"})
+            if leadership is not None:
+                self._declared = True
             return
-        self._leadership.config_synced()
+        (leadership or self._leadership).config_synced()
         self._news = True  # the sync may have moved what is due
         self.last_sync = report
         logger.info(

@@ -170,6 +170,11 @@ class Planner:
             **claim_policies(spec, settings.overlap_policy),
         )
 
+    def trust(self, config_schedules: Sequence[ScheduleSpec]) -> None:
+        """The config entries of this replica are now ``config_schedules``."""
+        self._config_specs = {spec.name: spec for spec in config_schedules}
+        self._config_hashes = {}
+
     def _is_own_entry(self, spec: ScheduleSpec) -> bool:
         entry = self._config_specs.get(spec.name)
         if entry is None:

@@ -33,12 +33,17 @@ class TriggerCache:
             hash(key)
         except TypeError:  # a parameter that is a list or dict
             key = (spec.kind, repr(sorted(params.items())))
-        trigger = self._built.get(key)
+        built = self._built  # once: clear() may swap it from another thread
+        trigger = built.get(key)
         if trigger is None:
             trigger = self.registry.build(spec)
-            self._built[key] = trigger
-            if len(self._built) > self.size:
-                self._built.popitem(last=False)
+            built[key] = trigger
+            if len(built) > self.size:
+                built.popitem(last=False)
         else:
-            self._built.move_to_end(key)
+            built.move_to_end(key)
         return trigger
+
+    def clear(self) -> None:
+        """Forget every trigger built (the registry changed)."""
+        self._built = OrderedDict()
