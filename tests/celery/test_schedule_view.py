@@ -42,8 +42,10 @@ def celery_config(database_url: str) -> dict[str, Any]:
         "broker_url": "memory://",
         "result_backend": "cache+memory://",
         "goatbeat_database_url": database_url,
-        "goatbeat_lease_ttl": 3,
-        "goatbeat_lease_renew_interval": 1,
+        # No test here hands over: a long lease keeps a tick slowed by a busy machine inside
+        # the local deadline (ttl - renew), so the leader asserted after it still leads.
+        "goatbeat_lease_ttl": 30,
+        "goatbeat_lease_renew_interval": 10,
         "goatbeat_max_interval": 0.2,
         "beat_schedule": {"every-10s": {
             "task": "rec.record", "schedule": 10.0, "args": ["config"],
