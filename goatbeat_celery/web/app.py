@@ -55,6 +55,7 @@ from goatbeat_celery.core.types.spec import ScheduleSource
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import forms, present
 from goatbeat_celery.web.api import api_routes
+from goatbeat_celery.web.api_answers import EXCEPTION_HANDLERS
 from goatbeat_celery.web.chart import Chart, lateness_chart
 from goatbeat_celery.web.security import (
     CSRF_COOKIE,
@@ -209,7 +210,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         if close_on_shutdown:
             schedules.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
     app.state.goatbeat = context
     return app
 
