@@ -455,19 +455,21 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
                   create_only: bool, reason: str | None) -> tuple[Schedule, bool, datetime]:
     """Create ``name`` from ``given``, or replace its whole definition: fields left out take
     the values a new schedule would have (``enabled`` alone is kept, as pause and resume set
-    it). Returns the schedule, whether it was created, and the store's now."""
+    it). Returns the schedule, whether it was created, and the store's now (read before the
+    write, as everything the answer needs: nothing can fail once the write is made)."""
     schedules = api.schedules
     try:
         current: Schedule | None = schedules.get(name)
     except ScheduleNotFound:
         current = None
+    now = schedules.store.now()
     if current is None:
         _refuse_if_match_on_absent("schedule", name, precondition)
         keywords = dict(given)
         task = keywords.pop("task", None)
         try:
             created = schedules.create(name, task, **keywords, reason=reason)
-            return created, True, schedules.store.now()
+            return created, True, now
         except ScheduleConflict:
             # Made by another request since this one looked: answered as a PUT over it,
             # which If-None-Match refuses and a plain PUT replaces.
@@ -485,7 +487,7 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
         timezone=given.get("timezone", schedules.default_timezone if cron is not None else None),
         day_or=given.get("day_or", True if cron is not None else None),
         enabled=given.get("enabled"), expected_version=expected, reason=reason, **keywords)
-    return updated, False, schedules.store.now()
+    return updated, False, now
 
 
 async def _put(request: Request, api: _Api, token: ApiToken) -> Response:
@@ -517,9 +519,10 @@ def _patch_schedule(api: _Api, name: str, given: dict[str, Any],
     expected = _expected_version(current.spec_version, precondition)
     changes = dict(given)
     triggers = {key: changes.pop(key, None) for key in TRIGGER_KEYS}
+    now = schedules.store.now()  # read before the write, as in _put_schedule
     updated = schedules.update(name, **triggers, enabled=changes.pop("enabled", None),
                                expected_version=expected, reason=reason, **changes)
-    return updated, schedules.store.now()
+    return updated, now
 
 
 async def _patch(request: Request, api: _Api, token: ApiToken) -> Response:
@@ -566,16 +569,18 @@ async def _pause(request: Request, api: _Api, token: ApiToken) -> Response:
     until = _instant(body.get("until"), "until", problems)
     if problems:
         raise ConfigurationError(problems, subject=f"pause of {name!r}")
+    now = await _call(api.schedules.store.now)  # read before the write, as in _put_schedule
     schedule = await _call(api.schedules.pause, name, note=body.get("note"), until=until,
                            reason=_reason(request))
-    return _schedule_response(api, schedule, await _call(api.schedules.store.now))
+    return _schedule_response(api, schedule, now)
 
 
 async def _resume(request: Request, api: _Api, token: ApiToken) -> Response:
     name = request.path_params["name"]
     _writable(token, name)
+    now = await _call(api.schedules.store.now)  # read before the write, as in _put_schedule
     schedule = await _call(api.schedules.resume, name, reason=_reason(request))
-    return _schedule_response(api, schedule, await _call(api.schedules.store.now))
+    return _schedule_response(api, schedule, now)
 
 
 async def _run_now(request: Request, api: _Api, token: ApiToken) -> Response:
@@ -711,8 +716,10 @@ async def _calendar(request: Request, api: _Api, token: ApiToken) -> Response:
                  headers={"ETag": _etag(found.version)})
 
 
-def _put_calendar(api: _Api, name: str, body: dict[str, Any],
-                  precondition: int | str | None) -> tuple[Any, bool]:
+def _put_calendar(api: _Api, name: str, body: dict[str, Any], precondition: int | str | None
+                  ) -> tuple[Any, bool, list[str]]:
+    """The calendar written, whether it was created, and the schedules observing it, read
+    before the write (none observe a new one: a schedule names existing calendars only)."""
     schedules = api.schedules
     keywords: dict[str, Any] = {key: () if body.get(key) is None else body[key]
                                 for key in ("dates", "ranges")}
@@ -724,11 +731,12 @@ def _put_calendar(api: _Api, name: str, body: dict[str, Any],
     if current is None:
         _refuse_if_match_on_absent("calendar", name, precondition)
         try:
-            return schedules.create_calendar(name, **keywords), True
+            return schedules.create_calendar(name, **keywords), True, []
         except ScheduleConflict:
             current = schedules.get_calendar(name)
     expected = _expected_version(current.version, precondition)
-    return schedules.update_calendar(name, **keywords, expected_version=expected), False
+    observing = schedules.observing(name)
+    return schedules.update_calendar(name, **keywords, expected_version=expected), False, observing
 
 
 async def _calendar_put(request: Request, api: _Api, token: ApiToken) -> Response:
@@ -748,10 +756,9 @@ async def _calendar_put(request: Request, api: _Api, token: ApiToken) -> Respons
     if problems:
         raise ConfigurationError(problems, subject=f"calendar {name!r}")
     try:
-        calendar, created = await _call(_put_calendar, api, name, body, precondition)
+        calendar, created, observing = await _call(_put_calendar, api, name, body, precondition)
     except ScheduleConflict as exc:
         raise _conflict(exc, precondition is not None) from exc
-    observing = await _call(api.schedules.observing, name)
     return _json({**display.calendar_json(calendar), "observed_by": observing},
                  201 if created else 200, headers={"ETag": _etag(calendar.version)})
 
