@@ -220,3 +220,15 @@ def test_any_value_of_a_calendar_pause_or_backfill_field_is_taken_or_refused_nam
                 schedules.resume("kept")
             elif path.startswith("/api/v1/calendars"):
                 schedules.delete_calendar("made")
+
+
+def test_a_failure_no_check_foresaw_is_still_a_problem_under_the_api(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a fault injected below the API")
+
+    monkeypatch.setattr(Schedules, "list", broken)
+    response = client.get("/api/v1/schedules")
+    assert response.status_code == 500
+    assert response.headers["content-type"] == PROBLEM
+    assert "injected" not in response.text  # the server's log has it, not the client
