@@ -48,7 +48,7 @@ from goatbeat_celery.core.rules.backfill import (
     occurrences_between,
     request_problems,
 )
-from goatbeat_celery.core.rules.calendars import Calendar, parse_day, parse_range, resolve
+from goatbeat_celery.core.rules.calendars import Calendar, calendar_of, resolve
 from goatbeat_celery.core.rules.controls import (
     MAX_PREVIEW,
     bounded_first,
@@ -428,9 +428,10 @@ class Schedules:
                 timezone = str(trigger.params.get("timezone"))
             if day_or is None:
                 day_or = bool(trigger.params.get("day_or", True)) if current_cron else True
-            if every is None and cron is None and at is None and timezone is not None:
-                # Only a zone, for a schedule that has no use for one.
-                problems.append(specs.ZONE_WITHOUT_CRON)
+            if every is None and cron is None and at is None:
+                # Only a zone or day_or, for a schedule that has no use for them.
+                problems.append(specs.ZONE_WITHOUT_CRON if timezone is not None
+                                else specs.DAY_OR_WITHOUT_CRON)
             else:
                 trigger = specs.trigger_spec(
                     every, cron, at, timezone, problems, default_zone=self.default_timezone,
@@ -676,7 +677,7 @@ class Schedules:
         ``"YYYY-MM-DD..YYYY-MM-DD"``, both ends included): the schedules observing it do not
         run on those dates, read in each schedule's zone (``docs/controls.md``). Every problem
         is reported at once and nothing is stored."""
-        calendar = _calendar(name, dates, ranges, description)
+        calendar = calendar_of(name, dates, ranges, description)
         return self.store.create_calendar(calendar)
 
     def update_calendar(self, name: str, *, dates: Iterable[date | str] | None = None,
@@ -693,7 +694,7 @@ class Schedules:
                 [*current.damage, f"calendar {name!r} cannot be read as stored; give both "
                                   "dates and ranges anew, or delete it"],
                 subject=f"calendar {name!r}")
-        calendar = _calendar(
+        calendar = calendar_of(
             name, current.dates if dates is None else dates,
             current.ranges if ranges is None else ranges,
             current.description if description is _UNSET else description)
@@ -787,33 +788,6 @@ def _pause_changes(current: Schedule, enabled: bool,
         if before != after:
             changes[key] = (audit_value(before), audit_value(after))
     return changes
-
-
-def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
-              description: str | None) -> Calendar:
-    """A calendar from what the API takes, or ConfigurationError listing every problem."""
-    problems: builtins.list[Problem] = []
-    found_dates: builtins.list[date] = []
-    found_ranges: builtins.list[tuple[date, date]] = []
-    if isinstance(dates, (str, date)):
-        dates = [dates]  # one date given bare
-    for value in dates:
-        day = parse_day(value, "dates", problems)
-        if day is not None:
-            found_dates.append(day)
-    if isinstance(ranges, str):
-        ranges = [ranges]
-    for given in ranges:
-        span = parse_range(given, "ranges", problems)
-        if span is not None:
-            found_ranges.append(span)
-    # Each date and range once, in order: the stored list reads the same however given.
-    calendar = Calendar(name=name, dates=tuple(sorted(set(found_dates))),
-                        ranges=tuple(sorted(set(found_ranges))), description=description)
-    problems = [*(p.about(f"calendar {name!r}") for p in problems), *calendar.problems()]
-    if problems:
-        raise ConfigurationError(problems, subject=f"calendar {name!r}")
-    return calendar
 
 
 def _schedule_name(name: str) -> str:

@@ -633,12 +633,13 @@ def _trigger_spec(name: str, schedule: Any, zone: str, where: str, problems: lis
 
 
 def _interval_spec(value: Any, where: str, problems: list[str]) -> TriggerSpec | None:
-    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    # An int is judged as it is: one beyond a float's range is out of bounds, not an error.
+    seconds = value if isinstance(value, (timedelta, int)) else float(value)
     problem = seconds_problem(seconds, where, minimum=MIN_EVERY)
     if problem is not None:
         problems.append(str(problem))
         return None
-    return IntervalTrigger(timedelta(seconds=seconds)).to_spec()
+    return IntervalTrigger(to_timedelta(seconds, where)).to_spec()
 
 
 def _crontab_spec(tab: Any, zone: str, where: str, problems: list[str]) -> TriggerSpec | None:

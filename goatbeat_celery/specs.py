@@ -21,7 +21,7 @@ from kombu import compression, serialization
 
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.rules.triggers import IntervalTrigger, OnceTrigger
-from goatbeat_celery.core.rules.validation import instant_problem
+from goatbeat_celery.core.rules.validation import instant_problem, shown_value
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import Duration, ensure_aware, to_timedelta
 from goatbeat_celery.core.types.problems import Problem
@@ -46,6 +46,11 @@ ZONE_WITHOUT_CRON = Problem("timezone", "applies to cron schedules only (an ever
                             "runs on a grid counted from the Unix epoch, an at= instant carries "
                             "its own offset)", "remove it, or give cron= with it")
 
+#: ``day_or`` given alone to a schedule that is not a cron schedule.
+DAY_OR_WITHOUT_CRON = Problem("day_or", "applies to cron schedules only (it says how a cron "
+                              "expression's day fields combine)",
+                              "remove it, or give cron= with it")
+
 Label = Callable[[str], str]
 
 
@@ -68,6 +73,9 @@ def trigger_spec(every: Duration | None, cron: str | None, at: datetime | str | 
     if len(given) != 1:
         problems.append(Problem("trigger", "give exactly one of every=, cron= or at= "
                                 f"(got {', '.join(given) or 'none'})"))
+        return None
+    if cron is None and not isinstance(day_or, bool):  # a cron trigger judges its own
+        problems.append(Problem("day_or", f"expected true or false, got {shown_value(day_or)}"))
         return None
     if isinstance(at, str):
         at = _instant(at, "at", problems, text=True)

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -37,7 +35,7 @@ from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from goatbeat_celery import display, specs
@@ -51,26 +49,30 @@ from goatbeat_celery.core.types.errors import (
     GoatbeatError,
     ScheduleConflict,
     ScheduleNotFound,
-    StoreUnavailable,
 )
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleOrder
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec
 from goatbeat_celery.core.types.tokens import ApiToken, Scope
-from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.tokens import Tokens
 from goatbeat_celery.web import bodies, token_limits
+from goatbeat_celery.web.api_answers import (
+    API_PREFIX,
+    HEADERS,
+    location,
+    path_refusal,
+    problem_response,
+    translated,
+)
+from goatbeat_celery.web.api_answers import json_response as _json
+from goatbeat_celery.web.api_json import read_document
 from goatbeat_celery.web.problem import ApiProblem
 from goatbeat_celery.web.security import WebSettings, cross_site_refusal, host_refusal
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
 
-logger = logging.getLogger(__name__)
-
-#: Where the API is mounted inside the dashboard's application.
-API_PREFIX = "/api/v1"
 #: Schedules per page of a list unless ``limit`` says otherwise.
 DEFAULT_LIMIT = 100
 #: The most items one response lists (schedules, runs, backfills).
@@ -82,11 +84,6 @@ JSON_TYPES = frozenset({"application/json", "application/merge-patch+json"})
 STATES = ("enabled", "paused", "set-aside")
 #: The header a change's reason is given in (recorded in the audit log).
 REASON_HEADER = "X-Goatbeat-Reason"
-HEADERS = {
-    "Cache-Control": "no-store",
-    "X-Content-Type-Options": "nosniff",
-    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
-}
 #: What a PUT may give: the keywords of ``Schedules.create`` besides the name.
 TRIGGER_KEYS = ("every", "cron", "at", "timezone", "day_or")
 DEFINITION_KEYS = frozenset({"task", "enabled", *TRIGGER_KEYS, *specs.SPEC_FIELDS})
@@ -102,24 +99,6 @@ class _Api:
     schedules: Schedules
     settings: WebSettings
     tokens: Tokens
-
-
-def problem_response(exc: ApiProblem) -> Response:
-    body: dict[str, Any] = {"type": "about:blank", "title": exc.title, "status": exc.status,
-                            "detail": exc.detail}
-    if exc.problems:
-        body["problems"] = [{"field": p.field, "message": p.message, "hint": p.hint}
-                            for p in exc.problems]
-    return _json(body, exc.status, media_type="application/problem+json", headers=exc.headers)
-
-
-def _json(body: Any, status: int = 200, *, media_type: str = "application/json",
-          headers: Mapping[str, str] | None = None) -> Response:
-    response = JSONResponse(body, status_code=status, media_type=media_type,
-                            headers=dict(headers or {}))
-    for header, value in HEADERS.items():
-        response.headers.setdefault(header, value)
-    return response
 
 
 def api_routes(schedules: Schedules, settings: WebSettings) -> list[Route]:
@@ -168,6 +147,9 @@ def _guarded(api: _Api, handler: Handler, scope: Scope) -> Callable[[Request], A
             misdirected = host_refusal(request.headers.get("host"), api.settings)
             if misdirected is not None:
                 raise ApiProblem(400, "Misdirected request", misdirected)
+            unreadable = path_refusal(request)
+            if unreadable is not None:
+                raise unreadable
             if request.method not in SAFE_METHODS:
                 reason = cross_site_refusal(origin=request.headers.get("origin"),
                                             fetch_site=request.headers.get("sec-fetch-site"),
@@ -189,7 +171,7 @@ def _guarded(api: _Api, handler: Handler, scope: Scope) -> Callable[[Request], A
         except ApiProblem as exc:
             return problem_response(exc)
         except GoatbeatError as exc:
-            return problem_response(_translated(exc))
+            return problem_response(translated(exc))
 
     return endpoint
 
@@ -210,20 +192,6 @@ async def _token(api: _Api, request: Request) -> ApiToken:
     return token
 
 
-def _translated(exc: GoatbeatError) -> ApiProblem:
-    if isinstance(exc, ConfigurationError):
-        return ApiProblem(422, "Invalid input", f"invalid {exc.subject}; nothing was changed",
-                          exc.details)
-    if isinstance(exc, (ScheduleNotFound, CalendarNotFound, BackfillNotFound)):
-        return ApiProblem(404, "Not found", str(exc))
-    if isinstance(exc, (ScheduleConflict, CalendarInUse)):
-        return ApiProblem(409, "Conflict", str(exc))
-    if isinstance(exc, StoreUnavailable):
-        return ApiProblem(503, "Database unavailable", mask_url(str(exc)))
-    logger.error("API request failed: %s", mask_url(str(exc)), extra={"action": "api_error"})
-    return ApiProblem(500, "goatbeat error", mask_url(str(exc)))
-
-
 def _readable(token: ApiToken, name: str, missing: GoatbeatError) -> None:
     """404, as for a name that does not exist, when ``name`` is outside the token's prefix."""
     if not token.covers(name):
@@ -239,8 +207,8 @@ def _writable(token: ApiToken, name: str) -> None:
 
 
 async def _body(request: Request, *, optional: bool = False) -> dict[str, Any]:
-    """The request's JSON object; 415, 413 or 400 for anything else, 422 for text holding
-    a NUL character (no stored text can)."""
+    """The request's JSON object; 415, 413 or 400 for anything else, 422 naming each field
+    that holds what no field may (:func:`~goatbeat_celery.web.api_json.read_document`)."""
     raw = await bodies.read(request, MAX_BODY, refuse=ApiProblem)
     if not raw and optional:
         return {}
@@ -248,34 +216,7 @@ async def _body(request: Request, *, optional: bool = False) -> dict[str, Any]:
     if media not in JSON_TYPES:
         raise ApiProblem(415, "JSON expected",
                          "send the body as JSON with 'Content-Type: application/json'")
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiProblem(400, "Unreadable JSON", f"the body is not JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise ApiProblem(400, "JSON object expected",
-                         f"the body must be a JSON object, not {type(body).__name__}")
-    bad = sorted(_nul_paths(body, ""))
-    if bad:
-        raise ApiProblem(422, "Invalid input", "text holds a NUL character; nothing was changed",
-                         tuple(Problem(path or "body", "holds a NUL character (U+0000), which "
-                                       "no stored text can hold", "remove it")
-                               for path in bad))
-    return body
-
-
-def _nul_paths(value: Any, path: str) -> list[str]:
-    if isinstance(value, str):
-        return [path] if "\x00" in value else []
-    if isinstance(value, dict):
-        found = []
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            found.extend([where] if "\x00" in str(key) else _nul_paths(item, where))
-        return found
-    if isinstance(value, list):
-        return [p for i, item in enumerate(value) for p in _nul_paths(item, f"{path}[{i}]")]
-    return []
+    return read_document(raw)
 
 
 def _call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
@@ -479,8 +420,7 @@ def _config_row_refusal(schedule: Schedule) -> None:
 def _definition(body: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The keywords of ``Schedules.create`` a PUT gives; 422 naming every key it does not
     take, and a ``name`` other than the path's."""
-    problems = [Problem(key, "unknown field", "use: " + ", ".join(sorted(DEFINITION_KEYS)))
-                for key in sorted(set(body) - DEFINITION_KEYS - {"name"})]
+    problems = _unknown_keys(body)
     if "task" not in body:
         problems.append(Problem("task", "is required", "give the task's name: a PUT gives the "
                                 "whole definition (PATCH changes some fields)"))
@@ -491,6 +431,18 @@ def _definition(body: Mapping[str, Any], name: str) -> dict[str, Any]:
         raise ApiProblem(422, "Invalid input", "the definition cannot be read; nothing was "
                          "changed", tuple(problems))
     return {key: value for key, value in body.items() if key != "name"}
+
+
+#: Keys a client may send in a body that the API takes elsewhere, with where.
+ELSEWHERE = {"reason": f"give it in the {REASON_HEADER} header",
+             "expected_version": 'give it as If-Match: "N" (the ETag a GET returned)'}
+
+
+def _unknown_keys(body: Mapping[str, Any]) -> list[Problem]:
+    """A problem for each key of a PUT or PATCH body that is no field of a definition."""
+    return [Problem(key, "unknown field", ELSEWHERE.get(key) or "use: "
+                    + ", ".join(sorted(DEFINITION_KEYS)))
+            for key in sorted(set(body) - DEFINITION_KEYS - {"name"})]
 
 
 #: What a PUT gives the fields it leaves out: a new schedule's values.
@@ -505,19 +457,21 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
                   create_only: bool, reason: str | None) -> tuple[Schedule, bool, datetime]:
     """Create ``name`` from ``given``, or replace its whole definition: fields left out take
     the values a new schedule would have (``enabled`` alone is kept, as pause and resume set
-    it). Returns the schedule, whether it was created, and the store's now."""
+    it). Returns the schedule, whether it was created, and the store's now (read before the
+    write, as everything the answer needs: nothing can fail once the write is made)."""
     schedules = api.schedules
     try:
         current: Schedule | None = schedules.get(name)
     except ScheduleNotFound:
         current = None
+    now = schedules.store.now()
     if current is None:
         _refuse_if_match_on_absent("schedule", name, precondition)
         keywords = dict(given)
         task = keywords.pop("task", None)
         try:
             created = schedules.create(name, task, **keywords, reason=reason)
-            return created, True, schedules.store.now()
+            return created, True, now
         except ScheduleConflict:
             # Made by another request since this one looked: answered as a PUT over it,
             # which If-None-Match refuses and a plain PUT replaces.
@@ -535,7 +489,7 @@ def _put_schedule(api: _Api, name: str, given: dict[str, Any], precondition: int
         timezone=given.get("timezone", schedules.default_timezone if cron is not None else None),
         day_or=given.get("day_or", True if cron is not None else None),
         enabled=given.get("enabled"), expected_version=expected, reason=reason, **keywords)
-    return updated, False, schedules.store.now()
+    return updated, False, now
 
 
 async def _put(request: Request, api: _Api, token: ApiToken) -> Response:
@@ -548,14 +502,14 @@ async def _put(request: Request, api: _Api, token: ApiToken) -> Response:
     create_only = (request.headers.get("if-none-match") or "").strip() == "*"
     given = _definition(await _body(request), name)
     await _call(token_limits.refuse_beyond_token, api.schedules, token, name, given)
+    created_at = {"Location": location(request)}  # built before the write: it cannot fail after
     try:
         schedule, created, now = await _call(_put_schedule, api, name, given, precondition,
                                              create_only, _reason(request))
     except ScheduleConflict as exc:
         raise _conflict(exc, precondition is not None) from exc
     if created:
-        return _schedule_response(api, schedule, now, 201,
-                                  {"Location": request.url.path})
+        return _schedule_response(api, schedule, now, 201, created_at)
     return _schedule_response(api, schedule, now)
 
 
@@ -568,9 +522,10 @@ def _patch_schedule(api: _Api, name: str, given: dict[str, Any],
     expected = _expected_version(current.spec_version, precondition)
     changes = dict(given)
     triggers = {key: changes.pop(key, None) for key in TRIGGER_KEYS}
+    now = schedules.store.now()  # read before the write, as in _put_schedule
     updated = schedules.update(name, **triggers, enabled=changes.pop("enabled", None),
                                expected_version=expected, reason=reason, **changes)
-    return updated, schedules.store.now()
+    return updated, now
 
 
 async def _patch(request: Request, api: _Api, token: ApiToken) -> Response:
@@ -579,10 +534,12 @@ async def _patch(request: Request, api: _Api, token: ApiToken) -> Response:
     _writable(token, name)
     precondition = _if_match(request)
     given = await _body(request)
+    problems = _unknown_keys(given)
     if "name" in given:
-        raise ApiProblem(422, "Invalid input", "a schedule's name is not changed", (
-            Problem("name", "cannot be changed", "create a schedule under the new name and "
-                    "delete this one"),))
+        problems.append(Problem("name", "cannot be changed", "create a schedule under the new "
+                                "name and delete this one"))
+    if problems:
+        raise ApiProblem(422, "Invalid input", "nothing was changed", tuple(problems))
     await _call(token_limits.refuse_beyond_token, api.schedules, token, name, given)
     try:
         schedule, now = await _call(_patch_schedule, api, name, given, precondition,
@@ -616,16 +573,18 @@ async def _pause(request: Request, api: _Api, token: ApiToken) -> Response:
     until = _instant(body.get("until"), "until", problems)
     if problems:
         raise ConfigurationError(problems, subject=f"pause of {name!r}")
+    now = await _call(api.schedules.store.now)  # read before the write, as in _put_schedule
     schedule = await _call(api.schedules.pause, name, note=body.get("note"), until=until,
                            reason=_reason(request))
-    return _schedule_response(api, schedule, await _call(api.schedules.store.now))
+    return _schedule_response(api, schedule, now)
 
 
 async def _resume(request: Request, api: _Api, token: ApiToken) -> Response:
     name = request.path_params["name"]
     _writable(token, name)
+    now = await _call(api.schedules.store.now)  # read before the write, as in _put_schedule
     schedule = await _call(api.schedules.resume, name, reason=_reason(request))
-    return _schedule_response(api, schedule, await _call(api.schedules.store.now))
+    return _schedule_response(api, schedule, now)
 
 
 async def _run_now(request: Request, api: _Api, token: ApiToken) -> Response:
@@ -762,12 +721,14 @@ async def _calendar(request: Request, api: _Api, token: ApiToken) -> Response:
                  headers={"ETag": _etag(found.version)})
 
 
-def _put_calendar(api: _Api, name: str, body: dict[str, Any],
-                  precondition: int | str | None) -> tuple[Any, bool]:
+def _put_calendar(api: _Api, name: str, body: dict[str, Any], precondition: int | str | None
+                  ) -> tuple[Any, bool, list[str]]:
+    """The calendar written, whether it was created, and the schedules observing it, read
+    before the write (none observe a new one: a schedule names existing calendars only)."""
     schedules = api.schedules
-    keywords: dict[str, Any] = {"dates": body.get("dates") or (),
-                                "ranges": body.get("ranges") or (),
-                                "description": body.get("description")}
+    keywords: dict[str, Any] = {key: () if body.get(key) is None else body[key]
+                                for key in ("dates", "ranges")}
+    keywords["description"] = body.get("description")
     try:
         current = schedules.get_calendar(name)
     except CalendarNotFound:
@@ -775,11 +736,12 @@ def _put_calendar(api: _Api, name: str, body: dict[str, Any],
     if current is None:
         _refuse_if_match_on_absent("calendar", name, precondition)
         try:
-            return schedules.create_calendar(name, **keywords), True
+            return schedules.create_calendar(name, **keywords), True, []
         except ScheduleConflict:
             current = schedules.get_calendar(name)
     expected = _expected_version(current.version, precondition)
-    return schedules.update_calendar(name, **keywords, expected_version=expected), False
+    observing = schedules.observing(name)
+    return schedules.update_calendar(name, **keywords, expected_version=expected), False, observing
 
 
 async def _calendar_put(request: Request, api: _Api, token: ApiToken) -> Response:
@@ -799,10 +761,9 @@ async def _calendar_put(request: Request, api: _Api, token: ApiToken) -> Respons
     if problems:
         raise ConfigurationError(problems, subject=f"calendar {name!r}")
     try:
-        calendar, created = await _call(_put_calendar, api, name, body, precondition)
+        calendar, created, observing = await _call(_put_calendar, api, name, body, precondition)
     except ScheduleConflict as exc:
         raise _conflict(exc, precondition is not None) from exc
-    observing = await _call(api.schedules.observing, name)
     return _json({**display.calendar_json(calendar),
                   "observed_by": token_limits.shown_observers(token, observing)},
                  201 if created else 200, headers={"ETag": _etag(calendar.version)})

@@ -53,7 +53,7 @@ from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
 from goatbeat_celery.links import doc
 from goatbeat_celery.store.url import mask_url
-from goatbeat_celery.web import bodies, forms, present
+from goatbeat_celery.web import api_answers, bodies, forms, present
 from goatbeat_celery.web.api import api_routes
 from goatbeat_celery.web.chart import Chart, lateness_chart
 from goatbeat_celery.web.security import (
@@ -183,8 +183,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/login", _login, "login", ["GET", "POST"], public=True, read_only_too=True),
         route("/logout", _logout, "logout", ["POST"], read_only_too=True),
         route("/static/{path:path}", static_file, "static", ["GET"], public=True),
-        # The JSON API: its own checks (bearer tokens, never cookies), see web/api.py.
-        *api_routes(schedules, settings),
+        *api_routes(schedules, settings),  # the JSON API: bearer tokens, never cookies
     ]
 
     @contextlib.asynccontextmanager
@@ -193,7 +192,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         if close_on_shutdown:
             schedules.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers=api_answers.EXCEPTION_HANDLERS)  # problems under /api/
     app.state.goatbeat = context
     return app
 

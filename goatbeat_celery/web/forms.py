@@ -22,6 +22,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.validation import finite_number
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.fields import FieldInfo, Group
 from goatbeat_celery.core.types.instants import parse_duration
@@ -260,8 +261,7 @@ def option_values(options: object) -> dict[str, str]:
     if isinstance(priority, int) and not isinstance(priority, bool):
         shown["priority"] = str(rest.pop("priority"))
     expires = rest.get("expires")
-    if (isinstance(expires, (int, float)) and not isinstance(expires, bool)
-            and math.isfinite(expires)):
+    if finite_number(expires) is not None:
         shown["expires"] = _number_text(rest.pop("expires"))
     shown["options"] = _json_text(rest)
     return shown

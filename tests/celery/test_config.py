@@ -174,6 +174,22 @@ def test_every_problem_is_reported_at_once_and_names_the_field():
     assert len(caught.value.problems) >= 9
 
 
+def test_numbers_beyond_a_float_in_an_entry_are_problems_naming_them():
+    huge = 10**400
+    app = make_app(beat_schedule={
+        "interval": {"task": "t", "schedule": huge},
+        "grace": {"task": "t", "schedule": 5, "goatbeat": {"misfire_grace": huge,
+                                                           "failure_backoff": 60,
+                                                           "failure_backoff_factor": -huge}},
+    })
+    with pytest.raises(ConfigurationError) as caught:
+        load(app)
+    text = str(caught.value)
+    for needle in ("beat_schedule['interval'].schedule", "misfire_grace",
+                   "failure_backoff_factor"):
+        assert needle in text, f"{needle!r} missing from:\n{text}"
+
+
 # -- fail closed, bounded --------------------------------------------------------------------
 
 @pytest.mark.parametrize("url", ["", "   "], ids=["empty", "blank"])

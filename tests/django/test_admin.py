@@ -499,6 +499,17 @@ def test_policy_and_control_problems_are_shown_on_their_fields(
     assert not api.list()
 
 
+def test_a_number_beyond_any_duration_is_shown_on_its_field(client: Any,
+                                                             api: Schedules) -> None:
+    for field in ("every", "misfire_grace", "expires", "failure_backoff_factor",
+                  "max_runs"):
+        response = client.post(ADD, form_data(**{field: "9" * 300, "failure_backoff": "60"}))
+        assert response.status_code == 200
+        errors = response.context["adminform"].form.errors
+        assert field in errors, (field, errors)
+    assert not api.list()
+
+
 def set_columns(url: str, name: str, **values: Any) -> None:
     """Write what the leader records of runs (failures in a row, a pause of its own) straight
     into the row: test data for the pages that show it."""

@@ -15,7 +15,7 @@ from goatbeat_celery import display
 from goatbeat_celery.contrib.django import integration
 from goatbeat_celery.contrib.django.models import Schedule
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.rules.validation import MAX_REASON_LENGTH
+from goatbeat_celery.core.rules.validation import MAX_REASON_LENGTH, seconds_problem
 from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     GoatbeatError,
@@ -255,10 +255,16 @@ class ScheduleForm(forms.ModelForm):
                 self.add_error(key, f"give the interval: {DURATION_FORMS}")
             return None
         try:
-            return timedelta(seconds=parse_duration(str(text)))
+            seconds = parse_duration(str(text))
         except ValueError as exc:
             self.add_error(key, str(exc))
             return None
+        # Out of a duration's bounds (9 followed by 300 digits) is a problem, not an overflow.
+        problem = seconds_problem(seconds, key)
+        if problem is not None:
+            self.add_error(key, problem.message)
+            return None
+        return timedelta(seconds=seconds)
 
     def add_problem(self, problem: Problem) -> None:
         """Show one of the API's problems on the field it names, without the field's name."""

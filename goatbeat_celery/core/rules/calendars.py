@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
@@ -125,6 +125,45 @@ def parse_range(value: object, label: str, problems: list[Problem]
     if first is None or last is None:
         return None
     return first, last
+
+
+def calendar_of(name: str, dates: object, ranges: object, description: str | None
+                ) -> Calendar:
+    """A calendar of ``dates`` and ``ranges`` as a caller gives them (lists of what
+    :func:`parse_day` and :func:`parse_range` read, or one of each given bare), or
+    ConfigurationError listing every problem."""
+    problems: list[Problem] = []
+    found_dates: list[date] = []
+    found_ranges: list[tuple[date, date]] = []
+    for value in _given(dates, "dates", (str, date), problems):
+        day = parse_day(value, "dates", problems)
+        if day is not None:
+            found_dates.append(day)
+    for given in _given(ranges, "ranges", (str, Mapping), problems):
+        span = parse_range(given, "ranges", problems)
+        if span is not None:
+            found_ranges.append(span)
+    # Each date and range once, in order: the stored list reads the same however given.
+    calendar = Calendar(name=name, dates=tuple(sorted(set(found_dates))),
+                        ranges=tuple(sorted(set(found_ranges))), description=description)
+    problems = [*(p.about(f"calendar {name!r}") for p in problems), *calendar.problems()]
+    if problems:
+        raise ConfigurationError(problems, subject=f"calendar {name!r}")
+    return calendar
+
+
+def _given(values: object, label: str, bare: tuple[type, ...], problems: list[Problem]
+           ) -> list[object]:
+    """The items of ``values``: a list (or another iterable), or one item given bare (of a
+    ``bare`` type); a problem for anything else (a number, an object of dates)."""
+    if isinstance(values, bare):
+        return [values]
+    if isinstance(values, Iterable) and not isinstance(values, (Mapping, str, bytes)):
+        return list(values)
+    problems.append(Problem(label, f"expected a list, got {validation.shown_value(values)}",
+                            "give e.g. ['2026-12-24']" if label == "dates" else
+                            "give e.g. ['2026-12-24..2027-01-02']"))
+    return []
 
 
 def parse_entries(entries: object, label: str = "entries"

@@ -171,10 +171,10 @@ def backoff_problems(base: object, factor: object, maximum: object) -> list[Prob
         if problem is not None:
             found.append(problem)
     if factor is not None:
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) \
-                or not math.isfinite(factor) or not 1 <= factor <= MAX_BACKOFF_FACTOR:
+        number = validation.finite_number(factor)
+        if number is None or not 1 <= number <= MAX_BACKOFF_FACTOR:
             found.append(Problem("failure_backoff_factor", "must be a number from 1 to "
-                                 f"{MAX_BACKOFF_FACTOR:g}, got {factor!r}"))
+                                 f"{MAX_BACKOFF_FACTOR:g}, got {validation.shown_value(factor)}"))
     if maximum is not None:
         problem = validation.seconds_problem(maximum, "failure_backoff_max",
                                              inclusive_minimum=False)

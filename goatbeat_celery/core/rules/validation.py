@@ -53,6 +53,8 @@ MAX_COUNTDOWN = timedelta(days=1)
 MAX_CATCHUP = 1_000
 #: Largest JSON encoding of args, of kwargs and of options, each (bytes).
 MAX_PAYLOAD_BYTES = 65_536
+#: Most levels of lists and objects in args, kwargs, options or a request's JSON.
+MAX_NESTING = 32
 #: Longest reason kept when a schedule is set aside (characters).
 MAX_REASON_LENGTH = 500
 #: Most tags a schedule may carry, and the longest tag (characters): tags are labels to filter
@@ -76,6 +78,8 @@ MAX_LIMIT = 1_000_000
 # Control (Cc), format (Cf, including bidirectional overrides), line and paragraph separators,
 # surrogates, private-use and unassigned code points.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+# A UTF-16 surrogate: in a str read from JSON, always a lone one (a pair reads as one character).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # Printable ASCII without surrounding spaces: most names, checked without a per-character loop.
 _PLAIN_NAME = re.compile(r"[!-~](?:[ -~]*[!-~])?")
 # Printable ASCII without any space: most task names.
@@ -165,17 +169,32 @@ def nul_problem(value: object, label: str) -> Problem | None:
     return None
 
 
+def finite_number(value: object) -> float | None:
+    """``value`` as a float when it is a finite number (an int or a float, not a bool); None
+    otherwise, also for an integer beyond a float's range (``10**400``), which a JSON document
+    may hold and ``float()`` refuses."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def seconds_problem(value: object, label: str, *, minimum: timedelta = timedelta(0),
                     maximum: timedelta = MAX_DURATION, inclusive_minimum: bool = True
                     ) -> Problem | None:
     """Why ``value`` (seconds or a timedelta) is not a finite duration within the bounds."""
     if isinstance(value, timedelta):
-        seconds = value.total_seconds()
+        seconds: float = value.total_seconds()
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        return Problem(label, f"expected seconds or a timedelta, got {value!r}")
+        return Problem(label, f"expected seconds or a timedelta, got {shown_value(value)}")
     else:
-        seconds = float(value)
-    if not math.isfinite(seconds):
+        # An int is compared as it is: one beyond a float's range is out of bounds, not an
+        # OverflowError.
+        seconds = value
+    if isinstance(seconds, float) and not math.isfinite(seconds):
         return Problem(label, f"must be a finite number of seconds, got {value!r}")
     low = minimum.total_seconds()
     if seconds < low or (seconds == low and not inclusive_minimum):
@@ -191,7 +210,8 @@ def count_problem(value: object, label: str, *, minimum: int, maximum: int
                   ) -> Problem | None:
     """Why ``value`` is not an integer in ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        return Problem(label, f"must be an integer from {minimum} to {maximum}, got {value!r}")
+        return Problem(label, f"must be an integer from {minimum} to {maximum}, got "
+                       f"{shown_value(value)}")
     return None
 
 
@@ -252,6 +272,8 @@ def _plain(value: timedelta) -> str:
 
 
 def _plain_seconds(seconds: float) -> str:
+    if finite_number(seconds) is None:
+        return shown_value(seconds)
     if seconds >= 86_400 and seconds % 86_400 == 0:
         days = seconds / 86_400
         return f"{days:g} day" if days == 1 else f"{days:g} days"
@@ -382,6 +404,9 @@ def call_problems(args: object, kwargs: object) -> list[Problem]:
 def payload_problems(label: str, value: object) -> list[Problem]:
     """Whether ``value`` reads back unchanged from JSON and is at most
     :data:`MAX_PAYLOAD_BYTES` encoded (checked at the door; rows already are JSON)."""
+    shape = json_shape_problem(value, label)
+    if shape is not None:
+        return [shape]
     try:
         text = json.dumps(value, allow_nan=False)
     except RecursionError:
@@ -405,6 +430,32 @@ def payload_problems(label: str, value: object) -> list[Problem]:
     return []
 
 
+def json_shape_problem(value: object, label: str) -> Problem | None:
+    """Why JSON ``value`` cannot be stored whatever its size: lists and objects nested more
+    than :data:`MAX_NESTING` levels deep (every reader and writer of JSON on its way recurses
+    once a level), or text holding a lone surrogate (``"\\ud800"`` in JSON), which UTF-8 cannot
+    encode and no database stores. Walked without recursion, so any depth is judged."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return Problem(label, f"text {shown_value(item)} holds a lone surrogate, "
+                               "which cannot be stored", "send text as UTF-8 characters")
+            continue
+        if isinstance(item, Mapping):
+            children: list[object] = [*item.keys(), *item.values()]
+        elif isinstance(item, (list, tuple)):
+            children = list(item)
+        else:
+            continue
+        if depth >= MAX_NESTING:
+            return Problem(label, f"nested too deeply: more than {MAX_NESTING} levels of "
+                           "lists and objects", "flatten it, or pass a reference to the data")
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
 def _unfaithful_number(value: object) -> float | None:
     """A float that a database's JSON number type would not give back as the same float:
     -0.0 (read back as 0) and integral floats beyond 2**53 (read back as integers)."""
@@ -423,8 +474,12 @@ def _unfaithful_number(value: object) -> float | None:
 
 
 def shown_value(value: object, width: int = 60) -> str:
-    """``value`` as messages quote it: its repr (quoted and escaped), cut to ``width``."""
-    text = repr(value)
+    """``value`` as messages quote it: its repr (quoted and escaped), cut to ``width``; an
+    integer too long to write out (Python refuses past 4,300 digits) by its size."""
+    try:
+        text = repr(value)
+    except ValueError:
+        text = f"an integer of {value.bit_length() if isinstance(value, int) else '?'} bits"
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
