@@ -48,7 +48,7 @@ from goatbeat_celery.core.rules.backfill import (
     occurrences_between,
     request_problems,
 )
-from goatbeat_celery.core.rules.calendars import Calendar, parse_day, parse_range, resolve
+from goatbeat_celery.core.rules.calendars import Calendar, calendar_from, resolve
 from goatbeat_celery.core.rules.controls import (
     MAX_PREVIEW,
     bounded_first,
@@ -95,6 +95,7 @@ from goatbeat_celery.core.types.spec import (
 )
 from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.display import describe_trigger
+from goatbeat_celery.tasknames import TaskSignatures
 
 _UNSET: Any = object()
 #: Fields whose change moves the next run (recomputed from now, within the bounds).
@@ -130,8 +131,9 @@ class Schedules:
     def __init__(self, store: ScheduleStore, *,
                  config: config_module.GoatbeatConfig | None = None,
                  triggers: TriggerRegistry | None = None, default_timezone: str = "UTC",
-                 actor: str | None = None) -> None:
+                 actor: str | None = None, signatures: TaskSignatures | None = None) -> None:
         self.store = store
+        self.signatures = signatures
         self.config = config or config_module.GoatbeatConfig()
         self.triggers = triggers or config_module.base_registry()
         self.default_timezone = default_timezone
@@ -146,15 +148,16 @@ class Schedules:
         """Open the store named by ``app.conf.goatbeat_database_url``."""
         loaded = config_module.load(app, with_schedules=False)
         store = loaded.config.open_store()
-        return cls(store, config=loaded.config, triggers=loaded.triggers,
-                   default_timezone=config_module.default_timezone(app), actor=actor)
+        return cls(store, config=loaded.config, triggers=loaded.triggers, actor=actor,
+                   default_timezone=config_module.default_timezone(app),
+                   signatures=TaskSignatures(app))
 
     def acting_as(self, actor: str) -> Schedules:
         """The same schedules, on the same store, whose changes are recorded as made by
         ``actor`` (a token's name, ``django:<username>``, …; at most 200 printable
         characters, else ConfigurationError). Closing either closes the store."""
-        return Schedules(self.store, config=self.config, triggers=self.triggers,
-                         default_timezone=self.default_timezone, actor=actor)
+        return Schedules(self.store, config=self.config, triggers=self.triggers, actor=actor,
+                         default_timezone=self.default_timezone, signatures=self.signatures)
 
     def _note(self, action: AuditAction, reason: str | None,
               changes: dict[str, FieldChange] | None = None) -> AuditNote:
@@ -676,7 +679,7 @@ class Schedules:
         ``"YYYY-MM-DD..YYYY-MM-DD"``, both ends included): the schedules observing it do not
         run on those dates, read in each schedule's zone (``docs/controls.md``). Every problem
         is reported at once and nothing is stored."""
-        calendar = _calendar(name, dates, ranges, description)
+        calendar = calendar_from(name, dates, ranges, description)
         return self.store.create_calendar(calendar)
 
     def update_calendar(self, name: str, *, dates: Iterable[date | str] | None = None,
@@ -693,7 +696,7 @@ class Schedules:
                 [*current.damage, f"calendar {name!r} cannot be read as stored; give both "
                                   "dates and ranges anew, or delete it"],
                 subject=f"calendar {name!r}")
-        calendar = _calendar(
+        calendar = calendar_from(
             name, current.dates if dates is None else dates,
             current.ranges if ranges is None else ranges,
             current.description if description is _UNSET else description)
@@ -746,6 +749,8 @@ class Schedules:
             problems.append(Problem("task", f"{spec.task!r} is not in goatbeat_allowed_tasks "
                                     f"({', '.join(self.config.allowed_tasks or ())})",
                                     "add it there"))
+        if self.signatures is not None and not any(p.root in ("args", "kwargs") for p in problems):
+            problems.extend(self.signatures.problems(spec.task, spec.args, spec.kwargs))
         if problems:
             raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
         return spec
@@ -787,33 +792,6 @@ def _pause_changes(current: Schedule, enabled: bool,
         if before != after:
             changes[key] = (audit_value(before), audit_value(after))
     return changes
-
-
-def _calendar(name: str, dates: Iterable[date | str], ranges: Iterable[object],
-              description: str | None) -> Calendar:
-    """A calendar from what the API takes, or ConfigurationError listing every problem."""
-    problems: builtins.list[Problem] = []
-    found_dates: builtins.list[date] = []
-    found_ranges: builtins.list[tuple[date, date]] = []
-    if isinstance(dates, (str, date)):
-        dates = [dates]  # one date given bare
-    for value in dates:
-        day = parse_day(value, "dates", problems)
-        if day is not None:
-            found_dates.append(day)
-    if isinstance(ranges, str):
-        ranges = [ranges]
-    for given in ranges:
-        span = parse_range(given, "ranges", problems)
-        if span is not None:
-            found_ranges.append(span)
-    # Each date and range once, in order: the stored list reads the same however given.
-    calendar = Calendar(name=name, dates=tuple(sorted(set(found_dates))),
-                        ranges=tuple(sorted(set(found_ranges))), description=description)
-    problems = [*(p.about(f"calendar {name!r}") for p in problems), *calendar.problems()]
-    if problems:
-        raise ConfigurationError(problems, subject=f"calendar {name!r}")
-    return calendar
 
 
 def _schedule_name(name: str) -> str:

@@ -55,6 +55,8 @@ _OPTION_OF = {
     "until": "--until",
     "count": "--count",
     "task": "TASK",
+    "args": "--args",
+    "kwargs": "--kwargs",
     "options.queue": "--queue",
 }
 
@@ -79,7 +81,8 @@ _FIELD_WORDS = re.compile(r"\b({})\b".format("|".join(
 
 #: Leading field names of a spec's own problems that are read as options only there (a word
 #: such as "tags" may appear in other text).
-_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "options.queue"})
+_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "options.queue", "args",
+                                "kwargs"})
 
 
 def _option_names(problem: Problem) -> str:

@@ -327,7 +327,7 @@ def test_pause_of_a_paused_schedule_changes_nothing(cli: Cli, store: Store) -> N
     cli.ok("add", "poll", "feeds.poll", "--every", "60", "--paused")
     version = store.get_schedule("poll").version
 
-    assert cli.ok("pause", "poll").stdout.startswith("paused 'poll'")
+    assert cli.ok("pause", "poll").stdout.startswith("'poll' was already paused; nothing changed")
 
     assert store.get_schedule("poll").version == version
 

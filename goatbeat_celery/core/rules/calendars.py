@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
@@ -125,6 +125,33 @@ def parse_range(value: object, label: str, problems: list[Problem]
     if first is None or last is None:
         return None
     return first, last
+
+
+def calendar_from(name: str, dates: Iterable[date | str], ranges: Iterable[object],
+                  description: str | None) -> Calendar:
+    """A calendar from what the API takes, or ConfigurationError listing every problem."""
+    problems: list[Problem] = []
+    found_dates: list[date] = []
+    found_ranges: list[tuple[date, date]] = []
+    if isinstance(dates, (str, date)):
+        dates = [dates]  # one date given bare
+    for value in dates:
+        day = parse_day(value, "dates", problems)
+        if day is not None:
+            found_dates.append(day)
+    if isinstance(ranges, str):
+        ranges = [ranges]
+    for given in ranges:
+        span = parse_range(given, "ranges", problems)
+        if span is not None:
+            found_ranges.append(span)
+    # Each date and range once, in order: the stored list reads the same however given.
+    calendar = Calendar(name=name, dates=tuple(sorted(set(found_dates))),
+                        ranges=tuple(sorted(set(found_ranges))), description=description)
+    problems = [*(p.about(f"calendar {name!r}") for p in problems), *calendar.problems()]
+    if problems:
+        raise ConfigurationError(problems, subject=f"calendar {name!r}")
+    return calendar
 
 
 def parse_entries(entries: object, label: str = "entries"
