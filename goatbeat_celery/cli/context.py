@@ -13,6 +13,7 @@ import click
 
 from goatbeat_celery import display
 from goatbeat_celery.cli import checks as checks_module
+from goatbeat_celery.cli.sending import OPTION_FLAGS
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
@@ -57,7 +58,7 @@ _OPTION_OF = {
     "task": "TASK",
     "args": "--args",
     "kwargs": "--kwargs",
-    "options.queue": "--queue",
+    **OPTION_FLAGS,
 }
 
 
@@ -81,8 +82,8 @@ _FIELD_WORDS = re.compile(r"\b({})\b".format("|".join(
 
 #: Leading field names of a spec's own problems that are read as options only there (a word
 #: such as "tags" may appear in other text).
-_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "options.queue", "args",
-                                "kwargs"})
+_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "args", "kwargs",
+                                *OPTION_FLAGS})
 
 
 def _option_names(problem: Problem) -> str:

@@ -27,6 +27,7 @@ from goatbeat_celery.cli.output import (
     warn_config_source,
     warn_unknown_task,
 )
+from goatbeat_celery.cli.sending import message_options, options_changes
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.spec import ScheduleSource
 
@@ -87,6 +88,7 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.argument("name")
 @click.argument("task")
 @spec_options(editing=False)
+@message_options(editing=False)
 @reason_option
 @json_option
 @click.pass_context
@@ -98,7 +100,8 @@ def add(ctx: click.Context, /, name: str, task: str, paused: bool, reason: str |
         with reported(as_options=True):
             try:
                 schedule = schedules.create(name, task, enabled=not paused, **trigger,
-                                            **spec_changes(given, None), reason=reason)
+                                            **spec_changes(given, None),
+                                            **options_changes(given, None), reason=reason)
             except ScheduleConflict as exc:
                 raise CommandError(f"{exc}; change it with `edit`") from exc
         warn_unknown_task(ctx, task)
@@ -108,6 +111,7 @@ def add(ctx: click.Context, /, name: str, task: str, paused: bool, reason: str |
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
 @spec_options(editing=True)
+@message_options(editing=True)
 @reason_option
 @json_option
 @click.pass_context
@@ -124,7 +128,7 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, reason: str | No
             current = schedules.get(name)
         with reported(as_options=True, stored=current.damage):
             trigger = trigger_choice(given, required=False, current=current)
-            changes = spec_changes(given, current)
+            changes = {**spec_changes(given, current), **options_changes(given, current)}
             enabled = None if paused is None else not paused
             schedule = schedules.update(name, enabled=enabled, **trigger, **changes,
                                         reason=reason)

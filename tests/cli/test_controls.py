@@ -113,8 +113,8 @@ def test_next_of_a_paused_schedule_says_it_has_none(cli: Cli) -> None:
 
 def test_next_with_a_bad_count_names_the_option(cli: Cli) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "1h")
-    result = cli.fails("next", "poll", "--count", "0")
-    assert "--count: must be an integer from 1 to 1000, got 0" in result.output
+    result = cli.fails("next", "poll", "--count", "0", exit_code=2)
+    assert "Invalid value for '--count': 0 is not in the range 1<=x<=1000" in result.output
 
 
 def test_bad_controls_name_their_options_and_store_nothing(cli: Cli, store: Store) -> None:
