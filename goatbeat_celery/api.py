@@ -126,7 +126,9 @@ class Schedules:
     """The schedules stored in goatbeat's database, with the app's settings applied.
 
     ``actor`` names who makes the changes in the audit log (None: ``os:<user>`` of this
-    process, :func:`os_actor`); :meth:`acting_as` gives the same schedules under another."""
+    process, :func:`os_actor`); :meth:`acting_as` gives the same schedules under another.
+    ``signatures``: the app's tasks, whose signatures refuse args and kwargs that do not fit
+    (:meth:`from_app` gives them; without, they are not checked)."""
 
     def __init__(self, store: ScheduleStore, *,
                  config: config_module.GoatbeatConfig | None = None,
