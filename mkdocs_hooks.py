@@ -33,8 +33,14 @@ def on_config(config: Any) -> Any:
 def on_files(files: Files, config: Any) -> Files:
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     files.append(File.generated(config, "changelog.md", content=text.replace("](docs/", "](")))
+    # The example projects the pages link (``../examples/replicas/proj.py``) ship with the site.
+    for path in sorted((ROOT / "examples").rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            files.append(File.generated(config, path.relative_to(ROOT).as_posix(),
+                                        content=path.read_text(encoding="utf-8")))
     return files
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
-    return markdown.replace("](../CHANGELOG.md)", "](changelog.md)")
+    return markdown.replace("](../CHANGELOG.md)", "](changelog.md)").replace(
+        "](../examples/", "](examples/")

@@ -20,6 +20,8 @@ app = Celery("proj", broker=f"sqla+sqlite:///{os.path.join(state, 'broker.sqlite
 app.conf.update(
     timezone="Europe/Paris",
     broker_connection_retry_on_startup=True,
+    # The task's lines print as they are, not as log records with Celery's prefix.
+    worker_redirect_stdouts=False,
     goatbeat_database_url=f"sqlite:///{os.path.join(state, 'goatbeat.sqlite3')}",
     goatbeat_lease_ttl=6,
     goatbeat_lease_renew_interval=2,

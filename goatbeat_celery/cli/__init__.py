@@ -19,8 +19,9 @@ given by ``-A`` and reads goatbeat's settings (``goatbeat_database_url``, …) f
     celery -A proj goatbeat health               # this host's replica: 0 leads, 3 standby, …
 
 Tables are for people; ``--json`` gives scripts the same data, instants in ISO-8601 UTC.
-Database URLs are always shown with the password masked. Invalid input changes nothing and
-exits non-zero with every problem listed.
+Database URLs are always shown with the password masked. Invalid input changes nothing: an
+option that cannot be read as its kind is a usage error (exit 2, the first one only, as click
+reads them); once every option reads, every problem with the values is listed (exit 1).
 
 Celery imports every command plug-in on each ``celery`` invocation (worker included), so the
 database and migration modules are imported only when a command runs.

@@ -13,6 +13,8 @@ import click
 
 from goatbeat_celery import display
 from goatbeat_celery.cli import checks as checks_module
+from goatbeat_celery.cli import suggest
+from goatbeat_celery.cli.sending import OPTION_FLAGS
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
@@ -55,7 +57,9 @@ _OPTION_OF = {
     "until": "--until",
     "count": "--count",
     "task": "TASK",
-    "options.queue": "--queue",
+    "args": "--args",
+    "kwargs": "--kwargs",
+    **OPTION_FLAGS,
 }
 
 
@@ -79,7 +83,8 @@ _FIELD_WORDS = re.compile(r"\b({})\b".format("|".join(
 
 #: Leading field names of a spec's own problems that are read as options only there (a word
 #: such as "tags" may appear in other text).
-_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "options.queue"})
+_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "args", "kwargs",
+                                *OPTION_FLAGS})
 
 
 def _option_names(problem: Problem) -> str:
@@ -124,7 +129,8 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
     try:
         yield
     except ScheduleNotFound as exc:
-        raise CommandError(f"{exc}; `{app_command('list')}` shows the schedules") from exc
+        raise CommandError(f"{exc}{_did_you_mean(exc.name)}; `{app_command('list')}` shows "
+                           "the schedules") from exc
     except CalendarNotFound as exc:
         raise CommandError(f"{exc}; `{app_command('calendar list')}` shows the calendars"
                            ) from exc
@@ -201,10 +207,28 @@ def opened(ctx: click.Context) -> Iterator[Schedules]:
         if missing is not None:
             raise CommandError(missing)
         schedules = Schedules.from_app(app)
+        ctx.meta[_OPENED] = schedules  # for "did you mean" when a name is not found
         try:
             yield schedules
         finally:
+            ctx.meta.pop(_OPENED, None)
             schedules.close()
+
+
+_OPENED = "goatbeat.schedules"
+
+
+def _did_you_mean(name: str) -> str:
+    """`` (did you mean 'x'?)`` naming the stored names closest to ``name``, or ""."""
+    ctx = click.get_current_context(silent=True)
+    schedules = None if ctx is None else ctx.meta.get(_OPENED)
+    if schedules is None or not isinstance(name, str):
+        return ""
+    try:
+        close = suggest.close_names(schedules, name)
+    except GoatbeatError:  # the look-up is a courtesy: the error stands without it
+        return ""
+    return f" (did you mean {' or '.join(repr(n) for n in close)}?)" if close else ""
 
 
 def lease_manager(schedules: Schedules) -> LeaseManager:

@@ -11,7 +11,22 @@ from goatbeat_celery.cli.output import say
 from goatbeat_celery.links import doc
 
 
-@goatbeat.command(cls=CeleryCommand)
+class _WebCommand(CeleryCommand):  # type: ignore[misc]  # Celery's classes are untyped
+    """An option ``web`` does not take (``--port``, ``--host``, …) is answered with where the
+    address is given: ``--bind``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return list(super().parse_args(ctx, args))
+        except click.NoSuchOption as exc:
+            raise click.NoSuchOption(
+                exc.option_name, ctx=exc.ctx, possibilities=exc.possibilities,
+                message=f"{exc.message.rstrip('.')}. The address to listen on is given as "
+                        "--bind HOST:PORT, e.g. --bind 127.0.0.1:8765 (a port alone: "
+                        "--bind :8765).") from None
+
+
+@goatbeat.command(cls=_WebCommand)
 @click.option("--bind", default="127.0.0.1:8765", show_default=True, metavar="HOST:PORT",
               help="Where to listen. An address other hosts can reach is refused unless "
                    "GOATBEAT_WEB_TOKEN is set.")

@@ -23,9 +23,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 if TYPE_CHECKING:
-    _ParamType = click.ParamType[Any, Any]
+    ParamType = click.ParamType[Any, Any]
 else:  # older click releases cannot subscript ParamType at runtime
-    _ParamType = click.ParamType
+    ParamType = click.ParamType
 
 
 def json_option(f: F) -> F:
@@ -45,7 +45,7 @@ def limit_option(default: int, help: str) -> Callable[[F], F]:
 
 
 # -- option types ---------------------------------------------------------------------------
-class JSONParam(_ParamType):
+class JSONParam(ParamType):
     """A JSON array or object given on the command line."""
 
     def __init__(self, expected: type[list[Any]] | type[dict[str, Any]], example: str) -> None:
@@ -68,7 +68,7 @@ class JSONParam(_ParamType):
         return parsed
 
 
-class InstantParam(_ParamType):
+class InstantParam(ParamType):
     """An ISO-8601 instant with its zone (``Z`` allowed) within the range every instant a user
     gives must lie in (``core.rules.validation.INSTANT_RANGE``); naive times are refused."""
 
@@ -111,7 +111,7 @@ class ClearableInstantParam(InstantParam):
 NO_VALUE = "none"
 
 
-class DurationParam(_ParamType):
+class DurationParam(ParamType):
     """A duration as tables print it (``90s``, ``1m``, ``1h30m``, ``2d``, ``1.5h``) or plain
     seconds (``60``, ``0.5``), read by the core's one parser; given on as seconds."""
 
@@ -150,10 +150,12 @@ def plain_options(group: Group, *, editing: bool) -> list[Callable[[F], F]]:
         kind: Any
         if field.kind == "duration":
             kind, metavar = DurationParam(), "DURATION"
+        # Only the form is read here: the range is judged by the API with every other
+        # problem, so one out-of-range number does not hide the rest.
         elif field.kind == "count":
-            kind, metavar = click.IntRange(min=0 if off else int(field.minimum)), "N"
+            kind, metavar = click.INT, "N"
         else:
-            kind, metavar = click.FloatRange(min=field.minimum, max=field.maximum), "FACTOR"
+            kind, metavar = click.FLOAT, "FACTOR"
         help_text = (field.help.rstrip(".")
                      + (f" (default {field.unset})" if field.unset is not None else "")
                      + (f"; 0 {field.off}." if off else "."))
@@ -181,9 +183,6 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
                      help="Positional arguments, a JSON array."),
         click.option("--kwargs", type=JSONParam(dict, '\'{"key": 1}\''), metavar="JSON",
                      help="Keyword arguments, a JSON object."),
-        click.option("--queue", metavar="NAME",
-                     help="Celery queue to send to" + (" (\"\" for the default)." if editing
-                                                       else ".")),
         click.option("--misfire-policy", type=click.Choice(policies),
                      help="Late occurrences: latest runs one for the backlog, all runs each "
                           "(up to --max-catchup), skip runs none"
@@ -262,13 +261,6 @@ def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str
         changes["args"] = tuple(given["args"])
     if given.get("kwargs") is not None:
         changes["kwargs"] = dict(given["kwargs"])
-    if given.get("queue") is not None:
-        options = dict(current.spec.options) if current is not None else {}
-        if given["queue"]:
-            options["queue"] = given["queue"]
-        else:
-            options.pop("queue", None)
-        changes["options"] = options
     policy = given.get("misfire_policy")
     if policy is not None:
         changes["misfire_policy"] = None if policy == DEFAULT_POLICY else policy

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from goatbeat_celery import display
-from goatbeat_celery.cli.context import app_label, celery_app, reported
+from goatbeat_celery.cli.context import (
+    CommandError,
+    app_command,
+    app_label,
+    celery_app,
+    reported,
+)
+from goatbeat_celery.core.rules.sync import config_row_refusal
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
 
@@ -32,6 +39,14 @@ def warn_config_source(schedule: Schedule, consequence: str) -> None:
     if schedule.spec.source is ScheduleSource.CONFIG:
         warn(f"{schedule.name!r} comes from beat_schedule: the next config sync (when a replica "
              f"becomes leader) {consequence}; change beat_schedule to make it last")
+
+
+def refuse_config_row(schedule: Schedule) -> None:
+    """Refuse an edit or a removal of a schedule from beat_schedule, as every face does."""
+    refusal = config_row_refusal(schedule)
+    if refusal is not None:
+        raise CommandError(f"{refusal}; change or remove its entry there (`"
+                           f"{app_command('sync --plan')}` shows what the next sync does)")
 
 
 def warn_unknown_task(ctx: click.Context, task: str) -> None:

@@ -10,7 +10,9 @@ from goatbeat_celery.cli.context import lease_manager, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option, limit_option, reason_option
 from goatbeat_celery.cli.output import emit, say, warn
+from goatbeat_celery.core.rules.origin import run_origin
 from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
+from goatbeat_celery.core.rules.validation import MAX_LIMIT
 
 
 @goatbeat.command(name="run-now", cls=CeleryCommand)
@@ -45,19 +47,37 @@ def run_now(ctx: click.Context, name: str, reason: str | None, as_json: bool) ->
 @click.pass_context
 def history(ctx: click.Context, name: str, limit: int, wide: bool, as_json: bool) -> None:
     """Recent executions of NAME, newest first: when each was due, its state and its run's,
-    lateness (submitted - due), runtime, submission attempts, worker, and why it failed or
-    did not run."""
+    what made it (MADE BY, when a run-now or a backfill made one: - is the schedule), lateness
+    (submitted - due), runtime, submission attempts, worker, and why it failed or did not
+    run."""
     with opened(ctx) as schedules, reported():
         executions = schedules.history(name, limit=limit)
+        # A backfill run under its occurrence's own key is told by the backfills' ranges.
+        backfills = schedules.backfills(name=name, limit=MAX_LIMIT) if executions else []
+    origins = [run_origin(e, backfills) for e in executions]
     if as_json:
-        emit([display.execution_json(e) for e in executions])
+        emit([{**display.execution_json(e), "origin": origin}
+              for e, origin in zip(executions, origins, strict=True)])
     elif not executions:
         say(f"no executions of {name!r} yet")
-    elif wide:
-        click.echo(display.table(display.EXECUTION_COLUMNS,
-                               [display.execution_row(e) for e in executions]))
     else:
-        click.echo(display.table(display.HISTORY_COLUMNS,
-                               [display.history_row(e) for e in executions],
-                               width=display.terminal_width(), clipped=display.HISTORY_CLIPPED,
-                               dropped=display.HISTORY_DROPPED, roomy=display.HISTORY_ROOMY))
+        # The column of what made each run only when one was not the schedule's own.
+        shown = any(origins)
+        columns = display.EXECUTION_COLUMNS if wide else display.HISTORY_COLUMNS
+        row_of = display.execution_row if wide else display.history_row
+        rows = [_with_origin(row_of(e), origin, shown)
+                for e, origin in zip(executions, origins, strict=True)]
+        header = _with_origin(columns, ORIGIN_COLUMN, shown)
+        click.echo(display.table(header, rows) if wide else display.table(
+            header, rows, width=display.terminal_width(), clipped=display.HISTORY_CLIPPED,
+            dropped=display.HISTORY_DROPPED, roomy=display.HISTORY_ROOMY))
+
+
+#: The column saying what made each run, after its state.
+ORIGIN_COLUMN = "MADE BY"
+
+
+def _with_origin(row: tuple[str, ...], origin: str | None, shown: bool) -> tuple[str, ...]:
+    """``row`` (or a header) with :data:`ORIGIN_COLUMN`'s cell after its STATE, if
+    ``shown``."""
+    return (*row[:2], origin or display.NONE, *row[2:]) if shown else row

@@ -22,11 +22,13 @@ from goatbeat_celery.cli.options import (
 )
 from goatbeat_celery.cli.output import (
     emit,
+    refuse_config_row,
     say,
     show_schedule,
     warn_config_source,
     warn_unknown_task,
 )
+from goatbeat_celery.cli.sending import message_options, options_changes
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.spec import ScheduleSource
 
@@ -87,6 +89,7 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
 @click.argument("name")
 @click.argument("task")
 @spec_options(editing=False)
+@message_options(editing=False)
 @reason_option
 @json_option
 @click.pass_context
@@ -98,7 +101,8 @@ def add(ctx: click.Context, /, name: str, task: str, paused: bool, reason: str |
         with reported(as_options=True):
             try:
                 schedule = schedules.create(name, task, enabled=not paused, **trigger,
-                                            **spec_changes(given, None), reason=reason)
+                                            **spec_changes(given, None),
+                                            **options_changes(given, None), reason=reason)
             except ScheduleConflict as exc:
                 raise CommandError(f"{exc}; change it with `edit`") from exc
         warn_unknown_task(ctx, task)
@@ -108,6 +112,7 @@ def add(ctx: click.Context, /, name: str, task: str, paused: bool, reason: str |
 @goatbeat.command(cls=CeleryCommand)
 @click.argument("name")
 @spec_options(editing=True)
+@message_options(editing=True)
 @reason_option
 @json_option
 @click.pass_context
@@ -122,14 +127,13 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, reason: str | No
     with opened(ctx) as schedules:
         with reported():
             current = schedules.get(name)
+        refuse_config_row(current)
         with reported(as_options=True, stored=current.damage):
             trigger = trigger_choice(given, required=False, current=current)
-            changes = spec_changes(given, current)
+            changes = {**spec_changes(given, current), **options_changes(given, current)}
             enabled = None if paused is None else not paused
             schedule = schedules.update(name, enabled=enabled, **trigger, **changes,
                                         reason=reason)
-        if schedule.version != current.version:
-            warn_config_source(schedule, "puts back the configured version")
         if given.get("task") is not None:
             warn_unknown_task(ctx, given["task"])
         show_schedule(schedules, schedule, as_json, headline=f"edited {name!r}")
@@ -153,7 +157,9 @@ def pause(ctx: click.Context, name: str, note: str | None, until: datetime | Non
         # The note and the end are named as typed; a damaged row's columns as stored.
         with reported(as_options=True, stored=current.damage):
             schedule = schedules.pause(name, note=note, until=until, reason=reason)
-        warn_config_source(schedule, "enables it again (set its goatbeat.enabled to False)")
+        if schedule.paused_reason is None:  # a pause with a note is one config sync keeps
+            warn_config_source(schedule, "enables it again (give --note to keep it paused, "
+                                         "or set its goatbeat.enabled to False)")
         # A pause of a schedule paused alike changes no row: say so, not "paused".
         headline = (f"{name!r} was already paused; nothing changed"
                     if schedule.version == current.version else f"paused {name!r}")
@@ -207,13 +213,13 @@ def remove(ctx: click.Context, name: str, yes: bool, reason: str | None, as_json
     with opened(ctx) as schedules:
         with reported():
             schedule = schedules.get(name)
+        refuse_config_row(schedule)
         if not yes:
             click.confirm(display.shown(f"Remove schedule {name!r} "
                                       f"({display.describe_trigger(schedule.spec.trigger)}, "
                                       f"{schedule.spec.task})?"), abort=True, err=True)
         with reported():
             schedules.delete(name, reason=reason)
-        warn_config_source(schedule, "creates it again")
     if as_json:
         emit({"removed": name})
     else:

@@ -155,8 +155,10 @@ def current_revision(bind: Bind) -> str | None:
 
 
 def _read_revision(connection: sa.Connection) -> str | None:
-    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-    current = context.get_current_revision()
+    # Configuring a context announces its dialect at INFO: each store opened would say so.
+    with _alembic_quiet():
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        current = context.get_current_revision()
     return None if current is None else str(current)
 
 

@@ -41,6 +41,7 @@ from starlette.routing import Route
 from goatbeat_celery import display, specs
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillPreview
 from goatbeat_celery.core.rules.controls import MAX_PREVIEW, tag_filter_problems
+from goatbeat_celery.core.rules.sync import config_row_refusal
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
     CalendarInUse,
@@ -53,7 +54,7 @@ from goatbeat_celery.core.types.errors import (
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleOrder
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec
+from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.core.types.tokens import ApiToken, Scope
 from goatbeat_celery.tokens import Tokens
 from goatbeat_celery.web import bodies, token_limits
@@ -87,9 +88,6 @@ REASON_HEADER = "X-Goatbeat-Reason"
 #: What a PUT may give: the keywords of ``Schedules.create`` besides the name.
 TRIGGER_KEYS = ("every", "cron", "at", "timezone", "day_or")
 DEFINITION_KEYS = frozenset({"task", "enabled", *TRIGGER_KEYS, *specs.SPEC_FIELDS})
-CONFIG_ROW = ("comes from the app's beat_schedule: the next config sync (when a replica becomes "
-              "leader) puts back the configured version, so it is changed there; pause, "
-              "resume and run now still work")
 
 Handler = Callable[[Request, "_Api", ApiToken], Awaitable[Response]]
 
@@ -412,9 +410,9 @@ async def _get(request: Request, api: _Api, token: ApiToken) -> Response:
 
 
 def _config_row_refusal(schedule: Schedule) -> None:
-    if schedule.spec.source is ScheduleSource.CONFIG:
-        raise ApiProblem(409, "Defined in configuration",
-                         f"schedule {schedule.name!r} {CONFIG_ROW}")
+    refusal = config_row_refusal(schedule)
+    if refusal is not None:
+        raise ApiProblem(409, "Defined in configuration", refusal)
 
 
 def _definition(body: Mapping[str, Any], name: str) -> dict[str, Any]:

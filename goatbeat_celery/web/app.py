@@ -35,6 +35,7 @@ from goatbeat_celery.core.rules.calendars import resolve
 from goatbeat_celery.core.rules.controls import upcoming_runs
 from goatbeat_celery.core.rules.misfire import first_occurrence
 from goatbeat_celery.core.rules.shards import Replica, Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.rules.sync import config_row_refusal
 from goatbeat_celery.core.types.audit import AuditEntry
 from goatbeat_celery.core.types.errors import (
     BackfillNotFound,
@@ -590,11 +591,8 @@ def _read_detail(context: _Context, name: str, outcome: str = "") -> _Detail:
 
 
 def _read_only_reason(schedule: Schedule) -> str | None:
-    if schedule.spec.source is ScheduleSource.CONFIG:
-        return ("This schedule comes from the app's beat_schedule: the next config sync (when "
-                "a replica becomes leader) puts back the configured version, so it is "
-                "changed there, not here. Pause, resume and run now still work.")
-    return None
+    refusal = config_row_refusal(schedule)  # the rule every face applies
+    return None if refusal is None else refusal[0].upper() + refusal[1:] + "."
 
 
 async def _schedule_page(request: Request, context: _Context, *,

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from markupsafe import Markup, escape
 
 from goatbeat_celery import display
+from goatbeat_celery.core.rules.origin import backfill_of_key
 from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import UTC
@@ -159,8 +160,7 @@ def short_key(execution: Execution) -> str:
 
 def backfill_of(execution: Execution) -> str | None:
     """``backfill 3`` for a run a backfill made (its key ends ``:backfill-3``), else None."""
-    _, marker, rest = execution.key.rpartition(":backfill-")
-    return f"backfill {rest}" if marker and rest.isdigit() else None
+    return backfill_of_key(execution.key)
 
 
 def seconds_text(value: timedelta | float | None) -> str:

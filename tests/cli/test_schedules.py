@@ -295,15 +295,26 @@ def test_edit_paused_and_enabled_switch_a_schedule_in_one_write(cli: Cli, store:
     assert stored.next_run_at is not None and stored.next_run_at > store.now()
 
 
-def test_edit_of_a_config_schedule_warns_that_config_sync_puts_it_back(
+def test_edit_and_remove_of_a_config_schedule_are_refused_as_every_face_refuses_them(
     cli: Cli, store: Store
 ) -> None:
     config_schedule(store, "from-config")
+    before = store.get_schedule("from-config")
 
-    result = cli.ok("edit", "from-config", "--args", "[1]")
+    edited = cli.fails("edit", "from-config", "--args", "[1]")
+    removed = cli.fails("remove", "from-config", "--yes")
+    paused = cli.ok("pause", "from-config")
+    noted = cli.ok("pause", "from-config", "--note", "maintenance")
 
-    assert "comes from beat_schedule" in result.stderr
-    assert store.get_schedule("from-config").spec.args == (1,)
+    for refused in (edited, removed):
+        assert ("schedule 'from-config' comes from the app's beat_schedule: the next config "
+                "sync (when a replica becomes leader) puts back the configured version, so it "
+                "is changed there") in refused.output
+        assert "goatbeat sync --plan" in refused.output
+    assert store.get_schedule("from-config").spec.args == before.spec.args
+    # A pause without a note is undone by the next sync: said; one with a note is kept.
+    assert "give --note to keep it paused" in paused.stderr
+    assert "warning" not in noted.stderr
 
 
 # -- pause, resume, remove ------------------------------------------------------------------

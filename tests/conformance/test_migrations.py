@@ -469,6 +469,16 @@ def test_a_migration_logs_one_line_of_its_own_and_none_of_alembics(
     assert line.getMessage().endswith(f"base -> {head_revision()}")
 
 
+def test_opening_a_store_says_nothing_of_alembics_at_info(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    url = f"sqlite:///{tmp_path / 'quiet.db'}"
+    upgrade_schema(url)
+    with caplog.at_level(logging.INFO):
+        open_store(url).close()  # checks the schema's revision, as beat's start does
+
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []
+
+
 def test_upgrading_0006_rows_to_shards_fills_each_rows_shard_hash(
         fresh_url: str, engine: sa.Engine) -> None:
     upgrade(engine, "0006")

@@ -28,6 +28,14 @@ def test_an_unreadable_bind_is_a_usage_error(cli_for: Any, pg_empty_url: str) ->
     assert "--bind" in result.output
 
 
+def test_an_option_it_does_not_take_points_at_bind(cli_for: Any, pg_empty_url: str) -> None:
+    cli = cli_for(pg_empty_url)
+    for option in ("--port", "--host"):
+        result = cli.fails("web", option, "9000", exit_code=2)
+        assert "No such option" in result.output and option in result.output
+        assert "The address to listen on is given as --bind HOST:PORT" in result.output
+
+
 def test_the_command_serves_the_dashboard_with_its_token(cli_for: Any,
                                                          pg_empty_url: str) -> None:
     cli = cli_for(pg_empty_url)

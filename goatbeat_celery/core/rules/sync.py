@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.spec import ScheduleSource, SyncEntry, SyncReport
+from goatbeat_celery.core.types.spec import ScheduleSource, SyncEntry, SyncReport, quoted_name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,3 +103,17 @@ def plan_config_sync(
     )
     return SyncPlan(insert=tuple(insert), rewrite=tuple(rewrite), disable=tuple(disable),
                     delete=tuple(delete), report=report)
+
+
+#: Why a face refuses to edit or remove a schedule from ``beat_schedule`` (the HTTP API with a
+#: 409, the dashboard, the CLI), after ``schedule '<name>' ``.
+CONFIG_ROW = ("comes from the app's beat_schedule: the next config sync (when a replica becomes "
+              "leader) puts back the configured version, so it is changed there; pause, "
+              "resume and run now still work")
+
+
+def config_row_refusal(schedule: Schedule) -> str | None:
+    """Why an edit or a removal of ``schedule`` is refused by every face (None: it is not)."""
+    if schedule.spec.source is not ScheduleSource.CONFIG:
+        return None
+    return f"schedule {quoted_name(schedule.name)} {CONFIG_ROW}"
