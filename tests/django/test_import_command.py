@@ -13,6 +13,7 @@ import pytest
 
 from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.display import when
 
 LATER = datetime.now(timezone.utc) + timedelta(days=30)
 #: Off the 15-minute grid, as a start_time set by hand usually is.
@@ -112,11 +113,11 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
                      output, re.MULTILINE), output
     assert "refused 'bad-args': args" in output
     assert re.search(r"would create 'ends': every 15m, phase kept from its last change at \S+ "
-                     rf"\(it never ran\), until {re.escape(LATER.isoformat(timespec='seconds'))}",
+                     rf"\(it never ran\), until {re.escape(when(LATER))}",
                      output), output
     start_z = START.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert (f"would create 'starts-later': every 15m, phase kept from its start_time at "
-            f"{start_z}, from {START.isoformat(timespec='seconds')}, next run {start_z}"
+            f"{start_z}, from {start_z}, next run {start_z}"
             in output), output
     assert "skipped 'celery.backend_cleanup'" in output
     # A one-off that already ran has nothing left to run: skipped, not an error.
@@ -126,6 +127,19 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
                      r"until \S+, already past: it will not run", output), output
     assert "13 would be created, 2 skipped, 2 refused (dry run: nothing written)" in output
     assert api.list() == []
+
+
+def test_every_instant_of_the_report_is_printed_as_goatbeat_list_prints_it(
+        api: Schedules) -> None:
+    output = run()
+    # A one-off's instant, a start and an end: UTC to the second with a Z, as `goatbeat list`
+    # and the dry run's next runs print them; never Python's isoformat beside it.
+    assert f"created 'launch': once at {when(LATER)}" in output, output
+    assert api.get("launch").spec.trigger.params["at"] is not None
+    from goatbeat_celery.display import describe_trigger
+
+    assert f"'launch': {describe_trigger(api.get('launch').spec.trigger)}" in output
+    assert "+00:00" not in output, output
 
 
 def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -> None:
@@ -506,7 +520,7 @@ def test_imported_intervals_keep_their_phase_and_run_when_django_celery_beat_wou
     assert re.search(r"created 'phase-never-ran': every 15m, phase kept from its last change "
                      r"at \S+ \(it never ran\), next run", output), output
     assert (f"created 'phase-starts-later': every 2h, phase kept from its start_time at "
-            f"{start.strftime('%Y-%m-%dT%H:%M:%SZ')}, from {start.isoformat(timespec='seconds')}"
+            f"{start.strftime('%Y-%m-%dT%H:%M:%SZ')}, from {start.strftime('%Y-%m-%dT%H:%M:%SZ')}"
             ) in output, output
 
 

@@ -508,11 +508,12 @@ def describe(arguments: dict[str, Any], phase: str | None = None) -> str:
         text = (f"cron {arguments['cron']!r} in {arguments['timezone']} (day of month and day "
                 "of week both matched, as Celery's crontab)")
     else:
-        text = f"once at {arguments['at'].isoformat(timespec='seconds')}"
+        text = f"once at {when(arguments['at'])}"
+    # Every instant as goatbeat's other faces print it (display.when): UTC, to the second.
     if "start_at" in arguments:
-        text += f", from {arguments['start_at'].isoformat(timespec='seconds')}"
+        text += f", from {when(arguments['start_at'])}"
     if "end_at" in arguments:
-        text += f", until {arguments['end_at'].isoformat(timespec='seconds')}"
+        text += f", until {when(arguments['end_at'])}"
     # Every schedule carries the periodic_task_name header: the line shows what is particular.
     options = dict(arguments["options"])
     headers = {key: value for key, value in options.pop("headers", {}).items()
