@@ -503,19 +503,21 @@ def test_imported_intervals_keep_their_phase_and_run_when_django_celery_beat_wou
         theirs = {task.name: celery_beat_runs(task, now, 5)
                   for task in PeriodicTask.objects.filter(name__in=["clocked", *(
                       f"phase-{name}" for name in cases)])}
+        # Read before the block rolls back: the import's schedules joined it.
+        goatbeats = {name: api.next_runs(name, 5) for name in theirs}
+        next_daily = api.next_runs("phase-daily", 1)[0]
         transaction.set_rollback(True)
 
     assert "6 created, 0 skipped, 0 refused" in output, output
     for name, runs in theirs.items():
         assert len(runs) == (1 if name == "clocked" else 5), (name, runs)
-        ours = api.next_runs(name, 5)
+        ours = goatbeats[name]
         # The phase is rounded up to the second, and django-celery-beat's beat sleeps whole
         # seconds until a start_time: within a second of each other, never further apart.
         assert len(ours) == len(runs) and all(
             abs(mine - their) < timedelta(seconds=1)
             for mine, their in zip(ours, runs, strict=True)), (name, ours, runs)
     last = now - timedelta(hours=10, minutes=24, seconds=3.25)
-    next_daily = api.next_runs("phase-daily", 1)[0]
     assert (f"created 'phase-daily': every 1d, phase kept from its last run at "
             f"{last.strftime('%Y-%m-%dT%H:%M:%S')}.{last.microsecond // 1000:03d}Z, next run "
             f"{next_daily.strftime('%Y-%m-%dT%H:%M:%S')}Z") in output, output
@@ -565,13 +567,16 @@ def test_imported_crontabs_run_when_django_celery_beats_is_due_says(api: Schedul
         output = import_only(list(CRONTAB_RUNS))
         theirs = {task.name: celery_beat_runs(task, CRONTAB_RUNS[task.name][1], 5)
                   for task in PeriodicTask.objects.filter(name__in=list(CRONTAB_RUNS))}
+        # Read before the block rolls back: the import's schedules joined it.
+        goatbeats = {name: goatbeat_runs(api, name, CRONTAB_RUNS[name][1], 5)
+                     for name in theirs}
         transaction.set_rollback(True)
 
     assert f"{len(CRONTAB_RUNS)} created, 0 skipped, 0 refused" in output, output
     assert len(theirs) == len(CRONTAB_RUNS)
     for name, runs in theirs.items():
         assert len(runs) == 5, (name, runs)
-        assert goatbeat_runs(api, name, CRONTAB_RUNS[name][1], 5) == runs, name
+        assert goatbeats[name] == runs, name
 
 
 def test_headers_only_celery_and_goatbeat_set_are_refused_by_the_import(
@@ -602,6 +607,9 @@ def test_headers_only_celery_and_goatbeat_set_are_refused_by_the_import(
                                     headers='{"tenant": "acme"}')
         with pytest.raises(CommandError) as caught:
             call_command("goatbeat_import_django_celery_beat", stdout=out, no_color=True)
+        # Read before the block rolls back: the import's schedules joined it.
+        listed = sorted(s.name for s in api.list())
+        tenant = api.get("tenant").spec.options["headers"]
         transaction.set_rollback(True)
     output = out.getvalue()
 
@@ -612,6 +620,5 @@ def test_headers_only_celery_and_goatbeat_set_are_refused_by_the_import(
         for header in headers:
             if header != "tenant":
                 assert f"options.headers.{header}: {header!r} is refused" in line, line
-    assert sorted(s.name for s in api.list()) == ["team-b-report", "tenant"]
-    assert api.get("tenant").spec.options["headers"] == {"tenant": "acme",
-                                                         "periodic_task_name": "tenant"}
+    assert listed == ["team-b-report", "tenant"]
+    assert tenant == {"tenant": "acme", "periodic_task_name": "tenant"}
