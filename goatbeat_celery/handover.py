@@ -264,6 +264,6 @@ def start_watch(url: str, store: _Store, lease_name: str, *,
 
     if backend_of(url) is Backend.MEMORY:
         return None
-    watch = HandoverWatch(url, store, lease_name, leading=leading)
+    watch = HandoverWatch(url, store, lease_name, leading=leading, every=WATCH_EVERY)
     watch.start()
     return watch

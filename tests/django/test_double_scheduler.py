@@ -146,3 +146,30 @@ def test_a_beat_on_the_memory_store_starts_no_watch(api: Schedules) -> None:
     from goatbeat_celery.handover import start_watch
 
     assert start_watch("memory://", api.store, "default", leading=lambda: True) is None  # type: ignore[arg-type]
+
+
+def test_goatbeats_beat_runs_the_watch_while_it_leads(
+        api: Schedules, both_enabled: None, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from goatbeat_celery import handover
+    from goatbeat_celery.beat.scheduler import Scheduler
+    from tests.django.testproj.celery import app
+
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    monkeypatch.setattr(handover, "WATCH_EVERY", 0.05)
+    assert api.store.release(api.store.acquire(  # type: ignore[attr-defined]
+        "default", "leader", timedelta(seconds=30)))  # the fixture's leader steps down
+    scheduler = Scheduler(app=app)
+    try:
+        scheduler.tick_waits = False
+        scheduler.tick()  # takes the lease
+        assert scheduler.engine is not None and scheduler.engine.is_leader()
+        run_database_scheduler()
+        # The watch looks every 0.05 s here; 10 s covers a busy 2-core machine.
+        deadline = datetime.now(timezone.utc) + timedelta(seconds=10)
+        while not warnings_of(caplog):
+            assert datetime.now(timezone.utc) < deadline, "no warning"
+            threading.Event().wait(0.05)
+    finally:
+        scheduler.close()
+    assert "'ping'" in warnings_of(caplog)[0]
