@@ -201,6 +201,7 @@ class HandoverWatch:
         self._monotonic = monotonic
         self._engine: sa.Engine | None = None
         self._warned: tuple[tuple[str, ...], float] | None = None
+        self._failed_at: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -242,9 +243,14 @@ class HandoverWatch:
             try:
                 self.look()
             except (GoatbeatError, sa.exc.SQLAlchemyError) as exc:
-                # A look that fails says so and is tried again: it never stops beat.
-                logger.warning("goatbeat: cannot look for django-celery-beat's scheduler: %s",
-                               failure_reason(exc), extra={"action": "double_scheduler_unknown"})
+                # A look that fails is tried again and never stops beat; said as rarely as the
+                # warning (a role without SELECT on django-celery-beat's table fails each).
+                now = self._monotonic()
+                if self._failed_at is None or now - self._failed_at >= self._warn_every:
+                    self._failed_at = now
+                    logger.warning("goatbeat: cannot look for django-celery-beat's scheduler: "
+                                   "%s", failure_reason(exc),
+                                   extra={"action": "double_scheduler_unknown"})
 
     def close(self) -> None:
         self._stop.set()

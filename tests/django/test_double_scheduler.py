@@ -63,6 +63,15 @@ def run_database_scheduler() -> None:
     assert PeriodicTask.objects.get(name="ping").last_run_at != before, "nothing was sent"
 
 
+def wait_for_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """Until the watch's thread has warned: it looks every 0.05 s in these tests, and 10 s
+    covers a busy 2-core machine many times over."""
+    deadline = datetime.now(timezone.utc) + timedelta(seconds=10)
+    while not warnings_of(caplog):
+        assert datetime.now(timezone.utc) < deadline, "no warning"
+        threading.Event().wait(0.05)
+
+
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [record.getMessage() for record in caplog.records
             if record.name == LOGGER and record.levelno == logging.WARNING]
@@ -132,11 +141,7 @@ def test_the_watch_looks_in_its_own_thread_only_while_leading(
         assert looked.wait(timeout=10)
         assert warnings_of(caplog) == []
         leading.set()
-        # Looks every 0.05 s; 10 s covers a busy 2-core machine.
-        deadline = datetime.now(timezone.utc) + timedelta(seconds=10)
-        while not warnings_of(caplog):
-            assert datetime.now(timezone.utc) < deadline, "no warning"
-            threading.Event().wait(0.05)
+        wait_for_warning(caplog)
     finally:
         watch.close()
     assert len(warnings_of(caplog)) == 1
@@ -165,11 +170,31 @@ def test_goatbeats_beat_runs_the_watch_while_it_leads(
         scheduler.tick()  # takes the lease
         assert scheduler.engine is not None and scheduler.engine.is_leader()
         run_database_scheduler()
-        # The watch looks every 0.05 s here; 10 s covers a busy 2-core machine.
-        deadline = datetime.now(timezone.utc) + timedelta(seconds=10)
-        while not warnings_of(caplog):
-            assert datetime.now(timezone.utc) < deadline, "no warning"
-            threading.Event().wait(0.05)
+        wait_for_warning(caplog)
     finally:
         scheduler.close()
     assert "'ping'" in warnings_of(caplog)[0]
+
+
+def test_a_look_that_fails_is_said_once_and_tried_again(
+        api: Schedules, both_enabled: None, django_db: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    looks = threading.Semaphore(0)
+
+    def leading() -> bool:
+        looks.release()
+        return True
+
+    # A database that is not there: each look fails, as one whose role cannot read the table.
+    gone = django_db.rsplit("/", 1)[0] + "/goatbeat_no_such_database"
+    watch = HandoverWatch(gone, api.store, "default",  # type: ignore[arg-type]
+                          leading=leading, every=0.02, monotonic=Clock())
+    watch.start()
+    try:
+        for _ in range(5):  # the fifth look begins after four have failed
+            assert looks.acquire(timeout=10)
+    finally:
+        watch.close()
+    [warning] = warnings_of(caplog)
+    assert warning.startswith("goatbeat: cannot look for django-celery-beat's scheduler: ")
