@@ -16,6 +16,7 @@ converters), and a change commits at once, whatever the block does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -58,11 +59,12 @@ class _Lent:
         return getattr(self._connection, name)
 
 
+@functools.cache
 def _atomic_joiner(alias: str) -> enclosing.Enclosing:
     from django.db import connections, transaction
 
     # Each connect lends the calling thread's connection (Django keeps one per thread); the
-    # dialect is set up once, on the first.
+    # dialect is set up once, on the first, for every store of the process (kept per alias).
     engine = sa.create_engine("postgresql+psycopg://", poolclass=sa.NullPool,
                               creator=lambda: _Lent(connections[alias].connection),
                               use_native_hstore=False)  # goatbeat's tables have none
