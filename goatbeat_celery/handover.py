@@ -13,14 +13,18 @@ leases, and says:
   does. Once goatbeat's beat is stopped (its lease released or expired), nothing is sent
   twice, and the warning remains.
 
-The rule is written here once; ``celery goatbeat check`` and Django's system checks show it.
-A rollback (``goatbeat_export_django_celery_beat``) pauses goatbeat's schedules, which ends
-both messages.
+The rule is written here once; ``celery goatbeat check`` and Django's system checks show it,
+and the leading beat looks for the error itself (:class:`HandoverWatch`), off its scheduling
+path, and logs it as a WARNING while it lasts. A rollback
+(``goatbeat_export_django_celery_beat``) pauses goatbeat's schedules, which ends both messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -28,9 +32,16 @@ from typing import Protocol
 import sqlalchemy as sa
 
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
-from goatbeat_celery.core.types.errors import ScheduleNotFound, StoreError, failure_reason
+from goatbeat_celery.core.types.errors import (
+    GoatbeatError,
+    ScheduleNotFound,
+    StoreError,
+    failure_reason,
+)
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.display import when
+
+logger = logging.getLogger(__name__)
 
 #: django-celery-beat's table of periodic tasks.
 PERIODIC_TASK_TABLE = "django_celery_beat_periodictask"
@@ -93,14 +104,17 @@ def listed(names: Sequence[str]) -> str:
     return shown + (f" and {rest} more" if rest > 0 else "")
 
 
-def read_source(engine: sa.Engine) -> list[SourceTask] | None:
-    """django-celery-beat's enabled periodic tasks, by name; None without its table."""
+def read_source(engine: sa.Engine, ran_after: datetime | None = None) -> list[SourceTask] | None:
+    """django-celery-beat's enabled periodic tasks, by name (those that ran after
+    ``ran_after`` only, when given); None without its table."""
     if not sa.inspect(engine).has_table(PERIODIC_TASK_TABLE):
         return None
     table = sa.table(PERIODIC_TASK_TABLE, sa.column("name"), sa.column("enabled"),
                      sa.column("last_run_at"))
     query = (sa.select(table.c.name, table.c.last_run_at)
              .where(table.c.enabled == sa.true()).order_by(table.c.name))
+    if ran_after is not None:
+        query = query.where(table.c.last_run_at > ran_after)
     with engine.connect() as connection:
         rows = connection.execute(query).all()
     return [SourceTask(str(name), _aware(last)) for name, last in rows]
@@ -126,12 +140,18 @@ def overlap(store: _Store, tasks: Sequence[SourceTask], lease_name: str) -> Over
             continue
         if schedule.spec.enabled:
             both.append(task)
-    taken = [info.acquired_at for info in store.list_leases(lease_name)
-             if info.acquired_at is not None and info.held]
-    since = min(taken) if taken else None
+    since = lease_taken_at(store, lease_name)
     ran = tuple(task for task in both if since is not None and task.last_run_at is not None
                 and task.last_run_at > since)
     return Overlap(tuple(task.name for task in both), ran, since)
+
+
+def lease_taken_at(store: LeaseManager, lease_name: str) -> datetime | None:
+    """When goatbeat's running beat took the lease ``lease_name`` (the earliest of its
+    shards' held now); None when no beat holds one."""
+    taken = [info.acquired_at for info in store.list_leases(lease_name)
+             if info.acquired_at is not None and info.held]
+    return min(taken) if taken else None
 
 
 def find_overlap(url: str, lease_name: str) -> Overlap | None:
@@ -156,3 +176,100 @@ def find_overlap(url: str, lease_name: str) -> Overlap | None:
         return overlap(store, tasks, lease_name)
     finally:
         store.close()
+
+
+#: How often the leader looks for django-celery-beat's scheduler running beside it, and how
+#: often it repeats its warning while the same tasks are sent twice.
+WATCH_EVERY = 60.0
+WARN_EVERY = 600.0
+
+
+class HandoverWatch:
+    """The leading beat's look for django-celery-beat's ``DatabaseScheduler`` still sending
+    what goatbeat sends (:meth:`Overlap.error`): a WARNING when first seen, when other tasks
+    are concerned, and every :data:`WARN_EVERY` seconds while it lasts; an INFO line once it
+    ended. Runs in a thread of its own (:meth:`start`), on a connection of its own, so that a
+    slow read never delays a run; reads only the periodic tasks that ran since the lease was
+    taken, so that it costs nothing while django-celery-beat's beat is stopped."""
+
+    def __init__(self, url: str, store: _Store, lease_name: str, *,
+                 leading: Callable[[], bool], every: float = WATCH_EVERY,
+                 warn_every: float = WARN_EVERY,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._url, self._store, self._lease_name = url, store, lease_name
+        self._leading, self._every, self._warn_every = leading, every, warn_every
+        self._monotonic = monotonic
+        self._engine: sa.Engine | None = None
+        self._warned: tuple[tuple[str, ...], float] | None = None
+        self._failed_at: float | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def look(self) -> Overlap | None:
+        """One look, logged as the class says; what was found (None: nothing to compare)."""
+        since = lease_taken_at(self._store, self._lease_name)
+        if since is None:
+            return None
+        if self._engine is None:
+            from goatbeat_celery.store import migration_engine
+
+            self._engine = migration_engine(self._url)
+        tasks = read_source(self._engine, ran_after=since)
+        found = None if not tasks else overlap(self._store, tasks, self._lease_name)
+        message = None if found is None else found.error()
+        if found is None or message is None:
+            if self._warned is not None:
+                self._warned = None
+                logger.info("goatbeat: django-celery-beat no longer sends what goatbeat sends",
+                            extra={"action": "double_scheduler_ended"})
+            return found
+        names = tuple(task.name for task in found.ran_since)
+        now = self._monotonic()
+        if (self._warned is None or self._warned[0] != names
+                or now - self._warned[1] >= self._warn_every):
+            self._warned = (names, now)
+            logger.warning("goatbeat: %s", message, extra={"action": "double_scheduler"})
+        return found
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="goatbeat-handover-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            if not self._leading():
+                continue
+            try:
+                self.look()
+            except (GoatbeatError, sa.exc.SQLAlchemyError) as exc:
+                # A look that fails is tried again and never stops beat; said as rarely as the
+                # warning (a role without SELECT on django-celery-beat's table fails each).
+                now = self._monotonic()
+                if self._failed_at is None or now - self._failed_at >= self._warn_every:
+                    self._failed_at = now
+                    logger.warning("goatbeat: cannot look for django-celery-beat's scheduler: "
+                                   "%s", failure_reason(exc),
+                                   extra={"action": "double_scheduler_unknown"})
+
+    def close(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=5.0)  # a look under way ends at its next statement
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.dispose()
+
+
+def start_watch(url: str, store: _Store, lease_name: str, *,
+                leading: Callable[[], bool]) -> HandoverWatch | None:
+    """A started :class:`HandoverWatch` on goatbeat's database ``url``; None for the memory
+    store, which no other scheduler can share."""
+    from goatbeat_celery.store.url import Backend, backend_of
+
+    if backend_of(url) is Backend.MEMORY:
+        return None
+    watch = HandoverWatch(url, store, lease_name, leading=leading, every=WATCH_EVERY)
+    watch.start()
+    return watch

@@ -18,6 +18,7 @@ from typing import Any
 from celery import beat
 
 from goatbeat_celery import config as config_module
+from goatbeat_celery import handover
 from goatbeat_celery.beat import observability, webhooks
 from goatbeat_celery.beat.declared import DeclaredSchedule
 from goatbeat_celery.beat.entries import GoatbeatEntry
@@ -68,6 +69,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._engine: Engine | None = None
         self._observability: observability.Observability | None = None
         self._delivery: webhooks.WebhookDelivery | None = None
+        self._handover: handover.HandoverWatch | None = None
         self._liveness = Liveness(stale_after=timedelta(0))  # replaced when set up
         self._closed = False
         self._ticking_thread: int | None = None
@@ -135,6 +137,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             self._delivery = webhooks.start(
                 store, config.webhooks, holder=holder,
                 report=None if exporter is None else exporter.metrics.webhook_attempted)
+        # A DatabaseScheduler left running beside the leader sends each task a second time.
+        self._handover = handover.start_watch(config.database_url, store, settings.lease_name,
+                                              leading=self._leading)
         logger.info("goatbeat: replica %s on %s, lease %r%s", holder,
                     mask_url(config.database_url), settings.lease_name,
                     "" if settings.shards == 1 else f" in {settings.shards} shards",
@@ -242,6 +247,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             engine.close()  # the lease first: a request to a hanging webhook never delays it
         if delivery is not None:
             delivery.close()  # before the store it uses is closed
+        watch_handover, self._handover = self._handover, None
+        if watch_handover is not None:
+            watch_handover.close()
         if engine is not None:
             engine.store.close()
         watch, self._observability = self._observability, None

@@ -828,7 +828,7 @@ def test_the_change_page_lists_the_last_runs_with_their_outcome_and_error(
     api.store.mark_submitted([sent.key])
     text = client.get(change_url("poll")).content.decode()
     runs = history_of(text)
-    assert [run[1:] for run in runs] == [["run now", "submitted", ""],
+    assert [run[2:] for run in runs] == [["run now", "submitted", ""],
                                          ["run now", "failed", "ValueError: <b>boom</b>"]]
     assert "ValueError: &lt;b&gt;boom&lt;/b&gt;" in text  # escaped
     table = text.split('class="goatbeat-history"', 1)[1].split("</table>", 1)[0]

@@ -13,6 +13,7 @@ import pytest
 
 from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.display import when
 
 LATER = datetime.now(timezone.utc) + timedelta(days=30)
 #: Off the 15-minute grid, as a start_time set by hand usually is.
@@ -108,15 +109,16 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
     assert re.search(r"'refresh-cache': every 15m, phase kept from its last change at \S+ "
                      r"\(it never ran\), options \{\"exchange\": \"tasks\", \"headers\": "
                      r"\{\"tenant\": \"acme\"\}, \"priority\": 5, \"queue\": \"cache\", "
-                     r"\"routing_key\": \"cache.refresh\"\}, with its description, next run \S+Z$",
+                     r"\"routing_key\": \"cache.refresh\"\}, with its description, next run \S+Z"
+                     r"( \(task id '[^']+': the grid point \S+ before it\))?$",
                      output, re.MULTILINE), output
     assert "refused 'bad-args': args" in output
     assert re.search(r"would create 'ends': every 15m, phase kept from its last change at \S+ "
-                     rf"\(it never ran\), until {re.escape(LATER.isoformat(timespec='seconds'))}",
+                     rf"\(it never ran\), until {re.escape(when(LATER))}",
                      output), output
     start_z = START.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert (f"would create 'starts-later': every 15m, phase kept from its start_time at "
-            f"{start_z}, from {START.isoformat(timespec='seconds')}, next run {start_z}"
+            f"{start_z}, from {start_z}, next run {start_z}"
             in output), output
     assert "skipped 'celery.backend_cleanup'" in output
     # A one-off that already ran has nothing left to run: skipped, not an error.
@@ -126,6 +128,20 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
                      r"until \S+, already past: it will not run", output), output
     assert "13 would be created, 2 skipped, 2 refused (dry run: nothing written)" in output
     assert api.list() == []
+
+
+def test_every_instant_of_the_report_is_printed_as_goatbeat_list_prints_it(
+        api: Schedules) -> None:
+    output = run()
+    # A one-off's instant, a start and an end: UTC to the second with a Z, as `goatbeat list`
+    # and the dry run's next runs print them; never Python's isoformat beside it.
+    assert f"created 'launch': once at {when(LATER)}" in output, output
+    assert api.get("launch").spec.trigger.params["at"] is not None
+    from goatbeat_celery.display import describe_trigger
+
+    assert f"'launch': {describe_trigger(api.get('launch').spec.trigger)}" in output
+    # Only a task id, which is the run's key, carries an instant in isoformat.
+    assert "+00:00" not in re.sub(r"task id '[^']*'", "", output), output
 
 
 def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -> None:
@@ -487,26 +503,28 @@ def test_imported_intervals_keep_their_phase_and_run_when_django_celery_beat_wou
         theirs = {task.name: celery_beat_runs(task, now, 5)
                   for task in PeriodicTask.objects.filter(name__in=["clocked", *(
                       f"phase-{name}" for name in cases)])}
+        # Read before the block rolls back: the import's schedules joined it.
+        goatbeats = {name: api.next_runs(name, 5) for name in theirs}
+        next_daily = api.next_runs("phase-daily", 1)[0]
         transaction.set_rollback(True)
 
     assert "6 created, 0 skipped, 0 refused" in output, output
     for name, runs in theirs.items():
         assert len(runs) == (1 if name == "clocked" else 5), (name, runs)
-        ours = api.next_runs(name, 5)
+        ours = goatbeats[name]
         # The phase is rounded up to the second, and django-celery-beat's beat sleeps whole
         # seconds until a start_time: within a second of each other, never further apart.
         assert len(ours) == len(runs) and all(
             abs(mine - their) < timedelta(seconds=1)
             for mine, their in zip(ours, runs, strict=True)), (name, ours, runs)
     last = now - timedelta(hours=10, minutes=24, seconds=3.25)
-    next_daily = api.next_runs("phase-daily", 1)[0]
     assert (f"created 'phase-daily': every 1d, phase kept from its last run at "
             f"{last.strftime('%Y-%m-%dT%H:%M:%S')}.{last.microsecond // 1000:03d}Z, next run "
             f"{next_daily.strftime('%Y-%m-%dT%H:%M:%S')}Z") in output, output
     assert re.search(r"created 'phase-never-ran': every 15m, phase kept from its last change "
                      r"at \S+ \(it never ran\), next run", output), output
     assert (f"created 'phase-starts-later': every 2h, phase kept from its start_time at "
-            f"{start.strftime('%Y-%m-%dT%H:%M:%SZ')}, from {start.isoformat(timespec='seconds')}"
+            f"{start.strftime('%Y-%m-%dT%H:%M:%SZ')}, from {start.strftime('%Y-%m-%dT%H:%M:%SZ')}"
             ) in output, output
 
 
@@ -549,13 +567,16 @@ def test_imported_crontabs_run_when_django_celery_beats_is_due_says(api: Schedul
         output = import_only(list(CRONTAB_RUNS))
         theirs = {task.name: celery_beat_runs(task, CRONTAB_RUNS[task.name][1], 5)
                   for task in PeriodicTask.objects.filter(name__in=list(CRONTAB_RUNS))}
+        # Read before the block rolls back: the import's schedules joined it.
+        goatbeats = {name: goatbeat_runs(api, name, CRONTAB_RUNS[name][1], 5)
+                     for name in theirs}
         transaction.set_rollback(True)
 
     assert f"{len(CRONTAB_RUNS)} created, 0 skipped, 0 refused" in output, output
     assert len(theirs) == len(CRONTAB_RUNS)
     for name, runs in theirs.items():
         assert len(runs) == 5, (name, runs)
-        assert goatbeat_runs(api, name, CRONTAB_RUNS[name][1], 5) == runs, name
+        assert goatbeats[name] == runs, name
 
 
 def test_headers_only_celery_and_goatbeat_set_are_refused_by_the_import(
@@ -586,6 +607,9 @@ def test_headers_only_celery_and_goatbeat_set_are_refused_by_the_import(
                                     headers='{"tenant": "acme"}')
         with pytest.raises(CommandError) as caught:
             call_command("goatbeat_import_django_celery_beat", stdout=out, no_color=True)
+        # Read before the block rolls back: the import's schedules joined it.
+        listed = sorted(s.name for s in api.list())
+        tenant = api.get("tenant").spec.options["headers"]
         transaction.set_rollback(True)
     output = out.getvalue()
 
@@ -596,6 +620,5 @@ def test_headers_only_celery_and_goatbeat_set_are_refused_by_the_import(
         for header in headers:
             if header != "tenant":
                 assert f"options.headers.{header}: {header!r} is refused" in line, line
-    assert sorted(s.name for s in api.list()) == ["team-b-report", "tenant"]
-    assert api.get("tenant").spec.options["headers"] == {"tenant": "acme",
-                                                         "periodic_task_name": "tenant"}
+    assert listed == ["team-b-report", "tenant"]
+    assert tenant == {"tenant": "acme", "periodic_task_name": "tenant"}

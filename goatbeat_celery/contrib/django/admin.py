@@ -10,6 +10,7 @@ config is their source of truth (they can still be run now).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
@@ -17,7 +18,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import quote
 from django.db import connections
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -165,6 +166,18 @@ def state_of(row: Schedule) -> str:
     return text
 
 
+def last_run_at(row: Schedule) -> datetime | None:
+    """When the last run was due, and sent: its occurrence shifted by the schedule's offset or
+    jitter, as the next run is shown (the occurrence, the grid point, is what its task id
+    names). Read from its execution; once the retention pruned that, the shift is the
+    schedule's own."""
+    found = getattr(row, "last_due_at", None)
+    if isinstance(found, datetime):
+        return found
+    last: datetime | None = row.last_occurrence_at
+    return None if last is None else last + row.shift()
+
+
 def _plain(group: Group) -> tuple[str, ...]:
     """The form fields of the spec's plain fields in ``group``."""
     return tuple(field.name for field in PLAIN_FIELDS if field.group == group)
@@ -215,9 +228,17 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     def next_run(self, row: Schedule) -> Any:
         return row.next_run_at if shows_next_run(status_of(row).state) else None
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # The last run as beat sent it: its execution's due instant, read through the
+        # (schedule_name, occurrence_at) index for the whole page at once.
+        sent = Execution.objects.filter(schedule_name=OuterRef("name"), manual=False,
+                                        occurrence_at=OuterRef("last_occurrence_at"))
+        return super().get_queryset(request).annotate(
+            last_due_at=Subquery(sent.order_by("claimed_at").values("due_at")[:1]))
+
     @admin.display(description="last run", ordering="last_occurrence_at")
     def last_run(self, row: Schedule) -> Any:
-        return row.last_occurrence_at
+        return last_run_at(row)
 
     @admin.display(description="state")
     def state(self, row: Schedule) -> str:
@@ -243,14 +264,18 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
             return runs
         if not runs:
             return "none yet"
-        lines = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
-            (formats.localize(timezone.localtime(run.occurrence_at)),
-             "run now" if run.manual else "", display.run_status(run),
-             shortened(run.run_error or run.last_error, 200)) for run in runs))
+        # Each run when it was due (and sent), as the last and next runs are shown, with its
+        # task id: the key, which names the occurrence before the offset or jitter.
+        lines = format_html_join(
+            "", "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+                (formats.localize(timezone.localtime(run.due_at)), run.key,
+                 "run now" if run.manual else "", display.run_status(run),
+                 shortened(run.run_error or run.last_error, 200)) for run in runs))
         everything = reverse("admin:goatbeat_execution_changelist",
                              current_app=self.admin_site.name)
         return str(format_html(
-            '<table class="goatbeat-history"><thead><tr><th>occurrence</th><th>asked by</th>'
+            '<table class="goatbeat-history"><thead><tr><th>due</th><th>task id</th>'
+            '<th>asked by</th>'
             '<th>outcome</th><th>error</th></tr></thead><tbody>{}</tbody></table>'
             '<p><a href="{}?{}">all its runs</a></p>', lines, everything,
             urlencode({"schedule": row.name})))
@@ -479,8 +504,10 @@ class ScheduleNameFilter(admin.SimpleListFilter):
 
 @admin.register(Execution)
 class ExecutionAdmin(GoatbeatReadMixin, ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("key", "schedule_name", "occurrence_at", "state", "attempts", "origin",
-                    "submitted_at", "error", "run", "worker", "runtime_shown")
+    # The key is the task id and names the occurrence; the run was due, and sent, at due_at,
+    # after the schedule's offset or jitter.
+    list_display = ("key", "schedule_name", "due_at", "occurrence_at", "state", "attempts",
+                    "origin", "submitted_at", "error", "run", "worker", "runtime_shown")
     list_filter = (ScheduleNameFilter, "state", "run_state", "manual")
     search_fields = ("schedule_name", "key")
     date_hierarchy = "occurrence_at"

@@ -12,6 +12,8 @@ class GoatbeatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from goatbeat_celery.contrib.django import checks
+        from goatbeat_celery.contrib.django import checks, transactions
 
         checks.register()
+        # Schedules changed inside transaction.atomic() commit or roll back with it.
+        transactions.register()

@@ -8,6 +8,7 @@ alters or writes these tables (``managed = False``); goatbeat's migrations own t
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.db import models
@@ -15,6 +16,7 @@ from django.db import models
 from goatbeat_celery.core.rules.alerts import AlertRule, AlertState
 from goatbeat_celery.core.rules.runs import RunState
 from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.spec import stable_jitter
 from goatbeat_celery.store.schema import ALERT_TABLE, EXECUTION_TABLE, SCHEDULE_TABLE
 
 
@@ -113,6 +115,15 @@ class Schedule(ReadOnlyModel):
     def is_config(self) -> bool:
         return bool(self.source == "config")
 
+    def shift(self) -> timedelta:
+        """How long after each occurrence its run is due: the offset, or the stable jitter
+        of the name (ScheduleSpec.effective_offset, from the stored columns)."""
+        if self.offset_seconds is not None:
+            return timedelta(seconds=self.offset_seconds)
+        if self.jitter_seconds is not None:
+            return stable_jitter(str(self.name), timedelta(seconds=self.jitter_seconds))
+        return timedelta(0)
+
 
 class Execution(ReadOnlyModel):
     """A row of ``goatbeat_execution``: one claimed occurrence."""
@@ -124,6 +135,8 @@ class Execution(ReadOnlyModel):
 
     key = models.TextField(primary_key=True)
     schedule_name = models.TextField("schedule")
+    #: The point of the schedule, which the key (the task id) names; the run is due, and sent,
+    #: at ``due_at``, after the schedule's offset or jitter.
     occurrence_at = models.DateTimeField("occurrence")
     due_at = models.DateTimeField("due")
     token = models.BigIntegerField()

@@ -23,6 +23,7 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.tick import Waiting
+from goatbeat_celery.store.enclosing import enclosing_for
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.postgres.arrays import array_literal
 from goatbeat_celery.store.postgres.direct import PostgresDirect, Prepared, prepared
@@ -108,6 +109,8 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         # trips of BEGIN and COMMIT.
         autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         super().__init__(engine, read_engine=autocommit, single_engine=autocommit)
+        # The application's own transactions on this database, which API changes join.
+        self._enclosing = enclosing_for(sa_url)
         listen_url, server_options = split_server_options(sa_url)
         self._connect_kwargs = connect_args(
             connect_timeout=connect_timeout, statement_timeout=statement_timeout,

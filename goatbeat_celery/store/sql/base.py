@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -17,6 +17,7 @@ from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.errors import GoatbeatError, ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.store.enclosing import Enclosing
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
     audit_table,
@@ -105,13 +106,23 @@ class SQLStoreBase:
         """After such a transaction committed."""
 
     # -- plumbing ------------------------------------------------------------------------
+    #: The application's transactions this store joins (store.enclosing); a dialect whose
+    #: store may join them sets it when it is opened.
+    _enclosing: Enclosing | None = None
+
+    def _joined(self) -> AbstractContextManager[sa.Connection] | None:
+        """Inside the application's open transaction, the context its statements run in."""
+        return None if self._enclosing is None else self._enclosing()
+
     @contextmanager
     def _write(self, what: str) -> Iterator[_Write]:
         with translated(what, self._where):
-            with self._engine.begin() as conn:
+            joined = self._joined()
+            with self._engine.begin() if joined is None else joined as conn:
                 txn = _Write(conn)
                 yield txn
                 if txn.announce:
+                    # Joined: heard when the application's transaction commits, if it does.
                     self._announce_in(conn)
             if txn.announce:
                 self._announced()
@@ -120,13 +131,16 @@ class SQLStoreBase:
     def _write_each(self, what: str) -> Iterator[sa.Connection]:
         """A connection for writes whose statements each stand alone (idempotent ones)."""
         with translated(what, self._where):
-            with self._single.begin() as conn:
+            joined = self._joined()
+            with self._single.begin() if joined is None else joined as conn:
                 yield conn
 
     @contextmanager
     def _read(self, what: str) -> Iterator[sa.Connection]:
         with translated(what, self._where):
-            with self._reader.connect() as conn:
+            # Joined, a read sees what the application's transaction wrote so far.
+            joined = self._joined()
+            with self._reader.connect() if joined is None else joined as conn:
                 yield conn
 
     def _chunks(self, values: Sequence[str]) -> Iterator[Sequence[str]]:

@@ -40,7 +40,9 @@ from goatbeat_celery.core.types.errors import (
     StoreError,
     failure_reason,
 )
+from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.cron import CronTrigger
 from goatbeat_celery.display import human_duration, when
 from goatbeat_celery.store import open_store
@@ -257,7 +259,7 @@ class Command(BaseCommand):
         if not schedule.spec.enabled:
             detail += ", paused (disabled in django-celery-beat)"
         elif phase is not None and schedule.next_run_at is not None:
-            detail += f", next run {when(schedule.next_run_at)}"
+            detail += f", next run {when(schedule.next_run_at)}" + task_id_note(schedule)
         report.taken_over.append(name)
         self.line(report.created, "would create" if dry_run else "created", name, detail)
 
@@ -501,6 +503,17 @@ def aware(value: datetime) -> datetime:
     return value if timezone.is_aware(value) else timezone.make_aware(value)
 
 
+def task_id_note(schedule: Schedule) -> str:
+    """What the task id of a shifted interval's next run is: the key names the grid point,
+    the offset before the run (docs/concepts.md), so that Flower and the result backend show
+    an instant earlier than the run was sent; said here, once, as it surprises."""
+    occurrence, due = schedule.next_occurrence_at, schedule.next_run_at
+    if occurrence is None or due is None or occurrence == due:
+        return ""
+    return (f" (task id {idempotency_key(schedule.name, occurrence)!r}: the grid point "
+            f"{human_duration(due - occurrence)} before it)")
+
+
 def describe(arguments: dict[str, Any], phase: str | None = None) -> str:
     if "every" in arguments:
         text = f"every {human_duration(arguments['every'])}, {phase}"
@@ -508,11 +521,12 @@ def describe(arguments: dict[str, Any], phase: str | None = None) -> str:
         text = (f"cron {arguments['cron']!r} in {arguments['timezone']} (day of month and day "
                 "of week both matched, as Celery's crontab)")
     else:
-        text = f"once at {arguments['at'].isoformat(timespec='seconds')}"
+        text = f"once at {when(arguments['at'])}"
+    # Every instant as goatbeat's other faces print it (display.when): UTC, to the second.
     if "start_at" in arguments:
-        text += f", from {arguments['start_at'].isoformat(timespec='seconds')}"
+        text += f", from {when(arguments['start_at'])}"
     if "end_at" in arguments:
-        text += f", until {arguments['end_at'].isoformat(timespec='seconds')}"
+        text += f", until {when(arguments['end_at'])}"
     # Every schedule carries the periodic_task_name header: the line shows what is particular.
     options = dict(arguments["options"])
     headers = {key: value for key, value in options.pop("headers", {}).items()
