@@ -95,6 +95,7 @@ from goatbeat_celery.core.types.spec import (
 )
 from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.display import describe_trigger
+from goatbeat_celery.tasknames import TaskSignatures
 
 _UNSET: Any = object()
 #: Fields whose change moves the next run (recomputed from now, within the bounds).
@@ -125,13 +126,16 @@ class Schedules:
     """The schedules stored in goatbeat's database, with the app's settings applied.
 
     ``actor`` names who makes the changes in the audit log (None: ``os:<user>`` of this
-    process, :func:`os_actor`); :meth:`acting_as` gives the same schedules under another."""
+    process, :func:`os_actor`); :meth:`acting_as` gives the same schedules under another.
+    ``signatures``: the app's tasks, whose signatures refuse args and kwargs that do not fit
+    (:meth:`from_app` gives them; without, they are not checked)."""
 
     def __init__(self, store: ScheduleStore, *,
                  config: config_module.GoatbeatConfig | None = None,
                  triggers: TriggerRegistry | None = None, default_timezone: str = "UTC",
-                 actor: str | None = None) -> None:
+                 actor: str | None = None, signatures: TaskSignatures | None = None) -> None:
         self.store = store
+        self.signatures = signatures
         self.config = config or config_module.GoatbeatConfig()
         self.triggers = triggers or config_module.base_registry()
         self.default_timezone = default_timezone
@@ -146,15 +150,16 @@ class Schedules:
         """Open the store named by ``app.conf.goatbeat_database_url``."""
         loaded = config_module.load(app, with_schedules=False)
         store = loaded.config.open_store()
-        return cls(store, config=loaded.config, triggers=loaded.triggers,
-                   default_timezone=config_module.default_timezone(app), actor=actor)
+        return cls(store, config=loaded.config, triggers=loaded.triggers, actor=actor,
+                   default_timezone=config_module.default_timezone(app),
+                   signatures=TaskSignatures(app))
 
     def acting_as(self, actor: str) -> Schedules:
         """The same schedules, on the same store, whose changes are recorded as made by
         ``actor`` (a token's name, ``django:<username>``, …; at most 200 printable
         characters, else ConfigurationError). Closing either closes the store."""
-        return Schedules(self.store, config=self.config, triggers=self.triggers,
-                         default_timezone=self.default_timezone, actor=actor)
+        return Schedules(self.store, config=self.config, triggers=self.triggers, actor=actor,
+                         default_timezone=self.default_timezone, signatures=self.signatures)
 
     def _note(self, action: AuditAction, reason: str | None,
               changes: dict[str, FieldChange] | None = None) -> AuditNote:
@@ -747,6 +752,8 @@ class Schedules:
             problems.append(Problem("task", f"{spec.task!r} is not in goatbeat_allowed_tasks "
                                     f"({', '.join(self.config.allowed_tasks or ())})",
                                     "add it there"))
+        if self.signatures is not None and not any(p.root in ("args", "kwargs") for p in problems):
+            problems.extend(self.signatures.problems(spec.task, spec.args, spec.kwargs))
         if problems:
             raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
         return spec
