@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import enum
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import quote
 
 from goatbeat_celery.core.rules.runs import RunRecord
 from goatbeat_celery.core.types.instants import ensure_aware
@@ -31,18 +33,39 @@ class ExecutionState(str, enum.Enum):
     SKIPPED = "skipped"
 
 
+#: Characters a key never holds as they are: each result backend Celery ships keeps a result
+#: under its task id, the file system backend as a file name and others in a URL or a key path,
+#: where a slash, a backslash, NUL or a control character breaks the path; ``%`` is encoded too,
+#: so that the encoding stays one-to-one.
+_UNSAFE_IN_KEY = frozenset("/\\%")
+
+
+def key_name(schedule_name: str) -> str:
+    """The schedule name as a key carries it: the name itself, except that each character
+    unsafe in a file name or a backend key (``/``, ``\\``, ``%``, NUL and every other control
+    character) is percent-encoded (its UTF-8 bytes, ``reports/daily`` → ``reports%2Fdaily``).
+    A name without them is its own key name, so keys written before the rule keep their value."""
+    if schedule_name.isprintable() and not _UNSAFE_IN_KEY.intersection(schedule_name):
+        return schedule_name  # the common case, checked once for the whole name
+    return "".join(quote(char, safe="") if char in _UNSAFE_IN_KEY
+                   or unicodedata.category(char) == "Cc" else char
+                   for char in schedule_name)
+
+
 def idempotency_key(schedule_name: str, occurrence: datetime) -> str:
-    """``"<schedule name>:<occurrence instant in UTC, ISO-8601>"``, the claim's unique key."""
-    return f"{schedule_name}:{ensure_aware(occurrence, 'occurrence').isoformat()}"
+    """``"<key name>:<occurrence instant in UTC, ISO-8601>"``, the claim's unique key and its
+    Celery task id (:func:`key_name`: the schedule name, safe for every result backend)."""
+    return f"{key_name(schedule_name)}:{ensure_aware(occurrence, 'occurrence').isoformat()}"
 
 
 def manual_key(schedule_name: str, requested_at: datetime) -> str:
-    """``"<schedule name>:<instant in UTC, ISO-8601>:manual"``, the key of an extra run.
+    """``"<key name>:<instant in UTC, ISO-8601>:manual"``, the key of an extra run.
 
     A grid key always ends with an instant and a manual key never does, so no name, however
     chosen, makes one equal the other.
     """
-    return f"{schedule_name}:{ensure_aware(requested_at, 'requested_at').isoformat()}:manual"
+    instant = ensure_aware(requested_at, "requested_at").isoformat()
+    return f"{key_name(schedule_name)}:{instant}:manual"
 
 
 #: What a store reads to know a schedule's runs in flight (as
