@@ -23,6 +23,7 @@ from goatbeat_celery.beat.health import HealthEndpoints, Liveness
 from goatbeat_celery.beat.stopsignals import StopSignals
 from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
 from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.rules.misfire import describe_grace
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.display import with_migrate_command
 from goatbeat_celery.store import mask_url
@@ -214,8 +215,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             f"    . goatbeat lease -> {settings.lease_name!r} ttl "
             f"{settings.lease_ttl.total_seconds()}s, "
             f"renew every {settings.lease_renew_interval.total_seconds()}s\n"
-            f"    . goatbeat misfire -> {settings.misfire_policy.value}, grace "
-            f"{settings.misfire_grace.total_seconds()}s, max catch-up {settings.max_catchup}\n"
+            f"    . goatbeat misfire -> {settings.misfire_policy.value}, "
+            f"{describe_grace(settings.misfire_grace, _seconds)}, "
+            f"max catch-up {settings.max_catchup}\n"
             f"    . goatbeat config schedules -> {len(self.goatbeat.schedules)}"
         )
 
@@ -269,3 +271,7 @@ def broker_warning(app: Any) -> str | None:
                 "counts as sent once written to the socket, and a RabbitMQ that fails at that "
                 "moment loses a run goatbeat has marked submitted; remove the option")
     return None
+
+
+def _seconds(duration: timedelta) -> str:
+    return f"{duration.total_seconds()}s"

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from goatbeat_celery.core.rules.misfire import describe_grace
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.display import command_line, human_duration, with_migrate_command
 
@@ -59,7 +60,8 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
             f"{'' if settings.shards == 1 else f'in {settings.shards} shards '}"
             f"(ttl {human_duration(settings.lease_ttl)}, renewed every "
             f"{human_duration(settings.lease_renew_interval)}); misfire "
-            f"{settings.misfire_policy.value} (grace {human_duration(settings.misfire_grace)})"
+            f"{settings.misfire_policy.value} "
+            f"({describe_grace(settings.misfire_grace, human_duration)})"
         )))
     except ConfigurationError as exc:
         checks.append(Check(name="settings", outcome=Outcome.FAIL, detail=_listed(exc.problems)))
