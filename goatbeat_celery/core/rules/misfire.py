@@ -12,8 +12,10 @@ from datetime import datetime, timedelta
 from typing import TypeGuard
 
 from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.rules.runs import seconds_text
 from goatbeat_celery.core.rules.triggers import SeekableTrigger, Trigger
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import GIVEN_UP
 from goatbeat_celery.core.types.instants import ensure_aware
 from goatbeat_celery.core.types.spec import MisfirePolicy
 
@@ -31,12 +33,14 @@ class MisfirePlan:
 
     ``run`` are the occurrences (grid points, oldest first) to claim now; ``missed`` counts due
     points that will never run; ``next_occurrence`` is the first point not yet due (``None``
-    when the trigger is exhausted).
+    when the trigger is exhausted). ``given_up`` is the newest due point when none runs: it is
+    recorded (skipped, never sent), so that what was missed shows, and alerts, at once.
     """
 
     run: tuple[datetime, ...]
     missed: int
     next_occurrence: datetime | None
+    given_up: datetime | None = None
 
 
 def plan_misfires(
@@ -92,8 +96,11 @@ def plan_misfires(
         run: list[datetime] = []
     else:
         run = tail
+    given_up = None
+    if not run:  # something was due (first <= due_limit): all of it is given up
+        given_up = tail[-1] if tail else _last_points_before(trigger, first, bound, 1)[-1]
     return MisfirePlan(run=tuple(run), missed=beyond + count - len(run),
-                       next_occurrence=upcoming)
+                       next_occurrence=upcoming, given_up=given_up)
 
 
 _MICROSECOND = timedelta(microseconds=1)
@@ -161,6 +168,13 @@ def _last_points_before(trigger: Trigger, first: datetime, bound: datetime,
                 return tail
         reach *= 2
     return _points_before(trigger, first, bound, keep=keep)[1]
+
+
+def given_up_reason(missed: int, policy: MisfirePolicy, grace: timedelta | None) -> str:
+    """The reason recorded on a given-up occurrence, ``missed`` due points given up with it."""
+    plural = "s" if missed > 1 else ""
+    return (f"{GIVEN_UP}: {missed} due occurrence{plural} given up, this the newest "
+            f"(policy {policy.value}, {describe_grace(grace, seconds_text)})")
 
 
 def describe_grace(grace: timedelta | None, shown: Callable[[timedelta], str]) -> str:

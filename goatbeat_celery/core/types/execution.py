@@ -33,6 +33,11 @@ class ExecutionState(str, enum.Enum):
     SKIPPED = "skipped"
 
 
+#: How the reason recorded on an occurrence the misfire rule gave up begins (it is ``skipped``,
+#: never sent; :attr:`~goatbeat_celery.core.rules.misfire.MisfirePlan.given_up`): the
+#: ``missed`` alert tells it by this from an occurrence skipped for another reason.
+GIVEN_UP = "missed by the misfire rule"
+
 #: Characters a key never holds as they are: each result backend Celery ships keeps a result
 #: under its task id, the file system backend as a file name and others in a URL or a key path,
 #: where a slash, a backslash, NUL or a control character breaks the path; ``%`` is encoded too,
@@ -106,6 +111,12 @@ class Execution(RunRecord):
     #: (:func:`~goatbeat_celery.core.rules.policies.settle`): None when its schedule had no policy
     #: waiting for it when it was claimed, False until it ends and is settled, then True.
     settled: bool | None = None
+
+    @property
+    def given_up(self) -> bool:
+        """Whether the misfire rule gave this occurrence up: recorded, never sent."""
+        return self.state is ExecutionState.SKIPPED and (self.last_error or "").startswith(
+            GIVEN_UP)
 
     @property
     def in_flight(self) -> bool:
