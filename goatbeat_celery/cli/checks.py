@@ -42,12 +42,14 @@ class Check:
                 "status": self.outcome.value, "detail": self.detail}
 
 
-def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
+def run_checks(app: Any, *, app_given: str | None = None, role: str = "beat") -> list[Check]:
     """Every check, in order; later ones are skipped when what they need has failed.
 
-    ``app_given`` is the ``-A`` value (None without one), for the commands messages suggest.
+    ``app_given`` is the ``-A`` value (None without one), for the commands messages suggest;
+    ``role`` whose privileges are checked: ``beat`` (and the CLI) or ``worker``.
     """
     from goatbeat_celery import config as config_module
+    from goatbeat_celery.cli import access
     from goatbeat_celery.store import mask_url
 
     checks: list[Check] = []
@@ -78,10 +80,12 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
         untracked = config.tracking_warning()
         if untracked is not None:
             checks.append(Check(name="runs", outcome=Outcome.WARN, detail=untracked))
+        checks.extend(access.database_checks(config, role, reached=not failed(checks)))
         if not failed(checks):
             checks.extend(_handover(config.database_url, config.settings.lease_name))
     from goatbeat_celery.beat.scheduler import broker_warning
 
+    checks.append(access.broker_check(app))
     unconfirmed = broker_warning(app)
     if unconfirmed is not None:
         checks.append(Check(name="broker", outcome=Outcome.WARN, detail=unconfirmed))

@@ -24,6 +24,7 @@ from goatbeat_celery.core.loop.leadership import STORE_RETRY, Leadership, ShardL
 from goatbeat_celery.core.loop.observer import EngineObserver, NullObserver
 from goatbeat_celery.core.loop.planner import Planner
 from goatbeat_celery.core.loop.settlement import RunSettler
+from goatbeat_celery.core.loop.store_errors import report_store_error
 from goatbeat_celery.core.loop.submission import InFlight, SubmissionPipeline
 from goatbeat_celery.core.loop.trigger_cache import TriggerCache
 from goatbeat_celery.core.protocols import (
@@ -261,8 +262,8 @@ class Engine:
             return 0.0
         except StoreError as exc:
             self._news = True
-            logger.warning("store error while dispatching: %s", exc,
-                           extra={"action": "store_error"})
+            report_store_error(logger, "store error while dispatching: %s", exc, exc=exc,
+                               action="store_error")
             return min(STORE_RETRY, self._until(self._next_renew()))
         if grant is not None:
             self._looked_under = grant.token
@@ -366,8 +367,8 @@ class Engine:
             return
         except StoreError as exc:
             # Still holding the lease, config pending: synced again after the next renewal.
-            logger.warning("config sync failed, retrying: %s", exc,
-                           extra={"action": "config_sync_failed"})
+            report_store_error(logger, "config sync failed, retrying: %s", exc, exc=exc,
+                               action="config_sync_failed")
             return
         self._leadership.config_synced()
         self._news = True  # the sync may have moved what is due

@@ -21,12 +21,14 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 
 from goatbeat_celery.core.loop.observer import EngineObserver
+from goatbeat_celery.core.loop.store_errors import report_store_error
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.shards import (
     Shard,
     ShardingView,
     member_lease_name,
     members_prefix,
+    other_leases_problem,
     quota,
     shard_lease_name,
     sharding_prefix,
@@ -108,8 +110,8 @@ class Leadership:
         except StoreError as exc:
             # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
-            logger.warning("lease %r: store %s: %s", self.name, what, exc,
-                           extra={"action": "lease_error"})
+            report_store_error(logger, "lease %r: store %s: %s", self.name, what, exc,
+                               exc=exc, action="lease_error")
             self.next_renew = asked + min(STORE_RETRY, renew_interval)
             if self.grant is not None and asked >= self.deadline:
                 self.lose(f"store {what} past the local deadline")
@@ -125,6 +127,8 @@ class Leadership:
         self.deadline = asked + settings.local_validity.total_seconds()
         if stale:
             self._forget_gone()
+        if self.member is not None:
+            _warn_of_other_leases(self.lease, settings.lease_name)
         if took_over:
             logger.info("acquired lease %r with token %d", grant.name, grant.token,
                         extra={"action": "lease_acquired"})
@@ -261,8 +265,8 @@ class ShardLeadership:
             rows = self.lease.list_leases(sharding_prefix(settings.lease_name))
         except StoreError as exc:
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
-            logger.warning("shards of lease %r: store %s: %s", settings.lease_name, what, exc,
-                           extra={"action": "lease_error"})
+            report_store_error(logger, "shards of lease %r: store %s: %s",
+                               settings.lease_name, what, exc, exc=exc, action="lease_error")
             self.next_check = asked + min(STORE_RETRY, renew_interval)
             for leadership in self.leaderships.values():
                 if leadership.grant is not None and asked >= leadership.deadline:
@@ -290,6 +294,8 @@ class ShardLeadership:
                 held.append(index)
         if self.leaderships[0].grant is not None:
             self._forget(view.gone)
+            if full:
+                _warn_of_other_leases(self.lease, settings.lease_name)
         self.next_check = self._next_heartbeat
         if view.next_expiry is not None:
             # Another replica's row running out may free a shard or change the quotas.
@@ -322,6 +328,18 @@ class ShardLeadership:
             _release_member(self.lease, member)
         for leadership in self.leaderships.values():
             leadership.release()
+
+
+def _warn_of_other_leases(lease: LeaseManager, lease_name: str) -> None:
+    """At each renewal of the leader, an error while replicas of another lease name are live
+    on the same database: each leads, and neither can tell on its own."""
+    try:
+        problem = other_leases_problem(lease.list_leases(""), lease_name)
+    except StoreError as exc:
+        logger.warning("could not list leases: %s", exc, extra={"action": "lease_error"})
+        return
+    if problem is not None:
+        logger.error("%s", problem, extra={"action": "other_lease_live"})
 
 
 def _forget(lease: LeaseManager, gone: Sequence[str]) -> None:

@@ -179,7 +179,7 @@ def given_up_reason(missed: int, policy: MisfirePolicy, grace: timedelta | None)
 
 def describe_grace(grace: timedelta | None, shown: Callable[[timedelta], str]) -> str:
     """A misfire grace as the banner and ``check`` state it, ``shown`` formatting a duration."""
-    return "no grace (runs however late)" if grace is None else f"grace {shown(grace)}"
+    return "no grace: runs however late" if grace is None else f"grace {shown(grace)}"
 
 
 def first_occurrence(
