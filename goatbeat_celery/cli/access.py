@@ -116,7 +116,8 @@ def leases_check(url: str, lease_name: str) -> Check:
 def broker_check(app: Any) -> Check:
     """Whether the broker answers within :data:`BROKER_TIMEOUT`."""
     connection = app.connection_for_write(connect_timeout=BROKER_TIMEOUT)
-    shown = connection.as_uri()  # the password masked
+    # The password masked; kombu masks an absent one too, which would suggest there is one.
+    shown = connection.as_uri(include_password=not connection.password)
     try:
         connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0.2,
                                      interval_max=0.2, timeout=BROKER_TIMEOUT)
