@@ -73,6 +73,7 @@ class Missing:
     privileges: tuple[str, ...]
     target: str
     role: str
+    #: ``table``, ``sequence``, ``file``, or ``absent`` (not in the schema yet: migrate).
     kind: str = "table"
 
     def __str__(self) -> str:
@@ -88,7 +89,8 @@ class Missing:
 
 
 def missing_privileges(engine: sa.Engine, role: Role) -> list[Missing]:
-    """What the role ``engine`` connects as lacks of what ``role`` needs (empty: nothing).
+    """What the role ``engine`` connects as lacks of what ``role`` needs (empty: nothing); a
+    table or sequence the schema does not have yet is missing as ``kind="absent"``.
     Raises StoreError (StoreUnavailable when the database cannot be reached)."""
     if engine.dialect.name == "sqlite":
         return _sqlite_missing(engine)
@@ -106,12 +108,15 @@ def missing_privileges(engine: sa.Engine, role: Role) -> list[Missing]:
         user = conn.execute(sa.select(sa.func.current_user())).scalar_one()
         answers = conn.execute(sa.select(*probes)).one()
     lacking: dict[str, list[str]] = {}
+    absent: dict[str, list[str]] = {}
     for (target, privilege), held in zip(needs, answers, strict=True):
-        if held is False:
-            lacking.setdefault(target, []).append(privilege)
-    return [Missing(privileges=tuple(privileges), target=target, role=str(user),
-                    kind="sequence" if target.endswith("_id_seq") else "table")
-            for target, privileges in lacking.items()]
+        if not held:
+            (absent if held is None else lacking).setdefault(target, []).append(privilege)
+    return [*(Missing(privileges=tuple(privileges), target=target, role=str(user),
+                      kind="absent") for target, privileges in absent.items()),
+            *(Missing(privileges=tuple(privileges), target=target, role=str(user),
+                      kind="sequence" if target.endswith("_id_seq") else "table")
+              for target, privileges in lacking.items())]
 
 
 def _sqlite_missing(engine: sa.Engine) -> list[Missing]:

@@ -75,7 +75,7 @@ def test_check_lists_every_privilege_beat_lacks_and_the_grants_it_prints_fix_the
     cli: Cli = cli_for(role.url, goatbeat_track_runs=True)
 
     result = cli.fails("check")
-    found = checks_of(cli)["privileges (beat)"]
+    found = checks_of(cli)["grants"]
 
     assert found["status"] == "fail"
     for table in ("goatbeat_alert", "goatbeat_audit", "goatbeat_backfill", "goatbeat_calendar",
@@ -89,7 +89,7 @@ def test_check_lists_every_privilege_beat_lacks_and_the_grants_it_prints_fix_the
     assert len(grants) == 9 and all(line in result.stdout for line in grants)
 
     role.grant(*grants)
-    assert checks_of(cli)["privileges (beat)"]["status"] == "ok"
+    assert checks_of(cli)["grants"]["status"] == "ok"
     cli.ok("check")
 
 
@@ -98,7 +98,7 @@ def test_a_worker_role_is_checked_for_what_a_worker_needs(cli_for: Any, role: Ro
     cli: Cli = cli_for(role.url, goatbeat_track_runs=True)
 
     found = json.loads(cli("check", "--role", "worker", "--json").stdout)
-    (privileges,) = [c for c in found["checks"] if c["name"] == "privileges (worker)"]
+    (privileges,) = [c for c in found["checks"] if c["name"] == "grants"]
     assert privileges["status"] == "fail"
     assert f"GRANT SELECT, UPDATE ON goatbeat_execution TO {role.name};" in privileges["detail"]
 
