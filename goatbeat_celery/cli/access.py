@@ -52,8 +52,10 @@ def privileges_check(url: str, role: Role) -> Check:
         return Check(name=name, outcome=Outcome.SKIP,
                      detail="the schema is not at this version's revision yet")
     if not missing:
-        return Check(name=name, outcome=Outcome.OK,
-                     detail=f"the role has every privilege {role.value} needs")
+        sqlite = url.startswith("sqlite")
+        return Check(name=name, outcome=Outcome.OK, detail=(
+            "the database file and its directory are writable" if sqlite
+            else f"the role has every privilege {role.value} needs"))
     lines = "\n".join(f"- {problem}" for problem in missing)
     lines = f"what {role.value} needs, and the role lacks:\n{lines}"
     fixes = "\n".join(f"    {problem.fix}" for problem in missing)
