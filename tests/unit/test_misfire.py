@@ -28,8 +28,9 @@ UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 LATEST, ALL, SKIP = MisfirePolicy.LATEST, MisfirePolicy.ALL, MisfirePolicy.SKIP
-#: Minutes down: longer than the longest grace (7 days), short enough to be counted one by one.
-DOWN = 60 * (24 * 7 + 10)
+#: Minutes down: longer than a walk in full goes without a grace (an hour), short enough for
+#: the rest to be counted one by one.
+DOWN = 60 * 16
 
 
 def at(minutes: float = 0, seconds: float = 0, micros: int = 0) -> datetime:
@@ -146,11 +147,20 @@ CASES = {
                                          run=(at(0),), missed=0, next=at(1)),
     "once-late-no-grace": Case(now=at(60 * 24 * 30), policy=LATEST, once=True, grace=None,
                                run=(at(0),), missed=0, next=None),
-    # Past the longest grace a walk goes in full: the most recent point still runs.
-    "no-grace-seven-days-and-ten-hours-down": Case(
+    # Past what a walk goes in full without a grace: the most recent point still runs.
+    "no-grace-sixteen-hours-down": Case(
         now=at(DOWN, 30), policy=LATEST, grace=None, run=(at(DOWN),), missed=DOWN,
         next=at(DOWN + 1)),
 }
+
+
+def expected(case: Case) -> MisfirePlan:
+    """The case's plan; when nothing runs, the newest due point is the one given up."""
+    given_up = None
+    if not case.run and case.missed:
+        given_up = T0 if case.once or case.next is None else case.next - MINUTE
+    return MisfirePlan(run=case.run, missed=case.missed, next_occurrence=case.next,
+                       given_up=given_up)
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
@@ -160,7 +170,7 @@ def test_misfire_plan(case: Case) -> None:
     plan = plan_misfires(trigger=trigger, first=case.first, now=case.now, offset=case.offset,
                          policy=case.policy, grace=case.grace, max_catchup=case.max_catchup)
 
-    assert plan == MisfirePlan(run=case.run, missed=case.missed, next_occurrence=case.next)
+    assert plan == expected(case)
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
@@ -171,7 +181,7 @@ def test_a_walked_trigger_plans_like_a_seekable_one(case: Case) -> None:
                          offset=case.offset, policy=case.policy, grace=case.grace,
                          max_catchup=case.max_catchup)
 
-    assert plan == MisfirePlan(run=case.run, missed=case.missed, next_occurrence=case.next)
+    assert plan == expected(case)
 
 
 def test_the_wrapper_really_hides_seeking() -> None:
@@ -278,6 +288,13 @@ def test_run_and_missed_account_for_every_due_point(case: Scenario) -> None:
 
 
 @given(scenarios)
+def test_the_newest_due_point_is_given_up_when_none_runs(case: Scenario) -> None:
+    plan, due = case.plan(), case.due()
+
+    assert plan.given_up == (due[-1] if due and not plan.run else None)
+
+
+@given(scenarios)
 def test_run_is_sorted_without_repeats(case: Scenario) -> None:
     run = case.plan().run
 
@@ -340,7 +357,8 @@ def test_a_walked_backlog_of_decades_is_jumped_not_walked() -> None:
 
 class Bursts:
     """Every minute during the first two days of each 60-day period, and never otherwise: a
-    trigger whose newest due point can be far older than a walk in full goes."""
+    trigger whose newest due point can be far older than a walk in full goes
+    (:data:`~goatbeat_celery.core.rules.misfire.NO_GRACE_WALK`)."""
 
     def next_after(self, instant: datetime) -> datetime | None:
         period = timedelta(days=60)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeGuard
 
-from goatbeat_celery.core.rules import validation
 from goatbeat_celery.core.rules.runs import seconds_text
 from goatbeat_celery.core.rules.triggers import SeekableTrigger, Trigger
 from goatbeat_celery.core.types.errors import ConfigurationError
@@ -19,6 +18,9 @@ from goatbeat_celery.core.types.execution import GIVEN_UP
 from goatbeat_celery.core.types.instants import ensure_aware
 from goatbeat_celery.core.types.spec import MisfirePolicy
 
+#: Without a grace, how late a point may be and still be walked to rather than counted: a
+#: minutely cron walks an hour in full, not the days of a long outage.
+NO_GRACE_WALK = timedelta(hours=1)
 #: A trigger that is not seekable (cron, other Celery schedules) is walked point by point.
 #: Points past the grace are only counted, and past MAX_COUNTED the walk jumps to the end (the
 #: missed count is then a lower bound); points within the grace are walked in full, and more
@@ -64,9 +66,9 @@ def plan_misfires(
     the only point due (a schedule that fell behind does not catch up). Every due point that
     does not run is counted in ``missed``.
 
-    Without a grace, the points more than :data:`~goatbeat_celery.core.rules.validation.MAX_GRACE`
-    late are only counted, as those past a grace are (a long outage must not hold the claim
-    path), and the most recent of them are walked to only when too few points are newer.
+    Without a grace, the points more than :data:`NO_GRACE_WALK` late are only counted, as those
+    past a grace are (a long outage must not hold the claim path), and the most recent of them
+    are walked to only when too few points are newer.
     """
     first = ensure_aware(first, "first")
     now = ensure_aware(now, "now")
@@ -81,7 +83,7 @@ def plan_misfires(
 
     # Points strictly before the bound are later than the grace: missed whatever the policy.
     # Without a grace they are only older than a walk in full may go, and may still run.
-    bound = due_limit - (validation.MAX_GRACE if grace is None else grace)
+    bound = due_limit - (NO_GRACE_WALK if grace is None else grace)
     beyond, _, cursor = _points_before(trigger, first, bound, keep=0)
     keep = max_catchup if policy is MisfirePolicy.ALL else 1
     within: tuple[int, list[datetime], datetime | None] = (0, [], cursor)
@@ -159,7 +161,7 @@ def _last_points_before(trigger: Trigger, first: datetime, bound: datetime,
     """The last ``keep`` points in ``[first, bound)``: walked from ever earlier starts,
     doubling the reach back from ``bound``, so that a long backlog is walked only near its
     end."""
-    reach = validation.MAX_GRACE
+    reach = NO_GRACE_WALK
     while reach < bound - first:
         point = trigger.next_after(bound - reach - _MICROSECOND)
         if point is not None and point < bound:
