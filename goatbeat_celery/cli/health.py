@@ -1,5 +1,5 @@
-"""``health``: whether this host's replica leads, stands by, lost its lease, or is not running,
-as an exit status an orchestrator's probe reads."""
+"""``health``: whether this host's replica leads, stands by, lost its lease, is not running, or
+cannot lead for want of a privilege, as an exit status an orchestrator's probe reads."""
 
 from __future__ import annotations
 
