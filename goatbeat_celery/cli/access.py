@@ -4,9 +4,10 @@ the role it connects as, replicas of another lease name on the same database, th
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from goatbeat_celery.cli.checks import Check, Outcome
+from goatbeat_celery.cli.check_result import Check, Outcome
 from goatbeat_celery.core.rules.shards import other_leases_problem
 from goatbeat_celery.core.types.errors import GoatbeatError, StoreUnavailable
 from goatbeat_celery.store.privileges import Missing, Role, missing_privileges
@@ -69,15 +70,14 @@ def privileges_check(url: str, role: Role) -> Check:
 def _grants_apply(url: str) -> bool:
     """Whether ``url`` names a database whose privileges can be read: PostgreSQL, or a SQLite
     file that exists (reading one that does not would create it)."""
-    from goatbeat_celery.cli.checks import missing_sqlite_problem
-    from goatbeat_celery.store.url import Backend, backend_of
+    from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
     try:
         backend = backend_of(url)
     except GoatbeatError:
         return False
     return backend is Backend.POSTGRES or (backend is Backend.SQLITE
-                                           and missing_sqlite_problem(url, None) is None)
+                                           and os.path.exists(sqlite_path(url)))
 
 
 def denial(url: str) -> str | None:
@@ -120,8 +120,9 @@ def leases_check(url: str, lease_name: str) -> Check:
                  detail=f"no lease but {lease_name!r} (and its shards) is live")
 
 
-def broker_check(app: Any) -> Check:
-    """Whether the broker answers within :data:`BROKER_TIMEOUT`."""
+def broker_check(app: Any, warning: str | None = None) -> Check:
+    """Whether the broker answers within :data:`BROKER_TIMEOUT`; one that does, with a
+    ``warning`` about how beat uses it, warns."""
     connection = app.connection_for_write(connect_timeout=BROKER_TIMEOUT)
     # The password masked; kombu masks an absent one too, which would suggest there is one.
     shown = connection.as_uri(include_password=not connection.password)
@@ -131,9 +132,12 @@ def broker_check(app: Any) -> Check:
     except Exception as exc:  # kombu and its transports raise many kinds; each means "down"
         text = str(exc).strip()
         reason = text.splitlines()[0] if text else type(exc).__name__
+        also = "" if warning is None else f"\n{warning}"
         return Check(name="broker", outcome=Outcome.FAIL, detail=(
             f"{shown} cannot be reached within {BROKER_TIMEOUT:g}s: {reason}; beat would "
-            "keep every run claimed and unsent: start the broker or fix broker_url"))
+            f"keep every run claimed and unsent: start the broker or fix broker_url{also}"))
     finally:
         connection.release()
+    if warning is not None:
+        return Check(name="broker", outcome=Outcome.WARN, detail=warning)
     return Check(name="broker", outcome=Outcome.OK, detail=f"{shown} reachable")

@@ -9,37 +9,16 @@ do not track runs: beat works, and cannot tell how runs end.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from goatbeat_celery.cli.check_result import Check as Check  # re-exported: callers import it here
+from goatbeat_celery.cli.check_result import Outcome as Outcome
 from goatbeat_celery.core.rules.misfire import describe_grace
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.display import command_line, human_duration, with_migrate_command
-
-
-class Outcome(str, enum.Enum):
-    OK = "ok"
-    #: Works, with a limit the operator should know about (not a failure).
-    WARN = "warn"
-    FAIL = "fail"
-    SKIP = "skip"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Check:
-    """One check's result; ``detail`` says what was found, or what is wrong and how to fix it."""
-
-    name: str
-    outcome: Outcome
-    detail: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.outcome in (Outcome.OK, Outcome.WARN),
-                "status": self.outcome.value, "detail": self.detail}
 
 
 def run_checks(app: Any, *, app_given: str | None = None, role: str = "beat") -> list[Check]:
@@ -85,10 +64,7 @@ def run_checks(app: Any, *, app_given: str | None = None, role: str = "beat") ->
             checks.extend(_handover(config.database_url, config.settings.lease_name))
     from goatbeat_celery.beat.scheduler import broker_warning
 
-    checks.append(access.broker_check(app))
-    unconfirmed = broker_warning(app)
-    if unconfirmed is not None:
-        checks.append(Check(name="broker", outcome=Outcome.WARN, detail=unconfirmed))
+    checks.append(access.broker_check(app, broker_warning(app)))
     return checks
 
 

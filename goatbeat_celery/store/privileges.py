@@ -35,6 +35,7 @@ from goatbeat_celery.store.schema import (
     SCHEDULE_TABLE,
     SCHEDULE_TAG_TABLE,
 )
+from goatbeat_celery.store.url import mask_url
 
 __all__ = ["NEEDS", "Missing", "Role", "missing_privileges"]
 
@@ -103,8 +104,7 @@ def missing_privileges(engine: sa.Engine, role: Role) -> list[Missing]:
                       else_=(sa.func.has_sequence_privilege if target.endswith("_id_seq")
                              else sa.func.has_table_privilege)(target, privilege))
               for target, privilege in needs]
-    with translated("read privileges", engine.url.render_as_string(hide_password=True)), \
-            engine.connect() as conn:
+    with translated("read privileges", mask_url(engine.url)), engine.connect() as conn:
         user = conn.execute(sa.select(sa.func.current_user())).scalar_one()
         answers = conn.execute(sa.select(*probes)).one()
     lacking: dict[str, list[str]] = {}
