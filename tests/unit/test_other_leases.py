@@ -1,5 +1,6 @@
-"""Two lease names on one database make two leaders: each leader says so, as an error, at every
-renewal, and ``check`` names the other lease. Memory store, manual clock."""
+"""Two lease names on one database would make two leaders: a replica that takes its lease
+beside a live one of another name gives it back and says why, at each attempt, and ``check``
+names the other lease. Memory store, manual clock."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if getattr(r, "action", None) == "other_lease_live"]
 
 
-def test_each_leader_logs_the_other_lease_name_at_each_renewal(
+def test_a_replica_does_not_lead_beside_another_lease_name_and_says_so_at_each_attempt(
         store: MemoryStore, clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
     reports = build_engine(store, clock=clock, holder="a:1:x",
                            settings=Settings(lease_name="reports"))
@@ -25,17 +26,27 @@ def test_each_leader_logs_the_other_lease_name_at_each_renewal(
     with caplog.at_level(logging.ERROR, logger="goatbeat_celery"):
         reports.tick()
         assert errors(caplog) == []  # alone so far
+        assert store.inspect("reports").held
+
         billing.tick()
         (first,) = errors(caplog)
         assert first.levelname == "ERROR"
-        assert "lease 'billing' is not the only one live on this database: 'reports' " \
-               "(held by a:1:x)" in first.getMessage()
+        assert "not leading under lease 'billing': lease 'billing' is not the only one live " \
+               "on this database: 'reports' (held by a:1:x)" in first.getMessage()
         assert "same goatbeat_lease_name" in first.getMessage()
+        assert not store.inspect("billing").held  # given back at once
 
-        clock.advance(10)  # the renew interval
+        clock.advance(10)  # the renew interval: it asks again, and is refused again
         reports.tick()
         billing.tick()
-    assert len(errors(caplog)) == 3
+        assert len(errors(caplog)) == 2
+        assert store.inspect("reports").held and not store.inspect("billing").held
+
+        reports.close()  # the other deployment is gone: this one leads
+        clock.advance(10)
+        billing.tick()
+    assert len(errors(caplog)) == 2
+    assert store.inspect("billing").holder == "b:2:y"
 
 
 def test_a_deployments_own_shards_and_member_rows_are_not_another_lease(

@@ -127,14 +127,37 @@ class Leadership:
         self.deadline = asked + settings.local_validity.total_seconds()
         if stale:
             self._forget_gone()
-        if self.member is not None:
-            _warn_of_other_leases(self.lease, settings.lease_name)
+        if took_over and self._refused_beside_another(grant):
+            return None
         if took_over:
             logger.info("acquired lease %r with token %d", grant.name, grant.token,
                         extra={"action": "lease_acquired"})
             self.observer.lease_acquired(grant)
             self.config_pending = True
         return grant if self.config_pending else None
+
+    def _refused_beside_another(self, grant: LeaseGrant) -> bool:
+        """Whether a replica of another lease name is live on the same database, checked when
+        this one takes its lease: then it gives the lease back and does not lead, saying why at
+        each attempt, as two leaders would each send what the database schedules. (Checked
+        only then, an idle leader's renewal stays one statement.)"""
+        try:
+            problem = other_leases_problem(self.lease.list_leases(""), self.settings.lease_name)
+        except StoreError as exc:
+            report_store_error(logger, "could not list leases: %s", exc, exc=exc,
+                               action="lease_error")
+            problem = None
+        if problem is None:
+            return False
+        logger.error("not leading under lease %r: %s", self.name, problem,
+                     extra={"action": "other_lease_live"})
+        self.grant = None
+        try:
+            self.lease.release(grant)
+        except GoatbeatError as exc:
+            logger.warning("could not release lease %r: %s", grant.name, exc,
+                           extra={"action": "lease_release_failed"})
+        return True
 
     def config_synced(self) -> None:
         """The config is synced under the grant held: this replica leads."""
@@ -294,8 +317,6 @@ class ShardLeadership:
                 held.append(index)
         if self.leaderships[0].grant is not None:
             self._forget(view.gone)
-            if full:
-                _warn_of_other_leases(self.lease, settings.lease_name)
         self.next_check = self._next_heartbeat
         if view.next_expiry is not None:
             # Another replica's row running out may free a shard or change the quotas.
@@ -328,18 +349,6 @@ class ShardLeadership:
             _release_member(self.lease, member)
         for leadership in self.leaderships.values():
             leadership.release()
-
-
-def _warn_of_other_leases(lease: LeaseManager, lease_name: str) -> None:
-    """At each renewal of the leader, an error while replicas of another lease name are live
-    on the same database: each leads, and neither can tell on its own."""
-    try:
-        problem = other_leases_problem(lease.list_leases(""), lease_name)
-    except StoreError as exc:
-        logger.warning("could not list leases: %s", exc, extra={"action": "lease_error"})
-        return
-    if problem is not None:
-        logger.error("%s", problem, extra={"action": "other_lease_live"})
 
 
 def _forget(lease: LeaseManager, gone: Sequence[str]) -> None:
