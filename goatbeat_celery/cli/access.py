@@ -62,9 +62,9 @@ def privileges_check(url: str, role: Role) -> Check:
     fixes = "\n".join(f"    {problem.fix}" for problem in missing)
     cause = ("beat cannot lead: it would log permission denied at each attempt"
              if role is Role.BEAT else "workers cannot record their runs")
-    return Check(name=name, outcome=Outcome.FAIL, detail=(
-        f"{lines}\n{cause}. As the tables' owner or a superuser (docs/deploying.md, "
-        f"least-privilege roles):\n{fixes}"))
+    how = ("Fix" if url.startswith("sqlite") else
+           "As the tables' owner or a superuser (docs/deploying.md, least-privilege roles)")
+    return Check(name=name, outcome=Outcome.FAIL, detail=f"{lines}\n{cause}. {how}:\n{fixes}")
 
 
 def _grants_apply(url: str) -> bool:
