@@ -28,6 +28,7 @@ from goatbeat_celery.beat.schedule_view import ScheduleView
 from goatbeat_celery.beat.stopsignals import StopSignals
 from goatbeat_celery.beat.submitter import CelerySubmitter, publish_entry
 from goatbeat_celery.core.loop.engine import Engine
+from goatbeat_celery.core.rules.misfire import describe_grace
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.types.spec import ScheduleSpec
@@ -323,8 +324,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             f"    . goatbeat lease -> {settings.lease_name!r} ttl "
             f"{settings.lease_ttl.total_seconds()}s, "
             f"renew every {settings.lease_renew_interval.total_seconds()}s\n"
-            f"    . goatbeat misfire -> {settings.misfire_policy.value}, grace "
-            f"{settings.misfire_grace.total_seconds()}s, max catch-up {settings.max_catchup}\n"
+            f"    . goatbeat misfire -> {settings.misfire_policy.value}, "
+            f"{describe_grace(settings.misfire_grace, _seconds)}, "
+            f"max catch-up {settings.max_catchup}\n"
             f"    . goatbeat config schedules -> {len(self.goatbeat.schedules)}"
         )
 
@@ -378,3 +380,7 @@ def broker_warning(app: Any) -> str | None:
                 "counts as sent once written to the socket, and a RabbitMQ that fails at that "
                 "moment loses a run goatbeat has marked submitted; remove the option")
     return None
+
+
+def _seconds(duration: timedelta) -> str:
+    return f"{duration.total_seconds()}s"

@@ -9,44 +9,26 @@ do not track runs: beat works, and cannot tell how runs end.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from goatbeat_celery.cli.check_result import Check as Check  # re-exported: callers import it here
+from goatbeat_celery.cli.check_result import Outcome as Outcome
+from goatbeat_celery.core.rules.misfire import describe_grace
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.display import command_line, human_duration, with_migrate_command
 
 
-class Outcome(str, enum.Enum):
-    OK = "ok"
-    #: Works, with a limit the operator should know about (not a failure).
-    WARN = "warn"
-    FAIL = "fail"
-    SKIP = "skip"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Check:
-    """One check's result; ``detail`` says what was found, or what is wrong and how to fix it."""
-
-    name: str
-    outcome: Outcome
-    detail: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.outcome in (Outcome.OK, Outcome.WARN),
-                "status": self.outcome.value, "detail": self.detail}
-
-
-def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
+def run_checks(app: Any, *, app_given: str | None = None, role: str = "beat") -> list[Check]:
     """Every check, in order; later ones are skipped when what they need has failed.
 
-    ``app_given`` is the ``-A`` value (None without one), for the commands messages suggest.
+    ``app_given`` is the ``-A`` value (None without one), for the commands messages suggest;
+    ``role`` whose privileges are checked: ``beat`` (and the CLI) or ``worker``.
     """
     from goatbeat_celery import config as config_module
+    from goatbeat_celery.cli import access
     from goatbeat_celery.store import mask_url
 
     checks: list[Check] = []
@@ -59,7 +41,8 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
             f"{'' if settings.shards == 1 else f'in {settings.shards} shards '}"
             f"(ttl {human_duration(settings.lease_ttl)}, renewed every "
             f"{human_duration(settings.lease_renew_interval)}); misfire "
-            f"{settings.misfire_policy.value} (grace {human_duration(settings.misfire_grace)})"
+            f"{settings.misfire_policy.value} "
+            f"({describe_grace(settings.misfire_grace, human_duration)})"
         )))
     except ConfigurationError as exc:
         checks.append(Check(name="settings", outcome=Outcome.FAIL, detail=_listed(exc.problems)))
@@ -76,13 +59,12 @@ def run_checks(app: Any, *, app_given: str | None = None) -> list[Check]:
         untracked = config.tracking_warning()
         if untracked is not None:
             checks.append(Check(name="runs", outcome=Outcome.WARN, detail=untracked))
+        checks.extend(access.database_checks(config, role, reached=not failed(checks)))
         if not failed(checks):
             checks.extend(_handover(config.database_url, config.settings.lease_name))
     from goatbeat_celery.beat.scheduler import broker_warning
 
-    unconfirmed = broker_warning(app)
-    if unconfirmed is not None:
-        checks.append(Check(name="broker", outcome=Outcome.WARN, detail=unconfirmed))
+    checks.append(access.broker_check(app, broker_warning(app)))
     return checks
 
 

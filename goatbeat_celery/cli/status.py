@@ -104,14 +104,18 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @goatbeat.command(cls=CeleryCommand)
+@click.option("--role", type=click.Choice(["beat", "worker"]), default="beat", show_default=True,
+              help="Whose privileges to check: beat's (and the CLI's), or a worker's that "
+                   "tracks runs (run it with the workers' settings).")
 @json_option
 @click.pass_context
-def check(ctx: click.Context, as_json: bool) -> None:
-    """Check settings, beat_schedule, the database connection and the schema revision.
+def check(ctx: click.Context, role: str, as_json: bool) -> None:
+    """Check settings, beat_schedule, the database (connection, schema, privileges, other
+    leases) and the broker.
 
     Exits non-zero when any check fails.
     """
-    results = checks_module.run_checks(celery_app(ctx), app_given=app_given(ctx))
+    results = checks_module.run_checks(celery_app(ctx), app_given=app_given(ctx), role=role)
     failures = checks_module.failed(results)
     warnings = [c for c in results if c.outcome is checks_module.Outcome.WARN]
     if as_json:

@@ -8,7 +8,12 @@ from contextlib import contextmanager
 
 import sqlalchemy.exc as sa_exc
 
-from goatbeat_celery.core.types.errors import GoatbeatError, StoreError, StoreUnavailable
+from goatbeat_celery.core.types.errors import (
+    GoatbeatError,
+    StoreDenied,
+    StoreError,
+    StoreUnavailable,
+)
 
 #: SQLSTATE classes that mean the database refused what was asked of it (bad data, a value
 #: too large for an index, a missing privilege), not that it is unavailable: retrying the same
@@ -16,8 +21,23 @@ from goatbeat_celery.core.types.errors import GoatbeatError, StoreError, StoreUn
 _REFUSED_CLASSES = frozenset({"22", "23", "42", "54"})
 
 
+#: insufficient_privilege: a GRANT is missing.
+_DENIED = "42501"
+
+
+def is_denied(exc: BaseException) -> bool:
+    """True for a refusal for want of a privilege: a missing GRANT on PostgreSQL, a SQLite
+    file this process may not write."""
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) == _DENIED:
+        return True
+    return isinstance(orig, sqlite3.OperationalError) and "readonly database" in str(orig)
+
+
 def is_unavailable(exc: BaseException) -> bool:
     """True for errors that mean "the database cannot be used right now, retry later"."""
+    if is_denied(exc):
+        return False
     sqlstate = getattr(getattr(exc, "orig", exc), "sqlstate", None)
     if isinstance(sqlstate, str) and sqlstate[:2] in _REFUSED_CLASSES:
         return False
@@ -47,13 +67,17 @@ def translated(what: str, where: str) -> Iterator[None]:
         # A bind processor refusing a value (a naive datetime) arrives wrapped by SQLAlchemy.
         if isinstance(exc.orig, GoatbeatError):
             raise exc.orig from None
-        if is_unavailable(exc):
-            raise StoreUnavailable(f"{what}: database {where} unavailable: {_reason(exc)}") from exc
-        raise StoreError(f"{what}: database {where} failed: {_reason(exc)}") from exc
+        raise _wrapped(exc, what, where) from exc
     except _driver_errors() as exc:
-        if is_unavailable(exc):
-            raise StoreUnavailable(f"{what}: database {where} unavailable: {_reason(exc)}") from exc
-        raise StoreError(f"{what}: database {where} failed: {_reason(exc)}") from exc
+        raise _wrapped(exc, what, where) from exc
+
+
+def _wrapped(exc: BaseException, what: str, where: str) -> StoreError:
+    if is_unavailable(exc):
+        return StoreUnavailable(f"{what}: database {where} unavailable: {_reason(exc)}")
+    if is_denied(exc):
+        return StoreDenied(f"{what}: database {where} refused: {_reason(exc)}")
+    return StoreError(f"{what}: database {where} failed: {_reason(exc)}")
 
 
 def _driver_errors() -> tuple[type[Exception], ...]:

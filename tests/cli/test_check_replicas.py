@@ -24,7 +24,7 @@ def test_check_on_sqlite_warns_that_it_serves_one_host(cli_for: Any, tmp_path: P
     assert f"SQLite file {path}, which coordinates the replicas of this host only" \
         in result.stdout
     assert result.stdout.rstrip().endswith("all checks passed (1 warning)")
-    replicas = document["checks"][-1]
+    (replicas,) = [c for c in document["checks"] if c["name"] == "replicas"]
     assert (replicas["name"], replicas["status"], replicas["ok"]) == ("replicas", "warn", True)
     assert "PostgreSQL URL to run beat on several hosts" in replicas["detail"]
     assert document["ok"] is True
@@ -38,7 +38,9 @@ def test_check_on_sqlite_with_no_url_set_says_so(cli_for: Any, tmp_path: Path,
     cli.configure(goatbeat_track_runs=True)
     cli.ok("migrate")
 
-    detail = json.loads(cli.ok("check", "--json").stdout)["checks"][-1]["detail"]
+    (replicas,) = [c for c in json.loads(cli.ok("check", "--json").stdout)["checks"]
+                   if c["name"] == "replicas"]
+    detail = replicas["detail"]
 
     assert detail.startswith("goatbeat_database_url is not set: ")
 

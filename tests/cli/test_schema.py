@@ -114,7 +114,8 @@ def test_check_on_a_schema_behind_fails_and_names_the_migrate_command(
     document = _check_json(cli, exit_code=1)
     checks = _checks(document)
     assert document["ok"] is False
-    assert [c["status"] for c in document["checks"]] == ["ok", "ok", "ok", "fail"]
+    assert [c["status"] for c in document["checks"]] == ["ok", "ok", "ok", "fail", "skip", "ok"]
+    assert checks["grants"]["detail"] == "the schema is not at this version's revision yet"
     assert fix(cli) in checks["schema"]["detail"]
 
 
@@ -139,7 +140,8 @@ def test_check_passes_once_migrated(cli_for: Any, fresh_database_url: str) -> No
     assert output.splitlines()[-1] == "all checks passed"
     checks = _checks(_check_json(cli, exit_code=0))
     assert {name: c["status"] for name, c in checks.items()} == {
-        "settings": "ok", "beat_schedule": "ok", "database": "ok", "schema": "ok"}
+        "settings": "ok", "beat_schedule": "ok", "database": "ok", "schema": "ok",
+        "grants": "ok", "leases": "ok", "broker": "ok"}
     assert checks["beat_schedule"]["detail"] == "1 valid entry"
     assert head_revision() in checks["schema"]["detail"]
 

@@ -28,6 +28,9 @@ UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 LATEST, ALL, SKIP = MisfirePolicy.LATEST, MisfirePolicy.ALL, MisfirePolicy.SKIP
+#: Minutes down: longer than a walk in full goes without a grace (an hour), short enough for
+#: the rest to be counted one by one.
+DOWN = 60 * 16
 
 
 def at(minutes: float = 0, seconds: float = 0, micros: int = 0) -> datetime:
@@ -59,7 +62,7 @@ class Case:
     missed: int
     next: datetime | None
     first: datetime = T0
-    grace: timedelta = timedelta(seconds=60)
+    grace: timedelta | None = timedelta(seconds=60)
     max_catchup: int = 100
     offset: timedelta = timedelta(0)
     once: bool = False
@@ -133,7 +136,31 @@ CASES = {
     "once-on-time-skip": Case(now=at(0, 30), policy=SKIP, once=True, run=(at(0),), missed=0,
                               next=None),
     "once-not-due": Case(now=at(-1), policy=SKIP, once=True, run=(), missed=0, next=at(0)),
+    # Without a grace (the default) the most recent due point runs however late it is.
+    "no-grace-latest": Case(now=at(180, 30), policy=LATEST, grace=None, run=(at(180),),
+                            missed=180, next=at(181)),
+    "no-grace-all": Case(now=at(180, 30), policy=ALL, grace=None, max_catchup=3,
+                         run=minutes(178, 180), missed=178, next=at(181)),
+    "no-grace-skip": Case(now=at(180, 30), policy=SKIP, grace=None, run=(), missed=181,
+                          next=at(181)),
+    "no-grace-skip-one-late-point": Case(now=at(0, 59), policy=SKIP, grace=None,
+                                         run=(at(0),), missed=0, next=at(1)),
+    "once-late-no-grace": Case(now=at(60 * 24 * 30), policy=LATEST, once=True, grace=None,
+                               run=(at(0),), missed=0, next=None),
+    # Past what a walk goes in full without a grace: the most recent point still runs.
+    "no-grace-sixteen-hours-down": Case(
+        now=at(DOWN, 30), policy=LATEST, grace=None, run=(at(DOWN),), missed=DOWN,
+        next=at(DOWN + 1)),
 }
+
+
+def expected(case: Case) -> MisfirePlan:
+    """The case's plan; when nothing runs, the newest due point is the one given up."""
+    given_up = None
+    if not case.run and case.missed:
+        given_up = T0 if case.once or case.next is None else case.next - MINUTE
+    return MisfirePlan(run=case.run, missed=case.missed, next_occurrence=case.next,
+                       given_up=given_up)
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
@@ -143,7 +170,7 @@ def test_misfire_plan(case: Case) -> None:
     plan = plan_misfires(trigger=trigger, first=case.first, now=case.now, offset=case.offset,
                          policy=case.policy, grace=case.grace, max_catchup=case.max_catchup)
 
-    assert plan == MisfirePlan(run=case.run, missed=case.missed, next_occurrence=case.next)
+    assert plan == expected(case)
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
@@ -154,7 +181,7 @@ def test_a_walked_trigger_plans_like_a_seekable_one(case: Case) -> None:
                          offset=case.offset, policy=case.policy, grace=case.grace,
                          max_catchup=case.max_catchup)
 
-    assert plan == MisfirePlan(run=case.run, missed=case.missed, next_occurrence=case.next)
+    assert plan == expected(case)
 
 
 def test_the_wrapper_really_hides_seeking() -> None:
@@ -210,7 +237,7 @@ class Scenario:
     first: datetime
     now: datetime
     offset: timedelta
-    grace: timedelta
+    grace: timedelta | None
     policy: MisfirePolicy
     max_catchup: int
 
@@ -229,14 +256,15 @@ class Scenario:
         return points
 
 
-def scenario(seconds: int, index: int, elapsed: float, offset: float, grace: float,
+def scenario(seconds: int, index: int, elapsed: float, offset: float, grace: float | None,
              policy: MisfirePolicy, max_catchup: int) -> Scenario:
     # Durations are generated in steps of the grid, so the naive walk stays short.
     step = timedelta(seconds=seconds)
     first = T0 - (T0 - EPOCH) % step + index * step  # a grid point near T0
     shift = step * offset
     return Scenario(trigger=IntervalTrigger(step), first=first, now=first + shift + step * elapsed,
-                    offset=shift, grace=step * grace, policy=policy, max_catchup=max_catchup)
+                    offset=shift, grace=None if grace is None else step * grace,
+                    policy=policy, max_catchup=max_catchup)
 
 
 scenarios = st.builds(
@@ -245,7 +273,7 @@ scenarios = st.builds(
     index=st.integers(0, 1000),
     elapsed=st.floats(-3, 300),
     offset=st.floats(0, 0.999),
-    grace=st.floats(0, 100),
+    grace=st.one_of(st.none(), st.floats(0, 100)),
     policy=st.sampled_from(list(MisfirePolicy)),
     max_catchup=st.integers(1, 50),
 )
@@ -257,6 +285,13 @@ def test_run_and_missed_account_for_every_due_point(case: Scenario) -> None:
 
     assert set(plan.run) <= set(due)
     assert len(plan.run) + plan.missed == len(due)
+
+
+@given(scenarios)
+def test_the_newest_due_point_is_given_up_when_none_runs(case: Scenario) -> None:
+    plan, due = case.plan(), case.due()
+
+    assert plan.given_up == (due[-1] if due and not plan.run else None)
 
 
 @given(scenarios)
@@ -280,7 +315,8 @@ def test_the_grace_decides_and_the_policy_chooses_among_the_points_within_it(
         case: Scenario) -> None:
     plan, due = case.plan(), case.due()
 
-    within = [p for p in due if case.now - (p + case.offset) <= case.grace]
+    grace = case.grace
+    within = [p for p in due if grace is None or case.now - (p + case.offset) <= grace]
     if case.policy is LATEST:
         expected = within[-1:]
     elif case.policy is ALL:
@@ -317,3 +353,46 @@ def test_a_walked_backlog_of_decades_is_jumped_not_walked() -> None:
     assert plan.run == (at(0),)
     assert plan.next_occurrence == at(1)
     assert MAX_COUNTED <= plan.missed < 365 * 50 * 24 * 60
+
+
+class Bursts:
+    """Every minute during the first two days of each 60-day period, and never otherwise: a
+    trigger whose newest due point can be far older than a walk in full goes
+    (:data:`~goatbeat_celery.core.rules.misfire.NO_GRACE_WALK`)."""
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        period = timedelta(days=60)
+        start = EPOCH + (instant - EPOCH) // period * period
+        candidate = EPOCH + ((instant - EPOCH) // MINUTE + 1) * MINUTE
+        if candidate < start + timedelta(days=2):
+            return candidate
+        return start + period
+
+    def describe(self) -> str:
+        return "bursts"
+
+
+def test_without_a_grace_the_newest_point_runs_even_behind_a_long_gap_of_none() -> None:
+    # Two days of points (2,880, more than are counted one by one) then 58 days of none:
+    # down since the burst began, the newest point of the burst runs, 50 days late.
+    trigger = Bursts()
+    burst = trigger.next_after(T0 - timedelta(days=60))
+    assert burst is not None
+    last = burst + timedelta(days=2) - MINUTE
+    now = last + timedelta(days=50)
+
+    plan = plan_misfires(trigger=trigger, first=burst, now=now, policy=LATEST)
+
+    assert plan.run == (last,)
+    assert plan.next_occurrence == burst + timedelta(days=60)
+    assert MAX_COUNTED - 1 <= plan.missed <= 2 * 24 * 60 - 1  # a lower bound, past the count
+
+    older = plan_misfires(trigger=trigger, first=burst, now=now, policy=ALL, max_catchup=3)
+    assert older.run == (last - 2 * MINUTE, last - MINUTE, last)
+
+
+def test_a_grace_opted_into_still_misses_what_is_later_than_it() -> None:
+    plan = plan_misfires(trigger=Bursts(), first=T0, now=T0 + timedelta(days=30),
+                         policy=LATEST, grace=timedelta(hours=1))
+
+    assert plan.run == ()

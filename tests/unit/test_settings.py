@@ -18,14 +18,27 @@ def problems(**kwargs: object) -> tuple[str, ...]:
     return raised.value.problems
 
 
-def test_the_defaults_are_valid_and_the_grace_covers_a_failover() -> None:
+def test_the_defaults_are_valid_and_no_grace_drops_a_late_run() -> None:
     settings = Settings()
 
     assert settings.lease_ttl == timedelta(seconds=30)
     assert settings.lease_renew_interval == timedelta(seconds=10)
     assert settings.local_validity == timedelta(seconds=20)
-    assert settings.misfire_grace >= settings.lease_ttl + settings.lease_renew_interval
+    # As Celery's beat: the most recent missed occurrence runs once, however late.
+    assert settings.misfire_grace is None
     assert settings.misfire_policy is MisfirePolicy.LATEST
+
+
+@pytest.mark.parametrize("given", [0, 90, "1m30s", timedelta(days=7)])
+def test_a_grace_is_opted_into_by_setting_it(given: object) -> None:
+    grace = Settings(misfire_grace=given).misfire_grace  # type: ignore[arg-type]
+
+    assert isinstance(grace, timedelta)
+    assert grace == Settings(misfire_grace=grace).misfire_grace
+
+
+def test_a_grace_longer_than_seven_days_is_refused() -> None:
+    assert problems(misfire_grace=timedelta(days=7, seconds=1))[0].startswith("misfire_grace")
 
 
 def test_every_problem_is_reported_at_once() -> None:

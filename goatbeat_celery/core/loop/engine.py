@@ -24,6 +24,7 @@ from goatbeat_celery.core.loop.leadership import STORE_RETRY, Leadership, ShardL
 from goatbeat_celery.core.loop.observer import EngineObserver, NullObserver
 from goatbeat_celery.core.loop.planner import Planner
 from goatbeat_celery.core.loop.settlement import RunSettler
+from goatbeat_celery.core.loop.store_errors import report_store_error
 from goatbeat_celery.core.loop.submission import InFlight, SubmissionPipeline
 from goatbeat_celery.core.loop.trigger_cache import TriggerCache
 from goatbeat_celery.core.protocols import (
@@ -263,8 +264,8 @@ class Engine:
             return 0.0
         except StoreError as exc:
             self._news = True
-            logger.warning("store error while dispatching: %s", exc,
-                           extra={"action": "store_error"})
+            report_store_error(logger, "store error while dispatching: %s", exc, exc=exc,
+                               action="store_error")
             return min(STORE_RETRY, self._until(self._next_renew()))
         if grant is not None:
             self._looked_under = grant.token
@@ -377,18 +378,16 @@ class Engine:
             self._store_seen = (now, self._mono())
             entries = [entry for spec in self.config_schedules
                        if (entry := self._sync_entry(spec, now)) is not None]
-            if self.settings.config_prune:
-                report = self.store.sync_config(
-                    entries, lease=grant, prune_after=self.settings.config_prune_grace)
-            else:
-                report = self.store.sync_config(entries, lease=grant)
+            prune = {"prune_after": self.settings.config_prune_grace} if (
+                self.settings.config_prune) else {}
+            report = self.store.sync_config(entries, lease=grant, **prune)
         except LeaseLost:
             (leadership or self._leadership).lose("fencing token refused during config sync")
             return
         except StoreError as exc:
             # Still holding the lease, config pending: synced again after the next renewal.
-            logger.warning("config sync failed, retrying: %s", exc,
-                           extra={"action": "config_sync_failed"})
+            report_store_error(logger, "config sync failed, retrying: %s", exc, exc=exc,
+                               action="config_sync_failed")
             if leadership is not None:
                 self._declared = True
             return

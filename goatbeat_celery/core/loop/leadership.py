@@ -21,12 +21,14 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 
 from goatbeat_celery.core.loop.observer import EngineObserver
+from goatbeat_celery.core.loop.store_errors import report_store_error
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.shards import (
     Shard,
     ShardingView,
     member_lease_name,
     members_prefix,
+    other_leases_problem,
     quota,
     shard_lease_name,
     sharding_prefix,
@@ -108,8 +110,8 @@ class Leadership:
         except StoreError as exc:
             # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
-            logger.warning("lease %r: store %s: %s", self.name, what, exc,
-                           extra={"action": "lease_error"})
+            report_store_error(logger, "lease %r: store %s: %s", self.name, what, exc,
+                               exc=exc, action="lease_error")
             self.next_renew = asked + min(STORE_RETRY, renew_interval)
             if self.grant is not None and asked >= self.deadline:
                 self.lose(f"store {what} past the local deadline")
@@ -125,12 +127,37 @@ class Leadership:
         self.deadline = asked + settings.local_validity.total_seconds()
         if stale:
             self._forget_gone()
+        if took_over and self._refused_beside_another(grant):
+            return None
         if took_over:
             logger.info("acquired lease %r with token %d", grant.name, grant.token,
                         extra={"action": "lease_acquired"})
             self.observer.lease_acquired(grant)
             self.config_pending = True
         return grant if self.config_pending else None
+
+    def _refused_beside_another(self, grant: LeaseGrant) -> bool:
+        """Whether a replica of another lease name is live on the same database, checked when
+        this one takes its lease: then it gives the lease back and does not lead, saying why at
+        each attempt, as two leaders would each send what the database schedules. (Checked
+        only then, an idle leader's renewal stays one statement.)"""
+        try:
+            problem = other_leases_problem(self.lease.list_leases(""), self.settings.lease_name)
+        except StoreError as exc:
+            report_store_error(logger, "could not list leases: %s", exc, exc=exc,
+                               action="lease_error")
+            problem = None
+        if problem is None:
+            return False
+        logger.error("not leading under lease %r: %s", self.name, problem,
+                     extra={"action": "other_lease_live"})
+        self.grant = None
+        try:
+            self.lease.release(grant)
+        except GoatbeatError as exc:
+            logger.warning("could not release lease %r: %s", grant.name, exc,
+                           extra={"action": "lease_release_failed"})
+        return True
 
     def config_synced(self) -> None:
         """The config is synced under the grant held: this replica leads."""
@@ -261,8 +288,8 @@ class ShardLeadership:
             rows = self.lease.list_leases(sharding_prefix(settings.lease_name))
         except StoreError as exc:
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
-            logger.warning("shards of lease %r: store %s: %s", settings.lease_name, what, exc,
-                           extra={"action": "lease_error"})
+            report_store_error(logger, "shards of lease %r: store %s: %s",
+                               settings.lease_name, what, exc, exc=exc, action="lease_error")
             self.next_check = asked + min(STORE_RETRY, renew_interval)
             for leadership in self.leaderships.values():
                 if leadership.grant is not None and asked >= leadership.deadline:

@@ -22,7 +22,7 @@ from goatbeat_celery.core.rules.allowlist import sending_problems
 from goatbeat_celery.core.rules.calendars import Calendar, resolve
 from goatbeat_celery.core.rules.controls import bound_claim
 from goatbeat_celery.core.rules.defaults import own_or_default
-from goatbeat_celery.core.rules.misfire import first_occurrence, plan_misfires
+from goatbeat_celery.core.rules.misfire import first_occurrence, given_up_reason, plan_misfires
 from goatbeat_celery.core.rules.policies import GridAfter, ScheduleMode
 from goatbeat_celery.core.rules.triggers import Trigger
 from goatbeat_celery.core.types.errors import ConfigurationError, failure_reason
@@ -145,13 +145,14 @@ class Planner:
             return fixed_delay_claim(schedule, now, expires_after=expires_after,
                                      default_overlap=settings.overlap_policy)
         policy = own_or_default(spec.misfire_policy, settings.misfire_policy)
+        grace = own_or_default(spec.misfire_grace, settings.misfire_grace)
         plan = plan_misfires(
             trigger=trigger,
             first=first,
             now=now,
             offset=offset,
             policy=policy,
-            grace=own_or_default(spec.misfire_grace, settings.misfire_grace),
+            grace=grace,
             max_catchup=own_or_default(spec.max_catchup, settings.max_catchup),
         )
         if plan.missed:
@@ -159,10 +160,18 @@ class Planner:
                            plan.missed, policy.value, extra={"action": "missed"})
             self.observer.missed(spec.name, plan.missed)
         upcoming = plan.next_occurrence
+        points: tuple[datetime, ...] = plan.run
+        excluded: tuple[tuple[datetime, str], ...] = ()
+        if plan.given_up is not None:
+            # Recorded, never sent: the history shows what was missed, and the alert is
+            # raised now rather than at the next run, which may be a day away.
+            points = (plan.given_up,)
+            excluded = ((plan.given_up, given_up_reason(plan.missed, policy, grace)),)
         return PlannedClaim(
             schedule_name=spec.name,
             version=schedule.version,
-            occurrences=tuple((point, point + offset) for point in plan.run),
+            occurrences=tuple((point, point + offset) for point in points),
+            excluded=excluded,
             missed=plan.missed,
             next_occurrence_at=upcoming,
             next_run_at=None if upcoming is None else upcoming + offset,

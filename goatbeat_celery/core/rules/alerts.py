@@ -306,12 +306,14 @@ def _scheduled(runs: Sequence[Execution]) -> list[Execution]:
 
 def _missed(runs: Sequence[Execution], missed: int) -> Verdict:
     """``missed`` occurrences in a row did not run, up to the newest: those coalesced before
-    the newest run, or, while the newest expired, the expired ones and those before each."""
-    scheduled = [run for run in _scheduled(runs) if run.state is not ExecutionState.SKIPPED]
+    the newest run, or, while the newest did not run (it expired, or the misfire rule gave it
+    up), those that did not run since the last that did."""
+    scheduled = [run for run in _scheduled(runs)
+                 if run.state is not ExecutionState.SKIPPED or run.given_up]
     if not scheduled:
         return UNJUDGED
     newest = scheduled[0]
-    if newest.state is not ExecutionState.EXPIRED:
+    if newest.state is not ExecutionState.EXPIRED and not newest.given_up:
         if newest.missed < missed:
             return None  # it ran, after fewer missed than the rule waits for
         plural = "s" if newest.missed > 1 else ""
@@ -320,16 +322,20 @@ def _missed(runs: Sequence[Execution], missed: int) -> Verdict:
                        "than the misfire grace)", newest.key)
     in_a_row, ended = 0, False
     for run in scheduled:
-        if run.state is not ExecutionState.EXPIRED:
+        if run.state is not ExecutionState.EXPIRED and not run.given_up:
             ended = True
             break
-        in_a_row += 1 + run.missed
+        # A given-up row counts itself in its missed count; an expired one does not.
+        in_a_row += run.missed if run.given_up else 1 + run.missed
     if in_a_row < missed:
         return UNJUDGED  # none ran since: the streak may still reach the count
     # A streak that fills every run read may be longer.
     least = "" if ended or len(runs) < ALERT_DEPTH else "at least "
     streak = (f"; {least}{in_a_row} occurrences in a row did not run" if in_a_row > 1
               else "")
+    if newest.given_up:
+        return Finding(f"occurrence {newest.key} was not sent: {newest.last_error}{streak}",
+                       newest.key)
     return Finding(f"occurrence {newest.key} passed its starting deadline before it could "
                    f"be sent (no leader could send it in time{streak})", newest.key)
 

@@ -239,9 +239,11 @@ class Exclusions:
     def exclude(self, claim: PlannedClaim) -> PlannedClaim:
         """``claim`` with its excluded occurrences named in ``excluded`` (the claim records
         them ``skipped`` with the reason)."""
+        # An occurrence skipped already (given up by the misfire rule) keeps its reason.
+        already = {point for point, _ in claim.excluded}
         excluded = tuple((point, reason) for point, due in claim.occurrences
-                         if (reason := self.reason(due)) is not None)
-        return replace(claim, excluded=excluded) if excluded else claim
+                         if point not in already and (reason := self.reason(due)) is not None)
+        return replace(claim, excluded=claim.excluded + excluded) if excluded else claim
 
 
 def _merged(ranges: Sequence[tuple[date, date]]) -> tuple[list[date], list[date]]:

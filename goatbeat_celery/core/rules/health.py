@@ -12,6 +12,10 @@ row(s) right after. So the rows, read with the database clock, say of a replica:
 * **not running** — nothing of the above: no row names it, it stopped cleanly (its rows
   released), or it went silent as a standby.
 
+One verdict comes before the rows: **cannot lead**, when the role it connects as lacks a
+privilege beat needs. It may even hold the lease, and still never dispatch, and no retry
+fixes that.
+
 On a host that ran several replicas one after the other (a restarted container keeps its host
 name), the one whose member row was renewed last is judged: the one running now.
 """
@@ -35,6 +39,7 @@ class Health(Enum):
     STANDBY = "standby"
     LEASE_LOST = "lease lost"
     NOT_RUNNING = "not running"
+    CANNOT_LEAD = "cannot lead"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,15 +6,21 @@ A pure function of its arguments, so it is tested by tables of cases and shared 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeGuard
 
+from goatbeat_celery.core.rules.runs import seconds_text
 from goatbeat_celery.core.rules.triggers import SeekableTrigger, Trigger
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import GIVEN_UP
 from goatbeat_celery.core.types.instants import ensure_aware
 from goatbeat_celery.core.types.spec import MisfirePolicy
 
+#: Without a grace, how late a point may be and still be walked to rather than counted: a
+#: minutely cron walks an hour in full, not the days of a long outage.
+NO_GRACE_WALK = timedelta(hours=1)
 #: A trigger that is not seekable (cron, other Celery schedules) is walked point by point.
 #: Points past the grace are only counted, and past MAX_COUNTED the walk jumps to the end (the
 #: missed count is then a lower bound); points within the grace are walked in full, and more
@@ -29,12 +35,14 @@ class MisfirePlan:
 
     ``run`` are the occurrences (grid points, oldest first) to claim now; ``missed`` counts due
     points that will never run; ``next_occurrence`` is the first point not yet due (``None``
-    when the trigger is exhausted).
+    when the trigger is exhausted). ``given_up`` is the newest due point when none runs: it is
+    recorded (skipped, never sent), so that what was missed shows, and alerts, at once.
     """
 
     run: tuple[datetime, ...]
     missed: int
     next_occurrence: datetime | None
+    given_up: datetime | None = None
 
 
 def plan_misfires(
@@ -44,7 +52,7 @@ def plan_misfires(
     now: datetime,
     offset: timedelta = timedelta(0),
     policy: MisfirePolicy = MisfirePolicy.LATEST,
-    grace: timedelta = timedelta(seconds=60),
+    grace: timedelta | None = None,
     max_catchup: int = 100,
 ) -> MisfirePlan:
     """Plan the due occurrences of one schedule.
@@ -52,14 +60,19 @@ def plan_misfires(
     ``first`` is the schedule's next occurrence (a grid point of ``trigger``); an occurrence
     ``p`` is due when ``p + offset <= now``. The grace decides whether a due point may run at
     all: one later than ``grace`` (``now - (p + offset) > grace``) is missed under every
-    policy. Of the points within the grace, ``latest`` runs the most recent one (the others are
-    coalesced into it), ``all`` runs each (the ``max_catchup`` most recent), and ``skip`` runs
-    one only when it is the only point due (a schedule that fell behind does not catch up).
-    Every due point that does not run is counted in ``missed``.
+    policy; with no grace (None, the default) every due point may, however late. Of the points
+    that may run, ``latest`` runs the most recent one (the others are coalesced into it),
+    ``all`` runs each (the ``max_catchup`` most recent), and ``skip`` runs one only when it is
+    the only point due (a schedule that fell behind does not catch up). Every due point that
+    does not run is counted in ``missed``.
+
+    Without a grace, the points more than :data:`NO_GRACE_WALK` late are only counted, as those
+    past a grace are (a long outage must not hold the claim path), and the most recent of them
+    are walked to only when too few points are newer.
     """
     first = ensure_aware(first, "first")
     now = ensure_aware(now, "now")
-    if grace < timedelta(0):
+    if grace is not None and grace < timedelta(0):
         raise ConfigurationError([f"misfire_grace: must be >= 0, got {grace}"])
     if max_catchup < 1:
         raise ConfigurationError([f"max_catchup: must be >= 1, got {max_catchup}"])
@@ -69,19 +82,27 @@ def plan_misfires(
         return MisfirePlan(run=(), missed=0, next_occurrence=first)
 
     # Points strictly before the bound are later than the grace: missed whatever the policy.
-    beyond, _, cursor = _points_before(trigger, first, due_limit - grace, keep=0)
+    # Without a grace they are only older than a walk in full may go, and may still run.
+    bound = due_limit - (NO_GRACE_WALK if grace is None else grace)
+    beyond, _, cursor = _points_before(trigger, first, bound, keep=0)
     keep = max_catchup if policy is MisfirePolicy.ALL else 1
     within: tuple[int, list[datetime], datetime | None] = (0, [], cursor)
     if cursor is not None:
         within = _points_before(trigger, cursor, due_limit + _MICROSECOND, keep=keep)
     count, tail, upcoming = within
+    if grace is None and beyond and len(tail) < keep:
+        older = _last_points_before(trigger, first, bound, keep - len(tail))
+        count, beyond, tail = count + len(older), beyond - len(older), [*older, *tail]
 
     if policy is MisfirePolicy.SKIP and (beyond or count > 1):
         run: list[datetime] = []
     else:
         run = tail
+    given_up = None
+    if not run:  # something was due (first <= due_limit): all of it is given up
+        given_up = tail[-1] if tail else _last_points_before(trigger, first, bound, 1)[-1]
     return MisfirePlan(run=tuple(run), missed=beyond + count - len(run),
-                       next_occurrence=upcoming)
+                       next_occurrence=upcoming, given_up=given_up)
 
 
 _MICROSECOND = timedelta(microseconds=1)
@@ -133,6 +154,34 @@ def _points_before(
             )
         cursor = trigger.next_after(cursor)
     return count, list(tail_queue), cursor
+
+
+def _last_points_before(trigger: Trigger, first: datetime, bound: datetime,
+                        keep: int) -> list[datetime]:
+    """The last ``keep`` points in ``[first, bound)``: walked from ever earlier starts,
+    doubling the reach back from ``bound``, so that a long backlog is walked only near its
+    end."""
+    reach = NO_GRACE_WALK
+    while reach < bound - first:
+        point = trigger.next_after(bound - reach - _MICROSECOND)
+        if point is not None and point < bound:
+            _, tail, _ = _points_before(trigger, point, bound, keep=keep)
+            if len(tail) >= keep:
+                return tail
+        reach *= 2
+    return _points_before(trigger, first, bound, keep=keep)[1]
+
+
+def given_up_reason(missed: int, policy: MisfirePolicy, grace: timedelta | None) -> str:
+    """The reason recorded on a given-up occurrence, ``missed`` due points given up with it."""
+    plural = "s" if missed > 1 else ""
+    return (f"{GIVEN_UP}: {missed} due occurrence{plural} given up, this the newest "
+            f"(policy {policy.value}, {describe_grace(grace, seconds_text)})")
+
+
+def describe_grace(grace: timedelta | None, shown: Callable[[timedelta], str]) -> str:
+    """A misfire grace as the banner and ``check`` state it, ``shown`` formatting a duration."""
+    return "no grace: runs however late" if grace is None else f"grace {shown(grace)}"
 
 
 def first_occurrence(

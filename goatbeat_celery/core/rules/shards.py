@@ -73,6 +73,28 @@ def sharding_prefix(lease_name: str) -> str:
     return f"{lease_name}."
 
 
+def other_leases(rows: Sequence[LeaseInfo], lease_name: str) -> list[LeaseInfo]:
+    """The live rows among ``rows`` that belong to another lease name: neither ``lease_name``
+    nor a row of its sharding (its shards and member rows)."""
+    own = sharding_prefix(lease_name)
+    return [row for row in rows
+            if row.held and row.name != lease_name and not row.name.startswith(own)]
+
+
+def other_leases_problem(rows: Sequence[LeaseInfo], lease_name: str) -> str | None:
+    """What is wrong when replicas of another lease name are live on the same database
+    (:func:`other_leases`), and how to fix it; None when there are none."""
+    others = other_leases(rows, lease_name)
+    if not others:
+        return None
+    shown = ", ".join(f"{row.name!r} (held by {row.holder})" for row in others[:5])
+    more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+    return (f"lease {lease_name!r} is not the only one live on this database: {shown}{more}. "
+            "Two lease names make two leaders: each sends the schedules of the database, and "
+            "each one's config sync undoes the other's entries. Give every replica of a "
+            "deployment the same goatbeat_lease_name, or each deployment its own database")
+
+
 def members_prefix(lease_name: str) -> str:
     """What the member rows of every shard count start with."""
     return f"{lease_name}.replicas-of-"

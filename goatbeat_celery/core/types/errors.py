@@ -13,6 +13,7 @@
     ├── LeaseLost                   the fencing token is no longer current: stop claiming
     └── StoreError                  the store failed (driver errors are wrapped here)
         ├── StoreUnavailable        the database cannot be reached right now
+        ├── StoreDenied             the database refused for want of a privilege: grant it
         └── SchemaOutOfDate         the schema is behind the code: run the migrations
 
 Adapters wrap their drivers' exceptions with ``raise ... from exc`` so that callers only ever
@@ -124,6 +125,11 @@ class StoreError(GoatbeatError):
 
 class StoreUnavailable(StoreError):
     """The database could not be reached or dropped the connection; retry later."""
+
+
+class StoreDenied(StoreError):
+    """The database refused a statement for want of a privilege (or a read-only file): it
+    fails the same way until someone grants it, so it is no outage to wait out."""
 
 
 class SchemaOutOfDate(StoreError):

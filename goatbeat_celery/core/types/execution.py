@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import enum
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import quote
 
 from goatbeat_celery.core.rules.runs import RunRecord
 from goatbeat_celery.core.types.instants import ensure_aware
@@ -32,18 +34,44 @@ class ExecutionState(str, enum.Enum):
     SKIPPED = "skipped"
 
 
+#: How the reason recorded on an occurrence the misfire rule gave up begins (it is ``skipped``,
+#: never sent; :attr:`~goatbeat_celery.core.rules.misfire.MisfirePlan.given_up`): the
+#: ``missed`` alert tells it by this from an occurrence skipped for another reason.
+GIVEN_UP = "missed by the misfire rule"
+
+#: Characters a key never holds as they are: each result backend Celery ships keeps a result
+#: under its task id, the file system backend as a file name and others in a URL or a key path,
+#: where a slash, a backslash, NUL or a control character breaks the path; ``%`` is encoded too,
+#: so that the encoding stays one-to-one.
+_UNSAFE_IN_KEY = frozenset("/\\%")
+
+
+def key_name(schedule_name: str) -> str:
+    """The schedule name as a key carries it: the name itself, except that each character
+    unsafe in a file name or a backend key (``/``, ``\\``, ``%``, NUL and every other control
+    character) is percent-encoded (its UTF-8 bytes, ``reports/daily`` → ``reports%2Fdaily``).
+    A name without them is its own key name, so keys written before the rule keep their value."""
+    if schedule_name.isprintable() and not _UNSAFE_IN_KEY.intersection(schedule_name):
+        return schedule_name  # the common case, checked once for the whole name
+    return "".join(quote(char, safe="") if char in _UNSAFE_IN_KEY
+                   or unicodedata.category(char) == "Cc" else char
+                   for char in schedule_name)
+
+
 def idempotency_key(schedule_name: str, occurrence: datetime) -> str:
-    """``"<schedule name>:<occurrence instant in UTC, ISO-8601>"``, the claim's unique key."""
-    return f"{schedule_name}:{ensure_aware(occurrence, 'occurrence').isoformat()}"
+    """``"<key name>:<occurrence instant in UTC, ISO-8601>"``, the claim's unique key and its
+    Celery task id (:func:`key_name`: the schedule name, safe for every result backend)."""
+    return f"{key_name(schedule_name)}:{ensure_aware(occurrence, 'occurrence').isoformat()}"
 
 
 def manual_key(schedule_name: str, requested_at: datetime) -> str:
-    """``"<schedule name>:<instant in UTC, ISO-8601>:manual"``, the key of an extra run.
+    """``"<key name>:<instant in UTC, ISO-8601>:manual"``, the key of an extra run.
 
     A grid key always ends with an instant and a manual key never does, so no name, however
     chosen, makes one equal the other.
     """
-    return f"{schedule_name}:{ensure_aware(requested_at, 'requested_at').isoformat()}:manual"
+    instant = ensure_aware(requested_at, "requested_at").isoformat()
+    return f"{key_name(schedule_name)}:{instant}:manual"
 
 
 def backfill_key(schedule_name: str, occurrence: datetime, backfill_id: int | str) -> str:
@@ -64,9 +92,12 @@ def is_key_of(key: object, schedule_name: object, occurrence: object) -> bool:
     id and goatbeat headers agree, so a message whose id was set to another schedule's key
     writes nothing onto that run."""
     if not (isinstance(key, str) and isinstance(schedule_name, str)
-            and isinstance(occurrence, str) and key.startswith(f"{schedule_name}:")):
+            and isinstance(occurrence, str)):
         return False
-    instant = _KEY_SUFFIX.sub("", key[len(schedule_name) + 1:]).removeprefix("manual:")
+    prefix = f"{key_name(schedule_name)}:"
+    if not key.startswith(prefix):
+        return False
+    instant = _KEY_SUFFIX.sub("", key[len(prefix):]).removeprefix("manual:")
     try:
         keyed, sent = datetime.fromisoformat(instant), datetime.fromisoformat(occurrence)
         return keyed.tzinfo is not None and sent.tzinfo is not None and keyed == sent
@@ -112,6 +143,12 @@ class Execution(RunRecord):
     #: (:func:`~goatbeat_celery.core.rules.policies.settle`): None when its schedule had no policy
     #: waiting for it when it was claimed, False until it ends and is settled, then True.
     settled: bool | None = None
+
+    @property
+    def given_up(self) -> bool:
+        """Whether the misfire rule gave this occurrence up: recorded, never sent."""
+        return self.state is ExecutionState.SKIPPED and (self.last_error or "").startswith(
+            GIVEN_UP)
 
     @property
     def in_flight(self) -> bool:

@@ -43,7 +43,6 @@ _DAY = timedelta(days=1)
 _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "lease_ttl": (_HOUR, False),
     "lease_renew_interval": (_HOUR, False),
-    "misfire_grace": (validation.MAX_GRACE, True),
     "max_interval": (_HOUR, False),
     "retention": (validation.MAX_DURATION, True),
     "config_prune_grace": (validation.MAX_DURATION, True),
@@ -94,8 +93,10 @@ _Duration = _Typed[timedelta, Union[Duration, str]]
 class Settings:
     """How the engine behaves.
 
-    The defaults make ``misfire_grace`` (60 s) cover a failover (``lease_ttl`` +
-    ``lease_renew_interval`` = 40 s), so a change of leader loses nothing under ``latest``.
+    ``misfire_grace`` is off by default (None): after an outage, of any length, each schedule
+    runs its most recent missed occurrence once under ``latest``, as Celery's beat does. A
+    grace, when given, misses what is later than it; at least ``lease_ttl`` +
+    ``lease_renew_interval`` (40 s with the defaults) lets a change of leader lose nothing.
     """
 
     lease_name: str = "default"
@@ -103,7 +104,7 @@ class Settings:
     lease_renew_interval: _Duration = _Duration(timedelta(seconds=10))
     misfire_policy: _Typed[MisfirePolicy, Union[MisfirePolicy, str]] = _Typed(
         MisfirePolicy.LATEST)
-    misfire_grace: _Duration = _Duration(timedelta(seconds=60))
+    misfire_grace: _Typed[timedelta | None, Union[Duration, str, None]] = _Typed(None)
     max_catchup: int = 100
     batch_size: int = 500
     max_interval: _Duration = _Duration(timedelta(seconds=5))
@@ -172,6 +173,10 @@ class Settings:
                 object.__setattr__(self, name, _duration(
                     given[name], name, problems, maximum=validation.MAX_DURATION,
                     zero_allowed=False))
+        if given["misfire_grace"] is not None:
+            object.__setattr__(self, "misfire_grace", _duration(
+                given["misfire_grace"], "misfire_grace", problems,
+                maximum=validation.MAX_GRACE, zero_allowed=True))
         for name in ("alert_missed", "alert_lost"):
             if isinstance(given[name], bool):  # on/off switches before they were counts
                 object.__setattr__(self, name, int(given[name]))
