@@ -83,6 +83,12 @@ def member_lease_name(lease_name: str, count: int, holder: str) -> str:
     return f"{members_prefix(lease_name)}{count}.{holder}"
 
 
+def is_member_name(name: str) -> bool:
+    """Whether lease row ``name`` is a member row (:func:`member_lease_name`) of any lease."""
+    _, found, rest = name.partition(".replicas-of-")
+    return bool(found) and rest.split(".", 1)[0].isdigit()
+
+
 def _is_member_row(name: str, lease_name: str) -> bool:
     prefix = members_prefix(lease_name)
     return name.startswith(prefix) and name[len(prefix):].split(".", 1)[0].isdigit()
@@ -154,6 +160,7 @@ def standbys(rows: Sequence[LeaseInfo], *, lease_name: str, count: int, ttl: tim
             if at is not None and holder not in leaders]
 
 
-__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "member_lease_name", "members_prefix",
+__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "is_member_name", "member_lease_name",
+           "members_prefix",
            "standbys",
            "quota", "shard_hash", "shard_lease_name", "sharding_prefix"]

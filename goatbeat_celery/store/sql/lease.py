@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.rules.fence import grant_lease, released_by
+from goatbeat_celery.core.rules.fence import grant_lease, released_by, session_watched
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.store.schema import lease_table, utc_from_db
 from goatbeat_celery.store.sql.base import SQLStoreBase
@@ -32,10 +33,18 @@ class SQLLeases(SQLStoreBase):
                 sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
                 .with_for_update()
             ).one()
-            write = grant_lease(name, holder, ttl, row=row, now=row.now)
+            sessions, watched = self._sessions, session_watched(name)
+            write = grant_lease(name, holder, ttl, row=row, now=row.now,
+                                session_gone=(lambda found: sessions.gone(name, found.token))
+                                if watched else None)
             if write is None:
+                if watched:
+                    sessions.watch(name, row.token)
                 return None
             grant = write.grant
+            if watched and grant.changed_holder:
+                # Before the commit: no standby may read the new token while its lock is free.
+                sessions.hold(name, grant.token)
             conn.execute(
                 sa.update(L).where(L.c.name == name).values(
                     holder=holder, token=grant.token, expires_at=grant.expires_at,
@@ -70,13 +79,15 @@ class SQLLeases(SQLStoreBase):
             )
             released = result.rowcount == 1
             txn.announce = released
+        if released:
+            self._sessions.drop(grant.name, grant.token)
         return released
 
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
         with self._read("list leases") as conn:
             rows = conn.execute(leases_named_like(self._now_sql()),
                                 {"pattern": prefix_pattern(prefix)}).all()
-        return [lease_info(row) for row in rows]
+        return [self._with_session(lease_info(row)) for row in rows]
 
     def forget(self, name: str) -> bool:
         with self._write("forget lease") as txn:
@@ -89,7 +100,15 @@ class SQLLeases(SQLStoreBase):
             row = conn.execute(
                 sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
             ).one_or_none()
-        return None if row is None else lease_info(row)
+        return None if row is None else self._with_session(lease_info(row))
+
+    def _with_session(self, info: LeaseInfo) -> LeaseInfo:
+        """``info`` marked :attr:`~LeaseInfo.session_gone` when this store knows its holder's
+        session ended (a standby's evidence, read without a round trip)."""
+        if info.holder is None or not session_watched(info.name) \
+                or not self._sessions.known_gone(info.name, info.token):
+            return info
+        return replace(info, session_gone=True)
 
 
 #: The escape character of the lease-name LIKE patterns. Not a backslash: SQLAlchemy 2.0
