@@ -48,12 +48,20 @@ class LeaseManager(Protocol):
     def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
         """Take or renew lease ``name`` for ``holder`` until store-now + ``ttl``.
 
-        Succeeds when the row is absent, released, expired, or already held by ``holder``.
-        The token is kept when ``holder`` already held the lease (renewal) and incremented
-        otherwise (``changed_holder`` is then true); the first grant has token 1. Returns
-        ``None``, changing nothing, while another holder's lease is live. Raises
-        StoreUnavailable when the store cannot be reached.
+        Succeeds when the row is absent, released, expired, or already held by ``holder``,
+        and before its expiry when the store knows its holder's session is gone
+        (core.rules.fence.grant_lease; the store watches it from the refusal on and wakes
+        :meth:`ScheduleStore.wait` when it ends). The token is kept when ``holder`` already
+        held the lease (renewal) and incremented otherwise (``changed_holder`` is then true);
+        the first grant has token 1. Returns ``None``, changing nothing, while another
+        holder's lease is live. Raises StoreUnavailable when the store cannot be reached.
         """
+        ...
+
+    @property
+    def lease_sessions(self) -> str:
+        """How a crashed holder is detected: ``session: ...`` (its ended session, at once),
+        ``file lock: ...`` or ``clock: ...`` (when its lease expires), and why."""
         ...
 
     def acquire_many(self, names: Sequence[str], holder: str,

@@ -407,7 +407,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         # renew interval, and a leader the member rows when its renewal says one ran out.
         rows = self._direct_prepared("list leases", self._list_leases,
                                      {"pattern": prefix_pattern(prefix)})
-        return [lease_info(row) for row in rows]
+        return [self._with_session(lease_info(row)) for row in rows]
 
     @contextmanager
     def _write(self, what: str) -> Iterator[Any]:
