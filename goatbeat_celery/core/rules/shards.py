@@ -123,7 +123,12 @@ class ShardingView:
         gone: list[str] = []
         holders: dict[int, str] = {}
         expiries: list[float] = []
+        # A holder whose session is gone (a crash the store saw) is no member any more, though
+        # its member row has not expired yet: its shards are shared out among the others now.
+        crashed = {row.holder for row in rows if row.session_gone}
         for row in rows:
+            if row.holder in crashed and row.name.startswith(member_prefix):
+                continue
             if not row.held or row.holder is None or row.expires_at is None:
                 if _is_member_row(row.name, lease_name):
                     gone.append(row.name)

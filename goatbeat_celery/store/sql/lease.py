@@ -20,7 +20,12 @@ L = lease_table
 class SQLLeases(SQLStoreBase):
     """The :class:`~goatbeat_celery.core.protocols.LeaseManager` part."""
 
+    #: Whether this store asked for a lease: a replica's, whose reads of live leases held by
+    #: others start watching their holders' sessions (a command's reads watch nothing).
+    _watching = False
+
     def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        self._watching = True
         with self._write("acquire lease") as txn:
             conn = txn.conn
             # A placeholder row (no holder, token 0) makes the first grant token 1 and gives
@@ -105,10 +110,15 @@ class SQLLeases(SQLStoreBase):
     def _with_session(self, info: LeaseInfo) -> LeaseInfo:
         """``info`` marked :attr:`~LeaseInfo.session_gone` when this store knows its holder's
         session ended (a standby's evidence, read without a round trip)."""
-        if info.holder is None or not session_watched(info.name) \
-                or not self._sessions.known_gone(info.name, info.token):
+        if not info.held or not session_watched(info.name):
             return info
-        return replace(info, session_gone=True)
+        if self._sessions.known_gone(info.name, info.token):
+            return replace(info, session_gone=True)
+        if self._watching:
+            # A sharded standby reads the shards it may take, and asks only for free ones:
+            # their holders are watched from here (none of this replica's own).
+            self._sessions.watch(info.name, info.token)
+        return info
 
 
 #: The escape character of the lease-name LIKE patterns. Not a backslash: SQLAlchemy 2.0
