@@ -412,3 +412,18 @@ def test_a_crashed_replicas_shards_are_taken_over_as_its_session_ends(world: Wor
     claims = Counter(e.key for e in world.executions())
     assert all(n == 1 for n in claims.values())
     assert {e.schedule_name for e in world.executions()} == set(names)
+
+
+def test_the_member_row_of_a_shards_previous_holder_is_kept_for_health(world: World) -> None:
+    a, b = two_sharing(world)
+    lost = b.led_shards()
+    world.advance(31, frozen=["b"])  # b dies leading: its rows run out, a takes its shards
+    a.tick()
+    a.tick()
+
+    assert a.led_shards() == [0, 1, 2, 3]
+    names = [row.name for row in world.store.list_leases("default.")]
+    # Kept, silent: `goatbeat health --holder b` tells a replaced leader from a clean stop.
+    assert "default.replicas-of-4.b" in names
+    assert {world.store.inspect(f"default.shard-{k}-of-4").previous_holder  # type: ignore[union-attr]
+            for k in lost} == {"b"}

@@ -25,6 +25,8 @@ from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.shards import (
     Shard,
     ShardingView,
+    forgettable,
+    is_member_name,
     member_lease_name,
     members_prefix,
     quota,
@@ -179,11 +181,13 @@ class Leadership:
         process has its own."""
         try:
             rows = self.lease.list_leases(members_prefix(self.settings.lease_name))
+            held = self.lease.inspect(self.name)
         except StoreError as exc:
             logger.warning("could not list leases %r: %s", self.settings.lease_name, exc,
                            extra={"action": "lease_error"})
             return
-        _forget(self.lease, [row.name for row in rows if not row.held])
+        _forget(self.lease, forgettable([row.name for row in rows if not row.held],
+                                        [None if held is None else held.previous_holder]))
 
     def _ask_again_at_expiry(self) -> None:
         """Refused: ask again when the holder's lease runs out, if that comes before the next
@@ -289,7 +293,11 @@ class ShardLeadership:
             if self._renew(index, unsynced) is not None:
                 held.append(index)
         if self.leaderships[0].grant is not None:
-            self._forget(view.gone)
+            # Read before this look's takeovers: a shard's holder of record may have just
+            # become its previous holder.
+            self._forget(forgettable(view.gone, [
+                holder for row in rows if not is_member_name(row.name)
+                for holder in (row.holder, row.previous_holder)]))
         self.next_check = self._next_heartbeat
         if view.next_expiry is not None:
             # Another replica's row running out may free a shard or change the quotas.

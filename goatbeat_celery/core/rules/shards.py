@@ -94,6 +94,15 @@ def _is_member_row(name: str, lease_name: str) -> bool:
     return name.startswith(prefix) and name[len(prefix):].split(".", 1)[0].isdigit()
 
 
+def forgettable(gone: Sequence[str], previous_holders: Collection[str | None]) -> list[str]:
+    """The member rows among ``gone`` a leader forgets: all but those of its leases' previous
+    holders, which ``goatbeat health`` reads to tell a replaced leader (its member row silent)
+    from one stopped cleanly (released). Each lease keeps one at most, until it changes hands
+    again."""
+    kept = tuple(f".{holder}" for holder in previous_holders if holder is not None)
+    return [name for name in gone if not (kept and name.endswith(kept))]
+
+
 def quota(members: Sequence[str], holder: str, count: int) -> int:
     """How many of ``count`` shards ``holder`` should lead among the live ``members``."""
     ordered = sorted(set(members) | {holder})
@@ -165,7 +174,8 @@ def standbys(rows: Sequence[LeaseInfo], *, lease_name: str, count: int, ttl: tim
             if at is not None and holder not in leaders]
 
 
-__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "is_member_name", "member_lease_name",
+__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "forgettable", "is_member_name",
+           "member_lease_name",
            "members_prefix",
            "standbys",
            "quota", "shard_hash", "shard_lease_name", "sharding_prefix"]
