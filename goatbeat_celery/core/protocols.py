@@ -58,10 +58,10 @@ class LeaseManager(Protocol):
         """
         ...
 
-    @property
-    def lease_sessions(self) -> str:
+    def failover_path(self) -> str:
         """How a crashed holder is detected: ``session: ...`` (its ended session, at once),
-        ``file lock: ...`` or ``clock: ...`` (when its lease expires), and why."""
+        ``file lock: ...`` or ``clock: ...`` (when its lease expires), and why. On PostgreSQL
+        a connection is opened once to look for a transaction-pooling proxy in between."""
         ...
 
     def acquire_many(self, names: Sequence[str], holder: str,

@@ -39,6 +39,10 @@ class LeaseSessions(Protocol):
         """How takeovers after a crash are detected, for ``goatbeat check``."""
         ...
 
+    def probe(self) -> None:
+        """Look once for what would make the path unsafe (a pooling proxy), turning it off."""
+        ...
+
     def gone(self, name: str, token: int) -> bool:
         """Whether the session that held ``name`` under ``token`` is known to have ended (this
         store was granted its lock); may look once without waiting."""
@@ -72,6 +76,9 @@ class ClockOnly:
 
     def __init__(self, path: str) -> None:
         self.path = path
+
+    def probe(self) -> None:
+        pass
 
     def gone(self, name: str, token: int) -> bool:
         return False

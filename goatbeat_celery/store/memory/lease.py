@@ -19,8 +19,7 @@ class MemoryLeases(MemoryStoreBase):
     core.rules.fence.grant_lease to be exercised as the SQL stores exercise it.
     """
 
-    @property
-    def lease_sessions(self) -> str:
+    def failover_path(self) -> str:
         return "session: as told by end_session (one process)"
 
     def end_session(self, holder: str) -> None:

@@ -35,6 +35,10 @@ PATH = ("session: a standby waits on the leader's advisory lock and takes over w
 #: What every connection of the store sets (store.postgres.engine.connect_args): a connection
 #: without it came through something that dropped the server options.
 _MARK = "force_custom_plan"
+_POOLED = ("the lease connection's statements ran in different server sessions (a "
+           "transaction-pooling proxy)")
+#: The connection :meth:`PostgresSessions.probe` opens, under a name no lease has.
+_PROBE = "\0probe"
 
 
 @dataclass
@@ -61,6 +65,20 @@ class PostgresSessions:
         self.off: str | None = None
 
     # -- LeaseSessions ------------------------------------------------------------------
+    def probe(self) -> None:
+        with self._lock:
+            if self.off is not None:
+                return
+            session = self._session(_PROBE)  # turns the path off when the options were lost
+            if session is None:
+                return
+            try:
+                [(pid,)] = _rows(session.conn, "SELECT pg_backend_pid()")
+                if pid != session.pid:
+                    self._turn_off(_POOLED)
+            finally:
+                self._forget(_PROBE)
+
     def gone(self, name: str, token: int) -> bool:
         key = session_key(name, token)
         with self._lock:
@@ -196,8 +214,7 @@ class PostgresSessions:
             self._forget(name)
             raise
         if pid != session.pid:
-            self._turn_off("the lease connection's statements ran in different server "
-                           "sessions (a transaction-pooling proxy)")
+            self._turn_off(_POOLED)
             return False
         if got and won:
             session.won.add(key)
@@ -239,8 +256,7 @@ class PostgresSessions:
             return
         pid = int(results[-1].get_value(0, 1) or b"0")
         if pid != session.pid:
-            self._turn_off("the lease connection's statements ran in different server "
-                           "sessions (a transaction-pooling proxy)")
+            self._turn_off(_POOLED)
             return
         session.won.add(key)
 

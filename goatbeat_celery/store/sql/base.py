@@ -164,9 +164,8 @@ class SQLStoreBase:
         ).one_or_none()
         return fenced_clock(lease, row)
 
-    @property
-    def lease_sessions(self) -> str:
-        """How a crashed lease holder is detected (store.sessions), for ``goatbeat check``."""
+    def failover_path(self) -> str:
+        self._sessions.probe()
         return self._sessions.path
 
     # -- clock and waiting ---------------------------------------------------------------
