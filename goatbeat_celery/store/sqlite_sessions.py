@@ -42,47 +42,31 @@ def _offset(name: str, token: int) -> int:
 
 
 class _Waiter:
-    """A thread asking for one byte; ``granted`` once it holds it."""
+    """A thread asking for one byte. Once granted, the holder's process is known gone
+    (``ended`` is told) and the byte is let go at once, for the other standbys waiting on it
+    to learn it too."""
 
-    def __init__(self, path: str, offset: int, granted: Callable[[], None]) -> None:
+    def __init__(self, path: str, offset: int, ended: Callable[[int], None]) -> None:
         self.offset = offset
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        self.held = False
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._ended = ended
         self.abandoned = False
-        self._lock = threading.Lock()
-        self._granted = granted
         threading.Thread(target=self._wait, name="goatbeat-lease-session",
                          daemon=True).start()
 
     def _wait(self) -> None:
         try:
-            fcntl.fcntl(self.fd, _SETLKW, _flock(fcntl.F_WRLCK, self.offset))  # type: ignore[arg-type]
+            fcntl.fcntl(self._fd, _SETLKW, _flock(fcntl.F_WRLCK, self.offset))  # type: ignore[arg-type]
+            granted = True
         except OSError:
-            self.abandon()
-            return
-        with self._lock:
-            if self.abandoned:
-                os.close(self.fd)
-                return
-            self.held = True
-        self._granted()
+            granted = False
+        os.close(self._fd)  # lets go of the byte, if it was granted
+        if granted and not self.abandoned:
+            self._ended(self.offset)
 
     def abandon(self) -> None:
-        """Stop waiting (the descriptor closes once the thread is done with it)."""
-        with self._lock:
-            if self.abandoned:
-                return
-            self.abandoned = True
-            if self.held:
-                os.close(self.fd)
-
-
-class _Granted(_Waiter):
-    """A byte taken at once, without waiting: the same evidence as a granted wait."""
-
-    def __init__(self, fd: int, offset: int) -> None:  # noqa: D107 - no thread to start
-        self.offset, self.fd, self.held, self.abandoned = offset, fd, True, False
-        self._lock = threading.Lock()
+        """Stop caring (the thread ends once the byte is granted, or with the process)."""
+        self.abandoned = True
 
 
 class FileSessions:
@@ -94,6 +78,9 @@ class FileSessions:
         self._path = path
         self._wake = wake
         self._lock = threading.Lock()
+        #: The offsets whose holder's process is known gone (never held again: an offset
+        #: names one token of one lease).
+        self._ended: set[int] = set()
         #: Per lease: (descriptor, offset) of the lock held as its holder.
         self._own: dict[str, tuple[int, int]] = {}
         #: Per lease: the standby's request (granted or under way).
@@ -106,21 +93,23 @@ class FileSessions:
         offset = _offset(name, token)
         with self._lock:
             waiter = self._waiters.get(name)
+            if offset in self._ended:
+                return True
             if waiter is not None and waiter.offset == offset:
-                return waiter.held
+                return False
             own = self._own.get(name)
             if own is not None and own[1] == offset:  # held here: by a holder alive
                 return False
             fd = self._try(offset)
             if fd is None:
                 return False
-            self._replace_waiter(name, _Granted(fd, offset))
+            os.close(fd)
+            self._ended.add(offset)
             return True
 
     def known_gone(self, name: str, token: int) -> bool:
         with self._lock:
-            waiter = self._waiters.get(name)
-            return waiter is not None and waiter.offset == _offset(name, token) and waiter.held
+            return _offset(name, token) in self._ended
 
     def hold(self, name: str, token: int) -> None:
         offset = _offset(name, token)
@@ -146,13 +135,13 @@ class FileSessions:
         with self._lock:
             waiter = self._waiters.get(name)
             own = self._own.get(name)
-            if (waiter is not None and waiter.offset == offset) or (
+            if offset in self._ended or (waiter is not None and waiter.offset == offset) or (
                     own is not None and own[1] == offset):
                 return
             own = self._own.pop(name, None)
             if own is not None:
                 os.close(own[0])
-            self._replace_waiter(name, _Waiter(self._path, offset, self._wake))
+            self._replace_waiter(name, _Waiter(self._path, offset, self._learn))
 
     def drop(self, name: str, token: int) -> None:
         with self._lock:
@@ -169,6 +158,12 @@ class FileSessions:
             for waiter in self._waiters.values():
                 waiter.abandon()
             self._waiters.clear()
+
+    def _learn(self, offset: int) -> None:
+        """A waiter's byte was granted: its holder's process is gone; wake this process."""
+        with self._lock:
+            self._ended.add(offset)
+        self._wake()
 
     def _try(self, offset: int) -> int | None:
         """A new descriptor holding the byte at ``offset``, or None when another holds it."""

@@ -85,6 +85,7 @@ def test_a_waiting_standby_is_woken_when_the_holder_session_ends(backend: Backen
     store, peer = backend.store, backend.open_peer()
     assert peer.acquire("beat", "a", LONG_TTL) is not None
     assert store.acquire("beat", "b", LONG_TTL) is None  # refused: the store watches now
+    store.wait(0.01)  # a first wait may return at once (PostgreSQL starts to LISTEN)
 
     started = time.monotonic()
     # Ended while the standby waits, as a crash comes.

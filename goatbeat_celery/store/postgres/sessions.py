@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -43,13 +43,12 @@ _PROBE = "\0probe"
 
 @dataclass
 class _Session:
-    """One lease's connection: the lock it holds as the holder, the locks it was granted as
-    a standby (evidence), and the lock request under way."""
+    """One lease's connection: the lock it holds as the holder, and the lock request under
+    way as a standby."""
 
     conn: psycopg.Connection[Any]
     pid: int
     own: int | None = None
-    won: set[int] = field(default_factory=set)
     waiting: int | None = None
 
 
@@ -60,6 +59,10 @@ class PostgresSessions:
         self._conninfo = conninfo
         self._kwargs = connect_kwargs
         self._sessions: dict[str, _Session] = {}
+        #: The keys whose session is known to have ended. A standby granted such a lock lets
+        #: go of it at once, keeping only this: the other standbys waiting on it learn it too
+        #: (a key names one token of one lease, never held again).
+        self._ended: set[int] = set()
         self._lock = threading.RLock()
         #: Why the path was turned off (a proxy was detected), or None.
         self.off: str | None = None
@@ -84,24 +87,27 @@ class PostgresSessions:
         with self._lock:
             if self.off is not None:
                 return False
+            if key in self._ended:
+                return True
             session = self._session(name)
             if session is None or session.own == key:  # held here: by a holder alive
                 return False
             self._collect(name, session)
-            if key in session.won:
+            if key in self._ended:
                 return True
             if session.waiting == key:
                 return False
             self._stop_waiting(name)
-            return self._try(name, key, won=True)
+            return self._try(name, key, as_evidence=True)
 
     def known_gone(self, name: str, token: int) -> bool:
         with self._lock:
             session = self._sessions.get(name)
-            if self.off is not None or session is None:
+            if self.off is not None:
                 return False
-            self._collect(name, session)
-            return session_key(name, token) in session.won
+            if session is not None:
+                self._collect(name, session)
+            return session_key(name, token) in self._ended
 
     def hold(self, name: str, token: int) -> None:
         key = session_key(name, token)
@@ -112,8 +118,8 @@ class PostgresSessions:
             session = self._session(name)
             if session is None:
                 return
-            if session.own != key and key not in session.won \
-                    and not self._try(name, key, won=False):
+            previous = session.own
+            if previous != key and not self._try(name, key, as_evidence=False):
                 logger.warning("lease %r: the lock of token %d is held by another session; "
                                "a crash of this replica is detected by the clock", name, token,
                                extra={"action": "lease_session_busy"})
@@ -121,10 +127,8 @@ class PostgresSessions:
             session = self._sessions.get(name)
             if session is None:
                 return
-            session.won.discard(key)
-            for stale in [*session.won, *([session.own] if session.own not in (None, key)
-                                         else [])]:
-                self._unlock(name, stale)
+            if previous is not None and previous != key:
+                self._unlock(name, previous)
             session.own = key
 
     def watch(self, name: str, token: int) -> None:
@@ -136,14 +140,15 @@ class PostgresSessions:
             if session is not None:
                 self._collect(name, session)
                 session = self._sessions.get(name)
-            if session is not None and key in (session.waiting, session.own, *session.won):
+            if key in self._ended or (session is not None and key in (session.waiting,
+                                                                       session.own)):
                 return
             self._stop_waiting(name)
             session = self._session(name)
             if session is None:
                 return
-            for stale in [*session.won, *([] if session.own is None else [session.own])]:
-                self._unlock(name, stale)
+            if session.own is not None:
+                self._unlock(name, session.own)
             session = self._sessions.get(name)
             if session is None:
                 return
@@ -162,7 +167,7 @@ class PostgresSessions:
             session = self._sessions.get(name)
             if session is None or session.waiting is not None:
                 return
-            if session.own == key or key in session.won:
+            if session.own == key:
                 self._unlock(name, key)
 
     def close(self) -> None:
@@ -205,7 +210,7 @@ class PostgresSessions:
             return None
         return session
 
-    def _try(self, name: str, key: int, *, won: bool) -> bool:
+    def _try(self, name: str, key: int, *, as_evidence: bool) -> bool:
         session = self._sessions[name]
         try:
             got, pid = _rows(session.conn, f"SELECT pg_try_advisory_lock({key}), "
@@ -216,8 +221,9 @@ class PostgresSessions:
         if pid != session.pid:
             self._turn_off(_POOLED)
             return False
-        if got and won:
-            session.won.add(key)
+        if got and as_evidence:
+            self._ended.add(key)
+            self._unlock(name, key)
         elif got:
             session.own = key
         return bool(got)
@@ -231,7 +237,6 @@ class PostgresSessions:
         except psycopg.Error:
             self._forget(name)  # the session is gone, and its locks with it
             return
-        session.won.discard(key)
         if session.own == key:
             session.own = None
 
@@ -258,7 +263,8 @@ class PostgresSessions:
         if pid != session.pid:
             self._turn_off(_POOLED)
             return
-        session.won.add(key)
+        self._ended.add(key)
+        self._unlock(name, key)
 
     def _stop_waiting(self, name: str) -> None:
         """A lock request under way cannot be taken back on its connection: the connection is
