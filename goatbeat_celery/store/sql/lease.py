@@ -50,6 +50,9 @@ class SQLLeases(SQLStoreBase):
             if watched and grant.changed_holder:
                 # Before the commit: no standby may read the new token while its lock is free.
                 sessions.hold(name, grant.token)
+                # The standbys look again and watch the new holder (a sharded one would only
+                # at its next look, leaving a crash meanwhile to the clock).
+                txn.announce = True
             conn.execute(
                 sa.update(L).where(L.c.name == name).values(
                     holder=holder, token=grant.token, expires_at=grant.expires_at,
