@@ -52,10 +52,11 @@ class LeaseManager(Protocol):
         and before its expiry when the store knows its holder's session is gone
         (core.rules.fence.grant_lease; the store watches it from the refusal on and wakes
         :meth:`ScheduleStore.wait` when it ends). A lease taken by a new holder wakes the
-        waiting replicas where the store can, so that they watch the new holder at once. The token is kept when ``holder`` already
-        held the lease (renewal) and incremented otherwise (``changed_holder`` is then true);
-        the first grant has token 1. Returns ``None``, changing nothing, while another
-        holder's lease is live. Raises StoreUnavailable when the store cannot be reached.
+        waiting replicas where the store can, so that they watch the new holder at once. The
+        token is kept when ``holder`` already held the lease (renewal) and incremented
+        otherwise (``changed_holder`` is then true); the first grant has token 1. Returns
+        ``None``, changing nothing, while another holder's lease is live. Raises
+        StoreUnavailable when the store cannot be reached.
         """
         ...
 

@@ -407,6 +407,10 @@ def test_a_crashed_replicas_shards_are_taken_over_as_its_session_ends(world: Wor
     b.tick()
 
     assert b.led_shards() == [0, 1, 2, 3], "took the crashed replica's shards at once"
+    # Its member row still runs for ~20 s: it stays no member, and b keeps every shard.
+    world.advance(11, frozen=["a"])
+    b.tick()
+    assert b.led_shards() == [0, 1, 2, 3]
     world.advance(60, frozen=["a"])
     b.tick()
     claims = Counter(e.key for e in world.executions())

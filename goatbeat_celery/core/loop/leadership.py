@@ -225,6 +225,8 @@ class ShardLeadership:
         self._next_heartbeat = 0.0
         #: Monotonic instant of the next look at the sharding.
         self.next_check = 0.0
+        #: Replicas whose session the store saw end (ShardingView.crashed).
+        self._crashed: frozenset[str] = frozenset()
 
     def renew_due(self) -> bool:
         return self._mono() >= self.next_check
@@ -275,7 +277,9 @@ class ShardLeadership:
         if full:
             self._next_heartbeat = asked + renew_interval
         view = ShardingView.read(rows, lease_name=settings.lease_name,
-                                 count=len(self.shards), holder=self.holder)
+                                 count=len(self.shards), holder=self.holder,
+                                 crashed=self._crashed)
+        self._crashed = view.crashed
         share = quota(view.members, self.holder, len(self.shards))
         unsynced: list[Leadership] = []
         held = self.held()

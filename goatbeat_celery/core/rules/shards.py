@@ -122,10 +122,14 @@ class ShardingView:
     holders: dict[int, str]
     #: Store-clock seconds until the first live row of another replica expires (None: none).
     next_expiry: float | None
+    #: Holders whose session the store saw end, their member rows still live by the clock:
+    #: no members, though their rows say otherwise (remembered across looks, since the rows
+    #: that showed it are taken over and then show the new holder).
+    crashed: frozenset[str] = frozenset()
 
     @classmethod
     def read(cls, rows: Sequence[LeaseInfo], *, lease_name: str, count: int,
-             holder: str) -> ShardingView:
+             holder: str, crashed: Collection[str] = ()) -> ShardingView:
         names = {shard_lease_name(lease_name, Shard(k, count)): k for k in range(count)}
         member_prefix = member_lease_name(lease_name, count, "")
         members: list[str] = []
@@ -134,9 +138,12 @@ class ShardingView:
         expiries: list[float] = []
         # A holder whose session is gone (a crash the store saw) is no member any more, though
         # its member row has not expired yet: its shards are shared out among the others now.
-        crashed = {row.holder for row in rows if row.session_gone}
+        dead = {row.holder for row in rows if row.session_gone and row.holder} | set(crashed)
+        still: set[str] = set()
         for row in rows:
-            if row.holder in crashed and row.name.startswith(member_prefix):
+            if row.holder in dead and row.name.startswith(member_prefix):
+                if row.held:
+                    still.add(row.holder)
                 continue
             if not row.held or row.holder is None or row.expires_at is None:
                 if _is_member_row(row.name, lease_name):
@@ -151,7 +158,7 @@ class ShardingView:
             if row.holder != holder:
                 expiries.append((row.expires_at - row.store_now).total_seconds())
         return cls(members=tuple(sorted(set(members))), gone=tuple(gone), holders=holders,
-                   next_expiry=min(expiries) if expiries else None)
+                   next_expiry=min(expiries) if expiries else None, crashed=frozenset(still))
 
 
 @dataclass(frozen=True, slots=True)
