@@ -49,7 +49,7 @@ PREFIX = "goatbeat_"
 #: ``goatbeat_<name>`` → the Settings field ``<name>``: every field is a setting.
 _SETTINGS_KEYS = tuple(settings_field.name for settings_field in fields(Settings))
 _OWN_KEYS = ("database_url", "allowed_tasks", "statement_timeout", "metrics_port",
-             "metrics_address", "occurrence_hook", *WEBHOOK_KEYS)
+             "metrics_address", "occurrence_hook", "session_locks", *WEBHOOK_KEYS)
 #: Where the metrics exporter listens unless ``goatbeat_metrics_address`` says otherwise.
 DEFAULT_METRICS_ADDRESS = "127.0.0.1"
 _KNOWN = frozenset(PREFIX + key for key in (*_SETTINGS_KEYS, *_OWN_KEYS))
@@ -80,6 +80,9 @@ class GoatbeatConfig:
     occurrence_hook: OccurrenceHook | None = None
     #: Where the outbox's events (alerts) are POSTed; None: nowhere (``goatbeat_webhooks``).
     webhooks: WebhookSettings | None = None
+    #: Whether a standby learns of a crashed leader from its ended session (store.sessions):
+    #: off behind a transaction-pooling proxy, where takeovers then wait for the clock.
+    session_locks: bool = True
 
     @property
     def webhook_secret(self) -> str | None:
@@ -101,6 +104,8 @@ class GoatbeatConfig:
     def open_store(self) -> Store:
         """Open the configured store, with the options its backend takes."""
         options: dict[str, Any] = {}
+        if backend_of(self.database_url) is not Backend.MEMORY:
+            options["session_locks"] = self.session_locks
         if backend_of(self.database_url) is Backend.POSTGRES:
             options["statement_timeout"] = self.statement_timeout
             # A replica frozen inside a transaction (a pause, SIGSTOP) keeps the lease row
@@ -310,10 +315,16 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
 
     hook = load_hook(conf.get(PREFIX + "occurrence_hook"), PREFIX + "occurrence_hook", problems)
     hooks = read_webhooks(conf, problems)
+    session_locks = conf.get(PREFIX + "session_locks", True)
+    if not isinstance(session_locks, bool):
+        problems.append(f"{PREFIX}session_locks: expected True or False, got {session_locks!r} "
+                        "(False behind a transaction-pooling proxy such as pgbouncer)")
+        session_locks = True
 
     return GoatbeatConfig(database_url=url, settings=settings, allowed_tasks=allowed,
                           statement_timeout=statement_timeout, metrics_port=port,
-                          metrics_address=address, occurrence_hook=hook, webhooks=hooks)
+                          metrics_address=address, occurrence_hook=hook, webhooks=hooks,
+                          session_locks=session_locks)
 
 
 def load_hook(value: object, setting: str, problems: list[str]) -> OccurrenceHook | None:

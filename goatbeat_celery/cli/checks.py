@@ -53,6 +53,8 @@ def run_checks(app: Any, *, app_given: str | None = None, role: str = "beat") ->
         checks.append(Check(name="schema", outcome=Outcome.SKIP, detail=reason))
     else:
         checks.extend(_database(config.database_url, app_given))
+        if not failed(checks):
+            checks.append(failover_check(config))
         warning = config.store_warning()
         if warning is not None:
             checks.append(Check(name="replicas", outcome=Outcome.WARN, detail=warning))
@@ -156,6 +158,29 @@ def _handover(url: str, lease_name: str) -> list[Check]:
         return [Check(name="django-celery-beat", outcome=Outcome.WARN, detail=warning)]
     return [Check(name="django-celery-beat", outcome=Outcome.OK,
                   detail="no enabled periodic task has an enabled goatbeat schedule of its name")]
+
+
+def failover_check(config: Any) -> Check:
+    """How a standby learns that the leader crashed (store.sessions): from its ended session
+    (at once) or from its lease's expiry (the clock). The store is opened as a replica opens it,
+    which on PostgreSQL also looks for a transaction-pooling proxy in between."""
+    try:
+        store = config.open_store()
+    except GoatbeatError as exc:
+        return Check(name="failover", outcome=Outcome.FAIL, detail=str(exc))
+    try:
+        path = store.failover_path()
+    except GoatbeatError as exc:
+        return Check(name="failover", outcome=Outcome.FAIL, detail=str(exc))
+    finally:
+        store.close()
+    ttl = human_duration(config.settings.lease_ttl)
+    if path.startswith("clock"):
+        return Check(name="failover", outcome=Outcome.WARN, detail=(
+            f"{path}: a crashed leader is replaced up to {ttl} (goatbeat_lease_ttl) after its "
+            "last renewal"))
+    return Check(name="failover", outcome=Outcome.OK, detail=(
+        f"{path}; a frozen or cut-off leader is replaced when its lease expires ({ttl})"))
 
 
 def missing_sqlite_problem(url: str, app_given: str | None) -> str | None:

@@ -48,12 +48,22 @@ class LeaseManager(Protocol):
     def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
         """Take or renew lease ``name`` for ``holder`` until store-now + ``ttl``.
 
-        Succeeds when the row is absent, released, expired, or already held by ``holder``.
-        The token is kept when ``holder`` already held the lease (renewal) and incremented
+        Succeeds when the row is absent, released, expired, or already held by ``holder``,
+        and before its expiry when the store knows its holder's session is gone
+        (core.rules.fence.grant_lease; the store watches it from the refusal on and wakes
+        :meth:`ScheduleStore.wait` when it ends). A lease taken by a new holder wakes the
+        waiting replicas where the store can, so that they watch the new holder at once. The
+        token is kept when ``holder`` already held the lease (renewal) and incremented
         otherwise (``changed_holder`` is then true); the first grant has token 1. Returns
         ``None``, changing nothing, while another holder's lease is live. Raises
         StoreUnavailable when the store cannot be reached.
         """
+        ...
+
+    def failover_path(self) -> str:
+        """How a crashed holder is detected: ``session: ...`` (its ended session, at once),
+        ``file lock: ...`` or ``clock: ...`` (when its lease expires), and why. On PostgreSQL
+        a connection is opened once to look for a transaction-pooling proxy in between."""
         ...
 
     def acquire_many(self, names: Sequence[str], holder: str,

@@ -34,10 +34,10 @@ __all__ = ["ACCEPTED_SCHEMES", "Store", "downgrade_schema", "mask_url", "migrati
 #: Options each backend accepts besides ``clock`` and ``create_schema``.
 _OPTIONS: dict[Backend, frozenset[str]] = {
     Backend.MEMORY: frozenset(),
-    Backend.SQLITE: frozenset({"busy_timeout"}),
+    Backend.SQLITE: frozenset({"busy_timeout", "session_locks"}),
     Backend.POSTGRES: frozenset({
         "connect_timeout", "statement_timeout", "idle_in_transaction_timeout", "pool_size",
-        "max_overflow", "application_name",
+        "max_overflow", "application_name", "session_locks",
     }),
 }
 

@@ -25,7 +25,9 @@ from goatbeat_celery.core.types.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.types.instants import UTC, ensure_aware
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import UTCDateTime
+from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly
 from goatbeat_celery.store.sql import Insert, SQLStore
+from goatbeat_celery.store.sqlite_sessions import file_sessions
 from goatbeat_celery.store.url import normalise_url
 
 Clock = Callable[[], datetime]
@@ -118,13 +120,17 @@ class SQLiteStore(SQLStore):
     wakes_on_every_change = False
 
     def __init__(self, url: str | URL, *, clock: Clock | None = None,
-                 create_schema: bool = True, busy_timeout: float = 5.0) -> None:
+                 create_schema: bool = True, busy_timeout: float = 5.0,
+                 session_locks: bool = True) -> None:
+        problems = []
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) \
                 or busy_timeout <= 0:
-            raise ConfigurationError(
-                [f"busy_timeout: must be a positive number of seconds, got {busy_timeout!r}"],
-                subject="SQLite store options",
-            )
+            problems.append(
+                f"busy_timeout: must be a positive number of seconds, got {busy_timeout!r}")
+        if not isinstance(session_locks, bool):
+            problems.append(f"session_locks: expected True or False, got {session_locks!r}")
+        if problems:
+            raise ConfigurationError(problems, subject="SQLite store options")
         engine = create_sqlite_engine(url, busy_timeout=busy_timeout)
         super().__init__(engine, read_engine=engine.execution_options(**{READ_ONLY: True}))
         self._clock = clock or system_clock
@@ -133,6 +139,8 @@ class SQLiteStore(SQLStore):
         database = engine.url.database
         assert database is not None
         self._channel = _channel(database)
+        self._sessions = file_sessions(database, self.notify) if session_locks else ClockOnly(
+            f"{CLOCK_PATH} (goatbeat_session_locks is off)")
         try:
             prepare_schema(engine, create=create_schema)
         except BaseException:

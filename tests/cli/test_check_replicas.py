@@ -87,3 +87,53 @@ def test_check_names_the_shard_count_when_there_are_shards(cli: Cli) -> None:
     assert "lease 'default' (ttl" in cli.ok("check").output
     cli.configure(goatbeat_shards=4)
     assert "lease 'default' in 4 shards (ttl" in cli.ok("check").output
+
+
+def failover(cli: Cli) -> dict[str, Any]:
+    document = json.loads(cli.ok("check", "--json").stdout)
+    (found,) = [c for c in document["checks"] if c["name"] == "failover"]
+    return found  # type: ignore[no-any-return]
+
+
+def test_check_says_a_crash_is_detected_from_the_leaders_session_on_postgresql(
+        cli: Cli) -> None:
+    cli.configure(goatbeat_track_runs=True)
+
+    found = failover(cli)
+
+    assert (found["status"], found["ok"]) == ("ok", True)
+    assert found["detail"].startswith("session: a standby waits on the leader's advisory lock")
+    assert "frozen or cut-off leader is replaced when its lease expires (30s)" in found["detail"]
+
+
+def test_check_warns_that_the_clock_decides_when_session_locks_are_off(cli: Cli) -> None:
+    cli.configure(goatbeat_track_runs=True, goatbeat_session_locks=False)
+
+    found = failover(cli)
+
+    assert (found["status"], found["ok"]) == ("warn", True)
+    assert "goatbeat_session_locks is off" in found["detail"]
+    assert found["detail"].startswith("clock: a standby takes over a crashed leader when its "
+                                      "lease expires")
+
+
+def test_check_says_a_crash_is_detected_from_a_file_lock_on_sqlite(cli_for: Any,
+                                                                    tmp_path: Path) -> None:
+    cli: Cli = cli_for(f"sqlite:///{tmp_path / 'beat.db'}", goatbeat_track_runs=True)
+    cli.ok("migrate")
+
+    found = failover(cli)
+
+    assert found["status"] == "ok"
+    assert found["detail"].startswith("file lock: a standby waits on the leader's lock")
+
+
+def test_a_session_locks_setting_that_is_no_boolean_is_refused_naming_it(cli: Cli) -> None:
+    cli.configure(goatbeat_session_locks="yes")
+
+    result = cli("check", "--json")
+
+    assert result.exit_code != 0
+    (settings,) = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "settings"]
+    assert settings["status"] == "fail"
+    assert "goatbeat_session_locks: expected True or False, got 'yes'" in settings["detail"]

@@ -10,7 +10,7 @@ import time
 from datetime import datetime, timedelta
 
 from goatbeat_celery.core.rules.health import member_prefix
-from goatbeat_celery.store import Store
+from goatbeat_celery.store import Store, open_store
 
 from .conftest import Cli
 
@@ -169,3 +169,56 @@ def test_health_follows_the_lease_name_and_shards(cli: Cli, store: Store) -> Non
     answer = health(cli, "--holder", "host-a", exit_code=LEADING)
 
     assert answer["leases"] == ["green.shard-1-of-2"]
+
+
+def test_a_crashed_leader_replaced_before_its_expiry_lost_it_with_who_and_since_when(
+        cli: Cli, store: Store, pg_empty_url: str) -> None:
+    crashed = open_store(pg_empty_url)  # the leader's own connections
+    try:
+        heartbeat(crashed, "host-a:10:aaaa")
+        assert crashed.acquire("default", "host-a:10:aaaa", TTL) is not None
+        assert store.acquire("default", "host-b:20:bbbb", TTL) is None  # host-b stands by
+    finally:
+        crashed.close()  # its process dies: its session ends, its rows still run for 30 s
+    deadline = time.monotonic() + 10
+    while store.acquire("default", "host-b:20:bbbb", TTL) is None:
+        assert time.monotonic() < deadline, "the crashed leader's lease was never taken"
+        store.wait(0.2)
+    taken = store.inspect("default")
+    assert taken is not None and taken.changed_at is not None
+
+    answer = health(cli, "--holder", "host-a", exit_code=LEASE_LOST)
+
+    # Its member row is still live by the clock: the lease row says it was replaced.
+    assert answer["replica"] == "host-a:10:aaaa" and answer["leases"] == ["default"]
+    reason = str(answer["reason"])
+    assert "taken by host-b:20:bbbb" in reason
+    assert taken.changed_at.isoformat(timespec="seconds").replace("+00:00", "Z") in reason
+
+
+def test_a_replaced_leader_whose_member_row_was_forgotten_still_lost_it(cli: Cli,
+                                                                        store: Store) -> None:
+    heartbeat(store, "host-a:10:aaaa", ttl=SHORT)
+    assert store.acquire("default", "host-a:10:aaaa", SHORT) is not None
+    row = store.inspect(member("host-a:10:aaaa"))
+    assert row is not None and row.expires_at is not None
+    past(store, row.expires_at)
+    lead(store, "host-b:20:bbbb")
+    assert store.forget(member("host-a:10:aaaa"))  # the presence row is gone
+
+    answer = health(cli, "--holder", "host-a", exit_code=LEASE_LOST)
+
+    assert "taken by host-b:20:bbbb" in str(answer["reason"])
+
+
+def test_a_leader_stopped_cleanly_and_replaced_is_not_running(cli: Cli, store: Store) -> None:
+    heartbeat(store, "host-a:10:aaaa")
+    grant = store.acquire("default", "host-a:10:aaaa", TTL)
+    member_grant = store.acquire(member("host-a:10:aaaa"), "host-a:10:aaaa", TTL)
+    assert grant is not None and member_grant is not None
+    assert store.release(member_grant) and store.release(grant)  # a clean stop, as beat's
+    lead(store, "host-b:20:bbbb")
+
+    answer = health(cli, "--holder", "host-a", exit_code=NOT_RUNNING)
+
+    assert "stopped" in str(answer["reason"])

@@ -13,6 +13,9 @@ difference is a capability of the fixture objects:
 * ``backend.open_peer()`` gives a second store object on the same data, as another replica
   would hold: the same object for memory (its state lives in the process), a new connection
   for SQLite and PostgreSQL.
+* ``backend.end_session(peer, holder)`` ends the session of a peer whose ``holder`` holds
+  leases, as a crash does: the peer is closed (its connections, its file descriptors), or the
+  memory store is told.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store import Store, open_store
+from goatbeat_celery.store.memory import MemoryStore
 from goatbeat_celery.testing import ManualClock
 
 #: Where injected clocks start: an arbitrary instant, off every grid a test uses, with
@@ -103,6 +107,13 @@ class Backend:
         if peer is not self.store:
             self._peers.append(peer)
         return peer
+
+    def end_session(self, peer: Store, holder: str) -> None:
+        """End ``peer``'s session, ``holder`` holding its leases, as its process's crash would."""
+        if isinstance(peer, MemoryStore):
+            peer.end_session(holder)
+        else:
+            peer.close()
 
     def let_expire(self, grant: LeaseGrant) -> LeaseGrant:
         """Let ``grant`` lapse now, as a holder that renews and then dies would: renewed by its

@@ -17,7 +17,7 @@ import redis
 from sqlalchemy.engine import URL
 
 from tests.conftest import migrated_database
-from tests.system.harness import Cluster, running
+from tests.system.harness import Cluster, SQLiteCluster, running
 from tests.system.services import PrivatePostgres, PrivateRabbitMQ, PrivateRedis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
@@ -58,6 +58,17 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
     """Processes of one scenario; all are stopped at the end, logs shown if the test failed."""
     with running(request, Cluster(workdir=tmp_path, database_url=fresh_pg_url,
                                    redis_url=redis_url)) as world:
+        yield world
+
+
+@pytest.fixture
+def sqlite_cluster(request: pytest.FixtureRequest, tmp_path: Path,
+                   redis_url: str) -> Iterator[SQLiteCluster]:
+    """Processes of one scenario sharing a SQLite file (one host), as ``cluster`` shares a
+    PostgreSQL database."""
+    url = f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
+    with running(request, SQLiteCluster(workdir=tmp_path, database_url=url,
+                                         redis_url=redis_url)) as world:
         yield world
 
 

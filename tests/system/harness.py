@@ -303,6 +303,46 @@ class Cluster(World):
             return next((p for p in self.processes if p.pid == pid), None)
         return wait_until(found, timeout=timeout, what="a leader")
 
+@dataclass
+class SQLiteCluster(Cluster):
+    """A scenario's world on a SQLite file (the replicas of one host): what PostgreSQL's
+    ``now()`` and sessions answer elsewhere is read through goatbeat's own store here."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from goatbeat_celery.store import open_store
+
+        self.store = open_store(self.database_url)  # creates the schema
+
+    def db_now(self) -> datetime:
+        return self.store.now()
+
+    def lease(self) -> dict[str, Any] | None:
+        info = self.store.inspect("default")
+        return None if info is None else {
+            "name": info.name, "holder": info.holder, "token": info.token,
+            "acquired_at": info.acquired_at, "expires_at": info.expires_at,
+            "live": info.held}
+
+    def listening_replicas(self) -> int:
+        """The replicas heartbeating: each does before it first asks for the lease."""
+        return sum(1 for row in self.store.list_leases("default.replicas-of-") if row.held)
+
+    def executions(self) -> list[dict[str, Any]]:
+        from goatbeat_celery.store.schema import execution_table as table
+
+        columns = ("key", "schedule_name", "occurrence_at", "due_at", "token", "state",
+                   "claimed_at", "submitted_at", "attempts", "missed", "manual")
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(*(table.c[name] for name in columns))
+                                      .order_by(table.c.occurrence_at, table.c.key))
+            return [dict(row._mapping) for row in rows]
+
+    def stop_all(self) -> None:
+        super().stop_all()
+        self.store.close()
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The checks every scenario makes, from the executions table and the worker's record."""

@@ -22,7 +22,7 @@ from tests.webhooks.receiver import Receiver
 pytestmark = pytest.mark.system
 
 SECRET = "whsec-system-test"
-LEADING, LEASE_LOST, NOT_RUNNING = 0, 4, 5
+LEADING, STANDBY, LEASE_LOST, NOT_RUNNING = 0, 3, 4, 5
 #: A beat process starting, connecting and taking the lease on a busy 2-core machine.
 START = 30.0
 
@@ -101,3 +101,50 @@ def test_a_beat_replica_is_live_ready_leading_then_lost_then_stopped(
         assert health(cluster, holder) == NOT_RUNNING
     finally:
         receiver.stop()
+
+
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
+def test_a_leader_killed_or_frozen_and_replaced_has_lost_its_lease(
+        cluster: Cluster, fault: str) -> None:
+    # The default ttl for a kill (the standby learns of it from the database at once); a
+    # short one for a freeze, whose session lives on: the standby waits for the clock.
+    settings = {"lease_ttl": 30, "lease_renew_interval": 10} if fault == "SIGKILL" \
+        else FAST_LEASE
+    cluster.write_config(schedules=every_second(1), settings=settings)
+    leader = cluster.start_beat("beat-1")
+    cluster.wait_for_leader(timeout=START)
+    standby = cluster.start_beat("beat-2")
+    cluster.wait_for_replicas(2, timeout=START)
+    before = cluster.lease()
+    assert before is not None
+    holder = f"{socket.gethostname()}:{leader.pid}"
+
+    leader.signal(getattr(signal, fault))
+    wait_until(lambda: (cluster.lease() or {}).get("token", 0) > before["token"]
+               and (cluster.lease() or {}).get("live"), timeout=TTL + START,
+               what="the standby to take the lease over")
+    after = cluster.lease()
+    assert after is not None and after["holder"].split(":")[-2] == str(standby.pid)
+
+    lost = health_answer(cluster, holder)
+    assert lost["exit_code"] == LEASE_LOST, lost
+    assert lost["replica"].startswith(holder + ":")
+    assert after["holder"] in lost["reason"]  # who holds it, and since when
+    [row] = cluster.sql("SELECT changed_at FROM goatbeat_lease WHERE name = 'default'")
+    assert row["changed_at"].isoformat(timespec="seconds").replace("+00:00", "Z") \
+        in lost["reason"]
+    if fault == "SIGSTOP":
+        leader.signal(signal.SIGCONT)
+        # Thawed, it finds its lease taken and stands by: heard from after the change.
+        wait_until(lambda: health(cluster, holder) == STANDBY, timeout=RENEW + START,
+                   what="the thawed replica to stand by")
+
+
+def health_answer(cluster: Cluster, holder: str) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "sysproj", "goatbeat", "health", "--holder",
+         holder, "--json"], cwd=cluster.workdir, env=cluster.env(), capture_output=True,
+        text=True, timeout=60)
+    answer: dict[str, Any] = json.loads(result.stdout)
+    assert answer["exit_code"] == result.returncode
+    return answer

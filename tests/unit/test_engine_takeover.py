@@ -3,6 +3,7 @@ leader whose config sync failed keeps its lease, told to observers once, and syn
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -177,3 +178,38 @@ def test_a_replica_whose_config_sync_is_pending_is_told_when_the_lease_is_taken(
 
     assert pending.grant is None
     assert world.observer.lease_events == [("acquired", 1), ("lost", "taken by another replica")]
+
+
+def test_a_crashed_leader_is_replaced_as_soon_as_the_store_sees_its_session_end() -> None:
+    clocks = ManualClock(T0)
+    store = MemoryStore(clocks)
+    leader, standby = replica(store, clocks, "a"), replica(store, clocks, "b")
+    leader.tick()
+    assert standby.tick() == 3.0  # refused; its lease has 10 s left
+    held = store.inspect(SETTINGS.lease_name)
+    assert held is not None
+
+    # Its process dies while the standby waits: the store knows, its lease has not expired.
+    crash = threading.Timer(0.05, store.end_session, ("a",))
+    crash.start()
+    assert standby.wait(10)  # the end wakes the standby ...
+    crash.join()
+    standby.tick()  # ... and it asks at once
+
+    assert standby.is_leader()
+    taken = store.inspect(SETTINGS.lease_name)
+    assert taken is not None and (taken.holder, taken.token) == ("b", held.token + 1)
+    assert taken.expires_at is not None and held.expires_at is not None
+    assert clocks.current < held.expires_at
+
+
+def test_a_frozen_leaders_session_lives_and_the_standby_waits_for_the_clock() -> None:
+    clocks = ManualClock(T0)
+    store = MemoryStore(clocks)
+    leader, standby = replica(store, clocks, "a"), replica(store, clocks, "b")
+    leader.tick()
+    clocks.advance(3, frozen=["a"])
+
+    standby.tick()  # a frozen process's session is still open: nothing says it is gone
+
+    assert not standby.is_leader()

@@ -3,6 +3,7 @@ under its own lease, on the memory store with a manual clock."""
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections import Counter
 from datetime import timedelta
@@ -390,3 +391,43 @@ def test_shares_stay_fair_as_replicas_join_stop_and_die(world: World) -> None:
     alive.remove("r3")  # dies: frozen from now on, its leases run out
     settle_down()
     assert shares() == [2, 2, 3]
+
+
+def test_a_crashed_replicas_shards_are_taken_over_as_its_session_ends(world: World) -> None:
+    names = spread(world)
+    a, b = two_sharing(world)
+    lost = a.led_shards()
+    assert lost and len(b.led_shards()) == 2
+
+    # a dies while b waits; its leases and member row have ~20 s left.
+    crash = threading.Timer(0.05, world.store.end_session, ("a",))
+    crash.start()
+    assert b.wait(10)
+    crash.join()
+    b.tick()
+
+    assert b.led_shards() == [0, 1, 2, 3], "took the crashed replica's shards at once"
+    # Its member row still runs for ~20 s: it stays no member, and b keeps every shard.
+    world.advance(11, frozen=["a"])
+    b.tick()
+    assert b.led_shards() == [0, 1, 2, 3]
+    world.advance(60, frozen=["a"])
+    b.tick()
+    claims = Counter(e.key for e in world.executions())
+    assert all(n == 1 for n in claims.values())
+    assert {e.schedule_name for e in world.executions()} == set(names)
+
+
+def test_the_member_row_of_a_shards_previous_holder_is_kept_for_health(world: World) -> None:
+    a, b = two_sharing(world)
+    lost = b.led_shards()
+    world.advance(31, frozen=["b"])  # b dies leading: its rows run out, a takes its shards
+    a.tick()
+    a.tick()
+
+    assert a.led_shards() == [0, 1, 2, 3]
+    names = [row.name for row in world.store.list_leases("default.")]
+    # Kept, silent: `goatbeat health --holder b` tells a replaced leader from a clean stop.
+    assert "default.replicas-of-4.b" in names
+    assert {world.store.inspect(f"default.shard-{k}-of-4").previous_holder  # type: ignore[union-attr]
+            for k in lost} == {"b"}

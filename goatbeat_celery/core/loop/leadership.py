@@ -26,6 +26,8 @@ from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.shards import (
     Shard,
     ShardingView,
+    forgettable,
+    is_member_name,
     member_lease_name,
     members_prefix,
     other_leases_problem,
@@ -206,11 +208,13 @@ class Leadership:
         process has its own."""
         try:
             rows = self.lease.list_leases(members_prefix(self.settings.lease_name))
+            held = self.lease.inspect(self.name)
         except StoreError as exc:
             logger.warning("could not list leases %r: %s", self.settings.lease_name, exc,
                            extra={"action": "lease_error"})
             return
-        _forget(self.lease, [row.name for row in rows if not row.held])
+        _forget(self.lease, forgettable([row.name for row in rows if not row.held],
+                                        [None if held is None else held.previous_holder]))
 
     def _ask_again_at_expiry(self) -> None:
         """Refused: ask again when the holder's lease runs out, if that comes before the next
@@ -248,6 +252,8 @@ class ShardLeadership:
         self._next_heartbeat = 0.0
         #: Monotonic instant of the next look at the sharding.
         self.next_check = 0.0
+        #: Replicas whose session the store saw end (ShardingView.crashed).
+        self._crashed: frozenset[str] = frozenset()
 
     def renew_due(self) -> bool:
         return self._mono() >= self.next_check
@@ -298,7 +304,9 @@ class ShardLeadership:
         if full:
             self._next_heartbeat = asked + renew_interval
         view = ShardingView.read(rows, lease_name=settings.lease_name,
-                                 count=len(self.shards), holder=self.holder)
+                                 count=len(self.shards), holder=self.holder,
+                                 crashed=self._crashed)
+        self._crashed = view.crashed
         share = quota(view.members, self.holder, len(self.shards))
         unsynced: list[Leadership] = []
         held = self.held()
@@ -316,7 +324,11 @@ class ShardLeadership:
             if self._renew(index, unsynced) is not None:
                 held.append(index)
         if self.leaderships[0].grant is not None:
-            self._forget(view.gone)
+            # Read before this look's takeovers: a shard's holder of record may have just
+            # become its previous holder.
+            self._forget(forgettable(view.gone, [
+                holder for row in rows if not is_member_name(row.name)
+                for holder in (row.holder, row.previous_holder)]))
         self.next_check = self._next_heartbeat
         if view.next_expiry is not None:
             # Another replica's row running out may free a shard or change the quotas.

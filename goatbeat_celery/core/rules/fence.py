@@ -7,10 +7,12 @@ asks these functions; it only writes what :func:`grant_lease` decides and raises
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Generic, Protocol, TypeVar
 
+from goatbeat_celery.core.rules.shards import is_member_name
 from goatbeat_celery.core.types.errors import LeaseLost
 from goatbeat_celery.core.types.lease import LeaseGrant, lease_live
 
@@ -76,22 +78,35 @@ class LeaseWrite:
 
 
 def grant_lease(name: str, holder: str, ttl: timedelta, *, row: StoredLease | None,
-                now: datetime) -> LeaseWrite | None:
+                now: datetime,
+                session_gone: Callable[[StoredLease], bool] | None = None) -> LeaseWrite | None:
     """The grant ``holder`` gets on lease ``name`` at store-time ``now``, given the stored
-    ``row`` (None: never taken), or ``None`` while another holder's lease is live.
+    ``row`` (None: never taken), or ``None`` while another holder's lease is live and its
+    holder's session is not known to be gone.
 
     The holder renewing keeps its token and ``acquired_at``; anyone taking an absent, released
     or expired lease gets the next token (the first grant token 1: a placeholder row written
     with token 0 gives the same) and ``changed_holder``.
 
+    **A lease may be taken before its expiry when its holder's session is gone.** A crashed
+    process's database session (or file lock) ends with it, and the store knows at once:
+    ``session_gone`` is the store's evidence, asked only of a live row held by another, that
+    the session which held ``row`` under its token has ended (:func:`session_watched`). The
+    next token fences the old holder as an expiry would. What a closed session cannot show (a
+    frozen process, a partition, a dead host) still waits for the expiry: the clock path.
+
     The previous holder: taking an expired lease records its holder, held until its expiry;
-    a released lease already recorded its last holder when it was released
-    (:func:`released_by`), and a renewal changes nothing, so both keep what the row holds.
+    taking one whose holder's session is gone records it held until now; a released lease
+    already recorded its last holder when it was released (:func:`released_by`), and a
+    renewal changes nothing, so both keep what the row holds.
     """
+    gone = False
     if row is not None and row.holder == holder:
         token, changed = row.token, False
     elif row is None or not lease_live(row.holder, row.expires_at, now):
         token, changed = next_counter(0 if row is None else row.token), True
+    elif session_gone is not None and session_gone(row):
+        token, changed, gone = next_counter(row.token), True, True
     else:
         return None
     grant = LeaseGrant(name=name, holder=holder, token=token, expires_at=now + ttl,
@@ -100,9 +115,16 @@ def grant_lease(name: str, holder: str, ttl: timedelta, *, row: StoredLease | No
     previous, changed_at = (None, None) if row is None else (row.previous_holder,
                                                             row.changed_at)
     if changed and row is not None and row.holder is not None:
-        previous, changed_at = row.holder, row.expires_at or now
+        previous, changed_at = row.holder, now if gone else row.expires_at or now
     return LeaseWrite(grant=grant, acquired_at=now if kept is None else kept,
                       previous_holder=previous, changed_at=changed_at)
+
+
+def session_watched(name: str) -> bool:
+    """Whether the store watches the session of lease ``name``'s holder (:func:`grant_lease`):
+    every lease a standby waits for, not the member rows each replica heartbeats for itself
+    (core.rules.shards), which no one else ever takes."""
+    return not is_member_name(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,4 +171,4 @@ def lease_lost(lease: LeaseGrant) -> LeaseLost:
 
 __all__ = ["COUNTER_MAX", "ClockedLeaseRow", "LeaseRow", "LeaseWrite", "Released", "StoredLease",
            "check_fence", "fence_holds", "fenced_clock", "grant_lease", "lease_lost",
-           "next_counter", "released_by"]
+           "next_counter", "released_by", "session_watched"]

@@ -7,8 +7,10 @@ row(s) right after. So the rows, read with the database clock, say of a replica:
 * **leading** — it holds a lease row that has not expired;
 * **standby** — its member row is live and it holds no lease;
 * **lease lost** — it believed it led, and no longer does by the database: it is the holder
-  of record of a lease row that expired unrenewed, or the lease was taken from it after it
-  expired, while it went silent (its member row expired, not released, no later than that);
+  of record of a lease row that expired unrenewed, or the lease row names it as the previous
+  holder and another replica holds it now, and it has not been heard from since (its member
+  row not renewed after the change, or gone: the new leader keeps the member row of its
+  lease's previous holder, so a clean stop, whose member row is released, is told apart);
 * **not running** — nothing of the above: no row names it, it stopped cleanly (its rows
   released), or it went silent as a standby.
 
@@ -74,7 +76,9 @@ def judge(rows: Sequence[LeaseInfo], *, wanted: str, lease_name: str, shards: in
     members = {row.name[len(prefix):]: row for row in rows if row.name.startswith(prefix)
                and matches(row.name[len(prefix):], wanted)}
     holders = set(members) | {row.holder for row in leases
-                              if row.holder is not None and matches(row.holder, wanted)}
+                              if row.holder is not None and matches(row.holder, wanted)} | {
+        row.previous_holder for row in leases if row.held and row.previous_holder is not None
+        and matches(row.previous_holder, wanted)}
     if not holders:
         return ReplicaHealth(health=Health.NOT_RUNNING, holder=None,
                              reason=f"no replica of {wanted!r} has run against this database "
@@ -101,20 +105,22 @@ def judge(rows: Sequence[LeaseInfo], *, wanted: str, lease_name: str, shards: in
             health=Health.LEASE_LOST, holder=holder, leases=(row.name,),
             reason=f"its lease {row.name} expired at {_iso(row.expires_at)} without renewal "
                    f"(database clock {_iso(row.store_now)})")
+    last = None if member is None else member.last_renewal(ttl)
+    if member is None or member.holder == holder:
+        # Not heard from since another replica took its lease: it died or froze leading
+        # (whether or not its member row is still live: a crash is seen before it expires).
+        for row in leases:
+            if row.previous_holder == holder and row.held and row.changed_at is not None \
+                    and (last is None or last <= row.changed_at):
+                heard = "" if last is None else f" (last heard from {_iso(last)})"
+                return ReplicaHealth(
+                    health=Health.LEASE_LOST, holder=holder, leases=(row.name,),
+                    reason=f"its lease {row.name} was taken by {row.holder}, who holds it "
+                           f"since {_iso(row.changed_at)}{heard}")
     if member is not None and member.held:
         return ReplicaHealth(health=Health.STANDBY, holder=holder,
                              reason="live, leading nothing")
     if member is not None and member.holder == holder:
-        # Silent without releasing its member row: it died or froze. Did it lead then?
-        last = member.last_renewal(ttl)
-        for row in leases:
-            if row.previous_holder == holder and row.changed_at is not None \
-                    and last is not None and last <= row.changed_at:
-                return ReplicaHealth(
-                    health=Health.LEASE_LOST, holder=holder, leases=(row.name,),
-                    reason=f"its lease {row.name} expired at {_iso(row.changed_at)} and was "
-                           f"taken by {row.holder or 'no one yet'}; the replica has not been "
-                           f"heard from since {_iso(last)}")
         return ReplicaHealth(health=Health.NOT_RUNNING, holder=holder,
                              reason=f"not heard from since {_iso(last)}")
     return ReplicaHealth(health=Health.NOT_RUNNING, holder=holder,

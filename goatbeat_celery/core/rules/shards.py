@@ -105,9 +105,24 @@ def member_lease_name(lease_name: str, count: int, holder: str) -> str:
     return f"{members_prefix(lease_name)}{count}.{holder}"
 
 
+def is_member_name(name: str) -> bool:
+    """Whether lease row ``name`` is a member row (:func:`member_lease_name`) of any lease."""
+    _, found, rest = name.partition(".replicas-of-")
+    return bool(found) and rest.split(".", 1)[0].isdigit()
+
+
 def _is_member_row(name: str, lease_name: str) -> bool:
     prefix = members_prefix(lease_name)
     return name.startswith(prefix) and name[len(prefix):].split(".", 1)[0].isdigit()
+
+
+def forgettable(gone: Sequence[str], previous_holders: Collection[str | None]) -> list[str]:
+    """The member rows among ``gone`` a leader forgets: all but those of its leases' previous
+    holders, which ``goatbeat health`` reads to tell a replaced leader (its member row silent)
+    from one stopped cleanly (released). Each lease keeps one at most, until it changes hands
+    again."""
+    kept = tuple(f".{holder}" for holder in previous_holders if holder is not None)
+    return [name for name in gone if not (kept and name.endswith(kept))]
 
 
 def quota(members: Sequence[str], holder: str, count: int) -> int:
@@ -129,17 +144,29 @@ class ShardingView:
     holders: dict[int, str]
     #: Store-clock seconds until the first live row of another replica expires (None: none).
     next_expiry: float | None
+    #: Holders whose session the store saw end, their member rows still live by the clock:
+    #: no members, though their rows say otherwise (remembered across looks, since the rows
+    #: that showed it are taken over and then show the new holder).
+    crashed: frozenset[str] = frozenset()
 
     @classmethod
     def read(cls, rows: Sequence[LeaseInfo], *, lease_name: str, count: int,
-             holder: str) -> ShardingView:
+             holder: str, crashed: Collection[str] = ()) -> ShardingView:
         names = {shard_lease_name(lease_name, Shard(k, count)): k for k in range(count)}
         member_prefix = member_lease_name(lease_name, count, "")
         members: list[str] = []
         gone: list[str] = []
         holders: dict[int, str] = {}
         expiries: list[float] = []
+        # A holder whose session is gone (a crash the store saw) is no member any more, though
+        # its member row has not expired yet: its shards are shared out among the others now.
+        dead = {row.holder for row in rows if row.session_gone and row.holder} | set(crashed)
+        still: set[str] = set()
         for row in rows:
+            if row.holder in dead and row.name.startswith(member_prefix):
+                if row.held:
+                    still.add(row.holder)
+                continue
             if not row.held or row.holder is None or row.expires_at is None:
                 if _is_member_row(row.name, lease_name):
                     gone.append(row.name)
@@ -153,7 +180,7 @@ class ShardingView:
             if row.holder != holder:
                 expiries.append((row.expires_at - row.store_now).total_seconds())
         return cls(members=tuple(sorted(set(members))), gone=tuple(gone), holders=holders,
-                   next_expiry=min(expiries) if expiries else None)
+                   next_expiry=min(expiries) if expiries else None, crashed=frozenset(still))
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +203,8 @@ def standbys(rows: Sequence[LeaseInfo], *, lease_name: str, count: int, ttl: tim
             if at is not None and holder not in leaders]
 
 
-__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "member_lease_name", "members_prefix",
+__all__ = ["Replica", "Shard", "ShardingView", "shard_of", "forgettable", "is_member_name",
+           "member_lease_name",
+           "members_prefix",
            "standbys",
            "quota", "shard_hash", "shard_lease_name", "sharding_prefix"]

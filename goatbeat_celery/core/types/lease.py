@@ -35,10 +35,14 @@ class LeaseInfo:
     #: by the store's clock (its release, or the expiry its successor found); None: no one yet.
     previous_holder: str | None = None
     changed_at: datetime | None = None
+    #: The store knows the holder's session ended (core.rules.fence.grant_lease): the lease
+    #: is free to take though its expiry is ahead, and its holder is not running.
+    session_gone: bool = False
 
     @property
     def held(self) -> bool:
-        return lease_live(self.holder, self.expires_at, self.store_now)
+        return not self.session_gone and lease_live(self.holder, self.expires_at,
+                                                    self.store_now)
 
     def last_renewal(self, ttl: timedelta) -> datetime | None:
         """When the holder last took or renewed the lease: each sets the expiry ``ttl`` ahead

@@ -91,6 +91,8 @@ class MemoryStoreBase:
         self._tokens: dict[str, tuple[ApiToken, str]] = {}
         self._executions: dict[str, Execution] = {}
         self._leases: dict[str, LeaseInfo] = {}
+        #: The holders whose session ended (MemoryLeases.end_session), until they ask again.
+        self._ended_sessions: set[str] = set()
         self._backfills: dict[int, Backfill] = {}
         self._outbox: dict[str, OutboxEntry] = {}
         # Ids are never reused, as a database sequence would not, though old ones are pruned.

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from goatbeat_celery.core.types.errors import StoreError
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.postgres.engine import _close
+from goatbeat_celery.store.postgres.sessions import PostgresSessions
 from goatbeat_celery.store.sql.base import SQLStoreBase
 
 logger = logging.getLogger(__name__)
@@ -79,12 +80,19 @@ class PostgresListening(SQLStoreBase):
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return False
-                    ready, _, _ = select.select([conn.pgconn.socket, woken_by.fileno()], [],
-                                                [], remaining)
+                    # A standby's lock requests (store.postgres.sessions) are answered when the
+                    # leader's session ends: that wakes it too.
+                    sessions = self._sessions
+                    granted = sessions.sockets() if isinstance(sessions, PostgresSessions) else []
+                    ready, _, _ = select.select([conn.pgconn.socket, woken_by.fileno(),
+                                                 *granted], [], [], remaining)
                     if not ready:  # the timeout: nothing arrived, nothing for libpq to read
                         return False
                     if woken_by.fileno() in ready:  # close() is under way; left readable for good
                         return False
+                    if isinstance(sessions, PostgresSessions) and set(granted) & set(ready):
+                        sessions.collect(ready)
+                        return True
             except psycopg.Error as exc:
                 # The server went away (a restart, a killed session): listen again at once.
                 # StoreUnavailable if it is still down; otherwise report a wake, since

@@ -35,6 +35,7 @@ from goatbeat_celery.store.postgres.engine import (
 )
 from goatbeat_celery.store.postgres.listen import PostgresListening
 from goatbeat_celery.store.postgres.loaders import _converted_due_row
+from goatbeat_celery.store.postgres.sessions import PostgresSessions
 from goatbeat_celery.store.postgres.statements import (
     _CLAIM_CLEARS,
     _LOCK_FOR_CLAIM,
@@ -47,6 +48,7 @@ from goatbeat_celery.store.postgres.statements import (
     _report_arrays,
 )
 from goatbeat_celery.store.schema import UTCDateTime, lease_table, utc_from_db
+from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly
 from goatbeat_celery.store.sql import (
     Insert,
     RunChange,
@@ -88,7 +90,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         self, url: str | URL, *, create_schema: bool = False, connect_timeout: float = 5.0,
         statement_timeout: float = 5.0, idle_in_transaction_timeout: float = 10.0,
         pool_size: int = 5, max_overflow: int = 5,
-        application_name: str = "goatbeat_celery",
+        application_name: str = "goatbeat_celery", session_locks: bool = True,
     ) -> None:
         problems = [
             f"{name}: must be a positive number of seconds, got {value!r}"
@@ -97,6 +99,8 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                                 ("idle_in_transaction_timeout", idle_in_transaction_timeout))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
         ]
+        if not isinstance(session_locks, bool):
+            problems.append(f"session_locks: expected True or False, got {session_locks!r}")
         if problems:
             raise ConfigurationError(problems, subject="PostgreSQL store options")
         sa_url = normalise_url(url)
@@ -127,6 +131,15 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                                if "application_name" in sa_url.query else application_name}
         self._direct_conn = None
         self._direct_lock = threading.Lock()
+        if session_locks:
+            self._sessions = PostgresSessions(self._conninfo, connect_args(
+                connect_timeout=connect_timeout, statement_timeout=None,
+                idle_in_transaction_timeout=None, server_options=server_options,
+                # A standby's lock request waits here as long as the holder lives.
+                application_name=(None if "application_name" in sa_url.query
+                                  else f"{application_name}:session")))
+        else:
+            self._sessions = ClockOnly(f"{CLOCK_PATH} (goatbeat_session_locks is off)")
         dialect = engine.dialect
         self._renew_sql = str(_RENEW.compile(dialect=dialect))
         self._renew_many = prepared("goatbeat_renew_leases", self._renewal_and_waiting())
@@ -397,7 +410,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         # renew interval, and a leader the member rows when its renewal says one ran out.
         rows = self._direct_prepared("list leases", self._list_leases,
                                      {"pattern": prefix_pattern(prefix)})
-        return [lease_info(row) for row in rows]
+        return [self._with_session(lease_info(row)) for row in rows]
 
     @contextmanager
     def _write(self, what: str) -> Iterator[Any]:

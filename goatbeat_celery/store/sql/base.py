@@ -25,6 +25,7 @@ from goatbeat_celery.store.schema import (
     lease_table,
     schedule_table,
 )
+from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly, LeaseSessions
 from goatbeat_celery.store.sql.execution_rows import execution_values
 from goatbeat_celery.store.sql.predicates import _IS_IN_FLIGHT
 from goatbeat_celery.store.url import mask_url
@@ -81,6 +82,9 @@ class SQLStoreBase:
         # full cycle's first page, every 5 minutes), by limit and scope: built once, so that
         # SQLAlchemy keys its cache on them once (SQLAlerts.alert_evidence).
         self._alert_pages: dict[tuple[int, Any], sa.Select[Any]] = {}
+        #: How a crashed lease holder is detected before its expiry (store.sessions); a
+        #: subclass that can watch sessions replaces it.
+        self._sessions: LeaseSessions = ClockOnly(CLOCK_PATH)
 
     # -- dialect hooks -------------------------------------------------------------------
     def _now_sql(self) -> sa.ColumnElement[datetime]:
@@ -174,6 +178,10 @@ class SQLStoreBase:
         ).one_or_none()
         return fenced_clock(lease, row)
 
+    def failover_path(self) -> str:
+        self._sessions.probe()
+        return self._sessions.path
+
     # -- clock and waiting ---------------------------------------------------------------
     def now(self) -> datetime:
         with self._read("read the clock") as conn:
@@ -190,6 +198,7 @@ class SQLStoreBase:
         if self._closed:
             return
         self._closed = True
+        self._sessions.close()
         self._engine.dispose()
 
     # -- shared by several parts ---------------------------------------------------------

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.rules.fence import grant_lease, released_by
+from goatbeat_celery.core.rules.fence import grant_lease, released_by, session_watched
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.store.schema import lease_table, utc_from_db
 from goatbeat_celery.store.sql.base import SQLStoreBase
@@ -19,7 +20,12 @@ L = lease_table
 class SQLLeases(SQLStoreBase):
     """The :class:`~goatbeat_celery.core.protocols.LeaseManager` part."""
 
+    #: Whether this store asked for a lease: a replica's, whose reads of live leases held by
+    #: others start watching their holders' sessions (a command's reads watch nothing).
+    _watching = False
+
     def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        self._watching = True
         with self._write("acquire lease") as txn:
             conn = txn.conn
             # A placeholder row (no holder, token 0) makes the first grant token 1 and gives
@@ -32,10 +38,21 @@ class SQLLeases(SQLStoreBase):
                 sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
                 .with_for_update()
             ).one()
-            write = grant_lease(name, holder, ttl, row=row, now=row.now)
+            sessions, watched = self._sessions, session_watched(name)
+            write = grant_lease(name, holder, ttl, row=row, now=row.now,
+                                session_gone=(lambda found: sessions.gone(name, found.token))
+                                if watched else None)
             if write is None:
+                if watched:
+                    sessions.watch(name, row.token)
                 return None
             grant = write.grant
+            if watched and grant.changed_holder:
+                # Before the commit: no standby may read the new token while its lock is free.
+                sessions.hold(name, grant.token)
+                # The standbys look again and watch the new holder (a sharded one would only
+                # at its next look, leaving a crash meanwhile to the clock).
+                txn.announce = True
             conn.execute(
                 sa.update(L).where(L.c.name == name).values(
                     holder=holder, token=grant.token, expires_at=grant.expires_at,
@@ -70,13 +87,15 @@ class SQLLeases(SQLStoreBase):
             )
             released = result.rowcount == 1
             txn.announce = released
+        if released:
+            self._sessions.drop(grant.name, grant.token)
         return released
 
     def list_leases(self, prefix: str) -> list[LeaseInfo]:
         with self._read("list leases") as conn:
             rows = conn.execute(leases_named_like(self._now_sql()),
                                 {"pattern": prefix_pattern(prefix)}).all()
-        return [lease_info(row) for row in rows]
+        return [self._with_session(lease_info(row)) for row in rows]
 
     def forget(self, name: str) -> bool:
         with self._write("forget lease") as txn:
@@ -89,7 +108,20 @@ class SQLLeases(SQLStoreBase):
             row = conn.execute(
                 sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
             ).one_or_none()
-        return None if row is None else lease_info(row)
+        return None if row is None else self._with_session(lease_info(row))
+
+    def _with_session(self, info: LeaseInfo) -> LeaseInfo:
+        """``info`` marked :attr:`~LeaseInfo.session_gone` when this store knows its holder's
+        session ended (a standby's evidence, read without a round trip)."""
+        if not info.held or not session_watched(info.name):
+            return info
+        if self._sessions.known_gone(info.name, info.token):
+            return replace(info, session_gone=True)
+        if self._watching:
+            # A sharded standby reads the shards it may take, and asks only for free ones:
+            # their holders are watched from here (none of this replica's own).
+            self._sessions.watch(info.name, info.token)
+        return info
 
 
 #: The escape character of the lease-name LIKE patterns. Not a backslash: SQLAlchemy 2.0

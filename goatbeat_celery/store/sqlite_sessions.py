@@ -1,0 +1,194 @@
+"""The session path on SQLite (one host): byte locks on a file beside the database
+(store.sessions).
+
+The holder of lease ``name`` under token ``T`` holds a write lock on one byte of
+``<database>-leases`` (its offset from :func:`~goatbeat_celery.store.sessions.session_key`)
+through a descriptor of its own; the kernel lets go of it when the process dies, however it
+dies. A standby asks for the same byte from a thread blocked in ``fcntl`` (no CPU while it
+waits), which wakes the store's waiters once it is granted. The locks are open-file-description
+locks (Linux's ``F_OFD_SETLK``): two stores of one process exclude each other as two processes
+do, and closing one descriptor never drops another's lock. Where the platform has none, the
+path is off and takeovers wait for the clock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import struct
+import threading
+from collections.abc import Callable
+
+from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly, LeaseSessions, session_key
+
+logger = logging.getLogger(__name__)
+
+PATH = ("file lock: a standby waits on the leader's lock on a file beside the database and "
+        "takes over when its process ends")
+_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
+_SETLKW = getattr(fcntl, "F_OFD_SETLKW", None)
+#: Offsets stay within what a file offset can hold.
+_OFFSETS = 2 ** 62
+
+
+def _flock(kind: int, offset: int) -> bytes:
+    """A ``struct flock`` for one byte at ``offset`` (``l_pid`` 0, as OFD locks require)."""
+    return struct.pack("hhqqixxxx", kind, os.SEEK_SET, offset, 1, 0)
+
+
+def _offset(name: str, token: int) -> int:
+    return abs(session_key(name, token)) % _OFFSETS
+
+
+class _Waiter:
+    """A thread asking for one byte. Once granted, the holder's process is known gone
+    (``ended`` is told) and the byte is let go at once, for the other standbys waiting on it
+    to learn it too."""
+
+    def __init__(self, path: str, offset: int, ended: Callable[[int], None]) -> None:
+        self.offset = offset
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._ended = ended
+        self.abandoned = False
+        threading.Thread(target=self._wait, name="goatbeat-lease-session",
+                         daemon=True).start()
+
+    def _wait(self) -> None:
+        try:
+            fcntl.fcntl(self._fd, _SETLKW, _flock(fcntl.F_WRLCK, self.offset))  # type: ignore[arg-type]
+            granted = True
+        except OSError:
+            granted = False
+        os.close(self._fd)  # lets go of the byte, if it was granted
+        if granted and not self.abandoned:
+            self._ended(self.offset)
+
+    def abandon(self) -> None:
+        """Stop caring (the thread ends once the byte is granted, or with the process)."""
+        self.abandoned = True
+
+
+class FileSessions:
+    """:class:`~goatbeat_celery.store.sessions.LeaseSessions` on byte locks of one file."""
+
+    path = PATH
+
+    def __init__(self, path: str, wake: Callable[[], None]) -> None:
+        self._path = path
+        self._wake = wake
+        self._lock = threading.Lock()
+        #: The offsets whose holder's process is known gone (never held again: an offset
+        #: names one token of one lease).
+        self._ended: set[int] = set()
+        #: Per lease: (descriptor, offset) of the lock held as its holder.
+        self._own: dict[str, tuple[int, int]] = {}
+        #: Per lease: the standby's request (granted or under way).
+        self._waiters: dict[str, _Waiter] = {}
+
+    def probe(self) -> None:
+        pass  # one host, no proxy: the kernel holds the locks
+
+    def gone(self, name: str, token: int) -> bool:
+        offset = _offset(name, token)
+        with self._lock:
+            waiter = self._waiters.get(name)
+            if offset in self._ended:
+                return True
+            if waiter is not None and waiter.offset == offset:
+                return False
+            own = self._own.get(name)
+            if own is not None and own[1] == offset:  # held here: by a holder alive
+                return False
+            fd = self._try(offset)
+            if fd is None:
+                return False
+            os.close(fd)
+            self._ended.add(offset)
+            return True
+
+    def known_gone(self, name: str, token: int) -> bool:
+        with self._lock:
+            return _offset(name, token) in self._ended
+
+    def hold(self, name: str, token: int) -> None:
+        offset = _offset(name, token)
+        with self._lock:
+            own = self._own.get(name)
+            if own is not None and own[1] == offset:
+                self._replace_waiter(name, None)
+                return
+            fd = self._try(offset)
+            self._replace_waiter(name, None)
+            if own is not None:
+                os.close(own[0])
+                del self._own[name]
+            if fd is None:
+                logger.warning("lease %r: the lock of token %d is held by another process; a "
+                               "crash of this replica is detected by the clock", name, token,
+                               extra={"action": "lease_session_busy"})
+                return
+            self._own[name] = (fd, offset)
+
+    def watch(self, name: str, token: int) -> None:
+        offset = _offset(name, token)
+        with self._lock:
+            waiter = self._waiters.get(name)
+            own = self._own.get(name)
+            if offset in self._ended or (waiter is not None and waiter.offset == offset) or (
+                    own is not None and own[1] == offset):
+                return
+            own = self._own.pop(name, None)
+            if own is not None:
+                os.close(own[0])
+            self._replace_waiter(name, _Waiter(self._path, offset, self._learn))
+
+    def drop(self, name: str, token: int) -> None:
+        with self._lock:
+            own = self._own.get(name)
+            if own is not None and own[1] == _offset(name, token):
+                os.close(own[0])
+                del self._own[name]
+
+    def close(self) -> None:
+        with self._lock:
+            for fd, _ in self._own.values():
+                os.close(fd)
+            self._own.clear()
+            for waiter in self._waiters.values():
+                waiter.abandon()
+            self._waiters.clear()
+
+    def _learn(self, offset: int) -> None:
+        """A waiter's byte was granted: its holder's process is gone; wake this process."""
+        with self._lock:
+            self._ended.add(offset)
+        self._wake()
+
+    def _try(self, offset: int) -> int | None:
+        """A new descriptor holding the byte at ``offset``, or None when another holds it."""
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.fcntl(fd, _SETLK, _flock(fcntl.F_WRLCK, offset))  # type: ignore[arg-type]
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+
+    def _replace_waiter(self, name: str, waiter: _Waiter | None) -> None:
+        old = self._waiters.pop(name, None)
+        if old is not None:
+            old.abandon()
+        if waiter is not None:
+            self._waiters[name] = waiter
+
+
+def file_sessions(database: str, wake: Callable[[], None]) -> LeaseSessions:
+    """The session path of the SQLite file ``database``; clock only where the platform has no
+    open-file-description locks."""
+    if _SETLK is None or _SETLKW is None:
+        return ClockOnly(f"{CLOCK_PATH} (this platform has no per-descriptor file locks)")
+    return FileSessions(os.path.realpath(database) + "-leases", wake)
+
+
+__all__ = ["PATH", "FileSessions", "file_sessions"]
