@@ -24,6 +24,7 @@ from goatbeat_celery import schedules as generic
 from goatbeat_celery.beat import metrics
 from goatbeat_celery.beat.webhooks import KEYS as WEBHOOK_KEYS
 from goatbeat_celery.beat.webhooks import WebhookSettings, read_webhooks
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.controls import bounded_first
 from goatbeat_celery.core.rules.defaults import own_or_default
@@ -37,7 +38,6 @@ from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec, quoted_name
 from goatbeat_celery.hidden_settings import hide_secret_settings
-from goatbeat_celery.links import doc
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 

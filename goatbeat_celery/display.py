@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeGuard, Union
 
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillPreview
 from goatbeat_celery.core.rules.calendars import Calendar
@@ -45,7 +46,6 @@ from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, ScheduleSpec, TriggerSpec, quoted_name
-from goatbeat_celery.links import doc
 
 NONE = "-"
 

@@ -38,6 +38,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from goatbeat_celery.beat.health import HealthEndpoints, serve
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.alerts import AlertEvent, AlertRule
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
@@ -46,7 +47,6 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.tick import Dispatch
-from goatbeat_celery.links import doc
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from goatbeat_celery.cli.check_result import Check, Outcome
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.rules.shards import other_leases_problem
 from goatbeat_celery.core.types.errors import GoatbeatError, StoreUnavailable
 from goatbeat_celery.store.privileges import Missing, Role, missing_privileges
@@ -63,7 +64,7 @@ def privileges_check(url: str, role: Role) -> Check:
     cause = ("beat cannot lead: it would log permission denied at each attempt"
              if role is Role.BEAT else "workers cannot record their runs")
     how = ("Fix" if url.startswith("sqlite") else
-           "As the tables' owner or a superuser (docs/deploying.md, least-privilege roles)")
+           f"As the tables' owner or a superuser ({doc('deploying.md#least-privilege-roles')})")
     return Check(name=name, outcome=Outcome.FAIL, detail=f"{lines}\n{cause}. {how}:\n{fixes}")
 
 

@@ -8,7 +8,7 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery.cli.context import CommandError, masked_url, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.output import say
-from goatbeat_celery.links import doc
+from goatbeat_celery.core.links import doc
 
 
 class _WebCommand(CeleryCommand):  # type: ignore[misc]  # Celery's classes are untyped

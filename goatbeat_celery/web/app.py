@@ -28,6 +28,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from goatbeat_celery import __version__, display
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillMode
@@ -52,7 +53,6 @@ from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
-from goatbeat_celery.links import doc
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web import api_answers, bodies, forms, present
 from goatbeat_celery.web.api import api_routes

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from goatbeat_celery import __version__, specs
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
-from goatbeat_celery.links import doc
 
 _REF = "#/components/schemas/"
 _PROBLEM = {"application/problem+json": {"schema": {"$ref": _REF + "Problem"}}}

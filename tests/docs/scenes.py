@@ -58,7 +58,9 @@ def stand_by(app: Any, *, holder: str) -> None:
     clock, finding the lease held; it heartbeats its member row and is left running (its row
     not released)."""
     loaded = config_module.load(app)
-    store = open_store(loaded.config.database_url)
+    # The scene's leader ran in this process and is gone: its file lock went with it. The
+    # standby judges the lease on the clock, as it would a leader running elsewhere.
+    store = open_store(loaded.config.database_url, session_locks=False)
     engine = build_engine(store, submitter=RecordingSubmitter(), settings=loaded.config.settings,
                           holder=holder, monotonic=time.monotonic)
     try:

@@ -1,6 +1,6 @@
 """The documentation pages the package's hints name exist, with their anchors.
 
-A hint names a page through ``goatbeat_celery.links.doc`` (the site's address), never as a
+A hint names a page through ``goatbeat_celery.core.links.doc`` (the site's address), never as a
 path of this repository, which neither the wheel nor a reader of a log has.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from goatbeat_celery.links import DOCS_URL, doc
+from goatbeat_celery.core.links import DOCS_URL, doc
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "goatbeat_celery"

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome, RunState
 from goatbeat_celery.core.types.errors import StoreError
-from goatbeat_celery.links import doc
 from goatbeat_celery.migrations import VERSION_TABLE
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.schema import EXECUTION_TABLE

@@ -19,8 +19,8 @@ from typing import Any
 
 from django.core import checks
 
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
-from goatbeat_celery.links import doc
 
 
 def register() -> None:

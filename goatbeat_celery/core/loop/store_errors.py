@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import logging
 
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.types.errors import StoreDenied, StoreError
 
 __all__ = ["DENIED_FIX", "report_store_error"]
 
 #: What to do about a missing privilege.
 DENIED_FIX = ("a privilege is missing, which no retry fixes: `celery goatbeat check` lists "
-              "every GRANT beat needs (docs/deploying.md, least-privilege roles)")
+              f"every GRANT beat needs ({doc('deploying.md#least-privilege-roles')})")
 
 
 def report_store_error(log: logging.Logger, message: str, *args: object, exc: StoreError,

@@ -15,10 +15,10 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import timedelta
 
+from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import RunEvent, RunEventKind, RunOutcome
 from goatbeat_celery.core.types.errors import StoreUnavailable
-from goatbeat_celery.links import doc
 
 logger = logging.getLogger(__name__)
 
