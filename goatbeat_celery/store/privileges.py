@@ -4,7 +4,8 @@ Written once here: ``check`` reports what is missing before beat or a worker sta
 ``health`` says why a replica cannot lead. docs/deploying.md's ``GRANT`` statements grant
 exactly this (a test compares them).
 
-On PostgreSQL each privilege is asked of the server with ``has_table_privilege`` and
+On PostgreSQL each privilege is asked of the server with ``has_table_privilege``,
+``has_column_privilege`` (a privilege on named columns, ``"UPDATE (a, b)"``: each of them) and
 ``has_sequence_privilege``, for the role the URL connects as: the server answers from the
 same grants it enforces (direct, through a role's membership, or to ``PUBLIC``), every
 privilege in one statement, without writing a row. A write tried and rolled back would have
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.rules.runs import RUN_COLUMNS
 from goatbeat_celery.migrations import VERSION_TABLE
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
@@ -60,8 +62,10 @@ NEEDS: dict[Role, dict[str, tuple[str, ...]]] = {
         SCHEDULE_TAG_TABLE: ("SELECT",),
         VERSION_TABLE: ("SELECT",),
     },
+    # A worker writes its runs' reports and nothing else of an execution (a claim's state or
+    # key would let it make beat send a run again, or skip one).
     Role.WORKER: {
-        EXECUTION_TABLE: ("SELECT", "UPDATE"),
+        EXECUTION_TABLE: ("SELECT", f"UPDATE ({', '.join((*RUN_COLUMNS, 'settled'))})"),
         VERSION_TABLE: ("SELECT",),
     },
 }
@@ -101,9 +105,7 @@ def missing_privileges(engine: sa.Engine, role: Role) -> list[Missing]:
              for privilege in privileges]
     # A table the schema lacks answers None (the schema check reports it), not an error.
     probes = [sa.case((sa.func.to_regclass(target).is_(None), None),
-                      else_=(sa.func.has_sequence_privilege if target.endswith("_id_seq")
-                             else sa.func.has_table_privilege)(target, privilege))
-              for target, privilege in needs]
+                      else_=_held(target, privilege)) for target, privilege in needs]
     with translated("read privileges", mask_url(engine.url)), engine.connect() as conn:
         user = conn.execute(sa.select(sa.func.current_user())).scalar_one()
         answers = conn.execute(sa.select(*probes)).one()
@@ -117,6 +119,18 @@ def missing_privileges(engine: sa.Engine, role: Role) -> list[Missing]:
             *(Missing(privileges=tuple(privileges), target=target, role=str(user),
                       kind="sequence" if target.endswith("_id_seq") else "table")
               for target, privileges in lacking.items())]
+
+
+def _held(target: str, privilege: str) -> sa.ColumnElement[bool]:
+    """Whether the connected role holds ``privilege`` on ``target``: on each column it names
+    (``"UPDATE (a, b)"``), else on the sequence or the table."""
+    name, _, columns = privilege.partition(" (")
+    if columns:
+        return sa.and_(*(sa.func.has_column_privilege(target, column.strip(), name)
+                         for column in columns.rstrip(")").split(",")))
+    if target.endswith("_id_seq"):
+        return sa.func.has_sequence_privilege(target, privilege)
+    return sa.func.has_table_privilege(target, privilege)
 
 
 def _sqlite_missing(engine: sa.Engine) -> list[Missing]:

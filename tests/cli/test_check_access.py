@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
 from goatbeat_celery.cli.access import BROKER_TIMEOUT
+from goatbeat_celery.core.rules.runs import RUN_COLUMNS
 from goatbeat_celery.store import open_store
 from tests.conftest import _admin_engine, migrated_database
 
@@ -100,9 +101,17 @@ def test_a_worker_role_is_checked_for_what_a_worker_needs(cli_for: Any, role: Ro
     found = json.loads(cli("check", "--role", "worker", "--json").stdout)
     (privileges,) = [c for c in found["checks"] if c["name"] == "grants"]
     assert privileges["status"] == "fail"
-    assert f"GRANT SELECT, UPDATE ON goatbeat_execution TO {role.name};" in privileges["detail"]
+    # The run columns only (docs/deploying.md): the claim's own columns stay beat's.
+    columns = ", ".join((*RUN_COLUMNS, "settled"))
+    grant = f"GRANT SELECT, UPDATE ({columns}) ON goatbeat_execution TO {role.name};"
+    assert grant in privileges["detail"]
 
-    role.grant("GRANT SELECT, UPDATE ON goatbeat_execution TO {role}")
+    role.grant(f"GRANT UPDATE ({columns}) ON goatbeat_execution TO {{role}}")
+    found = json.loads(cli("check", "--role", "worker", "--json").stdout)
+    (privileges,) = [c for c in found["checks"] if c["name"] == "grants"]
+    assert "GRANT SELECT ON goatbeat_execution" in privileges["detail"]  # columns granted
+
+    role.grant("GRANT SELECT ON goatbeat_execution TO {role}")
     cli.ok("check", "--role", "worker")
     cli.fails("check")  # not enough for beat
 

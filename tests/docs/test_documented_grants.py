@@ -11,8 +11,11 @@ from goatbeat_celery.store.schema import API_TOKEN_TABLE
 from tests.docs.blocks import DOCS
 from tests.docs.context import sql_statements
 
-_GRANT = re.compile(r"GRANT\s+(?P<privileges>[A-Z, ]+?)\s+ON\s+(?P<sequence>SEQUENCE\s+)?"
-                    r"(?P<targets>[a-z_,\s]+?)\s+TO\s+(?P<role>\w+)$", re.S)
+_GRANT = re.compile(r"GRANT\s+(?P<privileges>[A-Z][A-Za-z_, ()\s]*?)\s+ON\s+"
+                    r"(?P<sequence>SEQUENCE\s+)?(?P<targets>[a-z_,\s]+?)\s+TO\s+(?P<role>\w+)$",
+                    re.S)
+#: A privilege, with the columns it names (``UPDATE (a, b)``) if any.
+_PRIVILEGE = re.compile(r"[A-Z]+(?:\s*\([^)]*\))?")
 
 
 def documented_grants() -> dict[str, dict[str, set[str]]]:
@@ -24,7 +27,8 @@ def documented_grants() -> dict[str, dict[str, set[str]]]:
         match = _GRANT.match(statement)
         if match is None or "SCHEMA" in statement:
             continue
-        privileges = {p.strip() for p in match["privileges"].split(",")}
+        privileges = {re.sub(r"\s*\(\s*", " (", " ".join(p.split())).replace(" )", ")")
+                      for p in _PRIVILEGE.findall(match["privileges"])}
         for target in (t.strip() for t in match["targets"].split(",")):
             found.setdefault(match["role"], {}).setdefault(target, set()).update(privileges)
     return found

@@ -140,7 +140,8 @@ def test_a_lateness_field_is_filled_in_its_fieldset_and_saved(page: Page,
     expect(lateness).to_be_visible()
     expect(lateness.locator("legend")).to_have_text("Lateness")
     expect(lateness.locator("#misfire_grace")).to_be_visible()
-    grace = human_duration(server.schedules.config.settings.misfire_grace)
+    setting = server.schedules.config.settings.misfire_grace
+    grace = "none" if setting is None else human_duration(setting)
     expect(lateness).to_contain_text(f"empty for the global setting ({grace})")
     page.fill("#misfire_grace", "2m")
     page.click("#save")
