@@ -25,7 +25,6 @@ import sqlalchemy as sa
 
 from goatbeat_celery.store import django_databases as databases
 from goatbeat_celery.store import enclosing
-from goatbeat_celery.store.postgres.loaders import _InstantLoader, _JSONLoader
 
 
 class _Lent:
@@ -37,6 +36,9 @@ class _Lent:
         self._connection = connection
 
     def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        # Imported here: psycopg is the postgres extra's, and only a PostgreSQL database joins.
+        from goatbeat_celery.store.postgres.loaders import _InstantLoader, _JSONLoader
+
         cursor = self._connection.cursor(*args, **kwargs)
         for name in ("json", "jsonb"):
             cursor.adapters.register_loader(name, _JSONLoader)
