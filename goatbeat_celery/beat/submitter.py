@@ -11,6 +11,7 @@ from typing import Any
 
 from celery.beat import SchedulingError
 from kombu.exceptions import OperationalError as KombuOperationalError
+from sqlalchemy.exc import SQLAlchemyError
 
 from goatbeat_celery import headers
 from goatbeat_celery.beat import tracing
@@ -365,8 +366,11 @@ def _is_amqp(connection: Any) -> bool:
 
 
 def _outage_errors(connection: Any) -> tuple[type[BaseException], ...]:
-    """The exceptions that mean the broker, not the message, failed."""
-    return (OSError, TimeoutError, KombuOperationalError,
+    """The exceptions that mean the broker, not the message, failed. kombu's database
+    transport (``sqla+…``) lists none of its own: a database error there is the broker's, and
+    it leaves the channel's session unusable (a queue two processes declared at once broke
+    every later publish), so the connection is dropped and the batch waits like any outage."""
+    return (OSError, TimeoutError, KombuOperationalError, SQLAlchemyError,
             *connection.connection_errors, *connection.channel_errors)
 
 

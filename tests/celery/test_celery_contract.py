@@ -6,6 +6,8 @@ its errors seen by ``apply_entry``, the entries a hook is handed, ``Service`` an
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
 import time
 import uuid
@@ -346,5 +348,13 @@ def test_an_embedded_process_service_sends_and_stops(tmp_path: Path) -> None:
         assert lease_holder(app) is not None
     finally:
         embedded.stop()
-        embedded.join(TIMEOUT)
+        # Not join(): the child closes every inherited descriptor, billiard's exit sentinel
+        # among them, so a join with a timeout blocks until the child ends, however long.
+        deadline = time.monotonic() + TIMEOUT
+        while embedded.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stuck = embedded.is_alive()
+        if stuck:
+            os.kill(embedded.pid, signal.SIGKILL)
+    assert not stuck, f"the embedded beat process outlived its SIGTERM by {TIMEOUT:.0f}s"
     assert embedded.exitcode is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterator
@@ -345,3 +346,34 @@ def test_queues_first_met_mid_batch_on_an_exchange_of_their_own_are_declared_and
 
     assert result.accepted == [d.key for d in batch]
     assert lengths == [order.count(which) for which in range(3)]
+
+
+# kombu's database transport maps its tables in a way SQLAlchemy 2.1 warns about.
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SADeprecationWarning")
+def test_a_database_broker_that_fails_a_publish_is_an_outage_not_the_message_s_fault(
+        tmp_path: Any) -> None:
+    """kombu's database transport raises SQLAlchemy's errors, and its session is unusable after
+    one (two processes declaring a queue at once broke every later publish, and each schedule
+    was set aside in turn): the batch waits, and the next connection sends it."""
+    database = tmp_path / "broker.sqlite3"
+    app = Celery("submit", broker=f"sqla+sqlite:///{database}", set_as_current=False)
+    try:
+        assert len(CelerySubmitter(app).submit([dispatch("first")], token=1,
+                                               timeout=5.0).accepted) == 1
+        # The database refuses the next messages with a constraint error, as it refused the
+        # second of two processes inserting the same queue.
+        with sqlite3.connect(database) as conn:
+            conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON kombu_message "
+                         "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        batch = [dispatch("a"), dispatch("b")]
+        result = CelerySubmitter(app).submit(batch, token=1, timeout=5.0)
+
+        assert result.accepted == [] and result.rejected == {}
+        assert set(result.failed) == {d.key for d in batch}
+        assert "IntegrityError" in result.failed[batch[0].key]
+        with sqlite3.connect(database) as conn:
+            conn.execute("DROP TRIGGER refuse")
+        again = CelerySubmitter(app).submit(batch, token=1, timeout=5.0)
+        assert again.accepted == [d.key for d in batch]
+    finally:
+        app.close()

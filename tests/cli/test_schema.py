@@ -141,7 +141,7 @@ def test_check_passes_once_migrated(cli_for: Any, fresh_database_url: str) -> No
     checks = _checks(_check_json(cli, exit_code=0))
     assert {name: c["status"] for name, c in checks.items()} == {
         "settings": "ok", "beat_schedule": "ok", "database": "ok", "schema": "ok",
-        "grants": "ok", "leases": "ok", "broker": "ok"}
+        "failover": "ok", "grants": "ok", "leases": "ok", "broker": "ok"}
     assert checks["beat_schedule"]["detail"] == "1 valid entry"
     assert head_revision() in checks["schema"]["detail"]
 

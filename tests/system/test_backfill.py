@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,9 @@ def test_a_backfill_survives_the_death_of_its_leader(cluster: Cluster) -> None:
     verdict = Verdict.of(executions, cluster.records())
     assert verdict.keys_claimed_twice == 0
     assert verdict.foreign_deliveries == ()
-    # The live schedule ran on, after the backfill's occurrences were requested too.
-    live = [row for row in executions if row["schedule_name"] == "live"
-            and row["key"] not in wanted and row["occurrence_at"] > now]
-    assert len(live) >= 5
+    # The live schedule runs on beside the backfill, and after its leader's death: a crashed
+    # leader is replaced at once, so the backfill may be done before five of its seconds.
+    def live() -> list[dict[str, Any]]:
+        return [row for row in cluster.executions() if row["schedule_name"] == "live"
+                and row["key"] not in wanted and row["occurrence_at"] > now]
+    wait_until(lambda: len(live()) >= 5, timeout=20, what="five live runs since the backfill")
