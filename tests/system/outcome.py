@@ -71,7 +71,9 @@ def join(executions: Sequence[dict[str, Any]],
             delivered_by=tuple(r["token"] for r in by_key.get(row["key"], ())),
             labels=tuple(r["label"] for r in by_key.get(row["key"], ())),
         )
-        for row in executions
+        # A skipped row records an occurrence given up (a misfire rule, an overlap policy):
+        # never sent, so, as an occurrence without a row, one that did not run.
+        for row in executions if row["state"] != "skipped"
     ]
 
 

@@ -83,6 +83,16 @@ class PostgresSessions:
                 self._forget(_PROBE)
 
     def gone(self, name: str, token: int) -> bool:
+        # A session that cannot be asked proves nothing: the clock decides (a restarting
+        # server ends every session, this replica's own with them).
+        try:
+            return self._gone(name, token)
+        except psycopg.Error:
+            with self._lock:
+                self._forget(name)
+            return False
+
+    def _gone(self, name: str, token: int) -> bool:
         key = session_key(name, token)
         with self._lock:
             if self.off is not None:
@@ -110,6 +120,18 @@ class PostgresSessions:
             return session_key(name, token) in self._ended
 
     def hold(self, name: str, token: int) -> None:
+        # Not held, the lease stands as granted: a crash of this replica is then seen by the
+        # clock, as when the lock is busy.
+        try:
+            self._hold(name, token)
+        except psycopg.Error as exc:
+            with self._lock:
+                self._forget(name)
+            logger.warning("lease %r: its session lock could not be taken (%s); a crash of this "
+                           "replica is detected by the clock", name, exc,
+                           extra={"action": "lease_session_busy"})
+
+    def _hold(self, name: str, token: int) -> None:
         key = session_key(name, token)
         with self._lock:
             if self.off is not None:
@@ -211,7 +233,10 @@ class PostgresSessions:
         return session
 
     def _try(self, name: str, key: int, *, as_evidence: bool) -> bool:
-        session = self._sessions[name]
+        # Collecting a wait may have forgotten a session the server closed: a new one asks.
+        session = self._sessions.get(name) or self._session(name)
+        if session is None:
+            return False
         try:
             got, pid = _rows(session.conn, f"SELECT pg_try_advisory_lock({key}), "
                                            "pg_backend_pid()")[0]
