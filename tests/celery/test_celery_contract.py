@@ -6,8 +6,8 @@ its errors seen by ``apply_entry``, the entries a hook is handed, ``Service`` an
 from __future__ import annotations
 
 import logging
-import os
-import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -338,23 +338,48 @@ def test_an_embedded_thread_service_stops_within_celerys_second(tmp_path: Path) 
     assert lease_holder(app) is None
 
 
-def test_an_embedded_process_service_sends_and_stops(tmp_path: Path) -> None:
-    app = app_for(tmp_path, EVERY_SECOND)
-    embedded = beat.EmbeddedService(app, scheduler_cls=Scheduler, max_interval=0.5)
-    assert isinstance(embedded, beat._Process)
-    embedded.start()
+#: What a process that embeds beat as a child process runs (as ``celery worker -B`` does): it
+#: starts the child, waits for a run it sent, stops it and reports how the child ended.
+_EMBEDDING = """
+import sys, time
+from celery import Celery, beat
+from goatbeat_celery.beat.scheduler import Scheduler
+from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.store import open_store
+
+app = Celery("embedding", broker="memory://", set_as_current=False)
+app.conf.update(task_default_queue="embedding", goatbeat_database_url=sys.argv[1],
+                goatbeat_lease_ttl=3, goatbeat_lease_renew_interval=1,
+                beat_schedule={"every-second": {"task": "contract.work", "schedule": 1.0}})
+embedded = beat.EmbeddedService(app, scheduler_cls=Scheduler, max_interval=0.5)
+assert isinstance(embedded, beat._Process)
+embedded.start()
+deadline = time.monotonic() + float(sys.argv[2])
+sent = False
+while not sent and time.monotonic() < deadline:
+    store = open_store(sys.argv[1])
     try:
-        wait_for(lambda: submitted(app, "every-second"), "a run sent by the embedded process")
-        assert lease_holder(app) is not None
+        sent = any(e.state is ExecutionState.SUBMITTED
+                   for e in store.executions(schedule_name="every-second"))
     finally:
-        embedded.stop()
-        # Not join(): the child closes every inherited descriptor, billiard's exit sentinel
-        # among them, so a join with a timeout blocks until the child ends, however long.
-        deadline = time.monotonic() + TIMEOUT
-        while embedded.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        stuck = embedded.is_alive()
-        if stuck:
-            os.kill(embedded.pid, signal.SIGKILL)
-    assert not stuck, f"the embedded beat process outlived its SIGTERM by {TIMEOUT:.0f}s"
-    assert embedded.exitcode is not None
+        store.close()
+    time.sleep(0.1)
+embedded.stop()
+deadline = time.monotonic() + float(sys.argv[2])
+while embedded.is_alive() and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(f"sent={sent} alive={embedded.is_alive()} exitcode={embedded.exitcode}")
+"""
+
+
+def test_an_embedded_process_service_sends_and_stops(tmp_path: Path) -> None:
+    # In a process of its own, as a worker that embeds beat is: a pytest worker that ran
+    # thousands of tests first is not what the child is forked from in use.
+    database = f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
+    done = subprocess.run([sys.executable, "-c", _EMBEDDING, database, str(TIMEOUT)],
+                          capture_output=True, text=True, timeout=3 * TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    sent, alive, exitcode = (part.split("=")[1] for part in done.stdout.split()[-3:])
+    assert sent == "True", "the embedded process sent no run"
+    assert alive == "False", f"the embedded beat process outlived its SIGTERM by {TIMEOUT:.0f}s"
+    assert exitcode != "None"

@@ -63,6 +63,10 @@ class PostgresSessions:
         #: go of it at once, keeping only this: the other standbys waiting on it learn it too
         #: (a key names one token of one lease, never held again).
         self._ended: set[int] = set()
+        #: The keys seen held by another session. Only such a lock, found free later, is
+        #: evidence of its holder's end: a holder of an earlier release never takes it, and
+        #: its lock is free from the start.
+        self._seen_held: set[int] = set()
         self._lock = threading.RLock()
         #: Why the path was turned off (a proxy was detected), or None.
         self.off: str | None = None
@@ -175,6 +179,12 @@ class PostgresSessions:
             if session is None:
                 return
             session.own = None
+            if key not in self._seen_held and self._try(name, key, as_evidence=True) is False \
+                    and key not in self._seen_held:
+                return  # free from the start: nothing to wait on (an earlier release's holder)
+            session = self._sessions.get(name)
+            if session is None or key in self._ended:
+                return
             try:
                 session.conn.pgconn.send_query(
                     f"SELECT pg_advisory_lock({key}), pg_backend_pid()".encode())
@@ -247,8 +257,12 @@ class PostgresSessions:
             self._turn_off(_POOLED)
             return False
         if got and as_evidence:
-            self._ended.add(key)
             self._unlock(name, key)
+            if key not in self._seen_held:
+                return False  # never seen held: a holder that takes no lock, not a dead one
+            self._ended.add(key)
+        elif not got:
+            self._seen_held.add(key)
         elif got:
             session.own = key
         return bool(got)
