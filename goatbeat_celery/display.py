@@ -1144,7 +1144,6 @@ def alert_row(alert: Alert) -> list[str]:
 
 def untracked_rules_note(settings: Settings) -> str | None:
     """What the alerts cannot say where the workers do not track runs; None where they do."""
-    if settings.track_runs:
-        return None
-    return ("the workers do not track runs (goatbeat_track_runs is off): overrun and silent "
-            f"are not judged, and failed and lost have no evidence ({doc('run-tracking.md')})")
+    return None if settings.track_runs else (
+        "the workers do not track runs (goatbeat_track_runs is off): overrun and silent are "
+        f"not judged, and failed and lost have no evidence ({doc('run-tracking.md')})")
