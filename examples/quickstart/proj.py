@@ -1,5 +1,6 @@
 """The quickstart: goatbeat on its embedded default (a SQLite file), no server needed.
 
+    celery -A proj goatbeat migrate            # once: the store, and the broker's queue
     celery -A proj worker --pool solo          # prints each run with its task id
     celery -A proj beat -S goatbeat_celery.Scheduler
 """

@@ -19,6 +19,7 @@ from goatbeat_celery.cli.output import emit, say, warn
 def migrate(ctx: click.Context, as_json: bool) -> None:
     """Create or upgrade goatbeat's tables to this version's schema (Alembic, to head)."""
     from goatbeat_celery import config as config_module
+    from goatbeat_celery.beat import sql_broker
     from goatbeat_celery.migrations import alembic_config, head_revision
     from goatbeat_celery.store import mask_url, migration_engine
     from goatbeat_celery.store.migrate import current_revision, upgrade
@@ -42,14 +43,19 @@ def migrate(ctx: click.Context, as_json: bool) -> None:
             after = current_revision(engine)
         finally:
             engine.dispose()
+        queues = sql_broker.prepare(app)
     shown = mask_url(url)
     if as_json:
         emit({"database": shown, "from": before, "to": after, "head": head,
-              "upgraded": before != after})
-    elif before == after:
+              "upgraded": before != after, "broker_queues": queues})
+        return
+    if before == after:
         say(f"{shown}: already at revision {after} (head); nothing to do")
     else:
         say(f"{shown}: upgraded from {before or 'base (no tables)'} to {after} (head)")
+    if queues:
+        say(f"{mask_url(app.conf.broker_url)}: the database broker's queues declared "
+            f"({', '.join(queues)}), so a worker and beat can start together")
 
 
 def _known_revisions(config: Any) -> set[str]:

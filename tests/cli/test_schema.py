@@ -45,8 +45,29 @@ def test_migrate_brings_an_empty_database_to_head(cli_for: Any, fresh_database_u
     report = cli.json("migrate")
 
     assert report == {"database": report["database"], "from": None, "to": head_revision(),
-                      "head": head_revision(), "upgraded": True}
+                      "head": head_revision(), "upgraded": True, "broker_queues": []}
     assert set(metadata.tables) | {VERSION_TABLE} <= _tables(fresh_database_url)
+
+
+def test_migrate_declares_the_queues_of_a_database_broker_so_a_worker_and_beat_start_together(
+    cli_for: Any, fresh_database_url: str, tmp_path: Path
+) -> None:
+    broker = f"sqlite:///{tmp_path / 'broker.sqlite3'}"
+    cli: Cli = cli_for(fresh_database_url, broker_url=f"sqla+{broker}",
+                       task_default_queue="reports")
+
+    first = cli.ok("migrate").stdout
+    report = cli.json("migrate")
+
+    assert "the database broker's queues declared (reports)" in first
+    assert report["broker_queues"] == ["reports"]
+    engine = sa.create_engine(broker, poolclass=sa.NullPool)
+    try:
+        with engine.connect() as connection:
+            names = connection.execute(sa.text("SELECT name FROM kombu_queue")).scalars().all()
+    finally:
+        engine.dispose()
+    assert names == ["reports"]  # declared once, found the second time
 
 
 def test_migrate_twice_has_nothing_to_do_the_second_time(
