@@ -25,6 +25,9 @@ def test_the_worker_prints_the_readme_sample_lines(tmp_path: Path) -> None:
     shutil.copy(QUICKSTART, tmp_path / "proj.py")
     env = {**os.environ, "QUICKSTART_DIR": str(tmp_path / "var"), "PYTHONPATH": os.pathsep.join(
         [str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    # As the quickstart does: the broker's queue declared before two processes use it.
+    subprocess.run([sys.executable, "-m", "celery", "-A", "proj", "goatbeat", "migrate"],
+                   cwd=tmp_path, env=env, check=True, capture_output=True, timeout=TIMEOUT)
     log = tmp_path / "worker.log"
     with log.open("wb") as sink:
         worker = subprocess.Popen(
