@@ -16,6 +16,10 @@
         ├── StoreDenied             the database refused for want of a privilege: grant it
         └── SchemaOutOfDate         the schema is behind the code: run the migrations
 
+Each class carries a :class:`ErrorKind` (``kind``): what a face answers depends on the kind
+alone (an HTTP status, a CLI exit code, a form's message), so each face keeps one table from
+kind to answer and a new error needs no new ``except`` anywhere.
+
 Adapters wrap their drivers' exceptions with ``raise ... from exc`` so that callers only ever
 catch these. A broker's refusal is not among them: a submitter reports it in its
 :class:`~goatbeat_celery.core.types.tick.SubmitResult` and never raises, and the engine keeps the
@@ -24,13 +28,34 @@ occurrence claimed to send it again.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
+from typing import ClassVar
 
 from goatbeat_celery.core.types.problems import Problem
 
 
+class ErrorKind(enum.Enum):
+    """What kind of failure an error is, which is all a face needs to answer it."""
+
+    #: The input is invalid; ``ConfigurationError.details`` says every problem. HTTP 422.
+    INVALID = "invalid"
+    #: The thing named does not exist. HTTP 404.
+    NOT_FOUND = "not_found"
+    #: The request conflicts with the current state (a name taken, a stale edit, a calendar in
+    #: use). HTTP 409.
+    CONFLICT = "conflict"
+    #: The database cannot be reached now; retrying later may succeed. HTTP 503.
+    UNAVAILABLE = "unavailable"
+    #: Anything else the store or the lease refuses (a privilege, an old schema, a lost lease):
+    #: it fails the same way until an operator acts on the message. HTTP 500.
+    FAILED = "failed"
+
+
 class GoatbeatError(Exception):
     """Base class of every error goatbeat_celery raises on purpose."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.FAILED
 
 
 class ConfigurationError(GoatbeatError, ValueError):
@@ -40,6 +65,8 @@ class ConfigurationError(GoatbeatError, ValueError):
     Each problem names the field and says how to fix it, so the whole list can be shown to an
     operator at once, and a form can show each beside the field it names.
     """
+
+    kind = ErrorKind.INVALID
 
     def __init__(self, problems: Iterable[Problem | str], *,
                  subject: str = "configuration") -> None:
@@ -57,6 +84,8 @@ class ConfigurationError(GoatbeatError, ValueError):
 class ScheduleNotFound(GoatbeatError, LookupError):
     """No schedule has the given name."""
 
+    kind = ErrorKind.NOT_FOUND
+
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no schedule named {name!r}")
@@ -65,12 +94,16 @@ class ScheduleNotFound(GoatbeatError, LookupError):
 class BackfillNotFound(GoatbeatError, LookupError):
     """No backfill has the given id."""
 
+    kind = ErrorKind.NOT_FOUND
+
     def __init__(self, backfill_id: int) -> None:
         self.backfill_id = backfill_id
         super().__init__(f"no backfill with id {backfill_id}")
 
 class CalendarNotFound(GoatbeatError, LookupError):
     """No exclusion calendar has the given name."""
+
+    kind = ErrorKind.NOT_FOUND
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -80,6 +113,8 @@ class CalendarNotFound(GoatbeatError, LookupError):
 class TokenNotFound(GoatbeatError, LookupError):
     """No API token has the given name."""
 
+    kind = ErrorKind.NOT_FOUND
+
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no API token named {name!r}")
@@ -87,6 +122,8 @@ class TokenNotFound(GoatbeatError, LookupError):
 
 class CalendarInUse(GoatbeatError):
     """A calendar cannot be deleted while schedules observe it; ``schedules`` names them."""
+
+    kind = ErrorKind.CONFLICT
 
     def __init__(self, name: str, schedules: Iterable[str]) -> None:
         self.name = name
@@ -99,6 +136,8 @@ class CalendarInUse(GoatbeatError):
 
 class ScheduleConflict(GoatbeatError):
     """A schedule name is already taken, or an edit lost a compare-and-set race."""
+
+    kind = ErrorKind.CONFLICT
 
     @classmethod
     def taken(cls, kind: str, name: str) -> ScheduleConflict:
@@ -125,6 +164,8 @@ class StoreError(GoatbeatError):
 
 class StoreUnavailable(StoreError):
     """The database could not be reached or dropped the connection; retry later."""
+
+    kind = ErrorKind.UNAVAILABLE
 
 
 class StoreDenied(StoreError):
