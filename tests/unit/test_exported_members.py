@@ -21,6 +21,7 @@ EXPECTED = [
     "CalendarInUse",
     "CalendarNotFound",
     "ConfigurationError",
+    "ErrorKind",
     "GoatbeatError",
     "LeaseLost",
     "MisfirePolicy",
