@@ -1,0 +1,103 @@
+"""The list of schedules (``/schedules``): filtered by name prefix, source, state and tag,
+sorted by name or next run, one page at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from goatbeat_celery.core.types.execution import Execution, idempotency_key
+from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleOrder
+from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import ScheduleSource
+from goatbeat_celery.web.pages.base import Context, call, count, link, render
+
+#: Schedules per page of the list.
+PAGE_SIZE = 50
+STATES = ("enabled", "paused", "set-aside")
+
+
+def _list_page(context: Context, prefix: str, source: ScheduleSource | None, state: str,
+               tag: str, order: ScheduleOrder, after: str | RunOrderCursor | None,
+               ) -> tuple[list[Schedule], bool]:
+    """One page of schedules in ``order``, after the last one of the previous page (keyset
+    paging: as fast on the last page as on the first)."""
+    filters: dict[str, Any] = {"prefix": prefix or None, "source": source,
+                               "tags": (tag,) if tag else ()}
+    if state == "enabled":
+        filters.update(paused=False, set_aside=False)
+    elif state == "paused":
+        filters["paused"] = True
+    elif state == "set-aside":
+        filters["set_aside"] = True
+    found = context.schedules.store.list_schedules(limit=PAGE_SIZE + 1, order=order,
+                                                   after=after, **filters)
+    return found[:PAGE_SIZE], len(found) > PAGE_SIZE
+
+
+def _last_runs(context: Context, found: list[Schedule]) -> dict[str, Execution]:
+    """The execution of each schedule's last occurrence, by schedule name: one read by key for
+    the whole page (a run now is not an occurrence, so it is not the one shown)."""
+    keys = {idempotency_key(s.name, s.last_occurrence_at): s.name for s in found
+            if s.last_occurrence_at is not None}
+    if not keys:
+        return {}
+    runs = context.schedules.store.executions_by_key(list(keys))
+    return {keys[key]: run for key, run in runs.items()}
+
+
+def _cursor(order: ScheduleOrder, query: Mapping[str, str]) -> str | RunOrderCursor | None:
+    """Where the previous page ended, from the link to this one (none when unreadable)."""
+    name = query.get("after", "")
+    if not name:
+        return None
+    if order is ScheduleOrder.NAME:
+        return name
+    at = query.get("after_run", "")
+    try:
+        instant = datetime.fromisoformat(at) if at else None
+    except ValueError:
+        return None
+    if instant is not None and instant.tzinfo is None:
+        return None  # the links this page makes carry an offset: this one was not made here
+    return RunOrderCursor(next_run_at=instant, name=name)
+
+
+def _next_link(request: Request, filters: Mapping[str, str], order: ScheduleOrder,
+               last: Schedule, page: int) -> str:
+    cursor: dict[str, str] = {"after": last.name}
+    if order is ScheduleOrder.NEXT_RUN:
+        cursor["after_run"] = "" if last.next_run_at is None else last.next_run_at.isoformat()
+    return link(request, "schedules", **filters, **cursor, page=page + 1)
+
+
+async def schedule_list(request: Request, context: Context) -> Response:
+    query = request.query_params
+    prefix = query.get("q", "")
+    source_text = query.get("source", "")
+    source = ScheduleSource(source_text) if source_text in ("config", "api") else None
+    state = query.get("state", "")
+    state = state if state in STATES else ""
+    order = (ScheduleOrder.NEXT_RUN if query.get("sort") == ScheduleOrder.NEXT_RUN.value
+             else ScheduleOrder.NAME)
+    after = _cursor(order, query)
+    page = count(query.get("page", "")) if after else 0
+    tag = query.get("tag", "").strip()
+    found, more = await call(_list_page, context, prefix, source, state, tag, order, after)
+    last_runs = await call(_last_runs, context, found)
+    # The state of a pause with an end depends on the time: judged by the database clock.
+    now = await call(context.schedules.store.now)
+    filters = {"q": prefix, "source": source.value if source else "", "state": state,
+               "tag": tag, "sort": order.value}
+    return render(
+        request, context, "schedules.html", found=found, filters=filters, states=STATES,
+        first=link(request, "schedules", **filters) if after else None,
+        next=(_next_link(request, filters, order, found[-1], page) if more and found
+              else None),
+        page=page, page_size=PAGE_SIZE, now=now, last_runs=last_runs,
+        default_zone=context.schedules.default_timezone,
+    )
