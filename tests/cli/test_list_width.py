@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from goatbeat_celery import display
 from goatbeat_celery.core.rules.validation import hidden_characters
+from goatbeat_celery.display import layout
 
 from .conftest import Cli, insert_row, table_rows
 
@@ -24,7 +25,7 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """Standard output is a terminal of 80 columns (the returned monkeypatch sets another
     width); ``COLUMNS`` is not set."""
     monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(display, "_terminal_columns", lambda: 80)
+    monkeypatch.setattr(layout, "_terminal_columns", lambda: 80)
     return monkeypatch
 
 
@@ -90,7 +91,7 @@ def test_a_wider_table_keeps_more_of_each_value(cli: Cli, monkeypatch: pytest.Mo
 
 def test_a_terminal_is_filled_when_columns_is_not_set(cli: Cli,
                                                       terminal: pytest.MonkeyPatch) -> None:
-    terminal.setattr(display, "_terminal_columns", lambda: 160)
+    terminal.setattr(layout, "_terminal_columns", lambda: 160)
     add_long(cli)
 
     assert 100 < widest(cli.ok("list").stdout) <= 160

@@ -1,0 +1,72 @@
+"""The audit log and config sync plans: each change as a line, a row or a JSON entry."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from goatbeat_celery.core.types.audit import AuditAction, AuditEntry, AuditNote, FieldChange
+from goatbeat_celery.core.types.spec import quoted_name
+from goatbeat_celery.display.scalars import NONE, compact_json, iso, when
+
+
+def audit_value_text(value: Any) -> str:
+    """One side of a change for people: ``none``, text as it is, anything else as JSON."""
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    return compact_json(value)
+
+
+def audit_changes_text(changes: Mapping[str, FieldChange]) -> str:
+    """``task: a → b; enabled: true → false``; the one side there is for a creation or a
+    deletion (``task: a``), and for what the change added (``run: <key>``)."""
+    parts = []
+    for key, (before, after) in changes.items():
+        if before is None and after is not None:
+            parts.append(f"{key}: {audit_value_text(after)}")
+        elif after is None and before is not None:
+            parts.append(f"{key}: {audit_value_text(before)} \u2192 none")
+        else:
+            parts.append(f"{key}: {audit_value_text(before)} \u2192 {audit_value_text(after)}")
+    return "; ".join(parts) or NONE
+
+
+def audit_action(action: AuditAction | str) -> str:
+    return action.value if isinstance(action, AuditAction) else action
+
+
+def audit_json(entry: AuditEntry) -> dict[str, Any]:
+    """An audit entry for scripts: ``audit --json`` and the HTTP API's audit log give this
+    document; a contract.
+
+    Keys, always present: ``id``, ``schedule``, ``at`` (ISO-8601 in UTC), ``action``,
+    ``actor``, ``reason`` (null: none given), ``changes`` (each field changed to its
+    ``[before, after]``, null on the side that is absent) and ``damage``."""
+    return {"id": entry.id, "schedule": entry.schedule_name, "at": iso(entry.at),
+            "action": audit_action(entry.action), "actor": entry.actor, "reason": entry.reason,
+            "changes": {key: [before, after] for key, (before, after) in entry.changes.items()},
+            "damage": list(entry.damage)}
+
+
+AUDIT_COLUMNS = ("WHEN", "ACTION", "ACTOR", "CHANGES", "REASON")
+AUDIT_CLIPPED = {"ACTOR": "middle", "CHANGES": "end", "REASON": "end"}
+
+
+def audit_row(entry: AuditEntry) -> tuple[str, ...]:
+    return (when(entry.at), audit_action(entry.action), entry.actor,
+            audit_changes_text(entry.changes), entry.reason or NONE)
+
+
+#: How ``sync --plan`` marks each kind of change.
+PLAN_MARKS = {AuditAction.CREATE: "+", AuditAction.EDIT: "~", AuditAction.DISABLE: "-",
+              AuditAction.DELETE: "x"}
+
+
+def plan_line(name: str, note: AuditNote) -> str:
+    """``~ report  edit  trigger: … → …``: one change of a config sync plan."""
+    mark = PLAN_MARKS.get(note.action, "?")
+    why = f" ({note.reason})" if note.reason else ""
+    return (f"{mark} {quoted_name(name)}  {note.action.value}{why}  "
+            f"{audit_changes_text(note.changes)}")
