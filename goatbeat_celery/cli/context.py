@@ -4,7 +4,7 @@ goatbeat's errors reported as click errors (problems naming the options an opera
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
@@ -16,17 +16,7 @@ from goatbeat_celery.cli import checks as checks_module
 from goatbeat_celery.cli import suggest
 from goatbeat_celery.cli.sending import OPTION_FLAGS
 from goatbeat_celery.core.protocols import LeaseManager
-from goatbeat_celery.core.types.errors import (
-    BackfillNotFound,
-    CalendarInUse,
-    CalendarNotFound,
-    ConfigurationError,
-    GoatbeatError,
-    ScheduleConflict,
-    ScheduleNotFound,
-    StoreUnavailable,
-    TokenNotFound,
-)
+from goatbeat_celery.core.types.errors import ConfigurationError, ErrorKind, GoatbeatError
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS
 
@@ -118,9 +108,70 @@ def _edit_options(problem: str) -> str:
                                                 for word in m[0].split(", ")), problem)
 
 
+#: Reports a goatbeat error: ``(error, as_options, stored)`` → the message (see :func:`reported`).
+Reporter = Callable[[GoatbeatError, bool, Collection[str]], str]
+
+
+def _invalid(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
+    """Every problem, the API's repair advice and (``as_options``) the fields named as the
+    options an operator types."""
+    if not isinstance(exc, ConfigurationError):
+        return str(exc)
+    problems = [replace(p, message=_edit_options(p.message), hint=_edit_options(p.hint))
+                for p in exc.details]
+    shown = [str(p) if not as_options or str(p) in stored else _option_names(p)
+             for p in problems]
+    return str(ConfigurationError(shown, subject=exc.subject))
+
+
+#: The class name of each error that names a thing not found → the command listing such
+#: things, what they are, and whether close names are suggested. Keyed by name (a subclass
+#: takes its base's), so this face imports no error class; one not here is reported by its
+#: message alone.
+_LISTED_BY: dict[str, tuple[str, str, bool]] = {
+    "ScheduleNotFound": ("list", "schedules", True),
+    "CalendarNotFound": ("calendar list", "calendars", False),
+    "BackfillNotFound": ("backfills", "backfills", False),
+    "TokenNotFound": ("token list", "tokens", False),
+}
+
+
+def _not_found(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
+    """The message, then the command that lists what exists (and close names, for a
+    schedule)."""
+    listed = next((_LISTED_BY[kind.__name__] for kind in type(exc).__mro__
+                   if kind.__name__ in _LISTED_BY), None)
+    if listed is None:
+        return str(exc)
+    command, things, suggested = listed
+    close = _did_you_mean(getattr(exc, "name", None)) if suggested else ""
+    return f"{exc}{close}; `{app_command(command)}` shows the {things}"
+
+
+def _as_said(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
+    return str(exc)
+
+
+def _failed(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
+    """The message, a migrate command in it naming the app given (an old schema's)."""
+    return display.with_migrate_command(str(exc), app_given())
+
+
+#: goatbeat's errors by kind → (the click error, whose class holds the exit status: 1, or
+#: :data:`EX_UNAVAILABLE`; how the message reads).
+ANSWERS: dict[ErrorKind, tuple[type[CommandError], Reporter]] = {
+    ErrorKind.INVALID: (CommandError, _invalid),
+    ErrorKind.NOT_FOUND: (CommandError, _not_found),
+    ErrorKind.CONFLICT: (CommandError, _as_said),
+    ErrorKind.UNAVAILABLE: (DatabaseUnavailable, _as_said),
+    ErrorKind.FAILED: (CommandError, _failed),
+}
+
+
 @contextmanager
 def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Iterator[None]:
-    """goatbeat's errors as click errors: a clear message and a non-zero exit status.
+    """goatbeat's errors as click errors: a clear message and a non-zero exit status, by the
+    error's kind (:data:`ANSWERS`).
 
     With ``as_options``, problems about schedule fields name the command-line options instead,
     except those in ``stored``: the damage of the row being edited, which describes what the
@@ -128,30 +179,9 @@ def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Itera
     """
     try:
         yield
-    except ScheduleNotFound as exc:
-        raise CommandError(f"{exc}{_did_you_mean(exc.name)}; `{app_command('list')}` shows "
-                           "the schedules") from exc
-    except CalendarNotFound as exc:
-        raise CommandError(f"{exc}; `{app_command('calendar list')}` shows the calendars"
-                           ) from exc
-    except CalendarInUse as exc:
-        raise CommandError(str(exc)) from exc
-    except ConfigurationError as exc:
-        problems = [replace(p, message=_edit_options(p.message), hint=_edit_options(p.hint))
-                    for p in exc.details]
-        shown = [str(p) if not as_options or str(p) in stored else _option_names(p)
-                 for p in problems]
-        raise CommandError(str(ConfigurationError(shown, subject=exc.subject))) from exc
-    except ScheduleConflict as exc:
-        raise CommandError(str(exc)) from exc
-    except BackfillNotFound as exc:
-        raise CommandError(f"{exc}; `{app_command('backfills')}` shows the backfills") from exc
-    except TokenNotFound as exc:
-        raise CommandError(f"{exc}; `{app_command('token list')}` shows the tokens") from exc
-    except StoreUnavailable as exc:
-        raise DatabaseUnavailable(str(exc)) from exc
-    except GoatbeatError as exc:  # SchemaOutOfDate names the migrate command
-        raise CommandError(display.with_migrate_command(str(exc), app_given())) from exc
+    except GoatbeatError as exc:
+        error, message = ANSWERS[exc.kind]
+        raise error(message(exc, as_options, stored)) from exc
 
 
 def app_given(ctx: click.Context | None = None) -> str | None:
@@ -218,7 +248,7 @@ def opened(ctx: click.Context) -> Iterator[Schedules]:
 _OPENED = "goatbeat.schedules"
 
 
-def _did_you_mean(name: str) -> str:
+def _did_you_mean(name: object) -> str:
     """`` (did you mean 'x'?)`` naming the stored names closest to ``name``, or ""."""
     ctx = click.get_current_context(silent=True)
     schedules = None if ctx is None else ctx.meta.get(_OPENED)

@@ -111,7 +111,7 @@ def test_a_prefix_token_cannot_probe_or_pin_another_team_s_calendars(
 # -- the run scope -------------------------------------------------------------------------
 def test_a_token_without_run_cannot_set_a_one_time_run_due_soon(
         api: Api, auth: dict[str, str]) -> None:
-    from goatbeat_celery.web.token_limits import RUN_SOON
+    from goatbeat_celery.web.api.token_limits import RUN_SOON
 
     now = api.schedules.store.now()
     soon, later = (now + timedelta(seconds=30)).isoformat(), (now + RUN_SOON * 2).isoformat()

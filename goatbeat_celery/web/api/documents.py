@@ -15,7 +15,7 @@ from typing import Any
 
 from goatbeat_celery.core.rules.validation import MAX_NESTING, json_shape_problem
 from goatbeat_celery.core.types.problems import Problem
-from goatbeat_celery.web.problem import ApiProblem
+from goatbeat_celery.web.api.problem import ApiProblem
 
 
 def read_document(raw: bytes) -> dict[str, Any]:

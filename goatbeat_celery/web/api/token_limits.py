@@ -22,7 +22,7 @@ from goatbeat_celery.core.types.errors import CalendarInUse, ScheduleNotFound
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.tokens import ApiToken, Scope
-from goatbeat_celery.web.problem import ApiProblem
+from goatbeat_celery.web.api.problem import ApiProblem
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
