@@ -25,7 +25,8 @@ from goatbeat_celery import __version__, display
 from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.rules.shards import Shard, shard_lease_name
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
-from goatbeat_celery.web import api_answers, present
+from goatbeat_celery.web import present
+from goatbeat_celery.web.api import answers as api_answers
 from goatbeat_celery.web.api import api_routes
 from goatbeat_celery.web.pages import (
     backfills,
