@@ -31,7 +31,7 @@ from typing import Protocol
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
+from goatbeat_celery.core.protocols import LeaseManager, ScheduleReads
 from goatbeat_celery.core.types.errors import (
     GoatbeatError,
     ScheduleNotFound,
@@ -94,7 +94,7 @@ class Overlap:
                 "django_celery_beat.schedulers:DatabaseScheduler, then disable the tasks")
 
 
-class _Store(ScheduleStore, LeaseManager, Protocol):
+class _Store(ScheduleReads, LeaseManager, Protocol):
     """What :func:`overlap` reads: schedules and leases."""
 
 

@@ -21,7 +21,7 @@ from goatbeat_celery.beat.health import HealthEndpoints
 from goatbeat_celery.beat.metrics import MetricsExporter, StatusReading
 from goatbeat_celery.config import GoatbeatConfig, OccurrenceHook
 from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
-from goatbeat_celery.core.protocols import LeaseManager, ScheduleStore
+from goatbeat_celery.core.protocols import LeaseManager, ScheduleReads
 from goatbeat_celery.core.rules.alerts import AlertEvent
 from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
 from goatbeat_celery.core.types.execution import Execution
@@ -197,7 +197,7 @@ class MultiObserver:
             _guarded(observer.alerts_changed, events)
 
 
-class StatusStore(ScheduleStore, LeaseManager, Protocol):
+class StatusStore(ScheduleReads, LeaseManager, Protocol):
     """A store that is its own lease manager, as every store shipped is."""
 
 

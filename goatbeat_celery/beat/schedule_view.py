@@ -20,7 +20,7 @@ from typing import Any
 
 from goatbeat_celery.beat.declared import DeclaredSchedule
 from goatbeat_celery.beat.entries import celery_schedule
-from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.protocols import ScheduleReads
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
 
@@ -53,7 +53,7 @@ class ScheduleView(dict[str, Any]):
 
     def _read(self) -> dict[str, Any]:
         engine = getattr(self.scheduler, "engine", None)
-        store: ScheduleStore | None = None if engine is None else engine.store
+        store: ScheduleReads | None = None if engine is None else engine.store
         stored = {} if store is None else {row.name: row for row in store.list_schedules()}
         entries = {name: self.entry(name, fields, _run_state(stored.get(name)))
                    for name, fields in list(self.declared.entries.items())}

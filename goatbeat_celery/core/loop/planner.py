@@ -17,7 +17,7 @@ from datetime import datetime
 from goatbeat_celery.core.loop.observer import EngineObserver
 from goatbeat_celery.core.loop.settlement import claim_policies, fixed_delay_claim
 from goatbeat_celery.core.loop.trigger_cache import TriggerCache
-from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.protocols import CalendarStore
 from goatbeat_celery.core.rules.allowlist import sending_problems
 from goatbeat_celery.core.rules.calendars import Calendar, resolve
 from goatbeat_celery.core.rules.controls import bound_claim
@@ -40,7 +40,7 @@ class Planner:
     def __init__(
         self,
         *,
-        store: ScheduleStore,
+        store: CalendarStore,
         settings: Settings,
         triggers: TriggerCache,
         observer: EngineObserver,

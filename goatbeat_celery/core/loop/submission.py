@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
-from goatbeat_celery.core.protocols import ScheduleStore, TaskSubmitter
+from goatbeat_celery.core.protocols import Dispatches, TaskSubmitter
 from goatbeat_celery.core.types.errors import GoatbeatError
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
@@ -47,7 +47,7 @@ class SubmissionPipeline:
     def __init__(
         self,
         *,
-        store: ScheduleStore,
+        store: Dispatches,
         submitter: TaskSubmitter,
         settings: Settings,
         observer: EngineObserver,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from goatbeat_celery.core.protocols import AlertLog
 from goatbeat_celery.core.rules.alerts import (
     Alert,
     AlertAction,
@@ -20,7 +21,7 @@ from goatbeat_celery.core.types.tick import AlertPage, AlertScope
 from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
 
-class MemoryAlerts(MemoryOutbox):
+class MemoryAlerts(MemoryOutbox, AlertLog):
     """The alert log (core.protocols.AlertLog); each change's outbox event is written with
     it."""
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from goatbeat_celery.core.protocols import AuditLog
 from goatbeat_celery.core.types.audit import AuditEntry
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 
-class MemoryAudit(MemoryStoreBase):
+class MemoryAudit(MemoryStoreBase, AuditLog):
     """Reads of the audit log."""
 
     def audit_log(self, *, schedule_name: str | None = None, limit: int = 50,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from goatbeat_celery.core.protocols import BackfillStore
 from goatbeat_celery.core.rules.audit import with_change
 from goatbeat_celery.core.rules.backfill import (
     Backfill,
@@ -23,7 +24,7 @@ from goatbeat_celery.core.types.tick import ClaimResult
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
 
 
-class MemoryBackfills(MemoryStoreBase):
+class MemoryBackfills(MemoryStoreBase, BackfillStore):
     """Backfills as the API creates them and the leader steps through them."""
 
     def create_backfill(self, request: BackfillRequest, *,

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 
+from goatbeat_celery.core.protocols import StoreConnection
 from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.backfill import Backfill
 from goatbeat_celery.core.rules.calendars import Calendar
@@ -74,7 +75,7 @@ class _Schedules(dict[str, Schedule]):
         return [self[name] for name in fewest if has_tags(self[name].spec.tags, wanted)]
 
 
-class MemoryStoreBase:
+class MemoryStoreBase(StoreConnection):
     """The state every part of :class:`MemoryStore` shares, guarded by one lock, and the clock."""
 
     #: Run reports do not wake a waiting leader here.

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import replace
 
+from goatbeat_celery.core.protocols import CalendarStore
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.types.errors import CalendarInUse, CalendarNotFound, ScheduleConflict
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 
-class MemoryCalendars(MemoryStoreBase):
+class MemoryCalendars(MemoryStoreBase, CalendarStore):
     """Exclusion calendars and the schedules observing them."""
 
     def create_calendar(self, calendar: Calendar) -> Calendar:

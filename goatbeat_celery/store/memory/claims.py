@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from goatbeat_celery.core.protocols import Claims, DueReads
 from goatbeat_celery.core.rules.claims import plan_claims
 from goatbeat_celery.core.rules.faults import CLAIM_CLEARS, plan_set_aside
 from goatbeat_celery.core.rules.policies import execution_end
@@ -19,7 +20,7 @@ from goatbeat_celery.core.types.tick import ClaimResult, DueBatch, PlannedClaim,
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch, _dispatched_at
 
 
-class MemoryClaims(MemoryStoreBase):
+class MemoryClaims(MemoryStoreBase, DueReads, Claims):
     """The due read, the look for waiting work, claims and set-asides."""
 
     def due_schedules(self, limit: int, *, shard: Shard | None = None) -> DueBatch:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
+from goatbeat_celery.core.protocols import Dispatches
 from goatbeat_celery.core.rules.audit import with_change
 from goatbeat_celery.core.rules.claims import manual_execution, manual_run_exists, next_attempt
 from goatbeat_celery.core.rules.shards import Shard
@@ -16,7 +17,7 @@ from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
 
 
-class MemoryDispatch(MemoryStoreBase):
+class MemoryDispatch(MemoryStoreBase, Dispatches):
     """Claimed executions taken for submission and marked as it goes."""
 
     def take_pending(self, *, lease: LeaseGrant, limit: int,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
+from goatbeat_celery.core.protocols import History
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.memory.base import MemoryStoreBase
@@ -14,7 +15,7 @@ from goatbeat_celery.store.memory.outbox import MemoryOutbox
 _NEVER_PRUNED = frozenset({ExecutionState.CLAIMED, ExecutionState.HELD})
 
 
-class MemoryHistory(MemoryOutbox, MemoryStoreBase):
+class MemoryHistory(MemoryOutbox, MemoryStoreBase, History):
     """Reads of past executions, and pruning."""
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
+from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.fence import grant_lease, released_by, session_watched
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo, lease_live
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 
-class MemoryLeases(MemoryStoreBase):
+class MemoryLeases(MemoryStoreBase, LeaseManager):
     """The :class:`~goatbeat_celery.core.protocols.LeaseManager` part.
 
     Every holder shares this one process, so no session ends by itself: :meth:`end_session`

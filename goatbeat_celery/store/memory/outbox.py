@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.protocols import Outbox
 from goatbeat_celery.core.types.outbox import (
     OutboxEntry,
     OutboxEvent,
@@ -17,7 +18,7 @@ from goatbeat_celery.core.types.outbox import (
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 
-class MemoryOutbox(MemoryStoreBase):
+class MemoryOutbox(MemoryStoreBase, Outbox):
     """The :class:`~goatbeat_celery.core.protocols.Outbox` part."""
 
     def enqueue_events(self, events: Sequence[OutboxEvent]) -> int:

@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import (
     RunEvent,
     RunRecord,
@@ -22,7 +23,7 @@ from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatched_at, _news
 
 
-class MemoryRuns(MemoryStoreBase):
+class MemoryRuns(MemoryStoreBase, RunLog):
     """Run reports, heartbeats and lost-run verdicts."""
 
     def record_runs(self, events: Sequence[RunEvent]) -> int:

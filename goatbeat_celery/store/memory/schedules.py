@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
+from goatbeat_celery.core.protocols import ScheduleReads, ScheduleWrites
 from goatbeat_celery.core.rules.audit import sync_notes
 from goatbeat_celery.core.rules.faults import EDIT_CLEARS
 from goatbeat_celery.core.rules.status import State
@@ -29,7 +30,7 @@ from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 
-class MemorySchedules(MemoryStoreBase):
+class MemorySchedules(MemoryStoreBase, ScheduleReads, ScheduleWrites):
     """Schedules as the API and configuration write and list them."""
 
     def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from goatbeat_celery.core.loop.settlement import held_to_release
+from goatbeat_celery.core.protocols import Settlements
 from goatbeat_celery.core.rules.policies import execution_end
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import check_aware
@@ -14,7 +15,7 @@ from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleRe
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 
-class MemorySettlement(MemoryStoreBase):
+class MemorySettlement(MemoryStoreBase, Settlements):
     """Ended runs read and settled under the lease."""
 
     def finished_runs(self, limit: int) -> list[FinishedRun]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from goatbeat_celery.core.protocols import TokenStore
 from goatbeat_celery.core.types.errors import ScheduleConflict, TokenNotFound
 from goatbeat_celery.core.types.tokens import ApiToken
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 
-class MemoryTokens(MemoryStoreBase):
+class MemoryTokens(MemoryStoreBase, TokenStore):
     """API tokens, stored with their secrets' digests."""
 
     def create_token(self, token: ApiToken, digest: str) -> ApiToken:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import AlertLog
 from goatbeat_celery.core.rules.alerts import (
     Alert,
     AlertAction,
@@ -77,7 +78,7 @@ def _alert(row: Any) -> Alert:
                  resolved_at=row.resolved_at)
 
 
-class SQLAlerts(SQLOutbox):
+class SQLAlerts(SQLOutbox, AlertLog):
     """The alert log; each change's outbox event is written in its transaction."""
 
     #: Whether the dialect reads each schedule's newest runs in one statement (a LATERAL

@@ -7,6 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import AuditLog
 from goatbeat_celery.core.types.audit import AuditAction, AuditEntry, FieldChange
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT, audit_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
@@ -14,7 +15,7 @@ from goatbeat_celery.store.sql.base import SQLStoreBase
 A = audit_table
 
 
-class SQLAudit(SQLStoreBase):
+class SQLAudit(SQLStoreBase, AuditLog):
     """Reads of the audit log."""
 
     def audit_log(self, *, schedule_name: str | None = None, limit: int = 50,

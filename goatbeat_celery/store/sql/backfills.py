@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import BackfillStore
 from goatbeat_celery.core.rules.audit import with_change
 from goatbeat_celery.core.rules.backfill import (
     Backfill,
@@ -29,7 +30,7 @@ S = schedule_table
 B = backfill_table
 
 
-class SQLBackfills(SQLStoreBase):
+class SQLBackfills(SQLStoreBase, BackfillStore):
     """Backfills as the API creates them and the leader steps through them."""
 
     def create_backfill(self, request: BackfillRequest, *,

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import Insert as PGInsert
 from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
+from goatbeat_celery.core.protocols import StoreConnection
 from goatbeat_celery.core.rules.claims import InFlight, in_flight
 from goatbeat_celery.core.rules.fence import fenced_clock
 from goatbeat_celery.core.types.audit import AuditNote
@@ -58,7 +59,7 @@ class _Write:
         self.announce = False
 
 
-class SQLStoreBase:
+class SQLStoreBase(StoreConnection):
     """The engines, dialect hooks and transaction plumbing every part of :class:`SQLStore`
     shares, and the few helpers more than one part calls.
 

@@ -6,6 +6,7 @@ from collections.abc import Collection
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import CalendarStore
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.types.errors import CalendarInUse, CalendarNotFound, ScheduleConflict
 from goatbeat_celery.store.schema import calendar_table, schedule_table
@@ -25,7 +26,7 @@ def _observing(conn: sa.Connection, name: str) -> list[str]:
             if isinstance(row.calendars, list) and name in row.calendars]
 
 
-class SQLCalendars(SQLStoreBase):
+class SQLCalendars(SQLStoreBase, CalendarStore):
     """Exclusion calendars and the schedules observing them."""
 
     def create_calendar(self, calendar: Calendar) -> Calendar:

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import Claims
 from goatbeat_celery.core.rules.claims import ClaimPlan, plan_claims
 from goatbeat_celery.core.rules.faults import CLAIM_CLEARS, plan_set_aside
 from goatbeat_celery.core.types.instants import check_aware
@@ -54,7 +55,7 @@ _SET_ASIDE = (
 )
 
 
-class SQLClaims(SQLStoreBase):
+class SQLClaims(SQLStoreBase, Claims):
     """Claims: locking the due rows, recording executions, advancing schedules."""
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import Dispatches
 from goatbeat_celery.core.rules.audit import with_change
 from goatbeat_celery.core.rules.claims import (
     ATTEMPTS_MAX,
@@ -31,7 +32,7 @@ S = schedule_table
 E = execution_table
 
 
-class SQLDispatch(SQLStoreBase):
+class SQLDispatch(SQLStoreBase, Dispatches):
     """Claimed executions taken for submission and marked as it goes."""
 
     def take_pending(self, *, lease: LeaseGrant, limit: int,

@@ -7,6 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import DueReads
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.tick import DueBatch, Waiting
 from goatbeat_celery.store.schema import (
@@ -37,7 +38,7 @@ B = backfill_table
 _OPEN_ALERT = sa.text(OPEN_ALERT_PREDICATE)
 
 
-class SQLDue(SQLStoreBase):
+class SQLDue(SQLStoreBase, DueReads):
     """The due read (one round trip) and the look for waiting work."""
 
     def _due_statement(self, sharded: bool = False) -> sa.Select[Any]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import History
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.store.schema import (
@@ -28,7 +29,7 @@ A = audit_table
 AL = alert_table
 
 
-class SQLHistory(SQLOutbox, SQLStoreBase):
+class SQLHistory(SQLOutbox, SQLStoreBase, History):
     """Reads of past executions, and pruning."""
 
     def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.rules.fence import grant_lease, released_by, session_watched
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.store.schema import lease_table, utc_from_db
@@ -17,7 +18,7 @@ from goatbeat_celery.store.sql.base import SQLStoreBase
 L = lease_table
 
 
-class SQLLeases(SQLStoreBase):
+class SQLLeases(SQLStoreBase, LeaseManager):
     """The :class:`~goatbeat_celery.core.protocols.LeaseManager` part."""
 
     #: Whether this store asked for a lease: a replica's, whose reads of live leases held by

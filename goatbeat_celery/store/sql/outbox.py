@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import Outbox
 from goatbeat_celery.core.types.outbox import (
     OutboxEntry,
     OutboxEvent,
@@ -34,7 +35,7 @@ def _entry(row: Any) -> OutboxEntry:
         claimed_by=row.claimed_by, claimed_until=row.claimed_until)
 
 
-class SQLOutbox(SQLStoreBase):
+class SQLOutbox(SQLStoreBase, Outbox):
     """The :class:`~goatbeat_celery.core.protocols.Outbox` part."""
 
     def enqueue_events(self, events: Sequence[OutboxEvent]) -> int:

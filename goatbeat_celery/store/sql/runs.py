@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import (
     CAS_COLUMNS,
     ENDED_STATE_VALUES,
@@ -85,7 +86,7 @@ class RunChange(NamedTuple):
         return params
 
 
-class SQLRuns(SQLStoreBase):
+class SQLRuns(SQLStoreBase, RunLog):
     """Run reports, heartbeats and lost-run verdicts."""
 
     def record_runs(self, events: Sequence[RunEvent]) -> int:

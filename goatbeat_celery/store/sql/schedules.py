@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
+from goatbeat_celery.core.protocols import ScheduleReads, ScheduleWrites
 from goatbeat_celery.core.rules.audit import sync_notes
 from goatbeat_celery.core.rules.faults import EDIT_CLEARS
 from goatbeat_celery.core.rules.status import State
@@ -52,7 +53,7 @@ def _after_in_run_order(cursor: RunOrderCursor) -> sa.ColumnElement[bool]:
                   S.c.next_run_at.is_(None))
 
 
-class SQLSchedules(SQLStoreBase):
+class SQLSchedules(SQLStoreBase, ScheduleReads, ScheduleWrites):
     """Schedules as the API and configuration write and list them."""
 
     def create_schedule(self, spec: ScheduleSpec, *, next_occurrence_at: datetime | None,

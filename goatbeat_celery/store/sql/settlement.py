@@ -8,6 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from goatbeat_celery.core.loop.settlement import held_to_release
+from goatbeat_celery.core.protocols import Settlements
 from goatbeat_celery.core.rules.policies import execution_end
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import check_aware
@@ -28,7 +29,7 @@ S = schedule_table
 E = execution_table
 
 
-class SQLSettlement(SQLStoreBase):
+class SQLSettlement(SQLStoreBase, Settlements):
     """Ended runs read and settled under the lease."""
 
     def finished_runs(self, limit: int) -> list[FinishedRun]:

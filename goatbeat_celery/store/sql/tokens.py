@@ -6,6 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from goatbeat_celery.core.protocols import TokenStore
 from goatbeat_celery.core.types.errors import ScheduleConflict, TokenNotFound
 from goatbeat_celery.core.types.tokens import ApiToken, Scope
 from goatbeat_celery.store.schema import api_token_table
@@ -22,7 +23,7 @@ def _token(row: Any) -> ApiToken:
                     created_at=row.created_at, revoked_at=row.revoked_at)
 
 
-class SQLTokens(SQLStoreBase):
+class SQLTokens(SQLStoreBase, TokenStore):
     """API tokens, stored with their secrets' digests."""
 
     def create_token(self, token: ApiToken, digest: str) -> ApiToken:

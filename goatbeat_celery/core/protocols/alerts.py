@@ -1,0 +1,52 @@
+"""Alerts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from goatbeat_celery.core.rules.alerts import Alert, AlertChange, AlertEvent
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import AlertPage, AlertScope
+
+
+class AlertLog(Protocol):
+    """Where the leader keeps alerts (:mod:`goatbeat_celery.core.rules.alerts`): one row per
+    alert, ``open`` until resolved, at most one open per schedule and rule. What a change writes
+    is decided in the core (:func:`~goatbeat_celery.core.rules.alerts.plan_alerts`); the store
+    writes it, fenced by the leader's lease. Instants are the store's clock."""
+
+    def alert_evidence(self, *, after: str | None, limit: int, depth: int,
+                       scope: AlertScope | None = None) -> AlertPage:
+        """Up to ``limit`` schedules whose name sorts after ``after`` (from the first with
+        None) and that are in ``scope`` (None: every schedule), in name order, each with its
+        ``depth`` newest executions (newest occurrence first) and the alerts open on the names
+        of the page's range (after ``after``, up to ``last``: those of schedules deleted since
+        too). ``last`` is the last name returned, or None when no schedule in scope was left
+        after it (the range then runs to the end). Reads only; cost grows with ``limit`` ×
+        ``depth``, never with the executions outside the page (the history index); finding
+        the schedules in a ``scope`` reads the indexes of runs in flight, unsettled or newly
+        claimed, and of open alerts."""
+        ...
+
+    def record_alerts(self, changes: Sequence[AlertChange], *,
+                      lease: LeaseGrant) -> list[AlertEvent]:
+        """Apply ``changes`` in one transaction fenced by ``lease`` (LeaseLost if stale,
+        nothing changed), each with the store's now, and return the alerts as written:
+
+        * ``open``: insert an open alert (count 1, first and last time now) unless one is open
+          for that schedule and rule, which is counted again instead (as ``repeat``);
+        * ``repeat``: on the open alert whose ``key`` differs from the change's, count + 1,
+          last time now, the change's key and reason; otherwise nothing;
+        * ``resolve``: the open alert becomes ``resolved`` (resolved and last time now);
+          none open: nothing.
+
+        A change that writes nothing is left out of the result, so a change planned twice (two
+        leaders' looks, a look repeated after a failover) is written once."""
+        ...
+
+    def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,
+                    limit: int = 100) -> list[Alert]:
+        """Alerts, open ones first then newest first (by id), optionally only open ones or
+        only one schedule's. Reads only."""
+        ...

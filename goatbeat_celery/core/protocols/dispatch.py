@@ -1,0 +1,60 @@
+"""Claimed executions on their way to the broker, and manual runs."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Protocol
+
+from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.tick import Dispatch
+
+
+class Dispatches(Protocol):
+    """Pending executions, what the broker did with them, and manual runs."""
+
+    def take_pending(self, *, lease: LeaseGrant, limit: int,
+                     shard: Shard | None = None) -> list[Dispatch]:
+        """Executions left ``claimed`` (a predecessor's, or ones whose submission failed),
+        oldest first, for resubmission under the same key. With ``shard``, only those whose
+        schedule is in it as :meth:`DueReads.due_schedules` says, and (for shard 0) those whose
+        schedule no longer exists.
+
+        Fenced by ``lease`` (LeaseLost if stale). Each returned execution's ``attempts`` is
+        incremented and its ``token`` set to the lease's. Executions whose schedule no longer
+        exists are marked ``abandoned`` and not returned.
+        """
+        ...
+
+    def mark_submitted(self, keys: Sequence[str]) -> int:
+        """Record that the broker accepted these executions (state ``submitted``, with the
+        store's time). Idempotent; returns how many rows changed state."""
+        ...
+
+    def mark_expired(self, keys: Sequence[str]) -> int:
+        """Record that these executions passed their starting deadline (``expires_at``) before
+        the broker took them: state ``expired``, never sent. Only executions still ``claimed``
+        change; returns how many did."""
+        ...
+
+    def record_failures(self, failures: Mapping[str, str], *,
+                        abandon: Collection[str] = ()) -> None:
+        """Note failed submissions (key -> error) in ``last_error``; the executions stay
+        ``claimed`` to be retried, except the keys in ``abandon``, which become ``abandoned``
+        (given up: never resubmitted)."""
+        ...
+
+    def request_run(self, name: str, *, audit: AuditNote | None = None) -> Execution:
+        """Queue an extra run of ``name`` now, under its own key (manual), as a ``claimed``
+        execution the leader submits with its pending ones. Raises ScheduleNotFound.
+        Notifies waiting replicas. Records ``audit``, with the run's key added to its changes
+        as ``run``."""
+        ...
+
+    def oldest_pending(self) -> Execution | None:
+        """The execution still ``claimed`` (not yet accepted by the broker) that is due
+        earliest, or ``None``. Reads only; status displays show its lag, store-now - ``due_at``.
+        """
+        ...

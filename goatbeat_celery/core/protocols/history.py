@@ -1,0 +1,42 @@
+"""Past executions, and pruning."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+
+
+class History(Protocol):
+    """Executions as history: by key, by occurrence, the recent ones; and pruning."""
+
+    def executions_by_key(self, keys: Sequence[str]) -> dict[str, Execution]:
+        """The executions of these keys that exist, by key. Reads only."""
+        ...
+
+    def occurrence_executions(self, schedule_name: str, start: datetime,
+                              end: datetime) -> list[Execution]:
+        """The executions of ``schedule_name`` whose ``occurrence_at`` lies in ``[start, end]``
+        (manual runs included: the caller tells them apart), by occurrence then key. Reads
+        only; cost grows with the rows returned (the history index)."""
+        ...
+
+    def executions(
+        self, *, schedule_name: str | None = None,
+        states: Collection[ExecutionState] | None = None, limit: int = 50
+    ) -> list[Execution]:
+        """Recent executions, newest occurrence first: of ``schedule_name`` when given, in one
+        of ``states`` when given (every schedule's claims never sent, say, in one read)."""
+        ...
+
+    def prune(self, *, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` executions that are neither ``claimed`` nor ``held`` and were
+        claimed before ``before``, up to ``limit`` backfills that finished before ``before``
+        (active ones are never deleted), up to ``limit`` alerts resolved before ``before``
+        (open ones are never deleted), up to ``limit`` outbox events
+        (:class:`Outbox`) delivered before ``before`` or, never delivered, created before it
+        (given up after the retention), and up to ``limit`` audit entries recorded before
+        ``before``, oldest first. Returns how many rows were deleted."""
+        ...
