@@ -33,7 +33,7 @@ from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.display import with_migrate_command
-from goatbeat_celery.store import mask_url
+from goatbeat_celery.store import Store, mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,35 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._pace = Pace()
         super().__init__(app, *args, lazy=lazy, **kwargs)
 
+    #: The class that sends each claimed run to the broker, built by :meth:`make_engine` as
+    #: ``submitter_class(app, lazy=..., scheduler=self, entries=...)``. A subclass of this
+    #: scheduler sets a subclass of :class:`~goatbeat_celery.beat.submitter.CelerySubmitter`
+    #: here to change how runs are sent, as django-celery-beat's ``Entry`` is set.
+    submitter_class: type[CelerySubmitter] = CelerySubmitter
+
+    def make_engine(self, store: Store, holder: str) -> Engine:
+        """The engine this replica runs, on the open ``store`` under the lease holder id
+        ``holder``; called once, by :meth:`setup_schedule` on the non-lazy instance, after
+        metrics are started. Its submitter is a :attr:`submitter_class`. What a subclass
+        declares before :meth:`setup_schedule` (``add``, ``update_from_dict``, ...) is synced
+        first; what it declares after, at the next tick."""
+        config = self.goatbeat.config
+        declared = self._view().declared
+        return Engine(
+            store=store,
+            lease=store,
+            submitter=self.submitter_class(self.app, lazy=declared.lazy, scheduler=self,
+                                           entries=declared.entries),
+            settings=config.settings,
+            holder=holder,
+            triggers=declared.triggers,
+            config_schedules=tuple(declared.specs.values()),
+            task_allowed=config.task_allowed,
+            observer=None if self._observability is None else self._observability.observer,
+            runs=store,
+            alerts=store,
+        )
+
     # -- Celery's hooks ------------------------------------------------------------------
     def setup_schedule(self) -> None:
         if self._engine is not None:
@@ -115,23 +144,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
             store.close()
             raise SystemExit(f"goatbeat: {exc}") from exc
         holder = new_holder_id()
-        # What a subclass declares before calling this (add, update_from_dict, ...) is kept;
-        # what it declares after is synced at the next tick.
-        declared = self._view().declared
-        self._engine = Engine(
-            store=store,
-            lease=store,
-            submitter=CelerySubmitter(self.app, lazy=declared.lazy, scheduler=self,
-                                      entries=declared.entries),
-            settings=config.settings,
-            holder=holder,
-            triggers=declared.triggers,
-            config_schedules=tuple(declared.specs.values()),
-            task_allowed=config.task_allowed,
-            observer=self._observability.observer,
-            runs=store,
-            alerts=store,
-        )
+        self._engine = self.make_engine(store, holder)
         if config.webhooks is not None:
             # Off the scheduling path: a thread of its own, on the store's pool.
             exporter = self._observability.exporter

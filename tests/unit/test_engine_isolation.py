@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -28,6 +28,7 @@ from goatbeat_celery.core.types.tick import (
     PlannedClaim,
     set_aside_delay,
 )
+from goatbeat_celery.testing import build_engine
 from tests.unit.doubles import LeaseRecordingObserver
 from tests.unit.test_engine import (
     EVERY_MINUTE,
@@ -202,8 +203,11 @@ def test_a_claim_the_database_refuses_is_narrowed_to_the_one_schedule(world: Wor
     world.create("poison")
     store = RefusingStore(world, "poison")
     submitter = RecordingSubmitter()
-    engine = world.replica("a", submitter=submitter)
-    engine.store = store  # type: ignore[assignment]
+    # The engine reads and claims through the refusing store; its lease is the real one.
+    engine = build_engine(cast(Any, store), lease=world.store, submitter=submitter,
+                          settings=Settings(max_interval=60), holder="a",
+                          monotonic=world.clock.monotonic_for("a"))
+    world.replicas["a"] = engine
 
     world.advance(30)
     engine.tick()
@@ -225,7 +229,7 @@ def test_a_store_error_outside_any_schedule_never_escapes_the_tick(
         raise ZeroDivisionError("a bug")
 
     engine.store.due_schedules = broken  # type: ignore[method-assign]
-    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.core.loop.engine"):
+    with caplog.at_level(logging.ERROR, logger="goatbeat_celery.core.loop"):
         seconds = engine.tick()
 
     assert 0 < seconds <= 1.0
@@ -331,7 +335,7 @@ def test_a_manual_run_is_logged_as_one_not_as_a_resubmission(
     engine.tick()
     world.store.request_run("report")
 
-    with caplog.at_level(logging.INFO, logger="goatbeat_celery.core.loop.engine"):
+    with caplog.at_level(logging.INFO, logger="goatbeat_celery.core.loop"):
         engine.tick()
 
     actions = [getattr(r, "action", None) for r in caplog.records]
