@@ -10,6 +10,7 @@ from goatbeat_celery.api.arguments import _calendar_name
 from goatbeat_celery.api.base import SchedulesBase
 from goatbeat_celery.api.preconditions import _check_version
 from goatbeat_celery.core.rules.calendars import Calendar, calendar_of
+from goatbeat_celery.core.rules.validation import calendar_name_problems, nul_problem
 from goatbeat_celery.core.types.errors import ConfigurationError
 
 #: The default of an argument that may be given as None (a description removed).
@@ -26,6 +27,17 @@ class CalendarMethods(SchedulesBase):
         """The names of the schedules observing ``calendar`` (CalendarNotFound for a typo)."""
         self.store.get_calendar(_calendar_name(calendar))
         return self.store.schedules_observing(calendar)
+
+    def find_calendars(self, names: Iterable[str]) -> dict[str, Calendar]:
+        """The calendars of ``names`` that exist, by name, in one read (none for a name no
+        calendar can have); ConfigurationError for a name that is not a string."""
+        wanted = tuple(names)
+        problems = [problem for name in wanted if not isinstance(name, str)
+                    for problem in calendar_name_problems(name)]
+        if problems:
+            raise ConfigurationError(problems, subject="calendar names")
+        # A NUL is in no stored name, and a database refuses to compare with one.
+        return self.store.find_calendars([n for n in wanted if nul_problem(n, "name") is None])
 
     def list_calendars(self) -> list[Calendar]:
         """Every calendar, by name."""

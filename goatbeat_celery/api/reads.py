@@ -29,6 +29,17 @@ from goatbeat_celery.core.types.spec import ScheduleSource
 class ScheduleReads(SchedulesBase):
     """Reads of the stored schedules."""
 
+    def now(self) -> datetime:
+        """The database's clock (PostgreSQL's ``now()``; the injected clock of a SQLite or
+        memory store): what the leader judges due, late and paused against, so what a face
+        shows ages and countdowns from."""
+        return self.store.now()
+
+    def next_due_at(self) -> datetime | None:
+        """The earliest next run of any enabled schedule (one due already included), as the
+        leader reads it; None when no schedule has a next run."""
+        return self.store.due_schedules(1).next_due_at
+
     def get(self, name: str) -> Schedule:
         return self.store.get_schedule(_schedule_name(name))
 

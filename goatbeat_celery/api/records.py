@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from typing import cast
 
 from goatbeat_celery.api.arguments import (
@@ -17,7 +18,7 @@ from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.validation import shown_value
 from goatbeat_celery.core.types.audit import AuditEntry
 from goatbeat_celery.core.types.errors import ConfigurationError
-from goatbeat_celery.core.types.execution import Execution
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.problems import Problem
 
 
@@ -64,3 +65,43 @@ class RecordReads(SchedulesBase):
             raise ConfigurationError(problems, subject="alerts")
         return cast(AlertLog, self.store).list_alerts(open_only=open_only, schedule_name=name,
                                                       limit=limit)
+
+    def executions(self, *, states: Collection[ExecutionState | str] | None = None,
+                   limit: int = 50) -> list[Execution]:
+        """Recent executions of every schedule (manual runs and backfills included), newest
+        occurrence first: only those in one of ``states`` when given (each an
+        :class:`~goatbeat_celery.core.types.execution.ExecutionState` or its value, such as
+        ``"claimed"``; one given bare is one state); at most ``limit`` (1 to
+        :data:`~goatbeat_celery.core.rules.validation.MAX_LIMIT`). :meth:`history` reads one
+        schedule's."""
+        problems = _limit_problems(limit)
+        chosen: list[ExecutionState] = []
+        if isinstance(states, str):
+            states = (states,)
+        for state in () if states is None else states:
+            try:
+                chosen.append(ExecutionState(state))
+            except (ValueError, TypeError):
+                problems.append(Problem("states", f"unknown state {shown_value(state)}",
+                                        f"use: {', '.join(s.value for s in ExecutionState)}"))
+        if problems:
+            raise ConfigurationError(problems, subject="executions arguments")
+        return self.store.executions(states=None if states is None else chosen, limit=limit)
+
+    def executions_by_key(self, keys: Iterable[str]) -> dict[str, Execution]:
+        """The executions of these keys (the task ids their runs were sent with) that exist,
+        by key, in one read; a key none has is left out. ConfigurationError for a key that is
+        not a string."""
+        wanted = list(keys)
+        problems = [Problem("keys", f"expected text, got {shown_value(key)}")
+                    for key in wanted if not isinstance(key, str)]
+        if problems:
+            raise ConfigurationError(problems, subject="execution keys")
+        # A NUL is in no stored key, and a database refuses to compare with one.
+        found = [key for key in wanted if "\x00" not in key]
+        return self.store.executions_by_key(found) if found else {}
+
+    def oldest_pending(self) -> Execution | None:
+        """The run claimed and not yet accepted by the broker that is due earliest, or None:
+        its lag (:meth:`now` minus its ``due_at``) is how far behind sending is."""
+        return self.store.oldest_pending()
