@@ -1,0 +1,107 @@
+"""Reading what happened: the audit log, a schedule's executions and the alerts."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import cast
+
+from goatbeat_celery.api.arguments import (
+    _MAX_ROW_ID,
+    _limit_problems,
+    _lookup_problems,
+    _schedule_name,
+    _text_problems,
+)
+from goatbeat_celery.api.base import SchedulesBase
+from goatbeat_celery.core.protocols import AlertLog
+from goatbeat_celery.core.rules.alerts import Alert
+from goatbeat_celery.core.rules.validation import shown_value
+from goatbeat_celery.core.types.audit import AuditEntry
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.problems import Problem
+
+
+class RecordReads(SchedulesBase):
+    """Reads of the audit log, the executions and the alerts."""
+
+    def audit(self, name: str | None = None, *, limit: int = 50,
+              before_id: int | None = None) -> list[AuditEntry]:
+        """The audit log, newest first: the changes of the schedule ``name`` (one that exists
+        or existed: a deleted schedule's entries stay until the retention prunes them), or of
+        every schedule; at most ``limit`` (1 to
+        :data:`~goatbeat_celery.core.rules.validation.MAX_LIMIT`); with ``before_id``, those
+        older than that entry (the next page)."""
+        problems = [*_text_problems(name, "name"), *_limit_problems(limit)]
+        if before_id is not None and (isinstance(before_id, bool)
+                                      or not isinstance(before_id, int) or before_id < 1):
+            problems.append(Problem("before_id", "expected an entry's id (a positive integer), "
+                                    f"got {shown_value(before_id)}"))
+        if problems:
+            raise ConfigurationError(problems, subject="audit arguments")
+        # An id past what a database holds is past every entry.
+        return self.store.audit_log(
+            schedule_name=name, limit=limit,
+            before_id=None if before_id is None else min(before_id, _MAX_ROW_ID))
+
+    def history(self, name: str, *, limit: int = 20) -> list[Execution]:
+        """The schedule's executions, newest first, at most ``limit`` (1 to
+        :data:`~goatbeat_celery.core.rules.validation.MAX_LIMIT`)."""
+        problems = _limit_problems(limit)
+        if problems:
+            raise ConfigurationError(problems, subject="history arguments")
+        self.store.get_schedule(_schedule_name(name))  # a clear ScheduleNotFound for a typo
+        return self.store.executions(schedule_name=name, limit=limit)
+
+    def alerts(self, *, name: str | None = None, open_only: bool = False,
+               limit: int = 100) -> list[Alert]:
+        """Alerts (``docs/alerts.md``), open ones first then newest first: of one schedule
+        with ``name``, only the open ones with ``open_only``. The leader raises and resolves
+        them; nothing here changes one."""
+        problems = _limit_problems(limit)
+        if name is not None:
+            problems += _lookup_problems(name)
+        if problems:
+            raise ConfigurationError(problems, subject="alerts")
+        return cast(AlertLog, self.store).list_alerts(open_only=open_only, schedule_name=name,
+                                                      limit=limit)
+
+    def executions(self, *, states: Collection[ExecutionState | str] | None = None,
+                   limit: int = 50) -> list[Execution]:
+        """Recent executions of every schedule (manual runs and backfills included), newest
+        occurrence first: only those in one of ``states`` when given (each an
+        :class:`~goatbeat_celery.core.types.execution.ExecutionState` or its value, such as
+        ``"claimed"``; one given bare is one state); at most ``limit`` (1 to
+        :data:`~goatbeat_celery.core.rules.validation.MAX_LIMIT`). :meth:`history` reads one
+        schedule's."""
+        problems = _limit_problems(limit)
+        chosen: list[ExecutionState] = []
+        if isinstance(states, str):
+            states = (states,)
+        for state in () if states is None else states:
+            try:
+                chosen.append(ExecutionState(state))
+            except (ValueError, TypeError):
+                problems.append(Problem("states", f"unknown state {shown_value(state)}",
+                                        f"use: {', '.join(s.value for s in ExecutionState)}"))
+        if problems:
+            raise ConfigurationError(problems, subject="executions arguments")
+        return self.store.executions(states=None if states is None else chosen, limit=limit)
+
+    def executions_by_key(self, keys: Iterable[str]) -> dict[str, Execution]:
+        """The executions of these keys (the task ids their runs were sent with) that exist,
+        by key, in one read; a key none has is left out. ConfigurationError for a key that is
+        not a string."""
+        wanted = list(keys)
+        problems = [Problem("keys", f"expected text, got {shown_value(key)}")
+                    for key in wanted if not isinstance(key, str)]
+        if problems:
+            raise ConfigurationError(problems, subject="execution keys")
+        # A NUL is in no stored key, and a database refuses to compare with one.
+        found = [key for key in wanted if "\x00" not in key]
+        return self.store.executions_by_key(found) if found else {}
+
+    def oldest_pending(self) -> Execution | None:
+        """The run claimed and not yet accepted by the broker that is due earliest, or None:
+        its lag (:meth:`now` minus its ``due_at``) is how far behind sending is."""
+        return self.store.oldest_pending()
