@@ -38,13 +38,13 @@ def _require_repair(schedule: Schedule, given: set[str]) -> None:
 def _check_spec_version(current: Schedule, expected: int | None) -> None:
     """ScheduleConflict when another edit changed the definition since the caller read it at
     version ``expected`` (None: no expectation), saying what it is now."""
-    if expected is None or current.spec_version == expected:
+    if expected is None or current.version == expected:
         return
     spec = current.spec
     when = "" if current.updated_at is None else f" at {current.updated_at.isoformat()}"
     raise ScheduleConflict(
         f"schedule {quoted_name(current.name)} was edited since it was read (definition "
-        f"version {expected}, now {current.spec_version}{when}); it now runs {spec.task} on "
+        f"version {expected}, now {current.version}{when}); it now runs {spec.task} on "
         f"{describe_trigger(spec.trigger)}: read it again and redo your change")
 
 

@@ -124,7 +124,7 @@ class ScheduleWrites(SchedulesBase):
         A changed trigger, offset, ``start_at``, ``end_at`` or ``max_runs`` reschedules it from
         now (within its bounds, after a pause with an end, which an edit keeps), and so does
         ``enabled=True`` on a paused schedule (as :meth:`resume`); other changes keep its next
-        run. ``expected_version`` is the definition's version (``Schedule.spec_version``) the
+        run. ``expected_version`` is the definition's version (``Schedule.version``) the
         caller showed to whoever asked for the change, as a form does: when another edit of the
         definition came since, ScheduleConflict says so instead of overwriting it; without it,
         so does another edit made between this method's read and its write. The schedule's own
@@ -145,7 +145,7 @@ class ScheduleWrites(SchedulesBase):
         for attempt in range(1, REWRITE_ATTEMPTS + 1):
             current = self.store.get_schedule(_schedule_name(name))
             if pin and expected_spec_version is None:
-                expected_spec_version = current.spec_version
+                expected_spec_version = current.version
             _check_spec_version(current, expected_spec_version)
             try:
                 return write(current)
@@ -214,7 +214,7 @@ class ScheduleWrites(SchedulesBase):
             occurrence, run = current.next_occurrence_at, current.next_run_at
         return self.store.replace_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,
-            expected_version=current.version, pause=pause,
+            expected_version=current.row_version, pause=pause,
             audit=self._note(AuditAction.EDIT, reason, spec_changes(current.spec, spec)))
 
     def pause(self, name: str, *, note: str | None = None, until: datetime | None = None,
@@ -258,7 +258,7 @@ class ScheduleWrites(SchedulesBase):
             return self.store.replace_schedule(
                 replace(current.spec, enabled=False),
                 next_occurrence_at=current.next_occurrence_at,
-                next_run_at=current.next_run_at, expected_version=current.version,
+                next_run_at=current.next_run_at, expected_version=current.row_version,
                 pause=pause, audit=self._note(AuditAction.PAUSE, reason,
                                               _pause_changes(current, False, pause)))
         spec = replace(current.spec, enabled=True)
@@ -266,7 +266,7 @@ class ScheduleWrites(SchedulesBase):
         pause = PauseNote(reason=note, until=until)
         return self.store.replace_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,
-            expected_version=current.version, pause=pause,
+            expected_version=current.row_version, pause=pause,
             audit=self._note(AuditAction.PAUSE, reason, _pause_changes(current, True, pause)))
 
     def resume(self, name: str, *, reason: str | None = None) -> Schedule:
@@ -284,7 +284,7 @@ class ScheduleWrites(SchedulesBase):
         occurrence, run = self._first(spec, runs=current.total_runs)
         return self.store.replace_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,
-            expected_version=current.version,
+            expected_version=current.row_version,
             audit=self._note(AuditAction.RESUME, reason,
                              _pause_changes(current, True, PauseNote())))
 

@@ -162,7 +162,7 @@ def pause(ctx: click.Context, name: str, note: str | None, until: datetime | Non
                                          "or set its goatbeat.enabled to False)")
         # A pause of a schedule paused alike changes no row: say so, not "paused".
         headline = (f"{name!r} was already paused; nothing changed"
-                    if schedule.version == current.version else f"paused {name!r}")
+                    if schedule.row_version == current.row_version else f"paused {name!r}")
         show_schedule(schedules, schedule, as_json, headline=headline)
 
 
@@ -178,7 +178,7 @@ def resume(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> 
             current = schedules.get(name)
             schedule = schedules.resume(name, reason=reason)
         headline = (f"{name!r} was not paused; nothing changed"
-                    if schedule.version == current.version else f"resumed {name!r}")
+                    if schedule.row_version == current.row_version else f"resumed {name!r}")
         show_schedule(schedules, schedule, as_json, headline=headline)
 
 

@@ -219,7 +219,7 @@ schedule_table = sa.Table(
     # crc32 of the UTF-8 name (core.rules.shards.shard_hash): a sharded leader's due read filters on
     # it modulo the shard count. NULL (a row written by an older replica) counts as shard 0.
     sa.Column("shard_hash", sa.BigInteger(), nullable=True),
-    # The definition's own version (Schedule.spec_version): one more at each write that changes
+    # The definition's own version (Schedule.version): one more at each write that changes
     # spec_hash, never at a claim, a report or a pause. `version` above counts every write
     # and is what a claim compares and sets. The default keeps older replicas' inserts valid.
     sa.Column("spec_version", sa.BigInteger(), nullable=False, server_default=sa.text("1")),

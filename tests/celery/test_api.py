@@ -43,7 +43,7 @@ def test_editing_a_cron_expression_keeps_its_zone_and_day_semantics(schedules: S
     rezoned = schedules.update("report", timezone="Asia/Tokyo")
     assert rezoned.spec.trigger.params["expression"] == "30 8 * * mon"
     assert rezoned.spec.trigger.params["timezone"] == "Asia/Tokyo"
-    assert rezoned.version == updated.version + 1
+    assert rezoned.row_version == updated.row_version + 1
 
 
 # -- validation at the door: every problem named, nothing stored ----------------------------

@@ -37,7 +37,7 @@ def claim_two_skipping_the_second(store: Store, name: str) -> tuple[str, str]:
     schedule = store.get_schedule(name)
     assert schedule.next_occurrence_at is not None
     first, second = (schedule.next_occurrence_at - timedelta(minutes=n) for n in (6, 5))
-    claim = PlannedClaim(schedule_name=name, version=schedule.version,
+    claim = PlannedClaim(schedule_name=name, version=schedule.row_version,
                          occurrences=((first, first), (second, second)), missed=0,
                          next_occurrence_at=schedule.next_occurrence_at,
                          next_run_at=schedule.next_run_at, overlap=OverlapPolicy.SKIP)

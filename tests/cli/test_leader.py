@@ -229,7 +229,7 @@ def _claim_and_submit(store: Store, name: str, steps_back: int, missed: int = 0)
     schedule = store.get_schedule(name)
     assert schedule.next_occurrence_at is not None
     occurrence = schedule.next_occurrence_at - timedelta(seconds=60) * steps_back
-    claim = PlannedClaim(schedule_name=name, version=schedule.version,
+    claim = PlannedClaim(schedule_name=name, version=schedule.row_version,
                          occurrences=((occurrence, occurrence),), missed=missed,
                          next_occurrence_at=schedule.next_occurrence_at,
                          next_run_at=schedule.next_run_at)

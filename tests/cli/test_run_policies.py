@@ -71,12 +71,12 @@ def _pause_as_the_leader(store: Store, name: str, reason: str) -> None:
     schedule = store.get_schedule(name)
     point = store.now() - timedelta(seconds=1)
     (run,) = store.claim([PlannedClaim(
-        schedule_name=name, version=schedule.version, occurrences=((point, point),), missed=0,
+        schedule_name=name, version=schedule.row_version, occurrences=((point, point),), missed=0,
         next_occurrence_at=None, next_run_at=None, settle=True)], lease=grant).dispatches
     store.record_runs([RunEvent.finished(run.key, run=None, worker="w", age=timedelta(0),
                                          outcome=RunOutcome.FAILED)])
     schedule = store.get_schedule(name)
-    store.settle_runs([RunSettlement(key=run.key, schedule_name=name, version=schedule.version,
+    store.settle_runs([RunSettlement(key=run.key, schedule_name=name, version=schedule.row_version,
                                      consecutive_failures=2, paused_reason=reason)],
                       lease=grant)
 

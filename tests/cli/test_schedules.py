@@ -225,7 +225,7 @@ def test_edit_changes_only_the_options_given(cli: Cli, store: Store) -> None:
     assert after.spec.misfire_policy is MisfirePolicy.SKIP
     assert after.spec.trigger == before.spec.trigger
     assert after.next_run_at == before.next_run_at  # not a timing change: the run stays
-    assert after.spec_version == before.spec_version + 1 == shown["version"]
+    assert after.version == before.version + 1 == shown["version"]
 
 
 def test_edit_trigger_reschedules_from_now(cli: Cli, store: Store) -> None:
@@ -336,19 +336,19 @@ def test_pause_then_resume_runs_again_from_the_next_occurrence(cli: Cli, store: 
 
 def test_pause_of_a_paused_schedule_changes_nothing(cli: Cli, store: Store) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "60", "--paused")
-    version = store.get_schedule("poll").version
+    version = store.get_schedule("poll").row_version
 
     assert cli.ok("pause", "poll").stdout.startswith("'poll' was already paused; nothing changed")
 
-    assert store.get_schedule("poll").version == version
+    assert store.get_schedule("poll").row_version == version
 
 
 def test_resume_of_a_running_schedule_says_nothing_changed(cli: Cli, store: Store) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "60")
-    version = store.get_schedule("poll").version
+    version = store.get_schedule("poll").row_version
 
     assert cli.ok("resume", "poll").stdout.startswith("'poll' was not paused; nothing changed")
-    assert store.get_schedule("poll").version == version
+    assert store.get_schedule("poll").row_version == version
     cli.ok("pause", "poll")
     assert cli.ok("resume", "poll").stdout.startswith("resumed 'poll'")
 

@@ -46,14 +46,14 @@ def claim_next(schedule: Schedule, every: float = 60) -> PlannedClaim:
     occurrence = schedule.next_occurrence_at
     assert occurrence is not None
     following = occurrence + timedelta(seconds=every)
-    return PlannedClaim(schedule_name=schedule.name, version=schedule.version,
+    return PlannedClaim(schedule_name=schedule.name, version=schedule.row_version,
                         occurrences=((occurrence, occurrence),), missed=0,
                         next_occurrence_at=following, next_run_at=following)
 
 
 def snapshot(schedule: Schedule) -> tuple[Any, ...]:
     """What a refused write must leave exactly as it was."""
-    return (schedule.spec, schedule.version, schedule.next_occurrence_at, schedule.next_run_at,
+    return (schedule.spec, schedule.row_version, schedule.next_occurrence_at, schedule.next_run_at,
             schedule.last_occurrence_at, schedule.total_runs, schedule.total_missed)
 
 

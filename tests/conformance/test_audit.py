@@ -73,7 +73,7 @@ def test_a_refused_change_records_nothing(store: Store) -> None:
                               audit=note(AuditAction.CREATE))
     with pytest.raises(ScheduleConflict):
         store.replace_schedule(created.spec, next_occurrence_at=None, next_run_at=None,
-                               expected_version=created.version + 1, audit=note())
+                               expected_version=created.row_version + 1, audit=note())
     with pytest.raises(ScheduleNotFound):
         store.delete_schedule("gone", audit=note(AuditAction.DELETE))
     with pytest.raises(ScheduleNotFound):

@@ -269,7 +269,7 @@ def test_a_key_the_database_refuses_is_a_refusal_not_an_outage(pg_empty_url: str
         raw.dispose()
         long_schedule = store.list_schedules()[0]
         claim = PlannedClaim(
-            schedule_name=long_schedule.name, version=long_schedule.version,
+            schedule_name=long_schedule.name, version=long_schedule.row_version,
             occurrences=((schedule.next_occurrence_at, schedule.next_occurrence_at),),
             missed=0, next_occurrence_at=None, next_run_at=None)
 

@@ -108,7 +108,7 @@ def test_a_claim_records_excluded_occurrences_skipped_with_their_reason(store: S
     first = schedule.next_occurrence_at
     assert first is not None
     points = tuple((first + i * M, first + i * M) for i in range(3))
-    claim = PlannedClaim(schedule_name="job", version=schedule.version, occurrences=points,
+    claim = PlannedClaim(schedule_name="job", version=schedule.row_version, occurrences=points,
                          missed=0, next_occurrence_at=first + 3 * M,
                          next_run_at=first + 3 * M,
                          excluded=((first, "excluded by calendar holidays"),
@@ -137,11 +137,11 @@ def test_occurrences_claimed_again_count_neither_a_run_nor_a_skip_twice(store: S
                             next_run_at=first + 2 * M,
                             excluded=((first, "excluded by calendar holidays"),))
 
-    store.claim([claim_from(schedule.version)], lease=grant)
+    store.claim([claim_from(schedule.row_version)], lease=grant)
     # An edit puts the schedule back on the occurrences already claimed and skipped.
     rewound = store.replace_schedule(schedule.spec, next_occurrence_at=first,
                                      next_run_at=first)
-    result = store.claim([claim_from(rewound.version)], lease=grant)
+    result = store.claim([claim_from(rewound.row_version)], lease=grant)
 
     assert (result.dispatches, result.skipped, result.duplicates) == ((), (), 2)
     after = store.get_schedule("job")

@@ -34,7 +34,7 @@ def test_a_claim_inserts_the_occurrence_and_advances_the_schedule(store: Store) 
     )
     following = occurrence + timedelta(seconds=60)
     planned = PlannedClaim(
-        schedule_name="report", version=schedule.version,
+        schedule_name="report", version=schedule.row_version,
         occurrences=((occurrence, occurrence + timedelta(seconds=5)),), missed=0,
         next_occurrence_at=following, next_run_at=following + timedelta(seconds=5),
     )
@@ -59,7 +59,8 @@ def test_a_claim_inserts_the_occurrence_and_advances_the_schedule(store: Store) 
     after = store.get_schedule("report")
     assert (after.next_occurrence_at, after.next_run_at, after.last_occurrence_at) == (
         following, following + timedelta(seconds=5), occurrence)
-    assert (after.total_runs, after.total_missed, after.version) == (1, 0, schedule.version + 1)
+    assert (after.total_runs, after.total_missed, after.row_version) == (
+        1, 0, schedule.row_version + 1)
 
 
 def test_two_racing_claims_of_one_occurrence_produce_one_execution(backend: Backend) -> None:
@@ -85,7 +86,7 @@ def test_two_racing_claims_of_one_occurrence_produce_one_execution(backend: Back
         # it for a later batch; it must never advance the schedule a second time.
         assert loser.conflicts in ((schedule.name,), ())
         assert len(backend.store.executions(schedule_name=schedule.name)) == 1
-        assert backend.store.get_schedule(schedule.name).version == schedule.version + 1
+        assert backend.store.get_schedule(schedule.name).row_version == schedule.row_version + 1
 
 
 def test_an_occurrence_claimed_again_under_a_new_version_is_a_duplicate(store: Store) -> None:
@@ -101,7 +102,7 @@ def test_an_occurrence_claimed_again_under_a_new_version_is_a_duplicate(store: S
 
     assert (result.dispatches, result.duplicates, result.advanced) == ((), 1, 1)
     assert len(store.executions(schedule_name="report")) == 1
-    assert store.get_schedule("report").version == rewound.version + 1
+    assert store.get_schedule("report").row_version == rewound.row_version + 1
 
 
 def test_an_edit_between_planning_and_claiming_wins(store: Store) -> None:
@@ -169,7 +170,7 @@ def test_a_backlog_overlapping_an_earlier_claim_inserts_only_the_new_occurrences
     following = points[-1] + timedelta(seconds=60)
 
     result = store.claim([PlannedClaim(
-        schedule_name="report", version=rewound.version,
+        schedule_name="report", version=rewound.row_version,
         occurrences=tuple((p, p) for p in points), missed=4,
         next_occurrence_at=following, next_run_at=following,
     )], lease=grant)
@@ -196,7 +197,7 @@ def test_a_claim_racing_an_edit_never_loses_either(backend: Backend) -> None:
             partial(claimer.claim, [planned], lease=grant),
             partial(editor.replace_schedule, interval_spec(schedule.name, every=300),
                     next_occurrence_at=later, next_run_at=later,
-                    expected_version=schedule.version),
+                    expected_version=schedule.row_version),
         )
 
         # Whichever went first, the other saw it: a claim then a refused stale edit, or an
@@ -206,7 +207,7 @@ def test_a_claim_racing_an_edit_never_loses_either(backend: Backend) -> None:
         executions = backend.store.executions(schedule_name=schedule.name)
         if isinstance(edited, ScheduleConflict):
             assert len(claimed.dispatches) == 1 and len(executions) == 1
-            assert (stored.version, stored.next_run_at) == (schedule.version + 1,
+            assert (stored.row_version, stored.next_run_at) == (schedule.row_version + 1,
                                                             planned.next_run_at)
         else:
             assert not isinstance(edited, BaseException), edited

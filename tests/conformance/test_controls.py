@@ -32,7 +32,7 @@ def claim(schedule: Schedule, steps: int = 1) -> PlannedClaim:
     assert first is not None
     points = tuple((first + i * M, first + i * M) for i in range(steps))
     following = first + steps * M
-    return PlannedClaim(schedule_name=schedule.name, version=schedule.version,
+    return PlannedClaim(schedule_name=schedule.name, version=schedule.row_version,
                         occurrences=points, missed=0, next_occurrence_at=following,
                         next_run_at=following, max_runs=schedule.spec.max_runs)
 

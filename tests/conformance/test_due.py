@@ -56,7 +56,7 @@ def test_an_exhausted_schedule_is_never_due(store: Store) -> None:
     occurrence = schedule.next_occurrence_at
     assert occurrence is not None
     # The trigger has no occurrence left: the claim leaves both next times empty.
-    store.claim([PlannedClaim(schedule_name="once", version=schedule.version,
+    store.claim([PlannedClaim(schedule_name="once", version=schedule.row_version,
                               occurrences=((occurrence, occurrence),), missed=0,
                               next_occurrence_at=None, next_run_at=None)], lease=grant)
 

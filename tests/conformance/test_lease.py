@@ -94,7 +94,7 @@ def test_an_expired_grant_cannot_claim_even_when_no_one_took_over(backend: Backe
         store.claim([planned], lease=grant)
 
     assert store.executions() == []
-    assert store.get_schedule("report").version == 1
+    assert store.get_schedule("report").row_version == 1
 
 
 def test_release_lets_a_standby_acquire_at_once_with_the_next_token(store: Store) -> None:

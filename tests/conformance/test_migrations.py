@@ -250,7 +250,7 @@ def test_upgrading_0003_rows_to_the_controls_keeps_them_running_unbounded(
     assert read.spec == spec
     assert (read.spec.start_at, read.spec.end_at, read.spec.max_runs, read.spec.description,
             read.spec.tags, read.paused_until) == (None, None, None, None, (), None)
-    assert (read.total_runs, read.version, read.next_run_at, read.paused_reason) == (
+    assert (read.total_runs, read.row_version, read.next_run_at, read.paused_reason) == (
         12, 5, due, "paused after 3 failed runs in a row")
     # Its spec hash is the one written before the upgrade: config sync leaves it alone.
     assert read.spec.spec_hash() == values["spec_hash"]
@@ -285,7 +285,7 @@ def test_upgrading_0004_rows_to_the_backfills_keeps_them_and_adds_an_empty_table
     store = open_store(fresh_url)
     try:
         read = store.get_schedule("nightly")
-        assert (read.spec, read.total_runs, read.version, read.damage) == (spec, 3, 4, ())
+        assert (read.spec, read.total_runs, read.row_version, read.damage) == (spec, 3, 4, ())
         assert store.list_backfills() == []
         created = store.create_backfill(BackfillRequest(
             schedule_name="nightly", start=due - timedelta(hours=1), end=due, total=61))
@@ -327,7 +327,7 @@ def test_upgrading_0005_rows_to_calendars_keeps_them_observing_none(
         store.close()
     assert read.damage == ()
     assert read.spec == spec and read.spec.calendars == ()
-    assert (read.total_runs, read.version, read.next_run_at) == (3, 4, due)
+    assert (read.total_runs, read.row_version, read.next_run_at) == (3, 4, due)
     # Its spec hash is the one written before the upgrade: config sync leaves it alone.
     assert read.spec.spec_hash() == values["spec_hash"]
 

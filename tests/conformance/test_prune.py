@@ -21,7 +21,7 @@ def _claim_backlog(store: Store, count: int) -> list[str]:
     points = [first + timedelta(minutes=i) for i in range(count)]
     following = points[-1] + timedelta(minutes=1)
     result = store.claim([PlannedClaim(
-        schedule_name="report", version=schedule.version,
+        schedule_name="report", version=schedule.row_version,
         occurrences=tuple((p, p) for p in points), missed=0,
         next_occurrence_at=following, next_run_at=following,
     )], lease=grant)

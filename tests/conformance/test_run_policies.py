@@ -39,7 +39,7 @@ def claim(schedule: Schedule, steps: int = 1, **policies: object) -> PlannedClai
     points = tuple((first + timedelta(minutes=i), first + timedelta(minutes=i))
                    for i in range(steps))
     following = first + timedelta(minutes=steps)
-    return PlannedClaim(schedule_name=schedule.name, version=schedule.version,
+    return PlannedClaim(schedule_name=schedule.name, version=schedule.row_version,
                         occurrences=points, missed=0, next_occurrence_at=following,
                         next_run_at=following, **policies)  # type: ignore[arg-type]
 
@@ -169,12 +169,12 @@ def test_settling_writes_the_schedule_and_lists_the_run_no_more(store: Store) ->
     grant, run, ended = failed_run(store)
     later = store.now() + timedelta(hours=1)
     written = store.settle_runs([RunSettlement(
-        key=run.key, schedule_name="job", version=ended.version,
+        key=run.key, schedule_name="job", version=ended.row_version,
         consecutive_failures=1, next_occurrence_at=later, next_run_at=later)], lease=grant)
     assert written.settled == (run.key,)
     stored = store.get_schedule("job")
-    assert (stored.consecutive_failures, stored.next_run_at, stored.version) == (
-        1, later, ended.version + 1)
+    assert (stored.consecutive_failures, stored.next_run_at, stored.row_version) == (
+        1, later, ended.row_version + 1)
     assert store.finished_runs(10) == []
 
 
@@ -183,7 +183,7 @@ def test_a_settlement_on_a_stale_version_leaves_the_run_for_later(store: Store) 
     store.replace_schedule(replace(ended.spec, args=(2,)), next_occurrence_at=None,
                            next_run_at=None)
     written = store.settle_runs([RunSettlement(
-        key=run.key, schedule_name="job", version=ended.version,
+        key=run.key, schedule_name="job", version=ended.row_version,
         consecutive_failures=1)], lease=grant)
     assert written.settled == ()
     assert store.get_schedule("job").consecutive_failures == 0
@@ -193,7 +193,7 @@ def test_a_settlement_on_a_stale_version_leaves_the_run_for_later(store: Store) 
 def test_a_settlement_may_pause_the_schedule_with_its_reason(store: Store) -> None:
     grant, run, ended = failed_run(store)
     written = store.settle_runs([RunSettlement(
-        key=run.key, schedule_name="job", version=ended.version,
+        key=run.key, schedule_name="job", version=ended.row_version,
         consecutive_failures=3, next_occurrence_at=ended.next_occurrence_at,
         next_run_at=ended.next_run_at, paused_reason="paused after 3")], lease=grant)
     assert written.paused == (("job", "paused after 3"),)
@@ -204,7 +204,7 @@ def test_a_settlement_may_pause_the_schedule_with_its_reason(store: Store) -> No
 def test_resume_clears_the_pause_and_the_failures(store: Store) -> None:
     grant, run, ended = failed_run(store)
     store.settle_runs([RunSettlement(key=run.key, schedule_name="job",
-                                     version=ended.version, consecutive_failures=3,
+                                     version=ended.row_version, consecutive_failures=3,
                                      paused_reason="paused after 3")], lease=grant)
     paused = store.get_schedule("job")
     resumed = store.replace_schedule(replace(paused.spec, enabled=True),

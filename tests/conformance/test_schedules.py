@@ -42,7 +42,7 @@ def test_a_schedule_reads_back_exactly_as_created(store: Store) -> None:
     assert (stored.next_occurrence_at, stored.next_run_at) == (
         occurrence, occurrence + timedelta(minutes=2))
     assert stored.next_run_at is not None and stored.next_run_at.utcoffset() == timedelta(0)
-    assert (stored.version, stored.total_runs, stored.total_missed) == (1, 0, 0)
+    assert (stored.row_version, stored.total_runs, stored.total_missed) == (1, 0, 0)
     assert stored.last_occurrence_at is None
     assert stored.created_at is not None and now <= stored.created_at <= store.now()
 
@@ -71,7 +71,7 @@ def test_replace_increments_the_version_and_keeps_the_source(
 
     stored = store.get_schedule("report")
     assert stored == replaced
-    assert (stored.version, stored.spec.source) == (2, ScheduleSource.CONFIG)
+    assert (stored.row_version, stored.spec.source) == (2, ScheduleSource.CONFIG)
     assert stored.spec.trigger.params == {"every": 300}
     assert stored.next_run_at == later
     assert created.updated_at is not None and stored.updated_at is not None

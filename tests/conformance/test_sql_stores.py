@@ -415,7 +415,7 @@ def test_names_with_quotes_braces_commas_and_colons_go_through_the_claim_path(
     following = occurrence + timedelta(minutes=1)
 
     result = sql_store.claim([PlannedClaim(
-        schedule_name=name, version=schedule.version, occurrences=((occurrence, occurrence),),
+        schedule_name=name, version=schedule.row_version, occurrences=((occurrence, occurrence),),
         missed=0, next_occurrence_at=following, next_run_at=following)], lease=grant)
     sql_store.record_failures({result.dispatches[0].key: "broker down"})
     pending = sql_store.take_pending(lease=grant, limit=10)

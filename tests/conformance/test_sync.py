@@ -30,7 +30,7 @@ def test_sync_creates_config_rows_with_the_entry_times(store: Store) -> None:
 
     assert report.created == ("report",)
     stored = store.get_schedule("report")
-    assert (stored.spec, stored.version) == (entry.spec, 1)
+    assert (stored.spec, stored.row_version) == (entry.spec, 1)
     assert (stored.next_occurrence_at, stored.next_run_at) == (entry.next_occurrence_at,
                                                                entry.next_run_at)
 
@@ -42,7 +42,7 @@ def test_an_unchanged_entry_keeps_its_row_untouched(store: Store, clock: StoreCl
                       lease=grant)
     store.claim([claim_next(store.get_schedule("report"))], lease=grant)
     before = store.get_schedule("report")
-    assert (before.version, before.total_runs) == (2, 1)
+    assert (before.row_version, before.total_runs) == (2, 1)
     clock.advance(0.01)
 
     # A restart computes fresh start times; they must not reset the running schedule.
@@ -65,7 +65,7 @@ def test_a_changed_entry_is_rescheduled_from_its_new_times(store: Store) -> None
 
     assert report.updated == ("report",)
     stored = store.get_schedule("report")
-    assert (stored.spec, stored.version) == (changed.spec, 2)
+    assert (stored.spec, stored.row_version) == (changed.spec, 2)
     assert stored.next_run_at == changed.next_run_at
 
 
@@ -78,11 +78,11 @@ def test_an_entry_gone_from_config_is_disabled_not_deleted(store: Store) -> None
 
     assert report.disabled == ("cleanup",)
     cleanup = store.get_schedule("cleanup")
-    assert (cleanup.spec.enabled, cleanup.version) == (False, 2)
+    assert (cleanup.spec.enabled, cleanup.row_version) == (False, 2)
     assert store.get_schedule("report").spec.enabled
     again = store.sync_config([_entry(store, "report")], lease=grant)
     assert again.disabled == ()
-    assert store.get_schedule("cleanup").version == 2
+    assert store.get_schedule("cleanup").row_version == 2
 
 
 def test_config_sync_never_touches_api_rows(store: Store) -> None:

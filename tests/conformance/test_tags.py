@@ -66,7 +66,7 @@ def test_a_refused_edit_leaves_the_tags_found_as_they_were(store: Store) -> None
     current = store.get_schedule("job")
     with pytest.raises(ScheduleConflict):
         store.replace_schedule(replace(current.spec, tags=("eu",)), next_occurrence_at=None,
-                               next_run_at=None, expected_version=current.version + 1)
+                               next_run_at=None, expected_version=current.row_version + 1)
     assert (tagged(store, "billing"), tagged(store, "eu")) == (["job"], [])
 
 

@@ -461,10 +461,10 @@ def test_the_change_form_shows_policies_and_controls_and_an_edit_clears_them(
     shown["end_at"] = "2030-06-30 18:00:00"
     before = api.get("poll")
     assert client.post(change_url("poll"), shown).status_code == 302
-    assert api.get("poll").version == before.version
+    assert api.get("poll").row_version == before.row_version
 
     # Emptied fields go back to the defaults.
-    response = client.post(change_url("poll"), form_data(version=str(before.spec_version)))
+    response = client.post(change_url("poll"), form_data(version=str(before.version)))
     assert response.status_code == 302, response.context["adminform"].form.errors
     spec = api.get("poll").spec
     assert spec.mode.value == "fixed_rate" and spec.overlap is None
@@ -671,7 +671,7 @@ def test_each_plain_field_is_placed_created_shown_and_cleared(client: Any, api: 
     assert field.label in page.content.decode()
     # Emptied, it is unset.
     response = client.post(change_url("poll"), form_data(
-        **needs, version=str(api.get("poll").spec_version)))
+        **needs, version=str(api.get("poll").version)))
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert getattr(api.get("poll").spec, field.name) is None
 
@@ -882,7 +882,7 @@ def test_every_change_made_in_the_admin_is_in_the_audit_log_as_its_user(
         client: Any, api: Schedules, superuser: Any) -> None:
     actor = f"django:{superuser.get_username()}"
     assert client.post(ADD, form_data(reason="feeds moved here")).status_code == 302
-    version = api.get("poll").spec_version
+    version = api.get("poll").version
     assert client.post(change_url("poll"), form_data(every="60", version=str(version),
                                                      reason="slower <b>vendor</b>")
                        ).status_code == 302

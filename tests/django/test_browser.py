@@ -92,7 +92,7 @@ def test_find_pause_an_invalid_cron_config_read_only_and_escaped_names(
     assert api.get("digest").spec.enabled is False
 
     # An invalid cron on the change form: the error is next to the field, nothing is saved.
-    version = api.get("digest").version
+    version = api.get("digest").row_version
     row(page, "digest").get_by_role("link", name="digest", exact=True).click()
     expect(page.locator("#id_cron")).to_have_value("0 7 * * mon-fri")
     page.fill("#id_cron", "61 7 * * mon-fri")
@@ -102,7 +102,7 @@ def test_find_pause_an_invalid_cron_config_read_only_and_escaped_names(
     expect(page.locator("#id_cron")).to_have_value("61 7 * * mon-fri")
     stored = api.get("digest")
     assert stored.spec.trigger.params["expression"] == "0 7 * * mon-fri"
-    assert stored.version == version
+    assert stored.row_version == version
 
     # A valid one is saved through the API.
     page.fill("#id_cron", "30 7 * * mon-fri")
@@ -161,7 +161,7 @@ def test_find_pause_an_invalid_cron_config_read_only_and_escaped_names(
 def test_a_run_policy_round_trips_through_the_change_form_with_its_error_on_its_field(
         page: Page, live_server: str, api: Schedules) -> None:
     api.create("poll", TASK, every=30, tags=["feeds"])
-    version = api.get("poll").version
+    version = api.get("poll").row_version
 
     log_in(page, live_server)
     page.goto(live_server + "/admin/goatbeat/schedule/")
@@ -180,7 +180,7 @@ def test_a_run_policy_round_trips_through_the_change_form_with_its_error_on_its_
     expect(page.locator(".field-pause_after_failures .errorlist")).to_contain_text("from 1 to")
     expect(page.locator("#id_pause_after_failures")).to_be_visible()  # its fieldset opened
     expect(page.locator("#id_overlap")).to_have_value("skip")
-    assert api.get("poll").version == version
+    assert api.get("poll").row_version == version
     assert api.get("poll").spec.pause_after_failures is None
 
     # Corrected, it is saved through the API, and the form shows it when opened again.
@@ -289,8 +289,8 @@ def test_a_busy_schedule_is_added_edited_paused_and_run_now_with_its_outcome_sho
     # The change page is read; beat runs the schedule (writing its row) before the save.
     row(page, "busy").get_by_role("link", name="busy", exact=True).click()
     expect(page.locator("#id_every")).to_have_value("1")
-    read = api.get("busy").version
-    wait_until(lambda: api.get("busy").version > read, timeout=REACH_TIMEOUT,
+    read = api.get("busy").row_version
+    wait_until(lambda: api.get("busy").row_version > read, timeout=REACH_TIMEOUT,
                what="beat to run busy after the page was read")
     page.fill("#id_every", "2")
     page.click("input[name=_save]")

@@ -119,7 +119,7 @@ def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
     current = api.get("poll")
     limit = current.total_runs + 2
     response = client.post(change_url("poll"), form_data(every="2", max_runs=str(limit),
-                                                         version=str(current.spec_version)))
+                                                         version=str(current.version)))
     assert response.status_code == 302, response.context["adminform"].form.errors
     wait_until(lambda: api.get("poll").total_runs >= limit, "beat to make the last runs")
     # A further run would be due within the 2-second interval; 3 s leaves a second of margin.
@@ -146,14 +146,14 @@ def test_an_every_second_schedule_is_edited_paused_and_resumed_from_every_face_w
     def after_a_run(read_version: int) -> None:
         """Hold the form open until beat has run the schedule (its row written) since the
         form was read, as a person typing would."""
-        row_version = api.get("poll").version
-        wait_until(lambda: api.get("poll").version > row_version, "beat to run poll again")
-        assert api.get("poll").spec_version == read_version  # runs never move it
+        row_version = api.get("poll").row_version
+        wait_until(lambda: api.get("poll").row_version > row_version, "beat to run poll again")
+        assert api.get("poll").version == read_version  # runs never move it
 
     refusals: list[str] = []
     for round_ in range(ROUNDS):
         # The API: an edit made against the version read before a run, then pause and resume.
-        shown = api.get("poll").spec_version
+        shown = api.get("poll").version
         after_a_run(shown)
         api.update("poll", args=(round_,), expected_version=shown)
         api.pause("poll")
@@ -191,7 +191,7 @@ def test_an_every_second_schedule_is_edited_paused_and_resumed_from_every_face_w
     final = api.get("poll")
     assert final.spec.args == (ROUNDS - 1, "admin") and final.spec.enabled
     # Every edit moved the definition's version once; pauses and runs never did.
-    assert final.spec_version == 1 + 3 * ROUNDS
+    assert final.version == 1 + 3 * ROUNDS
     # A true concurrent edit of the definition is still refused.
     with pytest.raises(ScheduleConflict, match="was edited since it was read"):
-        api.update("poll", args=("stale",), expected_version=final.spec_version - 1)
+        api.update("poll", args=("stale",), expected_version=final.version - 1)

@@ -503,7 +503,7 @@ def test_whatever_rows_hold_each_is_set_aside_or_runs_and_the_canary_keeps_time(
     for row in generated:
         was, now_ = before[row.name], after[row.name]
         sent = submitter.of(row.name)
-        handled = now_.version != was.version
+        handled = now_.row_version != was.row_version
         event("row: " + ("refused" if refused_by_the_rules(was) else "valid") + ", "
               + ("sent" if sent else "set aside" if handled and now_.fault else
                  "handled" if handled else "left alone (not due)"))
@@ -617,7 +617,7 @@ def test_schedules_create_stores_a_schedule_the_engine_runs_or_refuses_with_conf
     assert errors.seen == [], errors.seen
     ran = rig.store.get_schedule(created.name)
     assert ran.fault is None, f"stored through the API, then set aside: {ran.fault}"
-    assert ran.version > stored.version, "due, yet not handled"
+    assert ran.row_version > stored.row_version, "due, yet not handled"
     if rig.clock is not None:
         assert [d.execution.occurrence_at for d in submitter.dispatches] == [
             stored.next_occurrence_at]

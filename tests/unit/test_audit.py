@@ -69,7 +69,7 @@ def test_a_bad_reason_is_refused_and_changes_nothing(schedules: Schedules) -> No
         with pytest.raises(ConfigurationError) as caught:
             change()
         assert caught.value.details[0].field == "reason"
-    assert schedules.get("job").version == 1
+    assert schedules.get("job").row_version == 1
     assert [e.action for e in schedules.audit("job")] == [AuditAction.CREATE]
 
 

@@ -135,7 +135,7 @@ def test_an_edit_that_fixes_a_schedule_clears_its_fault_and_it_runs(world: World
 
     world.store.replace_schedule(
         ScheduleSpec(name=spec.name, task=spec.task, trigger=spec.trigger),
-        next_occurrence_at=minute(2), next_run_at=minute(2), expected_version=current.version)
+        next_occurrence_at=minute(2), next_run_at=minute(2), expected_version=current.row_version)
     fixed = world.store.get_schedule("rogue")
     world.advance(60)
     engine.tick()
@@ -166,7 +166,7 @@ def test_a_due_schedule_without_a_next_occurrence_starts_again_from_now(world: W
     world.create("lost", next_at=minute(1))
     current = world.store.get_schedule("lost")
     world.store.replace_schedule(current.spec, next_occurrence_at=None,
-                                 next_run_at=minute(1), expected_version=current.version)
+                                 next_run_at=minute(1), expected_version=current.row_version)
     engine = world.replica("a")
 
     world.advance(30)

@@ -72,7 +72,7 @@ def test_an_edit_of_the_task_or_arguments_keeps_the_next_run(
     assert (updated.spec.task, updated.spec.args) == ("feeds.poll_v2", (2,))
     assert dict(updated.spec.kwargs) == {"full": True}
     assert (updated.next_occurrence_at, updated.next_run_at) == (at("12:01:00"), at("12:01:00"))
-    assert updated.version == poll.version + 1
+    assert updated.row_version == poll.row_version + 1
 
 
 def test_a_new_trigger_reschedules_from_the_store_clock(
@@ -177,8 +177,8 @@ def test_a_write_that_lost_a_race_with_another_edit_is_refused_and_the_other_edi
 
     stored = store.get_schedule("poll")
     assert stored.spec.args == (2,) and stored.spec.enabled
+    assert stored.row_version == poll.row_version + 1
     assert stored.version == poll.version + 1
-    assert stored.spec_version == poll.spec_version + 1
     assert stored.next_run_at == at("12:01:00")
 
 
@@ -189,7 +189,7 @@ def test_a_pause_that_raced_another_edit_lands_on_top_of_it(
     racing.pause("poll")
     stored = store.get_schedule("poll")
     assert stored.spec.args == (2,) and not stored.spec.enabled
-    assert stored.spec_version == poll.spec_version + 1  # the edit's; the pause adds none
+    assert stored.version == poll.version + 1  # the edit's; the pause adds none
 
 
 class ClaimedMeanwhile(EditedMeanwhile):
@@ -202,7 +202,7 @@ class ClaimedMeanwhile(EditedMeanwhile):
                 self.left -= 1
                 current = store.get_schedule("poll")
                 store._schedules["poll"] = replace(  # noqa: SLF001 - the leader's write
-                    current, version=current.version + 1, total_runs=current.total_runs + 1)
+                    current, row_version=current.row_version + 1, total_runs=current.total_runs + 1)
         super().__init__(store, bookkeeping)
         self.left = times
 
@@ -220,7 +220,7 @@ def test_the_leaders_bookkeeping_between_read_and_write_never_refuses_a_change(
         store: MemoryStore, poll: Schedule, write: Callable[[Schedules, int], object],
         landed: Callable[[Schedule], bool]) -> None:
     racing = ClaimedMeanwhile(store, times=REWRITE_ATTEMPTS - 1)
-    write(Schedules(racing), poll.spec_version)
+    write(Schedules(racing), poll.version)
     stored = store.get_schedule("poll")
     assert racing.left == 0 and stored.total_runs == REWRITE_ATTEMPTS - 1
     assert landed(stored)
@@ -231,19 +231,33 @@ def test_a_resume_after_bookkeeping_lands_and_keeps_the_definition_version(
     schedules.pause("poll")
     racing = ClaimedMeanwhile(store, times=2)
     resumed = Schedules(racing).resume("poll")
-    assert resumed.spec.enabled and resumed.spec_version == poll.spec_version
+    assert resumed.spec.enabled and resumed.version == poll.version
 
 
 def test_runs_never_move_the_definition_version(store: MemoryStore, poll: Schedule) -> None:
     racing = ClaimedMeanwhile(store, times=REWRITE_ATTEMPTS)
     with pytest.raises(ScheduleConflict):  # the leader wrote the row at every single try
         Schedules(racing).update("poll", args=(3,))
-    assert store.get_schedule("poll").spec_version == poll.spec_version
+    assert store.get_schedule("poll").version == poll.version
+
+
+def test_an_edit_against_the_version_read_after_runs_is_accepted(
+        store: MemoryStore, schedules: Schedules, poll: Schedule) -> None:
+    for _ in range(5):  # five runs claimed: the row written five times, the definition never
+        current = store.get_schedule("poll")
+        store._schedules["poll"] = replace(  # noqa: SLF001 - the leader's write
+            current, row_version=current.row_version + 1, total_runs=current.total_runs + 1)
+    read = schedules.get("poll")
+    assert read.row_version == poll.row_version + 5 and read.version == poll.version
+
+    updated = schedules.update("poll", args=(3,), expected_version=read.version)
+
+    assert updated.spec.args == (3,) and updated.version == read.version + 1
 
 
 def test_an_edit_made_against_an_older_version_is_refused_and_changes_nothing(
         store: MemoryStore, schedules: Schedules, poll: Schedule) -> None:
-    shown = poll.spec_version
+    shown = poll.version
     schedules.update("poll", args=(2,))  # someone else's edit, after ours was shown
 
     with pytest.raises(ScheduleConflict, match=f"definition version {shown}, now {shown + 1}"):
@@ -251,7 +265,7 @@ def test_an_edit_made_against_an_older_version_is_refused_and_changes_nothing(
 
     assert store.get_schedule("poll").spec.args == (2,)
     updated = schedules.update("poll", args=(3,), expected_version=shown + 1)
-    assert updated.spec.args == (3,) and updated.version == shown + 2
+    assert updated.spec.args == (3,) and updated.row_version == shown + 2
 
 
 # -- pause and resume -------------------------------------------------------------------------
@@ -260,7 +274,7 @@ def test_a_paused_schedule_keeps_its_next_times_and_is_not_due(
         store: MemoryStore, schedules: Schedules, poll: Schedule, clock: ManualClock) -> None:
     paused = schedules.pause("poll")
 
-    assert not paused.spec.enabled and paused.version == poll.version + 1
+    assert not paused.spec.enabled and paused.row_version == poll.row_version + 1
     assert (paused.next_occurrence_at, paused.next_run_at) == (at("12:01:00"), at("12:01:00"))
     clock.move_to(at("12:01:00"))
     assert not store.due_schedules(10).schedules
@@ -328,7 +342,7 @@ def test_a_deleted_schedule_is_gone_its_runs_stay_and_its_name_is_free(
     with pytest.raises(ScheduleNotFound):
         schedules.delete("poll")
     again = schedules.create("poll", "feeds.poll", every=60)
-    assert again.version == 1
+    assert again.row_version == 1
 
 
 # -- run now ----------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def schedule(**spec: object) -> Schedule:
     base = ScheduleSpec(name="report", task="proj.tasks.report",
                         trigger=TriggerSpec(kind="interval", params={"every": 60.0}))
     return Schedule(spec=replace(base, **spec), next_occurrence_at=T0 + 60 * S,
-                    next_run_at=T0 + 60 * S, version=4, consecutive_failures=1)
+                    next_run_at=T0 + 60 * S, row_version=4, consecutive_failures=1)
 
 
 def run(state: RunState | None, *, finished: float = 5,

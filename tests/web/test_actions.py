@@ -63,17 +63,17 @@ def test_an_edit_of_a_page_that_went_stale_is_refused_and_keeps_the_other_edit(
         client: Browser, schedules: Schedules) -> None:
     shown = schedules.create("tick", "proj.tasks.tick", every=60)
     page = client.get("/schedule?name=tick").text
-    assert f'name="version" value="{shown.spec_version}"' in page
+    assert f'name="version" value="{shown.version}"' in page
     schedules.update("tick", options={"queue": "theirs"})  # another operator, meanwhile
 
-    refused = client.submit("/schedule/edit", name="tick", version=str(shown.spec_version),
+    refused = client.submit("/schedule/edit", name="tick", version=str(shown.version),
                             kind="every", every="60", queue="mine")
 
     assert refused.status_code == 422
     assert "was edited since it was read" in refused.text
     assert schedules.get("tick").spec.options == {"queue": "theirs"}
     # Save again: allowed.
-    assert f'name="version" value="{shown.spec_version + 1}"' in refused.text
+    assert f'name="version" value="{shown.version + 1}"' in refused.text
 
 
 def test_a_refused_edit_names_what_changed_since_the_page_was_read(
@@ -109,7 +109,7 @@ def test_a_page_open_while_the_schedule_runs_saves(client: Browser, schedules: S
     assert saved.status_code == 303, saved.text
     stored = schedules.get("tick")
     assert stored.spec.options == {"queue": "mine"}
-    assert stored.spec_version == shown.spec_version + 1
+    assert stored.version == shown.version + 1
 
 
 def form_version(page: str) -> str:

@@ -12,7 +12,7 @@ def test_changes_made_here_are_recorded_as_the_dashboards_and_shown(
         client: Browser, schedules: Schedules) -> None:
     schedules.acting_as("token:<ci>").create("tick", "proj.tasks.tick", every=60,
                                               reason="first <b>run</b>")
-    version = schedules.get("tick").spec_version
+    version = schedules.get("tick").version
     saved = client.submit("/schedule/edit", name="tick", kind="every", every="120",
                           version=str(version), reason="too often")
     assert saved.status_code == 303, saved.text

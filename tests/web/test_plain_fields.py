@@ -75,11 +75,11 @@ def test_each_plain_field_is_set_read_back_and_unset_through_the_form(
     assert any(on_page in value for value in changed.values()), (field.name, changed)
 
     # The form as the page fills it, sent back unchanged: nothing changes.
-    version = schedules.get("given").spec_version
+    version = schedules.get("given").version
     selects = {"mode": "fixed_rate", "overlap": "", "misfire_policy": ""}
     assert client.submit("/schedule/edit", name="given", kind="every",
                          **selects, **shown_inputs(page)).status_code == 303
-    assert schedules.get("given").spec_version == version
+    assert schedules.get("given").version == version
 
     assert client.submit("/schedule/edit", name="given",
                          **{field.name: ""}).status_code == 303

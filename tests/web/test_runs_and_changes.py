@@ -112,7 +112,7 @@ def test_the_edit_form_changes_policies_and_controls_and_saving_unchanged_change
     assert spec.start_at is not None and spec.start_at.isoformat() == "2030-01-01T08:00:00+00:00"
     assert spec.max_runs == 100 and spec.calendars == ("holidays",)
     assert spec.tags == ("billing", "nightly") and spec.description == "Sends <the> invoices"
-    version = schedules.get("tick").spec_version
+    version = schedules.get("tick").version
 
     # The form as the page fills it, sent back unchanged: nothing changes.
     page = client.get("/schedule", params={"name": "tick"}).text
@@ -125,7 +125,7 @@ def test_the_edit_form_changes_policies_and_controls_and_saving_unchanged_change
                          misfire_policy="all",
                          mode="fixed_delay", **{k: v for k, v in shown.items()
                                                 if k not in ("name",)}).status_code == 303
-    assert schedules.get("tick").spec_version == version
+    assert schedules.get("tick").version == version
 
     # Emptied: back to the global setting, no bound, no limit.
     cleared = {**fields, "misfire_policy": "", "overlap": "", "mode": "fixed_rate",

@@ -76,7 +76,7 @@ class Planner:
         except Exception as exc:
             # A version that could not be read (stand-in -1) cannot be compared: set aside
             # whatever the version.
-            version = schedule.version if schedule.version >= 0 else None
+            version = schedule.row_version if schedule.row_version >= 0 else None
             return SetAside(schedule_name=schedule.name, version=version,
                             reason=failure_reason(exc))
 
@@ -137,7 +137,7 @@ class Planner:
             logger.warning("schedule %s had no next occurrence; starting again at %s",
                            quoted_name(spec.name), None if run is None else run.isoformat(),
                            extra={"action": "restarted"})
-            return PlannedClaim(schedule_name=spec.name, version=schedule.version,
+            return PlannedClaim(schedule_name=spec.name, version=schedule.row_version,
                                 occurrences=(), missed=0, next_occurrence_at=occurrence,
                                 next_run_at=run)
         expires_after = own_or_default(spec.starting_deadline, settings.starting_deadline)
@@ -169,7 +169,7 @@ class Planner:
             excluded = ((plan.given_up, given_up_reason(plan.missed, policy, grace)),)
         return PlannedClaim(
             schedule_name=spec.name,
-            version=schedule.version,
+            version=schedule.row_version,
             occurrences=tuple((point, point + offset) for point in points),
             excluded=excluded,
             missed=plan.missed,

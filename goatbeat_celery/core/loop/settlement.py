@@ -71,7 +71,7 @@ def settlement_of(run: FinishedRun, grid_after: GridAfter) -> RunSettlement:
                                        schedule.next_occurrence_at, schedule.next_run_at, None):
         return only_the_run
     return RunSettlement(key=execution.key, schedule_name=schedule.name,
-                         version=schedule.version,
+                         version=schedule.row_version,
                          consecutive_failures=decided.consecutive_failures,
                          next_occurrence_at=decided.next_occurrence_at,
                          next_run_at=decided.next_run_at, paused_reason=decided.paused_reason,
@@ -113,7 +113,7 @@ def fixed_delay_claim(schedule: Schedule, now: datetime, *,
     assert delay is not None and occurrence is not None and due is not None
     again = max(due, now) + delay
     return PlannedClaim(
-        schedule_name=spec.name, version=schedule.version, occurrences=((occurrence, due),),
+        schedule_name=spec.name, version=schedule.row_version, occurrences=((occurrence, due),),
         missed=0, next_occurrence_at=again, next_run_at=again, expires_after=expires_after,
         **claim_policies(spec, default_overlap))
 

@@ -9,12 +9,12 @@ from goatbeat_celery.core.rules.status import Status, status
 from goatbeat_celery.core.types.spec import ScheduleSpec
 
 
-def spec_version_after(current: Schedule, spec: ScheduleSpec) -> int:
+def version_after(current: Schedule, spec: ScheduleSpec) -> int:
     """The definition's version once ``spec`` is written over ``current``: one more when it
     changes what the schedule does (its :meth:`ScheduleSpec.spec_hash`), the same otherwise
     (a pause, a resume, an unchanged save)."""
     changed = spec.spec_hash() != current.spec.spec_hash()
-    return current.spec_version + 1 if changed else current.spec_version
+    return current.version + 1 if changed else current.version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,13 +27,15 @@ class Schedule:
     last_occurrence_at: datetime | None = None
     total_runs: int = 0
     total_missed: int = 0
-    #: Counts every write of the row (claims, reports, faults, edits): what a claim compares
-    #: and sets, so that a claim planned on a row edited since is dropped.
+    #: The definition's version: counts the changes of what the schedule does (a write whose
+    #: ``spec_hash`` differs), what a person's edit is checked against
+    #: (``update(expected_version=...)``, the HTTP API's ETag, the forms; see
+    #: :func:`version_after`). Runs, pauses and bookkeeping never change it, so a schedule that
+    #: runs every second can still be edited.
     version: int = 1
-    #: Counts the changes of the definition only (a write whose ``spec_hash`` differs): what a
-    #: person's edit is checked against (:func:`spec_version_after`). Runs, pauses and
-    #: bookkeeping never change it, so a schedule that runs every second can still be edited.
-    spec_version: int = 1
+    #: Counts every write of the row (claims, reports, faults, edits): internal, what a claim
+    #: compares and sets, so that a claim planned on a row edited since is dropped.
+    row_version: int = 1
     created_at: datetime | None = None
     updated_at: datetime | None = None
     #: Why the leader set this schedule aside (None while it runs normally), since when, and

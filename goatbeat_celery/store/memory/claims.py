@@ -62,7 +62,7 @@ class MemoryClaims(MemoryStoreBase, DueReads, Claims):
                 check_aware(occurrence, due)
         with self._lock:
             now = self._check_fence(lease)
-            versions = {c.schedule_name: s.version for c in claims
+            versions = {c.schedule_name: s.row_version for c in claims
                         if (s := self._schedules.get(c.schedule_name)) is not None}
             flights = self._in_flight({c.schedule_name for c in claims if c.waits_for_runs})
             runs = {c.schedule_name: s.total_runs for c in claims
@@ -87,7 +87,7 @@ class MemoryClaims(MemoryStoreBase, DueReads, Claims):
                     total_runs=schedule.total_runs + advance.runs,
                     total_missed=schedule.total_missed + advance.missed,
                     total_skipped=schedule.total_skipped + advance.skipped,
-                    version=schedule.version + 1, **CLAIM_CLEARS,
+                    row_version=schedule.row_version + 1, **CLAIM_CLEARS,
                 )
             return plan.result(inserted, lambda e: _dispatch(before[e.schedule_name], e))
 
@@ -102,13 +102,13 @@ class MemoryClaims(MemoryStoreBase, DueReads, Claims):
                 schedule = self._schedules.get(entry.schedule_name)
                 if schedule is None:
                     continue
-                write = plan_set_aside(entry, version=schedule.version, faults=schedule.faults,
+                write = plan_set_aside(entry, version=schedule.row_version, faults=schedule.faults,
                                        fault_at=schedule.fault_at,
                                        next_run_at=schedule.next_run_at, now=now)
                 if write is None:
                     continue
                 self._schedules[write.name] = replace(
                     schedule, fault=write.fault, fault_at=write.fault_at, faults=write.faults,
-                    next_run_at=write.next_run_at, version=write.version)
+                    next_run_at=write.next_run_at, row_version=write.version)
                 changed[write.name] = write.next_run_at
         return changed

@@ -24,7 +24,7 @@ from goatbeat_celery.core.types.listing import (
     list_order,
     run_order_key,
 )
-from goatbeat_celery.core.types.schedule import Schedule, spec_version_after
+from goatbeat_celery.core.types.schedule import Schedule, version_after
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
 from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.store.memory.base import MemoryStoreBase
@@ -59,14 +59,14 @@ class MemorySchedules(MemoryStoreBase, ScheduleReads, ScheduleWrites):
                                            "paused_until": pause.until}
         with self._lock:
             current = self.get_schedule(spec.name)
-            if expected_version is not None and current.version != expected_version:
-                raise ScheduleConflict.stale("schedule", spec.name, current.version,
+            if expected_version is not None and current.row_version != expected_version:
+                raise ScheduleConflict.stale("schedule", spec.name, current.row_version,
                                              expected_version)
             now = self.now()
             schedule = replace(
                 current, spec=replace(spec, source=current.spec.source),
                 next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
-                version=current.version + 1, spec_version=spec_version_after(current, spec),
+                row_version=current.row_version + 1, version=version_after(current, spec),
                 updated_at=now, **EDIT_CLEARS,
                 **{**(RESUME_CLEARS if spec.enabled else {}), **paused},
             )
@@ -145,8 +145,8 @@ class MemorySchedules(MemoryStoreBase, ScheduleReads, ScheduleWrites):
                 self._schedules[entry.spec.name] = replace(
                     current, spec=replace(entry.spec, source=ScheduleSource.CONFIG),
                     next_occurrence_at=entry.next_occurrence_at, next_run_at=entry.next_run_at,
-                    version=current.version + 1,
-                    spec_version=spec_version_after(current, entry.spec), updated_at=now,
+                    row_version=current.row_version + 1,
+                    version=version_after(current, entry.spec), updated_at=now,
                     **EDIT_CLEARS,
                     **(RESUME_CLEARS if entry.spec.enabled else {}),
                 )
@@ -154,7 +154,7 @@ class MemorySchedules(MemoryStoreBase, ScheduleReads, ScheduleWrites):
                 current = self._schedules[name]
                 self._schedules[name] = replace(
                     current, spec=replace(current.spec, enabled=False),
-                    version=current.version + 1, updated_at=now,
+                    row_version=current.row_version + 1, updated_at=now,
                 )
             for name in plan.delete:
                 self._schedules.remove(name)

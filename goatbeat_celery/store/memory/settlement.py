@@ -40,7 +40,7 @@ class MemorySettlement(MemoryStoreBase, Settlements):
                     continue
                 if settlement.version is not None:
                     schedule = self._schedules.get(settlement.schedule_name)
-                    if schedule is None or schedule.version != settlement.version:
+                    if schedule is None or schedule.row_version != settlement.version:
                         continue  # edited meanwhile: judged again on the new version
                     reason = settlement.paused_reason
                     self._schedules[schedule.name] = replace(
@@ -51,7 +51,7 @@ class MemorySettlement(MemoryStoreBase, Settlements):
                         next_occurrence_at=settlement.next_occurrence_at,
                         next_run_at=settlement.next_run_at,
                         paused_reason=schedule.paused_reason if reason is None else reason,
-                        version=schedule.version + 1)
+                        row_version=schedule.row_version + 1)
                     if reason is not None:
                         paused.append((schedule.name, reason))
                 self._executions[settlement.key] = replace(execution, settled=True)

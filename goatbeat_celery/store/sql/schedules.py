@@ -38,7 +38,7 @@ T = schedule_tag_table
 
 def _spec_version_after(spec_hash: Any) -> sa.ColumnElement[int]:
     """The definition's version once a spec hashing to ``spec_hash`` is written: the rule of
-    :func:`~goatbeat_celery.core.types.schedule.spec_version_after`, on the row being updated (SET
+    :func:`~goatbeat_celery.core.types.schedule.version_after`, on the row being updated (SET
     expressions read the row as it was)."""
     return sa.case((S.c.spec_hash == spec_hash, S.c.spec_version),
                    else_=S.c.spec_version + 1)

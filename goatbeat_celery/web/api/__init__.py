@@ -3,7 +3,7 @@
 Every change goes through :class:`~goatbeat_celery.api.Schedules`, so the API refuses what the
 CLI and the pages refuse, with the same problems (a field, a message, a hint), as
 ``application/problem+json``. A schedule's ``ETag`` is its definition's version
-(``Schedule.spec_version``): runs, claims and pauses never move it, so ``If-Match`` guards an
+(``Schedule.version``): runs, claims and pauses never move it, so ``If-Match`` guards an
 edit against other edits only and is never refused because the schedule ran.
 
 Who may call it: a bearer token from the token table (``celery -A proj goatbeat token

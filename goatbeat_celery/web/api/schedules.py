@@ -1,6 +1,6 @@
 """Schedules as resources: list, read, create or replace (PUT), change (PATCH), delete.
 
-A schedule's ``ETag`` is its definition's version (``Schedule.spec_version``): runs, claims and
+A schedule's ``ETag`` is its definition's version (``Schedule.version``): runs, claims and
 pauses never move it, so ``If-Match`` guards an edit against other edits only and is never
 refused because the schedule ran.
 """
@@ -66,7 +66,7 @@ def schedule_response(api: Api, schedule: Schedule, now: datetime, status: int =
     """The schedule's document, its ``ETag`` its definition's version."""
     document = display.schedule_json(schedule, api.schedules.config.settings, now)
     return json_response(document, status,
-                         headers={"ETag": etag(schedule.spec_version), **(headers or {})})
+                         headers={"ETag": etag(schedule.version), **(headers or {})})
 
 
 def _listed(api: Api, token: ApiToken, request: Request
@@ -195,7 +195,7 @@ def _put_schedule(api: Api, name: str, given: dict[str, Any], precondition: int 
     cron = given.get("cron")
     keywords = {**{k: dict(v) if isinstance(v, dict) else v for k, v in _SPEC_DEFAULTS.items()},
                 **{k: v for k, v in given.items() if k in specs.SPEC_FIELDS}}
-    expected = expected_version(current.spec_version, precondition)
+    expected = expected_version(current.version, precondition)
     updated = schedules.update(
         name, every=given.get("every"), cron=cron, at=given.get("at"),
         timezone=given.get("timezone", schedules.default_timezone if cron is not None else None),
@@ -229,7 +229,7 @@ def _patch_schedule(api: Api, name: str, given: dict[str, Any],
     schedules = api.schedules
     current = schedules.get(name)
     config_row_refused(current)
-    expected = expected_version(current.spec_version, precondition)
+    expected = expected_version(current.version, precondition)
     changes = dict(given)
     triggers = {key: changes.pop(key, None) for key in TRIGGER_KEYS}
     now = schedules.store.now()  # read before the write, as in _put_schedule
