@@ -21,9 +21,6 @@ from celery.beat import BeatLazyFunc
 
 from goatbeat_celery import cron, specs
 from goatbeat_celery import schedules as generic
-from goatbeat_celery.beat import metrics
-from goatbeat_celery.beat.webhooks import KEYS as WEBHOOK_KEYS
-from goatbeat_celery.beat.webhooks import WebhookSettings, read_webhooks
 from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.controls import bounded_first
@@ -38,6 +35,9 @@ from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec, quoted_name
 from goatbeat_celery.hidden_settings import hide_secret_settings
+from goatbeat_celery.settings import metrics
+from goatbeat_celery.settings.webhooks import KEYS as WEBHOOK_KEYS
+from goatbeat_celery.settings.webhooks import WebhookSettings, read_webhooks
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
@@ -302,7 +302,7 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
         problems.append(f"{PREFIX}metrics_port: expected a TCP port number, got {port!r}")
         port = None
     if port is not None:
-        problems.extend(metrics.client_problems())
+        problems.extend(map(str, metrics.client_problems()))
 
     address = conf.get(PREFIX + "metrics_address")
     if address is None:
