@@ -151,7 +151,7 @@ class PauseNote:
 @dataclass(frozen=True, kw_only=True)
 class RunSettlement:
     """What the end of run ``key`` writes on its schedule
-    (:func:`~goatbeat_celery.core.loop.settlement.settlement_of`), applied only while the schedule
+    (:func:`~goatbeat_celery.core.rules.settlement.settlement_of`), applied only while the schedule
     still has ``version`` (None: nothing to write on the schedule, which is gone, paused or
     unchanged by this end; only the run is marked settled).
 
