@@ -8,7 +8,7 @@ import math
 from datetime import datetime, timedelta, timezone
 from typing import Any, Union
 
-from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.types import validation
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.problems import Problem
 

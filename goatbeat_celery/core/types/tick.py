@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.rules.alerts import Alert
-from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.types.alerts import Alert
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import JSONValue
+from goatbeat_celery.core.types.policies import OverlapPolicy
 from goatbeat_celery.core.types.schedule import Schedule
 
 
