@@ -72,7 +72,7 @@ class WebhookSettings:
     retry_backoff_max: timedelta = DEFAULT_BACKOFF_MAX
 
 
-def read_webhooks(conf: Mapping[str, Any], problems: list[str]) -> WebhookSettings | None:
+def read_webhooks(conf: Mapping[str, Any], problems: list[Problem]) -> WebhookSettings | None:
     """The webhook settings of ``conf`` (None when ``goatbeat_webhooks`` is left out); every
     problem is appended, naming its setting, and never quoting a secret."""
     given = conf.get(PREFIX + "webhooks")
@@ -105,7 +105,7 @@ def read_webhooks(conf: Mapping[str, Any], problems: list[str]) -> WebhookSettin
         if len(set(keys)) < len(keys):
             found.append(Problem(PREFIX + "webhooks", "lists the same URL twice",
                                  "give each webhook once"))
-    problems.extend(map(str, found))
+    problems.extend(found)
     if given is None or found:
         return None
     return WebhookSettings(hooks=tuple(hooks), secret=secret, timeout=timeout,
@@ -119,10 +119,10 @@ def _duration(conf: Mapping[str, Any], key: str, default: timedelta, maximum: ti
         return default
     label = PREFIX + key
     if isinstance(value, str):
-        read: list[str] = []
+        read: list[Problem] = []
         value = to_timedelta(value, label, read)
         if read:
-            found.extend(map(Problem.read, read))
+            found.extend(read)
             return default
     problem = seconds_problem(value, label, maximum=maximum, inclusive_minimum=False)
     if problem is not None:
