@@ -53,7 +53,7 @@ def test_a_bad_duration_is_refused_naming_the_field_and_the_forms(text: str,
 
     assert to_timedelta(text, "misfire_grace", problems) == timedelta(0)
     assert len(problems) == 1 and problems[0].field == "misfire_grace"
-    assert problems[0].message.startswith(reason)
+    assert problems[0].text.startswith(f"misfire_grace: {reason}")
     with pytest.raises(ConfigurationError, match="misfire_grace: "):
         to_timedelta(text, "misfire_grace")
 
