@@ -21,9 +21,6 @@ from celery.beat import BeatLazyFunc
 
 from goatbeat_celery import cron, specs
 from goatbeat_celery import schedules as generic
-from goatbeat_celery.beat import metrics
-from goatbeat_celery.beat.webhooks import KEYS as WEBHOOK_KEYS
-from goatbeat_celery.beat.webhooks import WebhookSettings, read_webhooks
 from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.controls import bounded_first
@@ -38,6 +35,9 @@ from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec, quoted_name
 from goatbeat_celery.hidden_settings import hide_secret_settings
+from goatbeat_celery.settings import metrics
+from goatbeat_celery.settings.webhooks import KEYS as WEBHOOK_KEYS
+from goatbeat_celery.settings.webhooks import WebhookSettings, read_webhooks
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.url import Backend, backend_of, sqlite_path
 
@@ -171,7 +171,7 @@ class EntriesRead:
     lazy: dict[str, dict[str, Any]]
 
 
-def read_entries(entries: Mapping[Any, Any], zone: str, problems: list[str],
+def read_entries(entries: Mapping[Any, Any], zone: str, problems: list[Problem],
                  objects: Mapping[str, Any] | None = None) -> EntriesRead:
     """Config entries (``beat_schedule``'s, or given to the scheduler's ``add``) → specs;
     problems appended. Each entry's trigger is built once with the schedule objects of these
@@ -188,21 +188,21 @@ def read_entries(entries: Mapping[Any, Any], zone: str, problems: list[str],
         try:
             registry.build(spec.trigger)
         except ConfigurationError as exc:
-            problems.extend(f"beat_schedule[{spec.name!r}].{p}" for p in exc.problems)
+            problems.extend(_below(f"beat_schedule[{spec.name!r}]", p) for p in exc.details)
     return EntriesRead(specs=tuple(specs), objects=found, lazy=lazy)
 
 
 def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
     """Read and validate ``app.conf``; raises ConfigurationError listing every problem."""
     hide_secret_settings()  # wherever goatbeat runs, Celery prints no webhook secret
-    problems: list[str] = []
+    problems: list[Problem] = []
     config = read_settings(app.conf, problems, namespace=getattr(app, "namespace", None))
     read = EntriesRead(specs=(), objects={}, lazy={})
     if with_schedules:
         zone = default_timezone(app)
         # The app's zone is where every crontab entry without a zone of its own runs: an
         # unknown one is reported whether or not an entry needs it yet.
-        problems.extend(map(str, cron.zone_problems(zone, "timezone")))
+        problems.extend(cron.zone_problems(zone, "timezone"))
         read = read_entries(dict(app.conf.beat_schedule or {}), zone, problems)
     if problems:
         raise ConfigurationError(problems, subject="goatbeat configuration")
@@ -243,13 +243,13 @@ def default_timezone(app: Any) -> str:
     return str(name) if name else "UTC"
 
 
-def read_settings(conf: Mapping[str, Any], problems: list[str], *,
+def read_settings(conf: Mapping[str, Any], problems: list[Problem], *,
                   namespace: str | None = None) -> GoatbeatConfig:
     """``goatbeat_*`` keys of ``conf`` → GoatbeatConfig; problems are appended, not raised.
 
     ``namespace`` is the app's config namespace (``CELERY`` in a Django project), under which
     the settings are also read as ``CELERY_GOATBEAT_<NAME>``."""
-    problems.extend(stray_settings(conf.keys(), namespace))
+    problems.extend(stray_problems(conf.keys(), namespace))
 
     given: dict[str, Any] = {
         key: conf.get(PREFIX + key) for key in _SETTINGS_KEYS if conf.get(PREFIX + key) is not None
@@ -257,24 +257,25 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
     try:
         settings = Settings(**given)
     except ConfigurationError as exc:
-        problems.extend(f"{PREFIX}{p}" for p in exc.problems)
+        problems.extend(_below(PREFIX, p, dot="") for p in exc.details)
         settings = Settings()
     except TypeError as exc:  # a value of a type the dataclass cannot even compare
-        problems.append(f"{PREFIX}settings: {exc}")
+        problems.append(Problem(f"{PREFIX}settings", str(exc)))
         settings = Settings()
 
     url = conf.get(PREFIX + "database_url")
     if url is None:
         url = _django_database_url(problems) or DEFAULT_DATABASE_URL
     elif not isinstance(url, str):
-        problems.append(f"{PREFIX}database_url: expected a URL string, got {type(url).__name__}")
+        problems.append(Problem(f"{PREFIX}database_url",
+                                f"expected a URL string, got {type(url).__name__}"))
         url = DEFAULT_DATABASE_URL
     elif not url.strip():
         # Fail closed: an empty URL (an unset environment variable, say) must not quietly
         # become a local file on every host, each one its own leader.
-        problems.append(f"{PREFIX}database_url: is empty; give the database URL (e.g. "
-                        "postgresql://user@host/db), or leave the setting out to use the "
-                        "embedded SQLite store")
+        problems.append(Problem(f"{PREFIX}database_url", "is empty",
+                                "give the database URL (e.g. postgresql://user@host/db), or "
+                                "leave the setting out to use the embedded SQLite store"))
         url = DEFAULT_DATABASE_URL
 
     allowed = _allowed_tasks(conf.get(PREFIX + "allowed_tasks"), problems)
@@ -287,19 +288,20 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
     if timeout is not None:
         seconds = to_timedelta(timeout, PREFIX + "statement_timeout", problems).total_seconds()
         if seconds <= 0:
-            problems.append(f"{PREFIX}statement_timeout: must be positive, got {timeout!r}")
+            problems.append(Problem(f"{PREFIX}statement_timeout",
+                                    f"must be positive, got {timeout!r}"))
         elif seconds >= validity:
-            problems.append(
-                f"{PREFIX}statement_timeout: {seconds}s must be below the lease's local validity "
-                f"({validity}s = ttl - renew interval)"
-            )
+            problems.append(Problem(
+                f"{PREFIX}statement_timeout", f"{seconds}s must be below the lease's local "
+                f"validity ({validity}s = ttl - renew interval)"))
         else:
             statement_timeout = seconds
 
     port = conf.get(PREFIX + "metrics_port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int)
                              or not 0 <= port <= 65535):
-        problems.append(f"{PREFIX}metrics_port: expected a TCP port number, got {port!r}")
+        problems.append(Problem(f"{PREFIX}metrics_port",
+                                f"expected a TCP port number, got {port!r}"))
         port = None
     if port is not None:
         problems.extend(metrics.client_problems())
@@ -309,16 +311,17 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
         address = DEFAULT_METRICS_ADDRESS
     elif not isinstance(address, str) or not address.strip() or any(
             char.isspace() for char in address):
-        problems.append(f"{PREFIX}metrics_address: expected an interface address such as "
-                        f"127.0.0.1 or 0.0.0.0, got {address!r}")
+        problems.append(Problem(f"{PREFIX}metrics_address", "expected an interface address "
+                                f"such as 127.0.0.1 or 0.0.0.0, got {address!r}"))
         address = DEFAULT_METRICS_ADDRESS
 
     hook = load_hook(conf.get(PREFIX + "occurrence_hook"), PREFIX + "occurrence_hook", problems)
     hooks = read_webhooks(conf, problems)
     session_locks = conf.get(PREFIX + "session_locks", True)
     if not isinstance(session_locks, bool):
-        problems.append(f"{PREFIX}session_locks: expected True or False, got {session_locks!r} "
-                        "(False behind a transaction-pooling proxy such as pgbouncer)")
+        problems.append(Problem(f"{PREFIX}session_locks",
+                                f"expected True or False, got {session_locks!r} (False behind "
+                                "a transaction-pooling proxy such as pgbouncer)"))
         session_locks = True
 
     return GoatbeatConfig(database_url=url, settings=settings, allowed_tasks=allowed,
@@ -327,7 +330,7 @@ def read_settings(conf: Mapping[str, Any], problems: list[str], *,
                           session_locks=session_locks)
 
 
-def load_hook(value: object, setting: str, problems: list[str]) -> OccurrenceHook | None:
+def load_hook(value: object, setting: str, problems: list[Problem]) -> OccurrenceHook | None:
     """A hook given as a callable or as ``"pkg.module:function"`` (or ``"pkg.module.function"``).
 
     Returns None and appends a problem naming ``setting`` when it cannot be loaded, so that it is
@@ -338,37 +341,39 @@ def load_hook(value: object, setting: str, problems: list[str]) -> OccurrenceHoo
     if callable(value):
         return value
     if not isinstance(value, str) or not value.strip():
-        problems.append(f"{setting}: expected a callable or a 'package.module:function' path, "
-                        f"got {value!r}")
+        problems.append(Problem(setting, "expected a callable or a 'package.module:function' "
+                                f"path, got {value!r}"))
         return None
     path = value.strip()
     module_name, sep, attribute = path.partition(":")
     if not sep:
         module_name, _, attribute = path.rpartition(".")
     if not module_name or not attribute:
-        problems.append(f"{setting}: {path!r} is not a 'package.module:function' path")
+        problems.append(Problem(setting, f"{path!r} is not a 'package.module:function' path"))
         return None
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import-time failure of the user's module is a config problem
-        problems.append(f"{setting}: cannot import {module_name!r} for {path!r}: "
-                        f"{type(exc).__name__}: {exc}")
+        problems.append(Problem(setting, f"cannot import {module_name!r} for {path!r}: "
+                                f"{type(exc).__name__}: {exc}"))
         return None
     target: Any = module
     for part in attribute.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            problems.append(f"{setting}: module {module_name!r} has no attribute {attribute!r}")
+            problems.append(Problem(setting,
+                                    f"module {module_name!r} has no attribute {attribute!r}"))
             return None
     if not callable(target):
-        problems.append(f"{setting}: {path!r} is a {type(target).__name__}, not a callable")
+        problems.append(Problem(setting, f"{path!r} is a {type(target).__name__}, not a "
+                                "callable"))
         return None
     hook: OccurrenceHook = target
     return hook
 
 
-def _django_database_url(problems: list[str]) -> str | None:
+def _django_database_url(problems: list[Problem]) -> str | None:
     """Django's default database, when goatbeat's Django app is installed (see
     goatbeat_celery.contrib.django); None in any process that has not loaded Django."""
     if "django" not in sys.modules:
@@ -379,6 +384,11 @@ def _django_database_url(problems: list[str]) -> str | None:
 
 
 def stray_settings(keys: Iterable[object], namespace: str | None) -> list[str]:
+    """:func:`stray_problems` as text (what Django's system checks print)."""
+    return [str(problem) for problem in stray_problems(keys, namespace)]
+
+
+def stray_problems(keys: Iterable[object], namespace: str | None) -> list[Problem]:
     """A problem for every goatbeat-looking setting that goatbeat would not read, naming the
     spelling that it reads: a database URL set under a name nobody reads would otherwise leave
     every host on a local file of its own, each one leading.
@@ -402,16 +412,16 @@ def stray_settings(keys: Iterable[object], namespace: str | None) -> list[str]:
         match = bare if bare in names else next(
             iter(difflib.get_close_matches(bare, names, n=1)), None)
         if match is None:
-            found.append(f"{key}: unknown setting; the goatbeat settings are listed in "
-                         f"{doc('configuration.md#settings')}")
+            found.append(Problem(key, "unknown setting", "the goatbeat settings are listed in "
+                                 f"{doc('configuration.md#settings')}"))
             continue
         lower = key.startswith(PREFIX) or not upper_prefix
         spelling = PREFIX + match if lower else f"{upper_prefix}{match.upper()}"
-        found.append(f"{key}: unknown setting; did you mean {spelling}?")
+        found.append(Problem(key, "unknown setting", f"did you mean {spelling}?"))
     return found
 
 
-def _allowed_tasks(value: object, problems: list[str]) -> tuple[str, ...] | None:
+def _allowed_tasks(value: object, problems: list[Problem]) -> tuple[str, ...] | None:
     """``goatbeat_allowed_tasks``: None (left out) allows every task; an empty list is refused
     rather than read as "allow everything"."""
     if value is None:
@@ -419,63 +429,69 @@ def _allowed_tasks(value: object, problems: list[str]) -> tuple[str, ...] | None
     items = (value,) if isinstance(value, str) else value
     if not isinstance(items, (list, tuple, set, frozenset)) or not all(
             isinstance(item, str) and item.strip() for item in items):
-        problems.append(f"{PREFIX}allowed_tasks: expected a list of task names or patterns "
-                        f"(e.g. ['proj.tasks.*']), got {value!r}")
+        problems.append(Problem(f"{PREFIX}allowed_tasks", "expected a list of task names or "
+                                f"patterns (e.g. ['proj.tasks.*']), got {value!r}"))
         return ()
     if not items:
-        problems.append(f"{PREFIX}allowed_tasks: is empty, which would allow no task; list the "
-                        "task names or patterns API schedules may send (e.g. ['proj.tasks.*']), "
-                        "['*'] to allow every task, or leave the setting out")
+        problems.append(Problem(f"{PREFIX}allowed_tasks", "is empty, which would allow no task",
+                                "list the task names or patterns API schedules may send (e.g. "
+                                "['proj.tasks.*']), ['*'] to allow every task, or leave the "
+                                "setting out"))
         return ()
     return tuple(sorted(items)) if isinstance(items, (set, frozenset)) else tuple(items)
 
 
 def entry_to_spec(
-    name: str, entry: Any, default_zone: str, problems: list[str], objects: dict[str, Any],
+    name: str, entry: Any, default_zone: str, problems: list[Problem], objects: dict[str, Any],
     lazy: dict[str, dict[str, Any]] | None = None,
 ) -> ScheduleSpec | None:
     """One ``beat_schedule`` entry → a config ScheduleSpec, or None with problems appended."""
     where = f"beat_schedule[{name!r}]"
     if not isinstance(entry, Mapping):
-        problems.append(f"{where}: expected a dict with 'task' and 'schedule', got {entry!r}")
+        problems.append(Problem(where,
+                                f"expected a dict with 'task' and 'schedule', got {entry!r}"))
         return None
     before = len(problems)
     for key in sorted(set(entry) - _ENTRY_KEYS):
-        problems.append(f"{where}.{key}: unknown key; use one of {sorted(_ENTRY_KEYS)}")
+        problems.append(Problem(f"{where}.{key}", "unknown key",
+                                f"use one of {sorted(_ENTRY_KEYS)}"))
     options, own, own_where = _split_options(entry, where, problems)
     for key in sorted(set(own) - _GOATBEAT_ENTRY_KEYS):
-        problems.append(
-            f"{own_where}.{key}: unknown option; use one of {sorted(_GOATBEAT_ENTRY_KEYS)}"
-        )
+        problems.append(Problem(f"{own_where}.{key}", "unknown option",
+                                f"use one of {sorted(_GOATBEAT_ENTRY_KEYS)}"))
 
     zone = own.get("timezone", default_zone)
     if "timezone" in own and not isinstance(entry.get("schedule"), celery_schedules.crontab):
         # A crontab reports its zone's problems when it is built; any other schedule has no
         # use for one, and a zone given there is a mistake worth naming.
-        problems.extend(map(str, cron.zone_problems(own["timezone"], f"{own_where}.timezone")))
-        problems.append(f"{own_where}.timezone: has no meaning for this schedule (a "
-                        "zone applies to crontab schedules only); remove it")
+        problems.extend(cron.zone_problems(own["timezone"], f"{own_where}.timezone"))
+        problems.append(Problem(f"{own_where}.timezone", "has no meaning for this schedule (a "
+                                "zone applies to crontab schedules only)", "remove it"))
     trigger = _trigger_spec(name, entry.get("schedule"), str(zone), f"{where}.schedule",
                             problems, objects)
     args = entry.get("args") or ()
     if not isinstance(args, (list, tuple)):
-        problems.append(f"{where}.args: expected a list or tuple, got {type(args).__name__}")
+        problems.append(Problem(f"{where}.args",
+                                f"expected a list or tuple, got {type(args).__name__}"))
         args = ()
     kwargs = entry.get("kwargs") or {}
     if not isinstance(kwargs, Mapping):
-        problems.append(f"{where}.kwargs: expected a dict, got {type(kwargs).__name__}")
+        problems.append(Problem(f"{where}.kwargs",
+                                f"expected a dict, got {type(kwargs).__name__}"))
         kwargs = {}
     args, kwargs = lazy_placeholders(name, args, kwargs, {} if lazy is None else lazy)
     expires = options.get("expires")
     if isinstance(expires, timedelta):
         options["expires"] = expires.total_seconds()
     elif isinstance(expires, datetime):
-        problems.append(f"{where}.options.expires: give seconds (a number or timedelta); an "
-                        "absolute datetime would expire every later run")
+        problems.append(Problem(f"{where}.options.expires", "give seconds (a number or "
+                                "timedelta)", "an absolute datetime would expire every later "
+                                "run"))
 
     enabled = own.get("enabled", True)
     if not isinstance(enabled, bool):
-        problems.append(f"{own_where}.enabled: expected true or false, got {enabled!r}")
+        problems.append(Problem(f"{own_where}.enabled",
+                                f"expected true or false, got {enabled!r}"))
         enabled = True
     # A task, args, kwargs or options under "goatbeat" is reported above; the entry's own win.
     found: list[Problem] = []
@@ -487,11 +503,11 @@ def entry_to_spec(
                               source=ScheduleSource.CONFIG,
                               relabel=lambda spec_found: _relabel(spec_found, where),
                               options_label=f"{where}.options")
-    problems.extend(map(str, found))
+    problems.extend(found)
     return spec if len(problems) == before else None
 
 
-def _split_options(entry: Mapping[str, Any], where: str, problems: list[str]
+def _split_options(entry: Mapping[str, Any], where: str, problems: list[Problem]
                    ) -> tuple[dict[str, Any], Mapping[str, Any], str]:
     """An entry's Celery options, its goatbeat options and where those were given.
 
@@ -502,18 +518,18 @@ def _split_options(entry: Mapping[str, Any], where: str, problems: list[str]
     :func:`legacy_entry_warnings`)."""
     given = entry.get("options") or {}
     if not isinstance(given, Mapping):
-        problems.append(f"{where}.options: expected a dict of apply_async options, got "
-                        f"{type(given).__name__}")
+        problems.append(Problem(f"{where}.options", "expected a dict of apply_async options, "
+                                f"got {type(given).__name__}"))
         given = {}
     options = dict(given)
     nested, legacy = options.pop(OPTIONS_KEY, None), entry.get(OPTIONS_KEY)
     if nested is not None and legacy is not None:
-        problems.append(f"{where}.goatbeat: given here and in options['goatbeat']; keep "
-                        "options['goatbeat'] only")
+        problems.append(Problem(f"{where}.goatbeat", "given here and in options['goatbeat']",
+                                "keep options['goatbeat'] only"))
     own, own_where = ((nested, f"{where}.options.goatbeat") if nested is not None
                       else (legacy or {}, f"{where}.goatbeat"))
     if not isinstance(own, Mapping):
-        problems.append(f"{own_where}: expected a dict of goatbeat options, got {own!r}")
+        problems.append(Problem(own_where, f"expected a dict of goatbeat options, got {own!r}"))
         own = {}
     return options, own, own_where
 
@@ -615,18 +631,32 @@ def _placeholder(found: dict[str, Any], where: str, value: Any) -> Any:
     return value
 
 
+def _below(where: str, problem: Problem, *, dot: str = ".") -> Problem:
+    """``problem`` of a part of ``where``: its field (or, naming none, its text) put after
+    ``where`` and ``dot``."""
+    if problem.field and not problem.subject:
+        return Problem(f"{where}{dot}{problem.field}", problem.message, problem.hint)
+    return Problem("", f"{where}{dot}{problem}")
+
+
+def _at(where: str, problem: Problem) -> Problem:
+    """``problem`` told of ``where``: ``where`` is its field, what it said its message."""
+    return Problem(where, str(Problem(problem.field, problem.message, "", problem.subject)),
+                   problem.hint)
+
+
 def _relabel(found: list[Problem], where: str) -> list[Problem]:
     # "schedule '<name>': field: message" -> "beat_schedule['<name>'].field: message"
     return [Problem(f"{where}.{p.field}" if p.field else where, p.message, p.hint)
             for p in found]
 
 
-def _trigger_spec(name: str, schedule: Any, zone: str, where: str, problems: list[str],
+def _trigger_spec(name: str, schedule: Any, zone: str, where: str, problems: list[Problem],
                   objects: dict[str, Any]) -> TriggerSpec | None:
     """Convert every schedule form Celery users write into a stored trigger spec."""
     if schedule is None:
-        problems.append(f"{where}: missing; give seconds, a timedelta, schedule(), crontab() "
-                        "or another celery.schedules class")
+        problems.append(Problem(where, "missing", "give seconds, a timedelta, schedule(), "
+                                "crontab() or another celery.schedules class"))
         return None
     if isinstance(schedule, celery_schedules.crontab):
         return _crontab_spec(schedule, zone, where, problems)
@@ -638,22 +668,23 @@ def _trigger_spec(name: str, schedule: Any, zone: str, where: str, problems: lis
     if hasattr(schedule, "remaining_estimate") and hasattr(schedule, "is_due"):
         objects[name] = schedule
         return generic.CelerySchedule(name, schedule).to_spec()
-    problems.append(f"{where}: unsupported schedule {schedule!r}; give seconds, a timedelta, "
-                    "schedule(), crontab() or a celery.schedules class")
+    problems.append(Problem(where, f"unsupported schedule {schedule!r}", "give seconds, a "
+                            "timedelta, schedule(), crontab() or a celery.schedules class"))
     return None
 
 
-def _interval_spec(value: Any, where: str, problems: list[str]) -> TriggerSpec | None:
+def _interval_spec(value: Any, where: str, problems: list[Problem]) -> TriggerSpec | None:
     # An int is judged as it is: one beyond a float's range is out of bounds, not an error.
     seconds = value if isinstance(value, (timedelta, int)) else float(value)
     problem = seconds_problem(seconds, where, minimum=MIN_EVERY)
     if problem is not None:
-        problems.append(str(problem))
+        problems.append(problem)
         return None
     return IntervalTrigger(to_timedelta(seconds, where)).to_spec()
 
 
-def _crontab_spec(tab: Any, zone: str, where: str, problems: list[str]) -> TriggerSpec | None:
+def _crontab_spec(tab: Any, zone: str, where: str, problems: list[Problem]
+                  ) -> TriggerSpec | None:
     fields = [_cron_field(getattr(tab, f"_orig_{part}"))
               for part in ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")]
     expression = " ".join(fields)
@@ -661,7 +692,7 @@ def _crontab_spec(tab: Any, zone: str, where: str, problems: list[str]) -> Trigg
         # Celery's crontab matches day-of-month AND day-of-week; standard cron uses OR.
         trigger = cron.CronTrigger(expression, zone, day_or=False)
     except ConfigurationError as exc:
-        problems.extend(f"{where}: {p}" for p in exc.problems)
+        problems.extend(_at(where, p) for p in exc.details)
         return None
     return trigger.to_spec()
 

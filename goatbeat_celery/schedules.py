@@ -16,6 +16,7 @@ from typing import Any
 from goatbeat_celery.core.rules.triggers import LAST_OCCURRENCE, Trigger, TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC, JSONValue, ensure_aware
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import TriggerSpec
 
 KIND = "celery"
@@ -78,8 +79,8 @@ def register(registry: TriggerRegistry, entries: Mapping[str, Any]) -> TriggerRe
         schedule = table.get(str(name))
         if schedule is None:
             raise ConfigurationError(
-                [f"trigger: schedule object of config entry {name!r} is not in this "
-                 "replica's beat_schedule; give every replica the same config"]
+                [Problem("trigger", f"schedule object of config entry {name!r} is not in this "
+                         "replica's beat_schedule", "give every replica the same config")]
             )
         return CelerySchedule(str(name), schedule)
 

@@ -26,6 +26,7 @@ from goatbeat_celery import config as config_module
 from goatbeat_celery import schedules as generic
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import ScheduleSpec
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class DeclaredSchedule:
         with self._lock:
             kept = {} if replace else {name: obj for name, obj in self.objects.items()
                                        if name not in fields}
-            problems: list[str] = []
+            problems: list[Problem] = []
             read = config_module.read_entries(fields, self.zone, problems, kept)
             if problems:
                 raise ConfigurationError(problems, subject="schedule entries")

@@ -38,7 +38,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from goatbeat_celery.beat.health import HealthEndpoints, serve
-from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.alerts import AlertEvent, AlertRule
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
@@ -46,7 +45,10 @@ from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.tick import Dispatch
+from goatbeat_celery.settings.metrics import INSTALL_HINT, SETTING, client_problems
+from goatbeat_celery.settings.metrics import prometheus_client as _client
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -55,9 +57,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SETTING = "goatbeat_metrics_port"
-INSTALL_HINT = ("install goatbeat with its 'metrics' extra, which brings prometheus-client "
-                f"({doc('getting-started.md#install')})")
 #: From a few milliseconds (a healthy tick) to an hour (catch-up after downtime).
 LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
                     3600.0)
@@ -67,30 +66,12 @@ RUNTIME_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.
 #: How long close() waits for the exporter's thread to finish.
 STOP_TIMEOUT = 5.0
 
-__all__ = ["GoatbeatMetrics", "MetricsExporter", "StatusReading", "client_problems"]
+__all__ = ["INSTALL_HINT", "SETTING", "GoatbeatMetrics", "MetricsExporter", "StatusReading",
+           "client_problems"]
 
 #: What a scrape reads from the store: how many schedules are in each state, and how many live
 #: replicas stand by.
 StatusReading = tuple[Mapping[State, int], int]
-
-
-def _client() -> ModuleType:
-    try:
-        import prometheus_client
-    except ImportError as exc:
-        raise ConfigurationError(
-            [f"{SETTING}: metrics need prometheus-client, which is not installed; {INSTALL_HINT}"]
-        ) from exc
-    return prometheus_client
-
-
-def client_problems() -> list[str]:
-    """The configuration problem of a metrics port without prometheus-client, if any."""
-    try:
-        _client()
-    except ConfigurationError as exc:
-        return list(exc.problems)
-    return []
 
 
 class GoatbeatMetrics:
@@ -368,7 +349,7 @@ class MetricsExporter:
             server, thread = serve(app, addr=addr, port=port)
         except OSError as exc:
             raise ConfigurationError(
-                [f"{SETTING}: cannot serve metrics on {addr}:{port}: {exc}"]
+                [Problem(SETTING, f"cannot serve metrics on {addr}:{port}: {exc}")]
             ) from exc
         exporter = cls(metrics, server, thread)
         logger.info("goatbeat metrics on http://%s:%d/metrics", addr, exporter.port,

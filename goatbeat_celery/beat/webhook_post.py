@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from goatbeat_celery.beat.webhook_urls import shown_url, target
 from goatbeat_celery.display import shown
+from goatbeat_celery.settings.webhook_urls import shown_url, target
 
 #: How much of a receiver's answer is read, and kept (escaped) in the error of an attempt.
 ANSWER_KEPT = 200

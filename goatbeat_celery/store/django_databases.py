@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.engine import URL
 
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.url import normalise_url
 
 APP_NAME = "goatbeat_celery.contrib.django"
@@ -86,7 +87,7 @@ def _postgres_url(entry: Mapping[str, Any]) -> URL:
     )
 
 
-def default_database_url(problems: list[str]) -> str | None:
+def default_database_url(problems: list[Problem]) -> str | None:
     """The URL of Django's default database when this app is installed and Django's settings
     can be read; None otherwise. A default database goatbeat cannot use is a problem rather
     than a quiet fallback to a local SQLite file (one leader per host)."""
@@ -99,21 +100,22 @@ def default_database_url(problems: list[str]) -> str | None:
         installed = settings.INSTALLED_APPS
         databases = settings.DATABASES
     except (ImproperlyConfigured, ImportError) as exc:
-        problems.append(f"goatbeat_database_url: not set, and Django's settings cannot be read "
-                        f"to use its default database: {exc}")
+        problems.append(Problem("goatbeat_database_url", "not set, and Django's settings cannot "
+                                f"be read to use its default database: {exc}"))
         return None
     if not is_installed(installed):
         return None
     entry = (databases or {}).get("default")
     if not entry:
-        problems.append("goatbeat_database_url: not set, and DATABASES has no 'default' "
-                        "database to use; set CELERY_GOATBEAT_DATABASE_URL")
+        problems.append(Problem("goatbeat_database_url", "not set, and DATABASES has no "
+                                "'default' database to use", "set CELERY_GOATBEAT_DATABASE_URL"))
         return None
     try:
         return url_for(entry)
     except UnusableDatabase as exc:
-        problems.append(f"goatbeat_database_url: not set, and Django's default database cannot "
-                        f"be used: {exc}; set CELERY_GOATBEAT_DATABASE_URL")
+        problems.append(Problem("goatbeat_database_url", "not set, and Django's default "
+                                f"database cannot be used: {exc}",
+                                "set CELERY_GOATBEAT_DATABASE_URL"))
         return None
 
 

@@ -293,8 +293,8 @@ execution_table = sa.Table(
     sa.Column("heartbeat_at", UTCDateTime(), nullable=True),
     sa.Column("runtime", Seconds(), nullable=True),
     sa.Column("run_error", sa.Text(), nullable=True),
-    # Run policies (core.loop.settlement): NULL when no policy of its schedule waited for this run's
-    # end, false until its end is applied to the schedule, then true.
+    # Run policies (core.rules.settlement): NULL when no policy of its schedule waited for this
+    # run's end, false until its end is applied to the schedule, then true.
     sa.Column("settled", sa.Boolean(), nullable=True),
 )
 

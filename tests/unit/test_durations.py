@@ -12,6 +12,7 @@ import pytest
 
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import DURATION_FORMS, parse_duration, to_timedelta
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.display import human_seconds
 
 
@@ -48,29 +49,31 @@ def test_a_bad_duration_is_refused_naming_the_field_and_the_forms(text: str,
     with pytest.raises(ValueError, match="^" + reason.replace("(", r"\(").replace(")", r"\)")
                        .replace(".", r"\.")):
         parse_duration(text)
-    problems: list[str] = []
+    problems: list[Problem] = []
 
     assert to_timedelta(text, "misfire_grace", problems) == timedelta(0)
-    assert len(problems) == 1 and problems[0].startswith(f"misfire_grace: {reason}")
+    assert len(problems) == 1 and problems[0].field == "misfire_grace"
+    assert problems[0].text.startswith(f"misfire_grace: {reason}")
     with pytest.raises(ConfigurationError, match="misfire_grace: "):
         to_timedelta(text, "misfire_grace")
 
 
 def test_the_forms_are_listed_where_a_text_cannot_be_read() -> None:
-    problems: list[str] = []
+    problems: list[Problem] = []
 
     to_timedelta("soon", "offset", problems)
 
-    assert problems == [f"offset: cannot read 'soon' as a duration; give {DURATION_FORMS}"]
+    assert problems == [Problem("offset", "cannot read 'soon' as a duration",
+                                f"give {DURATION_FORMS}")]
     assert "90s" in DURATION_FORMS and "1h30m" in DURATION_FORMS and "0.5" in DURATION_FORMS
 
 
 def test_a_duration_text_beyond_the_longest_duration_is_refused() -> None:
-    problems: list[str] = []
+    problems: list[Problem] = []
 
     to_timedelta("9999999d", "retention", problems)
 
-    assert problems and problems[0].startswith("retention: must be at most 3650 days")
+    assert problems and str(problems[0]).startswith("retention: must be at most 3650 days")
 
 
 def test_the_api_takes_durations_as_text() -> None:

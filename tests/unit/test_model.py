@@ -12,6 +12,7 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import idempotency_key, manual_key
 from goatbeat_celery.core.types.instants import to_timedelta
 from goatbeat_celery.core.types.lease import LeaseInfo
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import (
     MisfirePolicy,
     ScheduleSource,
@@ -179,13 +180,13 @@ def test_a_manual_key_never_collides_with_an_occurrence_key() -> None:
 # -- small helpers -----------------------------------------------------------------------------
 
 def test_to_timedelta_accepts_seconds_and_reports_bad_types() -> None:
-    problems: list[str] = []
+    problems: list[Problem] = []
 
     assert to_timedelta(1.5, "x") == timedelta(seconds=1.5)
     assert to_timedelta(timedelta(minutes=1), "x") == timedelta(minutes=1)
     assert to_timedelta([5], "wait", problems) == timedelta(0)
-    assert problems == ["wait: expected seconds, a duration such as '1m30s' or a timedelta, "
-                        "got [5]"]
+    assert problems == [Problem("wait", "expected seconds, a duration such as '1m30s' or a "
+                                "timedelta, got [5]")]
     with pytest.raises(ConfigurationError):
         to_timedelta(True, "flag")
 

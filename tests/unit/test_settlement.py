@@ -1,4 +1,5 @@
-"""How the end of a run is fitted to its stored schedule (core.loop.settlement)."""
+"""How the end of a run is fitted to its stored schedule (core.rules.settlement), and the
+leader's settle pass (core.loop.settlement)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,17 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from goatbeat_celery.core.loop.settlement import (
-    RunSettler,
+from goatbeat_celery.core.loop.settlement import RunSettler
+from goatbeat_celery.core.rules.claims import InFlight
+from goatbeat_celery.core.rules.misfire import first_occurrence
+from goatbeat_celery.core.rules.policies import GridAfter, OverlapPolicy, ScheduleMode
+from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.rules.settlement import (
     claim_policies,
     fixed_delay_claim,
     held_to_release,
     settlement_of,
 )
-from goatbeat_celery.core.rules.claims import InFlight
-from goatbeat_celery.core.rules.misfire import first_occurrence
-from goatbeat_celery.core.rules.policies import GridAfter, OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.rules.runs import RunState
 from goatbeat_celery.core.rules.sync import StoredSummary, plan_config_sync
 from goatbeat_celery.core.rules.triggers import IntervalTrigger
 from goatbeat_celery.core.types.execution import Execution, ExecutionState

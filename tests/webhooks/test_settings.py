@@ -7,15 +7,16 @@ from typing import Any
 
 from goatbeat_celery.beat.webhooks import WebhookFormat, shown_url
 from goatbeat_celery.config import read_settings
+from goatbeat_celery.core.types.problems import Problem
 
 SECRET = "whsec-never-shown-42"
 SLACK = "https://hooks.slack.example/services/T000/B000/XXXXsecretXXXX"
 
 
 def read(**conf: Any) -> tuple[Any, list[str]]:
-    problems: list[str] = []
+    problems: list[Problem] = []
     config = read_settings({f"goatbeat_{key}": value for key, value in conf.items()}, problems)
-    return config.webhooks, problems
+    return config.webhooks, [str(problem) for problem in problems]
 
 
 def test_webhooks_are_off_unless_set() -> None:

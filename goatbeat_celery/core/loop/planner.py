@@ -15,7 +15,6 @@ from dataclasses import replace
 from datetime import datetime
 
 from goatbeat_celery.core.loop.observer import EngineObserver
-from goatbeat_celery.core.loop.settlement import claim_policies, fixed_delay_claim
 from goatbeat_celery.core.loop.trigger_cache import TriggerCache
 from goatbeat_celery.core.protocols import CalendarStore
 from goatbeat_celery.core.rules.allowlist import sending_problems
@@ -24,6 +23,7 @@ from goatbeat_celery.core.rules.controls import bound_claim
 from goatbeat_celery.core.rules.defaults import own_or_default
 from goatbeat_celery.core.rules.misfire import first_occurrence, given_up_reason, plan_misfires
 from goatbeat_celery.core.rules.policies import GridAfter, ScheduleMode
+from goatbeat_celery.core.rules.settlement import claim_policies, fixed_delay_claim
 from goatbeat_celery.core.rules.triggers import Trigger
 from goatbeat_celery.core.types.errors import ConfigurationError, failure_reason
 from goatbeat_celery.core.types.schedule import Schedule

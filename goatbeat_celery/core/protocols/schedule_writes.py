@@ -34,7 +34,7 @@ class ScheduleWrites(Protocol):
         With ``expected_version``, only if the stored version equals it (else ScheduleConflict,
         nothing changed). The row's ``source`` is kept and its fault, fault_at and faults
         cleared (an edit is the operator's fix); a spec that is enabled also clears
-        :data:`~goatbeat_celery.core.loop.settlement.RESUME_CLEARS` (the reason a schedule paused
+        :data:`~goatbeat_celery.core.rules.settlement.RESUME_CLEARS` (the reason a schedule paused
         itself, its end, its failures in a row). With ``pause``, its reason and end are then
         written in ``paused_reason`` and ``paused_until`` (a pause, or an edit during one).
         Raises ScheduleNotFound. Notifies waiting replicas. Records ``audit``.

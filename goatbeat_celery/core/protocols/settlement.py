@@ -30,6 +30,6 @@ class Settlements(Protocol):
         ``paused_reason`` disable the schedule and record the reason, version + 1; then mark
         the run settled. Last, for every schedule named, turn the claim it holds back
         (``held``) into ``claimed`` when
-        :func:`goatbeat_celery.core.loop.settlement.held_to_release` says so. Returns what it
+        :func:`goatbeat_celery.core.rules.settlement.held_to_release` says so. Returns what it
         wrote."""
         ...

@@ -17,13 +17,26 @@ verdict (``unknown`` outcomes are no evidence).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final, Literal
+from typing import Final
 
 from goatbeat_celery.core.rules.runs import RunState, measured_text, seconds_text
+from goatbeat_celery.core.types.alerts import (
+    ALERT_DEPTH,
+    DEFAULT_ALERT_FAILURES,
+    DEFAULT_ALERT_LOST,
+    DEFAULT_ALERT_MISSED,
+    MAX_ALERT_FAILURES,
+    Alert,
+    AlertAction,
+    AlertChange,
+    AlertEvent,
+    AlertRule,
+    AlertRules,
+    AlertState,
+)
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.outbox import OutboxEvent
 
@@ -47,126 +60,6 @@ __all__ = [
     "outbox_event",
     "plan_alerts",
 ]
-
-#: The most runs an alert may wait for (failed runs in a row, lost runs, missed occurrences),
-#: and the newest executions of each schedule the leader reads to judge its alerts (enough for
-#: that count and a success).
-MAX_ALERT_FAILURES = 20
-ALERT_DEPTH = MAX_ALERT_FAILURES + 5
-#: Failed runs in a row before ``failed`` is raised, for schedules that give no count.
-DEFAULT_ALERT_FAILURES = 3
-#: Missed occurrences in a row before ``missed`` is raised, and lost runs since the last
-#: success before ``lost`` is, for schedules that give no count.
-DEFAULT_ALERT_MISSED = 1
-DEFAULT_ALERT_LOST = 1
-
-
-class AlertRule(str, enum.Enum):
-    """What an alert says about a schedule."""
-
-    #: ``alert_missed`` occurrences in a row did not run: before its newest one (coalesced by
-    #: the misfire policy or later than the misfire grace), or its newest expired (past its
-    #: starting deadline before it could be sent).
-    MISSED = "missed"
-    #: Its newest run was sent more than ``alert_late`` after it was due.
-    LATE = "late"
-    #: ``alert_failures`` runs failed in a row; resolved when one succeeds.
-    FAILED = "failed"
-    #: ``alert_lost`` runs were marked lost since the last success; resolved when one succeeds.
-    LOST = "lost"
-    #: A run is still running ``max_runtime`` after it started (needs run tracking).
-    OVERRUN = "overrun"
-    #: No run succeeded within ``alert_silent`` (needs run tracking): the dead man's switch.
-    SILENT = "silent"
-
-    @property
-    def needs_tracking(self) -> bool:
-        """Whether the rule is judged only where the workers track runs."""
-        return self in (AlertRule.OVERRUN, AlertRule.SILENT)
-
-
-class AlertState(str, enum.Enum):
-    OPEN = "open"
-    RESOLVED = "resolved"
-
-
-AlertAction = Literal["open", "repeat", "resolve"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlertRules:
-    """The rules in force for one schedule (its own values, or the settings'); None: off."""
-
-    missed: int | None = DEFAULT_ALERT_MISSED
-    lost: int | None = DEFAULT_ALERT_LOST
-    late: timedelta | None = None
-    failures: int | None = DEFAULT_ALERT_FAILURES
-    max_runtime: timedelta | None = None
-    silent: timedelta | None = None
-
-    def on(self, rule: AlertRule) -> bool:
-        """Whether ``rule`` is in force."""
-        return {
-            AlertRule.MISSED: self.missed is not None, AlertRule.LOST: self.lost is not None,
-            AlertRule.LATE: self.late is not None, AlertRule.FAILED: self.failures is not None,
-            AlertRule.OVERRUN: self.max_runtime is not None,
-            AlertRule.SILENT: self.silent is not None,
-        }[rule]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Alert:
-    """One alert row: a rule that held for a schedule, from ``first_at`` to ``resolved_at``.
-
-    ``count`` is how many distinct runs showed it (``key`` the last of them); ``last_at`` when
-    it was last counted (or resolved)."""
-
-    id: int
-    schedule_name: str
-    rule: AlertRule
-    state: AlertState
-    reason: str
-    first_at: datetime
-    last_at: datetime
-    count: int = 1
-    key: str | None = None
-    resolved_at: datetime | None = None
-
-    @property
-    def open(self) -> bool:
-        return self.state is AlertState.OPEN
-
-    def as_json(self) -> dict[str, object]:
-        """The alert as plain data (what ``alerts --json``, the dashboard and an outbox event
-        carry)."""
-        return {
-            "id": self.id, "schedule": self.schedule_name, "rule": self.rule.value,
-            "state": self.state.value, "reason": self.reason,
-            "first_at": self.first_at.isoformat(), "last_at": self.last_at.isoformat(),
-            "count": self.count, "key": self.key,
-            "resolved_at": None if self.resolved_at is None else self.resolved_at.isoformat(),
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlertChange:
-    """What the leader writes about one schedule and rule: ``open`` a new alert (counted again
-    instead when one is open already), ``repeat`` (count the open one again, for ``key``) or
-    ``resolve`` it."""
-
-    schedule_name: str
-    rule: AlertRule
-    action: AlertAction
-    reason: str
-    key: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlertEvent:
-    """An alert as one change left it, with that change's ``action``."""
-
-    action: AlertAction
-    alert: Alert
 
 
 #: The outbox event kind of each change (``alert.opened``...), and the noun in its summary.

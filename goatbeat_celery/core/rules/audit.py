@@ -21,6 +21,7 @@ from goatbeat_celery.core.rules.validation import (
 )
 from goatbeat_celery.core.types.audit import (
     CONFIG_ACTOR,
+    MAX_ACTOR_LENGTH,
     AuditAction,
     AuditNote,
     FieldChange,
@@ -29,8 +30,9 @@ from goatbeat_celery.core.types.instants import JSONValue
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 
-#: Longest actor name (characters): a token's name, ``os:<user>``, ``django:<username>``.
-MAX_ACTOR_LENGTH = 200
+__all__ = ["MAX_ACTOR_LENGTH", "actor_problems", "audit_value", "reason_problems", "spec_changes",
+           "sync_notes", "with_change"]
+
 #: Spec fields the log leaves out: the name is the row's key, the source never changes.
 _UNLOGGED = frozenset({"name", "source"})
 _SPEC_FIELDS = tuple(f.name for f in fields(ScheduleSpec) if f.name not in _UNLOGGED)

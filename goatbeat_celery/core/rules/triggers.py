@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 from goatbeat_celery.core.rules import validation
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC, JSONValue, ensure_aware
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import TriggerSpec
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -67,12 +68,13 @@ class IntervalTrigger:
     def __init__(self, every: timedelta) -> None:
         if not isinstance(every, timedelta) or every <= timedelta(0):
             raise ConfigurationError(
-                [f"every: interval must be a positive duration, got {every!r}"]
+                [Problem("every", f"interval must be a positive duration, got {every!r}")]
             )
         self.every = every
         self._step = every // _MICRO
         if self._step <= 0:
-            raise ConfigurationError(["every: interval must be at least one microsecond"])
+            raise ConfigurationError([Problem("every",
+                                              "interval must be at least one microsecond")])
         #: The index of the last grid point at or before LAST_OCCURRENCE.
         self._last = ((LAST_OCCURRENCE - EPOCH) // _MICRO) // self._step
 
@@ -81,7 +83,8 @@ class IntervalTrigger:
         every = params.get("every")
         if isinstance(every, bool) or not isinstance(every, (int, float)) or every <= 0:
             raise ConfigurationError(
-                [f"every: interval must be a positive number of seconds, got {every!r}"]
+                [Problem("every",
+                         f"interval must be a positive number of seconds, got {every!r}")]
             )
         return cls(timedelta(seconds=every))
 
@@ -131,11 +134,13 @@ class OnceTrigger:
     def from_params(cls, params: Mapping[str, JSONValue]) -> OnceTrigger:
         raw = params.get("at")
         if not isinstance(raw, str):
-            raise ConfigurationError([f"at: expected an ISO-8601 instant with a zone, got {raw!r}"])
+            raise ConfigurationError(
+                [Problem("at", f"expected an ISO-8601 instant with a zone, got {raw!r}")])
         try:
             parsed = datetime.fromisoformat(raw)
         except ValueError as exc:
-            raise ConfigurationError([f"at: {raw!r} is not an ISO-8601 instant ({exc})"]) from exc
+            raise ConfigurationError(
+                [Problem("at", f"{raw!r} is not an ISO-8601 instant ({exc})")]) from exc
         return cls(parsed)
 
     def to_spec(self) -> TriggerSpec:

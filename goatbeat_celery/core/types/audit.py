@@ -68,3 +68,7 @@ class AuditEntry:
                 "action": action, "actor": self.actor, "reason": self.reason,
                 "changes": {key: [before, after]
                             for key, (before, after) in self.changes.items()}}
+
+
+#: Longest actor name (characters): a token's name, ``os:<user>``, ``django:<username>``.
+MAX_ACTOR_LENGTH = 200

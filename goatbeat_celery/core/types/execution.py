@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
 
-from goatbeat_celery.core.rules.runs import RunRecord
 from goatbeat_celery.core.types.instants import ensure_aware
+from goatbeat_celery.core.types.runs import RunRecord
 
 
 class ExecutionState(str, enum.Enum):
@@ -20,7 +20,7 @@ class ExecutionState(str, enum.Enum):
     or its message could not be sent after the last attempt. ``expired`` marks a claim whose
     starting deadline passed before the broker took it: it is never sent.
 
-    The overlap policy (:class:`~goatbeat_celery.core.rules.policies.OverlapPolicy`) adds two:
+    The overlap policy (:class:`~goatbeat_celery.core.types.policies.OverlapPolicy`) adds two:
     ``held``, a claim that waits for the run before it to finish and then becomes ``claimed``
     (``buffer_one``), and ``skipped``, an occurrence recorded but never sent because the run
     before it had not finished (``skip``), its reason in ``last_error``.
@@ -121,7 +121,7 @@ def in_flight_state(state: str, run_state: str | None) -> bool:
 @dataclass(frozen=True, kw_only=True)
 class Execution(RunRecord):
     """One claimed occurrence, as recorded in the executions table. Its run columns are the
-    fields of :class:`~goatbeat_celery.core.rules.runs.RunRecord`: what workers did with it
+    fields of :class:`~goatbeat_celery.core.types.runs.RunRecord`: what workers did with it
     (run tracking), written by workers and the leader's lost-run verdicts, never by beat's
     dispatch; ``run_state`` None: not started (yet)."""
 

@@ -8,7 +8,7 @@ import math
 from datetime import datetime, timedelta, timezone
 from typing import Any, Union
 
-from goatbeat_celery.core.rules import validation
+from goatbeat_celery.core.types import validation
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.problems import Problem
 
@@ -53,24 +53,35 @@ DURATION_FORMS = "seconds (60, 0.5) or amounts with units d, h, m, s (90s, 1m, 1
 _DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
+class DurationError(ValueError):
+    """Why a duration is refused, as a problem says it: ``message`` and the ``hint`` that fixes
+    it (``""`` when the message says it); ``str()`` gives both, as ``"<message>; <hint>"``."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(f"{message}; {hint}" if hint else message)
+        self.message = message
+        self.hint = hint
+
+
 def parse_duration(text: str) -> float:
     """Seconds from a duration as the CLI prints it or a user types it: plain seconds (``60``,
     ``0.5``) or amounts with units, largest first (``90s``, ``1m``, ``1h30m``, ``2d``,
-    ``1.5h``). ValueError says why ``text`` is refused: unreadable, not finite, or negative."""
+    ``1.5h``). ValueError (a :class:`DurationError`) says why ``text`` is refused: unreadable,
+    not finite, or negative."""
     stripped = text.strip()
     try:
         seconds = float(stripped)  # plain seconds, as always accepted
     except ValueError:
         seconds = _seconds_with_units(stripped, text)
     if not math.isfinite(seconds):
-        raise ValueError(f"must be a finite duration, got {text!r}")
+        raise DurationError(f"must be a finite duration, got {text!r}")
     if seconds < 0:
-        raise ValueError(f"must not be negative, got {text!r}")
+        raise DurationError(f"must not be negative, got {text!r}")
     return seconds
 
 
 def _seconds_with_units(text: str, given: str) -> float:
-    unreadable = ValueError(f"cannot read {given!r} as a duration; give {DURATION_FORMS}")
+    unreadable = DurationError(f"cannot read {given!r} as a duration", f"give {DURATION_FORMS}")
     sign, rest = (-1.0, text[1:]) if text.startswith("-") else (1.0, text)
     total, found = 0.0, False
     for unit, size in _DURATION_UNITS:
@@ -87,26 +98,26 @@ def _seconds_with_units(text: str, given: str) -> float:
 
 
 def to_timedelta(value: Duration | str, name: str,
-                 problems: list[str] | None = None) -> timedelta:
+                 problems: list[Problem] | None = None) -> timedelta:
     """Convert seconds, a duration string (see :func:`parse_duration`) or a timedelta; bad
     values are reported (or raised) under ``name``."""
     if isinstance(value, timedelta):
         return value
     try:
         seconds = _seconds_of(parse_duration(value) if isinstance(value, str) else value)
-    except ValueError as exc:
+    except DurationError as exc:
         if problems is None:
             raise ConfigurationError([Problem(name, str(exc))]) from None
-        problems.append(f"{name}: {exc}")
+        problems.append(Problem(name, exc.message, exc.hint))
         return timedelta(0)
     return timedelta(seconds=seconds)
 
 
 def _seconds_of(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"expected seconds, a duration such as '1m30s' or a timedelta, got "
-                         f"{value!r}")
+        raise DurationError(f"expected seconds, a duration such as '1m30s' or a timedelta, got "
+                            f"{value!r}")
     problem = validation.seconds_problem(value, "", minimum=-validation.MAX_DURATION)
     if problem is not None:  # not finite, or beyond what a datetime can be shifted by
-        raise ValueError(problem.text.removeprefix(": "))
+        raise DurationError(problem.message, problem.hint)
     return float(value)

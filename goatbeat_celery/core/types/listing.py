@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.status import State
 
 
 class ScheduleOrder(str, enum.Enum):
@@ -51,7 +51,7 @@ class ScheduleCounts:
     set_aside: int
     config: int
     api: int
-    #: How many are in each :class:`~goatbeat_celery.core.rules.status.State` at the store's
+    #: How many are in each :class:`~goatbeat_celery.core.types.status.State` at the store's
     #: clock (every state present, 0 when none): a row unreadable as stored counts by its
     #: columns until the leader sets it aside.
     by_state: Mapping[State, int] = field(default_factory=dict)

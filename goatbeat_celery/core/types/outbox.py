@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from goatbeat_celery.core.rules.validation import payload_problems
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.validation import payload_problems
 
 #: The longest event id and kind accepted (they travel in HTTP headers and logs).
 MAX_EVENT_ID = 200

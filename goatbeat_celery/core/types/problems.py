@@ -1,6 +1,6 @@
 """A problem with given input, as data: the field it names, what is wrong, and the fix.
 
-Every check of :mod:`~goatbeat_celery.core.rules.validation` words a problem ``"<field>: <what is
+Every check of :mod:`~goatbeat_celery.core.types.validation` words a problem ``"<field>: <what is
 wrong>"`` (the fix after a ``"; "`` when it is not already said), and a schedule's problems are
 prefixed with ``"schedule '<name>': "``. :class:`Problem` holds those parts apart, so that a
 form shows a problem under the field it names without reading the text back, while ``str()``

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from goatbeat_celery.core.rules.status import Status, status
 from goatbeat_celery.core.types.spec import ScheduleSpec
+from goatbeat_celery.core.types.status import Status, status
 
 
 def version_after(current: Schedule, spec: ScheduleSpec) -> int:
@@ -72,7 +72,7 @@ class Schedule:
                                          and self.paused_until > now)
 
     def status_at(self, now: datetime) -> Status:
-        """This schedule's :mod:`~goatbeat_celery.core.rules.status` at ``now`` (the store's
+        """This schedule's :mod:`~goatbeat_celery.core.types.status` at ``now`` (the store's
         clock)."""
         return status(enabled=self.spec.enabled, paused_until=self.paused_until,
                       paused_reason=self.paused_reason, fault=self.fault,

@@ -13,15 +13,18 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, Union
 
-from goatbeat_celery.core.rules import validation
-from goatbeat_celery.core.rules.alerts import (
+from goatbeat_celery.core.types import validation
+from goatbeat_celery.core.types.alerts import (
     DEFAULT_ALERT_FAILURES,
     DEFAULT_ALERT_LOST,
     DEFAULT_ALERT_MISSED,
     MAX_ALERT_FAILURES,
 )
-from goatbeat_celery.core.rules.policies import OverlapPolicy
-from goatbeat_celery.core.rules.runs import (
+from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.instants import Duration, to_timedelta
+from goatbeat_celery.core.types.policies import OverlapPolicy
+from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.runs import (
     DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_LOST_AFTER,
     DEFAULT_RUN_RESENDS,
@@ -31,9 +34,6 @@ from goatbeat_celery.core.rules.runs import (
     RunTimes,
     lost_after_problem,
 )
-from goatbeat_celery.core.types.errors import ConfigurationError
-from goatbeat_celery.core.types.instants import Duration, to_timedelta
-from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import MisfirePolicy
 
 _HOUR = timedelta(hours=1)

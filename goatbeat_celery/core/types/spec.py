@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from goatbeat_celery.core.rules import validation
-from goatbeat_celery.core.rules.alerts import MAX_ALERT_FAILURES
-from goatbeat_celery.core.rules.policies import (
+from goatbeat_celery.core.types import validation
+from goatbeat_celery.core.types.alerts import MAX_ALERT_FAILURES
+from goatbeat_celery.core.types.fields import FieldInfo, described, plain_fields
+from goatbeat_celery.core.types.instants import UTC, JSONValue
+from goatbeat_celery.core.types.policies import (
     MAX_PAUSE_AFTER,
     Choice,
     FailureBackoff,
@@ -21,10 +23,8 @@ from goatbeat_celery.core.rules.policies import (
     ScheduleMode,
     backoff_problems,
 )
-from goatbeat_celery.core.rules.runs import MAX_RUN_RESENDS
-from goatbeat_celery.core.types.fields import FieldInfo, described, plain_fields
-from goatbeat_celery.core.types.instants import UTC, JSONValue
 from goatbeat_celery.core.types.problems import Problem, listed
+from goatbeat_celery.core.types.runs import MAX_RUN_RESENDS
 
 #: The longest shift (``offset`` or ``jitter``) of a schedule that is not an interval.
 MAX_SHIFT = validation.MAX_GRACE
@@ -190,7 +190,7 @@ class ScheduleSpec:
 
     def problems(self, *, payload: bool = True) -> list[Problem]:
         """Every problem with this spec, by the rules of
-        :mod:`~goatbeat_celery.core.rules.validation`.
+        :mod:`~goatbeat_celery.core.types.validation`.
 
         ``payload=False`` judges a spec read from a database row: it skips encoding args,
         kwargs and options as JSON (their size and faithfulness: the row's values are JSON
@@ -361,7 +361,7 @@ class ScheduleSpec:
         """:meth:`effective_offset` when the fields it is made of follow their rules (``offset``
         and ``jitter`` within their bounds, a jittered schedule's name a string); None when they
         do not, and :meth:`problems` names why. Within its bounds, the shift added to an instant
-        within the :func:`~goatbeat_celery.core.rules.validation.instant_problem` range never
+        within the :func:`~goatbeat_celery.core.types.validation.instant_problem` range never
         overflows; a shift given by a user but not yet judged may (days=-730120)."""
         if self._shift_problems(self._every([])):
             return None

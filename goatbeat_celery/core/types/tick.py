@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.rules.alerts import Alert
-from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.types.alerts import Alert
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import JSONValue
+from goatbeat_celery.core.types.policies import OverlapPolicy
 from goatbeat_celery.core.types.schedule import Schedule
 
 
@@ -151,7 +151,7 @@ class PauseNote:
 @dataclass(frozen=True, kw_only=True)
 class RunSettlement:
     """What the end of run ``key`` writes on its schedule
-    (:func:`~goatbeat_celery.core.loop.settlement.settlement_of`), applied only while the schedule
+    (:func:`~goatbeat_celery.core.rules.settlement.settlement_of`), applied only while the schedule
     still has ``version`` (None: nothing to write on the schedule, which is gone, paused or
     unchanged by this end; only the run is marked settled).
 

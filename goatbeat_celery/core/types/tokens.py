@@ -15,9 +15,9 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from goatbeat_celery.core.rules.audit import MAX_ACTOR_LENGTH
-from goatbeat_celery.core.rules.validation import name_problems, nul_problem, shown_value
+from goatbeat_celery.core.types.audit import MAX_ACTOR_LENGTH
 from goatbeat_celery.core.types.problems import Problem, listed
+from goatbeat_celery.core.types.validation import name_problems, nul_problem, shown_value
 
 #: Every secret starts so: a leaked one is recognisable in a log or a scanner's rules.
 SECRET_PREFIX = "gbt_"

@@ -7,10 +7,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
 from goatbeat_celery.core.protocols import ScheduleReads, ScheduleWrites
 from goatbeat_celery.core.rules.audit import sync_notes
 from goatbeat_celery.core.rules.faults import EDIT_CLEARS
+from goatbeat_celery.core.rules.settlement import RESUME_CLEARS
 from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.rules.sync import plan_config_sync, stored_summary
 from goatbeat_celery.core.types.audit import AuditNote

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from goatbeat_celery.core.loop.settlement import held_to_release
 from goatbeat_celery.core.protocols import Settlements
 from goatbeat_celery.core.rules.policies import execution_end
+from goatbeat_celery.core.rules.settlement import held_to_release
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant

@@ -9,10 +9,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.loop.settlement import RESUME_CLEARS
 from goatbeat_celery.core.protocols import ScheduleReads, ScheduleWrites
 from goatbeat_celery.core.rules.audit import sync_notes
 from goatbeat_celery.core.rules.faults import EDIT_CLEARS
+from goatbeat_celery.core.rules.settlement import RESUME_CLEARS
 from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.rules.sync import plan_config_sync, stored_summary
 from goatbeat_celery.core.types.audit import AuditNote

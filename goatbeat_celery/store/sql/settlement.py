@@ -7,9 +7,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.loop.settlement import held_to_release
 from goatbeat_celery.core.protocols import Settlements
 from goatbeat_celery.core.rules.policies import execution_end
+from goatbeat_celery.core.rules.settlement import held_to_release
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
