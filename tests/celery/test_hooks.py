@@ -24,8 +24,9 @@ from goatbeat_celery.beat.entries import GoatbeatEntry, celery_schedule, once, z
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.core.types.tick import Dispatch
-from tests.celery.test_scheduler import celery_config, database_url, wait_for  # noqa: F401
+from tests.celery.test_scheduler import celery_config, database_url  # noqa: F401
 from tests.celery.test_submitter import broker, dispatch  # noqa: F401
+from tests.support.waiting import wait_for
 
 
 class Watching(Scheduler):

@@ -27,14 +27,7 @@ from goatbeat_celery.core.types.execution import Execution, ExecutionState, idem
 from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store import open_store
 from tests.conftest import empty_database
-
-
-def wait_for(condition: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    return value
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ from tests.packaging.dist import (
     fresh_environment,
     run,
 )
+from tests.support.waiting import wait_for
 
 PACKAGE = ROOT / "goatbeat_celery"
 QUICKSTART = ROOT / "examples" / "quickstart" / "proj.py"
@@ -150,16 +151,15 @@ class Project:
 
     def wait_for(self, name: str, text: str, timeout: float = RUN_TIMEOUT) -> None:
         (process, log), = [(p, log) for n, p, log in self.processes if n == name]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in log.read_text(errors="replace"):
-                return
-            if process.poll() is not None:
-                break
-            time.sleep(0.25)
-        pytest.fail(f"{name} did not print {text!r} within {timeout}s:\n"
-                    + "\n".join(f"--- {n}\n{log.read_text(errors='replace')}"
-                                for n, _, log in self.processes), pytrace=False)
+        try:
+            wait_for(lambda: text in log.read_text(errors="replace") or process.poll() is not None,
+                     f"{name} to print {text!r}", timeout=timeout, interval=0.25)
+        except AssertionError:
+            pass  # failed below, with every process's log
+        if text not in log.read_text(errors="replace"):
+            pytest.fail(f"{name} did not print {text!r} within {timeout}s:\n"
+                        + "\n".join(f"--- {n}\n{log.read_text(errors='replace')}"
+                                    for n, _, log in self.processes), pytrace=False)
 
     def stop(self) -> None:
         stop_process_groups([process for _, process, _ in self.processes], STOP_TIMEOUT)

@@ -33,7 +33,8 @@ import pytest
 
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.headers import OWN as GOATBEAT_HEADERS
-from tests.system.harness import HERE, Process, World, running, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import HERE, Process, World, running
 
 pytestmark = pytest.mark.system
 
@@ -255,8 +256,8 @@ def test_goatbeat_sends_the_messages_celery_beat_sends(world: FidWorld, report: 
         assert_alive(celery_beat, goatbeat)
         return all(set(world.first_by_task(prefix)) >= set(TASKS)
                    for prefix in (celery_prefix, goatbeat_prefix))
-    wait_until(every_task_sent, timeout=STARTUP + CRON_PERIOD + INTERVAL,
-               what="a message of every task from both schedulers", interval=0.5)
+    wait_for(every_task_sent, timeout=STARTUP + CRON_PERIOD + INTERVAL,
+             what="a message of every task from both schedulers", interval=0.5)
     waited = (datetime.now(timezone.utc) - started_at).total_seconds()
     stopped = celery_beat.stop()
     # Celery's own PersistentScheduler (5.7) can fail its shutdown with "invalid operation on
@@ -371,17 +372,17 @@ def test_an_apply_async_taking_a_lock_is_called_once_per_occurrence(world: FidWo
     def refused() -> list[str]:
         return [v.decode() for v in world.redis.lrange(f"{prefix}lock-refused", 0, -1)]
 
-    wait_until(lambda: assert_alive(worker, beat) and ran(), timeout=STARTUP,
-               what="the first locked run")
+    wait_for(lambda: assert_alive(worker, beat) and ran(), timeout=STARTUP,
+             what="the first locked run")
     first_at = time.monotonic()
-    wait_until(lambda: assert_alive(worker, beat) and time.monotonic() - first_at >= LOCK_RUN,
-               timeout=LOCK_RUN + 1, what="the scenario's duration")
+    wait_for(lambda: assert_alive(worker, beat) and time.monotonic() - first_at >= LOCK_RUN,
+             timeout=LOCK_RUN + 1, what="the scenario's duration")
     assert beat.stop() == 0
 
     # Every call either sent (and the worker runs it) or was refused by the lock.
     def settled() -> bool:
         return set(calls()) == set(ran()) | set(refused())
-    wait_until(settled, timeout=15, what="every sent occurrence to run", interval=0.25)
+    wait_for(settled, timeout=15, what="every sent occurrence to run", interval=0.25)
     worker.stop()
 
     executions = {row["key"]: row for row in world.sql(

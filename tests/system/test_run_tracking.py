@@ -22,7 +22,8 @@ import sqlalchemy as sa
 
 from goatbeat_celery import ScheduleNotFound
 from goatbeat_celery.store import open_store
-from tests.system.harness import Cluster, Process, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster, Process
 from tests.system.services import PartitionProxy
 
 pytestmark = pytest.mark.system
@@ -116,8 +117,8 @@ def request_run(cluster: Cluster, name: str) -> str:
             return None
 
     try:
-        return wait_until(requested, timeout=SYNCED_WITHIN,
-                          what=f"the schedule {name!r} synced")
+        return wait_for(requested, timeout=SYNCED_WITHIN,
+                        what=f"the schedule {name!r} synced")
     finally:
         store.close()
 
@@ -144,7 +145,7 @@ def test_runs_are_recorded_started_and_finished_with_worker_runtime_and_error(
         by = {name: [r for r in rows if r["schedule_name"] == name] for name in ("ok", "bad")}
         return rows if all(len(found) >= 3 for found in by.values()) else None
 
-    rows = wait_until(finished, timeout=30, what="three finished runs of each schedule")
+    rows = wait_for(finished, timeout=30, what="three finished runs of each schedule")
 
     worker = worker_name(cluster)
     for row in rows:
@@ -181,8 +182,8 @@ def test_a_run_whose_worker_is_killed_is_marked_lost_within_the_documented_bound
             row["started_at"] + timedelta(seconds=HEARTBEAT / 2) else None
 
     # Started within REPORT_SLACK of its submission, then a heartbeat an interval later.
-    running = wait_until(beating, timeout=REPORT_SLACK + 2 * HEARTBEAT + 5,
-                         what="the run to be running with heartbeats")
+    running = wait_for(beating, timeout=REPORT_SLACK + 2 * HEARTBEAT + 5,
+                       what="the run to be running with heartbeats")
 
     killed_at = cluster.db_now()
     worker.kill_tree()
@@ -192,8 +193,8 @@ def test_a_run_whose_worker_is_killed_is_marked_lost_within_the_documented_bound
         return row if row["run_state"] == "lost" else None
 
     # The leader (beat) marks it: nothing else looks for lost runs here.
-    row = wait_until(lost, timeout=LOST_BOUND + LOST_MARGIN, what="the run marked lost",
-                     interval=0.1)
+    row = wait_for(lost, timeout=LOST_BOUND + LOST_MARGIN, what="the run marked lost",
+                   interval=0.1)
 
     took = (row["finished_at"] - killed_at).total_seconds()
     report(pool=pool, lost_after_kill=f"{took:.2f}s", bound=f"{LOST_BOUND:.1f}s")
@@ -218,10 +219,10 @@ def test_a_pool_process_killed_mid_run_is_reported_failed_by_the_workers_main_pr
     start_worker(cluster, "prefork")
     start_beat(cluster)
     key = request_run(cluster, "long")
-    pid = wait_until(lambda: cluster.redis.hget(f"{cluster.record_key}:pids", key),
-                     timeout=REPORT_SLACK + 5, what="the run to start in a pool process")
-    wait_until(lambda: runs(cluster, "key = :key AND run_state = 'running'", key=key),
-               timeout=REPORT_SLACK, what="the run recorded running")
+    pid = wait_for(lambda: cluster.redis.hget(f"{cluster.record_key}:pids", key),
+                   timeout=REPORT_SLACK + 5, what="the run to start in a pool process")
+    wait_for(lambda: runs(cluster, "key = :key AND run_state = 'running'", key=key),
+             timeout=REPORT_SLACK, what="the run recorded running")
 
     killed_at = cluster.db_now()
     os.kill(int(pid), signal.SIGKILL)
@@ -229,9 +230,9 @@ def test_a_pool_process_killed_mid_run_is_reported_failed_by_the_workers_main_pr
     # The worker's main process reports the run failed once Celery gives up on the pool
     # process (worker_lost_wait, after billiard noticed its exit, which it checks every
     # second); the leader may have marked it lost meanwhile, which the report replaces.
-    (row,) = wait_until(lambda: runs(cluster, "key = :key AND run_state = 'failed'", key=key),
-                        timeout=WORKER_LOST_WAIT + 1 + REPORT_SLACK + LOST_MARGIN,
-                        what="the run reported failed")
+    (row,) = wait_for(lambda: runs(cluster, "key = :key AND run_state = 'failed'", key=key),
+                      timeout=WORKER_LOST_WAIT + 1 + REPORT_SLACK + LOST_MARGIN,
+                      what="the run reported failed")
     took = (row["finished_at"] - killed_at).total_seconds()
     report(failed_after_kill=f"{took:.2f}s")
     assert row["run_error"].startswith("WorkerLostError"), row
@@ -263,8 +264,8 @@ def test_a_database_out_of_reach_for_ten_seconds_neither_fails_nor_delays_a_task
         # The worker reaches PostgreSQL through the proxy; beat directly, and keeps sending.
         start_worker(cluster, pool, concurrency=2, env={"SYS_DATABASE_URL": proxied})
         start_beat(cluster)
-        wait_until(lambda: runs(cluster, "run_state = 'succeeded'"), timeout=30,
-                   what="a first recorded run")
+        wait_for(lambda: runs(cluster, "run_state = 'succeeded'"), timeout=30,
+                 what="a first recorded run")
         time.sleep(2)  # the scenario: a few seconds of normal running first
 
         cut_at = proxy.cut()
@@ -284,7 +285,7 @@ def test_a_database_out_of_reach_for_ten_seconds_neither_fails_nor_delays_a_task
 
         # After healing, the held statement completes and the rest follow within a backoff
         # (5 s at most) and a statement timeout (5 s); the margin is for a busy machine.
-        rows = wait_until(recorded, timeout=5 + 5 + 10, what="every run recorded succeeded")
+        rows = wait_for(recorded, timeout=5 + 5 + 10, what="every run recorded succeeded")
         recovered = time.time() - healed_at
     finally:
         proxy.close()

@@ -10,7 +10,8 @@ from typing import Any
 
 from celery import Celery
 
-from tests.system.harness import Cluster, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster
 
 SLACK = "https://hooks.slack.example/services/T000/B000/XXXXsecretURL"
 WEBHOOKS = ["https://ops.example/hook?token=XXXXsecretQUERY",
@@ -35,7 +36,7 @@ def test_a_worker_answers_inspect_conf_with_the_webhook_settings_masked(
         return replies
 
     try:
-        replies = wait_until(answered, timeout=60, what="the worker's answer")
+        replies = wait_for(answered, timeout=60, what="the worker's answer")
     finally:
         client.close()
     assert "XXXXsecret" not in json.dumps(replies)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from goatbeat_celery.beat.webhooks import (
 )
 from goatbeat_celery.core.types.outbox import OutboxEvent
 from goatbeat_celery.store import Store, open_store
+from tests.support.waiting import wait_for
 
 from .receiver import Receiver
 
@@ -29,14 +30,6 @@ SECRET = "whsec-test-0123456789"
 #: Short backoff: the retries of a down period of a second or two, not minutes.
 FIRST, MOST = timedelta(seconds=0.2), timedelta(seconds=0.8)
 TIMEOUT = timedelta(seconds=2)
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-    return value
 
 
 def events(count: int, prefix: str = "alert") -> list[OutboxEvent]:
