@@ -31,25 +31,6 @@ from tests.support.waiting import wait_for
 
 
 @pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
-
-
-@pytest.fixture
-def celery_config(database_url: str) -> dict[str, Any]:
-    return {
-        "broker_url": "memory://",
-        "result_backend": "cache+memory://",
-        "goatbeat_database_url": database_url,
-        "goatbeat_lease_ttl": 3,
-        "goatbeat_lease_renew_interval": 1,
-        "goatbeat_max_interval": 0.2,
-        "beat_schedule": {"every-second": {"task": "rec.record", "schedule": 1.0,
-                                           "args": ["tick"], "options": {"priority": 5}}},
-    }
-
-
-@pytest.fixture
 def received(celery_app: Celery) -> list[dict[str, Any]]:
     """Registers the recording task (before the worker starts) and returns what it saw."""
     seen: list[dict[str, Any]] = []

@@ -13,7 +13,7 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.handover import WARN_EVERY, HandoverWatch
-from tests.django.test_handover import import_tasks_ok
+from tests.django.support import import_tasks_ok
 from tests.support.waiting import wait_for
 
 LOGGER = "goatbeat_celery.handover"

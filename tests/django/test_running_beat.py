@@ -21,7 +21,7 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from tests.conftest import stop_process
-from tests.django.test_admin import ADD, CHANGELIST, change_url, form_data
+from tests.django.admin_pages import ADD, CHANGELIST, change_url, form_data
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

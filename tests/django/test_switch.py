@@ -25,7 +25,7 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from tests.django.processes import START_TIMEOUT, Project, ready
-from tests.django.test_import_command import celery_beat_runs
+from tests.django.support import celery_beat_runs
 from tests.django.testproj.switch_settings import RECORD_TASK, SOLAR_NAME, beat_schedule
 from tests.support.waiting import wait_for
 from tests.system.harness import run_for

@@ -14,7 +14,7 @@ from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from tests.support.waiting import wait_for
 
-from .support import free_port, refuses_connections, scrape
+from .support import exporter_port, free_port, refuses_connections, scrape
 
 
 @pytest.fixture
@@ -43,12 +43,6 @@ def acquired() -> Iterator[list[tuple[object, dict[str, Any]]]]:
     yield seen
     signals.lease_acquired.disconnect(receiver)
     signals.lease_lost.disconnect(receiver)
-
-
-def exporter_port(scheduler: Scheduler) -> int:
-    watch = scheduler._observability
-    assert watch is not None and watch.exporter is not None, "no exporter was started"
-    return watch.exporter.port
 
 
 def test_the_scheduler_serves_metrics_calls_the_hook_and_signals_as_itself(

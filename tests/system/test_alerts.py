@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Process
-from tests.system.test_run_tracking import FAST_LEASE, request_run, start, start_worker
+from tests.system.tracked import FAST_LEASE, request_run, start, start_worker
 
 pytestmark = pytest.mark.system
 

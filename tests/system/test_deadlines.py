@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 
 from tests.support.waiting import wait_for
-from tests.system.harness import Process
+from tests.system.fidelity import STARTUP, FidWorld, assert_alive
+from tests.system.harness import Process, running
 from tests.system.services import PrivateRedis
-from tests.system.test_fidelity import STARTUP, FidWorld, assert_alive, running
 
 pytestmark = pytest.mark.system
 

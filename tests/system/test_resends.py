@@ -27,7 +27,7 @@ from goatbeat_celery import headers
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Process
 from tests.system.services import PrivateRabbitMQ, PrivateRedis
-from tests.system.test_run_tracking import request_run, runs, start, start_beat
+from tests.system.tracked import request_run, runs, start, start_beat
 
 pytestmark = [pytest.mark.system, pytest.mark.serial]
 

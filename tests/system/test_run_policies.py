@@ -17,8 +17,8 @@ import pytest
 
 from tests.support.waiting import wait_for
 from tests.system import test_run_tracking as run_tracking
+from tests.system.fidelity import STARTUP, assert_alive
 from tests.system.harness import Cluster, Process
-from tests.system.test_fidelity import STARTUP, assert_alive
 
 pytestmark = pytest.mark.system
 

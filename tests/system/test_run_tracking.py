@@ -10,44 +10,41 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery import ScheduleNotFound
-from goatbeat_celery.store import open_store
 from tests.support.waiting import wait_for
-from tests.system.harness import Cluster, Process
+from tests.system.harness import Cluster
 from tests.system.services import PartitionProxy
+
+from .tracked import (
+    FAST_LEASE,
+    LOST_MARGIN,
+    MAX_INTERVAL,
+    request_run,
+    runs,
+    start_beat,
+    start_worker,
+)
 
 pytestmark = pytest.mark.system
 
-TRACKING_DIR = Path(__file__).resolve().parent.parent / "tracking"
 
 HEARTBEAT = 1.0
 LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
 START_TIMEOUT = 30.0
 TRACKING = {"heartbeat_interval": HEARTBEAT, "run_lost_after": LOST_AFTER,
             "run_start_timeout": START_TIMEOUT}
-FAST_LEASE = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": 1}
-MAX_INTERVAL = 1.0
 #: A run's reports reach the table within the writer's flush interval (0.25 s) of the event;
 #: two seconds leave the rest to a busy two-core machine running beat, a worker and PostgreSQL.
 REPORT_SLACK = 2.0
 #: Once the worker is silent, its run is lost after ``lost_after``; the leader looks every
 #: heartbeat interval, from a tick that runs at least every ``max_interval``.
 LOST_BOUND = LOST_AFTER + HEARTBEAT + MAX_INTERVAL
-#: For a busy two-core machine: the sweep's statement, and a tick woken late.
-LOST_MARGIN = 2.0
-#: Beat syncs its config in the tick that takes the lease, right after the lease's statement;
-#: the margin is for that transaction on a busy two-core machine.
-SYNCED_WITHIN = MAX_INTERVAL + LOST_MARGIN
 
 
 def pools() -> Any:
@@ -58,69 +55,6 @@ def write_config(cluster: Cluster, schedules: dict[str, Any]) -> None:
     """The scenario's schedules, a short lease and the tracking settings above (read by beat
     and the workers alike, from the same app module)."""
     cluster.write_config(schedules=schedules, settings={**FAST_LEASE, **TRACKING})
-
-
-# -- processes -------------------------------------------------------------------------------
-def start(cluster: Cluster, name: str, args: list[str],
-          env: dict[str, str] | None = None, *, app: str = "trackproj") -> Process:
-    """A celery process of a tracked app of tests/tracking (``trackproj``: sysproj +
-    track_runs, unless told another)."""
-    extra = {"PYTHONPATH": os.pathsep.join([str(TRACKING_DIR), cluster.env()["PYTHONPATH"]]),
-             **(env or {})}
-    log_path = cluster.workdir / f"{name}.log"
-    with log_path.open("ab") as handle:
-        popen = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", app, *args],
-            cwd=cluster.workdir, env=cluster.env(extra), stdout=handle,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    process = Process(name=name, popen=popen, log_path=log_path)
-    cluster.processes.append(process)
-    return process
-
-
-def start_worker(cluster: Cluster, pool: str, *, name: str = "worker", concurrency: int = 4,
-                 env: dict[str, str] | None = None) -> Process:
-    return start(cluster, name, [
-        "worker", "--pool", pool, "--concurrency", str(concurrency), "-Q", cluster.queue,
-        "-n", f"{name}-{cluster.run_id}@%h", "--without-heartbeat", "--without-gossip",
-        "--without-mingle", "--loglevel", "INFO"], env)
-
-
-def start_beat(cluster: Cluster, *, app: str = "trackproj") -> Process:
-    """Beat of the tracked app, once it leads."""
-    beat = start(cluster, "beat", ["beat", "-S", "goatbeat_celery.Scheduler", "--loglevel",
-                                   "INFO", "-s", str(cluster.workdir / "beat.schedule")],
-                 app=app)
-    cluster.wait_for_leader()
-    return beat
-
-
-RUN_COLUMNS = ("key, schedule_name, state, claimed_at, submitted_at, due_at, run_state, "
-               "run_id, worker, run_attempts, started_at, finished_at, heartbeat_at, "
-               "runtime, run_error")
-
-
-def runs(cluster: Cluster, where: str = "true", **params: Any) -> list[dict[str, Any]]:
-    return cluster.sql(f"SELECT {RUN_COLUMNS} FROM goatbeat_execution WHERE {where} "
-                       "ORDER BY due_at, key", **params)
-
-
-def request_run(cluster: Cluster, name: str) -> str:
-    """Run ``name`` now and return the occurrence's key, once beat's config sync has written
-    the schedule (a leader is elected before the sync's write lands on a busy machine)."""
-    store = open_store(cluster.database_url)
-
-    def requested() -> str | None:
-        try:
-            return store.request_run(name).key
-        except ScheduleNotFound:
-            return None
-
-    try:
-        return wait_for(requested, timeout=SYNCED_WITHIN,
-                        what=f"the schedule {name!r} synced")
-    finally:
-        store.close()
 
 
 def worker_name(cluster: Cluster, name: str = "worker") -> str:

@@ -29,7 +29,7 @@ from goatbeat_celery.core.types.tick import (
     set_aside_delay,
 )
 from tests.unit.doubles import LeaseRecordingObserver
-from tests.unit.test_engine import (
+from tests.unit.engine_world import (
     EVERY_MINUTE,
     T0,
     RecordingSubmitter,
