@@ -244,27 +244,29 @@ def test_the_wheel_with_an_extra_runs_the_quickstart_in_a_fresh_environment(
             app += f"\napp.conf.goatbeat_metrics_port = {metrics_port}\n"
         (project.directory / "proj.py").write_text(app, encoding="utf-8")
 
-        where = project.python("import goatbeat_celery; print(goatbeat_celery.__file__)")
-        assert Path(where.strip()).is_relative_to(tmp_path / "venv"), where
-        version = project.celery("goatbeat", "--version").strip()
-        assert version == f"goatbeat_celery {goatbeat_celery.__version__}"
         project.celery("-A", "proj", "goatbeat", "migrate")
         assert "all checks passed" in project.celery("-A", "proj", "goatbeat", "check")
-        if extra in ("django", "all"):
-            assert "django ok" in project.python(DJANGO_CHECK)
-        # A database schedule, as getting started adds one.
-        project.celery("-A", "proj", "goatbeat", "add", "tick", "proj.report", "--every", "5s",
-                       "--args", '["tick"]')
         try:
+            # Started first: the commands below run while they start and beat takes the lease.
             project.start("worker", "-A", "proj", "worker", "--pool", "solo", "--loglevel",
                           "WARNING", "--without-heartbeat", "--without-gossip",
                           "--without-mingle")
             project.start("beat", "-A", "proj", "beat", "-S", "goatbeat_celery.Scheduler",
                           "--loglevel", "INFO")
+            port = free_port()
             if extra in ("web", "all"):
-                port = free_port()
                 project.start("web", "-A", "proj", "goatbeat", "web", "--bind",
                               f"127.0.0.1:{port}")
+            where = project.python("import goatbeat_celery; print(goatbeat_celery.__file__)")
+            assert Path(where.strip()).is_relative_to(tmp_path / "venv"), where
+            version = project.celery("goatbeat", "--version").strip()
+            assert version == f"goatbeat_celery {goatbeat_celery.__version__}"
+            if extra in ("django", "all"):
+                assert "django ok" in project.python(DJANGO_CHECK)
+            # A database schedule, as getting started adds one.
+            project.celery("-A", "proj", "goatbeat", "add", "tick", "proj.report", "--every",
+                           "5s", "--args", '["tick"]')
+            if extra in ("web", "all"):
                 page = fetch(f"http://127.0.0.1:{port}/")
                 assert f"goatbeat_celery {goatbeat_celery.__version__}</footer>" in page
             project.wait_for("worker", "ran 'heartbeat' occurrence=")
