@@ -24,6 +24,8 @@ from tests.conftest import stop_process
 from tests.django.admin_pages import ADD, CHANGELIST, change_url, form_data
 from tests.support.waiting import wait_for
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Beat imports Celery and Django and takes the lease in a few seconds; 60 s covers a busy
 #: 2-core machine.

@@ -30,6 +30,8 @@ from tests.django.testproj.switch_settings import RECORD_TASK, SOLAR_NAME, beat_
 from tests.support.waiting import wait_for
 from tests.system.harness import run_for
 
+pytestmark = pytest.mark.slow
+
 #: goatbeat's run: several occurrences of every frequent task.
 GOATBEAT_RUN = 120.0
 #: django-celery-beat's run after the export: each interval of 20 s or less runs again.

@@ -27,6 +27,8 @@ from tests.docs.blocks import DOCS, Block, chains, console_commands
 from tests.docs.context import ChainRunner
 from tests.packaging.dist import built
 
+pytestmark = pytest.mark.slow
+
 PAGE = "getting-started.md"
 #: Where the page has the reader's clone of the repository, in a ``pip install`` line, with
 #: its extras and quotes.

@@ -222,6 +222,7 @@ print("django ok")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", EXTRAS)
 def test_the_wheel_with_an_extra_runs_the_quickstart_in_a_fresh_environment(
         extra: str, dist: Built, tmp_path: Path, request: pytest.FixtureRequest) -> None:

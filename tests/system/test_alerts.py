@@ -16,7 +16,7 @@ from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Process
 from tests.system.tracked import FAST_LEASE, request_run, start, start_worker
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 HEARTBEAT = 1.0
 START_TIMEOUT = 3.0  # a run no worker started is lost this long after it was sent

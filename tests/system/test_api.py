@@ -17,7 +17,7 @@ from tests.support.waiting import wait_for
 from tests.system.harness import HERE, Cluster, Process
 from tests.web.conftest import free_port
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 SETTINGS = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": 1.0}
 #: Every schedule runs every 2 s, so that beat claims them all while the clients edit them:

@@ -19,7 +19,7 @@ from goatbeat_celery.store import open_store
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Verdict
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 PER_TICK = 5
 #: Lease 3 s renewed every second: a successor leads within about 4 s of the kill.

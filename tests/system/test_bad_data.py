@@ -37,7 +37,7 @@ from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Process, assert_alive, start_replicas
 from tests.system.outcome import Outcome, grid
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 TTL = 3.0
 RENEW = 1.0

@@ -18,7 +18,7 @@ import redis
 from tests.conftest import stop_process
 from tests.support.waiting import wait_for
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 HERE = Path(__file__).parent
 

@@ -14,7 +14,7 @@ from goatbeat_celery.store import open_store
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 MAX_INTERVAL = 1.0
 SETTINGS = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": MAX_INTERVAL}

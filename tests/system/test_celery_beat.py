@@ -16,7 +16,7 @@ from goatbeat_celery.store import open_store
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Verdict
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 FAST_LEASE = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": 1}
 

@@ -30,7 +30,7 @@ from tests.system.fidelity import STARTUP, FidWorld, assert_alive
 from tests.system.harness import Process, running
 from tests.system.services import PrivateRedis
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 GOATBEAT = "goatbeat_celery.Scheduler"
 #: The ``dl`` schedule's starting deadline.

@@ -28,7 +28,7 @@ from tests.system.harness import (
     wait_for_takeover,
 )
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 STEP = timedelta(seconds=1)
 DECLARED = [f"declared-{i}" for i in range(4)]

@@ -12,8 +12,12 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster
+
+pytestmark = pytest.mark.slow
 
 #: A ttl long enough that the silent phase (from half a renewal past the last one until the
 #: expiry, about 13 s here) outlasts a few `status` commands, each a Celery start-up of up to a

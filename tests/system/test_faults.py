@@ -57,7 +57,7 @@ from tests.system.harness import (
 from tests.system.outcome import Outcome, seconds
 from tests.system.services import PartitionProxy, PrivatePostgres, PrivateRedis, faketime_env
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 #: A scenario whose bounds (takeover, hand-over, lateness) are derived from the settings under
 #: test runs alone, after the parallel part of the suite (scripts/test); one that checks only
 #: what was claimed and delivered runs in the parallel part.

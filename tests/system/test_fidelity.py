@@ -34,7 +34,7 @@ from tests.system.harness import running
 
 from .fidelity import STARTUP, FidWorld, Message, assert_alive
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 #: The crontab entry runs every minute: its first run is at most a minute after start (goatbeat
 #: syncs config as it takes the lease, so a minute boundary passed before that waits for the next).

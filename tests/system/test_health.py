@@ -20,7 +20,7 @@ from tests.support.waiting import wait_for
 from tests.system.harness import FAST_LEASE, RENEW, TTL, Cluster, every_second
 from tests.webhooks.receiver import Receiver
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 SECRET = "whsec-system-test"
 LEADING, STANDBY, LEASE_LOST, NOT_RUNNING = 0, 3, 4, 5

@@ -20,7 +20,7 @@ from tests.system import test_run_tracking as run_tracking
 from tests.system.fidelity import STARTUP, assert_alive
 from tests.system.harness import Cluster, Process
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 HEARTBEAT = 1.0
 LOST_AFTER = 4.0  # at least three heartbeats, as the settings require

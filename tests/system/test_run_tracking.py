@@ -31,7 +31,7 @@ from .tracked import (
     start_worker,
 )
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 
 HEARTBEAT = 1.0

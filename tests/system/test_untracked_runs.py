@@ -18,7 +18,7 @@ import pytest
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 HEARTBEAT = 1.0
 START_TIMEOUT = 4.0

@@ -15,6 +15,8 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from goatbeat_celery.migrations import current_revision, downgrade, head_revision, upgrade
 from tests.support.waiting import wait_for
 from tests.system.harness import (
@@ -28,6 +30,8 @@ from tests.system.harness import (
     finish,
     run_for,
 )
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 #: The previous release: the commit its package was built from, and the schema it runs on.

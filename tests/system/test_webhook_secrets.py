@@ -8,10 +8,13 @@ import json
 import socket
 from typing import Any
 
+import pytest
 from celery import Celery
 
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster
+
+pytestmark = pytest.mark.slow
 
 SLACK = "https://hooks.slack.example/services/T000/B000/XXXXsecretURL"
 WEBHOOKS = ["https://ops.example/hook?token=XXXXsecretQUERY",
