@@ -20,6 +20,8 @@ from tests.django.processes import TRACKED_APP, Project, ready
 from tests.django.testproj.switch_settings import RECORD_TASK
 from tests.support.waiting import wait_for
 
+pytestmark = pytest.mark.slow
+
 #: Names written to break out of an attribute or a text node if a page forgot to escape them.
 SCRIPT_NAME = "<script>window.pwned='name'</script>"
 ATTRIBUTE_NAME = "\"><img src=x onerror=\"window.pwned='attribute'\">"
