@@ -173,32 +173,25 @@ def _template_for(server_url: URL) -> str:
     return _TEMPLATES[key]
 
 
-#: Test files whose tests take from ten seconds to two minutes each: real processes waiting
-#: on real time, fresh environments, documented command chains.
-LONG = ("tests/system/", "tests/packaging/test_distributions.py",
-        "tests/docs/test_installed_wheel.py", "tests/docs/test_docs_examples.py",
-        "tests/django/test_running_beat.py", "tests/django/test_example.py",
-        "tests/property/", "tests/webhooks/test_delivery.py")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In a parallel run, give each worker its share of the long tests at the start of its
-    share of the run. pytest-xdist's worksteal hands each worker an equal contiguous slice of
-    this order and an idle worker steals from the back of the longest queue; in file order,
-    one worker started with most long tests and the run ended waiting for it."""
+    """In a parallel run, give each worker its share of the slow tests (marker ``slow``) at
+    the start of its share of the run. pytest-xdist's worksteal hands each worker an equal
+    contiguous slice of this order and an idle worker steals from the back of the longest
+    queue; in file order, one worker started with most slow tests and the run ended waiting
+    for it."""
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     if workers < 2:
         return
-    long = [item for item in items if item.nodeid.startswith(LONG)]
-    short = [item for item in items if not item.nodeid.startswith(LONG)]
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    quick = [item for item in items if not item.get_closest_marker("slow")]
     ordered: list[pytest.Item] = []
     taken = 0
     for worker in range(workers):
-        mine = long[worker::workers]
+        mine = slow[worker::workers]
         # worksteal's slice for this worker: items [len * w // n, len * (w + 1) // n).
         size = len(items) * (worker + 1) // workers - len(items) * worker // workers
-        count = max(0, size - len(mine)) if worker < workers - 1 else len(short) - taken
-        ordered += mine + short[taken:taken + count]
+        count = max(0, size - len(mine)) if worker < workers - 1 else len(quick) - taken
+        ordered += mine + quick[taken:taken + count]
         taken += count
     assert len(ordered) == len(items)
     items[:] = ordered

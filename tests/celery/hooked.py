@@ -12,28 +12,16 @@ import json
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from tests.support.waiting import wait_for
+
 #: Every wait below is for work a 2-core machine does in well under a second (a tick, a
 #: message through the memory broker, a task run); 30 s is room for a machine under load.
 TIMEOUT = 30.0
-
-
-def wait_for(condition: Callable[[], Any], what: str, *, tick: Callable[[], Any] | None = None,
-             timeout: float = TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        if tick is not None:
-            tick()
-        else:
-            time.sleep(0.02)
-    return value
 
 
 def make_app(directory: Path, beat_schedule: dict[str, Any]) -> Any:
@@ -147,8 +135,9 @@ def sentry(directory: Path) -> dict[str, Any]:
         celery_beat = beat.Scheduler(app=app)
         for entry in celery_beat.schedule.values():
             entry.last_run_at = datetime.now(timezone.utc) - timedelta(minutes=2)  # due now
-        wait_for(lambda: len(app.done) >= 4, "Celery beat's four runs", tick=celery_beat.tick)
-        wait_for(lambda: len(checkins()) >= 8, "Celery beat's eight check-ins")
+        wait_for(lambda: len(app.done) >= 4, "Celery beat's four runs", tick=celery_beat.tick,
+                 timeout=TIMEOUT)
+        wait_for(lambda: len(checkins()) >= 8, "Celery beat's eight check-ins", timeout=TIMEOUT)
         celery_beat.close()
         default = checkins()
         with lock:
@@ -174,9 +163,9 @@ def sentry(directory: Path) -> dict[str, Any]:
             finally:
                 schedules.close()
             wait_for(lambda: len(app.done) >= len(SENTRY_NAMES), "goatbeat's runs",
-                     tick=replicas.tick)
+                     tick=replicas.tick, timeout=TIMEOUT)
             wait_for(lambda: len(checkins()) >= 2 * len(app.done), "goatbeat's check-ins",
-                     tick=replicas.tick)
+                     tick=replicas.tick, timeout=TIMEOUT)
         finally:
             replicas.close()
     return {"default": default, "goatbeat": checkins(), "sent": sent_keys(app)}
@@ -189,10 +178,10 @@ def two_runs_traced(directory: Path, traced: Callable[[Any], bool]) -> Any:
     with start_worker(app):
         replicas = Replicas(app)
         try:
-            wait_for(lambda: len(app.done) >= 2, "two runs", tick=replicas.tick)
+            wait_for(lambda: len(app.done) >= 2, "two runs", tick=replicas.tick, timeout=TIMEOUT)
         finally:
             replicas.close()
-        wait_for(lambda: traced(app), "the worker's spans")
+        wait_for(lambda: traced(app), "the worker's spans", timeout=TIMEOUT)
     return app
 
 

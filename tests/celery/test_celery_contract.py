@@ -24,21 +24,11 @@ from goatbeat_celery.beat.entries import GoatbeatEntry
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.store import open_store
+from tests.support.waiting import wait_for
 
 #: Every wait for work below is for what a 2-core machine does in well under a second (a tick,
 #: a message through the memory broker); 20 s is room for a machine under load.
 TIMEOUT = 20.0
-
-
-def wait_for(condition: Any, what: str, *, tick: Any = None, timeout: float = TIMEOUT) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        if tick is not None:
-            tick()
-        else:
-            time.sleep(0.02)
-    return value
 
 
 def app_for(tmp_path: Path, beat_schedule: dict[str, Any], **conf: Any) -> Celery:
@@ -138,7 +128,7 @@ def test_a_tick_that_does_not_wait_returns_at_once_the_seconds_until_the_next_du
         before = len(submitted(app, "every-5s"))
         time.sleep(pending)
         wait_for(lambda: len(submitted(app, "every-5s")) > before, "the due run",
-                 tick=scheduler.tick)
+                 tick=scheduler.tick, timeout=TIMEOUT)
     finally:
         scheduler.close()
 
@@ -171,7 +161,8 @@ def test_a_task_beat_does_not_import_goes_through_the_schedulers_send_task(
     app = app_for(tmp_path, {"elsewhere": {"task": "other.service.work", "schedule": 1.0}})
     scheduler = OwnSendTask(app=app, max_interval=0.2)
     try:
-        wait_for(lambda: submitted(app, "elsewhere"), "a run sent", tick=scheduler.tick)
+        wait_for(lambda: submitted(app, "elsewhere"), "a run sent", tick=scheduler.tick,
+                 timeout=TIMEOUT)
     finally:
         scheduler.close()
     sent_keys = {key for name, key in scheduler.sent if name == "other.service.work"}
@@ -193,7 +184,7 @@ def test_a_send_task_error_is_logged_by_apply_entry_and_fails_that_run_alone(
         with caplog.at_level(logging.ERROR, logger="celery.beat"):
             wait_for(lambda: [e for e in executions(app, "elsewhere") if e.last_error]
                      and submitted(app, "here"), "a refused run beside a sent one",
-                     tick=scheduler.tick)
+                     tick=scheduler.tick, timeout=TIMEOUT)
     finally:
         scheduler.close()
     # Celery's apply_entry logged the error and did not raise it.
@@ -223,7 +214,8 @@ def test_a_before_task_publish_handler_sees_the_beats_app_current(tmp_path: Path
     signals.before_task_publish.connect(handler, weak=False)
     scheduler = Scheduler(app=app, max_interval=0.2)
     try:
-        wait_for(lambda: seen, "a publish of the private task", tick=scheduler.tick)
+        wait_for(lambda: seen, "a publish of the private task", tick=scheduler.tick,
+                 timeout=TIMEOUT)
     finally:
         scheduler.close()
         signals.before_task_publish.disconnect(handler)
@@ -271,7 +263,7 @@ def test_a_hook_that_reserves_the_entry_gets_the_next_one_and_the_run_is_sent(
     scheduler = Reserving(app=app, max_interval=0.2)
     try:
         wait_for(lambda: len(submitted(app, "every-second")) >= 2, "two runs sent",
-                 tick=scheduler.tick)
+                 tick=scheduler.tick, timeout=TIMEOUT)
     finally:
         scheduler.close()
     assert not [e for e in executions(app, "every-second") if e.last_error]
@@ -311,7 +303,8 @@ def test_service_starts_sends_and_stops_releasing_the_lease(tmp_path: Path) -> N
     thread = threading.Thread(target=service.start, name="service", daemon=True)
     thread.start()
     try:
-        wait_for(lambda: submitted(app, "every-second"), "a run sent by the service")
+        wait_for(lambda: submitted(app, "every-second"), "a run sent by the service",
+                 timeout=TIMEOUT)
     finally:
         service.stop(wait=True)  # waits for Service.sync(), which closes the scheduler
     thread.join(TIMEOUT)
@@ -326,7 +319,8 @@ def test_an_embedded_thread_service_stops_within_celerys_second(tmp_path: Path) 
     embedded = beat.EmbeddedService(app, thread=True, scheduler_cls=Scheduler)
     embedded.start()
     try:
-        wait_for(lambda: submitted(app, "every-second"), "a run sent by the embedded beat")
+        wait_for(lambda: submitted(app, "every-second"), "a run sent by the embedded beat",
+                 timeout=TIMEOUT)
         assert embedded.service.scheduler.max_interval == 1
     finally:
         started = time.monotonic()

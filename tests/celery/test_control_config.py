@@ -7,22 +7,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from celery import Celery
 
 from goatbeat_celery.config import load
 from goatbeat_celery.core.types.errors import ConfigurationError
 
+from .support import entry, make_app
+
 UTC = timezone.utc
-
-
-def make_app(**conf: object) -> Celery:
-    app = Celery("cfg", broker="memory://", set_as_current=False)
-    app.conf.update(conf)
-    return app
-
-
-def entry(**own: object) -> dict[str, object]:
-    return {"task": "proj.tasks.poll", "schedule": 60, "goatbeat": own}
 
 
 def test_an_entry_gives_every_control_under_its_goatbeat_options() -> None:

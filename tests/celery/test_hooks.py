@@ -24,8 +24,8 @@ from goatbeat_celery.beat.entries import GoatbeatEntry, celery_schedule, once, z
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.core.types.tick import Dispatch
-from tests.celery.test_scheduler import celery_config, database_url, wait_for  # noqa: F401
-from tests.celery.test_submitter import broker, dispatch  # noqa: F401
+from tests.celery.support import dispatch
+from tests.support.waiting import wait_for
 
 
 class Watching(Scheduler):
@@ -102,7 +102,7 @@ class Hooked(Scheduler):
 
 
 @pytest.fixture
-def hooked(broker: tuple[Celery, redis.Redis, str],  # noqa: F811
+def hooked(broker: tuple[Celery, redis.Redis, str],
            tmp_path: Path) -> Hooked:
     app = broker[0]
     app.conf.goatbeat_database_url = f"sqlite:///{tmp_path / 'never-opened.sqlite3'}"
@@ -110,7 +110,7 @@ def hooked(broker: tuple[Celery, redis.Redis, str],  # noqa: F811
 
 
 def test_a_hook_that_raises_or_sends_nothing_fails_its_message_alone(
-        broker: tuple[Celery, redis.Redis, str], hooked: Hooked):  # noqa: F811
+        broker: tuple[Celery, redis.Redis, str], hooked: Hooked):
     app, client, queue = broker
     good = [dispatch(f"good-{index}") for index in range(3)]
     raises, swallows = dispatch("raises"), dispatch("swallows")
@@ -130,7 +130,7 @@ def test_a_hook_that_raises_or_sends_nothing_fails_its_message_alone(
 
 
 def test_the_broker_failing_under_apply_entry_still_stops_the_batch(
-        broker: tuple[Celery, redis.Redis, str], hooked: Hooked):  # noqa: F811
+        broker: tuple[Celery, redis.Redis, str], hooked: Hooked):
     """Celery's apply_entry logs and swallows a publish error; the submitter still sees it, and
     a broker error leaves the batch waiting for the next try, as before."""
     app = broker[0]
@@ -161,7 +161,7 @@ def test_the_broker_failing_under_apply_entry_still_stops_the_batch(
 
 
 def test_an_entry_is_sent_with_what_hooks_left_in_its_options_and_goatbeat_headers_kept(
-        broker: tuple[Celery, redis.Redis, str], tmp_path: Path):  # noqa: F811
+        broker: tuple[Celery, redis.Redis, str], tmp_path: Path):
     app, client, queue = broker
     app.conf.goatbeat_database_url = f"sqlite:///{tmp_path / 'never-opened.sqlite3'}"
 
@@ -243,7 +243,7 @@ def test_a_schedule_edited_by_hand_hands_over_an_entry_without_a_schedule(celery
 
 
 def test_a_hook_that_raises_after_the_send_leaves_the_run_sent_once(
-        broker: tuple[Celery, redis.Redis, str], tmp_path: Path,  # noqa: F811
+        broker: tuple[Celery, redis.Redis, str], tmp_path: Path,
         caplog: pytest.LogCaptureFixture):
     app, client, queue = broker
     app.conf.goatbeat_database_url = f"sqlite:///{tmp_path / 'never-opened.sqlite3'}"
@@ -275,7 +275,7 @@ def test_without_opentelemetry_beat_opens_no_span_and_sends_as_before():
         "from celery import Celery\n"
         "from goatbeat_celery.beat import tracing\n"
         "from goatbeat_celery.beat.submitter import CelerySubmitter\n"
-        "from tests.celery.test_submitter import dispatch\n"
+        "from tests.celery.support import dispatch\n"
         "assert not tracing.available()\n"
         "app = Celery('plain', broker='memory://', set_as_current=False)\n"
         "one = dispatch('plain')\n"

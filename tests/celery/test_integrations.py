@@ -16,6 +16,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 #: A scenario takes about ten seconds on a quiet 2-core machine (interpreter and client start-up,
 #: two beat replicas, an embedded worker); four times that leaves room for a loaded one.

@@ -16,7 +16,7 @@ from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.store import Store
 from goatbeat_celery.testing import build_engine
-from tests.celery.test_submitter import broker, dispatch  # noqa: F401  (broker: a fixture)
+from tests.celery.support import dispatch
 from tests.conformance.support import create_due
 
 FORGED = {"task": "probe.secret_admin", "Id": "team-b-report:2026-01-01T00:00:00+00:00",
@@ -30,7 +30,7 @@ def dropped_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord
 
 
 def test_a_stored_row_s_reserved_headers_are_dropped_from_its_message(
-        pg_store: Store, pg_tables_engine: sa.Engine, broker: tuple[Celery, redis.Redis, str],  # noqa: F811
+        pg_store: Store, pg_tables_engine: sa.Engine, broker: tuple[Celery, redis.Redis, str],
         caplog: pytest.LogCaptureFixture) -> None:
     app, client, queue = broker
     create_due(pg_store, "team-a-probe")
@@ -60,7 +60,7 @@ def test_a_stored_row_s_reserved_headers_are_dropped_from_its_message(
     assert warning.levelno == logging.WARNING
 
 
-def test_the_drop_is_logged_once_per_schedule(broker: tuple[Celery, redis.Redis, str],  # noqa: F811
+def test_the_drop_is_logged_once_per_schedule(broker: tuple[Celery, redis.Redis, str],
                                               caplog: pytest.LogCaptureFixture) -> None:
     app, client, queue = broker
     submitter = CelerySubmitter(app)

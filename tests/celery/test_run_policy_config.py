@@ -13,7 +13,7 @@ from goatbeat_celery.config import load, policy_warnings
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.settings import Settings
-from tests.celery.test_control_config import entry, make_app
+from tests.celery.support import entry, make_app
 
 TEN_MINUTES = timedelta(minutes=10)
 

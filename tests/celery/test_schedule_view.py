@@ -24,7 +24,7 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.core.types.spec import ScheduleSource
 from goatbeat_celery.store import open_store
-from tests.celery.test_scheduler import wait_for
+from tests.support.waiting import wait_for
 
 #: Every bound below waits on a 0.2 s loop (goatbeat_max_interval) and a 1 s schedule; 10 s
 #: leave a busy 2-core machine several seconds for the worker's pick-up.

@@ -27,33 +27,7 @@ from goatbeat_celery.core.types.execution import Execution, ExecutionState, idem
 from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store import open_store
 from tests.conftest import empty_database
-
-
-def wait_for(condition: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    return value
-
-
-@pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
-
-
-@pytest.fixture
-def celery_config(database_url: str) -> dict[str, Any]:
-    return {
-        "broker_url": "memory://",
-        "result_backend": "cache+memory://",
-        "goatbeat_database_url": database_url,
-        "goatbeat_lease_ttl": 3,
-        "goatbeat_lease_renew_interval": 1,
-        "goatbeat_max_interval": 0.2,
-        "beat_schedule": {"every-second": {"task": "rec.record", "schedule": 1.0,
-                                           "args": ["tick"], "options": {"priority": 5}}},
-    }
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture

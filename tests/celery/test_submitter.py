@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import sqlite3
 import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,37 +19,9 @@ from kombu import Exchange, Queue
 
 from goatbeat_celery.beat.submitter import FLUSH_EVERY, CelerySubmitter
 from goatbeat_celery.config import LAZY_MARKER
-from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.types.tick import Dispatch
 
-REDIS_URL = os.environ.get("GOATBEAT_TEST_REDIS_URL", "redis://127.0.0.1:6379")
-
-
-@pytest.fixture
-def broker() -> Iterator[tuple[Celery, redis.Redis, str]]:
-    """A Celery app on the real Redis, a client to look in it, and a queue of this test's own."""
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.fail(f"Redis is required but unreachable at {REDIS_URL}: {exc}", pytrace=False)
-    queue = f"goatbeat-test-{uuid.uuid4().hex}"
-    app = Celery("submit", broker=REDIS_URL, set_as_current=False)
-    app.conf.task_default_queue = queue
-    yield app, client, queue
-    client.delete(queue)
-    client.close()
-    app.close()
-
-
-def dispatch(name: str, options: dict[str, Any] | None = None, *, args: Any = (),
-             kwargs: Any = None) -> Dispatch:
-    now = datetime.now(timezone.utc)
-    execution = Execution(key=idempotency_key(name, now), schedule_name=name, occurrence_at=now,
-                          due_at=now, token=1, state=ExecutionState.CLAIMED, claimed_at=now,
-                          attempts=1)
-    return Dispatch(execution=execution, task="app.job", args=args,
-                    kwargs={} if kwargs is None else kwargs, options=options or {})
+from .support import dispatch
 
 
 def test_messages_that_cannot_be_sent_fail_alone_and_the_rest_reach_the_broker(

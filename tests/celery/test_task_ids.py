@@ -13,7 +13,7 @@ from celery import Celery
 
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.core.types.execution import idempotency_key
-from tests.celery.test_scheduler import wait_for
+from tests.support.waiting import wait_for
 
 NAME = "reports/daily"
 

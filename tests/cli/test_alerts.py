@@ -6,8 +6,8 @@ from __future__ import annotations
 from goatbeat_celery.core.rules.alerts import AlertChange, AlertRule
 from goatbeat_celery.store import Store
 
+from .claims import TTL
 from .conftest import Cli, table_rows
-from .test_leader import TTL
 
 
 def raise_alerts(store: Store) -> None:

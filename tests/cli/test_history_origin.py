@@ -9,8 +9,8 @@ from goatbeat_celery.core.rules.backfill import BackfillRun, BackfillStep, backf
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.store import Store
 
+from .claims import TTL, claim_and_submit
 from .conftest import Cli, table_rows
-from .test_leader import TTL, _claim_and_submit
 
 
 def backfill_step(store: Store, cli: Cli, name: str, occurrences: list[str]) -> int:
@@ -34,7 +34,7 @@ def backfill_step(store: Store, cli: Cli, name: str, occurrences: list[str]) -> 
 def test_history_marks_run_now_and_backfill_runs_in_text_and_json(cli: Cli,
                                                                   store: Store) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "60")
-    scheduled = _claim_and_submit(store, "poll", steps_back=1)
+    scheduled = claim_and_submit(store, "poll", steps_back=1)
     manual = cli.json("run-now", "poll")["key"]
     end = store.get_schedule("poll").next_occurrence_at
     assert end is not None

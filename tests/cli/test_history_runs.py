@@ -14,8 +14,8 @@ from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store import Store
 
+from .claims import TTL, claim_and_submit
 from .conftest import Cli, instant, table_rows
-from .test_leader import TTL, _claim_and_submit
 
 LONG_ERROR = ("ConnectionError: could not reach the billing service at "
               "https://billing.internal.example.com/v2/invoices after 5 attempts; " * 3).strip()
@@ -53,9 +53,9 @@ def history_lines(cli: Cli, *args: str) -> list[str]:
 
 def test_history_shows_each_runs_outcome_runtime_and_worker(cli: Cli, store: Store) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "60")
-    failed = _claim_and_submit(store, "poll", steps_back=3)
-    running = _claim_and_submit(store, "poll", steps_back=2)
-    unstarted = _claim_and_submit(store, "poll", steps_back=1)
+    failed = claim_and_submit(store, "poll", steps_back=3)
+    running = claim_and_submit(store, "poll", steps_back=2)
+    unstarted = claim_and_submit(store, "poll", steps_back=1)
     fail_a_run(store, failed)
     store.record_runs([RunEvent.started(running, run="r2", worker="celery@b", age=timedelta(0))])
 
@@ -89,7 +89,7 @@ def test_a_long_error_and_worker_are_cut_to_100_columns_keeping_their_useful_par
     cli: Cli, store: Store
 ) -> None:
     cli.ok("add", "invoices", "billing.send_invoices", "--every", "60")
-    key = _claim_and_submit(store, "invoices", steps_back=1)
+    key = claim_and_submit(store, "invoices", steps_back=1)
     fail_a_run(store, key, worker=LONG_WORKER, error=LONG_ERROR)
 
     lines = history_lines(cli, "invoices")
@@ -110,7 +110,7 @@ def test_a_long_error_and_worker_are_cut_to_100_columns_keeping_their_useful_par
 
 def test_history_wide_shows_every_column_and_value_whole(cli: Cli, store: Store) -> None:
     cli.ok("add", "invoices", "billing.send_invoices", "--every", "60")
-    key = _claim_and_submit(store, "invoices", steps_back=1, missed=2)
+    key = claim_and_submit(store, "invoices", steps_back=1, missed=2)
     fail_a_run(store, key, worker=LONG_WORKER, error=LONG_ERROR)
 
     output = cli.ok("history", "invoices", "--wide").stdout
@@ -126,7 +126,7 @@ def test_history_wide_shows_every_column_and_value_whole(cli: Cli, store: Store)
 def test_history_says_why_an_occurrence_was_skipped_or_missed(cli: Cli, store: Store) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "60", "--overlap", "skip")
     ran, skipped = claim_two_skipping_the_second(store, "poll")
-    caught_up = _claim_and_submit(store, "poll", steps_back=1, missed=3)
+    caught_up = claim_and_submit(store, "poll", steps_back=1, missed=3)
 
     lines = history_lines(cli, "poll")
     executions = {e["key"]: e for e in cli.json("history", "poll")}
@@ -153,7 +153,7 @@ def test_history_fits_the_terminal_leaving_out_runtime_and_lateness_first(
 ) -> None:
     monkeypatch.setenv("COLUMNS", str(width))
     cli.ok("add", "invoices", "billing.send_invoices", "--every", "60")
-    key = _claim_and_submit(store, "invoices", steps_back=1)
+    key = claim_and_submit(store, "invoices", steps_back=1)
     fail_a_run(store, key, worker=LONG_WORKER, error=LONG_ERROR)
 
     lines = history_lines(cli, "invoices")

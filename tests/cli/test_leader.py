@@ -10,12 +10,11 @@ import re
 from datetime import timedelta
 
 from goatbeat_celery.core.types.execution import ExecutionState
-from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store import Store
 
+from .claims import TTL, claim_and_submit
 from .conftest import Cli, field_lines, instant, table_rows
 
-TTL = timedelta(seconds=30)
 #: How long a CLI command may take to start and read on a busy machine.
 SLOW = 10.0
 
@@ -221,27 +220,10 @@ def test_run_now_of_a_task_no_longer_allowed_is_refused(cli: Cli, store: Store) 
     assert store.oldest_pending() is None
 
 
-# -- history --------------------------------------------------------------------------------
-def _claim_and_submit(store: Store, name: str, steps_back: int, missed: int = 0) -> str:
-    """Claim a past occurrence of ``name`` as a leader would, then submit it."""
-    grant = store.acquire("default", "replica-a", TTL)
-    assert grant is not None
-    schedule = store.get_schedule(name)
-    assert schedule.next_occurrence_at is not None
-    occurrence = schedule.next_occurrence_at - timedelta(seconds=60) * steps_back
-    claim = PlannedClaim(schedule_name=name, version=schedule.row_version,
-                         occurrences=((occurrence, occurrence),), missed=missed,
-                         next_occurrence_at=schedule.next_occurrence_at,
-                         next_run_at=schedule.next_run_at)
-    (dispatch,) = store.claim([claim], lease=grant).dispatches
-    assert store.mark_submitted([dispatch.key]) == 1
-    return dispatch.key
-
-
 def test_history_lists_executions_newest_first_with_lateness(cli: Cli, store: Store) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "60")
-    older = _claim_and_submit(store, "poll", steps_back=3, missed=2)
-    newer = _claim_and_submit(store, "poll", steps_back=2)
+    older = claim_and_submit(store, "poll", steps_back=3, missed=2)
+    newer = claim_and_submit(store, "poll", steps_back=2)
 
     executions = cli.json("history", "poll")
 
@@ -259,7 +241,7 @@ def test_history_lists_executions_newest_first_with_lateness(cli: Cli, store: St
 def test_history_limit_keeps_the_newest(cli: Cli, store: Store) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "60")
     for steps in (4, 3, 2):
-        _claim_and_submit(store, "poll", steps_back=steps)
+        claim_and_submit(store, "poll", steps_back=steps)
 
     keys = [e["key"] for e in cli.json("history", "poll", "--limit", "2")]
 
@@ -269,7 +251,7 @@ def test_history_limit_keeps_the_newest(cli: Cli, store: Store) -> None:
 
 def test_history_shows_pending_and_submitted_runs_for_people(cli: Cli, store: Store) -> None:
     cli.ok("add", "poll", "feeds.poll", "--every", "60")
-    submitted = _claim_and_submit(store, "poll", steps_back=2, missed=1)
+    submitted = claim_and_submit(store, "poll", steps_back=2, missed=1)
     manual = cli.json("run-now", "poll")["key"]
 
     rows = {row["KEY"]: row for row in table_rows(cli.ok("history", "poll", "--wide").stdout)}

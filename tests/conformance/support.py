@@ -9,11 +9,15 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from goatbeat_celery.core.protocols import ScheduleStore
+from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.rules.triggers import IntervalTrigger
+from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.testing import RecordingSubmitter as RecordingSubmitter
+
+from .conftest import Store
 
 #: Long enough that no test step outlives it, on any backend.
 LONG_TTL = timedelta(seconds=60)
@@ -77,3 +81,28 @@ def run_together(*calls: Callable[[], T]) -> list[T | BaseException]:
         assert not thread.is_alive(), "a concurrent call never returned"
     return results
 
+
+def lease(store: Store) -> LeaseGrant:
+    grant = store.acquire("beat", "replica", LONG_TTL)
+    assert grant is not None
+    return grant
+
+
+def claim(schedule: Schedule, steps: int = 1, **policies: object) -> PlannedClaim:
+    """The claim of the schedule's next ``steps`` minute grid points."""
+    first = schedule.next_occurrence_at
+    assert first is not None
+    points = tuple((first + timedelta(minutes=i), first + timedelta(minutes=i))
+                   for i in range(steps))
+    following = first + timedelta(minutes=steps)
+    return PlannedClaim(schedule_name=schedule.name, version=schedule.row_version,
+                        occurrences=points, missed=0, next_occurrence_at=following,
+                        next_run_at=following, **policies)  # type: ignore[arg-type]
+
+
+def report(store: Store, key: str, outcome: RunOutcome | None = RunOutcome.SUCCEEDED) -> None:
+    events = [RunEvent.started(key, run="r", worker="w", age=timedelta(0))]
+    if outcome is not None:
+        events.append(RunEvent.finished(key, run="r", worker="w", age=timedelta(0),
+                                        outcome=outcome))
+    store.record_runs(events)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import pytest
+
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
@@ -139,6 +141,7 @@ def test_listing_by_tags_needs_every_tag(store: Store) -> None:
     assert store.list_schedules(tags=["none"]) == []
 
 
+@pytest.mark.slow
 def test_listing_by_tags_pages_through_many_untagged_rows(store: Store) -> None:
     for index in range(620):
         tags = ("rare",) if index in (3, 611) else ()

@@ -147,7 +147,7 @@ def test_a_change_wakes_a_replica_waiting_on_the_store(
 
 def test_the_end_of_a_run_a_policy_waits_on_wakes_a_store_that_hears_every_change(
         backend: Backend) -> None:
-    from .test_run_policies import claim, lease, report
+    from .support import claim, lease, report
 
     store = backend.store
     if not store.wakes_on_every_change:

@@ -12,49 +12,23 @@ from datetime import timedelta
 import pytest
 
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
-from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.rules.runs import RunOutcome
 from goatbeat_celery.core.types.errors import LeaseLost
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.tick import PlannedClaim, RunSettlement
+from goatbeat_celery.core.types.tick import RunSettlement
 
 from .conftest import Store, StoreClock
-from .support import LONG_TTL, create_due, interval_spec
+from .support import claim, create_due, interval_spec, lease, report
 
 S = timedelta(seconds=1)
 CLAIMED, HELD, SKIPPED = ExecutionState.CLAIMED, ExecutionState.HELD, ExecutionState.SKIPPED
 
 
-def lease(store: Store) -> LeaseGrant:
-    grant = store.acquire("beat", "replica", LONG_TTL)
-    assert grant is not None
-    return grant
-
-
-def claim(schedule: Schedule, steps: int = 1, **policies: object) -> PlannedClaim:
-    """The claim of the schedule's next ``steps`` minute grid points."""
-    first = schedule.next_occurrence_at
-    assert first is not None
-    points = tuple((first + timedelta(minutes=i), first + timedelta(minutes=i))
-                   for i in range(steps))
-    following = first + timedelta(minutes=steps)
-    return PlannedClaim(schedule_name=schedule.name, version=schedule.row_version,
-                        occurrences=points, missed=0, next_occurrence_at=following,
-                        next_run_at=following, **policies)  # type: ignore[arg-type]
-
-
 def states(store: Store, name: str = "job") -> list[ExecutionState]:
     rows = sorted(store.executions(schedule_name=name, limit=100), key=lambda e: e.occurrence_at)
     return [e.state for e in rows]
-
-
-def report(store: Store, key: str, outcome: RunOutcome | None = RunOutcome.SUCCEEDED) -> None:
-    events = [RunEvent.started(key, run="r", worker="w", age=timedelta(0))]
-    if outcome is not None:
-        events.append(RunEvent.finished(key, run="r", worker="w", age=timedelta(0),
-                                        outcome=outcome))
-    store.record_runs(events)
 
 
 def failed_run(store: Store) -> tuple[LeaseGrant, Execution, Schedule]:

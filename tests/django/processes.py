@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.system.harness import Process, World, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Process, World
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = "tests.django.testproj.switch_settings"
@@ -64,6 +65,6 @@ class Project(World):
 
 def ready(process: Process, line: str) -> None:
     """Wait for ``line`` in the process's log (it says it has started)."""
-    wait_until(lambda: not process.alive() or line in process.log(),
-               timeout=START_TIMEOUT, what=f"{process.name} to start")
+    wait_for(lambda: not process.alive() or line in process.log(),
+             timeout=START_TIMEOUT, what=f"{process.name} to start")
     assert process.alive(), f"{process.name} exited:\n{process.log()}"

@@ -16,22 +16,7 @@ from goatbeat_celery.core.types.schedule import Schedule as StoredSchedule
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, ScheduleSource
 from tests.django.conftest import add_config_schedule, set_aside
 
-CHANGELIST = "/admin/goatbeat/schedule/"
-ADD = "/admin/goatbeat/schedule/add/"
-EXECUTIONS = "/admin/goatbeat/execution/"
-
-
-def change_url(name: str) -> str:
-    from django.contrib.admin.utils import quote
-
-    return f"/admin/goatbeat/schedule/{quote(name)}/change/"
-
-
-def form_data(**values: Any) -> dict[str, Any]:
-    data = {"name": "poll", "task": "feeds.poll", "kind": "every", "every": "30",
-            "args": "[]", "kwargs": "{}", "headers": "", "enabled": "on"}
-    data.update(values)
-    return {key: value for key, value in data.items() if value is not None}
+from .admin_pages import ADD, CHANGELIST, EXECUTIONS, cells, change_url, form_data, history_of
 
 
 def test_the_changelist_shows_next_run_last_run_state_and_source(client: Any,
@@ -51,17 +36,6 @@ def test_the_changelist_shows_next_run_last_run_state_and_source(client: Any,
                      "set aside: task refused by the broker", "config (beat_schedule)",
                      "database", "next run", "last run"):
         assert expected.lower() in text.lower(), expected
-
-
-def cells(text: str, name: str) -> dict[str, str]:
-    """The changelist row of ``name``: each column's cell, by its field name, as shown."""
-    import html
-    import re
-
-    [row] = [row for row in text.split("<tr")[1:] if f">{name}</a></th>" in row]
-    found = re.findall(r'<t[dh] class="field-(\w+)[^"]*"[^>]*>(.*?)</t[dh]>', row, re.S)
-    return {field: html.unescape(re.sub(r"<[^>]+>", "", value)).strip()
-            for field, value in found}
 
 
 def claimed_poll(api: Schedules) -> StoredSchedule:
@@ -796,17 +770,6 @@ def test_a_task_the_project_does_not_know_is_saved_with_the_clis_warning(
         assert not any("not registered" in message for message in shown), shown
     finally:
         app.tasks.pop("feeds.poll", None)
-
-
-def history_of(text: str) -> list[list[str]]:
-    """The cells of each run the change page lists under History, newest first."""
-    import html
-    import re
-
-    table = text.split('class="goatbeat-history"', 1)[1].split("</table>", 1)[0]
-    body = table.split("<tbody>", 1)[1]
-    return [[html.unescape(cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row, re.S)]
-            for row in body.split("<tr>")[1:]]
 
 
 def test_the_change_page_lists_the_last_runs_with_their_outcome_and_error(

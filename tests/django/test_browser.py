@@ -18,7 +18,9 @@ from goatbeat_celery.api import Schedules
 from tests.django.conftest import add_config_schedule, set_aside
 from tests.django.processes import TRACKED_APP, Project, ready
 from tests.django.testproj.switch_settings import RECORD_TASK
-from tests.system.harness import wait_until
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow
 
 #: Names written to break out of an attribute or a text node if a page forgot to escape them.
 SCRIPT_NAME = "<script>window.pwned='name'</script>"
@@ -283,15 +285,15 @@ def test_a_busy_schedule_is_added_edited_paused_and_run_now_with_its_outcome_sho
         return [run for run in api.history("busy", limit=50) if run.manual is manual
                 and run.run_state is RunState.SUCCEEDED]
 
-    wait_until(lambda: len(succeeded()) >= 2, timeout=REACH_TIMEOUT,
-               what="the worker to run busy twice")
+    wait_for(lambda: len(succeeded()) >= 2, timeout=REACH_TIMEOUT,
+             what="the worker to run busy twice")
 
     # The change page is read; beat runs the schedule (writing its row) before the save.
     row(page, "busy").get_by_role("link", name="busy", exact=True).click()
     expect(page.locator("#id_every")).to_have_value("1")
     read = api.get("busy").row_version
-    wait_until(lambda: api.get("busy").row_version > read, timeout=REACH_TIMEOUT,
-               what="beat to run busy after the page was read")
+    wait_for(lambda: api.get("busy").row_version > read, timeout=REACH_TIMEOUT,
+             what="beat to run busy after the page was read")
     page.fill("#id_every", "2")
     page.click("input[name=_save]")
     expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
@@ -307,8 +309,8 @@ def test_a_busy_schedule_is_added_edited_paused_and_run_now_with_its_outcome_sho
     page.select_option("select[name=action]", "run_now")
     page.locator("button[name=index]").click()
     expect(page.locator(".messagelist")).to_contain_text("1 schedule queued to run now")
-    wait_until(lambda: succeeded(manual=True), timeout=REACH_TIMEOUT,
-               what="the worker to report the run asked for")
+    wait_for(lambda: succeeded(manual=True), timeout=REACH_TIMEOUT,
+             what="the worker to report the run asked for")
     row(page, "busy").get_by_role("link", name="busy", exact=True).click()
     newest = page.locator(".goatbeat-history tbody tr").first
     expect(newest).to_contain_text("run now")

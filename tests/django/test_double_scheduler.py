@@ -13,7 +13,8 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.handover import WARN_EVERY, HandoverWatch
-from tests.django.test_handover import import_tasks_ok
+from tests.django.support import import_tasks_ok
+from tests.support.waiting import wait_for
 
 LOGGER = "goatbeat_celery.handover"
 
@@ -66,10 +67,7 @@ def run_database_scheduler() -> None:
 def wait_for_warning(caplog: pytest.LogCaptureFixture) -> None:
     """Until the watch's thread has warned: it looks every 0.05 s in these tests, and 10 s
     covers a busy 2-core machine many times over."""
-    deadline = datetime.now(timezone.utc) + timedelta(seconds=10)
-    while not warnings_of(caplog):
-        assert datetime.now(timezone.utc) < deadline, "no warning"
-        threading.Event().wait(0.05)
+    wait_for(lambda: warnings_of(caplog), "the watch's warning", timeout=10)
 
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:

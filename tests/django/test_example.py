@@ -12,8 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import goatbeat_celery
 from tests.conftest import stop_process
+
+pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "django"
 BIN = Path(sys.executable).parent

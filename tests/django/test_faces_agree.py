@@ -17,8 +17,8 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.web import create_app
 from tests.cli.conftest import cli_for as cli_for  # noqa: F401 - the fixture
+from tests.django.admin_pages import CHANGELIST, cells
 from tests.django.conftest import set_aside
-from tests.django.test_admin import CHANGELIST, cells
 
 
 def _ended(api: Schedules, name: str, url: str) -> None:

@@ -12,6 +12,8 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 
+from .support import import_tasks_ok
+
 NAMES = ("hourly-report", "nightly-sync", "paused-job", "bad-json")
 
 
@@ -157,7 +159,7 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
     from goatbeat_celery import config as config_module
     from goatbeat_celery.core.types.settings import Settings
     from goatbeat_celery.testing import RecordingSubmitter, build_engine
-    from tests.django.test_import_command import celery_beat_runs
+    from tests.django.support import celery_beat_runs
 
     PeriodicTask.objects.all().delete()
     now = datetime.now(timezone.utc)
@@ -240,14 +242,6 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
     # The guard is quiet: goatbeat's schedules are paused.
     assert guard()[1] == ["ok: no enabled periodic task has an enabled goatbeat schedule of "
                           "its name"]
-
-
-def import_tasks_ok(*args: str) -> str:
-    from django.core.management import call_command
-
-    out = io.StringIO()
-    call_command("goatbeat_import_django_celery_beat", *args, stdout=out, no_color=True)
-    return out.getvalue()
 
 
 def json_of(text: str) -> object:
@@ -346,7 +340,7 @@ def test_an_occurrence_claimed_and_never_sent_is_sent_by_django_celery_beat_afte
     from goatbeat_celery.core.types.execution import ExecutionState
     from goatbeat_celery.core.types.settings import Settings
     from goatbeat_celery.testing import RecordingSubmitter, build_engine
-    from tests.django.test_import_command import celery_beat_runs
+    from tests.django.support import celery_beat_runs
 
     PeriodicTask.objects.all().delete()
     api.create("every-2s", "shop.ping", every=2)

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,8 +21,10 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from tests.conftest import stop_process
-from tests.django.test_admin import ADD, CHANGELIST, change_url, form_data
-from tests.system import harness
+from tests.django.admin_pages import ADD, CHANGELIST, change_url, form_data
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Beat imports Celery and Django and takes the lease in a few seconds; 60 s covers a busy
@@ -31,10 +33,6 @@ START_TIMEOUT = 60
 #: An edit wakes the leader at once (LISTEN/NOTIFY); a run is sent within a second or two.
 REACH_TIMEOUT = 20
 T = TypeVar("T")
-
-
-def wait_until(condition: Callable[[], T], what: str, timeout: float = REACH_TIMEOUT) -> T:
-    return harness.wait_until(condition, timeout=timeout, what=what)
 
 
 @pytest.fixture
@@ -52,8 +50,8 @@ def beat(django_db: str, api: Schedules, tmp_path: Path) -> Iterator[Path]:
              "-S", "goatbeat_celery.Scheduler", "--loglevel", "INFO"],
             cwd=tmp_path, env=env, stdout=sink, stderr=subprocess.STDOUT)
     try:
-        wait_until(lambda: process.poll() is not None or "acquired lease" in log.read_text(),
-                   "beat to take the lease", START_TIMEOUT)
+        wait_for(lambda: process.poll() is not None or "acquired lease" in log.read_text(),
+                 "beat to take the lease", timeout=START_TIMEOUT)
         assert process.poll() is None, f"beat exited:\n{log.read_text()}"
         yield log
     finally:
@@ -83,7 +81,7 @@ def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
     # Added in the admin: beat runs it every second.
     response = client.post(ADD, form_data(name="poll", every="1"))
     assert response.status_code == 302, response.context["adminform"].form.errors
-    wait_until(lambda: len(sent(api, "poll")) >= 2, "beat to send poll's runs")
+    wait_for(lambda: len(sent(api, "poll")) >= 2, "beat to send poll's runs", timeout=REACH_TIMEOUT)
 
     # Paused in the admin: beat claims no more runs of it (one it was claiming as the pause
     # was written may still be recorded just after).
@@ -95,7 +93,8 @@ def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
 
     # Run now from the admin, while paused: beat sends that one run.
     assert "queued to run now" in act(client, "run_now", "poll")
-    wait_until(lambda: sent(api, "poll", manual=True), "beat to send the run now")
+    wait_for(lambda: sent(api, "poll", manual=True), "beat to send the run now",
+             timeout=REACH_TIMEOUT)
     assert len(claimed(api, "poll")) == settled
 
     # Edited and resumed through the change form: beat runs it on the new interval.
@@ -111,7 +110,8 @@ def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
                  if execution.claimed_at > edited_at]
         return found if len(found) >= 2 else None
 
-    new = wait_until(sent_since_the_edit, "beat to send poll on its new interval")
+    new = wait_for(sent_since_the_edit, "beat to send poll on its new interval",
+                   timeout=REACH_TIMEOUT)
     # On a 2-second grid counted from the epoch.
     assert all(int(execution.occurrence_at.timestamp()) % 2 == 0 for execution in new), new
 
@@ -121,7 +121,8 @@ def test_schedules_added_paused_run_and_edited_in_the_admin_reach_beat(
     response = client.post(change_url("poll"), form_data(every="2", max_runs=str(limit),
                                                          version=str(current.version)))
     assert response.status_code == 302, response.context["adminform"].form.errors
-    wait_until(lambda: api.get("poll").total_runs >= limit, "beat to make the last runs")
+    wait_for(lambda: api.get("poll").total_runs >= limit, "beat to make the last runs",
+             timeout=REACH_TIMEOUT)
     # A further run would be due within the 2-second interval; 3 s leaves a second of margin.
     time.sleep(3)
     ended = api.get("poll")
@@ -141,13 +142,14 @@ def test_an_every_second_schedule_is_edited_paused_and_resumed_from_every_face_w
     from tests.web.conftest import Browser, form_token
 
     api.create("poll", "feeds.poll", every=1)
-    wait_until(lambda: len(sent(api, "poll")) >= 2, "beat to run poll")
+    wait_for(lambda: len(sent(api, "poll")) >= 2, "beat to run poll", timeout=REACH_TIMEOUT)
 
     def after_a_run(read_version: int) -> None:
         """Hold the form open until beat has run the schedule (its row written) since the
         form was read, as a person typing would."""
         row_version = api.get("poll").row_version
-        wait_until(lambda: api.get("poll").row_version > row_version, "beat to run poll again")
+        wait_for(lambda: api.get("poll").row_version > row_version, "beat to run poll again",
+                 timeout=REACH_TIMEOUT)
         assert api.get("poll").version == read_version  # runs never move it
 
     refusals: list[str] = []

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.display import when
-from tests.django.test_admin import CHANGELIST, EXECUTIONS, change_url, history_of
+from tests.django.admin_pages import CHANGELIST, EXECUTIONS, change_url, history_of
 
 EVERY = 3
 #: The offset the import gives: the last run sits 1.5 s into a 3-second step of the grid, and

@@ -25,9 +25,12 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from tests.django.processes import START_TIMEOUT, Project, ready
-from tests.django.test_import_command import celery_beat_runs
+from tests.django.support import celery_beat_runs
 from tests.django.testproj.switch_settings import RECORD_TASK, SOLAR_NAME, beat_schedule
-from tests.system.harness import run_for, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import run_for
+
+pytestmark = pytest.mark.slow
 
 #: goatbeat's run: several occurrences of every frequent task.
 GOATBEAT_RUN = 120.0
@@ -217,8 +220,8 @@ def test_a_project_switches_to_goatbeat_and_back_running_each_instant_once(
     with Celery("switch-test", broker=f"{project.broker_url}/0",
                 set_as_current=False) as sender:
         sender.send_task(RECORD_TASK, args=["end"], queue=project.queue)
-    wait_until(lambda: any(record["name"] == "end" for record in project.records()),
-               timeout=START_TIMEOUT, what="the worker to run every message")
+    wait_for(lambda: any(record["name"] == "end" for record in project.records()),
+             timeout=START_TIMEOUT, what="the worker to run every message")
     assert worker.alive(), worker.log()
     records = [record for record in project.records() if record["name"] != "end"]
 

@@ -18,6 +18,8 @@ from tests.docs import output
 from tests.docs.blocks import Chain, DocsSyntaxError, chains, page_blocks
 from tests.docs.context import ChainRunner, celery_words, sql_statements
 
+pytestmark = pytest.mark.slow
+
 
 def _collect() -> list[Chain] | DocsSyntaxError:
     try:

@@ -15,6 +15,7 @@ wheel that lacks a file fails the test.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -25,6 +26,8 @@ import pytest
 from tests.docs.blocks import DOCS, Block, chains, console_commands
 from tests.docs.context import ChainRunner
 from tests.packaging.dist import built
+
+pytestmark = pytest.mark.slow
 
 PAGE = "getting-started.md"
 #: Where the page has the reader's clone of the repository, in a ``pip install`` line, with
@@ -60,6 +63,10 @@ class WheelInstaller:
         started = time.monotonic()
         # pip as the page runs it, taking the dependencies from the wheelhouse only.
         wheels = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheelhouse)}
+        if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+            # Compiling every dependency is a third of an install: what the page imports is
+            # compiled as it is first imported, and kept (as in tests/packaging).
+            wheels["PIP_NO_COMPILE"] = "1"
         result = subprocess.run(["bash", "-c", script], cwd=directory,
                                 env=_clean({**env, **wheels}), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, timeout=BUILD_TIMEOUT,
@@ -77,8 +84,6 @@ class WheelInstaller:
 
 
 def _clean(env: dict[str, str]) -> dict[str, str]:
-    import os
-
     merged = {**os.environ, **env}
     for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
         merged.pop(name, None)

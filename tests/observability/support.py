@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.loop.observer import EngineObserver
 from goatbeat_celery.core.types.schedule import Schedule
@@ -103,3 +104,9 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def exporter_port(scheduler: Scheduler) -> int:
+    watch = scheduler._observability
+    assert watch is not None and watch.exporter is not None, "no exporter was started"
+    return watch.exporter.port

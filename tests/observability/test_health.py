@@ -21,9 +21,9 @@ from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.store import open_store
 from goatbeat_celery.testing import ManualClock
 from tests.conftest import migrated_database
+from tests.support.waiting import wait_for
 
-from .support import scrape
-from .test_scheduler import exporter_port, wait_for
+from .support import exporter_port, scrape
 
 
 def get(port: int, path: str) -> tuple[int, dict[str, Any]]:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,15 +12,9 @@ from celery import Celery
 from goatbeat_celery import signals
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
+from tests.support.waiting import wait_for
 
-from .support import free_port, refuses_connections, scrape
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-    return value
+from .support import exporter_port, free_port, refuses_connections, scrape
 
 
 @pytest.fixture
@@ -50,12 +43,6 @@ def acquired() -> Iterator[list[tuple[object, dict[str, Any]]]]:
     yield seen
     signals.lease_acquired.disconnect(receiver)
     signals.lease_lost.disconnect(receiver)
-
-
-def exporter_port(scheduler: Scheduler) -> int:
-    watch = scheduler._observability
-    assert watch is not None and watch.exporter is not None, "no exporter was started"
-    return watch.exporter.port
 
 
 def test_the_scheduler_serves_metrics_calls_the_hook_and_signals_as_itself(

@@ -38,6 +38,7 @@ from tests.packaging.dist import (
     fresh_environment,
     run,
 )
+from tests.support.waiting import wait_for
 
 PACKAGE = ROOT / "goatbeat_celery"
 QUICKSTART = ROOT / "examples" / "quickstart" / "proj.py"
@@ -150,16 +151,15 @@ class Project:
 
     def wait_for(self, name: str, text: str, timeout: float = RUN_TIMEOUT) -> None:
         (process, log), = [(p, log) for n, p, log in self.processes if n == name]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in log.read_text(errors="replace"):
-                return
-            if process.poll() is not None:
-                break
-            time.sleep(0.25)
-        pytest.fail(f"{name} did not print {text!r} within {timeout}s:\n"
-                    + "\n".join(f"--- {n}\n{log.read_text(errors='replace')}"
-                                for n, _, log in self.processes), pytrace=False)
+        try:
+            wait_for(lambda: text in log.read_text(errors="replace") or process.poll() is not None,
+                     f"{name} to print {text!r}", timeout=timeout, interval=0.25)
+        except AssertionError:
+            pass  # failed below, with every process's log
+        if text not in log.read_text(errors="replace"):
+            pytest.fail(f"{name} did not print {text!r} within {timeout}s:\n"
+                        + "\n".join(f"--- {n}\n{log.read_text(errors='replace')}"
+                                    for n, _, log in self.processes), pytrace=False)
 
     def stop(self) -> None:
         stop_process_groups([process for _, process, _ in self.processes], STOP_TIMEOUT)
@@ -222,6 +222,7 @@ print("django ok")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", EXTRAS)
 def test_the_wheel_with_an_extra_runs_the_quickstart_in_a_fresh_environment(
         extra: str, dist: Built, tmp_path: Path, request: pytest.FixtureRequest) -> None:
@@ -244,27 +245,29 @@ def test_the_wheel_with_an_extra_runs_the_quickstart_in_a_fresh_environment(
             app += f"\napp.conf.goatbeat_metrics_port = {metrics_port}\n"
         (project.directory / "proj.py").write_text(app, encoding="utf-8")
 
-        where = project.python("import goatbeat_celery; print(goatbeat_celery.__file__)")
-        assert Path(where.strip()).is_relative_to(tmp_path / "venv"), where
-        version = project.celery("goatbeat", "--version").strip()
-        assert version == f"goatbeat_celery {goatbeat_celery.__version__}"
         project.celery("-A", "proj", "goatbeat", "migrate")
         assert "all checks passed" in project.celery("-A", "proj", "goatbeat", "check")
-        if extra in ("django", "all"):
-            assert "django ok" in project.python(DJANGO_CHECK)
-        # A database schedule, as getting started adds one.
-        project.celery("-A", "proj", "goatbeat", "add", "tick", "proj.report", "--every", "5s",
-                       "--args", '["tick"]')
         try:
+            # Started first: the commands below run while they start and beat takes the lease.
             project.start("worker", "-A", "proj", "worker", "--pool", "solo", "--loglevel",
                           "WARNING", "--without-heartbeat", "--without-gossip",
                           "--without-mingle")
             project.start("beat", "-A", "proj", "beat", "-S", "goatbeat_celery.Scheduler",
                           "--loglevel", "INFO")
+            port = free_port()
             if extra in ("web", "all"):
-                port = free_port()
                 project.start("web", "-A", "proj", "goatbeat", "web", "--bind",
                               f"127.0.0.1:{port}")
+            where = project.python("import goatbeat_celery; print(goatbeat_celery.__file__)")
+            assert Path(where.strip()).is_relative_to(tmp_path / "venv"), where
+            version = project.celery("goatbeat", "--version").strip()
+            assert version == f"goatbeat_celery {goatbeat_celery.__version__}"
+            if extra in ("django", "all"):
+                assert "django ok" in project.python(DJANGO_CHECK)
+            # A database schedule, as getting started adds one.
+            project.celery("-A", "proj", "goatbeat", "add", "tick", "proj.report", "--every",
+                           "5s", "--args", '["tick"]')
+            if extra in ("web", "all"):
                 page = fetch(f"http://127.0.0.1:{port}/")
                 assert f"goatbeat_celery {goatbeat_celery.__version__}</footer>" in page
             project.wait_for("worker", "ran 'heartbeat' occurrence=")

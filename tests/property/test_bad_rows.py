@@ -55,6 +55,8 @@ from tests.conformance.support import grid_point_before
 
 from .conftest import Rig
 
+pytestmark = pytest.mark.slow
+
 UTC = timezone.utc
 ALLOWED = "proj.tasks.*"
 #: Long enough that nothing in an example outlives the lease; the SQLite clock is moved by

@@ -23,6 +23,8 @@ from goatbeat_celery.core.rules.validation import EARLIEST_INSTANT, INSTANT_RANG
 from tests.cli.conftest import Cli, write_app
 from tests.conftest import STORE_TABLES
 
+pytestmark = pytest.mark.slow
+
 UTC = timezone.utc
 USAGE = 2
 

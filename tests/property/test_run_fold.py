@@ -36,6 +36,8 @@ from goatbeat_celery.store.postgres import _RECORD_RUNS, _on_connect, _report_ar
 from goatbeat_celery.store.schema import seconds_to_timedelta, utc_from_db
 from goatbeat_celery.store.sql import run_values
 
+pytestmark = pytest.mark.slow
+
 KEY = "fold-key"
 RUNS = [None, "r1", "r2", "r3"]
 WORKERS = ["celery@a", "celery@b"]

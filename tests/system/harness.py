@@ -14,7 +14,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,6 +25,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from tests.support.waiting import wait_for
 from tests.system.outcome import Outcome
 
 HERE = Path(__file__).resolve().parent
@@ -45,19 +46,6 @@ STEP = timedelta(seconds=1)
 RETRY_BACKOFF, RETRY_BACKOFF_MAX = 0.5, 2.0
 RABBITMQ_SETTINGS = {**FAST_LEASE, "retry_backoff": RETRY_BACKOFF,
                      "retry_backoff_max": RETRY_BACKOFF_MAX}
-
-
-def wait_until(condition: Callable[[], T], *, timeout: float, what: str,
-               interval: float = 0.1) -> T:
-    """Poll ``condition`` until it returns something truthy; fail naming ``what`` otherwise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @dataclass
@@ -293,15 +281,15 @@ class Cluster(World):
         return int(rows[0]["n"])
 
     def wait_for_replicas(self, count: int, timeout: float = 30) -> None:
-        wait_until(lambda: self.listening_replicas() >= count, timeout=timeout,
-                   what=f"{count} replicas connected")
+        wait_for(lambda: self.listening_replicas() >= count, timeout=timeout,
+                 what=f"{count} replicas connected")
 
     def wait_for_leader(self, timeout: float = 30) -> Process:
         """The replica process holding the live lease."""
         def found() -> Process | None:
             pid = self.leader_pid()
             return next((p for p in self.processes if p.pid == pid), None)
-        return wait_until(found, timeout=timeout, what="a leader")
+        return wait_for(found, timeout=timeout, what="a leader")
 
 @dataclass
 class SQLiteCluster(Cluster):
@@ -420,7 +408,7 @@ def wait_for_takeover(cluster: Cluster, old_token: int, timeout: float = 30) -> 
     def taken() -> dict[str, Any] | None:
         lease = cluster.lease()
         return lease if lease and lease["live"] and lease["token"] > old_token else None
-    return wait_until(taken, timeout=timeout, what="a standby to take the lease over")
+    return wait_for(taken, timeout=timeout, what="a standby to take the lease over")
 
 
 def settle(cluster: Cluster, timeout: float = 60) -> datetime:
@@ -435,8 +423,8 @@ def settle(cluster: Cluster, timeout: float = 60) -> datetime:
                 and row["state"] != "skipped"
                 and (row["state"] != "submitted" or row["key"] not in delivered)]
         return None if late else cutoff
-    return wait_until(settled, timeout=timeout, what="every due execution to reach the worker",
-                      interval=0.25)
+    return wait_for(settled, timeout=timeout, what="every due execution to reach the worker",
+                    interval=0.25)
 
 
 def finish(cluster: Cluster, replicas: list[Process]) -> Outcome:

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 import redis
 
-from tests.system.harness import wait_until
+from tests.support.waiting import wait_for
 
 
 def free_port() -> int:
@@ -96,7 +96,7 @@ class PrivatePostgres:
                  "-c", "full_page_writes=off", "-c", "shared_buffers=32MB"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **self._user,
             )
-        wait_until(self._answers, timeout=30, what=f"private PostgreSQL on port {self.port}")
+        wait_for(self._answers, timeout=30, what=f"private PostgreSQL on port {self.port}")
 
     def _answers(self) -> bool:
         if not self.alive():
@@ -154,8 +154,8 @@ class PrivateRedis:
             )
         client = redis.Redis(port=self.port, socket_connect_timeout=1)
         try:
-            wait_until(lambda: self._answers(client), timeout=20,
-                       what=f"private Redis on port {self.port}")
+            wait_for(lambda: self._answers(client), timeout=20,
+                     what=f"private Redis on port {self.port}")
         finally:
             client.close()
 
@@ -398,9 +398,9 @@ class PrivateRabbitMQ:
         def listening() -> bool:
             return self._port_open() and pid_file.exists() and bool(pid_file.read_text().strip())
 
-        wait_until(listening, timeout=remaining(),
-                   what=f"private RabbitMQ {self.node} listening on port {self.port}",
-                   interval=0.2)
+        wait_for(listening, timeout=remaining(),
+                 what=f"private RabbitMQ {self.node} listening on port {self.port}",
+                 interval=0.2)
         self.answering_since = time.time()
         self.beam_pid = int(pid_file.read_text().strip())
         done = self.ctl("await_startup", "--timeout", str(int(remaining())),
@@ -484,7 +484,7 @@ class PrivateRabbitMQ:
                 return True
             return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
         try:
-            wait_until(gone, timeout=30, what=f"RabbitMQ's beam.smp (pid {pid}) to exit")
+            wait_for(gone, timeout=30, what=f"RabbitMQ's beam.smp (pid {pid}) to exit")
         except AssertionError:
             os.kill(pid, signal.SIGKILL)
             raise

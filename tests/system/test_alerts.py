@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from tests.system.harness import Cluster, Process, wait_until
-from tests.system.test_run_tracking import FAST_LEASE, request_run, start, start_worker
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster, Process
+from tests.system.tracked import FAST_LEASE, request_run, start, start_worker
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 HEARTBEAT = 1.0
 START_TIMEOUT = 3.0  # a run no worker started is lost this long after it was sent
@@ -64,31 +65,31 @@ def test_a_stopped_worker_raises_lost_and_silent_once_across_a_failover(
     worker = start_worker(cluster, "threads")
     beats = [start_beat(cluster, "beat-a"), start_beat(cluster, "beat-b")]
     try:
-        wait_until(lambda: cluster.sql("SELECT 1 FROM goatbeat_execution WHERE run_state = "
-                                       "'succeeded' LIMIT 1"),
-                   timeout=30, what="a run succeeded")
+        wait_for(lambda: cluster.sql("SELECT 1 FROM goatbeat_execution WHERE run_state = "
+                                     "'succeeded' LIMIT 1"),
+                 timeout=30, what="a run succeeded")
         worker.kill_tree()
         stopped_at = cluster.db_now()
 
         # lost: raised by the leader once the runs sent since find no worker.
-        (lost,) = wait_until(lambda: alerts(cluster, "rule = 'lost'") or None,
-                             timeout=LOST_BOUND, what="the lost alert", interval=0.2)
+        (lost,) = wait_for(lambda: alerts(cluster, "rule = 'lost'") or None,
+                           timeout=LOST_BOUND, what="the lost alert", interval=0.2)
         raised_after = (lost["first_at"] - stopped_at).total_seconds()
 
         # The leader dies in the middle; the standby takes over and goes on judging.
         leader = cluster.wait_for_leader()
         leader.kill_tree()
-        wait_until(lambda: cluster.leader_pid() not in (None, leader.pid),
-                   timeout=TAKEOVER + MARGIN, what="the standby to take over")
+        wait_for(lambda: cluster.leader_pid() not in (None, leader.pid),
+                 timeout=TAKEOVER + MARGIN, what="the standby to take over")
 
         # silent: no success for the window (judged by a leader that watched a whole window).
-        (silent,) = wait_until(lambda: alerts(cluster, "rule = 'silent'") or None,
-                               timeout=TAKEOVER + SILENT + 2 * MARGIN, what="the silent alert",
-                               interval=0.2)
+        (silent,) = wait_for(lambda: alerts(cluster, "rule = 'silent'") or None,
+                             timeout=TAKEOVER + SILENT + 2 * MARGIN, what="the silent alert",
+                             interval=0.2)
         # The new leader counts the lost runs it judges on the same alert.
-        wait_until(lambda: alerts(cluster, "rule = 'lost' AND count > :n",
-                                  n=lost["count"]) or None,
-                   timeout=LOST_BOUND, what="the lost alert counted again", interval=0.2)
+        wait_for(lambda: alerts(cluster, "rule = 'lost' AND count > :n",
+                                n=lost["count"]) or None,
+                 timeout=LOST_BOUND, what="the lost alert counted again", interval=0.2)
     finally:
         cluster.redis.delete(f"{cluster.record_key}:alerts")
 
@@ -121,20 +122,20 @@ def test_a_failing_task_raises_failed_after_n_and_resolves_and_an_overrun_is_rai
     try:
         slow = request_run(cluster, "slow")
         # failed: raised once three runs in a row failed.
-        (failed,) = wait_until(lambda: alerts(cluster, "rule = 'failed'") or None,
-                               timeout=30, what="the failed alert", interval=0.2)
+        (failed,) = wait_for(lambda: alerts(cluster, "rule = 'failed'") or None,
+                             timeout=30, what="the failed alert", interval=0.2)
         in_a_row = cluster.sql(
             "SELECT count(*) AS n FROM goatbeat_execution WHERE schedule_name = 'flaky' "
             "AND run_state = 'failed' AND finished_at <= :at", at=failed["first_at"])[0]["n"]
         # overrun: raised while the slow run runs past max_runtime, resolved when it ends.
-        (overrun,) = wait_until(lambda: alerts(cluster, "rule = 'overrun'") or None,
-                                timeout=15, what="the overrun alert", interval=0.2)
-        wait_until(lambda: alerts(cluster, "rule = 'overrun' AND state = 'resolved'") or None,
-                   timeout=15, what="the overrun alert resolved", interval=0.2)
+        (overrun,) = wait_for(lambda: alerts(cluster, "rule = 'overrun'") or None,
+                              timeout=15, what="the overrun alert", interval=0.2)
+        wait_for(lambda: alerts(cluster, "rule = 'overrun' AND state = 'resolved'") or None,
+                 timeout=15, what="the overrun alert resolved", interval=0.2)
 
         cluster.redis.delete(failing)
-        wait_until(lambda: alerts(cluster, "rule = 'failed' AND state = 'resolved'") or None,
-                   timeout=15, what="the failed alert resolved", interval=0.2)
+        wait_for(lambda: alerts(cluster, "rule = 'failed' AND state = 'resolved'") or None,
+                 timeout=15, what="the failed alert resolved", interval=0.2)
         signals = signalled(cluster)
     finally:
         cluster.redis.delete(failing, f"{cluster.record_key}:alerts")

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.system.harness import HERE, Cluster, Process, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import HERE, Cluster, Process
 from tests.web.conftest import free_port
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 SETTINGS = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": 1.0}
 #: Every schedule runs every 2 s, so that beat claims them all while the clients edit them:
@@ -52,7 +53,7 @@ def start_web(cluster: Cluster) -> tuple[Process, str]:
                               check=False)
         return done.stdout == "200"
 
-    wait_until(answering, timeout=START_BOUND, what="the web server answering")
+    wait_for(answering, timeout=START_BOUND, what="the web server answering")
     return web, url
 
 
@@ -79,8 +80,8 @@ def test_two_clients_editing_at_once_never_overwrite_each_other_while_beat_runs(
                              check=True)
     assert created.stdout.split() == ["201"] * len(TEAMS), created.stdout + created.stderr
     cluster.wait_for_leader()
-    wait_until(lambda: len({r["schedule"] for r in cluster.records()}) >= 10,
-               timeout=2 * EVERY + START_BOUND, what="beat running the new schedules")
+    wait_for(lambda: len({r["schedule"] for r in cluster.records()}) >= 10,
+             timeout=2 * EVERY + START_BOUND, what="beat running the new schedules")
 
     # Two clients at once, each reading every ETag first, then writing with If-Match.
     go = tmp_path / "go"
@@ -126,8 +127,8 @@ def test_two_clients_editing_at_once_never_overwrite_each_other_while_beat_runs(
     assert status == 200 and paused["state"] == "paused"
     status, run = curl(url, secret, "POST", "/schedules/team-a-000/run")
     assert status == 202
-    wait_until(lambda: any(r["id"] == run["key"] for r in cluster.records()),
-               timeout=START_BOUND, what="the run-now run reaching the worker")
+    wait_for(lambda: any(r["id"] == run["key"] for r in cluster.records()),
+             timeout=START_BOUND, what="the run-now run reaching the worker")
     assert curl(url, secret, "DELETE", "/schedules/team-a-001")[0] == 204
     assert curl(url, secret, "GET", "/schedules/team-a-001")[0] == 404
 

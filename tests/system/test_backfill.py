@@ -16,9 +16,10 @@ from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.rules.backfill import BackfillState
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.store import open_store
-from tests.system.harness import Cluster, Verdict, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster, Verdict
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 PER_TICK = 5
 #: Lease 3 s renewed every second: a successor leads within about 4 s of the kill.
@@ -33,8 +34,8 @@ def test_a_backfill_survives_the_death_of_its_leader(cluster: Cluster) -> None:
     cluster.start_beat("beat-1")
     cluster.start_beat("beat-2")
     leader = cluster.wait_for_leader()
-    wait_until(lambda: any(r["schedule"] == "live" for r in cluster.records()), timeout=20,
-               what="the live schedule's first run")
+    wait_for(lambda: any(r["schedule"] == "live" for r in cluster.records()), timeout=20,
+             what="the live schedule's first run")
 
     now = cluster.db_now()
     end = now.replace(microsecond=0) - timedelta(minutes=5)
@@ -49,12 +50,12 @@ def test_a_backfill_survives_the_death_of_its_leader(cluster: Cluster) -> None:
             return {r["id"] for r in cluster.records()} & wanted
 
         # Killed once some of the range is sent: 200 occurrences at 5 a tick take 40 steps.
-        wait_until(lambda: len(backfilled()) >= 30, timeout=30, what="part of the backfill")
+        wait_for(lambda: len(backfilled()) >= 30, timeout=30, what="part of the backfill")
         leader.signal(signal.SIGKILL)
-        wait_until(lambda: store.get_backfill(backfill.id).state is BackfillState.DONE,
-                   timeout=60, what="the successor to finish the backfill")
-        wait_until(lambda: backfilled() == wanted, timeout=20,
-                   what="every backfilled occurrence to reach the worker")
+        wait_for(lambda: store.get_backfill(backfill.id).state is BackfillState.DONE,
+                 timeout=60, what="the successor to finish the backfill")
+        wait_for(lambda: backfilled() == wanted, timeout=20,
+                 what="every backfilled occurrence to reach the worker")
         done = store.get_backfill(backfill.id)
     finally:
         schedules.close()
@@ -78,4 +79,4 @@ def test_a_backfill_survives_the_death_of_its_leader(cluster: Cluster) -> None:
     def live() -> list[dict[str, Any]]:
         return [row for row in cluster.executions() if row["schedule_name"] == "live"
                 and row["key"] not in wanted and row["occurrence_at"] > now]
-    wait_until(lambda: len(live()) >= 5, timeout=20, what="five live runs since the backfill")
+    wait_for(lambda: len(live()) >= 5, timeout=20, what="five live runs since the backfill")

@@ -33,10 +33,11 @@ from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.tick import SET_ASIDE_RETRY
 from goatbeat_celery.store import open_store
-from tests.system.harness import Cluster, Process, assert_alive, start_replicas, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster, Process, assert_alive, start_replicas
 from tests.system.outcome import Outcome, grid
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 TTL = 3.0
 RENEW = 1.0
@@ -224,7 +225,7 @@ class Watch:
         def checked() -> Any:
             self.check()
             return condition()
-        return wait_until(checked, timeout=timeout, what=what, interval=0.25)
+        return wait_for(checked, timeout=timeout, what=what, interval=0.25)
 
 
 def schedules_by_name(api: Schedules) -> dict[str, Schedule]:
@@ -265,8 +266,8 @@ def settle_sendable(cluster: Cluster, timeout: float = 30) -> datetime:
                 if row["due_at"] <= cutoff and row["key"] not in refused
                 and (row["state"] != "submitted" or row["key"] not in delivered)]
         return None if late else cutoff
-    cutoff = wait_until(settled, timeout=timeout, what="every sendable execution to reach the "
-                        "worker", interval=0.25)
+    cutoff = wait_for(settled, timeout=timeout, what="every sendable execution to reach the "
+                      "worker", interval=0.25)
     assert cutoff is not None
     return cutoff
 
@@ -371,8 +372,8 @@ def test_rows_broken_by_hand_are_set_aside_with_their_reason_while_the_canary_ke
     # last reach the worker before reading.
     for replica in reversed(replicas):
         assert replica.stop() == 0, f"{replica.name} exited badly:\n{replica.log()[-3000:]}"
-    wait_until(lambda: all_submitted_delivered(cluster), timeout=15,
-               what="every submitted message to reach the worker")
+    wait_for(lambda: all_submitted_delivered(cluster), timeout=15,
+             what="every submitted message to reach the worker")
     executions = cluster.executions()
     records = cluster.records()
     refused = refused_keys(cluster)

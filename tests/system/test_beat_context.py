@@ -16,9 +16,9 @@ import pytest
 import redis
 
 from tests.conftest import stop_process
-from tests.system.harness import wait_until
+from tests.support.waiting import wait_for
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 HERE = Path(__file__).parent
 
@@ -42,8 +42,8 @@ def test_a_publish_hook_sees_the_beats_app_and_its_private_task(
     try:
         # Start-up (imports, the lease, the config sync) takes a few seconds on a busy
         # 2-core machine; the schedule runs every second after that.
-        wait_until(lambda: seen.exists() and len(seen.read_text().splitlines()) >= 2,
-                   timeout=60, what="two publishes of the private task")
+        wait_for(lambda: seen.exists() and len(seen.read_text().splitlines()) >= 2,
+                 timeout=60, what="two publishes of the private task")
     except AssertionError:
         print(log.read_text(errors="replace")[-6000:])
         raise

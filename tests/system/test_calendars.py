@@ -11,9 +11,10 @@ import pytest
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.store import open_store
-from tests.system.harness import Cluster, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 MAX_INTERVAL = 1.0
 SETTINGS = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": MAX_INTERVAL}
@@ -45,8 +46,8 @@ def test_a_leader_skips_the_excluded_date_and_runs_again_once_the_calendar_chang
         def received(name: str) -> list[dict[str, object]]:
             return [r for r in cluster.records() if r["schedule"] == name]
 
-        wait_until(lambda: len(received("canary")) >= 3, timeout=3 * EVERY + 4 * MARGIN,
-                   what="three runs of the canary")
+        wait_for(lambda: len(received("canary")) >= 3, timeout=3 * EVERY + 4 * MARGIN,
+                 what="three runs of the canary")
         closed = cluster.sql("SELECT state, attempts, last_error FROM goatbeat_execution "
                              "WHERE schedule_name = 'closed'")
         assert len(closed) >= 2, closed
@@ -56,8 +57,8 @@ def test_a_leader_skips_the_excluded_date_and_runs_again_once_the_calendar_chang
 
         schedules.update_calendar("today", dates=[])
         edited = time.monotonic()
-        wait_until(lambda: received("closed"), timeout=EDIT_BOUND,
-                   what="a run of the schedule once its calendar excludes nothing")
+        wait_for(lambda: received("closed"), timeout=EDIT_BOUND,
+                 what="a run of the schedule once its calendar excludes nothing")
         assert time.monotonic() - edited <= EDIT_BOUND
         (counts,) = cluster.sql("SELECT total_skipped FROM goatbeat_schedule "
                                 "WHERE name = 'closed'")

@@ -13,9 +13,10 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.store import open_store
-from tests.system.harness import Cluster, Verdict, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster, Verdict
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 FAST_LEASE = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": 1}
 
@@ -41,12 +42,12 @@ def test_one_replica_dispatches_interval_and_cron_with_keys_as_task_ids(cluster:
     )
     cluster.start_worker()
     beat = cluster.start_beat("beat-1")
-    wait_until(lambda: any(r["schedule"] == "each-minute" for r in cluster.records()),
-               timeout=75, what="the cron schedule's first run")
-    wait_until(lambda: len(cluster.records()) >= 5, timeout=10, what="interval runs")
+    wait_for(lambda: any(r["schedule"] == "each-minute" for r in cluster.records()),
+             timeout=75, what="the cron schedule's first run")
+    wait_for(lambda: len(cluster.records()) >= 5, timeout=10, what="interval runs")
     assert beat.stop() == 0
-    wait_until(lambda: Verdict.of(cluster.executions(), cluster.records()).not_delivered == (),
-               timeout=15, what="every claimed key to reach the worker")
+    wait_for(lambda: Verdict.of(cluster.executions(), cluster.records()).not_delivered == (),
+             timeout=15, what="every claimed key to reach the worker")
 
     executions = cluster.executions()
     records = cluster.records()
@@ -72,8 +73,8 @@ def test_two_replicas_for_a_minute_claim_nothing_twice_and_lose_nothing(cluster:
     for replica in replicas:
         assert replica.alive(), f"{replica.name} died:\n{replica.log()[-3000:]}"
         replica.stop()
-    wait_until(lambda: Verdict.of(cluster.executions(), cluster.records()).not_delivered == (),
-               timeout=15, what="every claimed key to reach the worker")
+    wait_for(lambda: Verdict.of(cluster.executions(), cluster.records()).not_delivered == (),
+             timeout=15, what="every claimed key to reach the worker")
 
     executions = cluster.executions()
     verdict = Verdict.of(executions, cluster.records())
@@ -97,8 +98,8 @@ def test_config_change_on_restart_reschedules_only_the_changed_entry(cluster: Cl
     cluster.write_config(schedules={"kept": hourly, "changed": hourly, "dropped": hourly},
                          settings=FAST_LEASE)
     beat = cluster.start_beat("beat-1")
-    rows = wait_until(lambda: cluster.sql("SELECT * FROM goatbeat_schedule ORDER BY name"),
-                      timeout=20, what="config schedules in the database")
+    rows = wait_for(lambda: cluster.sql("SELECT * FROM goatbeat_schedule ORDER BY name"),
+                    timeout=20, what="config schedules in the database")
     before = {row["name"]: row for row in rows}
     assert beat.stop() == 0
 
@@ -112,7 +113,7 @@ def test_config_change_on_restart_reschedules_only_the_changed_entry(cluster: Cl
         rows = {r["name"]: r for r in cluster.sql("SELECT * FROM goatbeat_schedule")}
         return rows if rows["changed"]["version"] > before["changed"]["version"] else {}
 
-    after = wait_until(after_sync, timeout=20, what="the restarted replica to sync config")
+    after = wait_for(after_sync, timeout=20, what="the restarted replica to sync config")
     assert after["kept"]["version"] == before["kept"]["version"]
     assert after["kept"]["next_run_at"] == before["kept"]["next_run_at"]
     assert after["changed"]["trigger"]["every"] == 3599
@@ -131,16 +132,16 @@ def test_database_schedule_fires_without_restarting_beat(cluster: Cluster):
     schedules = Schedules(store, config=GoatbeatConfig(database_url=cluster.database_url))
     try:
         schedules.create("from-api", "sysproj.record", every=1, args=("api",))
-        wait_until(lambda: [r for r in cluster.records() if r["schedule"] == "from-api"],
-                   timeout=5, what="the API-created schedule to run")
+        wait_for(lambda: [r for r in cluster.records() if r["schedule"] == "from-api"],
+                 timeout=5, what="the API-created schedule to run")
         manual = schedules.run_now("from-api")
-        wait_until(lambda: [r for r in cluster.records() if r["id"] == manual.key],
-                   timeout=5, what="the manual run to reach the worker")
+        wait_for(lambda: [r for r in cluster.records() if r["id"] == manual.key],
+                 timeout=5, what="the manual run to reach the worker")
         schedules.pause("from-api")
         paused_at = time.monotonic()
-        wait_until(lambda: time.monotonic() - paused_at > 3, timeout=5, what="three seconds")
+        wait_for(lambda: time.monotonic() - paused_at > 3, timeout=5, what="three seconds")
         count = len([r for r in cluster.records() if r["schedule"] == "from-api"])
-        wait_until(lambda: time.monotonic() - paused_at > 5, timeout=5, what="two more seconds")
+        wait_for(lambda: time.monotonic() - paused_at > 5, timeout=5, what="two more seconds")
         assert len([r for r in cluster.records() if r["schedule"] == "from-api"]) == count
     finally:
         schedules.close()
@@ -172,8 +173,8 @@ def test_worker_with_embedded_beat_dispatches_and_releases_the_lease_on_stop(clu
         "--concurrency", "4", "-Q", cluster.queue, "-n", f"wb-{cluster.run_id}@%h",
         "-s", str(cluster.workdir / "embedded.schedule"), "--without-heartbeat",
         "--without-gossip", "--without-mingle", "--loglevel", "INFO"])
-    wait_until(lambda: len([r for r in cluster.records() if r["schedule"] == "embedded"]) >= 3,
-               timeout=30, what="three runs dispatched by the embedded beat")
+    wait_for(lambda: len([r for r in cluster.records() if r["schedule"] == "embedded"]) >= 3,
+             timeout=30, what="three runs dispatched by the embedded beat")
     assert worker.stop(timeout=20) == 0
     lease = cluster.lease()
     assert lease is not None and lease["holder"] is None, f"lease not released: {lease}"

@@ -25,11 +25,12 @@ from typing import Any
 
 import pytest
 
-from tests.system.harness import Process, wait_until
+from tests.support.waiting import wait_for
+from tests.system.fidelity import STARTUP, FidWorld, assert_alive
+from tests.system.harness import Process, running
 from tests.system.services import PrivateRedis
-from tests.system.test_fidelity import STARTUP, FidWorld, assert_alive, running
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 GOATBEAT = "goatbeat_celery.Scheduler"
 #: The ``dl`` schedule's starting deadline.
@@ -98,8 +99,8 @@ def submitted_keys(world: FidWorld) -> set[str]:
 def stop_and_settle(world: FidWorld, records: Records, beat: Process, worker: Process) -> None:
     """Stop beat, wait until the worker has run or revoked every message beat sent, stop it."""
     assert beat.stop() == 0
-    wait_until(lambda: assert_alive(worker) and records.accounted(submitted_keys(world)),
-               timeout=20, what="the worker to run or revoke every message sent", interval=0.25)
+    wait_for(lambda: assert_alive(worker) and records.accounted(submitted_keys(world)),
+             timeout=20, what="the worker to run or revoke every message sent", interval=0.25)
     worker.stop()
 
 
@@ -113,10 +114,10 @@ def test_a_late_worker_revokes_the_stale_backlog_and_runs_the_fresh(world: FidWo
         assert_alive(beat)
         return [r for r in world.executions()
                 if r["schedule_name"] == "dl" and r["state"] == "submitted"]
-    first_due = ts(wait_until(first_dl, timeout=STARTUP, what="dl's first occurrence sent")[0]
+    first_due = ts(wait_for(first_dl, timeout=STARTUP, what="dl's first occurrence sent")[0]
                    ["due_at"])
-    wait_until(lambda: assert_alive(beat) and time.time() >= first_due + LATE,
-               timeout=LATE + STARTUP, what="the worker's delay")
+    wait_for(lambda: assert_alive(beat) and time.time() >= first_due + LATE,
+             timeout=LATE + STARTUP, what="the worker's delay")
     launched_at = time.time()
     worker = world.start_worker("worker", prefix, scenario="deadline", env=dl_env())
 
@@ -124,8 +125,8 @@ def test_a_late_worker_revokes_the_stale_backlog_and_runs_the_fresh(world: FidWo
         assert_alive(beat, worker)
         return sum(1 for rs in records.runs().values() for r in rs if r["label"] == "dl"
                    and ts(datetime.fromisoformat(r["occurrence"])) >= launched_at + STEP) >= 3
-    wait_until(fresh_dl_runs, timeout=STARTUP + 3 * STEP,
-               what="three dl occurrences due after the worker started to run")
+    wait_for(fresh_dl_runs, timeout=STARTUP + 3 * STEP,
+             what="three dl occurrences due after the worker started to run")
     stop_and_settle(world, records, beat, worker)
 
     rows = world.executions()
@@ -188,14 +189,14 @@ def test_claims_past_their_deadline_in_a_broker_outage_are_expired_and_never_sen
     env = dl_env(retry_backoff=BACKOFF, retry_backoff_max=BACKOFF)
     worker = world.start_worker("worker", prefix, scenario="deadline", env=env)
     beat = world.start_beat("goatbeat", prefix, GOATBEAT, scenario="deadline", env=env)
-    wait_until(lambda: assert_alive(worker, beat) and len(records.runs()) >= 6, timeout=STARTUP,
-               what="runs of both schedules")
+    wait_for(lambda: assert_alive(worker, beat) and len(records.runs()) >= 6, timeout=STARTUP,
+             what="runs of both schedules")
 
     def quiet() -> bool:
         # Mid-second, with everything sent so far already run: stopping Redis now drops no
         # message it had accepted (it keeps nothing on disk).
         return 0.3 < time.time() % 1 < 0.7 and records.accounted(submitted_keys(world))
-    wait_until(quiet, timeout=10, what="a quiet moment", interval=0.05)
+    wait_for(quiet, timeout=10, what="a quiet moment", interval=0.05)
     down_at = time.time()
     private_redis.stop()
     time.sleep(OUTAGE)  # the outage: its duration, not a synchronisation
@@ -213,8 +214,8 @@ def test_claims_past_their_deadline_in_a_broker_outage_are_expired_and_never_sen
                       and not (row["schedule_name"] == "dl" and row["state"] == "expired")]
         return not waiting
     try:
-        wait_until(recovered, timeout=30, what="the backlog to be run, revoked or expired",
-                   interval=0.25)
+        wait_for(recovered, timeout=30, what="the backlog to be run, revoked or expired",
+                 interval=0.25)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; still waiting: {waiting[:10]}") from None
     recovered_at = time.time()
@@ -223,8 +224,8 @@ def test_claims_past_their_deadline_in_a_broker_outage_are_expired_and_never_sen
         assert_alive(worker, beat)
         return any(r["label"] == "dl" and ts(datetime.fromisoformat(r["occurrence"]))
                    >= recovered_at + STEP for rs in records.runs().values() for r in rs)
-    wait_until(dl_ran_after_recovery, timeout=STARTUP,
-               what="a dl occurrence due after the recovery to run")
+    wait_for(dl_ran_after_recovery, timeout=STARTUP,
+             what="a dl occurrence due after the recovery to run")
     stop_and_settle(world, records, beat, worker)
 
     rows = world.executions()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.waiting import wait_for
 from tests.system.harness import (
     BROKERS,
     FAST_LEASE,
@@ -25,10 +26,9 @@ from tests.system.harness import (
     finish,
     run_for,
     wait_for_takeover,
-    wait_until,
 )
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 STEP = timedelta(seconds=1)
 DECLARED = [f"declared-{i}" for i in range(4)]
@@ -87,8 +87,8 @@ def test_the_same_beat_schedule_runs_under_celerys_own_scheduler(
     cluster.start_worker()
     beat = cluster.start("celery-beat", ["beat", "--loglevel", "INFO", "-s",
                                          str(cluster.workdir / "celerybeat-schedule")])
-    wait_until(lambda: [r for r in cluster.records() if r["label"] == "rolled-back"],
-               timeout=FIRST_RUN_WITHIN, what="a run sent by Celery's own beat")
+    wait_for(lambda: [r for r in cluster.records() if r["label"] == "rolled-back"],
+             timeout=FIRST_RUN_WITHIN, what="a run sent by Celery's own beat")
     assert_alive(beat)
     beat.stop()
     log = beat.log()

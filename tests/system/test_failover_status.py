@@ -12,7 +12,12 @@ import subprocess
 import sys
 from typing import Any
 
-from tests.system.harness import Cluster, wait_until
+import pytest
+
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster
+
+pytestmark = pytest.mark.slow
 
 #: A ttl long enough that the silent phase (from half a renewal past the last one until the
 #: expiry, about 13 s here) outlasts a few `status` commands, each a Celery start-up of up to a
@@ -51,7 +56,7 @@ def test_status_tells_a_frozen_leader_from_a_live_one_and_names_its_successor(
     def renewing() -> dict[str, Any] | None:
         lease = status(cluster, "--json")["lease"]
         return lease if lease["held"] and not lease["holder_silent"] else None
-    before = wait_until(renewing, timeout=COMMAND_TIMEOUT, what="a renewing holder")
+    before = wait_for(renewing, timeout=COMMAND_TIMEOUT, what="a renewing holder")
     assert pid_of(before["holder"]) == first.pid and before["renew_interval"] == RENEW
     assert before["silent_seconds"] <= RENEW * 1.5
 
@@ -61,7 +66,7 @@ def test_status_tells_a_frozen_leader_from_a_live_one_and_names_its_successor(
     def silent() -> dict[str, Any] | None:
         lease = status(cluster, "--json")["lease"]
         return lease if lease["holder_silent"] or lease["token"] != before["token"] else None
-    during = wait_until(silent, timeout=TTL, what="status to report the holder silent")
+    during = wait_for(silent, timeout=TTL, what="status to report the holder silent")
     assert during["token"] == before["token"], "taken over before the silence was seen"
     assert during["held"] and pid_of(during["holder"]) == first.pid
     assert during["silent_seconds"] > RENEW * 1.5
@@ -73,8 +78,8 @@ def test_status_tells_a_frozen_leader_from_a_live_one_and_names_its_successor(
     def taken() -> dict[str, Any] | None:
         lease = status(cluster, "--json")["lease"]
         return lease if lease["token"] > before["token"] and lease["held"] else None
-    after = wait_until(taken, timeout=TAKEOVER_BOUND + COMMAND_TIMEOUT,
-                       what="status to show the standby holding the lease")
+    after = wait_for(taken, timeout=TAKEOVER_BOUND + COMMAND_TIMEOUT,
+                     what="status to show the standby holding the lease")
     assert pid_of(after["holder"]) == second.pid and after["token"] == before["token"] + 1
     assert not after["holder_silent"]
     assert after["acquired_at"] > before["acquired_at"]

@@ -33,6 +33,7 @@ from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.store import open_store
+from tests.support.waiting import wait_for
 from tests.system.harness import (
     BROKERS,
     FAST_LEASE,
@@ -52,12 +53,11 @@ from tests.system.harness import (
     settle,
     start_replicas,
     wait_for_takeover,
-    wait_until,
 )
 from tests.system.outcome import Outcome, seconds
 from tests.system.services import PartitionProxy, PrivatePostgres, PrivateRedis, faketime_env
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 #: A scenario whose bounds (takeover, hand-over, lateness) are derived from the settings under
 #: test runs alone, after the parallel part of the suite (scripts/test); one that checks only
 #: what was claimed and delivered runs in the parallel part.
@@ -174,8 +174,8 @@ def killed_at_rest(victim: Process) -> float:
     schedules, and wait for it to die; returns when it was killed. A crash while sending
     resends what was sent and not yet marked, under the same keys (at least once): here
     nothing is in flight, so nothing may arrive twice."""
-    wait_until(lambda: 0.4 < time.time() % 1 < 0.6, timeout=2, what="mid-second",
-               interval=0.01)
+    wait_for(lambda: 0.4 < time.time() % 1 < 0.6, timeout=2, what="mid-second",
+             interval=0.01)
     killed_at = time.time()
     victim.signal(signal.SIGKILL)
     victim.popen.wait(10)
@@ -196,8 +196,8 @@ def test_a_killed_leader_is_replaced_in_under_two_seconds_at_the_default_ttl(
     if sharded:
         replicas = [cluster.start_beat(f"beat-{i}") for i in (1, 2)]
         cluster.wait_for_replicas(2)
-        wait_until(lambda: sorted(len(v) for v in shards_led(cluster).values()) == [2, 2],
-                   timeout=60, what="each replica to lead two shards")
+        wait_for(lambda: sorted(len(v) for v in shards_led(cluster).values()) == [2, 2],
+                 timeout=60, what="each replica to lead two shards")
         victim, before = sharded_victim(cluster, replicas)
     else:
         replicas = start_replicas(cluster, 2)
@@ -252,11 +252,11 @@ def test_a_leader_stopped_mid_submission_past_its_ttl_claims_nothing_with_its_st
     before = cluster.lease()
     assert before is not None
     run_for(4)
-    wait_until(lambda: time.time() % 1 > 0.5, timeout=2, what="the second half of a second",
-               interval=0.01)
-    wait_until(lambda: cluster.sql("SELECT 1 FROM goatbeat_execution WHERE state = 'claimed' "
-                                   "LIMIT 1"),
-               timeout=5, what="a batch being sent", interval=0.002)
+    wait_for(lambda: time.time() % 1 > 0.5, timeout=2, what="the second half of a second",
+             interval=0.01)
+    wait_for(lambda: cluster.sql("SELECT 1 FROM goatbeat_execution WHERE state = 'claimed' "
+                                 "LIMIT 1"),
+             timeout=5, what="a batch being sent", interval=0.002)
     stopped_at = time.time()
     leader.signal(signal.SIGSTOP)
     after = wait_for_takeover(cluster, before["token"])
@@ -319,7 +319,7 @@ def test_a_leader_frozen_inside_a_claim_transaction_does_not_hold_back_the_takeo
             "state, claimed_at, attempts, missed, manual) VALUES (:key, 's00', :at, :at, 0, "
             "'claimed', now(), 0, 0, false)"),
             {"key": idempotency_key("s00", upcoming), "at": upcoming})
-        wait_until(lambda: cluster.sql(
+        wait_for(lambda: cluster.sql(
             "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND "
             "application_name = 'goatbeat_celery' AND wait_event_type = 'Lock'"),
             timeout=10, what="the leader's claim to wait on the uncommitted row")
@@ -329,7 +329,7 @@ def test_a_leader_frozen_inside_a_claim_transaction_does_not_hold_back_the_takeo
     finally:
         blocker.rollback()
         blocker.close()
-    idle = wait_until(lambda: cluster.sql(
+    idle = wait_for(lambda: cluster.sql(
         "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND "
         "application_name = 'goatbeat_celery' AND state = 'idle in transaction'"),
         timeout=5, what="the frozen leader's transaction to sit idle")
@@ -418,7 +418,7 @@ def test_a_postgresql_restart_leaves_the_replicas_running_and_the_gap_to_the_mis
                              "FROM goatbeat_execution GROUP BY schedule_name")
         return len(latest) == len(schedules) and all(
             row["last"].timestamp() >= up_at for row in latest)
-    wait_until(resumed, timeout=30, what="every schedule to run again after the restart")
+    wait_for(resumed, timeout=30, what="every schedule to run again after the restart")
     resumed_in = min(r["claimed_at"].timestamp() for r in cluster.executions()
                      if r["claimed_at"].timestamp() >= up_at) - up_at
     run_for(4)
@@ -468,7 +468,7 @@ def test_a_broker_outage_keeps_claims_claimed_and_delivers_them_under_their_keys
         delivered = {r["id"] for r in cluster.records()}
         return all(row["key"] in delivered for row in cluster.executions()
                    if row["state"] == "submitted")
-    wait_until(quiet, timeout=10, what="a quiet moment", interval=0.05)
+    wait_for(quiet, timeout=10, what="a quiet moment", interval=0.05)
     down_at = time.time()
     private_redis.stop()
     run_for(10)  # the outage
@@ -485,7 +485,7 @@ def test_a_broker_outage_keeps_claims_claimed_and_delivers_them_under_their_keys
         delivered = {r["id"] for r in cluster.records()}
         return all(row["key"] in delivered for row in cluster.executions()
                    if row["due_at"].timestamp() <= up_at)
-    wait_until(recovered, timeout=60, what="the backlog to reach the worker", interval=0.25)
+    wait_for(recovered, timeout=60, what="the backlog to reach the worker", interval=0.25)
     recovery = time.time() - up_at
     run_for(3)
     assert_alive(worker, *replicas)
@@ -767,7 +767,7 @@ def start_sharded(cluster: Cluster, count: int = 3) -> list[Process]:
         fair = sorted(len(v) for v in led.values()) == sorted(
             SHARDS // count + (1 if i < SHARDS % count else 0) for i in range(count))
         return led if fair and set(led) == {p.pid for p in replicas} else None
-    wait_until(balanced, timeout=30, what="every replica to lead its share of the shards")
+    wait_for(balanced, timeout=30, what="every replica to lead its share of the shards")
     return replicas
 
 
@@ -790,7 +790,7 @@ def test_three_replicas_and_then_a_fourth_each_lead_a_share_of_the_shards(
         led = shards_led(cluster)
         return led if len(led.get(newcomer.pid, [])) >= 1 and len(led) == 4 \
             and sum(len(v) for v in led.values()) == SHARDS else None
-    led = wait_until(shared, timeout=30, what="the newcomer to lead a shard")
+    led = wait_for(shared, timeout=30, what="the newcomer to lead a shard")
     # From its first heartbeat as a member to its first shard, on the database clock.
     joined = cluster.sql("SELECT min(acquired_at) AS at FROM goatbeat_lease WHERE name LIKE "
                          ":member", member=f"default.replicas-of-{SHARDS}.%:{newcomer.pid}:%")
@@ -832,7 +832,7 @@ def wait_for_shard_takeovers(cluster: Cluster, before: dict[int, Any],
         done = {k: now[k] for k in before
                 if now[k]["live"] and now[k]["token"] > before[k]["token"]}
         return done if len(done) == len(before) else None
-    return wait_until(taken, timeout=timeout, what="the shards to be taken over")
+    return wait_for(taken, timeout=timeout, what="the shards to be taken over")
 
 
 @serial
@@ -901,13 +901,13 @@ def test_a_rolling_change_of_the_shard_count_claims_every_point_once(
     cluster.start_worker()
     old = [cluster.start_beat(f"old-{i}") for i in (1, 2)]
     cluster.wait_for_replicas(2)
-    wait_until(lambda: len(cluster.sql(
+    wait_for(lambda: len(cluster.sql(
         "SELECT 1 FROM goatbeat_lease WHERE name LIKE 'default.shard-%-of-2' AND "
         "expires_at > now()")) == 2, timeout=30, what="the old count's shards led")
     started = cluster.db_now()
     run_for(3)
     new = [cluster.start_beat(f"new-{i}", env={"SYS_CONFIG": str(new_config)}) for i in (1, 2)]
-    wait_until(lambda: len(cluster.sql(
+    wait_for(lambda: len(cluster.sql(
         "SELECT 1 FROM goatbeat_lease WHERE name LIKE 'default.shard-%-of-3' AND "
         "expires_at > now()")) == 3, timeout=30, what="the new count's shards led")
     run_for(4)  # both counts lead: the overlap of a rolling change

@@ -16,10 +16,11 @@ import pytest
 
 from goatbeat_celery.core.types.outbox import OutboxEvent
 from goatbeat_celery.store import open_store
-from tests.system.harness import FAST_LEASE, RENEW, TTL, Cluster, every_second, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import FAST_LEASE, RENEW, TTL, Cluster, every_second
 from tests.webhooks.receiver import Receiver
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 SECRET = "whsec-system-test"
 LEADING, STANDBY, LEASE_LOST, NOT_RUNNING = 0, 3, 4, 5
@@ -71,7 +72,7 @@ def test_a_beat_replica_is_live_ready_leading_then_lost_then_stopped(
             answer = get(port, "/healthz")
             return answer if answer is not None and answer[1].get("leading") else None
 
-        live = wait_until(leading, timeout=START, what="/healthz to say leading")
+        live = wait_for(leading, timeout=START, what="/healthz to say leading")
         assert live[0] == 200 and live[1]["live"] is True
         assert get(port, "/readyz") == (200, {"ready": True, "leading": True})
         assert health(cluster, holder) == LEADING
@@ -83,19 +84,19 @@ def test_a_beat_replica_is_live_ready_leading_then_lost_then_stopped(
                                               payload={"n": n}) for n in range(3)])
         finally:
             store.close()
-        wait_until(lambda: len(receiver.ids()) == 3, timeout=START, what="events delivered")
+        wait_for(lambda: len(receiver.ids()) == 3, timeout=START, what="events delivered")
         assert receiver.ids() == {"alert-0": 1, "alert-1": 1, "alert-2": 1}
         assert receiver.all_verified()
 
         # Frozen past its lease: it believed it led, and the database says it lost the lease.
         beat.signal(signal.SIGSTOP)
-        wait_until(lambda: not (cluster.lease() or {}).get("live"), timeout=TTL + START,
-                   what="the frozen leader's lease to expire")
+        wait_for(lambda: not (cluster.lease() or {}).get("live"), timeout=TTL + START,
+                 what="the frozen leader's lease to expire")
         assert health(cluster, holder) == LEASE_LOST
         beat.signal(signal.SIGCONT)
         # Thawed, it renews (no one else took over) within a renew interval.
-        wait_until(lambda: health(cluster, holder) == LEADING, timeout=RENEW + START,
-                   what="the thawed replica to lead again")
+        wait_for(lambda: health(cluster, holder) == LEADING, timeout=RENEW + START,
+                 what="the thawed replica to lead again")
 
         assert beat.stop() == 0
         assert health(cluster, holder) == NOT_RUNNING
@@ -120,9 +121,9 @@ def test_a_leader_killed_or_frozen_and_replaced_has_lost_its_lease(
     holder = f"{socket.gethostname()}:{leader.pid}"
 
     leader.signal(getattr(signal, fault))
-    wait_until(lambda: (cluster.lease() or {}).get("token", 0) > before["token"]
-               and (cluster.lease() or {}).get("live"), timeout=TTL + START,
-               what="the standby to take the lease over")
+    wait_for(lambda: (cluster.lease() or {}).get("token", 0) > before["token"]
+             and (cluster.lease() or {}).get("live"), timeout=TTL + START,
+             what="the standby to take the lease over")
     after = cluster.lease()
     assert after is not None and after["holder"].split(":")[-2] == str(standby.pid)
 
@@ -136,8 +137,8 @@ def test_a_leader_killed_or_frozen_and_replaced_has_lost_its_lease(
     if fault == "SIGSTOP":
         leader.signal(signal.SIGCONT)
         # Thawed, it finds its lease taken and stands by: heard from after the change.
-        wait_until(lambda: health(cluster, holder) == STANDBY, timeout=RENEW + START,
-                   what="the thawed replica to stand by")
+        wait_for(lambda: health(cluster, holder) == STANDBY, timeout=RENEW + START,
+                 what="the thawed replica to stand by")
 
 
 def health_answer(cluster: Cluster, holder: str) -> dict[str, Any]:

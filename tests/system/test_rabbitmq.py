@@ -30,6 +30,7 @@ from goatbeat_celery.beat.scheduler import _bound_broker_sockets
 from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.types.tick import Dispatch
+from tests.support.waiting import wait_for
 from tests.system.harness import (
     FAST_LEASE,
     RABBITMQ_SETTINGS,
@@ -42,7 +43,6 @@ from tests.system.harness import (
     finish,
     run_for,
     start_replicas,
-    wait_until,
 )
 from tests.system.outcome import Outcome, seconds
 from tests.system.services import PrivateRabbitMQ
@@ -92,8 +92,8 @@ def wait_for_backlog(cluster: Cluster, rabbitmq: PrivateRabbitMQ, before: float,
     """Wait until every execution due before ``before`` reached the worker; on a timeout, say
     which did not, in what state, and what RabbitMQ's queues hold."""
     try:
-        wait_until(lambda: not undelivered(cluster, before), timeout=timeout,
-                   what="the backlog to reach the worker", interval=0.25)
+        wait_for(lambda: not undelivered(cluster, before), timeout=timeout,
+                 what="the backlog to reach the worker", interval=0.25)
     except AssertionError as exc:
         missing = undelivered(cluster, before)
         rows = [(row["key"], row["state"], row["attempts"], row["submitted_at"])
@@ -120,11 +120,11 @@ def claimed_while_down(cluster: Cluster, down_at: float) -> list[dict[str, Any]]
 
 def mid_dispatch(cluster: Cluster) -> None:
     """Return while the leader is sending a batch: some claim is not yet confirmed."""
-    wait_until(lambda: time.time() % 1 < 0.5, timeout=2, what="the first half of a second",
-               interval=0.01)
-    wait_until(lambda: cluster.sql("SELECT 1 FROM goatbeat_execution WHERE state = 'claimed' "
-                                   "LIMIT 1"),
-               timeout=5, what="a batch being sent", interval=0.002)
+    wait_for(lambda: time.time() % 1 < 0.5, timeout=2, what="the first half of a second",
+             interval=0.01)
+    wait_for(lambda: cluster.sql("SELECT 1 FROM goatbeat_execution WHERE state = 'claimed' "
+                                 "LIMIT 1"),
+             timeout=5, what="a batch being sent", interval=0.002)
 
 
 def assert_sound_over_a_broker_fault(outcome: Outcome, fault_at: float) -> dict[str, int]:

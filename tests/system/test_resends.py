@@ -24,9 +24,10 @@ import pytest
 from celery import Celery
 
 from goatbeat_celery import headers
-from tests.system.harness import Cluster, Process, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster, Process
 from tests.system.services import PrivateRabbitMQ, PrivateRedis
-from tests.system.test_run_tracking import request_run, runs, start, start_beat
+from tests.system.tracked import request_run, runs, start, start_beat
 
 pytestmark = [pytest.mark.system, pytest.mark.serial]
 
@@ -85,16 +86,16 @@ def test_a_run_the_broker_lost_is_resent_and_runs_once_and_copies_sent_again_do_
     }, settings=SETTINGS)
     start_beat(cluster)
     key = request_run(cluster, "hourly")
-    wait_until(lambda: runs(cluster, "key = :key AND state = 'submitted'", key=key),
-               timeout=5, what="the run sent")
+    wait_for(lambda: runs(cluster, "key = :key AND state = 'submitted'", key=key),
+             timeout=5, what="the run sent")
     # The broker loses it: the queue goes, with the only copy, before any worker consumed it.
     assert cluster.redis.delete(cluster.queue) == 1
     lost_at = time.time()
     start_worker(cluster)
 
-    (row,) = wait_until(lambda: runs(cluster, "key = :key AND run_state = 'succeeded'",
-                                     key=key),
-                        timeout=RESEND_BOUND, what="the run resent and run")
+    (row,) = wait_for(lambda: runs(cluster, "key = :key AND run_state = 'succeeded'",
+                                   key=key),
+                      timeout=RESEND_BOUND, what="the run resent and run")
     took = time.time() - lost_at
     (execution,) = [e for e in cluster.executions() if e["key"] == key]
     assert execution["attempts"] == 2  # sent twice: once lost, once resent
@@ -105,11 +106,11 @@ def test_a_run_the_broker_lost_is_resent_and_runs_once_and_copies_sent_again_do_
     occurrence = row["due_at"].isoformat()
     for send in (2, 3):
         send_copy(cluster, key, "hourly", occurrence, send)
-    wait_until(lambda: len(suppressed(cluster)) >= 2, timeout=10,
-               what="both copies suppressed")
+    wait_for(lambda: len(suppressed(cluster)) >= 2, timeout=10,
+             what="both copies suppressed")
     # A message behind them in the same queue runs: the copies were consumed, not left.
     marker = request_run(cluster, "hourly")
-    wait_until(lambda: ran(cluster)[marker], timeout=10, what="the next run")
+    wait_for(lambda: ran(cluster)[marker], timeout=10, what="the next run")
     report(resent_and_ran_after=f"{took:.1f}s", bound=f"{RESEND_BOUND:.1f}s",
            suppressed=len(suppressed(cluster)))
     assert ran(cluster)[key] == 1
@@ -133,8 +134,8 @@ def burst_schedules() -> dict[str, Any]:
 def mid_burst(cluster: Cluster, after: float) -> None:
     """Return ``after`` seconds past the start of a burst: once a burst's first claims are
     written (the grid is on whole multiples of BURST_EVERY)."""
-    wait_until(lambda: time.time() % BURST_EVERY < 0.1, timeout=BURST_EVERY + 1,
-               what="a burst due", interval=0.01)
+    wait_for(lambda: time.time() % BURST_EVERY < 0.1, timeout=BURST_EVERY + 1,
+             what="a burst due", interval=0.01)
     time.sleep(after)  # the scenario: this far into the burst
 
 
@@ -148,8 +149,8 @@ def judge(cluster: Cluster, until: float) -> dict[str, Any]:
             return rows
         return None
 
-    rows = wait_until(settled, timeout=RESEND_BOUND * 3 + 30,
-                      what="every judged occurrence run", interval=0.5)
+    rows = wait_for(settled, timeout=RESEND_BOUND * 3 + 30,
+                    what="every judged occurrence run", interval=0.5)
     # Resends of anything still unstarted when it ran come within a start timeout and a look.
     time.sleep(START_TIMEOUT + HEARTBEAT + MAX_INTERVAL + 1)  # the scenario: late copies
     # Read again: the last reports were written after the last record.
@@ -187,7 +188,7 @@ def killed_mid_burst(cluster: Cluster, broker: PrivateRedis | PrivateRabbitMQ, r
     cluster.write_config(schedules=burst_schedules(), settings=SETTINGS)
     worker = start_worker(cluster)
     start_beat(cluster)
-    wait_until(lambda: len(ran(cluster)) >= BURST, timeout=30, what="a first burst run")
+    wait_for(lambda: len(ran(cluster)) >= BURST, timeout=30, what="a first burst run")
 
     mid_burst(cluster, into)
     killed_at = time.time()

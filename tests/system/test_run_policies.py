@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.waiting import wait_for
 from tests.system import test_run_tracking as run_tracking
-from tests.system.harness import Cluster, Process, wait_until
-from tests.system.test_fidelity import STARTUP, assert_alive
+from tests.system.fidelity import STARTUP, assert_alive
+from tests.system.harness import Cluster, Process
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 HEARTBEAT = 1.0
 LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
@@ -73,7 +74,7 @@ def start_worker(cluster: Cluster, pool: str, name: str = "worker") -> Process:
         return assert_alive(worker) and any(
             member.decode().startswith(node)
             for member in cluster.redis.smembers(f"{cluster.record_key}:ready"))
-    wait_until(ready, timeout=STARTUP, what=f"worker {name} to consume")
+    wait_for(ready, timeout=STARTUP, what=f"worker {name} to consume")
     return worker
 
 
@@ -132,8 +133,8 @@ def test_skip_never_overlaps_a_slow_task_and_records_what_it_skipped(cluster: Cl
     start_beat(cluster)
 
     # Three runs of 2.5 s, each followed by up to SETTLE_BOUND before the next is claimed.
-    wait_until(lambda: len(rows(cluster, "run_state = 'succeeded'")) >= 3,
-               timeout=3 * (2.5 + SETTLE_BOUND + 1) + 2 * MARGIN, what="three finished runs")
+    wait_for(lambda: len(rows(cluster, "run_state = 'succeeded'")) >= 3,
+             timeout=3 * (2.5 + SETTLE_BOUND + 1) + 2 * MARGIN, what="three finished runs")
 
     found = rows(cluster)
     assert_never_overlapped(found)
@@ -166,8 +167,8 @@ def test_buffer_one_holds_exactly_one_and_sends_it_when_the_previous_run_ends(
         most_held = max(most_held, held["n"])
         return len(rows(cluster, "run_state = 'succeeded'")) >= 3
 
-    wait_until(three_ran, timeout=3 * (2.5 + SETTLE_BOUND + 1) + 2 * MARGIN,
-               what="three finished runs", interval=0.05)
+    wait_for(three_ran, timeout=3 * (2.5 + SETTLE_BOUND + 1) + 2 * MARGIN,
+             what="three finished runs", interval=0.05)
 
     assert most_held == 1
     found = rows(cluster)
@@ -191,16 +192,16 @@ def test_a_run_whose_worker_is_killed_is_lost_and_the_schedule_goes_on(
                                     "args": ["long", 600], "goatbeat": goatbeat}})
     worker = start_worker(cluster, pool)
     start_beat(cluster)
-    (first,) = wait_until(lambda: rows(cluster, "run_state = 'running'"),
-                          timeout=2 + SETTLE_BOUND + MARGIN + 2 * HEARTBEAT,
-                          what="a run running")
+    (first,) = wait_for(lambda: rows(cluster, "run_state = 'running'"),
+                        timeout=2 + SETTLE_BOUND + MARGIN + 2 * HEARTBEAT,
+                        what="a run running")
     start_worker(cluster, pool, "second")  # the schedule's next run needs a worker
     killed_at = cluster.db_now()
     worker.kill_tree()
 
-    (lost,) = wait_until(lambda: rows(cluster, "key = :key AND run_state = 'lost'",
-                                      key=first["key"]),
-                         timeout=LOST_BOUND + MARGIN, what="the run marked lost")
+    (lost,) = wait_for(lambda: rows(cluster, "key = :key AND run_state = 'lost'",
+                                    key=first["key"]),
+                       timeout=LOST_BOUND + MARGIN, what="the run marked lost")
     took = (lost["finished_at"] - killed_at).total_seconds()
     assert took <= LOST_BOUND + MARGIN
 
@@ -209,8 +210,8 @@ def test_a_run_whose_worker_is_killed_is_lost_and_the_schedule_goes_on(
                     due=first["due_at"])
 
     # The next grid point (2 s) or the delay after the verdict (2 s), claimed at a tick.
-    (following, *_) = wait_until(next_run, timeout=2 + SETTLE_BOUND + MARGIN,
-                                 what="the schedule's next run")
+    (following, *_) = wait_for(next_run, timeout=2 + SETTLE_BOUND + MARGIN,
+                               what="the schedule's next run")
     report(policy=next(iter(goatbeat.values())), pool=pool, lost_after_kill=f"{took:.2f}s")
     if goatbeat.get("mode") == "fixed_delay":
         # Due one delay after the run's end, which the verdict set.
@@ -230,8 +231,8 @@ def test_a_task_failing_n_times_in_a_row_pauses_its_schedule(cluster: Cluster,
     beat = start_beat(cluster)
 
     # Three runs a second apart, then the third's end applied within the settle bound.
-    paused = wait_until(lambda: (row := stored(cluster, "bad")) and not row["enabled"] and row,
-                        timeout=3 + SETTLE_BOUND + 2 * MARGIN, what="the schedule paused")
+    paused = wait_for(lambda: (row := stored(cluster, "bad")) and not row["enabled"] and row,
+                      timeout=3 + SETTLE_BOUND + 2 * MARGIN, what="the schedule paused")
 
     assert paused["paused_reason"] == ("paused after 3 failed runs in a row; last error: "
                                        "ValueError: boom")
@@ -257,15 +258,15 @@ def test_a_failure_backs_off_and_a_success_resets_the_backoff(cluster: Cluster,
     start_beat(cluster)
 
     # Fails, 2 s pause; fails, 4 s pause; succeeds; then on the grid again.
-    found = wait_until(lambda: (found := rows(cluster, "run_state IS NOT NULL")) and
-                       len(found) >= 4 and found,
-                       timeout=2 + 4 + 4 * (FLAKY_EVERY + SETTLE_BOUND + 1) + 2 * MARGIN,
-                       what="four runs")
+    found = wait_for(lambda: (found := rows(cluster, "run_state IS NOT NULL")) and
+                     len(found) >= 4 and found,
+                     timeout=2 + 4 + 4 * (FLAKY_EVERY + SETTLE_BOUND + 1) + 2 * MARGIN,
+                     what="four runs")
     first, second, third, fourth = found[:4]
     assert [r["run_state"] for r in (first, second, third)] == ["failed", "failed", "succeeded"]
     assert second["due_at"] >= first["finished_at"] + timedelta(seconds=2), (first, second)
     assert third["due_at"] >= second["finished_at"] + timedelta(seconds=4), (second, third)
     # The success reset the backoff: the next grid point, one interval after the third.
     assert fourth["due_at"] == third["due_at"] + timedelta(seconds=FLAKY_EVERY), (third, fourth)
-    wait_until(lambda: (row := stored(cluster, "flaky")) and row["consecutive_failures"] == 0,
-               timeout=SETTLE_BOUND + MARGIN, what="the failures in a row reset")
+    wait_for(lambda: (row := stored(cluster, "flaky")) and row["consecutive_failures"] == 0,
+             timeout=SETTLE_BOUND + MARGIN, what="the failures in a row reset")

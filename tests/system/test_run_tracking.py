@@ -10,43 +10,41 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from goatbeat_celery import ScheduleNotFound
-from goatbeat_celery.store import open_store
-from tests.system.harness import Cluster, Process, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster
 from tests.system.services import PartitionProxy
 
-pytestmark = pytest.mark.system
+from .tracked import (
+    FAST_LEASE,
+    LOST_MARGIN,
+    MAX_INTERVAL,
+    request_run,
+    runs,
+    start_beat,
+    start_worker,
+)
 
-TRACKING_DIR = Path(__file__).resolve().parent.parent / "tracking"
+pytestmark = [pytest.mark.system, pytest.mark.slow]
+
 
 HEARTBEAT = 1.0
 LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
 START_TIMEOUT = 30.0
 TRACKING = {"heartbeat_interval": HEARTBEAT, "run_lost_after": LOST_AFTER,
             "run_start_timeout": START_TIMEOUT}
-FAST_LEASE = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": 1}
-MAX_INTERVAL = 1.0
 #: A run's reports reach the table within the writer's flush interval (0.25 s) of the event;
 #: two seconds leave the rest to a busy two-core machine running beat, a worker and PostgreSQL.
 REPORT_SLACK = 2.0
 #: Once the worker is silent, its run is lost after ``lost_after``; the leader looks every
 #: heartbeat interval, from a tick that runs at least every ``max_interval``.
 LOST_BOUND = LOST_AFTER + HEARTBEAT + MAX_INTERVAL
-#: For a busy two-core machine: the sweep's statement, and a tick woken late.
-LOST_MARGIN = 2.0
-#: Beat syncs its config in the tick that takes the lease, right after the lease's statement;
-#: the margin is for that transaction on a busy two-core machine.
-SYNCED_WITHIN = MAX_INTERVAL + LOST_MARGIN
 
 
 def pools() -> Any:
@@ -57,69 +55,6 @@ def write_config(cluster: Cluster, schedules: dict[str, Any]) -> None:
     """The scenario's schedules, a short lease and the tracking settings above (read by beat
     and the workers alike, from the same app module)."""
     cluster.write_config(schedules=schedules, settings={**FAST_LEASE, **TRACKING})
-
-
-# -- processes -------------------------------------------------------------------------------
-def start(cluster: Cluster, name: str, args: list[str],
-          env: dict[str, str] | None = None, *, app: str = "trackproj") -> Process:
-    """A celery process of a tracked app of tests/tracking (``trackproj``: sysproj +
-    track_runs, unless told another)."""
-    extra = {"PYTHONPATH": os.pathsep.join([str(TRACKING_DIR), cluster.env()["PYTHONPATH"]]),
-             **(env or {})}
-    log_path = cluster.workdir / f"{name}.log"
-    with log_path.open("ab") as handle:
-        popen = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", app, *args],
-            cwd=cluster.workdir, env=cluster.env(extra), stdout=handle,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    process = Process(name=name, popen=popen, log_path=log_path)
-    cluster.processes.append(process)
-    return process
-
-
-def start_worker(cluster: Cluster, pool: str, *, name: str = "worker", concurrency: int = 4,
-                 env: dict[str, str] | None = None) -> Process:
-    return start(cluster, name, [
-        "worker", "--pool", pool, "--concurrency", str(concurrency), "-Q", cluster.queue,
-        "-n", f"{name}-{cluster.run_id}@%h", "--without-heartbeat", "--without-gossip",
-        "--without-mingle", "--loglevel", "INFO"], env)
-
-
-def start_beat(cluster: Cluster, *, app: str = "trackproj") -> Process:
-    """Beat of the tracked app, once it leads."""
-    beat = start(cluster, "beat", ["beat", "-S", "goatbeat_celery.Scheduler", "--loglevel",
-                                   "INFO", "-s", str(cluster.workdir / "beat.schedule")],
-                 app=app)
-    cluster.wait_for_leader()
-    return beat
-
-
-RUN_COLUMNS = ("key, schedule_name, state, claimed_at, submitted_at, due_at, run_state, "
-               "run_id, worker, run_attempts, started_at, finished_at, heartbeat_at, "
-               "runtime, run_error")
-
-
-def runs(cluster: Cluster, where: str = "true", **params: Any) -> list[dict[str, Any]]:
-    return cluster.sql(f"SELECT {RUN_COLUMNS} FROM goatbeat_execution WHERE {where} "
-                       "ORDER BY due_at, key", **params)
-
-
-def request_run(cluster: Cluster, name: str) -> str:
-    """Run ``name`` now and return the occurrence's key, once beat's config sync has written
-    the schedule (a leader is elected before the sync's write lands on a busy machine)."""
-    store = open_store(cluster.database_url)
-
-    def requested() -> str | None:
-        try:
-            return store.request_run(name).key
-        except ScheduleNotFound:
-            return None
-
-    try:
-        return wait_until(requested, timeout=SYNCED_WITHIN,
-                          what=f"the schedule {name!r} synced")
-    finally:
-        store.close()
 
 
 def worker_name(cluster: Cluster, name: str = "worker") -> str:
@@ -144,7 +79,7 @@ def test_runs_are_recorded_started_and_finished_with_worker_runtime_and_error(
         by = {name: [r for r in rows if r["schedule_name"] == name] for name in ("ok", "bad")}
         return rows if all(len(found) >= 3 for found in by.values()) else None
 
-    rows = wait_until(finished, timeout=30, what="three finished runs of each schedule")
+    rows = wait_for(finished, timeout=30, what="three finished runs of each schedule")
 
     worker = worker_name(cluster)
     for row in rows:
@@ -181,8 +116,8 @@ def test_a_run_whose_worker_is_killed_is_marked_lost_within_the_documented_bound
             row["started_at"] + timedelta(seconds=HEARTBEAT / 2) else None
 
     # Started within REPORT_SLACK of its submission, then a heartbeat an interval later.
-    running = wait_until(beating, timeout=REPORT_SLACK + 2 * HEARTBEAT + 5,
-                         what="the run to be running with heartbeats")
+    running = wait_for(beating, timeout=REPORT_SLACK + 2 * HEARTBEAT + 5,
+                       what="the run to be running with heartbeats")
 
     killed_at = cluster.db_now()
     worker.kill_tree()
@@ -192,8 +127,8 @@ def test_a_run_whose_worker_is_killed_is_marked_lost_within_the_documented_bound
         return row if row["run_state"] == "lost" else None
 
     # The leader (beat) marks it: nothing else looks for lost runs here.
-    row = wait_until(lost, timeout=LOST_BOUND + LOST_MARGIN, what="the run marked lost",
-                     interval=0.1)
+    row = wait_for(lost, timeout=LOST_BOUND + LOST_MARGIN, what="the run marked lost",
+                   interval=0.1)
 
     took = (row["finished_at"] - killed_at).total_seconds()
     report(pool=pool, lost_after_kill=f"{took:.2f}s", bound=f"{LOST_BOUND:.1f}s")
@@ -218,10 +153,10 @@ def test_a_pool_process_killed_mid_run_is_reported_failed_by_the_workers_main_pr
     start_worker(cluster, "prefork")
     start_beat(cluster)
     key = request_run(cluster, "long")
-    pid = wait_until(lambda: cluster.redis.hget(f"{cluster.record_key}:pids", key),
-                     timeout=REPORT_SLACK + 5, what="the run to start in a pool process")
-    wait_until(lambda: runs(cluster, "key = :key AND run_state = 'running'", key=key),
-               timeout=REPORT_SLACK, what="the run recorded running")
+    pid = wait_for(lambda: cluster.redis.hget(f"{cluster.record_key}:pids", key),
+                   timeout=REPORT_SLACK + 5, what="the run to start in a pool process")
+    wait_for(lambda: runs(cluster, "key = :key AND run_state = 'running'", key=key),
+             timeout=REPORT_SLACK, what="the run recorded running")
 
     killed_at = cluster.db_now()
     os.kill(int(pid), signal.SIGKILL)
@@ -229,9 +164,9 @@ def test_a_pool_process_killed_mid_run_is_reported_failed_by_the_workers_main_pr
     # The worker's main process reports the run failed once Celery gives up on the pool
     # process (worker_lost_wait, after billiard noticed its exit, which it checks every
     # second); the leader may have marked it lost meanwhile, which the report replaces.
-    (row,) = wait_until(lambda: runs(cluster, "key = :key AND run_state = 'failed'", key=key),
-                        timeout=WORKER_LOST_WAIT + 1 + REPORT_SLACK + LOST_MARGIN,
-                        what="the run reported failed")
+    (row,) = wait_for(lambda: runs(cluster, "key = :key AND run_state = 'failed'", key=key),
+                      timeout=WORKER_LOST_WAIT + 1 + REPORT_SLACK + LOST_MARGIN,
+                      what="the run reported failed")
     took = (row["finished_at"] - killed_at).total_seconds()
     report(failed_after_kill=f"{took:.2f}s")
     assert row["run_error"].startswith("WorkerLostError"), row
@@ -263,8 +198,8 @@ def test_a_database_out_of_reach_for_ten_seconds_neither_fails_nor_delays_a_task
         # The worker reaches PostgreSQL through the proxy; beat directly, and keeps sending.
         start_worker(cluster, pool, concurrency=2, env={"SYS_DATABASE_URL": proxied})
         start_beat(cluster)
-        wait_until(lambda: runs(cluster, "run_state = 'succeeded'"), timeout=30,
-                   what="a first recorded run")
+        wait_for(lambda: runs(cluster, "run_state = 'succeeded'"), timeout=30,
+                 what="a first recorded run")
         time.sleep(2)  # the scenario: a few seconds of normal running first
 
         cut_at = proxy.cut()
@@ -284,7 +219,7 @@ def test_a_database_out_of_reach_for_ten_seconds_neither_fails_nor_delays_a_task
 
         # After healing, the held statement completes and the rest follow within a backoff
         # (5 s at most) and a statement timeout (5 s); the margin is for a busy machine.
-        rows = wait_until(recorded, timeout=5 + 5 + 10, what="every run recorded succeeded")
+        rows = wait_for(recorded, timeout=5 + 5 + 10, what="every run recorded succeeded")
         recovered = time.time() - healed_at
     finally:
         proxy.close()

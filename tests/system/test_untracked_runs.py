@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from tests.system.harness import Cluster, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster
 
-pytestmark = pytest.mark.system
+pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 HEARTBEAT = 1.0
 START_TIMEOUT = 4.0
@@ -44,8 +45,8 @@ def test_without_tracking_runs_the_worker_completed_are_unknown_never_lost(
     cluster.wait_for_leader()
 
     # The worker visibly ran them: each appended its task id (the key) to the record list.
-    done = wait_until(lambda: cluster.records()[:2] if len(cluster.records()) >= 2 else None,
-                      timeout=STARTUP, what="two runs completed by the worker")
+    done = wait_for(lambda: cluster.records()[:2] if len(cluster.records()) >= 2 else None,
+                    timeout=STARTUP, what="two runs completed by the worker")
     keys = [record["id"] for record in done]
 
     def sent_at(key: str) -> Any:
@@ -61,8 +62,8 @@ def test_without_tracking_runs_the_worker_completed_are_unknown_never_lost(
                            "WHERE key = ANY(:keys)", keys=list(keys))
         return rows if all(row["run_state"] == "unknown" for row in rows) else None
 
-    rows = wait_until(unknown, timeout=max(left, 0) + MARGIN,
-                      what="the completed runs' outcome given up as unknown")
+    rows = wait_for(unknown, timeout=max(left, 0) + MARGIN,
+                    what="the completed runs' outcome given up as unknown")
     assert worker.alive() and beat.alive(), cluster.logs()
     assert {row["run_error"] for row in rows} == {
         "workers do not track runs (goatbeat_track_runs is off)"}

@@ -15,7 +15,10 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from goatbeat_celery.migrations import current_revision, downgrade, head_revision, upgrade
+from tests.support.waiting import wait_for
 from tests.system.harness import (
     FAST_LEASE,
     HERE,
@@ -26,8 +29,9 @@ from tests.system.harness import (
     every_second,
     finish,
     run_for,
-    wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 #: The previous release: the commit its package was built from, and the schema it runs on.
@@ -68,8 +72,8 @@ def test_the_previous_release_and_this_one_share_a_database_through_an_upgrade(
 
     handed_at = time.time()
     old.stop()  # SIGTERM: the previous release releases its lease on the way out
-    wait_until(lambda: cluster.leader_pid() == new.pid, timeout=TAKEOVER_BOUND,
-               what="the new release to take the lease over")
+    wait_for(lambda: cluster.leader_pid() == new.pid, timeout=TAKEOVER_BOUND,
+             what="the new release to take the lease over")
     handover = time.time() - handed_at
     run_for(3)
     assert_alive(new)

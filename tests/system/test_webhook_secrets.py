@@ -8,9 +8,13 @@ import json
 import socket
 from typing import Any
 
+import pytest
 from celery import Celery
 
-from tests.system.harness import Cluster, wait_until
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster
+
+pytestmark = pytest.mark.slow
 
 SLACK = "https://hooks.slack.example/services/T000/B000/XXXXsecretURL"
 WEBHOOKS = ["https://ops.example/hook?token=XXXXsecretQUERY",
@@ -35,7 +39,7 @@ def test_a_worker_answers_inspect_conf_with_the_webhook_settings_masked(
         return replies
 
     try:
-        replies = wait_until(answered, timeout=60, what="the worker's answer")
+        replies = wait_for(answered, timeout=60, what="the worker's answer")
     finally:
         client.close()
     assert "XXXXsecret" not in json.dumps(replies)

@@ -4,7 +4,6 @@ it fail (an outage), refuse (a bad batch) or hang (a partition) on demand."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
@@ -94,17 +93,6 @@ class RecordingLog:
     def events(self) -> list[RunEvent]:
         with self._lock:
             return [event for batch in self.batches for event in batch]
-
-
-def wait_for(condition: Callable[[], T], *, timeout: float, what: str) -> T:
-    """Poll ``condition`` until truthy; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.01)
 
 
 def constant(value: Any) -> Callable[[], Any]:

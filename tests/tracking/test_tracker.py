@@ -31,7 +31,8 @@ from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
 from goatbeat_celery.testing import MemoryStore
 from goatbeat_celery.worker.tracking import RunTracker, track_runs
 from goatbeat_celery.worker.tracking.writer import _noted
-from tests.tracking.support import RecordingLog, constant, wait_for
+from tests.support.waiting import wait_for
+from tests.tracking.support import RecordingLog, constant
 
 #: The in-process worker runs a task within milliseconds of its sending, and the writer writes
 #: within a flush interval (20 ms here); ten seconds is for a busy two-core machine.

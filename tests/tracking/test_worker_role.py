@@ -23,7 +23,7 @@ from goatbeat_celery.store import open_store
 from goatbeat_celery.store.schema import EXECUTION_TABLE
 from goatbeat_celery.worker.tracking.writer import RunWriter, _noted
 from tests.conformance.support import LONG_TTL, claim_next, create_due
-from tests.tracking.support import wait_for
+from tests.support.waiting import wait_for
 
 #: The writer wakes every 20 ms and backs off to 80 ms at most.
 FLUSH = 0.02

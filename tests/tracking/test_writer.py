@@ -15,7 +15,8 @@ import pytest
 
 from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome
 from goatbeat_celery.worker.tracking.writer import RunWriter, _event, _Noted, _noted
-from tests.tracking.support import RecordingLog, constant, wait_for
+from tests.support.waiting import wait_for
+from tests.tracking.support import RecordingLog, constant
 
 #: Fast enough for tests, slow enough that batches form: the writer wakes every 20 ms.
 FLUSH = 0.02

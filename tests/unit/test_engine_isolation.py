@@ -30,7 +30,7 @@ from goatbeat_celery.core.types.tick import (
 )
 from goatbeat_celery.testing import build_engine
 from tests.unit.doubles import LeaseRecordingObserver
-from tests.unit.test_engine import (
+from tests.unit.engine_world import (
     EVERY_MINUTE,
     T0,
     RecordingSubmitter,

@@ -26,7 +26,7 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.settings import MAX_SHARDS, Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.testing import RecordingSubmitter
-from tests.unit.test_engine import EVERY_MINUTE, World, minute
+from tests.unit.engine_world import EVERY_MINUTE, World, minute
 
 
 @pytest.fixture

@@ -14,11 +14,7 @@ from goatbeat_celery.core.types.spec import ScheduleSource
 from tests.cli.conftest import config_schedule, insert_row
 from tests.web.conftest import Browser
 
-
-def error_of(html: str, field: str) -> str:
-    found = re.search(rf'<p class="field-error" id="{field}-error">([^<]*)</p>', html)
-    assert found, f"no error under {field}"
-    return html_module.unescape(found.group(1))
+from .pages import error_of
 
 
 def test_pause_and_resume_go_through_the_api(client: Browser, schedules: Schedules) -> None:

@@ -7,9 +7,7 @@ Origin rules."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -19,20 +17,8 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.tokens import Tokens
 from goatbeat_celery.web import WebSettings, create_app
 
+from .api_client import DAILY, Api, put
 from .conftest import TOKEN
-
-DAILY = {"task": "proj.tasks.report", "cron": "30 6 * * *", "kwargs": {"limit": 50}}
-
-
-@dataclass
-class Api:
-    client: TestClient
-    schedules: Schedules
-
-    def token(self, name: str = "ci", scopes: str = "read,write,run",
-              prefix: str | None = None) -> dict[str, str]:
-        _, secret = Tokens(self.schedules.store).create(name, scopes=scopes, prefix=prefix)
-        return {"Authorization": f"Bearer {secret}"}
 
 
 @pytest.fixture
@@ -44,11 +30,6 @@ def api(schedules: Schedules) -> Iterator[Api]:
 @pytest.fixture
 def auth(api: Api) -> dict[str, str]:
     return api.token()
-
-
-def put(api: Api, auth: dict[str, str], name: str, body: dict[str, Any],
-        **headers: str) -> Any:
-    return api.client.put(f"/api/v1/schedules/{name}", json=body, headers={**auth, **headers})
 
 
 # -- who may call it ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
 
 from . import test_api
-from .test_api import DAILY, Api, put
+from .api_client import DAILY, Api, put
 
 # The client of test_api and its unlimited token (every scope, no prefix), shared.
 api = test_api.api

@@ -21,6 +21,8 @@ from goatbeat_celery.web.app import PAGE_SIZE
 from tests.cli.conftest import config_schedule, insert_row, set_aside
 from tests.web.conftest import Browser
 
+from .pages import pills_in
+
 
 def names_on(html: str) -> list[str]:
     # A name may wrap after its dots and dashes (<wbr>), never inside a part.
@@ -152,10 +154,6 @@ def test_the_schedules_page_pages_by_name_without_gaps_or_repeats(
 
     assert pages == 3
     assert seen == [f"job-{number:04d}" for number in range(total)]
-
-
-def pills_in(html: str) -> list[str]:
-    return re.findall(r'<span class="pill \w+">([^<]*)</span>', html)
 
 
 def test_a_schedule_page_shows_spec_next_runs_and_history_with_lateness(

@@ -17,7 +17,7 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.types.fields import FieldInfo
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS
 from tests.web.conftest import Browser
-from tests.web.test_actions import error_of
+from tests.web.pages import error_of
 
 #: A value of each kind: as typed, as stored in the spec, as the edit form shows it and as the
 #: schedule page shows it.

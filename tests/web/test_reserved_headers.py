@@ -17,7 +17,7 @@ from goatbeat_celery.tokens import Tokens
 from goatbeat_celery.web import create_app
 from tests.web.conftest import Browser, celery_app
 
-from .test_actions import error_of
+from .pages import error_of
 
 OK = {"task": "probe.ok", "every": 60, "kwargs": {"target": "all"}}
 

@@ -16,8 +16,7 @@ from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.spec import MisfirePolicy
 from tests.web.conftest import Browser
-from tests.web.test_actions import error_of
-from tests.web.test_pages import pills_in
+from tests.web.pages import error_of, pills_in
 
 
 def finish(schedules: Schedules, execution: Execution, outcome: RunOutcome, seconds: float,

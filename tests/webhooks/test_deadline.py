@@ -28,9 +28,9 @@ from goatbeat_celery.beat.webhooks import (
 )
 from goatbeat_celery.core.types.outbox import OutboxEvent
 from goatbeat_celery.store.memory import MemoryStore
+from tests.support.waiting import wait_for
 
 from .receiver import Receiver
-from .test_delivery import wait_for
 
 SECRET = "whsec-deadline-0123456789"
 #: An answer long enough that trickling it takes far longer than any timeout here.

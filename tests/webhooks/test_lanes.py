@@ -27,8 +27,7 @@ from goatbeat_celery.beat.webhooks import (
 from goatbeat_celery.core.types.outbox import OutboxEntry, OutboxEvent, OutboxRetry
 from goatbeat_celery.store.memory import MemoryStore
 from goatbeat_celery.testing import ManualClock
-
-from .test_delivery import wait_for
+from tests.support.waiting import wait_for
 
 SECRET = "whsec-lanes-0123456789"
 FAST = Webhook(url="http://fast.example/hook", secret=SECRET)
