@@ -19,7 +19,7 @@ from typing import Any
 from celery import schedules as celery_schedules
 from celery.beat import BeatLazyFunc
 
-from goatbeat_celery import cron, specs
+from goatbeat_celery import cron, rrule, solar, specs
 from goatbeat_celery import schedules as generic
 from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
@@ -233,8 +233,8 @@ def default_entries(app: Any, names: Collection[str]) -> dict[str, dict[str, Any
 
 
 def base_registry() -> TriggerRegistry:
-    """The trigger kinds every process knows: interval, once and cron."""
-    return cron.register(TriggerRegistry.default())
+    """The trigger kinds every process knows: interval, once, cron, rrule and solar."""
+    return solar.register(rrule.register(cron.register(TriggerRegistry.default())))
 
 
 def default_timezone(app: Any) -> str:

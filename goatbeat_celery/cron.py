@@ -1,8 +1,8 @@
 """Cron triggers: 5-field expressions evaluated in an IANA zone, on croniter.
 
 croniter finds the matching *wall-clock* times (it is only ever given naive datetimes); this
-module maps them to real instants itself, with :mod:`zoneinfo` and ``fold``, following Vixie
-cron / cronie across daylight-saving transitions:
+module maps them to real instants (:mod:`.wallclock`, shared with recurrence rules), with
+:mod:`zoneinfo` and ``fold``, following Vixie cron / cronie across daylight-saving transitions:
 
 * a job is *wildcard* when its minute or hour field starts with ``*`` (``*/15 * * * *``,
   ``0 * * * *``) and *fixed* otherwise (``30 2 * * *``);
@@ -33,9 +33,10 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 
 from goatbeat_celery.core.rules.triggers import LAST_OCCURRENCE, TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError
-from goatbeat_celery.core.types.instants import UTC, JSONValue, ensure_aware
+from goatbeat_celery.core.types.instants import JSONValue, ensure_aware
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import TriggerSpec
+from goatbeat_celery.wallclock import WallClock
 
 __all__ = ["CronTrigger", "register"]
 
@@ -58,7 +59,6 @@ _HASHED_OR_RANDOM = re.compile(r"^[hr](\(\d+-\d+\))?(/\d+)?$", re.IGNORECASE)
 _LAST_DAY_OF_WEEK = re.compile(r"^(?P<day>[0-7]|sun|mon|tue|wed|thu|fri|sat)l$", re.IGNORECASE)
 _DAY_NUMBERS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
 _MINUTE = timedelta(minutes=1)
-_SECOND = timedelta(seconds=1)
 _EXAMPLE_ZONE = "Europe/Paris"
 # The field every problem of an expression names.
 _CRON = "cron expression"
@@ -92,6 +92,7 @@ class CronTrigger:
         self.wildcard = fields[0].startswith("*") or fields[1].startswith("*")
         self._cron = cron
         self._lock = threading.Lock()
+        self._clock = WallClock(zone, self._next_wall, wildcard=self.wildcard, step=_MINUTE)
 
     # -- construction and storage ----------------------------------------------------------
     @classmethod
@@ -141,86 +142,14 @@ class CronTrigger:
         return None if found is None or found > LAST_OCCURRENCE else found
 
     def _next_after(self, instant: datetime) -> datetime | None:
-        local = instant.astimezone(self.zone)
-        wall = local.replace(tzinfo=None, fold=0)
-        second_pass = local.fold == 1
-        overlap = self._overlap_containing(wall)
+        return self._clock.next_after(instant)
 
-        # First passes (and, for fixed jobs, gap matches) map wall times to instants
-        # monotonically, so the first match that lands after ``instant`` is the earliest.
-        cursor = wall
-        if overlap is not None and second_pass:
-            # Every first pass of this overlap is already behind us.
-            cursor = max(cursor, overlap[1] - _MINUTE)
-        earliest = self._first_pass_after(instant, cursor)
-
-        # Wildcard jobs also run on second passes; only the overlap ``instant`` is in can hold
-        # one earlier than every first pass still ahead.
-        if self.wildcard and overlap is not None:
-            start, end = overlap
-            candidate = self._next_wall(start - _MINUTE if not second_pass else wall)
-            if candidate is not None and candidate < end and (second_pass or candidate <= wall):
-                repeat = self._instant(candidate, fold=1)
-                if repeat > instant and (earliest is None or repeat < earliest):
-                    earliest = repeat
-        return earliest
-
-    def _first_pass_after(self, instant: datetime, cursor: datetime) -> datetime | None:
-        while True:
-            match = self._next_wall(cursor)
-            if match is None:
-                return None
-            first = self._instant(match, fold=0)
-            if self._local_wall(first) != match:
-                # ``match`` falls in a spring-forward gap.
-                transition = self._transition(self._instant(match, fold=1), first)
-                if not self.wildcard and transition > instant:
-                    return transition
-                cursor = max(match, self._local_wall(transition) - _MINUTE)
-                continue
-            if first > instant:
-                return first
-            cursor = match
-
-    # -- wall clock <-> real instants ------------------------------------------------------
     def _next_wall(self, after: datetime) -> datetime | None:
         """The first matching wall time strictly after the naive ``after``."""
         start = after.replace(second=0, microsecond=0)
         with self._lock:
             result = self._cron.get_next(datetime, start)
         return result
-
-    def _instant(self, wall: datetime, *, fold: int) -> datetime:
-        return wall.replace(tzinfo=self.zone, fold=fold).astimezone(UTC)
-
-    def _local_wall(self, instant: datetime) -> datetime:
-        return instant.astimezone(self.zone).replace(tzinfo=None, fold=0)
-
-    def _overlap_containing(self, wall: datetime) -> tuple[datetime, datetime] | None:
-        """``(start, end)`` wall times of the fall-back overlap ``wall`` lies in, if any."""
-        first, second = self._instant(wall, fold=0), self._instant(wall, fold=1)
-        if first >= second:
-            return None  # an ordinary wall time (or a gap, where fold=1 maps earlier)
-        transition = self._transition(first, second)
-        before = first.astimezone(self.zone).utcoffset()
-        after = second.astimezone(self.zone).utcoffset()
-        assert before is not None and after is not None
-        naive = transition.replace(tzinfo=None)
-        return naive + after, naive + before
-
-    def _transition(self, low: datetime, high: datetime) -> datetime:
-        """The instant in ``(low, high]`` where the zone's offset changes (one change only)."""
-        # tzdata transitions fall on whole seconds: search whole seconds from a whole second.
-        low = low.replace(microsecond=0)
-        offset = low.astimezone(self.zone).utcoffset()
-        lo, hi = 0, max(-(-(high - low) // _SECOND), 1)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if (low + mid * _SECOND).astimezone(self.zone).utcoffset() == offset:
-                lo = mid
-            else:
-                hi = mid
-        return low + hi * _SECOND
 
 
 def register(registry: TriggerRegistry) -> TriggerRegistry:

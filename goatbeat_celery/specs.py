@@ -23,7 +23,7 @@ from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.rules.triggers import IntervalTrigger, OnceTrigger
 from goatbeat_celery.core.rules.validation import instant_problem, shown_value
 from goatbeat_celery.core.types.errors import ConfigurationError
-from goatbeat_celery.core.types.instants import Duration, ensure_aware, to_timedelta
+from goatbeat_celery.core.types.instants import UTC, Duration, ensure_aware, to_timedelta
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import (
     PLAIN_FIELDS,
@@ -33,6 +33,8 @@ from goatbeat_celery.core.types.spec import (
     TriggerSpec,
 )
 from goatbeat_celery.cron import CronTrigger
+from goatbeat_celery.rrule import RRuleTrigger, with_start
+from goatbeat_celery.solar import SolarTrigger
 
 #: The fields of a spec besides its name, trigger, ``enabled`` and source, as keywords.
 SPEC_FIELDS = tuple(field.name for field in dataclass_fields(ScheduleSpec)
@@ -40,11 +42,17 @@ SPEC_FIELDS = tuple(field.name for field in dataclass_fields(ScheduleSpec)
 #: The fields given as durations (seconds, a timedelta or text such as ``"1m30s"``).
 DURATION_FIELDS = tuple(field.name for field in PLAIN_FIELDS if field.kind == "duration")
 #: A stored trigger's kind → the keyword (and form field) that gives it.
-KEYWORD_OF_KIND = {"interval": "every", "cron": "cron", "once": "at"}
+KEYWORD_OF_KIND = {"interval": "every", "cron": "cron", "once": "at", "rrule": "rrule",
+                   "solar": "solar"}
+#: The keywords that each give a trigger (a schedule takes one).
+TRIGGER_KEYWORDS = ("every", "cron", "at", "rrule", "solar")
+#: A solar trigger given as the keyword ``solar``: its parameters, or these three in order.
+SOLAR_PARAMS = ("event", "latitude", "longitude")
 #: A zone given for a schedule that is not a cron schedule.
-ZONE_WITHOUT_CRON = Problem("timezone", "applies to cron schedules only (an every= interval "
-                            "runs on a grid counted from the Unix epoch, an at= instant carries "
-                            "its own offset)", "remove it, or give cron= with it")
+ZONE_WITHOUT_CRON = Problem("timezone", "applies to cron and rrule schedules only (an every= "
+                            "interval runs on a grid counted from the Unix epoch, an at= instant "
+                            "carries its own offset, a solar event happens at its place)",
+                            "remove it, or give cron= or rrule= with it")
 
 #: ``day_or`` given alone to a schedule that is not a cron schedule.
 DAY_OR_WITHOUT_CRON = Problem("day_or", "applies to cron schedules only (it says how a cron "
@@ -59,20 +67,24 @@ def _as_is(key: str) -> str:
 
 
 def given_triggers(values: Mapping[str, Any]) -> list[str]:
-    """Which of ``every``, ``cron`` and ``at`` ``values`` gives (a schedule takes one)."""
-    return [key for key in ("every", "cron", "at") if values.get(key) is not None]
+    """Which of :data:`TRIGGER_KEYWORDS` ``values`` gives (a schedule takes one)."""
+    return [key for key in TRIGGER_KEYWORDS if values.get(key) is not None]
 
 
 def trigger_spec(every: Duration | None, cron: str | None, at: datetime | str | None,
                  timezone: str | None, problems: list[Problem], *, default_zone: str,
-                 day_or: bool = True) -> TriggerSpec | None:
+                 day_or: bool = True, rrule: str | None = None, solar: Any = None,
+                 now: datetime | None = None) -> TriggerSpec | None:
     """The trigger of exactly one of ``every``, ``cron`` (read in ``timezone``, by default
-    ``default_zone``) or ``at`` (an aware datetime, or ISO-8601 text with an offset); None
-    with the problems appended."""
-    given = given_triggers({"every": every, "cron": cron, "at": at})
+    ``default_zone``), ``at`` (an aware datetime, or ISO-8601 text with an offset), ``rrule``
+    (RFC 5545 text read in the zone as cron is; without a ``DTSTART``, it starts at midnight of
+    ``now``'s day there) or ``solar`` (``{"event", "latitude", "longitude"}``, or those three in
+    order); None with the problems appended."""
+    given = given_triggers({"every": every, "cron": cron, "at": at, "rrule": rrule,
+                            "solar": solar})
     if len(given) != 1:
-        problems.append(Problem("trigger", "give exactly one of every=, cron= or at= "
-                                f"(got {', '.join(given) or 'none'})"))
+        problems.append(Problem("trigger", "give exactly one of every=, cron=, at=, rrule= or "
+                                f"solar= (got {', '.join(given) or 'none'})"))
         return None
     if cron is None and not isinstance(day_or, bool):  # a cron trigger judges its own
         problems.append(Problem("day_or", f"expected true or false, got {shown_value(day_or)}"))
@@ -81,7 +93,7 @@ def trigger_spec(every: Duration | None, cron: str | None, at: datetime | str | 
         at = _instant(at, "at", problems, text=True)
         if at is None:
             return None
-    if timezone is not None and cron is None:
+    if timezone is not None and cron is None and rrule is None:
         problems.append(ZONE_WITHOUT_CRON)
         return None
     if isinstance(timezone, str) and not timezone.strip():
@@ -95,10 +107,56 @@ def trigger_spec(every: Duration | None, cron: str | None, at: datetime | str | 
         if cron is not None:
             return CronTrigger(cron, default_zone if timezone is None else timezone,
                                day_or=day_or).to_spec()
+        zone = default_zone if timezone is None else timezone
+        if rrule is not None:
+            return _rrule_spec(rrule, zone, datetime.now(UTC) if now is None else now,
+                               problems)
+        if solar is not None:
+            return _solar_spec(solar, problems)
         assert at is not None
         return OnceTrigger(ensure_aware(at, "at")).to_spec()
     except ConfigurationError as exc:
         problems.extend(exc.details)
+        return None
+
+
+def _rrule_spec(rule: str, zone: str, now: datetime, problems: list[Problem]
+                ) -> TriggerSpec | None:
+    try:
+        trigger = RRuleTrigger(with_start(rule, zone, now), zone)
+    except ConfigurationError as exc:
+        problems.extend(Problem("rrule" if p.field == "rule" else p.field, p.message, p.hint)
+                        for p in exc.details)
+        return None
+    if trigger.next_after(now) is None:
+        problems.append(Problem("rrule", "has no occurrence after now (its COUNT or UNTIL "
+                                "has passed, or it matches no date)",
+                                "check DTSTART, COUNT and UNTIL"))
+        return None
+    return trigger.to_spec()
+
+
+def _solar_spec(value: Any, problems: list[Problem]) -> TriggerSpec | None:
+    if isinstance(value, Mapping):
+        params = {key: value.get(key) for key in SOLAR_PARAMS}
+        unknown = sorted(set(map(str, value)) - set(SOLAR_PARAMS))
+        if unknown:
+            problems.append(Problem(f"solar.{unknown[0]}", "unknown field",
+                                    f"use {', '.join(SOLAR_PARAMS)}"))
+            return None
+    elif isinstance(value, (list, tuple)) and len(value) == len(SOLAR_PARAMS):
+        params = dict(zip(SOLAR_PARAMS, value, strict=True))
+    else:
+        problems.append(Problem("solar", f"expected an event, a latitude and a longitude, got "
+                                f"{shown_value(value)}",
+                                "give e.g. {'event': 'sunrise', 'latitude': 48.85, "
+                                "'longitude': 2.35}"))
+        return None
+    try:
+        return SolarTrigger.from_params(params).to_spec()
+    except ConfigurationError as exc:
+        problems.extend(Problem(f"solar.{p.field}" if p.field != "solar" else "solar",
+                                p.message, p.hint) for p in exc.details)
         return None
 
 

@@ -10,7 +10,7 @@ from goatbeat_celery.display import describe_trigger
 
 #: Which arguments of :meth:`Schedules.update` rewrite each column a damaged row may name.
 _REPAIRED_BY = {
-    "trigger": {"every", "cron", "at"},
+    "trigger": {"every", "cron", "at", "rrule", "solar"},
     **{field.column: {field.name} for field in PLAIN_FIELDS},
     **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
                                     "overlap", "mode", "start_at", "end_at", "description",

@@ -43,7 +43,7 @@ class ScheduleWrites(SchedulesBase):
     def create(
         self, name: str, task: str, *, every: Duration | None = None, cron: str | None = None,
         at: datetime | str | None = None, timezone: str | None = None,
-        args: tuple[Any, ...] = (),
+        rrule: str | None = None, solar: Any = None, args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
         misfire_policy: MisfirePolicy | str | None = None, misfire_grace: Duration | None = None,
         max_catchup: int | None = None, offset: Duration | None = None,
@@ -67,7 +67,12 @@ class ScheduleWrites(SchedulesBase):
         (5 fields, in ``timezone``) or ``at`` (an aware instant; ``at``, ``start_at`` and
         ``end_at`` may be ISO-8601 text with an offset too). A cron restricting both day of
         month and day of week matches either (standard cron); ``day_or=False`` asks for both, as
-        Celery's ``crontab`` does. Every problem is reported at once and nothing is stored.
+        Celery's ``crontab`` does. Or ``rrule``, an RFC 5545 recurrence rule read in
+        ``timezone`` (``"FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;BYHOUR=9;BYMINUTE=0"``; without a
+        ``DTSTART`` it counts from midnight of today there, stored with it), or ``solar``, a
+        Celery solar event at a place (``{"event": "sunrise", "latitude": 48.85,
+        "longitude": 2.35}`` or those three in order; needs ephem). Every problem is reported at
+        once and nothing is stored.
 
         The run policies (they need run tracking, see ``docs/run-tracking.md``): ``overlap``
         (``allow``, ``skip``, ``buffer_one``; None: the global ``goatbeat_overlap_policy``),
@@ -95,7 +100,8 @@ class ScheduleWrites(SchedulesBase):
         ``reason``: why, for the audit log (every method that changes a schedule takes it)."""
         problems: list[Problem] = reason_problems(reason)
         trigger = specs.trigger_spec(every, cron, at, timezone, problems,
-                                     default_zone=self.default_timezone, day_or=day_or)
+                                     default_zone=self.default_timezone, day_or=day_or,
+                                     rrule=rrule, solar=solar, now=self.store.now())
         spec = self._spec(
             problems, name=name, task=task, trigger=trigger, at_given=at is not None, args=args,
             kwargs={} if kwargs is None else kwargs, options={} if options is None else options,
@@ -116,6 +122,7 @@ class ScheduleWrites(SchedulesBase):
 
     def update(self, name: str, *, every: Duration | None = None, cron: str | None = None,
                at: datetime | str | None = None, timezone: str | None = None,
+               rrule: str | None = None, solar: Any = None,
                enabled: bool | None = None, day_or: bool | None = None,
                expected_version: int | None = None, reason: str | None = None,
                **changes: Any) -> Schedule:
@@ -133,7 +140,8 @@ class ScheduleWrites(SchedulesBase):
         _check_reason(reason, name)
         return self._rewrite(name, lambda current: self._updated(
             current, every=every, cron=cron, at=at, timezone=timezone, enabled=enabled,
-            day_or=day_or, changes=changes, reason=reason), expected_version, pin=True)
+            day_or=day_or, changes=changes, reason=reason, rrule=rrule, solar=solar),
+            expected_version, pin=True)
 
     def _rewrite(self, name: str, write: Callable[[Schedule], Schedule],
                  expected_spec_version: int | None = None, *, pin: bool = False) -> Schedule:
@@ -157,34 +165,42 @@ class ScheduleWrites(SchedulesBase):
     def _updated(self, current: Schedule, *, every: Duration | None, cron: str | None,
                  at: datetime | str | None, timezone: str | None, enabled: bool | None,
                  day_or: bool | None, changes: dict[str, Any],
-                 reason: str | None = None) -> Schedule:
+                 reason: str | None = None, rrule: str | None = None,
+                 solar: Any = None) -> Schedule:
         name = current.name
         problems: list[Problem] = []
-        given = {key for key, value in (("every", every), ("cron", cron), ("at", at))
+        given = {key for key, value in (("every", every), ("cron", cron), ("at", at),
+                                        ("rrule", rrule), ("solar", solar))
                  if value is not None} | set(changes)
         _require_repair(current, given)
         unknown = sorted(set(changes) - set(specs.SPEC_FIELDS))
         if unknown:
             problems.append(Problem(
                 ", ".join(unknown), "unknown field",
-                f"use: {', '.join(('every', 'cron', 'at', 'timezone', *specs.SPEC_FIELDS))}"))
+                f"use: {', '.join((*specs.TRIGGER_KEYWORDS, 'timezone', *specs.SPEC_FIELDS))}"))
         trigger = current.spec.trigger
-        if any(v is not None for v in (every, cron, at, timezone, day_or)):
+        if any(v is not None for v in (every, cron, at, timezone, day_or, rrule, solar)):
             current_cron = trigger.kind == "cron"
-            if every is None and cron is None and at is None:
+            current_rrule = trigger.kind == "rrule" and day_or is None
+            new_trigger = any(v is not None for v in (every, cron, at, rrule, solar))
+            if not new_trigger:
                 cron = str(trigger.params.get("expression")) if current_cron else None
+                rrule = str(trigger.params.get("rule")) if current_rrule else None
             if timezone is None and current_cron and cron is not None:
+                timezone = str(trigger.params.get("timezone"))
+            if timezone is None and current_rrule and rrule is not None:
                 timezone = str(trigger.params.get("timezone"))
             if day_or is None:
                 day_or = bool(trigger.params.get("day_or", True)) if current_cron else True
-            if every is None and cron is None and at is None:
+            if every is None and cron is None and at is None and rrule is None \
+                    and solar is None:
                 # Only a zone or day_or, for a schedule that has no use for them.
                 problems.append(specs.ZONE_WITHOUT_CRON if timezone is not None
                                 else specs.DAY_OR_WITHOUT_CRON)
             else:
                 trigger = specs.trigger_spec(
                     every, cron, at, timezone, problems, default_zone=self.default_timezone,
-                    day_or=day_or) or trigger
+                    day_or=day_or, rrule=rrule, solar=solar, now=self.store.now()) or trigger
         fields = {key: getattr(current.spec, key) for key in specs.SPEC_FIELDS}
         fields.update({k: v for k, v in changes.items() if k in specs.SPEC_FIELDS})
         wanted = current.spec.enabled if enabled is None else enabled

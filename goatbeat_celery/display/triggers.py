@@ -32,6 +32,13 @@ def describe_trigger(trigger: TriggerSpec) -> str:
     at = params.get("at")
     if kind == "once" and isinstance(at, str):
         return f"once at {_instant_text(at)}"
+    rule = params.get("rule")
+    if kind == "rrule" and isinstance(rule, str):
+        return f"rrule {rrule_text(rule)}"
+    if kind == "solar" and isinstance(params.get("event"), str) \
+            and _finite_number(params.get("latitude")) and _finite_number(params.get("longitude")):
+        return (f"solar {params['event']} at "
+                f"{_place(str(params['latitude']), str(params['longitude']))}")
     if kind == "celery" and ("repr" in params or "entry" in params):
         text = str(params.get("repr", params.get("entry")))
         found = _SOLAR.fullmatch(text)
@@ -39,6 +46,35 @@ def describe_trigger(trigger: TriggerSpec) -> str:
             return f"solar {found['event']} at {_place(found['lat'], found['lon'])}"
         return f"celery {text}"
     return f"{kind} {compact_json(dict(params))}"
+
+
+def rrule_text(rule: str) -> str:
+    """A recurrence rule on one line: its rule parts, then where it starts and what it leaves
+    out (``FREQ=WEEKLY;BYDAY=TU from 2026-01-05 09:00 except 2026-01-20 09:00``)."""
+    parts: list[str] = []
+    extra: list[str] = []
+    for line in rule.split():
+        name, _, value = line.rpartition(":") if ":" in line else ("RRULE", "", line)
+        name = name.split(";")[0].upper()
+        if name == "DTSTART":
+            extra.insert(0, f"from {_wall(value)}")
+        elif name == "EXDATE":
+            extra.append("except " + ", ".join(_wall(v) for v in value.split(",")))
+        elif name == "RDATE":
+            extra.append("also " + ", ".join(_wall(v) for v in value.split(",")))
+        else:
+            parts.append(value if name == "RRULE" else line)
+    return " ".join((*parts, *extra))
+
+
+def _wall(value: str) -> str:
+    """``20260105T090000`` as ``2026-01-05 09:00`` (seconds when there are some)."""
+    try:
+        moment = datetime.strptime(value.rstrip("Zz"), "%Y%m%dT%H%M%S")
+    except ValueError:
+        return value
+    shown = f"{moment:%Y-%m-%d %H:%M}" + (f":{moment:%S}" if moment.second else "")
+    return shown + (" UTC" if value[-1:] in "Zz" else "")
 
 
 def _both_days_restricted(expression: str) -> bool:
@@ -65,7 +101,9 @@ def trigger_text(trigger: TriggerSpec) -> str:
     cron-descriptor is installed (django-celery-beat brings it), what it means in words."""
     text = describe_trigger(trigger)
     zone = zone_of(trigger)
-    if zone is not None:
+    if zone is not None and trigger.kind == "rrule":
+        text = f"{text} in {zone}"
+    elif zone is not None:
         text = text.replace(f"cron {_params(trigger).get('expression')}",
                             f"cron {_params(trigger).get('expression')} in {zone}", 1)
     phrase = cron_phrase(trigger)
@@ -111,7 +149,7 @@ def _instant_text(text: str) -> str:
 
 def zone_of(trigger: TriggerSpec) -> str | None:
     """The zone a trigger is evaluated in; intervals and instants have none."""
-    zone = _params(trigger).get("timezone") if trigger.kind == "cron" else None
+    zone = _params(trigger).get("timezone") if trigger.kind in ("cron", "rrule") else None
     return None if zone is None else str(zone)
 
 
@@ -120,5 +158,7 @@ def trigger_json(trigger: TriggerSpec) -> dict[str, Any]:
 
     Part of :func:`~goatbeat_celery.display.schedules.schedule_json`'s contract (``--json`` and
     the HTTP API): ``kind`` always, then the trigger's stored parameters as they are (``every``
-    for an interval, ``expression`` and ``timezone`` for a cron, ``at`` for a one-off…)."""
+    for an interval, ``expression`` and ``timezone`` for a cron, ``at`` for a one-off,
+    ``rule`` and ``timezone`` for a recurrence rule, ``event``, ``latitude`` and ``longitude``
+    for a solar event…)."""
     return {"kind": trigger.kind, **_params(trigger)}

@@ -245,10 +245,10 @@ def test_a_timezone_without_cron_is_refused_not_ignored(api: Schedules,
                                           timezone="Europe/Paris", **trigger))
 
     assert len(problems) == 1
-    assert problems[0].startswith("timezone: applies to cron schedules only")
+    assert problems[0].startswith("timezone: applies to cron and rrule schedules only")
     assert [s.name for s in api.list()] == ["poll"]
     problems = refused(lambda: api.update("poll", timezone="Europe/Paris", **trigger))
-    assert problems[0].startswith("timezone: applies to cron schedules only")
+    assert problems[0].startswith("timezone: applies to cron and rrule schedules only")
 
 
 # -- one-time schedules in the past -----------------------------------------------------------
