@@ -124,23 +124,21 @@ def _invalid(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> s
     return str(ConfigurationError(shown, subject=exc.subject))
 
 
-#: The class name of each error that names a thing not found → the command listing such
-#: things, what they are, and whether close names are suggested. Keyed by name (a subclass
-#: takes its base's), so this face imports no error class; one not here is reported by its
+#: What a not-found error says is missing (its ``thing``) → the command listing such things,
+#: what they are, and whether close names are suggested; one not here is reported by its
 #: message alone.
 _LISTED_BY: dict[str, tuple[str, str, bool]] = {
-    "ScheduleNotFound": ("list", "schedules", True),
-    "CalendarNotFound": ("calendar list", "calendars", False),
-    "BackfillNotFound": ("backfills", "backfills", False),
-    "TokenNotFound": ("token list", "tokens", False),
+    "schedule": ("list", "schedules", True),
+    "calendar": ("calendar list", "calendars", False),
+    "backfill": ("backfills", "backfills", False),
+    "token": ("token list", "tokens", False),
 }
 
 
 def _not_found(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
     """The message, then the command that lists what exists (and close names, for a
     schedule)."""
-    listed = next((_LISTED_BY[kind.__name__] for kind in type(exc).__mro__
-                   if kind.__name__ in _LISTED_BY), None)
+    listed = _LISTED_BY.get(getattr(exc, "thing", ""))
     if listed is None:
         return str(exc)
     command, things, suggested = listed

@@ -85,6 +85,8 @@ class ScheduleNotFound(GoatbeatError, LookupError):
     """No schedule has the given name."""
 
     kind = ErrorKind.NOT_FOUND
+    #: What is missing, for a face that says where to list those that exist.
+    thing: ClassVar[str] = "schedule"
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -95,6 +97,8 @@ class BackfillNotFound(GoatbeatError, LookupError):
     """No backfill has the given id."""
 
     kind = ErrorKind.NOT_FOUND
+    #: What is missing, for a face that says where to list those that exist.
+    thing: ClassVar[str] = "backfill"
 
     def __init__(self, backfill_id: int) -> None:
         self.backfill_id = backfill_id
@@ -104,6 +108,8 @@ class CalendarNotFound(GoatbeatError, LookupError):
     """No exclusion calendar has the given name."""
 
     kind = ErrorKind.NOT_FOUND
+    #: What is missing, for a face that says where to list those that exist.
+    thing: ClassVar[str] = "calendar"
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -114,6 +120,8 @@ class TokenNotFound(GoatbeatError, LookupError):
     """No API token has the given name."""
 
     kind = ErrorKind.NOT_FOUND
+    #: What is missing, for a face that says where to list those that exist.
+    thing: ClassVar[str] = "token"
 
     def __init__(self, name: str) -> None:
         self.name = name
