@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import Insert as MySQLInsert
 from sqlalchemy.dialects.postgresql import Insert as PGInsert
 from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
@@ -36,7 +37,7 @@ E = execution_table
 L = lease_table
 
 
-Insert = PGInsert | SQLiteInsert
+Insert = PGInsert | SQLiteInsert | MySQLInsert
 
 
 def refused_edit(conn: sa.Connection, table: sa.Table, name: str, expected_version: int | None,
@@ -104,9 +105,9 @@ class SQLStoreBase(StoreConnection):
     def _in(self, column: sa.ColumnElement[str], values: Sequence[str]) -> sa.ColumnElement[bool]:
         return column.in_(values)
 
-    def _nulls_last(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
-        """``column`` ascending, NULLs after every value, as an ORDER BY term."""
-        return column.asc().nulls_last()
+    def _nulls_last(self, column: sa.ColumnElement[Any]) -> tuple[sa.ColumnElement[Any], ...]:
+        """``column`` ascending, NULLs after every value, as ORDER BY terms."""
+        return (column.asc().nulls_last(),)
 
     def _subset(self, query: sa.Select[Any]) -> sa.ScalarSelect[Any]:
         """``query`` (one column, maybe a LIMIT) for ``IN`` in a statement that may change the

@@ -128,7 +128,7 @@ class SQLSchedules(SQLStoreBase, ScheduleReads, ScheduleWrites):
         if list_order(order, after) is ScheduleOrder.NEXT_RUN:
             # NULLS LAST is PostgreSQL's default for an ascending index, so the due index
             # (next_run_at, name) serves this order when only enabled rows are asked for.
-            stmt = sa.select(S).order_by(self._nulls_last(S.c.next_run_at), S.c.name)
+            stmt = sa.select(S).order_by(*self._nulls_last(S.c.next_run_at), S.c.name)
             if isinstance(after, RunOrderCursor):
                 stmt = stmt.where(_after_in_run_order(after))
         else:
