@@ -121,6 +121,16 @@ class MySQLStore(SQLStore):
         # INSERTs whose duplicate-key error rolls back that statement only, then the rows
         # inserted read again by primary key in the same transaction.
         key = list(table.primary_key.columns)
+        if conflict and not returning:
+            # Whether it was inserted is not asked: a no-op update of a taken key, which
+            # locks that row exclusively (a duplicate-key error would share-lock it, and two
+            # such transactions locking it next would deadlock).
+            stmt = mysql.insert(table).on_duplicate_key_update({key[0].name: key[0]})
+            if isinstance(rows, dict):
+                conn.execute(stmt.values(**rows))
+            elif rows:
+                conn.execute(stmt, list(rows))
+            return []
         if isinstance(rows, dict):
             inserted = self._insert_one(conn, table, rows, bool(conflict))
             found = [] if inserted is None else [inserted]

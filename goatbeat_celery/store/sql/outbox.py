@@ -16,7 +16,7 @@ from goatbeat_celery.core.types.outbox import (
     check_events,
     error_text,
 )
-from goatbeat_celery.store.schema import outbox_table
+from goatbeat_celery.store.schema import MYSQL_DIALECTS, outbox_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 
 O = outbox_table  # noqa: E741
@@ -74,8 +74,12 @@ class SQLOutbox(SQLStoreBase, Outbox):
         with self._write("take outbox events") as txn:
             conn = txn.conn
             now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
-            ids = list(conn.execute(
-                self._due_events(now, limit).with_for_update(skip_locked=True)).scalars())
+            # In index order on MySQL, whose locking read of a sorted result locks every row
+            # it sorts (a concurrent taker would skip them all), not only those returned.
+            due = self._due_events(now, limit).with_for_update(skip_locked=True)
+            for dialect in MYSQL_DIALECTS:
+                due = due.with_hint(O, "FORCE INDEX (ix_goatbeat_outbox_due)", dialect)
+            ids = list(conn.execute(due).scalars())
             if not ids:
                 return []
             conn.execute(sa.update(O).where(O.c.event_id.in_(ids))
