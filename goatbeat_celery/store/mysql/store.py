@@ -15,7 +15,12 @@ from sqlalchemy.engine import URL
 from goatbeat_celery.core.types.errors import ConfigurationError, StoreError
 from goatbeat_celery.store.enclosing import enclosing_for
 from goatbeat_celery.store.migrate import prepare_schema
-from goatbeat_celery.store.mysql.engine import create_migration_engine, create_mysql_engine
+from goatbeat_celery.store.mysql.engine import (
+    connect_args,
+    create_migration_engine,
+    create_mysql_engine,
+)
+from goatbeat_celery.store.mysql.sessions import ASK_FOR, MySQLSessions
 from goatbeat_celery.store.schema import UTCDateTime
 from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly
 from goatbeat_celery.store.sql import Insert, SQLStore
@@ -26,7 +31,7 @@ DUPLICATE_KEY = 1062
 
 
 def _duplicate(exc: sa.exc.IntegrityError) -> bool:
-    args = getattr(exc.orig, "args", ())
+    args: tuple[Any, ...] = getattr(exc.orig, "args", ())
     return bool(args) and args[0] == DUPLICATE_KEY
 
 
@@ -82,9 +87,10 @@ class MySQLStore(SQLStore):
         self._enclosing = enclosing_for(sa_url)
         self._channel = _channel(mask_url(sa_url))
         if session_locks:
-            from goatbeat_celery.store.mysql.sessions import MySQLSessions
-
-            self._sessions = MySQLSessions(engine, self.notify)
+            # No read timeout beyond a lock request's second: a standby's waits are bounded
+            # by it, a holder's connection only holds.
+            self._sessions = MySQLSessions(engine, self.notify, connect_args(
+                connect_timeout=connect_timeout, statement_timeout=float(ASK_FOR)))
         else:
             self._sessions = ClockOnly(f"{CLOCK_PATH} (goatbeat_session_locks is off)")
         try:
@@ -154,7 +160,9 @@ class MySQLStore(SQLStore):
             if may_exist and _duplicate(exc):
                 return None
             raise
-        return tuple(result.inserted_primary_key)
+        inserted = result.inserted_primary_key
+        assert inserted is not None  # one row, inserted
+        return tuple(inserted)
 
     def _insert_many(self, conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]],
                      may_exist: bool) -> list[tuple[Any, ...]]:
