@@ -148,18 +148,21 @@ def seconds_to_timedelta(value: Any) -> timedelta | float:
         return value  # type: ignore[no-any-return]
 
 
-#: The longest name or key MySQL and MariaDB keep (an indexed VARCHAR: 255 utf8mb4 characters
-#: take 1020 of the 3072 bytes an InnoDB index key may hold, two of them in one index 2040).
+#: The longest name MySQL and MariaDB keep (an indexed VARCHAR: 255 utf8mb4 characters take
+#: 1020 of the 3072 bytes an InnoDB index key may hold, two of them in one index 2040).
 MYSQL_IDENTIFIER_LENGTH = 255
+#: The longest execution key there: a name of 200 characters whose every character is
+#: percent-encoded in its key, an instant and a backfill's suffix fit (2800 bytes, with the
+#: instant of ix_goatbeat_execution_recent 2808).
+MYSQL_KEY_LENGTH = 700
 
 
-def _identifier() -> sa.types.TypeEngine[str]:
+def _identifier(length: int = MYSQL_IDENTIFIER_LENGTH) -> sa.types.TypeEngine[str]:
     # Names and keys sort by code point everywhere ("C" collation on PostgreSQL; SQLite's
     # default BINARY collation already does; utf8mb4_bin on MySQL), so every backend lists
     # them in the same order.
     return (sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
-            .with_variant(sa.String(MYSQL_IDENTIFIER_LENGTH, collation="utf8mb4_bin"),
-                          *MYSQL_DIALECTS))
+            .with_variant(sa.String(length, collation="utf8mb4_bin"), *MYSQL_DIALECTS))
 
 
 class JSONText(sa.types.TypeDecorator[Any]):
@@ -303,7 +306,7 @@ sa.Index("ix_goatbeat_schedule_tag_tag", schedule_tag_table.c.tag,
 execution_table = sa.Table(
     EXECUTION_TABLE,
     metadata,
-    sa.Column("key", _identifier(), primary_key=True),
+    sa.Column("key", _identifier(MYSQL_KEY_LENGTH), primary_key=True),
     # No foreign key: executions outlive their schedule as history.
     sa.Column("schedule_name", _identifier(), nullable=False),
     sa.Column("occurrence_at", UTCDateTime(), nullable=False),

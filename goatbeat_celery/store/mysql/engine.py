@@ -34,9 +34,11 @@ def connect_args(*, connect_timeout: float, statement_timeout: float | None) -> 
 
 def create_mysql_engine(url: str | URL, *, connect_timeout: float = 5.0,
                         statement_timeout: float | None = 5.0, pool_size: int = 5,
-                        max_overflow: int = 5) -> sa.Engine:
+                        max_overflow: int = 5, autocommit: bool = False) -> sa.Engine:
     """An engine on PyMySQL at READ COMMITTED (as PostgreSQL's default: each statement sees
-    what committed before it, and locking reads take no gap locks)."""
+    what committed before it, and locking reads take no gap locks); with ``autocommit``, one
+    whose connections stay in autocommit mode, for reads and one-statement writes (switching a
+    pooled connection there and back costs two round trips on MySQL)."""
     return sa.create_engine(
         normalise_url(url),
         pool_pre_ping=True,
@@ -45,7 +47,9 @@ def create_mysql_engine(url: str | URL, *, connect_timeout: float = 5.0,
         pool_timeout=connect_timeout,
         # The server closes idle connections after wait_timeout (8 h by default).
         pool_recycle=3600,
-        isolation_level="READ COMMITTED",
+        isolation_level="AUTOCOMMIT" if autocommit else "READ COMMITTED",
+        # Nothing to roll back on an autocommit connection given back.
+        pool_reset_on_return=None if autocommit else "rollback",
         connect_args=connect_args(connect_timeout=connect_timeout,
                                   statement_timeout=statement_timeout),
     )

@@ -82,8 +82,11 @@ class MySQLStore(SQLStore):
         engine = create_mysql_engine(sa_url, connect_timeout=connect_timeout,
                                      statement_timeout=statement_timeout, pool_size=pool_size,
                                      max_overflow=max_overflow)
-        autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
-        super().__init__(engine, read_engine=autocommit, single_engine=autocommit)
+        self._autocommit = create_mysql_engine(
+            sa_url, connect_timeout=connect_timeout, statement_timeout=statement_timeout,
+            pool_size=pool_size, max_overflow=max_overflow, autocommit=True)
+        super().__init__(engine, read_engine=self._autocommit,
+                         single_engine=self._autocommit)
         self._enclosing = enclosing_for(sa_url)
         self._channel = _channel(mask_url(sa_url))
         if session_locks:
@@ -99,6 +102,7 @@ class MySQLStore(SQLStore):
         except BaseException:
             self._sessions.close()
             engine.dispose()
+            self._autocommit.dispose()
             raise
 
     # -- dialect hooks -------------------------------------------------------------------
@@ -200,6 +204,10 @@ class MySQLStore(SQLStore):
 
     def _announced(self) -> None:
         self.notify()
+
+    def close(self) -> None:
+        super().close()
+        self._autocommit.dispose()
 
     # -- waiting -------------------------------------------------------------------------
     def wait(self, timeout: float) -> bool:
