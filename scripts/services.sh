@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Make sure PostgreSQL (127.0.0.1:5432, database "test"), Redis (127.0.0.1:6379) and RabbitMQ
-# (127.0.0.1:5672, guest/guest) answer, installing and starting them from Debian packages when
-# they do not, and that libfaketime is there for the fault tests. Idempotent. (The RabbitMQ
+# Make sure PostgreSQL (127.0.0.1:5432, database "test"), MariaDB (127.0.0.1:3306, root without
+# a password, database "test"), Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672,
+# guest/guest) answer, installing and starting them from Debian packages when they do not, and that libfaketime is there for the fault tests. Idempotent. (The RabbitMQ
 # fault tests start private nodes of their own with the installed rabbitmq-server; the shared
 # one serves benchmarks/submit.py --broker amqp.)
 set -euo pipefail
@@ -61,7 +61,24 @@ start_rabbitmq() {
   as_root rabbitmqctl await_startup --timeout 60 >/dev/null
 }
 
+start_mariadb() {
+  if [ ! -x /usr/sbin/mariadbd ]; then
+    log "installing MariaDB"
+    apt_install mariadb-server
+  fi
+  log "starting MariaDB"
+  as_root mkdir -p /run/mysqld
+  as_root chown mysql:mysql /run/mysqld
+  # A test server: commits are written at once but synced to disk once a second, which spares
+  # each commit an fsync (the MySQL conformance run's main cost); a crash of the machine may
+  # lose a second of test data, nothing else.
+  as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- \
+    --user=mysql --innodb-flush-log-at-trx-commit=2
+  wait_for 3306 MariaDB
+}
+
 answers 5432 || start_postgres
+answers 3306 || start_mariadb
 answers 6379 || start_redis
 answers 5672 || start_rabbitmq
 
@@ -87,4 +104,14 @@ if ! PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d test -tAc 'select 1' >
     || psql_admin "CREATE DATABASE test"
 fi
 PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d test -tAc 'select 1' >/dev/null
-log "PostgreSQL, Redis and RabbitMQ answer"
+
+# MariaDB: root over TCP without a password (Debian's root signs in through the unix socket
+# only), and database "test"; each test process creates its own databases beside it.
+if ! mariadb -h 127.0.0.1 -u root -e 'select 1' test >/dev/null 2>&1; then
+  log "preparing MariaDB user root@127.0.0.1 and database test"
+  as_root mariadb -u root -e "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+    GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+    CREATE DATABASE IF NOT EXISTS test;"
+fi
+mariadb -h 127.0.0.1 -u root -e 'select 1' test >/dev/null
+log "PostgreSQL, MariaDB, Redis and RabbitMQ answer"

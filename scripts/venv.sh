@@ -22,7 +22,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip uninstall -q -y goatbeat_celery >/dev/null 2>&1 || true
   rm -rf goatbeat_celery.egg-info
   case "$extras" in
-    dev) install=(-e ".[postgres,redis,metrics,web,opentelemetry]" --group dev) ;;
+    dev) install=(-e ".[postgres,mysql,redis,metrics,web,opentelemetry]" --group dev) ;;
     bench) install=(-e ".[postgres,redis]" --group bench) ;;
     *) install=(-e ".[$extras]") ;;
   esac

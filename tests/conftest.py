@@ -1,8 +1,10 @@
-"""Fixtures shared by every test layer: a throwaway PostgreSQL database for the session.
+"""Fixtures shared by every test layer: a throwaway PostgreSQL database for the session, and
+one on MySQL / MariaDB.
 
 PostgreSQL is required: when the server in ``GOATBEAT_TEST_PG_URL`` cannot be reached, every
 test that needs it fails with a message saying so. It is never skipped, so a CI run without a
-database cannot pass by accident.
+database cannot pass by accident. The same holds for MySQL or MariaDB
+(``GOATBEAT_TEST_MYSQL_URL``) and the tests that use it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 pytest_plugins = ("celery.contrib.pytest",)
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+DEFAULT_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
 #: The tables the store owns; emptied between tests instead of recreating the database.
 STORE_TABLES = ("goatbeat_execution", "goatbeat_schedule", "goatbeat_lease", "goatbeat_backfill",
                 "goatbeat_calendar", "goatbeat_schedule_tag", "goatbeat_alert", "goatbeat_outbox",
@@ -245,6 +248,64 @@ def pg_empty_url(pg_url: str, pg_tables_engine: sa.Engine) -> str:
     with pg_tables_engine.begin() as connection:
         connection.execute(sa.text(f"TRUNCATE {', '.join(STORE_TABLES)}"))
     return pg_url
+
+
+@pytest.fixture(scope="session")
+def mysql_server_url() -> URL:
+    """The MySQL or MariaDB server the tests may use, checked reachable."""
+    url = make_url(os.environ.get("GOATBEAT_TEST_MYSQL_URL", DEFAULT_MYSQL_URL))
+    engine = _admin_engine(url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+    except sa.exc.SQLAlchemyError as exc:
+        pytest.fail(
+            f"MySQL or MariaDB is required but unreachable at "
+            f"{url.render_as_string(hide_password=True)} (set GOATBEAT_TEST_MYSQL_URL): {exc}",
+            pytrace=False,
+        )
+    finally:
+        engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="session")
+def mysql_url(mysql_server_url: URL) -> Iterator[str]:
+    """URL of a fresh MySQL database for this test session (``goatbeat_test_<pid>``), migrated
+    to the latest schema, dropped at the end of the session."""
+    from goatbeat_celery.store import upgrade_schema
+
+    name = f"goatbeat_test_{os.getpid()}"
+    admin = _admin_engine(mysql_server_url)
+    with admin.connect() as connection:
+        connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+        connection.execute(sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"))
+    url = mysql_server_url.set(database=name).render_as_string(hide_password=False)
+    try:
+        upgrade_schema(url)
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def mysql_tables_engine(mysql_url: str) -> Iterator[sa.Engine]:
+    """A small engine on the MySQL session database, for emptying and inspecting tables."""
+    engine = sa.create_engine(mysql_url, poolclass=sa.NullPool)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def mysql_empty_url(mysql_url: str, mysql_tables_engine: sa.Engine) -> str:
+    """The MySQL session database URL with the store's tables emptied for this test (DELETE:
+    TRUNCATE is DDL there, slower on a handful of rows)."""
+    with mysql_tables_engine.begin() as connection:
+        for table in STORE_TABLES:
+            connection.execute(sa.text(f"DELETE FROM {table}"))
+    return mysql_url
 
 
 @pytest.fixture

@@ -61,6 +61,9 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent
 #: Concurrent upgrades on PostgreSQL queue on this advisory lock instead of racing.
 _ADVISORY_LOCK_ID = 0x60A7BEA7
 
+#: The same on MySQL and MariaDB, as a named lock.
+_MYSQL_LOCK = "goatbeat_migrate"
+
 #: What the migrations run on: an engine, or a connection (used inside its transaction if one
 #: is open, and the caller commits; else in a transaction of its own).
 Bind = sa.Engine | sa.Connection
@@ -109,15 +112,24 @@ def _transaction(bind: Bind) -> Iterator[sa.Connection]:
 
 def _run(bind: Bind, action: str, revision: str) -> tuple[str | None, str | None]:
     with _transaction(bind) as connection, _alembic_quiet():
+        locked = connection.dialect.name in ("mysql", "mariadb")
         if connection.dialect.name == "postgresql":
             connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_ADVISORY_LOCK_ID)))
-        before = _read_revision(connection)
-        config = alembic_config(connection)
-        if action == "upgrade":
-            command.upgrade(config, revision)
-        else:
-            command.downgrade(config, revision)
-        return before, _read_revision(connection)
+        elif locked:
+            # A named lock of the session (DDL commits there, so no transaction can hold it),
+            # released below: a pooled connection outlives this call.
+            connection.execute(sa.text("SELECT GET_LOCK(:name, 300)"), {"name": _MYSQL_LOCK})
+        try:
+            before = _read_revision(connection)
+            config = alembic_config(connection)
+            if action == "upgrade":
+                command.upgrade(config, revision)
+            else:
+                command.downgrade(config, revision)
+            return before, _read_revision(connection)
+        finally:
+            if locked:
+                connection.execute(sa.text("SELECT RELEASE_LOCK(:name)"), {"name": _MYSQL_LOCK})
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""Schedule stores: PostgreSQL (production), SQLite (one host, the default), memory (tests).
+"""Schedule stores: PostgreSQL (production), MySQL / MariaDB, SQLite (one host, the default),
+memory (tests).
 
 :func:`open_store` picks one from a database URL. The object it returns is the
 :class:`~goatbeat_celery.core.protocols.ScheduleStore`, the
@@ -39,6 +40,9 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
         "connect_timeout", "statement_timeout", "idle_in_transaction_timeout", "pool_size",
         "max_overflow", "application_name", "session_locks",
     }),
+    Backend.MYSQL: frozenset({
+        "connect_timeout", "statement_timeout", "pool_size", "max_overflow", "session_locks",
+    }),
 }
 
 
@@ -58,6 +62,8 @@ def open_store(url: str, *, clock: Callable[[], datetime] | None = None,
     * ``postgresql://``, ``postgresql+psycopg://``, ``postgres://`` — production, on the
       database clock (``clock`` is refused); a schema behind the code raises SchemaOutOfDate
       unless ``create_schema=True`` runs the migrations.
+    * ``mysql+pymysql://``, ``mariadb+pymysql://`` (``mysql://``, ``mariadb://``) — MySQL 8 or
+      MariaDB 10.6 and later, on the database clock, as PostgreSQL.
 
     An unknown scheme or option raises ConfigurationError naming ``database_url``.
     """
@@ -83,7 +89,14 @@ def open_store(url: str, *, clock: Callable[[], datetime] | None = None,
         raise ConfigurationError([
             "clock: a PostgreSQL store always uses the database clock (now()); "
             "an injected clock is only for memory:// and sqlite:// stores"
+            if backend is Backend.POSTGRES else
+            "clock: a MySQL store always uses the database clock (UTC_TIMESTAMP()); "
+            "an injected clock is only for memory:// and sqlite:// stores"
         ])
+    if backend is Backend.MYSQL:
+        from goatbeat_celery.store.mysql import MySQLStore
+
+        return MySQLStore(url, create_schema=bool(create_schema), **options)
     from goatbeat_celery.store.postgres import PostgresStore
 
     return PostgresStore(url, create_schema=bool(create_schema), **options)
@@ -101,6 +114,10 @@ def migration_engine(url: str) -> sa.Engine:
         from goatbeat_celery.store.postgres import create_migration_engine
 
         return create_migration_engine(url)
+    if backend is Backend.MYSQL:
+        from goatbeat_celery.store.mysql import create_migration_engine as mysql_migrations
+
+        return mysql_migrations(url)
     raise ConfigurationError(
         [f"database_url: {mask_url(url)!r} has no schema to migrate (the memory store keeps "
          "nothing)"]

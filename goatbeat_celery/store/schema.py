@@ -6,12 +6,13 @@ The table names are public: operators query them. The migrations in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
@@ -36,6 +37,8 @@ AUDIT_ID_SEQUENCE = f"{AUDIT_TABLE}_id_seq"
 API_TOKEN_TABLE = "goatbeat_api_token"
 OUTBOX_TABLE = "goatbeat_outbox"
 
+#: The dialect names of MySQL and MariaDB (SQLAlchemy names MariaDB "mysql" through PyMySQL).
+MYSQL_DIALECTS = ("mysql", "mariadb")
 #: Width of a SQLite timestamp, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 SQLITE_TIMESTAMP_WIDTH = 26
 _MICROSECOND = timedelta(microseconds=1)
@@ -52,7 +55,8 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
     """An instant: aware datetimes in, aware UTC datetimes out, naive ones refused.
 
     PostgreSQL stores ``timestamptz``. SQLite has no date type, so the instant is stored as
-    fixed-width UTC text, whose string order is the order of the instants.
+    fixed-width UTC text, whose string order is the order of the instants. MySQL stores
+    ``DATETIME(6)``, zoneless: the instant in UTC.
     """
 
     impl = sa.DateTime(timezone=True)
@@ -61,6 +65,8 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "sqlite":
             return dialect.type_descriptor(sa.String(SQLITE_TIMESTAMP_WIDTH))
+        if dialect.name in MYSQL_DIALECTS:
+            return dialect.type_descriptor(mysql.DATETIME(fsp=6))
         return dialect.type_descriptor(sa.DateTime(timezone=True))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
@@ -69,6 +75,8 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
         utc = ensure_aware(value, "instant")
         if dialect.name == "sqlite":
             return utc.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        if dialect.name in MYSQL_DIALECTS:
+            return utc.astimezone(UTC).replace(tzinfo=None)
         return utc
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
@@ -140,16 +148,47 @@ def seconds_to_timedelta(value: Any) -> timedelta | float:
         return value  # type: ignore[no-any-return]
 
 
-def _identifier() -> sa.types.TypeEngine[str]:
+#: The longest name MySQL and MariaDB keep (an indexed VARCHAR: 255 utf8mb4 characters take
+#: 1020 of the 3072 bytes an InnoDB index key may hold, two of them in one index 2040).
+MYSQL_IDENTIFIER_LENGTH = 255
+#: The longest execution key there: a name of 200 characters whose every character is
+#: percent-encoded in its key, an instant and a backfill's suffix fit (2800 bytes, with the
+#: instant of ix_goatbeat_execution_recent 2808).
+MYSQL_KEY_LENGTH = 700
+
+
+def _identifier(length: int = MYSQL_IDENTIFIER_LENGTH) -> sa.types.TypeEngine[str]:
     # Names and keys sort by code point everywhere ("C" collation on PostgreSQL; SQLite's
-    # default BINARY collation already does), so every backend lists them in the same order.
-    return sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+    # default BINARY collation already does; utf8mb4_bin on MySQL), so every backend lists
+    # them in the same order.
+    return (sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+            .with_variant(sa.String(length, collation="utf8mb4_bin"), *MYSQL_DIALECTS))
+
+
+class JSONText(sa.types.TypeDecorator[Any]):
+    """JSON kept as text (MySQL's JSON type reorders object keys); text that is not JSON
+    (written by hand) comes back as the text itself, for the reader to name as damage."""
+
+    impl = mysql.LONGTEXT
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else json.dumps(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        try:
+            return json.loads(value)
+        except (RecursionError, ValueError):
+            return value
 
 
 def _json() -> sa.types.TypeEngine[Any]:
     # PostgreSQL's json (text), not jsonb: jsonb reorders object keys, and a task must receive
     # its kwargs in the order they were written, as under Celery's own beat.
-    return sa.JSON().with_variant(postgresql.JSON(), "postgresql")
+    return (sa.JSON().with_variant(postgresql.JSON(), "postgresql")
+            .with_variant(JSONText(), *MYSQL_DIALECTS))
 
 
 metadata = sa.MetaData()
@@ -267,7 +306,7 @@ sa.Index("ix_goatbeat_schedule_tag_tag", schedule_tag_table.c.tag,
 execution_table = sa.Table(
     EXECUTION_TABLE,
     metadata,
-    sa.Column("key", _identifier(), primary_key=True),
+    sa.Column("key", _identifier(MYSQL_KEY_LENGTH), primary_key=True),
     # No foreign key: executions outlive their schedule as history.
     sa.Column("schedule_name", _identifier(), nullable=False),
     sa.Column("occurrence_at", UTCDateTime(), nullable=False),

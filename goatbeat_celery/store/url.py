@@ -19,6 +19,8 @@ ACCEPTED_SCHEMES = (
     "postgresql://",
     "postgresql+psycopg://",
     "postgres://",
+    "mysql+pymysql://",
+    "mariadb+pymysql://",
 )
 
 #: Why a URL with a password does not parse, without quoting any of it.
@@ -28,12 +30,14 @@ _ENCODE_PASSWORD = ("it does not read as user:password@host:port/database; perce
 
 _POSTGRES_SCHEMES = frozenset({"postgresql", "postgresql+psycopg", "postgres", "postgres+psycopg"})
 _SQLITE_SCHEMES = frozenset({"sqlite", "sqlite+pysqlite"})
+_MYSQL_SCHEMES = frozenset({"mysql", "mysql+pymysql", "mariadb", "mariadb+pymysql"})
 
 
 class Backend(str, enum.Enum):
     MEMORY = "memory"
     SQLITE = "sqlite"
     POSTGRES = "postgres"
+    MYSQL = "mysql"
 
 
 def _scheme(url: str) -> str:
@@ -60,11 +64,14 @@ def backend_of(url: str) -> Backend:
         return Backend.SQLITE
     if scheme in _POSTGRES_SCHEMES:
         return Backend.POSTGRES
+    if scheme in _MYSQL_SCHEMES:
+        return Backend.MYSQL
     raise _unknown(url)
 
 
 def normalise_url(url: str | URL) -> URL:
-    """The SQLAlchemy URL to connect with: PostgreSQL always through psycopg 3."""
+    """The SQLAlchemy URL to connect with: PostgreSQL always through psycopg 3, MySQL and
+    MariaDB through PyMySQL."""
     if isinstance(url, URL):
         parsed = url
     else:
@@ -82,6 +89,8 @@ def normalise_url(url: str | URL) -> URL:
             raise _unknown(url, _ENCODE_PASSWORD)
     if parsed.get_backend_name() in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() in ("mysql", "mariadb"):
+        return parsed.set(drivername=f"{parsed.get_backend_name()}+pymysql")
     return parsed
 
 

@@ -1,4 +1,5 @@
-"""One store fixture, parametrised over every backend (ids ``memory``, ``sqlite``, ``postgres``).
+"""One store fixture, parametrised over every backend (ids ``memory``, ``sqlite``, ``postgres``,
+``mysql``: MariaDB or MySQL, on the database's clock as PostgreSQL).
 
 Each backend's setup lives here, never in the tests. Where backends truly differ, the
 difference is a capability of the fixture objects:
@@ -153,10 +154,18 @@ def _postgres(request: pytest.FixtureRequest) -> Backend:
                    expiring_ttl=EXPIRING_ON_POSTGRES, _open_peer=lambda: open_store(url))
 
 
+def _mysql(request: pytest.FixtureRequest) -> Backend:
+    url: str = request.getfixturevalue("mysql_empty_url")
+    store = open_store(url)
+    return Backend(name="mysql", store=store, clock=DatabaseClock(store),
+                   expiring_ttl=EXPIRING_ON_POSTGRES, _open_peer=lambda: open_store(url))
+
+
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
     "memory": _memory,
     "sqlite": _sqlite,
     "postgres": _postgres,
+    "mysql": _mysql,
 }
 
 

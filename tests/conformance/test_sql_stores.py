@@ -48,10 +48,10 @@ def sql_store(request: pytest.FixtureRequest) -> Iterator[Store]:
 # -- URLs ---------------------------------------------------------------------------------
 def test_an_unknown_scheme_is_refused_naming_database_url_and_the_accepted_schemes() -> None:
     with pytest.raises(ConfigurationError) as refused:
-        open_store("mysql://beat:s3cret@db/app")
+        open_store("oracle://beat:s3cret@db/app")
     message = str(refused.value)
     assert "database_url" in message
-    for scheme in ("memory://", "sqlite:///", "postgresql://", "postgres://"):
+    for scheme in ("memory://", "sqlite:///", "postgresql://", "postgres://", "mysql+pymysql://"):
         assert scheme in message
     assert "s3cret" not in message
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision: str = "0001"
@@ -17,9 +18,19 @@ branch_labels: str | None = None
 depends_on: str | None = None
 
 # Types spelled out here (not imported from the live schema) so this revision never changes.
-IDENTIFIER = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
-JSON = sa.JSON().with_variant(JSONB(), "postgresql")
-INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+IDENTIFIER = (sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+              # A key MySQL can index (255 utf8mb4 characters: 1020 of its 3072 bytes), in
+              # code-point order as "C" sorts.
+              .with_variant(sa.String(255, collation="utf8mb4_bin"), "mysql", "mariadb"))
+# An execution key: a name (each character maybe percent-encoded), an instant and a suffix.
+KEY = (sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+       .with_variant(sa.String(700, collation="utf8mb4_bin"), "mysql", "mariadb"))
+JSON = (sa.JSON().with_variant(JSONB(), "postgresql")
+        # Text on MySQL, whose JSON type reorders object keys (kwargs keep their order).
+        .with_variant(mysql.LONGTEXT(), "mysql", "mariadb"))
+INSTANT = (sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+           # UTC to the microsecond.
+           .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"))
 SECONDS = sa.Float(precision=53)
 
 
@@ -56,7 +67,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "goatbeat_execution",
-        sa.Column("key", IDENTIFIER, primary_key=True),
+        sa.Column("key", KEY, primary_key=True),
         sa.Column("schedule_name", IDENTIFIER, nullable=False),
         sa.Column("occurrence_at", INSTANT, nullable=False),
         sa.Column("due_at", INSTANT, nullable=False),

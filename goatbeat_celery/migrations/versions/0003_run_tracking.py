@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
 
 revision: str = "0003"
 down_revision: str | None = "0002"
@@ -19,7 +20,9 @@ branch_labels: str | None = None
 depends_on: str | None = None
 
 # Types spelled out here (not imported from the live schema) so this revision never changes.
-INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+INSTANT = (sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+           # UTC to the microsecond.
+           .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"))
 SECONDS = sa.Float(precision=53)
 RUNNING = "run_state IN ('running', 'retrying')"
 UNSTARTED = "state = 'submitted' AND run_state IS NULL"

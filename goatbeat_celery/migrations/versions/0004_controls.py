@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import mysql, postgresql
 
 revision: str = "0004"
 down_revision: str | None = "0003"
@@ -18,8 +18,12 @@ branch_labels: str | None = None
 depends_on: str | None = None
 
 # Types spelled out here (not imported from the live schema) so this revision never changes.
-INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
-JSON = sa.JSON().with_variant(postgresql.JSON(), "postgresql")
+INSTANT = (sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+           # UTC to the microsecond.
+           .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"))
+JSON = (sa.JSON().with_variant(postgresql.JSON(), "postgresql")
+        # Text on MySQL, whose JSON type reorders object keys (kwargs keep their order).
+        .with_variant(mysql.LONGTEXT(), "mysql", "mariadb"))
 COLUMNS = ("start_at", "end_at", "max_runs", "paused_until", "description", "tags")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
 
 revision: str = "0005"
 down_revision: str | None = "0004"
@@ -16,8 +17,13 @@ branch_labels: str | None = None
 depends_on: str | None = None
 
 # Types spelled out here (not imported from the live schema) so this revision never changes.
-IDENTIFIER = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
-INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+IDENTIFIER = (sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+              # A key MySQL can index (255 utf8mb4 characters: 1020 of its 3072 bytes), in
+              # code-point order as "C" sorts.
+              .with_variant(sa.String(255, collation="utf8mb4_bin"), "mysql", "mariadb"))
+INSTANT = (sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+           # UTC to the microsecond.
+           .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"))
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import mysql, postgresql
 
 revision: str = "0006"
 down_revision: str | None = "0005"
@@ -17,9 +17,16 @@ branch_labels: str | None = None
 depends_on: str | None = None
 
 # Types spelled out here (not imported from the live schema) so this revision never changes.
-IDENTIFIER = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
-INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
-JSON = sa.JSON().with_variant(postgresql.JSON(), "postgresql")
+IDENTIFIER = (sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+              # A key MySQL can index (255 utf8mb4 characters: 1020 of its 3072 bytes), in
+              # code-point order as "C" sorts.
+              .with_variant(sa.String(255, collation="utf8mb4_bin"), "mysql", "mariadb"))
+INSTANT = (sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+           # UTC to the microsecond.
+           .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"))
+JSON = (sa.JSON().with_variant(postgresql.JSON(), "postgresql")
+        # Text on MySQL, whose JSON type reorders object keys (kwargs keep their order).
+        .with_variant(mysql.LONGTEXT(), "mysql", "mariadb"))
 
 
 def upgrade() -> None:

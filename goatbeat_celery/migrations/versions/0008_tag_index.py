@@ -17,7 +17,10 @@ branch_labels: str | None = None
 depends_on: str | None = None
 
 # Types spelled out here (not imported from the live schema) so this revision never changes.
-IDENTIFIER = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+IDENTIFIER = (sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+              # A key MySQL can index (255 utf8mb4 characters: 1020 of its 3072 bytes), in
+              # code-point order as "C" sorts.
+              .with_variant(sa.String(255, collation="utf8mb4_bin"), "mysql", "mariadb"))
 
 # The entries of a schedule are the distinct strings of its tags column when that holds a JSON
 # array; anything else there (which the store reads as damage) has none. Triggers, not the
@@ -86,6 +89,24 @@ SQLITE_TRIGGERS = {
     "goatbeat_schedule_tag_delete": ("AFTER DELETE", SQLITE_FORGET.format(row="OLD")),
 }
 
+# MySQL and MariaDB (10.6 and later: JSON_TABLE): one trigger per event, no TRUNCATE trigger
+# (TRUNCATE is no DML there). Only the array's string elements, by their position.
+MYSQL_ENTRIES = """
+SELECT DISTINCT {row}.name, j.tag FROM {tables}JSON_TABLE(
+    CASE WHEN JSON_TYPE({row}.tags) = 'ARRAY' THEN {row}.tags ELSE '[]' END,
+    '$[*]' COLUMNS (n FOR ORDINALITY, tag VARCHAR(255) PATH '$')) AS j
+WHERE JSON_TYPE(JSON_EXTRACT({row}.tags, CONCAT('$[', j.n - 1, ']'))) = 'STRING'
+"""
+MYSQL_INSERT = "INSERT INTO goatbeat_schedule_tag (schedule_name, tag) "
+MYSQL_INDEX_NEW = (SQLITE_FORGET.format(row="NEW") + MYSQL_INSERT
+                   + MYSQL_ENTRIES.format(row="NEW", tables="") + ";")
+MYSQL_TRIGGERS = {
+    "goatbeat_schedule_tag_insert": ("AFTER INSERT", MYSQL_INDEX_NEW),
+    "goatbeat_schedule_tag_update": ("AFTER UPDATE",
+                                     SQLITE_FORGET.format(row="OLD") + MYSQL_INDEX_NEW),
+    "goatbeat_schedule_tag_delete": ("AFTER DELETE", SQLITE_FORGET.format(row="OLD")),
+}
+
 
 def upgrade() -> None:
     op.create_table(
@@ -106,6 +127,11 @@ def upgrade() -> None:
             op.execute(f"CREATE TRIGGER {name} {when} "
                        "EXECUTE FUNCTION goatbeat_schedule_tag_sync()")
         op.execute(PG_BACKFILL)
+    elif bind.dialect.name in ("mysql", "mariadb"):
+        for name, (when, body) in MYSQL_TRIGGERS.items():
+            op.execute(f"CREATE TRIGGER {name} {when} ON goatbeat_schedule "
+                       f"FOR EACH ROW BEGIN {body} END")
+        op.execute(MYSQL_INSERT + MYSQL_ENTRIES.format(row="s", tables="goatbeat_schedule AS s, "))
     else:
         for name, (when, body) in SQLITE_TRIGGERS.items():
             op.execute(f"CREATE TRIGGER {name} {when} ON goatbeat_schedule "
@@ -119,6 +145,9 @@ def downgrade() -> None:
         for name in PG_TRIGGERS:
             op.execute(f"DROP TRIGGER {name} ON goatbeat_schedule")
         op.execute("DROP FUNCTION goatbeat_schedule_tag_sync()")
+    elif op.get_bind().dialect.name in ("mysql", "mariadb"):
+        for name in MYSQL_TRIGGERS:
+            op.execute(f"DROP TRIGGER {name}")
     else:
         for name in SQLITE_TRIGGERS:
             op.execute(f"DROP TRIGGER {name}")

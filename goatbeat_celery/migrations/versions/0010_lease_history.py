@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
 
 revision: str = "0010"
 down_revision: str | None = "0009"
 branch_labels: str | None = None
 depends_on: str | None = None
 
-INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+INSTANT = (sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+           # UTC to the microsecond.
+           .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"))
 
 
 def upgrade() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
 
 revision: str = "0016"
 down_revision: str | None = "0015"
@@ -20,8 +21,13 @@ depends_on: str | None = None
 
 OPEN = "state = 'open'"
 # Types spelled out here (not imported from the live schema) so this revision never changes.
-IDENTIFIER = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
-INSTANT = sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+IDENTIFIER = (sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+              # A key MySQL can index (255 utf8mb4 characters: 1020 of its 3072 bytes), in
+              # code-point order as "C" sorts.
+              .with_variant(sa.String(255, collation="utf8mb4_bin"), "mysql", "mariadb"))
+INSTANT = (sa.DateTime(timezone=True).with_variant(sa.String(26), "sqlite")
+           # UTC to the microsecond.
+           .with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"))
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 _COLUMNS = (("alert_late_seconds", sa.Float(precision=53)), ("alert_failures", sa.Integer()),
             ("max_runtime_seconds", sa.Float(precision=53)),
@@ -48,8 +54,16 @@ def upgrade() -> None:
         sa.Column("resolved_at", INSTANT, nullable=True),
         sa.Column("count", sa.Integer(), nullable=False),
     )
-    op.create_index("ix_goatbeat_alert_open", "goatbeat_alert", ["schedule_name", "rule"],
-                    unique=True, postgresql_where=sa.text(OPEN), sqlite_where=sa.text(OPEN))
+    if op.get_bind().dialect.name in ("mysql", "mariadb"):
+        # No partial index there: a generated column holds the rule of open alerts only, and
+        # rows where it is NULL never collide in a unique index.
+        op.execute("ALTER TABLE goatbeat_alert ADD COLUMN open_rule VARCHAR(16) "
+                   f"AS (CASE WHEN {OPEN} THEN rule END) VIRTUAL")
+        op.create_index("ix_goatbeat_alert_open", "goatbeat_alert",
+                        ["schedule_name", "open_rule"], unique=True)
+    else:
+        op.create_index("ix_goatbeat_alert_open", "goatbeat_alert", ["schedule_name", "rule"],
+                        unique=True, postgresql_where=sa.text(OPEN), sqlite_where=sa.text(OPEN))
     op.create_index("ix_goatbeat_alert_schedule", "goatbeat_alert", ["schedule_name", "id"])
 
 

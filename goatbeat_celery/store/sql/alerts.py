@@ -166,27 +166,26 @@ class SQLAlerts(SQLOutbox, AlertLog):
                 which = (A.c.schedule_name == change.schedule_name,
                          A.c.rule == change.rule.value, _OPEN)
                 if change.action == "open":
-                    written = conn.execute(
-                        self._insert(A).values(
-                            schedule_name=change.schedule_name, rule=change.rule.value,
-                            state=AlertState.OPEN.value, reason=change.reason, key=change.key,
-                            first_at=now, last_at=now, count=1)
-                        .on_conflict_do_nothing(index_elements=[A.c.schedule_name, A.c.rule],
-                                                index_where=sa.text(OPEN_ALERT_PREDICATE))
-                        .returning(*A.c)).one_or_none()
+                    inserted = self._insert_new(
+                        conn, A, {
+                            "schedule_name": change.schedule_name, "rule": change.rule.value,
+                            "state": AlertState.OPEN.value, "reason": change.reason,
+                            "key": change.key, "first_at": now, "last_at": now, "count": 1},
+                        conflict=[A.c.schedule_name, A.c.rule],
+                        conflict_where=OPEN_ALERT_PREDICATE, returning=list(A.c))
+                    written = inserted[0] if inserted else None
                     action = "open" if written is not None else "repeat"
                 if written is None and change.action != "resolve" and change.key is not None:
-                    written = conn.execute(
-                        sa.update(A).where(*which, sa.or_(A.c.key.is_(None),
-                                                          A.c.key != change.key))
+                    written = self._update_row(
+                        conn, sa.update(A).where(*which, sa.or_(A.c.key.is_(None),
+                                                                A.c.key != change.key))
                         .values(count=A.c.count + 1, last_at=now, key=change.key,
-                                reason=change.reason)
-                        .returning(*A.c)).one_or_none()
+                                reason=change.reason), A)
                 elif change.action == "resolve":
-                    written = conn.execute(
-                        sa.update(A).where(*which)
-                        .values(state=AlertState.RESOLVED.value, resolved_at=now, last_at=now)
-                        .returning(*A.c)).one_or_none()
+                    written = self._update_row(
+                        conn, sa.update(A).where(*which)
+                        .values(state=AlertState.RESOLVED.value, resolved_at=now, last_at=now),
+                        A)
                 if written is not None:
                     events.append(AlertEvent(action=action, alert=_alert(written)))
             # Each change's event goes out with it, or not at all (docs/webhooks.md).

@@ -42,15 +42,13 @@ class SQLBackfills(SQLStoreBase, BackfillStore):
                 S.c.name == request.schedule_name)).one_or_none()
             if found is None:
                 raise ScheduleNotFound(request.schedule_name)
-            row = conn.execute(
-                sa.insert(B).values(
-                    schedule_name=request.schedule_name, start_at=request.start,
-                    end_at=request.end, mode=request.mode.value,
-                    newest_first=request.newest_first, per_tick=request.per_tick,
-                    total=request.total, examined=0, claimed=0, cursor_at=None,
-                    state=BackfillState.ACTIVE.value, created_at=self._now_sql())
-                .returning(*B.c)
-            ).one()
+            row = self._insert_new(conn, B, {
+                "schedule_name": request.schedule_name, "start_at": request.start,
+                "end_at": request.end, "mode": request.mode.value,
+                "newest_first": request.newest_first, "per_tick": request.per_tick,
+                "total": request.total, "examined": 0, "claimed": 0, "cursor_at": None,
+                "state": BackfillState.ACTIVE.value, "created_at": self._now_sql()},
+                returning=list(B.c))[0]
             self._record(conn, [(request.schedule_name, with_change(audit, "backfill", row.id))])
             txn.announce = True
         return _backfill(row)
@@ -85,11 +83,9 @@ class SQLBackfills(SQLStoreBase, BackfillStore):
     def cancel_backfill(self, backfill_id: int, *,
                         audit: AuditNote | None = None) -> Backfill:
         with self._write("cancel backfill") as txn:
-            row = txn.conn.execute(
-                sa.update(B).where(B.c.id == backfill_id, _ACTIVE_BACKFILL)
-                .values(state=BackfillState.CANCELLED.value, finished_at=self._now_sql())
-                .returning(*B.c)
-            ).one_or_none()
+            row = self._update_row(
+                txn.conn, sa.update(B).where(B.c.id == backfill_id, _ACTIVE_BACKFILL)
+                .values(state=BackfillState.CANCELLED.value, finished_at=self._now_sql()), B)
             if row is not None:
                 self._record(txn.conn, [(row.schedule_name, audit)])
         return self.get_backfill(backfill_id) if row is None else _backfill(row)

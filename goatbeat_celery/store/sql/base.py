@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import Insert as MySQLInsert
 from sqlalchemy.dialects.postgresql import Insert as PGInsert
 from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
 
@@ -36,7 +37,7 @@ E = execution_table
 L = lease_table
 
 
-Insert = PGInsert | SQLiteInsert
+Insert = PGInsert | SQLiteInsert | MySQLInsert
 
 
 def refused_edit(conn: sa.Connection, table: sa.Table, name: str, expected_version: int | None,
@@ -103,6 +104,40 @@ class SQLStoreBase(StoreConnection):
 
     def _in(self, column: sa.ColumnElement[str], values: Sequence[str]) -> sa.ColumnElement[bool]:
         return column.in_(values)
+
+    def _nulls_last(self, column: sa.ColumnElement[Any]) -> tuple[sa.ColumnElement[Any], ...]:
+        """``column`` ascending, NULLs after every value, as ORDER BY terms."""
+        return (column.asc().nulls_last(),)
+
+    def _subset(self, query: sa.Select[Any]) -> sa.ScalarSelect[Any]:
+        """``query`` (one column, maybe a LIMIT) for ``IN`` in a statement that may change the
+        table it reads."""
+        return query.scalar_subquery()
+
+    def _insert_new(self, conn: sa.Connection, table: sa.Table,
+                    rows: dict[str, Any] | Sequence[dict[str, Any]], *,
+                    conflict: Sequence[sa.Column[Any]] = (), conflict_where: str | None = None,
+                    returning: Sequence[sa.Column[Any]] = ()) -> list[sa.Row[Any]]:
+        """Insert ``rows`` (one, or several of the same columns) but those whose ``conflict``
+        columns (a unique index, partial under ``conflict_where``) are taken; returns the
+        ``returning`` columns of the rows inserted."""
+        stmt: Any = self._insert(table)
+        if isinstance(rows, dict):
+            stmt, rows = stmt.values(**rows), []
+        if conflict:
+            stmt = stmt.on_conflict_do_nothing(
+                index_elements=list(conflict),
+                index_where=None if conflict_where is None else sa.text(conflict_where))
+        if not returning:
+            conn.execute(stmt, list(rows) or None)
+            return []
+        return list(conn.execute(stmt.returning(*returning), list(rows) or None).all())
+
+    def _update_row(self, conn: sa.Connection, stmt: sa.Update,
+                    table: sa.Table) -> sa.Row[Any] | None:
+        """Run ``stmt``, an UPDATE of at most one row of ``table``; the row as written, or None
+        when it matched none."""
+        return conn.execute(stmt.returning(*table.c)).one_or_none()
 
     def _announce_in(self, conn: sa.Connection) -> None:
         """Inside a write transaction that other replicas should hear about."""
@@ -208,9 +243,9 @@ class SQLStoreBase(StoreConnection):
         """Insert what is new; returns the keys inserted (an existing key inserts nothing)."""
         if not executions:
             return set()
-        stmt = (self._insert(E).on_conflict_do_nothing(index_elements=[E.c.key])
-                .returning(E.c.key))
-        return set(conn.execute(stmt, [execution_values(e) for e in executions]).scalars())
+        rows = self._insert_new(conn, E, [execution_values(e) for e in executions],
+                                conflict=[E.c.key], returning=[E.c.key])
+        return {row.key for row in rows}
 
     def _in_flight(self, conn: sa.Connection, names: Sequence[str]) -> dict[str, InFlight]:
         """The runs in flight of the schedules ``names`` (core.rules.claims.in_flight decides

@@ -32,13 +32,12 @@ class SQLCalendars(SQLStoreBase, CalendarStore):
     def create_calendar(self, calendar: Calendar) -> Calendar:
         with self._write("create calendar") as txn:
             now = self._now_sql()
-            row = txn.conn.execute(
-                self._insert(C).values(name=calendar.name, description=calendar.description,
-                                       entries=calendar.entries(), version=1,
-                                       created_at=now, updated_at=now)
-                .on_conflict_do_nothing(index_elements=[C.c.name])
-                .returning(*C.c)
-            ).one_or_none()
+            rows = self._insert_new(
+                txn.conn, C, {"name": calendar.name, "description": calendar.description,
+                                  "entries": calendar.entries(), "version": 1,
+                                  "created_at": now, "updated_at": now},
+                conflict=[C.c.name], returning=list(C.c))
+            row = rows[0] if rows else None
             if row is None:
                 raise ScheduleConflict.taken("calendar", calendar.name)
             txn.announce = True
@@ -51,11 +50,9 @@ class SQLCalendars(SQLStoreBase, CalendarStore):
             stmt = sa.update(C).where(C.c.name == calendar.name)
             if expected_version is not None:
                 stmt = stmt.where(C.c.version == expected_version)
-            row = conn.execute(
-                stmt.values(description=calendar.description, entries=calendar.entries(),
-                            version=C.c.version + 1, updated_at=self._now_sql())
-                .returning(*C.c)
-            ).one_or_none()
+            row = self._update_row(
+                conn, stmt.values(description=calendar.description, entries=calendar.entries(),
+                                  version=C.c.version + 1, updated_at=self._now_sql()), C)
             if row is None:
                 raise refused_edit(conn, C, calendar.name, expected_version, "calendar",
                                    CalendarNotFound)

@@ -87,8 +87,8 @@ class SQLHistory(SQLOutbox, SQLStoreBase, History):
                     .order_by(AL.c.resolved_at).limit(limit))
         # Ids grow with time: the oldest entries are the lowest ids, found by the time index.
         logged = sa.select(A.c.id).where(A.c.at < before).order_by(A.c.at).limit(limit)
-        return [sa.delete(E).where(E.c.key.in_(oldest.scalar_subquery())),
-                sa.delete(B).where(B.c.id.in_(finished.scalar_subquery())),
-                sa.delete(AL).where(AL.c.id.in_(resolved.scalar_subquery())),
+        return [sa.delete(E).where(E.c.key.in_(self._subset(oldest))),
+                sa.delete(B).where(B.c.id.in_(self._subset(finished))),
+                sa.delete(AL).where(AL.c.id.in_(self._subset(resolved))),
                 *self._prune_event_deletes(before, limit),
-                sa.delete(A).where(A.c.id.in_(logged.scalar_subquery()))]
+                sa.delete(A).where(A.c.id.in_(self._subset(logged)))]

@@ -31,10 +31,8 @@ class SQLLeases(SQLStoreBase, LeaseManager):
             conn = txn.conn
             # A placeholder row (no holder, token 0) makes the first grant token 1 and gives
             # the row lock below something to lock.
-            conn.execute(
-                self._insert(L).values(name=name, holder=None, token=0)
-                .on_conflict_do_nothing(index_elements=[L.c.name])
-            )
+            self._insert_new(conn, L, {"name": name, "holder": None, "token": 0},
+                             conflict=[L.c.name])
             row = conn.execute(
                 sa.select(L, self._now_sql().label("now")).where(L.c.name == name)
                 .with_for_update()

@@ -16,7 +16,7 @@ from goatbeat_celery.core.types.outbox import (
     check_events,
     error_text,
 )
-from goatbeat_celery.store.schema import outbox_table
+from goatbeat_celery.store.schema import MYSQL_DIALECTS, outbox_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 
 O = outbox_table  # noqa: E741
@@ -49,14 +49,13 @@ class SQLOutbox(SQLStoreBase, Outbox):
         if not events:
             return 0
         now = conn.execute(sa.select(self._now_sql())).scalar_one()
-        stmt = (self._insert(O).on_conflict_do_nothing(index_elements=[O.c.event_id])
-                .returning(O.c.event_id))
         rows = [{"event_id": e.event_id, "kind": e.kind, "payload": dict(e.payload),
                  "created_at": now, "attempts": 0, "next_attempt_at": now,
                  "delivered_at": None, "delivered_to": None, "last_error": None,
                  "claimed_by": None, "claimed_until": None}
                 for e in {e.event_id: e for e in reversed(events)}.values()]
-        return len(set(conn.execute(stmt, rows).scalars()))
+        return len({row.event_id for row in self._insert_new(
+            conn, O, rows, conflict=[O.c.event_id], returning=[O.c.event_id])})
 
     def _due_events(self, now: sa.ColumnElement[datetime] | datetime,
                     limit: int) -> sa.Select[tuple[str]]:
@@ -75,8 +74,12 @@ class SQLOutbox(SQLStoreBase, Outbox):
         with self._write("take outbox events") as txn:
             conn = txn.conn
             now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
-            ids = list(conn.execute(
-                self._due_events(now, limit).with_for_update(skip_locked=True)).scalars())
+            # In index order on MySQL, whose locking read of a sorted result locks every row
+            # it sorts (a concurrent taker would skip them all), not only those returned.
+            due = self._due_events(now, limit).with_for_update(skip_locked=True)
+            for dialect in MYSQL_DIALECTS:
+                due = due.with_hint(O, "FORCE INDEX (ix_goatbeat_outbox_due)", dialect)
+            ids = list(conn.execute(due).scalars())
             if not ids:
                 return []
             conn.execute(sa.update(O).where(O.c.event_id.in_(ids))
@@ -138,5 +141,5 @@ class SQLOutbox(SQLStoreBase, Outbox):
                      .order_by(O.c.delivered_at).limit(limit))
         given_up = (sa.select(O.c.event_id).where(_UNDELIVERED, O.c.created_at < before)
                     .order_by(O.c.created_at).limit(limit))
-        return [sa.delete(O).where(O.c.event_id.in_(delivered.scalar_subquery())),
-                sa.delete(O).where(O.c.event_id.in_(given_up.scalar_subquery()))]
+        return [sa.delete(O).where(O.c.event_id.in_(self._subset(delivered))),
+                sa.delete(O).where(O.c.event_id.in_(self._subset(given_up)))]

@@ -63,15 +63,13 @@ class SQLSchedules(SQLStoreBase, ScheduleReads, ScheduleWrites):
         values = _spec_values(spec)
         with self._write("create schedule") as txn:
             now = self._now_sql()
-            row = txn.conn.execute(
-                self._insert(S).values(
+            rows = self._insert_new(
+                txn.conn, S, dict(
                     **values, next_occurrence_at=next_occurrence_at, next_run_at=next_run_at,
                     last_occurrence_at=None, total_runs=0, total_missed=0, version=1,
                     created_at=now, updated_at=now,
-                )
-                .on_conflict_do_nothing(index_elements=[S.c.name])
-                .returning(*S.c)
-            ).one_or_none()
+                ), conflict=[S.c.name], returning=list(S.c))
+            row = rows[0] if rows else None
             if row is None:
                 raise ScheduleConflict.taken("schedule", spec.name)
             self._record(txn.conn, [(spec.name, audit)], now)
@@ -92,14 +90,13 @@ class SQLSchedules(SQLStoreBase, ScheduleReads, ScheduleWrites):
             stmt = sa.update(S).where(S.c.name == spec.name)
             if expected_version is not None:
                 stmt = stmt.where(S.c.version == expected_version)
-            row = conn.execute(
-                stmt.values(**values, next_occurrence_at=next_occurrence_at,
-                            next_run_at=next_run_at, version=S.c.version + 1,
-                            spec_version=_spec_version_after(values["spec_hash"]),
-                            updated_at=self._now_sql(), **EDIT_CLEARS,
-                            **{**(RESUME_CLEARS if spec.enabled else {}), **paused})
-                .returning(*S.c)
-            ).one_or_none()
+            row = self._update_row(
+                conn, stmt.values(**values, next_occurrence_at=next_occurrence_at,
+                                  next_run_at=next_run_at, version=S.c.version + 1,
+                                  spec_version=_spec_version_after(values["spec_hash"]),
+                                  updated_at=self._now_sql(), **EDIT_CLEARS,
+                                  **{**(RESUME_CLEARS if spec.enabled else {}), **paused}),
+                S)
             if row is None:
                 raise refused_edit(conn, S, spec.name, expected_version, "schedule",
                                    ScheduleNotFound)
@@ -131,7 +128,7 @@ class SQLSchedules(SQLStoreBase, ScheduleReads, ScheduleWrites):
         if list_order(order, after) is ScheduleOrder.NEXT_RUN:
             # NULLS LAST is PostgreSQL's default for an ascending index, so the due index
             # (next_run_at, name) serves this order when only enabled rows are asked for.
-            stmt = sa.select(S).order_by(S.c.next_run_at.asc().nulls_last(), S.c.name)
+            stmt = sa.select(S).order_by(*self._nulls_last(S.c.next_run_at), S.c.name)
             if isinstance(after, RunOrderCursor):
                 stmt = stmt.where(_after_in_run_order(after))
         else:
@@ -270,6 +267,5 @@ class SQLSchedules(SQLStoreBase, ScheduleReads, ScheduleWrites):
              "created_at": now, "updated_at": now}
             for e in entries
         ]
-        stmt = (self._insert(S).on_conflict_do_nothing(index_elements=[S.c.name])
-                .returning(S.c.name))
-        return set(conn.execute(stmt, rows).scalars())
+        return {row.name for row in self._insert_new(conn, S, rows, conflict=[S.c.name],
+                                                     returning=[S.c.name])}

@@ -29,12 +29,11 @@ class SQLTokens(SQLStoreBase, TokenStore):
     def create_token(self, token: ApiToken, digest: str) -> ApiToken:
         scopes = ",".join(sorted(scope.value for scope in token.scopes))
         with self._write("create API token") as txn:
-            row = txn.conn.execute(
-                self._insert(T).values(name=token.name, digest=digest, scopes=scopes,
-                                       prefix=token.prefix, created_at=self._now_sql())
-                .on_conflict_do_nothing(index_elements=[T.c.name])
-                .returning(*T.c)
-            ).one_or_none()
+            rows = self._insert_new(
+                txn.conn, T, {"name": token.name, "digest": digest, "scopes": scopes,
+                                  "prefix": token.prefix, "created_at": self._now_sql()},
+                conflict=[T.c.name], returning=list(T.c))
+            row = rows[0] if rows else None
             if row is None:
                 raise ScheduleConflict.taken("token", token.name)
         return _token(row)

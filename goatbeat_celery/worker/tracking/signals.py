@@ -368,6 +368,8 @@ def _load_store_code(database_url: str) -> None:
         import goatbeat_celery.store.postgres  # noqa: F401
     elif backend is Backend.SQLITE:
         import goatbeat_celery.store.sqlite  # noqa: F401
+    elif backend is Backend.MYSQL:
+        import goatbeat_celery.store.mysql  # noqa: F401
     if backend is not Backend.MEMORY:
         migrations.head_revision()
 
