@@ -132,7 +132,9 @@ def scene() -> Iterator[Scene]:
             schedules.run_now(FLAKY)
             clock.advance(step)
         leader.tick()  # drains the first 20 of its occurrences, sends the runs asked for
-        report(made, [d.key for d in broker.dispatches[seen:]], SECONDS)
+        # The worker reports the runs asked for; the others the tick sent are not reported yet.
+        report(made, [d.key for d in broker.dispatches[seen:] if d.key.endswith(":manual")],
+               SECONDS)
         schedules.pause(PAUSED_UNTIL, until=now + timedelta(hours=1))
         today = now.date()
         schedules.create_calendar("office-closed", dates=[today.isoformat(),
