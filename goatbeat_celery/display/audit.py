@@ -21,9 +21,12 @@ def audit_value_text(value: Any) -> str:
 
 def audit_changes_text(changes: Mapping[str, FieldChange]) -> str:
     """``task: a → b; enabled: true → false``; the one side there is for a creation or a
-    deletion (``task: a``), and for what the change added (``run: <key>``)."""
+    deletion (``task: a``), and for what the change added (``run: <key>``). A field whose
+    before and after are equal (``per_tick: none → none``) changed nothing: it is left out."""
     parts = []
     for key, (before, after) in changes.items():
+        if before == after:
+            continue
         if before is None and after is not None:
             parts.append(f"{key}: {audit_value_text(after)}")
         elif after is None and before is not None:

@@ -42,7 +42,7 @@ from goatbeat_celery.web.pages.base import SAFE_METHODS, Context, Handler, guard
 from goatbeat_celery.web.pages.errors import RunNotShown, error_handler
 from goatbeat_celery.web.pages.schedule_list import PAGE_SIZE
 from goatbeat_celery.web.security import Signer, WebSettings
-from goatbeat_celery.web.static import static_file
+from goatbeat_celery.web.static import favicon, static_file
 
 if TYPE_CHECKING:
     from goatbeat_celery.api import Schedules
@@ -114,6 +114,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
               read_only_too=True),
         route("/logout", sign_in.logout, "logout", ["POST"], read_only_too=True),
         route("/static/{path:path}", static_file, "static", ["GET"], public=True),
+        route("/favicon.ico", favicon, "favicon", ["GET"], public=True),
         *api_routes(schedules, settings),  # the JSON API: bearer tokens, never cookies
     ]
 
@@ -142,10 +143,12 @@ def _environment() -> jinja2.Environment:
         state_text=display.state_text, next_run_text=display.next_run_text,
         compact_json=display.compact_json, human_seconds=display.human_seconds, doc=doc,
         lateness=display.lateness, run_status=display.run_status, version=__version__,
-        ago=present.ago, after=present.after, pill=present.pill, short_key=present.short_key,
+        ago=present.ago, after=present.after, local_time=present.local_time, pill=present.pill,
+        short_key=present.short_key,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,
         state_pill=present.state_pill, audit_changes=display.audit_changes_text,
         audit_action=display.audit_action,
     )
     environment.filters["breakable"] = present.breakable
+    environment.filters["whole_instants"] = present.whole_instants
     return environment

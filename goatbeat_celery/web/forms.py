@@ -110,6 +110,9 @@ class FormState:
 
     values: dict[str, str]
     errors: dict[str, list[str]] = field(default_factory=dict)
+    #: Fields showing the person's own change laid over values saved since they read the
+    #: page (after a refused edit): marked, so they see what a second Save applies.
+    kept: set[str] = field(default_factory=set)
 
     def add(self, field_name: str, problem: str) -> None:
         self.errors.setdefault(field_name, []).append(problem)
@@ -246,6 +249,16 @@ def read_values(form: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(values, dict):
         return {}
     return {str(key): str(value) for key, value in values.items() if isinstance(value, str)}
+
+
+def own_changes(typed: Mapping[str, str], read: Mapping[str, str]) -> dict[str, str]:
+    """The fields the person changed: those of ``typed`` whose value differs from what the
+    page showed (``read``, :func:`read_values`). Without ``read`` (a page that sent none) every
+    field typed counts as changed, as it cannot be told apart."""
+    if not read:
+        return dict(typed)
+    return {key: value for key, value in typed.items()
+            if key not in read or value != read[key].strip()}
 
 
 def option_values(options: object) -> dict[str, str]:

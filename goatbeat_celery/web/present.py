@@ -68,12 +68,43 @@ def pill(state: str, *, title: str = "", text: str = "") -> Markup:
 
 
 _SEPARATORS = re.compile(r"([./:_-])")
+#: An ISO-8601 instant as the faces write one (``2026-12-06T15:00:00.123+00:00``, ``…Z``), in
+#: text that may hold others (a run key, a reason, a change).
+_INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                      r"(?:Z|[+-]\d{2}:?\d{2})?)?")
+
+
+def _parts(text: str, between: str) -> Markup:
+    """``text`` escaped, each instant in it kept on one line (a ``nw`` span), the text between
+    them passed through ``between``'s separators (``""``: as it is)."""
+    found = []
+    start = 0
+    for match in _INSTANT.finditer(text):
+        found.append(_separated(text[start:match.start()], between))
+        if match.start() and not text[match.start() - 1].isspace() and not between:
+            found.append("<wbr>")  # a key's name:instant may break before the instant
+        found.append(str(Markup('<span class="nw">{}</span>').format(match.group())))
+        start = match.end()
+    found.append(_separated(text[start:], between))
+    return Markup("".join(found))
+
+
+def _separated(text: str, between: str) -> str:
+    escaped = str(escape(text))
+    return _SEPARATORS.sub(r"\1<wbr>", escaped) if between else escaped
 
 
 def breakable(text: str) -> Markup:
     """``text`` escaped, with a line-break opportunity after each ``.``, ``/``, ``:``, ``_`` and
-    ``-``: a long dotted name or task wraps between its parts, never inside one."""
-    return Markup(_SEPARATORS.sub(r"\1<wbr>", str(escape(text))))
+    ``-``: a long dotted name or task wraps between its parts, never inside one. An instant in
+    it (a run key's ``name:2026-12-06T…``) is never broken: the line may break before it."""
+    return _parts(str(text), "wbr")
+
+
+def whole_instants(text: object) -> Markup:
+    """``text`` escaped, each instant in it kept on one line: free text (a reason, an error)
+    wraps at its spaces, never inside ``2026-12-06T15:00:00.123+00:00``."""
+    return _parts(str(text), "")
 
 
 def zone(name: str | None) -> ZoneInfo | None:
@@ -135,6 +166,16 @@ def state_pill(schedule: Schedule, now: datetime, local: str | None = None) -> M
         return pill("paused until", title=f"paused until {exact(found.until, local)}",
                     text=f"paused until {text}")
     return pill(display.state_text(schedule, now))
+
+
+def local_time(instant: datetime, local: str | None) -> Markup:
+    """``2026-12-06 16:00:01 CET`` (milliseconds when it has some), in ``local`` (else UTC), on
+    one line: next runs a second apart read apart where ``in 1h`` would read the same."""
+    there = instant.astimezone(zone(local) or UTC)
+    text = f"{there:%Y-%m-%d %H:%M:%S}"
+    if there.microsecond:
+        text += f".{there.microsecond // 1000:03d}"
+    return Markup('<span class="nw">{}</span>').format(f"{text} {there.tzname()}")
 
 
 def after(instant: datetime | None, start: datetime | None, local: str | None = None) -> Markup:

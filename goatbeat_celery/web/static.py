@@ -12,6 +12,8 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.staticfiles import StaticFiles
 
 FILES = StaticFiles(directory=Path(__file__).parent / "static")
+#: The dashboard's icon: the pages link it, and ``/favicon.ico`` answers with it.
+ICON = "favicon.svg"
 
 
 async def static_file(request: Request, _context: object) -> Response:
@@ -23,3 +25,10 @@ async def static_file(request: Request, _context: object) -> Response:
     # Revalidated by its ETag rather than stored blindly: it changes with the package.
     response.headers["Cache-Control"] = "no-cache"
     return response
+
+
+async def favicon(request: Request, context: object) -> Response:
+    """``/favicon.ico``, which browsers ask for whatever the page says: the icon of
+    ``static/favicon.svg``, served as the stylesheet is."""
+    request.scope["path_params"] = {"path": ICON}
+    return await static_file(request, context)

@@ -861,3 +861,29 @@ def test_every_change_made_in_the_admin_is_in_the_audit_log_as_its_user(
     page = client.get(change_url("poll")).content.decode()
     assert "Last changes" in page and actor in page
     assert "trigger: " in page and "slower &lt;b&gt;vendor&lt;/b&gt;" in page
+
+
+def test_a_refused_edit_posted_again_as_shown_is_refused_again(client: Any,
+                                                               api: Schedules) -> None:
+    # Two people on one change page: the first saves a new overlap and max catch-up, the
+    # second, who changed only the description, is refused; posting the refused page again
+    # (as the admin shows it) is refused too, never reverting the first person's fields.
+    api.create("poll", "feeds.poll", every=30, description="feeds")
+    form = client.get(change_url("poll")).context["adminform"].form
+    read = {"version": str(form.initial["version"]), "read": form.initial["read"]}
+    api.update("poll", overlap="skip", max_catchup=7)
+
+    refused = client.post(change_url("poll"), form_data(description="all feeds", **read))
+    assert refused.status_code == 200
+    shown = refused.context["adminform"].form
+    assert "changed since you read it" in " ".join(shown.non_field_errors())
+    again = {key: shown[key].value() for key in ("version", "read")}
+    assert again == read  # the refused page still says what its person read
+
+    refused_again = client.post(change_url("poll"), form_data(description="all feeds",
+                                                              **again))
+    assert refused_again.status_code == 200
+    assert refused_again.context["adminform"].form.non_field_errors()
+    spec = api.get("poll").spec
+    assert spec.overlap is not None and spec.overlap.value == "skip"
+    assert spec.max_catchup == 7 and spec.description == "feeds"

@@ -35,6 +35,12 @@ BUSY = "heartbeat.every-second"
 FLAKY = "billing.invoice-run-europe-paris"
 SLOW = "reports.slow-aggregate"
 NIGHTLY = "exports.nightly-warehouse-sync"
+#: Fixed delay: each run due a delay after the last ended, so its keys carry milliseconds.
+DELAYED = "sync.inventory-after-previous"
+#: Paused for an hour, then every second.
+PAUSED_UNTIL = "metrics.flush-every-second"
+#: Observes a calendar excluding today and tomorrow, added after its next run was planned.
+EXCLUDED = "mail.office-digest"
 WORKER = "celery@worker-eu-west-1a"
 ERROR = "ValueError: upstream invoice API answered 503 Service Unavailable"
 #: How long beat runs before the pages are looked at (on the manual clock: no waiting).
@@ -102,6 +108,9 @@ def scene() -> Iterator[Scene]:
                      description="Copies the day's orders to the warehouse")
     schedules.create("legacy.paused-import", "proj.tasks.legacy_import", every=3600,
                      enabled=False)
+    schedules.create(DELAYED, "proj.inventory.tasks.sync", every=2, mode="fixed_delay")
+    schedules.create(PAUSED_UNTIL, "proj.tasks.flush", every=1)
+    schedules.create(EXCLUDED, "proj.mail.tasks.digest", every=600)
     for url in serve(create_app(schedules, WebSettings(token=TOKEN))):
         made = Scene(url, schedules, clock, leader, broker)
         seen = 0
@@ -119,7 +128,18 @@ def scene() -> Iterator[Scene]:
         now = store.now()
         made.backfill_id = schedules.backfill(
             SLOW, now - timedelta(minutes=2), now - timedelta(seconds=30), mode="all").id
-        leader.tick()  # drains the first 20 of its occurrences
+        for step in (0.123, 0.877):  # asked for by hand: keys of the instant asked, to the µs
+            schedules.run_now(FLAKY)
+            clock.advance(step)
+        leader.tick()  # drains the first 20 of its occurrences, sends the runs asked for
+        # The worker reports the runs asked for; the others the tick sent are not reported yet.
+        report(made, [d.key for d in broker.dispatches[seen:] if d.key.endswith(":manual")],
+               SECONDS)
+        schedules.pause(PAUSED_UNTIL, until=now + timedelta(hours=1))
+        today = now.date()
+        schedules.create_calendar("office-closed", dates=[today.isoformat(),
+                                                          (today + timedelta(days=1)).isoformat()])
+        schedules.update(EXCLUDED, calendars=["office-closed"])
         yield made
     leader.close()
 
@@ -157,6 +177,11 @@ def test_every_page_at_two_widths_fits_and_says_what_happened(page: Page,
         "backfill-progress": f"/backfill?id={scene.backfill_id}", "backfills": "/backfills",
         "calendars": "/calendars", "calendar": "/calendar?name=fr-public-holidays",
         "fleet": "/fleet", "remove": f"/schedule/delete?name={FLAKY}", "new": "/new",
+        "schedule-delayed": f"/schedule?name={DELAYED}",
+        "schedule-paused-until": f"/schedule?name={PAUSED_UNTIL}",
+        "schedule-excluded": f"/schedule?name={EXCLUDED}",
+        "run-delayed": "/run?" + urlencode(
+            {"key": scene.schedules.history(DELAYED, limit=1)[0].key}),
     }
     documented = {"overview", "list", "schedule", "run", "calendar"}
     sign_in(page, scene.url)
@@ -267,8 +292,8 @@ def test_remove_backfill_policies_and_calendars_by_clicking(page: Page, scene: S
     page.click("#remove-calendar")
     page.click("#confirm")
     expect(page.locator(".notice")).to_have_text("Calendar removed.")
-    expect(page.locator("#calendars")).to_have_count(0)
-    assert schedules.list_calendars() == []
+    expect(page.locator("#calendars")).not_to_contain_text("fr-public-holidays")
+    assert [c.name for c in schedules.list_calendars()] == ["office-closed"]
 
     page.goto(scene.url + f"/schedule?name={FLAKY}")
     page.click("#remove")
@@ -280,3 +305,37 @@ def test_remove_backfill_policies_and_calendars_by_clicking(page: Page, scene: S
     page.click("#confirm")
     expect(page.locator(".notice")).to_contain_text("Removed")
     assert FLAKY not in [s.name for s in schedules.list()]
+
+
+def test_what_the_pages_say_agrees_and_reads_right(page: Page, scene: Scene) -> None:
+    schedules = scene.schedules
+    sign_in(page, scene.url)
+
+    # A pause with an end: the next runs after it, each its own instant.
+    page.goto(scene.url + f"/schedule?name={PAUSED_UNTIL}")
+    runs = page.locator("#next-runs li").all_inner_texts()
+    assert len(runs) == 5 and len(set(runs)) == 5, runs
+
+    # Excluded by its calendar: the list and its page say the same next run.
+    page.goto(scene.url + f"/schedule?name={EXCLUDED}")
+    card = page.locator("#next-runs li time").first.inner_text()
+    assert card != "now", card
+    page.goto(scene.url + "/schedules")
+    row = page.locator("#schedules tbody tr", has_text=EXCLUDED)
+    expect(row.locator("td").nth(3)).to_have_text(card)
+
+    # The changes list only what changed.
+    page.goto(scene.url + f"/schedule?name={SLOW}")
+    expect(page.locator("#audit-log")).not_to_contain_text("none \u2192 none")
+
+    # The oldest pending run is never negatively late.
+    page.goto(scene.url + "/")
+    expect(page.locator("#counts")).not_to_contain_text("-0.")
+
+    # The icon browsers ask for, served as the stylesheet is.
+    icon = page.request.get(scene.url + "/favicon.ico")
+    style = page.request.get(scene.url + "/static/style.css")
+    assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    for header in ("x-content-type-options", "cache-control", "content-security-policy"):
+        assert icon.headers.get(header) == style.headers.get(header), header
+    assert schedules.get(PAUSED_UNTIL).paused_until is not None

@@ -308,7 +308,7 @@ def test_the_history_shows_run_outcomes_runtimes_workers_and_attempts(
     # One state a run, the truthful one: a run sent and then failed is failed, not submitted.
     assert pills_in(rows[ok.key]) == ["succeeded"]
     assert '<td class="nw">1.5s</td>' in rows[ok.key]
-    assert '<td>celery@w1</td>' in rows[ok.key]
+    assert '<td class="worker">celery@w1</td>' in rows[ok.key]
     assert pills_in(rows[bad.key]) == ["failed"]
     assert '<td class="nw">1m30s</td>' in rows[bad.key]
     assert str(escape(hostile_worker)) in rows[bad.key]

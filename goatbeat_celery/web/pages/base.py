@@ -117,6 +117,7 @@ def render(request: Request, context: Context, template: str, status_code: int =
         signed_in=(context.settings.token is not None
                    and getattr(request.state, "signed_in", False)),
         static=urlsplit(str(request.url_for("static", path="style.css"))).path,
+        icon=urlsplit(str(request.url_for("static", path="favicon.svg"))).path,
     )
     return context.templates.TemplateResponse(request, template, values,
                                               status_code=status_code)

@@ -80,9 +80,15 @@ async def overview(request: Request, context: Context) -> Response:
                 else display.shard_holders(data.sharding, settings)),
         members=(None if data.sharding is None
                  else display.shard_members_line(data.sharding, settings)),
-        pending_lag=(None if data.pending is None
-                     else display.human_seconds((data.now - data.pending.due_at).total_seconds())),
+        pending_lag=None if data.pending is None else pending_lateness(data.pending, data.now),
     )
+
+
+def pending_lateness(pending: Execution, now: datetime) -> str:
+    """How late the oldest pending run is: ``1.2s late``, or ``on time`` while it is not yet
+    due (a run claimed ahead of its due instant) or due this very moment."""
+    late = (now - pending.due_at).total_seconds()
+    return "on time" if late <= 0 else f"{display.human_seconds(late)} late"
 
 
 @dataclass(frozen=True)

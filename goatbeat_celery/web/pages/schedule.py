@@ -165,8 +165,11 @@ async def run_now(request: Request, context: Context, form: FormData) -> Respons
 async def edit(request: Request, context: Context, form: FormData) -> Response:
     name = text(form, "name")
     current = await call(context.schedules.get, name)
-    state = forms.FormState({**forms.stored_values(current, context.schedules.default_timezone),
-                             **forms.typed_values(form), "name": name})
+    zone = context.schedules.default_timezone
+    # Only what the person changed goes over the stored values: a field they left as they
+    # read it never carries back a value someone else has saved since.
+    own = forms.own_changes(forms.typed_values(form), forms.read_values(form))
+    state = forms.FormState({**forms.stored_values(current, zone), **own, "name": name})
     locked = read_only_reason(current)
     if locked:
         state.add(forms.GENERAL, locked)
@@ -182,17 +185,32 @@ async def edit(request: Request, context: Context, form: FormData) -> Response:
                 expected_version=count(version) if version else None,
                 reason=text(form, "reason") or None))
         except ScheduleConflict as exc:
-            changed = display.changed_since_read(name, forms.read_values(form), forms.stored_values(
-                await call(context.schedules.get, name), context.schedules.default_timezone))
-            if changed is None:
-                state.add_refusal(exc)
-            else:
-                state.add(forms.GENERAL, changed)
+            state = _refused_over_newer(name, own, exc, forms.read_values(form),
+                                        await call(context.schedules.get, name), zone)
         except ConfigurationError as exc:
             state.add_refusal(exc)
     if state.errors:
         return await schedule_page(request, context, state=state, status_code=422)
     return back_to(request, name, "saved")
+
+
+def _refused_over_newer(name: str, own: dict[str, str], exc: ScheduleConflict,
+                        read: dict[str, str], newer: Schedule, zone: str) -> forms.FormState:
+    """The form shown after an edit refused because the schedule was saved since it was read:
+    the newer values, with the person's own changes (``own``) laid over them and marked, so
+    that saving it again applies those changes only."""
+    stored = forms.stored_values(newer, zone)
+    state = forms.FormState({**stored, **own, "name": name})
+    state.kept = {key for key, value in own.items() if key in stored and value != stored[key]}
+    changed = display.changed_since_read(name, read, stored)
+    if changed is None:
+        state.add_refusal(exc)
+    else:
+        state.add(forms.GENERAL, changed)
+    if state.kept:
+        state.add(forms.GENERAL, "The form now shows the newer values, with your changes kept "
+                                 "over them (marked): save again to apply only yours.")
+    return state
 
 
 async def delete_page(request: Request, context: Context) -> Response:

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from goatbeat_celery import display
 from goatbeat_celery.core.types.execution import Execution, idempotency_key
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleOrder
 from goatbeat_celery.core.types.schedule import Schedule
@@ -48,6 +49,30 @@ def _last_runs(context: Context, found: list[Schedule]) -> dict[str, Execution]:
         return {}
     runs = context.schedules.store.executions_by_key(list(keys))
     return {keys[key]: run for key, run in runs.items()}
+
+
+def _next_runs(context: Context, found: list[Schedule], now: datetime,
+               ) -> dict[str, datetime | None]:
+    """The next run of each schedule that shows one, by name, as its page's card gives it
+    (``Schedules.next_runs``): a run its calendars exclude, its bounds or a pause with an end
+    put off is not the stored next occurrence. Only those are computed: for the others
+    ``next_runs`` starts and stops at the stored next occurrence."""
+    found_next: dict[str, datetime | None] = {}
+    for schedule in found:
+        if display.next_run_text(schedule, now) == display.NONE:
+            continue
+        spec = schedule.spec
+        if not (spec.calendars or spec.start_at or spec.end_at or schedule.paused_until):
+            found_next[schedule.name] = schedule.next_run_at
+            continue
+        try:
+            runs = context.schedules.next_runs(schedule.name, 1)
+        # A schedule is a failure domain: one whose trigger cannot be built here shows the
+        # stored instant, as the list did.
+        except Exception:  # noqa: BLE001
+            runs = [schedule.next_run_at] if schedule.next_run_at else []
+        found_next[schedule.name] = runs[0] if runs else None
+    return found_next
 
 
 def _cursor(order: ScheduleOrder, query: Mapping[str, str]) -> str | RunOrderCursor | None:
@@ -91,6 +116,7 @@ async def schedule_list(request: Request, context: Context) -> Response:
     last_runs = await call(_last_runs, context, found)
     # The state of a pause with an end depends on the time: judged by the database clock.
     now = await call(context.schedules.store.now)
+    next_runs = await call(_next_runs, context, found, now)
     filters = {"q": prefix, "source": source.value if source else "", "state": state,
                "tag": tag, "sort": order.value}
     return render(
@@ -98,6 +124,6 @@ async def schedule_list(request: Request, context: Context) -> Response:
         first=link(request, "schedules", **filters) if after else None,
         next=(_next_link(request, filters, order, found[-1], page) if more and found
               else None),
-        page=page, page_size=PAGE_SIZE, now=now, last_runs=last_runs,
+        page=page, page_size=PAGE_SIZE, now=now, last_runs=last_runs, next_runs=next_runs,
         default_zone=context.schedules.default_timezone,
     )
