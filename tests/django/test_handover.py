@@ -192,7 +192,7 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
                           settings=Settings())
     deadline = datetime.now(timezone.utc) + timedelta(seconds=30)
     while not (submitter.of("launch") and len(submitter.of("fast")) >= 2):
-        assert datetime.now(timezone.utc) < deadline, submitter.keys()
+        assert datetime.now(timezone.utc) < deadline, submitter.keys
         api.store.wait(min(engine.tick(), 0.5))
     engine.close()
     ran_in_goatbeat = {name: [d.execution.due_at for d in submitter.of(name)]
