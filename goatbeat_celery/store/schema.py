@@ -293,6 +293,8 @@ execution_table = sa.Table(
     sa.Column("heartbeat_at", UTCDateTime(), nullable=True),
     sa.Column("runtime", Seconds(), nullable=True),
     sa.Column("run_error", sa.Text(), nullable=True),
+    # The traceback that goes with run_error (core.rules.tracebacks), at most about 16 KiB.
+    sa.Column("run_traceback", sa.Text(), nullable=True),
     # Run policies (core.loop.settlement): NULL when no policy of its schedule waited for this run's
     # end, false until its end is applied to the schedule, then true.
     sa.Column("settled", sa.Boolean(), nullable=True),
@@ -354,6 +356,14 @@ _partial_index(
     where=IN_FLIGHT_PREDICATE,
 )
 _partial_index("ix_goatbeat_execution_unsettled", execution_table.c.key, where=UNSETTLED_PREDICATE)
+
+#: The outcome a run shows (``display.run_status``): the worker's report once there is one,
+#: beat's dispatch state before. The runs page filters on it, newest first, as on the worker.
+RUN_OUTCOME = sa.func.coalesce(execution_table.c.run_state, execution_table.c.state)
+sa.Index("ix_goatbeat_execution_outcome", RUN_OUTCOME, execution_table.c.occurrence_at,
+         execution_table.c.key)
+sa.Index("ix_goatbeat_execution_worker", execution_table.c.worker,
+         execution_table.c.occurrence_at, execution_table.c.key)
 
 lease_table = sa.Table(
     LEASE_TABLE,

@@ -159,7 +159,9 @@ class RunEvent:
     event happened, and ``started_age`` how long before the write the attempt had started
     (``None`` if it never started in that process), both on the worker's monotonic clock.
     ``runtime`` is the attempt's duration on that clock; ``error`` a short summary
-    (:func:`error_summary`). Build them with :meth:`started`, :meth:`retried`, :meth:`finished`.
+    (:func:`error_summary`), ``traceback`` the
+    exception's traceback (:func:`~goatbeat_celery.core.rules.tracebacks.traceback_text`), if
+    any. Build them with :meth:`started`, :meth:`retried`, :meth:`finished`.
     """
 
     key: str
@@ -171,6 +173,7 @@ class RunEvent:
     runtime: timedelta | None = None
     error: str | None = None
     started_age: timedelta | None = None
+    traceback: str | None = None
 
     @classmethod
     def started(cls, key: str, *, run: str, worker: str, age: timedelta) -> RunEvent:
@@ -179,16 +182,19 @@ class RunEvent:
     @classmethod
     def retried(cls, key: str, *, run: str | None, worker: str, age: timedelta,
                 runtime: timedelta | None = None, error: str | None = None,
-                started_age: timedelta | None = None) -> RunEvent:
+                started_age: timedelta | None = None,
+                traceback: str | None = None) -> RunEvent:
         return cls(key=key, kind=RunEventKind.RETRIED, run=run, worker=worker, age=age,
-                   runtime=runtime, error=error, started_age=started_age)
+                   runtime=runtime, error=error, started_age=started_age, traceback=traceback)
 
     @classmethod
     def finished(cls, key: str, *, run: str | None, worker: str, age: timedelta,
                  outcome: RunOutcome, runtime: timedelta | None = None,
-                 error: str | None = None, started_age: timedelta | None = None) -> RunEvent:
+                 error: str | None = None, started_age: timedelta | None = None,
+                 traceback: str | None = None) -> RunEvent:
         return cls(key=key, kind=RunEventKind.FINISHED, run=run, worker=worker, age=age,
-                   outcome=outcome, runtime=runtime, error=error, started_age=started_age)
+                   outcome=outcome, runtime=runtime, error=error, started_age=started_age,
+                   traceback=traceback)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -205,6 +211,9 @@ class RunRecord:
     heartbeat_at: datetime | None = None
     runtime: timedelta | None = None
     run_error: str | None = None
+    #: The traceback of the exception ``run_error`` names, when the worker had one: it goes
+    #: with ``run_error`` (set and cleared with it).
+    run_traceback: str | None = None
 
     @classmethod
     def of(cls, row: Any) -> RunRecord:
@@ -278,7 +287,7 @@ def apply_event(record: RunRecord, event: RunEvent, now: datetime) -> RunRecord:
             run_id=event.run, worker=event.worker,
             run_attempts=_next_attempt(record.run_attempts), started_at=started_at,
             finished_at=at, heartbeat_at=at if retried else now, runtime=event.runtime,
-            run_error=event.error)
+            run_error=event.error, run_traceback=event.traceback)
     if kind is RunEventKind.RETRIED:
         return _ended(record, RunState.RETRYING, at, event, heartbeat_at=at)
     assert event.outcome is not None, "a finished report carries its outcome"
@@ -308,7 +317,7 @@ def _ended(record: RunRecord, state: RunState, at: datetime, event: RunEvent, *,
     return RunRecord(run_state=state, run_id=record.run_id, worker=record.worker,
                      run_attempts=record.run_attempts, started_at=started_at,
                      finished_at=finished_at, heartbeat_at=heartbeat_at, runtime=event.runtime,
-                     run_error=event.error)
+                     run_error=event.error, run_traceback=event.traceback)
 
 
 def _ends_unknown_attempt(record: RunRecord, event: RunEvent) -> bool:
@@ -348,7 +357,8 @@ def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: date
     It ends all the same, so that nothing waits on it forever.
 
     Older means strictly older: at exactly ``silent_for`` the run is not lost yet. The verdict
-    sets ``finished_at`` to ``now`` and ``run_error`` to the reason; the rest is kept.
+    sets ``finished_at`` to ``now`` and ``run_error`` to the reason (clearing
+    ``run_traceback``); the rest is kept.
     """
     state = record.run_state
     if state is RunState.RUNNING:
@@ -493,7 +503,9 @@ def last_news(record: RunRecord, *, dispatched_at: datetime | None) -> datetime 
 
 def _lost(record: RunRecord, now: datetime, reason: str,
           state: RunState = RunState.LOST) -> RunRecord:
-    return replace(record, run_state=state, finished_at=now, run_error=reason)
+    # The verdict's reason replaces the error; a traceback would belong to the error replaced.
+    return replace(record, run_state=state, finished_at=now, run_error=reason,
+                   run_traceback=None)
 
 
 def settled_after_report(settled: bool | None, run_state: RunState | None) -> bool | None:
