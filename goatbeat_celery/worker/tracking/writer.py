@@ -49,9 +49,9 @@ _WORKER_ROLE_DOC = doc("deploying.md#a-worker-role-with-the-least-rights")
 
 #: What a task's thread notes, turned into a RunEvent when written: (kind, key, run, worker,
 #: at, outcome, runtime, error, started, traceback), instants on this process's monotonic
-#: clock, kind and outcome as their values. A plain tuple of strings and numbers, which the garbage collector
-#: stops tracking at its first look: a busy worker's buffer of events would otherwise move to
-#: the oldest generation and lengthen its full collections.
+#: clock, kind and outcome as their values. A plain tuple of strings and numbers, which the
+#: garbage collector stops tracking at its first look: a busy worker's buffer of events would
+#: otherwise move to the oldest generation and lengthen its full collections.
 _Noted = tuple[str, str, str | None, str, float, str | None, float | None, str | None,
                float | None, str | None]
 _STARTED, _RETRIED, _FINISHED = (RunEventKind.STARTED.value, RunEventKind.RETRIED.value,
