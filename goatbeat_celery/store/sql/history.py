@@ -10,11 +10,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from goatbeat_celery.core.protocols import History
+from goatbeat_celery.core.rules.runs import RunState
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
 from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
 from goatbeat_celery.store.schema import (
-    RUN_OUTCOME,
+    NOT_STARTED_PREDICATE,
     alert_table,
     audit_table,
     backfill_table,
@@ -142,10 +143,7 @@ def _run_criteria(query: RunQuery) -> list[sa.ColumnElement[bool]]:
     """The conditions of :meth:`SQLHistory.find_runs` for ``query``."""
     found: list[sa.ColumnElement[bool]] = []
     if query.outcomes is not None:
-        outcomes = sorted(query.outcomes)
-        # One outcome reads the outcome index in order; several read the history in order.
-        found.append(RUN_OUTCOME == outcomes[0] if len(outcomes) == 1
-                     else RUN_OUTCOME.in_(outcomes))
+        found.append(_outcome_criterion(query.outcomes))
     if query.schedule_name is not None:
         found.append(E.c.schedule_name == query.schedule_name)
     if query.tag is not None:
@@ -161,3 +159,23 @@ def _run_criteria(query: RunQuery) -> list[sa.ColumnElement[bool]]:
         found.append(sa.or_(*(column.icontains(query.text, autoescape=True)
                               for column in (E.c.key, E.c.run_error, E.c.last_error))))
     return found
+
+
+_RUN_STATES = frozenset(state.value for state in RunState)
+
+
+def _outcome_criterion(outcomes: frozenset[str]) -> sa.ColumnElement[bool]:
+    """Runs showing one of ``outcomes``: a worker's report by ``run_state``, a dispatch state
+    by ``state`` among the runs not started. One outcome reads its index in order."""
+    reported = sorted(outcomes & _RUN_STATES)
+    dispatched = sorted(outcomes - _RUN_STATES)
+    either: list[sa.ColumnElement[bool]] = []
+    if reported:
+        either.append(E.c.run_state == reported[0] if len(reported) == 1
+                      else E.c.run_state.in_(reported))
+    if dispatched:
+        # The predicate as the partial index states it, for SQLite's planner.
+        either.append(sa.and_(sa.text(NOT_STARTED_PREDICATE),
+                              E.c.state == dispatched[0] if len(dispatched) == 1
+                              else E.c.state.in_(dispatched)))
+    return sa.or_(*either) if either else sa.false()
