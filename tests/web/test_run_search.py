@@ -24,7 +24,8 @@ def end(schedules: Schedules, execution: Execution, outcome: RunOutcome, *,
         traceback: str | None = None) -> None:
     schedules.store.mark_submitted([execution.key])
     cast(Any, schedules.store).record_runs([RunEvent.finished(
-        execution.key, run=f"r-{execution.key}", worker=worker, age=timedelta(0),
+        execution.key, run=f"run-{execution.token}-{len(execution.key)}", worker=worker,
+        age=timedelta(0),
         outcome=outcome, runtime=timedelta(seconds=1), error=error,
         started_age=timedelta(seconds=1), traceback=traceback)])
 
@@ -52,7 +53,8 @@ def test_the_runs_page_lists_every_schedule_s_runs_newest_first_with_their_sched
     listed = keys_listed(page)
     assert sorted(listed) == sorted(e.key for group in runs.values() for e in group)
     assert listed == [e.key for e in schedules.store.find_runs(_query())]
-    assert 'href="/schedule?name=mail"' in page and "<th>schedule</th>" in page
+    assert 'href="/schedule?name=mail" class="schedule-name"' in page
+    assert "<th>schedule and run</th>" in page
     assert "ValueError:<wbr> &lt;b&gt;boom" in page and "<b>boom" not in page
 
 
