@@ -335,6 +335,9 @@ execution_table = sa.Table(
     # Run policies (core.rules.settlement): NULL when no policy of its schedule waited for this
     # run's end, false until its end is applied to the schedule, then true.
     sa.Column("settled", sa.Boolean(), nullable=True),
+    # The traceback that goes with run_error (core.rules.tracebacks), at most about 16 KiB;
+    # last, where migration 0017 adds it.
+    sa.Column("run_traceback", sa.Text(), nullable=True),
 )
 
 # Resubmission reads the few rows still claimed, oldest first.
@@ -393,6 +396,18 @@ _partial_index(
     where=IN_FLIGHT_PREDICATE,
 )
 _partial_index("ix_goatbeat_execution_unsettled", execution_table.c.key, where=UNSETTLED_PREDICATE)
+
+#: The runs page reads newest first within one outcome (``display.run_status``: the worker's
+#: report once there is one, beat's dispatch state before) or one worker. The predicate of the
+#: runs not started is repeated as written by the store's query, for SQLite's planner.
+NOT_STARTED_PREDICATE = "run_state IS NULL"
+sa.Index("ix_goatbeat_execution_run_state", execution_table.c.run_state,
+         execution_table.c.occurrence_at, execution_table.c.key)
+_partial_index("ix_goatbeat_execution_dispatch_state", execution_table.c.state,
+               execution_table.c.occurrence_at, execution_table.c.key,
+               where=NOT_STARTED_PREDICATE)
+sa.Index("ix_goatbeat_execution_worker", execution_table.c.worker,
+         execution_table.c.occurrence_at, execution_table.c.key)
 
 lease_table = sa.Table(
     LEASE_TABLE,

@@ -33,6 +33,7 @@ from goatbeat_celery.web.pages import (
     calendars,
     new,
     overview,
+    run_search,
     runs,
     schedule,
     schedule_list,
@@ -95,6 +96,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/schedule/delete", schedule.delete_page, "delete_confirm", ["GET"]),
         route("/schedule/delete", schedule.delete, "delete", ["POST"]),
         route("/run", runs.run_page, "run", ["GET"]),
+        route("/runs", run_search.run_list, "runs", ["GET"]),
+        route("/runs/grid", run_search.run_grid, "run_grid", ["GET"]),
         route("/backfill/new", backfills.backfill_form, "backfill_new", ["GET"]),
         route("/backfill/new", backfills.backfill_start, "backfill_start", ["POST"]),
         route("/backfill", backfills.backfill_page, "backfill", ["GET"]),
@@ -147,7 +150,7 @@ def _environment() -> jinja2.Environment:
         short_key=present.short_key,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,
         state_pill=present.state_pill, audit_changes=display.audit_changes_text,
-        audit_action=display.audit_action,
+        audit_action=display.audit_action, tone=present.tone,
     )
     environment.filters["breakable"] = present.breakable
     environment.filters["whole_instants"] = present.whole_instants

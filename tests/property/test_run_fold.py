@@ -63,6 +63,7 @@ rows = st.fixed_dictionaries({
                          st.sampled_from([math.nan, math.inf, -math.inf, 1e300,
                                           86_400_000_000_000.0, -86_399_999_913_600.0])),
     "run_error": st.sampled_from([None, "boom", 'quote " and \\ backslash', "NULL", "{a,b}"]),
+    "run_traceback": st.sampled_from([None, "Traceback:\n  line 1\nValueError: boom"]),
     "settled": st.sampled_from([None, False, True]),
 })
 ages = st.integers(min_value=0, max_value=300_000_000).map(lambda us: timedelta(microseconds=us))
@@ -80,12 +81,14 @@ def reports(draw: Any) -> RunEvent:
     runtime = draw(st.one_of(st.none(), ages))
     error = draw(st.sampled_from([None, "ValueError: bad", 'a "quoted" \\ error']))
     started_age = draw(st.one_of(st.none(), ages))
+    traceback = draw(st.sampled_from([None, 'Traceback:\n  "q" \\ {a,b}\nValueError: bad']))
     if kind == "retried":
         return RunEvent.retried(KEY, run=run, worker=worker, age=age, runtime=runtime,
-                                error=error, started_age=started_age)
+                                error=error, started_age=started_age, traceback=traceback)
     return RunEvent.finished(KEY, run=run, worker=worker, age=age,
                              outcome=draw(st.sampled_from(list(RunOutcome))),
-                             runtime=runtime, error=error, started_age=started_age)
+                             runtime=runtime, error=error, started_age=started_age,
+                             traceback=traceback)
 
 
 @pytest.fixture(scope="module")
@@ -108,14 +111,15 @@ def _instant(value: Any, now: datetime) -> str | None:
 def _read(cursor: psycopg.Cursor[Any]) -> tuple[RunRecord, bool | None]:
     """The row's run columns as the store reads them (sql.run_values), and its ``settled``."""
     cursor.execute("SELECT run_state, run_id, worker, run_attempts, started_at, finished_at, "
-                   "heartbeat_at, runtime, run_error, settled FROM goatbeat_execution "
+                   "heartbeat_at, runtime, run_error, run_traceback, settled "
+                   "FROM goatbeat_execution "
                    "WHERE key = %s", (KEY,))
-    (state, run_id, worker, attempts, started, finished, heartbeat, runtime, error,
+    (state, run_id, worker, attempts, started, finished, heartbeat, runtime, error, traceback,
      settled) = cursor.fetchone()  # type: ignore[misc]
     _, record = run_values((
         state, run_id, worker, attempts, utc_from_db(started), utc_from_db(finished),
         utc_from_db(heartbeat), None if runtime is None else seconds_to_timedelta(runtime),
-        error))
+        error, traceback))
     return record, settled
 
 
@@ -133,11 +137,13 @@ def test_the_sql_fold_writes_what_apply_event_decides(
                 "INSERT INTO goatbeat_execution (key, schedule_name, occurrence_at, due_at, "
                 "token, state, claimed_at, submitted_at, attempts, missed, manual, run_state, "
                 "run_id, worker, run_attempts, started_at, finished_at, heartbeat_at, runtime, "
-                "run_error, settled) VALUES (%(key)s, 'fold', now(), now(), 1, 'submitted', "
+                "run_error, run_traceback, settled) VALUES (%(key)s, 'fold', now(), now(), 1, "
+                "'submitted', "
                 "now(), now(), 1, 0, false, %(run_state)s, %(run_id)s, %(worker)s, "
                 "%(run_attempts)s, CAST(%(started_at)s AS timestamptz), "
                 "CAST(%(finished_at)s AS timestamptz), CAST(%(heartbeat_at)s AS timestamptz), "
-                "CAST(%(runtime)s AS double precision), %(run_error)s, %(settled)s)",
+                "CAST(%(runtime)s AS double precision), %(run_error)s, %(run_traceback)s, "
+                "%(settled)s)",
                 {**row, "key": KEY, "runtime": None if row["runtime"] is None
                  else repr(row["runtime"]),
                  **{name: _instant(row[name], now)

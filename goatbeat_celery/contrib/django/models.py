@@ -157,6 +157,7 @@ class Execution(ReadOnlyModel):
     heartbeat_at = models.DateTimeField("last heartbeat", null=True)
     runtime = models.FloatField("runtime (s)", null=True)
     run_error = models.TextField("run error", null=True)
+    run_traceback = models.TextField("run traceback", null=True)
 
     class Meta:
         managed = False

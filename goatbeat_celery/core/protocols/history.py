@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
 
 
 class History(Protocol):
@@ -29,6 +30,24 @@ class History(Protocol):
     ) -> list[Execution]:
         """Recent executions, newest occurrence first: of ``schedule_name`` when given, in one
         of ``states`` when given (every schedule's claims never sent, say, in one read)."""
+        ...
+
+    def find_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                  limit: int = 50) -> list[Execution]:
+        """Up to ``limit`` runs of every schedule that match ``query``, newest occurrence first
+        then key descending; with ``before``, only those that come after it in that order
+        (keyset paging: pass the last run of a page for the next one, which rows written
+        since never shift). Their ``run_traceback`` is not read (None): read a run by key
+        for it. Reads only; by outcome, worker, schedule or time alone a page costs about
+        its rows (the indexes of migration 0017), a tag or a text reads on until ``limit``
+        runs match."""
+        ...
+
+    def latest_runs(self, schedule_names: Sequence[str],
+                    per_schedule: int) -> dict[str, list[Execution]]:
+        """The newest ``per_schedule`` runs of each schedule named (by occurrence then key,
+        newest first), by name; a schedule without runs is left out. Their ``run_traceback``
+        is not read (None). Reads only; cost grows with the runs returned."""
         ...
 
     def prune(self, *, before: datetime, limit: int) -> int:

@@ -154,7 +154,7 @@ def apply_event(record: RunRecord, event: RunEvent, now: datetime) -> RunRecord:
             run_id=event.run, worker=event.worker,
             run_attempts=_next_attempt(record.run_attempts), started_at=started_at,
             finished_at=at, heartbeat_at=at if retried else now, runtime=event.runtime,
-            run_error=event.error)
+            run_error=event.error, run_traceback=event.traceback)
     if kind is RunEventKind.RETRIED:
         return _ended(record, RunState.RETRYING, at, event, heartbeat_at=at)
     assert event.outcome is not None, "a finished report carries its outcome"
@@ -184,7 +184,7 @@ def _ended(record: RunRecord, state: RunState, at: datetime, event: RunEvent, *,
     return RunRecord(run_state=state, run_id=record.run_id, worker=record.worker,
                      run_attempts=record.run_attempts, started_at=started_at,
                      finished_at=finished_at, heartbeat_at=heartbeat_at, runtime=event.runtime,
-                     run_error=event.error)
+                     run_error=event.error, run_traceback=event.traceback)
 
 
 def _ends_unknown_attempt(record: RunRecord, event: RunEvent) -> bool:
@@ -224,7 +224,8 @@ def lost_verdict(record: RunRecord, *, dispatched_at: datetime | None, now: date
     It ends all the same, so that nothing waits on it forever.
 
     Older means strictly older: at exactly ``silent_for`` the run is not lost yet. The verdict
-    sets ``finished_at`` to ``now`` and ``run_error`` to the reason; the rest is kept.
+    sets ``finished_at`` to ``now`` and ``run_error`` to the reason (clearing
+    ``run_traceback``); the rest is kept.
     """
     state = record.run_state
     if state is RunState.RUNNING:
@@ -370,7 +371,9 @@ def last_news(record: RunRecord, *, dispatched_at: datetime | None) -> datetime 
 
 def _lost(record: RunRecord, now: datetime, reason: str,
           state: RunState = RunState.LOST) -> RunRecord:
-    return replace(record, run_state=state, finished_at=now, run_error=reason)
+    # The verdict's reason replaces the error; a traceback would belong to the error replaced.
+    return replace(record, run_state=state, finished_at=now, run_error=reason,
+                   run_traceback=None)
 
 
 def settled_after_report(settled: bool | None, run_state: RunState | None) -> bool | None:

@@ -4,6 +4,7 @@ the types that check themselves with them; this name still imports them."""
 from __future__ import annotations
 
 from goatbeat_celery.core.types.validation import (
+    HIDDEN_CATEGORIES,
     EARLIEST_INSTANT,
     INSTANT_RANGE,
     LATEST_INSTANT,
@@ -48,7 +49,8 @@ from goatbeat_celery.core.types.validation import (
     task_problems,
 )
 
-__all__ = ["EARLIEST_INSTANT", "INSTANT_RANGE", "LATEST_INSTANT", "MAX_CALENDARS",
+__all__ = [
+    "HIDDEN_CATEGORIES","EARLIEST_INSTANT", "INSTANT_RANGE", "LATEST_INSTANT", "MAX_CALENDARS",
            "MAX_CALENDAR_NAME_LENGTH", "MAX_CATCHUP", "MAX_COUNTDOWN", "MAX_DESCRIPTION_LENGTH",
            "MAX_DURATION", "MAX_GRACE", "MAX_LIMIT", "MAX_NAME_LENGTH", "MAX_NESTING",
            "MAX_PAYLOAD_BYTES", "MAX_REASON_LENGTH", "MAX_RUNS", "MAX_TAGS", "MAX_TAG_LENGTH",

@@ -102,8 +102,9 @@ class RunEvent:
     event happened, and ``started_age`` how long before the write the attempt had started
     (``None`` if it never started in that process), both on the worker's monotonic clock.
     ``runtime`` is the attempt's duration on that clock; ``error`` a short summary
-    (:func:`~goatbeat_celery.core.rules.runs.error_summary`). Build them with :meth:`started`,
-    :meth:`retried`, :meth:`finished`.
+    (:func:`~goatbeat_celery.core.rules.runs.error_summary`), ``traceback`` the exception's
+    traceback (:func:`~goatbeat_celery.core.rules.tracebacks.traceback_text`), if any. Build them
+    with :meth:`started`, :meth:`retried`, :meth:`finished`.
     """
 
     key: str
@@ -115,6 +116,7 @@ class RunEvent:
     runtime: timedelta | None = None
     error: str | None = None
     started_age: timedelta | None = None
+    traceback: str | None = None
 
     @classmethod
     def started(cls, key: str, *, run: str, worker: str, age: timedelta) -> RunEvent:
@@ -123,16 +125,19 @@ class RunEvent:
     @classmethod
     def retried(cls, key: str, *, run: str | None, worker: str, age: timedelta,
                 runtime: timedelta | None = None, error: str | None = None,
-                started_age: timedelta | None = None) -> RunEvent:
+                started_age: timedelta | None = None,
+                traceback: str | None = None) -> RunEvent:
         return cls(key=key, kind=RunEventKind.RETRIED, run=run, worker=worker, age=age,
-                   runtime=runtime, error=error, started_age=started_age)
+                   runtime=runtime, error=error, started_age=started_age, traceback=traceback)
 
     @classmethod
     def finished(cls, key: str, *, run: str | None, worker: str, age: timedelta,
                  outcome: RunOutcome, runtime: timedelta | None = None,
-                 error: str | None = None, started_age: timedelta | None = None) -> RunEvent:
+                 error: str | None = None, started_age: timedelta | None = None,
+                 traceback: str | None = None) -> RunEvent:
         return cls(key=key, kind=RunEventKind.FINISHED, run=run, worker=worker, age=age,
-                   outcome=outcome, runtime=runtime, error=error, started_age=started_age)
+                   outcome=outcome, runtime=runtime, error=error, started_age=started_age,
+                   traceback=traceback)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -149,6 +154,9 @@ class RunRecord:
     heartbeat_at: datetime | None = None
     runtime: timedelta | None = None
     run_error: str | None = None
+    #: The traceback of the exception ``run_error`` names, when the worker had one: it goes
+    #: with ``run_error`` (set and cleared with it).
+    run_traceback: str | None = None
 
     @classmethod
     def of(cls, row: Any) -> RunRecord:

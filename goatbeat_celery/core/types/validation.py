@@ -77,7 +77,8 @@ MAX_LIMIT = 1_000_000
 
 # Control (Cc), format (Cf, including bidirectional overrides), line and paragraph separators,
 # surrogates, private-use and unassigned code points.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+_HIDDEN_CATEGORIES = HIDDEN_CATEGORIES
 # A UTF-16 surrogate: in a str read from JSON, always a lone one (a pair reads as one character).
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # Printable ASCII without surrounding spaces: most names, checked without a per-character loop.

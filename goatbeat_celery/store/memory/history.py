@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from goatbeat_celery.core.protocols import History
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery, outcome_of
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
@@ -40,6 +42,31 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase, History):
         rows.sort(key=lambda e: (e.occurrence_at, e.key), reverse=True)
         return rows[:limit]
 
+    def find_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                  limit: int = 50) -> list[Execution]:
+        with self._lock:
+            tagged = (None if query.tag is None else
+                      {s.name for s in self._schedules.carrying([query.tag])})
+            found = [e for e in self._executions.values()
+                     if _matches(e, query, tagged) and (
+                         before is None or (e.occurrence_at, e.key) < tuple(before))]
+        found.sort(key=lambda e: (e.occurrence_at, e.key), reverse=True)
+        return [replace(e, run_traceback=None) for e in found[:max(limit, 0)]]
+
+    def latest_runs(self, schedule_names: Sequence[str],
+                    per_schedule: int) -> dict[str, list[Execution]]:
+        wanted = set(schedule_names)
+        by_name: dict[str, list[Execution]] = {}
+        with self._lock:
+            for e in self._executions.values():
+                if e.schedule_name in wanted:
+                    by_name.setdefault(e.schedule_name, []).append(e)
+        for runs in by_name.values():
+            runs.sort(key=lambda e: (e.occurrence_at, e.key), reverse=True)
+            del runs[max(per_schedule, 0):]
+        return {name: [replace(e, run_traceback=None) for e in runs]
+                for name, runs in by_name.items() if runs}
+
     def prune(self, *, before: datetime, limit: int) -> int:
         before = ensure_aware(before, "before")
         with self._lock:
@@ -71,3 +98,18 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase, History):
                 del self._audit[entry_id]
             return (len(old) + len(finished) + len(resolved) + len(logged)
                     + self._prune_events_locked(before, limit))
+
+
+def _matches(execution: Execution, query: RunQuery, tagged: set[str] | None) -> bool:
+    """Whether ``execution`` is one of the runs ``query`` finds (``tagged``: the names of the
+    schedules carrying its tag)."""
+    e = execution
+    return ((query.outcomes is None or outcome_of(
+                e.state.value, None if e.run_state is None else e.run_state.value)
+             in query.outcomes)
+            and (query.schedule_name is None or e.schedule_name == query.schedule_name)
+            and (tagged is None or e.schedule_name in tagged)
+            and (query.worker is None or e.worker == query.worker)
+            and (query.since is None or e.occurrence_at >= query.since)
+            and (query.until is None or e.occurrence_at < query.until)
+            and query.matches_text(e.key, e.run_error, e.last_error))

@@ -109,6 +109,7 @@ _WRITE_RUNS = (
     SET run_state = u.run_state, run_id = u.run_id, worker = u.worker,
         run_attempts = u.run_attempts, started_at = u.started_at, finished_at = u.finished_at,
         heartbeat_at = u.heartbeat_at, runtime = u.runtime, run_error = u.run_error,
+        run_traceback = u.run_traceback,
         -- core.rules.runs.settled_after_report: a run nothing waited on turns unsettled as it ends.
         settled = CASE WHEN e.settled IS NULL AND u.run_state IN ({ended}) THEN false
                        ELSE e.settled END
@@ -118,9 +119,11 @@ _WRITE_RUNS = (
                 CAST(%(runs)s AS text[]), CAST(%(workers)s AS text[]),
                 CAST(%(attempts)s AS integer[]), CAST(%(started)s AS timestamptz[]),
                 CAST(%(finished)s AS timestamptz[]), CAST(%(heartbeats)s AS timestamptz[]),
-                CAST(%(runtimes)s AS double precision[]), CAST(%(errors)s AS text[]))
+                CAST(%(runtimes)s AS double precision[]), CAST(%(errors)s AS text[]),
+                CAST(%(tracebacks)s AS text[]))
          AS u(key, old_state, old_run, old_attempts, old_heartbeat, run_state, run_id, worker,
-              run_attempts, started_at, finished_at, heartbeat_at, runtime, run_error)
+              run_attempts, started_at, finished_at, heartbeat_at, runtime, run_error,
+              run_traceback)
     WHERE e.key = ANY(CAST(%(keys)s AS text[])) AND e.key = u.key AND old.key = e.key
       AND e.run_state IS NOT DISTINCT FROM u.old_state
       AND e.run_id IS NOT DISTINCT FROM u.old_run
@@ -145,8 +148,9 @@ _RECORD_RUNS = (
                              CAST(%(runs)s AS text[]), CAST(%(workers)s AS text[]),
                              CAST(%(ages)s AS bigint[]), CAST(%(outcomes)s AS text[]),
                              CAST(%(runtimes)s AS double precision[]),
-                             CAST(%(errors)s AS text[]), CAST(%(started_ages)s AS bigint[]))
-        AS u(key, kind, run, worker, age, outcome, runtime, error, started_age)
+                             CAST(%(errors)s AS text[]), CAST(%(started_ages)s AS bigint[]),
+                             CAST(%(tracebacks)s AS text[]))
+        AS u(key, kind, run, worker, age, outcome, runtime, error, started_age, traceback)
     ), cur AS (
         SELECT e.key, e.settled, now() AS now,
                CASE WHEN e.run_state IN ({states}) THEN e.run_state END AS run_state,
@@ -154,14 +158,14 @@ _RECORD_RUNS = (
                {readable_started}, {readable_finished}, {readable_heartbeat},
                CASE WHEN e.runtime >= {min_seconds} AND e.runtime < {beyond_seconds}
                     THEN e.runtime END AS runtime,
-               e.run_error
+               e.run_error, e.run_traceback
         FROM goatbeat_execution AS e
         WHERE e.key = ANY(CAST(%(keys)s AS text[]))
         ORDER BY e.key
         FOR UPDATE
     ), j AS (
         SELECT r.*, u.kind, u.run AS ev_run, u.worker AS ev_worker, u.outcome AS ev_outcome,
-               u.runtime AS ev_runtime, u.error AS ev_error,
+               u.runtime AS ev_runtime, u.error AS ev_error, u.traceback AS ev_traceback,
                r.now - u.age * interval '1 microsecond' AS at,
                r.now - u.started_age * interval '1 microsecond' AS ev_started,
                CASE WHEN r.run_attempts >= 0 AND r.run_attempts < {max_attempts}
@@ -206,14 +210,16 @@ _RECORD_RUNS = (
                CASE step WHEN 'start' THEN NULL WHEN 'count' THEN runtime
                          ELSE ev_runtime END AS runtime,
                CASE step WHEN 'start' THEN NULL WHEN 'count' THEN run_error
-                         ELSE ev_error END AS run_error
+                         ELSE ev_error END AS run_error,
+               CASE step WHEN 'start' THEN NULL WHEN 'count' THEN run_traceback
+                         ELSE ev_traceback END AS run_traceback
         FROM b WHERE step IS NOT NULL
     ), written AS (
         UPDATE goatbeat_execution AS e
         SET run_state = d.run_state, run_id = d.run_id, worker = d.worker,
             run_attempts = d.run_attempts, started_at = d.started_at,
             finished_at = d.finished_at, heartbeat_at = d.heartbeat_at, runtime = d.runtime,
-            run_error = d.run_error,
+            run_error = d.run_error, run_traceback = d.run_traceback,
             -- core.rules.runs.settled_after_report: a run nothing waited on turns unsettled as it
             -- ends.
             settled = CASE WHEN e.settled IS NULL AND d.run_state IN ({ended}) THEN false
@@ -244,13 +250,13 @@ _RECORD_RUNS = (
 )
 #: The array parameters of _RECORD_RUNS, in the order of its unnest.
 _RECORD_RUNS_ARRAYS = ("keys", "kinds", "runs", "workers", "ages", "outcomes", "runtimes",
-                       "errors", "started_ages")
+                       "errors", "started_ages", "tracebacks")
 _MICROSECOND = timedelta(microseconds=1)
 
 #: The array parameters of _WRITE_RUNS, in the order of its unnest.
 _WRITE_RUNS_ARRAYS = ("keys", "old_states", "old_runs", "old_attempts", "old_heartbeats",
                       "states", "runs", "workers", "attempts", "started", "finished",
-                      "heartbeats", "runtimes", "errors")
+                      "heartbeats", "runtimes", "errors", "tracebacks")
 
 
 _TAKE_BACK_RUNS = sa.text(
@@ -270,6 +276,7 @@ def _report_arrays(events: Sequence[RunEvent]) -> dict[str, str]:
     runtimes: list[str | None] = []
     errors: list[str | None] = []
     started_ages: list[int | None] = []
+    tracebacks: list[str | None] = []
     for event in events:
         keys.append(event.key)
         kinds.append(event.kind.value)
@@ -283,8 +290,9 @@ def _report_arrays(events: Sequence[RunEvent]) -> dict[str, str]:
         errors.append(event.error)
         started_ages.append(None if event.started_age is None
                             else event.started_age // _MICROSECOND)
+        tracebacks.append(event.traceback)
     columns: tuple[Sequence[str | int | None], ...] = (
-        keys, kinds, runs, workers, ages, outcomes, runtimes, errors, started_ages)
+        keys, kinds, runs, workers, ages, outcomes, runtimes, errors, started_ages, tracebacks)
     return {name: array_literal(values)
             for name, values in zip(_RECORD_RUNS_ARRAYS, columns, strict=True)}
 

@@ -261,7 +261,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
             return set()
         columns: tuple[list[Any], ...] = tuple([] for _ in _WRITE_RUNS_ARRAYS)
         (keys, old_states, old_runs, old_attempts, old_heartbeats, states, runs, workers,
-         attempts, started, finished, heartbeats, runtimes, errors) = columns
+         attempts, started, finished, heartbeats, runtimes, errors, tracebacks) = columns
         for change in sorted(changes, key=lambda change: change.key):
             read, decided = change.read, change.decided
             keys.append(change.key)
@@ -280,6 +280,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
             runtimes.append(None if decided.runtime is None
                             else repr(decided.runtime.total_seconds()))
             errors.append(decided.run_error)
+            tracebacks.append(decided.run_traceback)
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
             cursor.execute(_WRITE_RUNS, {name: array_literal(values) for name, values

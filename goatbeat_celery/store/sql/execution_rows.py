@@ -38,7 +38,7 @@ def run_values(values: Sequence[Any]) -> tuple[dict[str, Any], RunRecord]:
     the compare-and-set columns as stored, and the RunRecord they read as (a value that cannot
     be read as stored, edited by hand, reads as none)."""
     (state, run_id, worker, attempts, started_at, finished_at, heartbeat_at, runtime,
-     error) = values
+     error, traceback) = values
     # Unpacked by position, as _schedule does: reports are read by the hundred.
     read = {"run_state": state, "run_id": run_id, "run_attempts": attempts,
             "heartbeat_at": heartbeat_at}
@@ -52,6 +52,7 @@ def run_values(values: Sequence[Any]) -> tuple[dict[str, Any], RunRecord]:
         heartbeat_at=None if heartbeat_at is UNREADABLE_INSTANT else heartbeat_at,
         runtime=runtime if type(runtime) is timedelta else None,
         run_error=error,
+        run_traceback=traceback,
     )
 
 

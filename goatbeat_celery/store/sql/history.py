@@ -10,13 +10,17 @@ from typing import Any
 import sqlalchemy as sa
 
 from goatbeat_celery.core.protocols import History
+from goatbeat_celery.core.rules.runs import RunState
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
 from goatbeat_celery.store.schema import (
+    NOT_STARTED_PREDICATE,
     alert_table,
     audit_table,
     backfill_table,
     execution_table,
+    schedule_tag_table,
 )
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution
@@ -27,6 +31,15 @@ E = execution_table
 B = backfill_table
 A = audit_table
 AL = alert_table
+T = schedule_tag_table
+
+#: The columns of a run as listed: all but its traceback, which only a run's own page shows
+#: (up to 16 KiB a row), read as none.
+_LISTED = (*(column for column in E.c if column.name != "run_traceback"),
+           sa.null().label("run_traceback"))
+_NEWEST_FIRST = (E.c.occurrence_at.desc(), E.c.key.desc())
+#: Schedules whose latest runs one statement reads (a UNION ALL of one read each).
+_LATEST_CHUNK = 50
 
 
 class SQLHistory(SQLOutbox, SQLStoreBase, History):
@@ -60,6 +73,38 @@ class SQLHistory(SQLOutbox, SQLStoreBase, History):
         with self._read("read executions") as conn:
             return [_execution(row) for row in conn.execute(stmt)]
 
+    def find_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                  limit: int = 50) -> list[Execution]:
+        stmt = sa.select(*_LISTED).where(*_run_criteria(query))
+        if before is not None:
+            after = sa.tuple_(
+                sa.literal(ensure_aware(before.occurrence_at, "before"), E.c.occurrence_at.type),
+                sa.literal(before.key, E.c.key.type))
+            stmt = stmt.where(sa.tuple_(E.c.occurrence_at, E.c.key) < after)
+        stmt = stmt.order_by(*_NEWEST_FIRST).limit(max(limit, 0))
+        with self._read("find runs") as conn:
+            return [_execution(row) for row in conn.execute(stmt)]
+
+    def latest_runs(self, schedule_names: Sequence[str],
+                    per_schedule: int) -> dict[str, list[Execution]]:
+        found: dict[str, list[Execution]] = {}
+        names = list(dict.fromkeys(schedule_names))
+        if not names or per_schedule <= 0:
+            return found
+        with self._read("read the latest runs") as conn:
+            for start in range(0, len(names), _LATEST_CHUNK):
+                # One read per schedule, each the newest end of its history index: a window
+                # over every run of the schedules named would read their whole history.
+                reads = [sa.select(*_LISTED).where(E.c.schedule_name == name)
+                         .order_by(*_NEWEST_FIRST).limit(per_schedule).subquery()
+                         for name in names[start:start + _LATEST_CHUNK]]
+                union = sa.union_all(*(sa.select(read) for read in reads))
+                for row in conn.execute(union):
+                    found.setdefault(row.schedule_name, []).append(_execution(row))
+        for runs in found.values():
+            runs.sort(key=lambda e: (e.occurrence_at, e.key), reverse=True)
+        return found
+
     def prune(self, *, before: datetime, limit: int) -> int:
         params = self._prune_params(before, limit)
         with self._write("prune history") as txn:
@@ -92,3 +137,45 @@ class SQLHistory(SQLOutbox, SQLStoreBase, History):
                 sa.delete(AL).where(AL.c.id.in_(self._subset(resolved))),
                 *self._prune_event_deletes(before, limit),
                 sa.delete(A).where(A.c.id.in_(self._subset(logged)))]
+
+
+def _run_criteria(query: RunQuery) -> list[sa.ColumnElement[bool]]:
+    """The conditions of :meth:`SQLHistory.find_runs` for ``query``."""
+    found: list[sa.ColumnElement[bool]] = []
+    if query.outcomes is not None:
+        found.append(_outcome_criterion(query.outcomes))
+    if query.schedule_name is not None:
+        found.append(E.c.schedule_name == query.schedule_name)
+    if query.tag is not None:
+        found.append(E.c.schedule_name.in_(
+            sa.select(T.c.schedule_name).where(T.c.tag == query.tag)))
+    if query.worker is not None:
+        found.append(E.c.worker == query.worker)
+    if query.since is not None:
+        found.append(E.c.occurrence_at >= query.since)
+    if query.until is not None:
+        found.append(E.c.occurrence_at < query.until)
+    if query.text:
+        found.append(sa.or_(*(column.icontains(query.text, autoescape=True)
+                              for column in (E.c.key, E.c.run_error, E.c.last_error))))
+    return found
+
+
+_RUN_STATES = frozenset(state.value for state in RunState)
+
+
+def _outcome_criterion(outcomes: frozenset[str]) -> sa.ColumnElement[bool]:
+    """Runs showing one of ``outcomes``: a worker's report by ``run_state``, a dispatch state
+    by ``state`` among the runs not started. One outcome reads its index in order."""
+    reported = sorted(outcomes & _RUN_STATES)
+    dispatched = sorted(outcomes - _RUN_STATES)
+    either: list[sa.ColumnElement[bool]] = []
+    if reported:
+        either.append(E.c.run_state == reported[0] if len(reported) == 1
+                      else E.c.run_state.in_(reported))
+    if dispatched:
+        # The predicate as the partial index states it, for SQLite's planner.
+        either.append(sa.and_(sa.text(NOT_STARTED_PREDICATE),
+                              E.c.state == dispatched[0] if len(dispatched) == 1
+                              else E.c.state.in_(dispatched)))
+    return sa.or_(*either) if either else sa.false()

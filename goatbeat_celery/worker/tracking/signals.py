@@ -22,6 +22,7 @@ from celery import states as celery_states
 from goatbeat_celery import config as config_module
 from goatbeat_celery.core.protocols import RunLog
 from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome, RunTimes, error_summary
+from goatbeat_celery.core.rules.tracebacks import traceback_text
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import is_key_of
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
@@ -233,7 +234,7 @@ class RunTracker:
             now = self._monotonic()
             self._running[(task_id, threading.get_ident())] = (run, now)
             self._note((_STARTED, task_id, run, self._hostname or self._worker_of(request), now,
-                        None, None, None, None))
+                        None, None, None, None, None))
         except Exception as exc:
             _handler_failed("task_prerun", exc)
 
@@ -251,16 +252,19 @@ class RunTracker:
             if state != celery_states.RETRY:
                 self.duplicates.ended(task_id, now)
             if state == celery_states.RETRY:
+                raised = _exception(retval)
                 self._note((_RETRIED, task_id, run, worker, now, None, now - started,
-                            error_summary(_exception(retval)), started))
+                            error_summary(raised), started, _traceback(raised)))
                 return
             outcome = _OUTCOMES.get(state or "", _FAILED)
-            error = None
+            error = traceback = None
             if outcome != _SUCCEEDED:
-                error = error_summary(_exception(retval)) or (
+                raised = _exception(retval)
+                error = error_summary(raised) or (
                     f"ended in state {state}" if state else "ended without an outcome")
+                traceback = _traceback(raised)
             self._note((_FINISHED, task_id, run, worker, now, outcome, now - started, error,
-                        started))
+                        started, traceback))
         except Exception as exc:
             _handler_failed("task_postrun", exc)
 
@@ -278,7 +282,8 @@ class RunTracker:
                 return
             self._note(_noted(RunEventKind.FINISHED, task_id, None, self._worker_of(request),
                               self._monotonic(), RunOutcome.FAILED,
-                              error=error_summary(exception) or "failed"))
+                              error=error_summary(exception) or "failed",
+                              traceback=_traceback(exception)))
         except Exception as exc:
             _handler_failed("task_failure", exc)
 
@@ -381,6 +386,11 @@ def _exception(retval: Any) -> BaseException | str | None:
     if isinstance(exception, BaseException):
         return exception
     return None if retval is None else str(retval)
+
+
+def _traceback(raised: BaseException | str | None) -> str | None:
+    """The traceback recorded with a run's error: an exception's own, never a string's."""
+    return traceback_text(raised) if isinstance(raised, BaseException) else None
 
 
 def _handler_failed(where: str, exc: Exception) -> None:

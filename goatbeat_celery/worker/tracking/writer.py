@@ -48,12 +48,12 @@ _WORKER_ROLE_DOC = doc("deploying.md#a-worker-role-with-the-least-rights")
 
 
 #: What a task's thread notes, turned into a RunEvent when written: (kind, key, run, worker,
-#: at, outcome, runtime, error, started), instants on this process's monotonic clock, kind and
-#: outcome as their values. A plain tuple of strings and numbers, which the garbage collector
-#: stops tracking at its first look: a busy worker's buffer of events would otherwise move to
-#: the oldest generation and lengthen its full collections.
+#: at, outcome, runtime, error, started, traceback), instants on this process's monotonic
+#: clock, kind and outcome as their values. A plain tuple of strings and numbers, which the
+#: garbage collector stops tracking at its first look: a busy worker's buffer of events would
+#: otherwise move to the oldest generation and lengthen its full collections.
 _Noted = tuple[str, str, str | None, str, float, str | None, float | None, str | None,
-               float | None]
+               float | None, str | None]
 _STARTED, _RETRIED, _FINISHED = (RunEventKind.STARTED.value, RunEventKind.RETRIED.value,
                                  RunEventKind.FINISHED.value)
 _KINDS = {kind.value: kind for kind in RunEventKind}
@@ -62,10 +62,11 @@ _OUTCOME_OF = {outcome.value: outcome for outcome in RunOutcome}
 
 def _noted(kind: RunEventKind, key: str, run: str | None, worker: str, at: float,
            outcome: RunOutcome | None = None, runtime: float | None = None,
-           error: str | None = None, started: float | None = None) -> _Noted:
+           error: str | None = None, started: float | None = None,
+           traceback: str | None = None) -> _Noted:
     """A noted event, from its parts."""
     return (kind.value, key, run, worker, at, None if outcome is None else outcome.value,
-            runtime, error, started)
+            runtime, error, started, traceback)
 
 
 @dataclass
@@ -387,7 +388,7 @@ class RunWriter:
 
 def _event(noted: _Noted, now: float) -> RunEvent:
     """A noted event as written at monotonic instant ``now``: its instants become ages."""
-    kind, key, run, worker, at, outcome, runtime, error, started = noted
+    kind, key, run, worker, at, outcome, runtime, error, started, traceback = noted
     # timedelta(0, seconds): positional, a third cheaper than by keyword, once per report.
     return RunEvent(
         key=key, kind=_KINDS[kind], run=run, worker=worker,
@@ -396,6 +397,7 @@ def _event(noted: _Noted, now: float) -> RunEvent:
         runtime=None if runtime is None else timedelta(0, runtime), error=error,
         started_age=(None if started is None
                      else timedelta(0, now - started if now > started else 0.0)),
+        traceback=traceback,
     )
 
 
