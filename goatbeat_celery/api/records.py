@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import cast
 
 from goatbeat_celery.api.arguments import (
@@ -20,6 +20,7 @@ from goatbeat_celery.core.types.audit import AuditEntry
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
 
 
 class RecordReads(SchedulesBase):
@@ -105,3 +106,23 @@ class RecordReads(SchedulesBase):
         """The run claimed and not yet accepted by the broker that is due earliest, or None:
         its lag (:meth:`now` minus its ``due_at``) is how far behind sending is."""
         return self.store.oldest_pending()
+
+    def find_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                  limit: int = 50) -> list[Execution]:
+        """Runs of every schedule matching ``query``, newest occurrence first then key
+        descending, keyset paged by ``before`` (the last run of the previous page); their
+        tracebacks are not read (read a run by key for it). ConfigurationError for a limit
+        out of range."""
+        problems = _limit_problems(limit)
+        if problems:
+            raise ConfigurationError(problems, subject="run search")
+        return self.store.find_runs(query, before=before, limit=limit)
+
+    def latest_runs(self, schedule_names: Sequence[str],
+                    per_schedule: int) -> dict[str, list[Execution]]:
+        """The newest ``per_schedule`` runs of each schedule named, by name (one without runs
+        left out); their tracebacks are not read."""
+        problems = _limit_problems(per_schedule)
+        if problems:
+            raise ConfigurationError(problems, subject="latest runs")
+        return self.store.latest_runs(schedule_names, per_schedule)

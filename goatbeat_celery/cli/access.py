@@ -107,6 +107,8 @@ def leases_check(url: str, lease_name: str) -> Check:
     from goatbeat_celery.store import open_store
 
     try:
+        # A store of its own: every lease name's rows are checked, where Schedules.leases
+        # reads this app's only.
         store = open_store(url)
         try:
             rows = store.list_leases("")

@@ -10,12 +10,11 @@ import click
 from celery.bin.base import CeleryCommand
 
 from goatbeat_celery import display
-from goatbeat_celery.cli.context import app_command, lease_manager, opened, reported
+from goatbeat_celery.cli.context import app_command, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import InstantParam, json_option, limit_option, reason_option
 from goatbeat_celery.cli.output import emit, say, warn
 from goatbeat_celery.core.rules.backfill import MAX_PER_TICK, BackfillMode
-from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
 from goatbeat_celery.core.types.errors import ConfigurationError
 
 
@@ -49,10 +48,9 @@ def backfill(ctx: click.Context, name: str, start: datetime, end: datetime, mode
             created = schedules.backfill(name, start, end, mode=mode,
                                          newest_first=newest_first, per_tick=per_tick,
                                          reason=reason)
-            settings = schedules.config.settings
             # The leader of the schedule's shard runs its backfills.
-            lease_name = shard_lease_name(settings.lease_name, shard_of(name, settings.shards))
-            info = lease_manager(schedules).inspect(lease_name)
+            lease_name = schedules.lease_name(name)
+            info = schedules.lease(name)
             if info is None or not info.held:
                 warn(f"no replica holds lease {lease_name!r} right now: the backfill runs "
                      "when one becomes leader")

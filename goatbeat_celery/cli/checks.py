@@ -165,6 +165,7 @@ def failover_check(config: Any) -> Check:
     (at once) or from its lease's expiry (the clock). The store is opened as a replica opens it,
     which on PostgreSQL also looks for a transaction-pooling proxy in between."""
     try:
+        # The store itself is what is checked, so it is opened here, not read through Schedules.
         store = config.open_store()
     except GoatbeatError as exc:
         return Check(name="failover", outcome=Outcome.FAIL, detail=str(exc))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,7 +15,6 @@ from goatbeat_celery import display
 from goatbeat_celery.cli import checks as checks_module
 from goatbeat_celery.cli import suggest
 from goatbeat_celery.cli.sending import OPTION_FLAGS
-from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.core.types.errors import ConfigurationError, ErrorKind, GoatbeatError
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS
@@ -257,11 +256,6 @@ def _did_you_mean(name: object) -> str:
     except GoatbeatError:  # the look-up is a courtesy: the error stands without it
         return ""
     return f" (did you mean {' or '.join(repr(n) for n in close)}?)" if close else ""
-
-
-def lease_manager(schedules: Schedules) -> LeaseManager:
-    # open_store returns one object that is both the schedule store and the lease manager.
-    return cast(LeaseManager, schedules.store)
 
 
 def masked_url(schedules: Schedules) -> str:

@@ -10,12 +10,11 @@ from celery.bin.base import CeleryCommand
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.cli import access
-from goatbeat_celery.cli.context import celery_app, lease_manager, opened, reported
+from goatbeat_celery.cli.context import celery_app, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option
 from goatbeat_celery.cli.output import emit, say
 from goatbeat_celery.core.rules.health import Health, ReplicaHealth, judge
-from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
 
 #: The exit status of each verdict (docs/cli.md#health); 69 is the database unreachable, as
 #: for every command.
@@ -47,10 +46,9 @@ def health(ctx: click.Context, holder: str | None, as_json: bool) -> None:
     else:
         with opened(ctx) as schedules, reported():
             settings = schedules.config.settings
-            manager = lease_manager(schedules)
-            rows = list(manager.list_leases(sharding_prefix(settings.lease_name)))
+            rows = schedules.leases()
             if settings.shards == 1:
-                row = manager.inspect(shard_lease_name(settings.lease_name, Shard(0, 1)))
+                row = schedules.lease()
                 if row is not None:
                     rows.append(row)
         verdict = judge(rows, wanted=wanted, lease_name=settings.lease_name,

@@ -69,7 +69,7 @@ def show_schedule(schedules: Schedules, schedule: Schedule, as_json: bool,
                   headline: str | None = None) -> None:
     defaults = schedules.config.settings
     with reported():
-        now = schedules.store.now()
+        now = schedules.now()
     if as_json:
         emit(display.schedule_json(schedule, defaults, now))
         return

@@ -6,12 +6,11 @@ import click
 from celery.bin.base import CeleryCommand
 
 from goatbeat_celery import display
-from goatbeat_celery.cli.context import lease_manager, opened, reported
+from goatbeat_celery.cli.context import opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option, limit_option, reason_option
 from goatbeat_celery.cli.output import emit, say, warn
 from goatbeat_celery.core.rules.origin import run_origin
-from goatbeat_celery.core.rules.shards import shard_lease_name, shard_of
 from goatbeat_celery.core.rules.validation import MAX_LIMIT
 
 
@@ -24,10 +23,9 @@ def run_now(ctx: click.Context, name: str, reason: str | None, as_json: bool) ->
     """Queue an extra run of NAME under its own key; the leader sends it."""
     with opened(ctx) as schedules, reported():
         execution = schedules.run_now(name, reason=reason)
-        settings = schedules.config.settings
         # The leader of the schedule's shard sends it.
-        lease_name = shard_lease_name(settings.lease_name, shard_of(name, settings.shards))
-        info = lease_manager(schedules).inspect(lease_name)
+        lease_name = schedules.lease_name(name)
+        info = schedules.lease(name)
     if info is None or not info.held:
         warn(f"no replica holds lease {lease_name!r} right now: the run is sent when one "
              "becomes leader")

@@ -56,7 +56,7 @@ def list_(ctx: click.Context, enabled: bool | None, source: str | None, prefix: 
     """The schedules, with trigger, zone, next and last run, state, source and policy."""
     with opened(ctx) as schedules, reported():
         found = schedules.list(enabled=enabled, source=source, prefix=prefix, tags=tags)
-        now = schedules.store.now()
+        now = schedules.now()
     if set_aside:
         # Judged on the rows read, so a damaged row the leader has not yet seen is listed too.
         found = [s for s in found if s.set_aside]
@@ -193,7 +193,7 @@ def next_(ctx: click.Context, name: str, count: int, as_json: bool) -> None:
     pause, no more than its max runs leave."""
     with opened(ctx) as schedules, reported(as_options=True):
         runs = schedules.next_runs(name, count)
-        now = schedules.store.now()
+        now = schedules.now()
     if as_json:
         emit([display.iso(instant) for instant in runs])
     elif not runs:

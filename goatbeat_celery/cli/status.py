@@ -12,7 +12,6 @@ from goatbeat_celery.cli.context import (
     app_command,
     app_given,
     celery_app,
-    lease_manager,
     masked_url,
     opened,
     reported,
@@ -20,7 +19,6 @@ from goatbeat_celery.cli.context import (
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option
 from goatbeat_celery.cli.output import emit, say
-from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
 
 #: Active backfills ``status`` lists at most.
 _STATUS_BACKFILLS = 100
@@ -35,17 +33,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
     with opened(ctx) as schedules, reported():
         settings = schedules.config.settings
         # With shards, the lease shown first is shard 0's: its leader does the global work.
-        lease_name = shard_lease_name(settings.lease_name, Shard(0, settings.shards))
-        info = lease_manager(schedules).inspect(lease_name)
+        lease_name = schedules.lease_name()
+        info = schedules.lease()
         # The member rows of every replica, and with several shards the shards' rows.
-        rows = lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name))
+        rows = schedules.leases()
         sharding = None if settings.shards == 1 else rows
-        store = schedules.store
-        pending = store.oldest_pending()
-        now = store.now()
-        next_due = store.due_schedules(1).next_due_at
-        set_aside = store.list_schedules(set_aside=True)
-        backfilling = store.list_backfills(active=True, limit=_STATUS_BACKFILLS)
+        pending = schedules.oldest_pending()
+        now = schedules.now()
+        next_due = schedules.next_due_at()
+        set_aside = schedules.list(set_aside=True)
+        backfilling = schedules.backfills(active=True, limit=_STATUS_BACKFILLS)
         url = masked_url(schedules)
     lag = None if pending is None else (now - pending.due_at).total_seconds()
     lease = display.lease_json(lease_name, info, settings)

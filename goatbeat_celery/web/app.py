@@ -1,8 +1,8 @@
 """The dashboard: a Starlette application rendering Jinja pages (autoescaped) from the
-:class:`~goatbeat_celery.api.Schedules` API and the store's lease inspection.
+:class:`~goatbeat_celery.api.Schedules` API.
 
-Every read and write goes through ``Schedules`` (and its store's read methods, as the
-``status`` command reads them); the tables are never written here. Database calls are
+Every read and write goes through ``Schedules``, its leases and the database's clock included,
+never its store; the tables are never written here. Database calls are
 synchronous: each request makes them in Starlette's thread pool.
 
 This module makes the application and its routes; the pages are in

@@ -320,3 +320,69 @@ def test_faces_reach_the_store_internals_only_through_the_store() -> None:
 def test_the_faces_store_exceptions_are_all_still_needed() -> None:
     # An exception that no longer holds is taken off the list, so it cannot come back unseen.
     assert face_store_imports(import_graph(type_level=True)) == FACE_STORE_EXCEPTIONS
+
+
+#: The faces: they read and write through Schedules, never its store.
+FACE_DIRECTORIES = ("web", "cli", "contrib", "display")
+#: Faces that open a store of their own, to check the store itself (``check``, ``health``).
+STORE_CHECKERS = frozenset({"cli/access.py", "cli/checks.py"})
+
+
+def store_protocols() -> set[str]:
+    """The names of the store's protocols: its concerns' (``goatbeat_celery.core.protocols``)
+    and the whole store's (``goatbeat_celery.store.Store``)."""
+    names = set()
+    for path in [*(PACKAGE / "core" / "protocols").rglob("*.py"),
+                 *(PACKAGE / "store").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ClassDef) and any(
+                    ast.unparse(base).endswith("Protocol") for base in node.bases):
+                names.add(node.name)
+    return names
+
+
+def store_reaches(source: str, protocols: set[str]) -> list[str]:
+    """Where ``source`` reaches past an object into its store: an attribute named ``store``
+    (``schedules.store``, ``getattr(x, "store")``), or a ``cast`` to a store protocol."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and node.attr == "store"
+                and ast.unparse(node.value) != "goatbeat_celery"):  # the module, not a store
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and node.args:
+            called = ast.unparse(node.func)
+            first = node.args[0]
+            if (called == "getattr" and len(node.args) > 1
+                    and isinstance(node.args[1], ast.Constant) and node.args[1].value == "store"):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+            elif called.split(".")[-1] == "cast":
+                target = (first.value if isinstance(first, ast.Constant)
+                          else ast.unparse(first).split(".")[-1])
+                if target in protocols:
+                    found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_face_reaches_past_schedules_into_its_store() -> None:
+    protocols = store_protocols()
+    assert {"LeaseManager", "ScheduleStore", "Store", "AlertLog"} <= protocols
+    # The scan finds each form of reach, so an empty answer below means none is there.
+    sample = ("now = schedules.store.now()\n"
+              "rows = cast(LeaseManager, leases).list_leases('')\n"
+              "alerts = typing.cast('AlertLog', x)\n"
+              "other = getattr(schedules, 'store')\n"
+              "from goatbeat_celery.store import open_store\n"
+              "url = goatbeat_celery.store.url\n"
+              "text = cast(str, token)\n")
+    assert {int(reach.split(":")[0]) for reach in store_reaches(sample, protocols)} == {
+        1, 2, 3, 4}
+    assert {path for path in STORE_CHECKERS if (PACKAGE / path).is_file()} == STORE_CHECKERS
+
+    reaching = {
+        f"{relative}:{reach}"
+        for face in FACE_DIRECTORIES for path in sorted((PACKAGE / face).rglob("*.py"))
+        if (relative := path.relative_to(PACKAGE).as_posix()) not in STORE_CHECKERS
+        for reach in store_reaches(path.read_text(encoding="utf-8"), protocols)
+    }
+
+    assert reaching == set()

@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS
+from goatbeat_celery.web.app import create_app
+from goatbeat_celery.web.pages import schedule_list
 from tests.web.conftest import Browser
 
 # Each example is a request against PostgreSQL: a few dozen cover the shapes of text (digits of
@@ -44,6 +49,30 @@ def test_an_unreadable_query_is_a_page_not_a_500(client: Browser, path: str,
     assert response.status_code in (200, 400, 404), response.text
     if "\x00" in "".join(query.values()):
         assert response.status_code == 400 and "NUL" in response.text
+
+
+@pytest.mark.parametrize("query", [
+    {"q": "a\x00b"},
+    {"tag": "\x00"},
+    {"after": "a\x00"},
+    {"after": "a\x00", "sort": "next_run", "after_run": "2026-01-01T00:00:00+00:00"},
+])
+def test_a_filter_the_listing_refuses_is_a_4xx_page_past_the_nul_guard_too(
+        schedules: Schedules, query: dict[str, str]) -> None:
+    """The list page hands its query's filters to ``Schedules.list``, which checks them: what
+    it refuses is answered by the dashboard's error page (422), not a 500, even on a route
+    without the guard that refuses a NUL first."""
+    dashboard = create_app(schedules)
+    context = dashboard.state.goatbeat
+
+    async def unguarded(request: Request) -> Response:
+        return await schedule_list.schedule_list(request, context)
+
+    dashboard.router.routes.insert(0, Route("/unguarded/schedules", unguarded))
+    with Browser(dashboard, base_url="http://127.0.0.1") as client:
+        response = client.get("/unguarded/schedules", params=query)
+    assert response.status_code == 422, response.text[:500]
+    assert "NUL character" in response.text
 
 
 def test_a_nul_in_a_posted_name_is_refused_and_changes_nothing(client: Browser,

@@ -4,8 +4,8 @@ the types that check themselves with them; this name still imports them."""
 from __future__ import annotations
 
 from goatbeat_celery.core.types.validation import (
-    HIDDEN_CATEGORIES,
     EARLIEST_INSTANT,
+    HIDDEN_CATEGORIES,
     INSTANT_RANGE,
     LATEST_INSTANT,
     MAX_CALENDAR_NAME_LENGTH,

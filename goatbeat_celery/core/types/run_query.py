@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from goatbeat_celery.core.rules.runs import RunState
+from goatbeat_celery.core.types.runs import RunState
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import ensure_aware
 

@@ -26,7 +26,7 @@ async def pause(request: Request, api: Api, token: ApiToken) -> Response:
     until = instant(given.get("until"), "until", problems)
     if problems:
         raise ConfigurationError(problems, subject=f"pause of {name!r}")
-    now = await call(api.schedules.store.now)  # read before the write: nothing fails after it
+    now = await call(api.schedules.now)  # read before the write: nothing fails after it
     schedule = await call(api.schedules.pause, name, note=given.get("note"), until=until,
                           reason=reason(request))
     return schedule_response(api, schedule, now)
@@ -35,7 +35,7 @@ async def pause(request: Request, api: Api, token: ApiToken) -> Response:
 async def resume(request: Request, api: Api, token: ApiToken) -> Response:
     name = request.path_params["name"]
     writable(token, name)
-    now = await call(api.schedules.store.now)  # read before the write: nothing fails after it
+    now = await call(api.schedules.now)  # read before the write: nothing fails after it
     schedule = await call(api.schedules.resume, name, reason=reason(request))
     return schedule_response(api, schedule, now)
 

@@ -93,7 +93,7 @@ def _listed(api: Api, token: ApiToken, request: Request
         if prefix is None or token.prefix.startswith(prefix):
             prefix = token.prefix
         elif not prefix.startswith(token.prefix):
-            return [], False, api.schedules.store.now()  # nothing this token may see
+            return [], False, api.schedules.now()  # nothing this token may see
     filters: dict[str, Any] = {}
     if state == "enabled":
         filters.update(enabled=True, set_aside=False)
@@ -104,7 +104,7 @@ def _listed(api: Api, token: ApiToken, request: Request
     found = api.schedules.list(prefix=prefix, source=query.get("source") or None,
                                tags=tags, order=order_text, after=after,
                                limit=limit + 1, **filters)
-    return found[:limit], len(found) > limit, api.schedules.store.now()
+    return found[:limit], len(found) > limit, api.schedules.now()
 
 
 async def list_schedules(request: Request, api: Api, token: ApiToken) -> Response:
@@ -125,7 +125,7 @@ async def list_schedules(request: Request, api: Api, token: ApiToken) -> Respons
 
 
 def _read(api: Api, name: str) -> tuple[Schedule, datetime]:
-    return api.schedules.get(name), api.schedules.store.now()
+    return api.schedules.get(name), api.schedules.now()
 
 
 async def get_schedule(request: Request, api: Api, token: ApiToken) -> Response:
@@ -176,7 +176,7 @@ def _put_schedule(api: Api, name: str, given: dict[str, Any], precondition: int 
         current: Schedule | None = schedules.get(name)
     except ScheduleNotFound:
         current = None
-    now = schedules.store.now()
+    now = schedules.now()
     if current is None:
         refuse_if_match_on_absent("schedule", name, precondition)
         keywords = dict(given)
@@ -232,7 +232,7 @@ def _patch_schedule(api: Api, name: str, given: dict[str, Any],
     expected = expected_version(current.version, precondition)
     changes = dict(given)
     triggers = {key: changes.pop(key, None) for key in TRIGGER_KEYS}
-    now = schedules.store.now()  # read before the write, as in _put_schedule
+    now = schedules.now()  # read before the write, as in _put_schedule
     updated = schedules.update(name, **triggers, enabled=changes.pop("enabled", None),
                                expected_version=expected, reason=why, **changes)
     return updated, now

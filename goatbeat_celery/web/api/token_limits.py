@@ -105,7 +105,7 @@ def refuse_run_on_demand(schedules: Schedules, token: ApiToken, name: str,
     if token.allows(Scope.RUN) or given.get("at") is None:
         return
     at = _instant_of(specs.trigger_spec(None, None, given["at"], None, [], default_zone="UTC"))
-    now = schedules.store.now()
+    now = schedules.now()
     if at is None or at >= now + RUN_SOON:
         return
     current = _current(schedules, name)

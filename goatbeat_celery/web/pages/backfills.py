@@ -81,7 +81,7 @@ async def backfill_start(request: Request, context: Context, form: FormData) -> 
 async def backfill_page(request: Request, context: Context) -> Response:
     identifier = count(request.query_params.get("id", ""))
     backfill = await call(context.schedules.get_backfill, identifier)
-    now = await call(context.schedules.store.now)
+    now = await call(context.schedules.now)
     return render(request, context, "backfill.html", b=backfill, now=now,
                   zone=context.schedules.default_timezone, notice=notice(request))
 
@@ -94,6 +94,6 @@ async def backfill_cancel(request: Request, context: Context, form: FormData) ->
 
 async def backfill_list(request: Request, context: Context) -> Response:
     found = await call(functools.partial(context.schedules.backfills, limit=100))
-    now = await call(context.schedules.store.now)
+    now = await call(context.schedules.now)
     return render(request, context, "backfills.html", found=found, now=now,
                   zone=context.schedules.default_timezone)

@@ -17,7 +17,6 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from goatbeat_celery.core.protocols import LeaseManager
 from goatbeat_celery.web import bodies, present
 from goatbeat_celery.web.security import (
     CSRF_COOKIE,
@@ -149,11 +148,6 @@ def text(form: FormData | Mapping[str, Any], name: str) -> str:
 def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
     """``function`` run in the thread pool: every database call is synchronous."""
     return run_in_threadpool(function, *args, **kwargs)
-
-
-def lease_manager(schedules: Schedules) -> LeaseManager:
-    # open_store returns one object that is both the schedule store and the lease manager.
-    return cast(LeaseManager, schedules.store)
 
 
 # -- the checks every request passes ------------------------------------------------------------

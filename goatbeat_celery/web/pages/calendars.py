@@ -32,7 +32,7 @@ async def calendar_list(request: Request, context: Context, *,
                         state: forms.FormState | None = None,
                         status_code: int = 200) -> Response:
     found = await call(context.schedules.list_calendars)
-    now = await call(context.schedules.store.now)
+    now = await call(context.schedules.now)
     return render(request, context, "calendars.html", status_code=status_code, found=found,
                   entries=display.calendar_entries, now=now,
                   zone=context.schedules.default_timezone, notice=notice(request),
@@ -61,7 +61,7 @@ async def calendar_page(request: Request, context: Context, *,
     calendar = await call(context.schedules.get_calendar, name)
     observing = await call(context.schedules.observing, name)
     entries = display.calendar_entries(calendar)
-    now = await call(context.schedules.store.now)
+    now = await call(context.schedules.now)
     return render(request, context, "calendar.html", status_code=status_code, c=calendar,
                   observing=observing, entries=entries, now=now,
                   zone=context.schedules.default_timezone, notice=notice(request),

@@ -12,14 +12,14 @@ from starlette.responses import Response
 
 from goatbeat_celery import display
 from goatbeat_celery.core.rules.alerts import Alert
-from goatbeat_celery.core.rules.shards import Replica, Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.rules.shards import Replica, Shard, shard_lease_name
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseInfo
 from goatbeat_celery.core.types.listing import ScheduleCounts
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web.chart import Chart, lateness_chart
-from goatbeat_celery.web.pages.base import Context, call, lease_manager, render
+from goatbeat_celery.web.pages.base import Context, call, render
 
 #: Executions read for the overview's chart, newest first.
 CHART_EXECUTIONS = 500
@@ -45,17 +45,16 @@ class _Overview:
 
 def _read_overview(context: Context) -> _Overview:
     schedules = context.schedules
-    store = schedules.store
-    info = lease_manager(schedules).inspect(context.lease_name)
-    now = store.now()
+    info = schedules.lease()  # shard 0's: context.lease_name
+    now = schedules.now()
 
-    counts = store.count_schedules()
-    set_aside = store.list_schedules(set_aside=True, limit=display.SET_ASIDE_SHOWN + 1)
-    recent = store.executions(limit=CHART_EXECUTIONS)
+    counts = schedules.counts()
+    set_aside = schedules.list(set_aside=True, limit=display.SET_ASIDE_SHOWN + 1)
+    recent = schedules.executions(limit=CHART_EXECUTIONS)
     settings = schedules.config.settings
     # The member rows of every replica, and with several shards the shards' rows.
-    rows = lease_manager(schedules).list_leases(sharding_prefix(settings.lease_name))
-    return _Overview(info, now, store.oldest_pending(), set_aside, counts,
+    rows = schedules.leases()
+    return _Overview(info, now, schedules.oldest_pending(), set_aside, counts,
                      lateness_chart(recent, now, limit=CHART_EXECUTIONS),
                      None if settings.shards == 1 else rows,
                      display.standby_replicas(rows, info, settings),
@@ -103,10 +102,9 @@ class _Fleet:
 def _read_fleet(context: Context) -> _Fleet:
     """The lease rows only: the fleet page reads nothing of the schedules."""
     settings = context.schedules.config.settings
-    leases = lease_manager(context.schedules)
-    info = leases.inspect(context.lease_name)
-    rows = leases.list_leases(sharding_prefix(settings.lease_name))
-    return _Fleet(info, context.schedules.store.now(), rows,
+    info = context.schedules.lease()  # shard 0's: context.lease_name
+    rows = context.schedules.leases()
+    return _Fleet(info, context.schedules.now(), rows,
                   display.standby_replicas(rows, info, settings))
 
 

@@ -87,10 +87,10 @@ def _cursor(query: Mapping[str, str]) -> RunCursor | None:
 
 def _search(context: Context, query: Mapping[str, str]
             ) -> tuple[_Search, list[Execution], bool, datetime]:
-    store = context.schedules.store
-    now = store.now()
+    schedules = context.schedules
+    now = schedules.now()
     search = read_search(query, now)
-    found = store.find_runs(search.query, before=_cursor(query), limit=PAGE_SIZE + 1)
+    found = schedules.find_runs(search.query, before=_cursor(query), limit=PAGE_SIZE + 1)
     return search, found[:PAGE_SIZE], len(found) > PAGE_SIZE, now
 
 
@@ -114,12 +114,12 @@ async def run_list(request: Request, context: Context) -> Response:
 
 def _grid(context: Context, tag: str, after: str | None
           ) -> tuple[list[Schedule], dict[str, list[Execution]], bool, datetime]:
-    store = context.schedules.store
-    schedules = store.list_schedules(limit=GRID_SCHEDULES + 1, order=ScheduleOrder.NAME,
-                                     after=after or None, tags=(tag,) if tag else ())
-    shown = schedules[:GRID_SCHEDULES]
-    latest = store.latest_runs([s.name for s in shown], GRID_RUNS)
-    return shown, latest, len(schedules) > GRID_SCHEDULES, store.now()
+    api = context.schedules
+    listed = api.list(limit=GRID_SCHEDULES + 1, order=ScheduleOrder.NAME, after=after or None,
+                      tags=(tag,) if tag else ())
+    shown = listed[:GRID_SCHEDULES]
+    latest = api.latest_runs([s.name for s in shown], GRID_RUNS)
+    return shown, latest, len(listed) > GRID_SCHEDULES, api.now()
 
 
 async def run_grid(request: Request, context: Context) -> Response:

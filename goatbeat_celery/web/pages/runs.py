@@ -16,7 +16,7 @@ from goatbeat_celery.web.pages.errors import RunNotShown
 
 
 def _read_run(context: Context, key: str) -> tuple[Execution, Schedule | None, datetime]:
-    found = context.schedules.store.executions_by_key([key])
+    found = context.schedules.executions_by_key([key])
     if key not in found:
         raise RunNotShown(key)
     execution = found[key]
@@ -24,7 +24,7 @@ def _read_run(context: Context, key: str) -> tuple[Execution, Schedule | None, d
         schedule: Schedule | None = context.schedules.get(execution.schedule_name)
     except ScheduleNotFound:
         schedule = None  # removed since: its history stays
-    return execution, schedule, context.schedules.store.now()
+    return execution, schedule, context.schedules.now()
 
 
 async def run_page(request: Request, context: Context) -> Response:

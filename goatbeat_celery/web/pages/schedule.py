@@ -74,7 +74,7 @@ def _upcoming(context: Context, schedule: Schedule) -> tuple[list[datetime], str
 def _read_detail(context: Context, name: str, outcome: str = "") -> _Detail:
     schedule = context.schedules.get(name)
     read = context.schedules.history(name, limit=RUNS_READ)
-    now = context.schedules.store.now()
+    now = context.schedules.now()
     runs, problem = _upcoming(context, schedule)
     outcomes: dict[str, int] = {}
     for execution in read:

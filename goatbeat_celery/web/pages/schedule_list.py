@@ -30,13 +30,12 @@ def _list_page(context: Context, prefix: str, source: ScheduleSource | None, sta
     filters: dict[str, Any] = {"prefix": prefix or None, "source": source,
                                "tags": (tag,) if tag else ()}
     if state == "enabled":
-        filters.update(paused=False, set_aside=False)
+        filters.update(enabled=True, set_aside=False)
     elif state == "paused":
-        filters["paused"] = True
+        filters["enabled"] = False
     elif state == "set-aside":
         filters["set_aside"] = True
-    found = context.schedules.store.list_schedules(limit=PAGE_SIZE + 1, order=order,
-                                                   after=after, **filters)
+    found = context.schedules.list(limit=PAGE_SIZE + 1, order=order, after=after, **filters)
     return found[:PAGE_SIZE], len(found) > PAGE_SIZE
 
 
@@ -47,7 +46,7 @@ def _last_runs(context: Context, found: list[Schedule]) -> dict[str, Execution]:
             if s.last_occurrence_at is not None}
     if not keys:
         return {}
-    runs = context.schedules.store.executions_by_key(list(keys))
+    runs = context.schedules.executions_by_key(keys)
     return {keys[key]: run for key, run in runs.items()}
 
 
@@ -115,7 +114,7 @@ async def schedule_list(request: Request, context: Context) -> Response:
     found, more = await call(_list_page, context, prefix, source, state, tag, order, after)
     last_runs = await call(_last_runs, context, found)
     # The state of a pause with an end depends on the time: judged by the database clock.
-    now = await call(context.schedules.store.now)
+    now = await call(context.schedules.now)
     next_runs = await call(_next_runs, context, found, now)
     filters = {"q": prefix, "source": source.value if source else "", "state": state,
                "tag": tag, "sort": order.value}

@@ -97,7 +97,7 @@ class Command(BaseCommand):
         refused: list[tuple[str, str]] = []
         try:
             with integration.schedules() as source:
-                now = source.store.now()
+                now = source.now()
                 schedules = source.list()
                 never_sent = unsent_due(source)
                 with transaction.atomic(using=database):
@@ -195,7 +195,7 @@ def unsent_due(source: Schedules) -> dict[str, list[datetime]]:
     schedule name; read in one query for every schedule."""
     waiting = (ExecutionState.CLAIMED, ExecutionState.HELD)
     due: dict[str, list[datetime]] = {}
-    for execution in source.store.executions(states=waiting, limit=UNSENT_LOOK):
+    for execution in source.executions(states=waiting, limit=UNSENT_LOOK):
         if not execution.manual:
             due.setdefault(execution.schedule_name, []).append(execution.due_at)
     return {name: sorted(instants) for name, instants in due.items()}

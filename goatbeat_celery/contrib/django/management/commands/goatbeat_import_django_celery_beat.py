@@ -221,7 +221,7 @@ class Command(BaseCommand):
             self.line(report.skipped, "skipped", name, "a schedule of that name is already "
                       "in goatbeat")
             return
-        now = writer.store.now()
+        now = writer.now()
         try:
             arguments = create_arguments(task, row.crontab, now)
             if "at" in arguments and arguments["at"] <= now:
