@@ -17,7 +17,8 @@ leader sees them at its next wake-up (``goatbeat_max_interval``).
 The class is composed of a part per concern, each in a module of this package: ``reads``
 (schedules and their next runs), ``writes`` (create, update, pause, resume, delete, run now),
 ``backfills``, ``calendars``, ``records`` (audit log, executions, alerts), ``config_plans`` and
-``leases`` (the database's clock and who leads); ``base`` holds what they share.
+``leases`` (the database's clock and who leads), ``revokes`` (a run's task revoked); ``base``
+holds what they share.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The public :class:`Schedules`: one class, composed of a part per concern (reads, writes,
-backfills, calendars, records, config plans, leases), each in a module of its own."""
+backfills, calendars, records, config plans, leases, revokes), each in a module of its own."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from goatbeat_celery.api.config_plans import ConfigPlans
 from goatbeat_celery.api.leases import LeaseReads
 from goatbeat_celery.api.reads import ScheduleReads
 from goatbeat_celery.api.records import RecordReads
+from goatbeat_celery.api.revokes import RunRevokes
 from goatbeat_celery.api.writes import ScheduleWrites
 from goatbeat_celery.tasknames import TaskSignatures
 
 
 class Schedules(ScheduleReads, ScheduleWrites, BackfillMethods, CalendarMethods, RecordReads,
-                ConfigPlans, LeaseReads):
+                ConfigPlans, LeaseReads, RunRevokes):
     """The schedules stored in goatbeat's database, with the app's settings applied.
 
     ``actor`` names who makes the changes in the audit log (None: ``os:<user>`` of this

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from starlette.applications import Starlette
@@ -38,6 +38,7 @@ from goatbeat_celery.web.pages import (
     schedule,
     schedule_list,
     sign_in,
+    workers,
 )
 from goatbeat_celery.web.pages.base import SAFE_METHODS, Context, Handler, guarded
 from goatbeat_celery.web.pages.errors import RunNotShown, error_handler
@@ -54,7 +55,7 @@ HERE = Path(__file__).parent
 
 
 def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
-               close_on_shutdown: bool = False) -> Starlette:
+               close_on_shutdown: bool = False, celery_app: Any = None) -> Starlette:
     """The dashboard as an ASGI application over ``schedules``.
 
     Mount it inside another Starlette or FastAPI application (``Mount("/beat", app=...)``):
@@ -62,7 +63,9 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     under ``/api/v1`` (:mod:`goatbeat_celery.web.api`). ``settings`` guard it (token,
     read-only); with no token, serve it on loopback only. ``close_on_shutdown`` closes
     ``schedules`` when the application shuts down (the ``web`` command passes it; an embedding
-    application that owns ``schedules`` leaves it False).
+    application that owns ``schedules`` leaves it False). ``celery_app``: the Celery app whose
+    workers and broker the workers page asks, and through which a run is revoked (default:
+    the app ``schedules`` was opened from by :meth:`~goatbeat_celery.api.Schedules.from_app`).
     """
     settings = settings or WebSettings()
     problems = settings.problems()
@@ -76,6 +79,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
                                     Shard(0, schedules.config.settings.shards)),
         templates=Jinja2Templates(env=_environment()),
         signer=Signer(token=settings.token, lifetime=settings.session_lifetime),
+        celery_app=celery_app if celery_app is not None else getattr(
+            schedules.signatures, "app", None),
     )
 
     def route(path: str, handler: Handler, name: str, methods: list[str], *,
@@ -98,6 +103,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/run", runs.run_page, "run", ["GET"]),
         route("/runs", run_search.run_list, "runs", ["GET"]),
         route("/runs/grid", run_search.run_grid, "run_grid", ["GET"]),
+        route("/run/revoke", workers.revoke, "revoke", ["POST"]),
+        route("/workers", workers.workers_page, "workers", ["GET"]),
         route("/backfill/new", backfills.backfill_form, "backfill_new", ["GET"]),
         route("/backfill/new", backfills.backfill_start, "backfill_start", ["POST"]),
         route("/backfill", backfills.backfill_page, "backfill", ["GET"]),

@@ -48,6 +48,8 @@ NOTICES = {
     "cancelled": "Cancelled: nothing more is claimed for it; what it claimed already is sent.",
     "calendar": "Saved: the leader applies it the next time it plans.",
     "calendar-removed": "Calendar removed.",
+    "revoked": "Revoke sent: a worker discards this run if it has not started.",
+    "terminated": "Revoke sent with terminate: a worker running it stops it if its pool can.",
 }
 #: Runtime percentiles shown for a schedule (nearest rank), and the most runs they are read from.
 PERCENTILES = (50, 90, 99)

@@ -167,3 +167,15 @@ def test_prune_removes_entries_recorded_before_the_cutoff_at_most_limit(store: S
     assert store.prune(before=cutoff, limit=1) == min(1, left)
     store.prune(before=cutoff, limit=10)
     assert store.audit_log() == []
+
+
+def test_an_action_that_changes_no_row_is_recorded_on_its_own(store: Store) -> None:
+    before = store.now()
+    store.record_audit("gone", note(AuditAction.REVOKE, reason="stuck",
+                                    changes={"run": (None, "gone:k"), "terminate": (None, True)}))
+
+    [recorded] = store.audit_log(schedule_name="gone")
+    assert (recorded.action, recorded.actor, recorded.reason) == (
+        AuditAction.REVOKE, "token:ci", "stuck")
+    assert dict(recorded.changes) == {"run": (None, "gone:k"), "terminate": (None, True)}
+    assert before <= recorded.at <= store.now()

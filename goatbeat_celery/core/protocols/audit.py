@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from goatbeat_celery.core.types.audit import AuditEntry
+from goatbeat_celery.core.types.audit import AuditEntry, AuditNote
 
 
 class AuditLog(Protocol):
@@ -18,4 +18,10 @@ class AuditLog(Protocol):
         (the next page). Never fails on what a row holds: what cannot be read is named in
         ``AuditEntry.damage``. Reads only; cost grows with ``limit`` (an index by schedule
         and id)."""
+        ...
+
+    def record_audit(self, schedule_name: str, note: AuditNote) -> None:
+        """Write ``note`` as an entry of ``schedule_name``'s log, at the store's clock, in a
+        transaction of its own: an action that changes no row of the store (a run's revoke,
+        sent to the workers) is recorded so. The schedule need not exist."""
         ...

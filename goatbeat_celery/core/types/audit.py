@@ -28,6 +28,8 @@ class AuditAction(str, Enum):
     #: Config sync disabled a config schedule whose entry left ``beat_schedule``.
     DISABLE = "disable"
     DELETE = "delete"
+    #: A run of the schedule was revoked (its Celery task), and maybe terminated.
+    REVOKE = "revoke"
 
 
 #: The actor of the changes config sync makes.

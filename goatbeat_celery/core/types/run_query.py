@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from goatbeat_celery.core.types.runs import RunState
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import ensure_aware
+from goatbeat_celery.core.types.runs import RunState
 
 __all__ = ["MAX_RUNS_PAGE", "OUTCOMES", "RunCursor", "RunQuery", "outcome_of"]
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from goatbeat_celery.core.protocols import AuditLog
-from goatbeat_celery.core.types.audit import AuditEntry
+from goatbeat_celery.core.types.audit import AuditEntry, AuditNote
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 
 class MemoryAudit(MemoryStoreBase, AuditLog):
-    """Reads of the audit log."""
+    """Reads of the audit log, and the entries of actions that change no row."""
+
+    def record_audit(self, schedule_name: str, note: AuditNote) -> None:
+        with self._lock:
+            self._record(schedule_name, note, self.now())
 
     def audit_log(self, *, schedule_name: str | None = None, limit: int = 50,
                   before_id: int | None = None) -> list[AuditEntry]:

@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from goatbeat_celery.core.protocols import AuditLog
-from goatbeat_celery.core.types.audit import AuditAction, AuditEntry, FieldChange
+from goatbeat_celery.core.types.audit import AuditAction, AuditEntry, AuditNote, FieldChange
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT, audit_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 
@@ -16,7 +16,11 @@ A = audit_table
 
 
 class SQLAudit(SQLStoreBase, AuditLog):
-    """Reads of the audit log."""
+    """Reads of the audit log, and the entries of actions that change no row."""
+
+    def record_audit(self, schedule_name: str, note: AuditNote) -> None:
+        with self._write("record an audit entry") as txn:
+            self._record(txn.conn, [(schedule_name, note)])
 
     def audit_log(self, *, schedule_name: str | None = None, limit: int = 50,
                   before_id: int | None = None) -> list[AuditEntry]:

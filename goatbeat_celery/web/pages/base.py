@@ -52,6 +52,8 @@ class Context:
     templates: Jinja2Templates
     signer: Signer
     throttle: SignInThrottle = field(default_factory=SignInThrottle)
+    #: The Celery app whose workers and broker the workers page asks (None: not known).
+    celery_app: Any = None
 
     def cookie(self, name: str) -> str:
         return self.settings.cookie_name(name)

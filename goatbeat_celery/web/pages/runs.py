@@ -11,7 +11,8 @@ from goatbeat_celery import display
 from goatbeat_celery.core.types.errors import ScheduleNotFound
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.web.pages.base import Context, call, render
+from goatbeat_celery.web.pages import workers
+from goatbeat_celery.web.pages.base import Context, call, notice, render
 from goatbeat_celery.web.pages.errors import RunNotShown
 
 
@@ -32,5 +33,7 @@ async def run_page(request: Request, context: Context) -> Response:
     execution, schedule, now = await call(_read_run, context, key)
     zone = (context.schedules.default_timezone if schedule is None
             else display.zone_of(schedule.spec.trigger) or context.schedules.default_timezone)
+    queue = await call(workers.read_run_queue, context, execution, schedule)
     return render(request, context, "run.html", e=execution, s=schedule, now=now, zone=zone,
-                  status=display.run_status(execution), late=display.lateness(execution))
+                  status=display.run_status(execution), late=display.lateness(execution),
+                  queue=queue, notice=notice(request))
