@@ -13,7 +13,7 @@ from typing import cast
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Request, Route, expect
 
-from goatbeat_celery.core.protocols import Store
+from goatbeat_celery.store import Store
 from goatbeat_celery.web.pages.base import LIVE_EVERY
 from tests.cli.conftest import set_aside
 from tests.web.conftest import Server
@@ -119,7 +119,8 @@ def test_a_region_being_used_is_left_alone_and_the_others_update(
     page.clock.install()
     sign_in(page, server)
     page.focus(SET_ASIDE)
-    set_aside(cast(Store, server.schedules.store), "cleanup", "trigger raised ValueError: bad interval")
+    set_aside(cast(Store, server.schedules.store), "cleanup",
+              "trigger raised ValueError: bad interval")
 
     page.clock.run_for(EVERY_MS)
     expect(page.locator("#live-set-aside")).to_contain_text("bad interval")
