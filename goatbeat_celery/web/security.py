@@ -52,9 +52,11 @@ SECURE_PREFIX = "__Host-"
 MIN_TOKEN_LENGTH = 16
 #: How long a sign-in lasts unless the settings say otherwise.
 SESSION_LIFETIME = timedelta(hours=12)
-#: Sent with every page: nothing but the package's own stylesheet may load, no script runs.
+#: Sent with every page: nothing but the package's own stylesheet and script may load (no
+#: inline script, no eval), and that script may read the dashboard's own pages only.
 SECURITY_HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
+                                "script-src 'self'; connect-src 'self'; "
                                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",

@@ -227,16 +227,22 @@ def test_the_dashboard_mounts_inside_another_application(schedules: Schedules) -
         assert client.get("/beat/static/style.css").status_code == 200
 
 
-def test_pages_load_nothing_from_elsewhere_and_run_no_script(
+def test_pages_load_nothing_from_elsewhere_and_run_no_script_but_their_own(
         client: Browser, schedules: Schedules) -> None:
     schedules.create("plain", "proj.tasks.tick", every=60)
     for path in ("/", "/schedules", "/schedule?name=plain", "/new", "/login"):
         response = client.get(path)
         assert response.status_code == 200, path
-        assert "<script" not in response.text
+        # One script: the package's own file, nothing inline.
+        assert re.findall(r"<script[^>]*>", response.text) == [
+            '<script src="/static/live.js" defer data-every="5">'], path
         assert not re.search(r'(src|href)="(https?:)?//(?!127\.0\.0\.1)', response.text), path
         policy = response.headers["content-security-policy"]
-        assert "default-src 'none'" in policy and "script" not in policy
+        assert "default-src 'none'" in policy and "script-src 'self';" in policy
+        assert "unsafe" not in policy and "connect-src 'self';" in policy
+    script = client.get("/static/live.js")
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith(("text/javascript", "application/javascript"))
 
 
 def test_the_overview_counts_every_schedule_by_state_and_source(

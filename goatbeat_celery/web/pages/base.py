@@ -40,6 +40,10 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 Handler = Callable[..., Awaitable[Response]]
 
+#: Seconds between two reads of a page by its script (``static/live.js``), which replaces the
+#: page's ``data-live`` regions with what the server renders now.
+LIVE_EVERY = 5
+
 
 @dataclass(frozen=True)
 class Context:
@@ -119,6 +123,8 @@ def render(request: Request, context: Context, template: str, status_code: int =
                    and getattr(request.state, "signed_in", False)),
         static=urlsplit(str(request.url_for("static", path="style.css"))).path,
         icon=urlsplit(str(request.url_for("static", path="favicon.svg"))).path,
+        live_script=urlsplit(str(request.url_for("static", path="live.js"))).path,
+        live_every=LIVE_EVERY,
     )
     return context.templates.TemplateResponse(request, template, values,
                                               status_code=status_code)
