@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,41 +21,16 @@ from celery.schedules import schedstate
 from goatbeat_celery.beat.context import app_current
 from goatbeat_celery.beat.entries import GoatbeatEntry
 from goatbeat_celery.beat.scheduler import Scheduler
-from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.store import open_store
+from tests.celery.support import (
+    EVERY_SECOND,
+    HOURLY,
+    TIMEOUT,
+    app_for,
+    executions,
+    submitted,
+)
 from tests.support.waiting import wait_for
-
-#: Every wait for work below is for what a 2-core machine does in well under a second (a tick,
-#: a message through the memory broker); 20 s is room for a machine under load.
-TIMEOUT = 20.0
-
-
-def app_for(tmp_path: Path, beat_schedule: dict[str, Any], **conf: Any) -> Celery:
-    """A beat's app on the memory broker, with a queue of its own so that no later test's
-    worker finds its messages, and a SQLite store in ``tmp_path``."""
-    app = Celery(f"contract-{uuid.uuid4().hex[:6]}", broker="memory://", set_as_current=False)
-    app.conf.update({
-        "task_default_queue": f"contract-{uuid.uuid4().hex}",
-        "goatbeat_database_url": f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}",
-        "goatbeat_lease_ttl": 3, "goatbeat_lease_renew_interval": 1,
-        "beat_schedule": beat_schedule, **conf})
-    return app
-
-
-EVERY_SECOND = {"every-second": {"task": "contract.work", "schedule": 1.0}}
-HOURLY = {"hourly": {"task": "contract.work", "schedule": 3600.0}}
-
-
-def executions(app: Celery, name: str) -> list[Any]:
-    store = open_store(app.conf.goatbeat_database_url)
-    try:
-        return list(store.executions(schedule_name=name))
-    finally:
-        store.close()
-
-
-def submitted(app: Celery, name: str) -> list[Any]:
-    return [e for e in executions(app, name) if e.state is ExecutionState.SUBMITTED]
 
 
 # -- max_interval -----------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 from goatbeat_celery.store import Store
-from tests.celery.test_celery_contract import EVERY_SECOND, app_for, submitted, wait_for
+from tests.celery.support import EVERY_SECOND, TIMEOUT, app_for, submitted
+from tests.support.waiting import wait_for
 
 
 class CountingSubmitter(CelerySubmitter):
@@ -43,7 +44,7 @@ def test_a_subclass_sets_the_submitter_class_and_its_runs_go_through_it(tmp_path
         assert isinstance(submitter, CountingSubmitter)
         assert submitter.scheduler is scheduler
         sent = wait_for(lambda: submitted(app, "every-second"), "a run sent",
-                        tick=scheduler.tick)
+                        tick=scheduler.tick, timeout=TIMEOUT)
         assert {execution.key for execution in sent} <= set(submitter.keys)
     finally:
         scheduler.close()
@@ -74,7 +75,8 @@ def test_a_subclass_builds_the_engine_with_make_engine_once_and_it_leads(tmp_pat
         assert engine.store is store and engine.holder == f"audited-{holder}"
         scheduler.setup_schedule()  # a second call builds nothing
         assert len(scheduler.built) == 1 and scheduler.engine is engine
-        wait_for(lambda: submitted(app, "every-second"), "a run sent", tick=scheduler.tick)
+        wait_for(lambda: submitted(app, "every-second"), "a run sent", tick=scheduler.tick,
+                 timeout=TIMEOUT)
         assert engine.grant is not None and engine.grant.holder == f"audited-{holder}"
     finally:
         scheduler.close()
