@@ -133,7 +133,8 @@ def test_a_damaged_row_is_not_paused_over_its_unreadable_columns(schedules: Sche
     for write in (schedules.pause, schedules.resume, schedules.run_now):
         with pytest.raises(ConfigurationError) as raised:
             write("job")
-        assert "edit it giving at, cron, every, rrule, solar anew, or delete it" in str(raised.value)
+        assert ("edit it giving at, cron, every, rrule, solar anew, or delete it"
+                in str(raised.value))
     with pytest.raises(ConfigurationError):
         schedules.update("job", args=(3,))
 
