@@ -17,7 +17,7 @@ from goatbeat_celery.core.types.fields import Group
 from goatbeat_celery.core.types.instants import parse_duration
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, MisfirePolicy
-from goatbeat_celery.specs import given_triggers
+from goatbeat_celery.specs import SOLAR_PARAMS, given_triggers
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -136,6 +136,8 @@ class DurationParam(ParamType):
 _POLICIES = [p.value for p in MisfirePolicy]
 _OVERLAPS = [p.value for p in OverlapPolicy]
 DEFAULT_POLICY = "default"
+#: The trigger kinds read in a zone (the keyword that gives each is the kind's name).
+ZONED_TRIGGERS = ("cron", "rrule")
 
 
 def plain_options(group: Group, *, editing: bool) -> list[Callable[[F], F]]:
@@ -175,10 +177,20 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
         click.option("--cron", metavar="EXPR",
                      help='Run on a 5-field cron expression, e.g. "0 7 * * mon-fri".'),
         click.option("--timezone", metavar="ZONE",
-                     help="IANA zone the --cron expression is read in (default: the app's "
-                          "timezone)."),
+                     help="IANA zone the --cron expression or --rrule rule is read in "
+                          "(default: the app's timezone)."),
         click.option("--at", type=InstantParam(), metavar="ISO",
                      help=f"Run once at this instant, with its zone, e.g. {InstantParam.example}."),
+        click.option("--rrule", metavar="TEXT",
+                     help='Run on an RFC 5545 recurrence rule, e.g. "FREQ=WEEKLY;BYDAY=TU;'
+                          'BYHOUR=9;BYMINUTE=0" (without a DTSTART line it counts from '
+                          "midnight of today in its zone)."),
+        # Three values, so that a negative longitude reads as one rather than as an option.
+        click.option("--solar", type=click.Tuple([str, float, float]),
+                     metavar="EVENT LAT LON",
+                     help="Run at Celery's solar EVENT (sunrise, sunset, dawn_civil…) at a "
+                          "latitude and longitude in degrees (north and east), e.g. "
+                          "--solar sunrise 48.85 2.35."),
         click.option("--args", type=JSONParam(list, '\'[1, "a"]\''), metavar="JSON",
                      help="Positional arguments, a JSON array."),
         click.option("--kwargs", type=JSONParam(dict, '\'{"key": 1}\''), metavar="JSON",
@@ -238,18 +250,24 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
 
 def trigger_choice(given: Mapping[str, Any], *, required: bool,
                    current: Schedule | None = None) -> dict[str, Any]:
-    """The trigger keywords for the API, after checking the options make one trigger."""
+    """The trigger keywords for the API, after checking the options make one trigger (and
+    that ``--timezone`` comes with a trigger read in a zone, or changes the zone of one)."""
     chosen = [f"--{key}" for key in given_triggers(given)]
     if len(chosen) > 1 or (required and not chosen):
-        raise click.UsageError("give exactly one of --every DURATION, --cron EXPR or --at ISO "
+        raise click.UsageError("give exactly one of --every DURATION, --cron EXPR, --at ISO, "
+                               "--rrule TEXT or --solar EVENT LAT LON "
                                f"(got {', '.join(chosen) or 'none'})")
-    if given.get("timezone") is not None and given.get("cron") is None:
-        cron_now = current is not None and current.spec.trigger.kind == "cron"
-        if not cron_now:
-            raise click.UsageError("--timezone applies to cron schedules: give --cron EXPR "
-                                   "with it")
-    return {key: given[key] for key in ("every", "cron", "at", "timezone")
-            if given.get(key) is not None}
+    if given.get("timezone") is not None and not any(
+            given.get(key) is not None for key in ZONED_TRIGGERS):
+        zoned_now = current is not None and current.spec.trigger.kind in ZONED_TRIGGERS
+        if not zoned_now:
+            raise click.UsageError("--timezone applies to cron and rrule schedules: give "
+                                   "--cron EXPR or --rrule TEXT with it")
+    keywords = {key: given[key] for key in ("every", "cron", "at", "rrule", "timezone")
+                if given.get(key) is not None}
+    if given.get("solar") is not None:
+        keywords["solar"] = dict(zip(SOLAR_PARAMS, given["solar"], strict=True))
+    return keywords
 
 
 def spec_changes(given: Mapping[str, Any], current: Schedule | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from goatbeat_celery import __version__, specs
 from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
+from goatbeat_celery.solar import EVENTS
 
 _REF = "#/components/schemas/"
 _PROBLEM = {"application/problem+json": {"schema": {"$ref": _REF + "Problem"}}}
@@ -75,7 +76,20 @@ def _schemas() -> dict[str, Any]:
         "every": {"type": ["number", "string"], "description": "Seconds, or 90s, 1h30m"},
         "cron": {"type": "string"},
         "at": {"type": "string", "format": "date-time"},
-        "timezone": {"type": "string"},
+        "rrule": {"type": "string", "description": "An RFC 5545 recurrence rule, read in "
+                  "timezone: FREQ=WEEKLY;BYDAY=TU;BYHOUR=9;BYMINUTE=0 (from midnight of today "
+                  "there without a DTSTART line)"},
+        "solar": {"oneOf": [
+            {"type": "object", "required": list(specs.SOLAR_PARAMS),
+             "additionalProperties": False, "properties": {
+                 "event": {"type": "string", "enum": list(EVENTS)},
+                 "latitude": {"type": "number", "minimum": -90, "maximum": 90},
+                 "longitude": {"type": "number", "minimum": -180, "maximum": 180}}},
+            {"type": "array", "minItems": 3, "maxItems": 3,
+             "description": "The event, the latitude and the longitude, in that order"}],
+            "description": "Celery's solar event at a place (degrees north and east)"},
+        "timezone": {"type": "string", "description": "The IANA zone cron and rrule are read "
+                     "in (default: the app's)"},
         "day_or": {"type": "boolean"},
         "enabled": {"type": "boolean"},
         "args": {"type": "array"},
@@ -94,7 +108,8 @@ def _schemas() -> dict[str, Any]:
                     "hint": {"type": "string"}}}}}},
         "Definition": {"type": "object", "properties": definition_fields,
                        "additionalProperties": False,
-                       "description": "A schedule as written: one of every, cron or at. "
+                       "description": "A schedule as written: one of every, cron, at, rrule "
+                                      "or solar. "
                                       "Durations in seconds or with units; instants in "
                                       "ISO-8601 with an offset."},
         "Schedule": {**loose, "description": "What `goatbeat show --json` prints; version is "

@@ -111,11 +111,13 @@ def test_an_at_without_a_zone_or_not_iso_is_refused(
     (),
     ("--every", "60", "--cron", "* * * * *"),
     ("--every", "60", "--at", "2030-01-01T00:00:00Z"),
-], ids=["none", "every-and-cron", "every-and-at"])
+    ("--rrule", "FREQ=DAILY", "--solar", "sunrise", "48.85", "2.35"),
+], ids=["none", "every-and-cron", "every-and-at", "rrule-and-solar"])
 def test_add_needs_exactly_one_trigger(cli: Cli, store: Store, options: tuple[str, ...]) -> None:
     result = cli.fails("add", "poll", "feeds.poll", *options, exit_code=USAGE)
 
-    assert "give exactly one of --every DURATION, --cron EXPR or --at ISO" in result.stderr
+    assert ("give exactly one of --every DURATION, --cron EXPR, --at ISO, --rrule TEXT or "
+            "--solar EVENT LAT LON") in result.stderr
     assert store.list_schedules() == []
 
 
@@ -123,7 +125,7 @@ def test_a_timezone_without_cron_is_refused(cli: Cli, store: Store) -> None:
     result = cli.fails("add", "poll", "feeds.poll", "--every", "60", "--timezone", "UTC",
                        exit_code=USAGE)
 
-    assert "--timezone applies to cron schedules" in result.stderr
+    assert "--timezone applies to cron and rrule schedules" in result.stderr
     assert store.list_schedules() == []
 
 

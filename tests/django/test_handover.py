@@ -154,6 +154,7 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
         CrontabSchedule,
         IntervalSchedule,
         PeriodicTask,
+        SolarSchedule,
     )
 
     from goatbeat_celery import config as config_module
@@ -179,6 +180,9 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
                                 last_run_at=now - timedelta(hours=5))
     PeriodicTask.objects.create(name="launch", task="shop.open", clocked=soon, one_off=True)
     PeriodicTask.objects.create(name="later", task="shop.open", clocked=later, one_off=True)
+    dawn = SolarSchedule.objects.get_or_create(event="sunrise", latitude=48.85,
+                                               longitude=2.35)[0]
+    PeriodicTask.objects.create(name="dawn", task="garden.lights_off", solar=dawn)
     import_tasks_ok("--disable-source")
     # A schedule made in goatbeat after the switch goes back too.
     api.create("made-in-goatbeat", "shop.audit", cron="15 6 1-7 * mon", timezone="UTC",
@@ -198,7 +202,7 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
     ran_in_goatbeat = {name: [d.execution.due_at for d in submitter.of(name)]
                        for name in ("fast", "launch")}
     expected = {name: api.next_runs(name, 3) for name in ("fast", "hourly", "nightly",
-                                                         "made-in-goatbeat")}
+                                                         "made-in-goatbeat", "dawn")}
     expected["later"] = api.next_runs("later", 1)
 
     output = export()
@@ -206,7 +210,7 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
     assert ("wrote 'fast': every 2s, enabled, last run "
             f"{ran_in_goatbeat['fast'][-1].strftime('%Y-%m-%dT%H:%M:%SZ')}") in output, output
     assert "wrote 'launch': once at " in output and ", disabled, " in output, output
-    assert "6 written, 0 refused; goatbeat's schedules written are paused" in output, output
+    assert "7 written, 0 refused; goatbeat's schedules written are paused" in output, output
     assert all(not schedule.spec.enabled for schedule in api.list(source="api"))
 
     tasks = {task.name: task for task in PeriodicTask.objects.all()}
@@ -221,6 +225,7 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
     assert not tasks["launch"].enabled  # goatbeat ran it: never again
     made = tasks["made-in-goatbeat"]
     assert made.crontab is not None and made.crontab.day_of_week == "mon"
+    assert tasks["dawn"].solar == dawn  # the same event at the same place
 
     export_time = datetime.now(timezone.utc)
     for name, runs in expected.items():
@@ -235,7 +240,7 @@ def test_a_round_trip_sends_nothing_twice_and_loses_nothing(api: Schedules) -> N
     assert celery_beat_runs(tasks["fast"], export_time, 1)[0] > ran_in_goatbeat["fast"][-1]
 
     # A second export writes the same: the pause of the first is not taken for the user's.
-    assert "6 written, 0 refused" in export()
+    assert "7 written, 0 refused" in export()
     assert list(PeriodicTask.objects.order_by("name").values_list(
         "name", "enabled", "last_run_at")) == written
 

@@ -96,18 +96,14 @@ def run(*args: str) -> str:
     out = io.StringIO()
     with pytest.raises(CommandError) as caught:
         call_command("goatbeat_import_django_celery_beat", *args, stdout=out, no_color=True)
-    assert str(caught.value) == "2 periodic tasks were refused: 'bad-args', 'lights-off'"
+    assert str(caught.value) == "1 periodic task was refused: 'bad-args'"
     return out.getvalue()
 
 
 def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None:
     output = run("--dry-run")
     assert "would create 'refresh-cache'" in output
-    assert ("refused 'lights-off': a solar schedule (sunrise at 48.85, 2.35) has no database "
-            "form in goatbeat: add \"lights-off\": {\"task\": \"garden.lights_off\", "
-            "\"schedule\": solar(\"sunrise\", 48.85, 2.35)} to CELERY_BEAT_SCHEDULE (from "
-            "celery.schedules import solar; Celery needs the ephem package: celery[solar]), "
-            "then disable this periodic task") in output, output
+    assert "would create 'lights-off': solar sunrise at 48.85°N 2.35°E" in output, output
     assert re.search(r"'refresh-cache': every 15m, phase kept from its last change at \S+ "
                      r"\(it never ran\), options \{\"exchange\": \"tasks\", \"headers\": "
                      r"\{\"tenant\": \"acme\"\}, \"priority\": 5, \"queue\": \"cache\", "
@@ -128,7 +124,7 @@ def test_a_dry_run_reports_every_task_and_writes_nothing(api: Schedules) -> None
             "nothing left to run") in output
     assert re.search(r"would create 'ended': every 15m, phase \D+ \S+ \(it never ran\), "
                      r"until \S+, already past: it will not run", output), output
-    assert "13 would be created, 2 skipped, 2 refused (dry run: nothing written)" in output
+    assert "14 would be created, 2 skipped, 1 refused (dry run: nothing written)" in output
     assert api.list() == []
 
 
@@ -150,7 +146,7 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     from django_celery_beat.models import PeriodicTask
 
     output = run()
-    assert "13 created, 2 skipped, 2 refused" in output, output
+    assert "14 created, 2 skipped, 1 refused" in output, output
 
     refresh = api.get("refresh-cache").spec
     assert refresh.trigger.params["every"] == 900.0
@@ -211,15 +207,21 @@ def test_the_import_copies_what_maps_and_names_what_it_refuses(api: Schedules) -
     assert payday_from.spec.offset is None
     assert payday_from.next_run_at is not None and payday_from.next_run_at >= START
 
-    for name in ("lights-off", "bad-args", "ran-once", "celery.backend_cleanup"):
+    # A solar event is the same event at the same place, its degrees as numbers.
+    lights = api.get("lights-off")
+    assert lights.spec.trigger.to_json() == {"kind": "solar", "event": "sunrise",
+                                             "latitude": 48.85, "longitude": 2.35}
+    assert lights.next_run_at is not None
+
+    for name in ("bad-args", "ran-once", "celery.backend_cleanup"):
         with pytest.raises(ScheduleNotFound):
             api.get(name)
 
 
 def test_running_it_again_skips_what_it_copied(api: Schedules) -> None:
-    assert "13 created, 2 skipped, 2 refused" in run()
+    assert "14 created, 2 skipped, 1 refused" in run()
     output = run()
-    assert "0 created, 15 skipped, 2 refused" in output, output
+    assert "0 created, 16 skipped, 1 refused" in output, output
     assert "skipped 'refresh-cache': a schedule of that name is already in goatbeat" in output
 
 
@@ -252,12 +254,37 @@ def test_without_refusals_the_command_succeeds(api: Schedules) -> None:
 
     out = io.StringIO()
     with transaction.atomic():
-        refused = ["bad-args", "lights-off"]
+        refused = ["bad-args"]
         PeriodicTask.objects.filter(name__in=refused).delete()
         call_command("goatbeat_import_django_celery_beat", stdout=out, no_color=True)
         transaction.set_rollback(True)
-    assert "13 created, 2 skipped, 0 refused" in out.getvalue()
-    assert PeriodicTask.objects.filter(name__in=refused).count() == 2
+    assert "14 created, 2 skipped, 0 refused" in out.getvalue()
+    assert PeriodicTask.objects.filter(name__in=refused).count() == 1
+
+
+def test_a_one_off_solar_task_runs_once_at_its_next_event(api: Schedules) -> None:
+    """django-celery-beat runs a one-off solar task at the first event after its last change:
+    a one-off at that instant (the task made in a transaction rolled back afterwards)."""
+    from django.core.management import CommandError, call_command
+    from django.db import transaction
+    from django_celery_beat.models import PeriodicTask, SolarSchedule
+
+    from goatbeat_celery.solar import SolarTrigger
+
+    out = io.StringIO()
+    with transaction.atomic():
+        dusk = SolarSchedule.objects.create(event="dusk_civil", latitude=-33.87,
+                                            longitude=151.21)
+        task = PeriodicTask.objects.create(name="dusk-once", task="garden.lights_on",
+                                           solar=dusk, one_off=True)
+        with pytest.raises(CommandError):  # bad-args, as in every run of this module
+            call_command("goatbeat_import_django_celery_beat", "--dry-run", stdout=out,
+                         no_color=True)
+        transaction.set_rollback(True)
+    first = SolarTrigger("dusk_civil", -33.87, 151.21).next_after(task.date_changed)
+    assert first is not None
+    assert f"would create 'dusk-once': once at {when(first)}" in out.getvalue(), \
+        out.getvalue()
 
 
 #: Crontabs restricting both day fields, which Celery matches together (AND): the 13th when a
@@ -366,13 +393,13 @@ def test_a_bad_row_is_refused_with_its_reason_and_the_others_are_copied(
                      stdout=out, no_color=True)
     output = out.getvalue()
 
-    refused = sorted(["bad-args", "lights-off", *BAD_ROWS])
+    refused = sorted(["bad-args", *BAD_ROWS])
     # A queue with a control character is refused by goatbeat's validation, naming it, and
     # the import goes on.
     bell = [line for line in output.splitlines() if line.startswith("refused 'bell-queue'")]
     assert len(bell) == 1 and "queue" in bell[0], output
     refused = sorted([*refused, "bell-queue"])
-    created = 13
+    created = 14
     assert str(caught.value) == (f"{len(refused)} periodic tasks were refused: "
                                  + ", ".join(repr(name) for name in refused))
     done = "would be created" if dry_run else "created"

@@ -48,7 +48,7 @@ from goatbeat_celery.web.api.reading import (
 DEFAULT_LIMIT = 100
 STATES = ("enabled", "paused", "set-aside")
 #: What a PUT may give: the keywords of ``Schedules.create`` besides the name.
-TRIGGER_KEYS = ("every", "cron", "at", "timezone", "day_or")
+TRIGGER_KEYS = (*specs.TRIGGER_KEYWORDS, "timezone", "day_or")
 DEFINITION_KEYS = frozenset({"task", "enabled", *TRIGGER_KEYS, *specs.SPEC_FIELDS})
 #: Keys a client may send in a body that the API takes elsewhere, with where.
 ELSEWHERE = {"reason": f"give it in the {REASON_HEADER} header",
@@ -193,12 +193,15 @@ def _put_schedule(api: Api, name: str, given: dict[str, Any], precondition: int 
                          "(If-None-Match: *)")
     config_row_refused(current)
     cron = given.get("cron")
+    # A whole definition: a zone left out is the app's, not the replaced trigger's.
+    zoned = cron is not None or given.get("rrule") is not None
     keywords = {**{k: dict(v) if isinstance(v, dict) else v for k, v in _SPEC_DEFAULTS.items()},
                 **{k: v for k, v in given.items() if k in specs.SPEC_FIELDS}}
     expected = expected_version(current.version, precondition)
     updated = schedules.update(
         name, every=given.get("every"), cron=cron, at=given.get("at"),
-        timezone=given.get("timezone", schedules.default_timezone if cron is not None else None),
+        rrule=given.get("rrule"), solar=given.get("solar"),
+        timezone=given.get("timezone", schedules.default_timezone if zoned else None),
         day_or=given.get("day_or", True if cron is not None else None),
         enabled=given.get("enabled"), expected_version=expected, reason=why, **keywords)
     return updated, False, now

@@ -8,8 +8,8 @@ would have run it:
 
 * an interval: ``every`` before goatbeat's next run (django-celery-beat runs it ``every``
   after its last run, so the phase goatbeat kept is kept again);
-* a cron: goatbeat's last run, or the schedule's creation when it never ran (django-celery-
-  beat runs it at the first match after that);
+* a cron or a solar event: goatbeat's last run, or the schedule's creation when it never ran
+  (django-celery-beat runs it at the first match, or the first event, after that);
 * a one-off that goatbeat ran: disabled (django-celery-beat would run a clocked task whose
   time has passed at once);
 * an occurrence goatbeat claimed and had not sent when it stopped (a broker outage, a stop
@@ -260,7 +260,12 @@ def running(schedule: Schedule) -> bool:
 
 
 def trigger_fields(schedule: Schedule, database: str) -> dict[str, Any]:
-    from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
+    from django_celery_beat.models import (
+        ClockedSchedule,
+        CrontabSchedule,
+        IntervalSchedule,
+        SolarSchedule,
+    )
 
     spec = schedule.spec
     params = spec.trigger.params
@@ -287,6 +292,11 @@ def trigger_fields(schedule: Schedule, database: str) -> dict[str, Any]:
             minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month,
             day_of_week=day_of_week, timezone=str(params.get("timezone") or "UTC"))[0]
         return {"crontab": crontab}
+    if spec.trigger.kind == "solar":
+        solar = SolarSchedule.objects.using(database).get_or_create(
+            event=str(params["event"]), latitude=params["latitude"],
+            longitude=params["longitude"])[0]
+        return {"solar": solar}
     if spec.trigger.kind == "once":
         at = datetime.fromisoformat(str(params["at"]))
         clocked = ClockedSchedule.objects.using(database).get_or_create(

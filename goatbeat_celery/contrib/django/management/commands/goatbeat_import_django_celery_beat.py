@@ -6,14 +6,14 @@ Every periodic task gets one line: created (or, with ``--dry-run``, would be cre
 same validation, on a throwaway in-memory store), skipped (its name is already in goatbeat, it
 is an entry of ``beat_schedule``, which django-celery-beat's scheduler stores as a periodic
 task and goatbeat syncs from the config, or it is ``celery.backend_cleanup``, which goatbeat
-adds itself), or refused with the reason (a solar schedule, JSON that does not parse, a
-schedule goatbeat finds invalid, a row Django cannot read or Python cannot represent: a zone
-the time zone field rejects, an interval period edited by hand, an interval beyond
-``timedelta``). A bad row is refused alone: the others are copied. Nothing is left out
-without a line saying so, the summary lists the refused tasks again with their reasons, and
-running it again skips what it copied before. When anything was refused, the command ends
-with a CommandError (exit status 1) after its report, having created the rest, so that a
-script notices; a dry run too, as the real run would.
+adds itself), or refused with the reason (JSON that does not parse, a schedule goatbeat
+finds invalid (a solar one without the ephem package, which Celery's solar needs too), a row
+Django cannot read or Python cannot represent: a zone the time zone field rejects, an
+interval period edited by hand, an interval beyond ``timedelta``). A bad row is refused alone:
+the others are copied. Nothing is left out without a line saying so, the summary lists the
+refused tasks again with their reasons, and running it again skips what it copied before. When
+anything was refused, the command ends with a CommandError (exit status 1) after its report,
+having created the rest, so that a script notices; a dry run too, as the real run would.
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ from goatbeat_celery.core.types.errors import (
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.spec import TriggerSpec
 from goatbeat_celery.cron import CronTrigger
-from goatbeat_celery.display import human_duration, when
+from goatbeat_celery.display import describe_trigger, human_duration, when
+from goatbeat_celery.solar import SolarTrigger
 from goatbeat_celery.store import open_store
 
 #: Added by Celery to every beat; goatbeat adds it itself.
@@ -323,8 +325,6 @@ def read_rows(database: str) -> list[Row]:
 
 def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[str, Any]:
     """The keywords of Schedules.create for one PeriodicTask; Refused when goatbeat has none."""
-    if task.solar_id is not None:
-        raise Refused(solar_advice(task))
     start = aware(task.start_time) if task.start_time is not None else None
     arguments: dict[str, Any] = {
         **trigger_arguments(task, crontab),
@@ -350,30 +350,14 @@ def create_arguments(task: Any, crontab: Crontab | None, now: datetime) -> dict[
     return arguments
 
 
-def solar_advice(task: Any) -> str:
-    """Why a solar task is refused, and the entry of CELERY_BEAT_SCHEDULE that runs it as
-    django-celery-beat does (goatbeat runs Celery's solar from the config), in Python."""
-    solar = task.solar
-    place = f"{float(solar.latitude):g}, {float(solar.longitude):g}"
-    entry = (f'{json.dumps(str(task.name))}: {{"task": {json.dumps(str(task.task))}, '
-             f'"schedule": solar({json.dumps(str(solar.event))}, {place})')
-    for name, kind, empty in (("args", list, "[]"), ("kwargs", dict, "{}")):
-        try:
-            value = json_field(task, name, kind, empty)
-        except Refused:
-            continue  # its own refusal is the JSON's, once this one is dealt with
-        if value:
-            entry += f", {json.dumps(name)}: {json.dumps(value)}"
-    return (f"a solar schedule ({solar.event} at {place}) has no database form in goatbeat: "
-            f"add {entry}}} to CELERY_BEAT_SCHEDULE (from celery.schedules import solar; "
-            "Celery needs the ephem package: celery[solar]), then disable this periodic task")
-
-
 def trigger_arguments(task: Any, crontab: Crontab | None) -> dict[str, Any]:
-    """every=, cron= (Celery's day-of-month AND day-of-week) or at=; a one-off interval or
-    crontab becomes at= the instant django-celery-beat would run it (:func:`one_off_at`)."""
+    """every=, cron= (Celery's day-of-month AND day-of-week), solar= (the same event at the
+    same place) or at=; a one-off interval, crontab or solar event becomes at= the instant
+    django-celery-beat would run it (:func:`one_off_at`)."""
     if task.clocked_id is not None:
         return {"at": aware(task.clocked.clocked_time)}
+    if task.solar_id is not None:
+        return solar_arguments(task)
     if task.interval_id is not None:
         every = interval(str(task.interval.period), int(task.interval.every))
         if task.one_off:
@@ -396,6 +380,24 @@ def trigger_arguments(task: Any, crontab: Crontab | None) -> dict[str, Any]:
             raise Refused(f"one-off crontab {expression!r} never occurs again")
         return {"at": first}
     raise Refused("it has no schedule (no interval, crontab, clocked or solar)")
+
+
+def solar_arguments(task: Any) -> dict[str, Any]:
+    """solar= for a solar periodic task (its degrees are decimals in django-celery-beat), or
+    at= its next event for a one-off; Refused for what goatbeat's solar trigger refuses."""
+    solar = task.solar
+    params = {"event": str(solar.event), "latitude": float(solar.latitude),
+              "longitude": float(solar.longitude)}
+    if not task.one_off:
+        return {"solar": params}
+    try:
+        trigger = SolarTrigger.from_params(params)
+    except ConfigurationError as exc:
+        raise Refused("; ".join(exc.problems)) from exc
+    first = one_off_at(task, trigger.next_after)
+    if first is None:
+        raise Refused(f"one-off {solar.event} never occurs again")
+    return {"at": first}
 
 
 def interval_phase(task: Any, now: datetime) -> tuple[datetime, str]:
@@ -520,6 +522,8 @@ def describe(arguments: dict[str, Any], phase: str | None = None) -> str:
     elif "cron" in arguments:
         text = (f"cron {arguments['cron']!r} in {arguments['timezone']} (day of month and day "
                 "of week both matched, as Celery's crontab)")
+    elif "solar" in arguments:
+        text = describe_trigger(TriggerSpec(kind="solar", params=arguments["solar"]))
     else:
         text = f"once at {when(arguments['at'])}"
     # Every instant as goatbeat's other faces print it (display.when): UTC, to the second.
