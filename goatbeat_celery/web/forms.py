@@ -43,7 +43,8 @@ PLAIN = {field.name: field for field in PLAIN_FIELDS}
 POLICY_FIELDS = ("misfire_policy", "overlap", "mode")
 CONTROL_FIELDS = ("start_at", "end_at", "calendars", "tags", "description")
 #: Form fields, in page order; problems naming none of them are shown above the form.
-FIELDS = ("name", "task", "kind", "every", "cron", "at", "timezone", *OPTION_FIELDS, "args",
+FIELDS = ("name", "task", "kind", "every", "cron", "at", "rrule", "solar", "timezone",
+          *OPTION_FIELDS, "args",
           "kwargs", "options", *POLICY_FIELDS, *PLAIN, *CONTROL_FIELDS)
 #: Choices of the policies shown as lists (empty: the global setting).
 MISFIRE_CHOICES = ("", *(policy.value for policy in MisfirePolicy))
@@ -150,7 +151,11 @@ def stored_values(schedule: Schedule, default_timezone: str) -> dict[str, str]:
         "every": f"{every:g}" if isinstance(every, (int, float)) and kind == "every" else "",
         "cron": str(params.get("expression", "")) if kind == "cron" else "",
         "at": str(params.get("at", "")) if kind == "at" else "",
-        "timezone": str(params.get("timezone", "")) if kind == "cron" else default_timezone,
+        "rrule": str(params.get("rule", "")) if kind == "rrule" else "",
+        "solar": " ".join(str(params.get(key, "")) for key in ("event", "latitude", "longitude"))
+        if kind == "solar" else "",
+        "timezone": (str(params.get("timezone", "")) if kind in ("cron", "rrule")
+                     else default_timezone),
         **option_values(spec.options),
         "args": _json_text(list(spec.args) if isinstance(spec.args, (list, tuple)) else []),
         "kwargs": _json_text(dict(spec.kwargs) if isinstance(spec.kwargs, Mapping) else {}),
@@ -314,8 +319,25 @@ def trigger_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
     if kind == "at":
         instant = read_instant(values.get("at", ""), zone, state)
         return {} if instant is None else {"at": instant}
-    state.add("kind", "trigger: choose every, cron or at")
+    if kind == "rrule":
+        return {"rrule": values.get("rrule", ""), "timezone": zone}
+    if kind == "solar":
+        return _solar_keywords(values.get("solar", ""), state)
+    state.add("kind", "trigger: choose every, cron, at, rrule or solar")
     return {}
+
+
+def _solar_keywords(text: str, state: FormState) -> dict[str, Any]:
+    """``solar=`` from "EVENT LATITUDE LONGITUDE"; the API checks the event and the ranges."""
+    parts = text.split()
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        return {"solar": (parts[0], float(parts[1]), float(parts[2]))}
+    except ValueError:
+        state.add("solar", f"solar: {text!r} is not an event, a latitude and a longitude; give "
+                           "e.g. sunrise 48.85 2.35")
+        return {}
 
 
 def read_instant(text: str, zone: str, state: FormState, name: str = "at",

@@ -333,3 +333,29 @@ def test_a_row_with_unreadable_args_is_repaired_by_saving_its_form(
     assert response.status_code == 303, response.text
     repaired = schedules.get("mangled")
     assert not repaired.damage and repaired.spec.args == ("fixed",)
+
+
+def test_a_recurrence_rule_or_solar_schedule_is_edited_through_its_own_field(
+        client: Browser, schedules: Schedules) -> None:
+    schedules.create("fortnightly", "proj.tasks.tick",
+                     rrule="DTSTART:20260105T090000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=TU",
+                     timezone="Europe/Paris")
+    schedules.create("dawn", "proj.tasks.tick", solar=("sunrise", 48.85, 2.35))
+    for name, kind in (("fortnightly", "rrule"), ("dawn", "solar")):
+        page = client.get(f"/schedule?name={name}").text
+        shown = html_module.unescape(page.split(f'name="{kind}" type="text" value="')[1]
+                                     .split('"')[0])
+        assert shown, page  # the stored trigger fills its field
+        before = schedules.get(name).spec.trigger
+        saved = client.submit("/schedule/edit", name=name, version=form_version(page),
+                              kind=kind, **{kind: shown}, timezone="Europe/Paris",
+                              queue="mine")
+        assert saved.status_code == 303, saved.text
+        stored = schedules.get(name)
+        assert stored.spec.options == {"queue": "mine"} and stored.spec.trigger == before
+
+    refused = client.submit("/schedule/edit", name="dawn",
+                            version=str(schedules.get("dawn").version), kind="solar",
+                            solar="sunrise north", timezone="Europe/Paris")
+    assert refused.status_code == 422
+    assert "is not an event, a latitude and a longitude" in html_module.unescape(refused.text)
