@@ -320,7 +320,8 @@ def trigger_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
         instant = read_instant(values.get("at", ""), zone, state)
         return {} if instant is None else {"at": instant}
     if kind == "rrule":
-        return {"rrule": values.get("rrule", ""), "timezone": zone}
+        # A browser sends a text area's line breaks as CRLF: the rule is stored as given.
+        return {"rrule": values.get("rrule", "").replace("\r\n", "\n"), "timezone": zone}
     if kind == "solar":
         return _solar_keywords(values.get("solar", ""), state)
     state.add("kind", "trigger: choose every, cron, at, rrule or solar")
