@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.waiting import wait_for
-from tests.system import test_run_tracking as run_tracking
+from tests.system import tracked as run_tracking
 from tests.system.fidelity import STARTUP, assert_alive
 from tests.system.harness import Cluster, Process
 

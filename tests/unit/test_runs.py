@@ -397,7 +397,7 @@ def test_an_exception_whose_str_fails_still_gets_a_summary() -> None:
 
 def test_the_run_columns_are_named_as_the_record_fields() -> None:
     assert RUN_COLUMNS == ("run_state", "run_id", "worker", "run_attempts", "started_at",
-                           "finished_at", "heartbeat_at", "runtime", "run_error")
+                           "finished_at", "heartbeat_at", "runtime", "run_error", "run_traceback")
     record = running()
     assert RunRecord.of(record) == record
     assert set(record.values()) == set(RUN_COLUMNS)
