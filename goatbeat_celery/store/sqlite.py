@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -29,6 +28,7 @@ from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly
 from goatbeat_celery.store.sql import Insert, SQLStore
 from goatbeat_celery.store.sqlite_sessions import file_sessions
 from goatbeat_celery.store.url import normalise_url
+from goatbeat_celery.store.wake_channel import wake_channel
 
 Clock = Callable[[], datetime]
 
@@ -91,24 +91,6 @@ def create_sqlite_engine(url: str | URL, *, busy_timeout: float = 5.0) -> sa.Eng
     return engine
 
 
-class _Channel:
-    """Wakes the waiters of one database file in this process."""
-
-    def __init__(self) -> None:
-        self.changed = threading.Condition()
-        self.generation = 0
-
-
-_channels: dict[str, _Channel] = {}
-_channels_lock = threading.Lock()
-
-
-def _channel(database: str) -> _Channel:
-    key = os.path.realpath(database)
-    with _channels_lock:
-        return _channels.setdefault(key, _Channel())
-
-
 class SQLiteStore(SQLStore):
     """ScheduleStore and LeaseManager in a SQLite file.
 
@@ -138,7 +120,7 @@ class SQLiteStore(SQLStore):
         self._now_param = sa.bindparam("goatbeat_now", callable_=self.now, type_=UTCDateTime())
         database = engine.url.database
         assert database is not None
-        self._channel = _channel(database)
+        self._channel = wake_channel(f"sqlite:{os.path.realpath(database)}")
         self._sessions = file_sessions(database, self.notify) if session_locks else ClockOnly(
             f"{CLOCK_PATH} (goatbeat_session_locks is off)")
         try:
@@ -164,18 +146,10 @@ class SQLiteStore(SQLStore):
     def wait(self, timeout: float) -> bool:
         if self._closed:
             raise StoreError("wait: the store is closed")
-        channel = self._channel
-        with channel.changed:
-            seen = channel.generation
-            channel.changed.wait_for(lambda: channel.generation != seen,
-                                     timeout=max(0.0, timeout))
-            return channel.generation != seen
+        return self._channel.wait(timeout)
 
     def notify(self) -> None:
-        channel = self._channel
-        with channel.changed:
-            channel.generation += 1
-            channel.changed.notify_all()
+        self._channel.notify()
 
 
 __all__ = ["SQLiteStore", "create_sqlite_engine", "system_clock"]

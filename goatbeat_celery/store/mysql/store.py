@@ -3,7 +3,6 @@ ON CONFLICT, partial indexes or LISTEN/NOTIFY."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -25,6 +24,7 @@ from goatbeat_celery.store.schema import UTCDateTime
 from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly
 from goatbeat_celery.store.sql import Insert, SQLStore
 from goatbeat_celery.store.url import mask_url, normalise_url
+from goatbeat_celery.store.wake_channel import wake_channel
 
 #: The server's error number for a duplicate key in a unique index.
 DUPLICATE_KEY = 1062
@@ -33,24 +33,6 @@ DUPLICATE_KEY = 1062
 def _duplicate(exc: sa.exc.IntegrityError) -> bool:
     args: tuple[Any, ...] = getattr(exc.orig, "args", ())
     return bool(args) and args[0] == DUPLICATE_KEY
-
-
-class _Channel:
-    """Wakes the waiters of one database in this process (other processes' edits are seen at
-    the next tick: MySQL has no notification channel)."""
-
-    def __init__(self) -> None:
-        self.changed = threading.Condition()
-        self.generation = 0
-
-
-_channels: dict[str, _Channel] = {}
-_channels_lock = threading.Lock()
-
-
-def _channel(key: str) -> _Channel:
-    with _channels_lock:
-        return _channels.setdefault(key, _Channel())
 
 
 class MySQLStore(SQLStore):
@@ -88,7 +70,8 @@ class MySQLStore(SQLStore):
         super().__init__(engine, read_engine=self._autocommit,
                          single_engine=self._autocommit)
         self._enclosing = enclosing_for(sa_url)
-        self._channel = _channel(mask_url(sa_url))
+        # MySQL has no notification channel: other processes' edits are seen at the next tick.
+        self._channel = wake_channel(f"mysql:{mask_url(sa_url)}")
         if session_locks:
             # No read timeout beyond a lock request's second: a standby's waits are bounded
             # by it, a holder's connection only holds.
@@ -213,18 +196,10 @@ class MySQLStore(SQLStore):
     def wait(self, timeout: float) -> bool:
         if self._closed:
             raise StoreError("wait: the store is closed")
-        channel = self._channel
-        with channel.changed:
-            seen = channel.generation
-            channel.changed.wait_for(lambda: channel.generation != seen,
-                                     timeout=max(0.0, timeout))
-            return channel.generation != seen
+        return self._channel.wait(timeout)
 
     def notify(self) -> None:
-        channel = self._channel
-        with channel.changed:
-            channel.generation += 1
-            channel.changed.notify_all()
+        self._channel.notify()
 
 
 __all__ = ["MySQLStore"]
