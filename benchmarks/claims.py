@@ -33,11 +33,11 @@ from sqlalchemy.engine import make_url
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.rules.misfire import plan_misfires
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store import upgrade_schema
 from goatbeat_celery.store.postgres import PostgresStore
 from goatbeat_celery.testing import RecordingSubmitter

@@ -27,9 +27,9 @@ from typing import Any
 import sqlalchemy as sa
 from scratch import scratch_database, store_engines
 
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store.postgres import PostgresStore
 
 TRACKED = datetime(2000, 1, 1, tzinfo=UTC)

@@ -38,8 +38,8 @@ import redis
 from celery import Celery
 
 from goatbeat_celery.beat.submitter import CelerySubmitter
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
-from goatbeat_celery.core.types.tick import Dispatch
 
 TASK = "bench.noop"
 QUEUE = "bench-submit"

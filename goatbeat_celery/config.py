@@ -19,8 +19,8 @@ from typing import Any
 from celery import schedules as celery_schedules
 from celery.beat import BeatLazyFunc
 
-from goatbeat_celery import cron, rrule, solar, specs
-from goatbeat_celery import schedules as generic
+from goatbeat_celery import celery_schedules as other_schedules
+from goatbeat_celery import cron, rrule, solar, spec_input
 from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.controls import bounded_first
@@ -58,7 +58,7 @@ OPTIONS_KEY = "goatbeat"
 _ENTRY_KEYS = {"task", "schedule", "args", "kwargs", "options", "relative", "goatbeat"}
 #: What an entry's ``goatbeat`` key may give: every spec field the entry does not give itself.
 _GOATBEAT_ENTRY_KEYS = {
-    *(key for key in specs.SPEC_FIELDS if key not in _ENTRY_KEYS), "timezone", "enabled",
+    *(key for key in spec_input.SPEC_FIELDS if key not in _ENTRY_KEYS), "timezone", "enabled",
 }
 
 #: ``goatbeat_occurrence_hook``: called with every submission attempt, its return value ignored.
@@ -185,7 +185,7 @@ def read_entries(entries: Mapping[Any, Any], zone: str, problems: list[Problem],
         spec = entry_to_spec(str(name), entry, zone, problems, found, lazy)
         if spec is not None:
             specs.append(spec)
-    registry = generic.register(base_registry(), {**(objects or {}), **found})
+    registry = other_schedules.register(base_registry(), {**(objects or {}), **found})
     for spec in specs:
         try:
             registry.build(spec.trigger)
@@ -209,7 +209,7 @@ def load(app: Any, *, with_schedules: bool = True) -> LoadedConfig:
     if problems:
         raise ConfigurationError(problems, subject="goatbeat configuration")
     return LoadedConfig(config=config, schedules=read.specs,
-                        triggers=generic.register(base_registry(), read.objects),
+                        triggers=other_schedules.register(base_registry(), read.objects),
                         lazy=read.lazy, objects=read.objects)
 
 
@@ -497,11 +497,11 @@ def entry_to_spec(
         enabled = True
     # A task, args, kwargs or options under "goatbeat" is reported above; the entry's own win.
     found: list[Problem] = []
-    fields = specs.spec_fields(own, found, label=lambda key: f"{own_where}.{key}",
+    fields = spec_input.spec_fields(own, found, label=lambda key: f"{own_where}.{key}",
                                text_instants=True)
     fields.update(task=entry.get("task") or "", args=tuple(args), kwargs=dict(kwargs),
                   options=options)
-    spec = specs.checked_spec(fields, found, name=name, trigger=trigger, enabled=enabled,
+    spec = spec_input.checked_spec(fields, found, name=name, trigger=trigger, enabled=enabled,
                               source=ScheduleSource.CONFIG,
                               relabel=lambda spec_found: _relabel(spec_found, where),
                               options_label=f"{where}.options")
@@ -669,7 +669,7 @@ def _trigger_spec(name: str, schedule: Any, zone: str, where: str, problems: lis
         return _interval_spec(schedule, where, problems)
     if hasattr(schedule, "remaining_estimate") and hasattr(schedule, "is_due"):
         objects[name] = schedule
-        return generic.CelerySchedule(name, schedule).to_spec()
+        return other_schedules.CelerySchedule(name, schedule).to_spec()
     problems.append(Problem(where, f"unsupported schedule {schedule!r}", "give seconds, a "
                             "timedelta, schedule(), crontab() or a celery.schedules class"))
     return None

@@ -38,12 +38,12 @@ from goatbeat_celery.core.protocols import (
 )
 from goatbeat_celery.core.rules.alerts import AlertEvent
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import UTC, Duration, ensure_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec
-from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 from goatbeat_celery.store.memory import MemoryStore
 
 __all__ = [

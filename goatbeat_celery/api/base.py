@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery import specs
+from goatbeat_celery import spec_input
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.rules.allowlist import sending_problems
 from goatbeat_celery.core.rules.audit import actor_problems
@@ -78,8 +78,8 @@ class SchedulesBase:
         by this call, and is refused unless it is still ahead."""
         name, enabled = values.pop("name"), values.pop("enabled")
         # ISO-8601 text is read as an instant too, as a JSON document gives one.
-        fields = specs.spec_fields(values, problems, text_instants=True)
-        spec = specs.checked_spec(fields, problems, name=name, trigger=trigger,
+        fields = spec_input.spec_fields(values, problems, text_instants=True)
+        spec = spec_input.checked_spec(fields, problems, name=name, trigger=trigger,
                                   enabled=enabled, source=ScheduleSource.API)
         if at_given and trigger is not None and trigger.kind == "once":
             problems.extend(listed(past_once_problem(spec, self.store.now())))

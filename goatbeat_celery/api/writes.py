@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from goatbeat_celery import specs
+from goatbeat_celery import spec_input
 from goatbeat_celery.api.arguments import _check_reason, _lookup_problems, _schedule_name
 from goatbeat_celery.api.base import SchedulesBase
 from goatbeat_celery.api.preconditions import _check_spec_version, _require_repair
@@ -24,9 +24,8 @@ from goatbeat_celery.core.types.errors import ConfigurationError, ScheduleConfli
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import Duration, ensure_aware
 from goatbeat_celery.core.types.problems import Problem
-from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.schedule import PauseNote, Schedule
 from goatbeat_celery.core.types.spec import MisfirePolicy, quoted_name
-from goatbeat_celery.core.types.tick import PauseNote
 
 #: Fields whose change moves the next run (recomputed from now, within the bounds).
 _RESCHEDULING = ("start_at", "end_at", "max_runs")
@@ -99,7 +98,7 @@ class ScheduleWrites(SchedulesBase):
 
         ``reason``: why, for the audit log (every method that changes a schedule takes it)."""
         problems: list[Problem] = reason_problems(reason)
-        trigger = specs.trigger_spec(every, cron, at, timezone, problems,
+        trigger = spec_input.trigger_spec(every, cron, at, timezone, problems,
                                      default_zone=self.default_timezone, day_or=day_or,
                                      rrule=rrule, solar=solar, now=self.store.now())
         spec = self._spec(
@@ -173,11 +172,12 @@ class ScheduleWrites(SchedulesBase):
                                         ("rrule", rrule), ("solar", solar))
                  if value is not None} | set(changes)
         _require_repair(current, given)
-        unknown = sorted(set(changes) - set(specs.SPEC_FIELDS))
+        unknown = sorted(set(changes) - set(spec_input.SPEC_FIELDS))
         if unknown:
             problems.append(Problem(
                 ", ".join(unknown), "unknown field",
-                f"use: {', '.join((*specs.TRIGGER_KEYWORDS, 'timezone', *specs.SPEC_FIELDS))}"))
+                "use: " + ", ".join((*spec_input.TRIGGER_KEYWORDS, "timezone",
+                                     *spec_input.SPEC_FIELDS))))
         trigger = current.spec.trigger
         if any(v is not None for v in (every, cron, at, timezone, day_or, rrule, solar)):
             current_cron = trigger.kind == "cron"
@@ -195,14 +195,14 @@ class ScheduleWrites(SchedulesBase):
             if every is None and cron is None and at is None and rrule is None \
                     and solar is None:
                 # Only a zone or day_or, for a schedule that has no use for them.
-                problems.append(specs.ZONE_WITHOUT_CRON if timezone is not None
-                                else specs.DAY_OR_WITHOUT_CRON)
+                problems.append(spec_input.ZONE_WITHOUT_CRON if timezone is not None
+                                else spec_input.DAY_OR_WITHOUT_CRON)
             else:
-                trigger = specs.trigger_spec(
+                trigger = spec_input.trigger_spec(
                     every, cron, at, timezone, problems, default_zone=self.default_timezone,
                     day_or=day_or, rrule=rrule, solar=solar, now=self.store.now()) or trigger
-        fields = {key: getattr(current.spec, key) for key in specs.SPEC_FIELDS}
-        fields.update({k: v for k, v in changes.items() if k in specs.SPEC_FIELDS})
+        fields = {key: getattr(current.spec, key) for key in spec_input.SPEC_FIELDS}
+        fields.update({k: v for k, v in changes.items() if k in spec_input.SPEC_FIELDS})
         wanted = current.spec.enabled if enabled is None else enabled
         # A form sends every field: its `at` equal to the stored one changes nothing, and is not
         # judged again once it has passed (the one-off ran); a new one must be still ahead.

@@ -22,8 +22,8 @@ from typing import Any
 
 from celery import beat
 
+from goatbeat_celery import celery_schedules
 from goatbeat_celery import config as config_module
-from goatbeat_celery import schedules as generic
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.problems import Problem
@@ -105,7 +105,7 @@ class DeclaredSchedule:
             self._changed()
 
     def _changed(self) -> None:
-        self.triggers = generic.register(config_module.base_registry(), self.objects)
+        self.triggers = celery_schedules.register(config_module.base_registry(), self.objects)
         if self._on_change is not None:
             self._on_change(tuple(self.specs.values()), self.triggers)
         logger.info("goatbeat: %d config schedules declared", len(self.specs),

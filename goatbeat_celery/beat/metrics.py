@@ -42,11 +42,11 @@ from goatbeat_celery.core.loop.observer import OccurrenceRecord
 from goatbeat_celery.core.rules.alerts import AlertEvent, AlertRule
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES
 from goatbeat_celery.core.rules.status import State
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.problems import Problem
-from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.settings.metrics import INSTALL_HINT, SETTING, client_problems
 from goatbeat_celery.settings.metrics import prometheus_client as _client
 

@@ -24,10 +24,10 @@ from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
 from goatbeat_celery.core.protocols import LeaseManager, ScheduleReads
 from goatbeat_celery.core.rules.alerts import AlertEvent
 from goatbeat_celery.core.rules.shards import Shard, shard_lease_name, sharding_prefix
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
-from goatbeat_celery.core.types.tick import Dispatch
 
 logger = logging.getLogger(__name__)
 

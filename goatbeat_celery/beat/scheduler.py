@@ -18,7 +18,7 @@ from typing import Any
 from celery import beat
 
 from goatbeat_celery import config as config_module
-from goatbeat_celery import handover
+from goatbeat_celery import django_handover
 from goatbeat_celery.beat import observability, webhooks
 from goatbeat_celery.beat.declared import DeclaredSchedule
 from goatbeat_celery.beat.entries import GoatbeatEntry
@@ -70,7 +70,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         self._engine: Engine | None = None
         self._observability: observability.Observability | None = None
         self._delivery: webhooks.WebhookDelivery | None = None
-        self._handover: handover.HandoverWatch | None = None
+        self._handover: django_handover.HandoverWatch | None = None
         self._liveness = Liveness(stale_after=timedelta(0))  # replaced when set up
         self._closed = False
         self._ticking_thread: int | None = None
@@ -152,8 +152,8 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
                 store, config.webhooks, holder=holder,
                 report=None if exporter is None else exporter.metrics.webhook_attempted)
         # A DatabaseScheduler left running beside the leader sends each task a second time.
-        self._handover = handover.start_watch(config.database_url, store, settings.lease_name,
-                                              leading=self._leading)
+        self._handover = django_handover.start_watch(
+            config.database_url, store, settings.lease_name, leading=self._leading)
         logger.info("goatbeat: replica %s on %s, lease %r%s", holder,
                     mask_url(config.database_url), settings.lease_name,
                     "" if settings.shards == 1 else f" in {settings.shards} shards",

@@ -20,9 +20,9 @@ from goatbeat_celery.beat.entries import GoatbeatEntry, ScheduleObjects
 from goatbeat_celery.config import LAZY_MARKER
 from goatbeat_celery.core.rules.headers import without_reserved
 from goatbeat_celery.core.rules.validation import call_problems, options_problems
+from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
 from goatbeat_celery.core.types.spec import quoted_name
-from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 
 logger = logging.getLogger(__name__)
 

@@ -140,9 +140,9 @@ def _database(url: str, app_given: str | None) -> list[Check]:
 
 
 def _handover(url: str, lease_name: str) -> list[Check]:
-    """django-celery-beat's periodic tasks that goatbeat would also send (handover.py); no
+    """django-celery-beat's periodic tasks that goatbeat would also send (django_handover.py); no
     line when the database holds no django-celery-beat table."""
-    from goatbeat_celery.handover import find_overlap
+    from goatbeat_celery.django_handover import find_overlap
 
     try:
         found = find_overlap(url, lease_name)

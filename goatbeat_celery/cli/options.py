@@ -17,7 +17,7 @@ from goatbeat_celery.core.types.fields import Group
 from goatbeat_celery.core.types.instants import parse_duration
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, MisfirePolicy
-from goatbeat_celery.specs import SOLAR_PARAMS, given_triggers
+from goatbeat_celery.spec_input import SOLAR_PARAMS, given_triggers
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -31,7 +31,7 @@ from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, MisfirePolicy
 from goatbeat_celery.display import human_duration
-from goatbeat_celery.specs import KEYWORD_OF_KIND
+from goatbeat_celery.spec_input import KEYWORD_OF_KIND
 
 KINDS = tuple(KEYWORD_OF_KIND.values())
 #: Options with a field of their own; the others are edited as JSON in ``options``.

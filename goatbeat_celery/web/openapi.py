@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from goatbeat_celery import __version__, specs
+from goatbeat_celery import __version__, spec_input
 from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
 from goatbeat_celery.solar import EVENTS
@@ -80,7 +80,7 @@ def _schemas() -> dict[str, Any]:
                   "timezone: FREQ=WEEKLY;BYDAY=TU;BYHOUR=9;BYMINUTE=0 (from midnight of today "
                   "there without a DTSTART line)"},
         "solar": {"oneOf": [
-            {"type": "object", "required": list(specs.SOLAR_PARAMS),
+            {"type": "object", "required": list(spec_input.SOLAR_PARAMS),
              "additionalProperties": False, "properties": {
                  "event": {"type": "string", "enum": list(EVENTS)},
                  "latitude": {"type": "number", "minimum": -90, "maximum": 90},
@@ -96,7 +96,7 @@ def _schemas() -> dict[str, Any]:
         "kwargs": {"type": "object"},
         "options": {"type": "object"},
     }
-    for key in specs.SPEC_FIELDS:
+    for key in spec_input.SPEC_FIELDS:
         definition_fields.setdefault(key, {})
     return {
         "Problem": {"type": "object", "required": ["title", "status", "detail"], "properties": {

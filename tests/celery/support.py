@@ -10,8 +10,8 @@ from typing import Any
 
 from celery import Celery
 
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
-from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store import open_store
 
 

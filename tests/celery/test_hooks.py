@@ -23,7 +23,7 @@ from sentry_sdk.integrations.celery.beat import _get_monitor_config
 from goatbeat_celery.beat.entries import GoatbeatEntry, celery_schedule, once, zoned_crontab
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.beat.submitter import CelerySubmitter
-from goatbeat_celery.core.types.tick import Dispatch
+from goatbeat_celery.core.types.claims import Dispatch
 from tests.celery.support import dispatch
 from tests.support.waiting import wait_for
 

@@ -23,8 +23,8 @@ from goatbeat_celery.beat.scheduler import (
 )
 from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.config import GoatbeatConfig
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
-from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store import open_store
 from tests.conftest import empty_database
 from tests.support.waiting import wait_for

@@ -11,7 +11,7 @@ from typing import Any
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.beat.submitter import CelerySubmitter
 from goatbeat_celery.core.loop.engine import Engine
-from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
+from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.store import Store
 from tests.celery.support import EVERY_SECOND, TIMEOUT, app_for, submitted
 from tests.support.waiting import wait_for

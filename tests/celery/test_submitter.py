@@ -19,7 +19,7 @@ from kombu import Exchange, Queue
 
 from goatbeat_celery.beat.submitter import FLUSH_EVERY, CelerySubmitter
 from goatbeat_celery.config import LAZY_MARKER
-from goatbeat_celery.core.types.tick import Dispatch
+from goatbeat_celery.core.types.claims import Dispatch
 
 from .support import dispatch
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from goatbeat_celery.core.types.tick import PlannedClaim
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.store import Store
 
 TTL = timedelta(seconds=30)

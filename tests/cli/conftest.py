@@ -26,8 +26,8 @@ from sqlalchemy.engine import URL
 
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import SetAside
 from goatbeat_celery.store import Store
 from goatbeat_celery.store.schema import SCHEDULE_TABLE
 from tests.conftest import empty_database

@@ -11,7 +11,7 @@ import pytest
 from goatbeat_celery import display
 from goatbeat_celery.core.rules.policies import OverlapPolicy
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
-from goatbeat_celery.core.types.tick import PlannedClaim
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.store import Store
 
 from .claims import TTL, claim_and_submit

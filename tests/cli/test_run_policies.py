@@ -7,7 +7,8 @@ from datetime import timedelta
 
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
-from goatbeat_celery.core.types.tick import PlannedClaim, RunSettlement
+from goatbeat_celery.core.types.claims import PlannedClaim
+from goatbeat_celery.core.types.settlement import RunSettlement
 from goatbeat_celery.store import Store
 
 from .conftest import Cli, field_lines

@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.rules.triggers import IntervalTrigger
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.testing import RecordingSubmitter as RecordingSubmitter
 
 from .conftest import Store

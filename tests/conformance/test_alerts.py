@@ -10,9 +10,10 @@ import pytest
 
 from goatbeat_celery.core.rules.alerts import AlertChange, AlertRule, AlertState
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.types.alert_evidence import AlertScope
 from goatbeat_celery.core.types.errors import LeaseLost
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import AlertScope, RunSettlement
+from goatbeat_celery.core.types.settlement import RunSettlement
 
 from .conftest import Backend, Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, run_together

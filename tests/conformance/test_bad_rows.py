@@ -20,9 +20,10 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.types.audit import AuditAction, AuditNote
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.errors import StoreError, StoreUnavailable
+from goatbeat_celery.core.types.set_aside import SET_ASIDE_RETRY
 from goatbeat_celery.core.types.settings import Settings
-from goatbeat_celery.core.types.tick import SET_ASIDE_RETRY, PlannedClaim
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.url import normalise_url
 from goatbeat_celery.testing import build_engine

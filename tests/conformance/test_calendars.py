@@ -14,10 +14,10 @@ import pytest
 import sqlalchemy as sa
 
 from goatbeat_celery.core.rules.calendars import Calendar
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.errors import CalendarInUse, CalendarNotFound, ScheduleConflict
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store.sql import SQLStore
 
 from .conftest import BACKENDS, Store

@@ -6,10 +6,10 @@ from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 
+from goatbeat_celery.core.types.claims import ClaimResult, PlannedClaim
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
 from goatbeat_celery.core.types.spec import TriggerSpec
-from goatbeat_celery.core.types.tick import ClaimResult, PlannedClaim
 
 from .conftest import Backend, Store
 from .support import (

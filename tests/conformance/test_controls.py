@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.tick import PauseNote, PlannedClaim
+from goatbeat_celery.core.types.schedule import PauseNote, Schedule
 
 from .conftest import Backend, Store
 from .support import LONG_TTL, create_due, interval_spec, run_together

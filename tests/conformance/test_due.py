@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from goatbeat_celery.core.types.tick import PlannedClaim
+from goatbeat_celery.core.types.claims import PlannedClaim
 
 from .conftest import Store, StoreClock
 from .support import LONG_TTL, create_due, interval_spec

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
-from goatbeat_celery.core.types.tick import PlannedClaim
 
 from .conftest import Store
 from .support import LONG_TTL, create_due, interval_spec

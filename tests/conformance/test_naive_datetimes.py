@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.spec import ScheduleSource, SyncEntry
-from goatbeat_celery.core.types.tick import PlannedClaim
 
 from .conftest import Store
 from .support import LONG_TTL, claim_next, create_due, interval_spec, snapshot

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.execution import ExecutionState
-from goatbeat_celery.core.types.tick import PlannedClaim
 
 from .conftest import Store
 from .support import LONG_TTL, create_due

@@ -17,7 +17,7 @@ from goatbeat_celery.core.types.errors import LeaseLost
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.tick import RunSettlement
+from goatbeat_celery.core.types.settlement import RunSettlement
 
 from .conftest import Store, StoreClock
 from .support import claim, create_due, interval_spec, lease, report

@@ -10,9 +10,9 @@ import pytest
 from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
-from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.schedule import PauseNote, Schedule
+from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import PauseNote, SetAside
 
 from .conftest import Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, interval_spec, snapshot

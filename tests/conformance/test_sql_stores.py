@@ -19,12 +19,12 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.errors import ConfigurationError, StoreError, StoreUnavailable
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.spec import ScheduleSpec
-from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.store import mask_url, open_store
 from goatbeat_celery.store.url import normalise_url
 

@@ -9,7 +9,8 @@ from datetime import timedelta
 from goatbeat_celery.core.rules.alerts import AlertChange, AlertRule
 from goatbeat_celery.core.rules.backfill import BackfillRequest
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
-from goatbeat_celery.core.types.tick import RunSettlement, Waiting
+from goatbeat_celery.core.types.claims import Waiting
+from goatbeat_celery.core.types.settlement import RunSettlement
 
 from .conftest import Store
 from .support import LONG_TTL, claim_next, create_due, interval_spec

@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy.engine import URL
 
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, TriggerSpec
-from goatbeat_celery.core.types.tick import SetAside
 from goatbeat_celery.store import open_store
 from tests.conftest import migrated_database
 from tests.django.processes import Project

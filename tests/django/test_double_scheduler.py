@@ -1,6 +1,7 @@
 """The leading beat notices django-celery-beat's DatabaseScheduler sending what goatbeat sends:
 a real DatabaseScheduler runs beside a goatbeat leader on the same database, and the leader's
-watch (goatbeat_celery.handover.HandoverWatch) logs a WARNING, rate-limited, until it stops."""
+watch (goatbeat_celery.django_handover.HandoverWatch) logs a WARNING, rate-limited, until it
+stops."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.handover import WARN_EVERY, HandoverWatch
+from goatbeat_celery.django_handover import WARN_EVERY, HandoverWatch
 from tests.django.support import import_tasks_ok
 from tests.support.waiting import wait_for
 
-LOGGER = "goatbeat_celery.handover"
+LOGGER = "goatbeat_celery.django_handover"
 
 
 class Clock:
@@ -146,7 +147,7 @@ def test_the_watch_looks_in_its_own_thread_only_while_leading(
 
 
 def test_a_beat_on_the_memory_store_starts_no_watch(api: Schedules) -> None:
-    from goatbeat_celery.handover import start_watch
+    from goatbeat_celery.django_handover import start_watch
 
     assert start_watch("memory://", api.store, "default", leading=lambda: True) is None  # type: ignore[arg-type]
 
@@ -154,12 +155,12 @@ def test_a_beat_on_the_memory_store_starts_no_watch(api: Schedules) -> None:
 def test_goatbeats_beat_runs_the_watch_while_it_leads(
         api: Schedules, both_enabled: None, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    from goatbeat_celery import handover
+    from goatbeat_celery import django_handover
     from goatbeat_celery.beat.scheduler import Scheduler
     from tests.django.testproj.celery import app
 
     caplog.set_level(logging.WARNING, logger=LOGGER)
-    monkeypatch.setattr(handover, "WATCH_EVERY", 0.05)
+    monkeypatch.setattr(django_handover, "WATCH_EVERY", 0.05)
     assert api.store.release(api.store.acquire(  # type: ignore[attr-defined]
         "default", "leader", timedelta(seconds=30)))  # the fixture's leader steps down
     scheduler = Scheduler(app=app)

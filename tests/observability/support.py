@@ -16,10 +16,10 @@ from typing import Any
 from goatbeat_celery.beat.scheduler import Scheduler
 from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.loop.observer import EngineObserver
+from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 from goatbeat_celery.testing import RecordingObserver as RecordingObserver
 

@@ -10,10 +10,10 @@ import pytest
 
 from goatbeat_celery.beat.observability import CeleryObserver, MultiObserver
 from goatbeat_celery.core.loop.observer import OccurrenceRecord
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.spec import MisfirePolicy
-from goatbeat_celery.core.types.tick import Dispatch
 
 from .support import BROKER_DOWN, START, ManualClock, RecordingObserver, Replicas, create_due
 

@@ -20,8 +20,8 @@ from goatbeat_celery.core.rules.shards import Shard, shard_lease_name
 from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.errors import ConfigurationError, StoreUnavailable
 from goatbeat_celery.core.types.execution import idempotency_key
+from goatbeat_celery.core.types.schedule import PauseNote
 from goatbeat_celery.core.types.spec import MisfirePolicy
-from goatbeat_celery.core.types.tick import PauseNote
 
 from .support import (
     SETTINGS,

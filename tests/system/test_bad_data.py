@@ -31,7 +31,7 @@ from goatbeat_celery.api import Schedules
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.tick import SET_ASIDE_RETRY
+from goatbeat_celery.core.types.set_aside import SET_ASIDE_RETRY
 from goatbeat_celery.store import open_store
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Process, assert_alive, start_replicas

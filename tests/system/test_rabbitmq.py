@@ -28,8 +28,8 @@ from celery import Celery
 
 from goatbeat_celery.beat.scheduler import _bound_broker_sockets
 from goatbeat_celery.beat.submitter import CelerySubmitter
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
-from goatbeat_celery.core.types.tick import Dispatch
 from tests.support.waiting import wait_for
 from tests.system.harness import (
     FAST_LEASE,

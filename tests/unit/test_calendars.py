@@ -18,6 +18,7 @@ from goatbeat_celery.config import base_registry
 from goatbeat_celery.core.rules.calendars import Calendar, Exclusions, calendar_zone, parse_entries
 from goatbeat_celery.core.rules.claims import plan_claims
 from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.errors import (
     CalendarInUse,
     CalendarNotFound,
@@ -27,7 +28,6 @@ from goatbeat_celery.core.types.errors import (
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.settings import Settings
-from goatbeat_celery.core.types.tick import PlannedClaim
 from goatbeat_celery.testing import (
     ManualClock,
     MemoryStore,

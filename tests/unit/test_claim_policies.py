@@ -11,9 +11,9 @@ import pytest
 
 from goatbeat_celery.core.rules.claims import InFlight, in_flight, plan_claims
 from goatbeat_celery.core.rules.policies import OverlapPolicy
+from goatbeat_celery.core.types.claims import Dispatch, PlannedClaim
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.types.instants import UTC
-from goatbeat_celery.core.types.tick import Dispatch, PlannedClaim
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

@@ -17,12 +17,13 @@ import pytest
 from goatbeat_celery import cron
 from goatbeat_celery.core.loop.submission import SUBMIT_TIMEOUT_MAX
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.errors import StoreUnavailable
 from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
+from goatbeat_celery.core.types.set_aside import SET_ASIDE_RETRY
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import SET_ASIDE_RETRY, Dispatch, SubmitResult
 from goatbeat_celery.testing import MemoryStore
 
 from .doubles import LeaseRecordingObserver

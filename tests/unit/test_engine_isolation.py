@@ -16,18 +16,17 @@ import pytest
 
 from goatbeat_celery.core.loop.submission import MAX_SEND_ATTEMPTS
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.claims import ClaimResult, PlannedClaim
 from goatbeat_celery.core.types.errors import StoreError
 from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.settings import Settings
-from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import (
+from goatbeat_celery.core.types.set_aside import (
     SET_ASIDE_RETRY,
     SET_ASIDE_RETRY_MAX,
-    ClaimResult,
-    PlannedClaim,
     set_aside_delay,
 )
+from goatbeat_celery.core.types.settings import Settings
+from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import build_engine
 from tests.unit.doubles import LeaseRecordingObserver
 from tests.unit.engine_world import (

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.api import Schedules
+from goatbeat_celery.celery_schedules import CelerySchedule
 from goatbeat_celery.core.rules.backfill import BackfillRequest, request_problems
 from goatbeat_celery.core.rules.controls import upcoming_runs
 from goatbeat_celery.core.rules.misfire import first_occurrence, plan_misfires
@@ -30,7 +31,6 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.cron import CronTrigger
-from goatbeat_celery.schedules import CelerySchedule
 from goatbeat_celery.store.memory import MemoryStore
 
 UTC = timezone.utc

@@ -9,9 +9,9 @@ from datetime import timedelta
 from goatbeat_celery.core.loop.looks import TIMER_SLACK, LookLedger
 from goatbeat_celery.core.loop.quiet_wakes import QuietWakes, nothing_waits
 from goatbeat_celery.core.loop.store_clock import StoreClock
+from goatbeat_celery.core.types.claims import Waiting
 from goatbeat_celery.core.types.errors import StoreUnavailable
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
-from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.testing import ManualClock, MemoryStore
 
 EVERY_HOUR = TriggerSpec(kind="interval", params={"every": 3600})

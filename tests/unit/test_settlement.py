@@ -27,8 +27,8 @@ from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settlement import FinishedRun, RunSettlement, SettleReport
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, TriggerSpec
-from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleReport
 from goatbeat_celery.testing import RecordingObserver
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

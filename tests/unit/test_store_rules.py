@@ -28,11 +28,12 @@ from goatbeat_celery.core.rules.fence import (
     released_by,
 )
 from goatbeat_celery.core.rules.validation import stored_value
+from goatbeat_celery.core.types.claims import Dispatch, PlannedClaim
 from goatbeat_celery.core.types.errors import LeaseLost, ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo, lease_live
-from goatbeat_celery.core.types.tick import Dispatch, PlannedClaim, SetAside, set_aside_delay
+from goatbeat_celery.core.types.set_aside import SetAside, set_aside_delay
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

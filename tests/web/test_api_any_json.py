@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.specs import SPEC_FIELDS
+from goatbeat_celery.spec_input import SPEC_FIELDS
 from goatbeat_celery.tokens import Tokens
 from goatbeat_celery.web import create_app
 

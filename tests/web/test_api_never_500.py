@@ -15,7 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from goatbeat_celery.api import Schedules
-from goatbeat_celery.specs import SPEC_FIELDS
+from goatbeat_celery.spec_input import SPEC_FIELDS
 from goatbeat_celery.tokens import Tokens
 from goatbeat_celery.web import create_app
 

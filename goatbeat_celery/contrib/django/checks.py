@@ -94,7 +94,7 @@ def goatbeat_checks(app_configs: Any = None, databases: Any = None,
 def handover_messages(url: str, lease_name: str) -> list[checks.CheckMessage]:
     """django-celery-beat's periodic tasks that goatbeat would send too (goatbeat_celery.
     handover, the rule ``celery goatbeat check`` shows as well)."""
-    from goatbeat_celery.handover import find_overlap
+    from goatbeat_celery.django_handover import find_overlap
 
     try:
         found = find_overlap(url, lease_name)

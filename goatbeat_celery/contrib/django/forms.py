@@ -25,7 +25,7 @@ from goatbeat_celery.core.types.errors import (
 from goatbeat_celery.core.types.instants import DURATION_FORMS, parse_duration
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, MisfirePolicy
-from goatbeat_celery.specs import DURATION_FIELDS, KEYWORD_OF_KIND
+from goatbeat_celery.spec_input import DURATION_FIELDS, KEYWORD_OF_KIND
 
 KINDS = (("every", "every (interval)"), ("cron", "cron expression"), ("at", "once, at"))
 #: Message options with a field of their own; other options a schedule holds are kept as they are.

@@ -34,11 +34,12 @@ from goatbeat_celery.core.rules.alerts import (
     run_watched,
 )
 from goatbeat_celery.core.rules.defaults import own_or_default
+from goatbeat_celery.core.types.alert_evidence import AlertScope
+from goatbeat_celery.core.types.claims import Waiting
 from goatbeat_celery.core.types.errors import LeaseLost, StoreUnavailable, failure_reason
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, quoted_name
-from goatbeat_celery.core.types.tick import AlertScope, Waiting
 
 __all__ = ["AlertWatcher", "Quiet", "rules_of"]
 

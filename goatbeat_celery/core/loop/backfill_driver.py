@@ -24,6 +24,7 @@ from goatbeat_celery.core.rules.backfill import (
 from goatbeat_celery.core.rules.defaults import own_or_default
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.errors import (
     ConfigurationError,
     LeaseLost,
@@ -34,7 +35,6 @@ from goatbeat_celery.core.types.errors import (
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import quoted_name
-from goatbeat_celery.core.types.tick import Dispatch
 
 logger = logging.getLogger(__name__)
 

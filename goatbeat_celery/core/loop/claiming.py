@@ -17,17 +17,11 @@ from goatbeat_celery.core.loop.planner import Planner
 from goatbeat_celery.core.loop.store_clock import StoreClock
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.rules.validation import reason_text
+from goatbeat_celery.core.types.claims import ClaimResult, Dispatch, DueBatch, PlannedClaim
 from goatbeat_celery.core.types.errors import LeaseLost, StoreUnavailable, failure_reason
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.set_aside import SetAside, set_aside_delay
 from goatbeat_celery.core.types.spec import quoted_name
-from goatbeat_celery.core.types.tick import (
-    ClaimResult,
-    Dispatch,
-    DueBatch,
-    PlannedClaim,
-    SetAside,
-    set_aside_delay,
-)
 
 logger = logging.getLogger(__name__)
 

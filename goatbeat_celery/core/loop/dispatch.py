@@ -16,6 +16,7 @@ from goatbeat_celery.core.loop.store_clock import StoreClock
 from goatbeat_celery.core.loop.submission import InFlight, SubmissionPipeline
 from goatbeat_celery.core.protocols import ScheduleStore
 from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.claims import DueBatch, Waiting
 from goatbeat_celery.core.types.errors import (
     GoatbeatError,
     LeaseLost,
@@ -24,7 +25,6 @@ from goatbeat_celery.core.types.errors import (
 )
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.settings import Settings
-from goatbeat_celery.core.types.tick import DueBatch, Waiting
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class Dispatcher:
         """Resubmit, then claim and submit batch after batch; returns the next due instant
         and the store's clock it was read with. ``waiting``: what the store said waits at this
         wake, when nothing was heard since; the ends to settle and the claims to send are read
-        only when it says some wait (the same predicates, core.types.tick.Waiting)."""
+        only when it says some wait (the same predicates, core.types.claims.Waiting)."""
         submissions = self._submissions
         if waiting is None:
             # Unknown: the lost-run look asks the store. With an answer, runs sent from here

@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from goatbeat_celery.core.rules.alerts import AlertEvent
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import Dispatch
 
 
 @dataclass(frozen=True, kw_only=True)

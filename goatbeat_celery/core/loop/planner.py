@@ -25,11 +25,12 @@ from goatbeat_celery.core.rules.misfire import first_occurrence, given_up_reason
 from goatbeat_celery.core.rules.policies import GridAfter, ScheduleMode
 from goatbeat_celery.core.rules.settlement import claim_policies, fixed_delay_claim
 from goatbeat_celery.core.rules.triggers import Trigger
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.errors import ConfigurationError, failure_reason
 from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, quoted_name
-from goatbeat_celery.core.types.tick import PlannedClaim, SetAside
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 On a store that wakes the leader on every change it must act on (PostgreSQL's NOTIFY), a wake
 with no news need not read everything: the store's one-round-trip answer of what waits
-(:class:`~goatbeat_celery.core.types.tick.Waiting`) says whether a full look would find work.
+(:class:`~goatbeat_celery.core.types.claims.Waiting`) says whether a full look would find work.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from goatbeat_celery.core.loop.leadership import STORE_RETRY
 from goatbeat_celery.core.loop.looks import LookLedger, due_by
 from goatbeat_celery.core.loop.store_clock import StoreClock
 from goatbeat_celery.core.protocols import ScheduleStore
-from goatbeat_celery.core.types.tick import Waiting
+from goatbeat_celery.core.types.claims import Waiting
 
 logger = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from goatbeat_celery.core.rules.settlement import (
 )
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settlement import FinishedRun, RunSettlement, SettleReport
 from goatbeat_celery.core.types.spec import quoted_name
-from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleReport
 
 # The rules are re-exported: they were first written here.
 __all__ = ["RESUME_CLEARS", "RunSettler", "SettlingStore", "claim_policies",

@@ -16,11 +16,12 @@ from datetime import datetime, timedelta
 
 from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
 from goatbeat_celery.core.protocols import Dispatches, TaskSubmitter
+from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.errors import GoatbeatError
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import quoted_name
-from goatbeat_celery.core.types.tick import Dispatch, SetAside, SubmitResult
 
 logger = logging.getLogger(__name__)
 

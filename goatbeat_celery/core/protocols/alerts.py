@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from goatbeat_celery.core.rules.alerts import Alert, AlertChange, AlertEvent
+from goatbeat_celery.core.types.alert_evidence import AlertPage, AlertScope
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import AlertPage, AlertScope
 
 
 class AlertLog(Protocol):

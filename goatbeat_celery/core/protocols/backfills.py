@@ -7,8 +7,8 @@ from typing import Protocol
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillRequest, BackfillStep
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.claims import ClaimResult
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import ClaimResult
 
 
 class BackfillStore(Protocol):

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from goatbeat_celery.core.types.claims import ClaimResult, PlannedClaim
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import ClaimResult, PlannedClaim, SetAside
+from goatbeat_celery.core.types.set_aside import SetAside
 
 
 class Claims(Protocol):
@@ -47,7 +48,8 @@ class Claims(Protocol):
         :func:`goatbeat_celery.core.rules.faults.plan_set_aside` decides: its ``fault`` (the
         reason), ``fault_at`` (kept from an earlier set-aside still in force), ``faults`` + 1
         and ``version`` + 1, and ``next_run_at`` moved to the retry time: the entry's
-        ``retry_at``, or else store-now + :func:`~goatbeat_celery.core.types.tick.set_aside_delay`
+        ``retry_at``, or else store-now +
+        :func:`~goatbeat_celery.core.types.set_aside.set_aside_delay`
         of the ``faults`` it had, and never earlier than the ``next_run_at`` it had. An entry
         with a ``version`` applies only while the schedule still has it. ``next_occurrence_at``
         is kept. Returns the retry time of each schedule changed, by name."""

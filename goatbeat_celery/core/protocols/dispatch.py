@@ -7,9 +7,9 @@ from typing import Protocol
 
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import Dispatch
 
 
 class Dispatches(Protocol):

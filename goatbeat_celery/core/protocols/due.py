@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from goatbeat_celery.core.rules.shards import Shard
-from goatbeat_celery.core.types.tick import DueBatch, Waiting
+from goatbeat_celery.core.types.claims import DueBatch, Waiting
 
 
 class DueReads(Protocol):

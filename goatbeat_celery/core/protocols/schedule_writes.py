@@ -8,9 +8,8 @@ from typing import Protocol
 
 from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.schedule import PauseNote, Schedule
 from goatbeat_celery.core.types.spec import ScheduleSpec, SyncEntry, SyncReport
-from goatbeat_celery.core.types.tick import PauseNote
 
 
 class ScheduleWrites(Protocol):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleReport
+from goatbeat_celery.core.types.settlement import FinishedRun, RunSettlement, SettleReport
 
 
 class Settlements(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from goatbeat_celery.core.types.tick import Dispatch, SubmitResult
+from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 
 
 class TaskSubmitter(Protocol):

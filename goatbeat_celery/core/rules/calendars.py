@@ -29,11 +29,11 @@ from goatbeat_celery.core.rules.validation import (
     calendar_name_problems,
     calendars_problems,
 )
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import JSONValue
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import ScheduleSpec
-from goatbeat_celery.core.types.tick import PlannedClaim
 
 #: The most dates and ranges one calendar holds.
 MAX_ENTRIES = 1_000

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from goatbeat_celery.core.rules.policies import OverlapAction, OverlapPolicy, overlap_decision
+from goatbeat_celery.core.types.claims import ClaimResult, Dispatch, PlannedClaim
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.execution import (
     IN_FLIGHT_STATES,
@@ -26,7 +27,6 @@ from goatbeat_celery.core.types.execution import (
     in_flight_state,
     manual_key,
 )
-from goatbeat_celery.core.types.tick import ClaimResult, Dispatch, PlannedClaim
 
 #: Resubmissions stop counting here rather than overflow the column (a count written by hand).
 ATTEMPTS_MAX = 1_000_000_000
@@ -227,7 +227,7 @@ def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, 
     """Decide what ``claims`` write, given the stored ``versions`` of the schedules the store
     locked (a schedule absent from it is gone, or locked elsewhere when named in ``skip``:
     left for a later batch, neither claimed nor a conflict) and, for the claims that
-    :attr:`~goatbeat_celery.core.types.tick.PlannedClaim.waits_for_runs`, their runs ``in_flight``
+    :attr:`~goatbeat_celery.core.types.claims.PlannedClaim.waits_for_runs`, their runs ``in_flight``
     (by schedule name; absent: none).
 
     A fixed-delay claim with a run in flight is postponed (:func:`postponed`); any other

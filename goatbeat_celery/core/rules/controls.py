@@ -30,10 +30,10 @@ from goatbeat_celery.core.rules.validation import (
     nul_problem,
     shown_value,
 )
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSpec
-from goatbeat_celery.core.types.tick import PlannedClaim
 
 #: The most runs one preview lists.
 MAX_PREVIEW = 1_000

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from goatbeat_celery.core.rules.fence import next_counter
-from goatbeat_celery.core.types.tick import SetAside, retry_time
+from goatbeat_celery.core.types.set_aside import SetAside, retry_time
 
 #: Set-aside counts stop here rather than overflow the column (a count written by hand).
 FAULTS_MAX = 1_000_000
@@ -48,7 +48,7 @@ def plan_set_aside(entry: SetAside, *, version: object, faults: object,
 
     The reason is recorded, ``fault_at`` kept from a set-aside still in force, ``faults`` + 1,
     ``version`` + 1, and ``next_run_at`` moved to
-    :func:`~goatbeat_celery.core.types.tick.retry_time` of the faults the schedule had."""
+    :func:`~goatbeat_celery.core.types.set_aside.retry_time` of the faults the schedule had."""
     if entry.version is not None and entry.version != version:
         return None
     had = faults if type(faults) is int else 0

@@ -24,9 +24,10 @@ from goatbeat_celery.core.rules.policies import (
     execution_end,
     settle,
 )
+from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.settlement import FinishedRun, RunSettlement
 from goatbeat_celery.core.types.spec import ScheduleSpec
-from goatbeat_celery.core.types.tick import FinishedRun, PlannedClaim, RunSettlement
 
 __all__ = ["RESUME_CLEARS", "claim_policies", "fixed_delay_claim", "held_to_release",
            "settlement_of"]
@@ -83,7 +84,7 @@ def held_to_release(in_flight: InFlight) -> str | None:
 
 
 def claim_policies(spec: ScheduleSpec, default_overlap: OverlapPolicy) -> dict[str, Any]:
-    """The run-policy fields of a :class:`~goatbeat_celery.core.types.tick.PlannedClaim` of
+    """The run-policy fields of a :class:`~goatbeat_celery.core.types.claims.PlannedClaim` of
     ``spec``: its overlap policy (``default_overlap`` when it gives none), its fixed delay, and
     whether its runs wait to be settled (a policy learns something from their end)."""
     overlap = own_or_default(spec.overlap, default_overlap)

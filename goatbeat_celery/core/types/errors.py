@@ -22,7 +22,7 @@ kind to answer and a new error needs no new ``except`` anywhere.
 
 Adapters wrap their drivers' exceptions with ``raise ... from exc`` so that callers only ever
 catch these. A broker's refusal is not among them: a submitter reports it in its
-:class:`~goatbeat_celery.core.types.tick.SubmitResult` and never raises, and the engine keeps the
+:class:`~goatbeat_celery.core.types.claims.SubmitResult` and never raises, and the engine keeps the
 occurrence claimed to send it again.
 """
 

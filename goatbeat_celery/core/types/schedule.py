@@ -85,3 +85,12 @@ class Schedule:
         if self.spec.max_runs is None:
             return None
         return max(0, self.spec.max_runs - self.total_runs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PauseNote:
+    """What a pause writes beside ``enabled``: the operator's note (``paused_reason``) and
+    the instant the pause ends by itself (``paused_until``; None: until resumed)."""
+
+    reason: str | None = None
+    until: datetime | None = None

@@ -15,9 +15,9 @@ from goatbeat_celery.core.rules.alerts import (
     outbox_event,
     run_changed_since,
 )
+from goatbeat_celery.core.types.alert_evidence import AlertPage, AlertScope
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import AlertPage, AlertScope
 from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
 

@@ -17,10 +17,10 @@ from goatbeat_celery.core.rules.backfill import (
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
 from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.claims import ClaimResult
 from goatbeat_celery.core.types.errors import BackfillNotFound
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import ClaimResult
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
 
 

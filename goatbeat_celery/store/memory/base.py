@@ -17,13 +17,13 @@ from goatbeat_celery.core.rules.fence import check_fence
 from goatbeat_celery.core.rules.runs import RunRecord, last_news
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.audit import AuditEntry, AuditNote
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.errors import ScheduleNotFound
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import UTC, ensure_aware
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.outbox import OutboxEntry
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.core.types.tokens import ApiToken
 
 Clock = Callable[[], datetime]

@@ -12,11 +12,12 @@ from goatbeat_celery.core.rules.faults import CLAIM_CLEARS, plan_set_aside
 from goatbeat_celery.core.rules.policies import execution_end
 from goatbeat_celery.core.rules.runs import RunRecord, may_be_lost
 from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.claims import ClaimResult, DueBatch, PlannedClaim, Waiting
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.tick import ClaimResult, DueBatch, PlannedClaim, SetAside, Waiting
+from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch, _dispatched_at
 
 

@@ -11,9 +11,9 @@ from goatbeat_celery.core.rules.claims import manual_execution, manual_run_exist
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
 from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
 
 

@@ -24,9 +24,8 @@ from goatbeat_celery.core.types.listing import (
     list_order,
     run_order_key,
 )
-from goatbeat_celery.core.types.schedule import Schedule, version_after
+from goatbeat_celery.core.types.schedule import PauseNote, Schedule, version_after
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
-from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 

@@ -11,7 +11,7 @@ from goatbeat_celery.core.rules.settlement import held_to_release
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleReport
+from goatbeat_celery.core.types.settlement import FinishedRun, RunSettlement, SettleReport
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 
 

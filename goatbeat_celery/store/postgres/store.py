@@ -19,10 +19,10 @@ from goatbeat_celery.core.rules.claims import ClaimPlan
 from goatbeat_celery.core.rules.fence import fenced_clock
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES, RunEvent
 from goatbeat_celery.core.rules.shards import Shard
+from goatbeat_celery.core.types.claims import Waiting
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
-from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.store.enclosing import enclosing_for
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.postgres.arrays import array_literal

@@ -18,9 +18,9 @@ from goatbeat_celery.core.rules.alerts import (
     AlertState,
     outbox_event,
 )
+from goatbeat_celery.core.types.alert_evidence import AlertPage, AlertScope
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import AlertPage, AlertScope
 from goatbeat_celery.store.schema import (
     OPEN_ALERT_PREDICATE,
     alert_table,
@@ -47,7 +47,7 @@ _NOT_SENT = sa.text("goatbeat_execution.state <> 'submitted'")
 
 
 def _in_scope(scope: AlertScope) -> sa.ColumnElement[bool]:
-    """The schedules of ``scope`` (core.types.tick.AlertScope), each part read through its
+    """The schedules of ``scope`` (core.types.alert_evidence.AlertScope), each part read through its
     own index: open alerts, runs in flight, runs not yet settled, claims by time."""
     def names_of(table: sa.Table, *where: sa.ColumnElement[bool] | sa.TextClause
                  ) -> sa.ColumnElement[bool]:

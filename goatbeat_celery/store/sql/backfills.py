@@ -17,10 +17,10 @@ from goatbeat_celery.core.rules.backfill import (
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
 from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.claims import ClaimResult
 from goatbeat_celery.core.types.errors import BackfillNotFound, ScheduleNotFound
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import ClaimResult
 from goatbeat_celery.store.schema import backfill_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _backfill, _dispatch

@@ -11,9 +11,10 @@ import sqlalchemy as sa
 from goatbeat_celery.core.protocols import Claims
 from goatbeat_celery.core.rules.claims import ClaimPlan, plan_claims
 from goatbeat_celery.core.rules.faults import CLAIM_CLEARS, plan_set_aside
+from goatbeat_celery.core.types.claims import ClaimResult, PlannedClaim
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import ClaimResult, PlannedClaim, SetAside
+from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.store.schema import UTCDateTime, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _dispatch

@@ -19,10 +19,10 @@ from goatbeat_celery.core.rules.claims import (
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
 from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.errors import ScheduleNotFound
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.lease import LeaseGrant
-from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store.schema import execution_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _dispatch, _execution

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.protocols import DueReads
 from goatbeat_celery.core.rules.shards import Shard
-from goatbeat_celery.core.types.tick import DueBatch, Waiting
+from goatbeat_celery.core.types.claims import DueBatch, Waiting
 from goatbeat_celery.store.schema import (
     OPEN_ALERT_PREDICATE,
     alert_table,

@@ -8,8 +8,8 @@ from typing import Any
 
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillMode, BackfillState
 from goatbeat_celery.core.rules.runs import CAS_COLUMNS, RUN_COLUMNS, RunRecord, RunState
+from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
-from goatbeat_celery.core.types.tick import Dispatch
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT
 from goatbeat_celery.store.sql.rows import _found, _instant
 

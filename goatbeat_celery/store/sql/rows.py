@@ -20,6 +20,7 @@ from goatbeat_celery.core.rules.validation import (
     shown_value,
     stored_value,
 )
+from goatbeat_celery.core.types.claims import Waiting
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import (
@@ -29,7 +30,6 @@ from goatbeat_celery.core.types.spec import (
     ScheduleSpec,
     TriggerSpec,
 )
-from goatbeat_celery.core.types.tick import Waiting
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT, schedule_table
 
 S = schedule_table

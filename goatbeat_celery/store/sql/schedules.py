@@ -25,9 +25,8 @@ from goatbeat_celery.core.types.listing import (
     ScheduleOrder,
     list_order,
 )
-from goatbeat_celery.core.types.schedule import Schedule
+from goatbeat_celery.core.types.schedule import PauseNote, Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, SyncEntry, SyncReport
-from goatbeat_celery.core.types.tick import PauseNote
 from goatbeat_celery.store.schema import schedule_table, schedule_tag_table
 from goatbeat_celery.store.sql.base import SQLStoreBase, refused_edit
 from goatbeat_celery.store.sql.rows import _schedule, _spec_values

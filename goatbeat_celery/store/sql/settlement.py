@@ -14,7 +14,7 @@ from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.schedule import Schedule
-from goatbeat_celery.core.types.tick import FinishedRun, RunSettlement, SettleReport
+from goatbeat_celery.core.types.settlement import FinishedRun, RunSettlement, SettleReport
 from goatbeat_celery.store.schema import execution_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from goatbeat_celery import display, specs
+from goatbeat_celery import display, spec_input
 from goatbeat_celery.core.rules.controls import tag_filter_problems
 from goatbeat_celery.core.rules.sync import config_row_refusal
 from goatbeat_celery.core.types.errors import ConfigurationError, ScheduleConflict, ScheduleNotFound
@@ -48,15 +48,15 @@ from goatbeat_celery.web.api.reading import (
 DEFAULT_LIMIT = 100
 STATES = ("enabled", "paused", "set-aside")
 #: What a PUT may give: the keywords of ``Schedules.create`` besides the name.
-TRIGGER_KEYS = (*specs.TRIGGER_KEYWORDS, "timezone", "day_or")
-DEFINITION_KEYS = frozenset({"task", "enabled", *TRIGGER_KEYS, *specs.SPEC_FIELDS})
+TRIGGER_KEYS = (*spec_input.TRIGGER_KEYWORDS, "timezone", "day_or")
+DEFINITION_KEYS = frozenset({"task", "enabled", *TRIGGER_KEYS, *spec_input.SPEC_FIELDS})
 #: Keys a client may send in a body that the API takes elsewhere, with where.
 ELSEWHERE = {"reason": f"give it in the {REASON_HEADER} header",
              "expected_version": 'give it as If-Match: "N" (the ETag a GET returned)'}
 #: What a PUT gives the fields it leaves out: a new schedule's values.
 _SPEC_DEFAULTS = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING
                            else f.default)
-                  for f in dataclasses.fields(ScheduleSpec) if f.name in specs.SPEC_FIELDS
+                  for f in dataclasses.fields(ScheduleSpec) if f.name in spec_input.SPEC_FIELDS
                   and (f.default is not dataclasses.MISSING
                        or f.default_factory is not dataclasses.MISSING)}
 
@@ -196,7 +196,7 @@ def _put_schedule(api: Api, name: str, given: dict[str, Any], precondition: int 
     # A whole definition: a zone left out is the app's, not the replaced trigger's.
     zoned = cron is not None or given.get("rrule") is not None
     keywords = {**{k: dict(v) if isinstance(v, dict) else v for k, v in _SPEC_DEFAULTS.items()},
-                **{k: v for k, v in given.items() if k in specs.SPEC_FIELDS}}
+                **{k: v for k, v in given.items() if k in spec_input.SPEC_FIELDS}}
     expected = expected_version(current.version, precondition)
     updated = schedules.update(
         name, every=given.get("every"), cron=cron, at=given.get("at"),

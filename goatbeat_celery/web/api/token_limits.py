@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from goatbeat_celery import specs
+from goatbeat_celery import spec_input
 from goatbeat_celery.core.types.errors import CalendarInUse, ScheduleNotFound
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
@@ -104,7 +104,7 @@ def refuse_run_on_demand(schedules: Schedules, token: ApiToken, name: str,
     it). Giving a schedule the instant it already has is no new run."""
     if token.allows(Scope.RUN) or given.get("at") is None:
         return
-    at = _instant_of(specs.trigger_spec(None, None, given["at"], None, [], default_zone="UTC"))
+    at = _instant_of(spec_input.trigger_spec(None, None, given["at"], None, [], default_zone="UTC"))
     now = schedules.now()
     if at is None or at >= now + RUN_SOON:
         return

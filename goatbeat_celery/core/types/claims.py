@@ -1,6 +1,5 @@
-"""What one tick of the engine passes between the planner, the store and the submitter: due
-batches, planned claims and their results, dispatches and what the broker did with them,
-settled runs, and schedules set aside."""
+"""What a tick of the engine passes from the store to the submitter: due batches, what waits
+for the leader, planned claims and their results, dispatches and what the broker did with them."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from goatbeat_celery.core.types.alerts import Alert
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import JSONValue
 from goatbeat_celery.core.types.policies import OverlapPolicy
@@ -131,97 +129,6 @@ class ClaimResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FinishedRun:
-    """A run that ended and waits to be settled (its ``settled`` is False), with its schedule
-    as stored (None: deleted since)."""
-
-    execution: Execution
-    schedule: Schedule | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class PauseNote:
-    """What a pause writes beside ``enabled``: the operator's note (``paused_reason``) and
-    the instant the pause ends by itself (``paused_until``; None: until resumed)."""
-
-    reason: str | None = None
-    until: datetime | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunSettlement:
-    """What the end of run ``key`` writes on its schedule
-    (:func:`~goatbeat_celery.core.rules.settlement.settlement_of`), applied only while the schedule
-    still has ``version`` (None: nothing to write on the schedule, which is gone, paused or
-    unchanged by this end; only the run is marked settled).
-
-    ``paused_reason`` set: the schedule pauses itself (``enabled`` false) with that reason.
-    """
-
-    key: str
-    schedule_name: str
-    version: int | None
-    consecutive_failures: int = 0
-    next_occurrence_at: datetime | None = None
-    next_run_at: datetime | None = None
-    paused_reason: str | None = None
-    #: The pause a failure's backoff imposed from the run's end (zero: none); not written.
-    backoff: timedelta = timedelta(0)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SettleReport:
-    """What :meth:`~goatbeat_celery.core.protocols.ScheduleStore.settle_runs` wrote: the runs
-    marked settled, the schedules that paused themselves (name, reason), and the held claims
-    released (now ``claimed``, to be sent with the pending ones)."""
-
-    settled: tuple[str, ...] = ()
-    paused: tuple[tuple[str, str], ...] = ()
-    released: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True)
-class SetAside:
-    """A schedule the leader cannot run as stored, to be looked at again later.
-
-    With ``version``, applied only if the schedule still has it (an edit made meanwhile may
-    have fixed it); without, applied whatever the version (a message refused at submission).
-    ``retry_at`` None (the usual case) lets the store apply :func:`set_aside_delay` to the
-    times the schedule was set aside already.
-    """
-
-    schedule_name: str
-    version: int | None
-    reason: str
-    retry_at: datetime | None = None
-
-
-#: A schedule set aside is looked at again after this long, doubled for each time it was set
-#: aside before (since it was last edited), up to SET_ASIDE_RETRY_MAX.
-SET_ASIDE_RETRY = timedelta(seconds=30)
-SET_ASIDE_RETRY_MAX = timedelta(hours=1)
-
-
-def set_aside_delay(faults: int) -> timedelta:
-    """How long a schedule already set aside ``faults`` times waits before the next look."""
-    doublings = min(max(faults, 0), 16)
-    delay: timedelta = min(SET_ASIDE_RETRY * (2 ** doublings), SET_ASIDE_RETRY_MAX)
-    return delay
-
-
-def retry_time(entry: SetAside, faults: int, next_run_at: datetime | None,
-               now: datetime) -> datetime:
-    """When a schedule set aside by ``entry`` is looked at again: ``entry.retry_at``, or
-    ``now`` + the delay for the ``faults`` it had; never earlier than the ``next_run_at`` it
-    had (a message refused long before the schedule's next run does not bring that run
-    forward)."""
-    retry_at = entry.retry_at or now + set_aside_delay(faults)
-    if next_run_at is not None and next_run_at > retry_at:
-        return next_run_at
-    return retry_at
-
-
-@dataclass(frozen=True, kw_only=True)
 class SubmitResult:
     """What the broker did with a batch: ``accepted`` keys; ``failed`` (key -> reason): not
     taken because the broker is unreachable or timed out, to retry with the whole batch after
@@ -231,35 +138,3 @@ class SubmitResult:
     accepted: list[str]
     failed: dict[str, str] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlertScope:
-    """Which schedules a look at alerts reads
-    (:meth:`~goatbeat_celery.core.protocols.AlertLog.alert_evidence`): only those whose verdict
-    can have changed, so that a look at schedules with nothing new costs next to nothing.
-
-    A schedule is in scope when it has an open alert, is one of ``names``, has a silent window
-    of its own and ``silent_own`` is set, or: with ``changed_since`` None, when it has any
-    execution (one that never ran has nothing to judge); with ``changed_since``, when one of
-    its executions is in flight, not yet settled, or claimed at or after that instant. With
-    ``runs_tracked`` false a run the broker took counts as in flight no longer: without run
-    tracking nothing a worker does changes a verdict."""
-
-    changed_since: datetime | None = None
-    names: frozenset[str] = frozenset()
-    silent_own: bool = False
-    runs_tracked: bool = True
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlertPage:
-    """One page of schedules the leader judges alerts on
-    (:meth:`~goatbeat_celery.core.protocols.AlertLog.alert_evidence`): the store's clock, each
-    schedule in name order with its newest executions (newest occurrence first), the alerts open
-    on them, and the last name read (None once the page reached the end of the schedules)."""
-
-    now: datetime
-    schedules: tuple[tuple[Schedule, tuple[Execution, ...]], ...]
-    open_alerts: tuple[Alert, ...]
-    last: str | None
