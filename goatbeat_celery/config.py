@@ -12,7 +12,7 @@ import importlib
 import numbers
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -637,19 +637,18 @@ def _below(where: str, problem: Problem, *, dot: str = ".") -> Problem:
     """``problem`` of a part of ``where``: its field (or, naming none, its text) put after
     ``where`` and ``dot``."""
     if problem.field and not problem.subject:
-        return Problem(f"{where}{dot}{problem.field}", problem.message, problem.hint)
+        return replace(problem, field=f"{where}{dot}{problem.field}")
     return Problem("", f"{where}{dot}{problem}")
 
 
 def _at(where: str, problem: Problem) -> Problem:
     """``problem`` told of ``where``: ``where`` is its field, what it said its message."""
-    return Problem(where, str(Problem(problem.field, problem.message, "", problem.subject)),
-                   problem.hint)
+    return Problem(where, str(replace(problem, hint="")), problem.hint_as())
 
 
 def _relabel(found: list[Problem], where: str) -> list[Problem]:
     # "schedule '<name>': field: message" -> "beat_schedule['<name>'].field: message"
-    return [Problem(f"{where}.{p.field}" if p.field else where, p.message, p.hint)
+    return [replace(p, field=f"{where}.{p.field}" if p.field else where, subject="")
             for p in found]
 
 

@@ -173,8 +173,8 @@ def _parse_fields(expression: object, problems: list[Problem]) -> tuple[str, ...
         if any(_HASHED_OR_RANDOM.match(part) for part in field.split(",")):
             problems.append(Problem(
                 _CRON, f"{expression!r}: hashed or random values (H, R) in the {name} field "
-                "are not supported", "write the value, or use the schedule's offset or jitter "
-                "to spread schedules"))
+                "are not supported", "write the value, or use the schedule's {offset} or {jitter} "
+                "to spread schedules", mentions=("offset", "jitter")))
             return None
     if fields[2].lower() == "lw":
         problems.append(Problem(

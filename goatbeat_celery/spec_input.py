@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import fields as dataclass_fields
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -125,7 +126,7 @@ def _rrule_spec(rule: str, zone: str, now: datetime, problems: list[Problem]
     try:
         trigger = RRuleTrigger(with_start(rule, zone, now), zone)
     except ConfigurationError as exc:
-        problems.extend(Problem("rrule" if p.field == "rule" else p.field, p.message, p.hint)
+        problems.extend(replace(p, field="rrule" if p.field == "rule" else p.field, subject="")
                         for p in exc.details)
         return None
     if trigger.next_after(now) is None:
@@ -155,8 +156,8 @@ def _solar_spec(value: Any, problems: list[Problem]) -> TriggerSpec | None:
     try:
         return SolarTrigger.from_params(params).to_spec()
     except ConfigurationError as exc:
-        problems.extend(Problem(f"solar.{p.field}" if p.field != "solar" else "solar",
-                                p.message, p.hint) for p in exc.details)
+        problems.extend(replace(p, field=f"solar.{p.field}" if p.field != "solar" else "solar",
+                                subject="") for p in exc.details)
         return None
 
 

@@ -77,10 +77,10 @@ class BackfillMethods(SchedulesBase):
         trigger = self.triggers.build(schedule.spec.trigger)
         total = count_occurrences(trigger.next_after, start, end)
         if total > MAX_BACKFILL_OCCURRENCES:
-            raise ConfigurationError([
-                f"range: more than {MAX_BACKFILL_OCCURRENCES} occurrences of "
-                f"{quoted_name(name)} between {start.isoformat()} and {end.isoformat()}; "
-                "split it into shorter ranges"], subject="backfill")
+            raise ConfigurationError([Problem(
+                "range", f"more than {MAX_BACKFILL_OCCURRENCES} occurrences of "
+                f"{quoted_name(name)} between {start.isoformat()} and {end.isoformat()}",
+                "split it into shorter ranges")], subject="backfill")
         request = replace(request, start=start, end=end, total=total)
         if not dry_run:
             return self.store.create_backfill(request, audit=self._note(

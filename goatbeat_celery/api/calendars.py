@@ -12,6 +12,7 @@ from goatbeat_celery.api.preconditions import _check_version
 from goatbeat_celery.core.rules.calendars import Calendar, calendar_of
 from goatbeat_celery.core.rules.validation import calendar_name_problems, nul_problem
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem
 
 #: The default of an argument that may be given as None (a description removed).
 _UNSET: Any = object()
@@ -65,8 +66,8 @@ class CalendarMethods(SchedulesBase):
         _check_version(f"calendar {name!r}", current.version, expected_version)
         if current.damage and (dates is None or ranges is None):
             raise ConfigurationError(
-                [*current.damage, f"calendar {name!r} cannot be read as stored; give both "
-                                  "dates and ranges anew, or delete it"],
+                [*current.damage, Problem("", f"calendar {name!r} cannot be read as stored",
+                                          "give both dates and ranges anew, or delete it")],
                 subject=f"calendar {name!r}")
         calendar = calendar_of(
             name, current.dates if dates is None else dates,

@@ -4,6 +4,7 @@ given anew), and the version the caller read."""
 from __future__ import annotations
 
 from goatbeat_celery.core.types.errors import ConfigurationError, ScheduleConflict
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import PLAIN_FIELDS, quoted_name
 from goatbeat_celery.display import describe_trigger
@@ -21,17 +22,16 @@ _REPAIRED_BY = {
 def _require_repair(schedule: Schedule, given: set[str]) -> None:
     """Refuse a write that would store the stand-ins of a damaged row's unreadable columns in
     place of what is there: only an edit giving each of them anew (or a delete) may touch it."""
-    missing = []
-    for damage in schedule.damage:
-        column = damage.split(":", 1)[0]
-        if not _REPAIRED_BY.get(column, set()) & given:
-            missing.append(damage)
+    missing = [damage for damage in schedule.damage
+               if not _REPAIRED_BY.get(damage.field, set()) & given]
     if missing:
-        fixes = sorted({arg for d in missing for arg in _REPAIRED_BY.get(d.split(":", 1)[0], ())})
-        how = (f"edit it giving {', '.join(fixes)} anew, or delete it" if fixes
-               else "delete it and create it again")
+        # The arguments to give are named as data: each face calls them its own way.
+        fixes = tuple(sorted({arg for d in missing for arg in _REPAIRED_BY.get(d.field, ())}))
+        how = ("edit it giving " + ", ".join("{" + fix + "}" for fix in fixes)
+               + " anew, or delete it" if fixes else "delete it and create it again")
         raise ConfigurationError(
-            [*missing, f"schedule {quoted_name(schedule.name)} cannot be read as stored; {how}"],
+            [*missing, Problem("", f"schedule {quoted_name(schedule.name)} cannot be read as "
+                               "stored", how, mentions=fixes)],
             subject=f"schedule {quoted_name(schedule.name)}")
 
 

@@ -31,6 +31,7 @@ from goatbeat_celery.core.loop.engine import Engine
 from goatbeat_celery.core.rules.misfire import describe_grace
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.display import with_migrate_command
 from goatbeat_celery.store import Store, mask_url
@@ -298,7 +299,7 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         ConfigurationError naming every problem, and declares nothing then."""
         name = kwargs.get("name")
         if not isinstance(name, str) or not name:
-            raise ConfigurationError([f"name: expected the entry's name, got {name!r}"],
+            raise ConfigurationError([Problem("name", f"expected the entry's name, got {name!r}")],
                                      subject="schedule entry")
         view = self._view()
         view.declare({name: kwargs})

@@ -22,6 +22,7 @@ from goatbeat_celery.core.rules.headers import without_reserved
 from goatbeat_celery.core.rules.validation import call_problems, options_problems
 from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import quoted_name
 
 logger = logging.getLogger(__name__)
@@ -292,8 +293,9 @@ def _evaluated(funcs: Mapping[str, Any], args: list[Any],
             return given
         func = funcs.get(given[LAZY_MARKER])
         if func is None:
-            raise ConfigurationError([f"{where}: a lazy argument this replica's beat_schedule "
-                                      "does not define"], subject="message")
+            raise ConfigurationError([Problem(where, "a lazy argument this replica's "
+                                              "beat_schedule does not define")],
+                                     subject="message")
         return func()
     return ([value(f"args.{i}", v) for i, v in enumerate(args)],
             {k: value(f"kwargs.{k}", v) for k, v in kwargs.items()})

@@ -10,7 +10,7 @@ import click
 from celery.bin.base import CeleryCommand
 
 from goatbeat_celery import display
-from goatbeat_celery.cli.context import app_command, opened, reported
+from goatbeat_celery.cli.context import app_command, opened, reported, with_options
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import InstantParam, json_option, limit_option, reason_option
 from goatbeat_celery.cli.output import emit, say, warn
@@ -84,12 +84,8 @@ def _backfill_options() -> Iterator[None]:
     except ConfigurationError as exc:
         if exc.subject != "backfill":
             raise
-        problems = []
-        for problem in exc.problems:
-            field, sep, rest = problem.partition(": ")
-            option = _BACKFILL_OPTION.get(field) if sep else None
-            problems.append(problem if option is None else f"{option}: {rest}")
-        raise ConfigurationError(problems, subject="backfill") from exc
+        raise ConfigurationError([with_options(problem, _BACKFILL_OPTION)
+                                  for problem in exc.details], subject="backfill") from exc
 
 
 @goatbeat.command(cls=CeleryCommand)

@@ -3,8 +3,7 @@ goatbeat's errors reported as click errors (problems naming the options an opera
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 #: Exit status for a database that cannot be reached, as Celery's own commands use for a broker.
 EX_UNAVAILABLE = 69
 
-#: Leading field names in goatbeat's problem messages → the option an operator typed.
+#: The fields goatbeat's problems name → the option of ``add`` and ``edit`` that gives each.
 _OPTION_OF = {
     "every": "--every",
     "cron expression": "--cron",
@@ -69,63 +68,46 @@ class DatabaseUnavailable(CommandError):
     exit_code = EX_UNAVAILABLE
 
 
-#: Field names that read unambiguously as options wherever they appear in a problem.
-_FIELD_WORDS = re.compile(r"\b({})\b".format("|".join(
-    (*(field.name for field in PLAIN_FIELDS), "misfire_policy", "overlap", "start_at",
-     "end_at"))))
-
-
-#: Leading field names of a spec's own problems that are read as options only there (a word
-#: such as "tags" may appear in other text).
-_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "args", "kwargs",
-                                *OPTION_FLAGS})
-
-
-def _option_names(problem: Problem) -> str:
-    """``timezone: unknown zone…`` → ``--timezone: unknown zone…``, by the field the problem
-    names; a schedule's own name prefix is dropped (the error's subject already names it)."""
-    said = problem.text.partition(": ")[2]
-    if not problem.subject and problem.field in _OPTION_OF:
-        return f"{_OPTION_OF[problem.field]}: {said}"
-    text = str(problem)
-    if problem.subject.startswith("schedule "):
-        if problem.field in _SPEC_OPTION_WORDS:
-            return f"{_OPTION_OF[problem.field]}: {said}"
-        text = problem.text
-        if text.startswith("task "):
-            text = "TASK " + text[len("task "):]
-    return _FIELD_WORDS.sub(lambda m: _OPTION_OF[m.group(1)], text)
-
-
-#: Keywords of ``Schedules.update`` → the option of ``edit`` that sets each.
+#: Keywords of ``Schedules.update`` a problem mentions (the API's repair advice: "edit it
+#: giving {args}, {misfire_policy} anew") → the option of ``edit`` that sets each.
 _EDIT_OPTION = {
     **_OPTION_OF, "cron": "--cron", "task": "--task", "args": "--args", "kwargs": "--kwargs",
     "options": "--queue", "mode": "--fixed-delay/--fixed-rate",
 }
-#: The API's advice for a damaged row: "edit it giving args, misfire_policy anew".
-_REPAIR_HINT = re.compile(r"(?<=\bgiving )[a-z_]+(?:, [a-z_]+)*(?= anew\b)")
 
 
-def _edit_options(problem: str) -> str:
-    """The API's repair advice in the options an operator types (``args`` → ``--args``)."""
-    return _REPAIR_HINT.sub(lambda m: ", ".join(_EDIT_OPTION.get(word, word)
-                                                for word in m[0].split(", ")), problem)
+def with_options(problem: Problem, options: Mapping[str, str]) -> Problem:
+    """``problem`` naming the option that gave its field (``timezone`` → ``--timezone``), by
+    ``options`` keyed on the field, and each field it mentions by the option that sets it;
+    with no option for its field, the fields it mentions keep their names too (a field is
+    not told apart from the option beside it), unless it names no field: advice on what to
+    give (the repair of a damaged row) names the options to give, whichever command refused."""
+    option = options.get(problem.field)
+    labels = _EDIT_OPTION if option is not None or not problem.field else {}
+    return replace(problem, field=problem.field if option is None else option,
+                   message=problem.message_as(labels), hint=problem.hint_as(labels), mentions=())
 
 
 #: Reports a goatbeat error: ``(error, as_options, stored)`` → the message (see :func:`reported`).
-Reporter = Callable[[GoatbeatError, bool, Collection[str]], str]
+Reporter = Callable[[GoatbeatError, bool, Collection[Problem]], str]
 
 
-def _invalid(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
-    """Every problem, the API's repair advice and (``as_options``) the fields named as the
-    options an operator types."""
+def _invalid(exc: GoatbeatError, as_options: bool, stored: Collection[Problem]) -> str:
+    """Every problem, each field it mentions named by its option and (``as_options``) its
+    field too, but for the damage in ``stored``: a schedule's own problems without the
+    schedule's name, which the error's subject says already."""
     if not isinstance(exc, ConfigurationError):
         return str(exc)
-    problems = [replace(p, message=_edit_options(p.message), hint=_edit_options(p.hint))
-                for p in exc.details]
-    shown = [str(p) if not as_options or str(p) in stored else _option_names(p)
-             for p in problems]
+    shown = [with_options(replace(problem, subject=""), _OPTION_OF)
+             if as_options and problem not in stored and _of_a_schedule(problem)
+             else with_options(problem, {}) for problem in exc.details]
     return str(ConfigurationError(shown, subject=exc.subject))
+
+
+def _of_a_schedule(problem: Problem) -> bool:
+    """Whether ``problem`` is about the schedule the command gives options of (a calendar's
+    fields are not those options)."""
+    return not problem.subject or problem.subject.startswith("schedule ")
 
 
 #: What a not-found error says is missing (its ``thing``) → the command listing such things,
@@ -139,7 +121,7 @@ _LISTED_BY: dict[str, tuple[str, str, bool]] = {
 }
 
 
-def _not_found(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
+def _not_found(exc: GoatbeatError, as_options: bool, stored: Collection[Problem]) -> str:
     """The message, then the command that lists what exists (and close names, for a
     schedule)."""
     listed = _LISTED_BY.get(getattr(exc, "thing", ""))
@@ -150,11 +132,11 @@ def _not_found(exc: GoatbeatError, as_options: bool, stored: Collection[str]) ->
     return f"{exc}{close}; `{app_command(command)}` shows the {things}"
 
 
-def _as_said(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
+def _as_said(exc: GoatbeatError, as_options: bool, stored: Collection[Problem]) -> str:
     return str(exc)
 
 
-def _failed(exc: GoatbeatError, as_options: bool, stored: Collection[str]) -> str:
+def _failed(exc: GoatbeatError, as_options: bool, stored: Collection[Problem]) -> str:
     """The message, a migrate command in it naming the app given (an old schema's)."""
     return display.with_migrate_command(str(exc), app_given())
 
@@ -171,7 +153,7 @@ ANSWERS: dict[ErrorKind, tuple[type[CommandError], Reporter]] = {
 
 
 @contextmanager
-def reported(*, as_options: bool = False, stored: Collection[str] = ()) -> Iterator[None]:
+def reported(*, as_options: bool = False, stored: Collection[Problem] = ()) -> Iterator[None]:
     """goatbeat's errors as click errors: a clear message and a non-zero exit status, by the
     error's kind (:data:`ANSWERS`).
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from celery.bin.base import CeleryCommand
 
-from goatbeat_celery.cli.context import CommandError, masked_url, opened, reported
+from goatbeat_celery.cli.context import CommandError, masked_url, opened, reported, with_options
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.output import say
 from goatbeat_celery.core.links import doc
@@ -24,6 +24,10 @@ class _WebCommand(CeleryCommand):  # type: ignore[misc]  # Celery's classes are 
                 message=f"{exc.message.rstrip('.')}. The address to listen on is given as "
                         "--bind HOST:PORT, e.g. --bind 127.0.0.1:8765 (a port alone: "
                         "--bind :8765).") from None
+
+
+#: The dashboard's settings its problems name → the option that gives each.
+_WEB_OPTION = {"allowed_hosts": "--allowed-host"}
 
 
 @goatbeat.command(cls=_WebCommand)
@@ -66,7 +70,8 @@ def web(ctx: click.Context, bind: str, read_only: bool,
                            allowed_hosts=allowed_hosts)
     problems = settings.problems()
     if problems:
-        raise CommandError("; ".join(problems))
+        raise CommandError("; ".join(str(with_options(problem, _WEB_OPTION))
+                                     for problem in problems))
     refused = bind_problem(host, settings)
     if refused is not None:
         raise CommandError(refused)

@@ -50,7 +50,7 @@ def audit_json(entry: AuditEntry) -> dict[str, Any]:
     return {"id": entry.id, "schedule": entry.schedule_name, "at": iso(entry.at),
             "action": audit_action(entry.action), "actor": entry.actor, "reason": entry.reason,
             "changes": {key: [before, after] for key, (before, after) in entry.changes.items()},
-            "damage": list(entry.damage)}
+            "damage": [str(d) for d in entry.damage]}
 
 
 AUDIT_COLUMNS = ("WHEN", "ACTION", "ACTOR", "CHANGES", "REASON")

@@ -32,7 +32,7 @@ def backfill_json(backfill: Backfill) -> dict[str, Any]:
         "created_at": iso(backfill.created_at),
         "finished_at": iso(backfill.finished_at),
         "error": backfill.error,
-        "damage": list(backfill.damage),
+        "damage": [str(d) for d in backfill.damage],
     }
 
 

@@ -30,7 +30,7 @@ def calendar_json(calendar: Calendar) -> dict[str, Any]:
         "version": calendar.version,
         "created_at": iso(calendar.created_at),
         "updated_at": iso(calendar.updated_at),
-        "damage": list(calendar.damage),
+        "damage": [str(d) for d in calendar.damage],
     }
 
 
@@ -47,7 +47,7 @@ def calendar_fields(calendar: Calendar,
         *([("description", calendar.description)] if calendar.description is not None
           else []),
         ("excluded", tuple(entries) if entries else NONE),
-        *([("damage", tuple(calendar.damage))] if calendar.damage else []),
+        *([("damage", tuple(str(d) for d in calendar.damage))] if calendar.damage else []),
         *observers,
         ("version", str(calendar.version)),
         ("updated", when(calendar.updated_at)),

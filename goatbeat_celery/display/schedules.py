@@ -88,7 +88,7 @@ def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict
         "fault": schedule.fault,
         "fault_at": iso(schedule.fault_at),
         "faults": schedule.faults,
-        "damage": list(schedule.damage),
+        "damage": [str(d) for d in schedule.damage],
     }
 
 
@@ -296,5 +296,5 @@ def fault_fields(schedule: Schedule,
     elif schedule.damage and schedule.spec.enabled:
         pairs.append(("set aside", "not yet: the leader sets it aside when it next reads it"))
     if schedule.damage:
-        pairs.append(("damage", tuple(schedule.damage)))
+        pairs.append(("damage", tuple(str(d) for d in schedule.damage)))
     return pairs

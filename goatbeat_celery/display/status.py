@@ -34,7 +34,7 @@ def set_aside_json(schedules: Sequence[Schedule]) -> dict[str, Any]:
     ``{"name", "fault", "fault_at", "faults", "retry_at", "damage"}``."""
     return {"count": len(schedules), "schedules": [
         {"name": s.name, "fault": s.fault, "fault_at": iso(s.fault_at), "faults": s.faults,
-         "retry_at": iso(s.next_run_at), "damage": list(s.damage)}
+         "retry_at": iso(s.next_run_at), "damage": [str(d) for d in s.damage]}
         for s in schedules[:SET_ASIDE_SHOWN]
     ]}
 
@@ -45,7 +45,7 @@ def set_aside_lines(schedules: Sequence[Schedule], list_command: str) -> Value:
         return "none"
     noun = "schedule" if len(schedules) == 1 else "schedules"
     lines = [f"{len(schedules)} {noun}"]
-    lines.extend(f"{s.name}: {s.fault or ', '.join(s.damage)}"
+    lines.extend(f"{s.name}: {s.fault or ', '.join(str(d) for d in s.damage)}"
                  for s in schedules[:SET_ASIDE_SHOWN])
     more = len(schedules) - SET_ASIDE_SHOWN
     if more > 0:

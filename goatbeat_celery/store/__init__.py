@@ -27,6 +27,7 @@ from goatbeat_celery.core.protocols import (
     TokenStore,
 )
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
 
 __all__ = ["ACCEPTED_SCHEMES", "Store", "downgrade_schema", "mask_url", "migration_engine",
@@ -72,8 +73,8 @@ def open_store(url: str, *, clock: Callable[[], datetime] | None = None,
     if unknown:
         allowed = ", ".join(sorted(_OPTIONS[backend])) or "none"
         raise ConfigurationError(
-            [f"database_url: option {name!r} does not apply to {backend.value} stores "
-             f"(accepted: {allowed})" for name in unknown]
+            [Problem("database_url", f"option {name!r} does not apply to {backend.value} stores "
+                     f"(accepted: {allowed})") for name in unknown]
         )
     if backend is Backend.MEMORY:
         from goatbeat_celery.store.memory import MemoryStore, system_clock
@@ -86,13 +87,11 @@ def open_store(url: str, *, clock: Callable[[], datetime] | None = None,
                            create_schema=True if create_schema is None else create_schema,
                            **options)
     if clock is not None:
-        raise ConfigurationError([
-            "clock: a PostgreSQL store always uses the database clock (now()); "
-            "an injected clock is only for memory:// and sqlite:// stores"
-            if backend is Backend.POSTGRES else
-            "clock: a MySQL store always uses the database clock (UTC_TIMESTAMP()); "
-            "an injected clock is only for memory:// and sqlite:// stores"
-        ])
+        clock_of = "now()" if backend is Backend.POSTGRES else "UTC_TIMESTAMP()"
+        raise ConfigurationError([Problem(
+            "clock", f"a {'PostgreSQL' if backend is Backend.POSTGRES else 'MySQL'} store always "
+            f"uses the database clock ({clock_of})",
+            "an injected clock is only for memory:// and sqlite:// stores")])
     if backend is Backend.MYSQL:
         from goatbeat_celery.store.mysql import MySQLStore
 
@@ -119,8 +118,8 @@ def migration_engine(url: str) -> sa.Engine:
 
         return mysql_migrations(url)
     raise ConfigurationError(
-        [f"database_url: {mask_url(url)!r} has no schema to migrate (the memory store keeps "
-         "nothing)"]
+        [Problem("database_url", f"{mask_url(url)!r} has no schema to migrate (the memory "
+                 "store keeps nothing)")]
     )
 
 

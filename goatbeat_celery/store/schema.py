@@ -18,6 +18,7 @@ from sqlalchemy.types import TypeEngine
 
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC, ensure_aware
+from goatbeat_celery.core.types.problems import Problem
 
 SCHEDULE_TABLE = "goatbeat_schedule"
 EXECUTION_TABLE = "goatbeat_execution"
@@ -130,7 +131,7 @@ class Seconds(sa.types.TypeDecorator[timedelta]):
         if value is None:
             return None
         if not isinstance(value, timedelta):
-            raise ConfigurationError([f"duration: expected a timedelta, got {value!r}"])
+            raise ConfigurationError([Problem("duration", f"expected a timedelta, got {value!r}")])
         return value.total_seconds()
 
     def process_result_value(self, value: Any, dialect: Dialect) -> timedelta | None:

@@ -22,6 +22,7 @@ from sqlalchemy.engine import URL
 
 from goatbeat_celery.core.types.errors import ConfigurationError, StoreError
 from goatbeat_celery.core.types.instants import UTC, ensure_aware
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.schema import UTCDateTime
 from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly
@@ -56,11 +57,10 @@ def create_sqlite_engine(url: str | URL, *, busy_timeout: float = 5.0) -> sa.Eng
     sa_url = normalise_url(url)
     database = sa_url.database
     if not database or database == ":memory:" or database.startswith("file::memory:"):
-        raise ConfigurationError([
-            "database_url: an in-memory SQLite database is private to one connection; use "
-            "sqlite:///path/to/file.db (shared by the processes of one host) or memory:// "
-            "(one process, for tests)"
-        ])
+        raise ConfigurationError([Problem(
+            "database_url", "an in-memory SQLite database is private to one connection",
+            "use sqlite:///path/to/file.db (shared by the processes of one host) or memory:// "
+            "(one process, for tests)")])
     engine = sa.create_engine(
         sa_url,
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
@@ -107,10 +107,11 @@ class SQLiteStore(SQLStore):
         problems = []
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) \
                 or busy_timeout <= 0:
-            problems.append(
-                f"busy_timeout: must be a positive number of seconds, got {busy_timeout!r}")
+            problems.append(Problem(
+                "busy_timeout", f"must be a positive number of seconds, got {busy_timeout!r}"))
         if not isinstance(session_locks, bool):
-            problems.append(f"session_locks: expected True or False, got {session_locks!r}")
+            problems.append(Problem("session_locks",
+                                    f"expected True or False, got {session_locks!r}"))
         if problems:
             raise ConfigurationError(problems, subject="SQLite store options")
         engine = create_sqlite_engine(url, busy_timeout=busy_timeout)

@@ -11,6 +11,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem
 
 #: Accepted schemes, as listed in error messages.
 ACCEPTED_SCHEMES = (
@@ -48,15 +49,15 @@ def _scheme(url: str) -> str:
 def _unknown(url: str, reason: str | None = None) -> ConfigurationError:
     accepted = ", ".join(ACCEPTED_SCHEMES)
     detail = f" ({reason})" if reason else ""
-    return ConfigurationError(
-        [f"database_url: cannot use {mask_url(url)!r}{detail}; accepted schemes: {accepted}"]
-    )
+    return ConfigurationError([Problem("database_url", f"cannot use {mask_url(url)!r}{detail}",
+                                       f"accepted schemes: {accepted}")])
 
 
 def backend_of(url: str) -> Backend:
     """Which store ``url`` names; an unknown scheme is a ConfigurationError."""
     if not isinstance(url, str):
-        raise ConfigurationError([f"database_url: expected a string, got {type(url).__name__}"])
+        raise ConfigurationError([Problem("database_url",
+                                          f"expected a string, got {type(url).__name__}")])
     scheme = _scheme(url)
     if scheme == "memory":
         return Backend.MEMORY

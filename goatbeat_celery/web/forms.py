@@ -127,7 +127,7 @@ class FormState:
         if isinstance(exc, ConfigurationError):
             self.add_problems(exc.details)
         else:
-            self.add_problems([Problem.read(str(exc))])
+            self.add(GENERAL, str(exc))
 
 
 def field_of(problem: Problem) -> str:

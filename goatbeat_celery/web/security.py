@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from goatbeat_celery.core.types.problems import Problem
+
 #: The environment variable the ``web`` command reads the token from.
 TOKEN_VARIABLE = "GOATBEAT_WEB_TOKEN"
 CSRF_COOKIE = "goatbeat_csrf"
@@ -88,17 +90,20 @@ class WebSettings:
     session_lifetime: timedelta = SESSION_LIFETIME
     actor: str = "dashboard"
 
-    def problems(self) -> list[str]:
+    def problems(self) -> list[Problem]:
         found = []
         if self.token is not None and len(self.token) < MIN_TOKEN_LENGTH:
-            found.append(f"{TOKEN_VARIABLE}: a token needs at least {MIN_TOKEN_LENGTH} "
-                         f"characters (got {len(self.token)}); e.g. python -c 'import secrets; "
-                         "print(secrets.token_urlsafe(32))'")
-        found.extend(f"allowed host {name!r}: give a host name or address alone, such as "
-                     "beat.example.com (no scheme, port, path or wildcard)"
+            found.append(Problem(
+                TOKEN_VARIABLE, f"a token needs at least {MIN_TOKEN_LENGTH} characters (got "
+                f"{len(self.token)})",
+                "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'"))
+        found.extend(Problem("allowed_hosts", f"{name!r} is not a host name or address alone",
+                             "give one such as beat.example.com (no scheme, port, path or "
+                             "wildcard)")
                      for name in self.allowed_hosts if not _plain_host(name))
         if self.session_lifetime <= timedelta(0):
-            found.append(f"session_lifetime: must be positive (got {self.session_lifetime})")
+            found.append(Problem("session_lifetime",
+                                 f"must be positive (got {self.session_lifetime})"))
         return found
 
     def cookie_name(self, name: str) -> str:

@@ -122,7 +122,7 @@ def test_a_damaged_row_is_listed_and_shown_with_what_cannot_be_read(schedules: S
     shown = schedules.get("job")
 
     assert listed.damage == shown.damage
-    assert shown.damage and shown.damage[0].startswith("trigger:")
+    assert shown.damage and shown.damage[0].field == "trigger"
 
 
 def test_a_damaged_row_is_not_paused_over_its_unreadable_columns(schedules: Schedules,

@@ -50,8 +50,8 @@ def test_edit_turns_policies_back_to_their_defaults(cli: Cli, store: Store) -> N
 def test_fixed_delay_on_a_cron_schedule_is_refused(cli: Cli) -> None:
     result = cli("add", "nightly", "feeds.poll", "--cron", "0 3 * * *", "--fixed-delay")
     assert result.exit_code != 0
-    assert "mode: fixed_delay needs an interval schedule (every = the delay), not a cron one" \
-        in result.output
+    assert ("--fixed-delay: fixed_delay needs an interval schedule (--every = the delay), not "
+            "a cron one") in result.output
 
 
 def test_a_schedule_that_paused_itself_shows_why_until_resumed(cli: Cli, store: Store) -> None:

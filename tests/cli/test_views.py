@@ -16,6 +16,7 @@ import pytest
 from goatbeat_celery import display
 from goatbeat_celery.core.rules.validation import hidden_characters
 from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
@@ -124,7 +125,8 @@ ODD_TRIGGERS = [
     "once-year-10000", "celery-empty", "celery-null", "unknown-kind", "nested-and-nan",
     "python-objects", "control-characters", "params-not-a-mapping"])
 def test_every_view_helper_gives_text_for_an_odd_trigger(trigger: TriggerSpec) -> None:
-    odd = schedule(trigger, damage=("trigger: expected a JSON object with a 'kind', found {}",))
+    odd = schedule(trigger, damage=(
+        Problem("trigger", "expected a JSON object with a 'kind', found {}"),))
 
     description = display.describe_trigger(trigger)
     display.zone_of(trigger)
@@ -199,7 +201,7 @@ def test_state_reads_enabled_paused_or_set_aside() -> None:
     trigger = TriggerSpec(kind="interval", params={"every": 60})
     healthy = schedule(trigger)
     faulted = schedule(trigger, fault="boom", fault_at=NOW, faults=2)
-    damaged = schedule(trigger, damage=("args: expected a JSON array, found 5",))
+    damaged = schedule(trigger, damage=(Problem("args", "expected a JSON array, found 5"),))
     paused = Schedule(spec=ScheduleSpec(name="p", task="t", trigger=trigger, enabled=False),
                       next_occurrence_at=None, next_run_at=None, damage=damaged.damage)
 
@@ -210,7 +212,7 @@ def test_state_reads_enabled_paused_or_set_aside() -> None:
 def test_fault_fields_say_why_since_when_how_often_and_when_next() -> None:
     faulted = schedule(TriggerSpec(kind="invalid", params={}), fault="boom\nagain",
                        fault_at=NOW - timedelta(minutes=3), faults=4,
-                       damage=("trigger: unreadable", "args: unreadable"))
+                       damage=(Problem("trigger", "unreadable"), Problem("args", "unreadable")))
 
     pairs = dict(display.fault_fields(faulted, display.when))
 

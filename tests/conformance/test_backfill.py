@@ -23,6 +23,7 @@ from goatbeat_celery.core.rules.backfill import (
 from goatbeat_celery.core.types.errors import BackfillNotFound, LeaseLost, ScheduleNotFound
 from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.store import open_store
 from goatbeat_celery.store.url import normalise_url
@@ -301,7 +302,7 @@ def test_a_backfill_with_an_unknown_state_is_listed_with_its_damage_and_never_ru
                      {"id": odd.id})
     listed = store.list_backfills()
     assert [b.id for b in listed] == [odd.id]
-    assert listed[0].damage == ("state: 'sleeping'",)
+    assert listed[0].damage == (Problem("state", "'sleeping'"),)
     assert store.active_backfills(10) == []
     engine = build_engine(store, settings=Settings(lease_ttl=60, lease_renew_interval=20),
                           holder="a")

@@ -22,6 +22,7 @@ from goatbeat_celery.core.rules.calendars import Calendar
 from goatbeat_celery.core.types.audit import AuditAction, AuditNote
 from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.errors import StoreError, StoreUnavailable
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.set_aside import SET_ASIDE_RETRY
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.store import open_store
@@ -311,4 +312,4 @@ def test_an_audit_entry_broken_by_hand_is_read_naming_its_damage(database: Datab
 
     [entry] = database.store.audit_log(schedule_name="job")
     assert (entry.changes, entry.action, entry.actor) == ({}, "renamed", "os:ops")
-    assert entry.damage == ("changes: expected a JSON object of [before, after] pairs",)
+    assert entry.damage == (Problem("changes", "expected a JSON object of [before, after] pairs"),)

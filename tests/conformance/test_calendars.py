@@ -172,7 +172,7 @@ def test_a_calendar_edited_by_hand_into_bad_entries_reads_with_its_damage_named(
     _write_raw(store,
                f"UPDATE goatbeat_calendar SET entries = '{entries}' WHERE name = 'holidays'")
     read = store.get_calendar("holidays")
-    assert read.damage and all(d.startswith("entries:") for d in read.damage)
+    assert read.damage and all(d.field == "entries" for d in read.damage)
     assert [c.name for c in store.list_calendars()] == ["holidays"]
     assert store.find_calendars(["holidays"])["holidays"].damage == read.damage
 
@@ -184,4 +184,4 @@ def test_a_calendars_column_edited_by_hand_is_named_in_the_damage(sql_store: Sto
     _write_raw(store,
                "UPDATE goatbeat_schedule SET calendars = '\"holidays\"' WHERE name = 'job'")
     read = store.get_schedule("job")
-    assert [d for d in read.damage if d.startswith("calendars:")]
+    assert [d for d in read.damage if d.field == "calendars"]

@@ -28,6 +28,7 @@ from goatbeat_celery.core.rules.backfill import (
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome, RunState
 from goatbeat_celery.core.types.errors import BackfillNotFound, ConfigurationError, StoreError
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.testing import ManualClock, MemoryStore, RecordingSubmitter, build_engine
 
@@ -369,7 +370,8 @@ def test_an_unreadable_backfill_is_set_aside_and_others_go_on(world: World) -> N
     past_job(world)
     bad = world.api.backfill("job", T0 + M, T0 + 3 * M)
     good = world.api.backfill("job", T0 + 10 * M, T0 + 12 * M)
-    world.store.put_backfill(replace(world.store.get_backfill(bad.id), damage=("mode",)))
+    world.store.put_backfill(replace(world.store.get_backfill(bad.id),
+                                     damage=(Problem("mode", ""),)))
     world.engine.tick()
     failed = world.store.get_backfill(bad.id)
     assert failed.state is BackfillState.FAILED

@@ -27,6 +27,7 @@ from goatbeat_celery.core.types.errors import (
 )
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.testing import (
     ManualClock,
@@ -376,7 +377,7 @@ def test_an_unreadable_calendar_sets_aside_only_the_schedules_observing_it(
     dates, ranges, _ = parse_entries(["2026-13-01"])
     world.store._calendars["holidays"] = replace(
         world.store._calendars["holidays"], dates=dates, ranges=ranges,
-        damage=("entries: '2026-13-01' is not a date",))
+        damage=(Problem("entries", "'2026-13-01' is not a date"),))
     world.run_until(T0 + 3 * H)
     assert world.sent("job") == []
     assert world.sent("other") == days(T0 + H, 3, H)
@@ -433,7 +434,7 @@ def test_a_damaged_calendar_is_rewritten_only_with_dates_and_ranges_given_anew(
         world: World) -> None:
     world.api.create_calendar("holidays", dates=["2026-01-02"])
     world.store._calendars["holidays"] = replace(
-        world.store._calendars["holidays"], damage=("entries: 5 is not a date",))
+        world.store._calendars["holidays"], damage=(Problem("entries", "5 is not a date"),))
     with pytest.raises(ConfigurationError, match="give both dates and ranges anew"):
         world.api.update_calendar("holidays", description="x")
     repaired = world.api.update_calendar("holidays", dates=["2026-01-03"], ranges=[])

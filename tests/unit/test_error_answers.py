@@ -23,11 +23,12 @@ from goatbeat_celery.core.types.errors import (
     StoreUnavailable,
     TokenNotFound,
 )
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.web.api.answers import translated
 
 ERRORS: list[tuple[GoatbeatError, int, int]] = [
     # the error, the API's status, the CLI's exit status
-    (ConfigurationError(["every: must be positive"]), 422, 1),
+    (ConfigurationError([Problem("every", "must be positive")]), 422, 1),
     (ScheduleNotFound("poll"), 404, 1),
     (CalendarNotFound("holidays"), 404, 1),
     (BackfillNotFound(3), 404, 1),
@@ -56,7 +57,8 @@ def test_each_error_is_answered_by_its_kind(error: GoatbeatError, status: int,
 
 
 def test_an_invalid_request_answers_every_problem_by_its_field() -> None:
-    answer = translated(ConfigurationError(["every: must be positive", "task: is required"],
+    answer = translated(ConfigurationError([Problem("every", "must be positive"),
+                                            Problem("task", "is required")],
                                            subject="schedule 'poll'"))
 
     assert answer.detail == "invalid schedule 'poll'; nothing was changed"
@@ -76,3 +78,26 @@ def test_the_cli_says_which_command_lists_what_was_not_found(error: GoatbeatErro
         raise error
 
     assert caught.value.message == f"{error}; {hint}"
+
+
+def test_the_cli_names_each_field_and_each_field_mentioned_by_its_option() -> None:
+    error = ConfigurationError([
+        Problem("offset", "give either {offset} or {jitter}, not both",
+                mentions=("offset", "jitter")).about("schedule 'poll'"),
+        Problem("args", "expected a JSON array, found 5"),
+        Problem("", "schedule 'poll' cannot be read as stored", "edit it giving {args} anew",
+                mentions=("args",)),
+    ], subject="schedule 'poll'")
+
+    with pytest.raises(click.ClickException) as typed, \
+            reported(as_options=True, stored=[error.details[1]]):
+        raise error
+    with pytest.raises(click.ClickException) as plain, reported():
+        raise error
+
+    assert typed.value.message.splitlines()[1:] == [
+        "  - --offset: give either --offset or --jitter, not both",
+        "  - args: expected a JSON array, found 5",  # what the row holds, by its column
+        "  - schedule 'poll' cannot be read as stored; edit it giving --args anew"]
+    assert plain.value.message.splitlines()[1] == (
+        "  - schedule 'poll': offset: give either offset or jitter, not both")

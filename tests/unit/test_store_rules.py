@@ -33,6 +33,7 @@ from goatbeat_celery.core.types.errors import LeaseLost, ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution, ExecutionState, idempotency_key
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo, lease_live
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.set_aside import SetAside, set_aside_delay
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -302,7 +303,7 @@ def test_the_fence_read_with_the_lease_row_gives_its_clock_or_fails_without_one(
 
 # -- columns written by hand ---------------------------------------------------------------
 def test_a_column_of_another_type_reads_as_unset_and_is_named_as_damage() -> None:
-    damage: list[str] = []
+    damage: list[Problem] = []
     assert stored_value(7, int, None, "max_runs", damage) == 7
     assert stored_value(None, int, None, "max_runs", damage) is None
     assert damage == []
@@ -310,8 +311,9 @@ def test_a_column_of_another_type_reads_as_unset_and_is_named_as_damage() -> Non
     assert stored_value("x" * 100, str, "", "task", damage, what="a task name") == "x" * 100
     assert stored_value(None, int, -1, "version", damage, required=True) == -1
     assert stored_value(1.5, str, None, "description", damage) is None
-    assert damage == ["max_runs: True is not an integer", "version: None is not an integer",
-                      "description: 1.5 is not text"]
+    assert [str(problem) for problem in damage] == [
+        "max_runs: True is not an integer", "version: None is not an integer",
+        "description: 1.5 is not text"]
 
 
 # -- setting a schedule aside --------------------------------------------------------------

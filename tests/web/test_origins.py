@@ -144,7 +144,8 @@ def test_allowed_hosts_must_be_plain_names(schedules: Schedules) -> None:
                                           "beat.example.com:80", "ok.example.com", "::1"))
     problems = settings.problems()
     assert len(problems) == 3
-    assert all("allowed host" in problem for problem in problems)
+    assert all(problem.field == "allowed_hosts" and "no scheme, port, path" in problem.hint
+               for problem in problems)
 
 
 def test_the_stylesheet_is_guarded_as_a_page_is(make_client: object) -> None:

@@ -262,7 +262,7 @@ class ScheduleForm(forms.ModelForm):
         # Out of a duration's bounds (9 followed by 300 digits) is a problem, not an overflow.
         problem = seconds_problem(seconds, key)
         if problem is not None:
-            self.add_error(key, problem.message)
+            self.add_error(key, problem.message_as())
             return None
         return timedelta(seconds=seconds)
 
@@ -272,7 +272,7 @@ class ScheduleForm(forms.ModelForm):
         if target is None or target not in self.fields:
             self.add_error(None, problem.text)
         else:
-            self.add_error(target, problem.text.partition(": ")[2])
+            self.add_error(target, problem.said())
 
 
 # The plain fields join those declared above, as if declared there (the admin's fieldsets

@@ -127,7 +127,7 @@ class Backfill:
     created_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
-    damage: tuple[str, ...] = ()
+    damage: tuple[Problem, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -347,9 +347,9 @@ def stored_problems(backfill: Backfill) -> list[Problem]:
     return found
 
 
-def _unreadable(damage: str) -> Problem:
-    column, _, value = damage.partition(":")
-    return Problem(column, "cannot be read as stored" + (f" ({value.strip()})" if value else ""))
+def _unreadable(damage: Problem) -> Problem:
+    return Problem(damage.field, "cannot be read as stored"
+                   + (f" ({damage.message})" if damage.message else ""))
 
 
 __all__ = ["BACKFILLS_PER_TICK", "MAX_BACKFILL_OCCURRENCES", "MAX_PER_TICK", "Backfill",

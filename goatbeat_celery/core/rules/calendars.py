@@ -59,7 +59,7 @@ class Calendar:
     version: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    damage: tuple[str, ...] = ()
+    damage: tuple[Problem, ...] = ()
 
     def excludes(self, day: date) -> bool:
         """Whether ``day`` is one of the dates or inside one of the ranges."""
@@ -263,16 +263,16 @@ def resolve(spec: ScheduleSpec, found: Mapping[str, Calendar | None]) -> Exclusi
     """The exclusions of a schedule from the calendars ``found`` by name (None or absent: no
     such calendar). Raises ConfigurationError naming each calendar missing or unreadable:
     the schedule is set aside rather than run on the days it should not."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     calendars: list[Calendar] = []
     for name in spec.calendars:
         calendar = found.get(name)
         if calendar is None:
-            problems.append(f"calendars: no calendar named {name!r}; create it or remove it "
-                            "from the schedule")
+            problems.append(Problem("calendars", f"no calendar named {name!r}",
+                                    "create it or remove it from the schedule"))
         elif calendar.damage:
-            problems.append(f"calendars: calendar {name!r} cannot be read: "
-                            + "; ".join(calendar.damage))
+            problems.append(Problem("calendars", f"calendar {name!r} cannot be read: "
+                                    + "; ".join(str(damage) for damage in calendar.damage)))
         else:
             calendars.append(calendar)
     if problems:
@@ -284,9 +284,9 @@ def calendar_from_row(values: Mapping[str, Any]) -> Calendar:
     """A :class:`Calendar` from a stored row's columns (``name``, ``description``,
     ``entries``, ``version``, ``created_at``, ``updated_at``), what cannot be read named in
     its ``damage``."""
-    damage: list[str] = []
+    damage: list[Problem] = []
     dates, ranges, problems = parse_entries(values["entries"])
-    damage.extend(str(problem) for problem in problems)
+    damage.extend(problems)
     description = validation.stored_value(values["description"], str, None, "description",
                                           damage)
     version = validation.stored_value(values["version"], int, -1, "version", damage,

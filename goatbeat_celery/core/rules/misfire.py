@@ -16,6 +16,7 @@ from goatbeat_celery.core.rules.triggers import SeekableTrigger, Trigger
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import GIVEN_UP
 from goatbeat_celery.core.types.instants import ensure_aware
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import MisfirePolicy
 
 #: Without a grace, how late a point may be and still be walked to rather than counted: a
@@ -73,9 +74,9 @@ def plan_misfires(
     first = ensure_aware(first, "first")
     now = ensure_aware(now, "now")
     if grace is not None and grace < timedelta(0):
-        raise ConfigurationError([f"misfire_grace: must be >= 0, got {grace}"])
+        raise ConfigurationError([Problem("misfire_grace", f"must be >= 0, got {grace}")])
     if max_catchup < 1:
-        raise ConfigurationError([f"max_catchup: must be >= 1, got {max_catchup}"])
+        raise ConfigurationError([Problem("max_catchup", f"must be >= 1, got {max_catchup}")])
 
     due_limit = now - offset  # points at or before this are due
     if first > due_limit:
@@ -149,8 +150,8 @@ def _points_before(
             return count, [], trigger.next_after(bound - _MICROSECOND)
         if count > MAX_WALK:
             raise ConfigurationError(
-                [f"trigger: more than {MAX_WALK} due occurrences to walk; "
-                 "the schedule is too frequent for its grace"]
+                [Problem("trigger", f"more than {MAX_WALK} due occurrences to walk",
+                         "the schedule is too frequent for its grace")]
             )
         cursor = trigger.next_after(cursor)
     return count, list(tail_queue), cursor

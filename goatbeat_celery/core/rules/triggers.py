@@ -184,6 +184,7 @@ class TriggerRegistry:
         if factory is None:
             known = ", ".join(self.kinds)
             raise ConfigurationError(
-                [f"trigger.kind: unknown trigger kind {spec.kind!r}; use one of: {known}"]
+                [Problem("trigger.kind", f"unknown trigger kind {spec.kind!r}",
+                         f"use one of: {known}")]
             )
         return factory(spec.params)

@@ -13,6 +13,7 @@ from datetime import datetime
 from enum import Enum
 
 from goatbeat_celery.core.types.instants import JSONValue
+from goatbeat_celery.core.types.problems import Problem
 
 
 class AuditAction(str, Enum):
@@ -62,7 +63,7 @@ class AuditEntry:
     reason: str | None = None
     changes: Mapping[str, FieldChange] = field(default_factory=dict)
     #: Columns that could not be read as stored (a row edited by hand), as for schedules.
-    damage: tuple[str, ...] = ()
+    damage: tuple[Problem, ...] = ()
 
     def to_json(self) -> dict[str, JSONValue]:
         action = self.action.value if isinstance(self.action, AuditAction) else self.action

@@ -68,11 +68,9 @@ class ConfigurationError(GoatbeatError, ValueError):
 
     kind = ErrorKind.INVALID
 
-    def __init__(self, problems: Iterable[Problem | str], *,
+    def __init__(self, problems: Iterable[Problem], *,
                  subject: str = "configuration") -> None:
-        self.details: tuple[Problem, ...] = tuple(
-            problem if isinstance(problem, Problem) else Problem.read(problem)
-            for problem in problems)
+        self.details: tuple[Problem, ...] = tuple(problems)
         self.problems: tuple[str, ...] = tuple(str(problem) for problem in self.details)
         self.subject = subject
         lines = "\n".join(f"  - {problem}" for problem in self.problems)
@@ -188,14 +186,10 @@ class SchemaOutOfDate(StoreError):
 def failure_reason(exc: BaseException) -> str:
     """One line saying what went wrong, for logs and a schedule's recorded fault."""
     if isinstance(exc, ConfigurationError):
-        return "; ".join(_unprefixed(problem) for problem in exc.problems)
+        # A schedule's problems without its name, which the row says already.
+        return "; ".join(problem.text if problem.subject.startswith("schedule ")
+                         else str(problem) for problem in exc.details)
     if isinstance(exc, GoatbeatError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
-
-def _unprefixed(problem: str) -> str:
-    # Problems of a spec start with "schedule '<name>': ", which the row already says.
-    if problem.startswith("schedule ") and ": " in problem:
-        return problem.split(": ", 1)[1]
-    return problem

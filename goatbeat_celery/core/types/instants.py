@@ -25,17 +25,18 @@ def ensure_aware(value: datetime, name: str) -> datetime:
     if type(value) is datetime and value.tzinfo is UTC:
         return value  # what astimezone(UTC) returns for it; the common case, once per claim
     if not isinstance(value, datetime):
-        raise ConfigurationError([f"{name}: expected a datetime, got {type(value).__name__}"])
+        raise ConfigurationError([Problem(name,
+                                          f"expected a datetime, got {type(value).__name__}")])
     if value.tzinfo is None or value.utcoffset() is None:
         raise ConfigurationError(
-            [f"{name}: naive datetime {value.isoformat()} refused; attach a zone "
-             "(e.g. datetime(..., tzinfo=timezone.utc))"]
+            [Problem(name, f"naive datetime {value.isoformat()} refused",
+                     "attach a zone (e.g. datetime(..., tzinfo=timezone.utc))")]
         )
     try:
         return value.astimezone(UTC)
     except OverflowError as exc:
         raise ConfigurationError(
-            [f"{name}: {value.isoformat()} is outside the years a datetime holds in UTC"]
+            [Problem(name, f"{value.isoformat()} is outside the years a datetime holds in UTC")]
         ) from exc
 
 

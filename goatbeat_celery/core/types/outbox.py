@@ -9,7 +9,7 @@ stable across attempts: a receiver deduplicates on it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -59,7 +59,7 @@ def check_events(events: Sequence[OutboxEvent]) -> None:
             found.append(Problem(f"events[{index}]",
                                  f"expected an OutboxEvent, got {type(event).__name__}"))
             continue
-        found.extend(Problem(f"events[{index}].{p.field}", p.message, p.hint)
+        found.extend(replace(p, field=f"events[{index}].{p.field}", subject="")
                      for p in event.problems())
     if found:
         raise ConfigurationError(found, subject="outbox events")

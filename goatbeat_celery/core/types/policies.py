@@ -45,13 +45,9 @@ class Choice(str, enum.Enum):
             return None
 
     @classmethod
-    def stored(cls: type[_E], value: object, label: str, damage: list[str]) -> _E | None:
-        """:meth:`read` for a stored column: the problem is appended to a row's ``damage``,
-        kept as text."""
-        found: list[Problem] = []
-        member = cls.read(value, label, found)
-        damage.extend(str(problem) for problem in found)
-        return member
+    def stored(cls: type[_E], value: object, label: str, damage: list[Problem]) -> _E | None:
+        """:meth:`read` for a stored column: the problem is appended to a row's ``damage``."""
+        return cls.read(value, label, damage)
 
     @classmethod
     def unknown(cls, value: object, label: str) -> Problem:
@@ -136,9 +132,10 @@ def backoff_problems(base: object, factor: object, maximum: object) -> list[Prob
             found.append(problem)
         elif isinstance(base, timedelta) and isinstance(maximum, timedelta) and maximum < base:
             found.append(Problem("failure_backoff_max", "must not be shorter than "
-                                 f"failure_backoff ({maximum} < {base})"))
+                                 f"{{failure_backoff}} ({maximum} < {base})",
+                                 mentions=("failure_backoff",)))
     if base is None and (factor is not None or maximum is not None):
         found.append(Problem("failure_backoff", "give it too",
-                             "failure_backoff_factor and failure_backoff_max only shape a "
-                             "backoff"))
+                             "{failure_backoff_factor} and {failure_backoff_max} only shape a "
+                             "backoff", mentions=("failure_backoff_factor", "failure_backoff_max")))
     return found

@@ -1,74 +1,82 @@
 """A problem with given input, as data: the field it names, what is wrong, and the fix.
 
-Every check of :mod:`~goatbeat_celery.core.types.validation` words a problem ``"<field>: <what is
-wrong>"`` (the fix after a ``"; "`` when it is not already said), and a schedule's problems are
-prefixed with ``"schedule '<name>': "``. :class:`Problem` holds those parts apart, so that a
-form shows a problem under the field it names without reading the text back, while ``str()``
-gives the text exactly as it is written in messages and logs.
+A check makes a :class:`Problem` where it finds it, and the problem stays data until a face
+shows it: a form shows it under the field it names, the HTTP API answers its parts, the CLI
+names the option that gave the field. ``str()`` gives the text written in messages and logs,
+``"<field>: <what is wrong>; <fix>"``, after ``"<subject>: "`` when it has one.
+
+A message or hint that names other fields holds each as ``{name}``, the name listed in
+``mentions``: each face fills in its own label for it (``str()`` the field's name), so that no
+face reads a sentence to find the names in it.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
-# The subject a problem may start with: a schedule or a calendar, by its quoted name (a long
-# name is cut: its quote is not closed, it ends in "...").
-_SUBJECT = re.compile(r"^((?:schedule|calendar) (?:'(?:[^'\\]|\\.)*(?:'|\.\.\.)"
-                      r"|\"(?:[^\"\\]|\\.)*(?:\"|\.\.\.)|\S+)(?:\.\.\.)?): ")
-# A field as checks name it: a dotted path with optional [index] parts (``options.queue``,
-# ``beat_schedule['x'].options``), or the two words of ``cron expression``.
-_FIELD = re.compile(r"cron expression|[A-Za-z_][\w.]*(?:\[[^\]]*\][\w.]*)*")
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
 class Problem:
     """One problem: ``field`` (``""`` when it names none), ``message`` and the ``hint`` that
     fixes it (``""`` when the message says it), about ``subject`` (``"schedule 'x'"``, or
-    ``""``)."""
+    ``""``); ``mentions``: the other fields the message and hint name as ``{name}``."""
 
     field: str
     message: str
     hint: str = ""
     subject: str = ""
+    mentions: tuple[str, ...] = ()
 
-    @classmethod
-    def read(cls, text: str) -> Problem:
-        """The problem a check wrote as ``text``; ``str()`` of it gives ``text`` back."""
-        subject = ""
-        found = _SUBJECT.match(text)
-        if found is not None:
-            subject, text = found.group(1), text[found.end():]
-        head, sep, rest = text.partition(": ")
-        field = head if sep and _FIELD.fullmatch(head) else ""
-        said = rest if field else text
-        message, _, hint = said.partition("; ")
-        return cls(field=field, message=message if hint else said, hint=hint, subject=subject)
+    def message_as(self, labels: Mapping[str, str] | None = None) -> str:
+        """The message, each field it mentions named by ``labels`` (by default, or when
+        ``labels`` has none for it, by its name)."""
+        return self._filled(self.message, labels)
+
+    def hint_as(self, labels: Mapping[str, str] | None = None) -> str:
+        """The hint, each field it mentions named as in :meth:`message_as`."""
+        return self._filled(self.hint, labels)
+
+    def said(self, labels: Mapping[str, str] | None = None) -> str:
+        """The message and its hint, as one sentence follows the field."""
+        message, hint = self.message_as(labels), self.hint_as(labels)
+        return f"{message}; {hint}" if hint else message
+
+    def _filled(self, text: str, labels: Mapping[str, str] | None) -> str:
+        for name in self.mentions:
+            text = text.replace("{" + name + "}", (labels or {}).get(name, name))
+        return text
 
     @property
     def text(self) -> str:
         """The problem without its subject, as a form shows it beside the field."""
-        said = f"{self.message}; {self.hint}" if self.hint else self.message
-        return f"{self.field}: {said}" if self.field else said
+        return f"{self.field}: {self.said()}" if self.field else self.said()
 
     @property
     def root(self) -> str:
         """The top-level field (``options`` of ``options.queue``, ``tags`` of ``tags[0]``)."""
-        return re.split(r"[.\[]", self.field, maxsplit=1)[0]
+        return _head(self.field)
 
     @property
     def detail(self) -> str:
         """The part of the field below :attr:`root` (``queue`` of ``options.queue``)."""
-        rest = self.field[len(self.root):].lstrip(".")
-        return re.split(r"[.\[]", rest, maxsplit=1)[0]
+        return _head(self.field[len(self.root):].lstrip("."))
 
     def about(self, subject: str) -> Problem:
         """This problem about ``subject``."""
-        return Problem(self.field, self.message, self.hint, subject)
+        return replace(self, subject=subject)
 
     def __str__(self) -> str:
         return f"{self.subject}: {self.text}" if self.subject else self.text
 
+
+def _head(path: str) -> str:
+    """The first name of a dotted path with ``[index]`` parts (``options`` of
+    ``options.queue``, ``tags`` of ``tags[0]``)."""
+    for index, char in enumerate(path):
+        if char in ".[":
+            return path[:index]
+    return path
 
 
 def listed(problem: Problem | None) -> list[Problem]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.core.types.status import Status, status
 
@@ -55,7 +56,7 @@ class Schedule:
     paused_until: datetime | None = None
     #: Columns of the stored row that could not be read as they are (edited by hand): the
     #: spec holds harmless stand-ins for them, and the engine sets the schedule aside.
-    damage: tuple[str, ...] = ()
+    damage: tuple[Problem, ...] = ()
 
     @property
     def name(self) -> str:

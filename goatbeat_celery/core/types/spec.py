@@ -255,7 +255,8 @@ class ScheduleSpec:
             found.append(Problem("offset", "must be shorter than the interval "
                                  f"({self.offset} >= {every})"))
         if self.offset is not None and self.jitter is not None:
-            found.append(Problem("offset", "give either offset or jitter, not both"))
+            found.append(Problem("offset", "give either {offset} or {jitter}, not both",
+                                 mentions=("offset", "jitter")))
         return found
 
     def _policy_problems(self) -> list[Problem]:
@@ -266,8 +267,9 @@ class ScheduleSpec:
         if not isinstance(self.mode, ScheduleMode):
             found.append(ScheduleMode.unknown(self.mode, "mode"))
         elif self.mode is ScheduleMode.FIXED_DELAY and self.trigger.kind != "interval":
-            found.append(Problem("mode", "fixed_delay needs an interval schedule (every = the "
-                                 f"delay), not a {self.trigger.kind} one"))
+            found.append(Problem("mode", "fixed_delay needs an interval schedule ({every} = "
+                                 f"the delay), not a {self.trigger.kind} one",
+                                 mentions=("every",)))
         found.extend(backoff_problems(self.failure_backoff, self.failure_backoff_factor,
                                       self.failure_backoff_max))
         if self.pause_after_failures is not None:
@@ -317,8 +319,9 @@ class ScheduleSpec:
             else:
                 bounds.append(value)
         if len(bounds) == 2 and bounds[1] < bounds[0]:
-            found.append(Problem("end_at", f"{bounds[1].isoformat()} is before start_at "
-                                 f"{bounds[0].isoformat()}", "give an end at or after the start"))
+            found.append(Problem("end_at", f"{bounds[1].isoformat()} is before {{start_at}} "
+                                 f"{bounds[0].isoformat()}", "give an end at or after the start",
+                                 mentions=("start_at",)))
         if self.max_runs is not None:
             found.extend(listed(validation.count_problem(
                 self.max_runs, "max_runs", minimum=1, maximum=validation.MAX_RUNS)))

@@ -489,7 +489,7 @@ _D = TypeVar("_D")
 _KINDS = {int: "an integer", float: "a number", str: "text"}
 
 
-def stored_value(value: object, kind: type[_T], default: _D, label: str, damage: list[str], *,
+def stored_value(value: object, kind: type[_T], default: _D, label: str, damage: list[Problem], *,
                  required: bool = False, what: str | None = None) -> _T | _D:
     """A stored column's ``value`` if it is exactly of ``kind`` (a bool is no integer), else
     ``default``, with the value named under ``label`` in ``damage``: a column holding another
@@ -500,7 +500,7 @@ def stored_value(value: object, kind: type[_T], default: _D, label: str, damage:
     if type(value) is kind:
         return value
     shown = reason_text(shown_value(value))
-    damage.append(f"{label}: {shown} is not {what or _KINDS.get(kind, kind.__name__)}")
+    damage.append(Problem(label, f"{shown} is not {what or _KINDS.get(kind, kind.__name__)}"))
     return default
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import URL
 
 from goatbeat_celery.core.types.errors import ConfigurationError, StoreError
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.enclosing import enclosing_for
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.mysql.engine import (
@@ -51,13 +52,14 @@ class MySQLStore(SQLStore):
                  connect_timeout: float = 5.0, statement_timeout: float = 5.0,
                  pool_size: int = 5, max_overflow: int = 5, session_locks: bool = True) -> None:
         problems = [
-            f"{name}: must be a positive number of seconds, got {value!r}"
+            Problem(name, f"must be a positive number of seconds, got {value!r}")
             for name, value in (("connect_timeout", connect_timeout),
                                 ("statement_timeout", statement_timeout))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
         ]
         if not isinstance(session_locks, bool):
-            problems.append(f"session_locks: expected True or False, got {session_locks!r}")
+            problems.append(Problem("session_locks",
+                                    f"expected True or False, got {session_locks!r}"))
         if problems:
             raise ConfigurationError(problems, subject="MySQL store options")
         sa_url = normalise_url(url)

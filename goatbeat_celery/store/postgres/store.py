@@ -23,6 +23,7 @@ from goatbeat_celery.core.types.claims import Waiting
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.enclosing import enclosing_for
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.postgres.arrays import array_literal
@@ -93,14 +94,15 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         application_name: str = "goatbeat_celery", session_locks: bool = True,
     ) -> None:
         problems = [
-            f"{name}: must be a positive number of seconds, got {value!r}"
+            Problem(name, f"must be a positive number of seconds, got {value!r}")
             for name, value in (("connect_timeout", connect_timeout),
                                 ("statement_timeout", statement_timeout),
                                 ("idle_in_transaction_timeout", idle_in_transaction_timeout))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
         ]
         if not isinstance(session_locks, bool):
-            problems.append(f"session_locks: expected True or False, got {session_locks!r}")
+            problems.append(Problem("session_locks",
+                                    f"expected True or False, got {session_locks!r}"))
         if problems:
             raise ConfigurationError(problems, subject="PostgreSQL store options")
         sa_url = normalise_url(url)

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.protocols import AuditLog
 from goatbeat_celery.core.types.audit import AuditAction, AuditEntry, AuditNote, FieldChange
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT, audit_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
 
@@ -36,14 +37,14 @@ class SQLAudit(SQLStoreBase, AuditLog):
 def _entry(row: Any) -> AuditEntry:
     """An audit row as an entry; what cannot be read (a row edited by hand) is named in
     ``damage`` and read as a harmless stand-in."""
-    damage: list[str] = []
+    damage: list[Problem] = []
     try:
         action: AuditAction | str = AuditAction(row.action)
     except ValueError:
         action = str(row.action)
     at = row.at
     if at is None or at is UNREADABLE_INSTANT:
-        damage.append("at: the stored instant cannot be read")
+        damage.append(Problem("at", "the stored instant cannot be read"))
         at = UNREADABLE_INSTANT
     changes: dict[str, FieldChange] = {}
     stored = row.changes
@@ -51,7 +52,7 @@ def _entry(row: Any) -> AuditEntry:
                                         for pair in stored.values()):
         changes = {str(key): (pair[0], pair[1]) for key, pair in stored.items()}
     else:
-        damage.append("changes: expected a JSON object of [before, after] pairs")
+        damage.append(Problem("changes", "expected a JSON object of [before, after] pairs"))
     return AuditEntry(id=row.id, schedule_name=row.schedule_name, at=at, action=action,
                       actor=str(row.actor), reason=row.reason, changes=changes,
                       damage=tuple(damage))

@@ -10,6 +10,7 @@ from goatbeat_celery.core.rules.backfill import Backfill, BackfillMode, Backfill
 from goatbeat_celery.core.rules.runs import CAS_COLUMNS, RUN_COLUMNS, RunRecord, RunState
 from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.schema import UNREADABLE_INSTANT
 from goatbeat_celery.store.sql.rows import _found, _instant
 
@@ -107,13 +108,13 @@ _BACKFILL_STATES = {state.value: state for state in BackfillState}
 def _backfill(row: Any) -> Backfill:
     """A backfill row as stored; a column that cannot be read (edited by hand) is named in
     ``damage``, with a harmless stand-in in its place."""
-    damage: list[str] = []
+    damage: list[Problem] = []
 
     def instant(name: str, value: Any, *, required: bool) -> datetime | None:
         if value is None and not required:
             return None
         if not isinstance(value, datetime) or value is UNREADABLE_INSTANT:
-            damage.append(f"{name}: {_found(value)}")
+            damage.append(Problem(name, _found(value)))
             return UNREADABLE_INSTANT
         return value
 
@@ -121,17 +122,17 @@ def _backfill(row: Any) -> Backfill:
         if value is None and not required:
             return None
         if type(value) is not int:
-            damage.append(f"{name}: {_found(value)}")
+            damage.append(Problem(name, _found(value)))
             return 0
         return value
 
     mode = BackfillMode.stored(row.mode, "mode", damage)
     state = _BACKFILL_STATES.get(row.state)
     if state is None:
-        damage.append(f"state: {_found(row.state)}")
+        damage.append(Problem("state", _found(row.state)))
     newest_first = row.newest_first
     if newest_first not in (True, False, 0, 1):
-        damage.append(f"newest_first: {_found(newest_first)}")
+        damage.append(Problem("newest_first", _found(newest_first)))
         newest_first = False
     start = instant("start_at", row.start_at, required=True)
     end = instant("end_at", row.end_at, required=True)

@@ -22,6 +22,7 @@ from goatbeat_celery.core.rules.validation import (
 )
 from goatbeat_celery.core.types.claims import Waiting
 from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import (
     PLAIN_FIELDS,
@@ -125,24 +126,25 @@ def _schedule(row: Sequence[Any]) -> Schedule:
      created_at, updated_at, fault, fault_at, faults, overlap, mode, consecutive_failures,
      paused_reason, total_skipped, start_at, end_at, paused_until, description, tags,
      calendars, spec_version) = _own_values(row)
-    damage: list[str] = []
+    damage: list[Problem] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:
         args = tuple(args)
     else:
-        damage.append(f"args: expected a JSON array, found {_found(args)}")
+        damage.append(Problem("args", f"expected a JSON array, found {_found(args)}"))
         args = ()
     if type(kwargs) is not dict:
-        damage.append(f"kwargs: expected a JSON object, found {_found(kwargs)}")
+        damage.append(Problem("kwargs", f"expected a JSON object, found {_found(kwargs)}"))
         kwargs = {}
     if type(options) is not dict:
-        damage.append(f"options: expected a JSON object, found {_found(options)}")
+        damage.append(Problem("options", f"expected a JSON object, found {_found(options)}"))
         options = {}
     if type(trigger) is dict and type(trigger.get("kind")) is str:
         params = dict(trigger)
         kind = params.pop("kind")
     else:
-        damage.append(f"trigger: expected a JSON object with a 'kind', found {_found(trigger)}")
+        damage.append(Problem("trigger", "expected a JSON object with a 'kind', found "
+                              + _found(trigger)))
         kind, params = "invalid", {}
     policy = (None if misfire_policy is None
               else MisfirePolicy.stored(misfire_policy, "misfire_policy", damage))
@@ -153,7 +155,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     kept_source = _SOURCES.get(source)
     if kept_source is None:
         # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
-        damage.append(f"source: unknown source {_found(source)}")
+        damage.append(Problem("source", f"unknown source {_found(source)}"))
         kept_source = ScheduleSource.API
     task = stored_value(task, str, "", "task", damage, required=True, what="a task name")
     version = stored_value(version, int, -1, "version", damage, required=True)
@@ -196,7 +198,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     )
 
 
-def _plain_fields(values: Sequence[Any], damage: list[str]) -> dict[str, Any]:
+def _plain_fields(values: Sequence[Any], damage: list[Problem]) -> dict[str, Any]:
     """The plain fields of a row (:data:`PLAIN_FIELDS`, in their order), each unreadable one
     named in ``damage`` and read as unset."""
     found: dict[str, Any] = {}
@@ -204,7 +206,7 @@ def _plain_fields(values: Sequence[Any], damage: list[str]) -> dict[str, Any]:
     for (name, column, kind), value in zip(_PLAIN_READ, values, strict=True):
         if value is not None and type(value) is not kind:
             if kind is timedelta:
-                damage.append(f"{column}: {_found(value)} is not a duration in seconds")
+                damage.append(Problem(column, f"{_found(value)} is not a duration in seconds"))
                 value = None
             else:
                 value = stored_value(value, kind, None, column, damage)
@@ -212,7 +214,7 @@ def _plain_fields(values: Sequence[Any], damage: list[str]) -> dict[str, Any]:
     return found
 
 
-def _policies(overlap: Any, mode: Any, damage: list[str]) -> dict[str, Any]:
+def _policies(overlap: Any, mode: Any, damage: list[Problem]) -> dict[str, Any]:
     """The run-policy choices of a row, each unreadable one named in ``damage`` and read as
     the default."""
     found: dict[str, Any] = {"overlap": None, "mode": ScheduleMode.FIXED_RATE}
@@ -224,13 +226,13 @@ def _policies(overlap: Any, mode: Any, damage: list[str]) -> dict[str, Any]:
 
 
 def _controls(start_at: Any, end_at: Any, description: Any, tags: Any,
-              damage: list[str]) -> dict[str, Any]:
+              damage: list[Problem]) -> dict[str, Any]:
     """The control fields of a row, each unreadable one named in ``damage`` and read as unset
     (the values' own rules, end before start, are the spec's to judge)."""
     found: dict[str, Any] = {"start_at": None, "end_at": None, "tags": ()}
     for label, value in (("start_at", start_at), ("end_at", end_at)):
         if value is UNREADABLE_INSTANT:
-            damage.append(f"{label}: the stored instant cannot be read")
+            damage.append(Problem(label, "the stored instant cannot be read"))
         else:
             found[label] = value
     found["description"] = stored_value(description, str, None, "description", damage)
@@ -238,18 +240,20 @@ def _controls(start_at: Any, end_at: Any, description: Any, tags: Any,
         if type(tags) is list and all(type(tag) is str for tag in tags):
             found["tags"] = tuple(tags)
         else:
-            damage.append(f"tags: expected a JSON array of strings, found {_found(tags)}")
+            damage.append(Problem("tags",
+                                  f"expected a JSON array of strings, found {_found(tags)}"))
     return found
 
 
-def _calendar_names(value: Any, damage: list[str]) -> tuple[str, ...]:
+def _calendar_names(value: Any, damage: list[Problem]) -> tuple[str, ...]:
     """The calendar names a row observes; an unreadable list is named in ``damage`` (the
     schedule is set aside rather than run on days it should not)."""
     if value is None:
         return ()
     if type(value) is list and all(type(name) is str for name in value):
         return tuple(value)
-    damage.append(f"calendars: expected a JSON array of calendar names, found {_found(value)}")
+    damage.append(Problem("calendars",
+                          f"expected a JSON array of calendar names, found {_found(value)}"))
     return ()
 
 

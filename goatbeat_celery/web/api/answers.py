@@ -56,7 +56,7 @@ def problem_response(exc: ApiProblem) -> Response:
     body: dict[str, Any] = {"type": "about:blank", "title": exc.title, "status": exc.status,
                             "detail": exc.detail}
     if exc.problems:
-        body["problems"] = [{"field": p.field, "message": p.message, "hint": p.hint}
+        body["problems"] = [{"field": p.field, "message": p.message_as(), "hint": p.hint_as()}
                             for p in exc.problems]
     return _with_headers(_AsciiJSON(body, status_code=exc.status, media_type=PROBLEM_TYPE,
                                     headers=exc.headers))

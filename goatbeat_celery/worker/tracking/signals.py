@@ -25,6 +25,7 @@ from goatbeat_celery.core.rules.runs import RunEventKind, RunOutcome, RunTimes, 
 from goatbeat_celery.core.rules.tracebacks import traceback_text
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import is_key_of
+from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.headers import OCCURRENCE, SCHEDULE
 from goatbeat_celery.worker.tracking.duplicates import DuplicateCheck, install
 from goatbeat_celery.worker.tracking.writer import (
@@ -193,7 +194,8 @@ class RunTracker:
             return self._given_open_log()
         config = self._load_config()
         if config is None:
-            raise ConfigurationError(["run tracking: the goatbeat configuration is invalid"])
+            raise ConfigurationError(
+                [Problem("", "run tracking: the goatbeat configuration is invalid")])
         return config.open_store()
 
     def _run_times(self) -> RunTimes:
