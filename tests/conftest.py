@@ -97,24 +97,36 @@ def _admin_engine(url: URL) -> sa.Engine:
                             connect_args={"connect_timeout": 5})
 
 
-@pytest.fixture(scope="session")
-def pg_server_url() -> URL:
-    """The PostgreSQL server the tests may use (its ``test`` database), checked reachable."""
-    raw = os.environ.get("GOATBEAT_TEST_PG_URL", DEFAULT_PG_URL)
-    url = make_url(raw)
+def _reachable_server(variable: str, default: str, server: str) -> URL:
+    """The server URL ``variable`` gives (or ``default``), failing the test when ``server``
+    cannot be reached there: a test that needs a service fails without it, never skips."""
+    url = make_url(os.environ.get(variable, default))
     engine = _admin_engine(url)
     try:
         with engine.connect() as connection:
             connection.execute(sa.text("SELECT 1"))
     except sa.exc.SQLAlchemyError as exc:
         pytest.fail(
-            f"PostgreSQL is required but unreachable at "
-            f"{url.render_as_string(hide_password=True)} (set GOATBEAT_TEST_PG_URL): {exc}",
+            f"{server} is required but unreachable at "
+            f"{url.render_as_string(hide_password=True)} (set {variable}): {exc}",
             pytrace=False,
         )
     finally:
         engine.dispose()
     return url
+
+
+def _tables_engine(url: str) -> Iterator[sa.Engine]:
+    """A small engine on the database at ``url``, for emptying and inspecting tables."""
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> URL:
+    """The PostgreSQL server the tests may use (its ``test`` database), checked reachable."""
+    return _reachable_server("GOATBEAT_TEST_PG_URL", DEFAULT_PG_URL, "PostgreSQL")
 
 
 @pytest.fixture(scope="session")
@@ -127,21 +139,31 @@ def pg_url(pg_server_url: URL) -> Iterator[str]:
         yield url
 
 
+#: Per server kind: how a database is dropped, and created (PostgreSQL's as a copy of a
+#: template when one is given).
+_DROP = {"postgresql": 'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+         "mysql": "DROP DATABASE IF EXISTS `{name}`"}
+_CREATE = {"postgresql": 'CREATE DATABASE "{name}"{copy}',
+           "mysql": "CREATE DATABASE `{name}` CHARACTER SET utf8mb4"}
+_DROP["mariadb"], _CREATE["mariadb"] = _DROP["mysql"], _CREATE["mysql"]
+
+
 def _recreate(server_url: URL, name: str, template: str | None = None) -> None:
     """Create database ``name`` (dropping a leftover of that name), a copy of ``template`` when
-    given."""
+    given (PostgreSQL only)."""
+    kind = server_url.get_backend_name()
     copy = f' TEMPLATE "{template}"' if template else ""
     admin = _admin_engine(server_url)
     with admin.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"{copy}'))
+        connection.execute(sa.text(_DROP[kind].format(name=name)))
+        connection.execute(sa.text(_CREATE[kind].format(name=name, copy=copy)))
     admin.dispose()
 
 
 def _drop(server_url: URL, name: str) -> None:
     admin = _admin_engine(server_url)
     with admin.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(sa.text(_DROP[server_url.get_backend_name()].format(name=name)))
     admin.dispose()
 
 
@@ -237,9 +259,7 @@ def migrated_database(server_url: URL, name: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def pg_tables_engine(pg_url: str) -> Iterator[sa.Engine]:
     """A small engine on the session database, for emptying and inspecting tables."""
-    engine = sa.create_engine(pg_url, poolclass=sa.NullPool)
-    yield engine
-    engine.dispose()
+    yield from _tables_engine(pg_url)
 
 
 @pytest.fixture
@@ -253,20 +273,7 @@ def pg_empty_url(pg_url: str, pg_tables_engine: sa.Engine) -> str:
 @pytest.fixture(scope="session")
 def mysql_server_url() -> URL:
     """The MySQL or MariaDB server the tests may use, checked reachable."""
-    url = make_url(os.environ.get("GOATBEAT_TEST_MYSQL_URL", DEFAULT_MYSQL_URL))
-    engine = _admin_engine(url)
-    try:
-        with engine.connect() as connection:
-            connection.execute(sa.text("SELECT 1"))
-    except sa.exc.SQLAlchemyError as exc:
-        pytest.fail(
-            f"MySQL or MariaDB is required but unreachable at "
-            f"{url.render_as_string(hide_password=True)} (set GOATBEAT_TEST_MYSQL_URL): {exc}",
-            pytrace=False,
-        )
-    finally:
-        engine.dispose()
-    return url
+    return _reachable_server("GOATBEAT_TEST_MYSQL_URL", DEFAULT_MYSQL_URL, "MySQL or MariaDB")
 
 
 @pytest.fixture(scope="session")
@@ -275,27 +282,15 @@ def mysql_url(mysql_server_url: URL) -> Iterator[str]:
     to the latest schema, dropped at the end of the session."""
     from goatbeat_celery.store import upgrade_schema
 
-    name = f"goatbeat_test_{os.getpid()}"
-    admin = _admin_engine(mysql_server_url)
-    with admin.connect() as connection:
-        connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
-        connection.execute(sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"))
-    url = mysql_server_url.set(database=name).render_as_string(hide_password=False)
-    try:
+    with empty_database(mysql_server_url, f"goatbeat_test_{os.getpid()}") as url:
         upgrade_schema(url)
         yield url
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")
 def mysql_tables_engine(mysql_url: str) -> Iterator[sa.Engine]:
     """A small engine on the MySQL session database, for emptying and inspecting tables."""
-    engine = sa.create_engine(mysql_url, poolclass=sa.NullPool)
-    yield engine
-    engine.dispose()
+    yield from _tables_engine(mysql_url)
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ takeover then waits for the lease to expire, as before.
 from __future__ import annotations
 
 import hashlib
-from typing import Protocol
+import threading
+from collections.abc import Callable, Hashable
+from typing import Generic, Protocol, TypeVar
 
 #: The path of a store that watches no session.
 CLOCK_PATH = "clock: a standby takes over a crashed leader when its lease expires"
@@ -99,4 +101,99 @@ class ClockOnly:
         pass
 
 
-__all__ = ["CLOCK_PATH", "ClockOnly", "LeaseSessions", "session_key"]
+
+_Key = TypeVar("_Key", bound=Hashable)
+_Handle = TypeVar("_Handle")
+
+
+class Waiting(Protocol):
+    """A standby's request for one lock, under way on a thread of its own."""
+
+    @property
+    def key(self) -> Hashable:
+        """The lock asked for."""
+        ...
+
+    def abandon(self) -> None:
+        """Stop caring: a grant that comes after is not reported."""
+        ...
+
+
+class HeldLocks(Generic[_Key, _Handle]):
+    """What a session path on locks keeps (MySQL's named locks, SQLite's byte locks): each lock
+    held through a handle of this store's own (a connection, a descriptor), each waited on by a
+    :class:`Waiting` on a thread of its own, and the locks whose holder's session is known
+    gone. A subclass says how a lock is named (:meth:`_key`), let go of (:meth:`_release`),
+    held and asked for (``gone``, ``hold``, ``watch``)."""
+
+    path: str
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
+        self._lock = threading.Lock()
+        #: The locks whose holder's session is known gone (never held again: a lock names one
+        #: token of one lease).
+        self._ended: set[_Key] = set()
+        #: Per lease: (handle, lock) held as its holder.
+        self._own: dict[str, tuple[_Handle, _Key]] = {}
+        #: Per lease: the standby's request (granted or under way).
+        self._waiters: dict[str, Waiting] = {}
+
+    def _key(self, name: str, token: int) -> _Key:
+        raise NotImplementedError
+
+    def _release(self, handle: _Handle) -> None:
+        raise NotImplementedError
+
+    def _known(self, name: str, key: _Key) -> bool | None:
+        """Whether the holder of ``key`` is gone as far as this store knows already (granted
+        to a waiter here: yes; waited on or held here: not yet), or None when it does not."""
+        if key in self._ended:
+            return True
+        waiter = self._waiters.get(name)
+        own = self._own.get(name)
+        if (waiter is not None and waiter.key == key) or (own is not None and own[1] == key):
+            return False
+        return None
+
+    def known_gone(self, name: str, token: int) -> bool:
+        with self._lock:
+            return self._key(name, token) in self._ended
+
+    def drop(self, name: str, token: int) -> None:
+        with self._lock:
+            own = self._own.get(name)
+            if own is not None and own[1] == self._key(name, token):
+                self._release(own[0])
+                del self._own[name]
+
+    def close(self) -> None:
+        with self._lock:
+            for handle, _ in self._own.values():
+                self._release(handle)
+            self._own.clear()
+            for waiter in self._waiters.values():
+                waiter.abandon()
+            self._waiters.clear()
+
+    def _let_go(self, name: str) -> None:
+        """Let go of the lock held as the holder of ``name``, if any."""
+        own = self._own.pop(name, None)
+        if own is not None:
+            self._release(own[0])
+
+    def _learn(self, key: _Key) -> None:
+        """A waiter's lock was granted: its holder's session is gone; wake this process."""
+        with self._lock:
+            self._ended.add(key)
+        self._wake()
+
+    def _replace_waiter(self, name: str, waiter: Waiting | None) -> None:
+        old = self._waiters.pop(name, None)
+        if old is not None:
+            old.abandon()
+        if waiter is not None:
+            self._waiters[name] = waiter
+
+
+__all__ = ["CLOCK_PATH", "ClockOnly", "HeldLocks", "LeaseSessions", "Waiting", "session_key"]

@@ -20,7 +20,13 @@ import struct
 import threading
 from collections.abc import Callable
 
-from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly, LeaseSessions, session_key
+from goatbeat_celery.store.sessions import (
+    CLOCK_PATH,
+    ClockOnly,
+    HeldLocks,
+    LeaseSessions,
+    session_key,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +53,7 @@ class _Waiter:
     to learn it too."""
 
     def __init__(self, path: str, offset: int, ended: Callable[[int], None]) -> None:
-        self.offset = offset
+        self.key = offset
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         self._ended = ended
         self.abandoned = False
@@ -56,35 +62,33 @@ class _Waiter:
 
     def _wait(self) -> None:
         try:
-            fcntl.fcntl(self._fd, _SETLKW, _flock(fcntl.F_WRLCK, self.offset))  # type: ignore[arg-type]
+            fcntl.fcntl(self._fd, _SETLKW, _flock(fcntl.F_WRLCK, self.key))  # type: ignore[arg-type]
             granted = True
         except OSError:
             granted = False
         os.close(self._fd)  # lets go of the byte, if it was granted
         if granted and not self.abandoned:
-            self._ended(self.offset)
+            self._ended(self.key)
 
     def abandon(self) -> None:
         """Stop caring (the thread ends once the byte is granted, or with the process)."""
         self.abandoned = True
 
 
-class FileSessions:
+class FileSessions(HeldLocks[int, int]):
     """:class:`~goatbeat_celery.store.sessions.LeaseSessions` on byte locks of one file."""
 
     path = PATH
 
     def __init__(self, path: str, wake: Callable[[], None]) -> None:
+        super().__init__(wake)
         self._path = path
-        self._wake = wake
-        self._lock = threading.Lock()
-        #: The offsets whose holder's process is known gone (never held again: an offset
-        #: names one token of one lease).
-        self._ended: set[int] = set()
-        #: Per lease: (descriptor, offset) of the lock held as its holder.
-        self._own: dict[str, tuple[int, int]] = {}
-        #: Per lease: the standby's request (granted or under way).
-        self._waiters: dict[str, _Waiter] = {}
+
+    def _key(self, name: str, token: int) -> int:
+        return _offset(name, token)
+
+    def _release(self, handle: int) -> None:
+        os.close(handle)
 
     def probe(self) -> None:
         pass  # one host, no proxy: the kernel holds the locks
@@ -92,24 +96,15 @@ class FileSessions:
     def gone(self, name: str, token: int) -> bool:
         offset = _offset(name, token)
         with self._lock:
-            waiter = self._waiters.get(name)
-            if offset in self._ended:
-                return True
-            if waiter is not None and waiter.offset == offset:
-                return False
-            own = self._own.get(name)
-            if own is not None and own[1] == offset:  # held here: by a holder alive
-                return False
+            known = self._known(name, offset)
+            if known is not None:
+                return known
             fd = self._try(offset)
             if fd is None:
                 return False
             os.close(fd)
             self._ended.add(offset)
             return True
-
-    def known_gone(self, name: str, token: int) -> bool:
-        with self._lock:
-            return _offset(name, token) in self._ended
 
     def hold(self, name: str, token: int) -> None:
         offset = _offset(name, token)
@@ -120,9 +115,7 @@ class FileSessions:
                 return
             fd = self._try(offset)
             self._replace_waiter(name, None)
-            if own is not None:
-                os.close(own[0])
-                del self._own[name]
+            self._let_go(name)
             if fd is None:
                 logger.warning("lease %r: the lock of token %d is held by another process; a "
                                "crash of this replica is detected by the clock", name, token,
@@ -133,37 +126,10 @@ class FileSessions:
     def watch(self, name: str, token: int) -> None:
         offset = _offset(name, token)
         with self._lock:
-            waiter = self._waiters.get(name)
-            own = self._own.get(name)
-            if offset in self._ended or (waiter is not None and waiter.offset == offset) or (
-                    own is not None and own[1] == offset):
+            if self._known(name, offset) is not None:
                 return
-            own = self._own.pop(name, None)
-            if own is not None:
-                os.close(own[0])
+            self._let_go(name)
             self._replace_waiter(name, _Waiter(self._path, offset, self._learn))
-
-    def drop(self, name: str, token: int) -> None:
-        with self._lock:
-            own = self._own.get(name)
-            if own is not None and own[1] == _offset(name, token):
-                os.close(own[0])
-                del self._own[name]
-
-    def close(self) -> None:
-        with self._lock:
-            for fd, _ in self._own.values():
-                os.close(fd)
-            self._own.clear()
-            for waiter in self._waiters.values():
-                waiter.abandon()
-            self._waiters.clear()
-
-    def _learn(self, offset: int) -> None:
-        """A waiter's byte was granted: its holder's process is gone; wake this process."""
-        with self._lock:
-            self._ended.add(offset)
-        self._wake()
 
     def _try(self, offset: int) -> int | None:
         """A new descriptor holding the byte at ``offset``, or None when another holds it."""
@@ -174,14 +140,6 @@ class FileSessions:
             os.close(fd)
             return None
         return fd
-
-    def _replace_waiter(self, name: str, waiter: _Waiter | None) -> None:
-        old = self._waiters.pop(name, None)
-        if old is not None:
-            old.abandon()
-        if waiter is not None:
-            self._waiters[name] = waiter
-
 
 def file_sessions(database: str, wake: Callable[[], None]) -> LeaseSessions:
     """The session path of the SQLite file ``database``; clock only where the platform has no

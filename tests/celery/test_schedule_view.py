@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,11 +28,6 @@ from tests.support.waiting import wait_for
 #: Every bound below waits on a 0.2 s loop (goatbeat_max_interval) and a 1 s schedule; 10 s
 #: leave a busy 2-core machine several seconds for the worker's pick-up.
 SENT_WITHIN = 10.0
-
-
-@pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import redis
 from sqlalchemy.engine import URL
 
 from tests.conftest import migrated_database
+from tests.system.fidelity import FidWorld
 from tests.system.harness import Cluster, SQLiteCluster, running
 from tests.system.services import PrivatePostgres, PrivateRabbitMQ, PrivateRedis
 
@@ -197,3 +198,12 @@ def report(request: pytest.FixtureRequest) -> Iterator[Callable[..., None]]:
             with open(target, "a") as handle:
                 handle.write(json.dumps({"test": request.node.nodeid, **figures},
                                         default=str) + "\n")
+
+
+@pytest.fixture
+def world(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
+          redis_url: str) -> Iterator[FidWorld]:
+    """The fidelity app's beat and worker on a fresh database and this session's Redis."""
+    with running(request, FidWorld(workdir=tmp_path, redis_url=redis_url,
+                                   database_url=fresh_pg_url)) as fid:
+        yield fid

@@ -56,14 +56,6 @@ RESEND_BOUND = BACKOFF + 1.0 + 2.0
 MARK_MARGIN = 1.0
 
 
-@pytest.fixture
-def world(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
-          redis_url: str) -> Iterator[FidWorld]:
-    with running(request, FidWorld(workdir=tmp_path, redis_url=redis_url,
-                                   database_url=fresh_pg_url)) as fid:
-        yield fid
-
-
 def dl_env(**goatbeat: Any) -> dict[str, str]:
     return {"FID_DEADLINE": str(DEADLINE), "FID_GOATBEAT": json.dumps(goatbeat)}
 

@@ -20,9 +20,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +28,6 @@ import pytest
 from goatbeat_celery.core.types.execution import idempotency_key
 from goatbeat_celery.headers import OWN as GOATBEAT_HEADERS
 from tests.support.waiting import wait_for
-from tests.system.harness import running
 
 from .fidelity import STARTUP, FidWorld, Message, assert_alive
 
@@ -72,14 +69,6 @@ LANDING = {
 VARYING_HEADERS = {"id", "root_id", "expires", "origin"}
 VARYING_PROPERTIES = {"correlation_id", "reply_to", "delivery_tag"}
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-@pytest.fixture
-def world(request: pytest.FixtureRequest, tmp_path: Path, fresh_pg_url: str,
-          redis_url: str) -> Iterator[FidWorld]:
-    with running(request, FidWorld(workdir=tmp_path, redis_url=redis_url,
-                                   database_url=fresh_pg_url)) as fid:
-        yield fid
 
 
 # -- comparing ------------------------------------------------------------------------------

@@ -40,16 +40,6 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def store(clock: ManualClock) -> MemoryStore:
-    return MemoryStore(clock)
-
-
-@pytest.fixture
-def schedules(store: MemoryStore) -> Schedules:
-    return Schedules(store)
-
-
-@pytest.fixture
 def poll(schedules: Schedules) -> Schedule:
     """An every-minute schedule created at NOW: next run 12:01:00."""
     created = schedules.create("poll", "feeds.poll", every=60, args=(1,))

@@ -27,16 +27,6 @@ def clock() -> ManualClock:
     return ManualClock(NOW)
 
 
-@pytest.fixture
-def store(clock: ManualClock) -> MemoryStore:
-    return MemoryStore(clock)
-
-
-@pytest.fixture
-def schedules(store: MemoryStore) -> Schedules:
-    return Schedules(store)
-
-
 def sharded(store: MemoryStore, shards: int = 3) -> Schedules:
     return Schedules(store, config=GoatbeatConfig(
         settings=Settings(lease_name="beat", shards=shards)))

@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.web import WebSettings, create_app
 from goatbeat_celery.web.security import CSRF_COOKIE, CSRF_FIELD
+from tests.web.api_client import Api
 
 TOKEN = "s3cret-token-for-the-tests-0123456789"
 _CSRF_INPUT = re.compile(rf'name="{CSRF_FIELD}" value="([^"]+)"')
@@ -158,3 +159,15 @@ def serving(cli: Any, environment: dict[str, str],
 
 # The CLI's fixtures, for the `web` command's tests.
 from tests.cli.conftest import cli_for as cli_for  # noqa: E402
+
+
+@pytest.fixture
+def api(schedules: Schedules) -> Iterator[Api]:
+    """The HTTP API of a dashboard over ``schedules``, called as a client would."""
+    with TestClient(create_app(schedules), base_url="http://127.0.0.1") as client:
+        yield Api(client, schedules)
+
+
+@pytest.fixture
+def auth(api: Api) -> dict[str, str]:
+    return api.token()

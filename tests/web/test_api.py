@@ -6,7 +6,6 @@ Origin rules."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -19,17 +18,6 @@ from goatbeat_celery.web import WebSettings, create_app
 
 from .api_client import DAILY, Api, put
 from .conftest import TOKEN
-
-
-@pytest.fixture
-def api(schedules: Schedules) -> Iterator[Api]:
-    with TestClient(create_app(schedules), base_url="http://127.0.0.1") as client:
-        yield Api(client, schedules)
-
-
-@pytest.fixture
-def auth(api: Api) -> dict[str, str]:
-    return api.token()
 
 
 # -- who may call it ----------------------------------------------------------------------------

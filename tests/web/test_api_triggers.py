@@ -4,34 +4,19 @@ document's Definition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from jsonschema import Draft202012Validator
-from starlette.testclient import TestClient
 
-from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.types.errors import ConfigurationError
-from goatbeat_celery.web import create_app
 from goatbeat_celery.web.api import API_PREFIX
 
 from .api_client import Api, put
 
 RULE = "DTSTART;TZID=Asia/Tokyo:20260105T073000\nRRULE:FREQ=DAILY"
 SUNSET = {"event": "sunset", "latitude": 37.77, "longitude": -122.42}
-
-
-@pytest.fixture
-def api(schedules: Schedules) -> Iterator[Api]:
-    with TestClient(create_app(schedules), base_url="http://127.0.0.1") as client:
-        yield Api(client, schedules)
-
-
-@pytest.fixture
-def auth(api: Api) -> dict[str, str]:
-    return api.token()
 
 
 def test_put_stores_a_rule_in_its_zone(api: Api, auth: dict[str, str]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from goatbeat_celery.store.sessions import session_key
+from goatbeat_celery.store.sessions import HeldLocks, session_key
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class _Waiter:
     once, for the other standbys waiting on it to learn it too."""
 
     def __init__(self, conn: Any, lock: str, ended: Callable[[str], None]) -> None:
-        self.lock = lock
+        self.key = lock
         self._conn = conn
         self._ended = ended
         self.abandoned = False
@@ -83,72 +83,51 @@ class _Waiter:
         granted = False
         try:
             while not self.abandoned and not granted:
-                granted = _ask(self._conn, self.lock, ASK_FOR)
+                granted = _ask(self._conn, self.key, ASK_FOR)
         except Exception:  # noqa: BLE001  (this connection lost: no evidence)
             granted = False
         finally:
             _close(self._conn)  # lets go of the lock, if it was granted
         if granted and not self.abandoned:
-            self._ended(self.lock)
+            self._ended(self.key)
 
     def abandon(self) -> None:
         """Stop caring (the thread ends within a second)."""
         self.abandoned = True
 
 
-class MySQLSessions:
+class MySQLSessions(HeldLocks[str, Any]):
     """:class:`~goatbeat_celery.store.sessions.LeaseSessions` on named locks."""
 
     path = PATH
 
     def __init__(self, engine: sa.Engine, wake: Callable[[], None],
                  connect_args: dict[str, Any]) -> None:
+        super().__init__(wake)
         self._connections = _Connections(engine, connect_args)
-        self._wake = wake
-        self._lock = threading.Lock()
-        #: The locks whose holder's session is known gone (never held again: a lock names
-        #: one token of one lease).
-        self._ended: set[str] = set()
-        #: Per lease: (connection, lock) held as its holder.
-        self._own: dict[str, tuple[Any, str]] = {}
-        #: Per lease: the standby's request (granted or under way).
-        self._waiters: dict[str, _Waiter] = {}
 
-    def _name(self, name: str, token: int) -> str:
+    def _key(self, name: str, token: int) -> str:
         return lock_name(self._connections.database, name, token)
+
+    def _release(self, handle: Any) -> None:
+        _close(handle)
 
     def probe(self) -> None:
         pass  # MySQL's proxies keep a client's session on one server connection
 
     def gone(self, name: str, token: int) -> bool:
-        lock = self._name(name, token)
-        with self._lock:
-            waiter = self._waiters.get(name)
-            if lock in self._ended:
-                return True
-            if waiter is not None and waiter.lock == lock:
-                return False
-            own = self._own.get(name)
-            if own is not None and own[1] == lock:  # held here: by a holder alive
-                return False
         # Not asked here without waiting: a lock free now may be one its holder never took
         # (it could not), which is no evidence; the waiter, which saw it held, decides.
-        return False
-
-    def known_gone(self, name: str, token: int) -> bool:
-        with self._lock:
-            return self._name(name, token) in self._ended
+        return self.known_gone(name, token)
 
     def hold(self, name: str, token: int) -> None:
-        lock = self._name(name, token)
+        lock = self._key(name, token)
         with self._lock:
             own = self._own.get(name)
             self._replace_waiter(name, None)
             if own is not None and own[1] == lock:
                 return
-            if own is not None:
-                _close(own[0])
-                del self._own[name]
+            self._let_go(name)
             conn = None
             try:
                 conn = self._connections.open()
@@ -165,16 +144,11 @@ class MySQLSessions:
             self._own[name] = (conn, lock)
 
     def watch(self, name: str, token: int) -> None:
-        lock = self._name(name, token)
+        lock = self._key(name, token)
         with self._lock:
-            waiter = self._waiters.get(name)
-            own = self._own.get(name)
-            if lock in self._ended or (waiter is not None and waiter.lock == lock) or (
-                    own is not None and own[1] == lock):
+            if self._known(name, lock) is not None:
                 return
-            own = self._own.pop(name, None)
-            if own is not None:
-                _close(own[0])
+            self._let_go(name)
             self._replace_waiter(name, None)
             # Seen held here first, before waiting: a lock free from the start is one its
             # holder never took (it could not), not evidence of its end.
@@ -189,35 +163,5 @@ class MySQLSessions:
                     _close(conn)
                 return
             self._waiters[name] = _Waiter(conn, lock, self._learn)
-
-    def drop(self, name: str, token: int) -> None:
-        with self._lock:
-            own = self._own.get(name)
-            if own is not None and own[1] == self._name(name, token):
-                _close(own[0])
-                del self._own[name]
-
-    def close(self) -> None:
-        with self._lock:
-            for conn, _ in self._own.values():
-                _close(conn)
-            self._own.clear()
-            for waiter in self._waiters.values():
-                waiter.abandon()
-            self._waiters.clear()
-
-    def _learn(self, lock: str) -> None:
-        """A waiter's lock was granted: its holder's session is gone; wake this process."""
-        with self._lock:
-            self._ended.add(lock)
-        self._wake()
-
-    def _replace_waiter(self, name: str, waiter: _Waiter | None) -> None:
-        old = self._waiters.pop(name, None)
-        if old is not None:
-            old.abandon()
-        if waiter is not None:
-            self._waiters[name] = waiter
-
 
 __all__ = ["PATH", "MySQLSessions", "lock_name"]
