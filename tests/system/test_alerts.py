@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.tracked_app import FAST_LEASE, request_run, start, start_worker
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Process
-from tests.system.tracked import FAST_LEASE, request_run, start, start_worker
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 

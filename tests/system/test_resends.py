@@ -24,10 +24,10 @@ import pytest
 from celery import Celery
 
 from goatbeat_celery import headers
+from tests.support.tracked_app import request_run, runs, start, start_beat
 from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Process
 from tests.system.services import PrivateRabbitMQ, PrivateRedis
-from tests.system.tracked import request_run, runs, start, start_beat
 
 pytestmark = [pytest.mark.system, pytest.mark.serial]
 

@@ -15,29 +15,21 @@ from typing import Any
 
 import pytest
 
+from tests.support import tracked_app
+from tests.support.tracked_app import FAST_LEASE, HEARTBEAT, LOST_BOUND, MAX_INTERVAL, TRACKING
 from tests.support.waiting import wait_for
-from tests.system import tracked as run_tracking
 from tests.system.fidelity import STARTUP, assert_alive
 from tests.system.harness import Cluster, Process
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
-HEARTBEAT = 1.0
-LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
-START_TIMEOUT = 30.0
-MAX_INTERVAL = 1.0
-SETTINGS = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": MAX_INTERVAL,
-            "heartbeat_interval": HEARTBEAT, "run_lost_after": LOST_AFTER,
-            "run_start_timeout": START_TIMEOUT}
+SETTINGS = {**FAST_LEASE, **TRACKING}
 #: A run's end reaches the table within the writer's flush interval (0.25 s); the leader applies
 #: it at its next tick, at most max_interval later, and sends a released run in that tick.
 SETTLE_BOUND = 0.25 + MAX_INTERVAL
 #: For a busy two-core machine running beat, a worker and PostgreSQL: a tick woken late, a
 #: report written late.
 MARGIN = 2.0
-#: Once the worker is silent, its run is lost after lost_after; the leader looks every heartbeat
-#: interval, from a tick that runs at least every max_interval.
-LOST_BOUND = LOST_AFTER + HEARTBEAT + MAX_INTERVAL
 #: The backoff scenario's grid (seconds): longer than a run plus the writer's flush, so that a
 #: failure is known before the next point is claimed.
 FLAKY_EVERY = 3
@@ -50,7 +42,7 @@ def write_config(cluster: Cluster, schedules: dict[str, Any]) -> None:
 
 def start(cluster: Cluster, name: str, args: list[str]) -> Process:
     """A celery process of ``policyproj`` (sysproj with run tracking and a flaky task)."""
-    return run_tracking.start(cluster, name, args, app="policyproj")
+    return tracked_app.start(cluster, name, args, app="policyproj")
 
 
 @pytest.fixture(params=["prefork", "threads"])
@@ -79,7 +71,7 @@ def start_worker(cluster: Cluster, pool: str, name: str = "worker") -> Process:
 
 
 def start_beat(cluster: Cluster) -> Process:
-    return run_tracking.start_beat(cluster, app="policyproj")
+    return tracked_app.start_beat(cluster, app="policyproj")
 
 
 def rows(cluster: Cluster, where: str = "true", **params: Any) -> list[dict[str, Any]]:

@@ -17,34 +17,28 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from tests.support.waiting import wait_for
-from tests.system.harness import Cluster
-from tests.system.services import PartitionProxy
-
-from .tracked import (
+from tests.support.tracked_app import (
     FAST_LEASE,
+    HEARTBEAT,
+    LOST_AFTER,
+    LOST_BOUND,
     LOST_MARGIN,
-    MAX_INTERVAL,
+    TRACKING,
     request_run,
     runs,
     start_beat,
     start_worker,
 )
+from tests.support.waiting import wait_for
+from tests.system.harness import Cluster
+from tests.system.services import PartitionProxy
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
 
-HEARTBEAT = 1.0
-LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
-START_TIMEOUT = 30.0
-TRACKING = {"heartbeat_interval": HEARTBEAT, "run_lost_after": LOST_AFTER,
-            "run_start_timeout": START_TIMEOUT}
 #: A run's reports reach the table within the writer's flush interval (0.25 s) of the event;
 #: two seconds leave the rest to a busy two-core machine running beat, a worker and PostgreSQL.
 REPORT_SLACK = 2.0
-#: Once the worker is silent, its run is lost after ``lost_after``; the leader looks every
-#: heartbeat interval, from a tick that runs at least every ``max_interval``.
-LOST_BOUND = LOST_AFTER + HEARTBEAT + MAX_INTERVAL
 
 
 def pools() -> Any:

@@ -1,4 +1,5 @@
-"""Processes of the tracked app (tests/tracking) in a system scenario, and its runs."""
+"""The tracked app (tests/tracking) in a system scenario: its celery processes, the run-tracking
+settings its scenarios share and the bounds derived from them, and the runs it recorded."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ from tests.support.waiting import wait_for
 from tests.system.harness import Cluster, Process
 
 FAST_LEASE = {"lease_ttl": 3, "lease_renew_interval": 1, "max_interval": 1}
+HEARTBEAT = 1.0
+LOST_AFTER = 4.0  # at least three heartbeats, as the settings require
+START_TIMEOUT = 30.0
+TRACKING = {"heartbeat_interval": HEARTBEAT, "run_lost_after": LOST_AFTER,
+            "run_start_timeout": START_TIMEOUT}
 
 
 # -- processes -------------------------------------------------------------------------------
@@ -83,6 +89,9 @@ TRACKING_DIR = Path(__file__).resolve().parent.parent / "tracking"
 
 
 MAX_INTERVAL = 1.0
+#: Once the worker is silent, its run is lost after ``lost_after``; the leader looks every
+#: heartbeat interval, from a tick that runs at least every ``max_interval``.
+LOST_BOUND = LOST_AFTER + HEARTBEAT + MAX_INTERVAL
 
 
 #: For a busy two-core machine: the sweep's statement, and a tick woken late.
