@@ -118,7 +118,8 @@ def test_a_round_requested_twice_is_written_once(store: Store, clock: StoreClock
         [rerun_key("job", points[2], backfill.id, 1)])
 
 
-def test_executions_of_occurrences_claimed_since_an_instant(store: Store, clock: StoreClock) -> None:
+def test_executions_of_occurrences_claimed_since_an_instant(store: Store,
+                                                            clock: StoreClock) -> None:
     schedules = Schedules(store)
     backfill, points = backfilled(store, clock, schedules)
     everything = store.occurrence_executions("job", backfill.start, backfill.end)
