@@ -53,12 +53,12 @@ def audit_json(entry: AuditEntry) -> dict[str, Any]:
             "damage": list(entry.damage)}
 
 
-AUDIT_COLUMNS = ("WHEN", "ACTION", "ACTOR", "CHANGES", "REASON")
+AUDIT_COLUMNS = ("ID", "WHEN", "ACTION", "ACTOR", "CHANGES", "REASON")
 AUDIT_CLIPPED = {"ACTOR": "middle", "CHANGES": "end", "REASON": "end"}
 
 
 def audit_row(entry: AuditEntry) -> tuple[str, ...]:
-    return (when(entry.at), audit_action(entry.action), entry.actor,
+    return (str(entry.id), when(entry.at), audit_action(entry.action), entry.actor,
             audit_changes_text(entry.changes), entry.reason or NONE)
 
 
