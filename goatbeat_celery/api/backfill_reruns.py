@@ -48,6 +48,6 @@ class BackfillReruns(SchedulesBase):
         executions = self.store.request_reruns(
             backfill, round_, outcomes.failed, audit=self._note(
                 AuditAction.RERUN, reason,
-                {"backfill": (backfill.id, backfill.id), "round": (None, round_),
+                {"backfill": (None, backfill.id), "round": (None, round_),
                  "occurrences": (None, len(outcomes.failed))}))
         return Rerun(backfill=backfill, round=round_, executions=tuple(executions))

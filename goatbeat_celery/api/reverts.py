@@ -3,6 +3,7 @@ as a compare-and-set edit refused when the schedule changed since in those field
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from goatbeat_celery.api.arguments import _MAX_ROW_ID, _check_reason
@@ -25,6 +26,17 @@ from goatbeat_celery.spec_input import SPEC_FIELDS
 _REVERTIBLE = frozenset({*SPEC_FIELDS, "trigger", "enabled"})
 
 
+@dataclass(frozen=True, kw_only=True)
+class RevertPreview:
+    """What reverting ``entry`` would do to its schedule as it is now: each field it changed,
+    ``(field, before the edit, after it, now)``, and ``refusal``, why it would be refused
+    (None: it would apply)."""
+
+    entry: AuditEntry
+    fields: tuple[tuple[str, JSONValue, JSONValue, JSONValue], ...]
+    refusal: str | None
+
+
 class AuditReverts(ScheduleWrites):
     """Reverts of recorded edits."""
 
@@ -37,6 +49,22 @@ class AuditReverts(ScheduleWrites):
         if not found or found[0].id != entry_id:
             raise AuditEntryNotFound(entry_id)
         return found[0]
+
+    def revert_preview(self, entry_id: int) -> RevertPreview:
+        """What :meth:`revert` would do now, changing nothing. Raises AuditEntryNotFound, and
+        ScheduleNotFound once the schedule is gone."""
+        entry = self.audit_entry(entry_id)
+        current = self.store.get_schedule(entry.schedule_name)
+        refusal = None
+        try:
+            _check_revertible(entry)
+            _check_unmoved(current, entry)
+        except (ConfigurationError, ScheduleConflict) as exc:
+            refusal = "; ".join(exc.problems) if isinstance(exc, ConfigurationError) else str(exc)
+        known = entry.changes if not entry.damage else {}
+        return RevertPreview(entry=entry, refusal=refusal, fields=tuple(
+            (key, before, after, _current(current.spec, key) if key in _REVERTIBLE else None)
+            for key, (before, after) in known.items()))
 
     def revert(self, entry_id: int, *, reason: str | None = None) -> Schedule:
         """Undo the edit recorded as audit entry ``entry_id``: set each field it changed back
@@ -51,14 +79,7 @@ class AuditReverts(ScheduleWrites):
                              lambda current: self._reverted(current, entry, reason), pin=True)
 
     def _reverted(self, current: Schedule, entry: AuditEntry, reason: str | None) -> Schedule:
-        moved = [f"{key}: now {audit_value_text(now)}, the edit left "
-                 f"{audit_value_text(after)}"
-                 for key, (_, after) in entry.changes.items()
-                 if (now := _current(current.spec, key)) != after]
-        if moved:
-            raise ScheduleConflict(
-                f"schedule {quoted_name(current.name)} changed since entry {entry.id} in what "
-                f"it changed ({'; '.join(moved)}): revert refused; edit it by hand")
+        _check_unmoved(current, entry)
         befores = {key: before for key, (before, _) in entry.changes.items()}
         trigger = befores.pop("trigger", None)
         enabled = befores.pop("enabled", None)
@@ -68,6 +89,17 @@ class AuditReverts(ScheduleWrites):
             changes=dict[str, Any](befores), reason=reason,
             trigger_spec=TriggerSpec.from_json(trigger) if isinstance(trigger, dict) else None,
             action=AuditAction.REVERT, noted={"reverts": (None, entry.id)})
+
+
+def _check_unmoved(current: Schedule, entry: AuditEntry) -> None:
+    """ScheduleConflict when a field ``entry`` changed holds another value than it left."""
+    moved = [f"{key}: now {audit_value_text(now)}, the edit left {audit_value_text(after)}"
+             for key, (_, after) in entry.changes.items()
+             if (now := _current(current.spec, key)) != after]
+    if moved:
+        raise ScheduleConflict(
+            f"schedule {quoted_name(current.name)} changed since entry {entry.id} in what "
+            f"it changed ({'; '.join(moved)}): revert refused; edit it by hand")
 
 
 def _current(spec: ScheduleSpec, key: str) -> JSONValue:

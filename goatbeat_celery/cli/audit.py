@@ -9,7 +9,7 @@ from goatbeat_celery import display
 from goatbeat_celery.cli.context import celery_app, masked_url, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option, limit_option, reason_option
-from goatbeat_celery.cli.output import emit, say, warn
+from goatbeat_celery.cli.output import emit, refuse_config_row, say, warn
 from goatbeat_celery.core.types.audit import AuditAction
 
 #: ``sync --plan`` exits with this status when config sync would change the database (0 when
@@ -59,6 +59,7 @@ def revert(ctx: click.Context, entry_id: int, reason: str | None, as_json: bool)
     Refused when the schedule changed since in any of those fields."""
     with opened(ctx) as schedules, reported():
         entry = schedules.audit_entry(entry_id)
+        refuse_config_row(schedules.get(entry.schedule_name))
         reverted = schedules.revert(entry_id, reason=reason)
         now = schedules.now()
     if as_json:

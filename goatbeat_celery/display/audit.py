@@ -19,8 +19,8 @@ def audit_value_text(value: Any) -> str:
     return compact_json(value)
 
 
-def audit_changes_text(changes: Mapping[str, FieldChange]) -> str:
-    """``task: a → b; enabled: true → false``; the one side there is for a creation or a
+def audit_change_parts(changes: Mapping[str, FieldChange]) -> list[str]:
+    """``task: a → b`` for each field that changed; the one side there is for a creation or a
     deletion (``task: a``), and for what the change added (``run: <key>``). A field whose
     before and after are equal (``per_tick: none → none``) changed nothing: it is left out."""
     parts = []
@@ -33,7 +33,12 @@ def audit_changes_text(changes: Mapping[str, FieldChange]) -> str:
             parts.append(f"{key}: {audit_value_text(before)} \u2192 none")
         else:
             parts.append(f"{key}: {audit_value_text(before)} \u2192 {audit_value_text(after)}")
-    return "; ".join(parts) or NONE
+    return parts
+
+
+def audit_changes_text(changes: Mapping[str, FieldChange]) -> str:
+    """``task: a → b; enabled: true → false`` (:func:`audit_change_parts`, or ``none``)."""
+    return "; ".join(audit_change_parts(changes)) or NONE
 
 
 def audit_action(action: AuditAction | str) -> str:

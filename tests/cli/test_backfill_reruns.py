@@ -67,7 +67,7 @@ def test_backfill_rerun_failed_queues_them_under_new_keys(cli: Cli, store: Store
     assert store.executions_by_key([key])[key].state is ExecutionState.CLAIMED
     audit = cli.json("audit", "poll", "--limit", "1")[0]
     assert (audit["action"], audit["reason"], audit["changes"]) == (
-        "rerun", "db was down", {"backfill": [backfill_id, backfill_id], "round": [None, 1],
+        "rerun", "db was down", {"backfill": [None, backfill_id], "round": [None, 1],
                                  "occurrences": [None, 1]})
     shown = cli.json("backfill-show", str(backfill_id))["outcomes"]
     assert shown["reruns"] == [{"round": 1, "requested_at": shown["reruns"][0]["requested_at"],

@@ -92,7 +92,7 @@ def test_the_failed_occurrences_run_again_under_new_keys_in_one_audited_round(
     assert stored.due_at == stored.claimed_at >= backfill.created_at  # type: ignore[operator]
     entry = schedules.audit("job", limit=1)[0]
     assert (entry.action, entry.actor, entry.reason) == (AuditAction.RERUN, "ops", "db was down")
-    assert dict(entry.changes) == {"backfill": (backfill.id, backfill.id), "round": (None, 1),
+    assert dict(entry.changes) == {"backfill": (None, backfill.id), "round": (None, 1),
                                    "occurrences": (None, 1)}
     found = schedules.backfill_outcomes(backfill.id)
     assert [(r.round, r.outcomes) for r in found.reruns] == [(1, {"claimed": 1})]
