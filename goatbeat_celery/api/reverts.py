@@ -30,11 +30,18 @@ _REVERTIBLE = frozenset({*SPEC_FIELDS, "trigger", "enabled"})
 class RevertPreview:
     """What reverting ``entry`` would do to its schedule as it is now: each field it changed,
     ``(field, before the edit, after it, now)``, and ``refusal``, why it would be refused
-    (None: it would apply)."""
+    (None: it would apply); ``conflict``: refused because the schedule changed since in
+    those fields (:attr:`moved`)."""
 
     entry: AuditEntry
     fields: tuple[tuple[str, JSONValue, JSONValue, JSONValue], ...]
     refusal: str | None
+    conflict: bool = False
+
+    @property
+    def moved(self) -> tuple[str, ...]:
+        """The fields that hold another value now than the change left."""
+        return tuple(key for key, _, after, now in self.fields if now != after)
 
 
 class AuditReverts(ScheduleWrites):
@@ -55,14 +62,16 @@ class AuditReverts(ScheduleWrites):
         ScheduleNotFound once the schedule is gone."""
         entry = self.audit_entry(entry_id)
         current = self.store.get_schedule(entry.schedule_name)
-        refusal = None
+        refusal, conflict = None, False
         try:
             _check_revertible(entry)
             _check_unmoved(current, entry)
-        except (ConfigurationError, ScheduleConflict) as exc:
-            refusal = "; ".join(exc.problems) if isinstance(exc, ConfigurationError) else str(exc)
+        except ConfigurationError as exc:
+            refusal = "; ".join(exc.problems)
+        except ScheduleConflict as exc:
+            refusal, conflict = str(exc), True
         known = entry.changes if not entry.damage else {}
-        return RevertPreview(entry=entry, refusal=refusal, fields=tuple(
+        return RevertPreview(entry=entry, refusal=refusal, conflict=conflict, fields=tuple(
             (key, before, after, _current(current.spec, key) if key in _REVERTIBLE else None)
             for key, (before, after) in known.items()))
 

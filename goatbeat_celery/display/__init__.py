@@ -33,6 +33,7 @@ from goatbeat_celery.display.audit import (
     audit_json,
     audit_row,
     audit_value_text,
+    change_value_text,
     plan_line,
 )
 from goatbeat_celery.display.backfills import (
@@ -143,7 +144,8 @@ __all__ = [
     "audit_value_text", "backfill_json", "backfill_outcome_lines", "backfill_outcomes_json",
     "backfill_preview_json", "backfill_preview_rows",
     "backfill_row", "calendar_entries", "calendar_fields", "calendar_json", "calendar_row",
-    "changed_since_read", "command_line", "compact_json", "control_fields", "cron_phrase",
+    "change_value_text", "changed_since_read", "command_line", "compact_json",
+    "control_fields", "cron_phrase",
     "describe_trigger", "document", "execution_json", "execution_reason", "execution_row",
     "fault_fields", "field_changes", "fields", "history_row", "human_duration",
     "human_seconds", "iso", "lateness", "lease_health", "lease_health_parts", "lease_json",

@@ -12,6 +12,7 @@ This module makes the application and its routes; the pages are in
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,7 +162,9 @@ def _environment() -> jinja2.Environment:
         short_key=present.short_key,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,
         state_pill=present.state_pill, audit_changes=display.audit_changes_text,
-        audit_change_parts=display.audit_change_parts, audit_value=display.audit_value_text,
+        audit_change_parts=functools.partial(display.audit_change_parts,
+                                             value_text=display.change_value_text),
+        change_value=display.change_value_text,
         outcomes_text=display.outcomes_text,
         audit_action=display.audit_action, tone=present.tone,
     )
