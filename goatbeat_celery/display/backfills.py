@@ -85,7 +85,8 @@ def backfill_outcome_lines(found: BackfillOutcomes) -> list[tuple[str, str]]:
     """The lines ``backfill-show`` adds below a backfill: what became of its occurrences."""
     b = found.backfill
     lines = [("runs", outcomes_text(found.outcomes)),
-             ("not run", f"{found.not_run} (looked at; its mode {b.mode.value} left them)"),
+             ("not run", f"{found.not_run}" + (f" (looked at; its mode {b.mode.value} left "
+                                               "them alone)" if found.not_run else "")),
              ("to look at", str(found.to_examine))]
     if found.not_recorded:
         lines.append(("not recorded", f"{found.not_recorded} (pruned by the retention)"))

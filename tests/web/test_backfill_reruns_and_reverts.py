@@ -94,6 +94,8 @@ def test_an_edit_is_reverted_after_its_confirmation(client: Browser,
     newest = schedules.audit("tick", limit=1)[0]
     assert (newest.action, newest.reason, newest.changes["reverts"]) == (
         AuditAction.REVERT, "too slow", (None, entry))
+    shown = client.get("/schedule", params={"name": "tick"}).text
+    assert f"reverted by #{newest.id}" in shown and "Revert…" not in shown
     again = client.submit("/audit/revert", id=str(entry), confirm="revert")
     assert again.status_code == 409
     assert "changed since" in again.text and 'id="confirm"' not in again.text
