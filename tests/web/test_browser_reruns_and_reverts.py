@@ -56,6 +56,7 @@ def test_the_failed_occurrences_of_a_backfill_are_run_again(page: Page,
     assert [len(r.outcomes) for r in schedules.backfill_outcomes(backfill.id).reruns] == [1]
 
 
+@pytest.mark.slow  # three pages and two changes through chromium: 20 s on a busy machine
 def test_an_edit_is_reverted_from_the_changes_table(page: Page, server: Server) -> None:
     schedules = server.schedules
     schedules.create("billing.invoice-run", "proj.tasks.invoices", cron="0 6 * * mon-fri",
