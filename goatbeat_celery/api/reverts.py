@@ -124,8 +124,8 @@ def _check_revertible(entry: AuditEntry) -> None:
                                 f"({', '.join(entry.damage)})"))
     elif action != AuditAction.EDIT.value:
         problems.append(Problem("entry", f"entry {entry.id} is a {action}, not an edit",
-                                "only an edit is reverted; undo a "
-                                f"{action} with its own command"))
+                                "only an edit is reverted (a later edit undoes anything "
+                                "else)"))
     elif entry.actor == CONFIG_ACTOR:
         problems.append(Problem("entry", f"entry {entry.id} is config sync's edit",
                                 "change the app's beat_schedule instead: the next sync "
