@@ -124,8 +124,8 @@ def _check_revertible(entry: AuditEntry) -> None:
                                 f"({', '.join(entry.damage)})"))
     elif action != AuditAction.EDIT.value:
         problems.append(Problem("entry", f"entry {entry.id} is a {action}, not an edit",
-                                "only an edit is reverted (a later edit undoes anything "
-                                "else)"))
+                                "only an edit is reverted: undo anything else by hand "
+                                "(resume a pause, edit a revert back)"))
     elif entry.actor == CONFIG_ACTOR:
         problems.append(Problem("entry", f"entry {entry.id} is config sync's edit",
                                 "change the app's beat_schedule instead: the next sync "
