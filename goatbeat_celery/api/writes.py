@@ -25,7 +25,7 @@ from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import Duration, ensure_aware
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import PauseNote, Schedule
-from goatbeat_celery.core.types.spec import MisfirePolicy, quoted_name
+from goatbeat_celery.core.types.spec import MisfirePolicy, TriggerSpec, quoted_name
 
 #: Fields whose change moves the next run (recomputed from now, within the bounds).
 _RESCHEDULING = ("start_at", "end_at", "max_runs")
@@ -165,7 +165,11 @@ class ScheduleWrites(SchedulesBase):
                  at: datetime | str | None, timezone: str | None, enabled: bool | None,
                  day_or: bool | None, changes: dict[str, Any],
                  reason: str | None = None, rrule: str | None = None,
-                 solar: Any = None) -> Schedule:
+                 solar: Any = None, trigger_spec: TriggerSpec | None = None,
+                 action: AuditAction = AuditAction.EDIT,
+                 noted: dict[str, FieldChange] | None = None) -> Schedule:
+        """The edit of ``current``; ``trigger_spec``: a stored trigger to set as it is (a
+        revert's), ``action`` and ``noted`` what the audit entry says beside the fields."""
         name = current.name
         problems: list[Problem] = []
         given = {key for key, value in (("every", every), ("cron", cron), ("at", at),
@@ -178,7 +182,7 @@ class ScheduleWrites(SchedulesBase):
                 ", ".join(unknown), "unknown field",
                 "use: " + ", ".join((*spec_input.TRIGGER_KEYWORDS, "timezone",
                                      *spec_input.SPEC_FIELDS))))
-        trigger = current.spec.trigger
+        trigger = current.spec.trigger if trigger_spec is None else trigger_spec
         if any(v is not None for v in (every, cron, at, timezone, day_or, rrule, solar)):
             current_cron = trigger.kind == "cron"
             current_rrule = trigger.kind == "rrule" and day_or is None
@@ -231,7 +235,8 @@ class ScheduleWrites(SchedulesBase):
         return self.store.replace_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,
             expected_version=current.row_version, pause=pause,
-            audit=self._note(AuditAction.EDIT, reason, spec_changes(current.spec, spec)))
+            audit=self._note(action, reason, {**spec_changes(current.spec, spec),
+                                              **(noted or {})}))
 
     def pause(self, name: str, *, note: str | None = None, until: datetime | None = None,
               reason: str | None = None) -> Schedule:

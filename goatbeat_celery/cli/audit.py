@@ -8,8 +8,8 @@ from celery.bin.base import CeleryCommand
 from goatbeat_celery import display
 from goatbeat_celery.cli.context import celery_app, masked_url, opened, reported
 from goatbeat_celery.cli.group import goatbeat
-from goatbeat_celery.cli.options import json_option, limit_option
-from goatbeat_celery.cli.output import emit, say, warn
+from goatbeat_celery.cli.options import json_option, limit_option, reason_option
+from goatbeat_celery.cli.output import emit, refuse_config_row, say, warn
 from goatbeat_celery.core.types.audit import AuditAction
 
 #: ``sync --plan`` exits with this status when config sync would change the database (0 when
@@ -46,6 +46,28 @@ def audit(ctx: click.Context, name: str | None, limit: int, before_id: int | Non
                              clipped=display.AUDIT_CLIPPED))
     if len(entries) == limit:
         say(f"older entries: --before {entries[-1].id}")
+
+
+@goatbeat.command(cls=CeleryCommand)
+@click.argument("entry_id", type=click.IntRange(min=1), metavar="AUDIT_ID")
+@reason_option
+@json_option
+@click.pass_context
+def revert(ctx: click.Context, entry_id: int, reason: str | None, as_json: bool) -> None:
+    """Undo the edit recorded as audit entry AUDIT_ID (`audit NAME --json` gives the ids):
+    each field it changed set back to its value before, as one edit recorded as a revert.
+    Refused when the schedule changed since in any of those fields."""
+    with opened(ctx) as schedules, reported():
+        entry = schedules.audit_entry(entry_id)
+        refuse_config_row(schedules.get(entry.schedule_name))
+        reverted = schedules.revert(entry_id, reason=reason)
+        now = schedules.now()
+    if as_json:
+        emit(display.schedule_json(reverted, schedules.config.settings, now))
+        return
+    say(f"reverted entry {entry_id} of {entry.schedule_name!r}: "
+        + display.audit_changes_text({key: (after, before) for key, (before, after)
+                                      in entry.changes.items()}))
 
 
 @goatbeat.command(cls=CeleryCommand)

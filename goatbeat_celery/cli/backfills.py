@@ -126,3 +126,49 @@ def backfill_cancel(ctx: click.Context, backfill_id: int, reason: str | None,
     else:
         say(f"backfill {cancelled.id} is {cancelled.state.value} "
             f"({cancelled.claimed} occurrences claimed)")
+
+
+@goatbeat.command(name="backfill-show", cls=CeleryCommand)
+@click.argument("backfill_id", type=click.IntRange(min=1), metavar="ID")
+@json_option
+@click.pass_context
+def backfill_show(ctx: click.Context, backfill_id: int, as_json: bool) -> None:
+    """Backfill ID, its progress and what became of its occurrences: its runs by outcome,
+    its re-runs, and how many failed (`backfill-rerun-failed ID` runs those again)."""
+    with opened(ctx) as schedules, reported():
+        found = schedules.backfill_outcomes(backfill_id)
+    b = found.backfill
+    if as_json:
+        emit({**display.backfill_json(b), "outcomes": display.backfill_outcomes_json(found)})
+        return
+    click.echo(display.fields([
+        ("backfill", str(b.id)), ("schedule", b.schedule_name),
+        ("range", f"{display.when(b.start)} … {display.when(b.end)}"),
+        ("mode", b.mode.value + (", newest first" if b.newest_first else "")),
+        ("state", b.state.value), ("examined", f"{b.examined} of {b.total}"),
+        ("claimed", str(b.claimed)), *(() if b.error is None else (("error", b.error),)),
+        *display.backfill_outcome_lines(found)]))
+    if found.failed:
+        say(f"`{app_command(f'backfill-rerun-failed {b.id}')}` runs the {len(found.failed)} "
+            "failed ones again under new keys")
+
+
+@goatbeat.command(name="backfill-rerun-failed", cls=CeleryCommand)
+@click.argument("backfill_id", type=click.IntRange(min=1), metavar="ID")
+@reason_option
+@json_option
+@click.pass_context
+def backfill_rerun_failed(ctx: click.Context, backfill_id: int, reason: str | None,
+                          as_json: bool) -> None:
+    """Run again, now, the occurrences of backfill ID whose latest run failed, was lost or was
+    never sent, each under a new key (the keys they ran under are used already)."""
+    with opened(ctx) as schedules, reported():
+        rerun = schedules.rerun_failed(backfill_id, reason=reason)
+    if as_json:
+        emit(display.rerun_json(rerun))
+        return
+    count = len(rerun.executions)
+    say(f"re-run {rerun.round} of backfill {backfill_id}: {count} "
+        f"occurrence{'' if count == 1 else 's'} of {rerun.backfill.schedule_name!r} queued "
+        f"under keys ending :backfill-{backfill_id}-rerun-{rerun.round}; "
+        f"`{app_command(f'backfill-show {backfill_id}')}` shows how they end")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from goatbeat_celery.core.types.audit import AuditAction, AuditEntry, AuditNote, FieldChange
-from goatbeat_celery.core.types.spec import quoted_name
+from goatbeat_celery.core.types.spec import TriggerSpec, quoted_name
 from goatbeat_celery.display.scalars import NONE, compact_json, iso, when
+from goatbeat_celery.display.triggers import describe_trigger
 
 
 def audit_value_text(value: Any) -> str:
@@ -19,21 +20,41 @@ def audit_value_text(value: Any) -> str:
     return compact_json(value)
 
 
-def audit_changes_text(changes: Mapping[str, FieldChange]) -> str:
-    """``task: a → b; enabled: true → false``; the one side there is for a creation or a
+def change_value_text(key: str, value: Any) -> str:
+    """One side of a change of ``key`` as a page shows it: a trigger as its description (with
+    its zone), anything else as :func:`audit_value_text`."""
+    if key == "trigger" and isinstance(value, dict) and isinstance(value.get("kind"), str):
+        text = describe_trigger(TriggerSpec.from_json(value))
+        zone = value.get("timezone")
+        return f"{text} ({zone})" if isinstance(zone, str) and zone not in text else text
+    return audit_value_text(value)
+
+
+def audit_change_parts(changes: Mapping[str, FieldChange], *,
+                       value_text: Callable[[str, Any], str] | None = None) -> list[str]:
+    """``task: a → b`` for each field that changed; the one side there is for a creation or a
     deletion (``task: a``), and for what the change added (``run: <key>``). A field whose
-    before and after are equal (``per_tick: none → none``) changed nothing: it is left out."""
+    before and after are equal (``per_tick: none → none``) changed nothing: it is left out.
+    ``value_text(field, value)`` words each side (default: :func:`audit_value_text`)."""
+    def said(key: str, value: Any) -> str:
+        return audit_value_text(value) if value_text is None else value_text(key, value)
+
     parts = []
     for key, (before, after) in changes.items():
         if before == after:
             continue
         if before is None and after is not None:
-            parts.append(f"{key}: {audit_value_text(after)}")
+            parts.append(f"{key}: {said(key, after)}")
         elif after is None and before is not None:
-            parts.append(f"{key}: {audit_value_text(before)} \u2192 none")
+            parts.append(f"{key}: {said(key, before)} \u2192 none")
         else:
-            parts.append(f"{key}: {audit_value_text(before)} \u2192 {audit_value_text(after)}")
-    return "; ".join(parts) or NONE
+            parts.append(f"{key}: {said(key, before)} \u2192 {said(key, after)}")
+    return parts
+
+
+def audit_changes_text(changes: Mapping[str, FieldChange]) -> str:
+    """``task: a → b; enabled: true → false`` (:func:`audit_change_parts`, or ``none``)."""
+    return "; ".join(audit_change_parts(changes)) or NONE
 
 
 def audit_action(action: AuditAction | str) -> str:
@@ -53,12 +74,12 @@ def audit_json(entry: AuditEntry) -> dict[str, Any]:
             "damage": [str(d) for d in entry.damage]}
 
 
-AUDIT_COLUMNS = ("WHEN", "ACTION", "ACTOR", "CHANGES", "REASON")
+AUDIT_COLUMNS = ("ID", "WHEN", "ACTION", "ACTOR", "CHANGES", "REASON")
 AUDIT_CLIPPED = {"ACTOR": "middle", "CHANGES": "end", "REASON": "end"}
 
 
 def audit_row(entry: AuditEntry) -> tuple[str, ...]:
-    return (when(entry.at), audit_action(entry.action), entry.actor,
+    return (str(entry.id), when(entry.at), audit_action(entry.action), entry.actor,
             audit_changes_text(entry.changes), entry.reason or NONE)
 
 

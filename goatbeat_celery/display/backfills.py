@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillPreview
+from goatbeat_celery.core.rules.backfill_outcomes import BackfillOutcomes, Rerun
 from goatbeat_celery.display.scalars import iso, when
 
 
@@ -72,3 +73,54 @@ PREVIEW_COLUMNS = ("OCCURRENCE", "KEY", "WHY")
 
 def backfill_preview_rows(preview: BackfillPreview) -> list[tuple[str, ...]]:
     return [(when(run.occurrence_at), run.key, run.reason) for run in preview.runs]
+
+
+def outcomes_text(outcomes: dict[str, int]) -> str:
+    """``3 succeeded, 1 failed, 2 running``: runs counted by outcome, as the runs page words
+    each (what a worker reported, else beat's dispatch state); ``none``."""
+    return ", ".join(f"{n} {outcome}" for outcome, n in outcomes.items()) or "none"
+
+
+def backfill_outcome_lines(found: BackfillOutcomes) -> list[tuple[str, str]]:
+    """The lines ``backfill-show`` adds below a backfill: what became of its occurrences."""
+    b = found.backfill
+    lines = [("runs", outcomes_text(found.outcomes)),
+             ("not run", f"{found.not_run}" + (f" (looked at; its mode {b.mode.value} left "
+                                               "them alone)" if found.not_run else "")),
+             ("to look at", str(found.to_examine))]
+    if found.not_recorded:
+        lines.append(("not recorded", f"{found.not_recorded} (pruned by the retention)"))
+    lines.extend((f"re-run {r.round}", f"{when(r.requested_at)}: {outcomes_text(r.outcomes)} "
+                  f"(keys ending :backfill-{b.id}-rerun-{r.round})") for r in found.reruns)
+    lines.append(("failed now", f"{len(found.failed)} occurrences whose latest run failed, was "
+                  "lost or never sent"))
+    return lines
+
+
+def backfill_outcomes_json(found: BackfillOutcomes) -> dict[str, Any]:
+    """What became of a backfill's occurrences, for scripts: ``backfill-show --json`` and the
+    HTTP API's backfill give this document as the backfill's ``outcomes``; a contract.
+
+    Keys, always present: ``runs`` (its own runs by outcome: ``{"succeeded": 3, …}``, only the
+    outcomes it has), ``not_run`` (occurrences looked at and left alone by its mode),
+    ``to_examine`` (not looked at yet), ``not_recorded`` (runs whose execution was pruned),
+    ``reruns`` (each ``{"round", "requested_at", "runs", "key_suffix"}``, oldest first) and
+    ``failed`` (the occurrences whose latest run failed, was lost or never sent, oldest
+    first: what a re-run of the failed ones runs). Instants are ISO-8601 in UTC."""
+    b = found.backfill
+    return {"runs": dict(found.outcomes), "not_run": found.not_run,
+            "to_examine": found.to_examine, "not_recorded": found.not_recorded,
+            "reruns": [{"round": r.round, "requested_at": iso(r.requested_at),
+                        "runs": dict(r.outcomes), "key_suffix": f":backfill-{b.id}-rerun-{r.round}"}
+                       for r in found.reruns],
+            "failed": [iso(at) for at in found.failed]}
+
+
+def rerun_json(rerun: Rerun) -> dict[str, Any]:
+    """A re-run of a backfill's failed occurrences, for scripts: ``backfill-rerun-failed
+    --json`` and the HTTP API give this document; a contract. Keys: ``backfill`` (its id),
+    ``schedule``, ``round`` and ``runs``, each ``{"occurrence_at", "key"}``."""
+    return {"backfill": rerun.backfill.id, "schedule": rerun.backfill.schedule_name,
+            "round": rerun.round,
+            "runs": [{"occurrence_at": iso(e.occurrence_at), "key": e.key}
+                     for e in rerun.executions]}

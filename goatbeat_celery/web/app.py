@@ -12,6 +12,7 @@ This module makes the application and its routes; the pages are in
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from goatbeat_celery.web.pages import (
     calendars,
     new,
     overview,
+    reverts,
     run_search,
     runs,
     schedule,
@@ -109,6 +111,9 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/backfill/new", backfills.backfill_start, "backfill_start", ["POST"]),
         route("/backfill", backfills.backfill_page, "backfill", ["GET"]),
         route("/backfill/cancel", backfills.backfill_cancel, "backfill_cancel", ["POST"]),
+        route("/backfill/rerun", backfills.backfill_rerun, "backfill_rerun", ["POST"]),
+        route("/audit/revert", reverts.revert_page, "revert_confirm", ["GET"]),
+        route("/audit/revert", reverts.revert, "revert", ["POST"]),
         route("/backfills", backfills.backfill_list, "backfills", ["GET"]),
         route("/calendars", calendars.calendar_list, "calendars", ["GET"]),
         route("/calendar", calendars.calendar_page, "calendar", ["GET"]),
@@ -157,6 +162,10 @@ def _environment() -> jinja2.Environment:
         short_key=present.short_key,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,
         state_pill=present.state_pill, audit_changes=display.audit_changes_text,
+        audit_change_parts=functools.partial(display.audit_change_parts,
+                                             value_text=display.change_value_text),
+        change_value=display.change_value_text,
+        outcomes_text=display.outcomes_text,
         audit_action=display.audit_action, tone=present.tone,
     )
     environment.filters["breakable"] = present.breakable

@@ -220,8 +220,19 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
                                               _query("active", "true or false", "boolean"),
                                               _query("limit", "1 to 1000 (100)", "integer")])},
         "/backfills/{id}": {"parameters": [_ID], "get": _op(
-            "One backfill and its progress", "read",
+            "One backfill, its progress and its outcomes (its runs by outcome, its re-runs, "
+            "the occurrences whose latest run failed)", "read",
             {"200": _ok("Backfill"), **_problems(*_READ)})},
+        "/backfills/{id}/rerun-failed": {"parameters": [_ID], "post": _op(
+            "Run its failed occurrences again, now, under new keys", "run",
+            {"201": _body({"type": "object", "properties": {
+                "backfill": {"type": "integer"}, "schedule": {"type": "string"},
+                "round": {"type": "integer"},
+                "runs": {"type": "array", "items": {"type": "object"}}}}, "Queued"),
+             **_problems(*_READ, 409, 422)})},
+        "/audit/{id}/revert": {"parameters": [_ID], "post": _op(
+            "Undo a recorded edit: its fields set back, refused if they changed since",
+            "write", {"200": _ok("Schedule", headers=_ETAG), **_problems(*_READ, 409, 422)})},
         "/backfills/{id}/cancel": {"parameters": [_ID], "post": _op(
             "Cancel: nothing more is claimed for it", "run",
             {"200": _ok("Backfill"), **_problems(*_READ)})},

@@ -48,6 +48,9 @@ NOTICES = {
     "cancelled": "Cancelled: nothing more is claimed for it; what it claimed already is sent.",
     "calendar": "Saved: the leader applies it the next time it plans.",
     "calendar-removed": "Calendar removed.",
+    "rerun": "Failed occurrences queued again under new keys: the leader sends them within "
+             "a second or so.",
+    "reverted": "Reverted: the fields of that edit are back to their values before it.",
     "revoked": "Revoke sent: a worker discards this run if it has not started.",
     "terminated": "Revoke sent with terminate: a worker running it stops it if its pool can.",
 }

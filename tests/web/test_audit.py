@@ -28,7 +28,7 @@ def test_changes_made_here_are_recorded_as_the_dashboards_and_shown(
 
     page = client.get("/schedule", params={"name": "tick"}).text
     section = page.split('id="audit-log"')[1].split("</table>")[0]
-    assert section.count("<tr>") == 4  # the header and three entries, newest first
+    assert section.count("<tr") == 4  # the header and three entries, newest first
     assert section.index("pause") < section.index("edit") < section.index("create")
     assert "too often" in section and "dashboard" in section
     assert "token:&lt;ci&gt;" in section and "first &lt;b&gt;run&lt;/b&gt;" in section

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Protocol
 
+from goatbeat_celery.core.rules.backfill import Backfill
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.claims import Dispatch
@@ -51,6 +53,18 @@ class Dispatches(Protocol):
         execution the leader submits with its pending ones. Raises ScheduleNotFound.
         Notifies waiting replicas. Records ``audit``, with the run's key added to its changes
         as ``run``."""
+        ...
+
+    def request_reruns(self, backfill: Backfill, round_: int,
+                       occurrences: Sequence[datetime], *,
+                       audit: AuditNote | None = None) -> list[Execution]:
+        """Queue re-run ``round_`` of ``backfill``'s ``occurrences`` (chosen by the caller) in
+        one transaction: the executions of
+        :func:`~goatbeat_celery.core.rules.backfill_outcomes.rerun_executions` at store-now,
+        ``claimed``, which the leader submits with its pending ones. All or nothing: when one
+        of their keys exists already (the round was requested already) nothing is written and
+        ScheduleConflict is raised. Raises ScheduleNotFound when the schedule is gone.
+        Notifies waiting replicas. Records ``audit`` under the schedule."""
         ...
 
     def oldest_pending(self) -> Execution | None:

@@ -18,9 +18,11 @@ class History(Protocol):
         ...
 
     def occurrence_executions(self, schedule_name: str, start: datetime,
-                              end: datetime) -> list[Execution]:
+                              end: datetime, *,
+                              claimed_since: datetime | None = None) -> list[Execution]:
         """The executions of ``schedule_name`` whose ``occurrence_at`` lies in ``[start, end]``
-        (manual runs included: the caller tells them apart), by occurrence then key. Reads
+        (manual runs included: the caller tells them apart), by occurrence then key; with
+        ``claimed_since``, only those claimed at or after it (a backfill's, say). Reads
         only; cost grows with the rows returned (the history index)."""
         ...
 

@@ -26,6 +26,10 @@ class AuditAction(str, Enum):
     RUN_NOW = "run_now"
     BACKFILL = "backfill"
     CANCEL_BACKFILL = "cancel_backfill"
+    #: The failed occurrences of a backfill were run again under new keys.
+    RERUN = "rerun"
+    #: An edit was undone: the fields it changed set back to their values before it.
+    REVERT = "revert"
     #: Config sync disabled a config schedule whose entry left ``beat_schedule``.
     DISABLE = "disable"
     DELETE = "delete"

@@ -102,6 +102,18 @@ class BackfillNotFound(GoatbeatError, LookupError):
         self.backfill_id = backfill_id
         super().__init__(f"no backfill with id {backfill_id}")
 
+class AuditEntryNotFound(GoatbeatError, LookupError):
+    """No audit entry has the given id."""
+
+    kind = ErrorKind.NOT_FOUND
+    #: What is missing, for a face that says where to list those that exist.
+    thing: ClassVar[str] = "audit entry"
+
+    def __init__(self, entry_id: int) -> None:
+        self.entry_id = entry_id
+        super().__init__(f"no audit entry with id {entry_id}")
+
+
 class CalendarNotFound(GoatbeatError, LookupError):
     """No exclusion calendar has the given name."""
 

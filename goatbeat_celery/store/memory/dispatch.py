@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from goatbeat_celery.core.protocols import Dispatches
 from goatbeat_celery.core.rules.audit import with_change
+from goatbeat_celery.core.rules.backfill import Backfill
+from goatbeat_celery.core.rules.backfill_outcomes import rerun_executions, rerun_exists
 from goatbeat_celery.core.rules.claims import manual_execution, manual_run_exists, next_attempt
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
 from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch
 
@@ -88,6 +92,23 @@ class MemoryDispatch(MemoryStoreBase, Dispatches):
             self._record(name, with_change(audit, "run", execution.key), now)
         self.notify()
         return execution
+
+    def request_reruns(self, backfill: Backfill, round_: int,
+                       occurrences: Sequence[datetime], *,
+                       audit: AuditNote | None = None) -> list[Execution]:
+        check_aware(*occurrences)
+        with self._lock:
+            self.get_schedule(backfill.schedule_name)  # raises ScheduleNotFound
+            now = self.now()
+            executions = rerun_executions(backfill, round_, occurrences, now=now)
+            if any(e.key in self._executions for e in executions):
+                raise rerun_exists(backfill, round_)
+            for execution in executions:
+                self._executions[execution.key] = execution
+            if audit is not None:
+                self._record(backfill.schedule_name, audit, now)
+        self.notify()
+        return executions
 
     def oldest_pending(self) -> Execution | None:
         with self._lock:

@@ -25,11 +25,13 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase, History):
             return {key: e for key in keys if (e := self._executions.get(key)) is not None}
 
     def occurrence_executions(self, schedule_name: str, start: datetime,
-                              end: datetime) -> list[Execution]:
-        check_aware(start, end)
+                              end: datetime, *,
+                              claimed_since: datetime | None = None) -> list[Execution]:
+        check_aware(start, end, claimed_since)
         with self._lock:
             found = [e for e in self._executions.values() if e.schedule_name == schedule_name
-                     and start <= e.occurrence_at <= end]
+                     and start <= e.occurrence_at <= end
+                     and (claimed_since is None or e.claimed_at >= claimed_since)]
         return sorted(found, key=lambda e: (e.occurrence_at, e.key))
 
     def executions(self, *, schedule_name: str | None = None,

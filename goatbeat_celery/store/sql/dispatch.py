@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
 from goatbeat_celery.core.protocols import Dispatches
 from goatbeat_celery.core.rules.audit import with_change
+from goatbeat_celery.core.rules.backfill import Backfill
+from goatbeat_celery.core.rules.backfill_outcomes import rerun_executions, rerun_exists
 from goatbeat_celery.core.rules.claims import (
     ATTEMPTS_MAX,
     manual_execution,
@@ -22,6 +25,7 @@ from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.errors import ScheduleNotFound
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
+from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.schema import execution_table, schedule_table
 from goatbeat_celery.store.sql.base import SQLStoreBase
@@ -135,6 +139,27 @@ class SQLDispatch(SQLStoreBase, Dispatches):
             self._record(conn, [(name, with_change(audit, "run", execution.key))], row.now)
             txn.announce = True
         return execution
+
+    def request_reruns(self, backfill: Backfill, round_: int,
+                       occurrences: Sequence[datetime], *,
+                       audit: AuditNote | None = None) -> list[Execution]:
+        check_aware(*occurrences)
+        name = backfill.schedule_name
+        with self._write("request re-runs") as txn:
+            conn = txn.conn
+            exists = sa.select(S.c.name).where(S.c.name == name).scalar_subquery()
+            row = conn.execute(sa.select(self._now_sql().label("now"),
+                                         exists.label("found"))).one()
+            if row.found is None:
+                raise ScheduleNotFound(name)
+            executions = rerun_executions(backfill, round_, occurrences, now=row.now)
+            # Raising rolls the transaction back: the round is written whole or not at all.
+            if len(self._insert_executions(conn, executions)) != len(executions):
+                raise rerun_exists(backfill, round_)
+            if audit is not None:
+                self._record(conn, [(name, audit)], row.now)
+            txn.announce = True
+        return executions
 
     def oldest_pending(self) -> Execution | None:
         stmt = sa.select(E).where(_IS_CLAIMED).order_by(E.c.due_at, E.c.key).limit(1)

@@ -54,11 +54,14 @@ class SQLHistory(SQLOutbox, SQLStoreBase, History):
         return found
 
     def occurrence_executions(self, schedule_name: str, start: datetime,
-                              end: datetime) -> list[Execution]:
-        check_aware(start, end)
+                              end: datetime, *,
+                              claimed_since: datetime | None = None) -> list[Execution]:
+        check_aware(start, end, claimed_since)
         stmt = (sa.select(E).where(E.c.schedule_name == schedule_name,
                                    E.c.occurrence_at >= start, E.c.occurrence_at <= end)
                 .order_by(E.c.occurrence_at, E.c.key))
+        if claimed_since is not None:
+            stmt = stmt.where(E.c.claimed_at >= claimed_since)
         with self._read("read the executions of occurrences") as conn:
             return [_execution(row) for row in conn.execute(stmt)]
 

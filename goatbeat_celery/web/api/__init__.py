@@ -77,6 +77,8 @@ def api_routes(schedules: Schedules, settings: WebSettings) -> list[Route]:
         route("/backfills", backfills.list_backfills, ["GET"], Scope.READ),
         route("/backfills/{id}", backfills.get_backfill, ["GET"], Scope.READ),
         route("/backfills/{id}/cancel", backfills.cancel_backfill, ["POST"], Scope.RUN),
+        route("/backfills/{id}/rerun-failed", backfills.rerun_failed, ["POST"], Scope.RUN),
+        route("/audit/{id}/revert", audit.revert, ["POST"], Scope.WRITE),
         route("/calendars", calendars.list_calendars, ["GET"], Scope.READ),
         route("/calendars/{name:path}", calendars.get_calendar, ["GET"], Scope.READ),
         route("/calendars/{name:path}", calendars.put_calendar, ["PUT"], Scope.WRITE),

@@ -56,10 +56,27 @@ async def schedule_backfills(request: Request, api: Api, token: ApiToken) -> Res
 
 
 async def get_backfill(request: Request, api: Api, token: ApiToken) -> Response:
+    """The backfill, its progress and ``outcomes``: what became of its occurrences."""
     identifier = _backfill_id(request)
     found: Backfill = await call(api.schedules.get_backfill, identifier)
     readable(token, found.schedule_name, BackfillNotFound(identifier))
-    return json_response(display.backfill_json(found))
+    if found.damage:  # its outcomes cannot be judged: the row as it reads, with its damage
+        return json_response({**display.backfill_json(found), "outcomes": None})
+    outcomes = await call(api.schedules.backfill_outcomes, identifier)
+    return json_response({**display.backfill_json(outcomes.backfill),
+                          "outcomes": display.backfill_outcomes_json(outcomes)})
+
+
+async def rerun_failed(request: Request, api: Api, token: ApiToken) -> Response:
+    """Run again the occurrences whose latest run failed, under new keys (201); 409 when
+    none failed."""
+    identifier = _backfill_id(request)
+    found: Backfill = await call(api.schedules.get_backfill, identifier)
+    readable(token, found.schedule_name, BackfillNotFound(identifier))
+    writable(token, found.schedule_name)
+    rerun = await call(api.schedules.rerun_failed, identifier, reason=reason(request))
+    return json_response(display.rerun_json(rerun), 201,
+                         headers={"Location": f"{API_PREFIX}/backfills/{identifier}"})
 
 
 async def start_backfill(request: Request, api: Api, token: ApiToken) -> Response:

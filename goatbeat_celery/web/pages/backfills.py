@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from goatbeat_celery import display
 from goatbeat_celery.core.rules.backfill import BackfillMode
-from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError, ScheduleConflict
 from goatbeat_celery.web import forms
 from goatbeat_celery.web.pages.base import (
     Context,
@@ -78,12 +78,31 @@ async def backfill_start(request: Request, context: Context, form: FormData) -> 
                                status_code=422 if state.errors else 200)
 
 
-async def backfill_page(request: Request, context: Context) -> Response:
-    identifier = count(request.query_params.get("id", ""))
+async def backfill_page(request: Request, context: Context, *, identifier: int | None = None,
+                        refusal: str | None = None, status_code: int = 200) -> Response:
+    if identifier is None:
+        identifier = count(request.query_params.get("id", ""))
     backfill = await call(context.schedules.get_backfill, identifier)
+    # A row edited by hand is shown as it reads: what became of its runs cannot be judged.
+    outcomes = (None if backfill.damage else
+                await call(context.schedules.backfill_outcomes, identifier))
     now = await call(context.schedules.now)
-    return render(request, context, "backfill.html", b=backfill, now=now,
-                  zone=context.schedules.default_timezone, notice=notice(request))
+    return render(request, context, "backfill.html", status_code=status_code, b=backfill,
+                  o=outcomes, now=now, zone=context.schedules.default_timezone,
+                  notice=notice(request), refusal=refusal)
+
+
+async def backfill_rerun(request: Request, context: Context, form: FormData) -> Response:
+    """Run the failed occurrences again; refused on the backfill's page with the reason."""
+    identifier = count(text(form, "id"))
+    try:
+        await call(functools.partial(context.schedules.rerun_failed, identifier,
+                                     reason=text(form, "reason") or None))
+    except (ConfigurationError, ScheduleConflict) as exc:
+        said = ("; ".join(exc.problems) if isinstance(exc, ConfigurationError) else str(exc))
+        return await backfill_page(request, context, identifier=identifier, refusal=said,
+                                   status_code=409 if isinstance(exc, ScheduleConflict) else 422)
+    return redirect(request, "backfill", id=identifier, notice="rerun")
 
 
 async def backfill_cancel(request: Request, context: Context, form: FormData) -> Response:

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from goatbeat_celery.core.types.errors import (
+    AuditEntryNotFound,
     BackfillNotFound,
     CalendarNotFound,
     ErrorKind,
@@ -55,6 +56,7 @@ ANSWERS: Mapping[ErrorKind, Answer] = {
 NOT_FOUND_TITLES: Mapping[type[GoatbeatError], str] = {
     ScheduleNotFound: "No such schedule",
     BackfillNotFound: "No such backfill",
+    AuditEntryNotFound: "No such audit entry",
     CalendarNotFound: "No such calendar",
     RunNotShown: "No such run",
 }

@@ -124,6 +124,9 @@ async def schedule_page(request: Request, context: Context, *,
         fields=display.schedule_fields(schedule, context.schedules.config.settings, detail.now),
         **form_choices(context),
         outcome=outcome, statuses=display.RUN_STATUSES,
+        # Each shown edit a shown revert undid → that revert's entry id.
+        reverted={a.changes["reverts"][1]: a.id for a in detail.audit
+                  if display.audit_action(a.action) == "revert" and "reverts" in a.changes},
         zone=display.zone_of(schedule.spec.trigger) or context.schedules.default_timezone,
         # The definition as this page shows it, sent back with an edit: a refusal because it
         # changed since can then say what changed.
