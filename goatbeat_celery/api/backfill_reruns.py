@@ -9,6 +9,7 @@ from goatbeat_celery.core.rules.backfill import Backfill
 from goatbeat_celery.core.rules.backfill_outcomes import BackfillOutcomes, Rerun, backfill_outcomes
 from goatbeat_celery.core.types.audit import AuditAction
 from goatbeat_celery.core.types.errors import ConfigurationError, ScheduleConflict
+from goatbeat_celery.core.types.problems import Problem
 
 
 class BackfillReruns(SchedulesBase):
@@ -22,7 +23,8 @@ class BackfillReruns(SchedulesBase):
     def _outcomes(self, backfill: Backfill) -> BackfillOutcomes:
         if backfill.damage or backfill.created_at is None:
             raise ConfigurationError(
-                [*backfill.damage, f"backfill {backfill.id} cannot be read as stored"],
+                [*backfill.damage,
+                 Problem("backfill", f"backfill {backfill.id} cannot be read as stored")],
                 subject=f"backfill {backfill.id}")
         executions = self.store.occurrence_executions(
             backfill.schedule_name, backfill.start, backfill.end,

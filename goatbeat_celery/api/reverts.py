@@ -121,7 +121,7 @@ def _check_revertible(entry: AuditEntry) -> None:
     action = entry.action.value if isinstance(entry.action, AuditAction) else entry.action
     if entry.damage:
         problems.append(Problem("entry", f"entry {entry.id} cannot be read as stored "
-                                f"({', '.join(entry.damage)})"))
+                                f"({', '.join(map(str, entry.damage))})"))
     elif action != AuditAction.EDIT.value:
         problems.append(Problem("entry", f"entry {entry.id} is a {action}, not an edit",
                                 "only an edit is reverted: undo anything else by hand "
