@@ -101,11 +101,13 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         first; what it declares after, at the next tick."""
         config = self.goatbeat.config
         declared = self._view().declared
+        submitter = self.submitter_class(self.app, lazy=declared.lazy, scheduler=self,
+                                         entries=declared.entries)
+        submitter.presence.ttl = config.settings.rotation_presence_ttl.total_seconds()
         return Engine(
             store=store,
             lease=store,
-            submitter=self.submitter_class(self.app, lazy=declared.lazy, scheduler=self,
-                                           entries=declared.entries),
+            submitter=submitter,
             settings=config.settings,
             holder=holder,
             triggers=declared.triggers,
