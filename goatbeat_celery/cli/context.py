@@ -46,6 +46,8 @@ _OPTION_OF = {
     "description": "--description",
     "tags": "--tag",
     "calendars": "--calendar",
+    "rotate": "--rotate",
+    "rotate_handover": "--rotate-handover",
     "note": "--note",
     "reason": "--reason",
     "until": "--until",
@@ -77,7 +79,8 @@ _FIELD_WORDS = re.compile(r"\b({})\b".format("|".join(
 
 #: Leading field names of a spec's own problems that are read as options only there (a word
 #: such as "tags" may appear in other text).
-_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "args", "kwargs",
+_SPEC_OPTION_WORDS = frozenset({"tags", "description", "calendars", "rotate",
+                                "rotate_handover", "args", "kwargs",
                                 *OPTION_FLAGS})
 
 

@@ -93,6 +93,8 @@ class Schedule(ReadOnlyModel):
     description = models.TextField(null=True)
     tags = StoredJSON(null=True)
     calendars = StoredJSON(null=True)
+    rotate = StoredJSON(null=True)
+    rotate_handover = models.BooleanField("rotation handover", null=True)
     #: The definition's version: what the change form is checked against (runs never move it).
     spec_version = models.BigIntegerField("version", default=1)
     run_resends = models.IntegerField(null=True)
@@ -158,6 +160,7 @@ class Execution(ReadOnlyModel):
     runtime = models.FloatField("runtime (s)", null=True)
     run_error = models.TextField("run error", null=True)
     run_traceback = models.TextField("run traceback", null=True)
+    cluster = models.TextField("sent to queue", null=True)
 
     class Meta:
         managed = False
