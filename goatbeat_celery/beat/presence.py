@@ -1,19 +1,20 @@
 """Whether somebody consumes a queue: what a rotated schedule's handover asks before it gives an
 owner's occurrence to the next queue (:func:`goatbeat_celery.core.rules.rotation.place`).
 
-The broker is asked at most once per ``ttl`` for all the queues asked about so far, on the
-submission's thread, and the answer kept:
+A thread of its own asks the broker every ``ttl`` seconds about every queue asked about so
+far, from the first time one is; sending only reads its last answer, so a message never waits
+for the broker's word (the very first ask waits for the first answer, at most ``timeout`` plus
+a second). An answer is at most ``ttl`` plus the time an ask takes old:
 
 * AMQP (RabbitMQ): a passive ``queue.declare`` per queue, whose reply counts the queue's
-  consumers: one round trip each, a millisecond or so on a local network; a queue the broker
-  does not hold has nobody.
+  consumers: one round trip each; a queue the broker does not hold has nobody.
 * Redis and the other virtual transports know nothing of consumers: the workers are asked
   through Celery's remote control (``active_queues``), which collects replies for ``timeout``
-  seconds, so a refresh holds that batch's sending that long. A worker that does not answer
-  within it (busy in its remote-control thread, or a ``solo`` pool running a task) counts as
-  absent.
+  seconds. A worker that does not answer within it (a ``solo`` pool busy with a task, a worker
+  started with ``--without-control``) counts as absent.
 
-When the broker cannot be asked, presence is unknown (None) and no occurrence moves.
+An answer older than twice ``ttl`` plus ``timeout`` (the broker hangs), or no answer (it
+cannot be asked), is unknown: no occurrence moves.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ REPLY_TIMEOUT = 1.0
 
 
 class QueuePresence:
-    """The broker's word on which queues have a consumer, kept for ``ttl`` seconds."""
+    """The broker's word on which queues have a consumer, asked every ``ttl`` seconds."""
 
     def __init__(self, app: Any, *, ttl: float = 5.0, timeout: float = REPLY_TIMEOUT,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -40,29 +41,52 @@ class QueuePresence:
         self.timeout = timeout
         self._mono = monotonic
         self._lock = threading.Lock()
-        self._asked_at: float | None = None
+        self._wanted: set[str] = set()
         self._answers: dict[str, bool | None] = {}
-        #: How many times the broker was asked, and the seconds it took in all (for the docs'
-        #: figures and the tests).
+        self._asked_at: float | None = None
+        self._first = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: How many times the broker was asked, and the seconds the asks took in all.
         self.asks = 0
         self.seconds = 0.0
 
     def consumed(self, queue: str, *, among: Iterable[str] = ()) -> bool | None:
-        """Whether somebody consumes ``queue`` (None: not known). A stale or missing answer is
-        asked for afresh, together with ``among`` and every queue asked about before."""
+        """Whether somebody consumes ``queue`` (None: not known), by the last answer; ``among``
+        (the other queues of its rotation) are asked about from now on too."""
         with self._lock:
-            now = self._mono()
-            fresh = self._asked_at is not None and now - self._asked_at < self.ttl
-            if fresh and queue in self._answers:
-                return self._answers[queue]
-            wanted = {*self._answers, queue, *among}
+            new = {queue, *among} - self._wanted
+            self._wanted.update(new)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="goatbeat-presence",
+                                                daemon=True)
+                self._thread.start()
+        if not self._first.is_set():
+            self._first.wait(self.timeout + 1.0)
+        with self._lock:
+            # A queue first named now is unknown until the next ask.
+            if self._asked_at is None or (self._mono() - self._asked_at
+                                          > 2 * self.ttl + self.timeout):
+                return None
+            return self._answers.get(queue)
+
+    def close(self) -> None:
+        """Stop asking (the thread ends after the ask in progress)."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                wanted = sorted(self._wanted)
             started = time.monotonic()
-            answers = self._ask(sorted(wanted))
-            self.asks += 1
-            self.seconds += time.monotonic() - started
-            self._answers = answers
-            self._asked_at = self._mono()
-            return answers.get(queue)
+            answers = self._ask(wanted)
+            with self._lock:
+                self.asks += 1
+                self.seconds += time.monotonic() - started
+                self._answers = answers
+                self._asked_at = self._mono()
+            self._first.set()
+            self._stop.wait(self.ttl)
 
     def _ask(self, queues: list[str]) -> dict[str, bool | None]:
         try:
