@@ -93,8 +93,6 @@ class Schedule(ReadOnlyModel):
     description = models.TextField(null=True)
     tags = StoredJSON(null=True)
     calendars = StoredJSON(null=True)
-    rotate = StoredJSON(null=True)
-    rotate_handover = models.BooleanField("rotation handover", null=True)
     #: The definition's version: what the change form is checked against (runs never move it).
     spec_version = models.BigIntegerField("version", default=1)
     run_resends = models.IntegerField(null=True)
@@ -104,6 +102,8 @@ class Schedule(ReadOnlyModel):
     alert_silent_seconds = models.FloatField(null=True)
     alert_missed = models.IntegerField(null=True)
     alert_lost = models.IntegerField(null=True)
+    rotate = StoredJSON(null=True)
+    rotate_handover = models.BooleanField("rotation handover", null=True)
 
     class Meta:
         managed = False
