@@ -165,3 +165,28 @@ def test_the_rotation_changes_the_spec_hash_only_when_set() -> None:
     assert (spec(rotate=("eu", "us"), rotate_handover=True).spec_hash()
             != spec(rotate=("eu", "us")).spec_hash())
     assert spec(rotate=("us", "eu")).spec_hash() != spec(rotate=("eu", "us")).spec_hash()
+
+
+def test_the_engine_gives_each_rotated_dispatch_its_index_and_leaves_the_others() -> None:
+    from goatbeat_celery.core.loop.rotation import indexed
+    from goatbeat_celery.core.loop.trigger_cache import TriggerCache
+    from goatbeat_celery.core.rules.triggers import TriggerRegistry
+    from goatbeat_celery.core.types.claims import Dispatch
+    from goatbeat_celery.core.types.execution import Execution, ExecutionState
+
+    def made(name: str, trigger: dict[str, object] | None, rotate: tuple[str, ...]) -> Dispatch:
+        at = EPOCH + timedelta(minutes=7)
+        execution = Execution(key=f"{name}:{at.isoformat()}", schedule_name=name,
+                              occurrence_at=at, due_at=at, token=1,
+                              state=ExecutionState.CLAIMED, claimed_at=at)
+        return Dispatch(execution=execution, task="t", args=(), kwargs={}, options={},
+                        trigger=trigger, rotate=rotate)  # type: ignore[arg-type]
+
+    cache = TriggerCache(TriggerRegistry.default())
+    plain = [made("p", {"kind": "interval", "every": 60}, ())]
+    assert indexed(plain, cache) is plain  # nothing rotated: the same list
+    rotated, broken, unread = indexed(
+        [made("r", {"kind": "interval", "every": 60}, QUEUES),
+         made("b", {"kind": "lunar"}, QUEUES), made("u", None, QUEUES)], cache)
+    assert rotated.rotation_index == 7
+    assert broken.rotation_index is None and unread.rotation_index is None
