@@ -261,6 +261,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         engine, self._engine = self._engine, None
         if engine is not None:
             engine.close()  # the lease first: a request to a hanging webhook never delays it
+            presence = getattr(engine.submitter, "presence", None)
+            if presence is not None:
+                presence.close()  # the rotation's asks of the broker stop with it
         if delivery is not None:
             delivery.close()  # before the store it uses is closed
         watch_handover, self._handover = self._handover, None
