@@ -185,7 +185,7 @@ def spec_fields(values: Mapping[str, Any], problems: list[Problem], *, label: La
     for key in ("start_at", "end_at"):
         if found.get(key) is not None:
             found[key] = _instant(found[key], label(key), problems, text=text_instants)
-    for key in ("tags", "calendars"):
+    for key in ("tags", "calendars", "rotate"):
         if key in found:
             found[key] = tuple(found[key]) if isinstance(found[key], list) else (
                 () if found[key] is None else found[key])

@@ -15,7 +15,7 @@ _REPAIRED_BY = {
     **{field.column: {field.name} for field in PLAIN_FIELDS},
     **{field: {field} for field in ("task", "args", "kwargs", "options", "misfire_policy",
                                     "overlap", "mode", "start_at", "end_at", "description",
-                                    "tags", "calendars")},
+                                    "tags", "calendars", "rotate", "rotate_handover")},
 }
 
 

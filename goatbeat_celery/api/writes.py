@@ -60,6 +60,7 @@ class ScheduleWrites(SchedulesBase):
         alert_late: Duration | None = None, alert_failures: int | None = None,
         max_runtime: Duration | None = None, alert_silent: Duration | None = None,
         alert_missed: int | None = None, alert_lost: int | None = None,
+        rotate: list[str] | tuple[str, ...] = (), rotate_handover: bool = False,
         reason: str | None = None,
     ) -> Schedule:
         """Store a new schedule. Give exactly one of ``every`` (seconds or timedelta), ``cron``
@@ -96,6 +97,11 @@ class ScheduleWrites(SchedulesBase):
         row that did not run; 0: never) and ``alert_lost`` (runs lost since the last success;
         0: never).
 
+        Rotation across clusters (``docs/scheduling.md``): ``rotate`` names the queues
+        occurrence k goes to by k mod N (at least two; not beside an ``options`` queue), and
+        ``rotate_handover`` sends an occurrence whose queue nobody consumes to the next one
+        somebody does.
+
         ``reason``: why, for the audit log (every method that changes a schedule takes it)."""
         problems: list[Problem] = reason_problems(reason)
         trigger = spec_input.trigger_spec(every, cron, at, timezone, problems,
@@ -112,7 +118,8 @@ class ScheduleWrites(SchedulesBase):
             run_resends=run_resends, start_at=start_at, end_at=end_at, max_runs=max_runs,
             description=description, tags=tags, calendars=calendars, alert_late=alert_late,
             alert_failures=alert_failures, max_runtime=max_runtime, alert_silent=alert_silent,
-            alert_missed=alert_missed, alert_lost=alert_lost,
+            alert_missed=alert_missed, alert_lost=alert_lost, rotate=rotate,
+            rotate_handover=rotate_handover,
         )
         occurrence, run = self._first(spec) if spec.enabled else (None, None)
         return self.store.create_schedule(

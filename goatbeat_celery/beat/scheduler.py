@@ -102,11 +102,13 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         first; what it declares after, at the next tick."""
         config = self.goatbeat.config
         declared = self._view().declared
+        submitter = self.submitter_class(self.app, lazy=declared.lazy, scheduler=self,
+                                         entries=declared.entries)
+        submitter.presence.ttl = config.settings.rotation_presence_ttl.total_seconds()
         return Engine(
             store=store,
             lease=store,
-            submitter=self.submitter_class(self.app, lazy=declared.lazy, scheduler=self,
-                                           entries=declared.entries),
+            submitter=submitter,
             settings=config.settings,
             holder=holder,
             triggers=declared.triggers,
@@ -260,6 +262,9 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         engine, self._engine = self._engine, None
         if engine is not None:
             engine.close()  # the lease first: a request to a hanging webhook never delays it
+            presence = getattr(engine.submitter, "presence", None)
+            if presence is not None:
+                presence.close()  # the rotation's asks of the broker stop with it
         if delivery is not None:
             delivery.close()  # before the store it uses is closed
         watch_handover, self._handover = self._handover, None

@@ -17,8 +17,10 @@ from goatbeat_celery import headers
 from goatbeat_celery.beat import tracing
 from goatbeat_celery.beat.context import app_current
 from goatbeat_celery.beat.entries import GoatbeatEntry, ScheduleObjects
+from goatbeat_celery.beat.presence import QueuePresence
 from goatbeat_celery.config import LAZY_MARKER
 from goatbeat_celery.core.rules.headers import without_reserved
+from goatbeat_celery.core.rules.rotation import place
 from goatbeat_celery.core.rules.validation import call_problems, options_problems
 from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.errors import ConfigurationError, GoatbeatError
@@ -59,6 +61,9 @@ class CelerySubmitter:
         self.schedules = ScheduleObjects(app, entries)
         # Schedules whose stored headers were dropped, each logged once by this process.
         self._dropped_from: set[str] = set()
+        #: Who consumes the queues of rotated schedules that hand over (their handover asks);
+        #: the scheduler sets its ``ttl`` from ``goatbeat_rotation_presence_ttl``.
+        self.presence = QueuePresence(app)
 
     def submit(self, dispatches: Sequence[Dispatch], *, token: int,
                timeout: float) -> SubmitResult:
@@ -69,6 +74,8 @@ class CelerySubmitter:
         # flush, failed with the rest if the batch fails.
         pending: list[str] = []
         reason = "timed out before the lease's local deadline"
+        # The queue each rotated message was sent to, by key.
+        clusters: dict[str, str] = {}
         try:
             # Whatever thread sends (the submission's own, in beat), the beat's app is current.
             with app_current(self.app), self.app.producer_or_acquire() as producer:
@@ -82,6 +89,7 @@ class CelerySubmitter:
                 with _publish_batch(producer) as publishing, _declaring_once(producer):
                     # What every message of the batch shares, worked out once per batch.
                     batch = _Batch(self.app, producer, token, batched=publishing is not None)
+                    batch.clusters = clusters
                     for dispatch in dispatches:
                         remaining = deadline - time.monotonic()
                         if remaining <= 0:
@@ -115,6 +123,7 @@ class CelerySubmitter:
         # the same keys (at least once), as a publish whose reply was lost is.
         result.failed.update((key, reason) for key in pending)
         result.failed.update((d.key, reason) for d in dispatches[sent:])
+        result.clusters.update((key, clusters[key]) for key in result.accepted if key in clusters)
         return result
 
     def _send(self, batch: _Batch, dispatch: Dispatch, remaining: float) -> None:
@@ -135,6 +144,9 @@ class CelerySubmitter:
         if execution.manual:
             own_headers[HEADER_MANUAL] = True
         options["headers"] = {**(options.get("headers") or {}), **own_headers}
+        if dispatch.rotate:
+            # The rotation decides the queue, over any stored one (refused at the door).
+            options["queue"] = batch.clusters[dispatch.key] = self._rotated_queue(dispatch)
         if execution.expires_at is not None:
             # The starting deadline, as an absolute instant; an expires of the schedule's own
             # (seconds from sending) still applies when it comes first.
@@ -184,6 +196,21 @@ class CelerySubmitter:
                 raise HookError("apply_entry returned without calling apply_async: "
                                 "the run was not sent")
 
+
+    def _rotated_queue(self, dispatch: Dispatch) -> str:
+        """The queue of a rotated schedule's occurrence: its owner's, or on a handover the
+        next one somebody consumes (core.rules.rotation)."""
+        if dispatch.rotation_index is None:
+            raise ConfigurationError([Problem("rotate", "the occurrence's index on the trigger's "
+                                              "grid could not be worked out")], subject="message")
+        queues = dispatch.rotate
+        placement = place(queues, dispatch.rotation_index, handover=dispatch.rotate_handover,
+                          consumed=lambda queue: self.presence.consumed(queue, among=queues))
+        if placement.handed_over:
+            logger.info("occurrence %s handed from queue %s, which nobody consumes, to %s",
+                        dispatch.key, placement.owner, placement.queue,
+                        extra={"action": "rotation_handover"})
+        return placement.queue
 
     def _without_reserved_headers(self, name: str, stored: Mapping[str, Any]
                                   ) -> dict[str, Any]:
@@ -257,7 +284,7 @@ class _Batch:
     """What the messages of one batch share: the producer and how to publish through it, the
     fencing token, and the tasks looked up so far."""
 
-    __slots__ = ("app", "call", "producer", "token", "_tasks")
+    __slots__ = ("app", "call", "clusters", "producer", "token", "_tasks")
 
     def __init__(self, app: Any, producer: Any, token: int, *, batched: bool = False) -> None:
         self.app = app
@@ -275,6 +302,7 @@ class _Batch:
             "retry_policy": RETRY_POLICY,
         }
         self._tasks: dict[str, Any] = {}
+        self.clusters: dict[str, str] = {}
 
     def task(self, name: str) -> Any:
         """The task registered under ``name`` (None: unknown here), looked up once a batch."""

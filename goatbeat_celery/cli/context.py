@@ -45,6 +45,8 @@ _OPTION_OF = {
     "description": "--description",
     "tags": "--tag",
     "calendars": "--calendar",
+    "rotate": "--rotate",
+    "rotate_handover": "--rotate-handover",
     "note": "--note",
     "reason": "--reason",
     "until": "--until",

@@ -231,6 +231,15 @@ def spec_options(*, editing: bool) -> Callable[[F], F]:
                      help="An exclusion calendar to observe: no run on its dates; repeat for "
                           "several" + (" (replaces them; --calendar \"\" removes them all)."
                                        if editing else ".")),
+        # Rotation across clusters (docs/scheduling.md).
+        click.option("--rotate", metavar="QUEUES",
+                     help="Queues to rotate over, separated by commas: occurrence k goes to "
+                          "queue k mod N" + (" (--rotate \"\" removes the rotation)."
+                                             if editing else ".")),
+        click.option("--rotate-handover/--no-rotate-handover", "rotate_handover",
+                     default=None,
+                     help="With --rotate: an occurrence whose queue nobody consumes goes to the "
+                          "next queue somebody does (default: it waits in its own)."),
     ]
     if editing:
         options.insert(0, click.option("--task", metavar="TASK", help="Task to send."))
@@ -310,6 +319,14 @@ def _control_changes(given: Mapping[str, Any]) -> dict[str, Any]:
             else []
     if given.get("calendars"):
         changes["calendars"] = [name for name in given["calendars"] if name]
+    rotate = given.get("rotate")
+    if rotate is not None:
+        changes["rotate"] = [queue.strip() for queue in rotate.split(",")] if rotate.strip() \
+            else []
+        if not changes["rotate"] and given.get("rotate_handover") is None:
+            changes["rotate_handover"] = False  # no rotation, no handover
+    if given.get("rotate_handover") is not None:
+        changes["rotate_handover"] = given["rotate_handover"]
     return changes
 
 

@@ -37,7 +37,8 @@ def execution_json(execution: Execution) -> dict[str, Any]:
     Every key is always present, null where there is no value yet: ``key``, ``schedule``,
     ``state`` (beat's dispatch state), ``manual``, ``occurrence_at``, ``due_at``,
     ``claimed_at``, ``submitted_at``, ``lateness_seconds`` (:func:`lateness`), ``attempts``,
-    ``missed``, ``token``, ``last_error``, ``expires_at``; then what the workers reported
+    ``missed``, ``token``, ``last_error``, ``expires_at``, ``cluster`` (the queue a rotated
+    schedule's run was sent to); then what the workers reported
     (run tracking): ``run_state``, ``worker``, ``run_attempts``, ``started_at``,
     ``finished_at``, ``heartbeat_at``, ``runtime_seconds``, ``run_error``. Instants are
     ISO-8601 in UTC, durations seconds."""
@@ -56,6 +57,7 @@ def execution_json(execution: Execution) -> dict[str, Any]:
         "token": execution.token,
         "last_error": execution.last_error,
         "expires_at": iso(execution.expires_at),
+        "cluster": execution.cluster,
         # What the workers reported (run tracking); null where nothing was.
         "run_state": None if execution.run_state is None else execution.run_state.value,
         "worker": execution.worker,

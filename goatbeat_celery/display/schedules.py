@@ -37,7 +37,8 @@ def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict
     fields of :func:`plain_json`, ``effective_offset``, ``overlap`` and ``effective_overlap``,
     ``mode``, ``consecutive_failures``, ``paused_reason``, ``paused_until``, ``total_skipped``,
     ``state``, ``start_at``, ``end_at``, ``runs_left``, ``schedule_description``, ``tags``,
-    ``calendars``, ``next_run_at``, ``next_occurrence_at``, ``last_occurrence_at``,
+    ``calendars``, ``rotate`` (the queues it rotates over, empty: none), ``rotate_handover``,
+    ``next_run_at``, ``next_occurrence_at``, ``last_occurrence_at``,
     ``total_runs``, ``total_missed``, ``version``, ``created_at``, ``updated_at``,
     ``set_aside``, ``fault``, ``fault_at``, ``faults`` and ``damage`` (the columns that could
     not be read). Instants are ISO-8601 in UTC, durations seconds.
@@ -76,6 +77,8 @@ def schedule_json(schedule: Schedule, defaults: Settings, now: datetime) -> dict
         "schedule_description": spec.description,
         "tags": list(spec.tags),
         "calendars": list(spec.calendars),
+        "rotate": list(spec.rotate),
+        "rotate_handover": spec.rotate_handover,
         "next_run_at": iso(schedule.next_run_at),
         "next_occurrence_at": iso(schedule.next_occurrence_at),
         "last_occurrence_at": iso(schedule.last_occurrence_at),
@@ -201,6 +204,7 @@ def schedule_fields(schedule: Schedule, defaults: Settings,
         *([("description", spec.description)] if spec.description is not None else []),
         *([("tags", ", ".join(spec.tags))] if spec.tags else []),
         *([("calendars", ", ".join(spec.calendars))] if spec.calendars else []),
+        *([("rotates over", rotation_text(spec))] if spec.rotate else []),
         ("state", state_text(schedule, now)),
         *pause_fields(schedule, now, at),
         *fault_fields(schedule, at),
@@ -298,3 +302,11 @@ def fault_fields(schedule: Schedule,
     if schedule.damage:
         pairs.append(("damage", tuple(str(d) for d in schedule.damage)))
     return pairs
+
+
+def rotation_text(spec: ScheduleSpec) -> str:
+    """A rotation on one line: its queues in turn, and what an unconsumed owner does."""
+    handover = ("handed to the next consumed queue" if spec.rotate_handover
+                else "waits in its queue")
+    return f"{', '.join(spec.rotate)} (occurrence k on queue k mod {len(spec.rotate)}; " \
+           f"an occurrence whose queue nobody consumes {handover})"

@@ -275,6 +275,11 @@ schedule_table = sa.Table(
     sa.Column("alert_silent_seconds", Seconds(), nullable=True),
     sa.Column("alert_missed", sa.Integer(), nullable=True),
     sa.Column("alert_lost", sa.Integer(), nullable=True),
+    # Rotation across clusters (core.rules.rotation): a JSON array of the queues occurrence k
+    # goes to by k mod N (NULL: none), and whether an unconsumed owner's points go to the next
+    # queue (NULL: no).
+    sa.Column("rotate", _json(), nullable=True),
+    sa.Column("rotate_handover", sa.Boolean(), nullable=True),
 )
 
 # Due lookups and the earliest next_run_at read only enabled rows, in (next_run_at, name) order.
@@ -339,6 +344,9 @@ execution_table = sa.Table(
     # The traceback that goes with run_error (core.rules.tracebacks), at most about 16 KiB;
     # last, where migration 0017 adds it.
     sa.Column("run_traceback", sa.Text(), nullable=True),
+    # The queue a rotated schedule's run was sent to (core.rules.rotation), written with
+    # submitted; NULL: not rotated. Last, where migration 0018 adds it.
+    sa.Column("cluster", sa.Text(), nullable=True),
 )
 
 # Resubmission reads the few rows still claimed, oldest first.

@@ -42,10 +42,12 @@ PLAIN = {field.name: field for field in PLAIN_FIELDS}
 #: The other fields of lateness, run policies and controls, each named as the API's keyword.
 POLICY_FIELDS = ("misfire_policy", "overlap", "mode")
 CONTROL_FIELDS = ("start_at", "end_at", "calendars", "tags", "description")
+#: Rotation across clusters: the queues (separated by commas) and the handover ("yes" or "").
+ROTATION_FIELDS = ("rotate", "rotate_handover")
 #: Form fields, in page order; problems naming none of them are shown above the form.
 FIELDS = ("name", "task", "kind", "every", "cron", "at", "rrule", "solar", "timezone",
           *OPTION_FIELDS, "args",
-          "kwargs", "options", *POLICY_FIELDS, *PLAIN, *CONTROL_FIELDS)
+          "kwargs", "options", *POLICY_FIELDS, *PLAIN, *CONTROL_FIELDS, *ROTATION_FIELDS)
 #: Choices of the policies shown as lists (empty: the global setting).
 MISFIRE_CHOICES = ("", *(policy.value for policy in MisfirePolicy))
 OVERLAP_CHOICES = ("", *(policy.value for policy in OverlapPolicy))
@@ -175,6 +177,7 @@ def policy_values(schedule: Schedule) -> dict[str, str]:
         "end_at": "" if spec.end_at is None else spec.end_at.isoformat(),
         "tags": ", ".join(spec.tags), "calendars": ", ".join(spec.calendars),
         "description": spec.description or "",
+        "rotate": ", ".join(spec.rotate), "rotate_handover": "yes" if spec.rotate_handover else "",
     }
     for name in PLAIN:
         value = getattr(spec, name)
@@ -196,12 +199,17 @@ def policy_keywords(state: FormState, default_timezone: str) -> dict[str, Any]:
     and comma-separated lists."""
     values = state.values
     found: dict[str, Any] = {}
-    for key in (*POLICY_FIELDS, *PLAIN, *CONTROL_FIELDS):
+    for key in (*POLICY_FIELDS, *PLAIN, *CONTROL_FIELDS, *ROTATION_FIELDS):
         if key not in values:
             continue
         text = values[key].strip()
         if key in ("tags", "calendars"):
             found[key] = [part.strip() for part in text.split(",") if part.strip()]
+        elif key == "rotate":
+            # An empty part is kept, for the API to name ("eu,,us").
+            found[key] = [part.strip() for part in text.split(",")] if text else []
+        elif key == "rotate_handover":
+            found[key] = text == "yes"
         elif key == "mode":
             found[key] = text or ScheduleMode.FIXED_RATE.value
         elif not text:

@@ -95,6 +95,11 @@ def _schemas() -> dict[str, Any]:
         "args": {"type": "array"},
         "kwargs": {"type": "object"},
         "options": {"type": "object"},
+        "rotate": {"type": "array", "items": {"type": "string"},
+                   "description": "Queues to rotate over: occurrence k goes to queue k mod N "
+                                  "(at least two; empty: no rotation)"},
+        "rotate_handover": {"type": "boolean", "description": "An occurrence whose queue "
+                            "nobody consumes goes to the next queue somebody does"},
     }
     for key in spec_input.SPEC_FIELDS:
         definition_fields.setdefault(key, {})

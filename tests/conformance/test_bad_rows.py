@@ -140,6 +140,10 @@ BROKEN: dict[str, tuple[str, Any, bool, str]] = {
     "number-calendar": ("calendars", "[1]", True, "calendars"),
     "spaced-calendar": ("calendars", '["two words"]', True, "calendars"),
     "missing-calendar": ("calendars", '["nowhere"]', True, "nowhere"),
+    "text-rotate": ("rotate", '"eu,us"', True, "rotate"),
+    "number-rotate": ("rotate", "[1, 2]", True, "rotate"),
+    "one-queue-rotate": ("rotate", '["eu"]', True, "rotate"),
+    "repeated-queue-rotate": ("rotate", '["eu", "eu"]', True, "rotate"),
 }
 
 

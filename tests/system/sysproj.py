@@ -78,3 +78,11 @@ def append_record(request: Any, label: str, received_at: float, **more: Any) -> 
 @app.task(bind=True, name="sysproj.record")
 def record(self: Any, label: str = "") -> None:
     append_record(self.request, label, time.time())
+
+
+@app.task(bind=True, name="sysproj.where")
+def where(self: Any, label: str = "") -> None:
+    """As ``record``, with the queue the message came from and the worker that ran it."""
+    append_record(self.request, label, time.time(),
+                  queue=(self.request.delivery_info or {}).get("routing_key"),
+                  worker=self.request.hostname)

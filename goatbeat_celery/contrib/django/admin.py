@@ -206,6 +206,7 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
         ("Controls", {"classes": ("collapse",), "fields": (
             "start_at", "end_at", *_plain("controls"), "description", "tags", "calendars")}),
         ("Alerts", {"classes": ("collapse",), "fields": _plain("alerts")}),
+        ("Rotation", {"classes": ("collapse",), "fields": ("rotate", "rotate_handover")}),
         ("Change log", {"fields": ("reason",)}),
     )
     #: What the change page of a stored schedule shows above the form: how it is doing (the
@@ -214,7 +215,8 @@ class ScheduleAdmin(GoatbeatReadMixin, admin.ModelAdmin):
     readonly_shown = ("name", "task", "runs", "next_run", "last_run", "state", "source_shown",
                       "description", "tags_shown", "args", "kwargs", "options",
                       "misfire_policy", *(field.column for field in PLAIN_FIELDS), "mode",
-                      "overlap", "start_at", "end_at", "calendars", "total_runs", "total_missed",
+                      "overlap", "start_at", "end_at", "calendars", "rotate", "rotate_handover",
+                      "total_runs", "total_missed",
                       "total_skipped", "created_at", "updated_at")
     #: Below the form: its last runs and its last changes, read-only.
     history_shown = ("history", "changes")
@@ -515,8 +517,9 @@ class ExecutionAdmin(GoatbeatReadMixin, ReadOnlyMixin, admin.ModelAdmin):
     show_full_result_count = False
     readonly_fields = ("key", "schedule_name", "occurrence_at", "due_at", "state", "claimed_at",
                        "submitted_at", "attempts", "last_error", "missed", "manual",
-                       "expires_at", "token", "run_state", "run_id", "worker", "run_attempts",
-                       "started_at", "finished_at", "heartbeat_at", "runtime", "run_error")
+                       "expires_at", "token", "cluster", "run_state", "run_id", "worker",
+                       "run_attempts", "started_at", "finished_at", "heartbeat_at", "runtime",
+                       "run_error")
     fields = readonly_fields
 
     @admin.display(description="asked by", ordering="manual")

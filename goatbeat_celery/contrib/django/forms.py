@@ -116,6 +116,15 @@ class ScheduleForm(forms.ModelForm):
     calendars = forms.CharField(
         required=False, label="exclusion calendars",
         help_text="names of calendars whose dates it does not run on, separated by commas")
+    # Rotation across clusters (docs/scheduling.md).
+    rotate = forms.CharField(
+        required=False, label="rotate over queues",
+        help_text="queues separated by commas: occurrence k goes to queue k mod N, under its "
+                  "own key (at least two; not with a queue option)")
+    rotate_handover = forms.BooleanField(
+        required=False, label="hand over",
+        help_text="an occurrence whose queue nobody consumes goes to the next queue somebody "
+                  "does (otherwise it waits in its own)")
     enabled = forms.BooleanField(required=False, initial=True)
     reason = forms.CharField(required=False, max_length=MAX_REASON_LENGTH,
                              help_text="why, for the schedule's change log (optional)")
@@ -215,6 +224,8 @@ class ScheduleForm(forms.ModelForm):
             "description": data.get("description") or None,
             "tags": names_of(data.get("tags")),
             "calendars": names_of(data.get("calendars")),
+            "rotate": names_of(data.get("rotate")),
+            "rotate_handover": bool(data.get("rotate_handover")),
             "enabled": bool(data.get("enabled")),
             **{key: data.get(key) for key in AS_CLEANED},
         }
@@ -311,6 +322,8 @@ def initial_values(row: Schedule) -> dict[str, Any]:
         "description": row.description or "",
         "tags": ", ".join(str(tag) for tag in row.tags or ()),
         "calendars": ", ".join(str(name) for name in row.calendars or ()),
+        "rotate": ", ".join(str(name) for name in row.rotate or ()),
+        "rotate_handover": bool(row.rotate_handover),
         "enabled": row.enabled, "version": row.spec_version,
         "queue": options.get("queue", ""), "exchange": options.get("exchange", ""),
         "routing_key": options.get("routing_key", ""), "priority": options.get("priority"),

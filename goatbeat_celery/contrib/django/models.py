@@ -102,6 +102,8 @@ class Schedule(ReadOnlyModel):
     alert_silent_seconds = models.FloatField(null=True)
     alert_missed = models.IntegerField(null=True)
     alert_lost = models.IntegerField(null=True)
+    rotate = StoredJSON(null=True)
+    rotate_handover = models.BooleanField("rotation handover", null=True)
 
     class Meta:
         managed = False
@@ -158,6 +160,7 @@ class Execution(ReadOnlyModel):
     runtime = models.FloatField("runtime (s)", null=True)
     run_error = models.TextField("run error", null=True)
     run_traceback = models.TextField("run traceback", null=True)
+    cluster = models.TextField("sent to queue", null=True)
 
     class Meta:
         managed = False

@@ -132,7 +132,8 @@ class Engine:
         self._submissions = SubmissionPipeline(
             store=store, submitter=submitter, settings=settings, observer=self.observer,
             time_left=lambda: self._leadership.time_left(), store_now=self._clock.now,
-            set_aside=self._claimer.set_aside, monotonic=monotonic)
+            set_aside=self._claimer.set_aside, monotonic=monotonic,
+            triggers=self._trigger_cache)
         self._backfills = BackfillDriver(
             store=store, settings=settings, planner=self._planner,
             submissions=self._submissions, observer=self.observer, is_leader=self.is_leader,

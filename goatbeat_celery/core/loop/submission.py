@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from goatbeat_celery.core.loop.observer import EngineObserver, OccurrenceRecord
+from goatbeat_celery.core.loop.rotation import indexed
+from goatbeat_celery.core.loop.trigger_cache import TriggerCache
 from goatbeat_celery.core.protocols import Dispatches, TaskSubmitter
 from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.errors import GoatbeatError
@@ -56,8 +58,12 @@ class SubmissionPipeline:
         store_now: Callable[[], datetime | None],
         set_aside: Callable[[Sequence[SetAside], LeaseGrant], int],
         monotonic: Callable[[], float],
+        triggers: TriggerCache | None = None,
     ) -> None:
         self.store = store
+        #: Builds a rotated schedule's trigger, for its occurrence's index (None: rotation
+        #: indexes are not worked out, and rotated messages are refused).
+        self.triggers = triggers
         self.submitter = submitter
         self.settings = settings
         self.observer = observer
@@ -96,12 +102,14 @@ class SubmissionPipeline:
         if remaining <= 0:
             return None
         started = self._mono()
+        if self.triggers is not None:
+            dispatches = indexed(dispatches, self.triggers)
         result = self.submitter.submit(
             dispatches, token=grant.token, timeout=min(remaining, SUBMIT_TIMEOUT_MAX)
         )
         elapsed = timedelta(seconds=self._mono() - started)
         if result.accepted:
-            self.store.mark_submitted(result.accepted)
+            self.store.mark_submitted(result.accepted, result.clusters)
         if result.failed or result.rejected:
             attempts = {d.key: d.execution.attempts for d in dispatches}
             self.store.record_failures(

@@ -30,9 +30,11 @@ class Dispatches(Protocol):
         """
         ...
 
-    def mark_submitted(self, keys: Sequence[str]) -> int:
+    def mark_submitted(self, keys: Sequence[str],
+                       clusters: Mapping[str, str] | None = None) -> int:
         """Record that the broker accepted these executions (state ``submitted``, with the
-        store's time). Idempotent; returns how many rows changed state."""
+        store's time), and for a key in ``clusters`` the queue its rotated message went to
+        (``cluster``). Idempotent; returns how many rows changed state."""
         ...
 
     def mark_expired(self, keys: Sequence[str]) -> int:

@@ -28,6 +28,13 @@ class Dispatch:
     #: (``ScheduleEntry.schedule`` and ``total_run_count``).
     trigger: Mapping[str, JSONValue] | None = None
     total_runs: int = 0
+    #: The schedule's rotation as stored (its queues, empty: none, and whether an unconsumed
+    #: owner hands over), and the occurrence's index on the trigger's grid, worked out by the
+    #: engine before sending (:func:`~goatbeat_celery.core.rules.rotation.occurrence_index`;
+    #: None: not rotated, or the trigger could not be built).
+    rotate: tuple[str, ...] = ()
+    rotate_handover: bool = False
+    rotation_index: int | None = None
 
     @property
     def key(self) -> str:
@@ -138,3 +145,5 @@ class SubmitResult:
     accepted: list[str]
     failed: dict[str, str] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)
+    #: The queue each rotated message was sent to (key -> queue), as the run's ``cluster``.
+    clusters: dict[str, str] = field(default_factory=dict)

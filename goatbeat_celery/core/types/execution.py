@@ -143,6 +143,9 @@ class Execution(RunRecord):
     #: (:func:`~goatbeat_celery.core.rules.policies.settle`): None when its schedule had no policy
     #: waiting for it when it was claimed, False until it ends and is settled, then True.
     settled: bool | None = None
+    #: The queue a rotated schedule's run was sent to (the owner's, or the next one on a
+    #: handover; :mod:`~goatbeat_celery.core.rules.rotation`); None: not rotated, or not sent.
+    cluster: str | None = None
 
     @property
     def given_up(self) -> bool:

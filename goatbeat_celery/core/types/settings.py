@@ -49,6 +49,7 @@ _DURATIONS: dict[str, tuple[timedelta, bool]] = {
     "retry_backoff": (_HOUR, False),
     "retry_backoff_max": (_DAY, False),
     "alert_interval": (_HOUR, False),
+    "rotation_presence_ttl": (_HOUR, False),
     **{name: (maximum, False) for name, maximum in RUN_TIME_MAXIMA.items()},
 }
 #: The most shards a deployment may split its schedules into (core.rules.shards).
@@ -57,6 +58,8 @@ _COUNTS = {"max_catchup": validation.MAX_CATCHUP, "batch_size": 1_000, "prune_ba
            "backfill_per_tick": 10_000, "shards": MAX_SHARDS, "alert_batch": 10_000}
 #: The alert thresholds that are off unless given.
 _OPTIONAL_ALERT_DURATIONS = ("alert_late", "max_runtime", "alert_silent")
+#: How long beat keeps the broker's word on a rotated queue's consumers.
+DEFAULT_PRESENCE_TTL = timedelta(seconds=5)
 #: How often the leader judges alerts, and how many schedules at a time.
 DEFAULT_ALERT_INTERVAL = timedelta(seconds=10)
 DEFAULT_ALERT_BATCH = 100
@@ -159,6 +162,9 @@ class Settings:
     alert_lost: int = DEFAULT_ALERT_LOST
     alert_interval: _Duration = _Duration(DEFAULT_ALERT_INTERVAL)
     alert_batch: int = DEFAULT_ALERT_BATCH
+    #: Rotation's handover (core.rules.rotation): how long the broker's word on whether a
+    #: rotated queue has a consumer is kept before it is asked again.
+    rotation_presence_ttl: _Duration = _Duration(DEFAULT_PRESENCE_TTL)
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []

@@ -24,6 +24,7 @@ from goatbeat_celery.core.types.policies import (
     backoff_problems,
 )
 from goatbeat_celery.core.types.problems import Problem, listed
+from goatbeat_celery.core.types.rotation import rotation_problems
 from goatbeat_celery.core.types.runs import MAX_RUN_RESENDS
 
 #: The longest shift (``offset`` or ``jitter``) of a schedule that is not an interval.
@@ -185,6 +186,12 @@ class ScheduleSpec:
     #: The exclusion calendars observed (:mod:`goatbeat_celery.core.rules.calendars`), by name: an
     #: occurrence due on one of their dates is recorded skipped instead of run.
     calendars: tuple[str, ...] = ()
+    #: Rotation across clusters (:mod:`goatbeat_celery.core.rules.rotation`): occurrence k is
+    #: sent to queue ``rotate[k mod N]`` (empty: no rotation, the options' queue or Celery's
+    #: routing); with ``rotate_handover``, an occurrence whose queue nobody consumes goes to
+    #: the next queue somebody does.
+    rotate: tuple[str, ...] = ()
+    rotate_handover: bool = False
     enabled: bool = True
     source: ScheduleSource = ScheduleSource.API
 
@@ -331,6 +338,8 @@ class ScheduleSpec:
             found.extend(validation.tags_problems(self.tags))
         if self.calendars != ():
             found.extend(validation.calendars_problems(self.calendars))
+        if self.rotate != () or self.rotate_handover is not False:
+            found.extend(rotation_problems(self.rotate, self.rotate_handover, self.options))
         return found
 
     def backoff(self) -> FailureBackoff | None:
@@ -414,6 +423,8 @@ class ScheduleSpec:
             "max_runs": self.max_runs, "description": self.description,
             "tags": list(self.tags) if self.tags else None,
             "calendars": list(self.calendars) if self.calendars else None,
+            "rotate": list(self.rotate) if self.rotate else None,
+            "rotate_handover": True if self.rotate_handover else None,
         }
         payload.update((key, value) for key, value in controls.items() if value is not None)
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)

@@ -163,7 +163,8 @@ def _dispatch(schedule: Schedule, execution: Execution) -> Dispatch:
     spec = schedule.spec
     return Dispatch(execution=execution, task=spec.task, args=spec.args, kwargs=spec.kwargs,
                     options=spec.options, trigger=spec.trigger.to_json(),
-                    total_runs=schedule.total_runs)
+                    total_runs=schedule.total_runs, rotate=spec.rotate,
+                    rotate_handover=spec.rotate_handover)
 
 
 def _dispatched_at(execution: Execution) -> datetime | None:

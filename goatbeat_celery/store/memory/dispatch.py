@@ -48,7 +48,9 @@ class MemoryDispatch(MemoryStoreBase, Dispatches):
                 taken.append(_dispatch(schedule, updated))
             return taken
 
-    def mark_submitted(self, keys: Sequence[str]) -> int:
+    def mark_submitted(self, keys: Sequence[str],
+                       clusters: Mapping[str, str] | None = None) -> int:
+        clusters = clusters or {}
         with self._lock:
             now = self.now()
             changed = 0
@@ -56,7 +58,8 @@ class MemoryDispatch(MemoryStoreBase, Dispatches):
                 execution = self._executions.get(key)
                 if execution is not None and execution.state is ExecutionState.CLAIMED:
                     self._executions[key] = replace(
-                        execution, state=ExecutionState.SUBMITTED, submitted_at=now)
+                        execution, state=ExecutionState.SUBMITTED, submitted_at=now,
+                        cluster=clusters.get(key, execution.cluster))
                     changed += 1
             return changed
 

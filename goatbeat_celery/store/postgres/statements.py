@@ -30,11 +30,13 @@ from goatbeat_celery.store.sql import EXECUTION_COLUMNS
 _LOCK_FOR_CLAIM = sa.text(
     """
     SELECT f.holder, f.token, f.expires_at, f.now,
-           s.name, s.version, s.task, s.args, s.kwargs, s.options, s.total_runs, s.trigger
+           s.name, s.version, s.task, s.args, s.kwargs, s.options, s.total_runs, s.trigger,
+           s.rotate, s.rotate_handover
     FROM (SELECT holder, token, expires_at, now() AS now
           FROM goatbeat_lease WHERE name = :lease FOR SHARE) AS f
     LEFT JOIN LATERAL (
-        SELECT name, version, task, args, kwargs, options, total_runs, trigger
+        SELECT name, version, task, args, kwargs, options, total_runs, trigger, rotate,
+               rotate_handover
         FROM goatbeat_schedule
         WHERE name = ANY(CAST(:names AS text[]))
         FOR UPDATE SKIP LOCKED

@@ -101,7 +101,7 @@ class SQLBackfills(SQLStoreBase, BackfillStore):
             ).one_or_none()
             schedule = conn.execute(
                 sa.select(S.c.name, S.c.task, S.c.args, S.c.kwargs, S.c.options, S.c.trigger,
-                          S.c.total_runs)
+                          S.c.total_runs, S.c.rotate, S.c.rotate_handover)
                 .where(S.c.name == step.schedule_name)
             ).one_or_none()
             if row is None or schedule is None:

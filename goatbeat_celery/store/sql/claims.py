@@ -26,7 +26,7 @@ S = schedule_table
 #: What a claim reads of the rows it locks: the version to compare and what a dispatch carries.
 #: ``total_runs`` too: a run limit is checked against the count locked with the row.
 _CLAIM_COLUMNS = (S.c.name, S.c.version, S.c.task, S.c.args, S.c.kwargs, S.c.options,
-                  S.c.total_runs, S.c.trigger)
+                  S.c.total_runs, S.c.trigger, S.c.rotate, S.c.rotate_handover)
 
 # Advancing one claimed schedule as core.rules.claims.Advance says: counters grow in SQL, the last
 # occurrence is kept when the claim ran none (an unplannable schedule only moves its next_run_at).

@@ -54,7 +54,8 @@ class SQLDispatch(SQLStoreBase, Dispatches):
                 want = limit - len(taken)
                 rows = conn.execute(
                     sa.select(E, S.c.name.label("s_name"), S.c.task, S.c.args, S.c.kwargs,
-                              S.c.options, S.c.trigger, S.c.total_runs)
+                              S.c.options, S.c.trigger, S.c.total_runs, S.c.rotate,
+                              S.c.rotate_handover)
                     .select_from(E.outerjoin(S, S.c.name == E.c.schedule_name))
                     .where(where)
                     .order_by(E.c.claimed_at, E.c.key)
@@ -82,19 +83,30 @@ class SQLDispatch(SQLStoreBase, Dispatches):
                     break
         return taken
 
-    def mark_submitted(self, keys: Sequence[str]) -> int:
+    def mark_submitted(self, keys: Sequence[str],
+                       clusters: Mapping[str, str] | None = None) -> int:
         keys = list(dict.fromkeys(keys))
         if not keys:
             return 0
+        # One statement per queue the batch went to (a rotation names a few), and one for the
+        # keys of no rotation, which leave the column as it is.
+        by_cluster: dict[str | None, list[str]] = {}
+        for key in keys:
+            by_cluster.setdefault((clusters or {}).get(key), []).append(key)
         changed = 0
         with self._write_each("mark submitted") as conn:
             now = self._now_sql()
-            for chunk in self._chunks(keys):
-                result = conn.execute(
-                    sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
-                    .values(state=ExecutionState.SUBMITTED.value, submitted_at=now)
-                )
-                changed += result.rowcount
+            for cluster, group in by_cluster.items():
+                values: dict[str, Any] = {"state": ExecutionState.SUBMITTED.value,
+                                          "submitted_at": now}
+                if cluster is not None:
+                    values["cluster"] = cluster
+                for chunk in self._chunks(group):
+                    result = conn.execute(
+                        sa.update(E).where(self._in(E.c.key, chunk), _STILL_CLAIMED)
+                        .values(**values)
+                    )
+                    changed += result.rowcount
         return changed
 
     def mark_expired(self, keys: Sequence[str]) -> int:

@@ -24,11 +24,17 @@ def _dispatch(execution: Execution, row: Any) -> Dispatch:
     args = row.args
     trigger = row.trigger
     runs = row.total_runs
+    rotate = row.rotate
     return Dispatch(execution=execution, task=row.task,
                     args=tuple(args) if type(args) is list else args,
                     kwargs=row.kwargs, options=row.options,
                     trigger=trigger if type(trigger) is dict else None,
-                    total_runs=runs if type(runs) is int else 0)
+                    total_runs=runs if type(runs) is int else 0,
+                    # A rotation that cannot be read sends as none: the schedule is set aside
+                    # for its damage at its next claim.
+                    rotate=tuple(rotate) if type(rotate) is list and all(
+                        type(queue) is str for queue in rotate) else (),
+                    rotate_handover=bool(row.rotate_handover))
 
 
 _RUN_STATES = {state.value: state for state in RunState}
@@ -99,6 +105,7 @@ def _execution(row: Any) -> Execution:
         manual=bool(row.manual),
         expires_at=_instant(row.expires_at),
         settled=None if row.settled is None else bool(row.settled),
+        cluster=row.cluster if type(row.cluster) is str else None,
     )
 
 

@@ -81,6 +81,8 @@ def _spec_values(spec: ScheduleSpec, *, key: str = "name") -> dict[str, Any]:
         # NULL rather than [] for none: rows written before the column existed look the same.
         "tags": list(spec.tags) if spec.tags else None,
         "calendars": list(spec.calendars) if spec.calendars else None,
+        "rotate": list(spec.rotate) if spec.rotate else None,
+        "rotate_handover": True if spec.rotate_handover else None,
         "enabled": spec.enabled,
         "source": ScheduleSource(spec.source).value,
         "spec_hash": spec.spec_hash(),
@@ -98,7 +100,8 @@ _OWN_COLUMNS = (
     "source", "next_occurrence_at", "next_run_at", "last_occurrence_at", "total_runs",
     "total_missed", "version", "created_at", "updated_at", "fault", "fault_at", "faults",
     "overlap", "mode", "consecutive_failures", "paused_reason", "total_skipped", "start_at",
-    "end_at", "paused_until", "description", "tags", "calendars", "spec_version",
+    "end_at", "paused_until", "description", "tags", "calendars", "spec_version", "rotate",
+    "rotate_handover",
 )
 #: Columns written from others and never read back.
 _DERIVED_COLUMNS = ("timezone", "spec_hash", "shard_hash")
@@ -125,7 +128,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
      next_occurrence_at, next_run_at, last_occurrence_at, total_runs, total_missed, version,
      created_at, updated_at, fault, fault_at, faults, overlap, mode, consecutive_failures,
      paused_reason, total_skipped, start_at, end_at, paused_until, description, tags,
-     calendars, spec_version) = _own_values(row)
+     calendars, spec_version, rotate, rotate_handover) = _own_values(row)
     damage: list[Problem] = []
     # The common case first, by exact type: this runs for every due row.
     if type(args) is list:
@@ -152,6 +155,7 @@ def _schedule(row: Sequence[Any]) -> Schedule:
     policies = _policies(overlap, mode, damage)
     controls = _controls(start_at, end_at, description, tags, damage)
     controls["calendars"] = _calendar_names(calendars, damage)
+    controls.update(_rotation(rotate, rotate_handover, damage))
     kept_source = _SOURCES.get(source)
     if kept_source is None:
         # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
@@ -255,6 +259,22 @@ def _calendar_names(value: Any, damage: list[Problem]) -> tuple[str, ...]:
     damage.append(Problem("calendars",
                           f"expected a JSON array of calendar names, found {_found(value)}"))
     return ()
+
+
+def _rotation(rotate: Any, handover: Any, damage: list[Problem]) -> dict[str, Any]:
+    """The rotation of a row (none while NULL); an unreadable one is named in ``damage`` and
+    read as none (the schedule is set aside rather than sent to a queue it does not name)."""
+    found: dict[str, Any] = {"rotate": (), "rotate_handover": False}
+    if rotate is not None:
+        if type(rotate) is list and all(type(queue) is str for queue in rotate):
+            found["rotate"] = tuple(rotate)
+        else:
+            damage.append(Problem("rotate",
+                                  f"expected a JSON array of queue names, found {_found(rotate)}"))
+    if handover is not None:
+        found["rotate_handover"] = stored_value(handover, bool, False, "rotate_handover",
+                                                damage)
+    return found
 
 
 def _calendar(row: Any) -> Calendar:

@@ -51,8 +51,10 @@ def _read(context: Context, app: Any) -> _Seen:
     workers = inspection.read_workers(app)
     routed: dict[str, int] = {}
     for schedule in context.schedules.list(limit=SCHEDULES_READ):
-        name = queues.route_of(app, schedule.spec.task, schedule.spec.options).queue
-        routed[name] = routed.get(name, 0) + 1
+        # A rotated schedule sends to each of its queues in turn.
+        for name in schedule.spec.rotate or (
+                queues.route_of(app, schedule.spec.task, schedule.spec.options).queue,):
+            routed[name] = routed.get(name, 0) + 1
     consumed = [queue for worker in workers.workers for queue in worker.queues]
     names = sorted({*queues.known_queues(app, (), consumed), *routed})
     broker = queues.read_queues(app, names)
@@ -94,7 +96,9 @@ def read_run_queue(context: Context, execution: Execution,
     app = context.celery_app
     if app is None or schedule is None or not _waiting(execution):
         return None
-    route = queues.route_of(app, schedule.spec.task, schedule.spec.options)
+    # A rotated schedule's run went to the queue recorded with it.
+    route = (queues.Route(queue=execution.cluster) if execution.cluster
+             else queues.route_of(app, schedule.spec.task, schedule.spec.options))
     broker = queues.read_queues(app, [route.queue])
     workers = inspection.read_workers(app, queues_only=True)
     return RunQueue(route, broker.of(route.queue), broker.problem, workers)

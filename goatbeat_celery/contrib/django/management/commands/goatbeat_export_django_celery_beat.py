@@ -27,8 +27,8 @@ django-celery-beat's side is written in one transaction; then each exported goat
 is paused with a note, so that a goatbeat beat left running sends nothing and ``goatbeat
 check`` stays quiet; ``celery goatbeat resume`` undoes it. A schedule django-celery-beat cannot
 express (a cron matching either day field, a Celery schedule object, a shift without an
-interval) is refused with its reason and left running in goatbeat; the command then ends with
-a CommandError (exit status 1) after writing the rest.
+interval, a rotation over queues) is refused with its reason and left running in goatbeat;
+the command then ends with a CommandError (exit status 1) after writing the rest.
 """
 
 from __future__ import annotations
@@ -229,6 +229,10 @@ def task_fields(schedule: Schedule, source: Schedules, database: str,
     fields: dict[str, Any] = {"interval": None, "crontab": None, "clocked": None,
                               "solar": None, "one_off": False}
     fields.update(trigger_fields(schedule, database))
+    if spec.rotate:
+        # A periodic task has one queue: its runs would all go to one cluster.
+        raise Refused(f"it rotates over queues ({', '.join(spec.rotate)}), and a periodic "
+                      "task sends every run to one queue")
     options = dict(spec.options)
     headers = {key: value for key, value in dict(options.pop("headers", None) or {}).items()
                if key != PERIODIC_TASK_NAME}
