@@ -1,5 +1,6 @@
 """The public :class:`Schedules`: one class, composed of a part per concern (reads, writes,
-backfills, calendars, records, config plans, leases, revokes), each in a module of its own."""
+bulk actions, backfills, calendars, records, config plans, leases, revokes), each in a module
+of its own."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from goatbeat_celery import config as config_module
 from goatbeat_celery.api.backfills import BackfillMethods
+from goatbeat_celery.api.bulk import BulkMethods
 from goatbeat_celery.api.calendars import CalendarMethods
 from goatbeat_celery.api.config_plans import ConfigPlans
 from goatbeat_celery.api.leases import LeaseReads
@@ -17,7 +19,7 @@ from goatbeat_celery.api.writes import ScheduleWrites
 from goatbeat_celery.tasknames import TaskSignatures
 
 
-class Schedules(ScheduleReads, ScheduleWrites, BackfillMethods, CalendarMethods, RecordReads,
+class Schedules(ScheduleReads, BulkMethods, BackfillMethods, CalendarMethods, RecordReads,
                 ConfigPlans, LeaseReads, RunRevokes):
     """The schedules stored in goatbeat's database, with the app's settings applied.
 
