@@ -15,7 +15,6 @@ from goatbeat_celery.api.leases import LeaseReads
 from goatbeat_celery.api.reads import ScheduleReads
 from goatbeat_celery.api.records import RecordReads
 from goatbeat_celery.api.revokes import RunRevokes
-from goatbeat_celery.api.writes import ScheduleWrites
 from goatbeat_celery.tasknames import TaskSignatures
 
 
