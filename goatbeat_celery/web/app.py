@@ -30,6 +30,7 @@ from goatbeat_celery.web.api import answers as api_answers
 from goatbeat_celery.web.api import api_routes
 from goatbeat_celery.web.pages import (
     backfills,
+    bulk,
     calendars,
     new,
     overview,
@@ -93,6 +94,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     routes = [
         route("/", overview.overview, "overview", ["GET"]),
         route("/schedules", schedule_list.schedule_list, "schedules", ["GET"]),
+        route("/schedules/bulk", bulk.bulk_action, "bulk", ["POST"]),
         route("/schedule", schedule.schedule_page, "schedule", ["GET"]),
         route("/schedule/pause", schedule.pause, "pause", ["POST"]),
         route("/schedule/resume", schedule.resume, "resume", ["POST"]),
