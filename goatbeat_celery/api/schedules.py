@@ -1,5 +1,5 @@
 """The public :class:`Schedules`: one class, composed of a part per concern (reads, writes,
-bulk actions, backfills, calendars, records, config plans, leases, revokes), each in a module
+bulk actions, backfills, calendars, records and alert actions, config plans, leases, revokes), each in a module
 of its own."""
 
 from __future__ import annotations
@@ -7,18 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from goatbeat_celery import config as config_module
+from goatbeat_celery.api.alert_actions import AlertActions
 from goatbeat_celery.api.backfills import BackfillMethods
 from goatbeat_celery.api.bulk import BulkMethods
 from goatbeat_celery.api.calendars import CalendarMethods
 from goatbeat_celery.api.config_plans import ConfigPlans
 from goatbeat_celery.api.leases import LeaseReads
 from goatbeat_celery.api.reads import ScheduleReads
-from goatbeat_celery.api.records import RecordReads
 from goatbeat_celery.api.revokes import RunRevokes
 from goatbeat_celery.tasknames import TaskSignatures
 
 
-class Schedules(ScheduleReads, BulkMethods, BackfillMethods, CalendarMethods, RecordReads,
+class Schedules(ScheduleReads, BulkMethods, BackfillMethods, CalendarMethods, AlertActions,
                 ConfigPlans, LeaseReads, RunRevokes):
     """The schedules stored in goatbeat's database, with the app's settings applied.
 

@@ -53,6 +53,10 @@ class AlertLog(Protocol):
         leaders' looks, a look repeated after a failover) is written once."""
         ...
 
+    def get_alert(self, alert_id: int) -> Alert | None:
+        """The alert ``alert_id`` in any state, or None. Reads only."""
+        ...
+
     def acknowledge_alert(self, alert_id: int, *, by: str, note: str | None,
                           audit: AuditNote) -> Alert:
         """Mark the open alert ``alert_id`` acknowledged by ``by`` at the store's now, with

@@ -108,6 +108,10 @@ class MemoryAlerts(MemoryOutbox, AlertLog):
             self._enqueue_events_locked([outbox_event(event) for event in events if event.told])
             return events
 
+    def get_alert(self, alert_id: int) -> Alert | None:
+        with self._lock:
+            return self._alerts.get(alert_id)
+
     def acknowledge_alert(self, alert_id: int, *, by: str, note: str | None,
                           audit: AuditNote) -> Alert:
         with self._lock:

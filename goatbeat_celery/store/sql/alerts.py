@@ -182,7 +182,8 @@ class SQLAlerts(SQLOutbox, AlertLog):
                         conflict_where=OPEN_ALERT_PREDICATE, returning=list(A.c))
                     written = inserted[0] if inserted else None
                     action = "open" if written is not None else "repeat"
-                if written is None and change.action != "resolve" and change.key is not None:
+                if (written is None and change.action in ("open", "repeat")
+                        and change.key is not None):
                     written = self._update_row(
                         conn, sa.update(A).where(*which, sa.or_(A.c.key.is_(None),
                                                                 A.c.key != change.key))
@@ -209,6 +210,11 @@ class SQLAlerts(SQLOutbox, AlertLog):
             self._enqueue_events(conn, [outbox_event(event) for event in events
                                         if event.told])
         return events
+
+    def get_alert(self, alert_id: int) -> Alert | None:
+        with self._read("read an alert") as conn:
+            row = conn.execute(sa.select(A).where(A.c.id == alert_id)).one_or_none()
+        return None if row is None else _alert(row)
 
     def acknowledge_alert(self, alert_id: int, *, by: str, note: str | None,
                           audit: AuditNote) -> Alert:
