@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -134,7 +133,6 @@ async def schedule_list(request: Request, context: Context, *, status_code: int 
         filters=filters, states=STATES, tagged=tagged, max_bulk=MAX_BULK,
         bulk_result=bulk.get("bulk_result"), bulk_errors=bulk.get("bulk_errors", {}),
         bulk_form=bulk.get("bulk_form", {}), selected=set(bulk.get("selected", ())),
-        bulk_script=urlsplit(str(request.url_for("static", path="bulk.js"))).path,
         first=link(request, "schedules", **filters) if after else None,
         next=(_next_link(request, filters, order, found[-1], page) if more and found
               else None),
