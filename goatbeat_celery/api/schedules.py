@@ -1,6 +1,6 @@
 """The public :class:`Schedules`: one class, composed of a part per concern (reads, writes,
-bulk actions, backfills, calendars, records and alert actions, config plans, leases, revokes), each in a module
-of its own."""
+bulk actions, backfills, calendars, records and alert actions, config plans, leases, revokes),
+each in a module of its own."""
 
 from __future__ import annotations
 

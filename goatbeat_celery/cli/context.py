@@ -136,6 +136,7 @@ _LISTED_BY: dict[str, tuple[str, str, bool]] = {
     "calendar": ("calendar list", "calendars", False),
     "backfill": ("backfills", "backfills", False),
     "token": ("token list", "tokens", False),
+    "alert": ("alerts --all", "alerts", False),
 }
 
 

@@ -47,7 +47,7 @@ def test_an_acknowledged_alert_stays_open_and_is_not_told_when_counted_again(
     assert (acked.open, acked.acknowledged_by, acked.ack_note) == (True, "ops:ann", "looking")
     assert acked.acknowledged_at is not None
     assert store.get_alert(alert_id) == acked
-    (entry,) = [e for e in store.audit_log(schedule_name="s")]
+    (entry,) = store.audit_log(schedule_name="s")
     assert (entry.action, entry.actor, entry.reason) == (AuditAction.ACKNOWLEDGE_ALERT,
                                                          "ops:ann", "on it")
 
