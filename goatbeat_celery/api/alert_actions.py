@@ -36,7 +36,7 @@ class AlertActions(RecordReads):
         if problems:
             raise ConfigurationError(problems, subject=f"alert {alert_id}")
         log = self._alert_log()
-        before = self._alert(alert_id)
+        before = self.alert(alert_id)
         note = note or None
         return log.acknowledge_alert(
             alert_id, by=self.actor, note=note,
@@ -64,7 +64,7 @@ class AlertActions(RecordReads):
         if problems:
             raise ConfigurationError(problems, subject=f"alert {alert_id}")
         log = self._alert_log()
-        before = self._alert(alert_id)
+        before = self.alert(alert_id)
         return log.silence_alert(
             alert_id, until=until, by=self.actor,
             audit=self._note(AuditAction.SILENCE_ALERT, reason, {
@@ -81,7 +81,7 @@ class AlertActions(RecordReads):
     def _alert_log(self) -> AlertLog:
         return cast(AlertLog, self.store)
 
-    def _alert(self, alert_id: int) -> Alert:
+    def alert(self, alert_id: int) -> Alert:
         """The alert ``alert_id`` (any state); AlertNotFound for an id no alert can have."""
         if (isinstance(alert_id, bool) or not isinstance(alert_id, int)
                 or not 1 <= alert_id <= _MAX_ROW_ID):

@@ -150,6 +150,15 @@ def _schemas() -> dict[str, Any]:
                     "reason": {"type": "string", "description": "What was done, or why not"},
                     "run_key": {"type": "string", "description": "The run queued (run)"}}}}
                for key in ("done", "refused")}}},
+        "Alert": {"type": "object", "description": "What `goatbeat alerts --json` prints "
+                  "for one alert: acknowledged_* and silenced_* null unless set"},
+        "Alerts": {"type": "object", "properties": {"alerts": {"type": "array",
+                                                               "items": _ref("Alert")}}},
+        "Acknowledgement": {"type": "object", "properties": {"note": {"type": "string"}},
+                            "additionalProperties": False},
+        "Silence": {"type": "object", "required": ["until"], "properties": {
+            "until": {"type": "string", "format": "date-time"}},
+            "additionalProperties": False},
         "Calendar": loose,
         "CalendarDefinition": {"type": "object", "properties": {
             "dates": {"type": "array", "items": {"type": "string", "format": "date"}},
@@ -251,6 +260,18 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
         "/backfills/{id}/cancel": {"parameters": [_ID], "post": _op(
             "Cancel: nothing more is claimed for it", "run",
             {"200": _ok("Backfill"), **_problems(*_READ)})},
+        "/alerts": {"get": _op("Alerts, open ones first", "read",
+                               {"200": _ok("Alerts"), **_problems(*_READ, 422)},
+                               parameters=[_query("schedule", "Of this schedule"),
+                                           _query("all", "true: resolved ones too", "boolean"),
+                                           _query("limit", "1 to 1000 (100)", "integer")])},
+        "/alerts/{id}/ack": {"parameters": [_ID], "post": _op(
+            "Acknowledge an open alert: it stays open, not told again when counted again",
+            "write", {"200": _ok("Alert"), **_problems(*_WRITE)},
+            body=_ref("Acknowledgement"))},
+        "/alerts/{id}/silence": {"parameters": [_ID], "post": _op(
+            "Silence an open alert until an instant: told again then if still open", "write",
+            {"200": _ok("Alert"), **_problems(*_WRITE)}, body=_ref("Silence"))},
         "/calendars": {"get": _op("Exclusion calendars, by name", "read",
                                   {"200": _ok("Calendars"), **_problems(*_READ)})},
         "/calendars/{name}": {
