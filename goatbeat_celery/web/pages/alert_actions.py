@@ -56,7 +56,9 @@ async def silence(request: Request, context: Context, form: FormData) -> Respons
             state.add("until", "until: choose how long, or type when the silence ends")
             until = None
         else:
-            until = await call(context.schedules.now) + timedelta(seconds=seconds)
+            # To the second: an end people read, not the instant the button was pressed.
+            now = await call(context.schedules.now)
+            until = now.replace(microsecond=0) + timedelta(seconds=seconds)
     try:
         if until is None:
             raise ConfigurationError([p for ps in state.errors.values() for p in ps],

@@ -241,8 +241,9 @@
         page.indeterminate = ticked > 0 && ticked < boxes.length;
       }
       if (count) {
-        count.textContent = byTag ? "every schedule tagged " + tagged.value
-          : ticked + " ticked";
+        // Ticked by tag, the box beside says which: the count of this page says nothing.
+        count.hidden = byTag;
+        count.textContent = ticked + " ticked";
       }
     }
 
