@@ -80,7 +80,9 @@ ignored; it never stops the loop.
 
 ``alert_opened``, ``alert_repeated``, ``alert_resolved``
     An alert (docs/alerts.md) was raised on a schedule, counted again for a new run that shows
-    it, or resolved; each sent once, by the leader that wrote it in its fenced transaction.
+    it (or told again when its silence ended: ``alert_repeated`` too), or resolved; each sent
+    once, by the leader that wrote it in its fenced transaction. None is sent while the alert
+    is silenced, nor ``alert_repeated`` for a count once it is acknowledged.
     ``alert`` (:class:`~goatbeat_celery.core.rules.alerts.Alert`: ``id``, ``rule``, ``state``,
     ``reason``, ``first_at``, ``last_at``, ``count``, ``key``, ``resolved_at``; ``as_json()``
     gives it as plain data), ``schedule_name`` (str), ``rule`` (str: ``missed``, ``late``,

@@ -1,27 +1,27 @@
 """The public :class:`Schedules`: one class, composed of a part per concern (reads, writes,
-backfills and their re-runs, calendars, records, config plans, leases, reverts of
-edits, revokes), each in a module of its own."""
+bulk actions, backfills and their re-runs, calendars, records and alert actions, config plans,
+leases, reverts of edits, revokes), each in a module of its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from goatbeat_celery import config as config_module
+from goatbeat_celery.api.alert_actions import AlertActions
 from goatbeat_celery.api.backfill_reruns import BackfillReruns
 from goatbeat_celery.api.backfills import BackfillMethods
+from goatbeat_celery.api.bulk import BulkMethods
 from goatbeat_celery.api.calendars import CalendarMethods
 from goatbeat_celery.api.config_plans import ConfigPlans
 from goatbeat_celery.api.leases import LeaseReads
 from goatbeat_celery.api.reads import ScheduleReads
-from goatbeat_celery.api.records import RecordReads
 from goatbeat_celery.api.reverts import AuditReverts
 from goatbeat_celery.api.revokes import RunRevokes
-from goatbeat_celery.api.writes import ScheduleWrites
 from goatbeat_celery.tasknames import TaskSignatures
 
 
-class Schedules(ScheduleReads, AuditReverts, ScheduleWrites, BackfillMethods, BackfillReruns,
-                CalendarMethods, RecordReads, ConfigPlans, LeaseReads, RunRevokes):
+class Schedules(ScheduleReads, AuditReverts, BulkMethods, BackfillMethods, BackfillReruns,
+                CalendarMethods, AlertActions, ConfigPlans, LeaseReads, RunRevokes):
     """The schedules stored in goatbeat's database, with the app's settings applied.
 
     ``actor`` names who makes the changes in the audit log (None: ``os:<user>`` of this

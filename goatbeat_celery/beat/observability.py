@@ -42,7 +42,7 @@ __all__ = [
 
 #: The signal each alert change sends.
 _ALERT_SIGNALS = {"open": signals.alert_opened, "repeat": signals.alert_repeated,
-                  "resolve": signals.alert_resolved}
+                  "resolve": signals.alert_resolved, "remind": signals.alert_repeated}
 
 
 def _guarded(call: Callable[..., object], *args: Any, **kwargs: Any) -> None:
@@ -132,6 +132,8 @@ class CeleryObserver:
 
     def alerts_changed(self, events: Sequence[AlertEvent]) -> None:
         for event in events:
+            if not event.told:  # acknowledged or silenced: as for its webhook, no signal
+                continue
             alert = event.alert
             _guarded(_ALERT_SIGNALS[event.action].send, sender=self.sender, alert=alert,
                      schedule_name=alert.schedule_name, rule=alert.rule.value,

@@ -121,6 +121,7 @@ _LISTED_BY: dict[str, tuple[str, str, bool]] = {
     "backfill": ("backfills", "backfills", False),
     "token": ("token list", "tokens", False),
     "audit entry": ("audit", "audit entries", False),
+    "alert": ("alerts --all", "alerts", False),
 }
 
 

@@ -6,6 +6,7 @@ import click
 from celery.bin.base import CeleryCommand
 
 from goatbeat_celery import display
+from goatbeat_celery.cli.bulk import bulk_wanted, run_bulk, tag_option
 from goatbeat_celery.cli.context import opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import json_option, limit_option, reason_option
@@ -15,12 +16,19 @@ from goatbeat_celery.core.rules.validation import MAX_LIMIT
 
 
 @goatbeat.command(name="run-now", cls=CeleryCommand)
-@click.argument("name")
+@click.argument("names", metavar="[NAME]...", nargs=-1)
+@tag_option
 @reason_option
 @json_option
 @click.pass_context
-def run_now(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> None:
-    """Queue an extra run of NAME under its own key; the leader sends it."""
+def run_now(ctx: click.Context, names: tuple[str, ...], tag: str | None, reason: str | None,
+            as_json: bool) -> None:
+    """Queue an extra run of NAME under its own key; the leader sends it. With several names
+    or --tag, one of each (a schedule set aside is refused)."""
+    if bulk_wanted(names, tag):
+        run_bulk(ctx, "run_now", names, tag, reason, as_json)
+        return
+    name = names[0]
     with opened(ctx) as schedules, reported():
         execution = schedules.run_now(name, reason=reason)
         # The leader of the schedule's shard sends it.

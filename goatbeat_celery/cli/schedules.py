@@ -10,6 +10,7 @@ import click
 from celery.bin.base import CeleryCommand
 
 from goatbeat_celery import display
+from goatbeat_celery.cli.bulk import bulk_wanted, run_bulk, tag_option
 from goatbeat_celery.cli.context import CommandError, opened, reported
 from goatbeat_celery.cli.group import goatbeat
 from goatbeat_celery.cli.options import (
@@ -140,7 +141,8 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, reason: str | No
 
 
 @goatbeat.command(cls=CeleryCommand)
-@click.argument("name")
+@click.argument("names", metavar="[NAME]...", nargs=-1)
+@tag_option
 @click.option("--note", metavar="TEXT", help="Why it is paused, shown with the schedule.")
 @click.option("--until", type=InstantParam(), metavar="ISO",
               help="End the pause by itself at this instant: the schedule then runs from its "
@@ -148,9 +150,14 @@ def edit(ctx: click.Context, /, name: str, paused: bool | None, reason: str | No
 @reason_option
 @json_option
 @click.pass_context
-def pause(ctx: click.Context, name: str, note: str | None, until: datetime | None,
-          reason: str | None, as_json: bool) -> None:
-    """Stop schedule NAME from running (its history stays), until resumed or --until."""
+def pause(ctx: click.Context, names: tuple[str, ...], tag: str | None, note: str | None,
+          until: datetime | None, reason: str | None, as_json: bool) -> None:
+    """Stop schedule NAME from running (its history stays), until resumed or --until; with
+    several names or --tag, each of them (one already paused is left as it is)."""
+    if bulk_wanted(names, tag):
+        run_bulk(ctx, "pause", names, tag, reason, as_json, until=until, note=note)
+        return
+    name = names[0]
     with opened(ctx) as schedules:
         with reported():
             current = schedules.get(name)
@@ -167,12 +174,19 @@ def pause(ctx: click.Context, name: str, note: str | None, until: datetime | Non
 
 
 @goatbeat.command(cls=CeleryCommand)
-@click.argument("name")
+@click.argument("names", metavar="[NAME]...", nargs=-1)
+@tag_option
 @reason_option
 @json_option
 @click.pass_context
-def resume(ctx: click.Context, name: str, reason: str | None, as_json: bool) -> None:
-    """Run paused schedule NAME again from its next occurrence (no backlog)."""
+def resume(ctx: click.Context, names: tuple[str, ...], tag: str | None, reason: str | None,
+           as_json: bool) -> None:
+    """Run paused schedule NAME again from its next occurrence (no backlog); with several
+    names or --tag, each of them that is paused."""
+    if bulk_wanted(names, tag):
+        run_bulk(ctx, "resume", names, tag, reason, as_json)
+        return
+    name = names[0]
     with opened(ctx) as schedules:
         with reported():
             current = schedules.get(name)

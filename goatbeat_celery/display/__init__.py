@@ -22,7 +22,12 @@ schedules set aside). Every name is imported from here, ``goatbeat_celery.displa
 
 from __future__ import annotations
 
-from goatbeat_celery.display.alerts import ALERT_COLUMNS, alert_row, untracked_rules_note
+from goatbeat_celery.display.alerts import (
+    ALERT_COLUMNS,
+    alert_handling,
+    alert_row,
+    untracked_rules_note,
+)
 from goatbeat_celery.display.audit import (
     AUDIT_CLIPPED,
     AUDIT_COLUMNS,
@@ -140,8 +145,8 @@ __all__ = [
     "HISTORY_COLUMNS", "HISTORY_DROPPED", "HISTORY_ROOMY", "NONE", "PLAN_MARKS",
     "PREVIEW_COLUMNS", "ROOMY", "RUN_STATUSES", "SCHEDULE_CLIPPED", "SCHEDULE_COLUMNS",
     "SCHEDULE_DROPPED", "SET_ASIDE_SHOWN", "Value",
-    "alert_row", "audit_action", "audit_change_parts", "audit_changes_text", "audit_json",
-    "audit_row",
+    "alert_handling", "alert_row", "audit_action", "audit_change_parts", "audit_changes_text",
+    "audit_json", "audit_row",
     "audit_value_text", "backfill_json", "backfill_outcome_lines", "backfill_outcomes_json",
     "backfill_preview_json", "backfill_preview_rows",
     "backfill_row", "calendar_entries", "calendar_fields", "calendar_json", "calendar_row",

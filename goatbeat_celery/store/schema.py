@@ -553,6 +553,13 @@ alert_table = sa.Table(
     sa.Column("last_at", UTCDateTime(), nullable=False),
     sa.Column("resolved_at", UTCDateTime(), nullable=True),
     sa.Column("count", sa.Integer(), nullable=False),
+    # Who acknowledged it, when, why (NULL: not acknowledged); until when nothing is told of
+    # it, set by whom (NULL: not silenced).
+    sa.Column("acknowledged_at", UTCDateTime(), nullable=True),
+    sa.Column("acknowledged_by", sa.Text(), nullable=True),
+    sa.Column("ack_note", sa.Text(), nullable=True),
+    sa.Column("silenced_until", UTCDateTime(), nullable=True),
+    sa.Column("silenced_by", sa.Text(), nullable=True),
 )
 
 #: At most one open alert per schedule and rule, whoever writes: the database keeps a change

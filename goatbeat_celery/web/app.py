@@ -30,7 +30,9 @@ from goatbeat_celery.web import present
 from goatbeat_celery.web.api import answers as api_answers
 from goatbeat_celery.web.api import api_routes
 from goatbeat_celery.web.pages import (
+    alert_actions,
     backfills,
+    bulk,
     calendars,
     new,
     overview,
@@ -95,6 +97,7 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
     routes = [
         route("/", overview.overview, "overview", ["GET"]),
         route("/schedules", schedule_list.schedule_list, "schedules", ["GET"]),
+        route("/schedules/bulk", bulk.bulk_action, "bulk", ["POST"]),
         route("/schedule", schedule.schedule_page, "schedule", ["GET"]),
         route("/schedule/pause", schedule.pause, "pause", ["POST"]),
         route("/schedule/resume", schedule.resume, "resume", ["POST"]),
@@ -102,6 +105,8 @@ def create_app(schedules: Schedules, settings: WebSettings | None = None, *,
         route("/schedule/edit", schedule.edit, "edit", ["POST"]),
         route("/schedule/delete", schedule.delete_page, "delete_confirm", ["GET"]),
         route("/schedule/delete", schedule.delete, "delete", ["POST"]),
+        route("/alert/ack", alert_actions.acknowledge, "alert_ack", ["POST"]),
+        route("/alert/silence", alert_actions.silence, "alert_silence", ["POST"]),
         route("/run", runs.run_page, "run", ["GET"]),
         route("/runs", run_search.run_list, "runs", ["GET"]),
         route("/runs/grid", run_search.run_grid, "run_grid", ["GET"]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from goatbeat_celery import __version__, spec_input
+from goatbeat_celery.api.bulk import BULK_ACTIONS, MAX_BULK
 from goatbeat_celery.core.links import doc
 from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
 from goatbeat_celery.solar import EVENTS
@@ -137,6 +138,32 @@ def _schemas() -> dict[str, Any]:
         "Pause": {"type": "object", "properties": {
             "note": {"type": "string"}, "until": {"type": "string", "format": "date-time"}},
             "additionalProperties": False},
+        "BulkSelection": {"type": "object", "properties": {
+            "names": {"type": "array", "items": {"type": "string"},
+                      "description": f"The schedules (at most {MAX_BULK})"},
+            "tag": {"type": "string", "description": "Every schedule carrying it, instead"},
+            "until": {"type": "string", "format": "date-time",
+                      "description": "A pause's end (pause only)"},
+            "note": {"type": "string", "description": "Shown with the pause (pause only)"}},
+            "additionalProperties": False},
+        "BulkResult": {"type": "object", "required": ["action", "done", "refused"],
+                       "properties": {
+            "action": {"type": "string", "enum": list(BULK_ACTIONS)},
+            **{key: {"type": "array", "items": {
+                "type": "object", "required": ["name", "done", "reason"], "properties": {
+                    "name": {"type": "string"}, "done": {"type": "boolean"},
+                    "reason": {"type": "string", "description": "What was done, or why not"},
+                    "run_key": {"type": "string", "description": "The run queued (run)"}}}}
+               for key in ("done", "refused")}}},
+        "Alert": {"type": "object", "description": "What `goatbeat alerts --json` prints "
+                  "for one alert: acknowledged_* and silenced_* null unless set"},
+        "Alerts": {"type": "object", "properties": {"alerts": {"type": "array",
+                                                               "items": _ref("Alert")}}},
+        "Acknowledgement": {"type": "object", "properties": {"note": {"type": "string"}},
+                            "additionalProperties": False},
+        "Silence": {"type": "object", "required": ["until"], "properties": {
+            "until": {"type": "string", "format": "date-time"}},
+            "additionalProperties": False},
         "Calendar": loose,
         "CalendarDefinition": {"type": "object", "properties": {
             "dates": {"type": "array", "items": {"type": "string", "format": "date"}},
@@ -195,6 +222,14 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
         named + "/run": {"parameters": [_NAME], "post": _op(
             "Run now: an extra run under its own key", "run",
             {"202": _ok("Run", "Queued"), **_problems(*_WRITE)})},
+        **{f"/bulk/{path}": {"post": _op(
+            f"{summary} every schedule named or carrying the tag, each answered on its own "
+            "(done, or refused with why: not found, already paused, set aside...)", scope,
+            {"200": _ok("BulkResult"), **_problems(400, 401, 403, 415, 422)},
+            body=_ref("BulkSelection"))}
+           for path, summary, scope in (("pause", "Pause", "write"),
+                                        ("resume", "Resume", "write"),
+                                        ("run", "Run now", "run"))},
         named + "/history": {"parameters": [_NAME], "get": _op(
             "Its runs, newest first", "read", {"200": _ok("Runs"), **_problems(*_READ, 422)},
             parameters=[_query("limit", "1 to 1000 (20)", "integer")])},
@@ -241,6 +276,18 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
         "/backfills/{id}/cancel": {"parameters": [_ID], "post": _op(
             "Cancel: nothing more is claimed for it", "run",
             {"200": _ok("Backfill"), **_problems(*_READ)})},
+        "/alerts": {"get": _op("Alerts, open ones first", "read",
+                               {"200": _ok("Alerts"), **_problems(*_READ, 422)},
+                               parameters=[_query("schedule", "Of this schedule"),
+                                           _query("all", "true: resolved ones too", "boolean"),
+                                           _query("limit", "1 to 1000 (100)", "integer")])},
+        "/alerts/{id}/ack": {"parameters": [_ID], "post": _op(
+            "Acknowledge an open alert: it stays open, not told again when counted again",
+            "write", {"200": _ok("Alert"), **_problems(*_WRITE)},
+            body=_ref("Acknowledgement"))},
+        "/alerts/{id}/silence": {"parameters": [_ID], "post": _op(
+            "Silence an open alert until an instant: told again then if still open", "write",
+            {"200": _ok("Alert"), **_problems(*_WRITE)}, body=_ref("Silence"))},
         "/calendars": {"get": _op("Exclusion calendars, by name", "read",
                                   {"200": _ok("Calendars"), **_problems(*_READ)})},
         "/calendars/{name}": {

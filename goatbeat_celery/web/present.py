@@ -38,6 +38,8 @@ _TONES = {
     # Backfills and leases.
     "active": "live", "done": "good", "cancelled": "quiet",
     "leader": "good", "standby": "quiet", "gone": "warn", "silent": "bad", "not taken": "warn",
+    # Alerts a person handled.
+    "acknowledged": "quiet", "silenced": "warn",
 }
 #: Messages shown after an action redirects back (by code, so no text travels in the URL).
 NOTICES = {
@@ -53,6 +55,10 @@ NOTICES = {
     "reverted": "Reverted: the fields of that edit are back to their values before it.",
     "revoked": "Revoke sent: a worker discards this run if it has not started.",
     "terminated": "Revoke sent with terminate: a worker running it stops it if its pool can.",
+    "acknowledged": "Alert acknowledged: it stays open; counted again, it is not told again "
+                    "(its resolution is).",
+    "silenced": "Alert silenced: nothing is told of it until then; if it is still open then, "
+                "it is told again.",
 }
 #: Runtime percentiles shown for a schedule (nearest rank), and the most runs they are read from.
 PERCENTILES = (50, 90, 99)

@@ -557,8 +557,10 @@ class AlertAdmin(GoatbeatReadMixin, ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ("state", "rule", ScheduleNameFilter)
     search_fields = ("schedule_name", "reason")
     list_per_page = 100
+    # Who acknowledged or silenced it: the dashboard, the CLI and the HTTP API do that.
     readonly_fields = ("id", "schedule_name", "rule", "state", "reason", "key", "count",
-                       "first_at", "last_at", "resolved_at")
+                       "first_at", "last_at", "resolved_at", "acknowledged_at",
+                       "acknowledged_by", "ack_note", "silenced_until", "silenced_by")
     fields = readonly_fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:

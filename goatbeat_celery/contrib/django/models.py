@@ -188,6 +188,11 @@ class Alert(ReadOnlyModel):
     last_at = models.DateTimeField("last")
     resolved_at = models.DateTimeField("resolved", null=True)
     count = models.IntegerField()
+    acknowledged_at = models.DateTimeField("acknowledged", null=True)
+    acknowledged_by = models.TextField("acknowledged by", null=True)
+    ack_note = models.TextField("acknowledgement note", null=True)
+    silenced_until = models.DateTimeField("silenced until", null=True)
+    silenced_by = models.TextField("silenced by", null=True)
 
     class Meta:
         managed = False

@@ -31,6 +31,7 @@ from goatbeat_celery.core.rules.alerts import (
     AlertRules,
     Evidence,
     plan_alerts,
+    reminders,
     run_watched,
 )
 from goatbeat_celery.core.rules.defaults import own_or_default
@@ -46,7 +47,8 @@ __all__ = ["AlertWatcher", "Quiet", "rules_of"]
 logger = logging.getLogger(__name__)
 
 #: The log line's ``action`` for each change written.
-ACTIONS = {"open": "alert_opened", "repeat": "alert_repeated", "resolve": "alert_resolved"}
+ACTIONS = {"open": "alert_opened", "repeat": "alert_repeated", "resolve": "alert_resolved",
+           "remind": "alert_reminded"}
 #: Why the open alert of a schedule deleted since is resolved.
 DELETED = "the schedule was deleted"
 #: While pages of schedules are left, the next one is read this soon (seconds).
@@ -189,6 +191,10 @@ class AlertWatcher:
         changes.extend(AlertChange(schedule_name=name, rule=rule, action="resolve",
                                    reason=DELETED)
                        for (name, rule) in opened if name not in present)
+        # A silence that ended on an alert still open: tell it again (once: the store clears
+        # the silence it ended, so a look repeated after a failover finds none).
+        resolving = {(c.schedule_name, c.rule) for c in changes if c.action == "resolve"}
+        changes.extend(reminders(page.open_alerts, page.now, resolving))
         events = self.store.record_alerts(changes, lease=lease) if changes else []
         self._cursor = page.last
         if page.last is None:  # the cycle is done: the next reads what changed since it began
@@ -238,8 +244,13 @@ def _log(event: AlertEvent) -> None:
         logger.warning("alert %s raised on schedule %s: %s", alert.rule.value, name,
                        alert.reason, extra=extra)
     elif event.action == "repeat":
-        logger.warning("alert %s on schedule %s again (%d times): %s", alert.rule.value, name,
-                       alert.count, alert.reason, extra=extra)
+        logger.warning("alert %s on schedule %s again (%d times): %s%s", alert.rule.value,
+                       name, alert.count, alert.reason,
+                       "" if event.told else " (acknowledged or silenced: not told)",
+                       extra=extra)
+    elif event.action == "remind":
+        logger.warning("alert %s on schedule %s still open after its silence: %s",
+                       alert.rule.value, name, alert.reason, extra=extra)
     else:
         logger.info("alert %s on schedule %s resolved (raised %d times since %s)",
                     alert.rule.value, name, alert.count, alert.first_at.isoformat(),

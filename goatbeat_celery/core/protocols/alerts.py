@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from goatbeat_celery.core.rules.alerts import Alert, AlertChange, AlertEvent
 from goatbeat_celery.core.types.alert_evidence import AlertPage, AlertScope
+from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.lease import LeaseGrant
 
 
@@ -39,10 +41,37 @@ class AlertLog(Protocol):
         * ``repeat``: on the open alert whose ``key`` differs from the change's, count + 1,
           last time now, the change's key and reason; otherwise nothing;
         * ``resolve``: the open alert becomes ``resolved`` (resolved and last time now);
-          none open: nothing.
+          none open: nothing;
+        * ``remind``: the open alert whose ``silenced_until`` is still the change's (and not
+          after now) has it cleared; otherwise nothing.
+
+        Each event's ``told`` is :func:`~goatbeat_celery.core.rules.alerts.told` of the alert
+        as written, at now: only the events told have their outbox event written. A
+        reminder's ``silence_ended`` is the silence it cleared.
 
         A change that writes nothing is left out of the result, so a change planned twice (two
         leaders' looks, a look repeated after a failover) is written once."""
+        ...
+
+    def get_alert(self, alert_id: int) -> Alert | None:
+        """The alert ``alert_id`` in any state, or None. Reads only."""
+        ...
+
+    def acknowledge_alert(self, alert_id: int, *, by: str, note: str | None,
+                          audit: AuditNote) -> Alert:
+        """Mark the open alert ``alert_id`` acknowledged by ``by`` at the store's now, with
+        ``note`` (replacing an earlier acknowledgement), and record ``audit`` on its schedule
+        in the same transaction. AlertNotFound for no such alert; ScheduleConflict, nothing
+        changed, for one resolved."""
+        ...
+
+    def silence_alert(self, alert_id: int, *, until: datetime, by: str,
+                      audit: AuditNote) -> Alert:
+        """Silence the open alert ``alert_id`` until ``until`` (replacing an earlier silence),
+        set by ``by``, and record ``audit`` on its schedule in the same transaction: its
+        changes are not told before then (the leader reminds of it after). AlertNotFound;
+        ScheduleConflict, nothing changed, for one resolved or ``until`` not after the
+        store's now."""
         ...
 
     def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,

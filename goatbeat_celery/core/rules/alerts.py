@@ -17,7 +17,7 @@ verdict (``unknown`` outcomes are no evidence).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -59,11 +59,50 @@ __all__ = [
     "judge",
     "outbox_event",
     "plan_alerts",
+    "reminders",
+    "resolved_refusal",
+    "silence_passed",
+    "told",
 ]
 
 
 #: The outbox event kind of each change (``alert.opened``...), and the noun in its summary.
-EVENT_KINDS = {"open": "alert.opened", "repeat": "alert.repeated", "resolve": "alert.resolved"}
+EVENT_KINDS = {"open": "alert.opened", "repeat": "alert.repeated", "resolve": "alert.resolved",
+               "remind": "alert.reminded"}
+
+
+def told(action: AlertAction, alert: Alert, now: datetime) -> bool:
+    """Whether a change of ``alert`` (as written, at ``now``) is told to the outbox and the
+    signals: nothing while it is silenced; once acknowledged, not its counting again (its
+    resolution is still news); a new alert and a reminder always."""
+    if action in ("open", "remind"):
+        return True
+    if alert.silenced_at(now):
+        return False
+    return not (action == "repeat" and alert.acknowledged)
+
+
+def resolved_refusal(alert: Alert, done: str) -> str:
+    """Why a resolved alert cannot be ``done`` (acknowledged, silenced)."""
+    when = "" if alert.resolved_at is None else f" at {alert.resolved_at.isoformat()}"
+    return (f"alert {alert.id} ({alert.rule.value} on {alert.schedule_name!r}) was resolved"
+            f"{when}: only an open alert is {done}")
+
+
+def silence_passed(until: datetime, now: datetime) -> str:
+    return (f"until: {until.isoformat()} is not after now ({now.isoformat()}); give a later "
+            "instant")
+
+
+def reminders(open_alerts: Sequence[Alert], now: datetime,
+              resolving: Collection[tuple[str, AlertRule]] = ()) -> list[AlertChange]:
+    """A ``remind`` for each open alert whose silence has ended by ``now``, except those
+    being resolved (``resolving``: schedule and rule), whose resolution is told instead."""
+    return [AlertChange(schedule_name=alert.schedule_name, rule=alert.rule, action="remind",
+                        reason=alert.reason, silenced_until=alert.silenced_until)
+            for alert in open_alerts
+            if alert.open and alert.silenced_until is not None and alert.silenced_until <= now
+            and (alert.schedule_name, alert.rule) not in resolving]
 
 
 def outbox_event(event: AlertEvent) -> OutboxEvent:
@@ -72,11 +111,15 @@ def outbox_event(event: AlertEvent) -> OutboxEvent:
     payload the alert as plain data with the change and a one-line summary."""
     alert = event.alert
     suffix = f":{alert.count}" if event.action == "repeat" else ""
+    if event.action == "remind" and event.silence_ended is not None:
+        suffix = f":{event.silence_ended.isoformat()}"
     summary = {
         "open": f"{alert.schedule_name}: {alert.rule.value} alert raised: {alert.reason}",
         "repeat": f"{alert.schedule_name}: {alert.rule.value} alert again ({alert.count} "
                   f"times): {alert.reason}",
         "resolve": f"{alert.schedule_name}: {alert.rule.value} alert resolved",
+        "remind": f"{alert.schedule_name}: {alert.rule.value} alert still open after its "
+                  f"silence ({alert.count} times): {alert.reason}",
     }[event.action]
     return OutboxEvent(event_id=f"alert:{alert.id}:{event.action}{suffix}",
                        kind=EVENT_KINDS[event.action],

@@ -54,7 +54,8 @@ class AlertState(str, enum.Enum):
     RESOLVED = "resolved"
 
 
-AlertAction = Literal["open", "repeat", "resolve"]
+#: ``remind``: an open alert whose silence ended is told again (its silence cleared).
+AlertAction = Literal["open", "repeat", "resolve", "remind"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,10 +96,27 @@ class Alert:
     count: int = 1
     key: str | None = None
     resolved_at: datetime | None = None
+    #: Who acknowledged it, when, and what they noted (None: not acknowledged). An
+    #: acknowledged alert stays open; it is not told again when counted again.
+    acknowledged_at: datetime | None = None
+    acknowledged_by: str | None = None
+    ack_note: str | None = None
+    #: Nothing is told of it before this instant (None: not silenced); once it passes, the
+    #: leader tells it again if it is still open (``remind``) and clears it.
+    silenced_until: datetime | None = None
+    silenced_by: str | None = None
 
     @property
     def open(self) -> bool:
         return self.state is AlertState.OPEN
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.acknowledged_at is not None
+
+    def silenced_at(self, now: datetime) -> bool:
+        """Whether a silence holds at ``now``."""
+        return self.silenced_until is not None and self.silenced_until > now
 
     def as_json(self) -> dict[str, object]:
         """The alert as plain data (what ``alerts --json``, the dashboard and an outbox event
@@ -109,25 +127,39 @@ class Alert:
             "first_at": self.first_at.isoformat(), "last_at": self.last_at.isoformat(),
             "count": self.count, "key": self.key,
             "resolved_at": None if self.resolved_at is None else self.resolved_at.isoformat(),
+            "acknowledged_at": _iso(self.acknowledged_at),
+            "acknowledged_by": self.acknowledged_by, "ack_note": self.ack_note,
+            "silenced_until": _iso(self.silenced_until), "silenced_by": self.silenced_by,
         }
+
+
+def _iso(instant: datetime | None) -> str | None:
+    return None if instant is None else instant.isoformat()
 
 
 @dataclass(frozen=True, kw_only=True)
 class AlertChange:
     """What the leader writes about one schedule and rule: ``open`` a new alert (counted again
-    instead when one is open already), ``repeat`` (count the open one again, for ``key``) or
-    ``resolve`` it."""
+    instead when one is open already), ``repeat`` (count the open one again, for ``key``),
+    ``resolve`` it, or ``remind``: clear the open one's silence that ended at
+    ``silenced_until`` (unless it was changed since), to tell it again."""
 
     schedule_name: str
     rule: AlertRule
     action: AlertAction
     reason: str
     key: str | None = None
+    silenced_until: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class AlertEvent:
-    """An alert as one change left it, with that change's ``action``."""
+    """An alert as one change left it, with that change's ``action``. ``told``: whether the
+    change is told (its outbox event written, its signal sent): not for an alert counted again
+    once acknowledged, nor for any change while silenced. ``silence_ended``: a reminder's
+    silence, which names its event."""
 
     action: AlertAction
     alert: Alert
+    told: bool = True
+    silence_ended: datetime | None = None

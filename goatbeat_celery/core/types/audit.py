@@ -35,6 +35,9 @@ class AuditAction(str, Enum):
     DELETE = "delete"
     #: A run of the schedule was revoked (its Celery task), and maybe terminated.
     REVOKE = "revoke"
+    #: An open alert of the schedule was acknowledged, or silenced until an instant.
+    ACKNOWLEDGE_ALERT = "acknowledge_alert"
+    SILENCE_ALERT = "silence_alert"
 
 
 #: The actor of the changes config sync makes.

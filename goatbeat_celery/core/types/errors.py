@@ -9,6 +9,7 @@
     ├── CalendarNotFound            no exclusion calendar of that name
     ├── CalendarInUse               a calendar to delete is observed by schedules
     ├── TokenNotFound               no API token of that name
+    ├── AlertNotFound               no alert of that id
     ├── ScheduleConflict            a name is taken, or a compare-and-set lost to a concurrent edit
     ├── LeaseLost                   the fencing token is no longer current: stop claiming
     └── StoreError                  the store failed (driver errors are wrapped here)
@@ -136,6 +137,18 @@ class TokenNotFound(GoatbeatError, LookupError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no API token named {name!r}")
+
+
+class AlertNotFound(GoatbeatError, LookupError):
+    """No alert has the given id."""
+
+    kind = ErrorKind.NOT_FOUND
+    #: What is missing, for a face that says where to list those that exist.
+    thing: ClassVar[str] = "alert"
+
+    def __init__(self, alert_id: int) -> None:
+        self.alert_id = alert_id
+        super().__init__(f"no alert with id {alert_id}")
 
 
 class CalendarInUse(GoatbeatError):

@@ -4,7 +4,7 @@ to (the executions' ``cluster``).
 
 Revision ID: 0018
 Revises: 0017
-Create Date: 2027-09-01
+Create Date: 2026-12-06
 """
 
 from __future__ import annotations

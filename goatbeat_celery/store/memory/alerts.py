@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from goatbeat_celery.core.protocols import AlertLog
 from goatbeat_celery.core.rules.alerts import (
@@ -13,9 +14,14 @@ from goatbeat_celery.core.rules.alerts import (
     AlertEvent,
     AlertState,
     outbox_event,
+    resolved_refusal,
     run_changed_since,
+    silence_passed,
+    told,
 )
 from goatbeat_celery.core.types.alert_evidence import AlertPage, AlertScope
+from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.errors import AlertNotFound, ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.memory.outbox import MemoryOutbox
@@ -67,7 +73,15 @@ class MemoryAlerts(MemoryOutbox, AlertLog):
                 current = next((alert for alert in self._alerts.values() if alert.open
                                 and alert.schedule_name == change.schedule_name
                                 and alert.rule is change.rule), None)
-                if change.action == "resolve":
+                ended = None
+                if change.action == "remind":
+                    if (current is None or current.silenced_until is None
+                            or current.silenced_until != change.silenced_until
+                            or current.silenced_until > now):
+                        continue
+                    ended = current.silenced_until
+                    written = replace(current, silenced_until=None, silenced_by=None)
+                elif change.action == "resolve":
                     if current is None:
                         continue
                     written = replace(current, state=AlertState.RESOLVED, resolved_at=now,
@@ -88,10 +102,45 @@ class MemoryAlerts(MemoryOutbox, AlertLog):
                 action: AlertAction = change.action
                 if current is not None and change.action == "open":
                     action = "repeat"
-                events.append(AlertEvent(action=action, alert=written))
+                events.append(AlertEvent(action=action, alert=written,
+                                         told=told(action, written, now), silence_ended=ended))
             # Each change's event goes out with it, or not at all (docs/webhooks.md).
-            self._enqueue_events_locked([outbox_event(event) for event in events])
+            self._enqueue_events_locked([outbox_event(event) for event in events if event.told])
             return events
+
+    def get_alert(self, alert_id: int) -> Alert | None:
+        with self._lock:
+            return self._alerts.get(alert_id)
+
+    def acknowledge_alert(self, alert_id: int, *, by: str, note: str | None,
+                          audit: AuditNote) -> Alert:
+        with self._lock:
+            now = self.now()
+            current = self._open_alert(alert_id, "acknowledged")
+            written = replace(current, acknowledged_at=now, acknowledged_by=by, ack_note=note)
+            self._alerts[alert_id] = written
+            self._record(current.schedule_name, audit, now)
+            return written
+
+    def silence_alert(self, alert_id: int, *, until: datetime, by: str,
+                      audit: AuditNote) -> Alert:
+        with self._lock:
+            now = self.now()
+            current = self._open_alert(alert_id, "silenced")
+            if until <= now:
+                raise ScheduleConflict(silence_passed(until, now))
+            written = replace(current, silenced_until=until, silenced_by=by)
+            self._alerts[alert_id] = written
+            self._record(current.schedule_name, audit, now)
+            return written
+
+    def _open_alert(self, alert_id: int, done: str) -> Alert:
+        current = self._alerts.get(alert_id)
+        if current is None:
+            raise AlertNotFound(alert_id)
+        if not current.open:
+            raise ScheduleConflict(resolved_refusal(current, done))
+        return current
 
     def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,
                     limit: int = 100) -> list[Alert]:

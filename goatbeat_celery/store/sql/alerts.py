@@ -17,8 +17,13 @@ from goatbeat_celery.core.rules.alerts import (
     AlertRule,
     AlertState,
     outbox_event,
+    resolved_refusal,
+    silence_passed,
+    told,
 )
 from goatbeat_celery.core.types.alert_evidence import AlertPage, AlertScope
+from goatbeat_celery.core.types.audit import AuditNote
+from goatbeat_celery.core.types.errors import AlertNotFound, ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store.schema import (
@@ -75,7 +80,9 @@ def _alert(row: Any) -> Alert:
     return Alert(id=row.id, schedule_name=row.schedule_name, rule=AlertRule(row.rule),
                  state=AlertState(row.state), reason=row.reason, first_at=row.first_at,
                  last_at=row.last_at, count=row.count, key=row.key,
-                 resolved_at=row.resolved_at)
+                 resolved_at=row.resolved_at, acknowledged_at=row.acknowledged_at,
+                 acknowledged_by=row.acknowledged_by, ack_note=row.ack_note,
+                 silenced_until=row.silenced_until, silenced_by=row.silenced_by)
 
 
 class SQLAlerts(SQLOutbox, AlertLog):
@@ -175,7 +182,8 @@ class SQLAlerts(SQLOutbox, AlertLog):
                         conflict_where=OPEN_ALERT_PREDICATE, returning=list(A.c))
                     written = inserted[0] if inserted else None
                     action = "open" if written is not None else "repeat"
-                if written is None and change.action != "resolve" and change.key is not None:
+                if (written is None and change.action in ("open", "repeat")
+                        and change.key is not None):
                     written = self._update_row(
                         conn, sa.update(A).where(*which, sa.or_(A.c.key.is_(None),
                                                                 A.c.key != change.key))
@@ -186,11 +194,64 @@ class SQLAlerts(SQLOutbox, AlertLog):
                         conn, sa.update(A).where(*which)
                         .values(state=AlertState.RESOLVED.value, resolved_at=now, last_at=now),
                         A)
+                elif change.action == "remind" and change.silenced_until is not None:
+                    # Only the silence the leader saw end: one set anew since is kept.
+                    written = self._update_row(
+                        conn, sa.update(A).where(
+                            *which, A.c.silenced_until == change.silenced_until,
+                            A.c.silenced_until <= now)
+                        .values(silenced_until=None, silenced_by=None), A)
                 if written is not None:
-                    events.append(AlertEvent(action=action, alert=_alert(written)))
+                    alert = _alert(written)
+                    events.append(AlertEvent(
+                        action=action, alert=alert, told=told(action, alert, now),
+                        silence_ended=(change.silenced_until if action == "remind" else None)))
             # Each change's event goes out with it, or not at all (docs/webhooks.md).
-            self._enqueue_events(conn, [outbox_event(event) for event in events])
+            self._enqueue_events(conn, [outbox_event(event) for event in events
+                                        if event.told])
         return events
+
+    def get_alert(self, alert_id: int) -> Alert | None:
+        with self._read("read an alert") as conn:
+            row = conn.execute(sa.select(A).where(A.c.id == alert_id)).one_or_none()
+        return None if row is None else _alert(row)
+
+    def acknowledge_alert(self, alert_id: int, *, by: str, note: str | None,
+                          audit: AuditNote) -> Alert:
+        with self._write("acknowledge an alert") as txn:
+            now = txn.conn.execute(sa.select(self._now_sql())).scalar_one()
+            current = self._open_alert(txn.conn, alert_id, "acknowledged")
+            written = self._update_row(
+                txn.conn, sa.update(A).where(A.c.id == alert_id, _OPEN)
+                .values(acknowledged_at=now, acknowledged_by=by, ack_note=note), A)
+            if written is None:  # resolved by the leader between the read and the write
+                raise ScheduleConflict(resolved_refusal(current, "acknowledged"))
+            self._record(txn.conn, [(current.schedule_name, audit)], now)
+            return _alert(written)
+
+    def silence_alert(self, alert_id: int, *, until: datetime, by: str,
+                      audit: AuditNote) -> Alert:
+        with self._write("silence an alert") as txn:
+            now = txn.conn.execute(sa.select(self._now_sql())).scalar_one()
+            if until <= now:
+                raise ScheduleConflict(silence_passed(until, now))
+            current = self._open_alert(txn.conn, alert_id, "silenced")
+            written = self._update_row(
+                txn.conn, sa.update(A).where(A.c.id == alert_id, _OPEN)
+                .values(silenced_until=until, silenced_by=by), A)
+            if written is None:
+                raise ScheduleConflict(resolved_refusal(current, "silenced"))
+            self._record(txn.conn, [(current.schedule_name, audit)], now)
+            return _alert(written)
+
+    def _open_alert(self, conn: sa.Connection, alert_id: int, done: str) -> Alert:
+        row = conn.execute(sa.select(A).where(A.c.id == alert_id)).one_or_none()
+        if row is None:
+            raise AlertNotFound(alert_id)
+        current = _alert(row)
+        if not current.open:
+            raise ScheduleConflict(resolved_refusal(current, done))
+        return current
 
     def list_alerts(self, *, open_only: bool = False, schedule_name: str | None = None,
                     limit: int = 100) -> list[Alert]:

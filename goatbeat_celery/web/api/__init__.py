@@ -20,6 +20,7 @@ A token limited to a prefix answers a read of a name outside it with 404 and ref
 it with 403 (:mod:`~goatbeat_celery.web.api.guard`).
 
 One module per resource: :mod:`.schedules`, :mod:`.controls` (pause, resume, run now),
+:mod:`.bulk` (the same over many schedules), :mod:`.alerts` (list, acknowledge, silence),
 :mod:`.runs`, :mod:`.audit`, :mod:`.backfills`, :mod:`.calendars`; what they share reads
 requests (:mod:`.reading`) and writes answers (:mod:`.answers`, one table from an error's
 kind to a status).
@@ -36,7 +37,7 @@ from starlette.routing import Route
 
 from goatbeat_celery.core.types.tokens import Scope
 from goatbeat_celery.tokens import Tokens
-from goatbeat_celery.web.api import audit, backfills, calendars, controls, runs
+from goatbeat_celery.web.api import alerts, audit, backfills, bulk, calendars, controls, runs
 from goatbeat_celery.web.api import schedules as schedule_routes
 from goatbeat_celery.web.api.answers import API_PREFIX, json_response, problem_response
 from goatbeat_celery.web.api.context import Api, Handler
@@ -62,6 +63,9 @@ def api_routes(schedules: Schedules, settings: WebSettings) -> list[Route]:
     return [
         Route(API_PREFIX + "/openapi.json", _openapi_endpoint(api), methods=["GET"]),
         route("/schedules", schedule_routes.list_schedules, ["GET"], Scope.READ),
+        route("/bulk/pause", bulk.pause, ["POST"], Scope.WRITE),
+        route("/bulk/resume", bulk.resume, ["POST"], Scope.WRITE),
+        route("/bulk/run", bulk.run_now, ["POST"], Scope.RUN),
         route(named + "/history", runs.history, ["GET"], Scope.READ),
         route(named + "/next", runs.next_runs, ["GET"], Scope.READ),
         route(named + "/audit", audit.audit, ["GET"], Scope.READ),
@@ -79,6 +83,9 @@ def api_routes(schedules: Schedules, settings: WebSettings) -> list[Route]:
         route("/backfills/{id}/cancel", backfills.cancel_backfill, ["POST"], Scope.RUN),
         route("/backfills/{id}/rerun-failed", backfills.rerun_failed, ["POST"], Scope.RUN),
         route("/audit/{id}/revert", audit.revert, ["POST"], Scope.WRITE),
+        route("/alerts", alerts.list_alerts, ["GET"], Scope.READ),
+        route("/alerts/{id}/ack", alerts.acknowledge, ["POST"], Scope.WRITE),
+        route("/alerts/{id}/silence", alerts.silence, ["POST"], Scope.WRITE),
         route("/calendars", calendars.list_calendars, ["GET"], Scope.READ),
         route("/calendars/{name:path}", calendars.get_calendar, ["GET"], Scope.READ),
         route("/calendars/{name:path}", calendars.put_calendar, ["PUT"], Scope.WRITE),

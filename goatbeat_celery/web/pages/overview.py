@@ -19,7 +19,7 @@ from goatbeat_celery.core.types.listing import ScheduleCounts
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web.chart import Chart, lateness_chart
-from goatbeat_celery.web.pages.base import Context, call, render
+from goatbeat_celery.web.pages.base import Context, call, notice, render
 
 #: Executions read for the overview's chart, newest first.
 CHART_EXECUTIONS = 500
@@ -67,6 +67,7 @@ async def overview(request: Request, context: Context) -> Response:
     settings = context.schedules.config.settings
     return render(
         request, context, "overview.html", data=data, lease_name=context.lease_name,
+        notice=notice(request),
         lease=info, held=info is not None and info.held,
         renewal=display.lease_health_parts(info, settings),
         silent=info is not None and info.silent(settings.lease_ttl,

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from goatbeat_celery import display
+from goatbeat_celery.api.bulk import MAX_BULK
 from goatbeat_celery.core.types.execution import Execution, idempotency_key
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleOrder
 from goatbeat_celery.core.types.schedule import Schedule
@@ -99,7 +100,15 @@ def _next_link(request: Request, filters: Mapping[str, str], order: ScheduleOrde
     return link(request, "schedules", **filters, **cursor, page=page + 1)
 
 
-async def schedule_list(request: Request, context: Context) -> Response:
+def _tagged_count(context: Context, tag: str) -> int:
+    """How many schedules carry ``tag``, counted up to one more than a bulk action takes."""
+    return len(context.schedules.list(tags=(tag,), limit=MAX_BULK + 1)) if tag else 0
+
+
+async def schedule_list(request: Request, context: Context, *, status_code: int = 200,
+                        **bulk: Any) -> Response:
+    """The list; ``bulk``: what a bulk action just did (``bulk_result``) or why it was refused
+    (``bulk_errors``), with what was typed in its bar (``bulk_form``)."""
     query = request.query_params
     prefix = query.get("q", "")
     source_text = query.get("source", "")
@@ -118,8 +127,12 @@ async def schedule_list(request: Request, context: Context) -> Response:
     next_runs = await call(_next_runs, context, found, now)
     filters = {"q": prefix, "source": source.value if source else "", "state": state,
                "tag": tag, "sort": order.value}
+    tagged = await call(_tagged_count, context, tag)
     return render(
-        request, context, "schedules.html", found=found, filters=filters, states=STATES,
+        request, context, "schedules.html", status_code=status_code, found=found,
+        filters=filters, states=STATES, tagged=tagged, max_bulk=MAX_BULK,
+        bulk_result=bulk.get("bulk_result"), bulk_errors=bulk.get("bulk_errors", {}),
+        bulk_form=bulk.get("bulk_form", {}), selected=set(bulk.get("selected", ())),
         first=link(request, "schedules", **filters) if after else None,
         next=(_next_link(request, filters, order, found[-1], page) if more and found
               else None),
