@@ -85,10 +85,25 @@ def _parts(text: str, between: str) -> Markup:
         found.append(_separated(text[start:match.start()], between))
         if match.start() and not text[match.start() - 1].isspace() and not between:
             found.append("<wbr>")  # a key's name:instant may break before the instant
-        found.append(str(Markup('<span class="nw">{}</span>').format(match.group())))
+        found.append(_instant_markup(match.group(), switchable=not between))
         start = match.end()
     found.append(_separated(text[start:], between))
     return Markup("".join(found))
+
+
+def _instant_markup(text: str, *, switchable: bool) -> str:
+    """An instant of free text kept on one line. One written as the faces show instants (UTC,
+    ending ``Z``: :func:`goatbeat_celery.display.when`) is a ``<time>`` the page's script may
+    show in local time; any other (a run key's ``+00:00``, a bare date) stays as written."""
+    if switchable and text.endswith("Z"):
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return str(Markup('<time class="nw" datetime="{iso}" data-shown="iso">{text}</time>')
+                       .format(iso=display.iso(parsed), text=text))
+    return str(Markup('<span class="nw">{}</span>').format(text))
 
 
 def _separated(text: str, between: str) -> str:
@@ -140,6 +155,16 @@ def exact(instant: datetime, local: str | None) -> str:
         there = instant.astimezone(where)
         text += f" · {there:%Y-%m-%d %H:%M:%S} {there.tzname()} ({local})"
     return text
+
+
+def instant(value: datetime | None) -> Markup:
+    """An instant shown whole (``2026-12-06T15:00:01Z``, UTC) in a ``<time>`` that the page's
+    script (``static/zones.js``) shows in the browser's zone when the person asks for local
+    times; ``-`` for none."""
+    if value is None:
+        return Markup(display.NONE)
+    return Markup('<time class="nw" datetime="{iso}" data-shown="iso">{text}</time>').format(
+        iso=display.iso(value), text=display.when(value))
 
 
 def moment(instant: datetime, now: datetime) -> str:

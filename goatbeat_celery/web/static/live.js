@@ -21,6 +21,7 @@
     let inFlight = false;
     let failingSince = null;
     let pressed = false;
+    let finished = false;
 
     const bar = document.createElement("div");
     bar.className = "live-bar";
@@ -116,6 +117,10 @@
       return null;
     }
 
+    // What the server last sent for each region: a region the page's other script changed
+    // since (its times shown in local time) is not replaced while the server sends the same.
+    const served = new Map();
+
     function replace(fresh) {
       const held = anchor();
       for (const old of Array.from(document.querySelectorAll("[data-live][id]"))) {
@@ -126,7 +131,9 @@
           old.remove();
           continue;
         }
-        if (now.outerHTML === old.outerHTML) continue;
+        const before = served.has(old.id) ? served.get(old.id) : old.outerHTML;
+        if (now.outerHTML === before) continue;
+        served.set(old.id, now.outerHTML);
         const scrolled = Array.from(old.querySelectorAll(".scroll"), (box) => box.scrollLeft);
         const replacement = document.importNode(now, true);
         old.replaceWith(replacement);
@@ -149,7 +156,7 @@
     }
 
     async function poll() {
-      if (paused() || inFlight) return;
+      if (paused() || inFlight || finished) return;
       if (document.hidden) {
         schedule(every); // read again once the tab is looked at (visibilitychange)
         return;
@@ -164,10 +171,21 @@
         if (!response.ok) throw new Error("the server answered " + response.status);
         const html = await response.text();
         const fresh = new DOMParser().parseFromString(html, "text/html");
-        if (!fresh.querySelector("[data-live][id]")) throw new Error("not this page");
+        const regions = Array.from(document.querySelectorAll("[data-live][id]"));
+        if (!regions.some((region) => fresh.getElementById(region.id) !== null)) {
+          throw new Error("not this page");
+        }
         if (!paused()) {
           replace(fresh);
           markUpdated(new Date());
+        }
+        if (!document.querySelector("[data-live][id]")) {
+          // The page says it will not change any more (a run that has ended).
+          finished = true;
+          window.clearTimeout(timer);
+          updated.textContent += "; nothing more will change";
+          toggle.hidden = true;
+          return;
         }
         failingSince = null;
         failing.hidden = true;
