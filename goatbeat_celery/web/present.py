@@ -202,7 +202,9 @@ def local_time(instant: datetime, local: str | None) -> Markup:
     text = f"{there:%Y-%m-%d %H:%M:%S}"
     if there.microsecond:
         text += f".{there.microsecond // 1000:03d}"
-    return Markup('<span class="nw">{}</span>').format(f"{text} {there.tzname()}")
+    # The page's script shows it in UTC or the browser's zone when the person asks.
+    return Markup('<time class="nw" datetime="{iso}" data-shown="plain">{text}</time>').format(
+        iso=display.iso(instant), text=f"{text} {there.tzname()}")
 
 
 def after(instant: datetime | None, start: datetime | None, local: str | None = None) -> Markup:
@@ -224,6 +226,15 @@ def short_key(execution: Execution) -> str:
     if occurrence.microsecond:
         text += f".{occurrence.microsecond // 1000:03d}"
     return text
+
+
+def key_time(execution: Execution) -> Markup:
+    """:func:`short_key` in a ``<time>`` of the occurrence, which the page's script shows in
+    the browser's zone when asked (the whole key, on hover and on the run's page, stays)."""
+    # It may wrap between its date and its time, as the text did before it was a <time>.
+    return Markup('<time class="key-time" datetime="{iso}" data-shown="short">{text}</time>'
+                  ).format(
+        iso=display.iso(execution.occurrence_at), text=short_key(execution))
 
 
 def backfill_of(execution: Execution) -> str | None:

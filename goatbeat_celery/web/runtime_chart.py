@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlencode
 
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import UTC
@@ -30,6 +31,8 @@ _TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10
 MAX_TICKS = 7
 #: The share of the time span left empty on each side, so that no mark sits on the frame.
 _PAD = 0.03
+#: Two runs further apart than this many times the median gap between runs are not joined.
+_GAP_FACTOR = 10
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,8 @@ class RunMark:
     y: float
     title: str
     failed: bool
-    key: str
+    #: ``key=…`` of the link to the run's page (one path for every mark, read once).
+    query: str
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,35 @@ class RuntimeChart:
         return len(self.marks)
 
     @property
-    def polyline(self) -> str:
-        return " ".join(f"{m.x:.1f},{m.y:.1f}" for m in self.marks)
+    def polylines(self) -> list[str]:
+        """The marks joined in order of start, broken where the runs stopped for a while (a
+        gap ten times the usual one): a line drawn across it would show runs that never were."""
+        if len(self.marks) < 2:
+            return []
+        gaps = sorted(b.x - a.x for a, b in zip(self.marks, self.marks[1:], strict=False))
+        broken_at = max(gaps[len(gaps) // 2] * _GAP_FACTOR, 1.0)
+        lines: list[list[RunMark]] = [[self.marks[0]]]
+        for before, mark in zip(self.marks, self.marks[1:], strict=False):
+            if mark.x - before.x > broken_at:
+                lines.append([])
+            lines[-1].append(mark)
+        return [" ".join(f"{m.x:.1f},{m.y:.1f}" for m in line) for line in lines
+                if len(line) > 1]
+
+    @property
+    def p95_label_y(self) -> float:
+        """Above its line, or below it when the line runs along the top of the plot."""
+        at = self.p95_y or self.top
+        return at - 4 if at - 14 >= self.top else at + 13
+
+    @property
+    def p50_label_y(self) -> float:
+        """Below its line when the p95 line (and its label) sits just above it."""
+        at = self.p50_y or self.bottom
+        above = at - 4
+        if at - 14 < self.top or abs(above - self.p95_label_y) < 12:
+            return min(at + 13, self.bottom - 2)
+        return above
 
 
 def duration(execution: Execution) -> float | None:
@@ -182,7 +213,8 @@ def runtime_chart(executions: Sequence[Execution], now: datetime) -> RuntimeChar
     marks = tuple(
         RunMark(x_of(start), y_of(seconds),
                 f"{e.run_state.value if e.run_state else '?'} in {seconds_text(seconds)}, "
-                f"started {moment(start, now)}", e.run_state is RunState.FAILED, e.key)
+                f"started {moment(start, now)}", e.run_state is RunState.FAILED,
+                urlencode({"key": e.key}))
         for start, seconds, e in measured)
     y_ticks = tuple(Tick(y_of(ceiling * share), seconds_text(ceiling * share))
                     for share in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0))

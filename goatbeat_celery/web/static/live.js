@@ -41,9 +41,20 @@
     const main = document.querySelector("main");
     (main || document.body).prepend(bar);
 
+    // An instant as the server writes one (UTC), which static/zones.js shows in the
+    // browser's zone when the person chose local times.
     function clock(date) {
-      return [date.getHours(), date.getMinutes(), date.getSeconds()]
+      const stamp = document.createElement("time");
+      stamp.dateTime = date.toISOString();
+      stamp.dataset.shown = "hms";
+      stamp.textContent = [date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()]
         .map((n) => String(n).padStart(2, "0")).join(":");
+      const zone = document.createElement("span");
+      zone.dataset.zoneName = "";
+      zone.textContent = "UTC";
+      const shown = document.createElement("span");
+      shown.append(stamp, " (", zone, ")");
+      return shown;
     }
 
     function paused() {
@@ -71,13 +82,13 @@
     }
 
     function markUpdated(date) {
-      updated.textContent = "Updated " + clock(date) + (paused() ? ", updates paused" : "");
+      updated.replaceChildren("Updated ", clock(date), paused() ? ", updates paused" : "");
       updated.dataset.at = String(date.getTime());
     }
 
     function markFailing(reason) {
       if (failingSince === null) failingSince = new Date();
-      failing.textContent = "updates failing since " + clock(failingSince);
+      failing.replaceChildren("updates failing since ", clock(failingSince));
       failing.title = reason;
       failing.hidden = false;
     }
@@ -183,7 +194,7 @@
           // The page says it will not change any more (a run that has ended).
           finished = true;
           window.clearTimeout(timer);
-          updated.textContent += "; nothing more will change";
+          updated.append("; nothing more will change");
           toggle.hidden = true;
           return;
         }

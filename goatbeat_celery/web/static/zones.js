@@ -1,7 +1,8 @@
 // goatbeat dashboard: instants in UTC or in the browser's own zone.
 //
 // The server writes every instant in UTC, inside an element that carries it exactly: a
-// <time datetime="…" data-shown="iso"> (2026-12-06T15:00:01Z), a chart's tick with
+// <time datetime="…" data-shown="iso"> (2026-12-06T15:00:01Z; "plain": a next run, in the
+// schedule's zone as served), a chart's tick with
 // data-instant and data-form, a <time datetime title> whose text is relative ("3m ago", left
 // as it is: only its hover text changes). A switch in the header shows them all in this
 // browser's zone or in UTC; the choice is remembered by this browser. Regions a live update
@@ -43,6 +44,16 @@
     return sign + pad(Math.floor(whole / 60)) + ":" + pad(whole % 60);
   }
 
+  function zoneAbbreviation(date, mode) {
+    if (mode === "utc") return "UTC";
+    try {
+      const found = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" })
+        .formatToParts(date).find((part) => part.type === "timeZoneName");
+      if (found) return found.value;
+    } catch (e) { /* no Intl zone names: the offset says it */ }
+    return offsetText(-date.getTimezoneOffset());
+  }
+
   function format(date, form, mode) {
     const p = parts(date, mode);
     const day = p.y + "-" + pad(p.mo) + "-" + pad(p.d);
@@ -51,7 +62,15 @@
       case "hms": return hm + ":" + pad(p.s);
       case "hm": return hm;
       case "dhm": return pad(p.mo) + "-" + pad(p.d) + " " + hm;
+      case "short": {
+        const ms = p.ms ? "." + pad(p.ms, 3) : "";
+        return pad(p.mo) + "-" + pad(p.d) + " " + hm + ":" + pad(p.s) + ms;
+      }
       case "d": return day;
+      case "plain": {
+        const ms = p.ms ? "." + pad(p.ms, 3) : "";
+        return day + " " + hm + ":" + pad(p.s) + ms + " " + zoneAbbreviation(date, mode);
+      }
       default: {
         const ms = p.ms ? "." + pad(p.ms, 3) : "";
         return day + "T" + hm + ":" + pad(p.s) + ms + offsetText(p.offset);
