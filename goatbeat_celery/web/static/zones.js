@@ -85,7 +85,8 @@
       const date = new Date(el.getAttribute("datetime"));
       if (isNaN(date)) continue;
       el.textContent = format(date, el.dataset.shown, mode);
-      el.title = mode === "local" ? "UTC: " + format(date, "iso", "utc") : "";
+      if (mode === "local") el.title = "UTC: " + format(date, "iso", "utc");
+      else el.removeAttribute("title");
       el.dataset.zoneShown = mode;
     }
     for (const el of root.querySelectorAll("[data-instant][data-form]")) {
