@@ -75,9 +75,9 @@ def test_the_runtime_chart_draws_each_tracked_run_with_its_percentiles(
     sign_in(page, server)
     page.goto(server.url + "/schedule?name=etl")
     chart = page.locator("#runtime-chart")
-    expect(chart.locator("circle.dot")).to_have_count(9)
-    expect(chart.locator("path.mark.failed")).to_have_count(1)
-    expect(chart.locator("path.mark.failed title")).to_contain_text("failed in 4s, started 7m")
+    expect(chart.locator(".dots circle")).to_have_count(9)
+    expect(chart.locator(".failed a path")).to_have_count(1)
+    expect(chart.locator(".failed path title")).to_contain_text("failed in 4s, started 7m")
     # Nearest rank over 1..10 s: the 5th and the 10th.
     expect(page.locator("#runtime-p50")).to_have_text("5s")
     expect(page.locator("#runtime-p95")).to_have_text("10s")
@@ -87,7 +87,7 @@ def test_the_runtime_chart_draws_each_tracked_run_with_its_percentiles(
 
     # The time axis spans the runs: from the first start near the left edge to the last near
     # the right one, a minute apart each, not piled at one end of a fixed window.
-    xs = sorted(float(x) for x in chart.locator("circle.dot").evaluate_all(
+    xs = sorted(float(x) for x in chart.locator(".dots circle").evaluate_all(
         "dots => dots.map(d => d.getAttribute('cx'))"))
     frame = chart.locator("rect.plot")
     left = float(frame.get_attribute("x") or 0)
@@ -113,7 +113,7 @@ def test_times_show_in_utc_or_local_by_the_header_switch_remembered_across_reloa
     relative = page.locator("#timeline tbody tr", has_text="started").locator("td").nth(1)
     utc_text = run.started_at.astimezone(ZoneInfo("UTC")).strftime("%Y-%m-%dT%H:%M:%S")
     local = run.started_at.astimezone(ZoneInfo(ZONE))
-    local_text = local.strftime("%Y-%m-%dT%H:%M:%S")
+    local_text = local.strftime("%Y-%m-%d %H:%M:%S")
     expect(started).to_contain_text(utc_text)
     expect(started).to_contain_text("Z")
     expect(page.locator("#zone-utc")).to_have_attribute("aria-pressed", "true")

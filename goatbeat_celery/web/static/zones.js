@@ -72,8 +72,11 @@
         return day + " " + hm + ":" + pad(p.s) + ms + " " + zoneAbbreviation(date, mode);
       }
       default: {
+        // Local: a space between date and time (RFC 3339 allows it), where a narrow card
+        // may wrap the longer offset onto a line of its own.
         const ms = p.ms ? "." + pad(p.ms, 3) : "";
-        return day + "T" + hm + ":" + pad(p.s) + ms + offsetText(p.offset);
+        return day + (mode === "utc" ? "T" : " ") + hm + ":" + pad(p.s) + ms +
+          offsetText(p.offset);
       }
     }
   }
