@@ -164,7 +164,7 @@ def _environment() -> jinja2.Environment:
         compact_json=display.compact_json, human_seconds=display.human_seconds, doc=doc,
         lateness=display.lateness, run_status=display.run_status, version=__version__,
         ago=present.ago, after=present.after, local_time=present.local_time, pill=present.pill,
-        short_key=present.short_key,
+        short_key=present.short_key, key_time=present.key_time, instant=present.instant,
         backfill_of=present.backfill_of, seconds_text=present.seconds_text,
         state_pill=present.state_pill, audit_changes=display.audit_changes_text,
         audit_change_parts=functools.partial(display.audit_change_parts,

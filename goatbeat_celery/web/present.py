@@ -94,10 +94,25 @@ def _parts(text: str, between: str) -> Markup:
         found.append(_separated(text[start:match.start()], between))
         if match.start() and not text[match.start() - 1].isspace() and not between:
             found.append("<wbr>")  # a key's name:instant may break before the instant
-        found.append(str(Markup('<span class="nw">{}</span>').format(match.group())))
+        found.append(_instant_markup(match.group(), switchable=not between))
         start = match.end()
     found.append(_separated(text[start:], between))
     return Markup("".join(found))
+
+
+def _instant_markup(text: str, *, switchable: bool) -> str:
+    """An instant of free text kept on one line. One written as the faces show instants (UTC,
+    ending ``Z``: :func:`goatbeat_celery.display.when`) is a ``<time>`` the page's script may
+    show in local time; any other (a run key's ``+00:00``, a bare date) stays as written."""
+    if switchable and text.endswith("Z"):
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return str(Markup('<time class="nw" datetime="{iso}" data-shown="iso">{text}</time>')
+                       .format(iso=display.iso(parsed), text=text))
+    return str(Markup('<span class="nw">{}</span>').format(text))
 
 
 def _separated(text: str, between: str) -> str:
@@ -151,6 +166,16 @@ def exact(instant: datetime, local: str | None) -> str:
     return text
 
 
+def instant(value: datetime | None) -> Markup:
+    """An instant shown whole (``2026-12-06T15:00:01Z``, UTC) in a ``<time>`` that the page's
+    script (``static/zones.js``) shows in the browser's zone when the person asks for local
+    times; ``-`` for none."""
+    if value is None:
+        return Markup(display.NONE)
+    return Markup('<time class="nw" datetime="{iso}" data-shown="iso">{text}</time>').format(
+        iso=display.iso(value), text=display.when(value))
+
+
 def moment(instant: datetime, now: datetime) -> str:
     """``3m ago``, ``in 12s`` or ``now`` (within half a second)."""
     delta = (instant - now).total_seconds()
@@ -186,7 +211,9 @@ def local_time(instant: datetime, local: str | None) -> Markup:
     text = f"{there:%Y-%m-%d %H:%M:%S}"
     if there.microsecond:
         text += f".{there.microsecond // 1000:03d}"
-    return Markup('<span class="nw">{}</span>').format(f"{text} {there.tzname()}")
+    # The page's script shows it in UTC or the browser's zone when the person asks.
+    return Markup('<time class="nw" datetime="{iso}" data-shown="plain">{text}</time>').format(
+        iso=display.iso(instant), text=f"{text} {there.tzname()}")
 
 
 def after(instant: datetime | None, start: datetime | None, local: str | None = None) -> Markup:
@@ -208,6 +235,15 @@ def short_key(execution: Execution) -> str:
     if occurrence.microsecond:
         text += f".{occurrence.microsecond // 1000:03d}"
     return text
+
+
+def key_time(execution: Execution) -> Markup:
+    """:func:`short_key` in a ``<time>`` of the occurrence, which the page's script shows in
+    the browser's zone when asked (the whole key, on hover and on the run's page, stays)."""
+    # It may wrap between its date and its time, as the text did before it was a <time>.
+    return Markup('<time class="key-time" datetime="{iso}" data-shown="short">{text}</time>'
+                  ).format(
+        iso=display.iso(execution.occurrence_at), text=short_key(execution))
 
 
 def backfill_of(execution: Execution) -> str | None:

@@ -20,8 +20,9 @@ PAYLOADS = ("<script>alert(1)</script>", '"><img src=x onerror=alert(2)>',
 def assert_inert(page: str) -> None:
     for payload in PAYLOADS:
         assert payload not in page
-    # The one script a page may hold: the dashboard's own file (static/live.js).
-    assert "<script" not in page.replace('<script src="/static/live.js" defer', "", 1)
+    # The scripts a page may hold: the dashboard's own files (static/zones.js, live.js).
+    assert "<script" not in page.replace('<script src="/static/live.js" defer', "", 1).replace(
+        '<script src="/static/zones.js" defer', "", 1)
     assert "onerror=" not in page.replace("onerror=alert(2)&gt;", "")
     assert "<img" not in page and "<b>bold" not in page and "<svg onload" not in page
 

@@ -233,8 +233,9 @@ def test_pages_load_nothing_from_elsewhere_and_run_no_script_but_their_own(
     for path in ("/", "/schedules", "/schedule?name=plain", "/new", "/login"):
         response = client.get(path)
         assert response.status_code == 200, path
-        # One script: the package's own file, nothing inline.
+        # The package's own files, nothing inline.
         assert re.findall(r"<script[^>]*>", response.text) == [
+            '<script src="/static/zones.js" defer>',
             '<script src="/static/live.js" defer data-every="5">'], path
         assert not re.search(r'(src|href)="(https?:)?//(?!127\.0\.0\.1)', response.text), path
         policy = response.headers["content-security-policy"]

@@ -125,6 +125,7 @@ def render(request: Request, context: Context, template: str, status_code: int =
         icon=urlsplit(str(request.url_for("static", path="favicon.svg"))).path,
         live_script=urlsplit(str(request.url_for("static", path="live.js"))).path,
         live_every=LIVE_EVERY,
+        zones_script=urlsplit(str(request.url_for("static", path="zones.js"))).path,
     )
     return context.templates.TemplateResponse(request, template, values,
                                               status_code=status_code)

@@ -28,6 +28,7 @@ from goatbeat_celery.web import forms, present
 from goatbeat_celery.web.chart import Chart, lateness_chart
 from goatbeat_celery.web.pages.base import Context, call, count, notice, redirect, render, text
 from goatbeat_celery.web.pages.overview import ALERTS_SHOWN
+from goatbeat_celery.web.runtime_chart import RuntimeChart, runtime_chart
 
 HISTORY_SHOWN = 50
 #: The newest changes of a schedule its page shows (``celery goatbeat audit NAME`` pages on).
@@ -46,6 +47,8 @@ class _Detail:
     upcoming: list[datetime]
     upcoming_problem: str | None
     chart: Chart
+    #: The runtime of each of the runs read that reported one (the same RUNS_READ).
+    trend: RuntimeChart
     #: The runs read (at most RUNS_READ, newest first) before the filter by outcome.
     read: int = 0
     #: How many of those runs are in each state (run_status), for the filter.
@@ -85,7 +88,8 @@ def _read_detail(context: Context, name: str, outcome: str = "") -> _Detail:
     backfills = context.schedules.backfills(name=name, limit=10)
     alerts = context.schedules.alerts(name=name, limit=ALERTS_SHOWN)
     return _Detail(schedule, shown[:HISTORY_SHOWN], now, runs, problem,
-                   lateness_chart(read, now, limit=RUNS_READ), read=len(read),
+                   lateness_chart(read, now, limit=RUNS_READ), runtime_chart(read, now),
+                   read=len(read),
                    outcomes=outcomes, runtimes=present.percentiles(runtimes),
                    measured=len(runtimes), backfills=backfills, alerts=alerts,
                    audit=context.schedules.audit(name, limit=AUDIT_SHOWN))

@@ -22,6 +22,7 @@
     let inFlight = false;
     let failingSince = null;
     let pressed = false;
+    let finished = false;
 
     const bar = document.createElement("div");
     bar.className = "live-bar";
@@ -41,9 +42,20 @@
     const main = document.querySelector("main");
     (main || document.body).prepend(bar);
 
+    // An instant as the server writes one (UTC), which static/zones.js shows in the
+    // browser's zone when the person chose local times.
     function clock(date) {
-      return [date.getHours(), date.getMinutes(), date.getSeconds()]
+      const stamp = document.createElement("time");
+      stamp.dateTime = date.toISOString();
+      stamp.dataset.shown = "hms";
+      stamp.textContent = [date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()]
         .map((n) => String(n).padStart(2, "0")).join(":");
+      const zone = document.createElement("span");
+      zone.dataset.zoneName = "";
+      zone.textContent = "UTC";
+      const shown = document.createElement("span");
+      shown.append(stamp, " (", zone, ")");
+      return shown;
     }
 
     function paused() {
@@ -71,13 +83,13 @@
     }
 
     function markUpdated(date) {
-      updated.textContent = "Updated " + clock(date) + (paused() ? ", updates paused" : "");
+      updated.replaceChildren("Updated ", clock(date), paused() ? ", updates paused" : "");
       updated.dataset.at = String(date.getTime());
     }
 
     function markFailing(reason) {
       if (failingSince === null) failingSince = new Date();
-      failing.textContent = "updates failing since " + clock(failingSince);
+      failing.replaceChildren("updates failing since ", clock(failingSince));
       failing.title = reason;
       failing.hidden = false;
     }
@@ -117,6 +129,10 @@
       return null;
     }
 
+    // What the server last sent for each region: a region the page's other script changed
+    // since (its times shown in local time) is not replaced while the server sends the same.
+    const served = new Map();
+
     function replace(fresh) {
       const held = anchor();
       for (const old of Array.from(document.querySelectorAll("[data-live][id]"))) {
@@ -127,7 +143,9 @@
           old.remove();
           continue;
         }
-        if (now.outerHTML === old.outerHTML) continue;
+        const before = served.has(old.id) ? served.get(old.id) : old.outerHTML;
+        if (now.outerHTML === before) continue;
+        served.set(old.id, now.outerHTML);
         const scrolled = Array.from(old.querySelectorAll(".scroll"), (box) => box.scrollLeft);
         const replacement = document.importNode(now, true);
         old.replaceWith(replacement);
@@ -150,7 +168,7 @@
     }
 
     async function poll() {
-      if (paused() || inFlight) return;
+      if (paused() || inFlight || finished) return;
       if (document.hidden) {
         schedule(every); // read again once the tab is looked at (visibilitychange)
         return;
@@ -165,10 +183,21 @@
         if (!response.ok) throw new Error("the server answered " + response.status);
         const html = await response.text();
         const fresh = new DOMParser().parseFromString(html, "text/html");
-        if (!fresh.querySelector("[data-live][id]")) throw new Error("not this page");
+        const regions = Array.from(document.querySelectorAll("[data-live][id]"));
+        if (!regions.some((region) => fresh.getElementById(region.id) !== null)) {
+          throw new Error("not this page");
+        }
         if (!paused()) {
           replace(fresh);
           markUpdated(new Date());
+        }
+        if (!document.querySelector("[data-live][id]")) {
+          // The page says it will not change any more (a run that has ended).
+          finished = true;
+          window.clearTimeout(timer);
+          updated.append("; nothing more will change");
+          toggle.hidden = true;
+          return;
         }
         failingSince = null;
         failing.hidden = true;
