@@ -22,11 +22,14 @@ class _AlertsGroup(click.Group):
     """``alerts [NAME] [--all]`` lists, as it always did; ``alerts ack|silence …`` acts. A
     first word that is no subcommand is the list's (a schedule's name, or an option)."""
 
+    #: The subcommand that takes the words when the first is none of the group's.
+    default_command = "list"
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["list", *args]
+            args = [self.default_command, *args]
         elif not args:
-            args = ["list"]
+            args = [self.default_command]
         return super().parse_args(ctx, args)
 
 

@@ -196,6 +196,10 @@ def test_every_documented_goatbeat_command_and_option_exists() -> None:
             problems.append(f"{page}: no command {argv[0]!r}")
             continue
         words = argv[1:]
+        default = getattr(command, "default_command", None)
+        if isinstance(command, click.Group) and default and (
+                not words or words[0] not in command.commands):
+            words = [default, *words]  # alerts NAME is alerts list NAME
         if isinstance(command, click.Group) and words and not words[0].startswith("-"):
             # A group's subcommand (calendar add …) takes the options.
             name = f"{argv[0]} {words[0]}"

@@ -10,12 +10,7 @@ from typing import Any
 
 from goatbeat_celery.core.rules.controls import MAX_FILTER_TAGS
 
-from . import test_api
 from .api_client import DAILY, Api, put
-
-# The client of test_api and its unlimited token (every scope, no prefix), shared.
-api = test_api.api
-auth = test_api.auth
 
 
 def problem_fields(answer: Any) -> set[str]:

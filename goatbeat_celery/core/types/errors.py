@@ -6,6 +6,7 @@
     ├── ConfigurationError          settings or a schedule spec are invalid (lists every problem)
     ├── ScheduleNotFound            no schedule of that name
     ├── BackfillNotFound            no backfill of that id
+    ├── AuditEntryNotFound          no audit entry of that id
     ├── CalendarNotFound            no exclusion calendar of that name
     ├── CalendarInUse               a calendar to delete is observed by schedules
     ├── TokenNotFound               no API token of that name
