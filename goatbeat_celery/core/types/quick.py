@@ -19,12 +19,16 @@ _MISSING = object()
 
 
 def quick_init(cls: type[T]) -> type[T]:
-    """``cls`` (a frozen, keyword-only dataclass without slots, every field in ``__init__``)
-    with an ``__init__`` that stores its fields at once; ``__post_init__`` is still called."""
+    """``cls`` (a frozen, keyword-only dataclass without slots of its own, every field in
+    ``__init__``) with an ``__init__`` that stores its fields at once (those a base keeps in
+    slots one by one); ``__post_init__`` is still called."""
     params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen or hasattr(cls, "__slots__"):
+    if params is None or not params.frozen or "__slots__" in cls.__dict__:
         raise TypeError(f"{cls.__name__}: quick_init takes a frozen dataclass without slots")
-    names: dict[str, Any] = {"_MISSING": _MISSING}
+    # Fields a base class keeps in its slots are stored one by one, as the dataclass does.
+    slotted = {name for base in cls.__mro__[1:] for name in base.__dict__.get("__slots__", ())}
+    names: dict[str, Any] = {"_MISSING": _MISSING, "_set": object.__setattr__}
+    stores: list[str] = []
     arguments: list[str] = []
     factories: list[str] = []
     items: list[str] = []
@@ -42,10 +46,14 @@ def quick_init(cls: type[T]) -> type[T]:
             factories.append(f"    if {name} is _MISSING:\n        {name} = _factory_{name}()\n")
         else:
             arguments.append(name)
-        items.append(f"{name}={name}")
+        if name in slotted:
+            stores.append(f"    _set(self, {name!r}, {name})\n")
+        else:
+            items.append(f"{name}={name}")
     post_init = "    self.__post_init__()\n" if hasattr(cls, "__post_init__") else ""
     source = (f"def __init__(self, *, {', '.join(arguments)}):\n" + "".join(factories)
-              + f"    self.__dict__.update({', '.join(items)})\n" + post_init)
+              + "".join(stores) + f"    self.__dict__.update({', '.join(items)})\n"
+              + post_init)
     exec(source, names)  # noqa: S102 - built from the class's own field names only
     init = names["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
