@@ -36,26 +36,39 @@ from schedulers import World, log  # noqa: E402
 from schedulers.goatbeat import Goatbeat  # noqa: E402
 
 #: Parts of the process, each named by the frames that mark it; a sample counts for the first
-#: part one of its frames matches, in this order (the innermost parts first).
+#: part one of its frames matches, in this order (the innermost parts first). A frame reads
+#: ``Class.function`` in some versions of py-spy and ``function (path:line)`` in others: each
+#: part is marked both ways.
 PARTS = (
-    ("kombu: a new Redis client object per publish", ("Channel._create_client",)),
+    ("kombu: a new Redis client object per publish",
+     ("Channel._create_client", "_create_client (kombu/transport/redis.py")),
     ("kombu and redis-py: writing a publish batch (one pipeline per flush)",
-     ("_ProducerBatch.flush", "PublishBatch.flush")),
-    ("redis-py: the LPUSH command (send, read the reply)", ("Redis.execute_command",)),
-    ("kombu: the rest of the publish", ("Producer.publish",)),
-    ("Celery: building the message (amqp.as_task_v2)", ("AMQP.as_task_v2",)),
-    ("Celery: the rest of send_task", ("Celery.send_task",)),
-    ("Celery: Task.apply_async itself", ("Task.apply_async",)),
+     ("_ProducerBatch.flush", "PublishBatch.flush", "flush (kombu/")),
+    ("redis-py: the LPUSH command (send, read the reply)",
+     ("Redis.execute_command", "execute_command (redis/client.py")),
+    ("kombu: the rest of the publish", ("Producer.publish", "publish (kombu/messaging.py")),
+    ("Celery: building the message (amqp.as_task_v2)",
+     ("AMQP.as_task_v2", "as_task_v2 (celery/app/amqp.py")),
+    ("Celery: the rest of send_task", ("Celery.send_task", "send_task (celery/app/base.py")),
+    ("Celery: Task.apply_async itself", ("Task.apply_async", "apply_async (celery/app/task.py")),
     ("goatbeat: marking the batch submitted", ("mark_submitted",)),
-    ("goatbeat: the submitter (headers, options, checks)", ("CelerySubmitter.",)),
+    ("goatbeat: the submitter (headers, options, checks)",
+     ("CelerySubmitter.", "(goatbeat_celery/beat/submitter.py")),
     ("goatbeat: reading and decoding the due rows", ("due_schedules",)),
-    ("goatbeat: the claim (lock, executions, advance)", ("SQLClaims.claim", "SQLStore.claim")),
-    ("goatbeat: judging alerts", ("AlertWatcher.look",)),
-    ("goatbeat: planning (validation, trigger, misfires)", ("Planner.plan",)),
-    ("goatbeat: recording the batch (observers)", ("SubmissionPipeline.settle",
-                                                    "SubmissionPipeline._record")),
-    ("goatbeat: waiting for the next wake-up", ("Engine.wait",)),
-    ("goatbeat: the rest of the loop", ("Engine._dispatch", "Engine.tick")),
+    ("goatbeat: the claim (lock, executions, advance)",
+     ("SQLClaims.claim", "SQLStore.claim", "claim (goatbeat_celery/store/")),
+    ("goatbeat: judging alerts",
+     ("AlertWatcher.look", "look (goatbeat_celery/core/loop/alerts.py")),
+    ("goatbeat: planning (validation, trigger, misfires)",
+     ("Planner.plan", "plan (goatbeat_celery/core/loop/planner.py")),
+    ("goatbeat: recording the batch (observers)",
+     ("SubmissionPipeline.settle", "SubmissionPipeline._record",
+      "settle (goatbeat_celery/core/loop/submission.py",
+      "_record (goatbeat_celery/core/loop/submission.py")),
+    ("goatbeat: waiting for the next wake-up",
+     ("Engine.wait", "wait (goatbeat_celery/core/loop/engine.py")),
+    ("goatbeat: the rest of the loop", ("Engine._dispatch", "Engine.tick",
+                                        "(goatbeat_celery/core/loop/")),
 )
 
 
@@ -125,6 +138,11 @@ def main() -> int:
     for name, samples in sorted(found.items(), key=lambda item: -item[1]):
         share = samples / total
         print(f"{100 * share:5.1f} %  {per_message * share:6.0f} µs/message  {name}")
+    for group in ("goatbeat", "other"):
+        share = sum(samples for name, samples in found.items()
+                    if (name.split(":")[0] == "goatbeat") == (group == "goatbeat")) / total
+        label = "goatbeat, in all" if group == "goatbeat" else "Celery, kombu, redis-py and other"
+        print(f"{100 * share:5.1f} %  {per_message * share:6.0f} µs/message  {label}")
     return 0
 
 

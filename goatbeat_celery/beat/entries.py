@@ -10,7 +10,7 @@ config entry gave, or for a schedule made through the API or CLI its Celery equi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -161,7 +161,7 @@ class ScheduleObjects:
 
     def __init__(self, app: Any, entries: Mapping[str, Any] | None = None) -> None:
         self.app = app
-        self._built: dict[tuple[str, str], Any] = {}
+        self._built: dict[Hashable, Any] = {}
         # The config entries (those the scheduler declares), else the app's beat_schedule read
         # at the first build: a burst of new schedules would otherwise copy it out of Celery's
         # settings once each.
@@ -170,7 +170,11 @@ class ScheduleObjects:
     def get(self, name: str, trigger: Mapping[str, Any] | None) -> Any:
         if trigger is None:
             return None
-        key = (name, repr(trigger))
+        # One object for every schedule with the same trigger and no config entry (thousands
+        # of "every 60 s" share one); a config entry's own is kept by name.
+        key: Hashable = repr(trigger)
+        if name in self._entries():
+            key = (name, key)
         found = self._built.get(key, _MISSING)
         if found is _MISSING:
             if len(self._built) >= SCHEDULE_CACHE_SIZE:
@@ -184,11 +188,14 @@ class ScheduleObjects:
         except Exception:  # a trigger edited by hand: the entry carries no schedule
             return None
 
-    def _configured(self, name: str) -> Any:
-        """The schedule this app's ``beat_schedule`` gives ``name``, as Celery reads it."""
+    def _entries(self) -> Mapping[str, Any]:
         if self._config is None:
             self._config = dict(self.app.conf.beat_schedule or {})
-        entry = self._config.get(name)
+        return self._config
+
+    def _configured(self, name: str) -> Any:
+        """The schedule this app's ``beat_schedule`` gives ``name``, as Celery reads it."""
+        entry = self._entries().get(name)
         if not isinstance(entry, Mapping) or entry.get("schedule") is None:
             return None
         return celery_schedules.maybe_schedule(entry["schedule"], app=self.app)

@@ -172,7 +172,7 @@ class CelerySubmitter:
         }
         entry.batch = batch
         scheduler = self.scheduler
-        with tracing.occurrence_span(execution, dispatch.task):
+        with tracing.occurrence_span(execution, dispatch.task, batch.spans):
             try:
                 if scheduler is not None:
                     scheduler.apply_entry(entry, producer=batch.producer)
@@ -284,12 +284,14 @@ class _Batch:
     """What the messages of one batch share: the producer and how to publish through it, the
     fencing token, and the tasks looked up so far."""
 
-    __slots__ = ("app", "call", "clusters", "producer", "token", "_tasks")
+    __slots__ = ("app", "call", "clusters", "producer", "spans", "token", "_tasks")
 
     def __init__(self, app: Any, producer: Any, token: int, *, batched: bool = False) -> None:
         self.app = app
         self.token = token
         self.producer = producer
+        #: Whether each message's span is recorded (an SDK configured), asked once a batch.
+        self.spans = tracing.recorded()
         self.call: dict[str, Any] = {
             # One quick retry rides out a dropped Redis connection; the socket timeouts set on
             # the beat process bound each attempt, so a dead broker fails fast and the claim

@@ -36,9 +36,17 @@ def available() -> bool:
     return _trace is not None
 
 
-def occurrence_span(execution: Execution, task: str) -> AbstractContextManager[Any]:
-    """The span of one occurrence, started at its claim, current until the block ends."""
-    if _trace is None or isinstance(_trace.get_tracer_provider(), _UNSET_PROVIDERS):
+def recorded() -> bool:
+    """Whether a span opened now would be recorded: the API is importable and an SDK is
+    configured (a submitter asks once a batch)."""
+    return _trace is not None and not isinstance(_trace.get_tracer_provider(), _UNSET_PROVIDERS)
+
+
+def occurrence_span(execution: Execution, task: str,
+                    recording: bool | None = None) -> AbstractContextManager[Any]:
+    """The span of one occurrence, started at its claim, current until the block ends;
+    ``recording`` is :func:`recorded` if the caller asked it already."""
+    if not (recorded() if recording is None else recording):
         # No SDK configured: nothing would record the span, so none is opened.
         return _NO_SPAN
     return _span(execution, task)

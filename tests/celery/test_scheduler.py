@@ -16,6 +16,8 @@ from celery import Celery
 
 from goatbeat_celery import occurrence_of
 from goatbeat_celery.beat.scheduler import (
+    BURST_GEN0_THRESHOLD,
+    PYTHON_GEN0_THRESHOLD,
     Scheduler,
     _bound_broker_sockets,
     app_given,
@@ -119,6 +121,27 @@ def test_the_heap_built_at_start_up_is_frozen_after_the_first_tick_and_thawed_at
     finally:
         scheduler.close()
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize("chosen", [None, (2_000, 5, 5)])
+def test_the_youngest_generation_is_collected_less_often_unless_the_app_chose_thresholds(
+        celery_app: Celery, database_url: str, chosen: tuple[int, int, int] | None) -> None:
+    before = gc.get_threshold()
+    gc.set_threshold(*(chosen or (PYTHON_GEN0_THRESHOLD, *before[1:])))
+    try:
+        expected = gc.get_threshold()
+        scheduler = Scheduler(app=celery_app)
+        try:
+            scheduler.tick()
+            if chosen is None:
+                assert gc.get_threshold() == (BURST_GEN0_THRESHOLD, *expected[1:])
+            else:
+                assert gc.get_threshold() == chosen
+        finally:
+            scheduler.close()
+        assert gc.get_threshold() == expected
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_a_bad_config_raises_system_exit_naming_every_problem(celery_app: Celery):

@@ -17,6 +17,7 @@ from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import GIVEN_UP
 from goatbeat_celery.core.types.instants import ensure_aware
 from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.quick import quick_init
 from goatbeat_celery.core.types.spec import MisfirePolicy
 
 #: Without a grace, how late a point may be and still be walked to rather than counted: a
@@ -30,6 +31,7 @@ MAX_COUNTED = 1_000
 MAX_WALK = 1_000_000
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class MisfirePlan:
     """The outcome of planning one schedule.

@@ -10,9 +10,11 @@ from datetime import datetime, timedelta
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import JSONValue
 from goatbeat_celery.core.types.policies import OverlapPolicy
+from goatbeat_celery.core.types.quick import quick_init
 from goatbeat_celery.core.types.schedule import Schedule
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class Dispatch:
     """What the submitter sends for one execution: the claim and the task to run."""
@@ -77,6 +79,7 @@ class Waiting:
     backfills: bool = True
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class PlannedClaim:
     """The claim the engine wants for one schedule, to be applied only if ``version`` still holds.

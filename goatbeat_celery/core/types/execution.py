@@ -10,6 +10,7 @@ from datetime import datetime
 from urllib.parse import quote
 
 from goatbeat_celery.core.types.instants import ensure_aware
+from goatbeat_celery.core.types.quick import quick_init
 from goatbeat_celery.core.types.runs import RunRecord
 
 
@@ -118,6 +119,7 @@ def in_flight_state(state: str, run_state: str | None) -> bool:
     return state in IN_FLIGHT_STATES and (run_state is None or run_state in LIVE_RUN_STATES)
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class Execution(RunRecord):
     """One claimed occurrence, as recorded in the executions table. Its run columns are the

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.quick import quick_init
 from goatbeat_celery.core.types.spec import ScheduleSpec
 from goatbeat_celery.core.types.status import Status, status
 
@@ -18,6 +19,7 @@ def version_after(current: Schedule, spec: ScheduleSpec) -> int:
     return current.version + 1 if changed else current.version
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class Schedule:
     """A stored schedule: the spec plus what the store keeps about its runs."""

@@ -24,6 +24,7 @@ from goatbeat_celery.core.types.policies import (
     backoff_problems,
 )
 from goatbeat_celery.core.types.problems import Problem, listed
+from goatbeat_celery.core.types.quick import quick_init
 from goatbeat_celery.core.types.rotation import rotation_problems
 from goatbeat_celery.core.types.runs import MAX_RUN_RESENDS
 
@@ -59,6 +60,7 @@ class ScheduleSource(str, enum.Enum):
     API = "api"
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class TriggerSpec:
     """How a trigger is stored: a kind (``interval``, ``cron``, ``once``, …) and JSON parameters."""
@@ -76,6 +78,7 @@ class TriggerSpec:
         return cls(kind=str(kind), params=params)
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class ScheduleSpec:
     """What a user declares: which task to send, when, and how to treat lateness.

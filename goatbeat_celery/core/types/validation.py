@@ -366,10 +366,12 @@ def options_problems(options: object, label: str = "options", *,
 
     ``stored=True`` judges options read from a row: such headers are no problem there, as the
     submitter drops them from rows written before they were refused."""
-    if not isinstance(options, Mapping):
+    if type(options) is not dict and not isinstance(options, Mapping):
         return [Problem(label, "expected an object of apply_async options, got "
                         f"{type(options).__name__}")]
     found: list[Problem] = []
+    if not options:
+        return found
     for key, value in options.items():
         check = OPTION_CHECKS.get(key) if isinstance(key, str) else None
         if check is None:
@@ -391,13 +393,14 @@ def options_problems(options: object, label: str = "options", *,
 def call_problems(args: object, kwargs: object) -> list[Problem]:
     """Problems of the shapes of ``args`` (a list) and ``kwargs`` (an object, string keys)."""
     found: list[Problem] = []
-    if not isinstance(args, (list, tuple)):
+    # The exact types first: this runs for every due row and every message.
+    if type(args) is not tuple and not isinstance(args, (list, tuple)):
         found.append(Problem("args", f"expected a list, got {type(args).__name__} "
                              f"{shown_value(args)}"))
-    if not isinstance(kwargs, Mapping):
+    if type(kwargs) is not dict and not isinstance(kwargs, Mapping):
         found.append(Problem("kwargs", f"expected an object, got {type(kwargs).__name__} "
                              f"{shown_value(kwargs)}"))
-    elif not all(isinstance(key, str) for key in kwargs):
+    elif kwargs and not all(isinstance(key, str) for key in kwargs):
         found.append(Problem("kwargs", "every key must be a string"))
     return found
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 
+from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.store.schema import (
     UNREADABLE_INSTANT,
     Seconds,
@@ -39,6 +40,34 @@ def _converted_due_row(row: Sequence[Any]) -> list[Any]:
         if value is not None:
             values[index] = seconds_to_timedelta(value)
     return values
+
+
+class _LockedRow(NamedTuple):
+    """A schedule row a claim locked, with what a dispatch carries (``execution_rows._dispatch``
+    reads it by name)."""
+
+    name: str
+    version: int
+    task: Any
+    args: Any
+    kwargs: Any
+    options: Any
+    trigger: Any
+    total_runs: Any
+    rotate: Any = None
+    rotate_handover: Any = None
+
+    @classmethod
+    def of(cls, schedule: Schedule, total_runs: Any) -> _LockedRow:
+        """The row of ``schedule`` as the due read decoded it: the same values at the same
+        version, without reading and decoding its JSON again."""
+        spec = schedule.spec
+        trigger = spec.trigger
+        return cls(name=schedule.name, version=schedule.row_version, task=spec.task,
+                   args=spec.args, kwargs=spec.kwargs, options=spec.options,
+                   trigger={"kind": trigger.kind, **trigger.params}, total_runs=total_runs,
+                   rotate=list(spec.rotate) if spec.rotate else None,
+                   rotate_handover=spec.rotate_handover)
 
 
 #: The driver's own (compiled, where available) loader of text ``timestamptz`` values.

@@ -27,22 +27,28 @@ from goatbeat_celery.store.sql import EXECUTION_COLUMNS
 # the fence (lease row share-locked) and locks the schedules; the second inserts the executions
 # and advances the schedules, counting every planned run (a key that already existed is taken
 # back afterwards, see _record_claims: rare, and cheaper than joining the inserted rows back).
+# The task and arguments are not read again: a row locked at the version the due read saw holds
+# what it read (every change to a schedule moves its version); the rest come from _CLAIM_PAYLOADS.
 _LOCK_FOR_CLAIM = sa.text(
     """
-    SELECT f.holder, f.token, f.expires_at, f.now,
-           s.name, s.version, s.task, s.args, s.kwargs, s.options, s.total_runs, s.trigger,
-           s.rotate, s.rotate_handover
+    SELECT f.holder, f.token, f.expires_at, f.now, s.name, s.version, s.total_runs
     FROM (SELECT holder, token, expires_at, now() AS now
           FROM goatbeat_lease WHERE name = :lease FOR SHARE) AS f
     LEFT JOIN LATERAL (
-        SELECT name, version, task, args, kwargs, options, total_runs, trigger, rotate,
-               rotate_handover
+        SELECT name, version, total_runs
         FROM goatbeat_schedule
         WHERE name = ANY(CAST(:names AS text[]))
         FOR UPDATE SKIP LOCKED
     ) AS s ON true
     """
 )
+
+#: What a dispatch carries of the locked rows the due read did not see at that version.
+_CLAIM_PAYLOADS = """
+    SELECT name, task, args, kwargs, options, trigger, rotate, rotate_handover
+    FROM goatbeat_schedule
+    WHERE name = ANY(CAST(%(names)s AS text[]))
+"""
 
 
 def _array_type(column: sa.Column[Any]) -> str:

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
+from psycopg.rows import namedtuple_row
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL
 
@@ -35,10 +36,11 @@ from goatbeat_celery.store.postgres.engine import (
     split_server_options,
 )
 from goatbeat_celery.store.postgres.listen import PostgresListening
-from goatbeat_celery.store.postgres.loaders import _converted_due_row
+from goatbeat_celery.store.postgres.loaders import _converted_due_row, _LockedRow
 from goatbeat_celery.store.postgres.sessions import PostgresSessions
 from goatbeat_celery.store.postgres.statements import (
     _CLAIM_CLEARS,
+    _CLAIM_PAYLOADS,
     _LOCK_FOR_CLAIM,
     _RECORD_CLAIMS,
     _RECORD_RUNS,
@@ -156,6 +158,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         self._renewal_waiting: Waiting | None = None
         self._waiting_sql = str(self._waiting_statement().compile(dialect=dialect))
         self._due_sql: dict[bool, str] = {}
+        self._lock_sql = str(_LOCK_FOR_CLAIM.compile(dialect=dialect))
         self._listen_lock = threading.Lock()
         self._wake_ends = None
         try:
@@ -188,13 +191,42 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
 
     def _lock_for_claim(self, conn: sa.Connection, lease: LeaseGrant,
                         names: Sequence[str]) -> tuple[datetime, dict[str, Any]]:
-        result = conn.execute(_LOCK_FOR_CLAIM, {"lease": lease.name,
-                                                "names": array_literal(names)})
-        found = result.all()
-        # No row, no grant. psycopg returns instants in the session's zone, UTC; compare them
-        # as they come.
-        now = fenced_clock(lease, found[0] if found else None).astimezone(UTC)
-        return now, {row.name: row for row in found if row.name is not None}
+        # On the driver's cursor, as the due read: the rows are few columns of plain values.
+        cursor = conn.connection.dbapi_connection.cursor(  # type: ignore[union-attr]
+            row_factory=namedtuple_row)
+        try:
+            cursor.execute(self._lock_sql, {"lease": lease.name, "names": array_literal(names)})
+            found = cursor.fetchall()
+            # No row, no grant. psycopg returns instants in the session's zone, UTC; compare
+            # them as they come.
+            now = fenced_clock(lease, found[0] if found else None).astimezone(UTC)
+            read = self._due_read
+            rows: dict[str, Any] = {}
+            unseen: list[str] = []
+            for row in found:
+                name = row.name
+                if name is None:
+                    continue
+                schedule = read.get(name)
+                if schedule is not None and schedule.row_version == row.version:
+                    rows[name] = _LockedRow.of(schedule, row.total_runs)
+                else:
+                    unseen.append(name)
+            if unseen:
+                # Locked at another version than the due read saw (a conflict, which
+                # dispatches nothing), or claimed without a due read of this store's.
+                cursor.execute(_CLAIM_PAYLOADS, {"names": array_literal(unseen)})
+                locked = {row.name: row for row in found if row.name is not None}
+                for payload in cursor.fetchall():
+                    rows[payload.name] = _LockedRow(
+                        name=payload.name, version=locked[payload.name].version,
+                        task=payload.task, args=payload.args, kwargs=payload.kwargs,
+                        options=payload.options, trigger=payload.trigger,
+                        total_runs=locked[payload.name].total_runs, rotate=payload.rotate,
+                        rotate_handover=payload.rotate_handover)
+        finally:
+            cursor.close()
+        return now, rows
 
     def _record_claims(self, conn: sa.Connection, plan: ClaimPlan) -> set[str]:
         advances = plan.advances

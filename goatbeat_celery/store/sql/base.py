@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, ClassVar
@@ -19,6 +19,7 @@ from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.errors import GoatbeatError, ScheduleConflict
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.store.enclosing import Enclosing
 from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.schema import (
@@ -80,6 +81,8 @@ class SQLStoreBase(StoreConnection):
         self._where = mask_url(engine.url)
         self._closed = False
         self._due_stmts: dict[bool, sa.Select[Any]] = {}
+        #: The schedules of the last due read, by name (SQLDue.due_schedules).
+        self._due_read: Mapping[str, Schedule] = {}
         # The alert pages read from the first schedule with a scope of no instant or names (a
         # full cycle's first page, every 5 minutes), by limit and scope: built once, so that
         # SQLAlchemy keys its cache on them once (SQLAlerts.alert_evidence).

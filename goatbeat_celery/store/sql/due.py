@@ -76,6 +76,10 @@ class SQLDue(SQLStoreBase, DueReads):
             rows = self._fetch_due(conn, limit, shard)
         store_now, next_due = rows[0][0], rows[0][1]
         schedules = tuple(_schedule(row[2:]) for row in rows if row[2] is not None)
+        # Kept for the claim that follows: a row it locks at the same version holds what was
+        # read here, so a store may take a dispatch's task and arguments from it instead of
+        # reading and decoding them again (PostgresStore does).
+        self._due_read = {schedule.name: schedule for schedule in schedules}
         return DueBatch(now=store_now, schedules=schedules, next_due_at=next_due)
 
     def _fetch_due(self, conn: sa.Connection, limit: int,
