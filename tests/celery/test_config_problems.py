@@ -20,12 +20,9 @@ def make_app(**conf: object) -> Celery:
     return app
 
 
-def test_every_problem_of_the_configuration_is_found_as_data(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    def read_back(text: str) -> Problem:
-        raise AssertionError(f"a problem was read back from its text: {text!r}")
-
-    monkeypatch.setattr(Problem, "read", staticmethod(read_back))
+def test_every_problem_of_the_configuration_is_found_as_data() -> None:
+    # Nothing can read a problem back from its text: there is no such reader.
+    assert not any(callable(getattr(Problem, name, None)) for name in ("read", "parse"))
     app = make_app(
         goatbeat_lease_ttl=-1, goatbeat_statement_timeout="soon", goatbeat_metrics_port="x",
         goatbeat_metrics_address="", goatbeat_allowed_tasks=[], goatbeat_session_locks="yes",
