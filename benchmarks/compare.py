@@ -78,7 +78,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import populate  # noqa: E402
-from schedulers import ADAPTERS, KINDS, Adapter, World, log  # noqa: E402
+from schedulers import ADAPTERS, KINDS, ON_REQUEST, Adapter, World, log  # noqa: E402
 from schedulers.base import DEFAULT_AMQP, RedisBroker  # noqa: E402
 from schedulers.goatbeat import Goatbeat  # noqa: E402
 
@@ -841,7 +841,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--only", default=",".join(KINDS), help="schedulers, comma-separated")
+    parser.add_argument("--only", default=",".join(k for k in KINDS if k not in ON_REQUEST),
+                        help="schedulers, comma-separated (also: goatbeat-mysql, goatbeat on "
+                             "MySQL / MariaDB at GOATBEAT_BENCH_MYSQL_URL)")
     parser.add_argument("--bench", help=f"scenarios, comma-separated (default on Redis: "
                         f"{BENCHES['redis']}; on RabbitMQ: {BENCHES['amqp']}; also: shards)")
     parser.add_argument("--broker", choices=tuple(BENCHES), default="redis",
@@ -854,6 +856,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "time in 10 ms steps, so a longer window resolves a quieter one)")
     parser.add_argument("--shard-size", type=int,
                         help="schedules due at once in the sharded dispatch (default 100000)")
+    parser.add_argument("--lateness-size", type=int,
+                        help="schedules every minute in the lateness scenario (default 10000)")
+    parser.add_argument("--edits", type=int,
+                        help="edits per scheduler in the edit scenario (default --reps)")
     parser.add_argument("--redis-db", type=int, default=13)
     parser.add_argument("--json", type=Path, help="also write the raw samples here")
     parser.add_argument("--keep", action="store_true",
@@ -900,11 +906,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 steps.append(("dispatch", lambda n=size: bench.dispatch(  # type: ignore[misc]
                     n, cap=20.0 if args.quick else 30.0)))
         if "lateness" in benches:
-            steps.append(("lateness", lambda: bench.lateness(1_000 if args.quick else 10_000)))
+            steps.append(("lateness", lambda: bench.lateness(
+                args.lateness_size or (1_000 if args.quick else 10_000))))
         if "burst" in benches:
             steps.append(("burst", lambda: bench.burst(1_000 if args.quick else 10_000)))
         if "edit" in benches:
-            steps.append(("edit", lambda: bench.edit(background=1_000, edits=args.reps)))
+            steps.append(("edit", lambda: bench.edit(background=1_000,
+                                                     edits=args.edits or args.reps)))
         if "failover" in benches:
             steps.append(("failover", bench.failover))
         if "shards" in benches:
