@@ -1,6 +1,7 @@
 """Private servers and faults for the fault scenarios: a PostgreSQL cluster, a MariaDB server
-and a Redis server of the scenario's own (so stopping them never touches the machine's shared ones), a loopback TCP
-proxy that can be cut to partition one replica from the database, and a skewed wall clock.
+and a Redis server of the scenario's own (so stopping them never touches the machine's shared
+ones), a loopback TCP proxy that can be cut to partition one replica from the database, and a
+skewed wall clock.
 
 Every server is a child process of the test, started and ended by pid.
 """

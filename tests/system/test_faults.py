@@ -1,6 +1,7 @@
 """Replicas under fault: real ``celery beat -S goatbeat_celery.Scheduler`` processes, a real
-worker, PostgreSQL (or MariaDB) and a Redis broker, with the leader killed, frozen, terminated or cut off,
-the database restarted, the broker stopped, a clock skewed and schedules edited under load.
+worker, PostgreSQL (or MariaDB) and a Redis broker, with the leader killed, frozen, terminated or
+cut off, the database restarted, the broker stopped, a clock skewed and schedules edited under
+load.
 
 Verdicts come from the executions table and what the worker recorded, never from log text. Each
 scenario reports one line of figures (printed in the terminal summary; see docs/reliability.md).
