@@ -64,8 +64,9 @@ class Goatbeat(Adapter):
         # API refuses it), and the update takes a few round trips: due 0.25 s from now, timed
         # from then. The loaded rows carry the offset that spreads them over their interval; an
         # offset shifts a one-time run too, so it goes.
+        client = self._client()  # opened (the first time) before the instant is chosen
         due = datetime.now(timezone.utc) + timedelta(seconds=0.25)
-        self._client().update(name, at=due, offset=None)
+        client.update(name, at=due, offset=None)
         return due.timestamp()
 
     def _client(self) -> Any:
