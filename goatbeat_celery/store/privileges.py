@@ -27,9 +27,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from goatbeat_celery.core.rules.runs import RUN_COLUMNS
-from goatbeat_celery.core.types.errors import StoreError
 from goatbeat_celery.migrations import VERSION_TABLE
-from goatbeat_celery.store.errors import translated
+from goatbeat_celery.store.errors import Unverified, translated
 from goatbeat_celery.store.schema import (
     ALERT_TABLE,
     AUDIT_TABLE,
@@ -73,11 +72,6 @@ NEEDS: dict[Role, dict[str, tuple[str, ...]]] = {
         VERSION_TABLE: ("SELECT",),
     },
 }
-
-
-class Unverified(StoreError):
-    """What the connected user holds cannot be read entirely (on MySQL, a role's grants
-    hidden from it): nothing is reported missing, nor everything held."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from goatbeat_celery.store.privileges import Unverified
+from goatbeat_celery.store.errors import Unverified
 
 #: ``GRANT <privileges> ON [TABLE] <target> TO ...``; ``GRANT <roles> TO ...`` has no ``ON``.
 _ON = re.compile(r"^GRANT (?P<privileges>.+?) ON (?:TABLE )?(?P<target>(?:`[^`]*`|[^\s.`]+|\*)"
