@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/compare.py [--quick] [--reps 3] [--only goatbeat,redbeat]
                                            [--bench dispatch,idle,lateness,burst,edit,failover]
                                            [--broker redis|amqp]
+                                           [--lateness-size 1000] [--edits 20] [--lead 40]
 
 Every scenario runs a real ``celery -A benchproj beat`` process per scheduler, alternating the
 schedulers within the run, against a Redis broker (a database number of its own, emptied at the
@@ -11,7 +12,9 @@ end; nothing consumes the queue, messages are counted with LLEN):
 * ``goatbeat``  — goatbeat_celery.Scheduler on PostgreSQL;
 * ``default``   — Celery's PersistentScheduler (shelve file, schedules from ``beat_schedule``);
 * ``django``    — django-celery-beat's DatabaseScheduler on PostgreSQL;
-* ``redbeat``   — RedBeat on Redis.
+* ``redbeat``   — RedBeat on Redis;
+* ``goatbeat-mysql`` — goatbeat on MySQL / MariaDB (``GOATBEAT_BENCH_MYSQL_URL``), only when
+  ``--only`` names it.
 
 Each is an adapter in ``schedulers/`` (its store, how schedules are loaded and edited, what its
 beat process needs, what it cannot do); this script is the command line and the measurements,
