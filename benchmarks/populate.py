@@ -50,6 +50,37 @@ class Plan:
         return int(name[len(self.prefix):])
 
 
+def goatbeat_mysql(engine: sa.Engine, plan: Plan) -> None:
+    """The rows :func:`goatbeat` writes, on MySQL / MariaDB: built here (the SQL above is
+    PostgreSQL's), written through the store's own table definition."""
+    from goatbeat_celery.core.rules.shards import shard_hash
+    from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
+    from goatbeat_celery.store.schema import execution_table, lease_table, schedule_table
+
+    trigger = TriggerSpec(kind="interval", params={"every": plan.every})
+    spec_hash = ScheduleSpec(name="x", task=TASK, trigger=trigger).spec_hash()
+    now = datetime.now(timezone.utc)
+    rows = []
+    for index in range(plan.count):
+        name, due = plan.name(index), plan.due(index)
+        occurrence = math.floor(due / plan.every) * plan.every
+        rows.append({
+            "name": name, "task": TASK, "args": [name], "kwargs": {}, "options": {},
+            "trigger": trigger.to_json(), "enabled": True, "source": "api",
+            "spec_hash": spec_hash, "offset_seconds": timedelta(seconds=due - occurrence),
+            "next_occurrence_at": datetime.fromtimestamp(occurrence, timezone.utc),
+            "next_run_at": datetime.fromtimestamp(due, timezone.utc),
+            "total_runs": 0, "total_missed": 0, "version": 1, "created_at": now,
+            "updated_at": now, "shard_hash": shard_hash(name)})
+    with engine.begin() as conn:
+        for table in (execution_table, lease_table, schedule_table):
+            conn.execute(sa.delete(table))
+        for start in range(0, len(rows), 5_000):
+            conn.execute(sa.insert(schedule_table), rows[start:start + 5_000])
+    with engine.connect() as conn:
+        conn.execute(sa.text("ANALYZE TABLE goatbeat_schedule, goatbeat_execution"))
+
+
 def goatbeat(engine: sa.Engine, plan: Plan) -> None:
     from goatbeat_celery.core.rules.shards import shard_hash
     from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec

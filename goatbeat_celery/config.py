@@ -106,9 +106,7 @@ class GoatbeatConfig:
         options: dict[str, Any] = {}
         if backend_of(self.database_url) is not Backend.MEMORY:
             options["session_locks"] = self.session_locks
-        if backend_of(self.database_url) is Backend.MYSQL:
-            options["statement_timeout"] = self.statement_timeout
-        if backend_of(self.database_url) is Backend.POSTGRES:
+        if backend_of(self.database_url) in (Backend.POSTGRES, Backend.MYSQL):
             options["statement_timeout"] = self.statement_timeout
             # A replica frozen inside a transaction (a pause, SIGSTOP) keeps the lease row
             # share-locked and so holds a takeover back until the server ends its session: end

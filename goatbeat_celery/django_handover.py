@@ -107,7 +107,7 @@ def listed(names: Sequence[str]) -> str:
 def read_source(engine: sa.Engine, ran_after: datetime | None = None) -> list[SourceTask] | None:
     """django-celery-beat's enabled periodic tasks, by name (those that ran after
     ``ran_after`` only, when given); None without its table."""
-    if not sa.inspect(engine).has_table(PERIODIC_TASK_TABLE):
+    if not _has_table(engine):
         return None
     table = sa.table(PERIODIC_TASK_TABLE, sa.column("name"), sa.column("enabled"),
                      sa.column("last_run_at"))
@@ -118,6 +118,17 @@ def read_source(engine: sa.Engine, ran_after: datetime | None = None) -> list[So
     with engine.connect() as connection:
         rows = connection.execute(query).all()
     return [SourceTask(str(name), _aware(last)) for name, last in rows]
+
+
+def _has_table(engine: sa.Engine) -> bool:
+    if engine.dialect.name not in ("mysql", "mariadb"):
+        return sa.inspect(engine).has_table(PERIODIC_TASK_TABLE)
+    # MySQL refuses to describe a table its user holds nothing on, present or not (and says
+    # which only to a user who may see it): a table hidden from the user is no table here.
+    with engine.connect() as connection:
+        return connection.execute(sa.text(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() "
+            "AND table_name = :name"), {"name": PERIODIC_TASK_TABLE}).first() is not None
 
 
 def _aware(value: object) -> datetime | None:

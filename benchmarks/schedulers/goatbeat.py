@@ -64,9 +64,19 @@ class Goatbeat(Adapter):
         # API refuses it), and the update takes a few round trips: due 0.25 s from now, timed
         # from then. The loaded rows carry the offset that spreads them over their interval; an
         # offset shifts a one-time run too, so it goes.
-        due = datetime.now(timezone.utc) + timedelta(seconds=0.25)
-        self._client().update(name, at=due, offset=None)
-        return due.timestamp()
+        from goatbeat_celery.core.types.errors import ConfigurationError
+
+        client = self._client()  # opened (the first time) before the instant is chosen
+        for lead in (0.25, 1.0):
+            due = datetime.now(timezone.utc) + timedelta(seconds=lead)
+            try:
+                client.update(name, at=due, offset=None)
+            except ConfigurationError:
+                # The update's round trips outlasted the lead (a machine busy with other
+                # work): a later instant, still timed from the instant set.
+                continue
+            return due.timestamp()
+        raise RuntimeError(f"edit of {name}: the update outlasted a lead of 1 s twice")
 
     def _client(self) -> Any:
         """The client API on an open store (opened once, as an application would)."""

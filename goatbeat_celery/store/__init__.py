@@ -42,7 +42,8 @@ _OPTIONS: dict[Backend, frozenset[str]] = {
         "max_overflow", "application_name", "session_locks",
     }),
     Backend.MYSQL: frozenset({
-        "connect_timeout", "statement_timeout", "pool_size", "max_overflow", "session_locks",
+        "connect_timeout", "statement_timeout", "idle_in_transaction_timeout", "pool_size",
+        "max_overflow", "session_locks",
     }),
 }
 

@@ -26,6 +26,10 @@ _POSTGRES_ENGINES = frozenset({
     "django.db.backends.postgresql_psycopg2",
     "django.contrib.gis.db.backends.postgis",
 })
+_MYSQL_ENGINES = frozenset({
+    "django.db.backends.mysql",
+    "django.contrib.gis.db.backends.mysql",
+})
 _SQLITE_ENGINES = frozenset({
     "django.db.backends.sqlite3",
     "django.contrib.gis.db.backends.spatialite",
@@ -51,11 +55,14 @@ def is_installed(installed_apps: Any) -> bool:
 
 
 def url_for(entry: Mapping[str, Any]) -> str:
-    """The SQLAlchemy URL of one ``DATABASES`` entry: ``postgresql+psycopg://…`` with the user
-    and password quoted, or ``sqlite:///<absolute path>``. Raises UnusableDatabase."""
+    """The SQLAlchemy URL of one ``DATABASES`` entry: ``postgresql+psycopg://…`` or
+    ``mysql+pymysql://…`` (goatbeat's MySQL driver, whichever Django uses) with the user and
+    password quoted, or ``sqlite:///<absolute path>``. Raises UnusableDatabase."""
     engine = str(entry.get("ENGINE") or "")
     if engine in _POSTGRES_ENGINES:
         return _postgres_url(entry).render_as_string(hide_password=False)
+    if engine in _MYSQL_ENGINES:
+        return _mysql_url(entry).render_as_string(hide_password=False)
     if engine in _SQLITE_ENGINES:
         name = entry.get("NAME")
         if not name or str(name) == ":memory:" or str(name).startswith("file:"):
@@ -63,7 +70,8 @@ def url_for(entry: Mapping[str, Any]) -> str:
                 f"the SQLite database {str(name or '')!r} is not a file goatbeat can open")
         return URL.create("sqlite", database=str(Path(name).resolve())).render_as_string()
     raise UnusableDatabase(
-        f"its ENGINE {engine!r} is not PostgreSQL or SQLite, the databases goatbeat supports")
+        f"its ENGINE {engine!r} is not PostgreSQL, MySQL or SQLite, the databases goatbeat "
+        "supports")
 
 
 def _postgres_url(entry: Mapping[str, Any]) -> URL:
@@ -78,6 +86,31 @@ def _postgres_url(entry: Mapping[str, Any]) -> URL:
     port = entry.get("PORT")
     return URL.create(
         "postgresql+psycopg",
+        username=str(entry.get("USER") or "") or None,
+        password=str(entry.get("PASSWORD") or "") or None,
+        host=host,
+        port=int(port) if port not in (None, "") else None,
+        database=str(entry.get("NAME") or "") or None,
+        query=query,
+    )
+
+
+def _mysql_url(entry: Mapping[str, Any]) -> URL:
+    options = entry.get("OPTIONS") or {}
+    if options.get("read_default_file"):
+        # Django's MySQL driver reads the server, the user and the database from that file;
+        # goatbeat's does not.
+        raise UnusableDatabase(
+            "its OPTIONS name a read_default_file, which goatbeat does not read")
+    query = {key: str(options[key]) for key in ("charset", "unix_socket")
+             if options.get(key) is not None}
+    host = str(entry.get("HOST") or "") or None
+    if host is not None and host.startswith("/"):
+        query["unix_socket"] = host  # Django's MySQL driver takes a socket path as HOST
+        host = None
+    port = entry.get("PORT")
+    return URL.create(
+        "mysql+pymysql",
         username=str(entry.get("USER") or "") or None,
         password=str(entry.get("PASSWORD") or "") or None,
         host=host,
@@ -127,9 +160,11 @@ def same_database(left: str, right: str) -> bool:
     if a.get_backend_name() == "sqlite":
         return bool(a.database and b.database
                     and Path(a.database).resolve() == Path(b.database).resolve())
-    return ((a.host or "localhost", a.port or 5432, a.database, a.username)
-            == (b.host or "localhost", b.port or 5432, b.database, b.username)
-            and a.query.get("host") == b.query.get("host"))
+    port = 3306 if a.get_backend_name() in ("mysql", "mariadb") else 5432
+    return ((a.host or "localhost", a.port or port, a.database, a.username)
+            == (b.host or "localhost", b.port or port, b.database, b.username)
+            and a.query.get("host") == b.query.get("host")
+            and a.query.get("unix_socket") == b.query.get("unix_socket"))
 
 
 def alias_for(url: str, databases: Mapping[str, Mapping[str, Any]]) -> str | None:

@@ -15,6 +15,12 @@ from goatbeat_celery.core.types.errors import (
     StoreUnavailable,
 )
 
+
+class Unverified(StoreError):
+    """What the connected user holds cannot be read entirely (on MySQL, a role's grants
+    hidden from it): nothing is reported missing, nor everything held."""
+
+
 #: SQLSTATE classes that mean the database refused what was asked of it (bad data, a value
 #: too large for an index, a missing privilege), not that it is unavailable: retrying the same
 #: statement fails the same way, so the caller must not wait for the database to come back.

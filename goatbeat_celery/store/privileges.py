@@ -8,7 +8,10 @@ On PostgreSQL each privilege is asked of the server with ``has_table_privilege``
 ``has_column_privilege`` (a privilege on named columns, ``"UPDATE (a, b)"``: each of them) and
 ``has_sequence_privilege``, for the role the URL connects as: the server answers from the
 same grants it enforces (direct, through a role's membership, or to ``PUBLIC``), every
-privilege in one statement, without writing a row. A write tried and rolled back would have
+privilege in one statement, without writing a row. MySQL and MariaDB answer no such question:
+there the user's grants (and its roles') are read with ``SHOW GRANTS`` and matched against what
+each role needs (:mod:`goatbeat_celery.store.mysql.grants`); its tables number their rows with
+``AUTO_INCREMENT``, so no sequence is needed. A write tried and rolled back would have
 to take row locks on the live lease and schedules, fire the tag triggers and notify the
 replicas, and would stop at the first refusal instead of listing every one. On SQLite the
 one privilege is the operating system's: the file and its directory writable by this user.
@@ -25,7 +28,7 @@ import sqlalchemy as sa
 
 from goatbeat_celery.core.rules.runs import RUN_COLUMNS
 from goatbeat_celery.migrations import VERSION_TABLE
-from goatbeat_celery.store.errors import translated
+from goatbeat_celery.store.errors import Unverified, translated
 from goatbeat_celery.store.schema import (
     ALERT_TABLE,
     AUDIT_TABLE,
@@ -39,7 +42,7 @@ from goatbeat_celery.store.schema import (
 )
 from goatbeat_celery.store.url import mask_url
 
-__all__ = ["NEEDS", "Missing", "Role", "missing_privileges"]
+__all__ = ["NEEDS", "Missing", "Role", "Unverified", "missing_privileges"]
 
 
 class Role(str, enum.Enum):
@@ -99,6 +102,8 @@ def missing_privileges(engine: sa.Engine, role: Role) -> list[Missing]:
     Raises StoreError (StoreUnavailable when the database cannot be reached)."""
     if engine.dialect.name == "sqlite":
         return _sqlite_missing(engine)
+    if engine.dialect.name in ("mysql", "mariadb"):
+        return _mysql_missing(engine, role)
     if engine.dialect.name != "postgresql":
         return []
     needs = [(target, privilege) for target, privileges in NEEDS[role].items()
@@ -131,6 +136,42 @@ def _held(target: str, privilege: str) -> sa.ColumnElement[bool]:
     if target.endswith("_id_seq"):
         return sa.func.has_sequence_privilege(target, privilege)
     return sa.func.has_table_privilege(target, privilege)
+
+
+def _mysql_missing(engine: sa.Engine, role: Role) -> list[Missing]:
+    """:func:`missing_privileges` on MySQL / MariaDB, from ``SHOW GRANTS``. Raises
+    :class:`Unverified` when a role's grants are hidden."""
+    from goatbeat_celery.store.mysql.grants import grants, lacking
+
+    needs = {target: privileges for target, privileges in NEEDS[role].items()
+             if not target.endswith("_id_seq")}
+    with translated("read privileges", mask_url(engine.url)), engine.connect() as conn:
+        user = conn.execute(sa.text("SELECT CURRENT_USER()")).scalar_one()
+        database = conn.execute(sa.text("SELECT DATABASE()")).scalar_one()
+        found = grants(conn)
+        # The server lists only the tables a user holds something on: a table hidden from
+        # it is absent only while the schema is behind (or its revision cannot be read).
+        present = set(conn.execute(sa.text(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
+        )).scalars())
+        if VERSION_TABLE in present and not lacking(found, str(database), VERSION_TABLE,
+                                                    "SELECT"):
+            from goatbeat_celery.migrations import current_revision, head_revision
+
+            if current_revision(conn) == head_revision():
+                present = set(needs)
+    name, _, host = str(user).rpartition("@")
+    grantee = f"'{name}'@'{host}'"
+    missing: list[Missing] = []
+    for target, privileges in needs.items():
+        if target not in present:
+            missing.append(Missing(privileges=privileges, target=target, role=grantee,
+                                   kind="absent"))
+            continue
+        lacks = tuple(p for p in privileges if lacking(found, str(database), target, p))
+        if lacks:
+            missing.append(Missing(privileges=lacks, target=target, role=grantee))
+    return missing
 
 
 def _sqlite_missing(engine: sa.Engine) -> list[Missing]:

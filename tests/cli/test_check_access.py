@@ -184,3 +184,92 @@ def test_check_fails_on_a_broker_that_does_not_answer_within_its_timeout(cli: Cl
     assert time.monotonic() - began < BROKER_TIMEOUT + 10
     assert found["status"] == "fail"
     assert "redis://127.0.0.1:9/0" in found["detail"] and "broker_url" in found["detail"]
+
+
+# -- MySQL / MariaDB: the grants read from SHOW GRANTS -------------------------------------------
+class MySQLUser(Role):
+    """A user of its own on MySQL: a grant names one table, and ``%`` is sent as written."""
+
+    def grant(self, *statements: str) -> None:
+        engine = sa.create_engine(self.admin_url, poolclass=sa.NullPool)
+        try:
+            with engine.begin() as connection, connection.connection.cursor() as cursor:
+                for statement in statements:
+                    cursor.execute(statement.format(role=self.name))  # no parameters
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture
+def mysql_user(mysql_server_url: URL) -> Iterator[MySQLUser]:
+    """A user of its own, with no privilege yet, on a migrated MySQL database of its own."""
+    from goatbeat_celery.store import upgrade_schema
+
+    suffix = uuid.uuid4().hex[:10]
+    name, database = f"gb_user_{suffix}", f"goatbeat_grants_{suffix}"
+    admin = _admin_engine(mysql_server_url)
+    with admin.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4"))
+        connection.execute(sa.text(f"CREATE USER '{name}'@'%' IDENTIFIED BY 'limited'"))
+    try:
+        url = mysql_server_url.set(database=database)
+        upgrade_schema(url.render_as_string(hide_password=False))
+        yield MySQLUser(name=f"'{name}'@'%'",
+                   url=url.set(username=name, password="limited").render_as_string(
+                       hide_password=False),
+                   admin_url=url.render_as_string(hide_password=False))
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"DROP USER IF EXISTS '{name}'@'%'"))
+            connection.execute(sa.text(f"DROP ROLE IF EXISTS gb_role_{suffix}"))
+            connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{database}`"))
+        admin.dispose()
+
+
+@pytest.mark.mysql
+def test_on_mysql_check_lists_every_privilege_beat_lacks_and_its_grants_fix_them(
+        cli_for: Any, mysql_user: MySQLUser) -> None:
+    mysql_user.grant(*(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {{role}}"
+                       for table in ("goatbeat_schedule", "goatbeat_execution",
+                                     "goatbeat_lease")),
+                     "GRANT SELECT ON goatbeat_alembic_version TO {role}")
+    cli: Cli = cli_for(mysql_user.url, goatbeat_track_runs=True)
+
+    result = cli.fails("check")
+    found = checks_of(cli)["grants"]
+
+    assert found["status"] == "fail"
+    for table in ("goatbeat_alert", "goatbeat_audit", "goatbeat_backfill", "goatbeat_calendar",
+                  "goatbeat_outbox"):
+        assert f"{mysql_user.name} lacks SELECT, INSERT, UPDATE, DELETE on table {table}" \
+            in found["detail"]
+    assert "sequence" not in found["detail"]  # AUTO_INCREMENT: no sequence to grant
+    assert "goatbeat_schedule " not in found["detail"]  # granted
+    grants = [line.strip() for line in found["detail"].splitlines()
+              if line.strip().startswith("GRANT ")]
+    assert len(grants) == 6 and all(line in result.stdout for line in grants)
+
+    mysql_user.grant(*grants)
+    assert checks_of(cli)["grants"]["status"] == "ok"
+
+
+@pytest.mark.mysql
+def test_on_mysql_a_worker_needs_its_run_columns_and_a_role_may_grant_them(
+        cli_for: Any, mysql_user: MySQLUser) -> None:
+    role = "gb_role_" + mysql_user.name.split("_")[-1].split("'")[0]
+    columns = ", ".join((*RUN_COLUMNS, "settled"))
+    mysql_user.grant("GRANT SELECT ON goatbeat_alembic_version TO {role}",
+                     "GRANT SELECT ON goatbeat_execution TO {role}")
+    cli: Cli = cli_for(mysql_user.url)
+
+    found = json.loads(cli("check", "--role", "worker", "--json").stdout)
+    (privileges,) = [c for c in found["checks"] if c["name"] == "grants"]
+    assert privileges["status"] == "fail"
+    assert f"GRANT UPDATE ({columns}) ON goatbeat_execution TO {mysql_user.name};" \
+        in privileges["detail"]
+
+    # Granted through a role of the user's, its default: SHOW GRANTS FOR the role is read.
+    mysql_user.grant(f"CREATE ROLE {role}",
+                     f"GRANT UPDATE ({columns}) ON goatbeat_execution TO {role}",
+                     f"GRANT {role} TO {{role}}", f"SET DEFAULT ROLE {role} FOR {{role}}")
+    cli.ok("check", "--role", "worker")

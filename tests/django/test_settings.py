@@ -86,9 +86,11 @@ def test_a_sqlite_entry_becomes_an_absolute_path(tmp_path: Path,
 
 
 @pytest.mark.parametrize("entry", [
-    {"ENGINE": "django.db.backends.mysql", "NAME": "app"},
+    {"ENGINE": "django.db.backends.oracle", "NAME": "app"},
+    {"ENGINE": "django.db.backends.mysql", "NAME": "app",
+     "OPTIONS": {"read_default_file": "/etc/mysql/my.cnf"}},
     {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
-], ids=["mysql", "sqlite-memory"])
+], ids=["oracle", "mysql-option-file", "sqlite-memory"])
 def test_a_default_database_goatbeat_cannot_use_is_a_problem_not_a_fallback(
         django_db: str, entry: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     from django.conf import settings

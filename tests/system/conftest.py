@@ -1,6 +1,6 @@
-"""System-test fixtures: a fresh migrated PostgreSQL database and a Redis check per test;
-private PostgreSQL, Redis and RabbitMQ servers for the scenarios that stop them; a figures
-report."""
+"""System-test fixtures: a fresh migrated PostgreSQL (or MariaDB) database and a Redis check per
+test; private PostgreSQL, MariaDB, Redis and RabbitMQ servers for the scenarios that stop them;
+a figures report."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 import redis
+import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
-from tests.conftest import migrated_database
+from tests.conftest import _admin_engine, migrated_database
 from tests.system.fidelity import FidWorld
-from tests.system.harness import Cluster, SQLiteCluster, running
-from tests.system.services import PrivatePostgres, PrivateRabbitMQ, PrivateRedis
+from tests.system.harness import Cluster, MySQLCluster, SQLiteCluster, running
+from tests.system.services import PrivateMariaDB, PrivatePostgres, PrivateRabbitMQ, PrivateRedis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
 
@@ -70,6 +71,64 @@ def sqlite_cluster(request: pytest.FixtureRequest, tmp_path: Path,
     url = f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
     with running(request, SQLiteCluster(workdir=tmp_path, database_url=url,
                                          redis_url=redis_url)) as world:
+        yield world
+
+
+@pytest.fixture
+def fresh_mysql_url(mysql_server_url: URL) -> Iterator[str]:
+    """A new database on the shared MySQL / MariaDB server, migrated, for one scenario;
+    dropped afterwards."""
+    from goatbeat_celery.store import upgrade_schema
+
+    name = f"goatbeat_sys_{uuid.uuid4().hex[:12]}"
+    admin = _admin_engine(mysql_server_url)
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"))
+        url = mysql_server_url.set(database=name).render_as_string(hide_password=False)
+        upgrade_schema(url)
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"DROP DATABASE IF EXISTS `{name}`"))
+        admin.dispose()
+
+
+@pytest.fixture
+def mysql_cluster(request: pytest.FixtureRequest, tmp_path: Path, fresh_mysql_url: str,
+                  redis_url: str) -> Iterator[MySQLCluster]:
+    """Processes of one scenario sharing a MySQL / MariaDB database, as ``cluster`` shares a
+    PostgreSQL one."""
+    with running(request, MySQLCluster(workdir=tmp_path, database_url=fresh_mysql_url,
+                                        redis_url=redis_url)) as world:
+        yield world
+
+
+@pytest.fixture
+def private_mariadb() -> Iterator[PrivateMariaDB]:
+    """A MariaDB server of this test's own, migrated, that the test may stop and restart;
+    stopped (by pid) and removed at the end whatever happened. Fails, never skips, when
+    MariaDB is not installed."""
+    from goatbeat_celery.store import upgrade_schema
+
+    try:
+        server = PrivateMariaDB()
+    except AssertionError as exc:
+        pytest.fail(f"MariaDB is required: {exc}", pytrace=False)
+    try:
+        server.start()
+        upgrade_schema(server.url)
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def mariadb_cluster(request: pytest.FixtureRequest, tmp_path: Path,
+                    private_mariadb: PrivateMariaDB, redis_url: str) -> Iterator[MySQLCluster]:
+    """A scenario's processes on the private MariaDB server (stopped before the server)."""
+    with running(request, MySQLCluster(workdir=tmp_path, database_url=private_mariadb.url,
+                                        redis_url=redis_url)) as world:
         yield world
 
 

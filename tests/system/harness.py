@@ -292,15 +292,16 @@ class Cluster(World):
         return wait_for(found, timeout=timeout, what="a leader")
 
 @dataclass
-class SQLiteCluster(Cluster):
-    """A scenario's world on a SQLite file (the replicas of one host): what PostgreSQL's
-    ``now()`` and sessions answer elsewhere is read through goatbeat's own store here."""
+class StoreCluster(Cluster):
+    """A scenario's world on a database other than PostgreSQL: what PostgreSQL's ``now()``,
+    sessions and columns answer there is read through goatbeat's own store (the database's
+    clock, the replicas' member rows, instants as aware UTC)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         from goatbeat_celery.store import open_store
 
-        self.store = open_store(self.database_url)  # creates the schema
+        self.store = open_store(self.database_url)  # on SQLite, creates the schema
 
     def db_now(self) -> datetime:
         return self.store.now()
@@ -329,6 +330,16 @@ class SQLiteCluster(Cluster):
     def stop_all(self) -> None:
         super().stop_all()
         self.store.close()
+
+
+@dataclass
+class SQLiteCluster(StoreCluster):
+    """A scenario's world on a SQLite file (the replicas of one host)."""
+
+
+@dataclass
+class MySQLCluster(StoreCluster):
+    """A scenario's world on a MySQL / MariaDB database (migrated beforehand)."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""Private servers and faults for the fault scenarios: a PostgreSQL cluster and a Redis server
-of the scenario's own (so stopping them never touches the machine's shared ones), a loopback TCP
-proxy that can be cut to partition one replica from the database, and a skewed wall clock.
+"""Private servers and faults for the fault scenarios: a PostgreSQL cluster, a MariaDB server
+and a Redis server of the scenario's own (so stopping them never touches the machine's shared
+ones), a loopback TCP proxy that can be cut to partition one replica from the database, and a
+skewed wall clock.
 
 Every server is a child process of the test, started and ended by pid.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pymysql
 import redis
 
 from tests.support.waiting import wait_for
@@ -113,6 +115,77 @@ class PrivatePostgres:
         """Fast shutdown (SIGINT to the postmaster): sessions are ended, as in a restart."""
         if self.popen is not None:
             _stop_pid(self.popen, signal.SIGINT, 30)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class PrivateMariaDB:
+    """A throwaway MariaDB server on a free port, from the ``mariadbd`` scripts/services.sh
+    installs, with a data directory of its own (the shared server on 3306, which other tests
+    use meanwhile, is never touched). :meth:`stop` and :meth:`start` restart it in place."""
+
+    SERVER = "/usr/sbin/mariadbd"
+    DATABASE = "goatbeat"
+
+    def __init__(self) -> None:
+        if not os.access(self.SERVER, os.X_OK) or shutil.which("mariadb-install-db") is None:
+            raise AssertionError("MariaDB is not installed (run scripts/services.sh)")
+        self.root = Path(tempfile.mkdtemp(prefix="goatbeat-mariadb-"))
+        self.data = self.root / "data"
+        self.log_path = self.root / "mariadb.log"
+        self.port = free_port()
+        self.popen: subprocess.Popen[bytes] | None = None
+        # root signs in over TCP without a password, as on the shared server.
+        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.data}",
+                        f"--user={pwd.getpwuid(os.geteuid()).pw_name}",
+                        "--auth-root-authentication-method=normal", "--skip-test-db"],
+                       check=True, capture_output=True)
+
+    @property
+    def url(self) -> str:
+        return f"mysql+pymysql://root@127.0.0.1:{self.port}/{self.DATABASE}"
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.popen = subprocess.Popen(
+                [self.SERVER, "--no-defaults", f"--datadir={self.data}",
+                 f"--port={self.port}", "--bind-address=127.0.0.1",
+                 f"--socket={self.root / 'mariadb.sock'}",
+                 f"--pid-file={self.root / 'mariadb.pid'}",
+                 f"--user={pwd.getpwuid(os.geteuid()).pw_name}",
+                 # A test server: durability is not what is under test.
+                 "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=32M",
+                 "--skip-log-bin"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )
+        wait_for(self._answers, timeout=30, what=f"private MariaDB on port {self.port}")
+        with pymysql.connect(host="127.0.0.1", port=self.port, user="root",
+                             connect_timeout=2, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self.DATABASE}` "
+                        "CHARACTER SET utf8mb4")
+
+    def _answers(self) -> bool:
+        if not self.alive():
+            raise AssertionError(f"private MariaDB exited:\n{self.log()[-3000:]}")
+        try:
+            pymysql.connect(host="127.0.0.1", port=self.port, user="root",
+                            connect_timeout=2).close()
+            return True
+        except pymysql.MySQLError:
+            return False
+
+    def stop(self) -> None:
+        """A normal shutdown (SIGTERM): every session is ended, as in a restart."""
+        if self.popen is not None:
+            _stop_pid(self.popen, signal.SIGTERM, 60)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -39,7 +39,9 @@ def _duplicate(exc: sa.exc.IntegrityError) -> bool:
 class MySQLStore(SQLStore):
     """ScheduleStore and LeaseManager on MySQL 8 or MariaDB 10.6 and later (PyMySQL).
 
-    Lease expiry and due-ness are judged by the database's ``UTC_TIMESTAMP(6)``. The schema
+    Lease expiry and due-ness are judged by the database's ``UTC_TIMESTAMP(6)``. A session
+    idle inside a transaction for ``idle_in_transaction_timeout`` seconds is ended by the
+    server (None: never), so that a replica frozen there holds no takeover back. The schema
     must be at the current revision (SchemaOutOfDate otherwise); ``create_schema=True`` runs
     the migrations on open instead. :meth:`wait` hears the edits made through any store object
     of this process on the same database; edits made by other processes are seen at the next
@@ -50,11 +52,14 @@ class MySQLStore(SQLStore):
 
     def __init__(self, url: str | URL, *, create_schema: bool = False,
                  connect_timeout: float = 5.0, statement_timeout: float = 5.0,
-                 pool_size: int = 5, max_overflow: int = 5, session_locks: bool = True) -> None:
+                 idle_in_transaction_timeout: float | None = 10.0, pool_size: int = 5,
+                 max_overflow: int = 5, session_locks: bool = True) -> None:
         problems = [
             Problem(name, f"must be a positive number of seconds, got {value!r}")
             for name, value in (("connect_timeout", connect_timeout),
-                                ("statement_timeout", statement_timeout))
+                                ("statement_timeout", statement_timeout),
+                                ("idle_in_transaction_timeout",
+                                 idle_in_transaction_timeout or 1.0))
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
         ]
         if not isinstance(session_locks, bool):
@@ -63,9 +68,12 @@ class MySQLStore(SQLStore):
         if problems:
             raise ConfigurationError(problems, subject="MySQL store options")
         sa_url = normalise_url(url)
+        # Only the transactions' engine is limited: the autocommit one is never idle inside
+        # a transaction, and its idle connections may stay.
         engine = create_mysql_engine(sa_url, connect_timeout=connect_timeout,
-                                     statement_timeout=statement_timeout, pool_size=pool_size,
-                                     max_overflow=max_overflow)
+                                     statement_timeout=statement_timeout,
+                                     idle_in_transaction_timeout=idle_in_transaction_timeout,
+                                     pool_size=pool_size, max_overflow=max_overflow)
         self._autocommit = create_mysql_engine(
             sa_url, connect_timeout=connect_timeout, statement_timeout=statement_timeout,
             pool_size=pool_size, max_overflow=max_overflow, autocommit=True)
