@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import pymysql
 import redis
 
 from tests.support.waiting import wait_for
@@ -167,6 +166,8 @@ class PrivateMariaDB:
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )
         wait_for(self._answers, timeout=30, what=f"private MariaDB on port {self.port}")
+        import pymysql  # the mysql extra; the lowest-versions tier runs without it
+
         with pymysql.connect(host="127.0.0.1", port=self.port, user="root",
                              connect_timeout=2, autocommit=True) as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self.DATABASE}` "
@@ -175,6 +176,8 @@ class PrivateMariaDB:
     def _answers(self) -> bool:
         if not self.alive():
             raise AssertionError(f"private MariaDB exited:\n{self.log()[-3000:]}")
+        import pymysql
+
         try:
             pymysql.connect(host="127.0.0.1", port=self.port, user="root",
                             connect_timeout=2).close()
