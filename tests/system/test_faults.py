@@ -799,7 +799,13 @@ def start_sharded(cluster: Cluster, count: int = 3) -> list[Process]:
         fair = sorted(len(v) for v in led.values()) == sorted(
             SHARDS // count + (1 if i < SHARDS % count else 0) for i in range(count))
         return led if fair and set(led) == {p.pid for p in replicas} else None
-    wait_for(balanced, timeout=30, what="every replica to lead its share of the shards")
+    try:
+        wait_for(balanced, timeout=30, what="every replica to lead its share of the shards")
+    except AssertionError as exc:
+        # What each replica led at the end, and each shard lease as stored, explain a failure.
+        raise AssertionError(f"{exc}; replicas {[p.pid for p in replicas]} led "
+                             f"{shards_led(cluster)}; shard leases "
+                             f"{sorted(shard_leases(cluster).items())}") from exc
     return replicas
 
 
