@@ -8,14 +8,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import cast
 
-from goatbeat_celery.api.arguments import _MAX_ROW_ID
+from goatbeat_celery.api.arguments import _MAX_ROW_ID, _note_problems
 from goatbeat_celery.api.records import RecordReads
 from goatbeat_celery.core.protocols import AlertLog
 from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.audit import audit_value, reason_problems
 from goatbeat_celery.core.rules.validation import (
-    MAX_REASON_LENGTH,
-    description_problem,
     instant_problem,
 )
 from goatbeat_celery.core.types.audit import AuditAction
@@ -90,13 +88,3 @@ class AlertActions(RecordReads):
         if found is None:
             raise AlertNotFound(alert_id)
         return found
-
-
-def _note_problems(note: str | None) -> list[Problem]:
-    if note is None:
-        return []
-    problem = description_problem(note, "note")
-    if problem is None and len(note) > MAX_REASON_LENGTH:
-        problem = Problem("note", f"{len(note)} characters",
-                          f"at most {MAX_REASON_LENGTH} are allowed")
-    return [] if problem is None else [problem]

@@ -10,7 +10,9 @@ from typing import TypeVar
 from goatbeat_celery.core.rules.audit import reason_problems
 from goatbeat_celery.core.rules.controls import MAX_PREVIEW
 from goatbeat_celery.core.rules.validation import (
+    MAX_REASON_LENGTH,
     calendar_name_problems,
+    description_problem,
     limit_problem,
     name_problems,
     nul_problem,
@@ -130,3 +132,14 @@ def _count_problem(count: object) -> Problem | None:
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PREVIEW:
         return Problem("count", f"must be an integer from 1 to {MAX_PREVIEW}, got {count!r}")
     return None
+
+
+def _note_problems(note: str | None) -> list[Problem]:
+    """A pause's or an alert's note: shown text, at most MAX_REASON_LENGTH characters."""
+    if note is None:
+        return []
+    problem = description_problem(note, "note")
+    if problem is None and len(note) > MAX_REASON_LENGTH:
+        problem = Problem("note", f"{len(note)} characters",
+                          f"at most {MAX_REASON_LENGTH} are allowed")
+    return [] if problem is None else [problem]

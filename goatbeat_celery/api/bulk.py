@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, cast
 
-from goatbeat_celery.api.arguments import _lookup_problems
+from goatbeat_celery.api.arguments import _lookup_problems, _note_problems
 from goatbeat_celery.api.writes import ScheduleWrites
 from goatbeat_celery.core.rules.audit import reason_problems
 from goatbeat_celery.core.rules.controls import tag_filter_problems
 from goatbeat_celery.core.rules.validation import (
     MAX_REASON_LENGTH,
-    description_problem,
     instant_problem,
 )
 from goatbeat_celery.core.types.errors import (
@@ -238,16 +237,6 @@ class BulkMethods(ScheduleWrites):
                     extra={"action": f"bulk_{action}"})
         return BulkResult(action, tuple(outcomes))
 
-
-def _note_problems(note: str | None) -> list[Problem]:
-    """A pause's note, checked as :meth:`~goatbeat_celery.api.Schedules.pause` checks it."""
-    if note is None:
-        return []
-    problem = description_problem(note, "note")
-    if problem is None and len(note) > MAX_REASON_LENGTH:
-        problem = Problem("note", f"{len(note)} characters",
-                          f"at most {MAX_REASON_LENGTH} are allowed")
-    return [] if problem is None else [problem]
 
 
 def _set_aside(schedule: Schedule) -> str | None:

@@ -9,14 +9,17 @@ from datetime import datetime
 from typing import Any
 
 from goatbeat_celery import spec_input
-from goatbeat_celery.api.arguments import _check_reason, _lookup_problems, _schedule_name
+from goatbeat_celery.api.arguments import (
+    _check_reason,
+    _lookup_problems,
+    _note_problems,
+    _schedule_name,
+)
 from goatbeat_celery.api.base import SchedulesBase
 from goatbeat_celery.api.preconditions import _check_spec_version, _require_repair
 from goatbeat_celery.core.rules.audit import audit_value, reason_problems, spec_changes
 from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.rules.validation import (
-    MAX_REASON_LENGTH,
-    description_problem,
     instant_problem,
 )
 from goatbeat_celery.core.types.audit import AuditAction, FieldChange
@@ -254,12 +257,7 @@ class ScheduleWrites(SchedulesBase):
         lasts until :meth:`resume`. The audit log's reason is ``reason``, else ``note``."""
         problems = [*_lookup_problems(name), *reason_problems(reason)]
         now = self.store.now()
-        if note is not None:
-            problem = description_problem(note, "note")
-            if problem is None and len(note) > MAX_REASON_LENGTH:
-                problem = Problem("note", f"{len(note)} characters",
-                                  f"at most {MAX_REASON_LENGTH} are allowed")
-            problems.extend([] if problem is None else [problem])
+        problems.extend(_note_problems(note))
         if until is not None:
             problem = instant_problem(until, "until")
             if problem is not None:
