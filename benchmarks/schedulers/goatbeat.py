@@ -78,21 +78,24 @@ class Goatbeat(Adapter):
             return due.timestamp()
         raise RuntimeError(f"edit of {name}: the update outlasted a lead of 1 s twice")
 
+    def _store(self) -> Any:
+        """A store on this adapter's database (each adapter names its store class)."""
+        from goatbeat_celery.store.postgres import PostgresStore
+
+        return PostgresStore(self.url)
+
     def _client(self) -> Any:
         """The client API on an open store (opened once, as an application would)."""
         if self._api is None:
             from goatbeat_celery.api import Schedules
-            from goatbeat_celery.store.postgres import PostgresStore
 
-            self._api = Schedules(PostgresStore(self.url))
+            self._api = Schedules(self._store())
             self._api.list(limit=1)  # connect before anything is timed
         return self._api
 
     @contextmanager
     def idle_tick(self) -> Iterator[Callable[[], None]]:
-        from goatbeat_celery.store.postgres import PostgresStore
-
-        store = PostgresStore(self.url)
+        store = self._store()
         grant = store.acquire("bench-idle", "bench", timedelta(seconds=600))
         assert grant is not None
 

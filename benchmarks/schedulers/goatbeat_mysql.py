@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any
 
 import populate
@@ -53,29 +50,7 @@ class GoatbeatMySQL(Goatbeat):
     def shards_shared(self, replicas: int, shards: int) -> bool:
         raise NotImplementedError("the shards scenario runs on PostgreSQL only")
 
-    def _client(self) -> Any:
-        if self._api is None:
-            from goatbeat_celery.api import Schedules
-            from goatbeat_celery.store.mysql import MySQLStore
-
-            self._api = Schedules(MySQLStore(self.url))
-            self._api.list(limit=1)  # connect before anything is timed
-        return self._api
-
-    @contextmanager
-    def idle_tick(self) -> Iterator[Callable[[], None]]:
+    def _store(self) -> Any:
         from goatbeat_celery.store.mysql import MySQLStore
 
-        store = MySQLStore(self.url)
-        grant = store.acquire("bench-idle", "bench", timedelta(seconds=600))
-        assert grant is not None
-
-        def call() -> None:
-            store.take_pending(lease=grant, limit=500)
-            assert not store.due_schedules(500).schedules
-
-        try:
-            yield call
-        finally:
-            store.release(grant)
-            store.close()
+        return MySQLStore(self.url)
