@@ -78,21 +78,8 @@ def _postgres_url(entry: Mapping[str, Any]) -> URL:
     options = entry.get("OPTIONS") or {}
     query = {key: str(value) for key, value in options.items()
              if key in _LIBPQ_OPTIONS and value is not None}
-    host = str(entry.get("HOST") or "") or None
-    if host is not None and host.startswith("/"):
-        # A Unix socket directory: libpq takes it as the host parameter.
-        query["host"] = host
-        host = None
-    port = entry.get("PORT")
-    return URL.create(
-        "postgresql+psycopg",
-        username=str(entry.get("USER") or "") or None,
-        password=str(entry.get("PASSWORD") or "") or None,
-        host=host,
-        port=int(port) if port not in (None, "") else None,
-        database=str(entry.get("NAME") or "") or None,
-        query=query,
-    )
+    # A Unix socket directory: libpq takes it as the host parameter.
+    return _entry_url("postgresql+psycopg", entry, query, socket_key="host")
 
 
 def _mysql_url(entry: Mapping[str, Any]) -> URL:
@@ -104,13 +91,21 @@ def _mysql_url(entry: Mapping[str, Any]) -> URL:
             "its OPTIONS name a read_default_file, which goatbeat does not read")
     query = {key: str(options[key]) for key in ("charset", "unix_socket")
              if options.get(key) is not None}
+    # Django's MySQL driver takes a socket path as HOST.
+    return _entry_url("mysql+pymysql", entry, query, socket_key="unix_socket")
+
+
+def _entry_url(drivername: str, entry: Mapping[str, Any], query: dict[str, str], *,
+               socket_key: str) -> URL:
+    """The URL of a DATABASES ``entry``; a HOST that is a path is a socket, given as the
+    driver's ``socket_key`` query parameter."""
     host = str(entry.get("HOST") or "") or None
     if host is not None and host.startswith("/"):
-        query["unix_socket"] = host  # Django's MySQL driver takes a socket path as HOST
+        query[socket_key] = host
         host = None
     port = entry.get("PORT")
     return URL.create(
-        "mysql+pymysql",
+        drivername,
         username=str(entry.get("USER") or "") or None,
         password=str(entry.get("PASSWORD") or "") or None,
         host=host,
