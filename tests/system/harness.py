@@ -69,13 +69,21 @@ class Process:
 
     def stop(self, timeout: float = 10.0) -> int:
         """SIGTERM, then SIGKILL if it does not exit in time; returns the exit code."""
+        self.terminate()
+        return self.reap(timeout)
+
+    def terminate(self) -> None:
+        """Ask it to stop (woken first, if it was frozen), without waiting."""
         if self.alive():
             self.signal(signal.SIGCONT)
             self.signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
+
+    def reap(self, timeout: float = 10.0) -> int:
+        """Wait for it to exit, SIGKILL when it does not in time; returns the exit code."""
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
         return self.popen.wait(timeout)
 
     def kill_tree(self) -> None:
@@ -441,8 +449,11 @@ def settle(cluster: Cluster, timeout: float = 60) -> datetime:
 def finish(cluster: Cluster, replicas: list[Process]) -> Outcome:
     """Settle, stop the replicas, and join the executions with the worker's records."""
     cutoff = settle(cluster)
+    # All at once: each exits in its own time, none waits for the one before.
     for replica in replicas:
-        replica.stop()
+        replica.terminate()
+    for replica in replicas:
+        replica.reap()
     return Outcome.of(cluster.executions(), cluster.records(), until=cutoff)
 
 

@@ -192,6 +192,15 @@ class Outcome:
         values = [o.submit_lateness for o in self.due_between(start, end)]
         return max((v for v in values if v is not None), default=0.0)
 
+    def max_wait_after(self, fault: float, end: float) -> float:
+        """Largest time an occurrence due from a second before ``fault`` until ``end`` waited
+        to be submitted, counted from the fault or from its due time, whichever is later:
+        what the fault cost, without the wait a batch in flight at the fault had already
+        done (it fell due up to a second before)."""
+        values = [o.submitted_at.timestamp() - max(o.due, fault)
+                  for o in self.due_between(fault - 1, end) if o.submitted_at is not None]
+        return max(values, default=0.0)
+
     def lateness_figures(self) -> dict[str, str]:
         submit = [v for o in self.scheduled if (v := o.submit_lateness) is not None]
         arrival = [v for o in self.scheduled if (v := o.arrival_lateness) is not None]

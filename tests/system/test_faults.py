@@ -92,18 +92,18 @@ def cluster_on(store: str, request: pytest.FixtureRequest) -> Cluster:
 
 # -- 1. steady state ------------------------------------------------------------------------
 @serial
-def test_three_replicas_for_a_minute_claim_every_point_once_and_deliver_it_once(
+def test_three_replicas_for_thirty_seconds_claim_every_point_once_and_deliver_it_once(
         cluster: Cluster, report: Any) -> None:
-    schedules = every_second(20)
+    schedules = every_second(40)
     cluster.write_config(schedules=schedules, settings=FAST_LEASE)
     cluster.start_worker()
     replicas = start_replicas(cluster)
     first_lease = cluster.lease()
     assert first_lease is not None
     started = cluster.db_now()
-    # Sixty renewals of a 1 s renew interval and 1,200 occurrences: enough for the lease to
+    # Thirty renewals of a 1 s renew interval and 1,200 occurrences: enough for the lease to
     # have changed hands had it been going to, and a 99th percentile that leaves out 12.
-    run_for(60)
+    run_for(30)
     assert_alive(*replicas)
     last_lease = cluster.lease()
     outcome = finish(cluster, replicas)
@@ -304,7 +304,7 @@ def test_a_leader_stopped_mid_submission_past_its_ttl_claims_nothing_with_its_st
     # last renewal was at most a renew interval before the freeze, or two for one a busy
     # machine made late: the lease ran at least ttl - 2 x renew (1 s) more.
     assert takeover >= TTL - 2 * RENEW, f"a frozen leader was replaced after {takeover:.2f}s"
-    assert outcome.max_lateness(stopped_at - 1, stopped_at + 10) <= TAKEOVER_BOUND
+    assert outcome.max_wait_after(stopped_at, stopped_at + 10) <= TAKEOVER_BOUND
 
 
 @serial
@@ -370,8 +370,13 @@ DEFAULT_LEASE = {"lease_ttl": 30, "lease_renew_interval": 10, "max_interval": 1}
 
 
 @serial
-@pytest.mark.parametrize("store", ["postgres", "mysql"])
-@pytest.mark.parametrize("lease", [FAST_LEASE, DEFAULT_LEASE], ids=["ttl-3s", "ttl-30s"])
+# On MySQL with the default lease only: the released named lock wakes the standby whatever the
+# ttl, and the default's 10 s renew interval is where a handover waiting for a poll would show.
+@pytest.mark.parametrize(("lease", "store"), [
+    pytest.param(FAST_LEASE, "postgres", id="ttl-3s-postgres"),
+    pytest.param(DEFAULT_LEASE, "postgres", id="ttl-30s-postgres"),
+    pytest.param(DEFAULT_LEASE, "mysql", id="ttl-30s-mysql"),
+])
 def test_a_terminated_leader_hands_over_in_under_two_seconds(
         store: str, request: pytest.FixtureRequest, report: Any,
         lease: dict[str, Any]) -> None:
@@ -590,7 +595,7 @@ def test_a_replica_an_hour_ahead_neither_steals_the_lease_nor_claims_early(
     assert lease_pid(while_honest) == honest.pid
     assert lease_pid(after) == skewed.pid
     assert after["acquired_at"] >= last["expires_at"]
-    assert outcome.max_lateness(killed_at - 1, killed_at + 10) <= TAKEOVER_BOUND
+    assert outcome.max_wait_after(killed_at, killed_at + 10) <= TAKEOVER_BOUND
     assert early == []
     outcome.assert_sound(duplicates_allowed=True)
     skewed_runs = [o for o in outcome.scheduled if o.token == after["token"]]
@@ -754,7 +759,7 @@ def test_a_leader_cut_off_from_postgresql_stops_dispatching_and_the_others_take_
     assert stale_claims(outcome, before["token"], after["acquired_at"]) == []
     assert at_end["token"] == after["token"] and lease_pid(at_end) != cut_off.pid
     assert takeover <= TAKEOVER_BOUND
-    assert outcome.max_lateness(cut_at - 1, cut_at + 10) <= TAKEOVER_BOUND
+    assert outcome.max_wait_after(cut_at, cut_at + 10) <= TAKEOVER_BOUND
     if not drop:
         assert came_back is not None, "the healed replica never led again"
 
