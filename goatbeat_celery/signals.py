@@ -81,8 +81,9 @@ ignored; it never stops the loop.
 ``alert_opened``, ``alert_repeated``, ``alert_resolved``
     An alert (docs/alerts.md) was raised on a schedule, counted again for a new run that shows
     it (or told again when its silence ended: ``alert_repeated`` too), or resolved; each sent
-    once, by the leader that wrote it in its fenced transaction. None is sent while the alert
-    is silenced, nor ``alert_repeated`` for a count once it is acknowledged.
+    once, by the leader that wrote it in its fenced transaction. ``alert_repeated`` is not
+    sent for a count while the alert is silenced or once it is acknowledged;
+    ``alert_resolved`` is sent whatever its silence.
     ``alert`` (:class:`~goatbeat_celery.core.rules.alerts.Alert`: ``id``, ``rule``, ``state``,
     ``reason``, ``first_at``, ``last_at``, ``count``, ``key``, ``resolved_at``; ``as_json()``
     gives it as plain data), ``schedule_name`` (str), ``rule`` (str: ``missed``, ``late``,

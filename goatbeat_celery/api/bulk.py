@@ -35,7 +35,7 @@ from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import quoted_name
 
-__all__ = ["BULK_ACTIONS", "MAX_BULK", "BulkAction", "BulkOutcome", "BulkResult"]
+__all__ = ["BULK_ACTIONS", "MAX_BULK", "BulkAction", "BulkOutcome", "BulkResult", "Refusal"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,23 +47,31 @@ BulkAction = Literal["pause", "resume", "run_now"]
 BULK_ACTIONS: tuple[BulkAction, ...] = ("pause", "resume", "run_now")
 #: What a schedule that took the action says, by action.
 _DONE = {"pause": "paused", "resume": "resumed", "run_now": "run queued"}
+#: Why a schedule was refused, for a face to answer by: ``conflict`` (its state: already
+#: paused, not paused, set aside, changed meanwhile, a row to repair), ``not_found``, or
+#: ``outside`` (a name the caller may not change here).
+Refusal = Literal["conflict", "not_found", "outside"]
 
 
 @dataclass(frozen=True)
 class BulkOutcome:
     """What one schedule of a bulk action did: ``done`` (changed, its audit entry written) or
-    refused, with why (``reason``); ``run_key``: the key of the run a run now queued."""
+    refused, with why (``reason``) and its kind (``refusal``); ``run_key``: the key of the run
+    a run now queued."""
 
     name: str
     done: bool
     reason: str
     run_key: str | None = None
+    refusal: Refusal | None = None
 
     def as_json(self) -> dict[str, object]:
         found: dict[str, object] = {"name": self.name, "done": self.done,
                                     "reason": self.reason}
         if self.run_key is not None:
             found["run_key"] = self.run_key
+        if self.refusal is not None:
+            found["refusal"] = self.refusal
         return found
 
 
@@ -81,6 +89,19 @@ class BulkResult:
     @property
     def refused(self) -> list[BulkOutcome]:
         return [outcome for outcome in self.outcomes if not outcome.done]
+
+    @property
+    def refused_whole(self) -> Refusal | None:
+        """Why every schedule was refused, None when one was done: ``conflict`` when one was
+        refused for its state, else ``outside`` when one was outside what may be changed,
+        else ``not_found``."""
+        if self.done or not self.outcomes:
+            return None
+        kinds = {outcome.refusal for outcome in self.outcomes}
+        for kind in ("conflict", "outside"):
+            if kind in kinds:
+                return cast(Refusal, kind)
+        return "not_found"
 
     def as_json(self) -> dict[str, object]:
         return {"action": self.action,
@@ -137,8 +158,6 @@ class BulkMethods(ScheduleWrites):
         keys: dict[str, str] = {}
 
         def one(current: Schedule) -> str | None:
-            if within is not None and not current.name.startswith(within):
-                return f"outside the names starting with {within!r} that may be changed here"
             if action == "pause":
                 if current.paused_at(now):
                     return "already paused" + (
@@ -158,9 +177,10 @@ class BulkMethods(ScheduleWrites):
                 keys[current.name] = self.run_now(current.name, reason=reason).key
             return None
 
-        result = self._each(cast(BulkAction, action), selected, one)
+        result = self._each(cast(BulkAction, action), selected, one, within)
         return BulkResult(result.action, tuple(
-            BulkOutcome(o.name, o.done, o.reason, keys.get(o.name)) for o in result.outcomes))
+            BulkOutcome(o.name, o.done, o.reason, keys.get(o.name), o.refusal)
+            for o in result.outcomes))
 
     # -- helpers ---------------------------------------------------------------------------
     def _until_problems(self, until: datetime | None) -> list[Problem]:
@@ -213,15 +233,22 @@ class BulkMethods(ScheduleWrites):
         return chosen
 
     def _each(self, action: BulkAction, names: Sequence[str],
-              one: Callable[[Schedule], str | None]) -> BulkResult:
+              one: Callable[[Schedule], str | None], within: str | None) -> BulkResult:
         """``one`` for each schedule of ``names``, read fresh; what it returns (or what it
-        raises for that schedule) refuses it, None is done."""
+        raises for that schedule) refuses it, None is done. A name not starting with
+        ``within`` is refused on the name alone, whether it exists or not."""
         outcomes: list[BulkOutcome] = []
         for name in names:
+            kind: Refusal = "conflict"
+            if within is not None and not name.startswith(within):
+                outcomes.append(BulkOutcome(
+                    name, False, f"outside the names starting with {within!r} that may be "
+                    "changed here", refusal="outside"))
+                continue
             try:
                 refused = one(self.store.get_schedule(name))
             except ScheduleNotFound:
-                refused = "not found"
+                refused, kind = "not found", "not_found"
             except ConfigurationError as exc:
                 refused = "; ".join(exc.problems) or str(exc)
             except ScheduleConflict as exc:
@@ -231,7 +258,8 @@ class BulkMethods(ScheduleWrites):
             except ValueError as exc:
                 refused = failure_reason(exc)
             outcomes.append(BulkOutcome(name, refused is None,
-                                        _DONE[action] if refused is None else refused))
+                                        _DONE[action] if refused is None else refused,
+                                        refusal=None if refused is None else kind))
         done = sum(1 for outcome in outcomes if outcome.done)
         logger.info("bulk %s: %d done, %d refused", action, done, len(outcomes) - done,
                     extra={"action": f"bulk_{action}"})

@@ -1,5 +1,10 @@
-"""The lateness chart: submitted minus due for each execution of the last hour, laid out here
-as coordinates for an inline SVG the template draws (no JavaScript, nothing fetched)."""
+"""The lateness chart: submitted minus due for each execution due in the last hour, laid out
+here as coordinates for an inline SVG the template draws (no JavaScript, nothing fetched).
+
+The time axis is fitted to the runs drawn (:class:`~goatbeat_celery.web.chart_frame.TimeAxis`,
+as the runtime chart's): a schedule that runs every second spreads its last runs over the
+width instead of piling them at the end of an hour.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,9 @@ from datetime import datetime, timedelta
 
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.display import human_seconds, lateness, when
+from goatbeat_celery.web.chart_frame import Frame, Tick, TimeAxis, TimeTick, round_ceiling
 
-WIDTH = 720
-HEIGHT = 240
-#: Room for the axis labels and titles: left, right, top, bottom.
-MARGIN = (72, 16, 12, 46)
+__all__ = ["Chart", "Point", "lateness_chart"]
 
 
 @dataclass(frozen=True)
@@ -24,24 +27,12 @@ class Point:
     manual: bool
 
 
-@dataclass(frozen=True)
-class Tick:
-    position: float
-    label: str
-
-
-@dataclass(frozen=True)
-class Chart:
+@dataclass(frozen=True, kw_only=True)
+class Chart(Frame):
     """What the template draws; ``points`` is empty when nothing was submitted in the window."""
 
-    width: int
-    height: int
-    left: float
-    right: float
-    top: float
-    bottom: float
     points: tuple[Point, ...]
-    x_ticks: tuple[Tick, ...]
+    x_ticks: tuple[TimeTick, ...]
     y_ticks: tuple[Tick, ...]
     worst: str
     count: int
@@ -50,58 +41,41 @@ class Chart:
     partial_since: datetime | None = None
     #: The end of the window (the database clock), which the caption's times are relative to.
     now: datetime | None = None
+    #: The first and last due instants drawn (None without points).
+    first: datetime | None = None
+    last: datetime | None = None
 
     @property
     def polyline(self) -> str:
         return " ".join(f"{p.x:.1f},{p.y:.1f}" for p in self.points)
 
 
-def _nice_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 5 × 10^n seconds at or above ``value`` (at least 1 s)."""
-    step = 1.0
-    while True:
-        for factor in (1.0, 2.0, 5.0):
-            if step * factor >= value:
-                return step * factor
-        step *= 10
-
-
 def lateness_chart(executions: Sequence[Execution], now: datetime, *,
                    window: timedelta = timedelta(hours=1), limit: int | None = None) -> Chart:
-    """Lateness against due time over ``window`` ending ``now`` (the database clock).
+    """Lateness against due time of the executions due in ``window`` ending ``now`` (the
+    database clock), the time axis fitted to those drawn (the whole window when none is).
     ``limit``: the executions are the newest ``limit`` read, so when there are that many and
     the oldest falls inside the window, the chart says from when it is complete."""
-    left, right = MARGIN[0], WIDTH - MARGIN[1]
-    top, bottom = MARGIN[2], HEIGHT - MARGIN[3]
+    frame = Frame.standard()
     start = now - window
     seen = sorted(((e.due_at, late, e) for e in executions
                    if (late := lateness(e)) is not None and start <= e.due_at <= now),
                   key=lambda item: (item[0], item[2].key))
-    ceiling = _nice_ceiling(max((late for _, late, _ in seen), default=0.0))
-    span = window.total_seconds()
-
-    def x_of(instant: datetime) -> float:
-        return left + (right - left) * (instant - start).total_seconds() / span
-
-    def y_of(seconds: float) -> float:
-        clamped = min(max(seconds, 0.0), ceiling)
-        return bottom - (bottom - top) * clamped / ceiling
-
+    ceiling = round_ceiling(max((late for _, late, _ in seen), default=0.0), 1.0)
+    axis = (TimeAxis.fitted(frame, [due for due, _, _ in seen]) if seen
+            else TimeAxis(frame, start, now))
     points = tuple(
-        Point(x_of(due), y_of(late),
+        Point(axis.x_of(due), frame.y_of(late, ceiling),
               f"{e.schedule_name}: due {when(due)}, {human_seconds(late)} late",
               e.manual)
         for due, late, e in seen
     )
-    minutes = int(span // 60)
-    x_ticks = tuple(Tick(x_of(start + timedelta(minutes=m)),
-                         "now" if m == minutes else f"-{minutes - m}m")
-                    for m in range(0, minutes + 1, max(1, minutes // 6)))
-    y_ticks = tuple(Tick(y_of(ceiling * share), human_seconds(ceiling * share))
+    y_ticks = tuple(Tick(frame.y_of(ceiling * share, ceiling), human_seconds(ceiling * share))
                     for share in (0.0, 0.25, 0.5, 0.75, 1.0))
     worst = human_seconds(max(late for _, late, _ in seen)) if seen else "-"
     oldest = min((e.due_at for e in executions), default=None)
     partial = (oldest if limit is not None and len(executions) >= limit and oldest is not None
                and oldest > start else None)
-    return Chart(WIDTH, HEIGHT, left, right, top, bottom, points, x_ticks, y_ticks, worst,
-                 len(points), partial, now)
+    return Chart(**frame.frame_fields(), points=points, x_ticks=axis.ticks, y_ticks=y_ticks,
+                 worst=worst, count=len(points), partial_since=partial, now=now,
+                 first=seen[0][0] if seen else None, last=seen[-1][0] if seen else None)

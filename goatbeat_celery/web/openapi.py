@@ -35,6 +35,20 @@ def _problems(*statuses: int) -> dict[str, Any]:
     return {str(s): {"description": said[s], "content": _PROBLEM} for s in statuses}
 
 
+def _bulk_refused() -> dict[str, Any]:
+    """A bulk action's answers when every schedule was refused: the problem with the lists."""
+    content = {"application/problem+json": {"schema": _ref("BulkRefused")}}
+    said = {403: "Every schedule refused, one outside the token's prefix (none for its "
+                 "state), or a missing scope, another site, read-only",
+            404: "Every schedule refused: none exists",
+            409: "Every schedule refused, one for its state (already paused, not paused, "
+                 "set aside)"}
+    either = {"application/problem+json": {"schema": {"anyOf": [
+        _ref("BulkRefused"), _ref("Problem")]}}}
+    return {str(s): {"description": text, "content": either if s == 403 else content}
+            for s, text in said.items()}
+
+
 _ETAG = {"ETag": {"description": "The definition's version, quoted: give it as If-Match",
                   "schema": {"type": "string"}}}
 _REASON = {"name": "X-Goatbeat-Reason", "in": "header", "required": False,
@@ -153,8 +167,13 @@ def _schemas() -> dict[str, Any]:
                 "type": "object", "required": ["name", "done", "reason"], "properties": {
                     "name": {"type": "string"}, "done": {"type": "boolean"},
                     "reason": {"type": "string", "description": "What was done, or why not"},
-                    "run_key": {"type": "string", "description": "The run queued (run)"}}}}
+                    "run_key": {"type": "string", "description": "The run queued (run)"},
+                    "refusal": {"type": "string", "enum": ["conflict", "not_found", "outside"],
+                                "description": "Why, as a kind (refused only)"}}}}
                for key in ("done", "refused")}}},
+        "BulkRefused": {"description": "Every schedule refused, nothing changed: a problem "
+                        "carrying the action's lists", "allOf": [
+                            _ref("Problem"), _ref("BulkResult")]},
         "Alert": {"type": "object", "description": "What `goatbeat alerts --json` prints "
                   "for one alert: acknowledged_* and silenced_* null unless set"},
         "Alerts": {"type": "object", "properties": {"alerts": {"type": "array",
@@ -225,7 +244,9 @@ def document(server: str = "/api/v1") -> dict[str, Any]:
         **{f"/bulk/{path}": {"post": _op(
             f"{summary} every schedule named or carrying the tag, each answered on its own "
             "(done, or refused with why: not found, already paused, set aside...)", scope,
-            {"200": _ok("BulkResult"), **_problems(400, 401, 403, 415, 422)},
+            {"200": _ok("BulkResult", "One schedule done at least; the others refused, "
+                        "each with why"),
+             **_problems(400, 401, 403, 415, 422), **_bulk_refused()},
             body=_ref("BulkSelection"))}
            for path, summary, scope in (("pause", "Pause", "write"),
                                         ("resume", "Resume", "write"),

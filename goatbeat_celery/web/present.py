@@ -57,8 +57,8 @@ NOTICES = {
     "terminated": "Revoke sent with terminate: a worker running it stops it if its pool can.",
     "acknowledged": "Alert acknowledged: it stays open; counted again, it is not told again "
                     "(its resolution is).",
-    "silenced": "Alert silenced: nothing is told of it until then; if it is still open then, "
-                "it is told again.",
+    "silenced": "Alert silenced: its repeats are not told until then (its resolution is); if "
+                "it is still open then, it is told again.",
 }
 #: Runtime percentiles shown for a schedule (nearest rank), and the most runs they are read from.
 PERCENTILES = (50, 90, 99)

@@ -3,34 +3,26 @@ it started, laid out here as coordinates for an inline SVG the template draws (n
 nothing fetched), failed runs marked, with the p50 and p95 of what it draws.
 
 Both axes are scaled to the runs drawn: time from the first start to the last (a schedule that
-runs every second fills the width with its last few minutes, a daily one with its last months),
-duration from 0 to a round value at or above the longest run.
+runs every second fills the width with its last few minutes, a daily one with its last months;
+the axis is :class:`~goatbeat_celery.web.chart_frame.TimeAxis`, shared with the lateness
+chart), duration from 0 to a round value at or above the longest run.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from goatbeat_celery.core.types.execution import Execution
-from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.runs import RunState
-from goatbeat_celery.display import iso
-from goatbeat_celery.web.chart import HEIGHT, MARGIN, WIDTH, Tick
+from goatbeat_celery.web.chart_frame import Frame, Tick, TimeAxis, TimeTick, round_ceiling
 from goatbeat_celery.web.present import moment, seconds_text
 
 #: Ends whose duration is the run's own: a lost or unknown run's "end" is the leader's verdict.
 _MEASURED = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.REVOKED, RunState.REJECTED})
-#: Steps between two time ticks, in seconds: the first that leaves at most MAX_TICKS ticks.
-_TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
-               43200, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 91 * 86400,
-               364 * 86400)
-MAX_TICKS = 7
-#: The share of the time span left empty on each side, so that no mark sits on the frame.
-_PAD = 0.03
 #: Two runs further apart than this many times the median gap between runs are not joined.
 _GAP_FACTOR = 10
 
@@ -45,27 +37,10 @@ class RunMark:
     query: str
 
 
-@dataclass(frozen=True)
-class TimeTick:
-    """A tick of the time axis: ``label`` in UTC, ``instant`` (ISO-8601) and ``form`` (``hms``,
-    ``hm``, ``dhm`` or ``d``) for the page's script, which shows it in the browser's zone."""
-
-    position: float
-    label: str
-    instant: str
-    form: str
-
-
-@dataclass(frozen=True)
-class RuntimeChart:
+@dataclass(frozen=True, kw_only=True)
+class RuntimeChart(Frame):
     """What the template draws; ``marks`` is empty when no run read reported a duration."""
 
-    width: int
-    height: int
-    left: float
-    right: float
-    top: float
-    bottom: float
     marks: tuple[RunMark, ...]
     x_ticks: tuple[TimeTick, ...]
     y_ticks: tuple[Tick, ...]
@@ -142,47 +117,10 @@ def nearest_rank(ordered: Sequence[float], rank: int) -> float:
     return ordered[max(0, math.ceil(rank / 100 * len(ordered)) - 1)]
 
 
-def _round_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 5 × 10^n seconds at or above ``value`` (at least 1 ms)."""
-    step = 0.001
-    while True:
-        for factor in (1.0, 2.0, 5.0):
-            if step * factor >= value * (1 - 1e-9):
-                return step * factor
-        step *= 10
-
-
-def _time_ticks(first: datetime, last: datetime,
-                x_of: Callable[[datetime], float]) -> tuple[TimeTick, ...]:
-    span = (last - first).total_seconds()
-    step = next((s for s in _TIME_STEPS if span / s <= MAX_TICKS), _TIME_STEPS[-1])
-    if step >= 86400:
-        form = "d"
-    elif span >= 86400 or first.astimezone(UTC).date() != last.astimezone(UTC).date():
-        form = "dhm"
-    else:
-        form = "hms" if step < 60 else "hm"
-    epoch = first.timestamp()
-    # Ticks fall on multiples of the step counted from the Unix epoch (UTC midnight for days).
-    at = math.ceil(epoch / step) * step
-    ticks = []
-    while at <= last.timestamp():
-        instant = datetime.fromtimestamp(at, UTC)
-        ticks.append(TimeTick(x_of(instant), _label(instant, form), iso(instant) or "", form))
-        at += step
-    return tuple(ticks)
-
-
-def _label(instant: datetime, form: str) -> str:
-    return instant.strftime({"hms": "%H:%M:%S", "hm": "%H:%M", "dhm": "%m-%d %H:%M",
-                             "d": "%Y-%m-%d"}[form])
-
-
 def runtime_chart(executions: Sequence[Execution], now: datetime) -> RuntimeChart:
     """The duration of each run of ``executions`` (a schedule's newest, read at ``now`` by
     the database clock) that reported one, against when it started."""
-    left, right = MARGIN[0], WIDTH - MARGIN[1]
-    top, bottom = MARGIN[2], HEIGHT - MARGIN[3]
+    frame = Frame.standard()
     measured = []
     for execution in executions:
         seconds = duration(execution)
@@ -194,33 +132,23 @@ def runtime_chart(executions: Sequence[Execution], now: datetime) -> RuntimeChar
                      if e.run_state is not None and not e.run_state.live
                      and duration(e) is None)
     if not measured:
-        return RuntimeChart(WIDTH, HEIGHT, left, right, top, bottom, (), (), (), len(executions),
-                            unmeasured, 0, "-", "-", None, None, None, None)
-    first, last = measured[0][0], measured[-1][0]
-    span = (last - first).total_seconds()
-    pad = span * _PAD if span > 0 else 30.0
-    low, high = first - timedelta(seconds=pad), last + timedelta(seconds=pad)
-    width_seconds = (high - low).total_seconds()
+        return RuntimeChart(**frame.frame_fields(), marks=(), x_ticks=(), y_ticks=(),
+                            read=len(executions), unmeasured=unmeasured, failed=0, p50="-",
+                            p95="-", p50_y=None, p95_y=None, first=None, last=None)
+    axis = TimeAxis.fitted(frame, [start for start, _, _ in measured])
     ordered = sorted(seconds for _, seconds, _ in measured)
-    ceiling = _round_ceiling(max(ordered[-1], 0.001))
-
-    def x_of(instant: datetime) -> float:
-        return left + (right - left) * (instant - low).total_seconds() / width_seconds
-
-    def y_of(seconds: float) -> float:
-        return bottom - (bottom - top) * min(max(seconds, 0.0), ceiling) / ceiling
-
+    ceiling = round_ceiling(max(ordered[-1], 0.001), 0.001)
     marks = tuple(
-        RunMark(x_of(start), y_of(seconds),
+        RunMark(axis.x_of(start), frame.y_of(seconds, ceiling),
                 f"{e.run_state.value if e.run_state else '?'} in {seconds_text(seconds)}, "
                 f"started {moment(start, now)}", e.run_state is RunState.FAILED,
                 urlencode({"key": e.key}))
         for start, seconds, e in measured)
-    y_ticks = tuple(Tick(y_of(ceiling * share), seconds_text(ceiling * share))
+    y_ticks = tuple(Tick(frame.y_of(ceiling * share, ceiling), seconds_text(ceiling * share))
                     for share in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0))
     p50, p95 = nearest_rank(ordered, 50), nearest_rank(ordered, 95)
     return RuntimeChart(
-        WIDTH, HEIGHT, left, right, top, bottom, marks, _time_ticks(low, high, x_of), y_ticks,
-        len(executions), unmeasured, sum(1 for m in marks if m.failed), seconds_text(p50),
-        seconds_text(p95), y_of(p50), y_of(p95), first, last)
-
+        **frame.frame_fields(), marks=marks, x_ticks=axis.ticks, y_ticks=y_ticks,
+        read=len(executions), unmeasured=unmeasured, failed=sum(1 for m in marks if m.failed),
+        p50=seconds_text(p50), p95=seconds_text(p95), p50_y=frame.y_of(p50, ceiling),
+        p95_y=frame.y_of(p95, ceiling), first=measured[0][0], last=measured[-1][0])

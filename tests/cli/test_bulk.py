@@ -43,7 +43,8 @@ def test_names_with_one_missing_exit_1_and_do_the_others(cli: Cli, store: Store)
     assert answer.exit_code == 1
     document = json.loads(answer.stdout)
     assert document["done"] == [{"name": "etl-a", "done": True, "reason": "resumed"}]
-    assert document["refused"] == [{"name": "ghost", "done": False, "reason": "not found"}]
+    assert document["refused"] == [{"name": "ghost", "done": False, "reason": "not found",
+                                    "refusal": "not_found"}]
 
 
 def test_run_now_by_tag_queues_one_run_each(cli: Cli, store: Store) -> None:

@@ -1,7 +1,7 @@
 """Acknowledged and silenced alerts on every store: who acknowledged an open alert, when and
 why, written with its audit entry; a silence until an instant; what is told (written to the
-outbox) once an alert is acknowledged or silenced; the reminder when a silence ends, written
-once; a resolved or unknown alert refused with nothing changed."""
+outbox) once an alert is acknowledged or silenced (its resolution always); the reminder when a
+silence ends, written once; a resolved or unknown alert refused with nothing changed."""
 
 from __future__ import annotations
 
@@ -118,3 +118,24 @@ def test_a_reminder_of_a_silence_set_anew_since_writes_nothing(
     assert store.record_alerts([change("remind", silenced_until=first)], lease=grant) == []
     shown = store.get_alert(opened.alert.id)
     assert shown is not None and (shown.silenced_until, shown.silenced_by) == (later, "y")
+
+
+def test_a_silenced_alert_resolved_before_its_silence_ends_tells_its_resolution(
+        store: Store, clock: StoreClock) -> None:
+    grant = grant_of(store)
+    (opened,) = store.record_alerts([change("open", "s:1")], lease=grant)
+    alert_id = opened.alert.id
+    # A short silence, moved past below within the lease's TTL (the clock is the store's).
+    until = store.now() + timedelta(seconds=2)
+    store.silence_alert(alert_id, until=until, by="ops:ann", audit=SILENCE)
+    (quiet,) = store.record_alerts([change("repeat", "s:2")], lease=grant)
+    assert not quiet.told
+    (resolved,) = store.record_alerts([change("resolve")], lease=grant)
+    # A silence mutes repeats, not the end: whoever was told it opened learns it is over.
+    assert resolved.told and not resolved.alert.open and store.now() < until
+    assert resolved.alert.silenced_until == until
+    assert told_ids(store) == [f"alert:{alert_id}:open", f"alert:{alert_id}:resolve"]
+    # Past its end, a resolved alert is reminded of by no one.
+    clock.move_to(until + timedelta(milliseconds=1))
+    assert store.record_alerts([change("remind", silenced_until=until)], lease=grant) == []
+    assert told_ids(store) == [f"alert:{alert_id}:open", f"alert:{alert_id}:resolve"]

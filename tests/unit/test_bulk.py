@@ -71,7 +71,8 @@ def test_one_missing_name_is_refused_beside_the_others_which_are_done(
         "action": "pause",
         "done": [{"name": "a", "done": True, "reason": "paused"},
                  {"name": "c", "done": True, "reason": "paused"}],
-        "refused": [{"name": "ghost", "done": False, "reason": "not found"}]}
+        "refused": [{"name": "ghost", "done": False, "reason": "not found",
+                     "refusal": "not_found"}]}
 
 
 def test_resume_refuses_a_schedule_not_paused_and_one_set_aside(
@@ -134,3 +135,17 @@ def test_within_a_prefix_refuses_the_names_outside_and_selects_a_tag_inside(
     assert "outside" in result.refused[0].reason
     result = schedules.resume_many(tag="nightly", within="b")
     assert [o.name for o in result.outcomes] == ["b"]
+
+
+def test_every_schedule_refused_says_why_as_a_whole(schedules: Schedules) -> None:
+    schedules.pause("a")
+    # One done: not refused as a whole, whatever the others.
+    assert schedules.pause_many(["a", "b", "ghost"]).refused_whole is None
+    # One refused for its state outweighs a missing one; outside the prefix outweighs missing.
+    assert schedules.pause_many(["a", "ghost"]).refused_whole == "conflict"
+    assert schedules.resume_many(["c", "ghost"], within="c").refused_whole == "conflict"
+    assert schedules.run_now_many(["c", "ghost"], within="a").refused_whole == "outside"
+    found = schedules.run_now_many(["ghost", "phantom"])
+    assert found.refused_whole == "not_found"
+    assert [o.refusal for o in found.refused] == ["not_found", "not_found"]
+    assert not schedules.executions()

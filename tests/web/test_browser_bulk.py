@@ -54,6 +54,13 @@ def test_tick_schedules_and_pause_them_with_one_reason_then_run_a_whole_tag(
     assert not schedules.get("etl.orders").spec.enabled
     assert schedules.audit("etl.orders", limit=1)[0].reason == "warehouse migration"
 
+    # The outcome is a page of its own: a reload shows it again and pauses nothing twice.
+    assert "bulk=" in page.url
+    audited = len(schedules.audit("etl.orders"))
+    page.reload()
+    expect(page.locator("#bulk-result")).to_contain_text("Pause: 1 done, 1 refused.")
+    assert len(schedules.audit("etl.orders")) == audited
+
     # The header's box ticks the page; "every schedule tagged" takes the tag on every page.
     page.goto(server.url + "/schedules?tag=etl")
     page.check("#tick-page")

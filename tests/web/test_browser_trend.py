@@ -13,6 +13,7 @@ from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 import pytest
+import sqlalchemy as sa
 from playwright.sync_api import Browser, Page, expect
 
 from goatbeat_celery.api import Schedules
@@ -219,3 +220,40 @@ def test_a_run_s_page_updates_until_the_run_ends(page: Page, server: Server) -> 
     # An ended run's page is not read again at all.
     page.goto(server.url + "/run?key=" + quote(runs[0].key, safe=""))
     expect(page.locator("#live-bar")).to_have_count(0)
+
+
+def test_the_lateness_chart_spreads_runs_seconds_apart_over_its_width(
+        page: Page, server: Server, tables: sa.Engine) -> None:
+    schedules = server.schedules
+    schedules.create("tick", "proj.tasks.tick", every=3600)
+    store = cast(Any, schedules.store)
+    keys = [schedules.run_now("tick").key for _ in range(12)]
+    store.mark_submitted(keys)
+    # Due a second apart over the last 12 s, each sent 0.2 s late, as an every-second schedule's
+    # runs are: a fixed hour would pile them at its right end.
+    table = sa.table("goatbeat_execution", sa.column("key"), sa.column("due_at"),
+                     sa.column("submitted_at"))
+    now = schedules.now()
+    with tables.begin() as connection:
+        for i, key in enumerate(keys):
+            due = now - timedelta(seconds=12 - i)
+            connection.execute(table.update().where(table.c.key == key).values(
+                due_at=due, submitted_at=due + timedelta(seconds=0.2)))
+    sign_in(page, server)
+    page.goto(server.url + "/schedule?name=tick")
+    chart = page.locator("#lateness-chart")
+    expect(chart.locator("circle")).to_have_count(12)
+    xs = sorted(float(x) for x in chart.locator("circle").evaluate_all(
+        "dots => dots.map(d => d.getAttribute('cx'))"))
+    frame = chart.locator("rect.plot")
+    left = float(frame.get_attribute("x") or 0)
+    width = float(frame.get_attribute("width") or 0)
+    # The axis spans the runs drawn: the first near the left edge, the last near the right.
+    assert xs[0] - left < 0.05 * width and left + width - xs[-1] < 0.05 * width, xs
+    ticks = chart.locator("text.x-tick")
+    assert 2 <= ticks.count() <= 8
+    assert all(t for t in ticks.evaluate_all("ts => ts.map(t => t.dataset.instant)"))
+    expect(chart.locator("figcaption")).to_contain_text("12 submissions, due from")
+    gaps = [b - a for a, b in zip(xs, xs[1:], strict=False)]
+    assert min(gaps) > 0.05 * width, gaps  # a second apart: none on top of another
+    assert layout_problems(page) == []

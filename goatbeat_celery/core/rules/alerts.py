@@ -73,9 +73,10 @@ EVENT_KINDS = {"open": "alert.opened", "repeat": "alert.repeated", "resolve": "a
 
 def told(action: AlertAction, alert: Alert, now: datetime) -> bool:
     """Whether a change of ``alert`` (as written, at ``now``) is told to the outbox and the
-    signals: nothing while it is silenced; once acknowledged, not its counting again (its
-    resolution is still news); a new alert and a reminder always."""
-    if action in ("open", "remind"):
+    signals: its counting again neither while it is silenced nor once acknowledged; a new
+    alert, a reminder and a resolution always. A silence mutes repeats, not the end: whoever
+    was told the alert opened must learn it is over, or a pager stays raised for good."""
+    if action in ("open", "remind", "resolve"):
         return True
     if alert.silenced_at(now):
         return False

@@ -53,8 +53,8 @@ class _AsciiJSON(JSONResponse):
 
 
 def problem_response(exc: ApiProblem) -> Response:
-    body: dict[str, Any] = {"type": "about:blank", "title": exc.title, "status": exc.status,
-                            "detail": exc.detail}
+    body: dict[str, Any] = {**exc.members, "type": "about:blank", "title": exc.title,
+                            "status": exc.status, "detail": exc.detail}
     if exc.problems:
         body["problems"] = [{"field": p.field, "message": p.message_as(), "hint": p.hint_as()}
                             for p in exc.problems]

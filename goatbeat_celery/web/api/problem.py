@@ -4,22 +4,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from goatbeat_celery.core.types.problems import Problem
 
 
 class ApiProblem(Exception):
-    """A refusal, answered as ``application/problem+json`` with ``status``."""
+    """A refusal, answered as ``application/problem+json`` with ``status``; ``members``: the
+    extension members (RFC 9457 §3.2) its body carries besides the standard ones."""
 
     def __init__(self, status: int, title: str, detail: str,
-                 problems: tuple[Problem, ...] = (), headers: Mapping[str, str] | None = None
-                 ) -> None:
+                 problems: tuple[Problem, ...] = (), headers: Mapping[str, str] | None = None,
+                 members: Mapping[str, Any] | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.title = title
         self.detail = detail
         self.problems = problems
         self.headers = dict(headers or {})
+        self.members = dict(members or {})
 
 
 __all__ = ["ApiProblem"]

@@ -18,6 +18,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from goatbeat_celery.web import bodies, present
+from goatbeat_celery.web.bulk_results import BulkResults
 from goatbeat_celery.web.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -56,6 +57,8 @@ class Context:
     templates: Jinja2Templates
     signer: Signer
     throttle: SignInThrottle = field(default_factory=SignInThrottle)
+    #: What recent bulk actions did, for the page each redirects to.
+    bulk_results: BulkResults = field(default_factory=BulkResults)
     #: The Celery app whose workers and broker the workers page asks (None: not known).
     celery_app: Any = None
 

@@ -1,8 +1,10 @@
 """What the schedules list's action bar posts (``/schedules/bulk``): pause (optionally until
 an instant), resume or run now the schedules ticked, or every schedule carrying the tag the
-list is filtered by, with one reason recorded in the audit log for each. The list is shown
-again, with each schedule's outcome (done, or refused and why) above it; a post refused whole
-(nothing ticked, a bad ``until``) shows the problems in the bar and changes nothing."""
+list is filtered by, with one reason recorded in the audit log for each. A post taken answers
+See Other to the list (its filters kept) with ``bulk=<id>``, whose page shows each schedule's
+outcome (done, or refused and why) above it, so a reload shows it again and acts on nothing;
+a post refused whole (nothing ticked, a bad ``until``) shows the problems in the bar and
+changes nothing."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ from starlette.responses import Response
 from goatbeat_celery.api.bulk import BULK_ACTIONS
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.web import forms
-from goatbeat_celery.web.pages.base import Context, call, text
-from goatbeat_celery.web.pages.schedule_list import schedule_list
+from goatbeat_celery.web.pages.base import Context, call, redirect, session, text
+from goatbeat_celery.web.pages.schedule_list import LIST_QUERY, schedule_list
 
 #: Where each problem of a refused post is shown: the bar's fields, else above it.
 _BAR_FIELDS = {"names": "names", "tag": "names", "until": "until", "reason": "reason",
@@ -54,4 +56,8 @@ async def bulk_action(request: Request, context: Context, form: FormData) -> Res
     if state.errors:
         return await schedule_list(request, context, status_code=422,
                                    bulk_errors=state.errors, bulk_form=typed, selected=names)
-    return await schedule_list(request, context, bulk_result=result)
+    assert result is not None  # taken: no problem was found
+    key = context.bulk_results.keep(result, session(request, context))
+    # Back to the list as it was filtered (the bar posts with the list's query).
+    kept = {k: v for k, v in request.query_params.items() if k in LIST_QUERY}
+    return redirect(request, "schedules", **kept, bulk=key)

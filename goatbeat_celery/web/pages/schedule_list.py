@@ -16,11 +16,13 @@ from goatbeat_celery.core.types.execution import Execution, idempotency_key
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleOrder
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSource
-from goatbeat_celery.web.pages.base import Context, call, count, link, render
+from goatbeat_celery.web.pages.base import Context, call, count, link, render, session
 
 #: Schedules per page of the list.
 PAGE_SIZE = 50
 STATES = ("enabled", "paused", "set-aside")
+#: The query a page of the list is read from: what a bulk action's redirect keeps.
+LIST_QUERY = ("q", "source", "state", "tag", "sort", "after", "after_run", "page")
 
 
 def _list_page(context: Context, prefix: str, source: ScheduleSource | None, state: str,
@@ -107,9 +109,13 @@ def _tagged_count(context: Context, tag: str) -> int:
 
 async def schedule_list(request: Request, context: Context, *, status_code: int = 200,
                         **bulk: Any) -> Response:
-    """The list; ``bulk``: what a bulk action just did (``bulk_result``) or why it was refused
-    (``bulk_errors``), with what was typed in its bar (``bulk_form``)."""
+    """The list; ``bulk``: why a bulk action was refused (``bulk_errors``), with what was
+    typed in its bar (``bulk_form``). What one did is read by the id its redirect gave
+    (``?bulk=``): ``bulk_gone`` when this process holds it no more."""
     query = request.query_params
+    bulk_key = query.get("bulk", "")
+    bulk_result = (context.bulk_results.get(bulk_key, session(request, context))
+                   if bulk_key else None)
     prefix = query.get("q", "")
     source_text = query.get("source", "")
     source = ScheduleSource(source_text) if source_text in ("config", "api") else None
@@ -131,7 +137,8 @@ async def schedule_list(request: Request, context: Context, *, status_code: int 
     return render(
         request, context, "schedules.html", status_code=status_code, found=found,
         filters=filters, states=STATES, tagged=tagged, max_bulk=MAX_BULK,
-        bulk_result=bulk.get("bulk_result"), bulk_errors=bulk.get("bulk_errors", {}),
+        bulk_result=bulk_result, bulk_gone=bool(bulk_key) and bulk_result is None,
+        bulk_errors=bulk.get("bulk_errors", {}),
         bulk_form=bulk.get("bulk_form", {}), selected=set(bulk.get("selected", ())),
         first=link(request, "schedules", **filters) if after else None,
         next=(_next_link(request, filters, order, found[-1], page) if more and found
