@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -87,10 +87,6 @@ def _alert(row: Any) -> Alert:
 
 class SQLAlerts(SQLOutbox, AlertLog):
     """The alert log; each change's outbox event is written in its transaction."""
-
-    #: Whether the dialect reads each schedule's newest runs in one statement (a LATERAL
-    #: join); otherwise one indexed statement per schedule of the page.
-    _LATERAL: ClassVar[bool] = False
 
     def alert_evidence(self, *, after: str | None, limit: int, depth: int,
                        scope: AlertScope | None = None) -> AlertPage:

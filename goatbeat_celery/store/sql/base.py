@@ -72,6 +72,10 @@ class SQLStoreBase(StoreConnection):
 
     #: How many strings one ``IN`` test may carry.
     _IN_CHUNK: ClassVar[int] = 500
+    #: Whether the dialect reads each schedule's newest runs in one statement (a LATERAL
+    #: join); otherwise one indexed read per schedule (a UNION ALL of them, or one statement
+    #: each).
+    _LATERAL: ClassVar[bool] = False
 
     def __init__(self, engine: sa.Engine, *, read_engine: sa.Engine | None = None,
                  single_engine: sa.Engine | None = None) -> None:

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from goatbeat_celery.core.protocols import History
 from goatbeat_celery.core.rules.runs import RunState
@@ -95,6 +96,18 @@ class SQLHistory(SQLOutbox, SQLStoreBase, History):
         if not names or per_schedule <= 0:
             return found
         with self._read("read the latest runs") as conn:
+            if self._LATERAL:
+                # One statement planned once: a UNION ALL of 50 reads took PostgreSQL 170 ms
+                # to plan (each read weighs every index of the table) and 4 ms to run.
+                named = sa.func.unnest(sa.bindparam(
+                    "latest_names", names, type_=postgresql.ARRAY(sa.Text()))
+                ).table_valued("name").alias("named")
+                newest = (sa.select(*_LISTED).where(E.c.schedule_name == named.c.name)
+                          .order_by(*_NEWEST_FIRST).limit(per_schedule).lateral("newest"))
+                for row in conn.execute(sa.select(newest).select_from(named)
+                                        .join(newest, sa.true())):
+                    found.setdefault(row.schedule_name, []).append(_execution(row))
+                names = []
             for start in range(0, len(names), _LATEST_CHUNK):
                 # One read per schedule, each the newest end of its history index: a window
                 # over every run of the schedules named would read their whole history.
@@ -159,6 +172,7 @@ def _run_criteria(query: RunQuery) -> list[sa.ColumnElement[bool]]:
     if query.until is not None:
         found.append(E.c.occurrence_at < query.until)
     if query.text:
+        # ILIKE on PostgreSQL: the trigram indexes of migration 0020 serve each column's test.
         found.append(sa.or_(*(column.icontains(query.text, autoescape=True)
                               for column in (E.c.key, E.c.run_error, E.c.last_error))))
     return found
