@@ -134,9 +134,24 @@ def _database(url: str, app_given: str | None) -> list[Check]:
             detail = with_migrate_command(str(exc), app_given)
             return [reached, Check(name="schema", outcome=Outcome.FAIL, detail=detail)]
         return [reached, Check(name="schema", outcome=Outcome.OK,
-                               detail=f"at revision {current} (head {head_revision()})")]
+                               detail=f"at revision {current} (head {head_revision()})"
+                               f"{_text_search(engine)}")]
     finally:
         engine.dispose()
+
+
+def _text_search(engine: Any) -> str:
+    """On PostgreSQL, whether the runs page's text search has its trigram indexes (migration
+    0020 creates them where pg_trgm can be had)."""
+    from goatbeat_celery.store.text_search import text_search_indexed
+
+    if engine.dialect.name != "postgresql":
+        return ""
+    with engine.connect() as conn:
+        if text_search_indexed(conn):
+            return "; the runs page's text search has its trigram indexes (pg_trgm)"
+    return ("; the runs page's text search has no trigram index (pg_trgm could not be "
+            "created): it reads runs until a page fills (see docs/performance.md to add them)")
 
 
 def _handover(url: str, lease_name: str) -> list[Check]:

@@ -19,6 +19,7 @@ from sqlalchemy.types import TypeEngine
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.instants import UTC, ensure_aware
 from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.store.text_search import create_trigram_indexes
 
 SCHEDULE_TABLE = "goatbeat_schedule"
 EXECUTION_TABLE = "goatbeat_execution"
@@ -417,6 +418,12 @@ _partial_index("ix_goatbeat_execution_dispatch_state", execution_table.c.state,
                where=NOT_STARTED_PREDICATE)
 sa.Index("ix_goatbeat_execution_worker", execution_table.c.worker,
          execution_table.c.occurrence_at, execution_table.c.key)
+
+
+@sa.event.listens_for(execution_table, "after_create")
+def _text_search_indexes(target: sa.Table, connection: sa.Connection, **_: Any) -> None:
+    """The optional trigram indexes of migration 0020, where PostgreSQL has pg_trgm."""
+    create_trigram_indexes(connection)
 
 lease_table = sa.Table(
     LEASE_TABLE,

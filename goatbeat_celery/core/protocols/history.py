@@ -41,8 +41,9 @@ class History(Protocol):
         (keyset paging: pass the last run of a page for the next one, which rows written
         since never shift). Their ``run_traceback`` is not read (None): read a run by key
         for it. Reads only; by outcome, worker, schedule or time alone a page costs about
-        its rows (the indexes of migration 0017), a tag or a text reads on until ``limit``
-        runs match."""
+        its rows (the indexes of migration 0017), a tag reads on until ``limit`` runs match;
+        so does a text, except on PostgreSQL with the trigram indexes of migration 0020,
+        where it costs about the runs holding it."""
         ...
 
     def latest_runs(self, schedule_names: Sequence[str],
