@@ -6,7 +6,11 @@ from goatbeat_celery.api.arguments import _backfill_id, _check_reason
 from goatbeat_celery.api.base import SchedulesBase
 from goatbeat_celery.api.preconditions import _require_repair
 from goatbeat_celery.core.rules.backfill import Backfill
-from goatbeat_celery.core.rules.backfill_outcomes import BackfillOutcomes, Rerun, backfill_outcomes
+from goatbeat_celery.core.rules.backfill_outcomes import (
+    BackfillOutcomes,
+    Rerun,
+    outcomes_from_tally,
+)
 from goatbeat_celery.core.types.audit import AuditAction
 from goatbeat_celery.core.types.errors import ConfigurationError, ScheduleConflict
 from goatbeat_celery.core.types.problems import Problem
@@ -26,10 +30,9 @@ class BackfillReruns(SchedulesBase):
                 [*backfill.damage,
                  Problem("backfill", f"backfill {backfill.id} cannot be read as stored")],
                 subject=f"backfill {backfill.id}")
-        executions = self.store.occurrence_executions(
-            backfill.schedule_name, backfill.start, backfill.end,
-            claimed_since=backfill.created_at)
-        return backfill_outcomes(backfill, executions)
+        # Counted by the store (in SQL): reading every execution to count them here took 1.7 s
+        # for 10,000 occurrences.
+        return outcomes_from_tally(backfill, self.store.backfill_tally(backfill))
 
     def rerun_failed(self, backfill_id: int, *, reason: str | None = None) -> Rerun:
         """Run again, now, the occurrences of backfill ``backfill_id`` whose latest run (its

@@ -11,7 +11,7 @@ import pytest
 
 from goatbeat_celery.api import Schedules
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillRun, BackfillStep
-from goatbeat_celery.core.rules.backfill_outcomes import rerun_key
+from goatbeat_celery.core.rules.backfill_outcomes import BackfillTally, rerun_key, tally_executions
 from goatbeat_celery.core.rules.runs import RunEvent, RunOutcome
 from goatbeat_celery.core.types.audit import AuditAction
 from goatbeat_celery.core.types.errors import (
@@ -154,3 +154,28 @@ def test_an_edit_is_reverted_and_a_later_change_of_its_fields_refuses_it(store: 
         schedules.revert(entry.id)
     with pytest.raises(AuditEntryNotFound):
         schedules.revert(entry.id + 1000)
+
+
+def test_the_store_counts_a_backfill_as_its_executions_read_one_by_one_count(
+        store: Store, clock: StoreClock) -> None:
+    """backfill_tally (one grouped read on SQL) equals tally_executions over the executions it
+    stands for, through two re-run rounds, a live claim and a manual run of the range."""
+    schedules = Schedules(store)
+    backfill, points = backfilled(store, clock, schedules)
+    first = schedules.rerun_failed(backfill.id)
+    store.mark_submitted([e.key for e in first.executions])
+    ended(store, first.executions[0].key, RunOutcome.FAILED)
+    ended(store, f"{idempotency_key('job', points[2])}", RunOutcome.FAILED)
+    schedules.rerun_failed(backfill.id)
+    schedules.run_now("job")
+
+    def by_one() -> BackfillTally:
+        return tally_executions(backfill, store.occurrence_executions(
+            "job", backfill.start, backfill.end, claimed_since=backfill.created_at))
+
+    tally = store.backfill_tally(backfill)
+    assert tally == by_one()
+    assert [(c.round, c.outcome, c.runs) for c in tally.counts] == [
+        (0, "failed", 2), (0, "submitted", 1), (0, "succeeded", 1), (1, "failed", 1),
+        (2, "claimed", 2)]
+    assert tally.failed == ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from goatbeat_celery.core.rules.backfill import Backfill, BackfillRequest, BackfillStep
+from goatbeat_celery.core.rules.backfill_outcomes import BackfillTally
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.audit import AuditNote
 from goatbeat_celery.core.types.claims import ClaimResult
@@ -39,6 +40,15 @@ class BackfillStore(Protocol):
         (and, for shard 0, those whose schedule no longer exists). A row
         that cannot be read as stored is returned with the columns at fault in ``damage``
         (and harmless stand-ins), never raised. Reads only."""
+        ...
+
+    def backfill_tally(self, backfill: Backfill) -> BackfillTally:
+        """``backfill``'s runs counted by round (0: its own, n: re-run n) and outcome, and the
+        occurrences whose latest run failed, as
+        :func:`~goatbeat_celery.core.rules.backfill_outcomes.tally_executions` gives them from
+        the executions of its schedule's occurrences in its range claimed since it was
+        created. Reads only; on SQL, one grouped statement and one for the failed occurrences,
+        whatever the occurrences (the history index)."""
         ...
 
     def cancel_backfill(self, backfill_id: int, *,

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from goatbeat_celery.core.rules.backfill import Backfill, failed_execution
 from goatbeat_celery.core.types.errors import ScheduleConflict
@@ -33,8 +34,10 @@ from goatbeat_celery.core.types.execution import (
 )
 from goatbeat_celery.core.types.run_query import outcome_of
 
-__all__ = ["OUTCOME_ORDER", "BackfillOutcomes", "Rerun", "RerunRound", "backfill_outcomes",
-           "is_own_execution", "rerun_executions", "rerun_exists", "rerun_key", "rerun_round"]
+__all__ = ["OUTCOME_ORDER", "BackfillOutcomes", "BackfillTally", "OutcomeCount", "Rerun",
+           "RerunRound", "backfill_outcomes", "is_own_execution", "outcomes_from_tally",
+           "rerun_executions", "rerun_exists", "rerun_key", "rerun_round", "round_of",
+           "tally_executions"]
 
 #: The order outcomes are shown in: ends first (failures before successes would hide
 #: nothing, but an operator looks for these), then what is still under way.
@@ -123,38 +126,89 @@ class BackfillOutcomes:
         return max((r.round for r in self.reruns), default=0) + 1
 
 
-def _counted(executions: Iterable[Execution]) -> dict[str, int]:
-    counts = Counter(outcome_of(e.state.value, None if e.run_state is None
-                                else e.run_state.value) for e in executions)
+class OutcomeCount(NamedTuple):
+    """How many of a backfill's runs show ``outcome``
+    (:func:`~goatbeat_celery.core.types.run_query.outcome_of`): of its own runs when ``round``
+    is 0, else of that re-run's; ``first_claimed_at``: the earliest claim among them."""
+
+    round: int
+    outcome: str
+    runs: int
+    first_claimed_at: datetime
+
+
+@dataclass(frozen=True)
+class BackfillTally:
+    """What a store counts of a backfill's executions (``BackfillStore.backfill_tally``): its
+    runs by round and outcome, and the occurrences whose latest run (by claim, then key, among
+    its own and its re-runs') failed (:func:`~goatbeat_celery.core.rules.backfill.
+    failed_execution`), oldest first."""
+
+    counts: tuple[OutcomeCount, ...]
+    failed: tuple[datetime, ...]
+
+
+def round_of(tail: str) -> int | None:
+    """The re-run round a key's text after ``-rerun-`` names, None: none (a store counting
+    re-runs in SQL groups them by that text)."""
+    found = _ROUND.fullmatch("-rerun-" + tail)
+    return None if found is None else int(found.group(1))
+
+
+def _ordered(counts: dict[str, int]) -> dict[str, int]:
     return {outcome: counts[outcome] for outcome in
             sorted(counts, key=lambda o: (OUTCOME_ORDER.index(o)
                                           if o in OUTCOME_ORDER else len(OUTCOME_ORDER), o))}
 
 
-def backfill_outcomes(backfill: Backfill, executions: Sequence[Execution]) -> BackfillOutcomes:
-    """The outcomes of ``backfill`` from ``executions``, those of its schedule's occurrences
-    in its range (others are ignored)."""
-    own = [e for e in executions if is_own_execution(backfill, e)]
-    rounds: dict[int, list[Execution]] = {}
-    for execution in executions:
-        found = rerun_round(backfill, execution)
-        if found is not None:
-            rounds.setdefault(found, []).append(execution)
+def tally_executions(backfill: Backfill, executions: Sequence[Execution]) -> BackfillTally:
+    """The tally of ``backfill`` from ``executions``, those of its schedule's occurrences in
+    its range claimed since it was created (others are ignored): what a store without SQL
+    counts."""
+    counts: Counter[tuple[int, str]] = Counter()
+    first: dict[int, datetime] = {}
     latest: dict[datetime, Execution] = {}
-    for execution in (*own, *(e for r in sorted(rounds) for e in rounds[r])):
+    for execution in executions:
+        round_ = 0 if is_own_execution(backfill, execution) else rerun_round(backfill,
+                                                                                execution)
+        if round_ is None:
+            continue
+        counts[round_, outcome_of(execution.state.value, None if execution.run_state is None
+                                  else execution.run_state.value)] += 1
+        first[round_] = min(first.get(round_, execution.claimed_at), execution.claimed_at)
         before = latest.get(execution.occurrence_at)
         if before is None or (execution.claimed_at, execution.key) > (before.claimed_at,
                                                                        before.key):
             latest[execution.occurrence_at] = execution
-    failed = tuple(sorted(at for at, e in latest.items() if failed_execution(e)))
+    return BackfillTally(
+        counts=tuple(OutcomeCount(r, o, n, first[r]) for (r, o), n in sorted(counts.items())),
+        failed=tuple(sorted(at for at, e in latest.items() if failed_execution(e))))
+
+
+def outcomes_from_tally(backfill: Backfill, tally: BackfillTally) -> BackfillOutcomes:
+    """The outcomes of ``backfill`` from its store's tally."""
+    by_round: dict[int, dict[str, int]] = {}
+    first: dict[int, datetime] = {}
+    for count in tally.counts:
+        outcomes = by_round.setdefault(count.round, {})
+        outcomes[count.outcome] = outcomes.get(count.outcome, 0) + count.runs
+        first[count.round] = min(first.get(count.round, count.first_claimed_at),
+                                 count.first_claimed_at)
+    own = by_round.pop(0, {})
     return BackfillOutcomes(
-        backfill=backfill, outcomes=_counted(own),
-        not_recorded=max(backfill.claimed - len(own), 0),
+        backfill=backfill, outcomes=_ordered(own),
+        not_recorded=max(backfill.claimed - sum(own.values()), 0),
         not_run=max(backfill.examined - backfill.claimed, 0),
         to_examine=max(backfill.total - backfill.examined, 0),
-        reruns=tuple(RerunRound(round=r, requested_at=min(e.claimed_at for e in rounds[r]),
-                                outcomes=_counted(rounds[r])) for r in sorted(rounds)),
-        failed=failed)
+        reruns=tuple(RerunRound(round=r, requested_at=first[r], outcomes=_ordered(by_round[r]))
+                     for r in sorted(by_round)),
+        failed=tuple(sorted(tally.failed)))
+
+
+def backfill_outcomes(backfill: Backfill, executions: Sequence[Execution]) -> BackfillOutcomes:
+    """The outcomes of ``backfill`` from ``executions``, those of its schedule's occurrences
+    in its range (others are ignored)."""
+    return outcomes_from_tally(backfill, tally_executions(backfill, executions))
 
 
 def rerun_executions(backfill: Backfill, round_: int, occurrences: Sequence[datetime], *,

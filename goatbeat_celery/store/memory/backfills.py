@@ -14,6 +14,7 @@ from goatbeat_celery.core.rules.backfill import (
     progress_after,
     step_executions,
 )
+from goatbeat_celery.core.rules.backfill_outcomes import BackfillTally, tally_executions
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.rules.validation import reason_text
 from goatbeat_celery.core.types.audit import AuditNote
@@ -66,6 +67,16 @@ class MemoryBackfills(MemoryStoreBase, BackfillStore):
                 shard is None or self._in_shard(b.schedule_name, shard))),
                            key=lambda b: b.id)
         return found[:limit]
+
+    def backfill_tally(self, backfill: Backfill) -> BackfillTally:
+        if backfill.created_at is None:
+            return BackfillTally(counts=(), failed=())
+        with self._lock:
+            found = [e for e in self._executions.values()
+                     if e.schedule_name == backfill.schedule_name
+                     and backfill.start <= e.occurrence_at <= backfill.end
+                     and e.claimed_at >= backfill.created_at]
+        return tally_executions(backfill, found)
 
     def cancel_backfill(self, backfill_id: int, *,
                         audit: AuditNote | None = None) -> Backfill:
