@@ -70,7 +70,12 @@ class Context:
 def link(request: Request, route: str, /, **query: Any) -> str:
     """A link to ``route`` as a path (the mount point included), never naming a host: the
     request's ``Host`` is the client's to choose, so nothing built from it is sent back."""
-    path = urlsplit(str(request.url_for(route))).path
+    # Each route's path once per request: url_for walks every route, and the runs grid links
+    # 1,000 runs (90 ms of its time). Routes take no path parameters, so the name is the key.
+    paths: dict[str, str] = request.scope.setdefault("goatbeat.paths", {})
+    path = paths.get(route)
+    if path is None:
+        path = paths[route] = urlsplit(str(request.url_for(route))).path
     kept = {k: v for k, v in query.items() if v not in (None, "")}
     return f"{path}?{urlencode(kept)}" if kept else path
 
