@@ -137,7 +137,7 @@ class CelerySubmitter:
         own_headers = {
             HEADER_CELERY_BEAT: True,
             HEADER_SCHEDULE: execution.schedule_name,
-            HEADER_OCCURRENCE: execution.occurrence_at.isoformat(),
+            HEADER_OCCURRENCE: batch.iso(execution.occurrence_at),
             HEADER_TOKEN: batch.token,
             headers.SEND: execution.attempts,
         }
@@ -219,7 +219,8 @@ class CelerySubmitter:
         id. Logged once per schedule."""
         options = dict(stored)
         given = options.get("headers")
-        if not isinstance(given, Mapping):
+        # None first: most schedules set no headers, and the ABC check costs more.
+        if given is None or not isinstance(given, Mapping):
             return options
         options["headers"], dropped = without_reserved(given)
         if dropped and name not in self._dropped_from:
@@ -284,7 +285,7 @@ class _Batch:
     """What the messages of one batch share: the producer and how to publish through it, the
     fencing token, and the tasks looked up so far."""
 
-    __slots__ = ("app", "call", "clusters", "producer", "spans", "token", "_tasks")
+    __slots__ = ("app", "call", "clusters", "producer", "spans", "token", "_tasks", "_instant")
 
     def __init__(self, app: Any, producer: Any, token: int, *, batched: bool = False) -> None:
         self.app = app
@@ -305,6 +306,17 @@ class _Batch:
         }
         self._tasks: dict[str, Any] = {}
         self.clusters: dict[str, str] = {}
+        self._instant: tuple[datetime, str] | None = None
+
+    def iso(self, instant: datetime) -> str:
+        """``instant.isoformat()``, worked out once for a run of equal instants in one zone:
+        the messages of a batch are mostly occurrences of one instant."""
+        last = self._instant
+        if last is not None and last[0].tzinfo is instant.tzinfo and last[0] == instant:
+            return last[1]
+        text = instant.isoformat()
+        self._instant = (instant, text)
+        return text
 
     def task(self, name: str) -> Any:
         """The task registered under ``name`` (None: unknown here), looked up once a batch."""

@@ -482,3 +482,25 @@ def test_a_postgres_renewal_reads_what_waits_for_the_look_made_at_once(
     finally:
         other.close()
         store.close()
+
+
+def test_rows_sharing_their_payloads_read_each_as_its_own_values(sql_store: Store) -> None:
+    fields: dict[str, Any] = {"args": (1, "a"), "kwargs": {"size": 2.5, "who": None},
+                              "options": {"queue": "reports", "priority": 3}}
+    now = sql_store.now()
+    for name in ("a", "b", "c"):
+        sql_store.create_schedule(interval_spec(name, **fields), next_occurrence_at=now,
+                                  next_run_at=now)
+
+    first, second, third = sql_store.due_schedules(10).schedules
+
+    for schedule in (first, second, third):
+        assert (schedule.spec.args, schedule.spec.kwargs, schedule.spec.options) == (
+            fields["args"], fields["kwargs"], fields["options"])
+        assert schedule.spec.trigger.params == {"every": 60}
+    # Each row's own objects, however the driver's values are read: code hooked around the
+    # send may change what it is handed.
+    assert first.spec.kwargs is not second.spec.kwargs
+    assert first.spec.options is not third.spec.options
+    assert first.spec.trigger.params is not second.spec.trigger.params
+

@@ -43,3 +43,12 @@ def test_values_equal_but_not_shared_are_each_written() -> None:
 def test_values_of_another_kind_are_refused() -> None:
     with pytest.raises(TypeError, match="float"):
         array_literal([1.5])  # type: ignore[list-item]
+
+
+def test_a_run_of_equal_instants_in_one_zone_is_written_as_each_one() -> None:
+    again = T + timedelta(0)
+    later = T.astimezone(timezone(timedelta(hours=2)))
+
+    assert array_literal([T, again, None, again, later, T]) == (
+        "{2026-03-29T01:30:00+00:00,2026-03-29T01:30:00+00:00,NULL,"
+        "2026-03-29T01:30:00+00:00,2026-03-29T03:30:00+02:00,2026-03-29T01:30:00+00:00}")

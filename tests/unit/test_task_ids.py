@@ -4,7 +4,7 @@ plain names."""
 from __future__ import annotations
 
 import unicodedata
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
 
 import pytest
@@ -12,10 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goatbeat_celery.core.rules.backfill import backfill_key
+from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.execution import idempotency_key, key_name, manual_key
 
 AT = datetime(2026, 3, 29, 1, 0, tzinfo=timezone.utc)
 UNSAFE = "/\\%"
+MICRO = timedelta(microseconds=1)
 
 
 
@@ -58,3 +60,17 @@ def test_a_key_name_holds_no_unsafe_character_and_reads_back_as_its_name(name: s
                max_size=40))
 def test_a_name_free_of_unsafe_characters_is_never_changed(name: str) -> None:
     assert key_name(name) == name
+
+
+def test_each_key_carries_its_own_occurrence_in_utc() -> None:
+    paris = timezone(timedelta(hours=1))
+
+    keys = [idempotency_key("a", AT), idempotency_key("b", AT + timedelta(0)),
+            idempotency_key("c", AT.astimezone(paris)), idempotency_key("d", AT + MICRO),
+            idempotency_key("e", AT)]
+
+    assert keys == ["a:2026-03-29T01:00:00+00:00", "b:2026-03-29T01:00:00+00:00",
+                    "c:2026-03-29T01:00:00+00:00", "d:2026-03-29T01:00:00.000001+00:00",
+                    "e:2026-03-29T01:00:00+00:00"]
+    with pytest.raises(ConfigurationError, match="naive"):
+        idempotency_key("f", AT.replace(tzinfo=None))

@@ -84,6 +84,20 @@ def test_next_after_converts_any_aware_instant() -> None:
     assert trigger.next_after(paris_noon) == datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
+def test_asking_again_about_an_instant_answers_the_same_and_others_their_own() -> None:
+    trigger = IntervalTrigger(timedelta(hours=1))
+    first = datetime(2026, 1, 1, 10, 30, tzinfo=UTC)
+
+    assert trigger.next_after(first) == datetime(2026, 1, 1, 11, 0, tzinfo=UTC)
+    assert trigger.next_after(first + timedelta(0)) == datetime(2026, 1, 1, 11, 0, tzinfo=UTC)
+    assert trigger.next_after(first.astimezone(timezone(timedelta(hours=1)))) == datetime(
+        2026, 1, 1, 11, 0, tzinfo=UTC)
+    assert trigger.next_after(first + timedelta(hours=1)) == datetime(
+        2026, 1, 1, 12, 0, tzinfo=UTC)
+    with pytest.raises(ConfigurationError, match="naive"):
+        trigger.next_after(first.replace(tzinfo=None))
+
+
 @given(
     step=st.integers(1, 10**10),
     index=st.integers(-(10**6), 10**6),

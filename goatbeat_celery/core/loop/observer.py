@@ -15,8 +15,10 @@ from goatbeat_celery.core.rules.alerts import AlertEvent
 from goatbeat_celery.core.types.claims import Dispatch
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.quick import quick_init
 
 
+@quick_init
 @dataclass(frozen=True, kw_only=True)
 class OccurrenceRecord:
     """One submission attempt of one occurrence, handed to observers once the broker answered.

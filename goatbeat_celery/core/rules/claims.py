@@ -27,6 +27,7 @@ from goatbeat_celery.core.types.execution import (
     in_flight_state,
     manual_key,
 )
+from goatbeat_celery.core.types.quick import quick_init
 
 #: Resubmissions stop counting here rather than overflow the column (a count written by hand).
 ATTEMPTS_MAX = 1_000_000_000
@@ -38,7 +39,8 @@ def next_attempt(attempts: int) -> int:
     return attempts + 1 if attempts < ATTEMPTS_MAX else attempts
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@quick_init
+@dataclass(frozen=True, kw_only=True)
 class Advance:
     """How one claim moves its schedule on: next times as planned, ``last_occurrence_at`` the
     last occurrence claimed (None: the claim ran none, keep the stored one), ``runs`` added to
@@ -86,14 +88,27 @@ class ClaimPlan:
                dispatch: Callable[[Execution], Dispatch]) -> ClaimResult:
         """What the batch did, once the store inserted the keys ``inserted``; ``dispatch``
         pairs an inserted execution with its schedule's task and arguments."""
-        written = [e for e in self.executions if e.key in inserted]
-        dispatches = tuple(dispatch(e) for e in written if e.state is ExecutionState.CLAIMED)
+        dispatches: list[Dispatch] = []
+        skipped: list[Execution] = []
+        held: list[Execution] = []
+        written = 0
+        # One pass: this runs for every occurrence claimed.
+        for execution in self.executions:
+            if execution.key not in inserted:
+                continue
+            written += 1
+            state = execution.state
+            if state is ExecutionState.CLAIMED:
+                dispatches.append(dispatch(execution))
+            elif state is ExecutionState.SKIPPED:
+                skipped.append(execution)
+            elif state is ExecutionState.HELD:
+                held.append(execution)
         return ClaimResult(
-            dispatches=dispatches, advanced=len(self.advances), conflicts=self.conflicts,
-            duplicates=self.repeated + len(self.executions) - len(written),
+            dispatches=tuple(dispatches), advanced=len(self.advances), conflicts=self.conflicts,
+            duplicates=self.repeated + len(self.executions) - written,
             missed=sum(a.missed for a in self.advances),
-            skipped=tuple(e for e in written if e.state is ExecutionState.SKIPPED),
-            held=tuple(e for e in written if e.state is ExecutionState.HELD),
+            skipped=tuple(skipped), held=tuple(held),
         )
 
 
@@ -258,18 +273,25 @@ def plan_claims(claims: Sequence[PlannedClaim], versions: Mapping[str, int], *, 
             planned = apply_overlap(claim, planned, flight)
         if claim.max_runs is not None:
             claim, planned = limit_runs(claim, planned, (runs or {}).get(name, 0))
-        fresh = [e for e in planned if e.key not in seen]
-        seen.update(e.key for e in fresh)
-        repeated += len(planned) - len(fresh)
-        executions.extend(fresh)
-        ran = [e for e in fresh if e.state is not ExecutionState.SKIPPED]
-        skipped = [e for e in fresh if e.state is ExecutionState.SKIPPED]
+        # One pass over the claim's executions (one, mostly): those whose key an earlier
+        # claim of the batch planned already are repeats, the rest ran or were skipped.
+        ran: list[str] = []
+        skipped: list[str] = []
+        for execution in planned:
+            key = execution.key
+            if key in seen:
+                repeated += 1
+                continue
+            executions.append(execution)
+            (skipped if execution.state is ExecutionState.SKIPPED else ran).append(key)
+        seen.update(ran)
+        seen.update(skipped)
         advances.append(Advance(
             name=name, version=claim.version,
             next_occurrence_at=claim.next_occurrence_at, next_run_at=claim.next_run_at,
             last_occurrence_at=planned[-1].occurrence_at if planned else None,
-            runs=len(ran), missed=claim.missed, keys=tuple(e.key for e in ran),
-            skipped=len(skipped), skipped_keys=tuple(e.key for e in skipped),
+            runs=len(ran), missed=claim.missed, keys=tuple(ran),
+            skipped=len(skipped), skipped_keys=tuple(skipped),
         ))
     return ClaimPlan(executions=tuple(executions), advances=tuple(advances),
                      conflicts=tuple(conflicts), repeated=repeated)

@@ -77,6 +77,10 @@ class IntervalTrigger:
                                               "interval must be at least one microsecond")])
         #: The index of the last grid point at or before LAST_OCCURRENCE.
         self._last = ((LAST_OCCURRENCE - EPOCH) // _MICRO) // self._step
+        #: The last instant :meth:`next_after` was asked about and its answer, as one tuple
+        #: (threads may share the trigger): schedules sharing it and due together ask about
+        #: the same instant, one after the other.
+        self._last_next: tuple[datetime, datetime | None] | None = None
 
     @classmethod
     def from_params(cls, params: Mapping[str, JSONValue]) -> IntervalTrigger:
@@ -98,8 +102,13 @@ class IntervalTrigger:
         return EPOCH + timedelta(microseconds=index * self._step)
 
     def next_after(self, instant: datetime) -> datetime | None:
+        last = self._last_next
+        if last is not None and last[0] == instant:
+            return last[1]
         index = self._index(instant) + 1
-        return None if index > self._last else self._point(index)
+        after = None if index > self._last else self._point(index)
+        self._last_next = (instant, after)
+        return after
 
     def points_before(
         self, start: datetime, bound: datetime, keep: int

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
 
-from goatbeat_celery.core.types.instants import ensure_aware
+from goatbeat_celery.core.types.instants import UTC, ensure_aware
 from goatbeat_celery.core.types.quick import quick_init
 from goatbeat_celery.core.types.runs import RunRecord
 
@@ -62,7 +62,23 @@ def key_name(schedule_name: str) -> str:
 def idempotency_key(schedule_name: str, occurrence: datetime) -> str:
     """``"<key name>:<occurrence instant in UTC, ISO-8601>"``, the claim's unique key and its
     Celery task id (:func:`key_name`: the schedule name, safe for every result backend)."""
-    return f"{key_name(schedule_name)}:{ensure_aware(occurrence, 'occurrence').isoformat()}"
+    return f"{key_name(schedule_name)}:{_utc_text(occurrence)}"
+
+
+#: The last occurrence written in a key, in UTC, and its text, as one tuple (threads share
+#: it): the schedules claimed together are mostly due at one instant.
+_last_utc_text: tuple[datetime, str] = (datetime.min.replace(tzinfo=UTC), "")
+
+
+def _utc_text(occurrence: datetime) -> str:
+    global _last_utc_text
+    last = _last_utc_text
+    if type(occurrence) is datetime and occurrence.tzinfo is UTC and occurrence == last[0]:
+        return last[1]
+    utc = ensure_aware(occurrence, "occurrence")
+    text = utc.isoformat()
+    _last_utc_text = (utc, text)
+    return text
 
 
 def manual_key(schedule_name: str, requested_at: datetime) -> str:

@@ -17,7 +17,7 @@ def array_literal(values: Sequence[str | int | bool | datetime | None]) -> str:
     kind = next((type(v) for v in values if v is not None), str)
     if issubclass(kind, datetime):
         # ISO-8601 instants contain no character that needs quoting in an array literal.
-        items = ["NULL" if v is None else v.isoformat() for v in values]  # type: ignore[union-attr]
+        items = _instants(values)  # type: ignore[arg-type]
     elif kind is int:
         items = ["NULL" if v is None else str(int(v)) for v in values]  # type: ignore[arg-type]
     elif kind is bool:
@@ -27,6 +27,21 @@ def array_literal(values: Sequence[str | int | bool | datetime | None]) -> str:
     else:
         raise TypeError(f"cannot put {kind.__name__} values in an array literal")
     return "{" + ",".join(items) + "}"
+
+
+def _instants(values: Sequence[datetime | None]) -> list[str]:
+    """Each instant as ISO-8601, a run of equal ones (in the same zone) written once: the
+    schedules claimed together are mostly due at one instant."""
+    items: list[str] = []
+    last: datetime | None = None
+    text = "NULL"
+    for value in values:
+        if value is not last and (value is None or last is None
+                                  or value.tzinfo is not last.tzinfo or value != last):
+            text = "NULL" if value is None else value.isoformat()
+        last = value
+        items.append(text)
+    return items
 
 
 def _quote(text: str) -> str:

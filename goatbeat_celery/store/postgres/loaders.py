@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import psycopg
@@ -31,14 +31,29 @@ _DUE_DURATIONS = tuple(
     2 + index for index, column in enumerate(schedule_table.c) if isinstance(column.type, Seconds))
 
 
+#: Durations read so far, by their stored seconds: most rows share a few values (a grace, a
+#: deadline), and building a timedelta costs more than finding it. Bounded; timedeltas are
+#: immutable, so rows may share them.
+_DURATIONS: dict[float, Any] = {}
+_DURATIONS_KEPT = 1024
+
+
 def _converted_due_row(row: Sequence[Any]) -> list[Any]:
     values = list(row)
     for index in _DUE_INSTANTS:
         values[index] = utc_from_db(values[index])
+    durations = _DURATIONS
     for index in _DUE_DURATIONS:
         value = values[index]
         if value is not None:
-            values[index] = seconds_to_timedelta(value)
+            duration = durations.get(value) if type(value) is float else None
+            if duration is None:
+                duration = seconds_to_timedelta(value)
+                if type(value) is float and type(duration) is timedelta:
+                    if len(durations) >= _DURATIONS_KEPT:
+                        durations.clear()
+                    durations[value] = duration
+            values[index] = duration
     return values
 
 
@@ -93,6 +108,15 @@ class _InstantLoader(Loader):
             return UNREADABLE_INSTANT
 
 
+#: Small flat JSON objects and arrays parsed so far, by their text: schedules that share a
+#: trigger (thousands of "every 60 s") share its text, and a copy costs less than a parse.
+#: Only values holding scalars are kept, so that a shallow copy is a fresh value. Bounded.
+_PARSED: dict[bytes, dict[str, Any] | list[Any]] = {}
+_PARSED_KEPT = 512
+_PARSED_LONGEST = 256
+_SCALARS = (str, int, float, bool, type(None))
+
+
 class _JSONLoader(Loader):
     """Text-format json/jsonb values. Most schedules have empty kwargs and options: those skip
     the parser, and the rest skip the encoding detection ``json.loads(bytes)`` does."""
@@ -102,11 +126,29 @@ class _JSONLoader(Loader):
             return {}
         if data == b"[]":
             return []
-        text = bytes(data).decode()
+        raw = bytes(data)
+        known = _PARSED.get(raw)
+        if known is not None:
+            return known.copy()
+        text = raw.decode()
         try:
-            return json.loads(text)
+            value = json.loads(text)
         except (RecursionError, ValueError):
             # Valid JSONB that Python will not read (nested too deeply, an integer of thousands
             # of digits): the text itself, which the reader names as damage, rather than a
             # failed read of every row.
             return text
+        if len(raw) <= _PARSED_LONGEST and _flat(value):
+            if len(_PARSED) >= _PARSED_KEPT:
+                _PARSED.clear()
+            _PARSED[raw] = value.copy()
+        return value
+
+
+def _flat(value: Any) -> bool:
+    """Whether ``value`` is a JSON object or array of scalars only."""
+    if type(value) is dict:
+        return all(type(item) in _SCALARS for item in value.values())
+    if type(value) is list:
+        return all(type(item) in _SCALARS for item in value)
+    return False
