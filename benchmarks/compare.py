@@ -140,15 +140,29 @@ class Beat:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    def demand(self) -> float:
+        """Seconds the main thread ran or stood ready to run (the kernel's ``schedstat``: time
+        on a CPU plus time waiting in a run queue); :meth:`cpu` where Linux keeps no such count.
+        A process starved of CPU by a loaded machine runs little, but is not idle: it waits in
+        the run queue, which a process sleeping in its loop does not."""
+        try:
+            fields = Path(f"/proc/{self.popen.pid}/schedstat").read_text().split()
+            return (int(fields[0]) + int(fields[1])) / 1e9
+        except (OSError, ValueError, IndexError):
+            return self.cpu()
+
     def wait_ready(self, timeout: float, quiet: float = 0.5, busy: float = 0.03) -> float:
         """Seconds from launch until the process first stays (almost) idle for ``quiet``
-        seconds: it has started and is sleeping in its loop. Raises on timeout or exit."""
+        seconds: it has started and is sleeping in its loop. Idle means neither running nor
+        waiting for a CPU (:meth:`demand`): on a saturated machine a process still starting
+        gets too little CPU to look busy by its CPU time alone, and an edit made then would
+        time its start-up, not the edit. Raises on timeout or exit."""
         deadline = self.launched + timeout
         samples: list[tuple[float, float]] = []
         while time.time() < deadline:
             if not self.alive():
                 raise RuntimeError(f"{self.kind} beat exited: {self.tail()}")
-            now, used = time.time(), self.cpu()
+            now, used = time.time(), self.demand()
             samples.append((now, used))
             window = [s for s in samples if s[0] >= now - quiet]
             first = window[0]

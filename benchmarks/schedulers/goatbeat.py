@@ -70,11 +70,15 @@ class Goatbeat(Adapter):
         for lead in (0.25, 1.0):
             due = datetime.now(timezone.utc) + timedelta(seconds=lead)
             try:
-                client.update(name, at=due, offset=None)
+                row = client.update(name, at=due, offset=None)
             except ConfigurationError:
                 # The update's round trips outlasted the lead (a machine busy with other
                 # work): a later instant, still timed from the instant set.
                 continue
+            if row.next_run_at != due:
+                # Said here rather than as a message that never comes.
+                raise RuntimeError(f"edit of {name}: at {due.isoformat()} accepted, stored "
+                                   f"with next run {row.next_run_at}")
             return due.timestamp()
         raise RuntimeError(f"edit of {name}: the update outlasted a lead of 1 s twice")
 

@@ -51,8 +51,10 @@ class SchedulesBase:
         self.store.close()
 
     def _first(self, spec: ScheduleSpec, paused_until: datetime | None = None, *,
-               runs: int = 0) -> tuple[datetime | None, datetime | None]:
-        """Where ``spec`` starts from now: within its bounds, after a pause until
+               runs: int = 0, now: datetime | None = None,
+               ) -> tuple[datetime | None, datetime | None]:
+        """Where ``spec`` starts from ``now`` (the store's clock read at the start of the
+        write; read here when not given): within its bounds, after a pause until
         ``paused_until``, and nowhere once its ``max_runs`` are used up by the ``runs`` it
         made (the claim checks it again, against the count it locks)."""
         if spec.max_runs is not None and runs >= spec.max_runs:
@@ -60,7 +62,7 @@ class SchedulesBase:
         trigger = self.triggers.build(spec.trigger)
         offset = spec.effective_offset()
         return bounded_first(lambda instant: first_occurrence(trigger, instant, offset),
-                             self.store.now(), spec, paused_until)
+                             self.store.now() if now is None else now, spec, paused_until)
 
     def _missing_calendars(self, names: tuple[str, ...]) -> list[Problem]:
         """A problem for each calendar named that does not exist (names checked first)."""
@@ -71,18 +73,20 @@ class SchedulesBase:
                         "create it first (create_calendar, or celery goatbeat calendar add)")
                 for name in names if name not in found]
 
-    def _spec(self, problems: list[Problem], *, trigger: TriggerSpec | None,
+    def _spec(self, problems: list[Problem], *, trigger: TriggerSpec | None, now: datetime,
               at_given: bool = False, **values: Any) -> ScheduleSpec:
         """The spec of ``values``, or ConfigurationError listing every problem (with those
         already in ``problems``). ``at_given``: the ``at`` of a one-time ``trigger`` was given
-        by this call, and is refused unless it is still ahead."""
+        by this call, and is refused unless it is still ahead at ``now``: the instant the write
+        places the first run from, so that an ``at`` accepted is the run stored, however long
+        the round trips between took."""
         name, enabled = values.pop("name"), values.pop("enabled")
         # ISO-8601 text is read as an instant too, as a JSON document gives one.
         fields = spec_input.spec_fields(values, problems, text_instants=True)
         spec = spec_input.checked_spec(fields, problems, name=name, trigger=trigger,
                                   enabled=enabled, source=ScheduleSource.API)
         if at_given and trigger is not None and trigger.kind == "once":
-            problems.extend(listed(past_once_problem(spec, self.store.now())))
+            problems.extend(listed(past_once_problem(spec, now)))
         problems.extend(self._missing_calendars(spec.calendars))
         if isinstance(spec.task, str) and not self.config.task_allowed(spec.task):
             problems.append(Problem("task", f"{spec.task!r} is not in goatbeat_allowed_tasks "

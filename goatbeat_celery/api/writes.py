@@ -107,11 +107,14 @@ class ScheduleWrites(SchedulesBase):
 
         ``reason``: why, for the audit log (every method that changes a schedule takes it)."""
         problems: list[Problem] = reason_problems(reason)
+        # One reading of the store's clock for the checks and the first run alike.
+        now = self.store.now()
         trigger = spec_input.trigger_spec(every, cron, at, timezone, problems,
                                      default_zone=self.default_timezone, day_or=day_or,
-                                     rrule=rrule, solar=solar, now=self.store.now())
+                                     rrule=rrule, solar=solar, now=now)
         spec = self._spec(
-            problems, name=name, task=task, trigger=trigger, at_given=at is not None, args=args,
+            problems, name=name, task=task, trigger=trigger, now=now, at_given=at is not None,
+            args=args,
             kwargs={} if kwargs is None else kwargs, options={} if options is None else options,
             misfire_policy=misfire_policy, misfire_grace=misfire_grace,
             max_catchup=max_catchup, offset=offset, jitter=jitter,
@@ -124,7 +127,7 @@ class ScheduleWrites(SchedulesBase):
             alert_missed=alert_missed, alert_lost=alert_lost, rotate=rotate,
             rotate_handover=rotate_handover,
         )
-        occurrence, run = self._first(spec) if spec.enabled else (None, None)
+        occurrence, run = self._first(spec, now=now) if spec.enabled else (None, None)
         return self.store.create_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,
             audit=self._note(AuditAction.CREATE, reason, spec_changes(None, spec)))
@@ -182,6 +185,10 @@ class ScheduleWrites(SchedulesBase):
         revert's), ``action`` and ``noted`` what the audit entry says beside the fields."""
         name = current.name
         problems: list[Problem] = []
+        # One reading of the store's clock for the checks and the first run alike: an `at`
+        # judged ahead of one reading and placed from a later one may have passed in between,
+        # stored with no run at all.
+        now = self.store.now()
         given = {key for key, value in (("every", every), ("cron", cron), ("at", at),
                                         ("rrule", rrule), ("solar", solar))
                  if value is not None} | set(changes)
@@ -214,13 +221,13 @@ class ScheduleWrites(SchedulesBase):
             else:
                 trigger = spec_input.trigger_spec(
                     every, cron, at, timezone, problems, default_zone=self.default_timezone,
-                    day_or=day_or, rrule=rrule, solar=solar, now=self.store.now()) or trigger
+                    day_or=day_or, rrule=rrule, solar=solar, now=now) or trigger
         fields = {key: getattr(current.spec, key) for key in spec_input.SPEC_FIELDS}
         fields.update({k: v for k, v in changes.items() if k in spec_input.SPEC_FIELDS})
         wanted = current.spec.enabled if enabled is None else enabled
         # A form sends every field: its `at` equal to the stored one changes nothing, and is not
         # judged again once it has passed (the one-off ran); a new one must be still ahead.
-        spec = self._spec(problems, name=name, trigger=trigger, enabled=wanted,
+        spec = self._spec(problems, name=name, trigger=trigger, now=now, enabled=wanted,
                           at_given=at is not None and trigger != current.spec.trigger,
                           **fields)
         # A damaged row's spec holds stand-ins: an edit equal to them still rewrites the row.
@@ -235,11 +242,11 @@ class ScheduleWrites(SchedulesBase):
         # An edit during a pause with an end keeps the pause (any other edit of an enabled
         # schedule clears a pause's note, as resume does).
         pause = None
-        if spec.enabled and current.paused_at(self.store.now()) and current.spec.enabled:
+        if spec.enabled and current.paused_at(now) and current.spec.enabled:
             pause = PauseNote(reason=current.paused_reason, until=current.paused_until)
         if reschedule and spec.enabled:
             occurrence, run = self._first(spec, None if pause is None else pause.until,
-                                          runs=current.total_runs)
+                                          runs=current.total_runs, now=now)
         else:
             occurrence, run = current.next_occurrence_at, current.next_run_at
         return self.store.replace_schedule(
@@ -304,10 +311,11 @@ class ScheduleWrites(SchedulesBase):
 
     def _resumed(self, current: Schedule, reason: str | None = None) -> Schedule:
         _require_repair(current, set())
-        if not current.paused_at(self.store.now()):
+        now = self.store.now()
+        if not current.paused_at(now):
             return current
         spec = replace(current.spec, enabled=True)
-        occurrence, run = self._first(spec, runs=current.total_runs)
+        occurrence, run = self._first(spec, runs=current.total_runs, now=now)
         return self.store.replace_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,
             expected_version=current.row_version,

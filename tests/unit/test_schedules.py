@@ -258,6 +258,51 @@ def test_an_edit_made_against_an_older_version_is_refused_and_changes_nothing(
     assert updated.spec.args == (3,) and updated.row_version == shown + 2
 
 
+class BusyClock:
+    """The store's clock as a busy machine reads it: each read a second after the one before,
+    as when every round trip to the store takes that long."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self.clock = clock
+
+    def __call__(self) -> datetime:
+        self.clock.advance(1)
+        return self.clock()
+
+
+@pytest.mark.parametrize("write", ["create", "update"])
+def test_a_one_time_instant_accepted_is_its_next_run_however_slow_the_store(
+        write: str, clock: ManualClock) -> None:
+    """An ``at`` judged still ahead is the run stored, never an instant judged again against a
+    later read of the clock (where it may have passed, leaving a schedule accepted that never
+    runs); one already past is refused and changes nothing. Leads on either side of each of the
+    write's reads of the clock."""
+    schedules = Schedules(MemoryStore(BusyClock(clock)))
+    outcomes: set[str] = set()
+    for index, lead in enumerate(step / 2 for step in range(1, 24)):
+        name = f"launch-{index}"
+        if write == "update":
+            schedules.create(name, "shop.open_sales", every=3600)
+        before = None if write == "create" else schedules.get(name)
+        launch = clock() + timedelta(seconds=lead)
+        try:
+            written = (schedules.create(name, "shop.open_sales", at=launch) if write == "create"
+                       else schedules.update(name, at=launch))
+        except ConfigurationError as exc:
+            assert "still ahead" in str(exc)
+            if before is None:
+                with pytest.raises(ScheduleNotFound):
+                    schedules.get(name)
+            else:
+                assert unchanged(schedules, before)
+            outcomes.add("refused")
+            continue
+        assert (written.next_occurrence_at, written.next_run_at) == (launch, launch), (
+            f"at {lead} s ahead: accepted, stored with next run {written.next_run_at}")
+        outcomes.add("accepted")
+    assert outcomes == {"refused", "accepted"}
+
+
 # -- pause and resume -------------------------------------------------------------------------
 
 def test_a_paused_schedule_keeps_its_next_times_and_is_not_due(
