@@ -151,7 +151,8 @@ def _text_search(engine: Any) -> str:
         if text_search_indexed(conn):
             return "; the runs page's text search has its trigram indexes (pg_trgm)"
     return ("; the runs page's text search has no trigram index (pg_trgm could not be "
-            "created): it reads runs until a page fills (see docs/performance.md to add them)")
+            "created): it reads runs until a page fills; the upgrading guide's migration 0020 "
+            "says how to add them")
 
 
 def _handover(url: str, lease_name: str) -> list[Check]:

@@ -29,7 +29,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from goatbeat_celery.core.types.errors import SchemaOutOfDate
-from goatbeat_celery.store.text_search import TRIGRAM_INDEX_NAMES
+from goatbeat_celery.migrations.trigram import TRIGRAM_INDEX_NAMES
 
 # Alembic announces each of its plugins at INFO as it is imported: beat's start-up log is no
 # place for that.
@@ -74,7 +74,7 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool,
                    compare_to: Any) -> bool:
     """Look only at goatbeat's tables when comparing a database with goatbeat's metadata: a
     table the database has and the metadata does not is the application's, left alone; so are
-    the optional trigram indexes (goatbeat_celery.store.text_search), there only where
+    the optional trigram indexes (goatbeat_celery.migrations.trigram), there only where
     PostgreSQL has pg_trgm."""
     if type_ == "index" and name in TRIGRAM_INDEX_NAMES:
         return False

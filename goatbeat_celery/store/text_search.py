@@ -14,16 +14,9 @@ import logging
 
 import sqlalchemy as sa
 
+from goatbeat_celery.migrations.trigram import TRIGRAM_INDEX_NAMES, TRIGRAM_INDEXES
+
 logger = logging.getLogger(__name__)
-
-#: (index name, column, predicate) of each trigram index, as migration 0020 creates them.
-TRIGRAM_INDEXES = (
-    ("ix_goatbeat_execution_key_trgm", "key", None),
-    ("ix_goatbeat_execution_run_error_trgm", "run_error", "run_error IS NOT NULL"),
-    ("ix_goatbeat_execution_last_error_trgm", "last_error", "last_error IS NOT NULL"),
-)
-TRIGRAM_INDEX_NAMES = frozenset(name for name, _, _ in TRIGRAM_INDEXES)
-
 
 def create_trigram_indexes(conn: sa.Connection) -> bool:
     """Create the trigram indexes on PostgreSQL (and ``pg_trgm`` when this role may); False
