@@ -39,6 +39,7 @@ from goatbeat_celery.core.types.errors import (
     ScheduleNotFound,
     SchemaOutOfDate,
     StoreError,
+    StoreTimeout,
     StoreUnavailable,
 )
 from goatbeat_celery.core.types.spec import MisfirePolicy
@@ -66,6 +67,7 @@ __all__ = [
     "Schedules",
     "SchemaOutOfDate",
     "StoreError",
+    "StoreTimeout",
     "StoreUnavailable",
     "occurrence_of",
     "track_runs",

@@ -12,6 +12,7 @@ from goatbeat_celery.core.types.errors import (
     GoatbeatError,
     StoreDenied,
     StoreError,
+    StoreTimeout,
     StoreUnavailable,
 )
 
@@ -38,6 +39,16 @@ def is_denied(exc: BaseException) -> bool:
     if getattr(orig, "sqlstate", None) == _DENIED:
         return True
     return isinstance(orig, sqlite3.OperationalError) and "readonly database" in str(orig)
+
+
+#: query_canceled: PostgreSQL cancelled the statement at its statement_timeout. (MySQL's
+#: timeout is the client's read timeout: a lost connection, as in an outage.)
+_TIMED_OUT = "57014"
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """True for a statement PostgreSQL cancelled at its statement timeout."""
+    return getattr(getattr(exc, "orig", exc), "sqlstate", None) == _TIMED_OUT
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -79,6 +90,10 @@ def translated(what: str, where: str) -> Iterator[None]:
 
 
 def _wrapped(exc: BaseException, what: str, where: str) -> StoreError:
+    if is_timeout(exc):
+        return StoreTimeout(f"{what}: database {where} cancelled the statement at the "
+                            f"statement timeout (goatbeat_statement_timeout): "
+                            f"{_reason(exc)}")
     if is_unavailable(exc):
         return StoreUnavailable(f"{what}: database {where} unavailable: {_reason(exc)}")
     if is_denied(exc):

@@ -20,6 +20,7 @@ from goatbeat_celery.core.types.errors import (
     ScheduleNotFound,
     SchemaOutOfDate,
     StoreDenied,
+    StoreTimeout,
     StoreUnavailable,
     TokenNotFound,
 )
@@ -36,6 +37,7 @@ ERRORS: list[tuple[GoatbeatError, int, int]] = [
     (ScheduleConflict.taken("schedule", "poll"), 409, 1),
     (CalendarInUse("holidays", ["poll"]), 409, 1),
     (StoreUnavailable("connection refused"), 503, EX_UNAVAILABLE),
+    (StoreTimeout("cancelled at the statement timeout"), 503, EX_UNAVAILABLE),
     (StoreDenied("permission denied"), 500, 1),
     (SchemaOutOfDate("run the migrations"), 500, 1),
     (LeaseLost("fenced"), 500, 1),

@@ -32,6 +32,7 @@ EXPECTED = [
     "Schedules",
     "SchemaOutOfDate",
     "StoreError",
+    "StoreTimeout",
     "StoreUnavailable",
     "occurrence_of",
     "track_runs",

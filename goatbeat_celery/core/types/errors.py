@@ -15,6 +15,7 @@
     ├── LeaseLost                   the fencing token is no longer current: stop claiming
     └── StoreError                  the store failed (driver errors are wrapped here)
         ├── StoreUnavailable        the database cannot be reached right now
+        │   └── StoreTimeout        a statement ran past the statement timeout: ask for less
         ├── StoreDenied             the database refused for want of a privilege: grant it
         └── SchemaOutOfDate         the schema is behind the code: run the migrations
 
@@ -198,6 +199,12 @@ class StoreUnavailable(StoreError):
     """The database could not be reached or dropped the connection; retry later."""
 
     kind = ErrorKind.UNAVAILABLE
+
+
+class StoreTimeout(StoreUnavailable):
+    """The database answered, but a statement ran past the statement timeout
+    (``goatbeat_statement_timeout``) and was cancelled: what was asked reads too much. Beat
+    retries as after an outage; a face asked by a person says to ask for less."""
 
 
 class StoreDenied(StoreError):

@@ -20,6 +20,7 @@ from goatbeat_celery.core.types.errors import (
     ErrorKind,
     GoatbeatError,
     ScheduleNotFound,
+    StoreTimeout,
 )
 from goatbeat_celery.store.url import mask_url
 from goatbeat_celery.web.pages.base import Context, finish, refusal
@@ -52,8 +53,10 @@ ANSWERS: Mapping[ErrorKind, Answer] = {
     ErrorKind.UNAVAILABLE: Answer(503, "Database unavailable"),
     ErrorKind.FAILED: Answer(500, "goatbeat error"),
 }
-#: The page of a missing thing names what is missing.
-NOT_FOUND_TITLES: Mapping[type[GoatbeatError], str] = {
+#: Titles more precise than their kind's: the page of a missing thing names what is missing;
+#: a statement cancelled at its timeout came from a database that answered.
+TITLES: Mapping[type[GoatbeatError], str] = {
+    StoreTimeout: "Too much to read: ask for less (a time range, a narrower search)",
     ScheduleNotFound: "No such schedule",
     BackfillNotFound: "No such backfill",
     AuditEntryNotFound: "No such audit entry",
@@ -65,8 +68,8 @@ NOT_FOUND_TITLES: Mapping[type[GoatbeatError], str] = {
 def error_page(request: Request, context: Context, exc: GoatbeatError) -> Response:
     """The page answering ``exc``, by its kind (:data:`ANSWERS`)."""
     answer = ANSWERS[exc.kind]
-    title = next((title for missing, title in NOT_FOUND_TITLES.items()
-                  if isinstance(exc, missing)), answer.title)
+    title = next((title for kind, title in TITLES.items() if isinstance(exc, kind)),
+                  answer.title)
     return finish(request, context,
                   refusal(request, context, answer.status, title, mask_url(str(exc))))
 
