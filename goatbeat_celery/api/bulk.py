@@ -142,6 +142,9 @@ class BulkMethods(ScheduleWrites):
         are a pause's only. ConfigurationError, with every problem and nothing changed, for
         a call refused whole."""
         problems: list[Problem] = []
+        # One reading of the store's clock for the call: `until` is judged ahead of the same
+        # reading each pause places its next run from (a later one may be past it).
+        now = self.store.now()
         if action not in BULK_ACTIONS:
             problems.append(Problem("action", f"unknown action {action!r}",
                                     f"use one of: {', '.join(BULK_ACTIONS)}"))
@@ -151,10 +154,9 @@ class BulkMethods(ScheduleWrites):
                             for key, value in (("until", until), ("note", note))
                             if value is not None)
         else:
-            problems.extend(self._until_problems(until))
+            problems.extend(self._until_problems(until, now))
             problems.extend(_note_problems(note))
         selected = self._selection(names, tag, reason, problems, within)
-        now = self.store.now()
         keys: dict[str, str] = {}
 
         def one(current: Schedule) -> str | None:
@@ -164,7 +166,8 @@ class BulkMethods(ScheduleWrites):
                         f" until {current.paused_until.isoformat()}"
                         if current.spec.enabled and current.paused_until is not None else "")
                 why = note if reason is None else reason
-                self._rewrite(current.name, lambda row: self._paused(row, note, until, why))
+                self._rewrite(current.name,
+                              lambda row: self._paused(row, note, until, why, now=now))
                 return None
             if action == "resume" and not current.paused_at(now):
                 return "not paused"
@@ -183,14 +186,13 @@ class BulkMethods(ScheduleWrites):
             for o in result.outcomes))
 
     # -- helpers ---------------------------------------------------------------------------
-    def _until_problems(self, until: datetime | None) -> list[Problem]:
+    def _until_problems(self, until: datetime | None, now: datetime) -> list[Problem]:
         if until is None:
             return []
         problem = instant_problem(until, "until")
         if problem is not None:
             return [problem]
         until = ensure_aware(until, "until")
-        now = self.store.now()
         if until <= now:
             return [Problem("until", f"{until.isoformat()} is not after now "
                             f"({now.isoformat()})", "give a later instant")]

@@ -263,6 +263,9 @@ class ScheduleWrites(SchedulesBase):
         (the occurrences inside the pause never run and are not counted missed); without, it
         lasts until :meth:`resume`. The audit log's reason is ``reason``, else ``note``."""
         problems = [*_lookup_problems(name), *reason_problems(reason)]
+        # One reading of the store's clock for the check and the next run alike: an `until`
+        # judged ahead of one reading and placed from a later one may have passed in between,
+        # its occurrence skipped.
         now = self.store.now()
         problems.extend(_note_problems(note))
         if until is not None:
@@ -278,10 +281,14 @@ class ScheduleWrites(SchedulesBase):
         if problems:
             raise ConfigurationError(problems, subject=f"schedule {quoted_name(name)}")
         why = note if reason is None else reason
-        return self._rewrite(name, lambda current: self._paused(current, note, until, why))
+        return self._rewrite(name, lambda current: self._paused(current, note, until, why,
+                                                                now=now))
 
     def _paused(self, current: Schedule, note: str | None, until: datetime | None,
-                reason: str | None = None) -> Schedule:
+                reason: str | None = None, *, now: datetime) -> Schedule:
+        """``current`` paused; ``now``: the store's clock as read when ``until`` was judged
+        ahead of it (kept when a conflict redoes the step), so that the next run is the first
+        occurrence at or after ``until``."""
         _require_repair(current, set())
         if until is None:
             if not current.spec.enabled and (note is None or note == current.paused_reason):
@@ -295,7 +302,7 @@ class ScheduleWrites(SchedulesBase):
                 pause=pause, audit=self._note(AuditAction.PAUSE, reason,
                                               _pause_changes(current, False, pause)))
         spec = replace(current.spec, enabled=True)
-        occurrence, run = self._first(spec, until, runs=current.total_runs)
+        occurrence, run = self._first(spec, until, runs=current.total_runs, now=now)
         pause = PauseNote(reason=note, until=until)
         return self.store.replace_schedule(
             spec, next_occurrence_at=occurrence, next_run_at=run,

@@ -305,6 +305,38 @@ def test_a_one_time_instant_accepted_is_its_next_run_however_slow_the_store(
 
 # -- pause and resume -------------------------------------------------------------------------
 
+@pytest.mark.parametrize("write", ["pause", "pause_many"])
+def test_a_pause_until_an_instant_accepted_runs_again_at_that_instant_however_slow_the_store(
+        write: str, clock: ManualClock) -> None:
+    """A pause's ``until`` judged still ahead is where the schedule runs again: its occurrence
+    at ``until`` is the next run, never one after a later read of the clock (where ``until``
+    may have passed, skipping that occurrence); one already past is refused and changes
+    nothing. Every-second occurrences, ``until`` on one of them, on either side of each of the
+    write's reads of the clock."""
+    schedules = Schedules(MemoryStore(BusyClock(clock)))
+    outcomes: set[str] = set()
+    for index, lead in enumerate(range(12)):
+        name = f"poll-{index}"
+        before = schedules.create(name, "feeds.poll", every=1)
+        until = clock() + timedelta(seconds=lead)
+        try:
+            if write == "pause":
+                schedules.pause(name, until=until)
+            else:
+                assert schedules.pause_many([name], until=until).outcomes[0].done
+        except ConfigurationError as exc:
+            assert "is not after now" in str(exc)
+            assert unchanged(schedules, before)
+            outcomes.add("refused")
+            continue
+        paused = schedules.get(name)
+        assert paused.paused_until == until
+        assert (paused.next_occurrence_at, paused.next_run_at) == (until, until), (
+            f"until {lead} s ahead: accepted, stored with next run {paused.next_run_at}")
+        outcomes.add("accepted")
+    assert outcomes == {"refused", "accepted"}
+
+
 def test_a_paused_schedule_keeps_its_next_times_and_is_not_due(
         store: MemoryStore, schedules: Schedules, poll: Schedule, clock: ManualClock) -> None:
     paused = schedules.pause("poll")
