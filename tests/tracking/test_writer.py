@@ -161,15 +161,17 @@ def test_noting_never_waits_for_a_hung_database(make_writer: Callable[..., RunWr
     writer.put(started("first"))
     wait_for(lambda: log.calls, timeout=CATCH_UP, what="the writer to be stuck in a write")
 
-    slowest = 0.0
-    for index in range(1000):
-        before = time.perf_counter()
-        writer.put(started(f"k{index}"))
-        slowest = max(slowest, time.perf_counter() - before)
+    def note() -> None:
+        for index in range(1000):
+            writer.put(started(f"k{index}"))
+        noted.set()
 
-    # A put is a lock taken around a deque append: microseconds. 50 ms leaves room for a
-    # thread switch on a busy two-core machine, and is still far below any database timeout.
-    assert slowest < 0.05
+    noted = threading.Event()
+    threading.Thread(target=note, daemon=True).start()
+    # The write stays hung until the end of the test: a put that waited for it would never
+    # return (what a put costs shows in benchmarks/tracking.py, not in a timed test).
+    assert noted.wait(CATCH_UP), "a put waited for the hung database"
+    assert not log.hang.is_set()
     assert writer.stats.dropped == 1000 - 100
     log.hang.set()
     assert writer.flush(CATCH_UP)
