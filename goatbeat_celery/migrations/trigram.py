@@ -6,9 +6,13 @@ that it never changes."""
 
 from __future__ import annotations
 
-#: (index name, column, predicate) of each trigram index on ``goatbeat_execution``.
+#: (index name, indexed expression, predicate) of each trigram index on ``goatbeat_execution``.
+#: The key's is on ``lower(key)``: on ``key`` itself PostgreSQL may serve ``key = ANY(...)``
+#: from it (pg_trgm answers equality too) and read every row sharing a trigram, as it did for
+#: the claim's updates on a table without statistics (1.5 s for 600 keys among 3,000, against
+#: 7 ms by the primary key); an expression index is never a candidate for ``key = …``.
 TRIGRAM_INDEXES = (
-    ("ix_goatbeat_execution_key_trgm", "key", None),
+    ("ix_goatbeat_execution_key_trgm", "lower(key)", None),
     ("ix_goatbeat_execution_run_error_trgm", "run_error", "run_error IS NOT NULL"),
     ("ix_goatbeat_execution_last_error_trgm", "last_error", "last_error IS NOT NULL"),
 )

@@ -90,3 +90,4 @@ def test_a_role_that_cannot_create_pg_trgm_still_migrates_and_searches_by_readin
         assert store.find_runs(RunQuery(text="bad input")) == []
     finally:
         store.close()
+
