@@ -35,6 +35,7 @@ from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.store.memory import MemoryStore
 from goatbeat_celery.testing import ManualClock
+from tests.support.sqlite_files import migrated_sqlite
 
 #: Where injected clocks start: an arbitrary instant, off every grid a test uses, with
 #: microseconds so that stores must keep them.
@@ -140,8 +141,7 @@ def _memory(request: pytest.FixtureRequest) -> Backend:
 
 def _sqlite(request: pytest.FixtureRequest) -> Backend:
     clock = ManualClock(CLOCK_START)
-    path = request.getfixturevalue("tmp_path") / "goatbeat.db"
-    url = f"sqlite:///{path}"
+    url = migrated_sqlite(request.getfixturevalue("tmp_path") / "goatbeat.db")
     store = open_store(url, clock=clock)
     return Backend(name="sqlite", store=store, clock=clock, expiring_ttl=timedelta(seconds=30),
                    _open_peer=lambda: open_store(url, clock=clock))

@@ -27,6 +27,7 @@ from goatbeat_celery.store import Store, open_store
 from goatbeat_celery.testing import ManualClock
 from tests.conformance.conftest import CLOCK_START
 from tests.conftest import STORE_TABLES, migrated_database
+from tests.support.sqlite_files import migrated_sqlite
 
 
 @dataclass
@@ -68,7 +69,7 @@ class Rig:
 
 def _sqlite(tmp_path: Path) -> Iterator[Rig]:
     clock = ManualClock(CLOCK_START)
-    url = f"sqlite:///{tmp_path / 'goatbeat.db'}"
+    url = migrated_sqlite(tmp_path / "goatbeat.db")
     rig = Rig(name="sqlite", url=url, store=open_store(url, clock=clock),
               raw=sa.create_engine(url, poolclass=sa.NullPool), clock=clock)
     yield rig

@@ -45,6 +45,11 @@ PARIS = ZoneInfo("Europe/Paris")
 NEW_YORK = ZoneInfo("America/New_York")
 
 
+#: A leader that looks and renews hourly: these tests span days of a lease nobody contests, so
+#: a tick every renew interval of the defaults (10 s) was most of what they cost.
+LONG_LOOKS = {"max_interval": 3600, "lease_ttl": 3600, "lease_renew_interval": 1800}
+
+
 class World:
     """One leader on a memory store, its clock moved by hand; the API on the same store."""
 
@@ -54,7 +59,7 @@ class World:
         self.submitter = RecordingSubmitter()
         self.observer = RecordingObserver()
         self.engine = build_engine(self.store, clock=self.clock, submitter=self.submitter,
-                                   settings=Settings(max_interval=3600, **settings), holder="a",
+                                   settings=Settings(**{**LONG_LOOKS, **settings}), holder="a",
                                    triggers=base_registry(), observer=self.observer)
         self.api = Schedules(self.store)
 

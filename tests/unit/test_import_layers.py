@@ -11,6 +11,7 @@ its rules; and a face reaches the store's internals only through the store's own
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -82,8 +83,15 @@ def imported(module: str, path: Path, modules: dict[str, Path], *,
 
 
 def import_graph(*, type_level: bool = False) -> dict[str, set[str]]:
+    """Each module's imports (a copy: a test may change what it is given)."""
+    return {name: set(targets) for name, targets in _read_graph(type_level).items()}
+
+
+@functools.cache
+def _read_graph(type_level: bool) -> dict[str, frozenset[str]]:
+    # Read once per process: parsing the package is most of what these tests cost.
     modules = module_files()
-    return {name: set(imported(name, path, modules, type_level=type_level))
+    return {name: frozenset(imported(name, path, modules, type_level=type_level))
             for name, path in modules.items()}
 
 
