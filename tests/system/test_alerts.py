@@ -63,6 +63,10 @@ def test_a_stopped_worker_raises_lost_and_silent_once_across_a_failover(
         "quiet": {"every": 1, "task": "trackproj.work", "args": ["quiet", 0],
                   "goatbeat": {"alert_silent": SILENT}}})
     worker = start_worker(cluster, "threads")
+    # Beat starts once the worker consumes: a run sent before then waits for the worker's
+    # start, and on a busy machine that took past the start timeout, so a lost alert was
+    # raised (and resolved by the first success) before the worker was ever stopped.
+    wait_for(lambda: " ready." in worker.log(), timeout=60, what="the worker to consume")
     beats = [start_beat(cluster, "beat-a"), start_beat(cluster, "beat-b")]
     try:
         wait_for(lambda: cluster.sql("SELECT 1 FROM goatbeat_execution WHERE run_state = "
