@@ -41,6 +41,10 @@ def database_url(tmp_path: Path) -> str:
 def celery_config(database_url: str) -> dict[str, Any]:
     return {
         "broker_url": "memory://",
+        # A queue of this test's own: the memory transport's queues are shared by the whole
+        # process, and a message an earlier test left in the default one reached this test's
+        # worker (seen: another module's every-10s occurrence among every-second's).
+        "task_default_queue": f"goatbeat-test-{uuid.uuid4().hex[:12]}",
         "result_backend": "cache+memory://",
         "goatbeat_database_url": database_url,
         "goatbeat_lease_ttl": 3,

@@ -453,8 +453,10 @@ class PrivateRabbitMQ:
     def alive(self) -> bool:
         return self.popen is not None and self.popen.poll() is None
 
-    def ctl(self, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
-        """``rabbitmqctl -n <node> ...``, as the server's user (the same cookie)."""
+    def ctl(self, *args: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
+        """``rabbitmqctl -n <node> ...``, as the server's user (the same cookie). Each call
+        boots an Erlang VM of its own: seen past 30 s beside the parallel part at its most
+        loaded."""
         return subprocess.run([self.CTL, "-n", self.node, *args], env=self.env,
                               cwd=self.root, capture_output=True, text=True, timeout=timeout,
                               check=False, **self._user)
