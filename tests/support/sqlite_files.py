@@ -6,6 +6,7 @@ one 4 ms; tests/conformance/test_migrations.py runs the migrations themselves on
 
 from __future__ import annotations
 
+import atexit
 import functools
 import shutil
 import tempfile
@@ -16,7 +17,9 @@ from goatbeat_celery.store import upgrade_schema
 
 @functools.cache
 def _template() -> Path:
-    path = Path(tempfile.mkdtemp(prefix="goatbeat-sqlite-template-")) / "template.db"
+    directory = Path(tempfile.mkdtemp(prefix="goatbeat-sqlite-template-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    path = directory / "template.db"
     upgrade_schema(f"sqlite:///{path}")
     return path
 
