@@ -66,6 +66,9 @@ def test_the_previous_release_and_this_one_share_a_database_through_an_upgrade(
     upgrade(cluster.engine)  # `celery -A proj goatbeat migrate`, while the old one leads
     assert current_revision(cluster.engine) == head_revision()
     new = cluster.start_beat("beat-new")
+    # The handover is measured from a standby ready to take over (connected and listening),
+    # not from a process still importing on a loaded machine.
+    cluster.wait_for_replicas(2)
     run_for(3)
     assert_alive(old, new)
     assert cluster.leader_pid() == old.pid, "the running previous release keeps leading"
