@@ -61,8 +61,8 @@ from tests.system.services import PartitionProxy, PrivateRedis, faketime_env
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 #: A scenario whose bounds (takeover, hand-over, lateness) are derived from the settings under
-#: test runs alone, after the parallel part of the suite (scripts/test); one that checks only
-#: what was claimed and delivered runs in the parallel part.
+#: test runs one at a time, at a CPU priority above the rest of the suite (scripts/test); one
+#: that checks only what was claimed and delivered runs in the parallel part.
 serial = pytest.mark.serial
 
 #: A stopped leader releases its lease and NOTIFY wakes a standby at once: a handover costs a

@@ -48,7 +48,8 @@ from tests.system.outcome import Outcome, seconds
 from tests.system.services import PrivateRabbitMQ
 
 #: Fault scenarios whose bounds (takeover, hand-over, lateness) are derived from the settings
-#: under test: they run alone, after the parallel part of the suite (scripts/test).
+#: under test: they run one at a time, at a CPU priority above the rest of the suite
+#: (scripts/test).
 pytestmark = [pytest.mark.system, pytest.mark.serial]
 
 SCHEDULES = 20
