@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable, Sequence
 from typing import cast
 
@@ -17,10 +18,20 @@ from goatbeat_celery.core.protocols import AlertLog
 from goatbeat_celery.core.rules.alerts import Alert
 from goatbeat_celery.core.rules.validation import shown_value
 from goatbeat_celery.core.types.audit import AuditEntry
-from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError, StoreTimeout
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.problems import Problem
-from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery, RunScan
+
+logger = logging.getLogger(__name__)
+
+#: How long a run search through a text index may take (seconds) before the bounded read
+#: replaces it: a text whose every trigram is common (a fragment of an instant, say) makes
+#: the index hand over most runs, seconds at ten million.
+TEXT_INDEX_BUDGET = 0.1
+#: How many runs a text search reads, newest first, when no index narrows it: about 50 ms on
+#: PostgreSQL (docs/performance.md).
+TEXT_SCAN = 50_000
 
 
 class RecordReads(SchedulesBase):
@@ -117,6 +128,31 @@ class RecordReads(SchedulesBase):
         if problems:
             raise ConfigurationError(problems, subject="run search")
         return self.store.find_runs(query, before=before, limit=limit)
+
+    def search_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                    limit: int = 50) -> RunScan:
+        """The runs :meth:`find_runs` finds, at a cost a page can bear whatever the text: a
+        text is looked for through the store's index where it has one
+        (:meth:`~goatbeat_celery.core.protocols.History.text_search_indexed`) for up to
+        :data:`TEXT_INDEX_BUDGET` seconds; where it has none, or the index cannot narrow the
+        text (every trigram in it common), among the :data:`TEXT_SCAN` runs that come first
+        of those the rest of ``query`` finds, and ``stopped_at`` says where that read
+        stopped (pass it as ``before`` to look further). Without a text, ``stopped_at`` is
+        None. ConfigurationError for a limit out of range."""
+        problems = _limit_problems(limit)
+        if problems:
+            raise ConfigurationError(problems, subject="run search")
+        if not query.text:
+            return RunScan(self.store.find_runs(query, before=before, limit=limit), None)
+        if self.store.text_search_indexed():
+            try:
+                return RunScan(self.store.find_runs(query, before=before, limit=limit,
+                                                    within=TEXT_INDEX_BUDGET), None)
+            except StoreTimeout:
+                logger.info("text %r: the index did not narrow it within %.2fs; reading the "
+                            "newest %d runs", query.text, TEXT_INDEX_BUDGET, TEXT_SCAN,
+                            extra={"action": "search runs"})
+        return self.store.scan_runs(query, before=before, limit=limit, scan=TEXT_SCAN)
 
     def latest_runs(self, schedule_names: Sequence[str],
                     per_schedule: int) -> dict[str, list[Execution]]:

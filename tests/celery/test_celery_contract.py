@@ -346,8 +346,10 @@ def test_an_embedded_process_service_sends_and_stops(tmp_path: Path) -> None:
     # In a process of its own, as a worker that embeds beat is: a pytest worker that ran
     # thousands of tests first is not what the child is forked from in use.
     database = f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
+    # The script bounds its own waits (TIMEOUT to send, TIMEOUT to stop); this bound only
+    # guards against a hang, with room for its start and imports on a starved machine.
     done = subprocess.run([sys.executable, "-c", _EMBEDDING, database, str(TIMEOUT)],
-                          capture_output=True, text=True, timeout=3 * TIMEOUT, check=False)
+                          capture_output=True, text=True, timeout=6 * TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     sent, alive, exitcode = (part.split("=")[1] for part in done.stdout.split()[-3:])
     assert sent == "True", "the embedded process sent no run"

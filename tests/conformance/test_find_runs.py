@@ -13,7 +13,7 @@ from goatbeat_celery.core.types.claims import PlannedClaim
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
 
-from .conftest import Store
+from .conftest import Backend, Store
 from .support import LONG_TTL, create_due, interval_spec
 
 A, B = "celery@a", "celery@b"
@@ -180,3 +180,75 @@ def test_a_new_attempt_clears_the_traceback_of_the_one_before(store: Store) -> N
 def test_a_schedule_spec_with_tags_is_what_the_tag_filter_reads(store: Store) -> None:
     store.create_schedule(interval_spec("bare"), next_occurrence_at=None, next_run_at=None)
     assert store.find_runs(RunQuery(tag="nightly")) == []
+
+
+def _scan_all(store: Store, query: RunQuery, scan: int, limit: int = 50
+              ) -> tuple[list[str], list[RunCursor | None]]:
+    """Every key ``scan_runs`` finds, read on from each ``stopped_at`` (or each full page's
+    last run) until neither is left, and the ``stopped_at`` of each read."""
+    found: list[str] = []
+    stops: list[RunCursor | None] = []
+    before: RunCursor | None = None
+    while True:
+        runs, stopped_at = store.scan_runs(query, before=before, limit=limit, scan=scan)
+        found.extend(keys(runs))
+        stops.append(stopped_at)
+        if stopped_at is not None:
+            before = stopped_at
+        elif len(runs) == limit:
+            before = RunCursor(runs[-1].occurrence_at, runs[-1].key)
+        else:
+            return found, stops
+
+
+def test_a_bounded_read_finds_the_text_in_the_runs_it_read_and_says_where_it_stopped(
+        store: Store, runs: dict[str, list[str]]) -> None:
+    every = keys(store.find_runs(RunQuery(), limit=100))
+    # The three newest runs hold one of etl's: the read stops at the third, which it names.
+    first, stopped_at = store.scan_runs(RunQuery(text="ETL:"), scan=3)
+    assert keys(first) == [runs["etl"][3]]
+    assert stopped_at is not None and stopped_at.key == every[2]
+    # Read on from there, three at a time: every etl run once, in order, and the last read
+    # (two runs left) says it read them all.
+    found, stops = _scan_all(store, RunQuery(text="ETL:"), scan=3)
+    assert found == newest_first(runs["etl"]) == keys(store.find_runs(RunQuery(text="etl:")))
+    assert [s.key if s else None for s in stops] == [every[2], every[5], None]
+
+
+def test_a_bounded_read_that_fills_its_page_or_reads_every_run_stops_nowhere(
+        store: Store, runs: dict[str, list[str]]) -> None:
+    page, stopped_at = store.scan_runs(RunQuery(text="etl:"), limit=1, scan=8)
+    assert (keys(page), stopped_at) == ([runs["etl"][3]], None)
+    # Eight runs in all: a read of eight found the error in the oldest but one, and none
+    # follows the last it read.
+    assert keys(store.scan_runs(RunQuery(text="missing"), scan=8).runs) == [runs["mail"][0]]
+    assert store.scan_runs(RunQuery(text="missing"), scan=8).stopped_at is None
+    # A read of seven still reaches it (mail's key comes first at the oldest instant), and
+    # etl's oldest run follows.
+    seven = store.scan_runs(RunQuery(text="missing"), scan=7)
+    assert keys(seven.runs) == [runs["mail"][0]]
+    assert seven.stopped_at is not None and seven.stopped_at.key == runs["mail"][0]
+
+
+def test_a_bounded_read_counts_only_the_runs_the_other_criteria_find(
+        store: Store, runs: dict[str, list[str]]) -> None:
+    # B's newest run is mail's second (succeeded): no "missing" in it, and one more of B's
+    # follows.
+    query = RunQuery(worker=B, text="missing")
+    runs_found, stopped_at = store.scan_runs(query, scan=1)
+    assert runs_found == [] and stopped_at is not None and stopped_at.key == runs["mail"][1]
+    assert _scan_all(store, query, scan=1)[0] == [runs["mail"][0]]
+    # Without a text it is find_runs, a page at a time.
+    assert _scan_all(store, RunQuery(schedule_name="etl"), scan=2, limit=3)[0] == newest_first(
+        runs["etl"])
+
+
+def test_only_postgresql_with_the_trigram_indexes_says_its_text_search_is_indexed(
+        backend: Backend, runs: dict[str, list[str]]) -> None:
+    assert backend.store.text_search_indexed() is (backend.name == "postgres")
+
+
+def test_a_search_within_a_budget_it_keeps_finds_the_same_runs(
+        store: Store, runs: dict[str, list[str]]) -> None:
+    for query in (RunQuery(text="etl:"), RunQuery(worker=B), RunQuery(text="MISSING")):
+        assert store.find_runs(query, within=30) == store.find_runs(query)

@@ -252,7 +252,8 @@ def missing_faults(api: Schedules, rows: Sequence[Broken], *,
 def refused_keys(cluster: Cluster) -> set[str]:
     """Executions whose message the submitter refused (recorded in ``last_error``)."""
     return {row["key"] for row in cluster.sql(
-        "SELECT key FROM goatbeat_execution WHERE last_error IS NOT NULL")}
+        "SELECT key FROM goatbeat_execution WHERE last_error IS NOT NULL "
+        "AND state <> 'submitted'")}
 
 
 def settle_sendable(cluster: Cluster, timeout: float = 30) -> datetime:

@@ -9,12 +9,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from goatbeat_celery.api import Schedules
+from goatbeat_celery.api import Schedules, records
 from goatbeat_celery.config import GoatbeatConfig
 from goatbeat_celery.core.rules.shards import member_lease_name
-from goatbeat_celery.core.types.errors import ConfigurationError
-from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.errors import ConfigurationError, StoreTimeout
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import UTC
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.testing import ManualClock, MemoryStore
 
@@ -144,3 +145,67 @@ def test_leases_are_the_rows_of_this_apps_sharding(store: MemoryStore) -> None:
 
     assert [row.name for row in three.leases()] == sorted(
         ["beat.shard-1-of-3", member_lease_name("beat", 3, "a")])
+
+
+class _IndexThatCannotNarrow(MemoryStore):
+    """A store whose text search has an index that runs out of time on every text (as a
+    fragment of an instant does at ten million runs on PostgreSQL); every other read is the
+    memory store's."""
+
+    budgets: list[float | None]
+
+    def text_search_indexed(self) -> bool:
+        return True
+
+    def find_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                  limit: int = 50, within: float | None = None) -> list[Execution]:
+        self.budgets.append(within)
+        if query.text and within is not None:
+            raise StoreTimeout("cancelled at the statement timeout")
+        return super().find_runs(query, before=before, limit=limit, within=within)
+
+
+def _three_runs_each(schedules: Schedules, clock: ManualClock) -> dict[str, list[str]]:
+    runs: dict[str, list[str]] = {"etl": [], "mail": []}
+    for name in runs:
+        schedules.create(name, "feeds.poll", every=60)
+    for _ in range(3):
+        for name, keys in runs.items():
+            keys.insert(0, schedules.run_now(name).key)
+            clock.advance(1)
+    return runs
+
+
+def test_a_text_search_without_an_index_reads_a_bounded_number_of_runs(
+        schedules: Schedules, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records, "TEXT_SCAN", 2)
+    runs = _three_runs_each(schedules, clock)
+    # The two newest runs are one of each: etl's newest found, the read stopped at mail's.
+    found, stopped_at = schedules.search_runs(RunQuery(text="ETL"))
+    assert [e.key for e in found] == runs["etl"][:1]
+    assert stopped_at is not None and stopped_at.key == runs["etl"][0]
+    # Without a text, the search is find_runs: nothing stops it.
+    assert schedules.search_runs(RunQuery(), limit=50) == (schedules.find_runs(RunQuery()), None)
+
+
+def test_a_text_the_index_cannot_narrow_in_time_is_read_for_in_the_newest_runs(
+        clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records, "TEXT_SCAN", 4)
+    store = _IndexThatCannotNarrow(clock)
+    store.budgets = []
+    schedules = Schedules(store)
+    runs = _three_runs_each(schedules, clock)
+
+    found, stopped_at = schedules.search_runs(RunQuery(text="mail"))
+
+    assert store.budgets == [records.TEXT_INDEX_BUDGET]  # the index was asked first, in time
+    assert [e.key for e in found] == runs["mail"][:2]
+    assert stopped_at is not None and stopped_at.key == runs["etl"][1]
+    # Read on from there: the last mail run, and nothing follows the two runs left.
+    assert schedules.search_runs(RunQuery(text="mail"), before=stopped_at) == (
+        schedules.find_runs(RunQuery(text="mail"))[2:], None)
+
+
+def test_a_run_search_refuses_a_bad_limit(schedules: Schedules) -> None:
+    with pytest.raises(ConfigurationError, match="limit"):
+        schedules.search_runs(RunQuery(text="x"), limit=0)

@@ -151,3 +151,30 @@ def test_a_read_only_dashboard_shows_the_runs_and_the_grid(make_client: Any,
     viewer: Browser = make_client(WebSettings(read_only=True))
     assert viewer.get("/runs").status_code == 200
     assert viewer.get("/runs/grid").status_code == 200
+
+
+def test_a_text_no_index_finds_quickly_is_looked_for_a_bounded_read_at_a_time(
+        client: Browser, schedules: Schedules, monkeypatch: Any) -> None:
+    from goatbeat_celery.api import records
+
+    monkeypatch.setattr(records, "TEXT_SCAN", 2)
+    # As a store without the trigram indexes (or one whose index the text defeats) answers.
+    monkeypatch.setattr(schedules.store, "text_search_indexed", lambda: False)
+    runs = populate(schedules)
+    seen: list[str] = []
+    hints: list[str] = []
+    path: str | None = "/runs?q=etl"
+    while path is not None:
+        page = client.get(path).text
+        seen.extend(keys_listed(page) if 'id="runs"' in page else [])
+        hint = re.search(r'<p class="hint" id="scan-stopped">(.*?)</p>', page, re.S)
+        found = re.search(r'<a href="([^"]+)" rel="next">([^<]+)</a>', page)
+        if hint is not None:
+            hints.append(hint.group(1))
+            assert found is not None and found.group(2) == "Look further back »"
+        path = None if found is None else found.group(1).replace("&amp;", "&")
+    # Five runs two at a time: two reads stopped short, the third read the last run.
+    assert sorted(seen) == sorted(e.key for e in runs["etl"]) and len(seen) == 3
+    assert len(hints) == 2
+    assert "“etl” cannot be looked up in an index quickly" in hints[0]
+    assert "the next 2 runs the other filters allow" in hints[0]

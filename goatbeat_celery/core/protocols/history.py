@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
-from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery, RunScan
 
 
 class History(Protocol):
@@ -35,15 +35,35 @@ class History(Protocol):
         ...
 
     def find_runs(self, query: RunQuery, *, before: RunCursor | None = None,
-                  limit: int = 50) -> list[Execution]:
+                  limit: int = 50, within: float | None = None) -> list[Execution]:
         """Up to ``limit`` runs of every schedule that match ``query``, newest occurrence first
         then key descending; with ``before``, only those that come after it in that order
         (keyset paging: pass the last run of a page for the next one, which rows written
         since never shift). Their ``run_traceback`` is not read (None): read a run by key
         for it. Reads only; by outcome, worker, schedule or time alone a page costs about
         its rows (the indexes of migration 0017), a tag reads on until ``limit`` runs match;
-        so does a text, except on PostgreSQL with the trigram indexes of migration 0020,
-        where it costs about the runs holding it."""
+        so does a text, except where :meth:`text_search_indexed`, where it costs about the
+        runs holding it (every trigram of the text common: most runs).
+
+        With ``within`` (seconds), PostgreSQL cancels the read once it has taken that long
+        and raises :class:`~goatbeat_celery.core.types.errors.StoreTimeout` (not within an
+        application's transaction the read joins, which keeps its own limit); the other
+        stores ignore it."""
+        ...
+
+    def scan_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                  limit: int = 50, scan: int = 50_000) -> RunScan:
+        """The runs :meth:`find_runs` would find, looked for among the ``scan`` runs that come
+        first (after ``before``) of those matching ``query`` without its text: a text search
+        whose cost does not depend on the text. ``stopped_at`` is the last of those ``scan``
+        runs when fewer than ``limit`` matched and more runs follow it. Reads only; costs
+        about the runs read, ``scan`` at most."""
+        ...
+
+    def text_search_indexed(self) -> bool:
+        """Whether an index serves the text of :meth:`find_runs` (PostgreSQL with the trigram
+        indexes of migration 0020), so that a search for a rare text need not read every run.
+        Reads only."""
         ...
 
     def latest_runs(self, schedule_names: Sequence[str],

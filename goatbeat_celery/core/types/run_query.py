@@ -1,5 +1,6 @@
-"""Runs across schedules: what a search of the history asks for (:class:`RunQuery`) and where
-a page of its answer ends (:class:`RunCursor`)."""
+"""Runs across schedules: what a search of the history asks for (:class:`RunQuery`), where a
+page of its answer ends (:class:`RunCursor`), and what a search bounded by the runs it reads
+found (:class:`RunScan`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from goatbeat_celery.core.types.execution import ExecutionState
+from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import ensure_aware
 from goatbeat_celery.core.types.runs import RunState
 
-__all__ = ["MAX_RUNS_PAGE", "OUTCOMES", "RunCursor", "RunQuery", "outcome_of"]
+__all__ = ["MAX_RUNS_PAGE", "OUTCOMES", "RunCursor", "RunQuery", "RunScan", "outcome_of"]
 
 #: Every outcome a run may show: what a worker reported (or the leader's verdict) once there
 #: is any, beat's dispatch state before (as ``display.run_status`` words it).
@@ -33,6 +34,16 @@ class RunCursor(NamedTuple):
 
     occurrence_at: datetime
     key: str
+
+
+class RunScan(NamedTuple):
+    """What a search that reads a bounded number of runs found: ``runs``, newest occurrence
+    first then key descending, and ``stopped_at``, the last run it read when it stopped before
+    the search was done (the runs after it in that order were not read: pass it as ``before``
+    to read on); None when it filled its page or read every run there was."""
+
+    runs: list[Execution]
+    stopped_at: RunCursor | None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,7 @@ from datetime import datetime
 from goatbeat_celery.core.protocols import History
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
-from goatbeat_celery.core.types.run_query import RunCursor, RunQuery, outcome_of
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery, RunScan, outcome_of
 from goatbeat_celery.store.memory.base import MemoryStoreBase
 from goatbeat_celery.store.memory.outbox import MemoryOutbox
 
@@ -45,7 +45,26 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase, History):
         return rows[:limit]
 
     def find_runs(self, query: RunQuery, *, before: RunCursor | None = None,
-                  limit: int = 50) -> list[Execution]:
+                  limit: int = 50, within: float | None = None) -> list[Execution]:
+        return _listed([e for e in self._runs(query, before) if query.matches_text(
+            e.key, e.run_error, e.last_error)][:max(limit, 0)])
+
+    def scan_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                  limit: int = 50, scan: int = 50_000) -> RunScan:
+        read = self._runs(query, before)
+        runs = _listed([e for e in read[:max(scan, 0)]
+                        if query.matches_text(e.key, e.run_error, e.last_error)][:max(limit, 0)])
+        if len(runs) >= limit or not 0 < scan < len(read):
+            return RunScan(runs, None)
+        last = read[scan - 1]
+        return RunScan(runs, RunCursor(last.occurrence_at, last.key))
+
+    def text_search_indexed(self) -> bool:
+        return False
+
+    def _runs(self, query: RunQuery, before: RunCursor | None) -> list[Execution]:
+        """The runs ``query`` finds after ``before``, its text aside, in the order of a
+        search."""
         with self._lock:
             tagged = (None if query.tag is None else
                       {s.name for s in self._schedules.carrying([query.tag])})
@@ -53,7 +72,7 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase, History):
                      if _matches(e, query, tagged) and (
                          before is None or (e.occurrence_at, e.key) < tuple(before))]
         found.sort(key=lambda e: (e.occurrence_at, e.key), reverse=True)
-        return [replace(e, run_traceback=None) for e in found[:max(limit, 0)]]
+        return found
 
     def latest_runs(self, schedule_names: Sequence[str],
                     per_schedule: int) -> dict[str, list[Execution]]:
@@ -102,9 +121,14 @@ class MemoryHistory(MemoryOutbox, MemoryStoreBase, History):
                     + self._prune_events_locked(before, limit))
 
 
+def _listed(runs: list[Execution]) -> list[Execution]:
+    """``runs`` as a search lists them: without their tracebacks."""
+    return [replace(e, run_traceback=None) for e in runs]
+
+
 def _matches(execution: Execution, query: RunQuery, tagged: set[str] | None) -> bool:
-    """Whether ``execution`` is one of the runs ``query`` finds (``tagged``: the names of the
-    schedules carrying its tag)."""
+    """Whether ``execution`` is one of the runs ``query`` finds, its text aside (``tagged``: the
+    names of the schedules carrying its tag)."""
     e = execution
     return ((query.outcomes is None or outcome_of(
                 e.state.value, None if e.run_state is None else e.run_state.value)
@@ -113,5 +137,4 @@ def _matches(execution: Execution, query: RunQuery, tagged: set[str] | None) -> 
             and (tagged is None or e.schedule_name in tagged)
             and (query.worker is None or e.worker == query.worker)
             and (query.since is None or e.occurrence_at >= query.since)
-            and (query.until is None or e.occurrence_at < query.until)
-            and query.matches_text(e.key, e.run_error, e.last_error))
+            and (query.until is None or e.occurrence_at < query.until))

@@ -26,6 +26,7 @@ from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.enclosing import enclosing_for
+from goatbeat_celery.store.errors import translated
 from goatbeat_celery.store.migrate import prepare_schema
 from goatbeat_celery.store.postgres.arrays import array_literal
 from goatbeat_celery.store.postgres.direct import PostgresDirect, Prepared, prepared
@@ -457,6 +458,20 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
     def _write_each(self, what: str) -> Iterator[sa.Connection]:
         self._renewal_waiting = None
         with super()._write_each(what) as conn:
+            yield conn
+
+    @contextmanager
+    def _read_within(self, what: str, seconds: float) -> Iterator[sa.Connection]:
+        if self._joined() is not None:
+            # Within an application's transaction (Django's) its own limits hold: a cancelled
+            # statement would end that transaction.
+            with self._read(what) as conn:
+                yield conn
+            return
+        with translated(what, self._where), self._engine.connect() as conn, conn.begin():
+            # SET LOCAL needs a transaction: the reads' pool is autocommit.
+            conn.exec_driver_sql(
+                f"SET LOCAL statement_timeout = {max(1, round(seconds * 1000))}")
             yield conn
 
     def wait(self, timeout: float) -> bool:

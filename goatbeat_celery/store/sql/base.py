@@ -190,6 +190,11 @@ class SQLStoreBase(StoreConnection):
             with self._reader.connect() if joined is None else joined as conn:
                 yield conn
 
+    def _read_within(self, what: str, seconds: float) -> AbstractContextManager[sa.Connection]:
+        """A read the database gives up after ``seconds`` (StoreTimeout), where it can bound a
+        statement; here a plain read (a dialect that can overrides it)."""
+        return self._read(what)
+
     def _chunks(self, values: Sequence[str]) -> Iterator[Sequence[str]]:
         for start in range(0, len(values), self._IN_CHUNK):
             yield values[start:start + self._IN_CHUNK]

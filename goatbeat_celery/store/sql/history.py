@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +15,7 @@ from goatbeat_celery.core.protocols import History
 from goatbeat_celery.core.rules.runs import RunState
 from goatbeat_celery.core.types.execution import Execution, ExecutionState
 from goatbeat_celery.core.types.instants import check_aware, ensure_aware
-from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery, RunScan
 from goatbeat_celery.store.schema import (
     NOT_STARTED_PREDICATE,
     alert_table,
@@ -27,6 +28,7 @@ from goatbeat_celery.store.sql.base import SQLStoreBase
 from goatbeat_celery.store.sql.execution_rows import _execution
 from goatbeat_celery.store.sql.outbox import SQLOutbox
 from goatbeat_celery.store.sql.predicates import _ACTIVE_BACKFILL, _PRUNABLE
+from goatbeat_celery.store.text_search import text_search_indexed
 
 E = execution_table
 B = backfill_table
@@ -78,16 +80,37 @@ class SQLHistory(SQLOutbox, SQLStoreBase, History):
             return [_execution(row) for row in conn.execute(stmt)]
 
     def find_runs(self, query: RunQuery, *, before: RunCursor | None = None,
-                  limit: int = 50) -> list[Execution]:
-        stmt = sa.select(*_LISTED).where(*_run_criteria(query))
-        if before is not None:
-            after = sa.tuple_(
-                sa.literal(ensure_aware(before.occurrence_at, "before"), E.c.occurrence_at.type),
-                sa.literal(before.key, E.c.key.type))
-            stmt = stmt.where(sa.tuple_(E.c.occurrence_at, E.c.key) < after)
-        stmt = stmt.order_by(*_NEWEST_FIRST).limit(max(limit, 0))
-        with self._read("find runs") as conn:
+                  limit: int = 50, within: float | None = None) -> list[Execution]:
+        stmt = (_after(sa.select(*_LISTED).where(*_run_criteria(query)), before)
+                .order_by(*_NEWEST_FIRST).limit(max(limit, 0)))
+        with (self._read("find runs") if within is None
+              else self._read_within("find runs", within)) as conn:
             return [_execution(row) for row in conn.execute(stmt)]
+
+    def scan_runs(self, query: RunQuery, *, before: RunCursor | None = None,
+                  limit: int = 50, scan: int = 50_000) -> RunScan:
+        rest = _run_criteria(replace(query, text=None))
+        read = _after(sa.select(*_LISTED).where(*rest), before).order_by(*_NEWEST_FIRST)
+        # The text is tested outside the subquery, whose LIMIT no condition crosses: no
+        # trigram index can serve it there, so the runs are read newest first, ``scan`` at
+        # most, and the read stops once ``limit`` of them hold the text.
+        window = read.limit(max(scan, 0)).subquery("scanned")
+        found = (sa.select(window).where(*_text_criteria(window.c, query.text))
+                 .order_by(window.c.occurrence_at.desc(), window.c.key.desc())
+                 .limit(max(limit, 0)))
+        with self._read("scan runs") as conn:
+            runs = [_execution(row) for row in conn.execute(found)]
+            if len(runs) >= limit or scan <= 0:
+                return RunScan(runs, None)
+            # The last run read, if another follows it.
+            edge = conn.execute(
+                _after(sa.select(E.c.occurrence_at, E.c.key).where(*rest), before)
+                .order_by(*_NEWEST_FIRST).offset(scan - 1).limit(2)).all()
+        return RunScan(runs, RunCursor(*edge[0]) if len(edge) == 2 else None)
+
+    def text_search_indexed(self) -> bool:
+        with self._read("look for the text search's indexes") as conn:
+            return text_search_indexed(conn)
 
     def latest_runs(self, schedule_names: Sequence[str],
                     per_schedule: int) -> dict[str, list[Execution]]:
@@ -171,14 +194,30 @@ def _run_criteria(query: RunQuery) -> list[sa.ColumnElement[bool]]:
         found.append(E.c.occurrence_at >= query.since)
     if query.until is not None:
         found.append(E.c.occurrence_at < query.until)
-    if query.text:
-        # The trigram indexes of migration 0020 serve each test on PostgreSQL: the key's is on
-        # lower(key) (migrations/trigram.py says why), the errors' on the columns (ILIKE).
-        found.append(sa.or_(
-            sa.func.lower(E.c.key).contains(query.text.lower(), autoescape=True),
-            *(column.icontains(query.text, autoescape=True)
-              for column in (E.c.run_error, E.c.last_error))))
+    found.extend(_text_criteria(E.c, query.text))
     return found
+
+
+def _after(stmt: sa.Select[Any], before: RunCursor | None) -> sa.Select[Any]:
+    """``stmt`` keeping the runs after ``before`` in the order of a search (keyset paging)."""
+    if before is None:
+        return stmt
+    after = sa.tuple_(sa.literal(ensure_aware(before.occurrence_at, "before"),
+                                 E.c.occurrence_at.type),
+                      sa.literal(before.key, E.c.key.type))
+    return stmt.where(sa.tuple_(E.c.occurrence_at, E.c.key) < after)
+
+
+def _text_criteria(columns: Any, text: str | None) -> list[sa.ColumnElement[bool]]:
+    """The condition that a run's key, error or note (``columns``: of the table or of a
+    subquery of it) contains ``text``, case aside; none without a text."""
+    if not text:
+        return []
+    # The trigram indexes of migration 0020 serve each test on PostgreSQL: the key's is on
+    # lower(key) (migrations/trigram.py says why), the errors' on the columns (ILIKE).
+    return [sa.or_(sa.func.lower(columns.key).contains(text.lower(), autoescape=True),
+                   *(column.icontains(text, autoescape=True)
+                     for column in (columns.run_error, columns.last_error)))]
 
 
 _RUN_STATES = frozenset(state.value for state in RunState)

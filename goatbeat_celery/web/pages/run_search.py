@@ -12,10 +12,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from goatbeat_celery import display
+from goatbeat_celery.api import records
 from goatbeat_celery.core.types.execution import Execution
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.listing import ScheduleOrder
-from goatbeat_celery.core.types.run_query import RunCursor, RunQuery
+from goatbeat_celery.core.types.run_query import RunCursor, RunQuery, RunScan
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.web.pages.base import Context, call, count, link, render
 
@@ -86,28 +87,30 @@ def _cursor(query: Mapping[str, str]) -> RunCursor | None:
 
 
 def _search(context: Context, query: Mapping[str, str]
-            ) -> tuple[_Search, list[Execution], bool, datetime]:
+            ) -> tuple[_Search, RunScan, datetime]:
     schedules = context.schedules
     now = schedules.now()
     search = read_search(query, now)
-    found = schedules.find_runs(search.query, before=_cursor(query), limit=PAGE_SIZE + 1)
-    return search, found[:PAGE_SIZE], len(found) > PAGE_SIZE, now
+    return search, schedules.search_runs(search.query, before=_cursor(query),
+                                         limit=PAGE_SIZE + 1), now
 
 
 async def run_list(request: Request, context: Context) -> Response:
     query = request.query_params
-    search, found, more, now = await call(_search, context, query)
+    search, (found, stopped_at), now = await call(_search, context, query)
     page = count(query.get("page", "")) if _cursor(query) else 0
     kept = {name: value for name, value in search.filters.items() if value}
-    last = found[-1] if found else None
+    # A full page goes on from its last run; a text search cut short by the runs it may read,
+    # from where that read stopped.
+    more = found[PAGE_SIZE - 1] if len(found) > PAGE_SIZE else stopped_at
     return render(
-        request, context, "runs.html", found=found, filters=search.filters,
+        request, context, "runs.html", found=found[:PAGE_SIZE], filters=search.filters,
         problems=search.problems, statuses=display.RUN_STATUSES, ranges=tuple(RANGES),
         now=now, zone=context.schedules.default_timezone, page=page, page_size=PAGE_SIZE,
         first=link(request, "runs", **kept) if page or _cursor(query) else None,
-        next=(link(request, "runs", **kept, before=last.occurrence_at.isoformat(),
-                   before_key=last.key, page=page + 1) if more and last is not None
-              else None),
+        next=(link(request, "runs", **kept, before=more.occurrence_at.isoformat(),
+                   before_key=more.key, page=page + 1) if more is not None else None),
+        stopped_at=stopped_at, scanned=records.TEXT_SCAN,
         grid=link(request, "run_grid", tag=search.filters["tag"]),
     )
 
