@@ -25,13 +25,13 @@ from goatbeat_celery.core.types.run_query import RunCursor, RunQuery, RunScan
 
 logger = logging.getLogger(__name__)
 
-#: How long a run search through a text index may take (seconds) before the bounded read
-#: replaces it: a text whose every trigram is common (a fragment of an instant, say) makes
-#: the index hand over most runs, seconds at ten million.
-TEXT_INDEX_BUDGET = 0.1
-#: How many runs a text search reads, newest first, when no index narrows it: about 50 ms on
-#: PostgreSQL (docs/performance.md).
+#: How many runs a text search reads first, newest first, whatever the text: 18-35 ms on
+#: PostgreSQL at ten million runs (docs/performance.md).
 TEXT_SCAN = 50_000
+#: How long a text search through the store's index may take (seconds) when those runs did
+#: not fill the page: a text whose every trigram is common (a fragment of an instant, say)
+#: makes the index hand over most runs, seconds at ten million.
+TEXT_INDEX_BUDGET = 0.1
 
 
 class RecordReads(SchedulesBase):
@@ -131,28 +131,32 @@ class RecordReads(SchedulesBase):
 
     def search_runs(self, query: RunQuery, *, before: RunCursor | None = None,
                     limit: int = 50) -> RunScan:
-        """The runs :meth:`find_runs` finds, at a cost a page can bear whatever the text: a
-        text is looked for through the store's index where it has one
-        (:meth:`~goatbeat_celery.core.protocols.History.text_search_indexed`) for up to
-        :data:`TEXT_INDEX_BUDGET` seconds; where it has none, or the index cannot narrow the
-        text (every trigram in it common), among the :data:`TEXT_SCAN` runs that come first
-        of those the rest of ``query`` finds, and ``stopped_at`` says where that read
-        stopped (pass it as ``before`` to look further). Without a text, ``stopped_at`` is
-        None. ConfigurationError for a limit out of range."""
+        """The runs :meth:`find_runs` finds, at a cost a page can bear whatever the text. A
+        text is first looked for in the :data:`TEXT_SCAN` runs that come first of those the
+        rest of ``query`` finds (a common text fills the page there); when they hold fewer
+        than ``limit``, through the store's index where it has one
+        (:meth:`~goatbeat_celery.core.protocols.History.text_search_indexed`), for up to
+        :data:`TEXT_INDEX_BUDGET` seconds. When the index cannot answer in time (every
+        trigram of the text common) or there is none, the answer is what the bounded read
+        found, and ``stopped_at`` says where it stopped (pass it as ``before`` to look
+        further); otherwise ``stopped_at`` is None. ConfigurationError for a limit out of
+        range."""
         problems = _limit_problems(limit)
         if problems:
             raise ConfigurationError(problems, subject="run search")
         if not query.text:
             return RunScan(self.store.find_runs(query, before=before, limit=limit), None)
-        if self.store.text_search_indexed():
-            try:
-                return RunScan(self.store.find_runs(query, before=before, limit=limit,
-                                                    within=TEXT_INDEX_BUDGET), None)
-            except StoreTimeout:
-                logger.info("text %r: the index did not narrow it within %.2fs; reading the "
-                            "newest %d runs", query.text, TEXT_INDEX_BUDGET, TEXT_SCAN,
-                            extra={"action": "search runs"})
-        return self.store.scan_runs(query, before=before, limit=limit, scan=TEXT_SCAN)
+        scanned = self.store.scan_runs(query, before=before, limit=limit, scan=TEXT_SCAN)
+        if scanned.stopped_at is None or not self.store.text_search_indexed():
+            return scanned
+        try:
+            return RunScan(self.store.find_runs(query, before=before, limit=limit,
+                                                within=TEXT_INDEX_BUDGET), None)
+        except StoreTimeout:
+            logger.info("text %r is in too many runs for the index to narrow within %.2fs; "
+                        "answered from the newest %d runs", query.text, TEXT_INDEX_BUDGET,
+                        TEXT_SCAN, extra={"action": "search runs"})
+            return scanned
 
     def latest_runs(self, schedule_names: Sequence[str],
                     per_schedule: int) -> dict[str, list[Execution]]:

@@ -206,6 +206,20 @@ def test_a_text_the_index_cannot_narrow_in_time_is_read_for_in_the_newest_runs(
         schedules.find_runs(RunQuery(text="mail"))[2:], None)
 
 
+def test_a_text_found_in_the_newest_runs_does_not_ask_the_index(
+        clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records, "TEXT_SCAN", 4)
+    store = _IndexThatCannotNarrow(clock)
+    store.budgets = []
+    schedules = Schedules(store)
+    runs = _three_runs_each(schedules, clock)
+
+    assert schedules.search_runs(RunQuery(text="etl"), limit=2) == (
+        schedules.find_runs(RunQuery(text="etl"), limit=2), None)
+    assert [e.key for e in schedules.find_runs(RunQuery(text="etl"), limit=2)] == runs["etl"][:2]
+    assert store.budgets == [None, None]  # find_runs here, never the index with a budget
+
+
 def test_a_run_search_refuses_a_bad_limit(schedules: Schedules) -> None:
     with pytest.raises(ConfigurationError, match="limit"):
         schedules.search_runs(RunQuery(text="x"), limit=0)
