@@ -176,5 +176,8 @@ def test_a_text_no_index_finds_quickly_is_looked_for_a_bounded_read_at_a_time(
     # Five runs two at a time: two reads stopped short, the third read the last run.
     assert sorted(seen) == sorted(e.key for e in runs["etl"]) and len(seen) == 3
     assert len(hints) == 2
+    # The first read found none: the page says so of what it read, not of every run.
+    first = client.get("/runs?q=etl").text
+    assert "None of the runs read holds it." in first and "No runs match" not in first
     assert "“etl” cannot be looked up in an index quickly" in hints[0]
     assert "the next 2 runs the other filters allow" in hints[0]
