@@ -188,17 +188,27 @@ def test_a_text_search_without_an_index_reads_a_bounded_number_of_runs(
     assert schedules.search_runs(RunQuery(), limit=50) == (schedules.find_runs(RunQuery()), None)
 
 
-def test_a_text_the_index_cannot_narrow_in_time_is_read_for_in_the_newest_runs(
-        clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def slow_index(clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+               ) -> tuple[_IndexThatCannotNarrow, Schedules, dict[str, list[str]]]:
+    """A store whose index runs out of time, a bounded read of four runs, three runs each of
+    ``etl`` and ``mail`` (alternating, mail newest)."""
     monkeypatch.setattr(records, "TEXT_SCAN", 4)
     store = _IndexThatCannotNarrow(clock)
     store.budgets = []
     schedules = Schedules(store)
-    runs = _three_runs_each(schedules, clock)
+    return store, schedules, _three_runs_each(schedules, clock)
+
+
+def test_a_text_the_index_cannot_narrow_in_time_gets_what_the_newest_runs_hold(
+        slow_index: tuple[_IndexThatCannotNarrow, Schedules, dict[str, list[str]]]) -> None:
+    store, schedules, runs = slow_index
 
     found, stopped_at = schedules.search_runs(RunQuery(text="mail"))
 
-    assert store.budgets == [records.TEXT_INDEX_BUDGET]  # the index was asked first, in time
+    # The four newest runs hold two of mail's, short of a page: the index was asked, with
+    # its budget, and ran out of it.
+    assert store.budgets == [records.TEXT_INDEX_BUDGET]
     assert [e.key for e in found] == runs["mail"][:2]
     assert stopped_at is not None and stopped_at.key == runs["etl"][1]
     # Read on from there: the last mail run, and nothing follows the two runs left.
@@ -206,18 +216,13 @@ def test_a_text_the_index_cannot_narrow_in_time_is_read_for_in_the_newest_runs(
         schedules.find_runs(RunQuery(text="mail"))[2:], None)
 
 
-def test_a_text_found_in_the_newest_runs_does_not_ask_the_index(
-        clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(records, "TEXT_SCAN", 4)
-    store = _IndexThatCannotNarrow(clock)
-    store.budgets = []
-    schedules = Schedules(store)
-    runs = _three_runs_each(schedules, clock)
+def test_a_text_the_newest_runs_fill_a_page_with_never_asks_the_index(
+        slow_index: tuple[_IndexThatCannotNarrow, Schedules, dict[str, list[str]]]) -> None:
+    store, schedules, runs = slow_index
 
-    assert schedules.search_runs(RunQuery(text="etl"), limit=2) == (
-        schedules.find_runs(RunQuery(text="etl"), limit=2), None)
-    assert [e.key for e in schedules.find_runs(RunQuery(text="etl"), limit=2)] == runs["etl"][:2]
-    assert store.budgets == [None, None]  # find_runs here, never the index with a budget
+    found, stopped_at = schedules.search_runs(RunQuery(text="etl"), limit=2)
+
+    assert ([e.key for e in found], stopped_at, store.budgets) == (runs["etl"][:2], None, [])
 
 
 def test_a_run_search_refuses_a_bad_limit(schedules: Schedules) -> None:
