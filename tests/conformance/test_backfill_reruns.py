@@ -22,7 +22,7 @@ from goatbeat_celery.core.types.errors import (
 from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
 
 from .conftest import Store, StoreClock
-from .support import LONG_TTL, claim_next, create_due, grid_point_before
+from .support import LONG_TTL, claim_next, create_due
 
 M = timedelta(minutes=1)
 W = "celery@a"
@@ -43,8 +43,11 @@ def backfilled(store: Store, clock: StoreClock, schedules: Schedules,
     grant = store.acquire("beat", "replica", LONG_TTL)
     assert grant is not None
     schedule = create_due(store, "job", steps_back=points - 1)
-    end = grid_point_before(store.now(), 60)
-    start = end - (points - 1) * M
+    # From the schedule's first point, not a second reading of the clock, which a minute may
+    # have turned between (on MySQL under load, start came out a minute later).
+    start = schedule.next_occurrence_at
+    assert start is not None
+    end = start + (points - 1) * M
     # The live schedule claims its first occurrence before the backfill exists.
     (live,) = store.claim([claim_next(schedule)], lease=grant).dispatches
     assert live.execution.occurrence_at == start

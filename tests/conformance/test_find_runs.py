@@ -243,7 +243,7 @@ def test_a_bounded_read_counts_only_the_runs_the_other_criteria_find(
         runs["etl"])
 
 
-def test_only_postgresql_with_the_trigram_indexes_says_its_text_search_is_indexed(
+def test_only_the_trigram_indexes_make_a_text_search_indexed(
         backend: Backend, runs: dict[str, list[str]]) -> None:
     assert backend.store.text_search_indexed() is (backend.name == "postgres")
 
