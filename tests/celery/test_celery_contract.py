@@ -6,6 +6,8 @@ its errors seen by ``apply_entry``, the entries a hook is handed, ``Service`` an
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -347,11 +349,20 @@ def test_an_embedded_process_service_sends_and_stops(tmp_path: Path) -> None:
     # thousands of tests first is not what the child is forked from in use.
     database = f"sqlite:///{tmp_path / 'goatbeat.sqlite3'}"
     # The script bounds its own waits (TIMEOUT to send, TIMEOUT to stop); this bound only
-    # guards against a hang, with room for its start and imports on a starved machine.
-    done = subprocess.run([sys.executable, "-c", _EMBEDDING, database, str(TIMEOUT)],
-                          capture_output=True, text=True, timeout=6 * TIMEOUT, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    sent, alive, exitcode = (part.split("=")[1] for part in done.stdout.split()[-3:])
+    # guards against a hang, with room for its start and imports on a starved machine. In a
+    # session of its own, so that a hang kills the embedded beat process too (killed alone,
+    # the script left it ticking, orphaned, through the rest of the suite).
+    script = subprocess.Popen([sys.executable, "-c", _EMBEDDING, database, str(TIMEOUT)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        stdout, stderr = script.communicate(timeout=6 * TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(script.pid, signal.SIGKILL)
+        stdout, stderr = script.communicate()
+        pytest.fail(f"the embedding script hung past {6 * TIMEOUT:.0f}s:\n{stderr[-3000:]}")
+    assert script.returncode == 0, stderr[-3000:]
+    sent, alive, exitcode = (part.split("=")[1] for part in stdout.split()[-3:])
     assert sent == "True", "the embedded process sent no run"
     assert alive == "False", f"the embedded beat process outlived its SIGTERM by {TIMEOUT:.0f}s"
     assert exitcode != "None"
