@@ -427,7 +427,24 @@ def wait_for_takeover(cluster: Cluster, old_token: int, timeout: float = 30) -> 
     def taken() -> dict[str, Any] | None:
         lease = cluster.lease()
         return lease if lease and lease["live"] and lease["token"] > old_token else None
-    return wait_for(taken, timeout=timeout, what="a standby to take the lease over")
+    try:
+        return wait_for(taken, timeout=timeout, what="a standby to take the lease over")
+    except AssertionError as exc:
+        # What each session of the database was doing, and who blocked whom: a takeover held
+        # back by a lock is explained by the session that held it.
+        raise AssertionError(f"{exc}; sessions: {database_sessions(cluster)}") from None
+
+
+def database_sessions(cluster: Cluster) -> list[dict[str, Any]]:
+    """The database's sessions but this one, on PostgreSQL (none elsewhere): application, state,
+    wait, how long in it, the pids blocking it, and its statement."""
+    if cluster.engine.dialect.name != "postgresql":
+        return []
+    return cluster.sql(
+        "SELECT pid, application_name AS app, state, wait_event_type, wait_event, "
+        "now() - state_change AS in_state, pg_blocking_pids(pid) AS blocked_by, "
+        "left(query, 160) AS query FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
 
 
 def settle(cluster: Cluster, timeout: float = 60) -> datetime:
