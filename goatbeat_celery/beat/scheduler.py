@@ -276,7 +276,14 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         delivery, self._delivery = self._delivery, None
         engine, self._engine = self._engine, None
         if engine is not None:
-            engine.close()  # the lease first: a request to a hanging webhook never delays it
+            # The lease first: a request to a hanging webhook never delays it. After a second
+            # stop signal nothing waits on the database, which may be what the tick hung on.
+            insisted = self._stop_signals.insisted
+            if insisted:
+                logger.warning("stopping at once on a second stop signal: the lease is not "
+                               "released, a standby takes it when this process's session ends "
+                               "or the lease expires", extra={"action": "stop_insisted"})
+            engine.close(release=not insisted)
             presence = getattr(engine.submitter, "presence", None)
             if presence is not None:
                 presence.close()  # the rotation's asks of the broker stop with it

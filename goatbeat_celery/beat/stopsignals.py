@@ -37,6 +37,13 @@ class StopSignals:
         self._installed = False
         self._holding = False
         self._held: tuple[int, FrameType | None] | None = None
+        self._insisted = False
+
+    @property
+    def insisted(self) -> bool:
+        """True once a stop signal came while another was held: the operator would not wait for
+        the tick, so the stop must not wait on the database or the broker either."""
+        return self._insisted
 
     def held(self) -> StopSignals:
         """The block of a ``with`` statement holding the stop signals (this object, which
@@ -82,6 +89,8 @@ class StopSignals:
             return
         # Outside a block, or a second signal in one: handed over now (and the held one not
         # again when the block ends).
+        if self._holding:
+            self._insisted = True
         self._held = None
         self._hand_over(number, frame)
 

@@ -156,3 +156,80 @@ def test_restore_leaves_a_handler_set_after_its_own_in_place() -> None:
         assert signal.getsignal(signal.SIGTERM) == later
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.parametrize("reading_on", [False, True], ids=["waiting-for-the-send",
+                                                          "reading-the-next-batch"])
+def test_a_second_stop_signal_stops_a_tick_whose_send_never_returns_without_waiting_on_it(
+        tmp_path: Path, reading_on: bool) -> None:
+    # As behind a connection that swallows traffic: the batch's thread never comes back, and
+    # (reading-the-next-batch) nor does the loop's own next read. The operator's second signal
+    # stops the tick at once, and closing asks nothing of the store (its release could hang as
+    # the send did): the lease stays with this replica.
+    scheduler, url = beat_for(tmp_path)
+    engine = scheduler.engine
+    assert engine is not None
+    stuck, freed = threading.Event(), threading.Event()
+    main_stuck = threading.Event()
+
+    def send_that_never_returns(dispatches: Any, *, token: int, timeout: float) -> Any:
+        stuck.set()
+        freed.wait()
+        raise RuntimeError("unblocked by the test's teardown")
+
+    engine.submitter.submit = send_that_never_returns  # type: ignore[method-assign]
+    if reading_on:
+        read = engine.store.due_schedules
+        claimed: list[bool] = []
+
+        def read_that_never_returns_once_a_send_is_stuck(*args: Any, **kwargs: Any) -> Any:
+            if claimed:  # the read after the one that found the batch now on the wire
+                stuck.wait()
+                main_stuck.set()
+                while not freed.wait(0.1):  # as psycopg waits: signals are run between slices
+                    pass
+            batch = read(*args, **kwargs)
+            if batch.schedules:
+                claimed.append(True)
+            return batch
+
+        engine.store.due_schedules = read_that_never_returns_once_a_send_is_stuck  # type: ignore[method-assign]
+    else:
+        main_stuck.set()
+
+    def operator() -> None:
+        stuck.wait()
+        main_stuck.wait()
+        # Two different signals, so that neither is lost in the other while pending: whichever
+        # is handled first is held, the other is the second one.
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    handled: list[int] = []
+
+    def celery_beat_handler(signum: int, frame: Any) -> None:
+        scheduler.close()
+        handled.append(signum)
+        raise SystemExit()
+
+    previous = {number: signal.signal(number, celery_beat_handler)
+                for number in (signal.SIGTERM, signal.SIGINT)}
+    threading.Thread(target=operator, daemon=True).start()
+    try:
+        with pytest.raises(SystemExit):
+            for _ in range(100):
+                scheduler.tick()
+        scheduler.close()  # as Celery's service does once its loop has ended
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        freed.set()
+        scheduler.close()
+    assert len(handled) == 1 and stuck.is_set()
+    store = open_store(url)
+    try:
+        leases = store.list_leases("")
+        assert leases and {lease.holder for lease in leases} == {engine.holder}
+        assert {e.state for e in store.executions()} == {ExecutionState.CLAIMED}
+    finally:
+        store.close()

@@ -129,7 +129,7 @@ class Dispatcher:
                 if self._renew_due():
                     inflight.settle()
                     return batch.now, batch.now
-        finally:
+        except Exception:
             if inflight.busy:
                 # Leaving on an error: still wait for the batch on the wire, but let the first
                 # error be the one reported.
@@ -138,6 +138,16 @@ class Dispatcher:
                 except GoatbeatError as exc:
                     logger.warning("store error after a submission: %s", exc,
                                    extra={"action": "store_error"})
+            raise
+        except BaseException:
+            if inflight.busy:
+                # A stop that would not wait (SystemExit or KeyboardInterrupt mid-tick: beat
+                # holds the first stop signal until the tick ends, so this is a second one).
+                # The batch may be stuck in a call that never returns: it is left to its
+                # daemon thread, and its claims, unrecorded, are resent under the same keys.
+                logger.warning("stopping with a batch of %d on the wire, not recorded",
+                               inflight.size, extra={"action": "batch_abandoned"})
+            raise
 
     def _settle_runs(self, grant: LeaseGrant) -> None:
         """Apply the ends of runs to their schedules (core.loop.settlement); whatever one pass

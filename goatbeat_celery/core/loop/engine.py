@@ -306,11 +306,14 @@ class Engine:
         """Sleep up to ``seconds``, waking early on a store notification (edit, release)."""
         return self._wakes.wait(seconds)
 
-    def close(self) -> None:
-        """Stop leading and release the lease (idempotent)."""
+    def close(self, *, release: bool = True) -> None:
+        """Stop leading and release the lease (idempotent). With ``release`` false nothing is
+        asked of the store: the lease goes when this process's session ends, or expires."""
         if self._closed:
             return
         self._closed = True
+        if not release:
+            return
         if self.shards is not None:
             self.shards.release()
         else:

@@ -34,6 +34,9 @@ MAX_SEND_ATTEMPTS = 5
 SUBMIT_MARGIN = 0.25
 #: Never let one submission call run longer than this, even with a long lease.
 SUBMIT_TIMEOUT_MAX = 10.0
+#: The loop waits for a batch on the wire in slices this long (seconds), so that a stop
+#: signal is never left pending for the whole wait.
+JOIN_SLICE = 0.1
 
 #: What the broker did with a batch, and how long it took.
 Sent = tuple[SubmitResult, timedelta]
@@ -218,6 +221,11 @@ class InFlight:
         """True while a batch is on the wire, not yet settled."""
         return self._submission is not None
 
+    @property
+    def size(self) -> int:
+        """How many dispatches are on the wire."""
+        return 0 if self._submission is None else len(self._submission.dispatches)
+
     def start(self, dispatches: Sequence[Dispatch], grant: LeaseGrant) -> None:
         """Put ``dispatches`` on the wire; the batch before must have been settled."""
         assert self._submission is None, "the batch before was not settled"
@@ -251,7 +259,10 @@ class Submission:
             self._error = exc
 
     def result(self) -> Sent | None:
-        self._thread.join()
+        # In slices: a signal that lands just before a blocking wait begins is run only when
+        # the waiting thread next runs Python code, and a stop must not wait for the batch.
+        while self._thread.is_alive():
+            self._thread.join(JOIN_SLICE)
         if self._error is not None:
             raise self._error
         return self._sent
