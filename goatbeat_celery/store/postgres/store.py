@@ -21,7 +21,7 @@ from goatbeat_celery.core.rules.fence import fenced_clock
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES, RunEvent
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.claims import Waiting
-from goatbeat_celery.core.types.errors import ConfigurationError
+from goatbeat_celery.core.types.errors import ConfigurationError, StoreTimeout
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.problems import Problem
@@ -51,6 +51,7 @@ from goatbeat_celery.store.postgres.statements import (
     _WRITE_RUNS_ARRAYS,
     _report_arrays,
 )
+from goatbeat_celery.store.postgres.stuck import end_stuck_holders
 from goatbeat_celery.store.schema import UTCDateTime, lease_table, utc_from_db
 from goatbeat_celery.store.sessions import CLOCK_PATH, ClockOnly
 from goatbeat_celery.store.sql import (
@@ -136,6 +137,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                                if "application_name" in sa_url.query else application_name}
         self._direct_conn = None
         self._direct_lock = threading.Lock()
+        self._statement_timeout = float(statement_timeout)
         if session_locks:
             self._sessions = PostgresSessions(self._conninfo, connect_args(
                 connect_timeout=connect_timeout, statement_timeout=None,
@@ -353,12 +355,25 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         row = self._direct("acquire lease", self._renew_sql,
                            {"ttl": ttl, "lease_name": name, "holder_name": holder})
         if row is None:
-            return super().acquire(name, holder, ttl)
+            return self._acquire_locking(name, holder, ttl)
         token, expires_at = row
         expires = utc_from_db(expires_at)
         assert expires is not None  # just written: now() + ttl
         return LeaseGrant(name=name, holder=holder, token=token, expires_at=expires,
                           changed_holder=False)
+
+    def _acquire_locking(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
+        """The general path (SQLLeases.acquire). A lock request on the lease row that ran into
+        the statement timeout may be held up by an expired holder's session stuck
+        mid-statement, which no server timeout ends (store.postgres.stuck): such sessions are
+        ended, and the next attempt takes the lease."""
+        try:
+            return super().acquire(name, holder, ttl)
+        except StoreTimeout:
+            with translated("end stuck lease holders", self._where):
+                end_stuck_holders(self._conninfo, self._direct_kwargs, name,
+                                  within=self._statement_timeout)
+            raise
 
     def acquire_many(self, names: Sequence[str], holder: str,
                      ttl: timedelta) -> list[LeaseGrant | None]:
@@ -395,7 +410,8 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         grants: list[LeaseGrant | None] = []
         for name in names:  # those not renewed by the general path, as acquire does
             grant = renewed.get(name)
-            grants.append(grant if grant is not None else super().acquire(name, holder, ttl))
+            grants.append(grant if grant is not None
+                          else self._acquire_locking(name, holder, ttl))
         if values and not rows:  # not the holder: asked as the other stores ask
             stale = self._stale_leases(values["pattern"])
         return grants, bool(stale)
