@@ -106,3 +106,31 @@ def test_before_its_expiry_a_stuck_holder_keeps_its_session_and_its_lease(
     assert lease is not None and lease.held and lease.holder == "frozen", \
         "the test ran past the lease's expiry: nothing was shown"
     assert alive(pg_empty_url, frozen_mid_statement)
+
+
+def test_a_taker_without_the_right_to_end_sessions_waits_as_before(
+        pg_empty_url: str, stores: tuple[PostgresStore, PostgresStore], granted: int,
+        frozen_mid_statement: int) -> None:
+    holder, _ = stores
+    url = sa.make_url(pg_empty_url)
+    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    role = "goatbeat_test_taker"
+    with admin.connect() as conn:
+        if not conn.execute(sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r"),
+                            {"r": role}).first():
+            conn.execute(sa.text(f"CREATE ROLE {role} LOGIN"))
+        conn.execute(sa.text(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"))
+        conn.execute(sa.text(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}"))
+    admin.dispose()
+    taker = PostgresStore(url.set(username=role, password=None).render_as_string(
+        hide_password=False), statement_timeout=0.5, session_locks=False)
+    try:
+        wait_for(lambda: not holder.inspect(LEASE).held,  # type: ignore[union-attr]
+                 "the lease to expire", timeout=TTL.total_seconds() + 5)
+
+        with pytest.raises(StoreTimeout, match="acquire lease"):
+            taker.acquire(LEASE, "taker", TTL)
+
+        assert alive(pg_empty_url, frozen_mid_statement)
+    finally:
+        taker.close()

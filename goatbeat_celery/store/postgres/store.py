@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import operator
 import socket
 import threading
@@ -21,7 +22,11 @@ from goatbeat_celery.core.rules.fence import fenced_clock
 from goatbeat_celery.core.rules.runs import ENDED_STATE_VALUES, RunEvent
 from goatbeat_celery.core.rules.shards import Shard
 from goatbeat_celery.core.types.claims import Waiting
-from goatbeat_celery.core.types.errors import ConfigurationError, StoreTimeout
+from goatbeat_celery.core.types.errors import (
+    ConfigurationError,
+    StoreError,
+    StoreTimeout,
+)
 from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.lease import LeaseGrant, LeaseInfo
 from goatbeat_celery.core.types.problems import Problem
@@ -69,6 +74,8 @@ from goatbeat_celery.store.sql.lease import (
     stale_named_like,
 )
 from goatbeat_celery.store.url import normalise_url
+
+logger = logging.getLogger(__name__)
 
 
 class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
@@ -369,11 +376,14 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         ended, and the next attempt takes the lease."""
         try:
             return super().acquire(name, holder, ttl)
-        except StoreTimeout:
-            with translated("end stuck lease holders", self._where):
-                end_stuck_holders(self._conninfo, self._direct_kwargs, name,
-                                  within=self._statement_timeout)
-            raise
+        except StoreTimeout as timeout:
+            try:
+                with translated("end stuck lease holders", self._where):
+                    end_stuck_holders(self._conninfo, self._direct_kwargs, name,
+                                      within=self._statement_timeout)
+            except StoreError as exc:  # a role without the right to end them: as before
+                logger.warning("%s", exc, extra={"action": "stuck_holder_not_ended"})
+            raise timeout
 
     def acquire_many(self, names: Sequence[str], holder: str,
                      ttl: timedelta) -> list[LeaseGrant | None]:
