@@ -81,13 +81,19 @@ def test_a_store_that_cannot_announce_every_change_never_starts_a_wake_quiet() -
     assert not world.wakes.may_start_quiet(3)
 
 
-def test_a_run_known_to_be_due_calls_for_a_full_look() -> None:
+def test_a_wake_for_a_due_run_starts_from_the_stores_answer_which_calls_for_a_look() -> None:
+    # The answer then tells the look whether ends or claims wait besides the due run, rather
+    # than the look reading both before its first claim.
     world = setup()
+    due = world.clock.current + timedelta(seconds=60)
+    world.store.create_schedule(ScheduleSpec(name="minutely", task="app.t", trigger=EVERY_HOUR),
+                                next_occurrence_at=due, next_run_at=due)
     world.looked(3, next_due_in=60)
-    world.clock.advance(60 - TIMER_SLACK - 1)
+    world.clock.advance(60)
     assert world.wakes.may_start_quiet(3)
-    world.clock.advance(1)
-    assert not world.wakes.may_start_quiet(3)
+    waiting = world.wakes.ask()
+    assert not nothing_waits(waiting)
+    assert not (waiting.unsettled or waiting.claimed)
 
 
 def test_a_change_heard_in_a_wait_calls_for_a_full_look_and_is_passed_on() -> None:

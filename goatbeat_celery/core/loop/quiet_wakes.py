@@ -29,9 +29,11 @@ class QuietWakes:
       heard; the ledger then hears it and ``on_heard`` is called. It never raises: a failing
       wait is logged and slept out (at most ``STORE_RETRY``), and counts as nothing heard.
     * :meth:`may_start_quiet` is True only on a store that wakes the leader on every change,
-      when nothing was heard since a full look made under ``token`` and nothing known is due
-      at the store's clock. The answer covers all a full look reads, so a row written by hand
-      without notifying is found at the next wake too.
+      when nothing was heard since a full look made under ``token``. The answer covers all a
+      full look reads, so a row written by hand without notifying is found at the next wake
+      too. A wake for a due schedule starts from it as well: the look then reads the ends to
+      settle and the claims to resend only when the answer says some wait (each a read or a
+      transaction before the first claim: a third of a lone occurrence's lateness).
     * :meth:`ask` makes one round trip for what waits, and records its clock and next due
       instant; :func:`nothing_waits` says whether that answer leaves nothing to look at.
     """
@@ -59,10 +61,7 @@ class QuietWakes:
         return woken
 
     def may_start_quiet(self, token: int | None) -> bool:
-        if not self.store.wakes_on_every_change or not self.looks.unchanged_under(token):
-            return False
-        now = self.clock.now()
-        return now is not None and not due_by(self.looks.next_due_at, now)
+        return self.store.wakes_on_every_change and self.looks.unchanged_under(token)
 
     def ask(self) -> Waiting:
         """The store's answer to what waits (one round trip at most: PostgreSQL's renewal
