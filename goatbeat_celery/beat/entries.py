@@ -89,7 +89,9 @@ class GoatbeatEntry(beat.ScheduleEntry):  # type: ignore[misc]
     ``name``, ``task``, ``args``, ``kwargs``, ``options`` (goatbeat's headers and the starting
     deadline included), ``schedule``, ``last_run_at`` (the occurrence instant this run is for)
     and ``total_run_count`` (runs of the schedule claimed before this one, as the store read
-    them) are Celery's, and ``is_due()`` and ``next(entry)`` answer as Celery's entry does;
+    them; for a message sent again, ``goatbeat_send`` above 1, as the store reads them at that
+    send, this run's claim included) are Celery's, and ``is_due()`` and ``next(entry)``
+    answer as Celery's entry does;
     ``key``, ``occurrence_at``, ``token`` and ``manual`` are goatbeat's. What a hook changes in
     ``options`` (headers, a queue) reaches the message.
     """
