@@ -35,6 +35,7 @@ def seen_at_publish(sender: Any = None, headers: Any = None, **kwargs: Any) -> N
         return
     record = {"app": current_app.main, "registered": sender in current_app.tasks,
               "thread": threading.current_thread().name,
-              "task_id": (headers or {}).get("id")}
+              "task_id": (headers or {}).get("id"),
+              "send": (headers or {}).get("goatbeat_send")}
     with open(os.environ["CTX_SEEN"], "a") as handle:
         handle.write(json.dumps(record) + "\n")

@@ -54,6 +54,11 @@ def test_a_publish_hook_sees_the_beats_app_and_its_private_task(
     for record in records:
         assert record["app"] == "ctxproj", record
         assert record["registered"] is True, record
-        # goatbeat sends on a thread of its own, beside the loop that claims the next batch.
-        assert record["thread"] == "goatbeat-submit", record
+        # goatbeat sends on a thread of its own, beside the loop that claims the next batch;
+        # a claim sent again (a first send cut by the lease's local deadline on a busy
+        # machine) goes from the loop's thread, before new claims.
+        if record["send"] == 1:
+            assert record["thread"] == "goatbeat-submit", record
+        else:
+            assert record["thread"] == "MainThread", record
         assert str(record["task_id"]).startswith("private-every-second:")
