@@ -18,6 +18,7 @@ from .support import (
     create_due,
     grid_point_before,
     interval_spec,
+    lease,
     run_together,
     snapshot,
 )
@@ -213,3 +214,21 @@ def test_a_claim_racing_an_edit_never_loses_either(backend: Backend) -> None:
             assert not isinstance(edited, BaseException), edited
             assert (claimed.dispatches, executions) == ((), [])
             assert snapshot(stored) == snapshot(edited)
+
+
+def test_a_claim_not_before_an_instant_the_store_has_not_reached_changes_nothing(
+        store: Store) -> None:
+    grant = lease(store)
+    schedule = create_due(store, "report")
+    before = snapshot(store.get_schedule("report"))
+    ahead = store.now() + timedelta(minutes=5)
+
+    refused = store.claim([claim_next(schedule)], lease=grant, not_before=ahead)
+
+    assert refused.dispatches == () and refused.early is not None
+    assert refused.early < ahead
+    assert snapshot(store.get_schedule("report")) == before
+    assert store.executions() == []
+    # Reached (an instant the store's clock has passed): claimed as any claim.
+    done = store.claim([claim_next(schedule)], lease=grant, not_before=refused.early)
+    assert len(done.dispatches) == 1 and done.early is None

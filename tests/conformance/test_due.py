@@ -86,3 +86,20 @@ def test_a_schedule_becomes_due_when_the_store_clock_reaches_it(
     clock.move_to(at)
 
     assert [s.name for s in store.due_schedules(10).schedules] == ["report"]
+
+
+def test_a_read_ahead_returns_those_due_by_its_instant_and_the_stores_clock(store: Store) -> None:
+    now = store.now()
+    soon, later = now + timedelta(seconds=2), now + timedelta(minutes=5)
+    create_due(store, "due")
+    for name, at in (("soon", soon), ("later", later)):
+        store.create_schedule(interval_spec(name), next_occurrence_at=at, next_run_at=at)
+
+    ahead = store.due_schedules(10, until=soon)
+    today = store.due_schedules(10)
+
+    assert [s.name for s in ahead.schedules] == ["due", "soon"]
+    assert [s.name for s in today.schedules] == ["due"]
+    # The clock is still the store's, not the instant read ahead to.
+    assert now <= ahead.now < soon
+    assert ahead.next_due_at == today.next_due_at

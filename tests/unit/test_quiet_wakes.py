@@ -58,9 +58,10 @@ class HeardStore(MemoryStore):
             return True
         return super().wait(timeout)
 
-    def due_schedules(self, limit: int, *, shard: Shard | None = None) -> Any:
+    def due_schedules(self, limit: int, *, shard: Shard | None = None,
+                      until: datetime | None = None) -> Any:
         self.due_reads += 1
-        return super().due_schedules(limit, shard=shard)
+        return super().due_schedules(limit, shard=shard, until=until)
 
     def finished_runs(self, limit: int) -> Any:
         self.end_reads += 1

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from goatbeat_celery.core.loop.leadership import STORE_RETRY
 from goatbeat_celery.core.loop.observer import EngineObserver
@@ -26,13 +27,24 @@ from goatbeat_celery.core.types.spec import quoted_name
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlannedBatch:
+    """A batch's schedules planned: the claims to make and the set-asides to record."""
+
+    claims: tuple[PlannedClaim, ...]
+    asides: tuple[SetAside, ...]
+
+
 class Claimer:
     """Claims the due schedules of a batch under a grant.
 
     Contract: :meth:`claim_batch` returns the dispatches claimed and how many schedules moved
     out of the due set (claimed or set aside); zero means rows were locked (an edit in
-    progress). Only a lost lease or a store outage raises. :meth:`drop_expired` records
-    ``expired`` the dispatches past their starting deadline and returns the others.
+    progress). Only a lost lease or a store outage raises. It is :meth:`plan_batch` then
+    :meth:`claim_planned`, which a leader reading ahead calls apart: planned at a due
+    instant, claimed at it (``not_before``; a store clock still before it claims nothing and
+    says so in the result's ``early``). :meth:`drop_expired` records ``expired`` the
+    dispatches past their starting deadline and returns the others.
     """
 
     def __init__(self, *, store: ScheduleStore, planner: Planner, observer: EngineObserver,
@@ -47,6 +59,11 @@ class Claimer:
         self.left_alone_until: dict[str, float] = {}
 
     def claim_batch(self, batch: DueBatch, grant: LeaseGrant) -> tuple[tuple[Dispatch, ...], int]:
+        dispatches, moved, _early = self.claim_planned(self.plan_batch(batch), grant)
+        return dispatches, moved
+
+    def plan_batch(self, batch: DueBatch) -> PlannedBatch:
+        """The claims and set-asides of ``batch``'s schedules, planned at ``batch.now``."""
         claims: list[PlannedClaim] = []
         asides: list[SetAside] = []
         calendars = self.planner.calendars_of(batch.schedules)
@@ -58,8 +75,18 @@ class Claimer:
                 asides.append(planned)
             else:
                 claims.append(planned)
-        moved = self.set_aside(asides, grant)
-        result = self.claim(claims, grant)
+        return PlannedBatch(claims=tuple(claims), asides=tuple(asides))
+
+    def claim_planned(self, planned: PlannedBatch, grant: LeaseGrant,
+                      not_before: datetime | None = None
+                      ) -> tuple[tuple[Dispatch, ...], int, datetime | None]:
+        """Record the set-asides and claim the claims of ``planned``: the dispatches, how
+        many schedules moved, and the store's clock if it was still before ``not_before``
+        (then nothing was claimed; the set-asides are recorded)."""
+        moved = self.set_aside(planned.asides, grant)
+        result = self.claim(planned.claims, grant, not_before)
+        if result.early is not None:
+            return (), moved, result.early
         for name in result.conflicts:
             logger.info("schedule %s was edited while being claimed; the edit wins",
                         quoted_name(name), extra={"action": "claim_conflict"})
@@ -73,7 +100,7 @@ class Claimer:
             self.observer.claimed(result.dispatches)
             logger.debug("claimed %d occurrences", len(result.dispatches),
                          extra={"action": "claimed"})
-        return result.dispatches, result.advanced + moved
+        return result.dispatches, result.advanced + moved, None
 
     def _left_alone(self, name: str) -> bool:
         until = self.left_alone_until.get(name)
@@ -117,13 +144,16 @@ class Claimer:
             self.observer.set_aside(entry.schedule_name, entry.reason)
         return len(changed)
 
-    def claim(self, claims: Sequence[PlannedClaim], grant: LeaseGrant) -> ClaimResult:
+    def claim(self, claims: Sequence[PlannedClaim], grant: LeaseGrant,
+              not_before: datetime | None = None) -> ClaimResult:
         """Claim in one transaction; if the database refuses it, claim each half apart, down to
         the one schedule it refuses, which is set aside. Only an outage or a lost lease stops
         the batch."""
         if not claims:
             return ClaimResult(dispatches=())
         try:
+            if not_before is not None:
+                return self.store.claim(claims, lease=grant, not_before=not_before)
             return self.store.claim(claims, lease=grant)
         except (LeaseLost, StoreUnavailable):
             raise
@@ -135,8 +165,10 @@ class Claimer:
                     reason=f"the database refused its claim: {failure_reason(exc)}")], grant)
                 return ClaimResult(dispatches=(), advanced=moved)
             middle = len(claims) // 2
-            first = self.claim(claims[:middle], grant)
-            second = self.claim(claims[middle:], grant)
+            first = self.claim(claims[:middle], grant, not_before)
+            if first.early is not None:
+                return first
+            second = self.claim(claims[middle:], grant, not_before)
             return ClaimResult(
                 dispatches=first.dispatches + second.dispatches,
                 advanced=first.advanced + second.advanced,

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from goatbeat_celery.core.loop.ahead import ReadAhead
 from goatbeat_celery.core.loop.backfill_driver import BackfillDriver
 from goatbeat_celery.core.loop.claiming import Claimer
 from goatbeat_celery.core.loop.housekeeping import Housekeeping
@@ -48,6 +49,12 @@ class Dispatcher:
     which nothing moved. A lost lease or a store outage raises (LeaseLost, StoreError); one
     schedule's or one pass's trouble does not. ``sharded``: a change another shard's leader
     must act on is announced with the store's ``notify``.
+
+    :meth:`read_ahead` reads and plans the first batch of a due instant before it comes
+    (core.loop.ahead); the next :meth:`dispatch` under the same grant claims it at that instant
+    instead of reading, unless :meth:`forget_ahead` was called (something was heard). A store
+    clock still before the instant claims nothing: that dispatch returns the instant, and the
+    batch waits for the next.
     """
 
     def __init__(self, *, store: ScheduleStore, settings: Settings, clock: StoreClock,
@@ -65,6 +72,26 @@ class Dispatcher:
         self._sharded = sharded
         self._is_leader = is_leader
         self._renew_due = renew_due
+        self._ahead: ReadAhead | None = None
+
+    @property
+    def read_ahead_for(self) -> datetime | None:
+        """The due instant whose first batch is read ahead, if any."""
+        return None if self._ahead is None else self._ahead.due_at
+
+    def read_ahead(self, grant: LeaseGrant, due_at: datetime) -> None:
+        """Read the schedules due by ``due_at`` (a first batch) and plan them at it."""
+        self._ahead = None
+        batch = self.store.due_schedules(min(FIRST_BATCH, self.settings.batch_size),
+                                         until=due_at)
+        self._clock.read(batch.now)
+        at_due = DueBatch(now=due_at, schedules=batch.schedules, next_due_at=batch.next_due_at)
+        self._ahead = ReadAhead(due_at=due_at, token=grant.token, batch=at_due,
+                                planned=self._claimer.plan_batch(at_due))
+
+    def forget_ahead(self) -> None:
+        """Drop what was read ahead: it may no longer be what is due."""
+        self._ahead = None
 
     def dispatch(self, grant: LeaseGrant, shard: Shard | None, waiting: Waiting | None, *,
                  global_work: bool) -> tuple[datetime | None, datetime]:
@@ -73,6 +100,11 @@ class Dispatcher:
         wake, when nothing was heard since; the ends to settle and the claims to send are read
         only when it says some wait (the same predicates, core.types.claims.Waiting)."""
         submissions = self._submissions
+        ahead, self._ahead = self._ahead, None
+        from_ahead = ahead is not None
+        if ahead is not None and (ahead.token != grant.token or shard is not None
+                                  or not ahead.batch.schedules):
+            ahead = None
         if waiting is None:
             # Unknown: the lost-run look asks the store. With an answer, runs sent from here
             # on are looked at from the next lost-run look, as after a quiet wake: none of
@@ -88,8 +120,8 @@ class Dispatcher:
         # moved a schedule): the first due read would answer what that answer did, the same
         # earliest instant of the same schedules.
         batch_from_wake = None
-        if waiting is not None and not waiting.unsettled and not due_by(waiting.next_due_at,
-                                                                       waiting.now):
+        if not from_ahead and waiting is not None and not waiting.unsettled and not due_by(
+                waiting.next_due_at, waiting.now):
             batch_from_wake = DueBatch(now=waiting.now, schedules=(),
                                        next_due_at=waiting.next_due_at)
         batch_size = min(FIRST_BATCH, self.settings.batch_size)
@@ -98,25 +130,37 @@ class Dispatcher:
         inflight = InFlight(submissions)
         try:
             while True:
-                if batch_from_wake is not None:
-                    batch, batch_from_wake = batch_from_wake, None
+                if ahead is not None and self._is_leader():
+                    batch = ahead.batch
+                    dispatches, moved, early = self._claimer.claim_planned(
+                        ahead.planned, grant, not_before=ahead.due_at)
+                    if early is not None:
+                        # Woken before the store's clock reached the instant: claim then.
+                        self._ahead = ahead
+                        self._clock.read(early)
+                        return ahead.due_at, early
+                    ahead = None
                 else:
-                    batch = self.store.due_schedules(batch_size, shard=shard)
-                    self._clock.read(batch.now)
+                    ahead = None
+                    if batch_from_wake is not None:
+                        batch, batch_from_wake = batch_from_wake, None
+                    else:
+                        batch = self.store.due_schedules(batch_size, shard=shard)
+                        self._clock.read(batch.now)
+                    if not batch.schedules or not self._is_leader():
+                        inflight.settle()
+                        next_due = batch.next_due_at
+                        # Backfills only once the live schedules due are claimed and sent;
+                        # each by its schedule's shard's leader, which alone resends its claims.
+                        if (self._is_leader() and (waiting is None or waiting.backfills)
+                                and self._backfills.drain(grant, shard)):
+                            soon = batch.now + timedelta(seconds=BACKFILL_PAUSE)
+                            next_due = soon if next_due is None else min(next_due, soon)
+                        if global_work:
+                            self._housekeeping.all_due(batch.now)
+                        return next_due, batch.now
+                    dispatches, moved = self._claimer.claim_batch(batch, grant)
                 batch_size = min(batch_size * 2, self.settings.batch_size)
-                if not batch.schedules or not self._is_leader():
-                    inflight.settle()
-                    next_due = batch.next_due_at
-                    # Backfills only once the live schedules due are claimed and sent; each
-                    # by its schedule's shard's leader, which alone resends its claims.
-                    if (self._is_leader() and (waiting is None or waiting.backfills)
-                            and self._backfills.drain(grant, shard)):
-                        soon = batch.now + timedelta(seconds=BACKFILL_PAUSE)
-                        next_due = soon if next_due is None else min(next_due, soon)
-                    if global_work:
-                        self._housekeeping.all_due(batch.now)
-                    return next_due, batch.now
-                dispatches, moved = self._claimer.claim_batch(batch, grant)
                 if dispatches:
                     inflight.settle()
                     fresh = self._claimer.drop_expired(dispatches)

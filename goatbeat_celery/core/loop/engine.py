@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from goatbeat_celery.core.loop.ahead import READ_AHEAD
 from goatbeat_celery.core.loop.alerts import AlertWatcher, Quiet
 from goatbeat_celery.core.loop.backfill_driver import BackfillDriver
 from goatbeat_celery.core.loop.claiming import Claimer
@@ -55,6 +56,7 @@ from goatbeat_celery.core.protocols import (
 )
 from goatbeat_celery.core.rules.shards import Shard, member_lease_name
 from goatbeat_celery.core.rules.triggers import TriggerRegistry
+from goatbeat_celery.core.types.claims import Waiting
 from goatbeat_celery.core.types.errors import (
     LeaseLost,
     StoreError,
@@ -156,6 +158,8 @@ class Engine:
             is_leader=self.is_leader, renew_due=self._renew_due)
         self._wakes = QuietWakes(store=store, looks=self._looks, clock=self._clock,
                                  on_heard=self._heard)
+        #: What the wake that read ahead was told waits (core.loop.ahead).
+        self._waiting_ahead: Waiting | None = None
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -239,15 +243,27 @@ class Engine:
         grant = leadership.grant
         try:
             waiting = None
-            if self._may_start_quiet():
+            if not self._may_start_quiet():
+                self._dispatcher.forget_ahead()
+            elif self._dispatcher.read_ahead_for is None:
                 waiting = self._wakes.ask()
                 self._housekeeping.open_runs = waiting.open_runs
-                if nothing_waits(waiting):
-                    # A wake with no news: only the periodic looks that are due.
+                ahead = self._reads_ahead_of(waiting)
+                if ahead or nothing_waits(waiting):
+                    # A wake with no news: only the periodic looks that are due, and the
+                    # first batch of a due instant that close read ahead of it.
                     if self._housekeeping.all_due(waiting.now,
                                                   Quiet(waiting, self._looks.looks_begun)):
                         self._looks.heard()  # their ends are settled by the next look
+                    elif ahead:
+                        assert grant is not None and waiting.next_due_at is not None
+                        self._dispatcher.read_ahead(grant, waiting.next_due_at)
+                        self._waiting_ahead = waiting
                     return self._sleep_for(waiting.next_due_at, waiting.now)
+            else:
+                # Read ahead on a wake with no news, and nothing heard since: what waited
+                # then waits now, and the due instant has come.
+                waiting = self._waiting_ahead
             self._looks.begin()
             assert grant is not None
             next_due, store_now = self._dispatcher.dispatch(
@@ -297,6 +313,22 @@ class Engine:
 
     def _renew_due(self) -> bool:
         return self._leadership.renew_due() if self.shards is None else self.shards.renew_due()
+
+    def _reads_ahead(self) -> bool:
+        """Whether this leader reads ahead of due instants (core.loop.ahead): on a store that
+        wakes it on every change (what is read stays true until something is heard), with one
+        shard."""
+        return self.shards is None and self.store.wakes_on_every_change
+
+    def _reads_ahead_of(self, waiting: Waiting) -> bool:
+        """Whether a wake told ``waiting`` reads ahead: nothing but a run waits, due within
+        twice READ_AHEAD by the store's clock but not yet."""
+        next_due = waiting.next_due_at
+        if (next_due is None or waiting.unsettled or waiting.claimed or waiting.backfills
+                or not self._reads_ahead()):
+            return False
+        until_due = (next_due - waiting.now).total_seconds()
+        return 0 < until_due <= 2 * READ_AHEAD
 
     def _does_global_work(self) -> bool:
         """Config sync, settling runs, lost runs, pruning: shard 0's leader's."""
@@ -348,8 +380,12 @@ class Engine:
         if next_due is not None:
             # Time spent since that clock was read (the last batch's submission, pruning) is
             # already gone: without this the loop wakes that much late.
-            until_due = (next_due - store_now).total_seconds()
-            candidates.append(max(0.0, until_due - self._clock.spent_since(store_now)))
+            until_due = (next_due - store_now).total_seconds() - self._clock.spent_since(
+                store_now)
+            if (until_due > READ_AHEAD and self._dispatcher.read_ahead_for != next_due
+                    and self._reads_ahead()):
+                until_due -= READ_AHEAD  # to read ahead of it (closer: at it, as before)
+            candidates.append(max(0.0, until_due))
         if self._submissions.backing_off():
             candidates.append(self._until(self._submissions.backoff_until))
         if self._submissions.resend_now:

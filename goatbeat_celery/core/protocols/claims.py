@@ -14,12 +14,16 @@ from goatbeat_celery.core.types.set_aside import SetAside
 class Claims(Protocol):
     """The leader's fenced writes of a claim batch and of set-asides."""
 
-    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
+    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant,
+              not_before: datetime | None = None) -> ClaimResult:
         """Apply planned claims in one transaction, fenced by ``lease``.
 
         First checks that ``lease`` is still the current, unexpired grant
         (:func:`goatbeat_celery.core.rules.fence.check_fence`, with the lease row locked so a
         takeover waits for this transaction); if not, raises LeaseLost and changes nothing.
+        With ``not_before``, a store clock still before it changes nothing either: the result
+        is empty, its ``early`` that clock (claims planned ahead of their due instant are
+        claimed at it, by the store's clock, never before).
         Then writes what :func:`goatbeat_celery.core.rules.claims.plan_claims` decides from the
         versions of the schedules it locked: for each claim whose schedule still has
         ``version`` (compare-and-set), one ``claimed`` execution per occurrence with key

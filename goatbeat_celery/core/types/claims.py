@@ -136,6 +136,9 @@ class ClaimResult:
     #: ``held`` back, as inserted.
     skipped: tuple[Execution, ...] = ()
     held: tuple[Execution, ...] = ()
+    #: The store's clock when it claimed nothing because it was still before the claim's
+    #: ``not_before`` (Claims.claim); None otherwise.
+    early: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

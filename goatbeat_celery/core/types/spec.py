@@ -236,6 +236,8 @@ class ScheduleSpec:
                 ("kwargs", self.kwargs), ("options", self.options))
             for label, payload_value in payloads:
                 found.extend(validation.payload_problems(label, payload_value))
+        if not found:
+            return found
         where = f"schedule {quoted_name(self.name)}"
         return [problem.about(where) for problem in found]
 

@@ -24,12 +24,14 @@ from goatbeat_celery.store.memory.base import MemoryStoreBase, _dispatch, _dispa
 class MemoryClaims(MemoryStoreBase, DueReads, Claims):
     """The due read, the look for waiting work, claims and set-asides."""
 
-    def due_schedules(self, limit: int, *, shard: Shard | None = None) -> DueBatch:
+    def due_schedules(self, limit: int, *, shard: Shard | None = None,
+                      until: datetime | None = None) -> DueBatch:
         with self._lock:
             now = self.now()
             enabled = self._enabled(shard)
+            due_by = now if until is None else until
             due = tuple(s for s in enabled if s.next_run_at is not None
-                        and s.next_run_at <= now)[:limit]
+                        and s.next_run_at <= due_by)[:limit]
             next_due = enabled[0].next_run_at if enabled else None
             return DueBatch(now=now, schedules=due, next_due_at=next_due)
 
@@ -56,13 +58,16 @@ class MemoryClaims(MemoryStoreBase, DueReads, Claims):
                                 or any(alert.open for alert in self._alerts.values())),
                 backfills=any(b.active for b in self._backfills.values()))
 
-    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
+    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant,
+              not_before: datetime | None = None) -> ClaimResult:
         for claim in claims:
             check_aware(claim.next_occurrence_at, claim.next_run_at)
             for occurrence, due in claim.occurrences:
                 check_aware(occurrence, due)
         with self._lock:
             now = self._check_fence(lease)
+            if not_before is not None and now < not_before:
+                return ClaimResult(dispatches=(), early=now)
             versions = {c.schedule_name: s.row_version for c in claims
                         if (s := self._schedules.get(c.schedule_name)) is not None}
             flights = self._in_flight({c.schedule_name for c in claims if c.waits_for_runs})

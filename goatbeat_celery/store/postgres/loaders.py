@@ -12,6 +12,7 @@ import psycopg
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 
+from goatbeat_celery.core.types.instants import UTC
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.store.schema import (
     UNREADABLE_INSTANT,
@@ -41,7 +42,11 @@ _DURATIONS_KEPT = 1024
 def _converted_due_row(row: Sequence[Any]) -> list[Any]:
     values = list(row)
     for index in _DUE_INSTANTS:
-        values[index] = utc_from_db(values[index])
+        value = values[index]
+        # The session's zone is UTC: most instants come as they must be (utc_from_db's
+        # first case, without the call).
+        if value is not None and (type(value) is not datetime or value.tzinfo is not UTC):
+            values[index] = utc_from_db(value)
     durations = _DURATIONS
     for index in _DUE_DURATIONS:
         value = values[index]
@@ -88,6 +93,13 @@ class _LockedRow(NamedTuple):
 #: The driver's own (compiled, where available) loader of text ``timestamptz`` values.
 _TIMESTAMPTZ_LOADER: type[Loader] = psycopg.adapters.get_loader(  # type: ignore[assignment]
     psycopg.postgres.types["timestamptz"].oid, psycopg.pq.Format.TEXT)
+
+
+def fast_instants(cursor: psycopg.Cursor[Any]) -> None:
+    """Read ``cursor``'s ``timestamptz`` values with the driver's own loader: a value it
+    cannot read fails the fetch (psycopg.DataError) instead of reading as UNREADABLE_INSTANT,
+    so the caller must be ready to read again with the connection's loaders."""
+    cursor.adapters.register_loader("timestamptz", _TIMESTAMPTZ_LOADER)
 
 
 class _InstantLoader(Loader):

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from psycopg.rows import namedtuple_row
 from sqlalchemy.dialects import postgresql
@@ -42,7 +43,7 @@ from goatbeat_celery.store.postgres.engine import (
     split_server_options,
 )
 from goatbeat_celery.store.postgres.listen import PostgresListening
-from goatbeat_celery.store.postgres.loaders import _converted_due_row, _LockedRow
+from goatbeat_celery.store.postgres.loaders import _converted_due_row, _LockedRow, fast_instants
 from goatbeat_celery.store.postgres.sessions import PostgresSessions
 from goatbeat_celery.store.postgres.statements import (
     _CLAIM_CLEARS,
@@ -167,7 +168,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         # of this store's own, drops it.
         self._renewal_waiting: Waiting | None = None
         self._waiting_sql = str(self._waiting_statement().compile(dialect=dialect))
-        self._due_sql: dict[bool, str] = {}
+        self._due_sql: dict[tuple[bool, bool], str] = {}
         self._lock_sql = str(_LOCK_FOR_CLAIM.compile(dialect=dialect))
         self._listen_lock = threading.Lock()
         self._wake_ends = None
@@ -338,19 +339,33 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
             self._announce_in(conn)
         return {key for key, _state, _settled in written}
 
-    def _fetch_due(self, conn: sa.Connection, limit: int,
-                   shard: Shard | None = None) -> Sequence[Sequence[Any]]:
+    def _fetch_due(self, conn: sa.Connection, limit: int, shard: Shard | None = None,
+                   until: datetime | None = None) -> Sequence[Sequence[Any]]:
         # The due read is the hottest one: run it on the driver's cursor and convert the few
         # typed columns here, rather than through SQLAlchemy's result rows (half its cost).
-        sharded = shard is not None
-        sql = self._due_sql.get(sharded)
+        key = (shard is not None, until is not None)
+        sql = self._due_sql.get(key)
         if sql is None:
-            sql = self._due_sql[sharded] = str(
-                self._due_statement(sharded).compile(dialect=conn.dialect))
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            sql = self._due_sql[key] = str(
+                self._due_statement(*key).compile(dialect=conn.dialect))
+        dbapi: psycopg.Connection[Any] = conn.connection.dbapi_connection  # type: ignore[assignment]
+        params = due_params(limit, shard, until)
+        cursor = dbapi.cursor()
         try:
-            cursor.execute(sql, due_params(limit, shard))
-            return [_converted_due_row(row) for row in cursor.fetchall()]
+            # The driver's own instant loader first (one Python call less per instant); a
+            # value it cannot read (infinity, a year Python cannot hold) fails the fetch, which
+            # is then made again with the loader that reads it as unreadable. A read: nothing
+            # to undo.
+            fast_instants(cursor)
+            try:
+                cursor.execute(sql, params)
+                fetched = cursor.fetchall()
+            except psycopg.DataError:
+                cursor.close()
+                cursor = dbapi.cursor()
+                cursor.execute(sql, params)
+                fetched = cursor.fetchall()
+            return [_converted_due_row(row) for row in fetched]
         finally:
             cursor.close()
 

@@ -84,7 +84,7 @@ class SQLStoreBase(StoreConnection):
         self._single = single_engine or engine
         self._where = mask_url(engine.url)
         self._closed = False
-        self._due_stmts: dict[bool, sa.Select[Any]] = {}
+        self._due_stmts: dict[tuple[bool, bool], sa.Select[Any]] = {}
         #: The schedules of the last due read, by name (SQLDue.due_schedules).
         self._due_read: Mapping[str, Schedule] = {}
         # The alert pages read from the first schedule with a scope of no instant or names (a

@@ -59,7 +59,8 @@ _SET_ASIDE = (
 class SQLClaims(SQLStoreBase, Claims):
     """Claims: locking the due rows, recording executions, advancing schedules."""
 
-    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
+    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant,
+              not_before: datetime | None = None) -> ClaimResult:
         for claim in claims:
             check_aware(claim.next_occurrence_at, claim.next_run_at)
             for occurrence, due in claim.occurrences:
@@ -70,6 +71,8 @@ class SQLClaims(SQLStoreBase, Claims):
             now, rows = self._lock_for_claim(conn, lease, names)
             if not claims:
                 return ClaimResult(dispatches=())
+            if not_before is not None and now < not_before:
+                return ClaimResult(dispatches=(), early=now)
             locked = self._locked_elsewhere(conn, [n for n in names if n not in rows])
             return self._apply_claims(conn, claims, rows, locked, lease.token, now)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -41,22 +42,24 @@ _OPEN_ALERT = sa.text(OPEN_ALERT_PREDICATE)
 class SQLDue(SQLStoreBase, DueReads):
     """The due read (one round trip) and the look for waiting work."""
 
-    def _due_statement(self, sharded: bool = False) -> sa.Select[Any]:
-        """Built once each way: the clock expression is constant; the limit, and a shard's
-        index and count, are parameters."""
-        stmt = self._due_stmts.get(sharded)
+    def _due_statement(self, sharded: bool = False, ahead: bool = False) -> sa.Select[Any]:
+        """Built once each way: the clock expression is constant; the limit, a shard's index
+        and count, and the instant read ahead to (``ahead``) are parameters."""
+        stmt = self._due_stmts.get((sharded, ahead))
         if stmt is None:
-            stmt = self._due_stmts[sharded] = self._build_due(sharded)
+            stmt = self._due_stmts[sharded, ahead] = self._build_due(sharded, ahead)
         return stmt
 
-    def _build_due(self, sharded: bool) -> sa.Select[Any]:
+    def _build_due(self, sharded: bool, ahead: bool) -> sa.Select[Any]:
         now = self._now_sql()
         enabled: sa.ColumnElement[bool] | sa.TextClause = _IS_ENABLED
         if sharded:
             enabled = sa.and_(enabled, _IN_SHARD)
+        due_by: sa.ColumnElement[datetime] = (
+            sa.bindparam("due_until", type_=S.c.next_run_at.type) if ahead else now)
         due = (
             sa.select(S)
-            .where(enabled, S.c.next_run_at <= now)
+            .where(enabled, S.c.next_run_at <= due_by)
             .order_by(S.c.next_run_at, S.c.name)
             .limit(sa.bindparam("due_limit", type_=sa.Integer()))
             .subquery("due")
@@ -71,9 +74,10 @@ class SQLDue(SQLStoreBase, DueReads):
             .order_by(due.c.next_run_at, due.c.name)
         )
 
-    def due_schedules(self, limit: int, *, shard: Shard | None = None) -> DueBatch:
+    def due_schedules(self, limit: int, *, shard: Shard | None = None,
+                      until: datetime | None = None) -> DueBatch:
         with self._read("read due schedules") as conn:
-            rows = self._fetch_due(conn, limit, shard)
+            rows = self._fetch_due(conn, limit, shard, until)
         store_now, next_due = rows[0][0], rows[0][1]
         schedules = tuple(_schedule(row[2:]) for row in rows if row[2] is not None)
         # Kept for the claim that follows: a row it locks at the same version holds what was
@@ -82,12 +86,12 @@ class SQLDue(SQLStoreBase, DueReads):
         self._due_read = {schedule.name: schedule for schedule in schedules}
         return DueBatch(now=store_now, schedules=schedules, next_due_at=next_due)
 
-    def _fetch_due(self, conn: sa.Connection, limit: int,
-                   shard: Shard | None = None) -> Sequence[Sequence[Any]]:
+    def _fetch_due(self, conn: sa.Connection, limit: int, shard: Shard | None = None,
+                   until: datetime | None = None) -> Sequence[Sequence[Any]]:
         """Rows of the due statement, converted: the clock, the earliest due instant, then the
         schedule's columns in table order."""
-        return conn.execute(self._due_statement(shard is not None),
-                            due_params(limit, shard)).all()
+        return conn.execute(self._due_statement(shard is not None, until is not None),
+                            due_params(limit, shard, until)).all()
 
     def waiting(self) -> Waiting:
         with self._read("look for waiting work") as conn:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 import sqlalchemy as sa
 
 from goatbeat_celery.core.rules.backfill import BackfillState
@@ -62,8 +65,13 @@ def _shard_rows(shard: Shard) -> sa.ColumnElement[bool]:
     return sa.or_(_IN_SHARD, S.c.name.is_(None)) if shard.does_global_work else _IN_SHARD
 
 
-def due_params(limit: int, shard: Shard | None) -> dict[str, int]:
-    """The bound values of the due statement: its limit, and a shard's count and index."""
-    if shard is None:
-        return {"due_limit": limit}
-    return {"due_limit": limit, "shard_count": shard.count, "shard_index": shard.index}
+def due_params(limit: int, shard: Shard | None,
+               until: datetime | None = None) -> dict[str, Any]:
+    """The bound values of the due statement: its limit, a shard's count and index, and the
+    instant read ahead to (the statement built ``ahead``)."""
+    params: dict[str, Any] = {"due_limit": limit}
+    if shard is not None:
+        params.update(shard_count=shard.count, shard_index=shard.index)
+    if until is not None:
+        params["due_until"] = until
+    return params
