@@ -16,8 +16,8 @@ from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import ManualClock, RecordingSubmitter
 from tests.unit.test_quiet_wakes import HeardStore, leader, run_for
 
-EVERY_10S = TriggerSpec(kind="interval", params={"every": 10})
-SCHEDULES = [ScheduleSpec(name="often", task="t.often", trigger=EVERY_10S, args=(1,))]
+EVERY_7S = TriggerSpec(kind="interval", params={"every": 7})
+SCHEDULES = [ScheduleSpec(name="often", task="t.often", trigger=EVERY_7S, args=(1,))]
 
 
 class ClaimCountingStore(HeardStore):
@@ -34,7 +34,8 @@ class ClaimCountingStore(HeardStore):
 
 
 def settled_leader(clock: ManualClock) -> tuple[ClaimCountingStore, RecordingSubmitter, Engine]:
-    """A leader past its first runs, every 10 s, with nothing heard since its last look."""
+    """A leader past its first runs, every 7 s (off the renewals' 10 s), with nothing heard
+    since its last look."""
     store = ClaimCountingStore(clock)
     broker = RecordingSubmitter()
     engine = leader(store, clock, broker, SCHEDULES)
@@ -124,3 +125,29 @@ def test_an_idle_leader_far_from_any_due_instant_reads_nothing_ahead() -> None:
     reads = store.due_reads
     run_for(engine, clock, 1800)
     assert store.due_reads == reads
+
+
+class SlowReadStore(ClaimCountingStore):
+    """A read ahead that takes 20 ms of the store's (and the leader's) time."""
+
+    def due_schedules(self, limit: int, *, shard: Any = None,
+                      until: datetime | None = None) -> Any:
+        if until is not None:
+            self.clock.advance(0.02)  # type: ignore[attr-defined]
+        return super().due_schedules(limit, shard=shard, until=until)
+
+
+def test_the_time_a_read_ahead_takes_is_taken_off_the_sleep_to_the_instant() -> None:
+    clock = ManualClock()
+    store = SlowReadStore(clock)
+    store.clock = clock  # type: ignore[attr-defined]
+    broker = RecordingSubmitter()
+    engine = leader(store, clock, broker, SCHEDULES)
+    run_for(engine, clock, 25)
+    due = next_due(store)
+    clock.advance(step(engine, clock))
+    assert due - clock.current == timedelta(seconds=READ_AHEAD)
+    reads = store.due_reads
+    sleep = step(engine, clock)  # reads ahead, 20 ms
+    assert store.due_reads == reads + 1
+    assert clock.current + timedelta(seconds=sleep) == due
