@@ -67,10 +67,11 @@ class Claimer:
         claims: list[PlannedClaim] = []
         asides: list[SetAside] = []
         calendars = self.planner.calendars_of(batch.schedules)
+        plan, now, left_alone = self.planner.plan, batch.now, self.left_alone_until
         for schedule in batch.schedules:
-            if self._left_alone(schedule.name):
+            if left_alone and self._left_alone(schedule.name):
                 continue
-            planned = self.planner.plan(schedule, batch.now, calendars)
+            planned = plan(schedule, now, calendars)
             if isinstance(planned, SetAside):
                 asides.append(planned)
             else:

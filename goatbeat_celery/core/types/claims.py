@@ -3,12 +3,12 @@ for the leader, planned claims and their results, dispatches and what the broker
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from goatbeat_celery.core.types.execution import Execution
-from goatbeat_celery.core.types.instants import JSONValue
+from goatbeat_celery.core.types.instants import UTC, JSONValue, check_aware
 from goatbeat_celery.core.types.policies import OverlapPolicy
 from goatbeat_celery.core.types.quick import quick_init
 from goatbeat_celery.core.types.schedule import Schedule
@@ -153,3 +153,17 @@ class SubmitResult:
     rejected: dict[str, str] = field(default_factory=dict)
     #: The queue each rotated message was sent to (key -> queue), as the run's ``cluster``.
     clusters: dict[str, str] = field(default_factory=dict)
+
+
+def check_claims_aware(claims: Sequence[PlannedClaim]) -> None:
+    """Refuse claims holding a naive instant (ValueError, as
+    :func:`~goatbeat_celery.core.types.instants.check_aware`). Every instant of every claim is
+    looked at, so the usual one, a datetime in UTC, is passed on the cheapest test."""
+    for claim in claims:
+        for value in (claim.next_occurrence_at, claim.next_run_at):
+            if value is not None and (type(value) is not datetime or value.tzinfo is not UTC):
+                check_aware(value)
+        for pair in claim.occurrences:
+            for value in pair:
+                if type(value) is not datetime or value.tzinfo is not UTC:
+                    check_aware(value)

@@ -12,7 +12,13 @@ from goatbeat_celery.core.rules.faults import CLAIM_CLEARS, plan_set_aside
 from goatbeat_celery.core.rules.policies import execution_end
 from goatbeat_celery.core.rules.runs import RunRecord, may_be_lost
 from goatbeat_celery.core.rules.shards import Shard
-from goatbeat_celery.core.types.claims import ClaimResult, DueBatch, PlannedClaim, Waiting
+from goatbeat_celery.core.types.claims import (
+    ClaimResult,
+    DueBatch,
+    PlannedClaim,
+    Waiting,
+    check_claims_aware,
+)
 from goatbeat_celery.core.types.execution import ExecutionState
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
@@ -60,10 +66,7 @@ class MemoryClaims(MemoryStoreBase, DueReads, Claims):
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant,
               not_before: datetime | None = None) -> ClaimResult:
-        for claim in claims:
-            check_aware(claim.next_occurrence_at, claim.next_run_at)
-            for occurrence, due in claim.occurrences:
-                check_aware(occurrence, due)
+        check_claims_aware(claims)
         with self._lock:
             now = self._check_fence(lease)
             if not_before is not None and now < not_before:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from goatbeat_celery.core.protocols import Claims
 from goatbeat_celery.core.rules.claims import ClaimPlan, plan_claims
 from goatbeat_celery.core.rules.faults import CLAIM_CLEARS, plan_set_aside
-from goatbeat_celery.core.types.claims import ClaimResult, PlannedClaim
+from goatbeat_celery.core.types.claims import ClaimResult, PlannedClaim, check_claims_aware
 from goatbeat_celery.core.types.instants import check_aware
 from goatbeat_celery.core.types.lease import LeaseGrant
 from goatbeat_celery.core.types.set_aside import SetAside
@@ -61,10 +61,7 @@ class SQLClaims(SQLStoreBase, Claims):
 
     def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant,
               not_before: datetime | None = None) -> ClaimResult:
-        for claim in claims:
-            check_aware(claim.next_occurrence_at, claim.next_run_at)
-            for occurrence, due in claim.occurrences:
-                check_aware(occurrence, due)
+        check_claims_aware(claims)
         with self._write("claim") as txn:
             conn = txn.conn
             names = list(dict.fromkeys(c.schedule_name for c in claims))
