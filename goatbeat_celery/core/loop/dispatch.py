@@ -79,17 +79,19 @@ class Dispatcher:
         """The due instant whose first batch is read ahead, if any."""
         return None if self._ahead is None else self._ahead.due_at
 
-    def read_ahead(self, grant: LeaseGrant, due_at: datetime) -> datetime:
-        """Read the schedules due by ``due_at`` (a first batch) and plan them at it; returns
-        the store's clock as read."""
+    def read_ahead(self, grant: LeaseGrant, due_at: datetime) -> None:
+        """Read the schedules due by ``due_at`` (a first batch) and plan them at it.
+
+        The loop's clock keeps the reading it had: the sleep to the instant is counted from
+        the wake's short answer, read as it came, not from this read's clock, which is read
+        only once its rows are decoded, a millisecond or two after the instant it names (the
+        wake would come that much late)."""
         self._ahead = None
         batch = self.store.due_schedules(min(FIRST_BATCH, self.settings.batch_size),
                                          until=due_at)
-        self._clock.read(batch.now)
         at_due = DueBatch(now=due_at, schedules=batch.schedules, next_due_at=batch.next_due_at)
         self._ahead = ReadAhead(due_at=due_at, token=grant.token, batch=at_due,
                                 planned=self._claimer.plan_batch(at_due))
-        return batch.now
 
     def forget_ahead(self) -> None:
         """Drop what was read ahead: it may no longer be what is due."""

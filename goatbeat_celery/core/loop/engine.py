@@ -257,10 +257,8 @@ class Engine:
                         self._looks.heard()  # their ends are settled by the next look
                     elif ahead:
                         assert grant is not None and waiting.next_due_at is not None
-                        read_at = self._dispatcher.read_ahead(grant, waiting.next_due_at)
+                        self._dispatcher.read_ahead(grant, waiting.next_due_at)
                         self._waiting_ahead = waiting
-                        # The time the read took is gone: counted from its clock.
-                        return self._sleep_for(waiting.next_due_at, read_at)
                     return self._sleep_for(waiting.next_due_at, waiting.now)
             else:
                 # Read ahead on a wake with no news, and nothing heard since: what waited
