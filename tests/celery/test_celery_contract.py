@@ -304,9 +304,11 @@ def test_an_embedded_thread_service_stops_within_celerys_second(tmp_path: Path) 
         started = time.monotonic()
         embedded.stop()
         elapsed = time.monotonic() - started
-    # Celery's 1 s wait, and one more second for closing the store and releasing the lease on
-    # a busy 2-core machine: under 2 s, where a wait of goatbeat_max_interval takes 5.
-    assert elapsed < 1.0 + 1.0, f"stop() took {elapsed:.1f}s"
+    # Celery's 1 s wait, then a tick begun before the stop was seen (a claim and a send on
+    # SQLite) and closing the store and releasing the lease: 2.4 s on a 2-core machine at a
+    # load average of 10, so two seconds for those. Under 3 s, where a wait of
+    # goatbeat_max_interval alone may take 5.
+    assert elapsed < 1.0 + 2.0, f"stop() took {elapsed:.1f}s"
     assert lease_holder(app) is None
 
 
