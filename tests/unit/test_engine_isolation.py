@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 import pytest
@@ -189,11 +189,12 @@ class RefusingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant) -> ClaimResult:
+    def claim(self, claims: Sequence[PlannedClaim], *, lease: LeaseGrant,
+              not_before: datetime | None = None) -> ClaimResult:
         self.claims.append(len(claims))
         if any(claim.schedule_name == self.poison for claim in claims):
             raise StoreError("claim: index row size 2750 exceeds btree maximum 2704")
-        return self._store.claim(claims, lease=lease)
+        return self._store.claim(claims, lease=lease, not_before=not_before)
 
 
 def test_a_claim_the_database_refuses_is_narrowed_to_the_one_schedule(world: World) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from goatbeat_celery.core.loop.claiming import PlannedBatch
-from goatbeat_celery.core.types.claims import DueBatch
+from goatbeat_celery.core.types.claims import DueBatch, Waiting
 
 #: How long before a due instant the leader wakes to read and plan it (seconds): more than a
 #: due read and the planning of a first batch take on a busy machine. Past it, the claim
@@ -29,10 +29,12 @@ READ_AHEAD = 0.05
 @dataclass(frozen=True, kw_only=True)
 class ReadAhead:
     """The first batch of a due instant, read and planned ahead of it under lease ``token``:
+    ``waiting`` what the wake that read it was told waits (``due_at`` its next due instant),
     ``batch`` as read (its ``now`` the instant it was planned at), ``planned`` its claims and
     set-asides."""
 
     due_at: datetime
     token: int
+    waiting: Waiting
     batch: DueBatch
     planned: PlannedBatch

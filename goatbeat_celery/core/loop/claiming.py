@@ -153,9 +153,7 @@ class Claimer:
         if not claims:
             return ClaimResult(dispatches=())
         try:
-            if not_before is not None:
-                return self.store.claim(claims, lease=grant, not_before=not_before)
-            return self.store.claim(claims, lease=grant)
+            return self.store.claim(claims, lease=grant, not_before=not_before)
         except (LeaseLost, StoreUnavailable):
             raise
         except Exception as exc:

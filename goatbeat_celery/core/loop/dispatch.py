@@ -79,18 +79,26 @@ class Dispatcher:
         """The due instant whose first batch is read ahead, if any."""
         return None if self._ahead is None else self._ahead.due_at
 
-    def read_ahead(self, grant: LeaseGrant, due_at: datetime) -> None:
-        """Read the schedules due by ``due_at`` (a first batch) and plan them at it.
+    @property
+    def waiting_ahead(self) -> Waiting | None:
+        """What the wake that read ahead was told waits, if a batch is read ahead."""
+        return None if self._ahead is None else self._ahead.waiting
+
+    def read_ahead(self, grant: LeaseGrant, waiting: Waiting) -> None:
+        """Read the schedules due by ``waiting``'s next due instant (a first batch) and plan
+        them at it.
 
         The loop's clock keeps the reading it had: the sleep to the instant is counted from
         the wake's short answer, read as it came, not from this read's clock, which is read
         only once its rows are decoded, a millisecond or two after the instant it names (the
         wake would come that much late)."""
         self._ahead = None
+        due_at = waiting.next_due_at
+        assert due_at is not None
         batch = self.store.due_schedules(min(FIRST_BATCH, self.settings.batch_size),
                                          until=due_at)
         at_due = DueBatch(now=due_at, schedules=batch.schedules, next_due_at=batch.next_due_at)
-        self._ahead = ReadAhead(due_at=due_at, token=grant.token, batch=at_due,
+        self._ahead = ReadAhead(due_at=due_at, token=grant.token, waiting=waiting, batch=at_due,
                                 planned=self._claimer.plan_batch(at_due))
 
     def forget_ahead(self) -> None:
@@ -143,9 +151,7 @@ class Dispatcher:
                         self._ahead = ahead
                         self._clock.read(early)
                         return ahead.due_at, early
-                    ahead = None
                 else:
-                    ahead = None
                     if batch_from_wake is not None:
                         batch, batch_from_wake = batch_from_wake, None
                     else:
@@ -164,6 +170,7 @@ class Dispatcher:
                             self._housekeeping.all_due(batch.now)
                         return next_due, batch.now
                     dispatches, moved = self._claimer.claim_batch(batch, grant)
+                ahead = None
                 batch_size = min(batch_size * 2, self.settings.batch_size)
                 if dispatches:
                     inflight.settle()

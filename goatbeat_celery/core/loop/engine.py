@@ -158,8 +158,6 @@ class Engine:
             is_leader=self.is_leader, renew_due=self._renew_due)
         self._wakes = QuietWakes(store=store, looks=self._looks, clock=self._clock,
                                  on_heard=self._heard)
-        #: What the wake that read ahead was told waits (core.loop.ahead).
-        self._waiting_ahead: Waiting | None = None
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -256,14 +254,13 @@ class Engine:
                                                   Quiet(waiting, self._looks.looks_begun)):
                         self._looks.heard()  # their ends are settled by the next look
                     elif ahead:
-                        assert grant is not None and waiting.next_due_at is not None
-                        self._dispatcher.read_ahead(grant, waiting.next_due_at)
-                        self._waiting_ahead = waiting
+                        assert grant is not None
+                        self._dispatcher.read_ahead(grant, waiting)
                     return self._sleep_for(waiting.next_due_at, waiting.now)
             else:
                 # Read ahead on a wake with no news, and nothing heard since: what waited
                 # then waits now, and the due instant has come.
-                waiting = self._waiting_ahead
+                waiting = self._dispatcher.waiting_ahead
             self._looks.begin()
             assert grant is not None
             next_due, store_now = self._dispatcher.dispatch(
