@@ -98,9 +98,10 @@ def main() -> None:
         timed(spent, store, "acquire_watching", "renewal statement (lease and member row)")
         timed(spent, store, "alert_evidence", "alert page read (a full cycle every 300 s)")
         timed(spent, store, "list_leases", "member rows listed (when one ran out)")
-        timed(spent, engine, "_quiet_wake", "quiet wake: pruning, lost runs, alerts")
-        timed(spent, engine, "_look_at_alerts", "alert look")
-        timed(spent, engine, "_dispatch", "full look")
+        timed(spent, engine._wakes, "ask", "what waits, asked of the store")
+        timed(spent, engine._housekeeping, "all_due", "quiet wake: pruning, lost runs, alerts")
+        timed(spent, engine._housekeeping, "look_at_alerts", "alert look")
+        timed(spent, engine._dispatcher, "dispatch", "full look")
         timed(spent, store, "prune", "pruning (every 10 minutes)")
         timed(spent, engine, "tick", "tick, all of it")
         try:

@@ -193,6 +193,9 @@ def find_overlap(url: str, lease_name: str) -> Overlap | None:
 #: often it repeats its warning while the same tasks are sent twice.
 WATCH_EVERY = 60.0
 WARN_EVERY = 600.0
+#: How often it looks while the database holds no django-celery-beat table: only whether one
+#: was made since (an idle leader's look every minute cost more than its renewals).
+ABSENT_EVERY = 600.0
 
 
 class HandoverWatch:
@@ -201,14 +204,18 @@ class HandoverWatch:
     are concerned, and every :data:`WARN_EVERY` seconds while it lasts; an INFO line once it
     ended. Runs in a thread of its own (:meth:`start`), on a connection of its own, so that a
     slow read never delays a run; reads only the periodic tasks that ran since the lease was
-    taken, so that it costs nothing while django-celery-beat's beat is stopped."""
+    taken, so that it costs nothing while django-celery-beat's beat is stopped, and looks
+    every ``absent_every`` seconds only while there is no django-celery-beat table."""
 
     def __init__(self, url: str, store: _Store, lease_name: str, *,
                  leading: Callable[[], bool], every: float = WATCH_EVERY,
-                 warn_every: float = WARN_EVERY,
+                 warn_every: float = WARN_EVERY, absent_every: float = ABSENT_EVERY,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self._url, self._store, self._lease_name = url, store, lease_name
         self._leading, self._every, self._warn_every = leading, every, warn_every
+        self._absent_every = absent_every
+        #: Whether the last look found no django-celery-beat table.
+        self.table_absent = False
         self._monotonic = monotonic
         self._engine: sa.Engine | None = None
         self._warned: tuple[tuple[str, ...], float] | None = None
@@ -226,6 +233,7 @@ class HandoverWatch:
 
             self._engine = migration_engine(self._url)
         tasks = read_source(self._engine, ran_after=since)
+        self.table_absent = tasks is None
         found = None if not tasks else overlap(self._store, tasks, self._lease_name)
         message = None if found is None else found.error()
         if found is None or message is None:
@@ -247,8 +255,12 @@ class HandoverWatch:
                                         daemon=True)
         self._thread.start()
 
+    def next_look_in(self) -> float:
+        """Seconds from the end of a look to the next one."""
+        return self._absent_every if self.table_absent else self._every
+
     def _run(self) -> None:
-        while not self._stop.wait(self._every):
+        while not self._stop.wait(self.next_look_in()):
             if not self._leading():
                 continue
             try:
@@ -281,6 +293,7 @@ def start_watch(url: str, store: _Store, lease_name: str, *,
 
     if backend_of(url) is Backend.MEMORY:
         return None
-    watch = HandoverWatch(url, store, lease_name, leading=leading, every=WATCH_EVERY)
+    watch = HandoverWatch(url, store, lease_name, leading=leading, every=WATCH_EVERY,
+                          absent_every=ABSENT_EVERY)
     watch.start()
     return watch

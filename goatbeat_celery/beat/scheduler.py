@@ -87,9 +87,10 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
         except ConfigurationError as exc:
             # The exit message is the report (printed once, every problem listed).
             raise SystemExit(f"goatbeat: {exc}") from exc
-        # Celery's max_interval (the argument, beat_max_loop_interval, --max-interval) as
-        # Celery reads it; goatbeat_max_interval stands in for Celery's 300 s default.
-        self.max_interval = self.goatbeat.config.settings.max_interval.total_seconds()
+        # max_interval is Celery's, read by Celery's __init__ (the argument, --max-interval,
+        # beat_max_loop_interval, else its 300 s default). The engine ends its own waits
+        # sooner where it must (goatbeat_max_interval where it cannot hear a change); capping
+        # them at 5 s woke an idle leader on PostgreSQL twice between renewals.
         self._pace = Pace()
         super().__init__(app, *args, lazy=lazy, **kwargs)
 

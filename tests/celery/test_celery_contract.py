@@ -39,9 +39,9 @@ from tests.support.waiting import wait_for
 @pytest.mark.parametrize(("given", "conf", "expected"), [
     ({"max_interval": 7}, {"beat_max_loop_interval": 9}, 7),
     ({}, {"beat_max_loop_interval": 9}, 9),
-    ({}, {}, 4),
-], ids=["argument", "beat_max_loop_interval", "goatbeat_max_interval"])
-def test_max_interval_is_the_one_celery_gives_and_goatbeats_where_none_is_given(
+    ({}, {}, beat.DEFAULT_MAX_INTERVAL),
+], ids=["argument", "beat_max_loop_interval", "celerys_default"])
+def test_max_interval_is_the_one_celery_gives_whatever_goatbeat_max_interval_says(
         tmp_path: Path, given: dict[str, Any], conf: dict[str, Any], expected: float) -> None:
     app = app_for(tmp_path, HOURLY, goatbeat_max_interval=4, **conf)
     scheduler = Scheduler(app=app, lazy=True, **given)

@@ -172,6 +172,8 @@ def test_a_renewal_watching_a_prefix_says_whether_a_row_there_is_to_be_forgotten
     assert stale is False  # every row there is live; "app_x" is not there
     assert store.release(other)
     assert store.acquire_watching(["app.a"], "a", LONG_TTL * 10, "app.")[1] is True
+    # A row the leader keeps, named: no other is to go.
+    assert store.acquire_watching(["app.a"], "a", LONG_TTL * 10, "app.", ["app.b"])[1] is False
     assert store.forget("app.b")
     assert store.acquire_watching(["app.a"], "a", LONG_TTL * 10, "app.")[1] is False
     expiring = store.acquire("app.c", "c", ttl)
@@ -180,6 +182,11 @@ def test_a_renewal_watching_a_prefix_says_whether_a_row_there_is_to_be_forgotten
     # Asked by a replica that holds none of the names: the same answer.
     grants, stale = store.acquire_watching([], "z", LONG_TTL, "app.")
     assert (grants, stale) == ([], True)
+    assert store.acquire_watching([], "z", LONG_TTL, "app.", ["app.c"]) == ([], False)
+    # Another row run out beside the one kept is to go.
+    assert store.release(held)
+    assert store.acquire_watching([], "z", LONG_TTL, "app.", ["app.c"]) == ([], True)
+    assert store.acquire_watching([], "z", LONG_TTL, "app.", ["app.c", "app.a"]) == ([], False)
 
 
 def test_a_shards_active_backfills_are_those_of_its_schedules_and_shard_zero_the_orphans(

@@ -9,6 +9,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -144,6 +145,28 @@ def test_the_watch_looks_in_its_own_thread_only_while_leading(
     finally:
         watch.close()
     assert len(warnings_of(caplog)) == 1
+
+
+def test_a_database_without_django_celery_beats_table_is_looked_at_ten_times_less_often(
+        api: Schedules, both_enabled: None, django_db: str, tmp_path: Path) -> None:
+    from goatbeat_celery.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'goatbeat.db'}"  # goatbeat's tables, none of django's
+    store = open_store(url)
+    assert store.acquire("default", "leader", timedelta(seconds=30)) is not None
+    without = HandoverWatch(url, store, "default", leading=lambda: True, every=60,  # type: ignore[arg-type]
+                            absent_every=600)
+    beside = HandoverWatch(django_db, api.store, "default", leading=lambda: True,  # type: ignore[arg-type]
+                           every=60, absent_every=600)
+    try:
+        without.look()
+        beside.look()  # the table is there, and nothing ran since the lease was taken
+        assert (without.table_absent, without.next_look_in()) == (True, 600)
+        assert (beside.table_absent, beside.next_look_in()) == (False, 60)
+    finally:
+        without.close()
+        beside.close()
+        store.close()
 
 
 def test_a_beat_on_the_memory_store_starts_no_watch(api: Schedules) -> None:

@@ -7,7 +7,7 @@ separately models a replica that was frozen while the rest of the world went on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -51,9 +51,10 @@ class FlakyLease:
         return [self.acquire(name, holder, ttl) for name in names]
 
     def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
-                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+                         prefix: str, kept: Collection[str] = ()
+                         ) -> tuple[list[LeaseGrant | None], bool]:
         grants = self.acquire_many(names, holder, ttl)
-        return grants, self.store.acquire_watching([], holder, ttl, prefix)[1]
+        return grants, self.store.acquire_watching([], holder, ttl, prefix, kept)[1]
 
     def acquire(self, name: str, holder: str, ttl: timedelta) -> LeaseGrant | None:
         if self.down:

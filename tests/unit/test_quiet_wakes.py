@@ -259,6 +259,33 @@ def test_the_leader_lists_the_member_rows_only_when_its_renewal_says_one_is_to_g
     assert store.lease_lists == lists + 1
 
 
+def test_a_replaced_leaders_member_row_is_kept_and_listed_once_not_at_each_renewal(
+        store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
+    """The row health reads to tell a replaced leader stays, run out, while the lease it held
+    is held by another: the renewals, told it is kept, list the rows again only for another
+    row that runs out."""
+    ttl = SETTINGS.lease_ttl
+    old_member = member_lease_name(SETTINGS.lease_name, 1, "old")
+    assert store.acquire(old_member, "old", ttl) is not None
+    assert store.acquire(SETTINGS.lease_name, "old", ttl) is not None
+    clock.advance(ttl.total_seconds())  # the old leader died: both rows run out
+    engine = leader(store, clock, broker)
+    run_for(engine, clock, 60)
+    lists = store.lease_lists
+
+    run_for(engine, clock, 300)
+
+    assert store.lease_lists == lists
+    info = store.inspect(SETTINGS.lease_name)
+    assert info is not None and (info.holder, info.previous_holder) == ("leader", "old")
+    assert store.inspect(old_member) is not None
+    standby = member_lease_name(SETTINGS.lease_name, 1, "standby")
+    assert store.acquire(standby, "standby", ttl) is not None
+    run_for(engine, clock, (ttl + SETTINGS.lease_renew_interval).total_seconds())
+    assert store.inspect(standby) is None and store.inspect(old_member) is not None
+    assert store.lease_lists == lists + 1
+
+
 def test_a_notified_change_is_looked_at_on_the_next_wake(
         store: HeardStore, clock: ManualClock, broker: RecordingSubmitter) -> None:
     engine = leader(store, clock, broker)

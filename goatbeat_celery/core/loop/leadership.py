@@ -72,6 +72,9 @@ class Leadership:
         #: Monotonic instants: when the grant stops being trusted, and when to ask again.
         self.deadline = 0.0
         self.next_renew = 0.0
+        #: The member rows run out that the last forgetting kept (core.rules.shards.forgettable:
+        #: the lease's previous holder's, which health reads), under the grant held.
+        self._kept: tuple[str, ...] = ()
 
     def holds(self) -> bool:
         """True while holding a grant and inside the local deadline."""
@@ -108,7 +111,7 @@ class Leadership:
                 # forgotten: the rows are listed only then.
                 (self._member, grant), stale = self.lease.acquire_watching(
                     [self.member, self.name], self.holder, settings.lease_ttl,
-                    members_prefix(settings.lease_name))
+                    members_prefix(settings.lease_name), self._kept)
         except StoreError as exc:
             # StoreUnavailable is an outage; any other StoreError (say a missing GRANT) is not.
             what = "unreachable" if isinstance(exc, StoreUnavailable) else "refused"
@@ -125,6 +128,8 @@ class Leadership:
             self._ask_again_at_expiry()
             return None
         took_over = self.grant is None or grant.changed_holder
+        if took_over:
+            self._kept = ()  # whose member rows are kept depends on whom the lease came from
         self.grant = grant
         self.deadline = asked + settings.local_validity.total_seconds()
         if stale:
@@ -213,8 +218,11 @@ class Leadership:
             logger.warning("could not list leases %r: %s", self.settings.lease_name, exc,
                            extra={"action": "lease_error"})
             return
-        _forget(self.lease, forgettable([row.name for row in rows if not row.held],
-                                        [None if held is None else held.previous_holder]))
+        gone = [row.name for row in rows if not row.held]
+        forgotten = forgettable(gone, [None if held is None else held.previous_holder])
+        _forget(self.lease, forgotten)
+        # Named at the next renewals, which then say only whether another row is to go.
+        self._kept = tuple(name for name in gone if name not in forgotten)
 
     def _ask_again_at_expiry(self) -> None:
         """Refused: ask again when the holder's lease runs out, if that comes before the next

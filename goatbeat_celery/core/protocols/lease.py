@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 from typing import Protocol
 
@@ -44,12 +44,15 @@ class LeaseManager(Protocol):
         ...
 
     def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
-                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+                         prefix: str, kept: Collection[str] = ()
+                         ) -> tuple[list[LeaseGrant | None], bool]:
         """:meth:`acquire_many`, and whether a lease row whose name starts with ``prefix``
-        (taken literally, as :meth:`list_leases` takes it) is released or expired by the
-        store's clock once they are renewed: a row :meth:`forget` would delete. A store may
-        answer both in one round trip; the leader then lists the member rows only when one is
-        to be forgotten."""
+        (taken literally, as :meth:`list_leases` takes it), other than those named in
+        ``kept``, is released or expired by the store's clock once they are renewed: a row
+        :meth:`forget` would delete. A store may answer both in one round trip; the leader
+        then lists the member rows only when one is to be forgotten, and names in ``kept``
+        those it chose to keep (a replaced leader's), which would otherwise have it list them
+        at every renewal."""
         ...
 
     def release(self, grant: LeaseGrant) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import timedelta
 
@@ -54,12 +54,14 @@ class MemoryLeases(MemoryStoreBase, LeaseManager):
         return [self.acquire(name, holder, ttl) for name in names]
 
     def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
-                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+                         prefix: str, kept: Collection[str] = ()
+                         ) -> tuple[list[LeaseGrant | None], bool]:
         grants = self.acquire_many(names, holder, ttl)
         with self._lock:
             now = self.now()
             stale = any(not lease_live(row.holder, row.expires_at, now)
-                        for name, row in self._leases.items() if name.startswith(prefix))
+                        for name, row in self._leases.items()
+                        if name.startswith(prefix) and name not in kept)
         return grants, stale
 
     def release(self, grant: LeaseGrant) -> bool:

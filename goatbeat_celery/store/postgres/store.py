@@ -7,7 +7,7 @@ import logging
 import operator
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -72,7 +72,7 @@ from goatbeat_celery.store.sql.lease import (
     lease_info,
     leases_named_like,
     prefix_pattern,
-    stale_named_like,
+    stale_names_like,
 )
 from goatbeat_celery.store.url import normalise_url
 
@@ -162,7 +162,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
                                         self._renewal_and_waiting(watching=True))
         self._direct_names, self._direct_loader = set(), None
         self._list_leases = prepared("goatbeat_list_leases", leases_named_like(sa.func.now()))
-        self._stale_sql = str(sa.select(stale_named_like(sa.func.now())).compile(dialect=dialect))
+        self._stale_sql = str(sa.select(_stale_unkept()).compile(dialect=dialect))
         # What waits, as the renewal of this wake read it beside the leases: the look for
         # waiting work made in the same wake takes it (waiting()); the next wait, or a write
         # of this store's own, drops it.
@@ -408,11 +408,13 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         return grants
 
     def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
-                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+                         prefix: str, kept: Collection[str] = ()
+                         ) -> tuple[list[LeaseGrant | None], bool]:
         # The same statement, with one more column: the leader's renewal answers whether a
         # member row is to be forgotten, so that it lists them only then.
         return self._renewed(self._renew_watching, names, holder, ttl,
-                             {"pattern": prefix_pattern(prefix)})
+                             {"pattern": prefix_pattern(prefix),
+                              "kept": array_literal(sorted(kept))})
 
     def _renewed(self, statement: Prepared, names: Sequence[str], holder: str, ttl: timedelta,
                  values: dict[str, str]) -> tuple[list[LeaseGrant | None], bool]:
@@ -438,12 +440,11 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
             grants.append(grant if grant is not None
                           else self._acquire_locking(name, holder, ttl))
         if values and not rows:  # not the holder: asked as the other stores ask
-            stale = self._stale_leases(values["pattern"])
+            stale = self._stale_leases(values)
         return grants, bool(stale)
 
-    def _stale_leases(self, pattern: str) -> bool:
-        row = self._direct("look for lease rows to forget", self._stale_sql,
-                           {"pattern": pattern})
+    def _stale_leases(self, values: dict[str, str]) -> bool:
+        row = self._direct("look for lease rows to forget", self._stale_sql, values)
         return bool(row is not None and row[0])
 
     def _renewal_and_waiting(self, *, watching: bool = False) -> sa.Select[Any]:
@@ -463,7 +464,7 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         waiting = self._waiting_statement().subquery("waiting")
         stmt = sa.select(renewed, waiting).select_from(renewed.join(waiting, sa.true()))
         if watching:
-            stmt = stmt.add_columns(stale_named_like(sa.func.now()).label("stale"))
+            stmt = stmt.add_columns(_stale_unkept().label("stale"))
         return stmt
 
     def prune(self, *, before: datetime, limit: int) -> int:
@@ -547,6 +548,13 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
 
 
 @functools.lru_cache(maxsize=64)
+def _stale_unkept() -> sa.Exists:
+    """Whether a lease row is to be forgotten (:func:`stale_names_like`) that is not among the
+    names bound as ``kept``, a text array (acquire_watching)."""
+    kept = sa.cast(sa.bindparam("kept", type_=sa.types.NullType()), postgresql.ARRAY(sa.Text()))
+    return stale_names_like(sa.func.now(), lease_table.c.name != sa.all_(kept)).exists()
+
+
 def _names_literal(names: tuple[str, ...]) -> str:
     """The array literal of the lease names a replica renews at every wake, built once."""
     return array_literal(names)

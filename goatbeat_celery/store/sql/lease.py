@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -66,12 +66,15 @@ class SQLLeases(SQLStoreBase, LeaseManager):
         return [self.acquire(name, holder, ttl) for name in names]
 
     def acquire_watching(self, names: Sequence[str], holder: str, ttl: timedelta,
-                         prefix: str) -> tuple[list[LeaseGrant | None], bool]:
+                         prefix: str, kept: Collection[str] = ()
+                         ) -> tuple[list[LeaseGrant | None], bool]:
         grants = self.acquire_many(names, holder, ttl)
         with self._read("look for lease rows to forget") as conn:
-            stale = conn.execute(sa.select(stale_named_like(self._now_sql())),
-                                 {"pattern": prefix_pattern(prefix)}).scalar_one()
-        return grants, bool(stale)
+            # One more than those kept, at most: then one at least is not kept.
+            stale = conn.execute(
+                stale_names_like(self._now_sql()).limit(len(kept) + 1),
+                {"pattern": prefix_pattern(prefix)}).scalars().all()
+        return grants, any(name not in kept for name in stale)
 
     def release(self, grant: LeaseGrant) -> bool:
         release = released_by(grant.holder, self._now_sql())
@@ -142,12 +145,13 @@ def not_live(now: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
     return sa.or_(L.c.holder.is_(None), L.c.expires_at.is_(None), L.c.expires_at <= now)
 
 
-def stale_named_like(now: sa.ColumnElement[Any]) -> sa.Exists:
-    """Whether a lease row whose name matches the LIKE pattern bound as ``pattern``
-    (:func:`prefix_pattern`) is not live at ``now`` (:meth:`SQLLeases.forget` would delete it)."""
-    return (sa.select(sa.literal_column("1")).select_from(L)
-            .where(L.c.name.like(sa.bindparam("pattern"), escape=LIKE_ESCAPE), not_live(now))
-            .exists())
+def stale_names_like(now: sa.ColumnElement[Any],
+                     *also: sa.ColumnElement[bool]) -> sa.Select[Any]:
+    """The names of the lease rows whose names match the LIKE pattern bound as ``pattern``
+    (:func:`prefix_pattern`) that are not live at ``now`` (:meth:`SQLLeases.forget` would
+    delete them), and meet the conditions ``also``."""
+    return sa.select(L.c.name).where(
+        L.c.name.like(sa.bindparam("pattern"), escape=LIKE_ESCAPE), not_live(now), *also)
 
 
 def prefix_pattern(prefix: str) -> str:
