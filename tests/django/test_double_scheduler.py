@@ -169,6 +169,33 @@ def test_a_database_without_django_celery_beats_table_is_looked_at_ten_times_les
         store.close()
 
 
+def test_the_first_look_comes_when_the_beat_begins_to_lead_not_a_minute_later(
+        api: Schedules, both_enabled: None, django_db: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from goatbeat_celery import django_handover
+    from goatbeat_celery.beat.scheduler import Scheduler
+    from tests.django.testproj.celery import app
+
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    monkeypatch.setattr(django_handover, "WATCH_EVERY", 600.0)  # no look of the minute's
+    assert api.store.release(api.store.acquire(  # type: ignore[attr-defined]
+        "default", "leader", timedelta(seconds=30)))  # the fixture's leader steps down
+    scheduler = Scheduler(app=app)
+    try:
+        scheduler.tick_waits = False
+        scheduler.tick()  # takes the lease
+        assert scheduler.engine is not None and scheduler.engine.is_leader()
+        watch = scheduler._handover
+        assert watch is not None
+        wait_for(lambda: watch.looked, "the watch's first look", timeout=10)
+        # What it finds then, or whenever asked: django-celery-beat's scheduler sending.
+        run_database_scheduler()
+        watch.look_now()
+        wait_for_warning(caplog)
+    finally:
+        scheduler.close()
+
+
 def test_a_beat_on_the_memory_store_starts_no_watch(api: Schedules) -> None:
     from goatbeat_celery.django_handover import start_watch
 
