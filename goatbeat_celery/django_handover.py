@@ -241,8 +241,11 @@ class HandoverWatch:
             return None
         if self._engine is None:
             from goatbeat_celery.store import migration_engine
+            from goatbeat_celery.store.sqlite import READ_ONLY
 
-            self._engine = migration_engine(self._url)
+            # It only reads: on SQLite its transactions must not take the write lock, which
+            # the beat's own claims wait for.
+            self._engine = migration_engine(self._url).execution_options(**{READ_ONLY: True})
         tasks = read_source(self._engine, ran_after=since)
         self.table_absent = tasks is None
         found = None if not tasks else overlap(self._store, tasks, self._lease_name)

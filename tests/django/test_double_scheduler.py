@@ -196,6 +196,31 @@ def test_the_first_look_comes_when_the_beat_begins_to_lead_not_a_minute_later(
         scheduler.close()
 
 
+def test_a_look_on_sqlite_takes_no_write_lock_from_the_beat(tmp_path: Path) -> None:
+    import sqlite3
+
+    from goatbeat_celery.store import open_store
+
+    path = tmp_path / "goatbeat.db"
+    store = open_store(f"sqlite:///{path}")
+    assert store.acquire("default", "leader", timedelta(seconds=30)) is not None
+    watch = HandoverWatch(f"sqlite:///{path}", store, "default",  # type: ignore[arg-type]
+                          leading=lambda: True)
+    writer = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # the beat, claiming
+        watch.look()  # reads beside it (WAL), at once
+        assert watch.table_absent
+        writer.execute("COMMIT")
+        # And the write lock is free while the watch's engine stays open.
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+        watch.close()
+        store.close()
+
+
 def test_a_beat_on_the_memory_store_starts_no_watch(api: Schedules) -> None:
     from goatbeat_celery.django_handover import start_watch
 
