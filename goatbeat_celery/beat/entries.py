@@ -168,20 +168,29 @@ class ScheduleObjects:
         # at the first build: a burst of new schedules would otherwise copy it out of Celery's
         # settings once each.
         self._config: Mapping[str, Any] | None = entries
+        #: The last trigger asked for without a config entry, and its object: the schedules
+        #: of a burst mostly share one, compared here without writing it out as a key.
+        self._last: tuple[Mapping[str, Any], Any] | None = None
 
     def get(self, name: str, trigger: Mapping[str, Any] | None) -> Any:
         if trigger is None:
             return None
+        configured = name in self._entries()
+        last = self._last
+        if not configured and last is not None and last[0] == trigger:
+            return last[1]
         # One object for every schedule with the same trigger and no config entry (thousands
         # of "every 60 s" share one); a config entry's own is kept by name.
         key: Hashable = repr(trigger)
-        if name in self._entries():
+        if configured:
             key = (name, key)
         found = self._built.get(key, _MISSING)
         if found is _MISSING:
             if len(self._built) >= SCHEDULE_CACHE_SIZE:
                 self._built.clear()
             found = self._built[key] = self._build(name, trigger)
+        if not configured:
+            self._last = (dict(trigger), found)
         return found
 
     def _build(self, name: str, trigger: Mapping[str, Any]) -> Any:

@@ -88,6 +88,9 @@ class CeleryObserver:
                  sender=self.sender, schedule_name=schedule_name, count=count)
 
     def submitted(self, records: Sequence[OccurrenceRecord]) -> None:
+        if (self.hook is None and not signals.occurrence_submitted.receivers
+                and not signals.occurrence_submit_failed.receivers):
+            return  # nothing listens: skip a call per message
         for record in records:
             if record.error is None:
                 _guarded(signals.occurrence_submitted.send,

@@ -10,6 +10,7 @@ from goatbeat_celery.core.types.claims import ClaimResult, PlannedClaim
 from goatbeat_celery.core.types.errors import ScheduleConflict
 from goatbeat_celery.core.types.execution import ExecutionState, idempotency_key
 from goatbeat_celery.core.types.spec import TriggerSpec
+from tests.support.fields import only_fields
 
 from .conftest import Backend, Store
 from .support import (
@@ -50,6 +51,7 @@ def test_a_claim_inserts_the_occurrence_and_advances_the_schedule(store: Store) 
         "proj.tasks.tick", (1, "two", None), {"to": ["ops"], "n": 1.5},
         {"queue": "reports", "priority": 3},
     )
+    only_fields(dispatch.execution)
     execution = dispatch.execution
     assert (execution.schedule_name, execution.occurrence_at, execution.due_at) == (
         "report", occurrence, occurrence + timedelta(seconds=5))

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from goatbeat_celery.core.rules.policies import OverlapPolicy, ScheduleMode
 from goatbeat_celery.core.rules.status import State
 from goatbeat_celery.core.types.errors import ScheduleConflict, ScheduleNotFound
 from goatbeat_celery.core.types.listing import RunOrderCursor, ScheduleCounts, ScheduleOrder
 from goatbeat_celery.core.types.schedule import PauseNote, Schedule
 from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.core.types.spec import MisfirePolicy, ScheduleSource, ScheduleSpec, TriggerSpec
+from tests.support.fields import only_fields
 
 from .conftest import Store, StoreClock
 from .support import LONG_TTL, claim_next, create_due, interval_spec, snapshot
@@ -45,6 +48,42 @@ def test_a_schedule_reads_back_exactly_as_created(store: Store) -> None:
     assert (stored.row_version, stored.total_runs, stored.total_missed) == (1, 0, 0)
     assert stored.last_occurrence_at is None
     assert stored.created_at is not None and now <= stored.created_at <= store.now()
+
+
+def test_every_field_reads_back_as_created_from_a_read_and_from_the_due_read(
+        store: Store) -> None:
+    start = store.now().replace(microsecond=0) - timedelta(days=1)
+    offset = ScheduleSpec(
+        name="every:field", task="proj.tasks.report",
+        trigger=TriggerSpec(kind="interval", params={"every": 600}),
+        args=(1, "two"), kwargs={"to": ["ops"]}, options={"priority": 3},
+        misfire_policy=MisfirePolicy.ALL, misfire_grace=timedelta(seconds=90.5),
+        max_catchup=7, offset=timedelta(seconds=30), starting_deadline=timedelta(seconds=45),
+        overlap=OverlapPolicy.SKIP, mode=ScheduleMode.FIXED_DELAY,
+        failure_backoff=timedelta(seconds=10), failure_backoff_factor=3.0,
+        failure_backoff_max=timedelta(minutes=5), pause_after_failures=4, run_resends=2,
+        alert_late=timedelta(seconds=20), alert_failures=2, max_runtime=timedelta(minutes=3),
+        alert_silent=timedelta(hours=2), alert_missed=1, alert_lost=1, start_at=start,
+        end_at=start + timedelta(days=30), max_runs=50, description="monthly",
+        tags=("billing", "nightly"), calendars=("holidays",), rotate=("q1", "q2"),
+        rotate_handover=True, source=ScheduleSource.CONFIG)
+    jitter = replace(offset, name="every:field:jitter", offset=None,
+                     jitter=timedelta(seconds=20), enabled=False)
+    # Between them, the two set every field of a spec to other than its default.
+    bare = ScheduleSpec(name="", task="", trigger=TriggerSpec(kind=""))
+    assert not [f.name for f in fields(ScheduleSpec)
+                if getattr(offset, f.name) == getattr(jitter, f.name) == getattr(bare, f.name)]
+    now = store.now()
+    for spec in (offset, jitter):
+        store.create_schedule(spec, next_occurrence_at=now, next_run_at=now)
+
+    (due,) = store.due_schedules(10).schedules
+    read = [store.get_schedule(offset.name), store.get_schedule(jitter.name), due]
+
+    assert [schedule.spec for schedule in read] == [offset, jitter, offset]
+    for schedule in read:
+        only_fields(schedule)
+        only_fields(schedule.spec)
 
 
 def test_a_taken_name_cannot_be_created_again(store: Store) -> None:

@@ -25,6 +25,7 @@ from goatbeat_celery.core.types.set_aside import SET_ASIDE_RETRY
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import ScheduleSource, ScheduleSpec, TriggerSpec
 from goatbeat_celery.testing import MemoryStore
+from tests.support.fields import only_fields
 
 from .doubles import LeaseRecordingObserver
 from .engine_world import (
@@ -191,6 +192,7 @@ def test_the_dispatch_carries_the_task_and_its_arguments(world: World) -> None:
     [dispatch] = submitter.dispatches
     assert (dispatch.task, dispatch.args, dict(dispatch.kwargs), dict(dispatch.options)) == \
         ("app.tick", (1,), {"k": "v"}, {"queue": "q1"})
+    only_fields(dispatch.execution)
 
 
 def test_observers_hear_of_claims_and_submissions(world: World) -> None:
@@ -207,6 +209,7 @@ def test_observers_hear_of_claims_and_submissions(world: World) -> None:
     assert (record.key, record.occurrence_at, record.due_at, record.token, record.attempt) == \
         (key, minute(1), minute(1), 1, 1)
     assert record.error is None and record.lateness == timedelta(0)
+    only_fields(record)
 
 
 def test_an_offset_delays_the_run_but_not_the_key(world: World) -> None:

@@ -1,16 +1,19 @@
-"""quick_init: the faster __init__ keeps every behaviour of the dataclass's own."""
+"""quick_init: the faster __init__ keeps every behaviour of the dataclass's own; quick_new
+builds the same instance from a dict of its fields."""
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from dataclasses import dataclass, field
 
 import pytest
 
 from goatbeat_celery.core.types.execution import Execution
-from goatbeat_celery.core.types.quick import quick_init
+from goatbeat_celery.core.types.quick import quick_init, quick_new
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import ScheduleSpec, TriggerSpec
+from tests.support.fields import only_fields
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,3 +85,54 @@ def test_the_hot_types_are_built_by_it():
     for cls in (ScheduleSpec, TriggerSpec, Schedule, Execution):
         assert cls.__init__.__code__.co_filename == "<string>"
         assert "update" in cls.__init__.__code__.co_names
+
+
+@quick_init
+@dataclass(frozen=True, kw_only=True)
+class _Own:
+    name: str
+    count: int = 3
+    tags: list[str] = field(default_factory=list)
+
+
+@quick_init
+@dataclass(frozen=True, kw_only=True)
+class _Hashed:
+    name: str
+    count: int = 3
+
+
+def test_quick_new_builds_what_init_builds():
+    for given in ({"name": "a"}, {"name": "b", "count": 7, "tags": ["x"]}):
+        built, made = quick_new(_Own, dict(given)), _Own(**given)  # type: ignore[arg-type]
+        assert built == made and repr(built) == repr(made)
+        assert dataclasses.asdict(built) == dataclasses.asdict(made)
+        assert pickle.loads(pickle.dumps(built)) == made
+        assert dataclasses.replace(built, count=1) == dataclasses.replace(made, count=1)
+        only_fields(built)
+    # Hashed by its fields, as the dataclass hashes them.
+    assert hash(quick_new(_Hashed, {"name": "a"})) == hash(_Hashed(name="a", count=3))
+    # A default left out is read from the class; a factory's value is each instance's own.
+    assert quick_new(_Own, {"name": "a"}).count == 3
+    assert quick_new(_Own, {"name": "a"}).tags is not quick_new(_Own, {"name": "a"}).tags
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        quick_new(_Own, {"name": "a"}).count = 4  # type: ignore[misc]
+
+
+def test_quick_new_refuses_a_missing_field_and_a_slotted_class_and_calls_post_init():
+    with pytest.raises(TypeError, match="no value for name"):
+        quick_new(_Own, {"count": 1})
+    with pytest.raises(TypeError, match="quick_init"):
+        quick_new(_Quick, {"name": "a"})  # its base keeps a field in slots
+    seen: list[str] = []
+
+    @quick_init
+    @dataclass(frozen=True, kw_only=True)
+    class Checked:
+        name: str
+
+        def __post_init__(self) -> None:
+            seen.append(self.name)
+
+    quick_new(Checked, {"name": "n"})
+    assert seen == ["n"]

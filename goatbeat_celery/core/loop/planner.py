@@ -65,7 +65,11 @@ class Planner:
         """The calendars the due ``schedules`` observe, read afresh for each batch: one small
         read, only for batches that need it, so an edit applies at the next planning on every
         replica without a cache to invalidate."""
-        names = {name for schedule in schedules for name in schedule.spec.calendars}
+        names: set[str] = set()
+        for schedule in schedules:
+            observed = schedule.spec.calendars
+            if observed:  # most observe none
+                names.update(observed)
         return self.store.find_calendars(names) if names else {}
 
     def plan(self, schedule: Schedule, now: datetime,
@@ -171,7 +175,7 @@ class Planner:
         return PlannedClaim(
             schedule_name=spec.name,
             version=schedule.row_version,
-            occurrences=tuple((point, point + offset) for point in points),
+            occurrences=tuple([(point, point + offset) for point in points]),
             excluded=excluded,
             missed=plan.missed,
             next_occurrence_at=upcoming,

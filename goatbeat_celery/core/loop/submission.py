@@ -21,6 +21,7 @@ from goatbeat_celery.core.protocols import Dispatches, TaskSubmitter
 from goatbeat_celery.core.types.claims import Dispatch, SubmitResult
 from goatbeat_celery.core.types.errors import GoatbeatError
 from goatbeat_celery.core.types.lease import LeaseGrant
+from goatbeat_celery.core.types.quick import quick_new
 from goatbeat_celery.core.types.set_aside import SetAside
 from goatbeat_celery.core.types.settings import Settings
 from goatbeat_celery.core.types.spec import quoted_name
@@ -196,15 +197,16 @@ class SubmissionPipeline:
                 submitted = execution.claimed_at + elapsed
                 if store_now is not None:
                     submitted = max(submitted, store_now)
-            records.append(OccurrenceRecord(
-                key=dispatch.key, schedule_name=execution.schedule_name,
-                occurrence_at=execution.occurrence_at, due_at=execution.due_at,
-                claimed_at=execution.claimed_at, submitted_at=submitted,
-                lateness=None if submitted is None else submitted - execution.due_at,
-                missed=execution.missed, token=execution.token, attempt=execution.attempts,
-                manual=execution.manual, error=failures.get(dispatch.key),
-                abandoned=dispatch.key in abandoned,
-            ))
+            key = execution.key
+            records.append(quick_new(OccurrenceRecord, {
+                "key": key, "schedule_name": execution.schedule_name,
+                "occurrence_at": execution.occurrence_at, "due_at": execution.due_at,
+                "claimed_at": execution.claimed_at, "submitted_at": submitted,
+                "lateness": None if submitted is None else submitted - execution.due_at,
+                "missed": execution.missed, "token": execution.token,
+                "attempt": execution.attempts, "manual": execution.manual,
+                "error": failures.get(key), "abandoned": key in abandoned,
+            }))
         self.observer.submitted(records)
 
 

@@ -27,7 +27,7 @@ from goatbeat_celery.core.types.execution import (
     in_flight_state,
     manual_key,
 )
-from goatbeat_celery.core.types.quick import quick_init
+from goatbeat_celery.core.types.quick import quick_init, quick_new
 
 #: Resubmissions stop counting here rather than overflow the column (a count written by hand).
 ATTEMPTS_MAX = 1_000_000_000
@@ -152,13 +152,14 @@ def claim_executions(claim: PlannedClaim, *, token: int, now: datetime) -> list[
     last = len(claim.occurrences) - 1
     after = claim.expires_after
     name = claim.schedule_name
+    settled = False if claim.settle else None
     return [
-        Execution(key=idempotency_key(name, occurrence), schedule_name=name,
-                  occurrence_at=occurrence, due_at=due, token=token,
-                  state=ExecutionState.CLAIMED, claimed_at=now, attempts=1,
-                  missed=claim.missed if index == last else 0,
-                  expires_at=None if after is None else due + after,
-                  settled=False if claim.settle else None)
+        quick_new(Execution, {
+            "key": idempotency_key(name, occurrence), "schedule_name": name,
+            "occurrence_at": occurrence, "due_at": due, "token": token,
+            "state": ExecutionState.CLAIMED, "claimed_at": now, "attempts": 1,
+            "missed": claim.missed if index == last else 0,
+            "expires_at": None if after is None else due + after, "settled": settled})
         for index, (occurrence, due) in enumerate(claim.occurrences)
     ]
 

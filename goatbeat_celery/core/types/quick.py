@@ -6,6 +6,10 @@ made building one cost more than reading its row. :func:`quick_init` gives such 
 ``__init__`` with the same keyword-only signature and defaults that stores every field in one
 ``__dict__.update``; equality, hashing, ``repr``, ``replace`` and the frozen ``__setattr__``
 are the dataclass's own, unchanged.
+
+Binding a few dozen keyword arguments costs more than storing them, and a read that decodes a
+row has its fields in a dict already: :func:`quick_new` builds an instance of such a class from
+that dict without a call to ``__init__``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,25 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _MISSING = object()
+
+
+class _Fields:
+    """What :func:`quick_new` needs of a class: the fields it must be given, and the
+    factories of the others that have one."""
+
+    __slots__ = ("factories", "post_init", "required")
+
+    def __init__(self, cls: type) -> None:
+        found = dataclasses.fields(cls)
+        self.required = frozenset(f.name for f in found if f.default is dataclasses.MISSING
+                                  and f.default_factory is dataclasses.MISSING)
+        self.factories = tuple((f.name, f.default_factory) for f in found
+                               if f.default_factory is not dataclasses.MISSING)
+        self.post_init = hasattr(cls, "__post_init__")
+
+
+#: Each :func:`quick_init` class's :class:`_Fields`.
+_QUICK: dict[type, _Fields] = {}
 
 
 def quick_init(cls: type[T]) -> type[T]:
@@ -60,4 +83,35 @@ def quick_init(cls: type[T]) -> type[T]:
     init.__module__ = cls.__module__
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init  # type: ignore[method-assign]
+    if not slotted:
+        _QUICK[cls] = _Fields(cls)
     return cls
+
+
+def quick_new(cls: type[T], fields: dict[str, Any]) -> T:
+    """An instance of ``cls`` (a :func:`quick_init` class whose bases keep no field in slots)
+    with ``fields`` (field name → value), equal to ``cls(**fields)`` but built without binding
+    each as a keyword argument: for the objects a read builds for every row.
+
+    A field left out keeps its default without being stored: a dataclass keeps a plain
+    default as the class's attribute, which the instance (frozen) reads until it sets its own,
+    which it never does; a field with a default factory gets a fresh value. A field without a
+    default left out raises TypeError; the names given are not checked against the fields
+    (that would cost much of what this saves): each caller's tests compare what it builds
+    with what the class's ``__init__`` makes. ``__post_init__`` is called."""
+    quick = _QUICK.get(cls)
+    if quick is None:
+        raise TypeError(f"{cls.__name__}: quick_new takes a class made by quick_init, "
+                        "without fields in slots")
+    instance: T = object.__new__(cls)
+    values = instance.__dict__
+    values.update(fields)
+    for name, factory in quick.factories:
+        if name not in values:
+            values[name] = factory()
+    if not quick.required <= values.keys():
+        missing = ", ".join(sorted(quick.required - values.keys()))
+        raise TypeError(f"{cls.__name__}: quick_new was given no value for {missing}")
+    if quick.post_init:
+        instance.__post_init__()  # type: ignore[attr-defined]
+    return instance

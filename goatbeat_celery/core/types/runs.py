@@ -140,7 +140,7 @@ class RunEvent:
                    traceback=traceback)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class RunRecord:
     """The run columns of one execution, named as the columns are; an
     :class:`~goatbeat_celery.core.types.execution.Execution` has them as its own fields."""

@@ -224,9 +224,15 @@ class ScheduleSpec:
         if self.max_catchup is not None:
             found.extend(listed(validation.count_problem(
                 self.max_catchup, "max_catchup", minimum=1, maximum=validation.MAX_CATCHUP)))
-        found.extend(self._shift_problems(every))
+        # Each group of optional fields is judged only when one of them is set: every due
+        # row is judged, and most set none.
+        if self.offset is not None or self.jitter is not None:
+            found.extend(self._shift_problems(every))
         found.extend(self._policy_problems())
-        found.extend(self._control_problems())
+        if (self.start_at is not None or self.end_at is not None or self.max_runs is not None
+                or self.description is not None or self.tags != () or self.calendars != ()
+                or self.rotate != () or self.rotate_handover is not False):
+            found.extend(self._control_problems())
         shapes = validation.call_problems(self.args, self.kwargs)
         found.extend(shapes)
         found.extend(validation.options_problems(self.options, stored=not payload))
@@ -282,8 +288,10 @@ class ScheduleSpec:
             found.append(Problem("mode", "fixed_delay needs an interval schedule ({every} = "
                                  f"the delay), not a {self.trigger.kind} one",
                                  mentions=("every",)))
-        found.extend(backoff_problems(self.failure_backoff, self.failure_backoff_factor,
-                                      self.failure_backoff_max))
+        if (self.failure_backoff is not None or self.failure_backoff_factor is not None
+                or self.failure_backoff_max is not None):
+            found.extend(backoff_problems(self.failure_backoff, self.failure_backoff_factor,
+                                          self.failure_backoff_max))
         if self.pause_after_failures is not None:
             found.extend(listed(validation.count_problem(
                 self.pause_after_failures, "pause_after_failures", minimum=1,
@@ -291,7 +299,10 @@ class ScheduleSpec:
         if self.run_resends is not None:
             found.extend(listed(validation.count_problem(
                 self.run_resends, "run_resends", minimum=0, maximum=MAX_RUN_RESENDS)))
-        found.extend(self._alert_problems())
+        if (self.alert_late is not None or self.max_runtime is not None
+                or self.alert_silent is not None or self.alert_failures is not None
+                or self.alert_missed is not None or self.alert_lost is not None):
+            found.extend(self._alert_problems())
         return found
 
     def _alert_problems(self) -> list[Problem]:

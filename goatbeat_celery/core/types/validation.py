@@ -187,6 +187,9 @@ def seconds_problem(value: object, label: str, *, minimum: timedelta = timedelta
                     maximum: timedelta = MAX_DURATION, inclusive_minimum: bool = True
                     ) -> Problem | None:
     """Why ``value`` (seconds or a timedelta) is not a finite duration within the bounds."""
+    if type(value) is timedelta and value <= maximum and (
+            minimum < value or (inclusive_minimum and value == minimum)):
+        return None  # the common case (every due row is judged), compared as it is
     if isinstance(value, timedelta):
         seconds: float = value.total_seconds()
     elif isinstance(value, bool) or not isinstance(value, (int, float)):

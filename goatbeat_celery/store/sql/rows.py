@@ -23,6 +23,7 @@ from goatbeat_celery.core.rules.validation import (
 from goatbeat_celery.core.types.claims import Waiting
 from goatbeat_celery.core.types.errors import ConfigurationError
 from goatbeat_celery.core.types.problems import Problem
+from goatbeat_celery.core.types.quick import quick_new
 from goatbeat_celery.core.types.schedule import Schedule
 from goatbeat_celery.core.types.spec import (
     PLAIN_FIELDS,
@@ -151,11 +152,12 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         kind, params = "invalid", {}
     policy = (None if misfire_policy is None
               else MisfirePolicy.stored(misfire_policy, "misfire_policy", damage))
-    plain = _plain_fields(_plain_values(row), damage)
-    policies = _policies(overlap, mode, damage)
-    controls = _controls(start_at, end_at, description, tags, damage)
-    controls["calendars"] = _calendar_names(calendars, damage)
-    controls.update(_rotation(rotate, rotate_handover, damage))
+    # The spec's fields, gathered in one dict: built from it without binding each keyword.
+    fields = _plain_fields(_plain_values(row), damage)
+    fields.update(_policies(overlap, mode, damage))
+    fields.update(_controls(start_at, end_at, description, tags, damage))
+    fields["calendars"] = _calendar_names(calendars, damage)
+    fields.update(_rotation(rotate, rotate_handover, damage))
     kept_source = _SOURCES.get(source)
     if kept_source is None:
         # Fail closed: a row of unknown origin is judged as an API row (the allow-list).
@@ -163,43 +165,33 @@ def _schedule(row: Sequence[Any]) -> Schedule:
         kept_source = ScheduleSource.API
     task = stored_value(task, str, "", "task", damage, required=True, what="a task name")
     version = stored_value(version, int, -1, "version", damage, required=True)
-    spec = ScheduleSpec(
-        name=name,
-        task=task,
-        trigger=TriggerSpec(kind=str(kind), params=params),
-        args=args,
-        kwargs=kwargs,
-        options=options,
-        misfire_policy=policy,
-        **plain,
-        **policies,
-        **controls,
-        enabled=bool(enabled),
-        source=kept_source,
-    )
-    return Schedule(
-        spec=spec,
+    fields.update(name=name, task=task, trigger=TriggerSpec(kind=str(kind), params=params),
+                  args=args, kwargs=kwargs, options=options, misfire_policy=policy,
+                  enabled=bool(enabled), source=kept_source)
+    return quick_new(Schedule, {
+        "spec": quick_new(ScheduleSpec, fields),
         # An unreadable next occurrence reads as none: the engine starts the schedule again
         # from the store's clock.
-        next_occurrence_at=_instant(next_occurrence_at),
-        next_run_at=_instant(next_run_at),
-        last_occurrence_at=_instant(last_occurrence_at),
-        total_runs=total_runs if type(total_runs) is int else 0,
-        total_missed=total_missed if type(total_missed) is int else 0,
-        row_version=version,
-        version=spec_version if type(spec_version) is int else 1,
-        created_at=_instant(created_at),
-        updated_at=_instant(updated_at),
-        fault=fault if fault is None or type(fault) is str else str(fault),
-        fault_at=_instant(fault_at),
-        faults=faults if type(faults) is int else 0,
-        consecutive_failures=consecutive_failures if type(consecutive_failures) is int else 0,
-        paused_reason=(paused_reason if paused_reason is None or type(paused_reason) is str
-                       else str(paused_reason)),
-        total_skipped=total_skipped if type(total_skipped) is int else 0,
-        paused_until=_instant(paused_until),
-        damage=tuple(damage),
-    )
+        "next_occurrence_at": _instant(next_occurrence_at),
+        "next_run_at": _instant(next_run_at),
+        "last_occurrence_at": _instant(last_occurrence_at),
+        "total_runs": total_runs if type(total_runs) is int else 0,
+        "total_missed": total_missed if type(total_missed) is int else 0,
+        "row_version": version,
+        "version": spec_version if type(spec_version) is int else 1,
+        "created_at": _instant(created_at),
+        "updated_at": _instant(updated_at),
+        "fault": fault if fault is None or type(fault) is str else str(fault),
+        "fault_at": _instant(fault_at),
+        "faults": faults if type(faults) is int else 0,
+        "consecutive_failures": (consecutive_failures if type(consecutive_failures) is int
+                                 else 0),
+        "paused_reason": (paused_reason if paused_reason is None or type(paused_reason) is str
+                          else str(paused_reason)),
+        "total_skipped": total_skipped if type(total_skipped) is int else 0,
+        "paused_until": _instant(paused_until),
+        "damage": tuple(damage),
+    })
 
 
 def _plain_fields(values: Sequence[Any], damage: list[Problem]) -> dict[str, Any]:
