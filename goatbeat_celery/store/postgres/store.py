@@ -547,7 +547,6 @@ class PostgresStore(PostgresListening, PostgresDirect, SQLStore):
         super().close()
 
 
-@functools.lru_cache(maxsize=64)
 def _stale_unkept() -> sa.Exists:
     """Whether a lease row is to be forgotten (:func:`stale_names_like`) that is not among the
     names bound as ``kept``, a text array (acquire_watching)."""
@@ -555,6 +554,7 @@ def _stale_unkept() -> sa.Exists:
     return stale_names_like(sa.func.now(), lease_table.c.name != sa.all_(kept)).exists()
 
 
+@functools.lru_cache(maxsize=64)
 def _names_literal(names: tuple[str, ...]) -> str:
     """The array literal of the lease names a replica renews at every wake, built once."""
     return array_literal(names)
