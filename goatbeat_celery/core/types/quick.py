@@ -97,8 +97,9 @@ def quick_new(cls: type[T], fields: dict[str, Any]) -> T:
     default as the class's attribute, which the instance (frozen) reads until it sets its own,
     which it never does; a field with a default factory gets a fresh value. A field without a
     default left out raises TypeError; the names given are not checked against the fields
-    (that would cost much of what this saves): each caller's tests compare what it builds
-    with what the class's ``__init__`` makes. ``__post_init__`` is called."""
+    (that would cost much of what this saves): each caller's tests check that what it builds
+    holds its fields and nothing else (a misspelt name would be stored beside them).
+    ``__post_init__`` is called."""
     quick = _QUICK.get(cls)
     if quick is None:
         raise TypeError(f"{cls.__name__}: quick_new takes a class made by quick_init, "
