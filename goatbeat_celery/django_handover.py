@@ -211,8 +211,7 @@ class HandoverWatch:
     ended. Runs in a thread of its own (:meth:`start`), on a connection of its own, so that a
     slow read never delays a run; reads only the periodic tasks that ran since the lease was
     taken, so that it costs nothing while django-celery-beat's beat is stopped, and looks
-    every ``absent_every`` seconds only while there is no django-celery-beat table. The first
-    look comes when the beat begins to lead (:meth:`look_now`), not a minute later."""
+    every ``absent_every`` seconds only while there is no django-celery-beat table."""
 
     def __init__(self, url: str, store: _Store, lease_name: str, *,
                  leading: Callable[[], bool], every: float = WATCH_EVERY,
@@ -228,10 +227,6 @@ class HandoverWatch:
         self._warned: tuple[tuple[str, ...], float] | None = None
         self._failed_at: float | None = None
         self._stop = threading.Event()
-        #: Ends the thread's wait: set to look at once, and on closing.
-        self._wake = threading.Event()
-        #: Whether a look was made (or tried) since the watch started.
-        self.looked = False
         self._thread: threading.Thread | None = None
 
     def look(self) -> Overlap | None:
@@ -240,12 +235,9 @@ class HandoverWatch:
         if since is None:
             return None
         if self._engine is None:
-            from goatbeat_celery.store import migration_engine
-            from goatbeat_celery.store.sqlite import READ_ONLY
+            from goatbeat_celery.store import reading_engine
 
-            # It only reads: on SQLite its transactions must not take the write lock, which
-            # the beat's own claims wait for.
-            self._engine = migration_engine(self._url).execution_options(**{READ_ONLY: True})
+            self._engine = reading_engine(self._url)
         tasks = read_source(self._engine, ran_after=since)
         self.table_absent = tasks is None
         found = None if not tasks else overlap(self._store, tasks, self._lease_name)
@@ -273,19 +265,10 @@ class HandoverWatch:
         """Seconds from the end of a look to the next one."""
         return self._absent_every if self.table_absent else self._every
 
-    def look_now(self) -> None:
-        """Look at once, on the watch's thread (the beat has just begun to lead)."""
-        self._wake.set()
-
     def _run(self) -> None:
-        while True:
-            self._wake.wait(self.next_look_in())
-            self._wake.clear()
-            if self._stop.is_set():
-                return
+        while not self._stop.wait(self.next_look_in()):
             if not self._leading():
                 continue
-            self.looked = True
             try:
                 self.look()
             except (GoatbeatError, sa.exc.SQLAlchemyError) as exc:
@@ -300,7 +283,6 @@ class HandoverWatch:
 
     def close(self) -> None:
         self._stop.set()
-        self._wake.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout=5.0)  # a look under way ends at its next statement

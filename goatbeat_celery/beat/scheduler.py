@@ -201,9 +201,6 @@ class Scheduler(beat.Scheduler):  # type: ignore[misc]
                     self._pace.planned(engine.tick())
                 if not self._frozen:
                     self._freeze_heap()
-                watch = self._handover
-                if watch is not None and not watch.looked and engine.is_leader():
-                    watch.look_now()  # at the takeover, not a minute after it
             seconds = min(self._pace.left(), float(self.max_interval))
             if not self.tick_waits:
                 return seconds

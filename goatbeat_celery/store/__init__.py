@@ -31,7 +31,7 @@ from goatbeat_celery.core.types.problems import Problem
 from goatbeat_celery.store.url import ACCEPTED_SCHEMES, Backend, backend_of, mask_url
 
 __all__ = ["ACCEPTED_SCHEMES", "Store", "downgrade_schema", "mask_url", "migration_engine",
-           "open_store", "upgrade_schema"]
+           "open_store", "reading_engine", "upgrade_schema"]
 
 #: Options each backend accepts besides ``clock`` and ``create_schema``.
 _OPTIONS: dict[Backend, frozenset[str]] = {
@@ -122,6 +122,17 @@ def migration_engine(url: str) -> sa.Engine:
         [Problem("database_url", f"{mask_url(url)!r} has no schema to migrate (the memory "
                  "store keeps nothing)")]
     )
+
+
+def reading_engine(url: str) -> sa.Engine:
+    """:func:`migration_engine` for reads only, beside a running beat: on SQLite its
+    transactions do not take the write lock up front, which the beat's claims wait for."""
+    engine = migration_engine(url)
+    if backend_of(url) is not Backend.SQLITE:
+        return engine
+    from goatbeat_celery.store.sqlite import READ_ONLY
+
+    return engine.execution_options(**{READ_ONLY: True})
 
 
 def upgrade_schema(url: str, revision: str = "head") -> None:

@@ -169,58 +169,6 @@ def test_a_database_without_django_celery_beats_table_is_looked_at_ten_times_les
         store.close()
 
 
-def test_the_first_look_comes_when_the_beat_begins_to_lead_not_a_minute_later(
-        api: Schedules, both_enabled: None, django_db: str, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
-    from goatbeat_celery import django_handover
-    from goatbeat_celery.beat.scheduler import Scheduler
-    from tests.django.testproj.celery import app
-
-    caplog.set_level(logging.WARNING, logger=LOGGER)
-    monkeypatch.setattr(django_handover, "WATCH_EVERY", 600.0)  # no look of the minute's
-    assert api.store.release(api.store.acquire(  # type: ignore[attr-defined]
-        "default", "leader", timedelta(seconds=30)))  # the fixture's leader steps down
-    scheduler = Scheduler(app=app)
-    try:
-        scheduler.tick_waits = False
-        scheduler.tick()  # takes the lease
-        assert scheduler.engine is not None and scheduler.engine.is_leader()
-        watch = scheduler._handover
-        assert watch is not None
-        wait_for(lambda: watch.looked, "the watch's first look", timeout=10)
-        # What it finds then, or whenever asked: django-celery-beat's scheduler sending.
-        run_database_scheduler()
-        watch.look_now()
-        wait_for_warning(caplog)
-    finally:
-        scheduler.close()
-
-
-def test_a_look_on_sqlite_takes_no_write_lock_from_the_beat(tmp_path: Path) -> None:
-    import sqlite3
-
-    from goatbeat_celery.store import open_store
-
-    path = tmp_path / "goatbeat.db"
-    store = open_store(f"sqlite:///{path}")
-    assert store.acquire("default", "leader", timedelta(seconds=30)) is not None
-    watch = HandoverWatch(f"sqlite:///{path}", store, "default",  # type: ignore[arg-type]
-                          leading=lambda: True)
-    writer = sqlite3.connect(path, timeout=0, isolation_level=None)
-    try:
-        writer.execute("BEGIN IMMEDIATE")  # the beat, claiming
-        watch.look()  # reads beside it (WAL), at once
-        assert watch.table_absent
-        writer.execute("COMMIT")
-        # And the write lock is free while the watch's engine stays open.
-        writer.execute("BEGIN IMMEDIATE")
-        writer.execute("COMMIT")
-    finally:
-        writer.close()
-        watch.close()
-        store.close()
-
-
 def test_a_beat_on_the_memory_store_starts_no_watch(api: Schedules) -> None:
     from goatbeat_celery.django_handover import start_watch
 
