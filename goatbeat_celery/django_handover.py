@@ -200,7 +200,7 @@ def find_overlap(url: str, lease_name: str) -> Overlap | None:
 WATCH_EVERY = 60.0
 WARN_EVERY = 600.0
 #: How often it looks while the database holds no django-celery-beat table: only whether one
-#: was made since (an idle leader's look every minute cost more than its renewals).
+#: was made since (a look every minute cost an idle leader nearly what its renewals do).
 ABSENT_EVERY = 600.0
 
 
