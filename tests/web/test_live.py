@@ -61,6 +61,13 @@ def watched(page: Page) -> Watched:
     return Watched(page)
 
 
+def started(page: Page) -> None:
+    """Waits for the page's script to have started: the bar it adds comes in the same run as
+    its first timer, so a clock moved before then would move past no timer at all (the
+    heading shows while the script is still being fetched)."""
+    expect(page.locator("#live-bar")).to_be_attached()
+
+
 def two_schedules(server: Server) -> None:
     server.schedules.create("reports.hourly", "proj.tasks.report", every=3600)
     server.schedules.create("cleanup", "proj.tasks.cleanup", every=60)
@@ -118,6 +125,7 @@ def test_a_region_being_used_is_left_alone_and_the_others_update(
     two_schedules(server)
     page.clock.install()
     sign_in(page, server)
+    started(page)
     page.focus(SET_ASIDE)
     set_aside(cast(Store, server.schedules.store), "cleanup",
               "trigger raised ValueError: bad interval")
@@ -140,6 +148,7 @@ def test_the_edit_form_keeps_what_is_typed_while_the_rest_updates(
     page.clock.install()
     sign_in(page, server)
     page.goto(server.url + "/schedule?name=cleanup")
+    started(page)
     page.fill("#reason", "half typed")
     page.locator("#reason").blur()
     server.schedules.pause("cleanup")
@@ -155,6 +164,7 @@ def test_failed_reads_say_since_when_and_back_off(page: Page, watched: Watched,
     two_schedules(server)
     page.clock.install()
     sign_in(page, server)
+    started(page)
 
     def refuse(route: Route) -> None:
         if route.request.resource_type == "fetch":
