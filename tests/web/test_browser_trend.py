@@ -23,7 +23,7 @@ from goatbeat_celery.web.pages.base import LIVE_EVERY
 from tests.web.conftest import Server
 from tests.web.layout import layout_problems, photograph
 from tests.web.test_browser import sign_in
-from tests.web.test_live import Watched
+from tests.web.test_live import Watched, started
 
 EVERY_MS = LIVE_EVERY * 1000
 #: A zone with an offset of half an hour and no summer time: no UTC text reads the same.
@@ -173,6 +173,7 @@ def test_the_runs_page_shows_a_new_run_without_reload_and_not_while_paused(
     page.goto(server.url + "/runs")
     rows = page.locator("#runs tbody tr")
     expect(rows).to_have_count(11)
+    started(page)
     page.fill("#q", "half typed")  # the filter form is not replaced under the person typing
 
     server.schedules.run_now("etl")
@@ -207,6 +208,7 @@ def test_a_run_s_page_updates_until_the_run_ends(page: Page, server: Server) -> 
     running = runs[10]
     page.goto(server.url + "/run?key=" + quote(running.key, safe=""))
     expect(page.locator("#live-run-title .pill")).to_have_text("running")
+    started(page)
 
     report(server.schedules, running, RunOutcome.SUCCEEDED, runtime=3, started_ago=5)
     page.clock.run_for(EVERY_MS)
