@@ -31,7 +31,7 @@ from typing import Protocol
 
 import sqlalchemy as sa
 
-from goatbeat_celery.core.protocols import LeaseManager, ScheduleReads
+from goatbeat_celery.core.protocols import LeaseManager, ScheduleReads, StoreConnection
 from goatbeat_celery.core.types.errors import (
     GoatbeatError,
     ScheduleNotFound,
@@ -94,8 +94,9 @@ class Overlap:
                 "django_celery_beat.schedulers:DatabaseScheduler, then disable the tasks")
 
 
-class _Store(ScheduleReads, LeaseManager, Protocol):
-    """What :func:`overlap` reads: schedules and leases."""
+class _Store(StoreConnection, ScheduleReads, LeaseManager, Protocol):
+    """What :func:`overlap` and the watch read: whether the table is there, schedules and
+    leases."""
 
 
 def listed(names: Sequence[str]) -> str:
@@ -104,11 +105,9 @@ def listed(names: Sequence[str]) -> str:
     return shown + (f" and {rest} more" if rest > 0 else "")
 
 
-def read_source(engine: sa.Engine, ran_after: datetime | None = None) -> list[SourceTask] | None:
+def read_source(engine: sa.Engine, ran_after: datetime | None = None) -> list[SourceTask]:
     """django-celery-beat's enabled periodic tasks, by name (those that ran after
-    ``ran_after`` only, when given); None without its table."""
-    if not _has_table(engine):
-        return None
+    ``ran_after`` only, when given), from its table (the store found it: ``has_table``)."""
     table = sa.table(PERIODIC_TASK_TABLE, sa.column("name"), sa.column("enabled"),
                      sa.column("last_run_at"))
     query = (sa.select(table.c.name, table.c.last_run_at)
@@ -118,23 +117,6 @@ def read_source(engine: sa.Engine, ran_after: datetime | None = None) -> list[So
     with engine.connect() as connection:
         rows = connection.execute(query).all()
     return [SourceTask(str(name), _aware(last)) for name, last in rows]
-
-
-def _has_table(engine: sa.Engine) -> bool:
-    if engine.dialect.name == "postgresql":
-        # Found as the read finds it (the search path), in one statement: the inspector's
-        # catalog reads cost several times more.
-        with engine.connect() as connection:
-            return connection.execute(sa.select(
-                sa.func.to_regclass(PERIODIC_TASK_TABLE).is_not(None))).scalar_one()
-    if engine.dialect.name not in ("mysql", "mariadb"):
-        return sa.inspect(engine).has_table(PERIODIC_TASK_TABLE)
-    # MySQL refuses to describe a table its user holds nothing on, present or not (and says
-    # which only to a user who may see it): a table hidden from the user is no table here.
-    with engine.connect() as connection:
-        return connection.execute(sa.text(
-            "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() "
-            "AND table_name = :name"), {"name": PERIODIC_TASK_TABLE}).first() is not None
 
 
 def _aware(value: object) -> datetime | None:
@@ -179,17 +161,17 @@ def find_overlap(url: str, lease_name: str) -> Overlap | None:
 
     if backend_of(url) is Backend.MEMORY:
         return None
-    engine = migration_engine(url)
-    try:
-        tasks = read_source(engine)
-    except sa.exc.SQLAlchemyError as exc:
-        raise StoreError(f"cannot read {PERIODIC_TASK_TABLE}: {failure_reason(exc)}") from exc
-    finally:
-        engine.dispose()
-    if tasks is None:
-        return None
     store = open_store(url, create_schema=False)
     try:
+        if not store.has_table(PERIODIC_TASK_TABLE):
+            return None
+        engine = migration_engine(url)
+        try:
+            tasks = read_source(engine)
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"cannot read {PERIODIC_TASK_TABLE}: {failure_reason(exc)}") from exc
+        finally:
+            engine.dispose()
         return overlap(store, tasks, lease_name)
     finally:
         store.close()
@@ -208,10 +190,10 @@ class HandoverWatch:
     """The leading beat's look for django-celery-beat's ``DatabaseScheduler`` still sending
     what goatbeat sends (:meth:`Overlap.error`): a WARNING when first seen, when other tasks
     are concerned, and every :data:`WARN_EVERY` seconds while it lasts; an INFO line once it
-    ended. Runs in a thread of its own (:meth:`start`), on a connection of its own, so that a
-    slow read never delays a run; reads only the periodic tasks that ran since the lease was
-    taken, so that it costs nothing while django-celery-beat's beat is stopped, and looks
-    every ``absent_every`` seconds only while there is no django-celery-beat table."""
+    ended. Runs in a thread of its own (:meth:`start`), so that a slow read never delays a run;
+    asks the store whether the table is there, and looks only every ``absent_every`` seconds
+    while it is not; reads, on a connection of its own, only the periodic tasks that ran since
+    the lease was taken, so that it costs little while django-celery-beat's beat is stopped."""
 
     def __init__(self, url: str, store: _Store, lease_name: str, *,
                  leading: Callable[[], bool], every: float = WATCH_EVERY,
@@ -231,7 +213,10 @@ class HandoverWatch:
 
     def look(self) -> Overlap | None:
         """One look, logged as the class says; what was found (None: nothing to compare)."""
-        since = lease_taken_at(self._store, self._lease_name)
+        # Asked on the store's open connections: a look while the table is absent (nearly
+        # always) opens none, which costs more than the question.
+        self.table_absent = not self._store.has_table(PERIODIC_TASK_TABLE)
+        since = None if self.table_absent else lease_taken_at(self._store, self._lease_name)
         if since is None:
             return None
         if self._engine is None:
@@ -239,7 +224,6 @@ class HandoverWatch:
 
             self._engine = reading_engine(self._url)
         tasks = read_source(self._engine, ran_after=since)
-        self.table_absent = tasks is None
         found = None if not tasks else overlap(self._store, tasks, self._lease_name)
         message = None if found is None else found.error()
         if found is None or message is None:

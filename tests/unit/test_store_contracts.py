@@ -32,7 +32,7 @@ def test_the_schedule_store_is_the_combination_of_its_concerns() -> None:
 
     assert members(protocols.ScheduleStore) == []
     assert [base.__name__ for base in bases if base not in CONCERNS] == []
-    assert len({name for base in bases for name in members(base)}) == 50
+    assert len({name for base in bases for name in members(base)}) == 51
 
 
 @pytest.mark.parametrize("store", STORES, ids=lambda store: store.__name__)

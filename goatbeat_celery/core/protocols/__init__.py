@@ -5,7 +5,7 @@ Every store must pass ``tests/conformance``; these docstrings are the rules that
 One module per concern, as the stores are split: :class:`ScheduleStore` is their combination
 (:mod:`.store`), and a component that needs one or two concerns asks for those alone.
 
-* :mod:`.connection` — :class:`StoreConnection`: the store's clock, waiting and closing;
+* :mod:`.connection` — :class:`StoreConnection`: the store's clock, waiting, its tables and closing;
 * :mod:`.schedule_reads` — :class:`ScheduleReads`; :mod:`.schedule_writes` —
   :class:`ScheduleWrites`;
 * :mod:`.calendars` — :class:`CalendarStore`: exclusion calendars;

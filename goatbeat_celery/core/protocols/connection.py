@@ -7,9 +7,9 @@ from typing import Protocol
 
 
 class StoreConnection(Protocol):
-    """The store's clock, :meth:`wait` and :meth:`notify`, and :meth:`close`. Which writes
-    wake :meth:`wait`, and what ``wakes_on_every_change`` promises,
-    :class:`~goatbeat_celery.core.protocols.ScheduleStore` says."""
+    """The store's clock, :meth:`wait` and :meth:`notify`, :meth:`has_table` and
+    :meth:`close`. Which writes wake :meth:`wait`, and what ``wakes_on_every_change``
+    promises, :class:`~goatbeat_celery.core.protocols.ScheduleStore` says."""
 
     wakes_on_every_change: bool
 
@@ -24,6 +24,13 @@ class StoreConnection(Protocol):
 
     def notify(self) -> None:
         """Wake every replica waiting in :meth:`wait` (best effort)."""
+        ...
+
+    def has_table(self, name: str) -> bool:
+        """Whether the store's database holds a table ``name`` its user can see (another
+        application's, say django-celery-beat's), found as a query naming it would find it.
+        Asked on the store's own connections, without a new one or a write lock; the memory
+        store holds none."""
         ...
 
     def close(self) -> None:

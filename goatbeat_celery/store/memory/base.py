@@ -103,6 +103,9 @@ class MemoryStoreBase(StoreConnection):
         self._alerts: dict[int, Alert] = {}
         self._alert_ids = itertools.count(1)
 
+    def has_table(self, name: str) -> bool:
+        return False
+
     def now(self) -> datetime:
         return ensure_aware(self._clock(), "clock()")
 

@@ -106,6 +106,13 @@ class MySQLStore(SQLStore):
     def _insert(self, table: sa.Table) -> Insert:
         return mysql.insert(table)
 
+    def _table_exists(self, conn: sa.Connection, name: str) -> bool:
+        # MySQL refuses to describe a table its user holds nothing on, present or not (and says
+        # which only to a user who may see it): a table hidden from the user is no table here.
+        return conn.execute(sa.text(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() "
+            "AND table_name = :name"), {"name": name}).first() is not None
+
     def _nulls_last(self, column: sa.ColumnElement[Any]) -> tuple[sa.ColumnElement[Any], ...]:
         # No NULLS LAST: NULLs sort first ascending.
         return column.is_(None), column.asc()

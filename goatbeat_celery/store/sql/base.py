@@ -236,6 +236,14 @@ class SQLStoreBase(StoreConnection):
             now: datetime = conn.execute(sa.select(self._now_sql())).scalar_one()
             return now
 
+    def has_table(self, name: str) -> bool:
+        with self._read(f"look for the table {name}") as conn:
+            return self._table_exists(conn, name)
+
+    def _table_exists(self, conn: sa.Connection, name: str) -> bool:
+        """Dialect hook: whether the database holds a table ``name`` the user can see."""
+        return sa.inspect(conn).has_table(name)
+
     def wait(self, timeout: float) -> bool:
         raise NotImplementedError
 
