@@ -20,8 +20,8 @@ from tests.support.sqlite_files import migrated_sqlite
 def url(request: pytest.FixtureRequest) -> str:
     if request.param == "sqlite":
         return migrated_sqlite(request.getfixturevalue("tmp_path") / "goatbeat.db")
-    return str(request.getfixturevalue(f"{'pg' if request.param == 'postgres' else 'mysql'}"
-                                       "_empty_url"))
+    empty = {"postgres": "pg_empty_url", "mysql": "mysql_empty_url"}[request.param]
+    return str(request.getfixturevalue(empty))
 
 
 @pytest.fixture
